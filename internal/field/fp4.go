@@ -1,6 +1,9 @@
 package field
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // W is the non-residue of the extension: X^4 = W.
 const W Fp = 11
@@ -49,18 +52,18 @@ func (a Fp4) MulBase(b Fp) Fp4 { return Fp4{a[0].Mul(b), a[1].Mul(b), a[2].Mul(b
 func (a Fp4) AddBase(b Fp) Fp4 { return Fp4{a[0].Add(b), a[1], a[2], a[3]} }
 
 // Mul returns a·b, reducing with X^4 = 11 (spec A §1.3). Products are accumulated as uint64 and
-// reduced once per coefficient: each sum has at most 4 + 3·11 terms below p², far from 2^64.
+// reduced once per coefficient. Bounds (every product < p² < 2^62): the W-scaled inner sums
+// (at most three products) are reduced first, so r0, r1, r2 are at most three products plus
+// 11(p−1), within reduceMax; r3 is four products (< 2^64) and uses reduce4.
 func (a Fp4) Mul(b Fp4) Fp4 {
 	a0, a1, a2, a3 := uint64(a[0]), uint64(a[1]), uint64(a[2]), uint64(a[3])
 	b0, b1, b2, b3 := uint64(b[0]), uint64(b[1]), uint64(b[2]), uint64(b[3])
-	const p = uint64(P)
 	w := uint64(W)
-	// Reduce the W-scaled part first so that no sum exceeds 2^64: (a1b3 + a2b2 + a3b1) < 3p².
-	r0 := a0*b0 + w*((a1*b3+a2*b2+a3*b1)%p)
-	r1 := a0*b1 + a1*b0 + w*((a2*b3+a3*b2)%p)
-	r2 := a0*b2 + a1*b1 + a2*b0 + w*((a3*b3)%p)
+	r0 := a0*b0 + w*uint64(reduce(a1*b3+a2*b2+a3*b1))
+	r1 := a0*b1 + a1*b0 + w*uint64(reduce(a2*b3+a3*b2))
+	r2 := a0*b2 + a1*b1 + a2*b0 + w*uint64(reduce(a3*b3))
 	r3 := a0*b3 + a1*b2 + a2*b1 + a3*b0
-	return Fp4{Fp(r0 % p), Fp(r1 % p), Fp(r2 % p), Fp(r3 % p)}
+	return Fp4{Fp(reduce(r0)), Fp(reduce(r1)), Fp(reduce(r2)), Fp(reduce4(r3))}
 }
 
 // Square returns a².
@@ -69,7 +72,7 @@ func (a Fp4) Square() Fp4 { return a.Mul(a) }
 // Exp returns a^e (a^0 = 1).
 func (a Fp4) Exp(e uint64) Fp4 {
 	r := Fp4One
-	for i := 63; i >= 0; i-- {
+	for i := 63 - bits.LeadingZeros64(e); i >= 0; i-- {
 		r = r.Square()
 		if (e>>uint(i))&1 == 1 {
 			r = r.Mul(a)
