@@ -1,0 +1,103 @@
+// Package transcript owns the Fiat–Shamir transcript: the duplex sponge over Poseidon2-16 of
+// spec A §3.1 (OpenVM DuplexSponge<F, Perm, 16, 8>, behaviourally Plonky3's
+// DuplexChallenger<F, Perm, 16, 8>), the derived operations of §3.2 (ext and digest observes,
+// sample_ext, sample_bits) and proof-of-work grinding (§3.3–3.5) with a multi-core grinder that
+// always returns the smallest witness.
+package transcript
+
+import (
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/poseidon2"
+)
+
+// rate is the number of state positions written by observe and read by sample.
+const rate = 8
+
+// MaxBits is the largest bits argument of SampleBits, CheckWitness and Grind: bits < 32 and
+// 2^bits < p.
+const MaxBits = 30
+
+// Transcript is the duplex sponge of spec A §3.1. The zero value is the fresh transcript used by
+// prover and verifier (all-zero state, no domain-separation constant). It is a plain value:
+// assigning it makes an independent clone.
+type Transcript struct {
+	state     [poseidon2.Width]field.Fp
+	absorbIdx uint8 // in [0, 8)
+	sampleIdx uint8 // in [0, 8]
+}
+
+// New returns a fresh transcript (the same as the zero value).
+func New() Transcript { return Transcript{} }
+
+// Observe absorbs one base element: s[absorb_idx] ← x (overwrite); after the 8th pending
+// element the state is permuted and the 8 outputs become available to Sample.
+func (t *Transcript) Observe(x field.Fp) {
+	t.state[t.absorbIdx] = x
+	t.absorbIdx++
+	if t.absorbIdx == rate {
+		poseidon2.Permute(&t.state)
+		t.absorbIdx = 0
+		t.sampleIdx = rate
+	}
+}
+
+// ObserveExt absorbs the coefficients c0, c1, c2, c3 in that order.
+func (t *Transcript) ObserveExt(e field.Fp4) {
+	for _, c := range e {
+		t.Observe(c)
+	}
+}
+
+// ObserveDigest absorbs the 8 digest elements in index order (observe_commit).
+func (t *Transcript) ObserveDigest(d poseidon2.Digest) {
+	for _, c := range d {
+		t.Observe(c)
+	}
+}
+
+// Sample squeezes one base element. If observes are pending or the outputs are used up, the
+// state is permuted first; outputs are read backwards, s[7], s[6], …, s[0].
+func (t *Transcript) Sample() field.Fp {
+	if t.absorbIdx != 0 || t.sampleIdx == 0 {
+		poseidon2.Permute(&t.state)
+		t.absorbIdx = 0
+		t.sampleIdx = rate
+	}
+	t.sampleIdx--
+	return t.state[t.sampleIdx]
+}
+
+// SampleExt squeezes an extension element: c0, c1, c2, c3 are four consecutive samples.
+func (t *Transcript) SampleExt() field.Fp4 {
+	var e field.Fp4
+	for i := range e {
+		e[i] = t.Sample()
+	}
+	return e
+}
+
+// SampleBits squeezes one element and returns the low bits of its canonical value (no rejection
+// sampling, spec A §3.2). bits must be in [0, MaxBits]; it panics otherwise, since bits always
+// come from validated parameters. SampleBits(0) still consumes a sample and returns 0.
+func (t *Transcript) SampleBits(bits int) uint32 {
+	checkBits(bits)
+	return uint32(t.Sample()) & (1<<bits - 1)
+}
+
+// CheckWitness is check_witness of spec A §3.2: with bits == 0 it returns true and leaves the
+// transcript untouched; otherwise it observes w and accepts iff SampleBits(bits) == 0. It
+// panics if bits is outside [0, MaxBits].
+func (t *Transcript) CheckWitness(bits int, w field.Fp) bool {
+	checkBits(bits)
+	if bits == 0 {
+		return true
+	}
+	t.Observe(w)
+	return t.SampleBits(bits) == 0
+}
+
+func checkBits(bits int) {
+	if bits < 0 || bits > MaxBits {
+		panic("transcript: bits out of range [0, 30]")
+	}
+}
