@@ -3,11 +3,18 @@ package cmd
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/metalprove/metalprove/internal/cmd/params"
+	"github.com/metalprove/metalprove/internal/cmd/selftest"
+	"github.com/metalprove/metalprove/internal/cmd/version"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 )
 
 // subcommands lists the commands of metalprove, in help order. Each lives in its own package
 // under internal/cmd/<name> with an Options struct, NewCmdX(f, runF) and a run function.
 func subcommands(f *cmdutil.Factory) []*cobra.Command {
-	return []*cobra.Command{}
+	return []*cobra.Command{
+		params.NewCmdParams(f, nil),
+		selftest.NewCmdSelftest(f, nil),
+		version.NewCmdVersion(f, nil),
+	}
 }

@@ -30,6 +30,10 @@ func All() []Check {
 	var all []Check
 	for _, area := range [][]Check{
 		fieldChecks(),
+		keccakChecks(),
+		poseidon2Checks(),
+		transcriptChecks(),
+		paramsChecks(),
 	} {
 		all = append(all, area...)
 	}

@@ -39,6 +39,11 @@ LogUp-GKR). Settings come from flags, then METALPROVE_* environment variables, t
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       f.Version,
+		// The root is runnable so that an unknown command reaches rootArgs (a usage error, exit 2)
+		// instead of cobra's plain error (exit 1); without arguments it prints the help.
+		Args:                       rootArgs,
+		SuggestionsMinimumDistance: 2,
+		RunE:                       func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if err := resolveSettings(cmd); err != nil {
 				return err
@@ -66,13 +71,44 @@ LogUp-GKR). Settings come from flags, then METALPROVE_* environment variables, t
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&s.ConfigFile, "config", "", "config file (YAML; keys are flag names in snake_case, plus a params section)")
 	pf.StringVar(&s.Device, "device", "auto", "device: "+strings.Join(cmdutil.DeviceKinds, "|"))
-	pf.StringVar(&s.LogLevel, "log-level", "info", "log level: trace|debug|info|warn|error")
+	pf.StringVar(&s.LogLevel, "log-level", "info", "log level: "+strings.Join(logLevels, "|"))
 	pf.StringVar(&s.LogFormat, "log-format", "console", "log format on stderr: console|json")
 
 	for _, c := range subcommands {
 		cmd.AddCommand(c)
 	}
+	usageArgs(cmd)
 	return cmd
+}
+
+// rootArgs rejects arguments to the root command: the first one is an unknown command.
+func rootArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += " (did you mean " + strings.Join(s, " or ") + "?)"
+	}
+	return &cmdutil.UsageError{Err: errors.New(msg)}
+}
+
+// usageArgs makes every positional-argument check in the tree return a UsageError, so that a
+// wrong argument count exits with ExitUsage like a wrong flag does.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			var usage *cmdutil.UsageError
+			if err != nil && !errors.As(err, &usage) {
+				return &cmdutil.UsageError{Err: err}
+			}
+			return err
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
 }
 
 // configKey is the config-file key of a flag: --log-stacked-height ↔ log_stacked_height.
@@ -177,11 +213,16 @@ func checkConfigKeys(root *cobra.Command, v *viper.Viper, file string) error {
 	return nil
 }
 
+// logLevels are the values accepted by --log-level.
+var logLevels = []string{"trace", "debug", "info", "warn", "error"}
+
 // newLogger builds the zerolog logger on stderr.
 func newLogger(ios *cmdutil.IOStreams, level, format string) (zerolog.Logger, error) {
+	// zerolog.ParseLevel also accepts numbers, "panic", "fatal" and "disabled"; only the
+	// documented names are allowed here.
 	lvl, err := zerolog.ParseLevel(level)
-	if err != nil || level == "" || lvl == zerolog.NoLevel {
-		return zerolog.Logger{}, cmdutil.Usagef("--log-level %q: must be one of trace, debug, info, warn, error", level)
+	if err != nil || !slices.Contains(logLevels, level) {
+		return zerolog.Logger{}, cmdutil.Usagef("--log-level %q: must be one of %s", level, strings.Join(logLevels, ", "))
 	}
 	switch format {
 	case "json":

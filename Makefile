@@ -1,0 +1,52 @@
+# metalprove build and checks. GNU make. `make` builds bin/metalprove; `make test` runs every
+# check CI runs (.ci/run calls it), in order.
+
+# Go from PATH, else the default install location (CI's environment may lack Go on PATH).
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+GO := $(GO)
+GOFMT ?= $(dir $(GO))gofmt
+# Sub-commands (scripts, go generate) find the same toolchain as `go`.
+export PATH := $(abspath $(dir $(GO))):$(PATH)
+export GO
+
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# Fuzz time per target: short in `make test`, longer in `make fuzz`.
+FUZZTIME ?= 5s
+FUZZTIME_LONG ?= 2m
+TEST_TIMEOUT ?= 10m
+
+.NOTPARALLEL:
+.PHONY: all build test check-generated fmt-check vet unit fuzz-smoke fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/metalprove ./cmd/metalprove
+
+test: check-generated fmt-check vet unit fuzz-smoke
+
+# go generate must not change any file.
+check-generated:
+	scripts/check-generated.sh
+
+fmt-check:
+	@files=$$($(GOFMT) -l $$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*')); \
+	if [ -n "$$files" ]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$files"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+fuzz-smoke:
+	FUZZTIME=$(FUZZTIME) scripts/fuzz-smoke.sh
+
+fuzz:
+	FUZZTIME=$(FUZZTIME_LONG) scripts/fuzz-smoke.sh
+
+bench:
+	$(GO) test -run='^$$' -bench=. ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,120 @@
+package main
+
+// Acceptance tests: build the real binary once and run it as a user would.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// binary is the metalprove executable built by TestMain.
+var binary string
+
+const testVersion = "v0.0.0-acceptance"
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "metalprove-acceptance-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "metalprove")
+	// The package directory is cmd/metalprove, so "." is ./cmd/metalprove from the repository root.
+	build := exec.Command("go", "build", "-o", binary, "-ldflags", "-X main.version="+testVersion, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "building metalprove: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// metalprove runs the binary with args in an environment without METALPROVE_* variables and
+// returns its exit code, stdout and stderr.
+func metalprove(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "METALPROVE_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out.String(), errOut.String()
+	case errors.As(err, &exit):
+		return exit.ExitCode(), out.String(), errOut.String()
+	}
+	t.Fatalf("running %v: %v", args, err)
+	return 0, "", ""
+}
+
+func TestVersion(t *testing.T) {
+	code, out, errOut := metalprove(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "metalprove "+testVersion+"\ngo") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+func TestSelftest(t *testing.T) {
+	code, out, errOut := metalprove(t, "selftest")
+	if code != 0 || !strings.HasSuffix(out, " passed, 0 failed\n") || !strings.Contains(out, "PASS") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+func TestSelftestJSON(t *testing.T) {
+	code, out, errOut := metalprove(t, "selftest", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	var rep struct {
+		Checks []struct {
+			Name   string `json:"name"`
+			Passed bool   `json:"passed"`
+		} `json:"checks"`
+		Passed int `json:"passed"`
+		Failed int `json:"failed"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, out)
+	}
+	if rep.Failed != 0 || rep.Passed == 0 || rep.Passed != len(rep.Checks) {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+func TestBadDevice(t *testing.T) {
+	code, out, errOut := metalprove(t, "--device", "nope", "selftest")
+	if code != 2 || !strings.Contains(errOut, "--device") || out != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 naming --device", code, out, errOut)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	code, out, errOut := metalprove(t, "--help")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"Usage:", "selftest", "version", "--device", "--config", "--log-level", "--log-format"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("help lacks %q:\n%s", want, out)
+		}
+	}
+}
