@@ -118,3 +118,51 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+func TestTraceGenerateAndInfo(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "k.bin")
+	code, out, errOut := metalprove(t, "trace", "--example", "keccakf", "--perms", "2", "-o", path)
+	if code != 0 || out != "" || !strings.Contains(errOut, "trace file written") {
+		t.Fatalf("trace: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	code, out, errOut = metalprove(t, "trace", "info", path, "--json")
+	if code != 0 {
+		t.Fatalf("trace info: exit %d, stderr %q", code, errOut)
+	}
+	var rep struct {
+		Sections []struct {
+			Name   string `json:"name"`
+			Width  int    `json:"width"`
+			Height int    `json:"height"`
+			Digest string `json:"sha256_digest"`
+		} `json:"sections"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("trace info stdout is not JSON: %v\n%s", err, out)
+	}
+	if len(rep.Sections) != 1 || rep.Sections[0].Name != "keccakf" || rep.Sections[0].Width != 2633 ||
+		rep.Sections[0].Height != 64 || len(rep.Sections[0].Digest) != 64 {
+		t.Errorf("trace info report %+v", rep)
+	}
+
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0x01
+	bad := filepath.Join(dir, "bad.bin")
+	if err := os.WriteFile(bad, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = metalprove(t, "trace", "info", bad)
+	if code != 3 || out != "" || !strings.Contains(errOut, "byte offset") {
+		t.Errorf("corrupted file: exit %d, stdout %q, stderr %q; want exit 3 naming the byte offset", code, out, errOut)
+	}
+
+	code, _, errOut = metalprove(t, "trace", "--example", "nope", "--perms", "2", "-o", filepath.Join(dir, "x.bin"))
+	if code != 2 || !strings.Contains(errOut, "keccakf") {
+		t.Errorf("unknown example: exit %d, stderr %q", code, errOut)
+	}
+}

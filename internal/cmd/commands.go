@@ -5,6 +5,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/cmd/params"
 	"github.com/metalprove/metalprove/internal/cmd/selftest"
+	"github.com/metalprove/metalprove/internal/cmd/trace"
 	"github.com/metalprove/metalprove/internal/cmd/version"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 )
@@ -15,6 +16,7 @@ func subcommands(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
 		params.NewCmdParams(f, nil),
 		selftest.NewCmdSelftest(f, nil),
+		trace.NewCmdTrace(f, nil),
 		version.NewCmdVersion(f, nil),
 	}
 }

@@ -115,7 +115,7 @@ func selftestRun(opts *Options) error {
 		}
 	}
 	log.Debug().Int("passed", report.Passed).Int("failed", report.Failed).
-		Dur("elapsed", time.Since(start)).Msg("selftest end")
+		Str("elapsed", time.Since(start).Round(time.Microsecond).String()).Msg("selftest end")
 
 	if opts.JSON {
 		enc := json.NewEncoder(opts.IO.Out)
