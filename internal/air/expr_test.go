@@ -1,0 +1,193 @@
+package air
+
+import (
+	"strings"
+	"testing"
+)
+
+func mainVar(part, off, idx int) *Expr {
+	return V(Var{Entry: EntryMain, PartIndex: part, Offset: off, Index: idx})
+}
+
+func pubVar(i int) *Expr { return V(Var{Entry: EntryPublic, Index: i}) }
+
+func symbolic(t *testing.T, a Air) *SymbolicConstraints {
+	t.Helper()
+	sc, err := Symbolic(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func TestDegreeMultiple(t *testing.T) {
+	x, y, p := mainVar(0, 0, 0), mainVar(0, 1, 1), pubVar(0)
+	pre := V(Var{Entry: EntryPreprocessed, Offset: 1, Index: 0})
+	cases := []struct {
+		e    *Expr
+		want int
+	}{
+		{x, 1}, {pre, 1}, {p, 0}, {Const(5), 0}, {IsFirstRow(), 1}, {IsLastRow(), 1}, {IsTransition(), 1},
+		{Add(x, p), 1}, {Sub(p, Const(1)), 0}, {Neg(Mul(x, y)), 2}, {Mul(x, Mul(y, pre)), 3},
+		{Mul(IsTransition(), Sub(x, y)), 2}, {Mul(p, Const(3)), 0},
+		// computed on the tree as built: y·0 still counts
+		{Mul(x, Add(Mul(y, Const(0)), Const(3))), 2},
+	}
+	for i, c := range cases {
+		if got := c.e.DegreeMultiple(); got != c.want {
+			t.Errorf("case %d %v: dm %d, want %d", i, c.e, got, c.want)
+		}
+	}
+}
+
+// recorder collects the constraints a builder call sequence pushes.
+func pushed(f func(b *Builder)) []string {
+	b := NewBuilder(TraceWidth{Preprocessed: 1, CommonMain: 3}, 2)
+	f(b)
+	var out []string
+	for _, c := range b.Constraints() {
+		out = append(out, c.String())
+	}
+	return out
+}
+
+func TestBuilderTreeShapes(t *testing.T) {
+	const pm1 = "2013265920"
+	cases := []struct {
+		name string
+		f    func(b *Builder)
+		want string
+	}{
+		{"assert_zero", func(b *Builder) { b.AssertZero(b.Main(0)[0]) }, "m0[0]"},
+		{"assert_eq", func(b *Builder) { b.AssertEq(b.Main(0)[0], b.Main(1)[2]) }, "(m0[0] - m0[2]')"},
+		{"assert_one", func(b *Builder) { b.AssertOne(b.Main(0)[1]) }, "(m0[1] - 1)"},
+		{"assert_bool", func(b *Builder) { b.AssertBool(b.Main(0)[1]) }, "(m0[1] * (m0[1] - 1))"},
+		{"assert_tern", func(b *Builder) { b.AssertTern(b.Main(0)[1]) }, "((m0[1] * (m0[1] - 1)) * (m0[1] - 2))"},
+		{"when", func(b *Builder) { b.When(b.Preprocessed(0)[0]).AssertZero(b.Main(0)[0]) }, "(pre[0] * m0[0])"},
+		{"when.when", func(b *Builder) { b.When(b.Main(0)[0]).When(b.Main(0)[1]).AssertZero(b.Main(0)[2]) },
+			"(m0[0] * (m0[1] * m0[2]))"},
+		{"when_first_row.assert_eq", func(b *Builder) { b.WhenFirstRow().AssertEq(b.Main(0)[0], b.Public(1)) },
+			"(IsFirstRow * (m0[0] - pub[1]))"},
+		{"when_last_row.assert_one", func(b *Builder) { b.WhenLastRow().AssertOne(b.Main(0)[0]) },
+			"(IsLastRow * (m0[0] - 1))"},
+		{"when_transition.when_ne", func(b *Builder) {
+			b.WhenTransition().WhenNe(b.Preprocessed(0)[0], One()).AssertEq(b.Main(0)[0], b.Main(1)[0])
+		}, "(IsTransition * ((pre[0] - 1) * (m0[0] - m0[0]')))"},
+		{"filtered.assert_bool", func(b *Builder) { b.WhenTransition().AssertBool(b.Main(0)[0]) },
+			"(IsTransition * (m0[0] * (m0[0] - 1)))"},
+		{"neg_one_mul", func(b *Builder) { b.AssertZero(Mul(NegOne(), b.Main(0)[0])) }, "(" + pm1 + " * m0[0])"},
+		{"neg", func(b *Builder) { b.AssertZero(Neg(b.Main(0)[0])) }, "-m0[0]"},
+		{"fold_sum", func(b *Builder) { b.AssertZero(FoldSum(b.Main(0)...)) }, "(((0 + m0[0]) + m0[1]) + m0[2])"},
+		{"sum", func(b *Builder) { b.AssertZero(Sum(b.Main(0)...)) }, "((m0[0] + m0[1]) + m0[2])"},
+		{"transition_window", func(b *Builder) { b.AssertZero(b.IsTransitionWindow(2)) }, "IsTransition"},
+	}
+	for _, c := range cases {
+		got := pushed(c.f)
+		if len(got) != 1 || got[0] != c.want {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestFibonacciTrees(t *testing.T) {
+	sc := symbolic(t, FibonacciAir{})
+	want := []string{
+		"(IsFirstRow * (m0[0] - pub[0]))",
+		"(IsFirstRow * (m0[1] - pub[1]))",
+		"(IsTransition * (m0[1] - m0[0]'))",
+		"(IsTransition * ((m0[0] + m0[1]) - m0[1]'))",
+		"(IsLastRow * (m0[1] - pub[2]))",
+	}
+	if len(sc.Constraints) != len(want) || len(sc.Interactions) != 0 {
+		t.Fatalf("got %d constraints / %d interactions", len(sc.Constraints), len(sc.Interactions))
+	}
+	for i, w := range want {
+		if g := sc.Constraints[i].String(); g != w {
+			t.Errorf("constraint %d: %s, want %s", i, g, w)
+		}
+	}
+	if d := sc.MaxConstraintDegree(); d != 2 {
+		t.Errorf("max degree %d, want 2", d)
+	}
+}
+
+func TestFibSelectorTrees(t *testing.T) {
+	sc := symbolic(t, FibonacciSelectorAir{Sels: AlternatingSels(4), Lookup: true})
+	want := []string{
+		"(IsFirstRow * (m0[0] - pub[0]))",
+		"(IsFirstRow * (m0[1] - pub[1]))",
+		"(IsTransition * (pre[0] * (m0[1] - m0[0]')))",
+		"(IsTransition * ((pre[0] - 1) * (m0[0] - m0[0]')))",
+		"(IsTransition * (pre[0] * ((m0[0] + m0[1]) - m0[1]')))",
+		"(IsTransition * ((pre[0] - 1) * (m0[1] - m0[1]')))",
+		"(IsLastRow * (m0[1] - pub[2]))",
+	}
+	for i, w := range want {
+		if g := sc.Constraints[i].String(); g != w {
+			t.Errorf("constraint %d: %s, want %s", i, g, w)
+		}
+	}
+	if len(sc.Interactions) != 1 {
+		t.Fatalf("%d interactions", len(sc.Interactions))
+	}
+	it := sc.Interactions[0]
+	if it.Bus != 0 || it.CountWeight != 0 || it.Count.String() != "-pre[0]" || len(it.Message) != 1 || it.Message[0].String() != "(m0[0] + m0[1])" {
+		t.Errorf("interaction %+v count %v", it, it.Count)
+	}
+	if d := sc.MaxConstraintDegree(); d != 3 {
+		t.Errorf("max degree %d, want 3", d)
+	}
+}
+
+func TestBusHelpers(t *testing.T) {
+	b := NewBuilder(TraceWidth{CommonMain: 2}, 0)
+	m := b.Main(0)
+	LookupBus(3).LookupKey(b, m[:1], m[1])
+	LookupBus(3).AddKeyWithLookups(b, m[:1], m[1])
+	PermutationCheckBus(4).Send(b, m, m[0])
+	PermutationCheckBus(4).Receive(b, m, m[0])
+	PermutationCheckBus(4).Interact(b, m, m[1])
+	want := []struct {
+		bus    uint16
+		count  string
+		weight uint32
+	}{{3, "m0[1]", 1}, {3, "-m0[1]", 0}, {4, "m0[0]", 1}, {4, "-m0[0]", 1}, {4, "m0[1]", 1}}
+	its := b.Interactions()
+	if len(its) != len(want) {
+		t.Fatalf("%d interactions", len(its))
+	}
+	for i, w := range want {
+		if its[i].Bus != w.bus || its[i].Count.String() != w.count || its[i].CountWeight != w.weight {
+			t.Errorf("interaction %d: bus %d count %v weight %d", i, its[i].Bus, its[i].Count, its[i].CountWeight)
+		}
+	}
+}
+
+func TestPartsAndPanics(t *testing.T) {
+	// Main() on a partitioned AIR is an error (OpenVM panics).
+	_, err := Symbolic(badAir{})
+	if err == nil || !strings.Contains(err.Error(), "partitioned") {
+		t.Errorf("err = %v", err)
+	}
+	b := NewBuilder(TraceWidth{Preprocessed: 1, CachedMains: []int{2, 1}, CommonMain: 3}, 1)
+	if got := b.CachedMain(1, 1)[0].Var(); got != (Var{Entry: EntryMain, PartIndex: 1, Offset: 1}) {
+		t.Errorf("cached var %+v", got)
+	}
+	if got := b.CommonMain(0)[2].Var(); got != (Var{Entry: EntryMain, PartIndex: 2, Index: 2}) {
+		t.Errorf("common var %+v", got)
+	}
+	// only a single cached part and no common main: Main() is that part.
+	b = NewBuilder(TraceWidth{CachedMains: []int{2}}, 0)
+	if got := b.Main(1)[1].Var(); got != (Var{Entry: EntryMain, Offset: 1, Index: 1}) {
+		t.Errorf("main var %+v", got)
+	}
+}
+
+type badAir struct{}
+
+func (badAir) Name() string { return "bad" }
+func (badAir) Width() TraceWidth {
+	return TraceWidth{CachedMains: []int{1}, CommonMain: 1}
+}
+func (badAir) NumPublicValues() int { return 0 }
+func (badAir) Eval(b *Builder)      { b.AssertZero(b.Main(0)[0]) }
