@@ -1,0 +1,104 @@
+// Package driver is the contract between the device runtime (package gpu) and its backends
+// (gpu/host, gpu/cuda, gpu/metal), in the manner of database/sql/driver: backends implement
+// Backend and know nothing of accounting, naming or argument validation, which package gpu does
+// once for all of them. It also holds the generated table of every kernel in shaders/*.metal with
+// its argument slots (kernels.gen.go), so each backend and the launchers agree on signatures.
+package driver
+
+import "errors"
+
+// Dim3 is a grid or threadgroup size (Metal's MTLSize).
+type Dim3 struct{ X, Y, Z uint32 }
+
+// D1 is a one-dimensional size.
+func D1(x uint32) Dim3 { return Dim3{x, 1, 1} }
+
+// Count is X·Y·Z.
+func (d Dim3) Count() uint64 { return uint64(d.X) * uint64(d.Y) * uint64(d.Z) }
+
+// ParamKind says how a kernel parameter is bound.
+type ParamKind uint8
+
+const (
+	// ParamBuffer is `device T*` or `constant T*` with [[buffer(i)]]: bound to a Buffer.
+	ParamBuffer ParamKind = iota
+	// ParamValue is `constant T&` with [[buffer(i)]]: bound to the bytes of a small value
+	// (Metal's setBytes; passed by value on CUDA and host).
+	ParamValue
+	// ParamThreadgroup is `threadgroup T*` with [[threadgroup(i)]]: sized at dispatch.
+	ParamThreadgroup
+	// ParamBuiltin is a Metal built-in such as thread_position_in_grid.
+	ParamBuiltin
+)
+
+// Param is one kernel parameter as declared in the .metal source.
+type Param struct {
+	Name  string
+	Type  string // as written, e.g. "device const uint*", "constant NttParams&"
+	Kind  ParamKind
+	Index int // buffer or threadgroup index; for built-ins, the position in the parameter list
+	// ValueSize is sizeof(T) of a ParamValue slot (all such structs are made of 32-bit fields).
+	ValueSize int
+	// Builtin names the built-in attribute of a ParamBuiltin (e.g. "thread_position_in_grid").
+	Builtin string
+}
+
+// KernelInfo describes one kernel of shaders/*.metal.
+type KernelInfo struct {
+	Name        string
+	Family      string // base name of the .metal file, e.g. "ntt"
+	Pos         string // file:line of the declaration
+	UsesBarrier bool
+	NBuf        int // 1 + highest [[buffer]] index
+	NTG         int // 1 + highest [[threadgroup]] index
+	Params      []Param
+}
+
+// Buffer is a backend's device allocation.
+type Buffer interface {
+	Size() int
+}
+
+// Arg binds one [[buffer(i)]] slot: Buf for a ParamBuffer slot, Bytes for a ParamValue slot.
+type Arg struct {
+	Buf   Buffer
+	Bytes []byte
+}
+
+// Limits are the device limits kernels and launchers must respect.
+type Limits struct {
+	MaxThreadsPerGroup   int    // e.g. 1024
+	MaxThreadgroupMemory int    // bytes; Apple: 32 KiB
+	SIMDWidth            int    // 32 on Apple and NVIDIA; 1 on the host device
+	MemoryBytes          uint64 // device memory (host: physical RAM)
+	ComputeUnits         int    // SMs, GPU cores, or CPU threads
+}
+
+// ErrOutOfMemory is returned (wrapped) by Alloc when the device cannot satisfy a request.
+var ErrOutOfMemory = errors.New("out of device memory")
+
+// Backend is one device implementation. Methods are called from one goroutine at a time.
+//
+// Ordering: Dispatch and Copy are encoded into the current batch and may run asynchronously;
+// Sync submits the batch and waits for it. Upload and Download are synchronous and ordered after
+// everything encoded before them (a backend may implement that by syncing first; package gpu
+// counts every sync).
+type Backend interface {
+	// Name describes the device, e.g. "NVIDIA H100 80GB HBM3 (sm_90)" or "host (16 threads)".
+	Name() string
+	Limits() Limits
+	// Alloc returns a zeroed buffer of size bytes (size ≥ 1).
+	Alloc(size int) (Buffer, error)
+	Free(b Buffer)
+	Upload(dst Buffer, offset int, src []byte) error
+	Download(dst []byte, src Buffer, offset int) error
+	// Copy encodes a device-to-device copy of n bytes.
+	Copy(dst Buffer, dstOffset int, src Buffer, srcOffset int, n int) error
+	// Dispatch encodes groups threadgroups of tpg threads each (dispatchThreadgroups semantics:
+	// every group is full; kernels bound-check). args has k.NBuf entries, already validated
+	// against k by package gpu; tgLen[i] is the byte length of [[threadgroup(i)]].
+	Dispatch(k *KernelInfo, groups, tpg Dim3, args []Arg, tgLen []uint32) error
+	// Sync submits the encoded work and waits for it to finish.
+	Sync() error
+	Close() error
+}

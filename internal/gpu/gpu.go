@@ -1,0 +1,322 @@
+// Package gpu owns the device runtime: Open chooses a backend (host, cuda, metal), and Device
+// adds what every backend shares: named buffers, memory accounting, explicit counted
+// host↔device copies, batches of dispatches synchronised once, and validation of every launch
+// against the generated kernel table, so errors name the kernel, parameter or buffer at fault.
+// It does no math.
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/metalprove/metalprove/internal/gpu/driver"
+)
+
+// Kind names a backend as the --device flag does.
+type Kind string
+
+const (
+	KindAuto  Kind = "auto"
+	KindHost  Kind = "host"
+	KindCUDA  Kind = "cuda"
+	KindMetal Kind = "metal"
+)
+
+// Kinds lists the accepted --device values.
+var Kinds = []Kind{KindAuto, KindMetal, KindCUDA, KindHost}
+
+// Dim3 and D1 are re-exported from driver for launchers.
+type Dim3 = driver.Dim3
+
+// D1 is a one-dimensional size.
+func D1(x uint32) Dim3 { return driver.D1(x) }
+
+// ErrOutOfMemory is wrapped by allocation errors when the device is out of memory.
+var ErrOutOfMemory = driver.ErrOutOfMemory
+
+// ErrUnavailable is wrapped by Open when the requested backend cannot be used here.
+var ErrUnavailable = errors.New("device unavailable")
+
+// Error is a device error naming what failed.
+type Error struct {
+	Op     string // "alloc", "upload", "download", "copy", "dispatch", "sync", "open"
+	Kernel string // kernel name, when a dispatch failed
+	Buffer string // buffer name, when a buffer was involved
+	Err    error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("gpu: ")
+	b.WriteString(e.Op)
+	if e.Kernel != "" {
+		b.WriteString(" kernel " + e.Kernel)
+	}
+	if e.Buffer != "" {
+		b.WriteString(" buffer " + strconvQuote(e.Buffer))
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
+
+// Stats counts the work a device has done since it was opened (or since ResetStats).
+type Stats struct {
+	Dispatches      int            `json:"dispatches"`
+	Syncs           int            `json:"syncs"`
+	Uploads         int            `json:"uploads"`
+	BytesToDevice   int64          `json:"bytes_to_device"`
+	Downloads       int            `json:"downloads"`
+	BytesFromDevice int64          `json:"bytes_from_device"`
+	Copies          int            `json:"copies"`
+	BytesCopied     int64          `json:"bytes_copied"`
+	MemoryInUse     int64          `json:"memory_in_use"`
+	MemoryPeak      int64          `json:"memory_peak"`
+	PerKernel       map[string]int `json:"per_kernel"`
+}
+
+// Device is an open device. Its methods may be called from several goroutines; work is
+// serialised.
+type Device struct {
+	kind     Kind
+	be       driver.Backend
+	limits   driver.Limits
+	fallback string
+
+	mu    sync.Mutex
+	stats Stats
+	live  map[*Buffer]struct{}
+}
+
+func newDevice(kind Kind, be driver.Backend, fallback string) *Device {
+	return &Device{
+		kind: kind, be: be, limits: be.Limits(), fallback: fallback,
+		stats: Stats{PerKernel: map[string]int{}},
+		live:  map[*Buffer]struct{}{},
+	}
+}
+
+// Kind is the backend in use (never KindAuto).
+func (d *Device) Kind() Kind { return d.kind }
+
+// Name describes the device.
+func (d *Device) Name() string { return d.be.Name() }
+
+// Limits are the device's limits.
+func (d *Device) Limits() driver.Limits { return d.limits }
+
+// FallbackReason says why --device auto did not choose a GPU ("" when it did, or when a kind
+// was named explicitly).
+func (d *Device) FallbackReason() string { return d.fallback }
+
+// Stats returns a copy of the counters.
+func (d *Device) Stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.stats
+	s.PerKernel = make(map[string]int, len(d.stats.PerKernel))
+	for k, v := range d.stats.PerKernel {
+		s.PerKernel[k] = v
+	}
+	return s
+}
+
+// ResetStats zeroes the counters except memory in use (the peak restarts from it).
+func (d *Device) ResetStats() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	inUse := d.stats.MemoryInUse
+	d.stats = Stats{PerKernel: map[string]int{}, MemoryInUse: inUse, MemoryPeak: inUse}
+}
+
+// LiveBuffers lists the names and sizes of buffers not yet freed, largest first (for memory
+// reports and leak checks).
+func (d *Device) LiveBuffers() []BufferInfo {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]BufferInfo, 0, len(d.live))
+	for b := range d.live {
+		out = append(out, BufferInfo{Name: b.name, Size: b.size})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Size != out[j].Size {
+			return out[i].Size > out[j].Size
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// BufferInfo is one entry of LiveBuffers.
+type BufferInfo struct {
+	Name string `json:"name"`
+	Size int    `json:"size"`
+}
+
+// Close frees every live buffer and closes the backend.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for b := range d.live {
+		d.be.Free(b.b)
+		b.b = nil
+	}
+	d.live = map[*Buffer]struct{}{}
+	d.stats.MemoryInUse = 0
+	return d.be.Close()
+}
+
+// Buffer is a named device allocation.
+type Buffer struct {
+	dev  *Device
+	name string
+	size int
+	b    driver.Buffer // nil once freed
+}
+
+// Name is the buffer's name (used in errors and memory reports).
+func (b *Buffer) Name() string { return b.name }
+
+// Size is the buffer's length in bytes.
+func (b *Buffer) Size() int { return b.size }
+
+// Alloc returns a zeroed buffer of size bytes called name.
+func (d *Device) Alloc(name string, size int) (*Buffer, error) {
+	if size <= 0 {
+		return nil, &Error{Op: "alloc", Buffer: name, Err: fmt.Errorf("size %d must be positive", size)}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.limits.MemoryBytes > 0 && uint64(d.stats.MemoryInUse)+uint64(size) > d.limits.MemoryBytes {
+		return nil, &Error{Op: "alloc", Buffer: name, Err: fmt.Errorf("%w: %d bytes requested, %d in use of %d",
+			ErrOutOfMemory, size, d.stats.MemoryInUse, d.limits.MemoryBytes)}
+	}
+	raw, err := d.be.Alloc(size)
+	if err != nil {
+		return nil, &Error{Op: "alloc", Buffer: name, Err: fmt.Errorf("%d bytes: %w", size, err)}
+	}
+	b := &Buffer{dev: d, name: name, size: size, b: raw}
+	d.live[b] = struct{}{}
+	d.stats.MemoryInUse += int64(size)
+	d.stats.MemoryPeak = max(d.stats.MemoryPeak, d.stats.MemoryInUse)
+	return b, nil
+}
+
+// Free releases b; freeing twice is harmless.
+func (b *Buffer) Free() {
+	d := b.dev
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if b.b == nil {
+		return
+	}
+	d.be.Free(b.b)
+	b.b = nil
+	delete(d.live, b)
+	d.stats.MemoryInUse -= int64(b.size)
+}
+
+func (d *Device) checkRange(op string, b *Buffer, offset, n int) error {
+	switch {
+	case b == nil:
+		return &Error{Op: op, Err: errors.New("nil buffer")}
+	case b.dev != d:
+		return &Error{Op: op, Buffer: b.name, Err: errors.New("buffer belongs to another device")}
+	case b.b == nil:
+		return &Error{Op: op, Buffer: b.name, Err: errors.New("buffer was freed")}
+	case offset < 0 || n < 0 || offset+n > b.size:
+		return &Error{Op: op, Buffer: b.name, Err: fmt.Errorf("range [%d, %d) outside the buffer's %d bytes", offset, offset+n, b.size)}
+	}
+	return nil
+}
+
+// Upload copies src into dst at offset (host → device; counted).
+func (d *Device) Upload(dst *Buffer, offset int, src []byte) error {
+	if err := d.checkRange("upload", dst, offset, len(src)); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.be.Upload(dst.b, offset, src); err != nil {
+		return &Error{Op: "upload", Buffer: dst.name, Err: err}
+	}
+	d.stats.Uploads++
+	d.stats.BytesToDevice += int64(len(src))
+	return nil
+}
+
+// Download copies len(dst) bytes of src from offset (device → host; counted). It waits for
+// all work encoded before it.
+func (d *Device) Download(dst []byte, src *Buffer, offset int) error {
+	if err := d.checkRange("download", src, offset, len(dst)); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.be.Download(dst, src.b, offset); err != nil {
+		return &Error{Op: "download", Buffer: src.name, Err: err}
+	}
+	d.stats.Downloads++
+	d.stats.BytesFromDevice += int64(len(dst))
+	return nil
+}
+
+// validateDispatch checks a launch against the kernel table and the device limits.
+func (d *Device) validateDispatch(k *driver.KernelInfo, groups, tpg Dim3, args []Arg, tgLen []uint32) ([]driver.Arg, error) {
+	fail := func(format string, a ...any) error {
+		return &Error{Op: "dispatch", Kernel: k.Name, Err: fmt.Errorf(format, a...)}
+	}
+	if groups.Count() == 0 || tpg.Count() == 0 {
+		return nil, fail("empty launch: %d groups of %d threads", groups.Count(), tpg.Count())
+	}
+	if lim := d.limits.MaxThreadsPerGroup; lim > 0 && tpg.Count() > uint64(lim) {
+		return nil, fail("%d threads per threadgroup exceeds the device limit %d", tpg.Count(), lim)
+	}
+	if len(args) != k.NBuf {
+		return nil, fail("%d buffer arguments given, kernel has %d slots (%s)", len(args), k.NBuf, k.Pos)
+	}
+	if len(tgLen) != k.NTG {
+		return nil, fail("%d threadgroup lengths given, kernel has %d", len(tgLen), k.NTG)
+	}
+	var tgTotal uint64
+	for _, l := range tgLen {
+		tgTotal += uint64(l+15) &^ 15
+	}
+	if lim := d.limits.MaxThreadgroupMemory; lim > 0 && tgTotal > uint64(lim) {
+		return nil, fail("%d bytes of threadgroup memory exceeds the device limit %d", tgTotal, lim)
+	}
+	out := make([]driver.Arg, len(args))
+	for _, p := range k.Params {
+		if p.Kind != driver.ParamBuffer && p.Kind != driver.ParamValue {
+			continue
+		}
+		a := args[p.Index]
+		switch p.Kind {
+		case driver.ParamBuffer:
+			if a.buf == nil {
+				return nil, fail("argument %d (%s %s) needs a buffer", p.Index, p.Type, p.Name)
+			}
+			if err := d.checkRange("dispatch", a.buf, 0, 0); err != nil {
+				return nil, fail("argument %d (%s): %v", p.Index, p.Name, err)
+			}
+			out[p.Index] = driver.Arg{Buf: a.buf.b}
+		case driver.ParamValue:
+			if a.buf != nil || a.bytes == nil {
+				return nil, fail("argument %d (%s %s) takes a value, not a buffer", p.Index, p.Type, p.Name)
+			}
+			if len(a.bytes) != p.ValueSize {
+				return nil, fail("argument %d (%s %s) takes %d bytes, got %d", p.Index, p.Type, p.Name, p.ValueSize, len(a.bytes))
+			}
+			out[p.Index] = driver.Arg{Bytes: slices.Clone(a.bytes)}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,85 @@
+package gpu
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metalprove/metalprove/internal/gpu/driver"
+)
+
+// Options configure Open.
+type Options struct {
+	// Logger receives the reason when auto falls back to the host device.
+	Logger zerolog.Logger
+	// HostThreads is the number of CPU threads of the host device (0: all cores).
+	HostThreads int
+	// CacheDir holds compiled kernels (CUDA cubins); "" means the user cache directory.
+	CacheDir string
+}
+
+// opener opens one backend; it returns an error wrapping ErrUnavailable when the backend cannot
+// be used on this machine (no driver, no GPU, wrong OS).
+type opener func(Options) (driver.Backend, error)
+
+// openers is filled by the open_<kind>.go files, one per backend, so that this package compiles
+// whichever backends a platform has.
+var openers = map[Kind]opener{}
+
+func register(k Kind, o opener) { openers[k] = o }
+
+// ParseKind validates a --device value.
+func ParseKind(s string) (Kind, error) {
+	for _, k := range Kinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = string(k)
+	}
+	return "", fmt.Errorf("unknown device %q: must be one of %s", s, strings.Join(names, ", "))
+}
+
+// Open opens a device. KindAuto tries Metal on macOS, then CUDA, then falls back to the host
+// device, logging why; it never fails because a GPU is missing. An explicit kind that cannot be
+// opened is an error wrapping ErrUnavailable.
+func Open(kind Kind, opts Options) (*Device, error) {
+	if kind != KindAuto {
+		be, err := openKind(kind, opts)
+		if err != nil {
+			return nil, &Error{Op: "open", Err: fmt.Errorf("%s: %w", kind, err)}
+		}
+		return newDevice(kind, be, ""), nil
+	}
+	var reasons []string
+	candidates := []Kind{KindCUDA}
+	if runtime.GOOS == "darwin" {
+		candidates = []Kind{KindMetal}
+	}
+	for _, k := range candidates {
+		be, err := openKind(k, opts)
+		if err == nil {
+			return newDevice(k, be, ""), nil
+		}
+		reasons = append(reasons, fmt.Sprintf("%s: %v", k, err))
+	}
+	reason := strings.Join(reasons, "; ")
+	be, err := openKind(KindHost, opts)
+	if err != nil {
+		return nil, &Error{Op: "open", Err: fmt.Errorf("auto: no GPU (%s) and host: %w", reason, err)}
+	}
+	opts.Logger.Info().Str("reason", reason).Msg("no GPU device usable; using the host device")
+	return newDevice(KindHost, be, reason), nil
+}
+
+func openKind(k Kind, opts Options) (driver.Backend, error) {
+	o, ok := openers[k]
+	if !ok {
+		return nil, fmt.Errorf("%w: the %s backend is not built into this binary for %s/%s", ErrUnavailable, k, runtime.GOOS, runtime.GOARCH)
+	}
+	return o(opts)
+}

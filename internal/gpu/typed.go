@@ -1,0 +1,63 @@
+package gpu
+
+import "unsafe"
+
+// Array is a typed view of a Buffer holding n elements of T. T must be a fixed-size type
+// without pointers (uint32, field.Fp, field.Fp4, [8]uint32, ...); its in-memory layout is the
+// device layout (little-endian on every supported target).
+type Array[T any] struct {
+	*Buffer
+	n int
+}
+
+// Len is the number of elements.
+func (a *Array[T]) Len() int { return a.n }
+
+// AllocArray allocates a zeroed array of n elements of T.
+func AllocArray[T any](d *Device, name string, n int) (*Array[T], error) {
+	var zero T
+	b, err := d.Alloc(name, n*int(unsafe.Sizeof(zero)))
+	if err != nil {
+		return nil, err
+	}
+	return &Array[T]{Buffer: b, n: n}, nil
+}
+
+// UploadArray allocates an array holding a copy of src.
+func UploadArray[T any](d *Device, name string, src []T) (*Array[T], error) {
+	a, err := AllocArray[T](d, name, len(src))
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Upload(a.Buffer, 0, asBytes(src)); err != nil {
+		a.Free()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Write copies src into a starting at element index at (host → device).
+func (a *Array[T]) Write(at int, src []T) error {
+	var zero T
+	return a.dev.Upload(a.Buffer, at*int(unsafe.Sizeof(zero)), asBytes(src))
+}
+
+// Read copies len(dst) elements starting at element index at into dst (device → host).
+func (a *Array[T]) Read(dst []T, at int) error {
+	var zero T
+	return a.dev.Download(asBytes(dst), a.Buffer, at*int(unsafe.Sizeof(zero)))
+}
+
+// ReadAll returns a copy of the whole array.
+func (a *Array[T]) ReadAll() ([]T, error) {
+	out := make([]T, a.n)
+	return out, a.Read(out, 0)
+}
+
+func asBytes[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	var zero T
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(zero)))
+}
