@@ -58,6 +58,10 @@ type TraceInput struct {
 	Public       []field.Fp
 }
 
+// maxReportedExprLen bounds the printed expression of a failure: constraints that reuse a
+// subtree (limb folds) would otherwise print megabytes.
+const maxReportedExprLen = 400
+
 // Failure is one constraint that does not vanish on one row.
 type Failure struct {
 	Air        string
@@ -195,7 +199,7 @@ func CheckConstraints(a Air, in TraceInput, maxFailures int) ([]Failure, error) 
 		}
 		for ci, node := range p.rawIdx {
 			if !vals[node].IsZero() {
-				out = append(out, Failure{Air: p.name, Row: r, Constraint: ci, Node: node, Value: vals[node], Expr: p.sc.Constraints[ci].String()})
+				out = append(out, Failure{Air: p.name, Row: r, Constraint: ci, Node: node, Value: vals[node], Expr: p.sc.Constraints[ci].Abbrev(maxReportedExprLen)})
 				if maxFailures > 0 && len(out) >= maxFailures {
 					return out, nil
 				}

@@ -184,14 +184,30 @@ func (e *Expr) Right() *Expr { return e.y }
 func (e *Expr) DegreeMultiple() int { return e.dm }
 
 // String prints the tree fully parenthesised, e.g. "(IsFirstRow * (m0[0] - pub[0]))".
-// Constants print canonically.
+// Constants print canonically. Trees that share subtrees (limb folds) print exponentially
+// long: use Abbrev for reports.
 func (e *Expr) String() string {
 	var sb strings.Builder
-	e.write(&sb)
+	e.write(&sb, -1)
 	return sb.String()
 }
 
-func (e *Expr) write(sb *strings.Builder) {
+// Abbrev prints like String but stops after about maxLen bytes, ending with "…", so a failing
+// constraint can be reported without printing its whole (possibly huge) tree.
+func (e *Expr) Abbrev(maxLen int) string {
+	var sb strings.Builder
+	if !e.write(&sb, maxLen) {
+		sb.WriteString("…")
+	}
+	return sb.String()
+}
+
+// write appends the tree to sb; with limit ≥ 0 it stops descending once sb holds more than limit
+// bytes and reports false (something was left out).
+func (e *Expr) write(sb *strings.Builder, limit int) bool {
+	if limit >= 0 && sb.Len() > limit {
+		return false
+	}
 	switch e.op {
 	case OpVariable:
 		sb.WriteString(e.v.String())
@@ -201,15 +217,20 @@ func (e *Expr) write(sb *strings.Builder) {
 		sb.WriteString(e.op.String())
 	case OpNeg:
 		sb.WriteString("-")
-		e.x.write(sb)
+		return e.x.write(sb, limit)
 	default:
 		sym := map[Op]string{OpAdd: " + ", OpSub: " - ", OpMul: " * "}[e.op]
 		sb.WriteByte('(')
-		e.x.write(sb)
+		if !e.x.write(sb, limit) {
+			return false
+		}
 		sb.WriteString(sym)
-		e.y.write(sb)
+		if !e.y.write(sb, limit) {
+			return false
+		}
 		sb.WriteByte(')')
 	}
+	return true
 }
 
 // Valuation supplies the values of leaves when evaluating an expression or a DAG over F.

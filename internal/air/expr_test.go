@@ -191,3 +191,19 @@ func (badAir) Width() TraceWidth {
 }
 func (badAir) NumPublicValues() int { return 0 }
 func (badAir) Eval(b *Builder)      { b.AssertZero(b.Main(0)[0]) }
+
+func TestAbbrevBoundsSharedTrees(t *testing.T) {
+	x := V(Var{Entry: EntryMain, Index: 0})
+	acc := x
+	for range 40 { // 2^40 leaves if printed in full
+		acc = Add(acc, acc)
+	}
+	s := acc.Abbrev(100)
+	if len(s) > 200 || !strings.HasSuffix(s, "…") {
+		t.Fatalf("Abbrev(100) = %d bytes %q", len(s), s)
+	}
+	small := Mul(x, Sub(x, One()))
+	if got, want := small.Abbrev(100), small.String(); got != want {
+		t.Fatalf("Abbrev of a short tree = %q, want %q", got, want)
+	}
+}
