@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
 // binary is the metalprove executable built by TestMain.
@@ -164,5 +167,61 @@ func TestTraceGenerateAndInfo(t *testing.T) {
 	code, _, errOut = metalprove(t, "trace", "--example", "nope", "--perms", "2", "-o", filepath.Join(dir, "x.bin"))
 	if code != 2 || !strings.Contains(errOut, "keccakf") {
 		t.Errorf("unknown example: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestTraceCheck(t *testing.T) {
+	dir := t.TempDir()
+	k := filepath.Join(dir, "k.bin")
+	if code, _, errOut := metalprove(t, "trace", "--example", "keccakf", "--perms", "2", "-o", k); code != 0 {
+		t.Fatalf("trace keccakf: exit %d, stderr %q", code, errOut)
+	}
+	code, out, errOut := metalprove(t, "trace", "check", k)
+	if code != 0 || !strings.Contains(out, "keccakf") || !strings.Contains(out, "3182") || !strings.HasSuffix(out, "PASS\n") {
+		t.Errorf("check keccakf: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	mix := filepath.Join(dir, "mix.bin")
+	if code, _, errOut := metalprove(t, "trace", "--example", "mixture", "--rows", "32", "-o", mix); code != 0 {
+		t.Fatalf("trace mixture: exit %d, stderr %q", code, errOut)
+	}
+	code, out, errOut = metalprove(t, "trace", "check", mix, "--json")
+	var rep struct {
+		Passed   bool `json:"passed"`
+		Sections []struct {
+			Name string `json:"name"`
+		} `json:"sections"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || !rep.Passed || len(rep.Sections) != 12 {
+		t.Errorf("check mixture: exit %d, report %+v (%v), stderr %q", code, rep, err, errOut)
+	}
+
+	// One cell changed through the Go API (valid checksums): exit 4 naming the row and constraint.
+	secs, err := tracefile.ReadAll(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs[0].Data[5*secs[0].Height+10] = secs[0].Data[5*secs[0].Height+10].Add(field.One)
+	bad := filepath.Join(dir, "bad.bin")
+	if err := tracefile.WriteAll(bad, secs); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = metalprove(t, "trace", "check", bad)
+	if code != 4 || !strings.Contains(out, "row 10: constraint") || !strings.Contains(errOut, "keccakf row 9 constraint 28") || !strings.HasSuffix(out, "FAIL\n") {
+		t.Errorf("check corrupted: exit %d, stdout %q, stderr %q; want exit 4 naming rows 9 and 10", code, out, errOut)
+	}
+
+	// A section naming no AIR: exit 3.
+	secs[0].Name = "nope"
+	if err := tracefile.WriteAll(bad, secs); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut = metalprove(t, "trace", "check", bad); code != 3 || out != "" || !strings.Contains(errOut, `section 0 "nope"`) {
+		t.Errorf("check unknown AIR: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	// A flag that does not apply to the example: exit 2.
+	if code, _, errOut = metalprove(t, "trace", "--example", "keccakf", "--perms", "2", "--rows", "8", "-o", bad); code != 2 || !strings.Contains(errOut, "--rows") {
+		t.Errorf("--rows for keccakf: exit %d, stderr %q", code, errOut)
 	}
 }

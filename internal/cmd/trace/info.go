@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"text/tabwriter"
@@ -184,27 +185,36 @@ var digestTileBytes int64 = 16 << 20
 // readCol(c, r0, dst) fills dst with the encoded cells of column c from row r0 on (len(dst)/4
 // rows). It transposes tiles of at most digestTileBytes.
 func rowMajorDigest(width, height int, readCol func(c, r0 int, dst []byte) error) ([32]byte, error) {
+	hash := sha256.New()
+	var d [32]byte
+	if err := rowMajorHash(hash, width, height, readCol); err != nil {
+		return d, err
+	}
+	hash.Sum(d[:0])
+	return d, nil
+}
+
+// rowMajorHash writes the cells of a width×height matrix row-major into hash (see
+// rowMajorDigest).
+func rowMajorHash(h hash.Hash, width, height int, readCol func(c, r0 int, dst []byte) error) error {
 	tile := height // a power of two, as is height, so it divides height
 	for tile > 1 && 4*int64(width)*int64(tile) > digestTileBytes {
 		tile /= 2
 	}
 	rows := make([]byte, 4*width*tile)
 	col := make([]byte, 4*tile)
-	hash := sha256.New()
-	var d [32]byte
 	for r0 := 0; r0 < height; r0 += tile {
 		for c := range width {
 			if err := readCol(c, r0, col); err != nil {
-				return d, err
+				return err
 			}
 			for t := range tile {
 				binary.LittleEndian.PutUint32(rows[4*(t*width+c):], binary.LittleEndian.Uint32(col[4*t:]))
 			}
 		}
-		hash.Write(rows)
+		h.Write(rows)
 	}
-	hash.Sum(d[:0])
-	return d, nil
+	return nil
 }
 
 func printInfo(out io.Writer, rep *InfoReport) error {

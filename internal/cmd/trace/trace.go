@@ -1,10 +1,14 @@
 // Package trace implements `metalprove trace`, which generates the trace of a built-in example
-// and writes it as a trace file (internal/tracefile), and `metalprove trace info`, which decodes
-// a trace file and describes its sections.
+// (internal/examples) and writes it as a trace file (internal/tracefile), `metalprove trace info`,
+// which decodes a trace file and describes its sections, and `metalprove trace check`, which
+// checks every section against its AIR's constraints and the interactions of all sections for
+// balance.
 package trace
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -20,18 +24,15 @@ import (
 
 	"github.com/metalprove/metalprove/examples/keccakf"
 	"github.com/metalprove/metalprove/internal/cmdutil"
-	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
-
-// Examples are the names accepted by --example.
-var Examples = []string{"keccakf"}
 
 const (
 	// DefaultSeed is the seed of OpenVM's keccakf example (StdRng::seed_from_u64(42)).
 	DefaultSeed = 42
 	// MaxPerms is the largest --perms accepted.
-	MaxPerms = 1 << 22
+	MaxPerms = examples.MaxPerms
 )
 
 // Options are the inputs of the trace command.
@@ -46,7 +47,11 @@ type Options struct {
 
 	Example string
 	Perms   int
-	Seed    uint64
+	// Rows is the height of a test AIR example's trace (0: the example's default).
+	Rows int
+	Seed uint64
+	// SeedSet reports that --seed was given (an error for examples without randomness).
+	SeedSet bool
 	Output  string
 	JSON    bool
 }
@@ -55,7 +60,9 @@ type Options struct {
 type GenerateReport struct {
 	Path     string         `json:"path"`
 	Sections []SectionShape `json:"sections"`
-	// Digest is SHA-256 of the cells row-major, each a little-endian u32 (hex).
+	// Digest is SHA-256 of the cells row-major, each a little-endian u32 (hex), taken over the
+	// sections in file order: for a file of one section, that section's digest (as trace info
+	// prints it).
 	Digest string `json:"sha256_digest"`
 }
 
@@ -64,31 +71,62 @@ type SectionShape struct {
 	Name   string `json:"name"`
 	Width  int    `json:"width"`
 	Height int    `json:"height"`
+	// Digest is the section's digest, as trace info prints it.
+	Digest string `json:"sha256_digest"`
 }
 
-// NewCmdTrace returns the trace command with its info subcommand. runF, when not nil, replaces
-// traceRun (for tests); the info subcommand always runs infoRun.
+// exampleList describes the registered examples for the help text.
+func exampleList() string {
+	var sb strings.Builder
+	for _, e := range examples.All() {
+		flags := "no options"
+		if len(e.Flags) > 0 {
+			fs := make([]string, len(e.Flags))
+			for i, f := range e.Flags {
+				fs[i] = "--" + f
+			}
+			flags = strings.Join(fs, ", ")
+		}
+		fmt.Fprintf(&sb, "  %s (%s", e.Name, flags)
+		if e.Takes(examples.FlagRows) {
+			fmt.Fprintf(&sb, "; rows default %d, at most %d", e.DefaultRows, e.MaxRows)
+		}
+		fmt.Fprintf(&sb, "):\n      %s\n", e.Description)
+	}
+	return sb.String()
+}
+
+// NewCmdTrace returns the trace command with its info and check subcommands. runF, when not nil,
+// replaces traceRun (for tests); the subcommands always run infoRun and checkRun.
 func NewCmdTrace(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: f.IO, Logger: &f.Logger}
 	cmd := &cobra.Command{
-		Use:   "trace --example NAME --perms N -o FILE",
+		Use:   "trace --example NAME [--perms N | --rows H] [--seed S] -o FILE",
 		Short: "Generate the trace of a built-in example and write it as a trace file",
-		Long: `Generate the execution trace of a built-in example and write it to a trace file (one
-section named after the example, no public values). Examples: ` + strings.Join(Examples, ", ") + `.
+		Long: `Generate the execution trace of a built-in example and write it to a trace file: one
+section per AIR of the example, named after the AIR, with its public values. Examples:
 
-keccakf: N Keccak-f[1600] permutations of inputs drawn as in OpenVM's keccakf example (Rust
-StdRng::seed_from_u64(seed), N draws of [u64; 25]), laid out as Plonky3 keccak-air: 2633
-columns, height next_power_of_two(24·N).
+` + exampleList() + `
+keccakf takes --perms (required) and --seed; the test AIRs of spec B §8 take --rows (the trace
+height, a power of two) where their height is free, and --seed where they draw random values. A
+flag that does not apply to the chosen example is an error.
 
 The file is written atomically: it appears at FILE only once complete; an error or an interrupt
 (Ctrl-C) leaves nothing at FILE. Nothing is printed on stdout unless --json is given; timings are
-logged at level info on stderr.`,
+logged at level info on stderr. 'metalprove trace check FILE' checks the file against the AIRs.`,
 		Example: `  metalprove trace --example keccakf --perms 1024 -o keccakf.trace
   metalprove trace --example keccakf --perms 2 --seed 7 -o k.trace --json
-  metalprove trace info keccakf.trace`,
+  metalprove trace --example fibonacci --rows 1024 -o fib.trace
+  metalprove trace --example interaction-pair --rows 64 --seed 1 -o pair.trace
+  metalprove trace info keccakf.trace
+  metalprove trace check keccakf.trace`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.Context = c.Context()
+			opts.SeedSet = c.Flags().Changed("seed")
+			if c.Flags().Changed("rows") && opts.Rows == 0 {
+				return cmdutil.Usagef("--rows 0: must be a power of two")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -96,36 +134,46 @@ logged at level info on stderr.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Example, "example", "", "example to generate: "+strings.Join(Examples, "|")+" (required)")
-	fl.IntVar(&opts.Perms, "perms", 0, fmt.Sprintf("number of permutations, 1..%d (required)", MaxPerms))
-	fl.Uint64Var(&opts.Seed, "seed", DefaultSeed, "seed of the random inputs")
+	fl.StringVar(&opts.Example, "example", "", "example to generate: "+strings.Join(examples.Names(), "|")+" (required)")
+	fl.IntVar(&opts.Perms, "perms", 0, fmt.Sprintf("keccakf: number of permutations, 1..%d (required)", MaxPerms))
+	fl.IntVar(&opts.Rows, "rows", 0, "test AIRs: trace height, a power of two (default: the example's)")
+	fl.Uint64Var(&opts.Seed, "seed", DefaultSeed, "seed of the random inputs (keccakf, interaction-pair)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "trace file to write (required)")
 	fl.BoolVar(&opts.JSON, "json", false, "print a JSON object {path, sections, sha256_digest} on stdout")
-	cmd.AddCommand(NewCmdInfo(f, nil))
+	cmd.AddCommand(NewCmdInfo(f, nil), NewCmdCheck(f, nil))
 	return cmd
 }
 
-// validate checks the options before anything is generated or written.
-func (opts *Options) validate() error {
-	switch {
-	case opts.Example == "":
-		return cmdutil.Usagef("--example is required (one of %s)", strings.Join(Examples, ", "))
-	case opts.Example != "keccakf":
-		return cmdutil.Usagef("--example %q: unknown example; known: %s", opts.Example, strings.Join(Examples, ", "))
-	case opts.Perms < 1 || opts.Perms > MaxPerms:
-		return cmdutil.Usagef("--perms %d: must be in [1, %d]", opts.Perms, MaxPerms)
-	case opts.Output == "":
-		return cmdutil.Usagef("-o/--output is required")
+// validate checks the options before anything is generated or written, and returns the example.
+func (opts *Options) validate() (*examples.Example, error) {
+	if opts.Example == "" {
+		return nil, cmdutil.Usagef("--example is required (one of %s)", strings.Join(examples.Names(), ", "))
 	}
-	height := keccakf.Height(opts.Perms)
-	if b := int64(keccakf.NumCols) * int64(height) * 4; b > tracefile.DefaultMaxSectionBytes {
-		return cmdutil.Usagef("--perms %d: the trace (%d×%d, %d bytes) exceeds the trace file limit of %d bytes per section (at most %d permutations)",
-			opts.Perms, keccakf.NumCols, height, b, tracefile.DefaultMaxSectionBytes, maxPermsForFile())
+	ex, err := examples.Lookup(opts.Example)
+	if err != nil {
+		return nil, cmdutil.Usagef("--example %q: unknown example; known: %s", opts.Example, strings.Join(examples.Names(), ", "))
+	}
+	if err := ex.Validate(opts.exampleOptions()); err != nil {
+		return nil, &cmdutil.UsageError{Err: err}
+	}
+	if opts.Output == "" {
+		return nil, cmdutil.Usagef("-o/--output is required")
+	}
+	if ex.Name == "keccakf" {
+		height := keccakf.Height(opts.Perms)
+		if b := int64(keccakf.NumCols) * int64(height) * 4; b > tracefile.DefaultMaxSectionBytes {
+			return nil, cmdutil.Usagef("--perms %d: the trace (%d×%d, %d bytes) exceeds the trace file limit of %d bytes per section (at most %d permutations)",
+				opts.Perms, keccakf.NumCols, height, b, tracefile.DefaultMaxSectionBytes, maxPermsForFile())
+		}
 	}
 	if st, err := os.Stat(opts.Output); err == nil && st.IsDir() {
-		return cmdutil.Usagef("-o %s: is a directory", opts.Output)
+		return nil, cmdutil.Usagef("-o %s: is a directory", opts.Output)
 	}
-	return nil
+	return ex, nil
+}
+
+func (opts *Options) exampleOptions() examples.Options {
+	return examples.Options{Perms: opts.Perms, Rows: opts.Rows, Seed: opts.Seed, SeedSet: opts.SeedSet}
 }
 
 // maxPermsForFile is the largest permutation count whose keccakf trace fits in one section.
@@ -140,7 +188,8 @@ func maxPermsForFile() int {
 var errInterrupted = errors.New("interrupted; no file written")
 
 func traceRun(opts *Options) (err error) {
-	if err := opts.validate(); err != nil {
+	ex, err := opts.validate()
+	if err != nil {
 		return err
 	}
 	ctx := opts.Context
@@ -158,40 +207,61 @@ func traceRun(opts *Options) (err error) {
 	}
 	defer w.Abort() // removes the temporary file unless Commit succeeded
 
-	n := opts.Perms
-	height := keccakf.Height(n)
-	h := tracefile.SectionHeader{Name: opts.Example, Width: keccakf.NumCols, Height: height}
-	log.Info().Str("example", h.Name).Int("perms", n).Uint64("seed", opts.Seed).
-		Int("width", h.Width).Int("height", h.Height).Int64("bytes", 4*int64(h.Width)*int64(h.Height)).
-		Msg("generating trace")
+	ev := log.Info().Str("example", ex.Name)
+	switch {
+	case ex.Takes(examples.FlagPerms):
+		ev = ev.Int("perms", opts.Perms)
+	case ex.Takes(examples.FlagRows):
+		rows := opts.Rows
+		if rows == 0 {
+			rows = ex.DefaultRows
+		}
+		ev = ev.Int("rows", rows)
+	}
+	if ex.Takes(examples.FlagSeed) {
+		ev = ev.Uint64("seed", opts.Seed)
+	}
+	ev.Msg("generating trace")
 	if ctx.Err() != nil {
 		return errInterrupted
 	}
 
 	start := time.Now()
-	cols := make([]field.Fp, h.Width*h.Height)
+	var secs []examples.Section
+	var genErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		keccakf.FillTrace(cols, height, keccakf.RandomInputs(opts.Seed, n))
+		secs, genErr = ex.Generate(opts.exampleOptions())
 	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		return errInterrupted
 	}
-	log.Info().Str("elapsed", time.Since(start).Round(time.Microsecond).String()).Msg("trace generated")
+	if genErr != nil {
+		return genErr
+	}
+	var cells int64
+	for _, s := range secs {
+		cells += int64(len(s.Cells))
+	}
+	log.Info().Int("sections", len(secs)).Int64("bytes", 4*cells).
+		Str("elapsed", time.Since(start).Round(time.Microsecond).String()).Msg("trace generated")
 
 	start = time.Now()
-	if err := w.BeginSection(h); err != nil {
-		return err
-	}
-	for c := range h.Width {
-		if ctx.Err() != nil {
-			return errInterrupted
-		}
-		if err := w.WriteColumn(cols[c*height : (c+1)*height]); err != nil {
+	for _, s := range secs {
+		h := tracefile.SectionHeader{Name: s.Name, Width: s.Width(), Height: s.Height, PublicValues: s.Public}
+		if err := w.BeginSection(h); err != nil {
 			return err
+		}
+		for c := range h.Width {
+			if ctx.Err() != nil {
+				return errInterrupted
+			}
+			if err := w.WriteColumn(s.Cells[c*h.Height : (c+1)*h.Height]); err != nil {
+				return err
+			}
 		}
 	}
 	if err := w.Commit(); err != nil {
@@ -202,12 +272,20 @@ func traceRun(opts *Options) (err error) {
 	if !opts.JSON {
 		return nil
 	}
-	d := keccakf.TraceDigest(height, cols)
-	rep := GenerateReport{
-		Path:     opts.Output,
-		Sections: []SectionShape{{Name: h.Name, Width: h.Width, Height: h.Height}},
-		Digest:   hex.EncodeToString(d[:]),
+	rep := GenerateReport{Path: opts.Output, Sections: make([]SectionShape, len(secs))}
+	all := sha256.New()
+	for i, s := range secs {
+		readCol := func(c, r0 int, dst []byte) error {
+			for t := range len(dst) / 4 {
+				binary.LittleEndian.PutUint32(dst[4*t:], uint32(s.Cells[c*s.Height+r0+t]))
+			}
+			return nil
+		}
+		d, _ := rowMajorDigest(s.Width(), s.Height, readCol)
+		_ = rowMajorHash(all, s.Width(), s.Height, readCol)
+		rep.Sections[i] = SectionShape{Name: s.Name, Width: s.Width(), Height: s.Height, Digest: hex.EncodeToString(d[:])}
 	}
+	rep.Digest = hex.EncodeToString(all.Sum(nil))
 	enc := json.NewEncoder(opts.IO.Out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(rep)

@@ -34,7 +34,12 @@ func TestNewCmdTrace(t *testing.T) {
 		{args: []string{"--example", "keccakf", "--perms", "3", "-o", "k.bin"},
 			want: Options{Example: "keccakf", Perms: 3, Seed: 42, Output: "k.bin"}},
 		{args: []string{"--example=keccakf", "--perms=1", "--seed", "7", "--output", "x", "--json"},
-			want: Options{Example: "keccakf", Perms: 1, Seed: 7, Output: "x", JSON: true}},
+			want: Options{Example: "keccakf", Perms: 1, Seed: 7, SeedSet: true, Output: "x", JSON: true}},
+		{args: []string{"--example", "fibonacci", "--rows", "64", "-o", "f.bin"},
+			want: Options{Example: "fibonacci", Rows: 64, Seed: 42, Output: "f.bin"}},
+		{args: []string{"--example", "interaction-pair", "--seed", "3", "-o", "f.bin"},
+			want: Options{Example: "interaction-pair", Seed: 3, SeedSet: true, Output: "f.bin"}},
+		{args: []string{"--rows", "0"}, wantErr: true},
 		{args: []string{"--perms", "many"}, wantErr: true},
 		{args: []string{"--seed", "-1"}, wantErr: true},
 		{args: []string{"extra"}, wantErr: true},
@@ -59,7 +64,7 @@ func TestNewCmdTrace(t *testing.T) {
 			t.Fatalf("%v: %v", tt.args, err)
 		}
 		if got.Example != tt.want.Example || got.Perms != tt.want.Perms || got.Seed != tt.want.Seed ||
-			got.Output != tt.want.Output || got.JSON != tt.want.JSON {
+			got.Output != tt.want.Output || got.JSON != tt.want.JSON || got.Rows != tt.want.Rows || got.SeedSet != tt.want.SeedSet {
 			t.Errorf("%v: options %+v, want %+v", tt.args, *got, tt.want)
 		}
 		if got.Logger != &f.Logger || got.IO != ios {
@@ -139,7 +144,12 @@ func Test_traceRun_usageErrors(t *testing.T) {
 		want []string
 	}{
 		{"no example", func(o *Options) { o.Example = "" }, []string{"--example", "keccakf"}},
-		{"unknown example", func(o *Options) { o.Example = "sha256" }, []string{"sha256", "known: keccakf"}},
+		{"unknown example", func(o *Options) { o.Example = "sha256" }, []string{"sha256", "known: keccakf, fibonacci"}},
+		{"rows for keccakf", func(o *Options) { o.Rows = 8 }, []string{"--rows does not apply to example keccakf", "--perms, --seed"}},
+		{"perms for a test AIR", func(o *Options) { o.Example = "fibonacci" }, []string{"--perms does not apply to example fibonacci", "--rows"}},
+		{"seed without randomness", func(o *Options) { o.Example, o.Perms, o.SeedSet = "mixture", 0, true }, []string{"--seed does not apply to example mixture"}},
+		{"rows not a power of two", func(o *Options) { o.Example, o.Perms, o.Rows = "fibonacci", 0, 12 }, []string{"--rows 12", "power of two"}},
+		{"rows for short-traces", func(o *Options) { o.Example, o.Perms, o.Rows = "short-traces", 0, 4 }, []string{"--rows does not apply", "takes no options"}},
 		{"zero perms", func(o *Options) { o.Perms = 0 }, []string{"--perms 0"}},
 		{"negative perms", func(o *Options) { o.Perms = -5 }, []string{"--perms -5"}},
 		{"too many perms", func(o *Options) { o.Perms = MaxPerms + 1 }, []string{"--perms 4194305", "4194304"}},
@@ -194,7 +204,7 @@ func roundTrip(t *testing.T, n int) {
 		t.Fatalf("n=%d: stdout is not one GenerateReport: %v\n%s", n, err, out)
 	}
 	if gen.Path != opts.Output || gen.Digest != want || len(gen.Sections) != 1 ||
-		gen.Sections[0] != (SectionShape{Name: "keccakf", Width: keccakf.NumCols, Height: height}) {
+		gen.Sections[0] != (SectionShape{Name: "keccakf", Width: keccakf.NumCols, Height: height, Digest: want}) {
 		t.Errorf("n=%d: report %+v, want digest %s height %d", n, gen, want, height)
 	}
 	for _, msg := range []string{"generating trace", "trace generated", "trace file written"} {

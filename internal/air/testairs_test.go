@@ -7,8 +7,10 @@ import (
 	"github.com/metalprove/metalprove/internal/field"
 )
 
-// This file holds the test AIRs of spec B §8 (OpenVM `sb/test_utils/dummy_airs/**`) with the exact
-// tree shapes of their Rust eval, and trace generators for their fixtures.
+// This file holds this package's own copies of the test AIRs of spec B §8 (OpenVM
+// `sb/test_utils/dummy_airs/**`) with the exact tree shapes of their Rust eval, and trace
+// generators for their fixtures. The exported versions live in package testair (which imports air,
+// so these tests cannot import it); keep the Eval bodies of both in step.
 
 // FibonacciAir is OpenVM's FibonacciAir: common main (left, right), publics (a, b, x).
 type FibonacciAir struct{}

@@ -1,0 +1,584 @@
+package trace
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/air/testair"
+	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/examples"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/tracefile"
+)
+
+// DefaultMaxFailures is the default of --max-failures.
+const DefaultMaxFailures = 10
+
+// CheckOptions are the inputs of the trace check command.
+type CheckOptions struct {
+	IO     *cmdutil.IOStreams
+	Logger *zerolog.Logger
+	Path   string
+	JSON   bool
+	// MaxFailures bounds the constraint failures, and separately the bus imbalances, reported
+	// (0: all).
+	MaxFailures int
+}
+
+// CheckReport is what `metalprove trace check --json` prints.
+type CheckReport struct {
+	Path     string         `json:"path"`
+	Passed   bool           `json:"passed"`
+	Sections []SectionCheck `json:"sections"`
+	// Failures are the first constraint failures in file order (section, row, constraint).
+	Failures []ConstraintFailure `json:"failures"`
+	// Imbalances are the (bus, message) pairs whose counts over all sections do not sum to 0.
+	Imbalances []BusImbalance `json:"imbalances"`
+	// Truncated is true when the listing stopped at --max-failures: more constraint failures may
+	// exist, or more imbalances do.
+	Truncated bool `json:"truncated"`
+}
+
+// SectionCheck is the result of one section.
+type SectionCheck struct {
+	Index        int    `json:"index"`
+	Name         string `json:"name"`
+	Width        int    `json:"width"`
+	Height       int    `json:"height"`
+	Constraints  int    `json:"constraints"`  // constraints of the AIR, each checked on every row
+	Interactions int    `json:"interactions"` // interactions of the AIR (checked for balance)
+	Passed       bool   `json:"passed"`       // every constraint vanishes on every row
+	// Failures counts the failures found; the search stops at the report's limit (at least 1).
+	Failures int `json:"failures"`
+}
+
+// ConstraintFailure is a constraint that does not vanish on a row.
+type ConstraintFailure struct {
+	Section    int    `json:"section"`
+	Air        string `json:"air"`
+	Row        int    `json:"row"`
+	Constraint int    `json:"constraint"` // index in the AIR's assert order
+	Value      uint32 `json:"value"`
+	Expr       string `json:"expr"`
+}
+
+// BusImbalance is a (bus, message) whose counts do not sum to zero.
+type BusImbalance struct {
+	Bus           uint16     `json:"bus"`
+	Message       []uint32   `json:"message"`
+	Sum           uint32     `json:"sum"`
+	Contributions []BusCount `json:"contributions"`
+}
+
+// BusCount is the total count one section puts on an imbalanced (bus, message).
+type BusCount struct {
+	Section int    `json:"section"`
+	Air     string `json:"air"`
+	Count   uint32 `json:"count"`
+}
+
+// NewCmdCheck returns the trace check command. runF, when not nil, replaces checkRun (for tests).
+func NewCmdCheck(f *cmdutil.Factory, runF func(*CheckOptions) error) *cobra.Command {
+	opts := &CheckOptions{IO: f.IO, Logger: &f.Logger}
+	cmd := &cobra.Command{
+		Use:   "check FILE",
+		Short: "Check a trace file against the constraints and interactions of its AIRs",
+		Long: `Decode a trace file and check it: each section's AIR is found by the section's name
+(keccakf, or a test AIR such as fibonacci or dummy-interaction-send-w1-bus0: see 'metalprove trace
+--help'), its width and number of public values must be the AIR's, every constraint is evaluated
+on every row (the next row of the last row is row 0; rows are checked in parallel on all CPUs),
+and the interactions of all sections of the file must balance: for every bus and message, the
+counts sum to zero.
+
+The first failures (at most --max-failures of them, 10 by default) are printed with the section,
+AIR, row, constraint index (in the AIR's assert order) and the constraint's expression; the
+imbalanced bus messages likewise. Then a per-section summary.
+
+Exit status: 0 when every check passes; 4 when a constraint fails or a bus does not balance; 3
+when the file is missing or malformed (the section and byte offset are named), when a section
+names no known AIR, or when its width or public values do not fit its AIR.`,
+		Example: `  metalprove trace check keccakf.trace
+  metalprove trace check fib.trace --json --max-failures 100`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			opts.Path = args[0]
+			if opts.MaxFailures < 0 {
+				return cmdutil.Usagef("--max-failures %d: must be ≥ 0 (0: all)", opts.MaxFailures)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return checkRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object instead of text")
+	cmd.Flags().IntVar(&opts.MaxFailures, "max-failures", DefaultMaxFailures, "report at most N constraint failures and N imbalances (0: all)")
+	return cmd
+}
+
+func checkRun(opts *CheckOptions) error {
+	if opts.MaxFailures < 0 {
+		return cmdutil.Usagef("--max-failures %d: must be ≥ 0 (0: all)", opts.MaxFailures)
+	}
+	rep, err := checkFile(opts)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else if err := printCheck(opts.IO.Out, rep); err != nil {
+		return err
+	}
+	if rep.Passed {
+		return nil
+	}
+	failed := 0
+	for _, s := range rep.Sections {
+		if !s.Passed {
+			failed++
+		}
+	}
+	var what []string
+	if failed > 0 {
+		f := rep.Failures[0]
+		what = append(what, fmt.Sprintf("%d of %d sections fail their constraints (first: section %d %s row %d constraint %d)",
+			failed, len(rep.Sections), f.Section, f.Air, f.Row, f.Constraint))
+	}
+	if len(rep.Imbalances) > 0 {
+		im := rep.Imbalances[0]
+		what = append(what, fmt.Sprintf("interactions do not balance (first: bus %d message %v sums to %d)", im.Bus, im.Message, im.Sum))
+	}
+	return &cmdutil.CheckFailedError{Err: fmt.Errorf("%s: trace check failed: %s", opts.Path, strings.Join(what, "; "))}
+}
+
+// checkFile decodes the file section by section and checks it. Problems with the file (unreadable,
+// malformed, unknown AIR, wrong shape) are BadInputErrors; failing checks are in the report.
+func checkFile(opts *CheckOptions) (*CheckReport, error) {
+	log := opts.Logger
+	if log == nil {
+		l := zerolog.Nop()
+		log = &l
+	}
+	path := opts.Path
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &cmdutil.BadInputError{Err: err}
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if st.IsDir() {
+		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: is a directory", path)}
+	}
+	size := int64(-1)
+	if st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	wrap := func(err error) error {
+		err = fmt.Errorf("%s: %w", path, err)
+		if fe := (*tracefile.FormatError)(nil); errors.As(err, &fe) {
+			return &cmdutil.BadInputError{Err: err}
+		}
+		return err
+	}
+	r, err := tracefile.NewReader(f, size)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	rep := &CheckReport{Path: path, Sections: []SectionCheck{}, Failures: []ConstraintFailure{}, Imbalances: []BusImbalance{}}
+	// Sections with interactions are kept for the balance check across the file.
+	var busAirs []air.Air
+	var busInputs []air.TraceInput
+	var busSection []int
+	for i := 0; ; i++ {
+		h, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, wrap(err)
+		}
+		bad := func(format string, args ...any) error {
+			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: section %d %q: %s", path, i, h.Name, fmt.Sprintf(format, args...))}
+		}
+		a, err := examples.AirForHeight(h.Name, h.Height)
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		w := a.Width()
+		if h.Width != w.MainWidth() {
+			return nil, bad("width %d, but AIR %s has %d main columns", h.Width, a.Name(), w.MainWidth())
+		}
+		if len(h.PublicValues) != a.NumPublicValues() {
+			return nil, bad("%d public values, but AIR %s has %d", len(h.PublicValues), a.Name(), a.NumPublicValues())
+		}
+		cells := make([]field.Fp, h.Width*h.Height)
+		if err := r.ReadColumns(cells); err != nil {
+			return nil, wrap(err)
+		}
+		in, err := testair.SplitMain(a, h.Height, cells, h.PublicValues)
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		limit := 0
+		if opts.MaxFailures > 0 {
+			limit = max(opts.MaxFailures-len(rep.Failures), 1)
+		}
+		start := time.Now()
+		res, err := checkConstraints(a, in, limit)
+		if err != nil {
+			if errors.Is(err, air.ErrShape) {
+				return nil, bad("%v", err)
+			}
+			return nil, fmt.Errorf("%s: section %d %q: %w", path, i, h.Name, err)
+		}
+		log.Info().Int("section", i).Str("air", h.Name).Int("rows", h.Height).Int("constraints", res.constraints).
+			Int("failures", len(res.failures)).Str("elapsed", time.Since(start).Round(time.Microsecond).String()).Msg("section checked")
+		sc := SectionCheck{Index: i, Name: h.Name, Width: h.Width, Height: h.Height, Constraints: res.constraints,
+			Interactions: res.interactions, Passed: len(res.failures) == 0, Failures: len(res.failures)}
+		rep.Sections = append(rep.Sections, sc)
+		if limit > 0 && len(res.failures) >= limit {
+			rep.Truncated = true
+		}
+		for _, fl := range res.failures {
+			if opts.MaxFailures > 0 && len(rep.Failures) >= opts.MaxFailures {
+				rep.Truncated = true
+				break
+			}
+			rep.Failures = append(rep.Failures, ConstraintFailure{Section: i, Air: h.Name, Row: fl.Row, Constraint: fl.Constraint, Value: uint32(fl.Value), Expr: fl.Expr})
+		}
+		if res.interactions > 0 {
+			busAirs, busInputs, busSection = append(busAirs, a), append(busInputs, in), append(busSection, i)
+		}
+	}
+	if len(busAirs) > 0 {
+		start := time.Now()
+		ims, err := air.CheckInteractions(busAirs, busInputs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: interaction balance: %w", path, err)
+		}
+		log.Info().Int("sections", len(busAirs)).Int("imbalances", len(ims)).
+			Str("elapsed", time.Since(start).Round(time.Microsecond).String()).Msg("interactions checked")
+		for _, im := range ims {
+			if opts.MaxFailures > 0 && len(rep.Imbalances) >= opts.MaxFailures {
+				rep.Truncated = true
+				break
+			}
+			bi := BusImbalance{Bus: im.Bus, Sum: uint32(im.Sum), Message: make([]uint32, len(im.Message))}
+			for k, v := range im.Message {
+				bi.Message[k] = uint32(v)
+			}
+			for _, c := range im.Contributions {
+				bi.Contributions = append(bi.Contributions, BusCount{Section: busSection[c.AirIndex], Air: c.Air, Count: uint32(c.Count)})
+			}
+			rep.Imbalances = append(rep.Imbalances, bi)
+		}
+	}
+	rep.Passed = len(rep.Imbalances) == 0
+	for _, s := range rep.Sections {
+		rep.Passed = rep.Passed && s.Passed
+	}
+	return rep, nil
+}
+
+func printCheck(out io.Writer, rep *CheckReport) error {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	noun := "sections"
+	if len(rep.Sections) == 1 {
+		noun = "section"
+	}
+	fmt.Fprintf(w, "%s: %d %s\n", rep.Path, len(rep.Sections), noun)
+	if len(rep.Failures) > 0 {
+		fmt.Fprintf(w, "constraint failures (first %d):\n", len(rep.Failures))
+		for _, f := range rep.Failures {
+			fmt.Fprintf(w, "  section %d %s: row %d: constraint %d = %d: %s\n", f.Section, f.Air, f.Row, f.Constraint, f.Value, f.Expr)
+		}
+	}
+	if len(rep.Imbalances) > 0 {
+		fmt.Fprintf(w, "bus imbalances (first %d):\n", len(rep.Imbalances))
+		for _, im := range rep.Imbalances {
+			var parts []string
+			for _, c := range im.Contributions {
+				parts = append(parts, fmt.Sprintf("section %d %s: %d", c.Section, c.Air, c.Count))
+			}
+			fmt.Fprintf(w, "  bus %d message %v: counts sum to %d (%s)\n", im.Bus, im.Message, im.Sum, strings.Join(parts, ", "))
+		}
+	}
+	if rep.Truncated {
+		fmt.Fprintf(w, "  (stopped at --max-failures; there may be more)\n")
+	}
+	fmt.Fprintf(w, "section\tAIR\twidth\trows\tconstraints\tinteractions\tresult\n")
+	withBus := 0
+	for _, s := range rep.Sections {
+		res := "ok"
+		if !s.Passed {
+			res = fmt.Sprintf("FAILED (%d failures found)", s.Failures)
+		}
+		if s.Interactions > 0 {
+			withBus++
+		}
+		fmt.Fprintf(w, "%d\t%s\t%d\t%d\t%d\t%d\t%s\n", s.Index, s.Name, s.Width, s.Height, s.Constraints, s.Interactions, res)
+	}
+	switch {
+	case withBus == 0:
+		fmt.Fprintf(w, "interaction balance: no interactions\n")
+	case len(rep.Imbalances) == 0:
+		fmt.Fprintf(w, "interaction balance: ok (%d sections)\n", withBus)
+	default:
+		fmt.Fprintf(w, "interaction balance: FAILED\n")
+	}
+	if rep.Passed {
+		fmt.Fprintf(w, "PASS\n")
+	} else {
+		fmt.Fprintf(w, "FAIL\n")
+	}
+	return w.Flush()
+}
+
+// checkResult is the outcome of checkConstraints.
+type checkResult struct {
+	failures     []air.Failure
+	constraints  int
+	interactions int
+}
+
+// maxExprLen bounds a reported expression (as air.CheckConstraints does: constraints that reuse
+// a subtree, such as limb folds, print exponentially long).
+const maxExprLen = 400
+
+// checkRowsPerChunk is the number of rows a worker takes at a time (a variable for tests).
+var checkRowsPerChunk = 256
+
+// checkConstraints is air.CheckConstraints evaluated in parallel: rows are split into chunks that
+// runtime.GOMAXPROCS(0) workers evaluate through the constraint DAG. It returns the same failures,
+// in (row, constraint) order, at most maxFailures of them (all when maxFailures ≤ 0). The error
+// reports a trace that does not fit the AIR (wrapping air.ErrShape) or an AIR that cannot be
+// evaluated on the host.
+func checkConstraints(a air.Air, in air.TraceInput, maxFailures int) (*checkResult, error) {
+	sc, err := air.Symbolic(a)
+	if err != nil {
+		return nil, err
+	}
+	dag, rawIdx := air.BuildDAG(sc.Constraints, sc.Interactions)
+	ev, err := newEvaluator(a, in, dag)
+	if err != nil {
+		return nil, err
+	}
+	res := &checkResult{constraints: len(sc.Constraints), interactions: len(sc.Interactions)}
+	if len(rawIdx) == 0 {
+		return res, nil
+	}
+	h := ev.height
+	chunk := checkRowsPerChunk
+	nChunks := (h + chunk - 1) / chunk
+	found := make([][]air.Failure, nChunks)
+	var next atomic.Int64
+	// stop: chunks from this index on need not be evaluated (an earlier chunk already holds
+	// maxFailures failures on its own).
+	var stop atomic.Int64
+	stop.Store(int64(nChunks))
+	workers := min(runtime.GOMAXPROCS(0), nChunks)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			vals := make([]field.Fp, len(dag.Nodes))
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= nChunks || int64(c) >= stop.Load() {
+					return
+				}
+				var fs []air.Failure
+				for r := c * chunk; r < min((c+1)*chunk, h); r++ {
+					ev.evalRow(r, vals)
+					for ci, node := range rawIdx {
+						if !vals[node].IsZero() {
+							fs = append(fs, air.Failure{Air: a.Name(), Row: r, Constraint: ci, Node: node, Value: vals[node]})
+						}
+					}
+					if maxFailures > 0 && len(fs) >= maxFailures {
+						fs = fs[:maxFailures]
+						for {
+							s := stop.Load()
+							if int64(c) >= s || stop.CompareAndSwap(s, int64(c)) {
+								break
+							}
+						}
+						break
+					}
+				}
+				found[c] = fs
+			}
+		}()
+	}
+	wg.Wait()
+	for _, fs := range found {
+		for _, f := range fs {
+			if maxFailures > 0 && len(res.failures) >= maxFailures {
+				break
+			}
+			f.Expr = sc.Constraints[f.Constraint].Abbrev(maxExprLen)
+			res.failures = append(res.failures, f)
+		}
+	}
+	return res, nil
+}
+
+// evaluator evaluates the DAG on one row at a time, reading the trace directly. It is read-only
+// once built, so workers share it.
+type evaluator struct {
+	nodes  []air.Node
+	height int
+	// For a trace variable node i: cols[i] is its column and offs[i] its row offset; for a public
+	// value, consts[i] is its value.
+	cols   [][]field.Fp
+	offs   []int
+	consts []field.Fp
+}
+
+func newEvaluator(a air.Air, in air.TraceInput, dag *air.DAG) (*evaluator, error) {
+	w := a.Width()
+	shape := func(format string, args ...any) error {
+		return fmt.Errorf("%w: air %s: %s", air.ErrShape, a.Name(), fmt.Sprintf(format, args...))
+	}
+	if len(in.CachedMains) != len(w.CachedMains) {
+		return nil, shape("%d cached mains given, AIR has %d", len(in.CachedMains), len(w.CachedMains))
+	}
+	parts := append([]air.Matrix(nil), in.CachedMains...)
+	if w.CommonMain != 0 {
+		parts = append(parts, in.CommonMain)
+	}
+	if len(parts) == 0 {
+		return nil, shape("no main trace")
+	}
+	widths := w.MainWidths()
+	h := parts[0].Height
+	if h < 1 {
+		return nil, shape("trace height %d", h)
+	}
+	for i, m := range parts {
+		if m.Width != widths[i] || m.Height != h || len(m.Values) != m.Width*m.Height {
+			return nil, shape("main part %d is %dx%d (%d values), want width %d height %d", i, m.Height, m.Width, len(m.Values), widths[i], h)
+		}
+	}
+	pre := in.Preprocessed
+	if pre == nil && w.HasPreprocessed() {
+		pa, ok := a.(air.PreprocessedAir)
+		if !ok {
+			return nil, shape("preprocessed trace missing")
+		}
+		m := pa.PreprocessedTrace()
+		pre = &m
+	}
+	if w.HasPreprocessed() {
+		if pre.Width != w.Preprocessed || pre.Height != h || len(pre.Values) != pre.Width*pre.Height {
+			return nil, shape("preprocessed is %dx%d, want width %d height %d", pre.Height, pre.Width, w.Preprocessed, h)
+		}
+	} else if pre != nil {
+		return nil, shape("preprocessed trace given to an AIR without one")
+	}
+	if len(in.Public) != a.NumPublicValues() {
+		return nil, shape("%d public values, want %d", len(in.Public), a.NumPublicValues())
+	}
+	n := len(dag.Nodes)
+	ev := &evaluator{nodes: dag.Nodes, height: h, cols: make([][]field.Fp, n), offs: make([]int, n), consts: make([]field.Fp, n)}
+	column := func(m air.Matrix, c int) []field.Fp { return m.Values[c*h : (c+1)*h] }
+	for i, nd := range dag.Nodes {
+		if nd.Op != air.OpVariable {
+			continue
+		}
+		v := nd.Var
+		bad := func() error { return shape("variable %v out of range", v) }
+		switch v.Entry {
+		case air.EntryPreprocessed:
+			if pre == nil || v.Index < 0 || v.Index >= pre.Width {
+				return nil, bad()
+			}
+			ev.cols[i] = column(*pre, v.Index)
+		case air.EntryMain:
+			if v.PartIndex < 0 || v.PartIndex >= len(parts) || v.Index < 0 || v.Index >= parts[v.PartIndex].Width {
+				return nil, bad()
+			}
+			ev.cols[i] = column(parts[v.PartIndex], v.Index)
+		case air.EntryPublic:
+			if v.Index < 0 || v.Index >= len(in.Public) {
+				return nil, bad()
+			}
+			ev.consts[i] = in.Public[v.Index]
+			continue
+		default:
+			return nil, fmt.Errorf("air: challenge variable %v cannot be evaluated on the host", v)
+		}
+		if v.Offset < 0 || v.Offset > 1 {
+			return nil, bad()
+		}
+		ev.offs[i] = v.Offset
+	}
+	return ev, nil
+}
+
+// evalRow evaluates every node on row r into vals (len(vals) = number of nodes).
+func (ev *evaluator) evalRow(r int, vals []field.Fp) {
+	h := ev.height
+	first, last := field.Zero, field.Zero
+	if r == 0 {
+		first = field.One
+	}
+	if r == h-1 {
+		last = field.One
+	}
+	trans := field.One.Sub(last)
+	vals = vals[:len(ev.nodes)]
+	for i, n := range ev.nodes {
+		var v field.Fp
+		switch n.Op {
+		case air.OpVariable:
+			if col := ev.cols[i]; col != nil {
+				k := r + ev.offs[i]
+				if k >= h {
+					k -= h
+				}
+				v = col[k]
+			} else {
+				v = ev.consts[i]
+			}
+		case air.OpConstant:
+			v = n.C
+		case air.OpIsFirstRow:
+			v = first
+		case air.OpIsLastRow:
+			v = last
+		case air.OpIsTransition:
+			v = trans
+		case air.OpAdd:
+			v = vals[n.L].Add(vals[n.R])
+		case air.OpSub:
+			v = vals[n.L].Sub(vals[n.R])
+		case air.OpNeg:
+			v = vals[n.L].Neg()
+		case air.OpMul:
+			v = vals[n.L].Mul(vals[n.R])
+		}
+		vals[i] = v
+	}
+}
