@@ -16,14 +16,27 @@ FUZZTIME_LONG ?= 2m
 TEST_TIMEOUT ?= 10m
 
 .NOTPARALLEL:
-.PHONY: all build test check-generated fmt-check vet unit fuzz-smoke fuzz bench clean
+.PHONY: all build test check-generated fmt-check vet unit fuzz-smoke fuzz bench clean check-metal metallib check-msl
 
 all: build
 
-build:
+build: metallib
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/metalprove ./cmd/metalprove
 
-test: check-generated fmt-check vet unit fuzz-smoke
+test: check-generated check-msl check-metal fmt-check vet unit fuzz-smoke
+
+# macOS only (nothing elsewhere): shaders/*.metal -> internal/gpu/metal/metallib/metalprove.metallib,
+# embedded by the Metal backend. Needs Xcode's Metal compiler.
+metallib:
+	@if [ "$$(uname -s)" = Darwin ]; then scripts/build-metallib.sh; fi
+
+# The Metal bridge without a Mac: bridge.m against stub headers, darwin cgo type check, vet.
+check-metal:
+	scripts/check-metal.sh
+
+# The kernels through clang: address-space check (two flavours), deliberate mistakes, CUDA syntax.
+check-msl:
+	scripts/check-msl.sh
 
 # go generate must not change any file.
 check-generated:

@@ -1,0 +1,155 @@
+package gpu_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+func openHost(t *testing.T) *gpu.Device {
+	t.Helper()
+	k, err := gpu.ParseKind("host")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := gpu.Open(k, gpu.Options{HostThreads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func TestOpenHost(t *testing.T) {
+	d := openHost(t)
+	if d.Kind() != gpu.KindHost || d.FallbackReason() != "" || !strings.HasPrefix(d.Name(), "host (") {
+		t.Fatalf("kind %s, fallback %q, name %q", d.Kind(), d.FallbackReason(), d.Name())
+	}
+	if l := d.Limits(); l.MaxThreadsPerGroup != 1024 || l.MaxThreadgroupMemory != 32768 || l.SIMDWidth != 1 || l.ComputeUnits != 2 {
+		t.Fatalf("limits %+v", l)
+	}
+}
+
+func TestParseKind(t *testing.T) {
+	for _, k := range gpu.Kinds {
+		if got, err := gpu.ParseKind(string(k)); err != nil || got != k {
+			t.Errorf("ParseKind(%q) = %q, %v", k, got, err)
+		}
+	}
+	for _, s := range []string{"", "gpu", "Host", "opencl"} {
+		_, err := gpu.ParseKind(s)
+		if err == nil || !strings.Contains(err.Error(), "auto, metal, cuda, host") {
+			t.Errorf("ParseKind(%q): %v", s, err)
+		}
+	}
+}
+
+func TestOpenAutoFallsBack(t *testing.T) {
+	d, err := gpu.Open(gpu.KindAuto, gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.Kind() != gpu.KindHost {
+		t.Skipf("this machine has a GPU: auto chose %s (%s)", d.Kind(), d.Name())
+	}
+	if d.FallbackReason() == "" {
+		t.Fatal("auto fell back to the host device without a reason")
+	}
+	t.Log("reason:", d.FallbackReason())
+}
+
+func TestOpenUnavailable(t *testing.T) {
+	// Metal is never usable on this (non-darwin or GPU-less) test machine; CUDA may be.
+	d, err := gpu.Open(gpu.KindMetal, gpu.Options{})
+	if err == nil {
+		d.Close()
+		t.Skip("metal opened")
+	}
+	var ge *gpu.Error
+	if !errors.As(err, &ge) || ge.Op != "open" {
+		t.Fatalf("error %v (%T), want a *gpu.Error for open", err, err)
+	}
+}
+
+func TestStatsAndBuffers(t *testing.T) {
+	d := openHost(t)
+	a, err := gpu.UploadArray(d, "a", []uint32{1, 2, 3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := gpu.UploadArray(d, "b", []uint32{10, 20, 30, 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := gpu.AllocArray[uint32](d, "out", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := d.Alloc("big", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := d.LiveBuffers()
+	if len(live) != 4 || live[0] != (gpu.BufferInfo{Name: "big", Size: 1000}) || live[1].Name != "a" || live[3].Name != "out" {
+		t.Fatalf("live buffers %+v", live)
+	}
+	args := []gpu.Arg{gpu.Buf(a.Buffer), gpu.Buf(b.Buffer), gpu.Buf(out.Buffer), gpu.U32(4)}
+	bt := d.Batch().
+		Dispatch("fo_add", gpu.D1(1), gpu.D1(4), args).
+		Dispatch("fo_add", gpu.D1(2), gpu.D1(2), args).
+		Copy(big, 8, out.Buffer, 0, 16)
+	if err := bt.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := out.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0] != 11 || got[3] != 44 {
+		t.Fatalf("fo_add: %v", got)
+	}
+	s := d.Stats()
+	want := gpu.Stats{Dispatches: 2, Syncs: 1, Uploads: 2, BytesToDevice: 32, Downloads: 1, BytesFromDevice: 16,
+		Copies: 1, BytesCopied: 16, MemoryInUse: 1048, MemoryPeak: 1048}
+	want.PerKernel = map[string]int{"fo_add": 2}
+	if !reflect.DeepEqual(s, want) {
+		t.Fatalf("stats\n got %+v\nwant %+v", s, want)
+	}
+
+	big.Free()
+	big.Free() // harmless
+	if s := d.Stats(); s.MemoryInUse != 48 || s.MemoryPeak != 1048 {
+		t.Fatalf("after free: in use %d, peak %d", s.MemoryInUse, s.MemoryPeak)
+	}
+	if len(d.LiveBuffers()) != 3 {
+		t.Fatalf("live after free: %+v", d.LiveBuffers())
+	}
+	var ge *gpu.Error
+	if err := d.Upload(big, 0, []byte{1}); !errors.As(err, &ge) || ge.Buffer != "big" {
+		t.Fatalf("upload to freed buffer: %v", err)
+	}
+	if err := d.Batch().Copy(out.Buffer, 8, a.Buffer, 0, 16).Wait(); !errors.As(err, &ge) || ge.Buffer != "out" {
+		t.Fatalf("copy out of range: %v", err)
+	}
+	d.ResetStats()
+	if s := d.Stats(); s.Dispatches != 0 || s.MemoryInUse != 48 || s.MemoryPeak != 48 {
+		t.Fatalf("after reset: %+v", s)
+	}
+	if _, err := d.Alloc("zero", 0); !errors.As(err, &ge) || ge.Op != "alloc" {
+		t.Fatalf("alloc 0: %v", err)
+	}
+	if _, err := d.Alloc("huge", 1<<62); !errors.Is(err, gpu.ErrOutOfMemory) {
+		t.Fatalf("huge alloc: %v, want ErrOutOfMemory", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.LiveBuffers()) != 0 || d.Stats().MemoryInUse != 0 {
+		t.Fatal("Close left buffers")
+	}
+	a.Free() // after Close: harmless
+}

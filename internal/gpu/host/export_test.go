@@ -1,0 +1,7 @@
+package host
+
+// Test hooks.
+var (
+	CTable            = cTable
+	SetUcontextFibers = setUcontextFibers
+)

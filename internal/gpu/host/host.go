@@ -1,0 +1,303 @@
+// Package host is the CPU "host device": the kernels of shaders/*.metal compiled as C++ (the
+// generated kernels_host.gen.cpp) and run by a small emulator of Metal's dispatchThreadgroups
+// (hd_runtime.cpp): threadgroups spread over a thread pool; barrier-free kernels run each group
+// as a plain loop, kernels with threadgroup memory or barriers run each work item on a fiber
+// that threadgroup_barrier() switches away from (hand-written switch on x86-64 and aarch64,
+// ucontext elsewhere). It implements driver.Backend; package gpu registers it as KindHost.
+//
+// Buffers are C memory (the C++ side keeps their addresses), so Upload, Download and Copy are
+// plain memory copies and Dispatch runs to completion before it returns.
+package host
+
+/*
+#cgo CXXFLAGS: -std=c++17 -O2
+#cgo LDFLAGS: -pthread -lstdc++
+#include <stdlib.h>
+#include <string.h>
+#include "hd_runtime.h"
+static int hd_kcount(void) { return hd_nkernels; }
+static const char* hd_kname(int i) { return hd_kernels[i].name; }
+static int hd_knbuf(int i) { return hd_kernels[i].nbuf; }
+static int hd_kntg(int i) { return hd_kernels[i].ntg; }
+static int hd_kbarrier(int i) { return hd_kernels[i].uses_barrier; }
+static unsigned hd_kvalsize(int i, int slot) { return hd_kernels[i].val_size[slot]; }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/metalprove/metalprove/internal/gpu/driver"
+)
+
+// Limits of the host device. The threadgroup memory limit is Apple's, deliberately: kernels and
+// launchers tested here then fit a Mac.
+const (
+	MaxThreadsPerGroup   = 1024
+	MaxThreadgroupMemory = 32768
+	bufferAlign          = 64
+)
+
+// Backend is the host device. The thread pool is process-wide: opening a second host backend
+// with another thread count resizes it for both.
+type Backend struct {
+	threads int
+	ids     map[string]int // kernel name -> index in the C table
+}
+
+var _ driver.Backend = (*Backend)(nil)
+
+// Open starts the host device with threads worker threads (the caller's included; 0: one per
+// CPU). It fails if the C++ kernels and the Go kernel table disagree (rerun go generate).
+func Open(threads int) (*Backend, error) {
+	if threads < 0 {
+		return nil, fmt.Errorf("host: %d threads", threads)
+	}
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	ids, err := matchTables()
+	if err != nil {
+		return nil, err
+	}
+	if int(C.hd_workers()) != threads {
+		C.hd_set_workers(C.int(threads))
+	}
+	return &Backend{threads: threads, ids: ids}, nil
+}
+
+// cKernel is one entry of the generated C table.
+type cKernel struct {
+	Name        string
+	NBuf, NTG   int
+	UsesBarrier bool
+	ValueSizes  []int // per buffer slot; 0 for pointers
+}
+
+func cTable() []cKernel {
+	n := int(C.hd_kcount())
+	out := make([]cKernel, n)
+	for i := range out {
+		ci := C.int(i)
+		k := cKernel{Name: C.GoString(C.hd_kname(ci)), NBuf: int(C.hd_knbuf(ci)), NTG: int(C.hd_kntg(ci)), UsesBarrier: C.hd_kbarrier(ci) != 0}
+		for s := 0; s < k.NBuf; s++ {
+			k.ValueSizes = append(k.ValueSizes, int(C.hd_kvalsize(ci, C.int(s))))
+		}
+		out[i] = k
+	}
+	return out
+}
+
+// matchTables checks that the C table and driver.Kernels describe the same kernels.
+func matchTables() (map[string]int, error) {
+	ct := cTable()
+	if len(ct) != len(driver.Kernels) {
+		return nil, fmt.Errorf("host: %d compiled kernels, driver table has %d; rerun go generate", len(ct), len(driver.Kernels))
+	}
+	ids := make(map[string]int, len(ct))
+	for i, c := range ct {
+		g := &driver.Kernels[i]
+		vs := make([]int, g.NBuf)
+		for _, p := range g.Params {
+			if p.Kind == driver.ParamValue {
+				vs[p.Index] = p.ValueSize
+			}
+		}
+		if c.Name != g.Name || c.NBuf != g.NBuf || c.NTG != g.NTG || c.UsesBarrier != g.UsesBarrier || fmt.Sprint(c.ValueSizes) != fmt.Sprint(vs) {
+			return nil, fmt.Errorf("host: compiled kernel %d (%s) does not match the driver table entry %s; rerun go generate", i, c.Name, g.Name)
+		}
+		ids[c.Name] = i
+	}
+	return ids, nil
+}
+
+// Name describes the device, e.g. "host (2 threads, x86-64 fibers)".
+func (h *Backend) Name() string {
+	return fmt.Sprintf("host (%d threads, %s fibers)", int(C.hd_workers()), C.GoString(C.hd_fiber_impl()))
+}
+
+// Limits reports the host device limits (SIMD width 1, memory = physical RAM).
+func (h *Backend) Limits() driver.Limits {
+	return driver.Limits{
+		MaxThreadsPerGroup:   MaxThreadsPerGroup,
+		MaxThreadgroupMemory: MaxThreadgroupMemory,
+		SIMDWidth:            1,
+		MemoryBytes:          uint64(C.hd_physical_memory()),
+		ComputeUnits:         int(C.hd_workers()),
+	}
+}
+
+// buffer is C memory aligned to 64 bytes.
+type buffer struct {
+	raw unsafe.Pointer // as returned by calloc; nil once freed
+	p   unsafe.Pointer // aligned start
+	n   int
+}
+
+func (b *buffer) Size() int { return b.n }
+
+func (b *buffer) bytes(off, n int) []byte {
+	return unsafe.Slice((*byte)(unsafe.Add(b.p, off)), n)
+}
+
+// Alloc returns size zeroed bytes (calloc: large buffers come from fresh zero pages).
+func (h *Backend) Alloc(size int) (driver.Buffer, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("host: alloc of %d bytes", size)
+	}
+	raw := C.calloc(1, C.size_t(size)+bufferAlign)
+	if raw == nil {
+		return nil, fmt.Errorf("host: %w (calloc of %d bytes failed)", driver.ErrOutOfMemory, size)
+	}
+	p := unsafe.Add(raw, (bufferAlign-uintptr(raw)%bufferAlign)%bufferAlign)
+	return &buffer{raw: raw, p: p, n: size}, nil
+}
+
+func (h *Backend) buf(b driver.Buffer) (*buffer, error) {
+	hb, ok := b.(*buffer)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("host: buffer %T is not a host buffer", b)
+	case hb.raw == nil:
+		return nil, errors.New("host: buffer was freed")
+	}
+	return hb, nil
+}
+
+// Free releases b (a second Free does nothing).
+func (h *Backend) Free(b driver.Buffer) {
+	if hb, ok := b.(*buffer); ok && hb.raw != nil {
+		C.free(hb.raw)
+		hb.raw, hb.p = nil, nil
+	}
+}
+
+func checkRange(b *buffer, off, n int) error {
+	if off < 0 || n < 0 || off+n > b.n {
+		return fmt.Errorf("host: range [%d, %d) outside the buffer's %d bytes", off, off+n, b.n)
+	}
+	return nil
+}
+
+// Upload copies src into dst at offset.
+func (h *Backend) Upload(dst driver.Buffer, offset int, src []byte) error {
+	d, err := h.buf(dst)
+	if err == nil {
+		err = checkRange(d, offset, len(src))
+	}
+	if err != nil {
+		return err
+	}
+	copy(d.bytes(offset, len(src)), src)
+	return nil
+}
+
+// Download copies len(dst) bytes of src from offset.
+func (h *Backend) Download(dst []byte, src driver.Buffer, offset int) error {
+	s, err := h.buf(src)
+	if err == nil {
+		err = checkRange(s, offset, len(dst))
+	}
+	if err != nil {
+		return err
+	}
+	copy(dst, s.bytes(offset, len(dst)))
+	return nil
+}
+
+// Copy copies n bytes (memmove: the ranges may overlap).
+func (h *Backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, srcOffset int, n int) error {
+	d, err := h.buf(dst)
+	if err != nil {
+		return err
+	}
+	s, err := h.buf(src)
+	if err != nil {
+		return err
+	}
+	if err := checkRange(d, dstOffset, n); err != nil {
+		return err
+	}
+	if err := checkRange(s, srcOffset, n); err != nil {
+		return err
+	}
+	if n > 0 {
+		C.memmove(unsafe.Add(d.p, dstOffset), unsafe.Add(s.p, srcOffset), C.size_t(n))
+	}
+	return nil
+}
+
+// Dispatch runs the kernel to completion. args were validated by package gpu; the checks here
+// keep the C++ side safe when the backend is used directly.
+func (h *Backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args []driver.Arg, tgLen []uint32) error {
+	id, ok := h.ids[k.Name]
+	if !ok {
+		return fmt.Errorf("host: no compiled kernel %s", k.Name)
+	}
+	if len(args) != k.NBuf || len(tgLen) != k.NTG {
+		return fmt.Errorf("host: %s: %d args and %d threadgroup lengths, kernel has %d and %d", k.Name, len(args), len(tgLen), k.NBuf, k.NTG)
+	}
+	// One C block: the slot pointers, then the inline value bytes, then threadgroup lengths.
+	inline := 0
+	for _, a := range args {
+		inline += (len(a.Bytes) + 15) &^ 15
+	}
+	ptrs := 8 * (k.NBuf + 1)
+	block := C.malloc(C.size_t(ptrs + inline + 4*(k.NTG+1)))
+	if block == nil {
+		return fmt.Errorf("host: %w (argument block)", driver.ErrOutOfMemory)
+	}
+	defer C.free(block)
+	slots := unsafe.Slice((*unsafe.Pointer)(block), k.NBuf+1)
+	data := unsafe.Slice((*byte)(unsafe.Add(block, ptrs)), inline)
+	tgl := unsafe.Slice((*C.uint)(unsafe.Add(block, ptrs+inline)), k.NTG+1)
+	off := 0
+	for _, p := range k.Params {
+		a := args[min(p.Index, len(args)-1)]
+		switch p.Kind {
+		case driver.ParamBuffer:
+			b, err := h.buf(a.Buf)
+			if err != nil {
+				return fmt.Errorf("%s: argument %d (%s): %w", k.Name, p.Index, p.Name, err)
+			}
+			slots[p.Index] = b.p
+		case driver.ParamValue:
+			if len(a.Bytes) != p.ValueSize {
+				return fmt.Errorf("host: %s: argument %d (%s) takes %d bytes, got %d", k.Name, p.Index, p.Name, p.ValueSize, len(a.Bytes))
+			}
+			copy(data[off:], a.Bytes)
+			slots[p.Index] = unsafe.Pointer(&data[off])
+			off += (len(a.Bytes) + 15) &^ 15
+		}
+	}
+	for i, l := range tgLen {
+		tgl[i] = C.uint(l)
+	}
+	var errbuf [256]C.char
+	rc := C.hd_dispatch(C.int(id), C.hd_u3{C.uint(groups.X), C.uint(groups.Y), C.uint(groups.Z)},
+		C.hd_u3{C.uint(tpg.X), C.uint(tpg.Y), C.uint(tpg.Z)},
+		(*unsafe.Pointer)(block), &tgl[0], &errbuf[0], C.int(len(errbuf)))
+	if rc != 0 {
+		return fmt.Errorf("host: %s", C.GoString(&errbuf[0]))
+	}
+	return nil
+}
+
+// Sync does nothing: Dispatch and Copy complete before they return.
+func (h *Backend) Sync() error { return nil }
+
+// Close does nothing (buffers are freed by their owner; the pool lives on for the process).
+func (h *Backend) Close() error { return nil }
+
+// setUcontextFibers selects the portable ucontext fiber switch instead of the hand-written one
+// (for tests and benchmarks).
+func setUcontextFibers(on bool) {
+	v := 0
+	if on {
+		v = 1
+	}
+	C.hd_set_fiber_impl(C.int(v))
+}

@@ -1,0 +1,10 @@
+package gpu
+
+import (
+	"github.com/metalprove/metalprove/internal/gpu/driver"
+	"github.com/metalprove/metalprove/internal/gpu/host"
+)
+
+func init() {
+	register(KindHost, func(o Options) (driver.Backend, error) { return host.Open(o.HostThreads) })
+}

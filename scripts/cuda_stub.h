@@ -1,0 +1,24 @@
+// cuda_stub.h - just enough of what NVRTC declares implicitly for `clang -x cuda -nocudainc
+// -nocudalib` to check internal/gpu/cuda/kernels.gen.cu without a CUDA installation
+// (scripts/check-msl.sh). NVRTC and nvcc builds never see this file.
+#pragma once
+#define __CUDACC__ 1  // as NVRTC and nvcc define it (clang does only in its own wrapper header)
+#define __host__ __attribute__((host))
+#define __device__ __attribute__((device))
+#define __global__ __attribute__((global))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#define __forceinline__ __inline__ __attribute__((always_inline))
+#define __align__(n) __attribute__((aligned(n)))
+#include "__clang_cuda_builtin_vars.h"  // threadIdx, blockIdx, blockDim, gridDim (clang resource dir)
+
+// device intrinsics used by prelude.h
+__device__ inline unsigned __umulhi(unsigned a, unsigned b) { return __nvvm_mulhi_ui(a, b); }
+__device__ inline int __mulhi(int a, int b) { return __nvvm_mulhi_i(a, b); }
+__device__ inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) { return __nvvm_mulhi_ull(a, b); }
+// NVRTC also declares min/max; prelude.h must not collide with them.
+__host__ __device__ inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+__host__ __device__ inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+// and uint2/uint3 as plain structs (prelude.h renames its own).
+struct uint2 { unsigned x, y; };
+struct uint3 { unsigned x, y, z; };

@@ -1,0 +1,112 @@
+// bb4.h - the quartic extension Fp4 = Fp[X]/(X^4 - 11) of BabyBear (internal/field.Fp4), on
+// Montgomery limbs. An element c0 + c1 X + c2 X^2 + c3 X^3 is a thread value `bb4` (four uints,
+// coefficient k is a[k]); in buffers it is four consecutive uints (Montgomery form), element i
+// at [4i, 4i+4). Load and store with bb4_load / bb4_store (no whole-struct device loads).
+//
+// bb4 is Metal's uint4 on Metal, a clang ext_vector in the OpenCL check flavour (C++ for OpenCL
+// without a generic address space cannot copy a class object: its implicit copy and move
+// constructors take __generic references), and a small struct with operator[] elsewhere.
+#ifndef BB4_H
+#define BB4_H
+#include "babybear.h"
+
+#define BB4_W 11u            // X^4 = W
+#define BB4_W_MONT 0x37ffffe9u  // W in Montgomery form: 11 * 2^32 mod p
+
+#if defined(__METAL_VERSION__)
+typedef uint4 bb4;
+#elif defined(MSL_TARGET_CHECK) && defined(__OPENCL_CPP_VERSION__)
+typedef uint bb4 __attribute__((ext_vector_type(4)));
+#else
+struct bb4 {
+  uint c[4];
+  MSL_METHOD uint& operator[](uint k) { return c[k]; }
+  MSL_METHOD uint operator[](uint k) const { return c[k]; }
+};
+#endif
+
+MSL_FN bb4 bb4_make(uint c0, uint c1, uint c2, uint c3) {
+  bb4 r;
+  r[0] = c0;
+  r[1] = c1;
+  r[2] = c2;
+  r[3] = c3;
+  return r;
+}
+
+MSL_FN bb4 bb4_zero() { return bb4_make(0u, 0u, 0u, 0u); }
+MSL_FN bb4 bb4_one() { return bb4_make(BB_ONE, 0u, 0u, 0u); }
+MSL_FN bb4 bb4_lift(uint a) { return bb4_make(a, 0u, 0u, 0u); }  // base element into Fp4
+
+// Element i of a device buffer of Fp4 values (4 uints each).
+MSL_FN bb4 bb4_load(device const uint* p, uint i) {
+  return bb4_make(p[4u * i], p[4u * i + 1u], p[4u * i + 2u], p[4u * i + 3u]);
+}
+
+MSL_FN void bb4_store(device uint* p, uint i, bb4 v) {
+  p[4u * i] = v[0];
+  p[4u * i + 1u] = v[1];
+  p[4u * i + 2u] = v[2];
+  p[4u * i + 3u] = v[3];
+}
+
+// The same for threadgroup memory (separate names: overloads that differ only by address space
+// collapse on host and CUDA).
+MSL_FN bb4 bb4_load_tg(threadgroup const uint* p, uint i) {
+  return bb4_make(p[4u * i], p[4u * i + 1u], p[4u * i + 2u], p[4u * i + 3u]);
+}
+
+MSL_FN void bb4_store_tg(threadgroup uint* p, uint i, bb4 v) {
+  p[4u * i] = v[0];
+  p[4u * i + 1u] = v[1];
+  p[4u * i + 2u] = v[2];
+  p[4u * i + 3u] = v[3];
+}
+
+MSL_FN bb4 bb4_add(bb4 a, bb4 b) {
+  return bb4_make(bb_add(a[0], b[0]), bb_add(a[1], b[1]), bb_add(a[2], b[2]),
+                  bb_add(a[3], b[3]));
+}
+
+MSL_FN bb4 bb4_sub(bb4 a, bb4 b) {
+  return bb4_make(bb_sub(a[0], b[0]), bb_sub(a[1], b[1]), bb_sub(a[2], b[2]),
+                  bb_sub(a[3], b[3]));
+}
+
+MSL_FN bb4 bb4_neg(bb4 a) { return bb4_make(bb_neg(a[0]), bb_neg(a[1]), bb_neg(a[2]), bb_neg(a[3])); }
+
+MSL_FN bb4 bb4_mul_base(bb4 a, uint b) {
+  return bb4_make(bb_mul(a[0], b), bb_mul(a[1], b), bb_mul(a[2], b), bb_mul(a[3], b));
+}
+
+MSL_FN bb4 bb4_add_base(bb4 a, uint b) { return bb4_make(bb_add(a[0], b), a[1], a[2], a[3]); }
+
+// Schoolbook product reduced with X^4 = W: 16 base products + 3 by W.
+MSL_FN bb4 bb4_mul(bb4 a, bb4 b) {
+  uint a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+  uint b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
+  uint h0 = bb_add(bb_add(bb_mul(a1, b3), bb_mul(a2, b2)), bb_mul(a3, b1));  // X^4 terms
+  uint h1 = bb_add(bb_mul(a2, b3), bb_mul(a3, b2));                          // X^5
+  uint h2 = bb_mul(a3, b3);                                                  // X^6
+  uint r0 = bb_add(bb_mul(a0, b0), bb_mul(h0, BB4_W_MONT));
+  uint r1 = bb_add(bb_add(bb_mul(a0, b1), bb_mul(a1, b0)), bb_mul(h1, BB4_W_MONT));
+  uint r2 = bb_add(bb_add(bb_add(bb_mul(a0, b2), bb_mul(a1, b1)), bb_mul(a2, b0)), bb_mul(h2, BB4_W_MONT));
+  uint r3 = bb_add(bb_add(bb_mul(a0, b3), bb_mul(a1, b2)), bb_add(bb_mul(a2, b1), bb_mul(a3, b0)));
+  return bb4_make(r0, r1, r2, r3);
+}
+
+MSL_FN bb4 bb4_square(bb4 a) { return bb4_mul(a, a); }
+
+MSL_FN bb4 bb4_pow(bb4 a, uint e) {
+  bb4 r = bb4_one();
+  while (e != 0u) {
+    if ((e & 1u) != 0u) r = bb4_mul(r, a);
+    a = bb4_mul(a, a);
+    e >>= 1;
+  }
+  return r;
+}
+
+MSL_FN bool bb4_is_zero(bb4 a) { return (a[0] | a[1] | a[2] | a[3]) == 0u; }
+
+#endif  // BB4_H

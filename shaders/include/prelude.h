@@ -1,0 +1,163 @@
+// prelude.h - lets one MSL source build for four targets.
+//
+//   __METAL_VERSION__  real Metal (xcrun metal, or the run-time compiler): the MSL standard
+//                      library, nothing emulated.
+//   __CUDACC__         CUDA (NVRTC, nvcc, or clang -x cuda): address spaces vanish, helpers are
+//                      __device__. Must compile under NVRTC alone: no #include of any header.
+//   MSL_CHECK          clang -fsyntax-only: device/constant/threadgroup become distinct clang
+//                      address spaces, so mixing them is a compile error as in Metal.
+//   (none)             host C++ (g++/clang): the CPU "host device" (internal/gpu/host).
+//
+// Kernel sources never reach the non-Metal compilers verbatim. scripts/mslgen emits a copy in
+// which
+//  - the [[...]] attributes of kernel parameters are blanked out (C++ compilers only warn about
+//    them, but `threadgroup` cannot be both a qualifier macro and the [[threadgroup(0)]] name), and
+//  - the MSL keywords device/constant/threadgroup/thread/kernel are rewritten to MSL_DEVICE, ...
+//    (lower-case macros would also rewrite CUDA's own __device__/__constant__, which expand
+//    through the tokens device/constant, and std::thread).
+// The Metal copy (internal/gpu/metal/shaders.gen.metal) is the verbatim text with includes inlined.
+#ifndef MSL_PRELUDE_H
+#define MSL_PRELUDE_H
+
+#if defined(__METAL_VERSION__)
+// ------------------------------------------------------------------ Metal
+#include <metal_stdlib>
+using namespace metal;
+#define MSL_TARGET_METAL 1
+#define MSL_FN static inline  // free helper functions
+#define MSL_METHOD            // member functions of helper structs
+
+#else
+// ------------------------------------------------------------------ CUDA / check / host
+#if defined(__CUDACC__)
+#define MSL_TARGET_CUDA 1
+#define MSL_FN static __device__ __forceinline__ __attribute__((unused))
+#define MSL_METHOD __device__ __forceinline__
+#elif defined(MSL_CHECK)
+#define MSL_TARGET_CHECK 1
+#define MSL_FN static inline __attribute__((unused))
+#define MSL_METHOD inline
+#else
+#define MSL_TARGET_HOST 1
+#define MSL_FN static inline __attribute__((unused))
+#define MSL_METHOD inline
+#endif
+
+// Address spaces. Only the check mode gives them meaning. Metal's default (`thread`) is the
+// default address space, and there is no generic space, so device->thread conversions are errors.
+//   clang++ -DMSL_CHECK          : plain C++ with numbered clang address spaces
+//   clang -x clcpp -DMSL_CHECK   : C++ for OpenCL 2021 without the generic address space
+//                                  (also allows `uint f() device const` methods, rejects casts
+//                                  between address spaces and non-constant program-scope data)
+#if defined(MSL_TARGET_CHECK) && defined(__OPENCL_CPP_VERSION__)
+#define MSL_DEVICE __global
+#define MSL_CONSTANT __constant
+#define MSL_THREADGROUP __local
+#define MSL_THREAD __private
+#define local msl_local  // OpenCL keywords that are ordinary identifiers in MSL
+#define global msl_global
+#elif defined(MSL_TARGET_CHECK)
+#define MSL_DEVICE __attribute__((address_space(1)))
+#define MSL_CONSTANT __attribute__((address_space(2)))
+#define MSL_THREADGROUP __attribute__((address_space(3)))
+#define MSL_THREAD
+#else
+#define MSL_DEVICE
+#define MSL_CONSTANT const
+#define MSL_THREADGROUP
+#define MSL_THREAD
+#endif
+#if defined(MSL_TARGET_CHECK)
+#define half _Float16  // MSL type name: using it as an identifier must fail as it does in Metal
+#endif
+
+// `kernel void f(...)` becomes an ordinary inline function; mslgen renames it msl_kernel_f and
+// wraps it (host trampoline / CUDA __global__ mslk_f).
+#define MSL_KERNEL MSL_FN
+
+typedef unsigned char uchar;
+typedef unsigned short ushort;
+typedef unsigned int uint;
+typedef unsigned long ulong;  // 64-bit on LP64 (Linux, macOS) host and CUDA device alike
+static_assert(sizeof(uint) == 4, "MSL uint must be 32-bit");
+static_assert(sizeof(ulong) == 8, "MSL ulong must be 64-bit");
+
+// Minimal uint2/uint3: members, constructors, component-wise + - *. No swizzles, no bool vectors.
+// Macro-renamed so they do not collide with CUDA's built-in (constructor-less) uint2/uint3,
+// which NVRTC declares implicitly.
+struct msl_uint2 {
+  uint x, y;
+  MSL_METHOD msl_uint2() : x(0), y(0) {}
+  MSL_METHOD explicit msl_uint2(uint s) : x(s), y(s) {}
+  MSL_METHOD msl_uint2(uint x_, uint y_) : x(x_), y(y_) {}
+  MSL_METHOD msl_uint2 operator+(msl_uint2 o) const { return msl_uint2(x + o.x, y + o.y); }
+  MSL_METHOD msl_uint2 operator-(msl_uint2 o) const { return msl_uint2(x - o.x, y - o.y); }
+  MSL_METHOD msl_uint2 operator*(msl_uint2 o) const { return msl_uint2(x * o.x, y * o.y); }
+};
+struct msl_uint3 {
+  uint x, y, z;
+  MSL_METHOD msl_uint3() : x(0), y(0), z(0) {}
+  MSL_METHOD explicit msl_uint3(uint s) : x(s), y(s), z(s) {}
+  MSL_METHOD msl_uint3(uint x_, uint y_, uint z_) : x(x_), y(y_), z(z_) {}
+  MSL_METHOD msl_uint3 operator+(msl_uint3 o) const { return msl_uint3(x + o.x, y + o.y, z + o.z); }
+  MSL_METHOD msl_uint3 operator-(msl_uint3 o) const { return msl_uint3(x - o.x, y - o.y, z - o.z); }
+  MSL_METHOD msl_uint3 operator*(msl_uint3 o) const { return msl_uint3(x * o.x, y * o.y, z * o.z); }
+};
+#define uint2 msl_uint2
+#define uint3 msl_uint3
+
+// mulhi: high half of the full product (MSL built-in); min/max.
+#if defined(MSL_TARGET_CUDA)
+MSL_FN uint mulhi(uint a, uint b) { return __umulhi(a, b); }
+MSL_FN int mulhi(int a, int b) { return __mulhi(a, b); }
+MSL_FN ulong mulhi(ulong a, ulong b) { return (ulong)__umul64hi(a, b); }
+// Own min/max under other names: whether CUDA's overloads are visible depends on the compiler
+// (NVRTC, nvcc, clang), and the same signature defined twice would not compile.
+MSL_FN uint msl_min(uint a, uint b) { return a < b ? a : b; }
+MSL_FN uint msl_max(uint a, uint b) { return a > b ? a : b; }
+MSL_FN int msl_min(int a, int b) { return a < b ? a : b; }
+MSL_FN int msl_max(int a, int b) { return a > b ? a : b; }
+MSL_FN ulong msl_min(ulong a, ulong b) { return a < b ? a : b; }
+MSL_FN ulong msl_max(ulong a, ulong b) { return a > b ? a : b; }
+#define min msl_min
+#define max msl_max
+#elif defined(MSL_TARGET_CHECK)
+uint mulhi(uint a, uint b);  // declarations are enough for -fsyntax-only
+int mulhi(int a, int b);
+ulong mulhi(ulong a, ulong b);
+uint min(uint a, uint b);
+uint max(uint a, uint b);
+int min(int a, int b);
+int max(int a, int b);
+ulong min(ulong a, ulong b);
+ulong max(ulong a, ulong b);
+#else
+MSL_FN uint mulhi(uint a, uint b) { return (uint)(((ulong)a * b) >> 32); }
+MSL_FN int mulhi(int a, int b) { return (int)(((long)a * b) >> 32); }
+MSL_FN ulong mulhi(ulong a, ulong b) { return (ulong)(((unsigned __int128)a * b) >> 64); }
+MSL_FN uint min(uint a, uint b) { return a < b ? a : b; }
+MSL_FN uint max(uint a, uint b) { return a > b ? a : b; }
+MSL_FN int min(int a, int b) { return a < b ? a : b; }
+MSL_FN int max(int a, int b) { return a > b ? a : b; }
+MSL_FN ulong min(ulong a, ulong b) { return a < b ? a : b; }
+MSL_FN ulong max(ulong a, ulong b) { return a > b ? a : b; }
+#endif
+
+// threadgroup_barrier(mem_flags::...). Every flag means "full threadgroup barrier" here.
+enum class mem_flags : uint { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4 };
+MSL_FN mem_flags operator|(mem_flags a, mem_flags b) { return (mem_flags)((uint)a | (uint)b); }
+#if defined(MSL_TARGET_CUDA)
+MSL_FN void threadgroup_barrier(mem_flags) { __syncthreads(); }
+#elif defined(MSL_TARGET_CHECK)
+void threadgroup_barrier(mem_flags flags);
+#else
+extern "C" void hd_threadgroup_barrier(void);  // host device: switch to the next work item
+MSL_FN void threadgroup_barrier(mem_flags) {
+  __asm__ __volatile__("" ::: "memory");
+  hd_threadgroup_barrier();
+  __asm__ __volatile__("" ::: "memory");
+}
+#endif
+
+#endif  // !__METAL_VERSION__
+#endif  // MSL_PRELUDE_H
