@@ -1,0 +1,573 @@
+//go:build linux && cgo
+
+package cuda
+
+/*
+#cgo LDFLAGS: -ldl
+#include <stdlib.h>
+#include "cudadl.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/metalprove/metalprove/internal/gpu/driver"
+)
+
+// libcudaName is the driver library; it comes with the NVIDIA driver, not the toolkit.
+const libcudaName = "libcuda.so.1"
+
+var (
+	loadMu      sync.Mutex
+	cudaLoaded  bool
+	rtcLoaded   bool
+	rtcVersion  string // "13.0"
+	rtcPath     string
+	rtcArchs    []int
+	rtcHasCubin bool
+)
+
+// dlopenLib loads a library through load (mp_cu_load or mp_rtc_load), returning an
+// UnavailableError naming what is missing.
+func dlopenLib(name string, load func(*C.char, *C.char, C.int) C.int) error {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	var buf [512]C.char
+	switch load(cname, &buf[0], C.int(len(buf))) {
+	case 0:
+		return nil
+	case 1:
+		return &UnavailableError{Reason: name + " not found", Err: errors.New(C.GoString(&buf[0]))}
+	default:
+		return &UnavailableError{Reason: name + " is unusable: symbol " + C.GoString(&buf[0]) + " missing (driver too old?)"}
+	}
+}
+
+func loadCUDA(name string) error {
+	return dlopenLib(name, func(n, e *C.char, l C.int) C.int { return C.mp_cu_load(n, e, l) })
+}
+
+func loadNVRTCFile(name string) error {
+	return dlopenLib(name, func(n, e *C.char, l C.int) C.int { return C.mp_rtc_load(n, e, l) })
+}
+
+// nvrtcCandidates lists where NVRTC is looked for, in order: $METALPROVE_NVRTC (a file),
+// $CUDA_HOME and $CUDA_PATH (lib64, lib), the loader's search path (libnvrtc.so, then versioned
+// names), then /usr/local/cuda/lib64 and /usr/local/cuda-*/lib64, newest first.
+func nvrtcCandidates() []string {
+	var out []string
+	if f := os.Getenv("METALPROVE_NVRTC"); f != "" {
+		out = append(out, f)
+	}
+	inDir := func(dir string) {
+		m, _ := filepath.Glob(filepath.Join(dir, "libnvrtc.so*"))
+		sort.Sort(sort.Reverse(sort.StringSlice(m)))
+		// libnvrtc.so (the development link) first when present, then the newest version
+		for i, f := range m {
+			if filepath.Base(f) == "libnvrtc.so" {
+				m[0], m[i] = m[i], m[0]
+			}
+		}
+		out = append(out, m...)
+	}
+	for _, env := range []string{"CUDA_HOME", "CUDA_PATH"} {
+		if d := os.Getenv(env); d != "" {
+			inDir(filepath.Join(d, "lib64"))
+			inDir(filepath.Join(d, "lib"))
+		}
+	}
+	out = append(out, "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2")
+	inDir("/usr/local/cuda/lib64")
+	dirs, _ := filepath.Glob("/usr/local/cuda-*/lib64")
+	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
+	for _, d := range dirs {
+		inDir(d)
+	}
+	return out
+}
+
+// loadNVRTC loads NVRTC from the first candidate that opens.
+func loadNVRTC(candidates []string) error {
+	var tried []string
+	var last error
+	for _, c := range candidates {
+		err := loadNVRTCFile(c)
+		if err == nil {
+			var major, minor C.int
+			if r := C.mp_rtc_version(&major, &minor); r != 0 {
+				return fmt.Errorf("nvrtcVersion: %s", C.GoString(C.mp_rtc_error_string(r)))
+			}
+			rtcVersion = fmt.Sprintf("%d.%d", major, minor)
+			rtcPath = c
+			rtcHasCubin = C.mp_rtc_has_cubin() != 0
+			var archs [128]C.int
+			var n C.int
+			if r := C.mp_rtc_supported_archs(&archs[0], C.int(len(archs)), &n); r == 0 {
+				rtcArchs = nil
+				for i := 0; i < int(n); i++ {
+					rtcArchs = append(rtcArchs, int(archs[i]))
+				}
+			}
+			rtcLoaded = true
+			return nil
+		}
+		tried = append(tried, c)
+		last = err
+	}
+	var cause error
+	if u, ok := last.(*UnavailableError); ok && u.Err != nil {
+		cause = u.Err
+	}
+	return &UnavailableError{Reason: "libnvrtc not found (tried " + strings.Join(tried, ", ") +
+		"; install the CUDA toolkit's NVRTC or set CUDA_HOME or METALPROVE_NVRTC)", Err: cause}
+}
+
+func cuErr(op, kernel string, r C.CUresult) error {
+	if r == 0 {
+		return nil
+	}
+	e := &Error{Op: op, Kernel: kernel, Code: int(r)}
+	if s := C.mp_cu_error_name(r); s != nil {
+		e.Name = C.GoString(s)
+	}
+	if s := C.mp_cu_error_string(r); s != nil {
+		e.Desc = C.GoString(s)
+	}
+	return e
+}
+
+// buffer is a device allocation.
+type buffer struct {
+	ptr  C.CUdeviceptr
+	size int
+}
+
+func (b *buffer) Size() int { return b.size }
+
+type backend struct {
+	dev    C.CUdevice
+	ctx    C.CUcontext
+	stream C.CUstream
+	mod    C.CUmodule
+	name   string
+	limits driver.Limits
+
+	funcs    map[string]C.CUfunction
+	smemSet  map[string]uint32 // dynamic shared memory limit raised per kernel
+	inFlight []string          // kernels launched since the last Sync (for fault reports)
+
+	// how the module was obtained (tests and diagnostics)
+	target    string
+	cacheFile string
+	cacheHit  bool
+	compiled  bool
+	cacheErr  error // a cache write that failed (not fatal)
+	closed    bool
+}
+
+// Open opens CUDA device opts.Device: loads libcuda.so.1 and NVRTC, retains the primary context,
+// creates a stream and loads the kernels (from the cache, else compiled by NVRTC).
+func Open(opts Options) (driver.Backend, error) {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if !cudaLoaded {
+		if err := loadCUDA(libcudaName); err != nil {
+			return nil, err
+		}
+		cudaLoaded = true
+	}
+	if r := C.mp_cu_init(); r != 0 {
+		err := cuErr("cuInit", "", r)
+		if r == C.MP_CUDA_ERROR_NO_DEVICE {
+			return nil, &UnavailableError{Reason: "no CUDA device", Err: err}
+		}
+		return nil, &UnavailableError{Reason: "the CUDA driver cannot be initialised", Err: err}
+	}
+	var count C.int
+	if r := C.mp_cu_device_count(&count); r != 0 {
+		return nil, &UnavailableError{Reason: "no CUDA device", Err: cuErr("cuDeviceGetCount", "", r)}
+	}
+	if count == 0 {
+		return nil, &UnavailableError{Reason: "no CUDA device"}
+	}
+	if opts.Device < 0 || opts.Device >= int(count) {
+		return nil, &UnavailableError{Reason: fmt.Sprintf("no CUDA device %d (%d present)", opts.Device, count)}
+	}
+	b := &backend{funcs: map[string]C.CUfunction{}, smemSet: map[string]uint32{}}
+	if r := C.mp_cu_device_get(&b.dev, C.int(opts.Device)); r != 0 {
+		return nil, cuErr("cuDeviceGet", "", r)
+	}
+	attr := func(a C.int, what string) (int, error) {
+		var v C.int
+		if r := C.mp_cu_device_attr(&v, a, b.dev); r != 0 {
+			return 0, cuErr("cuDeviceGetAttribute("+what+")", "", r)
+		}
+		return int(v), nil
+	}
+	var vals [6]int
+	for i, a := range []struct {
+		id   C.int
+		name string
+	}{
+		{C.MP_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability major"},
+		{C.MP_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability minor"},
+		{C.MP_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block"},
+		{C.MP_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "max shared memory per block opt-in"},
+		{C.MP_CU_DEVICE_ATTRIBUTE_WARP_SIZE, "warp size"},
+		{C.MP_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "multiprocessor count"},
+	} {
+		v, err := attr(a.id, a.name)
+		if err != nil {
+			return nil, err
+		}
+		vals[i] = v
+	}
+	major, minor := vals[0], vals[1]
+	var total C.size_t
+	if r := C.mp_cu_device_total_mem(&total, b.dev); r != 0 {
+		return nil, cuErr("cuDeviceTotalMem", "", r)
+	}
+	b.limits = driver.Limits{
+		MaxThreadsPerGroup:   vals[2],
+		MaxThreadgroupMemory: vals[3],
+		SIMDWidth:            vals[4],
+		MemoryBytes:          uint64(total),
+		ComputeUnits:         vals[5],
+	}
+	var nameBuf [256]C.char
+	if r := C.mp_cu_device_name(&nameBuf[0], C.int(len(nameBuf)), b.dev); r != 0 {
+		return nil, cuErr("cuDeviceGetName", "", r)
+	}
+	var drv C.int
+	if r := C.mp_cu_driver_version(&drv); r != 0 {
+		return nil, cuErr("cuDriverGetVersion", "", r)
+	}
+	b.name = fmt.Sprintf("%s (sm_%d%d, CUDA %d.%d driver)", C.GoString(&nameBuf[0]), major, minor, drv/1000, drv%1000/10)
+
+	if !rtcLoaded {
+		if err := loadNVRTC(nvrtcCandidates()); err != nil {
+			return nil, err
+		}
+	}
+	if r := C.mp_cu_primary_ctx_retain(&b.ctx, b.dev); r != 0 {
+		return nil, cuErr("cuDevicePrimaryCtxRetain", "", r)
+	}
+	if r := C.mp_cu_stream_create(b.ctx, &b.stream); r != 0 {
+		C.mp_cu_primary_ctx_release(b.dev)
+		return nil, cuErr("cuStreamCreate", "", r)
+	}
+	src, srcName := kernelsSource, "kernels.gen.cu"
+	if opts.Source != "" {
+		src, srcName = opts.Source, opts.SourceName
+		if srcName == "" {
+			srcName = "kernels.gen.cu"
+		}
+	}
+	dir := opts.CacheDir
+	if dir == "" {
+		dir = defaultCacheDir()
+	}
+	if err := b.loadModule(src, srcName, dir, major, minor); err != nil {
+		C.mp_cu_stream_destroy(b.ctx, b.stream)
+		C.mp_cu_primary_ctx_release(b.dev)
+		return nil, err
+	}
+	return b, nil
+}
+
+// loadModule loads the kernels from the cache or compiles them with NVRTC (and caches them).
+func (b *backend) loadModule(src, srcName, dir string, major, minor int) error {
+	target, cubin, err := chooseTarget(major, minor, rtcArchs, rtcHasCubin)
+	if err != nil {
+		return fmt.Errorf("nvrtc %s (%s): %w", rtcVersion, rtcPath, err)
+	}
+	b.target = target
+	opts := []string{"--gpu-architecture=" + target, "-std=c++17", "-default-device"}
+	key := cacheKey(src, target, rtcVersion, opts)
+	b.cacheFile = cachePath(dir, key)
+	if _, payload, err := readCache(dir, key); err == nil {
+		if err := b.moduleLoad(payload); err == nil {
+			b.cacheHit = true
+			return nil
+		}
+		// the driver rejected the cached image: recompile and replace it
+	}
+	image, err := compileNVRTC(src, srcName, target, opts, cubin)
+	if err != nil {
+		return err
+	}
+	if err := b.moduleLoad(image); err != nil {
+		return fmt.Errorf("loading the module NVRTC %s built for %s: %w", rtcVersion, target, err)
+	}
+	b.compiled = true
+	kind := byte(kindPTX)
+	if cubin {
+		kind = kindCubin
+	}
+	b.cacheErr = writeCache(dir, key, kind, image)
+	return nil
+}
+
+func (b *backend) moduleLoad(image []byte) error {
+	if len(image) == 0 {
+		return errors.New("empty module image")
+	}
+	if image[len(image)-1] != 0 { // PTX is text and must end in NUL; a cubin ignores the extra byte
+		image = append(image[:len(image):len(image)], 0)
+	}
+	cimg := C.CBytes(image)
+	defer C.free(cimg)
+	var m C.CUmodule
+	if r := C.mp_cu_module_load(b.ctx, &m, cimg); r != 0 {
+		return cuErr("cuModuleLoadData", "", r)
+	}
+	if b.mod != nil {
+		C.mp_cu_module_unload(b.ctx, b.mod)
+	}
+	b.mod = m
+	b.funcs = map[string]C.CUfunction{}
+	b.smemSet = map[string]uint32{}
+	return nil
+}
+
+// compileNVRTC compiles src and returns the CUBIN (cubin) or NUL-terminated PTX.
+func compileNVRTC(src, srcName, target string, opts []string, cubin bool) ([]byte, error) {
+	csrc := C.CString(src)
+	defer C.free(unsafe.Pointer(csrc))
+	cname := C.CString(srcName)
+	defer C.free(unsafe.Pointer(cname))
+	copts := C.malloc(C.size_t(len(opts)) * C.size_t(unsafe.Sizeof(uintptr(0))))
+	defer C.free(copts)
+	optv := unsafe.Slice((**C.char)(copts), len(opts))
+	for i, o := range opts {
+		optv[i] = C.CString(o)
+		defer C.free(unsafe.Pointer(optv[i]))
+	}
+	var prog C.nvrtcProgram
+	var stage C.int
+	r := C.mp_rtc_compile(csrc, cname, (**C.char)(copts), C.int(len(opts)), &prog, &stage)
+	if stage == 0 && r != 0 {
+		return nil, fmt.Errorf("nvrtcCreateProgram(%s): %s", srcName, C.GoString(C.mp_rtc_error_string(r)))
+	}
+	defer C.mp_rtc_destroy(prog)
+	if r != 0 {
+		var clog *C.char
+		var n C.size_t
+		text := ""
+		if C.mp_rtc_log(prog, &clog, &n) == 0 && clog != nil {
+			text = C.GoStringN(clog, C.int(n))
+			C.free(unsafe.Pointer(clog))
+		}
+		return nil, &CompileError{Source: srcName, Target: target, Status: C.GoString(C.mp_rtc_error_string(r)), Log: rewriteLog(text)}
+	}
+	var out *C.char
+	var n C.size_t
+	cb := C.int(0)
+	if cubin {
+		cb = 1
+	}
+	if r := C.mp_rtc_output(prog, cb, &out, &n); r != 0 || out == nil {
+		return nil, fmt.Errorf("nvrtc: reading the output of %s: %s", srcName, C.GoString(C.mp_rtc_error_string(r)))
+	}
+	defer C.free(unsafe.Pointer(out))
+	return C.GoBytes(unsafe.Pointer(out), C.int(n)), nil
+}
+
+func (b *backend) Name() string          { return b.name }
+func (b *backend) Limits() driver.Limits { return b.limits }
+
+func (b *backend) Alloc(size int) (driver.Buffer, error) {
+	if size < 1 {
+		return nil, fmt.Errorf("size %d must be positive", size)
+	}
+	var p C.CUdeviceptr
+	var stage C.int
+	if r := C.mp_cu_alloc_zeroed(b.ctx, &p, C.size_t(size), &stage); r != 0 {
+		op := "cuMemAlloc"
+		if stage == 1 {
+			op = "cuMemsetD8"
+		}
+		return nil, cuErr(op, "", r)
+	}
+	return &buffer{ptr: p, size: size}, nil
+}
+
+func (b *backend) Free(buf driver.Buffer) {
+	bb, ok := buf.(*buffer)
+	if !ok || bb == nil || bb.ptr == 0 {
+		return
+	}
+	C.mp_cu_free(b.ctx, bb.ptr)
+	bb.ptr = 0
+}
+
+func (b *backend) buf(x driver.Buffer) (*buffer, error) {
+	bb, ok := x.(*buffer)
+	if !ok || bb == nil {
+		return nil, fmt.Errorf("buffer %T does not belong to the CUDA backend", x)
+	}
+	if bb.ptr == 0 {
+		return nil, errors.New("buffer was freed")
+	}
+	return bb, nil
+}
+
+func checkRange(bb *buffer, off, n int) error {
+	if off < 0 || n < 0 || off+n > bb.size {
+		return fmt.Errorf("range [%d, %d) outside the buffer's %d bytes", off, off+n, bb.size)
+	}
+	return nil
+}
+
+func stageOp(stage C.int, first string) string {
+	if stage == 1 {
+		return "cuStreamSynchronize (after " + first + ")"
+	}
+	return first
+}
+
+func (b *backend) Upload(dst driver.Buffer, offset int, src []byte) error {
+	bb, err := b.buf(dst)
+	if err != nil {
+		return err
+	}
+	if err := checkRange(bb, offset, len(src)); err != nil || len(src) == 0 {
+		return err
+	}
+	var stage C.int
+	r := C.mp_cu_upload(b.ctx, b.stream, bb.ptr+C.CUdeviceptr(offset), unsafe.Pointer(&src[0]), C.size_t(len(src)), &stage)
+	return b.faultErr(cuErr(stageOp(stage, "cuMemcpyHtoDAsync"), "", r), stage == 1)
+}
+
+func (b *backend) Download(dst []byte, src driver.Buffer, offset int) error {
+	bb, err := b.buf(src)
+	if err != nil {
+		return err
+	}
+	if err := checkRange(bb, offset, len(dst)); err != nil || len(dst) == 0 {
+		return err
+	}
+	var stage C.int
+	r := C.mp_cu_download(b.ctx, b.stream, unsafe.Pointer(&dst[0]), bb.ptr+C.CUdeviceptr(offset), C.size_t(len(dst)), &stage)
+	return b.faultErr(cuErr(stageOp(stage, "cuMemcpyDtoHAsync"), "", r), stage == 1)
+}
+
+func (b *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, srcOffset int, n int) error {
+	d, err := b.buf(dst)
+	if err != nil {
+		return err
+	}
+	s, err := b.buf(src)
+	if err != nil {
+		return err
+	}
+	if err := checkRange(d, dstOffset, n); err != nil {
+		return err
+	}
+	if err := checkRange(s, srcOffset, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	r := C.mp_cu_copy(b.ctx, b.stream, d.ptr+C.CUdeviceptr(dstOffset), s.ptr+C.CUdeviceptr(srcOffset), C.size_t(n))
+	return cuErr("cuMemcpyDtoDAsync", "", r)
+}
+
+func (b *backend) function(name string) (C.CUfunction, error) {
+	if f, ok := b.funcs[name]; ok {
+		return f, nil
+	}
+	cname := C.CString(KernelPrefix + name)
+	defer C.free(unsafe.Pointer(cname))
+	var f C.CUfunction
+	if r := C.mp_cu_module_function(b.ctx, &f, b.mod, cname); r != 0 {
+		return nil, cuErr("cuModuleGetFunction", KernelPrefix+name, r)
+	}
+	b.funcs[name] = f
+	return f, nil
+}
+
+func (b *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args []driver.Arg, tgLen []uint32) error {
+	entry := KernelPrefix + k.Name
+	f, err := b.function(k.Name)
+	if err != nil {
+		return err
+	}
+	lp, err := packParams(k, args, tgLen, func(x driver.Buffer) (uint64, error) {
+		bb, err := b.buf(x)
+		if err != nil {
+			return 0, err
+		}
+		return uint64(bb.ptr), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s (%s): %w", entry, k.Pos, err)
+	}
+	if lp.smem > defaultDynSmem && lp.smem > b.smemSet[k.Name] {
+		if r := C.mp_cu_func_max_dyn_smem(b.ctx, f, C.int(lp.smem)); r != 0 {
+			e := cuErr("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", entry, r).(*Error)
+			e.Detail = fmt.Sprintf("%d bytes of threadgroup memory", lp.smem)
+			return e
+		}
+		b.smemSet[k.Name] = lp.smem
+	}
+	var blob *C.uchar
+	var offs *C.uint
+	if len(lp.offs) > 0 {
+		blob = (*C.uchar)(unsafe.Pointer(&lp.blob[0]))
+		offs = (*C.uint)(unsafe.Pointer(&lp.offs[0]))
+	}
+	r := C.mp_cu_launch(b.ctx, f, C.uint(groups.X), C.uint(groups.Y), C.uint(groups.Z),
+		C.uint(tpg.X), C.uint(tpg.Y), C.uint(tpg.Z), C.uint(lp.smem), b.stream, blob, offs, C.int(len(lp.offs)))
+	if r != 0 {
+		e := cuErr("cuLaunchKernel", entry, r).(*Error)
+		e.Detail = fmt.Sprintf("groups %d×%d×%d, threads %d×%d×%d, %d bytes shared", groups.X, groups.Y, groups.Z, tpg.X, tpg.Y, tpg.Z, lp.smem)
+		return e
+	}
+	if len(b.inFlight) < 16 {
+		b.inFlight = append(b.inFlight, entry)
+	}
+	return nil
+}
+
+// faultErr adds the kernels launched since the last Sync to an error that a synchronisation
+// reported (an asynchronous fault of one of them), and forgets them once synchronised.
+func (b *backend) faultErr(err error, synced bool) error {
+	if err != nil && synced && len(b.inFlight) > 0 {
+		if e, ok := err.(*Error); ok {
+			e.Detail = "kernels launched since the last sync: " + strings.Join(b.inFlight, ", ")
+		}
+	}
+	if synced {
+		b.inFlight = b.inFlight[:0]
+	}
+	return err
+}
+
+func (b *backend) Sync() error {
+	return b.faultErr(cuErr("cuStreamSynchronize", "", C.mp_cu_stream_sync(b.ctx, b.stream)), true)
+}
+
+func (b *backend) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	err := cuErr("cuStreamSynchronize", "", C.mp_cu_stream_sync(b.ctx, b.stream))
+	if b.mod != nil {
+		C.mp_cu_module_unload(b.ctx, b.mod)
+		b.mod = nil
+	}
+	C.mp_cu_stream_destroy(b.ctx, b.stream)
+	C.mp_cu_primary_ctx_release(b.dev)
+	return err
+}

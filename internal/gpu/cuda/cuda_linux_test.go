@@ -1,0 +1,354 @@
+//go:build linux && cgo
+
+package cuda
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metalprove/metalprove/internal/gpu/driver"
+)
+
+// These tests run everywhere; the ones that need a GPU skip (saying why) when none is usable,
+// unless METALPROVE_REQUIRE_CUDA=1, which turns the skip into a failure (for the GPU runs).
+
+func TestMissingLibraries(t *testing.T) {
+	err := loadCUDA("libcuda-metalprove-missing.so.1")
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "libcuda-metalprove-missing.so.1 not found") {
+		t.Errorf("missing libcuda: %v", err)
+	}
+	err = loadNVRTC([]string{"libnvrtc-metalprove-missing.so", "/nonexistent/libnvrtc.so.13"})
+	if !errors.Is(err, ErrUnavailable) || !strings.HasPrefix(err.Error(), "libnvrtc not found (tried libnvrtc-metalprove-missing.so, /nonexistent/libnvrtc.so.13") {
+		t.Errorf("missing nvrtc: %v", err)
+	}
+	if len(nvrtcCandidates()) == 0 {
+		t.Error("no NVRTC candidates")
+	}
+}
+
+// TestOpenWithoutGPU checks the error Open gives on a machine without CUDA.
+func TestOpenWithoutGPU(t *testing.T) {
+	be, err := Open(Options{CacheDir: t.TempDir()})
+	if err == nil {
+		be.Close()
+		t.Skip("a CUDA device is present: " + be.Name())
+	}
+	t.Logf("Open: %v", err)
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("error %v does not match ErrUnavailable", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "libcuda.so.1 not found") && !strings.Contains(msg, "no CUDA device") &&
+		!strings.Contains(msg, "libnvrtc not found") && !strings.Contains(msg, "CUDA driver") {
+		t.Errorf("message does not say what is missing: %q", msg)
+	}
+}
+
+func testSource(t *testing.T, name string) string {
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func openGPU(t *testing.T, opts Options) *backend {
+	t.Helper()
+	be, err := Open(opts)
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) && os.Getenv("METALPROVE_REQUIRE_CUDA") == "" {
+			t.Skipf("no usable CUDA device: %v", err)
+		}
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be.(*backend)
+}
+
+func u32s(b []byte) []uint32 {
+	out := make([]uint32, len(b)/4)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out
+}
+
+func bytesOf(v []uint32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], x)
+	}
+	return b
+}
+
+var (
+	kMul = driver.KernelInfo{Name: "t_mul", Pos: "testdata/test_kernels.metal:11", NBuf: 4, Params: []driver.Param{
+		{Name: "a", Kind: driver.ParamBuffer, Index: 0}, {Name: "b", Kind: driver.ParamBuffer, Index: 1},
+		{Name: "out", Kind: driver.ParamBuffer, Index: 2}, {Name: "p", Kind: driver.ParamValue, Index: 3, ValueSize: 8},
+		{Name: "gid", Kind: driver.ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"}}}
+	kGroupSum = driver.KernelInfo{Name: "t_group_sum", NBuf: 4, NTG: 2, Params: []driver.Param{
+		{Name: "in", Kind: driver.ParamBuffer, Index: 0}, {Name: "out", Kind: driver.ParamBuffer, Index: 1},
+		{Name: "offs", Kind: driver.ParamBuffer, Index: 2}, {Name: "n", Kind: driver.ParamValue, Index: 3, ValueSize: 4},
+		{Name: "tag", Kind: driver.ParamThreadgroup, Index: 1}, {Name: "vals", Kind: driver.ParamThreadgroup, Index: 0}}}
+	kBigTG = driver.KernelInfo{Name: "t_big_tg", NBuf: 2, NTG: 1, Params: []driver.Param{
+		{Name: "out", Kind: driver.ParamBuffer, Index: 0}, {Name: "words", Kind: driver.ParamValue, Index: 1, ValueSize: 4},
+		{Name: "m", Kind: driver.ParamThreadgroup, Index: 0}}}
+	kMissing = driver.KernelInfo{Name: "t_not_there", Pos: "testdata/x.metal:1"}
+)
+
+func TestGPUKernels(t *testing.T) {
+	b := openGPU(t, Options{CacheDir: t.TempDir(), Source: testSource(t, "test_kernels.cu"), SourceName: "test_kernels.cu"})
+	lim := b.Limits()
+	t.Logf("device %s; limits %+v; NVRTC %s (%s), target %s, archs %v", b.Name(), lim, rtcVersion, rtcPath, b.target, rtcArchs)
+	if lim.MaxThreadsPerGroup < 1024 || lim.SIMDWidth != 32 || lim.ComputeUnits < 1 || lim.MemoryBytes < 1<<30 || lim.MaxThreadgroupMemory < 48<<10 {
+		t.Errorf("implausible limits %+v", lim)
+	}
+	alloc := func(n int) driver.Buffer {
+		buf, err := b.Alloc(n)
+		if err != nil {
+			t.Fatalf("Alloc(%d): %v", n, err)
+		}
+		t.Cleanup(func() { b.Free(buf) })
+		return buf
+	}
+	download := func(buf driver.Buffer, n int) []uint32 {
+		out := make([]byte, 4*n)
+		if err := b.Download(out, buf, 0); err != nil {
+			t.Fatalf("Download: %v", err)
+		}
+		return u32s(out)
+	}
+
+	// zeroed allocation
+	const n = 100_003
+	z := alloc(4 * n)
+	for i, v := range download(z, n) {
+		if v != 0 {
+			t.Fatalf("Alloc not zeroed at %d: %d", i, v)
+		}
+	}
+
+	// vector multiply with a value struct
+	a, bb := make([]uint32, n), make([]uint32, n)
+	for i := range a {
+		a[i], bb[i] = uint32(i)*2654435761, uint32(i)^0x5bd1e995
+	}
+	da, db, dout := alloc(4*n), alloc(4*n), alloc(4*n)
+	if err := b.Upload(da, 0, bytesOf(a)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Upload(db, 0, bytesOf(bb)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Dispatch(&kMul, driver.D1(97), driver.D1(256), []driver.Arg{{Buf: da}, {Buf: db}, {Buf: dout}, {Bytes: bytesOf([]uint32{n, 7})}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range download(dout, n) {
+		if want := a[i]*bb[i] + 7; v != want {
+			t.Fatalf("t_mul[%d] = %d, want %d", i, v, want)
+		}
+	}
+
+	// device copy at offsets, then a partial download at an offset
+	cp := alloc(4 * n)
+	if err := b.Copy(cp, 8, dout, 4, 4*1000); err != nil {
+		t.Fatal(err)
+	}
+	part := make([]byte, 4*1000)
+	if err := b.Download(part, cp, 8); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range u32s(part) {
+		if want := a[i+1]*bb[i+1] + 7; v != want {
+			t.Fatalf("copy[%d] = %d, want %d", i, v, want)
+		}
+	}
+
+	// two threadgroup arrays: offsets and 16-byte alignment
+	const tpg, groups = 128, 50
+	in := make([]uint32, tpg*groups-5)
+	for i := range in {
+		in[i] = uint32(i * i)
+	}
+	din, dsum, doffs := alloc(4*len(in)), alloc(4*groups), alloc(16*groups)
+	if err := b.Upload(din, 0, bytesOf(in)); err != nil {
+		t.Fatal(err)
+	}
+	tgLen := []uint32{4*tpg + 4, 4} // 516 → 528
+	if err := b.Dispatch(&kGroupSum, driver.D1(groups), driver.D1(tpg), []driver.Arg{{Buf: din}, {Buf: dsum}, {Buf: doffs}, {Bytes: bytesOf([]uint32{uint32(len(in))})}}, tgLen); err != nil {
+		t.Fatal(err)
+	}
+	sums, offs := download(dsum, groups), download(doffs, 4*groups)
+	for g := 0; g < groups; g++ {
+		want := uint32(1000 * g)
+		for i := g * tpg; i < (g+1)*tpg && i < len(in); i++ {
+			want += in[i]
+		}
+		if sums[g] != want {
+			t.Fatalf("group %d sum %d, want %d", g, sums[g], want)
+		}
+		if o := offs[4*g : 4*g+4]; o[0] != 0 || o[1] != 528 || o[2] != 0 || o[3] != 0 {
+			t.Fatalf("group %d: tg offsets/alignments %v, want [0 528 0 0]", g, o)
+		}
+	}
+
+	// more than 48 KiB of threadgroup memory (opt-in through cuFuncSetAttribute)
+	words := uint32(min(lim.MaxThreadgroupMemory, 200<<10) / 4)
+	if words*4 <= defaultDynSmem {
+		t.Fatalf("device allows only %d bytes of threadgroup memory", lim.MaxThreadgroupMemory)
+	}
+	const bigGroups = 3
+	dbig := alloc(int(4 * words * bigGroups))
+	if err := b.Dispatch(&kBigTG, driver.D1(bigGroups), driver.D1(1024), []driver.Arg{{Buf: dbig}, {Bytes: bytesOf([]uint32{words})}}, []uint32{4 * words}); err != nil {
+		t.Fatal(err)
+	}
+	big := download(dbig, int(words*bigGroups))
+	for g := uint32(0); g < bigGroups; g++ {
+		for k := uint32(0); k < words; k++ {
+			if want := (words-1-k)*3 + g; big[g*words+k] != want {
+				t.Fatalf("big tg group %d word %d = %d, want %d", g, k, big[g*words+k], want)
+			}
+		}
+	}
+	t.Logf("threadgroup memory: %d bytes in one group ok", 4*words)
+
+	// errors name the kernel and the call
+	err := b.Dispatch(&kMissing, driver.D1(1), driver.D1(1), nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "cuModuleGetFunction (kernel mslk_t_not_there)") {
+		t.Errorf("missing kernel: %v", err)
+	}
+	t.Logf("missing kernel: %v", err)
+	err = b.Dispatch(&kMul, driver.D1(1), driver.D1(4096), []driver.Arg{{Buf: da}, {Buf: db}, {Buf: dout}, {Bytes: bytesOf([]uint32{n, 7})}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "cuLaunchKernel (kernel mslk_t_mul)") || !strings.Contains(err.Error(), "CUDA_ERROR_INVALID_VALUE") {
+		t.Errorf("bad launch: %v", err)
+	}
+	t.Logf("bad launch: %v", err)
+	if err := b.Sync(); err != nil {
+		t.Errorf("Sync after a rejected launch: %v", err)
+	}
+	_, err = b.Alloc(1 << 50)
+	if !errors.Is(err, driver.ErrOutOfMemory) {
+		t.Errorf("huge Alloc: %v, want ErrOutOfMemory", err)
+	}
+	t.Logf("huge alloc: %v", err)
+}
+
+func TestGPUCache(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{CacheDir: dir, Source: testSource(t, "test_kernels.cu"), SourceName: "test_kernels.cu"}
+	b1 := openGPU(t, opts)
+	if !b1.compiled || b1.cacheHit || b1.cacheErr != nil {
+		t.Fatalf("first open: compiled %v hit %v cache error %v", b1.compiled, b1.cacheHit, b1.cacheErr)
+	}
+	file := b1.cacheFile
+	b1.Close()
+	b2 := openGPU(t, opts)
+	if b2.compiled || !b2.cacheHit || b2.cacheFile != file {
+		t.Fatalf("second open: compiled %v hit %v", b2.compiled, b2.cacheHit)
+	}
+	runMul(t, b2)
+	b2.Close()
+
+	// a corrupt entry is recompiled and replaced
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0xff
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b3 := openGPU(t, opts)
+	if !b3.compiled || b3.cacheHit {
+		t.Fatalf("corrupt entry: compiled %v hit %v", b3.compiled, b3.cacheHit)
+	}
+	runMul(t, b3)
+	b3.Close()
+	if _, _, err := readCache(dir, strings.TrimSuffix(file[len(dir)+1:], ".mpcuda")); err != nil {
+		t.Fatalf("entry not rewritten: %v", err)
+	}
+	// a different source is another entry
+	opts.Source += "\n// changed\n"
+	b4 := openGPU(t, opts)
+	if !b4.compiled || b4.cacheFile == file {
+		t.Fatalf("changed source reused the entry")
+	}
+}
+
+func runMul(t *testing.T, b *backend) {
+	t.Helper()
+	const n = 1000
+	bufs := make([]driver.Buffer, 3)
+	for i := range bufs {
+		var err error
+		if bufs[i], err = b.Alloc(4 * n); err != nil {
+			t.Fatal(err)
+		}
+		defer b.Free(bufs[i])
+	}
+	v := make([]uint32, n)
+	for i := range v {
+		v[i] = uint32(i)
+	}
+	b.Upload(bufs[0], 0, bytesOf(v))
+	b.Upload(bufs[1], 0, bytesOf(v))
+	if err := b.Dispatch(&kMul, driver.D1(4), driver.D1(256), []driver.Arg{{Buf: bufs[0]}, {Buf: bufs[1]}, {Buf: bufs[2]}, {Bytes: bytesOf([]uint32{n, 1})}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, 4*n)
+	if err := b.Download(out, bufs[2], 0); err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range u32s(out) {
+		if x != uint32(i*i+1) {
+			t.Fatalf("out[%d] = %d", i, x)
+		}
+	}
+}
+
+func TestGPUCompileError(t *testing.T) {
+	_, err := Open(Options{CacheDir: t.TempDir(), Source: testSource(t, "bad_kernel.cu"), SourceName: "bad_kernel.cu"})
+	if err != nil && errors.Is(err, ErrUnavailable) && os.Getenv("METALPROVE_REQUIRE_CUDA") == "" {
+		t.Skipf("no usable CUDA device: %v", err)
+	}
+	var ce *CompileError
+	if !errors.As(err, &ce) {
+		t.Fatalf("want a CompileError, got %v", err)
+	}
+	t.Logf("compile error:\n%v", err)
+	if !strings.Contains(err.Error(), "testdata/bad.metal:4: error") || !strings.Contains(err.Error(), "undefined_symbol") {
+		t.Errorf("compile error does not name testdata/bad.metal:4: %v", err)
+	}
+}
+
+// TestGPUEmbedded compiles the embedded kernels.gen.cu (the real kernels once generated) and
+// checks that every kernel of the table has its entry point.
+func TestGPUEmbedded(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	b := openGPU(t, Options{CacheDir: dir})
+	compileTime := time.Since(start)
+	t.Logf("embedded kernels.gen.cu: %d bytes compiled for %s in %v; %d kernels in the table", len(kernelsSource), b.target, compileTime, len(driver.Kernels))
+	if !strings.Contains(kernelsSource, "__global__") {
+		t.Skip("kernels.gen.cu is still the placeholder")
+	}
+	for i := range driver.Kernels {
+		if _, err := b.function(driver.Kernels[i].Name); err != nil {
+			t.Errorf("%s (%s): %v", driver.Kernels[i].Name, driver.Kernels[i].Pos, err)
+		}
+	}
+	b.Close()
+	start = time.Now()
+	b2 := openGPU(t, Options{CacheDir: dir})
+	t.Logf("second open (cache hit %v) in %v", b2.cacheHit, time.Since(start))
+	if !b2.cacheHit {
+		t.Error("second open missed the cache")
+	}
+}

@@ -1,0 +1,314 @@
+//go:build linux && cgo
+
+// cudadl.c - run-time binding of the CUDA driver API and NVRTC (see cudadl.h).
+#include "cudadl.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Driver API entry points. Where cuda.h maps a name to a versioned symbol (#define cuMemAlloc
+// cuMemAlloc_v2, ...), the versioned symbol is the one looked up.
+struct mp_cu {
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDriverGetVersion)(int*);
+  CUresult (*cuDeviceGetCount)(int*);
+  CUresult (*cuDeviceGet)(CUdevice*, int);
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice);
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice);
+  CUresult (*cuDeviceTotalMem)(size_t*, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
+  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuStreamCreate)(CUstream*, unsigned);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, CUstream, void**, void**);
+  CUresult (*cuGetErrorName)(CUresult, const char**);
+  CUresult (*cuGetErrorString)(CUresult, const char**);
+};
+
+struct mp_rtc {
+  const char* (*nvrtcGetErrorString)(nvrtcResult);
+  nvrtcResult (*nvrtcVersion)(int*, int*);
+  nvrtcResult (*nvrtcCreateProgram)(nvrtcProgram*, const char*, const char*, int,
+                                    const char* const*, const char* const*);
+  nvrtcResult (*nvrtcDestroyProgram)(nvrtcProgram*);
+  nvrtcResult (*nvrtcCompileProgram)(nvrtcProgram, int, const char* const*);
+  nvrtcResult (*nvrtcGetProgramLogSize)(nvrtcProgram, size_t*);
+  nvrtcResult (*nvrtcGetProgramLog)(nvrtcProgram, char*);
+  nvrtcResult (*nvrtcGetPTXSize)(nvrtcProgram, size_t*);
+  nvrtcResult (*nvrtcGetPTX)(nvrtcProgram, char*);
+  // optional: CUBIN output since NVRTC 11.1, the list of architectures since 11.2
+  nvrtcResult (*nvrtcGetCUBINSize)(nvrtcProgram, size_t*);
+  nvrtcResult (*nvrtcGetCUBIN)(nvrtcProgram, char*);
+  nvrtcResult (*nvrtcGetNumSupportedArchs)(int*);
+  nvrtcResult (*nvrtcGetSupportedArchs)(int*);
+};
+
+static struct mp_cu cu;
+static struct mp_rtc rtc;
+
+static void set_err(char* err, int errlen, const char* msg) {
+  if (errlen <= 0) return;
+  strncpy(err, msg ? msg : "unknown error", (size_t)errlen - 1);
+  err[errlen - 1] = 0;
+}
+
+#define SYM(tbl, field, name)                         \
+  do {                                                \
+    *(void**)(&(tbl).field) = dlsym(h, name);         \
+    if (!(tbl).field) {                               \
+      set_err(err, errlen, name);                     \
+      dlclose(h);                                     \
+      return 2;                                       \
+    }                                                 \
+  } while (0)
+#define OPT(tbl, field, name) (*(void**)(&(tbl).field) = dlsym(h, name))
+
+int mp_cu_load(const char* name, char* err, int errlen) {
+  void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    set_err(err, errlen, dlerror());
+    return 1;
+  }
+  struct mp_cu t;
+  memset(&t, 0, sizeof t);
+  SYM(t, cuInit, "cuInit");
+  SYM(t, cuDriverGetVersion, "cuDriverGetVersion");
+  SYM(t, cuDeviceGetCount, "cuDeviceGetCount");
+  SYM(t, cuDeviceGet, "cuDeviceGet");
+  SYM(t, cuDeviceGetName, "cuDeviceGetName");
+  SYM(t, cuDeviceGetAttribute, "cuDeviceGetAttribute");
+  SYM(t, cuDeviceTotalMem, "cuDeviceTotalMem_v2");
+  SYM(t, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  SYM(t, cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
+  SYM(t, cuCtxSetCurrent, "cuCtxSetCurrent");
+  SYM(t, cuModuleLoadData, "cuModuleLoadData");
+  SYM(t, cuModuleUnload, "cuModuleUnload");
+  SYM(t, cuModuleGetFunction, "cuModuleGetFunction");
+  SYM(t, cuFuncSetAttribute, "cuFuncSetAttribute");
+  SYM(t, cuMemAlloc, "cuMemAlloc_v2");
+  SYM(t, cuMemFree, "cuMemFree_v2");
+  SYM(t, cuMemsetD8, "cuMemsetD8_v2");
+  SYM(t, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+  SYM(t, cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+  SYM(t, cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+  SYM(t, cuStreamCreate, "cuStreamCreate");
+  SYM(t, cuStreamDestroy, "cuStreamDestroy_v2");
+  SYM(t, cuStreamSynchronize, "cuStreamSynchronize");
+  SYM(t, cuLaunchKernel, "cuLaunchKernel");
+  SYM(t, cuGetErrorName, "cuGetErrorName");
+  SYM(t, cuGetErrorString, "cuGetErrorString");
+  cu = t;  // the library stays loaded for the life of the process
+  return 0;
+}
+
+int mp_rtc_load(const char* name, char* err, int errlen) {
+  void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    set_err(err, errlen, dlerror());
+    return 1;
+  }
+  struct mp_rtc t;
+  memset(&t, 0, sizeof t);
+  SYM(t, nvrtcGetErrorString, "nvrtcGetErrorString");
+  SYM(t, nvrtcVersion, "nvrtcVersion");
+  SYM(t, nvrtcCreateProgram, "nvrtcCreateProgram");
+  SYM(t, nvrtcDestroyProgram, "nvrtcDestroyProgram");
+  SYM(t, nvrtcCompileProgram, "nvrtcCompileProgram");
+  SYM(t, nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize");
+  SYM(t, nvrtcGetProgramLog, "nvrtcGetProgramLog");
+  SYM(t, nvrtcGetPTXSize, "nvrtcGetPTXSize");
+  SYM(t, nvrtcGetPTX, "nvrtcGetPTX");
+  OPT(t, nvrtcGetCUBINSize, "nvrtcGetCUBINSize");
+  OPT(t, nvrtcGetCUBIN, "nvrtcGetCUBIN");
+  OPT(t, nvrtcGetNumSupportedArchs, "nvrtcGetNumSupportedArchs");
+  OPT(t, nvrtcGetSupportedArchs, "nvrtcGetSupportedArchs");
+  rtc = t;
+  return 0;
+}
+
+int mp_rtc_has_cubin(void) { return rtc.nvrtcGetCUBIN != NULL && rtc.nvrtcGetCUBINSize != NULL; }
+int mp_rtc_has_archs(void) {
+  return rtc.nvrtcGetNumSupportedArchs != NULL && rtc.nvrtcGetSupportedArchs != NULL;
+}
+
+CUresult mp_cu_init(void) { return cu.cuInit(0); }
+CUresult mp_cu_driver_version(int* v) { return cu.cuDriverGetVersion(v); }
+CUresult mp_cu_device_count(int* n) { return cu.cuDeviceGetCount(n); }
+CUresult mp_cu_device_get(CUdevice* d, int ordinal) { return cu.cuDeviceGet(d, ordinal); }
+CUresult mp_cu_device_name(char* name, int len, CUdevice d) { return cu.cuDeviceGetName(name, len, d); }
+CUresult mp_cu_device_attr(int* v, int attr, CUdevice d) { return cu.cuDeviceGetAttribute(v, attr, d); }
+CUresult mp_cu_device_total_mem(size_t* bytes, CUdevice d) { return cu.cuDeviceTotalMem(bytes, d); }
+CUresult mp_cu_primary_ctx_retain(CUcontext* ctx, CUdevice d) { return cu.cuDevicePrimaryCtxRetain(ctx, d); }
+CUresult mp_cu_primary_ctx_release(CUdevice d) { return cu.cuDevicePrimaryCtxRelease(d); }
+
+#define CTX(ctx)                            \
+  do {                                      \
+    CUresult r_ = cu.cuCtxSetCurrent(ctx);  \
+    if (r_ != MP_CUDA_SUCCESS) return r_;   \
+  } while (0)
+
+CUresult mp_cu_stream_create(CUcontext ctx, CUstream* s) {
+  CTX(ctx);
+  return cu.cuStreamCreate(s, MP_CU_STREAM_DEFAULT);
+}
+CUresult mp_cu_stream_destroy(CUcontext ctx, CUstream s) {
+  CTX(ctx);
+  return cu.cuStreamDestroy(s);
+}
+CUresult mp_cu_stream_sync(CUcontext ctx, CUstream s) {
+  CTX(ctx);
+  return cu.cuStreamSynchronize(s);
+}
+CUresult mp_cu_module_load(CUcontext ctx, CUmodule* m, const void* image) {
+  CTX(ctx);
+  return cu.cuModuleLoadData(m, image);
+}
+CUresult mp_cu_module_unload(CUcontext ctx, CUmodule m) {
+  CTX(ctx);
+  return cu.cuModuleUnload(m);
+}
+CUresult mp_cu_module_function(CUcontext ctx, CUfunction* f, CUmodule m, const char* name) {
+  CTX(ctx);
+  return cu.cuModuleGetFunction(f, m, name);
+}
+CUresult mp_cu_func_max_dyn_smem(CUcontext ctx, CUfunction f, int bytes) {
+  CTX(ctx);
+  return cu.cuFuncSetAttribute(f, MP_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+}
+CUresult mp_cu_alloc_zeroed(CUcontext ctx, CUdeviceptr* p, size_t n, int* stage) {
+  *stage = 0;
+  CTX(ctx);
+  CUresult r = cu.cuMemAlloc(p, n);
+  if (r != MP_CUDA_SUCCESS) return r;
+  *stage = 1;
+  r = cu.cuMemsetD8(*p, 0, n);
+  if (r != MP_CUDA_SUCCESS) {
+    cu.cuMemFree(*p);
+    *p = 0;
+  }
+  return r;
+}
+CUresult mp_cu_free(CUcontext ctx, CUdeviceptr p) {
+  CTX(ctx);
+  return cu.cuMemFree(p);
+}
+// Upload and Download wait for the copy: the host memory is Go's, valid only during the call.
+CUresult mp_cu_upload(CUcontext ctx, CUstream s, CUdeviceptr dst, const void* src, size_t n, int* stage) {
+  *stage = 0;
+  CTX(ctx);
+  CUresult r = cu.cuMemcpyHtoDAsync(dst, src, n, s);
+  if (r != MP_CUDA_SUCCESS) return r;
+  *stage = 1;
+  return cu.cuStreamSynchronize(s);
+}
+CUresult mp_cu_download(CUcontext ctx, CUstream s, void* dst, CUdeviceptr src, size_t n, int* stage) {
+  *stage = 0;
+  CTX(ctx);
+  CUresult r = cu.cuMemcpyDtoHAsync(dst, src, n, s);
+  if (r != MP_CUDA_SUCCESS) return r;
+  *stage = 1;
+  return cu.cuStreamSynchronize(s);
+}
+CUresult mp_cu_copy(CUcontext ctx, CUstream s, CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  CTX(ctx);
+  return cu.cuMemcpyDtoDAsync(dst, src, n, s);
+}
+// The parameter values lie in blob at offs[i]; cuLaunchKernel copies them before returning.
+CUresult mp_cu_launch(CUcontext ctx, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                      unsigned tx, unsigned ty, unsigned tz, unsigned smem, CUstream s,
+                      unsigned char* blob, const unsigned* offs, int nparams) {
+  void* params[MP_MAX_PARAMS + 1];
+  if (nparams < 0 || nparams > MP_MAX_PARAMS) return MP_CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < nparams; i++) params[i] = blob + offs[i];
+  params[nparams] = NULL;
+  CTX(ctx);
+  return cu.cuLaunchKernel(f, gx, gy, gz, tx, ty, tz, smem, s, params, NULL);
+}
+const char* mp_cu_error_name(CUresult r) {
+  const char* s = NULL;
+  if (!cu.cuGetErrorName || cu.cuGetErrorName(r, &s) != MP_CUDA_SUCCESS) return NULL;
+  return s;
+}
+const char* mp_cu_error_string(CUresult r) {
+  const char* s = NULL;
+  if (!cu.cuGetErrorString || cu.cuGetErrorString(r, &s) != MP_CUDA_SUCCESS) return NULL;
+  return s;
+}
+
+const char* mp_rtc_error_string(nvrtcResult r) { return rtc.nvrtcGetErrorString(r); }
+nvrtcResult mp_rtc_version(int* major, int* minor) { return rtc.nvrtcVersion(major, minor); }
+nvrtcResult mp_rtc_supported_archs(int* archs, int max, int* n) {
+  *n = 0;
+  if (!mp_rtc_has_archs()) return 0;
+  int k = 0;
+  nvrtcResult r = rtc.nvrtcGetNumSupportedArchs(&k);
+  if (r != 0 || k <= 0) return r;
+  int* all = (int*)malloc(sizeof(int) * (size_t)k);
+  if (!all) return 0;
+  r = rtc.nvrtcGetSupportedArchs(all);
+  if (r == 0) {
+    if (k > max) k = max;
+    memcpy(archs, all, sizeof(int) * (size_t)k);
+    *n = k;
+  }
+  free(all);
+  return r;
+}
+nvrtcResult mp_rtc_compile(const char* src, const char* name, const char* const* opts, int nopts,
+                           nvrtcProgram* prog, int* stage) {
+  *stage = 0;
+  nvrtcResult r = rtc.nvrtcCreateProgram(prog, src, name, 0, NULL, NULL);
+  if (r != 0) return r;
+  *stage = 1;
+  return rtc.nvrtcCompileProgram(*prog, nopts, opts);
+}
+nvrtcResult mp_rtc_log(nvrtcProgram prog, char** log, size_t* n) {
+  *log = NULL;
+  *n = 0;
+  size_t k = 0;
+  nvrtcResult r = rtc.nvrtcGetProgramLogSize(prog, &k);
+  if (r != 0) return r;
+  char* buf = (char*)malloc(k + 1);
+  if (!buf) return 0;
+  r = rtc.nvrtcGetProgramLog(prog, buf);
+  if (r != 0) {
+    free(buf);
+    return r;
+  }
+  buf[k] = 0;
+  *log = buf;
+  *n = strlen(buf);
+  return 0;
+}
+nvrtcResult mp_rtc_output(nvrtcProgram prog, int cubin, char** out, size_t* n) {
+  *out = NULL;
+  *n = 0;
+  size_t k = 0;
+  nvrtcResult r = cubin ? rtc.nvrtcGetCUBINSize(prog, &k) : rtc.nvrtcGetPTXSize(prog, &k);
+  if (r != 0) return r;
+  char* buf = (char*)malloc(k ? k : 1);
+  if (!buf) return 0;
+  r = cubin ? rtc.nvrtcGetCUBIN(prog, buf) : rtc.nvrtcGetPTX(prog, buf);
+  if (r != 0) {
+    free(buf);
+    return r;
+  }
+  *out = buf;
+  *n = k;
+  return 0;
+}
+void mp_rtc_destroy(nvrtcProgram prog) { rtc.nvrtcDestroyProgram(&prog); }

@@ -1,0 +1,91 @@
+//go:build linux && cgo
+
+// cudadl.h - the CUDA driver API and NVRTC, loaded at run time with dlopen, so that building
+// metalprove needs no CUDA toolkit. Only the few types and functions the cuda backend calls are
+// declared here; their values come from the CUDA 12/13 headers (cuda.h, nvrtc.h), as cited.
+#ifndef METALPROVE_CUDADL_H
+#define METALPROVE_CUDADL_H
+
+#include <stddef.h>
+
+// cuda.h: typedef enum cudaError_enum {...} CUresult; typedef int CUdevice (CUdevice_v1);
+// opaque handles; typedef unsigned long long CUdeviceptr_v2 on 64-bit hosts.
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st* CUcontext;
+typedef struct CUmod_st* CUmodule;
+typedef struct CUfunc_st* CUfunction;
+typedef struct CUstream_st* CUstream;
+typedef unsigned long long CUdeviceptr;
+
+// cuda.h, enum cudaError_enum
+#define MP_CUDA_SUCCESS 0
+#define MP_CUDA_ERROR_INVALID_VALUE 1
+#define MP_CUDA_ERROR_OUT_OF_MEMORY 2
+#define MP_CUDA_ERROR_NO_DEVICE 100
+// cuda.h, enum CUdevice_attribute_enum
+#define MP_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1
+#define MP_CU_DEVICE_ATTRIBUTE_WARP_SIZE 10
+#define MP_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define MP_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define MP_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+#define MP_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+// cuda.h, enum CUfunction_attribute_enum
+#define MP_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+// cuda.h, enum CUstream_flags_enum: CU_STREAM_DEFAULT = 0x0 (synchronises with the legacy
+// default stream, so cuMemsetD8 on it is ordered before later work on ours)
+#define MP_CU_STREAM_DEFAULT 0
+
+// The most kernel parameters one launch may pass (buffer slots + threadgroup offsets).
+#define MP_MAX_PARAMS 256
+
+// nvrtc.h
+typedef int nvrtcResult;  // enum nvrtcResult; NVRTC_SUCCESS = 0
+typedef struct _nvrtcProgram* nvrtcProgram;
+
+// Loading. Each returns 0 on success; 1 if the library cannot be opened, 2 if a required symbol
+// is missing; err receives dlerror's text or the symbol's name. A failed load changes nothing.
+int mp_cu_load(const char* name, char* err, int errlen);
+int mp_rtc_load(const char* name, char* err, int errlen);
+int mp_rtc_has_cubin(void);
+int mp_rtc_has_archs(void);
+
+// Driver API (each call first makes ctx current on the calling thread: goroutines move).
+CUresult mp_cu_init(void);
+CUresult mp_cu_driver_version(int* v);
+CUresult mp_cu_device_count(int* n);
+CUresult mp_cu_device_get(CUdevice* d, int ordinal);
+CUresult mp_cu_device_name(char* name, int len, CUdevice d);
+CUresult mp_cu_device_attr(int* v, int attr, CUdevice d);
+CUresult mp_cu_device_total_mem(size_t* bytes, CUdevice d);
+CUresult mp_cu_primary_ctx_retain(CUcontext* ctx, CUdevice d);
+CUresult mp_cu_primary_ctx_release(CUdevice d);
+CUresult mp_cu_stream_create(CUcontext ctx, CUstream* s);
+CUresult mp_cu_stream_destroy(CUcontext ctx, CUstream s);
+CUresult mp_cu_stream_sync(CUcontext ctx, CUstream s);
+CUresult mp_cu_module_load(CUcontext ctx, CUmodule* m, const void* image);
+CUresult mp_cu_module_unload(CUcontext ctx, CUmodule m);
+CUresult mp_cu_module_function(CUcontext ctx, CUfunction* f, CUmodule m, const char* name);
+CUresult mp_cu_func_max_dyn_smem(CUcontext ctx, CUfunction f, int bytes);
+CUresult mp_cu_alloc_zeroed(CUcontext ctx, CUdeviceptr* p, size_t n, int* stage);
+CUresult mp_cu_free(CUcontext ctx, CUdeviceptr p);
+CUresult mp_cu_upload(CUcontext ctx, CUstream s, CUdeviceptr dst, const void* src, size_t n, int* stage);
+CUresult mp_cu_download(CUcontext ctx, CUstream s, void* dst, CUdeviceptr src, size_t n, int* stage);
+CUresult mp_cu_copy(CUcontext ctx, CUstream s, CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult mp_cu_launch(CUcontext ctx, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                      unsigned tx, unsigned ty, unsigned tz, unsigned smem, CUstream s,
+                      unsigned char* blob, const unsigned* offs, int nparams);
+const char* mp_cu_error_name(CUresult r);
+const char* mp_cu_error_string(CUresult r);
+
+// NVRTC
+const char* mp_rtc_error_string(nvrtcResult r);
+nvrtcResult mp_rtc_version(int* major, int* minor);
+nvrtcResult mp_rtc_supported_archs(int* archs, int max, int* n);
+nvrtcResult mp_rtc_compile(const char* src, const char* name, const char* const* opts, int nopts,
+                           nvrtcProgram* prog, int* stage);
+nvrtcResult mp_rtc_log(nvrtcProgram prog, char** log, size_t* n);
+nvrtcResult mp_rtc_output(nvrtcProgram prog, int cubin, char** out, size_t* n);
+void mp_rtc_destroy(nvrtcProgram prog);
+
+#endif
