@@ -1,0 +1,92 @@
+// bridge.h: the C API of the Objective-C Metal bridge (bridge.m), called from metal_darwin.go.
+//
+// The bridge is task-shaped, not a mirror of Metal: open a device, load the kernel library, make
+// compute pipelines, allocate shared buffers, encode dispatches and copies into one command buffer,
+// submit and wait. It is compiled with ARC (-fobjc-arc).
+//
+// Ownership. Objective-C objects cross into Go only as pointers to the opaque types below. Every
+// function that returns one (mp_context_create, mp_pipeline_create, mp_buffer_create) hands the
+// caller one strong reference, made with __bridge_retained (CFBridgingRetain); the caller gives it
+// back exactly once with mp_release, which balances it with CFBridgingRelease. Every other function
+// only borrows its handle arguments (__bridge casts: no retain, no release). A command buffer
+// retains the buffers and pipelines it uses, so releasing a buffer with work still pending is safe.
+//
+// Strings. Every char* the bridge returns (error texts, the device name) is malloc'd; the caller
+// frees it with mp_free. Functions that can fail return 0 on success, or -1 (or NULL) with *err set
+// to the error text (an NSError's localizedDescription, or the bridge's own message naming the call).
+//
+// Threads. Each function drains its own autorelease pool. A context is used by one thread at a time
+// (Go serialises calls); Metal objects need no particular thread.
+#ifndef METALPROVE_BRIDGE_H
+#define METALPROVE_BRIDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// MPContext: an id<MTLDevice>, its command queue, the kernel library and the batch being encoded
+// (a command buffer with at most one open encoder).
+typedef struct mp_context mp_context;
+// id<MTLComputePipelineState>.
+typedef struct mp_pipeline mp_pipeline;
+// id<MTLBuffer> in MTLResourceStorageModeShared (unified memory: CPU and GPU see the same bytes).
+typedef struct mp_buffer mp_buffer;
+
+typedef struct {
+	uint64_t max_threads_per_group;  // device.maxThreadsPerThreadgroup.width
+	uint64_t max_threadgroup_memory; // device.maxThreadgroupMemoryLength (32 KiB on Apple GPUs)
+	uint64_t working_set;            // device.recommendedMaxWorkingSetSize
+	uint64_t max_buffer_length;      // device.maxBufferLength
+	int32_t unified_memory;          // device.hasUnifiedMemory
+} mp_limits;
+
+typedef struct {
+	uint32_t max_threads;       // pipeline.maxTotalThreadsPerThreadgroup
+	uint32_t simd_width;        // pipeline.threadExecutionWidth
+	uint32_t static_tg_memory;  // pipeline.staticThreadgroupMemoryLength
+} mp_pipeline_info;
+
+// One [[buffer(i)]] slot of a dispatch: buf for a `device/constant T*` slot (bound at offset 0), or
+// value_len bytes at value_off in the dispatch's values array for a `constant T&` slot (setBytes).
+// An unused slot has buf == NULL and value_len == 0.
+typedef struct {
+	mp_buffer *buf;
+	uint32_t value_off;
+	uint32_t value_len;
+} mp_slot;
+
+// MTLCreateSystemDefaultDevice and a command queue. Returns NULL with *err when there is no device.
+mp_context *mp_context_create(char **err);
+// device.name (malloc'd).
+char *mp_device_name(mp_context *ctx);
+void mp_device_limits(mp_context *ctx, mp_limits *out);
+
+// Load the kernel library from metallib bytes (newLibraryWithData:error:, the bytes are copied), or
+// compile it from MSL source (newLibraryWithSource:options:error:; *err is the compiler's log).
+int mp_library_from_data(mp_context *ctx, const void *data, size_t len, char **err);
+int mp_library_from_source(mp_context *ctx, const char *src, char **err);
+
+// A compute pipeline for the library's kernel function called name.
+mp_pipeline *mp_pipeline_create(mp_context *ctx, const char *name, mp_pipeline_info *info, char **err);
+
+// A new shared buffer of len bytes; *contents is its CPU address (stable for its lifetime).
+mp_buffer *mp_buffer_create(mp_context *ctx, size_t len, void **contents, char **err);
+
+// Encode into the current batch (creating the command buffer and encoder when needed).
+// mp_dispatch: setComputePipelineState, one setBuffer/setBytes per slot, setThreadgroupMemoryLength
+// for each of tg_len[0..ntg) (rounded up to a multiple of 16), dispatchThreadgroups.
+int mp_dispatch(mp_context *ctx, mp_pipeline *p, const mp_slot *slots, int nslots, const uint8_t *values,
+                const uint32_t *tg_len, int ntg, const uint32_t groups[3], const uint32_t tpg[3], char **err);
+// A blit copy of n bytes (offsets and n must be multiples of 4 on macOS).
+int mp_copy(mp_context *ctx, mp_buffer *dst, size_t dst_off, mp_buffer *src, size_t src_off, size_t n, char **err);
+// 1 when work has been encoded since the last mp_sync.
+int mp_pending(mp_context *ctx);
+// End the encoder, commit, waitUntilCompleted; a failed command buffer's error becomes *err.
+int mp_sync(mp_context *ctx, char **err);
+
+// Give back a reference returned by mp_context_create, mp_pipeline_create or mp_buffer_create.
+// NULL is ignored.
+void mp_release(void *obj);
+// Free a string returned by the bridge. NULL is ignored.
+void mp_free(void *p);
+
+#endif

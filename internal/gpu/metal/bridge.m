@@ -1,0 +1,298 @@
+//go:build darwin && cgo
+
+// bridge.m: the Objective-C side of the Metal backend. See bridge.h for the API and the ownership
+// rules. Compiled with -fobjc-arc -Werror by cgo on macOS; syntax-checked on Linux against the stub
+// headers in stubs/ by scripts/check-metal.sh.
+
+#import <Foundation/Foundation.h>
+#import <Metal/Metal.h>
+#include <dispatch/dispatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bridge.h"
+
+NS_ASSUME_NONNULL_BEGIN
+
+@interface MPContext : NSObject {
+@public
+	id<MTLDevice> device;
+	id<MTLCommandQueue> queue;
+	id<MTLLibrary> _Nullable library;
+	// The batch being encoded: a command buffer and at most one open encoder.
+	id<MTLCommandBuffer> _Nullable cmd;
+	id<MTLComputeCommandEncoder> _Nullable compute;
+	id<MTLBlitCommandEncoder> _Nullable blit;
+}
+@end
+
+@implementation MPContext
+@end
+
+NS_ASSUME_NONNULL_END
+
+static char *mp_strdup(const char *s) {
+	if (s == NULL) {
+		s = "(no description)";
+	}
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+	if (d != NULL) {
+		memcpy(d, s, n);
+	}
+	return d;
+}
+
+// set_err stores "what: description" in *err (NSError's localizedDescription when there is one).
+static void set_err(char **err, const char *what, NSError *_Nullable e) {
+	if (err == NULL) {
+		return;
+	}
+	if (e == nil) {
+		*err = mp_strdup(what);
+		return;
+	}
+	NSString *s = [NSString stringWithFormat:@"%s: %@ (%@ %ld)", what, e.localizedDescription, e.domain, (long)e.code];
+	*err = mp_strdup(s.UTF8String);
+}
+
+static MPContext *ctx_of(mp_context *c) { return (__bridge MPContext *)(void *)c; }
+
+// end_encoders ends whichever encoder is open.
+static void end_encoders(MPContext *c) {
+	if (c->compute != nil) {
+		[c->compute endEncoding];
+		c->compute = nil;
+	}
+	if (c->blit != nil) {
+		[c->blit endEncoding];
+		c->blit = nil;
+	}
+}
+
+static int ensure_cmd(MPContext *c, char **err) {
+	if (c->cmd == nil) {
+		// Default command buffers retain the resources they reference, so Free during a batch is safe.
+		c->cmd = [c->queue commandBuffer];
+		if (c->cmd == nil) {
+			set_err(err, "[MTLCommandQueue commandBuffer] returned nil", nil);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+mp_context *mp_context_create(char **err) {
+	@autoreleasepool {
+		id<MTLDevice> dev = MTLCreateSystemDefaultDevice();
+		if (dev == nil) {
+			set_err(err, "MTLCreateSystemDefaultDevice returned nil: no Metal device", nil);
+			return NULL;
+		}
+		id<MTLCommandQueue> q = [dev newCommandQueue];
+		if (q == nil) {
+			set_err(err, "[MTLDevice newCommandQueue] returned nil", nil);
+			return NULL;
+		}
+		MPContext *c = [[MPContext alloc] init];
+		c->device = dev;
+		c->queue = q;
+		return (__bridge_retained void *)c;
+	}
+}
+
+char *mp_device_name(mp_context *ctx) {
+	@autoreleasepool {
+		return mp_strdup(ctx_of(ctx)->device.name.UTF8String);
+	}
+}
+
+void mp_device_limits(mp_context *ctx, mp_limits *out) {
+	@autoreleasepool {
+		id<MTLDevice> d = ctx_of(ctx)->device;
+		out->max_threads_per_group = d.maxThreadsPerThreadgroup.width;
+		out->max_threadgroup_memory = d.maxThreadgroupMemoryLength;
+		out->working_set = d.recommendedMaxWorkingSetSize;
+		out->max_buffer_length = d.maxBufferLength;
+		out->unified_memory = d.hasUnifiedMemory ? 1 : 0;
+	}
+}
+
+int mp_library_from_data(mp_context *ctx, const void *data, size_t len, char **err) {
+	@autoreleasepool {
+		MPContext *c = ctx_of(ctx);
+		// DISPATCH_DATA_DESTRUCTOR_DEFAULT copies the bytes: nothing refers to Go memory afterwards.
+		dispatch_data_t dd = dispatch_data_create(data, len, NULL, DISPATCH_DATA_DESTRUCTOR_DEFAULT);
+		NSError *e = nil;
+		id<MTLLibrary> lib = [c->device newLibraryWithData:dd error:&e];
+		if (lib == nil) {
+			set_err(err, "[MTLDevice newLibraryWithData:error:]", e);
+			return -1;
+		}
+		c->library = lib;
+		return 0;
+	}
+}
+
+int mp_library_from_source(mp_context *ctx, const char *src, char **err) {
+	@autoreleasepool {
+		MPContext *c = ctx_of(ctx);
+		NSString *s = [NSString stringWithUTF8String:src];
+		if (s == nil) {
+			set_err(err, "kernel source is not valid UTF-8", nil);
+			return -1;
+		}
+		MTLCompileOptions *opts = [[MTLCompileOptions alloc] init];
+		NSError *e = nil;
+		id<MTLLibrary> lib = [c->device newLibraryWithSource:s options:opts error:&e];
+		if (lib == nil) {
+			// e.localizedDescription carries the compiler's log (file:line: error: ...).
+			set_err(err, "[MTLDevice newLibraryWithSource:options:error:]", e);
+			return -1;
+		}
+		c->library = lib; // a non-nil e here holds warnings only
+		return 0;
+	}
+}
+
+mp_pipeline *mp_pipeline_create(mp_context *ctx, const char *name, mp_pipeline_info *info, char **err) {
+	@autoreleasepool {
+		MPContext *c = ctx_of(ctx);
+		if (c->library == nil) {
+			set_err(err, "no kernel library loaded", nil);
+			return NULL;
+		}
+		NSString *n = [NSString stringWithUTF8String:name];
+		id<MTLFunction> f = n == nil ? nil : [c->library newFunctionWithName:n];
+		if (f == nil) {
+			set_err(err, "[MTLLibrary newFunctionWithName:] found no such kernel (stale metallib? run make)", nil);
+			return NULL;
+		}
+		NSError *e = nil;
+		id<MTLComputePipelineState> p = [c->device newComputePipelineStateWithFunction:f error:&e];
+		if (p == nil) {
+			set_err(err, "[MTLDevice newComputePipelineStateWithFunction:error:]", e);
+			return NULL;
+		}
+		info->max_threads = (uint32_t)p.maxTotalThreadsPerThreadgroup;
+		info->simd_width = (uint32_t)p.threadExecutionWidth;
+		info->static_tg_memory = (uint32_t)p.staticThreadgroupMemoryLength;
+		return (__bridge_retained void *)p;
+	}
+}
+
+mp_buffer *mp_buffer_create(mp_context *ctx, size_t len, void **contents, char **err) {
+	@autoreleasepool {
+		MPContext *c = ctx_of(ctx);
+		id<MTLBuffer> b = [c->device newBufferWithLength:len options:MTLResourceStorageModeShared];
+		if (b == nil) {
+			set_err(err, "[MTLDevice newBufferWithLength:options:] returned nil", nil);
+			return NULL;
+		}
+		*contents = [b contents];
+		return (__bridge_retained void *)b;
+	}
+}
+
+int mp_dispatch(mp_context *ctx, mp_pipeline *p, const mp_slot *slots, int nslots, const uint8_t *values,
+                const uint32_t *tg_len, int ntg, const uint32_t groups[3], const uint32_t tpg[3], char **err) {
+	@autoreleasepool {
+		MPContext *c = ctx_of(ctx);
+		if (c->blit != nil) {
+			[c->blit endEncoding];
+			c->blit = nil;
+		}
+		if (ensure_cmd(c, err) != 0) {
+			return -1;
+		}
+		if (c->compute == nil) {
+			// A serial encoder: each dispatch sees the writes of the ones before it.
+			c->compute = [c->cmd computeCommandEncoder];
+			if (c->compute == nil) {
+				set_err(err, "[MTLCommandBuffer computeCommandEncoder] returned nil", nil);
+				return -1;
+			}
+		}
+		id<MTLComputeCommandEncoder> enc = c->compute;
+		[enc setComputePipelineState:(__bridge id<MTLComputePipelineState>)(void *)p];
+		for (int i = 0; i < nslots; i++) {
+			if (slots[i].buf != NULL) {
+				[enc setBuffer:(__bridge id<MTLBuffer>)(void *)slots[i].buf offset:0 atIndex:(NSUInteger)i];
+			} else if (slots[i].value_len > 0) {
+				[enc setBytes:values + slots[i].value_off length:slots[i].value_len atIndex:(NSUInteger)i];
+			}
+		}
+		for (int i = 0; i < ntg; i++) {
+			NSUInteger l = ((NSUInteger)tg_len[i] + 15) & ~(NSUInteger)15;
+			[enc setThreadgroupMemoryLength:(l == 0 ? 16 : l) atIndex:(NSUInteger)i];
+		}
+		[enc dispatchThreadgroups:MTLSizeMake(groups[0], groups[1], groups[2])
+		    threadsPerThreadgroup:MTLSizeMake(tpg[0], tpg[1], tpg[2])];
+		return 0;
+	}
+}
+
+int mp_copy(mp_context *ctx, mp_buffer *dst, size_t dst_off, mp_buffer *src, size_t src_off, size_t n, char **err) {
+	@autoreleasepool {
+		MPContext *c = ctx_of(ctx);
+		if (c->compute != nil) {
+			[c->compute endEncoding];
+			c->compute = nil;
+		}
+		if (ensure_cmd(c, err) != 0) {
+			return -1;
+		}
+		if (c->blit == nil) {
+			c->blit = [c->cmd blitCommandEncoder];
+			if (c->blit == nil) {
+				set_err(err, "[MTLCommandBuffer blitCommandEncoder] returned nil", nil);
+				return -1;
+			}
+		}
+		[c->blit copyFromBuffer:(__bridge id<MTLBuffer>)(void *)src
+		           sourceOffset:src_off
+		               toBuffer:(__bridge id<MTLBuffer>)(void *)dst
+		      destinationOffset:dst_off
+		                   size:n];
+		return 0;
+	}
+}
+
+int mp_pending(mp_context *ctx) { return ctx_of(ctx)->cmd != nil ? 1 : 0; }
+
+int mp_sync(mp_context *ctx, char **err) {
+	@autoreleasepool {
+		MPContext *c = ctx_of(ctx);
+		if (c->cmd == nil) {
+			return 0;
+		}
+		end_encoders(c);
+		id<MTLCommandBuffer> cb = c->cmd;
+		c->cmd = nil;
+		[cb commit];
+		[cb waitUntilCompleted];
+		if (cb.status == MTLCommandBufferStatusError) {
+			set_err(err, "command buffer failed", cb.error);
+			return -1;
+		}
+		if (cb.status != MTLCommandBufferStatusCompleted) {
+			NSString *s = [NSString stringWithFormat:@"command buffer ended in status %ld", (long)cb.status];
+			set_err(err, s.UTF8String, nil);
+			return -1;
+		}
+		return 0;
+	}
+}
+
+void mp_release(void *obj) {
+	if (obj == NULL) {
+		return;
+	}
+	@autoreleasepool {
+		// Takes back the reference made by __bridge_retained; ARC releases it here.
+		id o = CFBridgingRelease(obj);
+		(void)o;
+	}
+}
+
+void mp_free(void *p) { free(p); }

@@ -1,0 +1,353 @@
+//go:build darwin && cgo
+
+package metal
+
+// CoreGraphics: Apple's MTLCreateSystemDefaultDevice documentation says that on macOS a command-line
+// tool must link it for the system to provide a default device.
+
+/*
+#cgo CFLAGS: -fobjc-arc -Werror -Wall
+#cgo LDFLAGS: -framework Metal -framework Foundation -framework CoreGraphics
+#include "bridge.h"
+*/
+import "C"
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"unsafe"
+
+	"github.com/metalprove/metalprove/internal/gpu/driver"
+)
+
+// metallibFS always holds metallib/README.md; `make` on macOS adds metallib/metalprove.metallib.
+//
+//go:embed metallib
+var metallibFS embed.FS
+
+const metallibPath = "metallib/metalprove.metallib"
+
+// shaderSource is the amalgamated MSL of shaders/*.metal, compiled when no metallib is embedded.
+//
+//go:embed shaders.gen.metal
+var shaderSource string
+
+// SourceEnv, when set to 1, makes Open compile shaders.gen.metal even if a metallib is embedded.
+const SourceEnv = "METALPROVE_METAL_SOURCE"
+
+// simdWidth is the SIMD-group width of every Apple GPU (pipelines report it as threadExecutionWidth).
+const simdWidth = 32
+
+// minGPUCores stands in for the GPU core count, which Metal does not expose: the smallest Apple
+// Silicon GPU (M1) has 7 or 8 cores. Launchers use it only to size grids.
+const minGPUCores = 8
+
+type backend struct {
+	ctx     *C.mp_context
+	devName string
+	from    string // where the kernels came from: "metallib" or "source"
+	limits  driver.Limits
+	maxBuf  uint64
+	pipes   map[string]*pipeline
+}
+
+type pipeline struct {
+	p    *C.mp_pipeline
+	info C.mp_pipeline_info
+}
+
+// buffer is an MTLBuffer in shared storage; data is its contents, seen by the CPU and the GPU.
+type buffer struct {
+	b    *C.mp_buffer
+	data []byte
+}
+
+func (b *buffer) Size() int { return len(b.data) }
+
+// takeErr turns a bridge error string into Go text and frees it.
+func takeErr(e *C.char) string {
+	if e == nil {
+		return "unknown error"
+	}
+	s := C.GoString(e)
+	C.mp_free(unsafe.Pointer(e))
+	return s
+}
+
+// Open opens the system default Metal device and loads the kernels: the embedded metallib when
+// there is one (and METALPROVE_METAL_SOURCE is not 1), else the embedded source, compiled now.
+func Open() (driver.Backend, error) {
+	be, err := newBackend()
+	if err != nil {
+		return nil, err
+	}
+	if err := be.loadKernels(); err != nil {
+		be.Close()
+		return nil, err
+	}
+	return be, nil
+}
+
+func newBackend() (*backend, error) {
+	var cerr *C.char
+	ctx := C.mp_context_create(&cerr)
+	if ctx == nil {
+		return nil, unavailableError("metal: " + takeErr(cerr))
+	}
+	be := &backend{ctx: ctx, pipes: map[string]*pipeline{}}
+	name := C.mp_device_name(ctx)
+	be.devName = C.GoString(name)
+	C.mp_free(unsafe.Pointer(name))
+	var l C.mp_limits
+	C.mp_device_limits(ctx, &l)
+	be.maxBuf = uint64(l.max_buffer_length)
+	be.limits = driver.Limits{
+		MaxThreadsPerGroup:   int(l.max_threads_per_group),
+		MaxThreadgroupMemory: int(l.max_threadgroup_memory),
+		SIMDWidth:            simdWidth,
+		MemoryBytes:          uint64(l.working_set),
+		ComputeUnits:         minGPUCores,
+	}
+	return be, nil
+}
+
+func (be *backend) loadKernels() error {
+	lib, err := metallibFS.ReadFile(metallibPath)
+	if err == nil && len(lib) > 0 && os.Getenv(SourceEnv) != "1" {
+		libErr := be.loadMetallib(lib)
+		if libErr == nil {
+			return nil
+		}
+		if srcErr := be.loadSource(shaderSource); srcErr != nil {
+			return fmt.Errorf("%v; and falling back to the source: %w", libErr, srcErr)
+		}
+		return nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("metal: reading the embedded metallib: %w", err)
+	}
+	return be.loadSource(shaderSource)
+}
+
+func (be *backend) loadMetallib(lib []byte) error {
+	var cerr *C.char
+	if C.mp_library_from_data(be.ctx, unsafe.Pointer(&lib[0]), C.size_t(len(lib)), &cerr) != 0 {
+		return fmt.Errorf("metal: loading the embedded %s: %s", metallibPath, takeErr(cerr))
+	}
+	be.from = "metallib"
+	return nil
+}
+
+// loadSource compiles MSL source; a failure's text is the Metal compiler's log.
+func (be *backend) loadSource(src string) error {
+	csrc := C.CString(src)
+	defer C.mp_free(unsafe.Pointer(csrc))
+	var cerr *C.char
+	if C.mp_library_from_source(be.ctx, csrc, &cerr) != 0 {
+		return fmt.Errorf("metal: compiling the kernel source: %s", takeErr(cerr))
+	}
+	be.from = "source"
+	return nil
+}
+
+func (be *backend) Name() string { return be.devName + " (Metal, kernels from " + be.from + ")" }
+
+func (be *backend) Limits() driver.Limits { return be.limits }
+
+// pipeline returns the compute pipeline of kernel name, creating it on first use.
+func (be *backend) pipeline(name string) (*pipeline, error) {
+	if p, ok := be.pipes[name]; ok {
+		return p, nil
+	}
+	cname := C.CString(name)
+	defer C.mp_free(unsafe.Pointer(cname))
+	p := &pipeline{}
+	var cerr *C.char
+	p.p = C.mp_pipeline_create(be.ctx, cname, &p.info, &cerr)
+	if p.p == nil {
+		return nil, fmt.Errorf("metal: pipeline for kernel %s: %s", name, takeErr(cerr))
+	}
+	be.pipes[name] = p
+	return p, nil
+}
+
+// Alloc returns a shared buffer. Metal's newBufferWithLength allocates "a new zero-filled buffer".
+func (be *backend) Alloc(size int) (driver.Buffer, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("metal: buffer size %d must be positive", size)
+	}
+	if uint64(size) > be.maxBuf {
+		return nil, fmt.Errorf("%w: %d bytes exceeds the device's maxBufferLength %d", driver.ErrOutOfMemory, size, be.maxBuf)
+	}
+	var contents unsafe.Pointer
+	var cerr *C.char
+	b := C.mp_buffer_create(be.ctx, C.size_t(size), &contents, &cerr)
+	if b == nil {
+		return nil, fmt.Errorf("%w: %s", driver.ErrOutOfMemory, takeErr(cerr))
+	}
+	return &buffer{b: b, data: unsafe.Slice((*byte)(contents), size)}, nil
+}
+
+func (be *backend) Free(db driver.Buffer) {
+	b, ok := db.(*buffer)
+	if !ok || b.b == nil {
+		return
+	}
+	// Pending command buffers retain the MTLBuffer, so this is safe with work in flight.
+	C.mp_release(unsafe.Pointer(b.b))
+	*b = buffer{}
+}
+
+func asBuffer(db driver.Buffer) (*buffer, error) {
+	b, ok := db.(*buffer)
+	if !ok || b == nil {
+		return nil, fmt.Errorf("metal: buffer %T does not belong to the Metal backend", db)
+	}
+	if b.b == nil {
+		return nil, errors.New("metal: buffer was freed")
+	}
+	return b, nil
+}
+
+// syncPending finishes encoded work so that CPU access to shared memory is ordered after it.
+func (be *backend) syncPending() error {
+	if C.mp_pending(be.ctx) == 0 {
+		return nil
+	}
+	return be.Sync()
+}
+
+func (be *backend) Upload(dst driver.Buffer, offset int, src []byte) error {
+	b, err := asBuffer(dst)
+	if err != nil {
+		return err
+	}
+	if err := be.syncPending(); err != nil {
+		return err
+	}
+	copy(b.data[offset:offset+len(src)], src)
+	return nil
+}
+
+func (be *backend) Download(dst []byte, src driver.Buffer, offset int) error {
+	b, err := asBuffer(src)
+	if err != nil {
+		return err
+	}
+	if err := be.syncPending(); err != nil {
+		return err
+	}
+	copy(dst, b.data[offset:offset+len(dst)])
+	return nil
+}
+
+// Copy encodes a blit. macOS requires offsets and size to be multiples of 4, and overlapping
+// ranges of one buffer are not allowed in a blit: those cases sync and copy on the CPU.
+func (be *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, srcOffset int, n int) error {
+	d, err := asBuffer(dst)
+	if err != nil {
+		return err
+	}
+	s, err := asBuffer(src)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	overlap := d == s && dstOffset < srcOffset+n && srcOffset < dstOffset+n
+	if (dstOffset|srcOffset|n)%4 != 0 || overlap {
+		if err := be.syncPending(); err != nil {
+			return err
+		}
+		copy(d.data[dstOffset:dstOffset+n], s.data[srcOffset:srcOffset+n])
+		return nil
+	}
+	var cerr *C.char
+	if C.mp_copy(be.ctx, d.b, C.size_t(dstOffset), s.b, C.size_t(srcOffset), C.size_t(n), &cerr) != 0 {
+		return fmt.Errorf("metal: copy: %s", takeErr(cerr))
+	}
+	return nil
+}
+
+func (be *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args []driver.Arg, tgLen []uint32) error {
+	p, err := be.pipeline(k.Name)
+	if err != nil {
+		return err
+	}
+	if lim := uint64(p.info.max_threads); tpg.Count() > lim {
+		return fmt.Errorf("metal: kernel %s: %d threads per threadgroup (%d×%d×%d) exceeds the pipeline's maxTotalThreadsPerThreadgroup %d",
+			k.Name, tpg.Count(), tpg.X, tpg.Y, tpg.Z, lim)
+	}
+	tgTotal := uint64(p.info.static_tg_memory)
+	for _, l := range tgLen {
+		tgTotal += max(16, (uint64(l)+15)&^15)
+	}
+	if lim := uint64(be.limits.MaxThreadgroupMemory); tgTotal > lim {
+		return fmt.Errorf("metal: kernel %s: %d bytes of threadgroup memory (with %d static) exceeds maxThreadgroupMemoryLength %d",
+			k.Name, tgTotal, p.info.static_tg_memory, lim)
+	}
+	slots := make([]C.mp_slot, len(args))
+	var values []byte
+	for i, a := range args {
+		switch {
+		case a.Buf != nil:
+			b, err := asBuffer(a.Buf)
+			if err != nil {
+				return fmt.Errorf("kernel %s argument %d: %w", k.Name, i, err)
+			}
+			slots[i].buf = b.b
+		case len(a.Bytes) > 0:
+			// setBytes is meant for small values (< 4 KiB); kernel parameter structs are a few words.
+			slots[i].value_off = C.uint32_t(len(values))
+			slots[i].value_len = C.uint32_t(len(a.Bytes))
+			values = append(values, a.Bytes...)
+		}
+	}
+	var slotPtr *C.mp_slot
+	if len(slots) > 0 {
+		slotPtr = &slots[0]
+	}
+	var valPtr *C.uint8_t
+	if len(values) > 0 {
+		valPtr = (*C.uint8_t)(unsafe.Pointer(&values[0]))
+	}
+	var tgPtr *C.uint32_t
+	if len(tgLen) > 0 {
+		tgPtr = (*C.uint32_t)(unsafe.Pointer(&tgLen[0]))
+	}
+	g := [3]C.uint32_t{C.uint32_t(groups.X), C.uint32_t(groups.Y), C.uint32_t(groups.Z)}
+	t := [3]C.uint32_t{C.uint32_t(tpg.X), C.uint32_t(tpg.Y), C.uint32_t(tpg.Z)}
+	var cerr *C.char
+	if C.mp_dispatch(be.ctx, p.p, slotPtr, C.int(len(slots)), valPtr, tgPtr, C.int(len(tgLen)), &g[0], &t[0], &cerr) != 0 {
+		return fmt.Errorf("metal: kernel %s: %s", k.Name, takeErr(cerr))
+	}
+	return nil
+}
+
+func (be *backend) Sync() error {
+	var cerr *C.char
+	if C.mp_sync(be.ctx, &cerr) != 0 {
+		return fmt.Errorf("metal: %s", takeErr(cerr))
+	}
+	return nil
+}
+
+// Close waits for pending work, then releases the pipelines and the device. Buffers are freed by
+// their owner (package gpu frees every live buffer before Close).
+func (be *backend) Close() error {
+	if be.ctx == nil {
+		return nil
+	}
+	err := be.syncPending()
+	for name, p := range be.pipes {
+		C.mp_release(unsafe.Pointer(p.p))
+		delete(be.pipes, name)
+	}
+	C.mp_release(unsafe.Pointer(be.ctx))
+	be.ctx = nil
+	return err
+}

@@ -1,0 +1,253 @@
+//go:build darwin && cgo
+
+// These tests need a Metal device: they run on the macOS CI runner and skip elsewhere.
+
+package metal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/gpu/driver"
+)
+
+// testSource is independent of shaders/ so that these tests exercise the bridge alone.
+const testSource = `
+#include <metal_stdlib>
+using namespace metal;
+
+struct AddParams { uint n; uint k; };
+
+// out[i] = a[i'] + k, where i' mirrors i inside its threadgroup (exercises threadgroup memory and
+// a barrier).
+kernel void mp_test_mirror_add(device const uint* a [[buffer(0)]], device uint* out [[buffer(1)]],
+                               constant AddParams& p [[buffer(2)]], threadgroup uint* tmp [[threadgroup(0)]],
+                               uint gid [[thread_position_in_grid]], uint lid [[thread_position_in_threadgroup]],
+                               uint tpg [[threads_per_threadgroup]]) {
+    tmp[lid] = gid < p.n ? a[gid] : 0u;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (gid < p.n) {
+        out[gid] = tmp[tpg - 1 - lid] + p.k;
+    }
+}
+`
+
+var mirrorAdd = &driver.KernelInfo{
+	Name: "mp_test_mirror_add", NBuf: 3, NTG: 1,
+	Params: []driver.Param{
+		{Name: "a", Kind: driver.ParamBuffer, Index: 0},
+		{Name: "out", Kind: driver.ParamBuffer, Index: 1},
+		{Name: "p", Kind: driver.ParamValue, Index: 2, ValueSize: 8},
+		{Name: "tmp", Kind: driver.ParamThreadgroup, Index: 0},
+	},
+}
+
+func openTest(t *testing.T) *backend {
+	t.Helper()
+	be, err := newBackend()
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("no Metal device: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := be.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := be.loadSource(testSource); err != nil {
+		t.Fatal(err)
+	}
+	return be
+}
+
+func u32s(b []byte) []uint32 {
+	out := make([]uint32, len(b)/4)
+	for i := range out {
+		out[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	return out
+}
+
+func TestLimits(t *testing.T) {
+	be := openTest(t)
+	l := be.Limits()
+	t.Logf("%s: %+v", be.Name(), l)
+	if l.MaxThreadsPerGroup < 256 || l.MaxThreadgroupMemory < 16<<10 || l.MemoryBytes == 0 {
+		t.Fatalf("implausible limits %+v", l)
+	}
+}
+
+func TestDispatchMirrorAdd(t *testing.T) {
+	be := openTest(t)
+	const n, tpg = 1000, 64 // the last group is partial: the kernel bound-checks
+	groups := uint32((n + tpg - 1) / tpg)
+	in := make([]byte, 4*n)
+	for i := range n {
+		binary.LittleEndian.PutUint32(in[4*i:], uint32(i*7+1))
+	}
+	a, err := be.Alloc(len(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Free(a)
+	out, err := be.Alloc(len(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Free(out)
+	if err := be.Upload(a, 0, in); err != nil {
+		t.Fatal(err)
+	}
+	params := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, n), 5)
+	args := []driver.Arg{{Buf: a}, {Buf: out}, {Bytes: params}}
+	if err := be.Dispatch(mirrorAdd, driver.D1(groups), driver.D1(tpg), args, []uint32{4 * tpg}); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(in))
+	if err := be.Download(got, out, 0); err != nil { // syncs first
+		t.Fatal(err)
+	}
+	g := u32s(got)
+	for i := range n {
+		base, lid := i/tpg*tpg, i%tpg
+		src := base + tpg - 1 - lid
+		want := uint32(5)
+		if src < n {
+			want += uint32(src*7 + 1)
+		}
+		if g[i] != want {
+			t.Fatalf("out[%d] = %d, want %d", i, g[i], want)
+		}
+	}
+}
+
+func TestCopy(t *testing.T) {
+	be := openTest(t)
+	src, _ := be.Alloc(64)
+	dst, _ := be.Alloc(64)
+	defer be.Free(src)
+	defer be.Free(dst)
+	data := make([]byte, 64)
+	for i := range data {
+		data[i] = byte(i + 1)
+	}
+	if err := be.Upload(src, 0, data); err != nil {
+		t.Fatal(err)
+	}
+	// An aligned blit, then an unaligned copy (done on the CPU after a sync).
+	if err := be.Copy(dst, 8, src, 0, 16); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Copy(dst, 33, src, 1, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 64)
+	if err := be.Download(got, dst, 0); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]byte, 64)
+	copy(want[8:], data[:16])
+	copy(want[33:], data[1:6])
+	if !bytes.Equal(got, want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+}
+
+func TestAllocZeroed(t *testing.T) {
+	be := openTest(t)
+	b, err := be.Alloc(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Free(b)
+	got := make([]byte, 1<<20)
+	if err := be.Download(got, b, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, make([]byte, len(got))) {
+		t.Fatal("a new buffer is not zero")
+	}
+}
+
+func TestTooManyThreadsNamesKernel(t *testing.T) {
+	be := openTest(t)
+	a, _ := be.Alloc(16)
+	defer be.Free(a)
+	args := []driver.Arg{{Buf: a}, {Buf: a}, {Bytes: make([]byte, 8)}}
+	err := be.Dispatch(mirrorAdd, driver.D1(1), driver.Dim3{X: 4096, Y: 1, Z: 1}, args, []uint32{16})
+	if err == nil || !strings.Contains(err.Error(), "mp_test_mirror_add") || !strings.Contains(err.Error(), "maxTotalThreadsPerThreadgroup") {
+		t.Fatalf("err = %v, want one naming the kernel and the pipeline limit", err)
+	}
+}
+
+func TestMissingKernel(t *testing.T) {
+	be := openTest(t)
+	k := &driver.KernelInfo{Name: "no_such_kernel"}
+	err := be.Dispatch(k, driver.D1(1), driver.D1(1), nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "no_such_kernel") {
+		t.Fatalf("err = %v, want one naming the kernel", err)
+	}
+}
+
+func TestCompileErrorHasLog(t *testing.T) {
+	be := openTest(t)
+	err := be.loadSource("kernel void broken(device uint* p [[buffer(0)]]) { p[0] = undefined_name; }")
+	if err == nil || !strings.Contains(err.Error(), "undefined_name") {
+		t.Fatalf("err = %v, want the compiler's log naming undefined_name", err)
+	}
+}
+
+// TestOpenBuildsEveryKernel opens the backend as package gpu does (metallib or source) and makes
+// the pipeline of every kernel in the generated table.
+func TestOpenBuildsEveryKernel(t *testing.T) {
+	for _, env := range []string{"", "1"} {
+		t.Run("source="+env, func(t *testing.T) {
+			t.Setenv(SourceEnv, env)
+			dbe, err := Open()
+			if errors.Is(err, ErrUnavailable) {
+				t.Skipf("no Metal device: %v", err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			be := dbe.(*backend)
+			defer be.Close()
+			t.Logf("%s", be.Name())
+			for i := range driver.Kernels {
+				if _, err := be.pipeline(driver.Kernels[i].Name); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+func TestDoubleCloseAndFree(t *testing.T) {
+	be, err := newBackend()
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("no Metal device: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := be.Alloc(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	be.Free(b)
+	be.Free(b)
+	if err := be.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

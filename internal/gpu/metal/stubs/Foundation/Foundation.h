@@ -1,0 +1,64 @@
+// Stub (see ../README.md): the Foundation / Objective-C runtime subset bridge.m uses.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#define NS_ASSUME_NONNULL_BEGIN _Pragma("clang assume_nonnull begin")
+#define NS_ASSUME_NONNULL_END _Pragma("clang assume_nonnull end")
+#define NS_ENUM(_type, _name) enum _name : _type _name; enum _name : _type
+#define NS_OPTIONS(_type, _name) enum _name : _type _name; enum _name : _type
+#define NS_RETURNS_RETAINED __attribute__((ns_returns_retained))
+#define NS_RETURNS_INNER_POINTER __attribute__((objc_returns_inner_pointer))
+#define NS_FORMAT_FUNCTION(F, A) __attribute__((format(__NSString__, F, A)))
+#define NS_INLINE static __inline__ __attribute__((always_inline))
+#define CF_CONSUMED __attribute__((cf_consumed))
+#define CF_RETURNS_RETAINED __attribute__((cf_returns_retained))
+
+// <objc/objc.h> on arm64.
+typedef _Bool BOOL;
+#define YES __objc_yes
+#define NO __objc_no
+#define nil ((void *)0) // __DARWIN_NULL
+
+typedef long NSInteger;
+typedef unsigned long NSUInteger;
+typedef const void *CFTypeRef;
+
+NS_ASSUME_NONNULL_BEGIN
+
+@class NSString;
+
+@protocol NSObject
+- (BOOL)isEqual:(id)object;
+@end
+
+__attribute__((objc_root_class))
+@interface NSObject <NSObject> {
+	Class isa;
+}
++ (instancetype)alloc;
++ (instancetype)new;
+- (instancetype)init;
+@end
+
+@interface NSString : NSObject
++ (nullable instancetype)stringWithUTF8String:(const char *)nullTerminatedCString;
++ (instancetype)stringWithFormat:(NSString *)format, ... NS_FORMAT_FUNCTION(1, 2);
+@property(nullable, readonly) const char *UTF8String NS_RETURNS_INNER_POINTER;
+@end
+
+@interface NSError : NSObject
+@property(readonly, copy) NSString *domain;
+@property(readonly) NSInteger code;
+@property(readonly, copy) NSString *localizedDescription;
+@end
+
+// <Foundation/NSObject.h>
+NS_INLINE CF_RETURNS_RETAINED CFTypeRef _Nullable CFBridgingRetain(id _Nullable X) {
+	return (__bridge_retained CFTypeRef)X;
+}
+NS_INLINE id _Nullable CFBridgingRelease(CFTypeRef CF_CONSUMED _Nullable X) {
+	return (__bridge_transfer id)X;
+}
+
+NS_ASSUME_NONNULL_END

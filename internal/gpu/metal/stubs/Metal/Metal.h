@@ -1,0 +1,116 @@
+// Stub (see ../README.md): the Metal subset bridge.m uses, with the SDK's signatures and values.
+#pragma once
+#import <Foundation/Foundation.h>
+#include <dispatch/dispatch.h>
+
+NS_ASSUME_NONNULL_BEGIN
+
+typedef struct {
+	NSUInteger width, height, depth;
+} MTLSize;
+
+static inline MTLSize MTLSizeMake(NSUInteger width, NSUInteger height, NSUInteger depth) {
+	MTLSize s = {width, height, depth};
+	return s;
+}
+
+#define MTLResourceCPUCacheModeShift 0
+#define MTLResourceStorageModeShift 4
+#define MTLResourceHazardTrackingModeShift 8
+
+typedef NS_OPTIONS(NSUInteger, MTLResourceOptions){
+    MTLResourceCPUCacheModeDefaultCache = 0 << MTLResourceCPUCacheModeShift,
+    MTLResourceCPUCacheModeWriteCombined = 1 << MTLResourceCPUCacheModeShift,
+    MTLResourceStorageModeShared = 0 << MTLResourceStorageModeShift,
+    MTLResourceStorageModeManaged = 1 << MTLResourceStorageModeShift,
+    MTLResourceStorageModePrivate = 2 << MTLResourceStorageModeShift,
+    MTLResourceStorageModeMemoryless = 3 << MTLResourceStorageModeShift,
+    MTLResourceHazardTrackingModeDefault = 0 << MTLResourceHazardTrackingModeShift,
+};
+
+typedef NS_ENUM(NSUInteger, MTLCommandBufferStatus){
+    MTLCommandBufferStatusNotEnqueued = 0, MTLCommandBufferStatusEnqueued = 1,
+    MTLCommandBufferStatusCommitted = 2,   MTLCommandBufferStatusScheduled = 3,
+    MTLCommandBufferStatusCompleted = 4,   MTLCommandBufferStatusError = 5,
+};
+
+@protocol MTLDevice, MTLCommandQueue, MTLCommandBuffer, MTLLibrary, MTLFunction, MTLComputePipelineState,
+    MTLBuffer, MTLComputeCommandEncoder, MTLBlitCommandEncoder;
+
+@interface MTLCompileOptions : NSObject
+@end
+
+@protocol MTLResource <NSObject>
+@end
+
+@protocol MTLBuffer <MTLResource>
+@property(readonly) NSUInteger length;
+- (void *)contents NS_RETURNS_INNER_POINTER;
+@end
+
+@protocol MTLFunction <NSObject>
+@end
+
+@protocol MTLLibrary <NSObject>
+- (nullable id<MTLFunction>)newFunctionWithName:(NSString *)functionName;
+@end
+
+@protocol MTLComputePipelineState <NSObject>
+@property(readonly) NSUInteger maxTotalThreadsPerThreadgroup;
+@property(readonly) NSUInteger threadExecutionWidth;
+@property(readonly) NSUInteger staticThreadgroupMemoryLength;
+@end
+
+@protocol MTLCommandEncoder <NSObject>
+- (void)endEncoding;
+@end
+
+@protocol MTLComputeCommandEncoder <MTLCommandEncoder>
+- (void)setComputePipelineState:(id<MTLComputePipelineState>)state;
+- (void)setBytes:(const void *)bytes length:(NSUInteger)length atIndex:(NSUInteger)index;
+- (void)setBuffer:(nullable id<MTLBuffer>)buffer offset:(NSUInteger)offset atIndex:(NSUInteger)index;
+- (void)setThreadgroupMemoryLength:(NSUInteger)length atIndex:(NSUInteger)index;
+- (void)dispatchThreadgroups:(MTLSize)threadgroupsPerGrid threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
+@end
+
+@protocol MTLBlitCommandEncoder <MTLCommandEncoder>
+- (void)copyFromBuffer:(id<MTLBuffer>)sourceBuffer
+           sourceOffset:(NSUInteger)sourceOffset
+               toBuffer:(id<MTLBuffer>)destinationBuffer
+      destinationOffset:(NSUInteger)destinationOffset
+                   size:(NSUInteger)size;
+@end
+
+@protocol MTLCommandBuffer <NSObject>
+@property(readonly) MTLCommandBufferStatus status;
+@property(nullable, readonly) NSError *error;
+- (nullable id<MTLComputeCommandEncoder>)computeCommandEncoder;
+- (nullable id<MTLBlitCommandEncoder>)blitCommandEncoder;
+- (void)commit;
+- (void)waitUntilCompleted;
+@end
+
+@protocol MTLCommandQueue <NSObject>
+- (nullable id<MTLCommandBuffer>)commandBuffer;
+@end
+
+@protocol MTLDevice <NSObject>
+@property(nonnull, readonly) NSString *name;
+@property(readonly) MTLSize maxThreadsPerThreadgroup;
+@property(readonly) NSUInteger maxThreadgroupMemoryLength;
+@property(readonly) uint64_t recommendedMaxWorkingSetSize;
+@property(readonly) BOOL hasUnifiedMemory;
+@property(readonly) NSUInteger maxBufferLength;
+- (nullable id<MTLCommandQueue>)newCommandQueue;
+- (nullable id<MTLLibrary>)newLibraryWithData:(dispatch_data_t)data error:(__autoreleasing NSError **)error;
+- (nullable id<MTLLibrary>)newLibraryWithSource:(NSString *)source
+                                        options:(nullable MTLCompileOptions *)options
+                                          error:(__autoreleasing NSError **)error;
+- (nullable id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
+                                                                       error:(__autoreleasing NSError **)error;
+- (nullable id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
+@end
+
+extern id<MTLDevice> _Nullable MTLCreateSystemDefaultDevice(void) NS_RETURNS_RETAINED;
+
+NS_ASSUME_NONNULL_END
