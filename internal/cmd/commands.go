@@ -3,6 +3,7 @@ package cmd
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/metalprove/metalprove/internal/cmd/bench"
 	"github.com/metalprove/metalprove/internal/cmd/params"
 	"github.com/metalprove/metalprove/internal/cmd/selftest"
 	"github.com/metalprove/metalprove/internal/cmd/trace"
@@ -14,6 +15,7 @@ import (
 // under internal/cmd/<name> with an Options struct, NewCmdX(f, runF) and a run function.
 func subcommands(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
+		bench.NewCmdBench(f, nil),
 		params.NewCmdParams(f, nil),
 		selftest.NewCmdSelftest(f, nil),
 		trace.NewCmdTrace(f, nil),

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/selftest"
 )
 
@@ -26,7 +27,16 @@ type Options struct {
 	// Checks returns the checks to choose from (selftest.All outside tests).
 	Checks func() []selftest.Check
 
+	// Settings are the resolved root settings (read at run time for --device).
+	Settings *cmdutil.Settings
+	// OpenDevice opens the device the kernel checks run on (gpu.Open outside tests).
+	OpenDevice func(kind gpu.Kind, opts gpu.Options) (*gpu.Device, error)
+	// KernelChecks returns the device checks (selftest.KernelChecks outside tests).
+	KernelChecks func(dev *gpu.Device) []selftest.Check
+
 	JSON bool
+	// Kernels asks for the kernel checks even when --device is auto.
+	Kernels bool
 	// Run is a regular expression; only checks whose name it matches are run ("" = all).
 	Run string
 }
@@ -40,13 +50,22 @@ type Report struct {
 
 // NewCmdSelftest returns the selftest command. runF, when not nil, replaces selftestRun (for tests).
 func NewCmdSelftest(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IO, Logger: &f.Logger, Checks: selftest.All}
+	opts := &Options{IO: f.IO, Logger: &f.Logger, Checks: selftest.All, Settings: f.Settings,
+		OpenDevice: gpu.Open, KernelChecks: selftest.KernelChecks}
 	cmd := &cobra.Command{
 		Use:   "selftest",
 		Short: "Run the built-in known-answer and consistency checks",
 		Long: `Run the built-in checks (field arithmetic, hashing, transcript, ...) and report each one.
-The exit status is 4 when any check fails.`,
+
+With --device host|cuda|metal given explicitly (flag, METALPROVE_DEVICE or config), or with
+--kernels, the kernel table runs too: every kernel family (NTT, RS encoding, Poseidon2, Merkle
+trees) on that device against the pure-Go reference, on random and edge values at awkward sizes
+and one large one, named like "kernels/ntt-dft-2^20x1 [host]". With the default --device auto
+and no --kernels only the host-side checks run. A device that cannot be opened exits with
+status 5; the exit status is 4 when any check fails.`,
 		Example: `  metalprove selftest
+  metalprove selftest --device host
+  metalprove selftest --kernels
   metalprove selftest --run '^field/'
   metalprove selftest --json`,
 		Args: cobra.NoArgs,
@@ -58,6 +77,7 @@ The exit status is 4 when any check fails.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object instead of a table")
+	cmd.Flags().BoolVar(&opts.Kernels, "kernels", false, "also run the kernel checks on the device (implied by an explicit --device)")
 	cmd.Flags().StringVar(&opts.Run, "run", "", "run only the checks whose name matches this regular expression")
 	return cmd
 }
@@ -84,12 +104,34 @@ func selectChecks(all []selftest.Check, pattern string) ([]selftest.Check, error
 	return chosen, nil
 }
 
+// deviceKind returns the device the kernel checks run on, or "" when they are not wanted.
+func deviceKind(opts *Options) gpu.Kind {
+	kind := gpu.KindAuto
+	if opts.Settings != nil && opts.Settings.Device != "" {
+		kind = gpu.Kind(opts.Settings.Device)
+	}
+	if kind == gpu.KindAuto && !opts.Kernels {
+		return ""
+	}
+	return kind
+}
+
 func selftestRun(opts *Options) error {
-	checks, err := selectChecks(opts.Checks(), opts.Run)
+	all := opts.Checks()
+	log := opts.Logger
+	if kind := deviceKind(opts); kind != "" {
+		dev, err := opts.OpenDevice(kind, gpu.Options{Logger: *log})
+		if err != nil {
+			return &cmdutil.DeviceError{Err: fmt.Errorf("selftest: device %s: %w", kind, err)}
+		}
+		defer dev.Close()
+		log.Debug().Str("device", dev.Name()).Msg("kernel checks")
+		all = append(all, opts.KernelChecks(dev)...)
+	}
+	checks, err := selectChecks(all, opts.Run)
 	if err != nil {
 		return err
 	}
-	log := opts.Logger
 	log.Debug().Int("checks", len(checks)).Str("run", opts.Run).Msg("selftest start")
 	start := time.Now()
 

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/selftest"
 )
 
@@ -168,6 +169,51 @@ func Test_selftestRun_filter(t *testing.T) {
 		}
 		if out.Len() != 0 {
 			t.Errorf("--run %q: wrote %q", pattern, out)
+		}
+	}
+}
+
+func Test_selftestRun_deviceKernels(t *testing.T) {
+	var opened []gpu.Kind
+	fakeOpen := func(k gpu.Kind, _ gpu.Options) (*gpu.Device, error) {
+		opened = append(opened, k)
+		if k == gpu.KindCUDA {
+			return nil, fmt.Errorf("no driver: %w", gpu.ErrUnavailable)
+		}
+		return gpu.Open(gpu.KindHost, gpu.Options{})
+	}
+	kchecks := func(*gpu.Device) []selftest.Check {
+		return []selftest.Check{{Name: "kernels/fake [host]", Run: func() error { return nil }}}
+	}
+	for _, tc := range []struct {
+		device      string
+		kernels     bool
+		wantKernels bool
+		wantExit    cmdutil.ExitCode
+	}{
+		{"auto", false, false, cmdutil.ExitOK},
+		{"auto", true, true, cmdutil.ExitOK},
+		{"host", false, true, cmdutil.ExitOK},
+		{"cuda", false, false, cmdutil.ExitDevice},
+	} {
+		opened = nil
+		opts, out, _ := newOpts(func() []selftest.Check { return []selftest.Check{{Name: "area/ok", Run: func() error { return nil }}} })
+		opts.Settings = &cmdutil.Settings{Device: tc.device}
+		opts.Kernels = tc.kernels
+		opts.OpenDevice = fakeOpen
+		opts.KernelChecks = kchecks
+		err := selftestRun(opts)
+		if got := cmdutil.ExitCodeFor(err); got != tc.wantExit {
+			t.Fatalf("%+v: exit %d (%v), want %d", tc, got, err, tc.wantExit)
+		}
+		if has := strings.Contains(out.String(), "kernels/fake [host]"); has != tc.wantKernels {
+			t.Errorf("%+v: kernel rows present=%v:\n%s", tc, has, out)
+		}
+		if tc.wantExit == cmdutil.ExitDevice && !strings.Contains(err.Error(), "no driver") {
+			t.Errorf("device error %q does not name the reason", err)
+		}
+		if !tc.wantKernels && tc.wantExit == cmdutil.ExitOK && len(opened) != 0 {
+			t.Errorf("%+v: opened a device", tc)
 		}
 	}
 }

@@ -1,0 +1,358 @@
+// Package bench implements `metalprove bench --kernels`: per-kernel throughput on a device next
+// to two ceilings measured on the same device in the same run (device-to-device copy bandwidth
+// and the BabyBear multiply rate), and, on the host device, the pure-Go reference for the same
+// operations.
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/cpuref"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/kernels"
+	"github.com/metalprove/metalprove/internal/poseidon2"
+)
+
+// Options are the inputs of the bench command.
+type Options struct {
+	IO       *cmdutil.IOStreams
+	Logger   *zerolog.Logger
+	Settings *cmdutil.Settings
+
+	Kernels bool
+	JSON    bool
+	// SizeLog is log2 of the base size (0: 20 on a GPU, 16 on the host device).
+	SizeLog int
+	Runs    int
+}
+
+// Result is one benchmarked operation.
+type Result struct {
+	Op        string  `json:"op"`
+	Size      string  `json:"size"`
+	MedianNS  int64   `json:"median_ns"`
+	Items     float64 `json:"items_per_s"`
+	ItemName  string  `json:"item"`
+	GBps      float64 `json:"gb_per_s"`
+	CopyRatio float64 `json:"of_copy_bw"`
+	MulRatio  float64 `json:"of_mul_rate"`
+	GoNS      int64   `json:"go_ns,omitempty"`
+	GoRatio   float64 `json:"go_over_device,omitempty"`
+}
+
+// Report is what `bench --kernels --json` prints.
+type Report struct {
+	Device    string   `json:"device"`
+	Kind      string   `json:"kind"`
+	SizeLog   int      `json:"size_log"`
+	Runs      int      `json:"runs"`
+	CopyGBps  float64  `json:"copy_gb_per_s"`
+	MulPerSec float64  `json:"bb_mul_per_s"`
+	Results   []Result `json:"results"`
+}
+
+// NewCmdBench returns the bench command. runF, when not nil, replaces benchRun (for tests).
+func NewCmdBench(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IO, Logger: &f.Logger, Settings: f.Settings}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Benchmark the kernels against the device's measured ceilings",
+		Long: `Benchmark on the --device: every kernel family (NTT columns, Poseidon2 permutations, Merkle
+trees) reported as throughput and as a fraction of two ceilings measured in the same run on the
+same device: copy bandwidth (Batch.Copy, 2 bytes moved per byte copied) and the BabyBear
+Montgomery multiply rate (dependent bb_mul chains over many threads). Each figure is the median
+of --runs runs after one warm-up, one device sync per run included.
+
+Sizes (S = --size-log): NTT 2^S and 2^(S+2) rows × 16 columns, 2^S Poseidon2 permutations,
+Merkle tree over 2^S rows × 42 columns with 2^4 rows per query. The default S is 20 on a GPU and
+16 on the host device (a CPU emulating the GPU: full sizes take minutes). On the host device the
+pure-Go reference (internal/cpuref) runs the same operations and the Go/device time ratio is
+printed. Only --kernels is implemented so far.`,
+		Example: `  metalprove bench --kernels --device host
+  metalprove bench --kernels --device cuda --json
+  metalprove bench --kernels --size-log 18`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return benchRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Kernels, "kernels", false, "benchmark the kernels (required for now)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object instead of a table")
+	cmd.Flags().IntVar(&opts.SizeLog, "size-log", 0, "log2 of the base size (default 20 on a GPU, 16 on the host device)")
+	cmd.Flags().IntVar(&opts.Runs, "runs", 5, "timed runs per operation (median reported), after one warm-up")
+	return cmd
+}
+
+func benchRun(opts *Options) error {
+	if !opts.Kernels {
+		return cmdutil.Usagef("bench: only --kernels is implemented; pass --kernels")
+	}
+	if opts.Runs < 1 {
+		return cmdutil.Usagef("--runs %d: must be ≥ 1", opts.Runs)
+	}
+	if opts.SizeLog < 0 || opts.SizeLog > 24 {
+		return cmdutil.Usagef("--size-log %d: must be in [1, 24]", opts.SizeLog)
+	}
+	kind := gpu.KindAuto
+	if opts.Settings != nil && opts.Settings.Device != "" {
+		kind = gpu.Kind(opts.Settings.Device)
+	}
+	dev, err := gpu.Open(kind, gpu.Options{Logger: *opts.Logger})
+	if err != nil {
+		return &cmdutil.DeviceError{Err: fmt.Errorf("bench: device %s: %w", kind, err)}
+	}
+	defer dev.Close()
+	host := dev.Limits().SIMDWidth <= 1
+	s := opts.SizeLog
+	if s == 0 {
+		s = 20
+		if host {
+			s = 16
+			opts.Logger.Info().Msg("host device: default --size-log 16 (GPU default 20)")
+		}
+	}
+	b := &bencher{dev: dev, runs: opts.Runs, host: host, rep: Report{Device: dev.Name(), Kind: string(dev.Kind()), SizeLog: s, Runs: opts.Runs}}
+	if err := b.run(s); err != nil {
+		if cmdutil.ExitCodeFor(err) == cmdutil.ExitDevice {
+			return err
+		}
+		return &cmdutil.DeviceError{Err: err}
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(b.rep)
+	}
+	writeTable(opts, &b.rep)
+	return nil
+}
+
+type bencher struct {
+	dev  *gpu.Device
+	runs int
+	host bool
+	rep  Report
+}
+
+// median times f (one warm-up, then runs timed calls).
+func (b *bencher) median(f func() error) (time.Duration, error) {
+	if err := f(); err != nil {
+		return 0, err
+	}
+	ts := make([]time.Duration, b.runs)
+	for i := range ts {
+		t0 := time.Now()
+		if err := f(); err != nil {
+			return 0, err
+		}
+		ts[i] = time.Since(t0)
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2], nil
+}
+
+func randomFp(r *rand.Rand, n int) []field.Fp {
+	out := make([]field.Fp, n)
+	for i := range out {
+		out[i] = field.Fp(r.Uint32N(field.P))
+	}
+	return out
+}
+
+// add records a result: items of what per run, bytes moved and BabyBear products per run.
+func (b *bencher) add(op, size, item string, t time.Duration, items, bytes, muls float64, goT time.Duration) {
+	sec := t.Seconds()
+	r := Result{Op: op, Size: size, MedianNS: t.Nanoseconds(), Items: items / sec, ItemName: item, GBps: bytes / sec / 1e9}
+	if b.rep.CopyGBps > 0 {
+		r.CopyRatio = r.GBps / b.rep.CopyGBps
+	}
+	if b.rep.MulPerSec > 0 {
+		r.MulRatio = muls / sec / b.rep.MulPerSec
+	}
+	if goT > 0 {
+		r.GoNS = goT.Nanoseconds()
+		r.GoRatio = goT.Seconds() / sec
+	}
+	b.rep.Results = append(b.rep.Results, r)
+}
+
+func (b *bencher) run(s int) error {
+	dev := b.dev
+	r := rand.New(rand.NewPCG(1, 2))
+
+	// Ceiling 1: copy bandwidth, Batch.Copy of at least 64 MiB (past the CPU caches; bytes read
+	// + written).
+	logCopy := max(s+4, 24)
+	n := 1 << logCopy
+	src, err := kernels.UploadMont(dev, "bench copy src", randomFp(r, n))
+	if err != nil {
+		return err
+	}
+	defer src.Free()
+	dst, err := gpu.AllocArray[uint32](dev, "bench copy dst", n)
+	if err != nil {
+		return err
+	}
+	defer dst.Free()
+	t, err := b.median(func() error { return dev.Batch().Copy(dst.Buffer, 0, src.Buffer, 0, 4*n).Wait() })
+	if err != nil {
+		return err
+	}
+	b.rep.CopyGBps = float64(8*n) / t.Seconds() / 1e9
+	b.add("copy (Batch.Copy)", fmt.Sprintf("2^%d u32", logCopy), "elem", t, float64(n), float64(8*n), 0, 0)
+	t, err = b.median(func() error {
+		bt := dev.Batch()
+		if err := kernels.EncodeCopy(bt, dev, dst, src, n); err != nil {
+			return err
+		}
+		return bt.Wait()
+	})
+	if err != nil {
+		return err
+	}
+	b.add("copy (bench_copy kernel)", fmt.Sprintf("2^%d u32", logCopy), "elem", t, float64(n), float64(8*n), 0, 0)
+
+	// Ceiling 2: BabyBear multiply rate.
+	threads, iters := 1<<(s-2), 256
+	if !b.host {
+		threads, iters = 1<<20, 4096
+	}
+	t, err = b.median(func() error {
+		bt := dev.Batch()
+		if err := kernels.EncodeMulChain(bt, dev, dst, threads, iters); err != nil {
+			return err
+		}
+		return bt.Wait()
+	})
+	if err != nil {
+		return err
+	}
+	muls := float64(kernels.MulChainProducts(threads, iters))
+	b.rep.MulPerSec = muls / t.Seconds()
+	b.add("bb_mul chain", fmt.Sprintf("%d×%d", threads, 4*iters), "mul", t, muls, 0, muls, 0)
+
+	// NTT columns.
+	ntt := kernels.NewNTT(dev)
+	defer ntt.Close()
+	for _, logH := range []int{s, s + 2} {
+		h, w := 1<<logH, 16
+		v := randomFp(r, h*w)
+		a, err := kernels.UploadMont(dev, "bench ntt", v)
+		if err != nil {
+			return err
+		}
+		t, err := b.median(func() error { return ntt.DFTColumns(a, h, w, false) })
+		a.Free()
+		if err != nil {
+			return err
+		}
+		var goT time.Duration
+		if b.host {
+			if goT, err = b.median(func() error { return cpuref.DFTColumns(v, h) }); err != nil {
+				return err
+			}
+		}
+		elems := float64(h * w)
+		passes := float64(2 + (max(logH-11, 0)+1)/2) // bitrev, ntt_tg, then one pass per r4/r2 stage
+		b.add("ntt dft columns", fmt.Sprintf("2^%d×%d", logH, w), "elem", t, elems, 8*elems*passes, elems/2*float64(logH), goT)
+	}
+
+	// Poseidon2 permutations.
+	h2, err := kernels.NewPoseidon2(dev)
+	if err != nil {
+		return err
+	}
+	defer h2.Close()
+	np := 1 << s
+	states := randomFp(r, 16*np)
+	sa, err := kernels.UploadMont(dev, "bench states", states)
+	if err != nil {
+		return err
+	}
+	t, err = b.median(func() error { return h2.Permute(sa, np) })
+	sa.Free()
+	if err != nil {
+		return err
+	}
+	const mulsPerPerm = 8*16*4 + 13*(4+15)
+	var goT time.Duration
+	if b.host {
+		goT, _ = b.median(func() error {
+			for i := 0; i < np; i++ {
+				st := (*[16]field.Fp)(states[16*i : 16*i+16])
+				poseidon2.Permute(st)
+			}
+			return nil
+		})
+	}
+	b.add("poseidon2 permute", fmt.Sprintf("2^%d", s), "perm", t, float64(np), float64(128*np), float64(mulsPerPerm*np), goT)
+
+	// Merkle tree over 2^s rows × 42 columns, 2^4 rows per query.
+	rows, width, k := 1<<s, 42, 4
+	m := cpuref.NewMatrix(width, rows)
+	copy(m.Values, randomFp(r, len(m.Values)))
+	ma, err := kernels.UploadMont(dev, "bench matrix", m.Values)
+	if err != nil {
+		return err
+	}
+	defer ma.Free()
+	t, err = b.median(func() error {
+		tree, err := h2.MerkleTree(ma, rows, width, k)
+		if err == nil {
+			tree.Free()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	goT = 0
+	if b.host {
+		if goT, err = b.median(func() error { _, err := cpuref.NewMerkleTree(m, 1<<k); return err }); err != nil {
+			return err
+		}
+	}
+	perms := float64(rows*((width+7)/8) + rows) // row sponges + all compressions (≈ rows)
+	bytes := float64(4*rows*width + 2*32*rows)
+	b.add("merkle tree (k=4)", fmt.Sprintf("2^%d×%d", s, width), "row", t, float64(rows), bytes, perms*mulsPerPerm, goT)
+	return nil
+}
+
+func writeTable(opts *Options, rep *Report) {
+	w := opts.IO.Out
+	fmt.Fprintf(w, "device: %s (%s); size-log %d; median of %d runs after a warm-up\n", rep.Device, rep.Kind, rep.SizeLog, rep.Runs)
+	fmt.Fprintf(w, "ceilings: copy %.2f GB/s (Batch.Copy, read+write), bb_mul %.3g /s\n\n", rep.CopyGBps, rep.MulPerSec)
+	fmt.Fprintf(w, "%-26s %-14s %10s %16s %9s %8s %8s", "op", "size", "median", "throughput", "GB/s", "of copy", "of mul")
+	hasGo := false
+	for _, r := range rep.Results {
+		hasGo = hasGo || r.GoNS > 0
+	}
+	if hasGo {
+		fmt.Fprintf(w, " %10s %9s", "Go", "Go/dev")
+	}
+	fmt.Fprintln(w)
+	for _, r := range rep.Results {
+		fmt.Fprintf(w, "%-26s %-14s %10s %11.3g %-4s %9.2f %7.1f%% %7.1f%%", r.Op, r.Size,
+			time.Duration(r.MedianNS).Round(time.Microsecond), r.Items, r.ItemName+"/s", r.GBps, 100*r.CopyRatio, 100*r.MulRatio)
+		if hasGo {
+			if r.GoNS > 0 {
+				fmt.Fprintf(w, " %10s %8.2f×", time.Duration(r.GoNS).Round(time.Microsecond), r.GoRatio)
+			} else {
+				fmt.Fprintf(w, " %10s %9s", "", "")
+			}
+		}
+		fmt.Fprintln(w)
+	}
+}

@@ -1,0 +1,132 @@
+// Package kernels holds the typed Go launchers of the kernels in shaders/*.metal: one file per
+// shader family (ntt.go for shaders/ntt.metal, poseidon2.go, merkle.go), each documenting the
+// math and the buffer preconditions of what it launches. Launchers check sizes, choose dispatch
+// shapes for the device at hand (GPUs: 256-thread groups, a few groups per compute unit; the
+// host device, whose SIMD width is 1 and whose barriers cost ~20 ns per work item: large groups
+// for barrier-free kernels and one-thread groups for barrier kernels), encode into a gpu.Batch
+// and return errors. They know nothing of the protocol.
+//
+// Device buffers hold BabyBear elements as uint32 in MONTGOMERY form (x·2^32 mod p) unless a
+// function says otherwise; ToMont/FromMont convert on the device, MontOf/CanonicalOf on the
+// host.
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+// maxElems bounds every buffer a kernel indexes: kernels use 32-bit indices.
+const maxElems = 1 << 31
+
+const p = uint64(field.P)
+
+// rInv is 2^-32 mod p.
+var rInv = field.NewU64(1 << 32).Inverse()
+
+// MontOf returns x in Montgomery form.
+func MontOf(x field.Fp) uint32 { return uint32((uint64(x) << 32) % p) }
+
+// CanonicalOf returns the field element whose Montgomery form is m (m < p).
+func CanonicalOf(m uint32) field.Fp { return field.Fp(m).Mul(rInv) }
+
+// MontSlice converts canonical values to Montgomery form.
+func MontSlice(v []field.Fp) []uint32 {
+	out := make([]uint32, len(v))
+	for i, x := range v {
+		out[i] = MontOf(x)
+	}
+	return out
+}
+
+// CanonicalSlice converts Montgomery values to canonical field elements.
+func CanonicalSlice(v []uint32) []field.Fp {
+	out := make([]field.Fp, len(v))
+	for i, x := range v {
+		out[i] = CanonicalOf(x)
+	}
+	return out
+}
+
+// isHost reports whether dev is a CPU device (SIMD width 1).
+func isHost(dev *gpu.Device) bool { return dev.Limits().SIMDWidth <= 1 }
+
+// shape returns a 1-D dispatch covering work items with a grid-stride kernel. On the host every
+// group is a contiguous run of up to 1024 items (cache friendly; barrier-free kernels run a group
+// as a plain loop); on a GPU, 256-thread groups, at most 64 per compute unit.
+func shape(dev *gpu.Device, work int) (groups, tpg gpu.Dim3) {
+	work = max(work, 1)
+	lim := dev.Limits()
+	t := 256
+	if isHost(dev) {
+		t = 1024
+	}
+	if lim.MaxThreadsPerGroup > 0 {
+		t = min(t, lim.MaxThreadsPerGroup)
+	}
+	t = min(t, work)
+	g := (work + t - 1) / t
+	capG := 1 << 16
+	if !isHost(dev) && lim.ComputeUnits > 0 {
+		capG = 64 * lim.ComputeUnits
+	}
+	g = min(g, capG)
+	return gpu.D1(uint32(g)), gpu.D1(uint32(t))
+}
+
+func checkArray(name string, a *gpu.Array[uint32], need int) error {
+	if a == nil {
+		return fmt.Errorf("kernels: %s: nil buffer", name)
+	}
+	if need > a.Len() {
+		return fmt.Errorf("kernels: %s: buffer %q holds %d elements, %d needed", name, a.Name(), a.Len(), need)
+	}
+	if need >= maxElems {
+		return fmt.Errorf("kernels: %s: %d elements exceed the 2^31 limit of 32-bit indexing", name, need)
+	}
+	return nil
+}
+
+// EncodeToMont encodes the conversion of the first n canonical elements of a into Montgomery
+// form, in place (field_ops fo_to_mont).
+func EncodeToMont(b *gpu.Batch, dev *gpu.Device, a *gpu.Array[uint32], n int) error {
+	if err := checkArray("ToMont", a, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	g, t := shape(dev, n)
+	b.Dispatch("fo_to_mont", g, t, []gpu.Arg{gpu.Buf(a.Buffer), gpu.Buf(a.Buffer), gpu.U32(uint32(n))})
+	return b.Err()
+}
+
+// EncodeFromMont encodes the conversion of the first n Montgomery elements of a to canonical
+// form, in place (field_ops fo_from_mont).
+func EncodeFromMont(b *gpu.Batch, dev *gpu.Device, a *gpu.Array[uint32], n int) error {
+	if err := checkArray("FromMont", a, n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	g, t := shape(dev, n)
+	b.Dispatch("fo_from_mont", g, t, []gpu.Arg{gpu.Buf(a.Buffer), gpu.Buf(a.Buffer), gpu.U32(uint32(n))})
+	return b.Err()
+}
+
+// UploadMont uploads canonical values converted to Montgomery form on the host.
+func UploadMont(dev *gpu.Device, name string, v []field.Fp) (*gpu.Array[uint32], error) {
+	return gpu.UploadArray(dev, name, MontSlice(v))
+}
+
+// ReadCanonical downloads a Montgomery array and converts it to canonical values on the host.
+func ReadCanonical(a *gpu.Array[uint32]) ([]field.Fp, error) {
+	v, err := a.ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	return CanonicalSlice(v), nil
+}

@@ -1,0 +1,155 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+var testDev *gpu.Device
+
+func TestMain(m *testing.M) {
+	d, err := gpu.Open(gpu.KindHost, gpu.Options{})
+	if err != nil {
+		panic(err)
+	}
+	testDev = d
+	code := m.Run()
+	d.Close()
+	os.Exit(code)
+}
+
+// randomFp returns n random elements with the edge values 0, 1, p−1 mixed in.
+func randomFp(r *rand.Rand, n int) []field.Fp {
+	out := make([]field.Fp, n)
+	for i := range out {
+		switch r.IntN(8) {
+		case 0:
+			out[i] = 0
+		case 1:
+			out[i] = 1
+		case 2:
+			out[i] = field.Fp(field.P - 1)
+		default:
+			out[i] = field.Fp(r.Uint32N(field.P))
+		}
+	}
+	return out
+}
+
+// syncs runs f and returns the number of syncs it caused.
+func syncs(t *testing.T, f func() error) int {
+	t.Helper()
+	before := testDev.Stats().Syncs
+	if err := f(); err != nil {
+		t.Fatal(err)
+	}
+	return testDev.Stats().Syncs - before
+}
+
+func upload(t *testing.T, v []field.Fp) *gpu.Array[uint32] {
+	t.Helper()
+	a, err := UploadMont(testDev, "test input", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Free)
+	return a
+}
+
+func readBack(t *testing.T, a *gpu.Array[uint32]) []field.Fp {
+	t.Helper()
+	v, err := ReadCanonical(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func firstDiff(a, b []field.Fp) int {
+	for i := range a {
+		if i >= len(b) || a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return len(a)
+	}
+	return -1
+}
+
+func TestMontgomeryHelpers(t *testing.T) {
+	for _, x := range []field.Fp{0, 1, 2, field.Fp(field.P - 1), 12345} {
+		if got := CanonicalOf(MontOf(x)); got != x {
+			t.Fatalf("round trip %d -> %d", x, got)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	v := randomFp(r, 1001)
+	a := upload(t, v)
+	b := testDev.Batch()
+	if err := EncodeFromMont(b, testDev, a, len(v)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := a.ReadAll()
+	for i := range v {
+		if field.Fp(got[i]) != v[i] {
+			t.Fatalf("fo_from_mont[%d] = %d, want %d", i, got[i], v[i])
+		}
+	}
+}
+
+func uploadU32(v []uint32) (*gpu.Array[uint32], error) {
+	return gpu.UploadArray(testDev, "test input", v)
+}
+
+func TestBenchKernels(t *testing.T) {
+	n := 1025
+	src, _ := uploadU32(MontSlice(randomFp(rand.New(rand.NewPCG(1, 1)), n)))
+	dst, err := gpu.AllocArray[uint32](testDev, "dst", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := gpu.AllocArray[uint32](testDev, "out", n)
+	b := testDev.Batch()
+	if err := EncodeCopy(b, testDev, dst, src, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := EncodeMulChain(b, testDev, out, n, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := src.ReadAll()
+	c, _ := dst.ReadAll()
+	for i := range a {
+		if a[i] != c[i] {
+			t.Fatalf("copy differs at %d", i)
+		}
+	}
+	o, _ := out.ReadAll()
+	for _, i := range []int{0, 1024} {
+		mul := CanonicalOf(0x12345678)
+		var sum field.Fp
+		for _, s := range []uint32{1, 2, 3, 5} {
+			x := field.Fp(uint32(i) + s)
+			for k := 0; k < 3; k++ {
+				x = x.Mul(mul)
+			}
+			sum = sum.Add(x)
+		}
+		if CanonicalOf(o[i]) != sum {
+			t.Fatalf("mul chain item %d: %d, want %d", i, CanonicalOf(o[i]), sum)
+		}
+	}
+	src.Free()
+	dst.Free()
+	out.Free()
+}

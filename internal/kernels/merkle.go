@@ -1,0 +1,210 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/poseidon2"
+)
+
+// MerkleTree is a Merkle commitment built on the device by shaders/merkle.metal, equal to
+// cpuref.NewMerkleTree: leaf[r] = hash_slice(row r of the column-major matrix, in column order);
+// query group y < qs = height/2^k is tree_compress(leaf[y + t·qs], t < 2^k); a binary tree of
+// compress above the qs group digests. Layers stay on the device (Montgomery digests, 8 uints
+// each): Layer(0) has the qs group digests, the last layer the root. The matrix is borrowed
+// (the tree reads it for openings) and must outlive the tree.
+type MerkleTree struct {
+	dev                   *gpu.Device
+	matrix                *gpu.Array[uint32]
+	height, width, logRPQ int
+	layers                []*gpu.Array[uint32]
+}
+
+// MerkleTree commits to the column-major Montgomery matrix (height rows, a power of two; width
+// ≥ 1 columns) with 2^logRowsPerQuery rows per query group, in one batch (one sync).
+func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRowsPerQuery int) (*MerkleTree, error) {
+	logH, err := log2Exact("MerkleTree", height)
+	if err != nil {
+		return nil, err
+	}
+	if width <= 0 || logRowsPerQuery < 0 || logRowsPerQuery > logH {
+		return nil, fmt.Errorf("kernels: MerkleTree: width %d, 2^%d rows per query, height 2^%d", width, logRowsPerQuery, logH)
+	}
+	if err := checkArray("MerkleTree", matrix, height*width); err != nil {
+		return nil, err
+	}
+	if 8*height >= maxElems {
+		return nil, fmt.Errorf("kernels: MerkleTree: %d rows exceed 2^28", height)
+	}
+	dev := h.dev
+	qs := height >> logRowsPerQuery
+	t := &MerkleTree{dev: dev, matrix: matrix, height: height, width: width, logRPQ: logRowsPerQuery}
+	var scratch []*gpu.Array[uint32]
+	defer func() {
+		for _, s := range scratch {
+			s.Free()
+		}
+	}()
+	alloc := func(name string, n int, keep bool) (*gpu.Array[uint32], error) {
+		a, err := gpu.AllocArray[uint32](dev, name, 8*n)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			t.layers = append(t.layers, a)
+		} else {
+			scratch = append(scratch, a)
+		}
+		return a, nil
+	}
+	fail := func(err error) (*MerkleTree, error) {
+		t.Free()
+		return nil, err
+	}
+	// Leaves; with k = 0 they are layer 0.
+	leaves, err := alloc("merkle leaves", height, logRowsPerQuery == 0)
+	if err != nil {
+		return fail(err)
+	}
+	b := dev.Batch()
+	g, tp := shape(dev, height)
+	b.Dispatch("merkle_hash_rows", g, tp, []gpu.Arg{gpu.Buf(matrix.Buffer), gpu.Buf(leaves.Buffer), gpu.Buf(h.rc.Buffer),
+		gpu.U32(uint32(height), uint32(width))})
+	// The k group levels, ping-ponging between the leaves and one scratch buffer; the last
+	// level writes layer 0.
+	cur := leaves
+	var other *gpu.Array[uint32]
+	for lvl := 1; lvl <= logRowsPerQuery; lvl++ {
+		n := height >> lvl
+		var dst *gpu.Array[uint32]
+		switch {
+		case lvl == logRowsPerQuery:
+			if dst, err = alloc("merkle layer 0", n, true); err != nil {
+				return fail(err)
+			}
+		case cur == leaves:
+			if other == nil {
+				if other, err = alloc("merkle group scratch", n, false); err != nil {
+					return fail(err)
+				}
+			}
+			dst = other
+		default:
+			dst = leaves
+		}
+		g, tp := shape(dev, n)
+		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(cur.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n), uint32(qs))})
+		cur = dst
+	}
+	for n := qs / 2; n >= 1; n /= 2 {
+		dst, err := alloc(fmt.Sprintf("merkle layer %d", len(t.layers)), n, true)
+		if err != nil {
+			return fail(err)
+		}
+		g, tp := shape(dev, n)
+		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(cur.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n), 1)})
+		cur = dst
+	}
+	if err := b.Wait(); err != nil {
+		return fail(err)
+	}
+	return t, nil
+}
+
+// Free frees the layers (not the matrix).
+func (t *MerkleTree) Free() {
+	for _, l := range t.layers {
+		l.Free()
+	}
+	t.layers = nil
+}
+
+// Depth is the number of layers below the root (log2 qs).
+func (t *MerkleTree) Depth() int { return len(t.layers) - 1 }
+
+// QueryStride is qs = height / 2^k.
+func (t *MerkleTree) QueryStride() int { return t.height >> t.logRPQ }
+
+func digestsOf(v []uint32) []poseidon2.Digest {
+	out := make([]poseidon2.Digest, len(v)/8)
+	for i := range out {
+		for k := 0; k < 8; k++ {
+			out[i][k] = CanonicalOf(v[8*i+k])
+		}
+	}
+	return out
+}
+
+// Root downloads the root (32 bytes), canonical.
+func (t *MerkleTree) Root() (poseidon2.Digest, error) {
+	var v [8]uint32
+	if err := t.layers[len(t.layers)-1].Read(v[:], 0); err != nil {
+		return poseidon2.Digest{}, err
+	}
+	return digestsOf(v[:])[0], nil
+}
+
+// Layer downloads layer i (0: the query-group digests), canonical.
+func (t *MerkleTree) Layer(i int) ([]poseidon2.Digest, error) {
+	if i < 0 || i >= len(t.layers) {
+		return nil, fmt.Errorf("kernels: MerkleTree.Layer(%d): %d layers", i, len(t.layers))
+	}
+	v, err := t.layers[i].ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	return digestsOf(v), nil
+}
+
+// Opening answers one query: the 2^k rows y + t·qs in order of t (canonical) and the siblings
+// from layer 0 up to, excluding, the root (as cpuref.MerkleOpening).
+type Opening struct {
+	Index int
+	Rows  [][]field.Fp
+	Proof []poseidon2.Digest
+}
+
+// Open returns the opening of query index y (one gather dispatch and sync, then small
+// downloads).
+func (t *MerkleTree) Open(y int) (*Opening, error) {
+	qs := t.QueryStride()
+	if y < 0 || y >= qs {
+		return nil, fmt.Errorf("kernels: MerkleTree.Open: index %d not in [0, %d)", y, qs)
+	}
+	nrows := 1 << t.logRPQ
+	buf, err := gpu.AllocArray[uint32](t.dev, "merkle opened rows", nrows*t.width)
+	if err != nil {
+		return nil, err
+	}
+	defer buf.Free()
+	b := t.dev.Batch()
+	g, tp := shape(t.dev, nrows*t.width)
+	b.Dispatch("merkle_gather_rows", g, tp, []gpu.Arg{gpu.Buf(t.matrix.Buffer), gpu.Buf(buf.Buffer),
+		gpu.U32(uint32(t.height), uint32(t.width), uint32(qs), uint32(y), uint32(nrows))})
+	if err := b.Wait(); err != nil {
+		return nil, err
+	}
+	flat, err := buf.ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	o := &Opening{Index: y, Rows: make([][]field.Fp, nrows)}
+	for i := range o.Rows {
+		row := make([]field.Fp, t.width)
+		for c := range row {
+			row[c] = field.Fp(flat[i*t.width+c])
+		}
+		o.Rows[i] = row
+	}
+	idx := y
+	for _, l := range t.layers[:t.Depth()] {
+		var v [8]uint32
+		if err := l.Read(v[:], 8*(idx^1)); err != nil {
+			return nil, err
+		}
+		o.Proof = append(o.Proof, digestsOf(v[:])[0])
+		idx >>= 1
+	}
+	return o, nil
+}

@@ -1,0 +1,323 @@
+package kernels
+
+import (
+	"fmt"
+	"math/bits"
+	"sync"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+// NTT launches the kernels of shaders/ntt.metal: batched DFT/IDFT over the columns of a
+// column-major matrix (natural order in and out, exactly cpuref.DFTColumns/IDFTColumns with
+// g_n = field.TwoAdicGenerator(log n); the inverse includes the 1/n factor), the batched small
+// transform of the RS message (cpuref.RSMessageInPlace) and the RS encoding of a matrix
+// (cpuref.RSEncodeMatrix).
+//
+// It owns two twiddle tables on the device (forward and inverse, Montgomery form,
+// tw[h + j] = w_{2h}^j), computed on the host and uploaded when a transform larger than the
+// tables is first asked for; they serve every smaller size. An NTT may be shared by goroutines.
+//
+// A column transform of n = 2^L rows runs: ntt_bitrev; ntt_tg for the first min(L, C) stages in
+// threadgroup memory (C = 11 on GPUs: 8 KiB of the 32 KiB limit; C = 11 with one-thread groups on
+// the host device); ntt_r4 for pairs of the remaining stages and ntt_r2 for an odd last one; the
+// 1/n of an inverse is folded into the last dispatch.
+type NTT struct {
+	dev *gpu.Device
+
+	mu       sync.Mutex
+	logMax   int
+	fwd, inv *gpu.Array[uint32]
+}
+
+// NewNTT returns the NTT launcher of dev; tables are uploaded on first use.
+func NewNTT(dev *gpu.Device) *NTT { return &NTT{dev: dev, logMax: -1} }
+
+// Close frees the twiddle tables.
+func (t *NTT) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.fwd != nil {
+		t.fwd.Free()
+		t.inv.Free()
+		t.fwd, t.inv = nil, nil
+	}
+	t.logMax = -1
+}
+
+// minTableLog is the smallest table built (so small transforms do not rebuild it repeatedly).
+const minTableLog = 12
+
+// tables returns the twiddle tables, (re)built for transforms of size up to 2^logN.
+func (t *NTT) tables(logN int) (fwd, inv *gpu.Array[uint32], err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if logN <= t.logMax {
+		return t.fwd, t.inv, nil
+	}
+	l := max(logN, minTableLog)
+	f, i := TwiddleTable(l, false), TwiddleTable(l, true)
+	nf, err := gpu.UploadArray(t.dev, fmt.Sprintf("ntt twiddles 2^%d", l), f)
+	if err != nil {
+		return nil, nil, err
+	}
+	ni, err := gpu.UploadArray(t.dev, fmt.Sprintf("ntt inverse twiddles 2^%d", l), i)
+	if err != nil {
+		nf.Free()
+		return nil, nil, err
+	}
+	if t.fwd != nil {
+		t.fwd.Free()
+		t.inv.Free()
+	}
+	t.fwd, t.inv, t.logMax = nf, ni, l
+	return nf, ni, nil
+}
+
+// TwiddleTable returns the table of 2^logN Montgomery values tw[h + j] = w_{2h}^j (h a power of
+// two < 2^logN, j < h; tw[0] = 0), w_{2h} = field.TwoAdicGenerator(log2 2h) or its inverse.
+func TwiddleTable(logN int, inverse bool) []uint32 {
+	n := 1 << logN
+	tw := make([]uint32, n)
+	if logN == 0 {
+		return tw
+	}
+	g := field.TwoAdicGenerator(logN)
+	if inverse {
+		g = g.Inverse()
+	}
+	top := field.Powers(g, n/2) // w_n^j
+	for h := 1; h < n; h <<= 1 {
+		step := n / (2 * h) // w_{2h} = w_n^step (the generators form a squaring chain)
+		for j := 0; j < h; j++ {
+			tw[h+j] = MontOf(top[j*step])
+		}
+	}
+	return tw
+}
+
+// log2Exact returns log2(n) for a power of two n ≥ 1 up to 2^27.
+func log2Exact(op string, n int) (int, error) {
+	if n <= 0 || n&(n-1) != 0 || n > 1<<field.TwoAdicity {
+		return 0, fmt.Errorf("kernels: %s: size %d is not a power of two in [1, 2^%d]", op, n, field.TwoAdicity)
+	}
+	return bits.TrailingZeros(uint(n)), nil
+}
+
+// tgLogChunk is the number of stages ntt_tg does (2^11 uints = 8 KiB of threadgroup memory).
+const tgLogChunk = 11
+
+// EncodeColumns encodes the DFT (or, with inverse, the IDFT) of each of the width columns of
+// height rows of the column-major Montgomery matrix data (data[c·height + r]), in place.
+// height must be a power of two ≤ 2^27 and width·height < 2^31.
+func (t *NTT) EncodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width int, inverse bool) error {
+	logN, err := log2Exact("DFTColumns", height)
+	if err != nil {
+		return err
+	}
+	if width < 0 {
+		return fmt.Errorf("kernels: DFTColumns: width %d", width)
+	}
+	total := height * width
+	if err := checkArray("DFTColumns", data, total); err != nil {
+		return err
+	}
+	if logN == 0 || width == 0 {
+		return nil // the transform of size 1 is the identity
+	}
+	fwd, inv, err := t.tables(logN)
+	if err != nil {
+		return err
+	}
+	tw := fwd
+	scale := uint32(MontOf(field.One))
+	if inverse {
+		tw = inv
+		scale = MontOf(field.Fp(uint32(height)).Inverse())
+	}
+	one := MontOf(field.One)
+	dev := t.dev
+	g, tp := shape(dev, total)
+	b.Dispatch("ntt_bitrev", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.U32(uint32(total), uint32(logN))})
+
+	c := min(logN, tgLogChunk)
+	last := c == logN
+	s := one
+	if last {
+		s = scale
+	}
+	nchunks := total >> c
+	var tg, tgt int
+	if isHost(dev) {
+		tg, tgt = min(nchunks, 1<<16), 1
+	} else {
+		tgt = min(1<<(c-1), 1024, max(dev.Limits().MaxThreadsPerGroup, 1))
+		capG := 1 << 16
+		if cu := dev.Limits().ComputeUnits; cu > 0 {
+			capG = 16 * cu
+		}
+		tg = min(nchunks, capG)
+	}
+	b.Dispatch("ntt_tg", gpu.D1(uint32(tg)), gpu.D1(uint32(tgt)),
+		[]gpu.Arg{gpu.Buf(data.Buffer), gpu.Buf(tw.Buffer), gpu.U32(uint32(total), uint32(c), s)}, uint32(4<<c))
+
+	for st := c; st < logN; {
+		if st+2 <= logN {
+			s = one
+			if st+2 == logN {
+				s = scale
+			}
+			g, tp := shape(dev, total/4)
+			b.Dispatch("ntt_r4", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.Buf(tw.Buffer), gpu.U32(uint32(total/4), uint32(st), s)})
+			st += 2
+		} else {
+			g, tp := shape(dev, total/2)
+			b.Dispatch("ntt_r2", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.Buf(tw.Buffer), gpu.U32(uint32(total/2), uint32(st), scale)})
+			st++
+		}
+	}
+	return b.Err()
+}
+
+// DFTColumns runs EncodeColumns in a batch of its own (one sync).
+func (t *NTT) DFTColumns(data *gpu.Array[uint32], height, width int, inverse bool) error {
+	b := t.dev.Batch()
+	if err := t.EncodeColumns(b, data, height, width, inverse); err != nil {
+		return err
+	}
+	return b.Wait()
+}
+
+// EncodeBitReverse encodes the bit-reversal permutation c'[i] = c[bitrev(i)] of every column
+// (cpuref.BitReverse per column).
+func (t *NTT) EncodeBitReverse(b *gpu.Batch, data *gpu.Array[uint32], height, width int) error {
+	logN, err := log2Exact("BitReverse", height)
+	if err != nil {
+		return err
+	}
+	total := height * width
+	if err := checkArray("BitReverse", data, total); err != nil {
+		return err
+	}
+	if logN == 0 || width <= 0 {
+		return nil
+	}
+	g, tp := shape(t.dev, total)
+	b.Dispatch("ntt_bitrev", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.U32(uint32(total), uint32(logN))})
+	return b.Err()
+}
+
+// BlockSpec places nblocks blocks of 2^LogBlock elements: block b starts at
+// (b >> LogBlocksPerCol)·ColStride + (b mod 2^LogBlocksPerCol)·2^LogBlock.
+type BlockSpec struct {
+	LogBlock        int // ≤ 5
+	NBlocks         int
+	LogBlocksPerCol int
+	ColStride       int
+}
+
+// EncodeBlocks encodes the DFT (or IDFT, with the 2^-l factor) of every block of spec in place;
+// with subsetSum it then applies the subset-sum transform (cpuref.CoeffsToEvals) to each block.
+// IDFT + subset sum over the blocks of a stacked column is the RS message (spec A §5.5 step 1).
+// One thread transforms one block (l ≤ 5: 32 registers).
+func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[uint32], spec BlockSpec, inverse, subsetSum bool) error {
+	l := spec.LogBlock
+	if l < 0 || l > 5 {
+		return fmt.Errorf("kernels: Blocks: log block size %d not in [0, 5]", l)
+	}
+	if spec.NBlocks <= 0 {
+		return nil
+	}
+	if spec.LogBlocksPerCol < 0 || spec.LogBlocksPerCol > 30 {
+		return fmt.Errorf("kernels: Blocks: log blocks per column %d", spec.LogBlocksPerCol)
+	}
+	last := spec.NBlocks - 1
+	end := (last>>spec.LogBlocksPerCol)*spec.ColStride + (last&(1<<spec.LogBlocksPerCol-1))<<l + 1<<l
+	if err := checkArray("Blocks", data, end); err != nil {
+		return err
+	}
+	fwd, inv, err := t.tables(l)
+	if err != nil {
+		return err
+	}
+	tw, scale := fwd, MontOf(field.One)
+	if inverse {
+		tw, scale = inv, MontOf(field.Fp(uint32(1)<<l).Inverse())
+	}
+	ss := uint32(0)
+	if subsetSum {
+		ss = 1
+	}
+	g, tp := shape(t.dev, spec.NBlocks)
+	b.Dispatch("ntt_blocks", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.Buf(tw.Buffer),
+		gpu.U32(uint32(spec.NBlocks), uint32(l), uint32(spec.LogBlocksPerCol), uint32(spec.ColStride), scale, ss)})
+	return b.Err()
+}
+
+// IDFTBlocks applies the IDFT to each consecutive block of 2^logBlock elements of the first n
+// elements of data (cpuref.IDFTBlocks; logBlock ≤ 5), in one batch.
+func (t *NTT) IDFTBlocks(data *gpu.Array[uint32], n, logBlock int) error {
+	if logBlock < 0 || logBlock > 5 || n%(1<<logBlock) != 0 {
+		return fmt.Errorf("kernels: IDFTBlocks: %d elements, log block %d", n, logBlock)
+	}
+	b := t.dev.Batch()
+	if err := t.EncodeBlocks(b, data, BlockSpec{LogBlock: logBlock, NBlocks: n >> logBlock, LogBlocksPerCol: 0, ColStride: 1 << logBlock}, true, false); err != nil {
+		return err
+	}
+	return b.Wait()
+}
+
+// RSEncodeMatrix returns the Reed–Solomon codeword matrix of the column-major stacked matrix q
+// (height rows, width columns; cpuref.RSEncodeMatrix): every column zero-padded to
+// height·2^logBlowup rows, its first height rows turned into the RS message (per block of
+// 2^lSkip: IDFT then subset sum), then DFT of each column. q is in Montgomery form unless
+// canonical is set (then it is converted on the way; q itself is not modified). The result,
+// a new Montgomery array named name, is produced in one batch (one sync).
+func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[uint32], height, width, lSkip, logBlowup int, canonical bool) (*gpu.Array[uint32], error) {
+	logM, err := log2Exact("RSEncodeMatrix", height)
+	if err != nil {
+		return nil, err
+	}
+	if width <= 0 {
+		return nil, fmt.Errorf("kernels: RSEncodeMatrix: width %d", width)
+	}
+	if lSkip < 0 || lSkip > logM || lSkip > 5 {
+		return nil, fmt.Errorf("kernels: RSEncodeMatrix: l_skip %d with height 2^%d (need l_skip ≤ min(5, log height))", lSkip, logM)
+	}
+	if logBlowup < 0 || logM+logBlowup > field.TwoAdicity {
+		return nil, fmt.Errorf("kernels: RSEncodeMatrix: codeword of 2^%d rows", logM+logBlowup)
+	}
+	if err := checkArray("RSEncodeMatrix", q, height*width); err != nil {
+		return nil, err
+	}
+	logN := logM + logBlowup
+	n := 1 << logN
+	if n*width >= maxElems {
+		return nil, fmt.Errorf("kernels: RSEncodeMatrix: %d×%d codeword exceeds 2^31 elements", n, width)
+	}
+	out, err := gpu.AllocArray[uint32](t.dev, name, n*width)
+	if err != nil {
+		return nil, err
+	}
+	b := t.dev.Batch()
+	conv := uint32(0)
+	if canonical {
+		conv = 1
+	}
+	g, tp := shape(t.dev, n*width)
+	b.Dispatch("ntt_pad_columns", g, tp, []gpu.Arg{gpu.Buf(q.Buffer), gpu.Buf(out.Buffer),
+		gpu.U32(uint32(n*width), uint32(logM), uint32(logN), conv)})
+	err = t.EncodeBlocks(b, out, BlockSpec{LogBlock: lSkip, NBlocks: width << (logM - lSkip), LogBlocksPerCol: logM - lSkip, ColStride: n}, true, true)
+	if err == nil {
+		err = t.EncodeColumns(b, out, n, width, false)
+	}
+	if err == nil {
+		err = b.Wait()
+	}
+	if err != nil {
+		out.Free()
+		return nil, err
+	}
+	return out, nil
+}

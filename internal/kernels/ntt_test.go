@@ -1,0 +1,172 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/cpuref"
+	"github.com/metalprove/metalprove/internal/field"
+)
+
+func TestDFTColumnsMatchesCpuref(t *testing.T) {
+	ntt := NewNTT(testDev)
+	defer ntt.Close()
+	r := rand.New(rand.NewPCG(3, 4))
+	cases := []struct{ logH, width int }{
+		{0, 1}, {0, 9}, {1, 1}, {1, 3}, {2, 9}, {3, 2}, {4, 9}, {5, 7}, {10, 3}, {11, 2}, {12, 3}, {13, 2}, {16, 2}, {20, 1},
+	}
+	for _, c := range cases {
+		if testing.Short() && c.logH > 16 {
+			continue
+		}
+		for _, inverse := range []bool{false, true} {
+			t.Run(fmt.Sprintf("2^%dx%d/inv=%v", c.logH, c.width, inverse), func(t *testing.T) {
+				h := 1 << c.logH
+				v := randomFp(r, h*c.width)
+				a := upload(t, v)
+				if n := syncs(t, func() error { return ntt.DFTColumns(a, h, c.width, inverse) }); n != 1 {
+					t.Errorf("%d syncs, want 1", n)
+				}
+				want := append([]field.Fp(nil), v...)
+				var err error
+				if inverse {
+					err = cpuref.IDFTColumns(want, h)
+				} else {
+					err = cpuref.DFTColumns(want, h)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := readBack(t, a)
+				if i := firstDiff(got, want); i >= 0 {
+					t.Fatalf("element %d: got %d, want %d", i, got[i], want[i])
+				}
+			})
+		}
+	}
+}
+
+func TestDFTThenIDFTIsIdentity(t *testing.T) {
+	ntt := NewNTT(testDev)
+	defer ntt.Close()
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, logH := range []int{3, 12, 15} {
+		h, w := 1<<logH, 3
+		v := randomFp(r, h*w)
+		a := upload(t, v)
+		b := testDev.Batch()
+		if err := ntt.EncodeColumns(b, a, h, w, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := ntt.EncodeColumns(b, a, h, w, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if i := firstDiff(readBack(t, a), v); i >= 0 {
+			t.Fatalf("2^%d: element %d differs after DFT+IDFT", logH, i)
+		}
+	}
+}
+
+func TestBitReverse(t *testing.T) {
+	ntt := NewNTT(testDev)
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, logH := range []int{0, 1, 4, 10, 16} {
+		h, w := 1<<logH, 3
+		v := randomFp(r, h*w)
+		a := upload(t, v)
+		b := testDev.Batch()
+		if err := ntt.EncodeBitReverse(b, a, h, w); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		want := append([]field.Fp(nil), v...)
+		for c := 0; c < w; c++ {
+			if err := cpuref.BitReverse(want[c*h : (c+1)*h]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i := firstDiff(readBack(t, a), want); i >= 0 {
+			t.Fatalf("2^%d: element %d", logH, i)
+		}
+	}
+}
+
+func TestIDFTBlocks(t *testing.T) {
+	ntt := NewNTT(testDev)
+	defer ntt.Close()
+	r := rand.New(rand.NewPCG(9, 10))
+	for l := 0; l <= 5; l++ {
+		for _, nb := range []int{1, 9, 1001, 1024, 1025} {
+			n := nb << l
+			v := randomFp(r, n)
+			a := upload(t, v)
+			if k := syncs(t, func() error { return ntt.IDFTBlocks(a, n, l) }); k != 1 {
+				t.Errorf("%d syncs", k)
+			}
+			want := append([]field.Fp(nil), v...)
+			if err := cpuref.IDFTBlocks(want, l); err != nil {
+				t.Fatal(err)
+			}
+			if i := firstDiff(readBack(t, a), want); i >= 0 {
+				t.Fatalf("l=%d blocks=%d: element %d", l, nb, i)
+			}
+		}
+	}
+}
+
+func TestRSEncodeMatrix(t *testing.T) {
+	ntt := NewNTT(testDev)
+	defer ntt.Close()
+	r := rand.New(rand.NewPCG(11, 12))
+	cases := []struct{ logM, width, lSkip, logBlowup int }{
+		{0, 1, 0, 1}, {2, 9, 2, 1}, {4, 3, 4, 2}, {5, 2, 3, 0}, {10, 9, 4, 1}, {12, 5, 5, 2}, {16, 2, 4, 1},
+	}
+	for _, c := range cases {
+		h := 1 << c.logM
+		q := cpuref.NewMatrix(c.width, h)
+		copy(q.Values, randomFp(r, h*c.width))
+		for _, canonical := range []bool{false, true} {
+			var in []uint32
+			if canonical {
+				in = make([]uint32, len(q.Values))
+				for i, x := range q.Values {
+					in[i] = uint32(x)
+				}
+			} else {
+				in = MontSlice(q.Values)
+			}
+			a, err := uploadU32(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out interface{ Free() }
+			n := syncs(t, func() error {
+				o, err := ntt.RSEncodeMatrix("codeword", a, h, c.width, c.lSkip, c.logBlowup, canonical)
+				if err != nil {
+					return err
+				}
+				out = o
+				got := readBack(t, o)
+				want, err := cpuref.RSEncodeMatrix(c.lSkip, c.logBlowup, q)
+				if err != nil {
+					return err
+				}
+				if i := firstDiff(got, want.Values); i >= 0 {
+					return fmt.Errorf("%+v canonical=%v: element %d: got %d want %d", c, canonical, i, got[i], want.Values[i])
+				}
+				return nil
+			})
+			if n != 1 {
+				t.Errorf("%+v: %d syncs, want 1", c, n)
+			}
+			out.Free()
+			a.Free()
+		}
+	}
+}

@@ -1,0 +1,70 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/poseidon2"
+)
+
+// Poseidon2 launches shaders/poseidon2.metal (and is the hasher merkle.go builds trees with):
+// the Poseidon2-BabyBear-16 permutation of internal/poseidon2, on Montgomery lanes. It owns the
+// round-constant buffer (RoundConstants, 157 uints, layout in shaders/include/poseidon2.h),
+// uploaded once by NewPoseidon2.
+type Poseidon2 struct {
+	dev *gpu.Device
+	rc  *gpu.Array[uint32]
+}
+
+// RoundConstants returns the constant buffer of shaders/include/poseidon2.h in Montgomery form:
+// the 4×16 initial full-round constants, the 13 partial-round constants, the 4×16 final
+// full-round constants, the 16 diagonal entries of M_I.
+func RoundConstants() []uint32 {
+	ei, in, ef, diag := poseidon2.Constants()
+	out := make([]uint32, 0, 157)
+	for _, r := range ei {
+		out = append(out, MontSlice(r[:])...)
+	}
+	out = append(out, MontSlice(in[:])...)
+	for _, r := range ef {
+		out = append(out, MontSlice(r[:])...)
+	}
+	return append(out, MontSlice(diag[:])...)
+}
+
+// NewPoseidon2 uploads the round constants to dev.
+func NewPoseidon2(dev *gpu.Device) (*Poseidon2, error) {
+	rc, err := gpu.UploadArray(dev, "poseidon2 round constants", RoundConstants())
+	if err != nil {
+		return nil, err
+	}
+	return &Poseidon2{dev: dev, rc: rc}, nil
+}
+
+// Close frees the constants.
+func (h *Poseidon2) Close() { h.rc.Free() }
+
+// EncodePermute encodes the permutation of n states in place: states[16i .. 16i+16) (Montgomery).
+func (h *Poseidon2) EncodePermute(b *gpu.Batch, states *gpu.Array[uint32], n int) error {
+	if n < 0 {
+		return fmt.Errorf("kernels: Permute: %d states", n)
+	}
+	if err := checkArray("Permute", states, 16*n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	g, t := shape(h.dev, n)
+	b.Dispatch("p2_permute_states", g, t, []gpu.Arg{gpu.Buf(states.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n))})
+	return b.Err()
+}
+
+// Permute permutes n states in place in one batch (one sync).
+func (h *Poseidon2) Permute(states *gpu.Array[uint32], n int) error {
+	b := h.dev.Batch()
+	if err := h.EncodePermute(b, states, n); err != nil {
+		return err
+	}
+	return b.Wait()
+}

@@ -1,0 +1,104 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/cpuref"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/poseidon2"
+)
+
+func TestPermuteMatchesGo(t *testing.T) {
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, n := range []int{1, 9, 1001, 1024, 1025, 1 << 16} {
+		v := randomFp(r, 16*n)
+		if n == 9 { // edge states: all zero, all one, all p−1
+			for i := 0; i < 16; i++ {
+				v[i], v[16+i], v[32+i] = 0, 1, field.Fp(field.P-1)
+			}
+		}
+		a := upload(t, v)
+		if k := syncs(t, func() error { return h.Permute(a, n) }); k != 1 {
+			t.Errorf("%d syncs", k)
+		}
+		got := readBack(t, a)
+		for i := 0; i < n; i++ {
+			var s [16]field.Fp
+			copy(s[:], v[16*i:])
+			poseidon2.Permute(&s)
+			if i := firstDiff(got[16*i:16*i+16], s[:]); i >= 0 {
+				t.Fatalf("n=%d state %d lane %d differs", n, i, i)
+			}
+		}
+	}
+}
+
+func TestMerkleTreeMatchesCpuref(t *testing.T) {
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r := rand.New(rand.NewPCG(15, 16))
+	cases := []struct{ logH, width, k int }{
+		{0, 1, 0}, {1, 1, 1}, {3, 9, 0}, {4, 8, 2}, {4, 16, 4}, {5, 7, 3}, {10, 42, 4}, {11, 1, 1}, {12, 17, 2}, {16, 3, 4},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("2^%dx%d/k=%d", c.logH, c.width, c.k), func(t *testing.T) {
+			m := cpuref.NewMatrix(c.width, 1<<c.logH)
+			copy(m.Values, randomFp(r, len(m.Values)))
+			want, err := cpuref.NewMerkleTree(m, 1<<c.k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := upload(t, m.Values)
+			var tree *MerkleTree
+			if n := syncs(t, func() (err error) {
+				tree, err = h.MerkleTree(a, m.Height, m.Width, c.k)
+				return err
+			}); n != 1 {
+				t.Errorf("%d syncs, want 1", n)
+			}
+			defer tree.Free()
+			root, err := tree.Root()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if root != want.Root() {
+				t.Fatalf("root %v, want %v", root, want.Root())
+			}
+			if tree.Depth() != want.ProofDepth() {
+				t.Fatalf("depth %d, want %d", tree.Depth(), want.ProofDepth())
+			}
+			l0, err := tree.Layer(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range l0 {
+				if l0[i] != want.DigestLayers[0][i] {
+					t.Fatalf("layer 0 digest %d differs", i)
+				}
+			}
+			for _, y := range []int{0, tree.QueryStride() - 1, tree.QueryStride() / 3} {
+				o, err := tree.Open(y)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wo, _ := want.Open(y)
+				if fmt.Sprint(o.Rows) != fmt.Sprint(wo.Rows) || fmt.Sprint(o.Proof) != fmt.Sprint(wo.Proof) {
+					t.Fatalf("opening %d differs", y)
+				}
+				if err := cpuref.VerifyOpening(root, 1<<c.k, c.width, &cpuref.MerkleOpening{Index: o.Index, Rows: o.Rows, Proof: o.Proof}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
