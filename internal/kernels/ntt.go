@@ -19,25 +19,34 @@ import (
 // tw[h + j] = w_{2h}^j), computed on the host and uploaded when a transform larger than the
 // tables is first asked for; they serve every smaller size. An NTT may be shared by goroutines.
 //
-// A column transform of n = 2^L rows runs: ntt_bitrev; ntt_tg for the first min(L, C) stages in
-// threadgroup memory (C = 11 on GPUs: 8 KiB of the 32 KiB limit; C = 11 with one-thread groups on
-// the host device); ntt_r4 for pairs of the remaining stages and ntt_r2 for an odd last one; the
-// 1/n of an inverse is folded into the last dispatch.
+// A column transform of n = 2^L rows runs ntt_pass (Stockham, natural order in and out) once in
+// place when L ≤ 13 (a column fits in the 32 KiB threadgroup array), else twice (L ≤ 22) or four
+// times, each pass a batch of DFTs of ≤ 2^11 points in threadgroup memory, ping-ponging between
+// the data and a scratch buffer of the same size that the NTT keeps (grown on demand, freed by
+// Close). The 1/n of an inverse is folded into the last pass. Host device: one-thread groups.
 type NTT struct {
 	dev *gpu.Device
 
 	mu       sync.Mutex
 	logMax   int
 	fwd, inv *gpu.Array[uint32]
+	scratch  *gpu.Array[uint32]
+	retired  []*gpu.Array[uint32]
 }
 
 // NewNTT returns the NTT launcher of dev; tables are uploaded on first use.
 func NewNTT(dev *gpu.Device) *NTT { return &NTT{dev: dev, logMax: -1} }
 
-// Close frees the twiddle tables.
+// Close frees the twiddle tables and the scratch buffers.
 func (t *NTT) Close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	for _, s := range append(t.retired, t.scratch) {
+		if s != nil {
+			s.Free()
+		}
+	}
+	t.scratch, t.retired = nil, nil
 	if t.fwd != nil {
 		t.fwd.Free()
 		t.inv.Free()
@@ -105,12 +114,68 @@ func log2Exact(op string, n int) (int, error) {
 	return bits.TrailingZeros(uint(n)), nil
 }
 
-// tgLogChunk is the number of stages ntt_tg does (2^11 uints = 8 KiB of threadgroup memory).
-const tgLogChunk = 11
+// maxPassLog is the largest DFT size (log2) of one ntt_pass of a multi-pass transform, so a block
+// of 8 KiB uints still holds T ≥ 4 sub-transforms (runs of 16 bytes).
+var maxPassLog = 11 // a variable for tests (forcing four passes at small sizes)
+
+// tileElems is the threadgroup array of ntt_pass in uints: 32 KiB (Apple's limit), or less where
+// the device allows less.
+func tileElems(dev *gpu.Device) int {
+	t := 8192
+	if m := dev.Limits().MaxThreadgroupMemory; m > 0 {
+		for t > 2 && 4*t > m {
+			t /= 2
+		}
+	}
+	return t
+}
+
+// passPlan returns the DFT sizes (log2) of the ntt_pass dispatches of a transform of 2^logN
+// points: one pass when a whole column fits in the threadgroup array (done in place), else two
+// (≤ 2^22 points) or four passes (even, so the ping-pong ends in the data buffer).
+func passPlan(logN, logTile int) []int {
+	if logN <= logTile {
+		return []int{logN}
+	}
+	np := 2
+	if logN > 2*maxPassLog {
+		np = 4
+	}
+	plan := make([]int, np)
+	for i := range plan {
+		plan[i] = logN / np
+		if i < logN%np {
+			plan[i]++
+		}
+	}
+	return plan
+}
+
+// scratch returns a device buffer of at least n uints for the ping-pong of multi-pass transforms.
+// Batches run in order on the device's one queue, so every transform may use the same buffer; a
+// buffer outgrown is kept (work encoded earlier may still use it) until Close.
+func (t *NTT) scratchOf(n int) (*gpu.Array[uint32], error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.scratch != nil && t.scratch.Len() >= n {
+		return t.scratch, nil
+	}
+	s, err := gpu.AllocArray[uint32](t.dev, "ntt scratch", n)
+	if err != nil {
+		return nil, err
+	}
+	if t.scratch != nil {
+		t.retired = append(t.retired, t.scratch)
+	}
+	t.scratch = s
+	return s, nil
+}
 
 // EncodeColumns encodes the DFT (or, with inverse, the IDFT) of each of the width columns of
 // height rows of the column-major Montgomery matrix data (data[c·height + r]), in place.
-// height must be a power of two ≤ 2^27 and width·height < 2^31.
+// height must be a power of two ≤ 2^27 and width·height < 2^31. Transforms of more than 2^13
+// points (fewer where the threadgroup memory is smaller) use the NTT's scratch buffer of
+// height·width uints.
 func (t *NTT) EncodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width int, inverse bool) error {
 	logN, err := log2Exact("DFTColumns", height)
 	if err != nil {
@@ -138,46 +203,47 @@ func (t *NTT) EncodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width
 	}
 	one := MontOf(field.One)
 	dev := t.dev
-	g, tp := shape(dev, total)
-	b.Dispatch("ntt_bitrev", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.U32(uint32(total), uint32(logN))})
-
-	c := min(logN, tgLogChunk)
-	last := c == logN
-	s := one
-	if last {
-		s = scale
-	}
-	nchunks := total >> c
-	var tg, tgt int
-	if isHost(dev) {
-		tg, tgt = min(nchunks, 1<<16), 1
-	} else {
-		tgt = min(1<<(c-1), 1024, max(dev.Limits().MaxThreadsPerGroup, 1))
-		capG := 1 << 16
-		if cu := dev.Limits().ComputeUnits; cu > 0 {
-			capG = 16 * cu
+	tile := tileElems(dev)
+	plan := passPlan(logN, bits.TrailingZeros(uint(tile)))
+	src, dst := data, data
+	if len(plan) > 1 {
+		if dst, err = t.scratchOf(total); err != nil {
+			return err
 		}
-		tg = min(nchunks, capG)
 	}
-	b.Dispatch("ntt_tg", gpu.D1(uint32(tg)), gpu.D1(uint32(tgt)),
-		[]gpu.Arg{gpu.Buf(data.Buffer), gpu.Buf(tw.Buffer), gpu.U32(uint32(total), uint32(c), s)}, uint32(4<<c))
-
-	for st := c; st < logN; {
-		if st+2 <= logN {
-			s = one
-			if st+2 == logN {
-				s = scale
-			}
-			g, tp := shape(dev, total/4)
-			b.Dispatch("ntt_r4", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.Buf(tw.Buffer), gpu.U32(uint32(total/4), uint32(st), s)})
-			st += 2
+	logNs := 0
+	for i, lr := range plan {
+		lt := min(bits.TrailingZeros(uint(tile))-lr, logN-lr)
+		nblocks := width << (logN - lr - lt)
+		s := one
+		if i == len(plan)-1 {
+			s = scale
+		}
+		var groups, tpg int
+		if isHost(dev) {
+			groups, tpg = min(nblocks, 1<<16), 1
 		} else {
-			g, tp := shape(dev, total/2)
-			b.Dispatch("ntt_r2", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.Buf(tw.Buffer), gpu.U32(uint32(total/2), uint32(st), scale)})
-			st++
+			tpg = min(1<<(lr+lt-1), 512, max(dev.Limits().MaxThreadsPerGroup, 1))
+			groups = min(nblocks, 1<<16)
 		}
+		b.Dispatch("ntt_pass", gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)),
+			[]gpu.Arg{gpu.Buf(src.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(tw.Buffer),
+				gpu.U32(uint32(logN), uint32(lr), uint32(logNs), uint32(lt), uint32(nblocks), s)},
+			uint32(4<<(lr+lt)))
+		logNs += lr
+		src, dst = dst, src
 	}
 	return b.Err()
+}
+
+// Passes returns the number of full read+write passes over the data that EncodeColumns makes
+// for a transform of height rows on dev (for bandwidth accounting).
+func (t *NTT) Passes(height int) int {
+	logN, err := log2Exact("Passes", height)
+	if err != nil || logN == 0 {
+		return 0
+	}
+	return len(passPlan(logN, bits.TrailingZeros(uint(tileElems(t.dev)))))
 }
 
 // DFTColumns runs EncodeColumns in a batch of its own (one sync).

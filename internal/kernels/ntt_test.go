@@ -170,3 +170,42 @@ func TestRSEncodeMatrix(t *testing.T) {
 		}
 	}
 }
+
+func TestDFTColumnsFourPasses(t *testing.T) {
+	old := maxPassLog
+	maxPassLog = 4
+	defer func() { maxPassLog = old }()
+	ntt := NewNTT(testDev)
+	defer ntt.Close()
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, c := range []struct{ logH, width int }{{14, 2}, {16, 3}} {
+		for _, inverse := range []bool{false, true} {
+			h := 1 << c.logH
+			v := randomFp(r, h*c.width)
+			a := upload(t, v)
+			if err := ntt.DFTColumns(a, h, c.width, inverse); err != nil {
+				t.Fatal(err)
+			}
+			want := append([]field.Fp(nil), v...)
+			var err error
+			if inverse {
+				err = cpuref.IDFTColumns(want, h)
+			} else {
+				err = cpuref.DFTColumns(want, h)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadCanonical(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("2^%d×%d inv=%v: element %d: got %d, want %d", c.logH, c.width, inverse, i, got[i], want[i])
+				}
+			}
+			a.Free()
+		}
+	}
+}

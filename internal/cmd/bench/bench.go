@@ -32,7 +32,9 @@ type Options struct {
 	JSON    bool
 	// SizeLog is log2 of the base size (0: 20 on a GPU, 16 on the host device).
 	SizeLog int
-	Runs    int
+	// MerkleLog is log2 of the Merkle bench's rows (0: SizeLog).
+	MerkleLog int
+	Runs      int
 }
 
 // Result is one benchmarked operation.
@@ -73,7 +75,9 @@ Montgomery multiply rate (dependent bb_mul chains over many threads). Each figur
 of --runs runs after one warm-up, one device sync per run included.
 
 Sizes (S = --size-log): NTT 2^S and 2^(S+2) rows × 16 columns, 2^S Poseidon2 permutations,
-Merkle tree over 2^S rows × 42 columns with 2^4 rows per query. The default S is 20 on a GPU and
+Merkle tree over 2^M rows × 42 columns with 2^4 rows per query (M = --merkle-log, default S).
+NTT GB/s counts one read and one write of the matrix per pass the launcher makes (kernels.NTT.Passes),
+so "of copy" is the bandwidth each pass achieves over Batch.Copy's. The default S is 20 on a GPU and
 16 on the host device (a CPU emulating the GPU: full sizes take minutes). On the host device the
 pure-Go reference (internal/cpuref) runs the same operations and the Go/device time ratio is
 printed. Only --kernels is implemented so far.`,
@@ -91,6 +95,7 @@ printed. Only --kernels is implemented so far.`,
 	cmd.Flags().BoolVar(&opts.Kernels, "kernels", false, "benchmark the kernels (required for now)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object instead of a table")
 	cmd.Flags().IntVar(&opts.SizeLog, "size-log", 0, "log2 of the base size (default 20 on a GPU, 16 on the host device)")
+	cmd.Flags().IntVar(&opts.MerkleLog, "merkle-log", 0, "log2 of the rows of the Merkle bench (default: --size-log), e.g. 22")
 	cmd.Flags().IntVar(&opts.Runs, "runs", 5, "timed runs per operation (median reported), after one warm-up")
 	return cmd
 }
@@ -104,6 +109,9 @@ func benchRun(opts *Options) error {
 	}
 	if opts.SizeLog < 0 || opts.SizeLog > 24 {
 		return cmdutil.Usagef("--size-log %d: must be in [1, 24]", opts.SizeLog)
+	}
+	if opts.MerkleLog < 0 || opts.MerkleLog > 24 {
+		return cmdutil.Usagef("--merkle-log %d: must be in [4, 24]", opts.MerkleLog)
 	}
 	kind := gpu.KindAuto
 	if opts.Settings != nil && opts.Settings.Device != "" {
@@ -124,7 +132,14 @@ func benchRun(opts *Options) error {
 		}
 	}
 	b := &bencher{dev: dev, runs: opts.Runs, host: host, rep: Report{Device: dev.Name(), Kind: string(dev.Kind()), SizeLog: s, Runs: opts.Runs}}
-	if err := b.run(s); err != nil {
+	ml := opts.MerkleLog
+	if ml == 0 {
+		ml = s
+	}
+	if ml < 4 {
+		return cmdutil.Usagef("--merkle-log %d: must be in [4, 24]", ml)
+	}
+	if err := b.run(s, ml); err != nil {
 		if cmdutil.ExitCodeFor(err) == cmdutil.ExitDevice {
 			return err
 		}
@@ -188,7 +203,7 @@ func (b *bencher) add(op, size, item string, t time.Duration, items, bytes, muls
 	b.rep.Results = append(b.rep.Results, r)
 }
 
-func (b *bencher) run(s int) error {
+func (b *bencher) run(s, ml int) error {
 	dev := b.dev
 	r := rand.New(rand.NewPCG(1, 2))
 
@@ -264,9 +279,11 @@ func (b *bencher) run(s int) error {
 				return err
 			}
 		}
+		// Bytes: every pass reads and writes the whole matrix once, so GB/s is the bandwidth each
+		// pass achieves and "of copy" compares it with Batch.Copy.
 		elems := float64(h * w)
-		passes := float64(2 + (max(logH-11, 0)+1)/2) // bitrev, ntt_tg, then one pass per r4/r2 stage
-		b.add("ntt dft columns", fmt.Sprintf("2^%d×%d", logH, w), "elem", t, elems, 8*elems*passes, elems/2*float64(logH), goT)
+		passes := ntt.Passes(h)
+		b.add(fmt.Sprintf("ntt dft columns (%d pass)", passes), fmt.Sprintf("2^%d×%d", logH, w), "elem", t, elems, 8*elems*float64(passes), elems/2*float64(logH), goT)
 	}
 
 	// Poseidon2 permutations.
@@ -299,8 +316,8 @@ func (b *bencher) run(s int) error {
 	}
 	b.add("poseidon2 permute", fmt.Sprintf("2^%d", s), "perm", t, float64(np), float64(128*np), float64(mulsPerPerm*np), goT)
 
-	// Merkle tree over 2^s rows × 42 columns, 2^4 rows per query.
-	rows, width, k := 1<<s, 42, 4
+	// Merkle tree over 2^ml rows × 42 columns, 2^4 rows per query.
+	rows, width, k := 1<<ml, 42, 4
 	m := cpuref.NewMatrix(width, rows)
 	copy(m.Values, randomFp(r, len(m.Values)))
 	ma, err := kernels.UploadMont(dev, "bench matrix", m.Values)
@@ -326,7 +343,7 @@ func (b *bencher) run(s int) error {
 	}
 	perms := float64(rows*((width+7)/8) + rows) // row sponges + all compressions (≈ rows)
 	bytes := float64(4*rows*width + 2*32*rows)
-	b.add("merkle tree (k=4)", fmt.Sprintf("2^%d×%d", s, width), "row", t, float64(rows), bytes, perms*mulsPerPerm, goT)
+	b.add("merkle tree (k=4)", fmt.Sprintf("2^%d×%d", ml, width), "row", t, float64(rows), bytes, perms*mulsPerPerm, goT)
 	return nil
 }
 

@@ -690,15 +690,15 @@ kernel void merkle_gather_rows(device const uint* m [[buffer(0)]],
 //
 // Data: a flat buffer of `total` uints holding consecutive transforms ("columns") of n = 2^log_n
 // elements each (a column-major matrix), in Montgomery form, transformed in place.
-// All transforms are in NATURAL order in and out (cpuref.DFT): the launcher runs ntt_bitrev, then
-// ntt_tg for the first log_chunk butterfly stages (inside threadgroup memory, one chunk of
-// 2^log_chunk consecutive elements per group iteration), then ntt_r4 / ntt_r2 for the remaining
-// stages in global memory (radix-2 decimation in time, as cpuref.ntt).
+// All transforms are in NATURAL order in and out (cpuref.DFT): the launcher runs one to four
+// ntt_pass dispatches (Stockham passes, each a batch of DFTs of up to 2^11 points in threadgroup
+// memory), ping-ponging between the data and a scratch buffer; no bit-reversal pass.
 //
 // Twiddles (`tw`, device buffer, Montgomery): tw[h + j] = w_{2h}^j for every power of two h and
 // j < h, with w_{2h} = field.TwoAdicGenerator(log2 2h) (or its inverse for the inverse table);
 // tw[0] is unused. The layout does not depend on n, so one table of 2^L entries serves every
-// transform of size ≤ 2^L. The butterfly of stage h at position j uses tw[h + j].
+// transform of size ≤ 2^L. The butterfly of stage h at position j uses tw[h + j]; ntt_tw_pow reads
+// any power of w_M (M ≤ 2^L) from it.
 //
 // `scale` (Montgomery) multiplies every output of the dispatch when it is not BB_ONE: the
 // launcher passes n^-1 to the last dispatch of an inverse transform.
@@ -743,128 +743,133 @@ kernel void ntt_bitrev(device uint* data [[buffer(0)]],
   }
 }
 
-struct NttTgParams {
-  uint total;      // elements in the buffer (a multiple of 2^log_chunk)
-  uint log_chunk;  // stages done here: h = 1, 2, ..., 2^(log_chunk-1); chunk = 2^log_chunk ≤ 8192
-  uint scale;      // Montgomery factor applied on the way out (BB_ONE: none)
+struct NttPassParams {
+  uint log_n;   // L: transform size n = 2^L; the buffer holds nblocks·T/(n/R) whole columns
+  uint log_r;   // b ≥ 1: this pass does DFTs of size R = 2^b
+  uint log_ns;  // Ns = 2^log_ns: the product of the sizes of the earlier passes (0: first pass)
+  uint log_t;   // T = 2^log_t sub-transforms per block (T ≤ n/R, T·R ≤ the threadgroup array)
+  uint nblocks; // blocks: width · (n/R) / T
+  uint scale;   // Montgomery factor applied on the way out (BB_ONE: none)
 };
 
-// The first log_chunk DIT stages of every chunk of 2^log_chunk consecutive elements (input already
-// bit-reversed), in threadgroup memory `sh` (4 << log_chunk bytes). Groups walk the chunks with a
-// stride of threadgroups_per_grid; every thread of a group runs the same number of iterations, so
-// the barriers are in uniform control flow.
-kernel void ntt_tg(device uint* data [[buffer(0)]],
-                   device const uint* tw [[buffer(1)]],
-                   constant NttTgParams& p [[buffer(2)]],
-                   threadgroup uint* sh [[threadgroup(0)]],
-                   uint tid [[thread_index_in_threadgroup]],
-                   uint group [[threadgroup_position_in_grid]],
-                   uint tpg [[threads_per_threadgroup]],
-                   uint ngroups [[threadgroups_per_grid]]) {
-  uint log_chunk = p.log_chunk;
-  uint chunk = 1u << log_chunk;
-  uint half_chunk = chunk >> 1;
-  uint nchunks = p.total >> log_chunk;
+// w_M^e for M = 2^log_m ≥ 4 and e < M, from two reads of the table (both in small regions, so
+// they stay cached): e = eh·2^s + el; w_M^el = tw[M/2 + el]; w_M^(eh·2^s) = w_{M'}^eh with
+// M' = M/2^s, which is tw[M'/2 + eh] for eh < M'/2 and −tw[eh] otherwise.
+MSL_FN uint ntt_tw_pow(device const uint* tw, uint log_m, uint e) {
+  uint s = (log_m + 1u) >> 1;
+  uint el = e & ((1u << s) - 1u);
+  uint eh = e >> s;
+  uint lo = tw[(1u << (log_m - 1u)) + el];
+  uint hh = 1u << (log_m - s - 1u);
+  uint hi = eh < hh ? tw[hh + eh] : bb_neg(tw[eh]);
+  return bb_mul(lo, hi);
+}
+
+// One pass of a Stockham (self-sorting) radix-R transform, out of place (src ≠ dst, except for a
+// single pass, R = n, which reads a whole column before writing it). With m = n/R, the pass maps
+// each column x of src to y of dst by: for j < m, k = j mod Ns,
+// X = DFT_R(x[j + r·m] · w_{Ns·R}^(r·k), r < R), y[(j / Ns)·Ns·R + k + r·Ns] = X_r. Running passes with R_1, R_2, … (Ns the
+// product of the earlier R) from natural order gives the DFT in natural order, with no
+// bit-reversal pass.
+//
+// A block is T consecutive j of one column: it reads R runs of T consecutive elements, does the T
+// transforms in threadgroup memory `sh` (4·T·R bytes, element (r, t) at sh[r·T + t]; loaded in
+// bit-reversed order of r, then radix-2 DIT stages, three per barrier, with table tw[h + j] = w_2h^j), and writes R runs
+// of T (Ns ≥ T) or one run of T·R (Ns < T) consecutive elements. Groups walk the blocks with a
+// stride of threadgroups_per_grid; the barriers are in uniform control flow.
+kernel void ntt_pass(device const uint* src [[buffer(0)]],
+                     device uint* dst [[buffer(1)]],
+                     device const uint* tw [[buffer(2)]],
+                     constant NttPassParams& p [[buffer(3)]],
+                     threadgroup uint* sh [[threadgroup(0)]],
+                     uint tid [[thread_index_in_threadgroup]],
+                     uint group [[threadgroup_position_in_grid]],
+                     uint tpg [[threads_per_threadgroup]],
+                     uint ngroups [[threadgroups_per_grid]]) {
+  uint log_n = p.log_n;
+  uint log_r = p.log_r;
+  uint log_ns = p.log_ns;
+  uint log_t = p.log_t;
+  uint nblocks = p.nblocks;
   uint scale = p.scale;
-  for (uint c = group; c < nchunks; c += ngroups) {
-    uint base = c << log_chunk;
-    for (uint t = tid; t < chunk; t += tpg) sh[t] = data[base + t];
+  uint log_m = log_n - log_r;          // m = n / R
+  uint log_bpc = log_m - log_t;        // blocks per column
+  uint tmask = (1u << log_t) - 1u;
+  uint size = 1u << (log_r + log_t);   // elements per block
+  uint nsmask = (1u << log_ns) - 1u;
+  uint log_big = log_ns + log_r;       // M = Ns·R: the order of the output twiddles
+  for (uint c = group; c < nblocks; c += ngroups) {
+    uint colbase = (c >> log_bpc) << log_n;
+    uint jb = (c & ((1u << log_bpc) - 1u)) << log_t;
+    uint in0 = colbase + jb;
+    for (uint e = tid; e < size; e += tpg) {
+      uint t = e & tmask;
+      uint r = e >> log_t;
+      uint x = src[in0 + t + (r << log_m)];
+      if (log_ns != 0u) x = bb_mul(x, ntt_tw_pow(tw, log_big, r * ((jb + t) & nsmask)));
+      sh[(ntt_rev_bits(r, log_r) << log_t) + t] = x;
+    }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    for (uint st = 0u; st < log_chunk; st++) {
+    // DIT stages, up to three at a time in registers (one barrier per three stages): a task owns
+    // the 2^kk elements base + m·h (m < 2^kk) of one transform, h = 2^st.
+    for (uint st = 0u; st < log_r; st += 3u) {
+      uint kk = min(3u, log_r - st);
       uint h = 1u << st;
-      for (uint k = tid; k < half_chunk; k += tpg) {
-        uint j = k & (h - 1u);
-        uint i0 = ((k >> st) << (st + 1u)) + j;
-        uint u = sh[i0];
-        uint v = bb_mul(sh[i0 + h], tw[h + j]);
-        sh[i0] = bb_add(u, v);
-        sh[i0 + h] = bb_sub(u, v);
+      uint cnt = 1u << kk;
+      for (uint q = tid; q < (size >> kk); q += tpg) {
+        uint t = q & tmask;
+        uint b = q >> log_t;
+        uint jj = b & (h - 1u);
+        uint base = ((b >> st) << (st + kk)) + jj;
+        uint v[8];
+        for (uint m = 0u; m < 8u; m++) {
+          if (m < cnt) v[m] = sh[((base + m * h) << log_t) + t];
+        }
+        for (uint s2 = 0u; s2 < 3u; s2++) {
+          if (s2 < kk) {
+            uint hs = 1u << s2;
+            uint hh = h << s2;
+            for (uint m = 0u; m < 8u; m++) {
+              if (m < cnt && (m & hs) == 0u) {
+                uint u = v[m];
+                uint w = bb_mul(v[m + hs], tw[hh + jj + (m & (hs - 1u)) * h]);
+                v[m] = bb_add(u, w);
+                v[m + hs] = bb_sub(u, w);
+              }
+            }
+          }
+        }
+        for (uint m = 0u; m < 8u; m++) {
+          if (m < cnt) sh[((base + m * h) << log_t) + t] = v[m];
+        }
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
     }
-    if (scale != BB_ONE) {
-      for (uint t = tid; t < chunk; t += tpg) data[base + t] = bb_mul(sh[t], scale);
+    if (log_ns >= log_t) {
+      // R runs of T: element (r, t) goes to colbase + (j >> log_ns)·Ns·R + k + r·Ns.
+      for (uint e = tid; e < size; e += tpg) {
+        uint t = e & tmask;
+        uint r = e >> log_t;
+        uint j = jb + t;
+        uint k = j & nsmask;
+        uint x = sh[e];
+        if (scale != BB_ONE) x = bb_mul(x, scale);
+        dst[colbase + ((j >> log_ns) << log_big) + k + (r << log_ns)] = x;
+      }
     } else {
-      for (uint t = tid; t < chunk; t += tpg) data[base + t] = sh[t];
+      // One run of T·R: output offset o = a·Ns·R + r·Ns + tl holds (r, t = a·Ns + tl).
+      uint out0 = colbase + (jb << log_r);
+      for (uint o = tid; o < size; o += tpg) {
+        uint a = o >> log_big;
+        uint rem = o & ((1u << log_big) - 1u);
+        uint r = rem >> log_ns;
+        uint tl = rem & nsmask;
+        uint x = sh[(r << log_t) + (a << log_ns) + tl];
+        if (scale != BB_ONE) x = bb_mul(x, scale);
+        dst[out0 + o] = x;
+      }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
-}
-
-struct NttStageParams {
-  uint count;  // butterflies (r2: total/2) or butterfly quads (r4: total/4)
-  uint log_h;  // the stage's half size h = 2^log_h (r4: stages h and 2h)
-  uint scale;  // Montgomery factor applied to the outputs (BB_ONE: none)
-};
-
-// One radix-2 DIT stage with half size h over the whole buffer: for block b of 2h elements and
-// j < h, (x, y) at (b·2h + j, b·2h + j + h) becomes (x + w·y, x − w·y) with w = tw[h + j].
-kernel void ntt_r2(device uint* data [[buffer(0)]],
-                   device const uint* tw [[buffer(1)]],
-                   constant NttStageParams& p [[buffer(2)]],
-                   uint gid [[thread_position_in_grid]],
-                   uint stride [[threads_per_grid]]) {
-  uint count = p.count;
-  uint log_h = p.log_h;
-  uint h = 1u << log_h;
-  uint scale = p.scale;
-  for (uint k = gid; k < count; k += stride) {
-    uint j = k & (h - 1u);
-    uint i0 = ((k >> log_h) << (log_h + 1u)) + j;
-    uint u = data[i0];
-    uint v = bb_mul(data[i0 + h], tw[h + j]);
-    uint a = bb_add(u, v);
-    uint b = bb_sub(u, v);
-    if (scale != BB_ONE) {
-      a = bb_mul(a, scale);
-      b = bb_mul(b, scale);
-    }
-    data[i0] = a;
-    data[i0 + h] = b;
-  }
-}
-
-// Two radix-2 DIT stages (half sizes h and 2h) in one pass: each thread owns the four elements
-// b·4h + j + {0, h, 2h, 3h} (j < h).
-kernel void ntt_r4(device uint* data [[buffer(0)]],
-                   device const uint* tw [[buffer(1)]],
-                   constant NttStageParams& p [[buffer(2)]],
-                   uint gid [[thread_position_in_grid]],
-                   uint stride [[threads_per_grid]]) {
-  uint count = p.count;
-  uint log_h = p.log_h;
-  uint h = 1u << log_h;
-  uint scale = p.scale;
-  for (uint q = gid; q < count; q += stride) {
-    uint j = q & (h - 1u);
-    uint i0 = ((q >> log_h) << (log_h + 2u)) + j;
-    uint x0 = data[i0];
-    uint x1 = data[i0 + h];
-    uint x2 = data[i0 + 2u * h];
-    uint x3 = data[i0 + 3u * h];
-    uint w = tw[h + j];
-    uint t1 = bb_mul(x1, w);
-    uint t3 = bb_mul(x3, w);
-    uint a0 = bb_add(x0, t1);
-    uint a1 = bb_sub(x0, t1);
-    uint a2 = bb_add(x2, t3);
-    uint a3 = bb_sub(x2, t3);
-    uint v2 = bb_mul(a2, tw[2u * h + j]);
-    uint v3 = bb_mul(a3, tw[3u * h + j]);
-    uint y0 = bb_add(a0, v2);
-    uint y2 = bb_sub(a0, v2);
-    uint y1 = bb_add(a1, v3);
-    uint y3 = bb_sub(a1, v3);
-    if (scale != BB_ONE) {
-      y0 = bb_mul(y0, scale);
-      y1 = bb_mul(y1, scale);
-      y2 = bb_mul(y2, scale);
-      y3 = bb_mul(y3, scale);
-    }
-    data[i0] = y0;
-    data[i0 + h] = y1;
-    data[i0 + 2u * h] = y2;
-    data[i0 + 3u * h] = y3;
   }
 }
 
