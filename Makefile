@@ -16,7 +16,7 @@ FUZZTIME_LONG ?= 2m
 TEST_TIMEOUT ?= 10m
 
 .NOTPARALLEL:
-.PHONY: all build test check-generated fmt-check vet unit fuzz-smoke fuzz bench clean check-metal metallib check-msl
+.PHONY: all build test check-generated fmt-check vet unit fuzz-smoke fuzz bench bench-gnark clean check-metal metallib check-msl
 
 all: build
 
@@ -60,6 +60,11 @@ fuzz:
 
 bench:
 	$(GO) test -run='^$$' -bench=. ./...
+
+# Host device and pure Go against gnark-crypto's BabyBear NTT and Poseidon2, in one run (a separate
+# module, so gnark-crypto is no dependency of metalprove).
+bench-gnark:
+	cd internal/kernels/gnarkbench && GNARKBENCH=1 $(GO) test -run Summary -v -timeout 20m .
 
 clean:
 	rm -rf bin
