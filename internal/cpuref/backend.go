@@ -1,0 +1,125 @@
+package cpuref
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/stark/params"
+)
+
+// ErrForeignHandle: a handle made by another backend was passed to the CPU backend.
+var ErrForeignHandle = errors.New("cpuref: handle was not created by the CPU reference backend")
+
+// Backend is the CPU reference implementation of stark.Backend.
+type Backend struct{}
+
+var _ stark.Backend = Backend{}
+
+// Committed is the CPU backend's committed data: the stacked matrix, its codeword and Merkle
+// tree (StackedPCSData) plus the stark-side layout.
+type Committed struct {
+	Data   *StackedPCSData
+	layout *stark.StackedLayout
+}
+
+// Root returns the Merkle root.
+func (c *Committed) Root() stark.Digest { return c.Data.Root() }
+
+// Layout returns the stacked layout.
+func (c *Committed) Layout() *stark.StackedLayout { return c.layout }
+
+// Commit implements stark.Backend: stacked_commit of traces given in trace order.
+func (Backend) Commit(p params.SystemParams, traces []stark.TraceMatrix) (stark.Committed, error) {
+	ms := make([]Matrix, len(traces))
+	for i, t := range traces {
+		ms[i] = Matrix{Values: t.Values, Width: t.Width, Height: t.Height}
+	}
+	return CommitMatrices(p, ms)
+}
+
+// CommitMatrices is Commit for cpuref matrices.
+func CommitMatrices(p params.SystemParams, traces []Matrix) (*Committed, error) {
+	dims, err := traceDims(traces)
+	if err != nil {
+		return nil, err
+	}
+	sd := make([]stark.MatrixDim, len(dims))
+	for i, d := range dims {
+		sd[i] = stark.MatrixDim{Width: d.Width, LogHeight: d.LogHeight}
+	}
+	layout, err := stark.NewStackedLayout(p.LSkip, p.LSkip+p.NStack, sd)
+	if err != nil {
+		return nil, err
+	}
+	_, data, err := StackedCommit(traces, p)
+	if err != nil {
+		return nil, err
+	}
+	if data.Layout.Width != layout.Width {
+		return nil, fmt.Errorf("cpuref: layout width mismatch %d vs %d", data.Layout.Width, layout.Width)
+	}
+	return &Committed{Data: data, layout: layout}, nil
+}
+
+func cpuCommits(commits []stark.Committed) ([]*Committed, error) {
+	out := make([]*Committed, len(commits))
+	for i, c := range commits {
+		cc, ok := c.(*Committed)
+		if !ok || cc == nil {
+			return nil, ErrForeignHandle
+		}
+		out[i] = cc
+	}
+	return out, nil
+}
+
+// hornerBase evaluates Σ_i c_i·x^i for base-field coefficients at an extension point.
+func hornerBase(c []field.Fp, x field.Fp4) field.Fp4 {
+	var acc field.Fp4
+	for i := len(c) - 1; i >= 0; i-- {
+		acc = acc.Mul(x).AddBase(c[i])
+	}
+	return acc
+}
+
+// polyMulAcc adds a·b (coefficient form) to dst (len(dst) ≥ len(a)+len(b)−1).
+func polyMulAcc(dst, a, b []field.Fp4) {
+	for i, x := range a {
+		if x.IsZero() {
+			continue
+		}
+		for j, y := range b {
+			dst[i+j] = dst[i+j].Add(x.Mul(y))
+		}
+	}
+}
+
+// evalsToCoeffsFp4 is the Möbius transform (Mle::from_evaluations) on an extension table.
+func evalsToCoeffsFp4(a []field.Fp4) {
+	for step := 1; step < len(a); step <<= 1 {
+		for i := 0; i < len(a); i += 2 * step {
+			for j := i; j < i+step; j++ {
+				a[j+step] = a[j+step].Sub(a[j])
+			}
+		}
+	}
+}
+
+// dftFp4 is the natural-order DFT of an extension vector, coordinate by coordinate.
+func dftFp4(v []field.Fp4) error {
+	tmp := make([]field.Fp, len(v))
+	for c := 0; c < 4; c++ {
+		for i, e := range v {
+			tmp[i] = e[c]
+		}
+		if err := DFT(tmp); err != nil {
+			return err
+		}
+		for i := range v {
+			v[i][c] = tmp[i]
+		}
+	}
+	return nil
+}

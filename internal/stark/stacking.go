@@ -1,0 +1,232 @@
+package stark
+
+import (
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/transcript"
+)
+
+// Stacked opening reduction (spec B §5, §6.3; OpenVM prover/stacked_reduction.rs,
+// verifier/stacked_reduction.rs).
+
+// stackingClaim is one column claim in the global claim order of spec B §5.2.
+type stackingClaim struct {
+	t, tRot field.Fp4
+	needRot bool
+}
+
+// checkStackingParams rejects parameters this implementation cannot handle.
+func checkStackingParams(p params.SystemParams) error {
+	if p.LSkip < 0 || p.NStack < 0 || p.LSkip+p.NStack > 27 {
+		return fmt.Errorf("%w: l_skip=%d n_stack=%d", ErrOpeningInput, p.LSkip, p.NStack)
+	}
+	return nil
+}
+
+// flattenClaims checks the claims against the layouts and returns them in claim order, per
+// commitment (same indexing as layout.Cols).
+func flattenClaims(p params.SystemParams, layouts []*StackedLayout, claims *OpeningClaims) ([][]stackingClaim, error) {
+	if err := checkStackingParams(p); err != nil {
+		return nil, err
+	}
+	if claims == nil || len(claims.Commits) != len(layouts) || len(layouts) == 0 {
+		return nil, fmt.Errorf("%w: claims for %d commitments expected", ErrOpeningInput, len(layouts))
+	}
+	m := p.LSkip + p.NStack
+	maxN := 0
+	out := make([][]stackingClaim, len(layouts))
+	for c, l := range layouts {
+		if l == nil || l.LSkip != p.LSkip || l.LogHeight != m {
+			return nil, fmt.Errorf("%w: layout %d does not match the parameters", ErrOpeningInput, c)
+		}
+		cc := claims.Commits[c]
+		nm := l.NumMatrices()
+		if len(cc.NeedRot) != nm || len(cc.Values) != nm {
+			return nil, fmt.Errorf("%w: commitment %d: claims for %d matrices expected", ErrOpeningInput, c, nm)
+		}
+		out[c] = make([]stackingClaim, len(l.Cols))
+		for i, sc := range l.Cols {
+			if sc.Mat < 0 || sc.Mat >= nm || sc.Col < 0 || sc.Col >= len(cc.Values[sc.Mat]) ||
+				(cc.NeedRot[sc.Mat] && (sc.Mat >= len(cc.Rot) || sc.Col >= len(cc.Rot[sc.Mat]))) {
+				return nil, fmt.Errorf("%w: commitment %d: no claim for matrix %d column %d", ErrOpeningInput, c, sc.Mat, sc.Col)
+			}
+			if sc.Slice.Col < 0 || sc.Slice.Col >= l.Width || sc.Slice.LogHeight < 0 || sc.Slice.LogHeight > m {
+				return nil, fmt.Errorf("%w: commitment %d: bad slice", ErrOpeningInput, c)
+			}
+			cl := stackingClaim{t: cc.Values[sc.Mat][sc.Col], needRot: cc.NeedRot[sc.Mat]}
+			if cl.needRot {
+				cl.tRot = cc.Rot[sc.Mat][sc.Col]
+			}
+			out[c][i] = cl
+			maxN = max(maxN, sc.Slice.LogHeight-p.LSkip)
+		}
+		for mat, d := range l.Dims {
+			if mat < len(cc.Values) && len(cc.Values[mat]) != d.Width {
+				return nil, fmt.Errorf("%w: commitment %d matrix %d: %d claims for width %d", ErrOpeningInput, c, mat, len(cc.Values[mat]), d.Width)
+			}
+		}
+	}
+	if len(claims.R) < maxN+1 {
+		return nil, fmt.Errorf("%w: point r has %d coordinates, need %d", ErrOpeningInput, len(claims.R), maxN+1)
+	}
+	return out, nil
+}
+
+// batchWeights returns λ^(2k) and [need_rot]·λ^(2k+1) per commitment and column, and the
+// batched claim Σ_k λ^(2k)(t_k + λ·t_k^rot).
+func batchWeights(flat [][]stackingClaim, lambda field.Fp4) (eqW, rotW [][]field.Fp4, claim field.Fp4) {
+	lsq := lambda.Square()
+	pw := field.Fp4One
+	eqW = make([][]field.Fp4, len(flat))
+	rotW = make([][]field.Fp4, len(flat))
+	for c, cols := range flat {
+		eqW[c] = make([]field.Fp4, len(cols))
+		rotW[c] = make([]field.Fp4, len(cols))
+		for i, cl := range cols {
+			eqW[c][i] = pw
+			claim = claim.Add(pw.Mul(cl.t.Add(lambda.Mul(cl.tRot))))
+			if cl.needRot {
+				rotW[c][i] = pw.Mul(lambda)
+			}
+			pw = pw.Mul(lsq)
+		}
+	}
+	return eqW, rotW, claim
+}
+
+// ProveStacking runs the stacked opening reduction prover (spec B §5.4) and returns the proof and
+// the point u = (u_0; u_1..u_{n_stack}).
+func ProveStacking(be Backend, tr *transcript.Transcript, p params.SystemParams, commits []Committed, claims *OpeningClaims) (StackingProof, []field.Fp4, error) {
+	layouts := make([]*StackedLayout, len(commits))
+	for i, c := range commits {
+		layouts[i] = c.Layout()
+	}
+	flat, err := flattenClaims(p, layouts, claims)
+	if err != nil {
+		return StackingProof{}, nil, err
+	}
+	lambda := tr.SampleExt()
+	eqW, rotW, _ := batchWeights(flat, lambda)
+	sp, err := be.NewStackingProver(p, commits, &StackingBatch{R: claims.R, EqWeight: eqW, RotWeight: rotW})
+	if err != nil {
+		return StackingProof{}, nil, err
+	}
+	defer sp.Release()
+	var proof StackingProof
+	if proof.UnivariateRoundCoeffs, err = sp.UnivariateRound(); err != nil {
+		return StackingProof{}, nil, err
+	}
+	for _, c := range proof.UnivariateRoundCoeffs {
+		tr.ObserveExt(c)
+	}
+	u := make([]field.Fp4, p.NStack+1)
+	u[0] = tr.SampleExt()
+	if err := sp.BindUnivariate(u[0]); err != nil {
+		return StackingProof{}, nil, err
+	}
+	proof.SumcheckRoundPolys = make([][2]field.Fp4, p.NStack)
+	for j := 1; j <= p.NStack; j++ {
+		s1, s2, err := sp.Round()
+		if err != nil {
+			return StackingProof{}, nil, err
+		}
+		tr.ObserveExt(s1)
+		tr.ObserveExt(s2)
+		proof.SumcheckRoundPolys[j-1] = [2]field.Fp4{s1, s2}
+		u[j] = tr.SampleExt()
+		if err := sp.Bind(u[j]); err != nil {
+			return StackingProof{}, nil, err
+		}
+	}
+	if proof.StackingOpenings, err = sp.Openings(); err != nil {
+		return StackingProof{}, nil, err
+	}
+	for _, col := range proof.StackingOpenings {
+		for _, v := range col {
+			tr.ObserveExt(v)
+		}
+	}
+	return proof, u, nil
+}
+
+// VerifyStacking is verify_stacked_reduction (spec B §6.3). It returns u = (u_0; u_1..u_{n_stack}).
+func VerifyStacking(tr *transcript.Transcript, p params.SystemParams, layouts []*StackedLayout, claims *OpeningClaims, proof *StackingProof) ([]field.Fp4, error) {
+	flat, err := flattenClaims(p, layouts, claims)
+	if err != nil {
+		return nil, err
+	}
+	n := 1 << p.LSkip
+	if proof == nil || len(proof.UnivariateRoundCoeffs) != 2*(n-1)+1 || len(proof.SumcheckRoundPolys) != p.NStack ||
+		len(proof.StackingOpenings) != len(layouts) {
+		return nil, ErrStackingShape
+	}
+	for c, l := range layouts {
+		if len(proof.StackingOpenings[c]) != l.Width {
+			return nil, fmt.Errorf("%w: commitment %d has %d openings, want %d", ErrStackingShape, c, len(proof.StackingOpenings[c]), l.Width)
+		}
+	}
+	lambda := tr.SampleExt()
+	eqW, rotW, claim := batchWeights(flat, lambda)
+
+	var sum field.Fp4
+	for j := 0; j < len(proof.UnivariateRoundCoeffs); j += n {
+		sum = sum.Add(proof.UnivariateRoundCoeffs[j])
+	}
+	if sum.MulBase(field.Fp(n)) != claim {
+		return nil, ErrStackingUnivariate
+	}
+	for _, c := range proof.UnivariateRoundCoeffs {
+		tr.ObserveExt(c)
+	}
+	u := make([]field.Fp4, p.NStack+1)
+	u[0] = tr.SampleExt()
+	cur := Horner(proof.UnivariateRoundCoeffs, u[0])
+	for j := 1; j <= p.NStack; j++ {
+		s1, s2 := proof.SumcheckRoundPolys[j-1][0], proof.SumcheckRoundPolys[j-1][1]
+		tr.ObserveExt(s1)
+		tr.ObserveExt(s2)
+		u[j] = tr.SampleExt()
+		cur = InterpolateQuadratic12(cur, s1, s2, u[j])
+	}
+
+	r := claims.R
+	var final field.Fp4
+	for c, l := range layouts {
+		coeffs := make([]field.Fp4, l.Width)
+		for i, sc := range l.Cols {
+			s := sc.Slice
+			nn := s.LogHeight - p.LSkip
+			nl := max(nn, 0)
+			b := make([]field.Fp4, 0, p.NStack-nl)
+			for j := p.LSkip + nl; j < p.LSkip+p.NStack; j++ {
+				b = append(b, field.Lift(field.Fp((s.Row>>j)&1)))
+			}
+			eqm := EqMLE(u[nl+1:], b)
+			ind := InUni(p.LSkip, nn, u[0])
+			lp, rs := p.LSkip, r[:nl+1]
+			if nn < 0 {
+				lp, rs = p.LSkip+nn, []field.Fp4{ExpPow2(r[0], -nn)}
+			}
+			batched := eqW[c][i].Mul(EqPrism(lp, u[:nl+1], rs))
+			if flat[c][i].needRot {
+				batched = batched.Add(rotW[c][i].Mul(RotKernelPrism(lp, u[:nl+1], rs)))
+			}
+			coeffs[s.Col] = coeffs[s.Col].Add(eqm.Mul(batched).Mul(ind))
+		}
+		for m, q := range proof.StackingOpenings[c] {
+			tr.ObserveExt(q)
+			final = final.Add(coeffs[m].Mul(q))
+		}
+	}
+	if final != cur {
+		return nil, ErrStackingSumcheck
+	}
+	return u, nil
+}
+
+// InterpolateQuadratic12 evaluates at x the quadratic s with s(0) = claim − s(1), s(1), s(2).
+func InterpolateQuadratic12(claim, s1, s2, x field.Fp4) field.Fp4 {
+	return InterpolateQuadratic012(claim.Sub(s1), s1, s2, x)
+}

@@ -1,0 +1,380 @@
+package stark
+
+import (
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/poseidon2"
+	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/transcript"
+)
+
+// WHIR opening proof (spec A §6; OpenVM prover/whir.rs::prove_whir_opening,
+// verifier/whir.rs::verify_whir).
+
+// checkWhirParams rejects parameter sets the protocol does not support (R = 0, too many
+// sumcheck rounds, query index widths beyond sample_bits).
+func checkWhirParams(p params.SystemParams) error {
+	m := p.LSkip + p.NStack
+	k, rounds := p.Whir.K, len(p.Whir.Rounds)
+	if p.LSkip < 0 || p.NStack < 0 || p.LogBlowup < 0 || m+p.LogBlowup > field.TwoAdicity {
+		return fmt.Errorf("%w: l_skip=%d n_stack=%d log_blowup=%d", ErrOpeningInput, p.LSkip, p.NStack, p.LogBlowup)
+	}
+	if k < 1 || rounds < 1 || k*rounds > m || m+p.LogBlowup-k < 0 {
+		return fmt.Errorf("%w: WHIR k=%d with %d rounds for m=%d", ErrOpeningInput, k, rounds, m)
+	}
+	for _, b := range []int{p.Whir.MuPowBits, p.Whir.FoldingPowBits, p.Whir.QueryPhasePowBits} {
+		if b < 0 || b > transcript.MaxBits {
+			return fmt.Errorf("%w: PoW bits %d", ErrOpeningInput, b)
+		}
+	}
+	for _, rc := range p.Whir.Rounds {
+		if rc.NumQueries < 0 {
+			return fmt.Errorf("%w: negative query count", ErrOpeningInput)
+		}
+	}
+	return nil
+}
+
+// ProveWhir runs the WHIR prover (spec A §6.3) for the stacked columns of commits (commitment
+// list order) at uCube = (u_0, u_0^2, …, u_0^(2^(l_skip−1)), u_1, …). The transcript must already
+// have observed the stacking openings.
+func ProveWhir(be Backend, tr *transcript.Transcript, p params.SystemParams, commits []Committed, uCube []field.Fp4) (WhirProof, error) {
+	if err := checkWhirParams(p); err != nil {
+		return WhirProof{}, err
+	}
+	m := p.LSkip + p.NStack
+	if len(commits) == 0 || len(uCube) != m {
+		return WhirProof{}, fmt.Errorf("%w: %d commitments, point of length %d (want %d)", ErrOpeningInput, len(commits), len(uCube), m)
+	}
+	k, R := p.Whir.K, len(p.Whir.Rounds)
+	var proof WhirProof
+	proof.MuPowWitness = tr.Grind(p.Whir.MuPowBits)
+	mu := tr.SampleExt()
+	wp, err := be.NewWhirProver(p, commits, mu, uCube)
+	if err != nil {
+		return WhirProof{}, err
+	}
+	defer wp.Release()
+
+	proof.InitialRoundOpenedRows = make([][][][]field.Fp, len(commits))
+	proof.InitialRoundMerkleProofs = make([][][]Digest, len(commits))
+	lrs := m + p.LogBlowup
+	mr := m
+	for r, rc := range p.Whir.Rounds {
+		last := r == R-1
+		for range k {
+			s1, s2, err := wp.SumcheckRound()
+			if err != nil {
+				return WhirProof{}, err
+			}
+			tr.ObserveExt(s1)
+			tr.ObserveExt(s2)
+			proof.WhirSumcheckPolys = append(proof.WhirSumcheckPolys, [2]field.Fp4{s1, s2})
+			proof.FoldingPowWitnesses = append(proof.FoldingPowWitnesses, tr.Grind(p.Whir.FoldingPowBits))
+			if err := wp.Fold(tr.SampleExt()); err != nil {
+				return WhirProof{}, err
+			}
+		}
+		var z0 field.Fp4
+		if !last {
+			root, err := wp.CommitFolded(lrs - 1)
+			if err != nil {
+				return WhirProof{}, err
+			}
+			tr.ObserveDigest(root)
+			proof.CodewordCommits = append(proof.CodewordCommits, root)
+			z0 = tr.SampleExt()
+			y0, err := wp.EvalFolded(z0)
+			if err != nil {
+				return WhirProof{}, err
+			}
+			tr.ObserveExt(y0)
+			proof.OODValues = append(proof.OODValues, y0)
+		} else {
+			fp, err := wp.FinalPoly()
+			if err != nil {
+				return WhirProof{}, err
+			}
+			for _, c := range fp {
+				tr.ObserveExt(c)
+			}
+			proof.FinalPoly = fp
+		}
+		proof.QueryPhasePowWitnesses = append(proof.QueryPhasePowWitnesses, tr.Grind(p.Whir.QueryPhasePowBits))
+		qbits := lrs - k
+		idx := make([]int, rc.NumQueries)
+		for q := range idx {
+			idx[q] = int(tr.SampleBits(qbits))
+		}
+		if r > 0 {
+			proof.CodewordOpenedValues = append(proof.CodewordOpenedValues, make([][]field.Fp4, 0, len(idx)))
+			proof.CodewordMerkleProofs = append(proof.CodewordMerkleProofs, make([][]Digest, 0, len(idx)))
+		}
+		for _, y := range idx {
+			if r == 0 {
+				rows, proofs, err := wp.OpenInitial(y)
+				if err != nil {
+					return WhirProof{}, err
+				}
+				if len(rows) != len(commits) || len(proofs) != len(commits) {
+					return WhirProof{}, fmt.Errorf("%w: backend opened %d commitments", ErrOpeningInput, len(rows))
+				}
+				for c := range commits {
+					proof.InitialRoundOpenedRows[c] = append(proof.InitialRoundOpenedRows[c], rows[c])
+					proof.InitialRoundMerkleProofs[c] = append(proof.InitialRoundMerkleProofs[c], proofs[c])
+				}
+			} else {
+				vals, mp, err := wp.OpenCodeword(r-1, y)
+				if err != nil {
+					return WhirProof{}, err
+				}
+				proof.CodewordOpenedValues[r-1] = append(proof.CodewordOpenedValues[r-1], vals)
+				proof.CodewordMerkleProofs[r-1] = append(proof.CodewordMerkleProofs[r-1], mp)
+			}
+		}
+		gamma := tr.SampleExt()
+		if !last {
+			omega := field.TwoAdicGenerator(qbits)
+			coefs := make([]field.Fp4, 0, len(idx)+1)
+			points := make([]field.Fp4, 0, len(idx)+1)
+			coefs = append(coefs, gamma)
+			points = append(points, z0)
+			gp := gamma
+			for _, y := range idx {
+				gp = gp.Mul(gamma)
+				coefs = append(coefs, gp)
+				points = append(points, field.Lift(omega.Exp(uint64(y))))
+			}
+			if err := wp.AccumulateWeight(coefs, points); err != nil {
+				return WhirProof{}, err
+			}
+		}
+		mr -= k
+		lrs--
+	}
+	_ = mr
+	return proof, nil
+}
+
+// checkWhirShape is the WHIR part of verify_proof_shape (spec A §7.9), so that the verifier
+// never indexes out of range.
+func checkWhirShape(p params.SystemParams, widths []int, proof *WhirProof) error {
+	m := p.LSkip + p.NStack
+	k, R := p.Whir.K, len(p.Whir.Rounds)
+	C := len(widths)
+	bad := func(what string) error { return fmt.Errorf("%w: %s", ErrWhirShape, what) }
+	if proof == nil {
+		return bad("no proof")
+	}
+	if len(proof.WhirSumcheckPolys) != R*k || len(proof.FoldingPowWitnesses) != R*k {
+		return bad("sumcheck rounds")
+	}
+	if len(proof.CodewordCommits) != R-1 || len(proof.OODValues) != R-1 || len(proof.CodewordOpenedValues) != R-1 ||
+		len(proof.CodewordMerkleProofs) != R-1 {
+		return bad("codeword rounds")
+	}
+	if len(proof.QueryPhasePowWitnesses) != R {
+		return bad("query-phase witnesses")
+	}
+	if len(proof.InitialRoundOpenedRows) != C || len(proof.InitialRoundMerkleProofs) != C {
+		return bad("initial commitments")
+	}
+	if len(proof.FinalPoly) != 1<<(m-R*k) {
+		return bad("final polynomial length")
+	}
+	g := 1 << k
+	depth0 := m + p.LogBlowup - k
+	nq0 := p.Whir.Rounds[0].NumQueries
+	for c := range C {
+		if len(proof.InitialRoundOpenedRows[c]) != nq0 || len(proof.InitialRoundMerkleProofs[c]) != nq0 {
+			return bad("initial query count")
+		}
+		for q := range nq0 {
+			rows := proof.InitialRoundOpenedRows[c][q]
+			if len(rows) != g || len(proof.InitialRoundMerkleProofs[c][q]) != depth0 {
+				return bad("initial opening")
+			}
+			for _, row := range rows {
+				if len(row) != widths[c] {
+					return bad("initial row width")
+				}
+			}
+		}
+	}
+	for r := 1; r < R; r++ {
+		nq := p.Whir.Rounds[r].NumQueries
+		if len(proof.CodewordOpenedValues[r-1]) != nq || len(proof.CodewordMerkleProofs[r-1]) != nq {
+			return bad("codeword query count")
+		}
+		for q := range nq {
+			if len(proof.CodewordOpenedValues[r-1][q]) != g || len(proof.CodewordMerkleProofs[r-1][q]) != depth0-r {
+				return bad("codeword opening")
+			}
+		}
+	}
+	return nil
+}
+
+// merkleRoot recomputes a Merkle root from the opened group rows and the sibling path.
+func merkleRoot(rows [][]field.Fp, idx int, path []Digest) Digest {
+	h := make([]Digest, len(rows))
+	for i, r := range rows {
+		h[i] = poseidon2.HashSlice(r)
+	}
+	cur := poseidon2.TreeCompress(h)
+	for _, s := range path {
+		if idx&1 == 0 {
+			cur = poseidon2.Compress(cur, s)
+		} else {
+			cur = poseidon2.Compress(s, cur)
+		}
+		idx >>= 1
+	}
+	return cur
+}
+
+// VerifyWhir is verify_whir (spec A §6.4): roots and openings are in commitment-list order
+// (openings[c][col] = stacking opening of stacked column col of commitment c), uCube has length
+// l_skip + n_stack. The transcript must already have observed the stacking openings.
+func VerifyWhir(tr *transcript.Transcript, p params.SystemParams, roots []Digest, openings [][]field.Fp4, uCube []field.Fp4, proof *WhirProof) error {
+	if err := checkWhirParams(p); err != nil {
+		return err
+	}
+	m := p.LSkip + p.NStack
+	if len(roots) == 0 || len(roots) != len(openings) || len(uCube) != m {
+		return fmt.Errorf("%w: %d roots, %d opening lists, point of length %d", ErrOpeningInput, len(roots), len(openings), len(uCube))
+	}
+	widths := make([]int, len(openings))
+	total := 0
+	for c, o := range openings {
+		widths[c] = len(o)
+		total += len(o)
+	}
+	if err := checkWhirShape(p, widths, proof); err != nil {
+		return err
+	}
+	k, R := p.Whir.K, len(p.Whir.Rounds)
+	if !tr.CheckWitness(p.Whir.MuPowBits, proof.MuPowWitness) {
+		return ErrWhirMuPow
+	}
+	mu := tr.SampleExt()
+	muPows := field.PowersFp4(mu, total)
+	var claim field.Fp4
+	i := 0
+	for _, o := range openings {
+		for _, v := range o {
+			claim = claim.Add(muPows[i].Mul(v))
+			i++
+		}
+	}
+	lrs := m + p.LogBlowup
+	alphas := make([]field.Fp4, 0, R*k)
+	z0s := make([]field.Fp4, 0, R)
+	zs := make([][]field.Fp, 0, R)
+	gammas := make([]field.Fp4, 0, R)
+	g := 1 << k
+	for r, rc := range p.Whir.Rounds {
+		last := r == R-1
+		alphasR := make([]field.Fp4, 0, k)
+		for j := range k {
+			s := r*k + j
+			e1, e2 := proof.WhirSumcheckPolys[s][0], proof.WhirSumcheckPolys[s][1]
+			tr.ObserveExt(e1)
+			tr.ObserveExt(e2)
+			if !tr.CheckWitness(p.Whir.FoldingPowBits, proof.FoldingPowWitnesses[s]) {
+				return fmt.Errorf("%w (sumcheck round %d)", ErrWhirFoldingPow, s)
+			}
+			alpha := tr.SampleExt()
+			alphasR = append(alphasR, alpha)
+			claim = InterpolateQuadratic12(claim, e1, e2, alpha)
+		}
+		var y0 *field.Fp4
+		if last {
+			for _, c := range proof.FinalPoly {
+				tr.ObserveExt(c)
+			}
+		} else {
+			tr.ObserveDigest(proof.CodewordCommits[r])
+			z0s = append(z0s, tr.SampleExt())
+			v := proof.OODValues[r]
+			tr.ObserveExt(v)
+			y0 = &v
+		}
+		if !tr.CheckWitness(p.Whir.QueryPhasePowBits, proof.QueryPhasePowWitnesses[r]) {
+			return fmt.Errorf("%w (round %d)", ErrWhirQueryPow, r)
+		}
+		omega := field.TwoAdicGenerator(lrs)
+		zsR := make([]field.Fp, 0, rc.NumQueries)
+		ysR := make([]field.Fp4, 0, rc.NumQueries)
+		for q := range rc.NumQueries {
+			y := int(tr.SampleBits(lrs - k))
+			x := omega.Exp(uint64(y))
+			var vals []field.Fp4
+			if r == 0 {
+				vals = make([]field.Fp4, g)
+				col := 0
+				for c, root := range roots {
+					rows := proof.InitialRoundOpenedRows[c][q]
+					if merkleRoot(rows, y, proof.InitialRoundMerkleProofs[c][q]) != root {
+						return fmt.Errorf("%w (round 0, commitment %d, query %d)", ErrWhirQuery, c, q)
+					}
+					for cc := 0; cc < widths[c]; cc++ {
+						for t := range g {
+							vals[t] = vals[t].Add(muPows[col].MulBase(rows[t][cc]))
+						}
+						col++
+					}
+				}
+			} else {
+				vals = append([]field.Fp4(nil), proof.CodewordOpenedValues[r-1][q]...)
+				rows := make([][]field.Fp, g)
+				for t, v := range vals {
+					rows[t] = v[:]
+				}
+				if merkleRoot(rows, y, proof.CodewordMerkleProofs[r-1][q]) != proof.CodewordCommits[r-1] {
+					return fmt.Errorf("%w (round %d, query %d)", ErrWhirQuery, r, q)
+				}
+			}
+			zsR = append(zsR, x.Exp(uint64(g)))
+			ysR = append(ysR, BinaryKFold(vals, alphasR, x))
+		}
+		gamma := tr.SampleExt()
+		if y0 != nil {
+			claim = claim.Add(y0.Mul(gamma))
+		}
+		gp := gamma
+		for _, yv := range ysR {
+			gp = gp.Mul(gamma)
+			claim = claim.Add(yv.Mul(gp))
+		}
+		gammas = append(gammas, gamma)
+		zs = append(zs, zsR)
+		alphas = append(alphas, alphasR...)
+		lrs--
+	}
+
+	t := k * R
+	acc := MobiusEqMLE(uCube[:t], alphas[:t]).Mul(EvalMLEEvals(proof.FinalPoly, uCube[t:]))
+	j := k
+	for i := range R {
+		aslc := alphas[j:t]
+		n := t - j + 1
+		gamma := gammas[i]
+		if i != R-1 {
+			zp := PowersOf2(z0s[i], n)
+			acc = acc.Add(gamma.Mul(EqMLE(aslc, zp[:n-1])).Mul(Horner(proof.FinalPoly, zp[n-1])))
+		}
+		gp := gamma
+		for _, z := range zs[i] {
+			gp = gp.Mul(gamma)
+			zp := PowersOf2(field.Lift(z), n)
+			acc = acc.Add(gp.Mul(EqMLE(aslc, zp[:n-1])).Mul(Horner(proof.FinalPoly, zp[n-1])))
+		}
+		j += k
+	}
+	if acc != claim {
+		return ErrWhirFinal
+	}
+	return nil
+}
