@@ -1,0 +1,52 @@
+package stark
+
+import (
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/field"
+)
+
+// AirInput is one present AIR's proving input: its verifying key and its trace parts. Stages
+// after the preamble receive the present AIRs in trace order (common-main height descending,
+// ties by AIR index ascending; spec A §3.7, B §3.1).
+type AirInput struct {
+	// AirIndex is the AIR's position in the verifying key.
+	AirIndex int
+	VK       *air.VerifyingKey
+	// Common is the common main trace; its height is the trace height (a power of two).
+	Common TraceMatrix
+	// Preprocessed is nil when the AIR has no preprocessed trace.
+	Preprocessed *TraceMatrix
+	// Cached are the cached main traces, in part order.
+	Cached []TraceMatrix
+	Public []field.Fp
+}
+
+// LogHeight is log2 of the trace height.
+func (a *AirInput) LogHeight() int {
+	n := 0
+	for 1<<n < a.Common.Height {
+		n++
+	}
+	return n
+}
+
+// TraceShape is what the verifier knows of one present AIR, in trace order.
+type TraceShape struct {
+	AirIndex  int
+	VK        *air.VerifyingKey
+	LogHeight int
+	Public    []field.Fp
+}
+
+// GkrOutcome hands the LogUp-GKR stage's results to the batch constraint sumcheck (spec B §3.6).
+type GkrOutcome struct {
+	// Alpha and Beta are the LogUp challenges (sampled even without interactions).
+	Alpha, Beta field.Fp4
+	// NLogup is the number of GKR variables beyond l_skip (0 without interactions).
+	NLogup int
+	// Xi is the full point, extended by sampling to l_skip + max(n_max, n_logup) coordinates.
+	Xi []field.Fp4
+	// PClaim and QClaim are p̂_L(ξ) and q̂_L(ξ) (zero and α's contribution as the spec defines
+	// them when there are no interactions).
+	PClaim, QClaim field.Fp4
+}
