@@ -1,7 +1,7 @@
 // Package keccakf is the Keccak-f[1600] example of metalprove: the column layout, trace
 // generation and independent checks for Plonky3's p3-keccak-air 0.4.3 AIR (2633 columns, 24 rows
-// per permutation), as described in the project spec keccak-air.md. The constraint system lives
-// elsewhere (internal/air).
+// per permutation), as described in the project spec keccak-air.md, and the AIR itself: its
+// constraints are written with the internal/air builder in air.go.
 package keccakf
 
 // Group is one field of Plonky3's #[repr(C)] KeccakCols struct: a block of consecutive columns

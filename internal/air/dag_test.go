@@ -1,4 +1,4 @@
-package air
+package air_test
 
 import (
 	"math/rand/v2"
@@ -6,28 +6,30 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/field"
 )
 
 // Shorthands for hand-written golden node lists.
-func nv(e Entry, part, off, idx int) Node {
-	return Node{Op: OpVariable, Var: Var{Entry: e, PartIndex: part, Offset: off, Index: idx}}
+func nv(e air.Entry, part, off, idx int) air.Node {
+	return air.Node{Op: air.OpVariable, Var: air.Var{Entry: e, PartIndex: part, Offset: off, Index: idx}}
 }
-func nm(off, idx int) Node   { return nv(EntryMain, 0, off, idx) }
-func np(idx int) Node        { return nv(EntryPublic, 0, 0, idx) }
-func nc(c uint32) Node       { return Node{Op: OpConstant, C: field.Fp(c)} }
-func nAdd(l, r, dm int) Node { return Node{Op: OpAdd, L: l, R: r, Degree: dm} }
-func nSub(l, r, dm int) Node { return Node{Op: OpSub, L: l, R: r, Degree: dm} }
-func nMul(l, r, dm int) Node { return Node{Op: OpMul, L: l, R: r, Degree: dm} }
-func nNeg(c, dm int) Node    { return Node{Op: OpNeg, L: c, Degree: dm} }
-func nSel(o Op) Node         { return Node{Op: o} }
-func dagOf(a Air, t *testing.T) *DAG {
+func nm(off, idx int) air.Node   { return nv(air.EntryMain, 0, off, idx) }
+func np(idx int) air.Node        { return nv(air.EntryPublic, 0, 0, idx) }
+func nc(c uint32) air.Node       { return air.Node{Op: air.OpConstant, C: field.Fp(c)} }
+func nAdd(l, r, dm int) air.Node { return air.Node{Op: air.OpAdd, L: l, R: r, Degree: dm} }
+func nSub(l, r, dm int) air.Node { return air.Node{Op: air.OpSub, L: l, R: r, Degree: dm} }
+func nMul(l, r, dm int) air.Node { return air.Node{Op: air.OpMul, L: l, R: r, Degree: dm} }
+func nNeg(c, dm int) air.Node    { return air.Node{Op: air.OpNeg, L: c, Degree: dm} }
+func nSel(o air.Op) air.Node     { return air.Node{Op: o} }
+func dagOf(a air.Air, t *testing.T) *air.DAG {
 	sc := symbolic(t, a)
-	d, _ := BuildDAG(sc.Constraints, sc.Interactions)
+	d, _ := air.BuildDAG(sc.Constraints, sc.Interactions)
 	return d
 }
 
-func checkNodes(t *testing.T, name string, got, want []Node) {
+func checkNodes(t *testing.T, name string, got, want []air.Node) {
 	t.Helper()
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%s: nodes\n got  %v\n want %v", name, got, want)
@@ -35,13 +37,13 @@ func checkNodes(t *testing.T, name string, got, want []Node) {
 }
 
 func TestDAGFibonacciGolden(t *testing.T) {
-	d := dagOf(FibonacciAir{}, t)
-	want := []Node{
-		nSel(OpIsFirstRow), nm(0, 0), np(0), nSub(1, 2, 1), nMul(0, 3, 2), // 0..4
+	d := dagOf(testair.FibonacciAir{}, t)
+	want := []air.Node{
+		nSel(air.OpIsFirstRow), nm(0, 0), np(0), nSub(1, 2, 1), nMul(0, 3, 2), // 0..4
 		nm(0, 1), np(1), nSub(5, 6, 1), nMul(0, 7, 2), // 5..8
-		nSel(OpIsTransition), nm(1, 0), nSub(5, 10, 1), nMul(9, 11, 2), // 9..12
+		nSel(air.OpIsTransition), nm(1, 0), nSub(5, 10, 1), nMul(9, 11, 2), // 9..12
 		nAdd(1, 5, 1), nm(1, 1), nSub(13, 14, 1), nMul(9, 15, 2), // 13..16
-		nSel(OpIsLastRow), np(2), nSub(5, 18, 1), nMul(17, 19, 2), // 17..20
+		nSel(air.OpIsLastRow), np(2), nSub(5, 18, 1), nMul(17, 19, 2), // 17..20
 	}
 	checkNodes(t, "fib", d.Nodes, want)
 	if !slices.Equal(d.ConstraintIdx, []int{4, 8, 12, 16, 20}) || len(d.Interactions) != 0 {
@@ -53,20 +55,20 @@ func TestDAGFibonacciGolden(t *testing.T) {
 }
 
 func TestDAGFibSelectorLookupGolden(t *testing.T) {
-	d := dagOf(FibonacciSelectorAir{Sels: AlternatingSels(4), Lookup: true}, t)
-	pre := nv(EntryPreprocessed, 0, 0, 0)
-	want := []Node{
-		nSel(OpIsFirstRow), nm(0, 0), np(0), nSub(1, 2, 1), nMul(0, 3, 2), // 0..4
+	d := dagOf(testair.FibonacciSelectorAir{Sels: testair.AlternatingSels(4), Lookup: true}, t)
+	pre := nv(air.EntryPreprocessed, 0, 0, 0)
+	want := []air.Node{
+		nSel(air.OpIsFirstRow), nm(0, 0), np(0), nSub(1, 2, 1), nMul(0, 3, 2), // 0..4
 		nm(0, 1), np(1), nSub(5, 6, 1), nMul(0, 7, 2), // 5..8
 		// IsTransition·(sel·(right − next.left))
-		nSel(OpIsTransition), pre, nm(1, 0), nSub(5, 11, 1), nMul(10, 12, 2), nMul(9, 13, 3), // 9..14
+		nSel(air.OpIsTransition), pre, nm(1, 0), nSub(5, 11, 1), nMul(10, 12, 2), nMul(9, 13, 3), // 9..14
 		// IsTransition·((sel − 1)·(left − next.left))
 		nc(1), nSub(10, 15, 1), nSub(1, 11, 1), nMul(16, 17, 2), nMul(9, 18, 3), // 15..19
 		// IsTransition·(sel·((left+right) − next.right))
 		nAdd(1, 5, 1), nm(1, 1), nSub(20, 21, 1), nMul(10, 22, 2), nMul(9, 23, 3), // 20..24
 		// IsTransition·((sel − 1)·(right − next.right))
 		nSub(5, 21, 1), nMul(16, 25, 2), nMul(9, 26, 3), // 25..27
-		nSel(OpIsLastRow), np(2), nSub(5, 29, 1), nMul(28, 30, 2), // 28..31
+		nSel(air.OpIsLastRow), np(2), nSub(5, 29, 1), nMul(28, 30, 2), // 28..31
 		// interaction: message [left+right] = node 20, count Neg(sel)
 		nNeg(10, 1), // 32
 	}
@@ -74,31 +76,31 @@ func TestDAGFibSelectorLookupGolden(t *testing.T) {
 	if !slices.Equal(d.ConstraintIdx, []int{4, 8, 14, 19, 24, 27, 31}) {
 		t.Errorf("constraint_idx %v", d.ConstraintIdx)
 	}
-	wantIt := []DAGInteraction{{Message: []int{20}, Count: 32, Bus: 0, CountWeight: 0}}
+	wantIt := []air.DAGInteraction{{Message: []int{20}, Count: 32, Bus: 0, CountWeight: 0}}
 	if !reflect.DeepEqual(d.Interactions, wantIt) {
 		t.Errorf("interactions %+v", d.Interactions)
 	}
 }
 
 func TestDAGDummyReceiveGolden(t *testing.T) {
-	d := dagOf(DummyInteractionAir{FieldWidth: 2, Bus: 7, CountWeight: 3}, t)
-	want := []Node{nm(0, 1), nm(0, 2), nc(field.P - 1), nm(0, 0), nMul(2, 3, 1)}
+	d := dagOf(testair.DummyInteractionAir{FieldWidth: 2, Bus: 7, CountWeight: 3}, t)
+	want := []air.Node{nm(0, 1), nm(0, 2), nc(field.P - 1), nm(0, 0), nMul(2, 3, 1)}
 	checkNodes(t, "dummy receive", d.Nodes, want)
-	wantIt := []DAGInteraction{{Message: []int{0, 1}, Count: 4, Bus: 7, CountWeight: 3}}
+	wantIt := []air.DAGInteraction{{Message: []int{0, 1}, Count: 4, Bus: 7, CountWeight: 3}}
 	if !reflect.DeepEqual(d.Interactions, wantIt) || len(d.ConstraintIdx) != 0 || d.ConstraintIdx == nil {
 		t.Errorf("interactions %+v constraint_idx %#v", d.Interactions, d.ConstraintIdx)
 	}
 	// partitioned send: count is common main (part 1), fields are cached part 0.
-	d = dagOf(DummyInteractionAir{FieldWidth: 1, IsSend: true, Bus: 1, Partition: true}, t)
-	checkNodes(t, "dummy send partitioned", d.Nodes, []Node{nv(EntryMain, 0, 0, 0), nv(EntryMain, 1, 0, 0)})
-	if !reflect.DeepEqual(d.Interactions, []DAGInteraction{{Message: []int{0}, Count: 1, Bus: 1}}) {
+	d = dagOf(testair.DummyInteractionAir{FieldWidth: 1, IsSend: true, Bus: 1, Partition: true}, t)
+	checkNodes(t, "dummy send partitioned", d.Nodes, []air.Node{nv(air.EntryMain, 0, 0, 0), nv(air.EntryMain, 1, 0, 0)})
+	if !reflect.DeepEqual(d.Interactions, []air.DAGInteraction{{Message: []int{0}, Count: 1, Bus: 1}}) {
 		t.Errorf("interactions %+v", d.Interactions)
 	}
 }
 
 func TestDAGSelfInteractionGolden(t *testing.T) {
-	d := dagOf(SelfInteractionAir{W: 2, Bus: 5}, t)
-	want := []Node{
+	d := dagOf(testair.SelfInteractionAir{W: 2, Bus: 5}, t)
+	want := []air.Node{
 		nm(0, 0), nm(0, 1), nc(1), // I0: local, count 1
 		nm(1, 0), nm(1, 1), nc(field.P - 1), // I1: next, count −1
 		nc(0), nAdd(0, 1, 1), // I2: (0 + l0) → l0 (the 0 stays as a node), + l1
@@ -106,7 +108,7 @@ func TestDAGSelfInteractionGolden(t *testing.T) {
 		nNeg(3, 1), // I5: −next[0]
 	}
 	checkNodes(t, "self interaction", d.Nodes, want)
-	wantIt := []DAGInteraction{
+	wantIt := []air.DAGInteraction{
 		{Message: []int{0, 1}, Count: 2, Bus: 5, CountWeight: 1},
 		{Message: []int{3, 4}, Count: 5, Bus: 5, CountWeight: 1},
 		{Message: []int{0, 1}, Count: 7, Bus: 5, CountWeight: 1},
@@ -122,9 +124,9 @@ func TestDAGSelfInteractionGolden(t *testing.T) {
 }
 
 func TestDAGSumAirGolden(t *testing.T) {
-	d := dagOf(SumAir{W: 2}, t)
+	d := dagOf(testair.SumAir{W: 2}, t)
 	// x − ((0 + y0) + y1): x = common (part 1), y = cached part 0.
-	want := []Node{nv(EntryMain, 1, 0, 0), nc(0), nv(EntryMain, 0, 0, 0), nv(EntryMain, 0, 0, 1), nAdd(2, 3, 1), nSub(0, 4, 1)}
+	want := []air.Node{nv(air.EntryMain, 1, 0, 0), nc(0), nv(air.EntryMain, 0, 0, 0), nv(air.EntryMain, 0, 0, 1), nAdd(2, 3, 1), nSub(0, 4, 1)}
 	checkNodes(t, "sum", d.Nodes, want)
 	if !slices.Equal(d.ConstraintIdx, []int{5}) || d.MaxRotation() != 0 {
 		t.Errorf("constraint_idx %v rotation %d", d.ConstraintIdx, d.MaxRotation())
@@ -135,46 +137,46 @@ func TestDAGSumAirGolden(t *testing.T) {
 func TestDAGSimplifications(t *testing.T) {
 	x, y := mainVar(0, 0, 0), mainVar(0, 0, 1)
 	X, Y := nm(0, 0), nm(0, 1)
-	c := func(v uint32) *Expr { return Const(field.Fp(v)) }
+	c := func(v uint32) *air.Expr { return air.Const(field.Fp(v)) }
 	cases := []struct {
 		name  string
-		e     *Expr
-		nodes []Node
+		e     *air.Expr
+		nodes []air.Node
 		root  int
 	}{
-		{"const+const", Add(c(2), c(3)), []Node{nc(2), nc(3), nc(5)}, 2},
-		{"const+const existing", Add(c(2), c(0)), []Node{nc(2), nc(0)}, 0},
-		{"0+x", Add(c(0), x), []Node{nc(0), X}, 1},
-		{"x+0", Add(x, c(0)), []Node{X, nc(0)}, 0},
-		{"x+(-y)", Add(x, Neg(y)), []Node{X, Y, nNeg(1, 1), nSub(0, 1, 1)}, 3},
-		{"(-x)+y not simplified", Add(Neg(x), y), []Node{X, nNeg(0, 1), Y, nAdd(1, 2, 1)}, 3},
-		{"x+y", Add(x, y), []Node{X, Y, nAdd(0, 1, 1)}, 2},
-		{"const-const", Sub(c(2), c(3)), []Node{nc(2), nc(3), nc(field.P - 1)}, 2},
-		{"x-0", Sub(x, c(0)), []Node{X, nc(0)}, 0},
-		{"0-x not simplified", Sub(c(0), x), []Node{nc(0), X, nSub(0, 1, 1)}, 2},
-		{"x-(-y)", Sub(x, Neg(y)), []Node{X, Y, nNeg(1, 1), nAdd(0, 1, 1)}, 3},
-		{"x-x not simplified", Sub(x, x), []Node{X, nSub(0, 0, 1)}, 1},
-		{"-const", Neg(c(5)), []Node{nc(5), nc(field.P - 5)}, 1},
-		{"-0", Neg(c(0)), []Node{nc(0)}, 0},
-		{"-x", Neg(x), []Node{X, nNeg(0, 1)}, 1},
-		{"--x not simplified", Neg(Neg(x)), []Node{X, nNeg(0, 1), nNeg(1, 1)}, 2},
-		{"const*const", Mul(c(3), c(4)), []Node{nc(3), nc(4), nc(12)}, 2},
-		{"0*x", Mul(c(0), x), []Node{nc(0), X}, 0},
-		{"x*1", Mul(x, c(1)), []Node{X, nc(1)}, 0},
-		{"x*0", Mul(x, c(0)), []Node{X, nc(0)}, 1},
-		{"1*x", Mul(c(1), x), []Node{nc(1), X}, 1},
-		{"(-1)*x is a Mul", Mul(NegOne(), x), []Node{nc(field.P - 1), X, nMul(0, 1, 1)}, 2},
-		{"x*x", Mul(x, x), []Node{X, nMul(0, 0, 2)}, 1},
-		{"x*y", Mul(x, y), []Node{X, Y, nMul(0, 1, 2)}, 2},
+		{"const+const", air.Add(c(2), c(3)), []air.Node{nc(2), nc(3), nc(5)}, 2},
+		{"const+const existing", air.Add(c(2), c(0)), []air.Node{nc(2), nc(0)}, 0},
+		{"0+x", air.Add(c(0), x), []air.Node{nc(0), X}, 1},
+		{"x+0", air.Add(x, c(0)), []air.Node{X, nc(0)}, 0},
+		{"x+(-y)", air.Add(x, air.Neg(y)), []air.Node{X, Y, nNeg(1, 1), nSub(0, 1, 1)}, 3},
+		{"(-x)+y not simplified", air.Add(air.Neg(x), y), []air.Node{X, nNeg(0, 1), Y, nAdd(1, 2, 1)}, 3},
+		{"x+y", air.Add(x, y), []air.Node{X, Y, nAdd(0, 1, 1)}, 2},
+		{"const-const", air.Sub(c(2), c(3)), []air.Node{nc(2), nc(3), nc(field.P - 1)}, 2},
+		{"x-0", air.Sub(x, c(0)), []air.Node{X, nc(0)}, 0},
+		{"0-x not simplified", air.Sub(c(0), x), []air.Node{nc(0), X, nSub(0, 1, 1)}, 2},
+		{"x-(-y)", air.Sub(x, air.Neg(y)), []air.Node{X, Y, nNeg(1, 1), nAdd(0, 1, 1)}, 3},
+		{"x-x not simplified", air.Sub(x, x), []air.Node{X, nSub(0, 0, 1)}, 1},
+		{"-const", air.Neg(c(5)), []air.Node{nc(5), nc(field.P - 5)}, 1},
+		{"-0", air.Neg(c(0)), []air.Node{nc(0)}, 0},
+		{"-x", air.Neg(x), []air.Node{X, nNeg(0, 1)}, 1},
+		{"--x not simplified", air.Neg(air.Neg(x)), []air.Node{X, nNeg(0, 1), nNeg(1, 1)}, 2},
+		{"const*const", air.Mul(c(3), c(4)), []air.Node{nc(3), nc(4), nc(12)}, 2},
+		{"0*x", air.Mul(c(0), x), []air.Node{nc(0), X}, 0},
+		{"x*1", air.Mul(x, c(1)), []air.Node{X, nc(1)}, 0},
+		{"x*0", air.Mul(x, c(0)), []air.Node{X, nc(0)}, 1},
+		{"1*x", air.Mul(c(1), x), []air.Node{nc(1), X}, 1},
+		{"(-1)*x is a Mul", air.Mul(air.NegOne(), x), []air.Node{nc(field.P - 1), X, nMul(0, 1, 1)}, 2},
+		{"x*x", air.Mul(x, x), []air.Node{X, nMul(0, 0, 2)}, 1},
+		{"x*y", air.Mul(x, y), []air.Node{X, Y, nMul(0, 1, 2)}, 2},
 		// dm is the unsimplified one: x·((y·0)+3) → Mul(x, Const 3) with dm 2.
-		{"dm of unsimplified tree", Mul(x, Add(Mul(y, c(0)), c(3))), []Node{X, Y, nc(0), nc(3), nMul(0, 3, 2)}, 4},
+		{"dm of unsimplified tree", air.Mul(x, air.Add(air.Mul(y, c(0)), c(3))), []air.Node{X, Y, nc(0), nc(3), nMul(0, 3, 2)}, 4},
 		// x + (−(y·y)) → Sub(x, y·y) with the Add's dm 2.
-		{"rewrite keeps dm", Add(x, Neg(Mul(y, y))), []Node{X, Y, nMul(1, 1, 2), nNeg(2, 2), nSub(0, 2, 2)}, 4},
+		{"rewrite keeps dm", air.Add(x, air.Neg(air.Mul(y, y))), []air.Node{X, Y, nMul(1, 1, 2), nNeg(2, 2), nSub(0, 2, 2)}, 4},
 		// left child first, post-order.
-		{"post-order", Mul(Add(x, c(7)), Sub(y, x)), []Node{X, nc(7), nAdd(0, 1, 1), Y, nSub(3, 0, 1), nMul(2, 4, 2)}, 5},
+		{"post-order", air.Mul(air.Add(x, c(7)), air.Sub(y, x)), []air.Node{X, nc(7), nAdd(0, 1, 1), Y, nSub(3, 0, 1), nMul(2, 4, 2)}, 5},
 	}
 	for _, cs := range cases {
-		d, raw := BuildDAG([]*Expr{cs.e}, nil)
+		d, raw := air.BuildDAG([]*air.Expr{cs.e}, nil)
 		checkNodes(t, cs.name, d.Nodes, cs.nodes)
 		if raw[0] != cs.root || !slices.Equal(d.ConstraintIdx, []int{cs.root}) {
 			t.Errorf("%s: root %d / %v, want %d", cs.name, raw[0], d.ConstraintIdx, cs.root)
@@ -184,11 +186,11 @@ func TestDAGSimplifications(t *testing.T) {
 
 func TestDAGInternKeyIncludesDegree(t *testing.T) {
 	x, y := mainVar(0, 0, 0), mainVar(0, 0, 1)
-	a := Mul(x, Add(Mul(y, Const(0)), Const(3))) // Mul(x, 3) with dm 2
-	b := Mul(x, Const(3))                        // Mul(x, 3) with dm 1
-	c := Mul(x, Add(Mul(y, Const(0)), Const(3))) // same as a, other pointers
-	d, raw := BuildDAG([]*Expr{a, b, c}, nil)
-	want := []Node{nm(0, 0), nm(0, 1), nc(0), nc(3), nMul(0, 3, 2), nMul(0, 3, 1)}
+	a := air.Mul(x, air.Add(air.Mul(y, air.Const(0)), air.Const(3))) // Mul(x, 3) with dm 2
+	b := air.Mul(x, air.Const(3))                                    // Mul(x, 3) with dm 1
+	c := air.Mul(x, air.Add(air.Mul(y, air.Const(0)), air.Const(3))) // same as a, other pointers
+	d, raw := air.BuildDAG([]*air.Expr{a, b, c}, nil)
+	want := []air.Node{nm(0, 0), nm(0, 1), nc(0), nc(3), nMul(0, 3, 2), nMul(0, 3, 1)}
 	checkNodes(t, "intern dm", d.Nodes, want)
 	if !slices.Equal(raw, []int{4, 5, 4}) || !slices.Equal(d.ConstraintIdx, []int{4, 5}) {
 		t.Errorf("raw %v constraint_idx %v", raw, d.ConstraintIdx)
@@ -196,15 +198,15 @@ func TestDAGInternKeyIncludesDegree(t *testing.T) {
 }
 
 func TestDAGConstraintDedupAndSort(t *testing.T) {
-	b := NewBuilder(TraceWidth{CommonMain: 2}, 0)
+	b := air.NewBuilder(air.TraceWidth{CommonMain: 2}, 0)
 	m := b.Main(0)
-	b.AssertEq(m[0], m[1])                     // node 2
-	b.AssertEq(m[0], m[1])                     // same structure → dedup
-	b.AssertZero(m[1])                         // node 1: earlier node → sorted first
-	b.WhenTransition().AssertEq(m[0], m[1])    // 3 IsTransition, 4 Mul(3,2)
-	b.AssertZero(Add(m[0], Const(field.Zero))) // → node 0
-	d, raw := BuildDAG(b.Constraints(), nil)
-	want := []Node{nm(0, 0), nm(0, 1), nSub(0, 1, 1), nSel(OpIsTransition), nMul(3, 2, 2), nc(0)}
+	b.AssertEq(m[0], m[1])                             // node 2
+	b.AssertEq(m[0], m[1])                             // same structure → dedup
+	b.AssertZero(m[1])                                 // node 1: earlier node → sorted first
+	b.WhenTransition().AssertEq(m[0], m[1])            // 3 IsTransition, 4 Mul(3,2)
+	b.AssertZero(air.Add(m[0], air.Const(field.Zero))) // → node 0
+	d, raw := air.BuildDAG(b.Constraints(), nil)
+	want := []air.Node{nm(0, 0), nm(0, 1), nSub(0, 1, 1), nSel(air.OpIsTransition), nMul(3, 2, 2), nc(0)}
 	checkNodes(t, "dedup", d.Nodes, want)
 	if !slices.Equal(raw, []int{2, 2, 1, 4, 0}) || !slices.Equal(d.ConstraintIdx, []int{0, 1, 2, 4}) {
 		t.Errorf("raw %v constraint_idx %v", raw, d.ConstraintIdx)
@@ -213,30 +215,30 @@ func TestDAGConstraintDedupAndSort(t *testing.T) {
 
 func TestDAGOperandOrder(t *testing.T) {
 	x, y := mainVar(0, 0, 0), mainVar(0, 0, 1)
-	d, raw := BuildDAG([]*Expr{Add(x, y), Add(y, x), Mul(y, x), Mul(x, y), Sub(y, x)}, nil)
-	want := []Node{nm(0, 0), nm(0, 1), nAdd(0, 1, 1), nAdd(1, 0, 1), nMul(1, 0, 2), nMul(0, 1, 2), nSub(1, 0, 1)}
+	d, raw := air.BuildDAG([]*air.Expr{air.Add(x, y), air.Add(y, x), air.Mul(y, x), air.Mul(x, y), air.Sub(y, x)}, nil)
+	want := []air.Node{nm(0, 0), nm(0, 1), nAdd(0, 1, 1), nAdd(1, 0, 1), nMul(1, 0, 2), nMul(0, 1, 2), nSub(1, 0, 1)}
 	checkNodes(t, "order", d.Nodes, want)
 	if !slices.Equal(raw, []int{2, 3, 4, 5, 6}) {
 		t.Errorf("raw %v", raw)
 	}
 	// Interactions are added after all constraints: message fields in order, then the count.
-	its := []Interaction{{Message: []*Expr{y, Add(x, y)}, Count: Neg(x), Bus: 2, CountWeight: 9}}
-	d, _ = BuildDAG([]*Expr{Mul(x, x)}, its)
-	want = []Node{nm(0, 0), nMul(0, 0, 2), nm(0, 1), nAdd(0, 2, 1), nNeg(0, 1)}
+	its := []air.Interaction{{Message: []*air.Expr{y, air.Add(x, y)}, Count: air.Neg(x), Bus: 2, CountWeight: 9}}
+	d, _ = air.BuildDAG([]*air.Expr{air.Mul(x, x)}, its)
+	want = []air.Node{nm(0, 0), nMul(0, 0, 2), nm(0, 1), nAdd(0, 2, 1), nNeg(0, 1)}
 	checkNodes(t, "interaction order", d.Nodes, want)
-	if !reflect.DeepEqual(d.Interactions, []DAGInteraction{{Message: []int{2, 3}, Count: 4, Bus: 2, CountWeight: 9}}) {
+	if !reflect.DeepEqual(d.Interactions, []air.DAGInteraction{{Message: []int{2, 3}, Count: 4, Bus: 2, CountWeight: 9}}) {
 		t.Errorf("interactions %+v", d.Interactions)
 	}
 }
 
 // randVal is a random assignment of all leaves.
 type randVal struct {
-	vars                  map[Var]field.Fp
+	vars                  map[air.Var]field.Fp
 	rng                   *rand.Rand
 	first, last, transSel field.Fp
 }
 
-func (r *randVal) Var(v Var) field.Fp {
+func (r *randVal) Var(v air.Var) field.Fp {
 	if x, ok := r.vars[v]; ok {
 		return x
 	}
@@ -248,49 +250,49 @@ func (r *randVal) IsFirstRow() field.Fp   { return r.first }
 func (r *randVal) IsLastRow() field.Fp    { return r.last }
 func (r *randVal) IsTransition() field.Fp { return r.transSel }
 
-func randExpr(rng *rand.Rand, depth int, leaves []*Expr) *Expr {
+func randExpr(rng *rand.Rand, depth int, leaves []*air.Expr) *air.Expr {
 	if depth == 0 || rng.IntN(4) == 0 {
 		switch rng.IntN(4) {
 		case 0:
-			return Const(field.Fp([]uint32{0, 1, 2, field.P - 1}[rng.IntN(4)]))
+			return air.Const(field.Fp([]uint32{0, 1, 2, field.P - 1}[rng.IntN(4)]))
 		case 1:
-			return []*Expr{IsFirstRow(), IsLastRow(), IsTransition()}[rng.IntN(3)]
+			return []*air.Expr{air.IsFirstRow(), air.IsLastRow(), air.IsTransition()}[rng.IntN(3)]
 		default:
 			return leaves[rng.IntN(len(leaves))]
 		}
 	}
 	switch rng.IntN(4) {
 	case 0:
-		return Add(randExpr(rng, depth-1, leaves), randExpr(rng, depth-1, leaves))
+		return air.Add(randExpr(rng, depth-1, leaves), randExpr(rng, depth-1, leaves))
 	case 1:
-		return Sub(randExpr(rng, depth-1, leaves), randExpr(rng, depth-1, leaves))
+		return air.Sub(randExpr(rng, depth-1, leaves), randExpr(rng, depth-1, leaves))
 	case 2:
-		return Neg(randExpr(rng, depth-1, leaves))
+		return air.Neg(randExpr(rng, depth-1, leaves))
 	}
-	return Mul(randExpr(rng, depth-1, leaves), randExpr(rng, depth-1, leaves))
+	return air.Mul(randExpr(rng, depth-1, leaves), randExpr(rng, depth-1, leaves))
 }
 
 // The DAG evaluates to the same values as the trees it came from (simplifications are sound, indices
 // are right), for random trees and for all test AIRs.
 func TestDAGEvalMatchesTrees(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	leaves := []*Expr{mainVar(0, 0, 0), mainVar(0, 1, 0), mainVar(1, 0, 2), pubVar(0),
-		V(Var{Entry: EntryPreprocessed, Offset: 1, Index: 1})}
-	var cons []*Expr
+	leaves := []*air.Expr{mainVar(0, 0, 0), mainVar(0, 1, 0), mainVar(1, 0, 2), pubVar(0),
+		air.V(air.Var{Entry: air.EntryPreprocessed, Offset: 1, Index: 1})}
+	var cons []*air.Expr
 	for i := 0; i < 300; i++ {
 		cons = append(cons, randExpr(rng, 6, leaves))
 	}
-	its := []Interaction{{Message: cons[:3], Count: cons[3]}, {Message: cons[4:5], Count: cons[5]}}
-	airs := []Air{FibonacciAir{}, FibonacciSelectorAir{Lookup: true}, SelfInteractionAir{W: 5, Bus: 1},
-		PreprocessedCachedAir{K: 3}, SumAir{W: 4}, DummyInteractionAir{FieldWidth: 3}}
-	sets := []SymbolicConstraints{{Constraints: cons, Interactions: its}}
+	its := []air.Interaction{{Message: cons[:3], Count: cons[3]}, {Message: cons[4:5], Count: cons[5]}}
+	airs := []air.Air{testair.FibonacciAir{}, testair.FibonacciSelectorAir{Lookup: true}, testair.SelfInteractionAir{W: 5, Bus: 1},
+		testair.PreprocessedCachedAir{K: 3}, testair.SumAir{W: 4}, testair.DummyInteractionAir{FieldWidth: 3}}
+	sets := []air.SymbolicConstraints{{Constraints: cons, Interactions: its}}
 	for _, a := range airs {
 		sets = append(sets, *symbolic(t, a))
 	}
 	for si, sc := range sets {
-		d, raw := BuildDAG(sc.Constraints, sc.Interactions)
+		d, raw := air.BuildDAG(sc.Constraints, sc.Interactions)
 		for trial := 0; trial < 5; trial++ {
-			val := &randVal{vars: map[Var]field.Fp{}, rng: rng, first: field.NewU64(rng.Uint64()),
+			val := &randVal{vars: map[air.Var]field.Fp{}, rng: rng, first: field.NewU64(rng.Uint64()),
 				last: field.NewU64(rng.Uint64()), transSel: field.NewU64(rng.Uint64())}
 			vals := d.EvalNodes(val, nil)
 			for i, c := range sc.Constraints {
@@ -310,13 +312,13 @@ func TestDAGEvalMatchesTrees(t *testing.T) {
 			}
 		}
 		// Topological order and dedup invariants.
-		seen := map[Node]bool{}
+		seen := map[air.Node]bool{}
 		for i, n := range d.Nodes {
 			if seen[n] {
 				t.Fatalf("set %d: duplicate node %v", si, n)
 			}
 			seen[n] = true
-			if (n.Op == OpAdd || n.Op == OpSub || n.Op == OpMul) && (n.L >= i || n.R >= i) || n.Op == OpNeg && n.L >= i {
+			if (n.Op == air.OpAdd || n.Op == air.OpSub || n.Op == air.OpMul) && (n.L >= i || n.R >= i) || n.Op == air.OpNeg && n.L >= i {
 				t.Fatalf("set %d: node %d %v not topological", si, i, n)
 			}
 		}
@@ -330,9 +332,9 @@ func TestDAGEvalMatchesTrees(t *testing.T) {
 func TestDAGSharedSubtrees(t *testing.T) {
 	e := mainVar(0, 0, 0)
 	for i := 0; i < 50; i++ {
-		e = Mul(e, e)
+		e = air.Mul(e, e)
 	}
-	d, raw := BuildDAG([]*Expr{e}, nil)
+	d, raw := air.BuildDAG([]*air.Expr{e}, nil)
 	if len(d.Nodes) != 51 || raw[0] != 50 {
 		t.Fatalf("%d nodes root %d", len(d.Nodes), raw[0])
 	}

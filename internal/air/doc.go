@@ -4,6 +4,6 @@
 // (B §1.5, `build_symbolic_constraints_dag`), and a host constraint / interaction checker used to
 // validate traces before proving, and keygen (per-AIR verifying key, trace-height constraints, the
 // vk postcard and its prehash, B §1.6–§1.8; the preprocessed commitment is supplied by the caller).
-// The test AIRs of B §8 live in package testair (internal copies for this package's own tests are
-// in testairs_test.go).
+// The test AIRs of B §8 live in package testair; this package's tests that use them are in the
+// external test package air_test.
 package air

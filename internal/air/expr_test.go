@@ -1,19 +1,21 @@
-package air
+package air_test
 
 import (
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/air/testair"
 	"strings"
 	"testing"
 )
 
-func mainVar(part, off, idx int) *Expr {
-	return V(Var{Entry: EntryMain, PartIndex: part, Offset: off, Index: idx})
+func mainVar(part, off, idx int) *air.Expr {
+	return air.V(air.Var{Entry: air.EntryMain, PartIndex: part, Offset: off, Index: idx})
 }
 
-func pubVar(i int) *Expr { return V(Var{Entry: EntryPublic, Index: i}) }
+func pubVar(i int) *air.Expr { return air.V(air.Var{Entry: air.EntryPublic, Index: i}) }
 
-func symbolic(t *testing.T, a Air) *SymbolicConstraints {
+func symbolic(t *testing.T, a air.Air) *air.SymbolicConstraints {
 	t.Helper()
-	sc, err := Symbolic(a)
+	sc, err := air.Symbolic(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,16 +24,16 @@ func symbolic(t *testing.T, a Air) *SymbolicConstraints {
 
 func TestDegreeMultiple(t *testing.T) {
 	x, y, p := mainVar(0, 0, 0), mainVar(0, 1, 1), pubVar(0)
-	pre := V(Var{Entry: EntryPreprocessed, Offset: 1, Index: 0})
+	pre := air.V(air.Var{Entry: air.EntryPreprocessed, Offset: 1, Index: 0})
 	cases := []struct {
-		e    *Expr
+		e    *air.Expr
 		want int
 	}{
-		{x, 1}, {pre, 1}, {p, 0}, {Const(5), 0}, {IsFirstRow(), 1}, {IsLastRow(), 1}, {IsTransition(), 1},
-		{Add(x, p), 1}, {Sub(p, Const(1)), 0}, {Neg(Mul(x, y)), 2}, {Mul(x, Mul(y, pre)), 3},
-		{Mul(IsTransition(), Sub(x, y)), 2}, {Mul(p, Const(3)), 0},
+		{x, 1}, {pre, 1}, {p, 0}, {air.Const(5), 0}, {air.IsFirstRow(), 1}, {air.IsLastRow(), 1}, {air.IsTransition(), 1},
+		{air.Add(x, p), 1}, {air.Sub(p, air.Const(1)), 0}, {air.Neg(air.Mul(x, y)), 2}, {air.Mul(x, air.Mul(y, pre)), 3},
+		{air.Mul(air.IsTransition(), air.Sub(x, y)), 2}, {air.Mul(p, air.Const(3)), 0},
 		// computed on the tree as built: y·0 still counts
-		{Mul(x, Add(Mul(y, Const(0)), Const(3))), 2},
+		{air.Mul(x, air.Add(air.Mul(y, air.Const(0)), air.Const(3))), 2},
 	}
 	for i, c := range cases {
 		if got := c.e.DegreeMultiple(); got != c.want {
@@ -41,8 +43,8 @@ func TestDegreeMultiple(t *testing.T) {
 }
 
 // recorder collects the constraints a builder call sequence pushes.
-func pushed(f func(b *Builder)) []string {
-	b := NewBuilder(TraceWidth{Preprocessed: 1, CommonMain: 3}, 2)
+func pushed(f func(b *air.Builder)) []string {
+	b := air.NewBuilder(air.TraceWidth{Preprocessed: 1, CommonMain: 3}, 2)
 	f(b)
 	var out []string
 	for _, c := range b.Constraints() {
@@ -55,31 +57,31 @@ func TestBuilderTreeShapes(t *testing.T) {
 	const pm1 = "2013265920"
 	cases := []struct {
 		name string
-		f    func(b *Builder)
+		f    func(b *air.Builder)
 		want string
 	}{
-		{"assert_zero", func(b *Builder) { b.AssertZero(b.Main(0)[0]) }, "m0[0]"},
-		{"assert_eq", func(b *Builder) { b.AssertEq(b.Main(0)[0], b.Main(1)[2]) }, "(m0[0] - m0[2]')"},
-		{"assert_one", func(b *Builder) { b.AssertOne(b.Main(0)[1]) }, "(m0[1] - 1)"},
-		{"assert_bool", func(b *Builder) { b.AssertBool(b.Main(0)[1]) }, "(m0[1] * (m0[1] - 1))"},
-		{"assert_tern", func(b *Builder) { b.AssertTern(b.Main(0)[1]) }, "((m0[1] * (m0[1] - 1)) * (m0[1] - 2))"},
-		{"when", func(b *Builder) { b.When(b.Preprocessed(0)[0]).AssertZero(b.Main(0)[0]) }, "(pre[0] * m0[0])"},
-		{"when.when", func(b *Builder) { b.When(b.Main(0)[0]).When(b.Main(0)[1]).AssertZero(b.Main(0)[2]) },
+		{"assert_zero", func(b *air.Builder) { b.AssertZero(b.Main(0)[0]) }, "m0[0]"},
+		{"assert_eq", func(b *air.Builder) { b.AssertEq(b.Main(0)[0], b.Main(1)[2]) }, "(m0[0] - m0[2]')"},
+		{"assert_one", func(b *air.Builder) { b.AssertOne(b.Main(0)[1]) }, "(m0[1] - 1)"},
+		{"assert_bool", func(b *air.Builder) { b.AssertBool(b.Main(0)[1]) }, "(m0[1] * (m0[1] - 1))"},
+		{"assert_tern", func(b *air.Builder) { b.AssertTern(b.Main(0)[1]) }, "((m0[1] * (m0[1] - 1)) * (m0[1] - 2))"},
+		{"when", func(b *air.Builder) { b.When(b.Preprocessed(0)[0]).AssertZero(b.Main(0)[0]) }, "(pre[0] * m0[0])"},
+		{"when.when", func(b *air.Builder) { b.When(b.Main(0)[0]).When(b.Main(0)[1]).AssertZero(b.Main(0)[2]) },
 			"(m0[0] * (m0[1] * m0[2]))"},
-		{"when_first_row.assert_eq", func(b *Builder) { b.WhenFirstRow().AssertEq(b.Main(0)[0], b.Public(1)) },
+		{"when_first_row.assert_eq", func(b *air.Builder) { b.WhenFirstRow().AssertEq(b.Main(0)[0], b.Public(1)) },
 			"(IsFirstRow * (m0[0] - pub[1]))"},
-		{"when_last_row.assert_one", func(b *Builder) { b.WhenLastRow().AssertOne(b.Main(0)[0]) },
+		{"when_last_row.assert_one", func(b *air.Builder) { b.WhenLastRow().AssertOne(b.Main(0)[0]) },
 			"(IsLastRow * (m0[0] - 1))"},
-		{"when_transition.when_ne", func(b *Builder) {
-			b.WhenTransition().WhenNe(b.Preprocessed(0)[0], One()).AssertEq(b.Main(0)[0], b.Main(1)[0])
+		{"when_transition.when_ne", func(b *air.Builder) {
+			b.WhenTransition().WhenNe(b.Preprocessed(0)[0], air.One()).AssertEq(b.Main(0)[0], b.Main(1)[0])
 		}, "(IsTransition * ((pre[0] - 1) * (m0[0] - m0[0]')))"},
-		{"filtered.assert_bool", func(b *Builder) { b.WhenTransition().AssertBool(b.Main(0)[0]) },
+		{"filtered.assert_bool", func(b *air.Builder) { b.WhenTransition().AssertBool(b.Main(0)[0]) },
 			"(IsTransition * (m0[0] * (m0[0] - 1)))"},
-		{"neg_one_mul", func(b *Builder) { b.AssertZero(Mul(NegOne(), b.Main(0)[0])) }, "(" + pm1 + " * m0[0])"},
-		{"neg", func(b *Builder) { b.AssertZero(Neg(b.Main(0)[0])) }, "-m0[0]"},
-		{"fold_sum", func(b *Builder) { b.AssertZero(FoldSum(b.Main(0)...)) }, "(((0 + m0[0]) + m0[1]) + m0[2])"},
-		{"sum", func(b *Builder) { b.AssertZero(Sum(b.Main(0)...)) }, "((m0[0] + m0[1]) + m0[2])"},
-		{"transition_window", func(b *Builder) { b.AssertZero(b.IsTransitionWindow(2)) }, "IsTransition"},
+		{"neg_one_mul", func(b *air.Builder) { b.AssertZero(air.Mul(air.NegOne(), b.Main(0)[0])) }, "(" + pm1 + " * m0[0])"},
+		{"neg", func(b *air.Builder) { b.AssertZero(air.Neg(b.Main(0)[0])) }, "-m0[0]"},
+		{"fold_sum", func(b *air.Builder) { b.AssertZero(air.FoldSum(b.Main(0)...)) }, "(((0 + m0[0]) + m0[1]) + m0[2])"},
+		{"sum", func(b *air.Builder) { b.AssertZero(air.Sum(b.Main(0)...)) }, "((m0[0] + m0[1]) + m0[2])"},
+		{"transition_window", func(b *air.Builder) { b.AssertZero(b.IsTransitionWindow(2)) }, "IsTransition"},
 	}
 	for _, c := range cases {
 		got := pushed(c.f)
@@ -90,7 +92,7 @@ func TestBuilderTreeShapes(t *testing.T) {
 }
 
 func TestFibonacciTrees(t *testing.T) {
-	sc := symbolic(t, FibonacciAir{})
+	sc := symbolic(t, testair.FibonacciAir{})
 	want := []string{
 		"(IsFirstRow * (m0[0] - pub[0]))",
 		"(IsFirstRow * (m0[1] - pub[1]))",
@@ -112,7 +114,7 @@ func TestFibonacciTrees(t *testing.T) {
 }
 
 func TestFibSelectorTrees(t *testing.T) {
-	sc := symbolic(t, FibonacciSelectorAir{Sels: AlternatingSels(4), Lookup: true})
+	sc := symbolic(t, testair.FibonacciSelectorAir{Sels: testair.AlternatingSels(4), Lookup: true})
 	want := []string{
 		"(IsFirstRow * (m0[0] - pub[0]))",
 		"(IsFirstRow * (m0[1] - pub[1]))",
@@ -140,13 +142,13 @@ func TestFibSelectorTrees(t *testing.T) {
 }
 
 func TestBusHelpers(t *testing.T) {
-	b := NewBuilder(TraceWidth{CommonMain: 2}, 0)
+	b := air.NewBuilder(air.TraceWidth{CommonMain: 2}, 0)
 	m := b.Main(0)
-	LookupBus(3).LookupKey(b, m[:1], m[1])
-	LookupBus(3).AddKeyWithLookups(b, m[:1], m[1])
-	PermutationCheckBus(4).Send(b, m, m[0])
-	PermutationCheckBus(4).Receive(b, m, m[0])
-	PermutationCheckBus(4).Interact(b, m, m[1])
+	air.LookupBus(3).LookupKey(b, m[:1], m[1])
+	air.LookupBus(3).AddKeyWithLookups(b, m[:1], m[1])
+	air.PermutationCheckBus(4).Send(b, m, m[0])
+	air.PermutationCheckBus(4).Receive(b, m, m[0])
+	air.PermutationCheckBus(4).Interact(b, m, m[1])
 	want := []struct {
 		bus    uint16
 		count  string
@@ -165,20 +167,20 @@ func TestBusHelpers(t *testing.T) {
 
 func TestPartsAndPanics(t *testing.T) {
 	// Main() on a partitioned AIR is an error (OpenVM panics).
-	_, err := Symbolic(badAir{})
+	_, err := air.Symbolic(badAir{})
 	if err == nil || !strings.Contains(err.Error(), "partitioned") {
 		t.Errorf("err = %v", err)
 	}
-	b := NewBuilder(TraceWidth{Preprocessed: 1, CachedMains: []int{2, 1}, CommonMain: 3}, 1)
-	if got := b.CachedMain(1, 1)[0].Var(); got != (Var{Entry: EntryMain, PartIndex: 1, Offset: 1}) {
+	b := air.NewBuilder(air.TraceWidth{Preprocessed: 1, CachedMains: []int{2, 1}, CommonMain: 3}, 1)
+	if got := b.CachedMain(1, 1)[0].Var(); got != (air.Var{Entry: air.EntryMain, PartIndex: 1, Offset: 1}) {
 		t.Errorf("cached var %+v", got)
 	}
-	if got := b.CommonMain(0)[2].Var(); got != (Var{Entry: EntryMain, PartIndex: 2, Index: 2}) {
+	if got := b.CommonMain(0)[2].Var(); got != (air.Var{Entry: air.EntryMain, PartIndex: 2, Index: 2}) {
 		t.Errorf("common var %+v", got)
 	}
 	// only a single cached part and no common main: Main() is that part.
-	b = NewBuilder(TraceWidth{CachedMains: []int{2}}, 0)
-	if got := b.Main(1)[1].Var(); got != (Var{Entry: EntryMain, Offset: 1, Index: 1}) {
+	b = air.NewBuilder(air.TraceWidth{CachedMains: []int{2}}, 0)
+	if got := b.Main(1)[1].Var(); got != (air.Var{Entry: air.EntryMain, Offset: 1, Index: 1}) {
 		t.Errorf("main var %+v", got)
 	}
 }
@@ -186,23 +188,23 @@ func TestPartsAndPanics(t *testing.T) {
 type badAir struct{}
 
 func (badAir) Name() string { return "bad" }
-func (badAir) Width() TraceWidth {
-	return TraceWidth{CachedMains: []int{1}, CommonMain: 1}
+func (badAir) Width() air.TraceWidth {
+	return air.TraceWidth{CachedMains: []int{1}, CommonMain: 1}
 }
 func (badAir) NumPublicValues() int { return 0 }
-func (badAir) Eval(b *Builder)      { b.AssertZero(b.Main(0)[0]) }
+func (badAir) Eval(b *air.Builder)  { b.AssertZero(b.Main(0)[0]) }
 
 func TestAbbrevBoundsSharedTrees(t *testing.T) {
-	x := V(Var{Entry: EntryMain, Index: 0})
+	x := air.V(air.Var{Entry: air.EntryMain, Index: 0})
 	acc := x
 	for range 40 { // 2^40 leaves if printed in full
-		acc = Add(acc, acc)
+		acc = air.Add(acc, acc)
 	}
 	s := acc.Abbrev(100)
 	if len(s) > 200 || !strings.HasSuffix(s, "…") {
 		t.Fatalf("Abbrev(100) = %d bytes %q", len(s), s)
 	}
-	small := Mul(x, Sub(x, One()))
+	small := air.Mul(x, air.Sub(x, air.One()))
 	if got, want := small.Abbrev(100), small.String(); got != want {
 		t.Fatalf("Abbrev of a short tree = %q, want %q", got, want)
 	}

@@ -1,4 +1,4 @@
-package air
+package air_test
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/stark/params"
@@ -65,13 +67,13 @@ func stripComments(s string) string {
 
 func TestMontgomery(t *testing.T) {
 	// 2^32 mod p = 0x0ffffffe; −1 → p − 0x0ffffffe = 0x68000003.
-	if Montgomery(field.One) != 0x0ffffffe || Montgomery(field.Fp(field.P-1)) != 0x68000003 || Montgomery(0) != 0 {
-		t.Errorf("montgomery %x %x", Montgomery(field.One), Montgomery(field.Fp(field.P-1)))
+	if air.Montgomery(field.One) != 0x0ffffffe || air.Montgomery(field.Fp(field.P-1)) != 0x68000003 || air.Montgomery(0) != 0 {
+		t.Errorf("montgomery %x %x", air.Montgomery(field.One), air.Montgomery(field.Fp(field.P-1)))
 	}
 }
 
 func TestFibonacciVKPostcard(t *testing.T) {
-	vk, err := Keygen(FibonacciAir{}, 3, false, nil)
+	vk, err := air.Keygen(testair.FibonacciAir{}, 3, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func TestFibonacciVKPostcard(t *testing.T) {
 
 func TestDummyReceiveVKPostcard(t *testing.T) {
 	// Constants are the Montgomery varint: p−1 → 83 80 80 c0 06.
-	vk, err := Keygen(DummyInteractionAir{FieldWidth: 1, Bus: 2, CountWeight: 5}, 3, true, nil)
+	vk, err := air.Keygen(testair.DummyInteractionAir{FieldWidth: 1, Bus: 2, CountWeight: 5}, 3, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,13 +100,13 @@ func TestDummyReceiveVKPostcard(t *testing.T) {
 
 func TestUnusedVariablesAndPreprocessed(t *testing.T) {
 	// FibonacciSelectorAir: sel next never used, need_rot → (Preprocessed{1}, 0) unused.
-	pre := &PreprocessedVK{HypercubeDim: -1, StackingWidth: 1}
+	pre := &air.PreprocessedVK{HypercubeDim: -1, StackingWidth: 1}
 	pre.Commit[0] = field.One
-	vk, err := Keygen(FibonacciSelectorAir{Sels: AlternatingSels(2)}, 3, false, pre)
+	vk, err := air.Keygen(testair.FibonacciSelectorAir{Sels: testair.AlternatingSels(2)}, 3, false, pre)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Var{{Entry: EntryPreprocessed, Offset: 1}}; !reflect.DeepEqual(vk.UnusedVariables, want) || !vk.NeedRot {
+	if want := []air.Var{{Entry: air.EntryPreprocessed, Offset: 1}}; !reflect.DeepEqual(vk.UnusedVariables, want) || !vk.NeedRot {
 		t.Errorf("unused %v need_rot %v", vk.UnusedVariables, vk.NeedRot)
 	}
 	b := vk.AppendPostcard(nil)
@@ -115,24 +117,24 @@ func TestUnusedVariablesAndPreprocessed(t *testing.T) {
 	}
 	// DummyInteractionAir without rotation: only offset-0 entries; none unused. Partitioned
 	// SumAir-like AIR with an unused cached column.
-	vk, err = Keygen(unusedAir{}, 3, false, nil)
+	vk, err = air.Keygen(unusedAir{}, 3, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Var{{Entry: EntryMain, PartIndex: 0, Index: 1}, {Entry: EntryMain, PartIndex: 1, Index: 0}}
+	want := []air.Var{{Entry: air.EntryMain, PartIndex: 0, Index: 1}, {Entry: air.EntryMain, PartIndex: 1, Index: 0}}
 	if !reflect.DeepEqual(vk.UnusedVariables, want) || vk.NeedRot {
 		t.Errorf("unused %v", vk.UnusedVariables)
 	}
-	if _, err := Keygen(FibonacciSelectorAir{}, 3, false, nil); !errors.Is(err, ErrPreprocessedData) {
+	if _, err := air.Keygen(testair.FibonacciSelectorAir{}, 3, false, nil); !errors.Is(err, air.ErrPreprocessedData) {
 		t.Errorf("missing preprocessed: %v", err)
 	}
-	if _, err := Keygen(FibonacciSelectorAir{}, 2, false, pre); !errors.Is(err, ErrDegreeExceeded) {
+	if _, err := air.Keygen(testair.FibonacciSelectorAir{}, 2, false, pre); !errors.Is(err, air.ErrDegreeExceeded) {
 		t.Errorf("degree: %v", err)
 	}
-	if _, err := Keygen(SelfInteractionAir{W: 0}, 3, false, nil); !errors.Is(err, ErrWidthZero) {
+	if _, err := air.Keygen(testair.SelfInteractionAir{W: 0}, 3, false, nil); !errors.Is(err, air.ErrWidthZero) {
 		t.Errorf("width: %v", err)
 	}
-	if _, err := Keygen(DummyInteractionAir{FieldWidth: 0}, 3, false, nil); !errors.Is(err, ErrEmptyMessage) {
+	if _, err := air.Keygen(testair.DummyInteractionAir{FieldWidth: 0}, 3, false, nil); !errors.Is(err, air.ErrEmptyMessage) {
 		t.Errorf("empty message: %v", err)
 	}
 }
@@ -141,46 +143,46 @@ func TestUnusedVariablesAndPreprocessed(t *testing.T) {
 type unusedAir struct{}
 
 func (unusedAir) Name() string { return "unused" }
-func (unusedAir) Width() TraceWidth {
-	return TraceWidth{CachedMains: []int{2}, CommonMain: 1}
+func (unusedAir) Width() air.TraceWidth {
+	return air.TraceWidth{CachedMains: []int{2}, CommonMain: 1}
 }
 func (unusedAir) NumPublicValues() int { return 0 }
-func (unusedAir) Eval(b *Builder)      { b.AssertBool(b.CachedMain(0, 0)[0]) }
+func (unusedAir) Eval(b *air.Builder)  { b.AssertBool(b.CachedMain(0, 0)[0]) }
 
 func TestTraceHeightConstraintsExamples(t *testing.T) {
 	logup := params.LogUpSecurityParameters{MaxInteractionCount: 1 << 30, LogMaxMessageLength: 7}
-	key := func(a Air) *VerifyingKey {
-		var pre *PreprocessedVK
+	key := func(a air.Air) *air.VerifyingKey {
+		var pre *air.PreprocessedVK
 		if a.Width().HasPreprocessed() {
-			pre = &PreprocessedVK{}
+			pre = &air.PreprocessedVK{}
 		}
-		vk, err := Keygen(a, 3, false, pre)
+		vk, err := air.Keygen(a, 3, false, pre)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return vk
 	}
-	send := func(bus uint16, w uint32) Air {
-		return DummyInteractionAir{FieldWidth: 1, IsSend: true, Bus: bus, CountWeight: w}
+	send := func(bus uint16, w uint32) air.Air {
+		return testair.DummyInteractionAir{FieldWidth: 1, IsSend: true, Bus: bus, CountWeight: w}
 	}
 	// interaction_trace_height_constraints.
-	vks := []*VerifyingKey{key(FibonacciSelectorAir{Lookup: true}), key(send(0, 3)), key(send(0, 1)), key(send(1, 7))}
-	got, err := TraceHeightConstraints(vks, logup)
+	vks := []*air.VerifyingKey{key(testair.FibonacciSelectorAir{Lookup: true}), key(send(0, 3)), key(send(0, 1)), key(send(1, 7))}
+	got, err := air.TraceHeightConstraints(vks, logup)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []LinearConstraint{{[]uint32{0, 3, 1, 0}, field.P}, {[]uint32{0, 0, 0, 7}, field.P}, {[]uint32{1, 1, 1, 1}, 1 << 30}}
+	want := []air.LinearConstraint{{[]uint32{0, 3, 1, 0}, field.P}, {[]uint32{0, 0, 0, 7}, field.P}, {[]uint32{1, 1, 1, 1}, 1 << 30}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 	// trace_height_constraints_implied_removal: all weights 0 → only the count constraint.
-	vks = []*VerifyingKey{key(send(0, 0)), key(send(0, 0)), key(send(1, 0))}
-	got, _ = TraceHeightConstraints(vks, logup)
-	if want := []LinearConstraint{{[]uint32{1, 1, 1}, 1 << 30}}; !reflect.DeepEqual(got, want) {
+	vks = []*air.VerifyingKey{key(send(0, 0)), key(send(0, 0)), key(send(1, 0))}
+	got, _ = air.TraceHeightConstraints(vks, logup)
+	if want := []air.LinearConstraint{{[]uint32{1, 1, 1}, 1 << 30}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 	// message length + 1 must fit 2^log_max_message_length.
-	if _, err := TraceHeightConstraints([]*VerifyingKey{key(DummyInteractionAir{FieldWidth: 2})}, params.LogUpSecurityParameters{LogMaxMessageLength: 1}); err == nil {
+	if _, err := air.TraceHeightConstraints([]*air.VerifyingKey{key(testair.DummyInteractionAir{FieldWidth: 2})}, params.LogUpSecurityParameters{LogMaxMessageLength: 1}); err == nil {
 		t.Error("long message accepted")
 	}
 }
@@ -190,7 +192,7 @@ func TestMultiVKPreimage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := MultiKeygen(p, []Air{FibonacciAir{}}, nil, nil)
+	m, err := air.MultiKeygen(p, []air.Air{testair.FibonacciAir{}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

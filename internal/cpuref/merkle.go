@@ -5,6 +5,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/poseidon2"
+	"github.com/metalprove/metalprove/internal/stark"
 )
 
 // MerkleTree is the tree over a codeword matrix with RowsPerQuery = 2^k rows per query group
@@ -184,52 +185,20 @@ func (t *MerkleTree) Open(y int) (*MerkleOpening, error) {
 	return &MerkleOpening{Index: y, Rows: rows, Proof: proof}, nil
 }
 
-// GroupLeafHash is the verifier's leaf digest of an opened group:
-// tree_compress(hash_slice(row_0), …, hash_slice(row_{G−1})). len(rows) must be a power of two.
-func GroupLeafHash(rows [][]field.Fp) (poseidon2.Digest, error) {
-	if _, err := Log2Exact(len(rows)); err != nil {
-		return poseidon2.Digest{}, fmt.Errorf("%w: %d rows", ErrMerkleOpeningLength, len(rows))
-	}
-	h := make([]poseidon2.Digest, len(rows))
-	for i, r := range rows {
-		h[i] = poseidon2.HashSlice(r)
-	}
-	return poseidon2.TreeCompress(h), nil
-}
-
-// MerkleVerify checks a path from leafHash at query index idx to root (verifier/whir.rs
-// merkle_verify): cur = idx even ? compress(cur, s) : compress(s, cur), idx >>= 1 per sibling.
-// Like the Rust verifier it does not check idx < 2^len(proof).
-func MerkleVerify(root poseidon2.Digest, idx int, leafHash poseidon2.Digest, proof []poseidon2.Digest) error {
-	cur := leafHash
-	for _, s := range proof {
-		if idx&1 == 0 {
-			cur = poseidon2.Compress(cur, s)
-		} else {
-			cur = poseidon2.Compress(s, cur)
-		}
-		idx >>= 1
-	}
-	if cur != root {
-		return ErrMerkleVerify
-	}
-	return nil
-}
-
-// VerifyOpening checks an opening against root: the group leaf hash of its rows, then the path.
-// rowsPerQuery and width fix the expected shape (hash_slice is only injective per fixed width).
+// VerifyOpening checks an opening against root with the verifier's path check (stark.MerkleRoot).
+// rowsPerQuery and width fix the expected shape (hash_slice is only injective per fixed width),
+// which is checked first.
 func VerifyOpening(root poseidon2.Digest, rowsPerQuery, width int, o *MerkleOpening) error {
-	if len(o.Rows) != rowsPerQuery {
-		return fmt.Errorf("%w: %d rows, want %d", ErrMerkleOpeningLength, len(o.Rows), rowsPerQuery)
+	if _, err := Log2Exact(len(o.Rows)); err != nil || len(o.Rows) != rowsPerQuery {
+		return fmt.Errorf("%w: %d rows, want %d (a power of two)", ErrMerkleOpeningLength, len(o.Rows), rowsPerQuery)
 	}
 	for i, r := range o.Rows {
 		if len(r) != width {
 			return fmt.Errorf("%w: row %d has %d entries, want %d", ErrMerkleOpeningLength, i, len(r), width)
 		}
 	}
-	leaf, err := GroupLeafHash(o.Rows)
-	if err != nil {
-		return err
+	if stark.MerkleRoot(o.Rows, o.Index, o.Proof) != root {
+		return ErrMerkleVerify
 	}
-	return MerkleVerify(root, o.Index, leaf, o.Proof)
+	return nil
 }

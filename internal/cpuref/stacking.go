@@ -6,50 +6,12 @@ import (
 	"sort"
 
 	"github.com/metalprove/metalprove/internal/poseidon2"
+	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/params"
 )
 
-// StackedSlice locates one trace column inside the stacked matrix (StackedSlice in Rust).
-// LogHeight is the trace column's true log height; below l_skip the slice is strided.
-type StackedSlice struct {
-	Col       int // stacked column index
-	Row       int // first row inside the stacked column
-	LogHeight int
-}
-
-// Len is the number of stacked rows the slice occupies: 2^max(LogHeight, lSkip).
-func (s StackedSlice) Len(lSkip int) int { return 1 << max(s.LogHeight, lSkip) }
-
-// Stride is 2^(lSkip − LogHeight) when LogHeight < lSkip, else 1.
-func (s StackedSlice) Stride(lSkip int) int { return 1 << max(lSkip-s.LogHeight, 0) }
-
-// SortedCol is one entry of StackedLayout.SortedCols: column Col of matrix Mat goes to Slice.
-type SortedCol struct {
-	Mat   int
-	Col   int
-	Slice StackedSlice
-}
-
-// MatDim is the shape of one matrix fed to the layout.
-type MatDim struct {
-	Width     int
-	LogHeight int
-}
-
-// StackedLayout is the result of greedy column stacking (spec A §5.2, StackedLayout::new).
-type StackedLayout struct {
-	LSkip      int
-	Height     int // 2^(l_skip + n_stack)
-	Width      int // number of stacked columns
-	SortedCols []SortedCol
-	MatStarts  []int // MatStarts[mat] = index in SortedCols of mat's first column
-}
-
-// Errors of the layout.
+// Errors of stacking and of the Merkle tree. The layout's own errors are stark.ErrLayout*.
 var (
-	ErrLayoutNotSorted     = errors.New("cpuref: stacked layout input not sorted by log height descending")
-	ErrLayoutHeight        = errors.New("cpuref: trace log height exceeds the stacked log height")
-	ErrLayoutRowOverflow   = errors.New("cpuref: stacked column overflow")
 	ErrStackedWidthZero    = errors.New("cpuref: stacked matrix has width 0 (every trace has width 0)")
 	ErrTraceShape          = errors.New("cpuref: trace shape invalid")
 	ErrBadStackingParams   = errors.New("cpuref: bad stacking parameters")
@@ -58,63 +20,6 @@ var (
 	ErrMerkleVerify        = errors.New("cpuref: Merkle proof does not verify")
 	ErrMerkleOpeningLength = errors.New("cpuref: Merkle opening has the wrong shape")
 )
-
-// NewStackedLayout computes the layout of stacking the matrices dims (already in trace order:
-// log heights descending) into columns of height 2^logStackedHeight.
-func NewStackedLayout(lSkip, logStackedHeight int, dims []MatDim) (*StackedLayout, error) {
-	if lSkip < 0 || lSkip > logStackedHeight || logStackedHeight > MaxLogSize {
-		return nil, fmt.Errorf("%w: l_skip=%d log_stacked_height=%d", ErrBadStackingParams, lSkip, logStackedHeight)
-	}
-	for i := 1; i < len(dims); i++ {
-		if dims[i].LogHeight > dims[i-1].LogHeight {
-			return nil, fmt.Errorf("%w: matrix %d has log height %d > %d", ErrLayoutNotSorted, i, dims[i].LogHeight, dims[i-1].LogHeight)
-		}
-	}
-	height := 1 << logStackedHeight
-	l := &StackedLayout{LSkip: lSkip, Height: height}
-	col, row := 0, 0
-	for mat, d := range dims {
-		l.MatStarts = append(l.MatStarts, len(l.SortedCols))
-		if d.Width < 0 || d.LogHeight < 0 {
-			return nil, fmt.Errorf("%w: matrix %d width %d log height %d", ErrTraceShape, mat, d.Width, d.LogHeight)
-		}
-		if d.Width == 0 {
-			continue
-		}
-		if d.LogHeight > logStackedHeight {
-			return nil, fmt.Errorf("%w: matrix %d log height %d > %d", ErrLayoutHeight, mat, d.LogHeight, logStackedHeight)
-		}
-		sliceLen := 1 << max(d.LogHeight, lSkip)
-		for j := 0; j < d.Width; j++ {
-			if row+sliceLen > height {
-				if row != height {
-					return nil, fmt.Errorf("%w: column %d", ErrLayoutRowOverflow, col)
-				}
-				col++
-				row = 0
-			}
-			l.SortedCols = append(l.SortedCols, SortedCol{Mat: mat, Col: j, Slice: StackedSlice{Col: col, Row: row, LogHeight: d.LogHeight}})
-			row += sliceLen
-		}
-	}
-	l.Width = col
-	if row != 0 {
-		l.Width++
-	}
-	return l, nil
-}
-
-// Get returns the slice of column j of matrix mat.
-func (l *StackedLayout) Get(mat, j int) (StackedSlice, bool) {
-	if mat < 0 || mat >= len(l.MatStarts) {
-		return StackedSlice{}, false
-	}
-	i := l.MatStarts[mat] + j
-	if j < 0 || i >= len(l.SortedCols) || l.SortedCols[i].Mat != mat {
-		return StackedSlice{}, false
-	}
-	return l.SortedCols[i].Slice, true
-}
 
 // TraceOrder returns the trace order (spec A §5.1, sort_for_stacking) of matrices with the given
 // log heights: indices sorted by log height descending, ties by index ascending.
@@ -128,8 +33,8 @@ func TraceOrder(logHeights []int) []int {
 }
 
 // traceDims validates the traces and returns their layout input.
-func traceDims(traces []Matrix) ([]MatDim, error) {
-	dims := make([]MatDim, len(traces))
+func traceDims(traces []Matrix) ([]stark.MatrixDim, error) {
+	dims := make([]stark.MatrixDim, len(traces))
 	for i, t := range traces {
 		if err := t.check("stacking"); err != nil {
 			return nil, err
@@ -138,7 +43,7 @@ func traceDims(traces []Matrix) ([]MatDim, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: trace %d height %d: %v", ErrTraceShape, i, t.Height, err)
 		}
-		dims[i] = MatDim{Width: t.Width, LogHeight: lh}
+		dims[i] = stark.MatrixDim{Width: t.Width, LogHeight: lh}
 	}
 	return dims, nil
 }
@@ -146,7 +51,7 @@ func traceDims(traces []Matrix) ([]MatDim, error) {
 // StackedMatrix fills the stacked matrix Q (spec A §5.3, stacked_matrix) of the traces, which
 // must be in trace order. Q has height 2^(lSkip+nStack), is column-major and zero outside the
 // slices (including the skipped rows of strided slices).
-func StackedMatrix(lSkip, nStack int, traces []Matrix) (Matrix, *StackedLayout, error) {
+func StackedMatrix(lSkip, nStack int, traces []Matrix) (Matrix, *stark.StackedLayout, error) {
 	dims, err := traceDims(traces)
 	if err != nil {
 		return Matrix{}, nil, err
@@ -154,12 +59,12 @@ func StackedMatrix(lSkip, nStack int, traces []Matrix) (Matrix, *StackedLayout, 
 	if nStack < 0 {
 		return Matrix{}, nil, fmt.Errorf("%w: n_stack=%d", ErrBadStackingParams, nStack)
 	}
-	layout, err := NewStackedLayout(lSkip, lSkip+nStack, dims)
+	layout, err := stark.NewStackedLayout(lSkip, lSkip+nStack, dims)
 	if err != nil {
 		return Matrix{}, nil, err
 	}
-	q := NewMatrix(layout.Width, layout.Height)
-	for _, sc := range layout.SortedCols {
+	q := NewMatrix(layout.Width, 1<<layout.LogHeight)
+	for _, sc := range layout.Cols {
 		src := traces[sc.Mat].Column(sc.Col)
 		dst := q.Values[sc.Slice.Col*q.Height+sc.Slice.Row:]
 		stride := sc.Slice.Stride(lSkip)
@@ -173,7 +78,7 @@ func StackedMatrix(lSkip, nStack int, traces []Matrix) (Matrix, *StackedLayout, 
 // StackedPCSData is what the prover keeps of one stacked commitment (StackedPcsData): the layout,
 // the stacked matrix Q and the Merkle tree over the codeword matrix (its backing matrix).
 type StackedPCSData struct {
-	Layout *StackedLayout
+	Layout *stark.StackedLayout
 	Matrix Matrix
 	Tree   *MerkleTree
 }

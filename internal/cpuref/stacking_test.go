@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/params"
 )
 
@@ -34,12 +35,12 @@ func TestStackedLayoutRandom(t *testing.T) {
 		lSkip := int(r.IntN(4))
 		m := lSkip + int(r.IntN(5))
 		nm := 1 + int(r.IntN(6))
-		dims := make([]MatDim, nm)
+		dims := make([]stark.MatrixDim, nm)
 		for i := range dims {
-			dims[i] = MatDim{Width: int(r.IntN(4)), LogHeight: int(r.IntN(m + 1))}
+			dims[i] = stark.MatrixDim{Width: int(r.IntN(4)), LogHeight: int(r.IntN(m + 1))}
 		}
-		slices.SortStableFunc(dims, func(a, b MatDim) int { return b.LogHeight - a.LogHeight })
-		l, err := NewStackedLayout(lSkip, m, dims)
+		slices.SortStableFunc(dims, func(a, b stark.MatrixDim) int { return b.LogHeight - a.LogHeight })
+		l, err := stark.NewStackedLayout(lSkip, m, dims)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +53,7 @@ func TestStackedLayoutRandom(t *testing.T) {
 		}
 		// Gap-free, in order, inside the column, MatStarts consistent.
 		pos := 0
-		for i, sc := range l.SortedCols {
+		for i, sc := range l.Cols {
 			s := sc.Slice
 			if s.Col*(1<<m)+s.Row != pos || s.Row+s.Len(lSkip) > 1<<m {
 				t.Fatalf("slice %d %+v at linear %d", i, s, pos)
@@ -81,7 +82,7 @@ func TestStackedMatrixRandom(t *testing.T) {
 	}
 	// Every trace entry is where its slice says, everything else is zero.
 	seen := make([]bool, len(q.Values))
-	for _, sc := range l.SortedCols {
+	for _, sc := range l.Cols {
 		s := sc.Slice
 		for i, v := range traces[sc.Mat].Column(sc.Col) {
 			at := s.Col*q.Height + s.Row + i*s.Stride(lSkip)
@@ -102,10 +103,10 @@ func TestStackedMatrixRandom(t *testing.T) {
 }
 
 func TestStackingErrors(t *testing.T) {
-	if _, err := NewStackedLayout(2, 5, []MatDim{{1, 3}, {1, 4}}); !errors.Is(err, ErrLayoutNotSorted) {
+	if _, err := stark.NewStackedLayout(2, 5, []stark.MatrixDim{{Width: 1, LogHeight: 3}, {Width: 1, LogHeight: 4}}); !errors.Is(err, stark.ErrLayoutNotSorted) {
 		t.Errorf("unsorted: %v", err)
 	}
-	if _, err := NewStackedLayout(2, 5, []MatDim{{1, 6}}); !errors.Is(err, ErrLayoutHeight) {
+	if _, err := stark.NewStackedLayout(2, 5, []stark.MatrixDim{{Width: 1, LogHeight: 6}}); !errors.Is(err, stark.ErrLayoutHeight) {
 		t.Errorf("too tall: %v", err)
 	}
 	if _, _, err := StackedMatrix(1, 1, []Matrix{{Values: make([]field.Fp, 3), Width: 1, Height: 3}}); err == nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/poseidon2"
+	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/params"
 )
 
@@ -16,10 +17,10 @@ import (
 //	               T1 (height 2, strided by 2, column [7 9]);
 //	commitment 1 = cached trace T2 (height 128, width 1, T2[0][i] = 5*i*i + 3).
 var (
-	secFLayout0 = []SortedCol{ // "layout0 (mat, col, stacked_col, row, log_height) = (0 0 0 0 6); (0 1 0 64 6); (1 0 1 0 1)"
-		{Mat: 0, Col: 0, Slice: StackedSlice{Col: 0, Row: 0, LogHeight: 6}},
-		{Mat: 0, Col: 1, Slice: StackedSlice{Col: 0, Row: 64, LogHeight: 6}},
-		{Mat: 1, Col: 0, Slice: StackedSlice{Col: 1, Row: 0, LogHeight: 1}},
+	secFLayout0 = []stark.StackedColumn{ // "layout0 (mat, col, stacked_col, row, log_height) = (0 0 0 0 6); (0 1 0 64 6); (1 0 1 0 1)"
+		{Mat: 0, Col: 0, Slice: stark.StackedSlice{Col: 0, Row: 0, LogHeight: 6}},
+		{Mat: 0, Col: 1, Slice: stark.StackedSlice{Col: 0, Row: 64, LogHeight: 6}},
+		{Mat: 1, Col: 0, Slice: stark.StackedSlice{Col: 1, Row: 0, LogHeight: 1}},
 	}
 	secFLayout0Width = 2                                                                                                 // layout0.width
 	secFStacked0Col1 = fps(7, 0, 9, 0, 0, 0, 0, 0)                                                                       // stacked0.col1[0..8)
@@ -71,12 +72,12 @@ func TestSectionFVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("layout0", func(t *testing.T) {
-		if layout.Width != secFLayout0Width || len(layout.SortedCols) != len(secFLayout0) {
+		if layout.Width != secFLayout0Width || len(layout.Cols) != len(secFLayout0) {
 			t.Fatalf("layout %+v", layout)
 		}
 		for i, want := range secFLayout0 {
-			if layout.SortedCols[i] != want {
-				t.Errorf("sorted_cols[%d] = %+v, want %+v", i, layout.SortedCols[i], want)
+			if layout.Cols[i] != want {
+				t.Errorf("sorted_cols[%d] = %+v, want %+v", i, layout.Cols[i], want)
 			}
 		}
 	})

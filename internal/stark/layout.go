@@ -3,10 +3,22 @@ package stark
 import (
 	"errors"
 	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
 )
 
-// ErrLayout reports an invalid stacked layout input.
+// ErrLayout is wrapped by every stacked layout error.
 var ErrLayout = errors.New("stark: invalid stacked layout")
+
+// The stacked layout errors, each wrapping ErrLayout.
+var (
+	// ErrLayoutNotSorted: the matrices are not in trace order (log heights descending).
+	ErrLayoutNotSorted = fmt.Errorf("%w: matrices not sorted by log height descending", ErrLayout)
+	// ErrLayoutHeight: a matrix is taller than the stacked matrix.
+	ErrLayoutHeight = fmt.Errorf("%w: trace log height exceeds the stacked log height", ErrLayout)
+	// ErrLayoutRowOverflow: a slice would straddle two stacked columns.
+	ErrLayoutRowOverflow = fmt.Errorf("%w: stacked column overflow", ErrLayout)
+)
 
 // MatrixDim is the shape of one matrix in a stacked layout.
 type MatrixDim struct {
@@ -20,6 +32,13 @@ type StackedSlice struct {
 	Row       int // first row inside the stacked column
 	LogHeight int // log2 of the trace height (may be < l_skip)
 }
+
+// Len is the number of stacked rows the slice occupies: 2^max(LogHeight, lSkip).
+func (s StackedSlice) Len(lSkip int) int { return 1 << max(s.LogHeight, lSkip) }
+
+// Stride is the row step of the slice: 2^(lSkip − LogHeight) when LogHeight < lSkip (the column
+// is strided), else 1.
+func (s StackedSlice) Stride(lSkip int) int { return 1 << max(lSkip-s.LogHeight, 0) }
 
 // StackedColumn is one entry of sorted_cols: column Col of matrix Mat lives in Slice.
 type StackedColumn struct {
@@ -38,10 +57,16 @@ type StackedLayout struct {
 	Dims      []MatrixDim
 }
 
-// NewStackedLayout builds the layout of matrices given in trace order (log heights descending).
+// NewStackedLayout builds the layout of matrices given in trace order (log heights descending,
+// width-0 matrices included).
 func NewStackedLayout(lSkip, logHeight int, dims []MatrixDim) (*StackedLayout, error) {
-	if lSkip < 0 || lSkip > logHeight || logHeight > 27 {
+	if lSkip < 0 || lSkip > logHeight || logHeight > field.TwoAdicity {
 		return nil, fmt.Errorf("%w: l_skip=%d log_stacked_height=%d", ErrLayout, lSkip, logHeight)
+	}
+	for i := 1; i < len(dims); i++ {
+		if dims[i].LogHeight > dims[i-1].LogHeight {
+			return nil, fmt.Errorf("%w: matrix %d has log height %d > %d", ErrLayoutNotSorted, i, dims[i].LogHeight, dims[i-1].LogHeight)
+		}
 	}
 	height := 1 << logHeight
 	l := &StackedLayout{LSkip: lSkip, LogHeight: logHeight, Dims: append([]MatrixDim(nil), dims...)}
@@ -55,16 +80,13 @@ func NewStackedLayout(lSkip, logHeight int, dims []MatrixDim) (*StackedLayout, e
 			continue
 		}
 		if d.LogHeight > logHeight {
-			return nil, fmt.Errorf("%w: matrix %d log height %d > %d", ErrLayout, mat, d.LogHeight, logHeight)
-		}
-		if mat > 0 && d.LogHeight > dims[mat-1].LogHeight {
-			return nil, fmt.Errorf("%w: matrices not sorted by log height descending", ErrLayout)
+			return nil, fmt.Errorf("%w: matrix %d log height %d > %d", ErrLayoutHeight, mat, d.LogHeight, logHeight)
 		}
 		sliceLen := 1 << max(d.LogHeight, lSkip)
 		for j := 0; j < d.Width; j++ {
 			if row+sliceLen > height {
 				if row != height {
-					return nil, fmt.Errorf("%w: stacked column %d overflows", ErrLayout, col)
+					return nil, fmt.Errorf("%w: stacked column %d", ErrLayoutRowOverflow, col)
 				}
 				col++
 				row = 0
@@ -82,3 +104,15 @@ func NewStackedLayout(lSkip, logHeight int, dims []MatrixDim) (*StackedLayout, e
 
 // NumMatrices is the number of matrices the layout was built from.
 func (l *StackedLayout) NumMatrices() int { return len(l.MatStarts) }
+
+// Get returns the slice of column j of matrix mat.
+func (l *StackedLayout) Get(mat, j int) (StackedSlice, bool) {
+	if mat < 0 || mat >= len(l.MatStarts) {
+		return StackedSlice{}, false
+	}
+	i := l.MatStarts[mat] + j
+	if j < 0 || i >= len(l.Cols) || l.Cols[i].Mat != mat {
+		return StackedSlice{}, false
+	}
+	return l.Cols[i].Slice, true
+}

@@ -1,6 +1,7 @@
 package stark_test
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"reflect"
@@ -63,7 +64,7 @@ type fixture struct {
 
 // newFixture builds three commitments (common main with mixed heights, a "cached" and a
 // "preprocessed" one) of random traces, and the true claims at a random point.
-func newFixture(t *testing.T, p params.SystemParams, seed uint64, rot int) *fixture {
+func newFixture(t testing.TB, p params.SystemParams, seed uint64, rot int) *fixture {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 99))
 	m := p.LSkip + p.NStack
@@ -145,14 +146,47 @@ func startTranscript(seed uint64) transcript.Transcript {
 	return tr
 }
 
-func (f *fixture) prove(t *testing.T) (stark.StackingProof, stark.WhirProof, transcript.Transcript) {
+// prove runs ProveOpenings and returns the proofs as the verifier receives them: passed through
+// the codec (viaCodec).
+func (f *fixture) prove(t testing.TB) (stark.StackingProof, stark.WhirProof, transcript.Transcript) {
 	t.Helper()
 	tr := startTranscript(1)
 	sp, wp, err := stark.ProveOpenings(cpuref.Backend{}, &tr, f.p, f.commits, f.claims)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sp, wp = viaCodec(t, f.p, &sp, &wp)
 	return sp, wp, tr
+}
+
+// viaCodec encodes the proofs (EncodeStackingProof, EncodeWhirProof), decodes them with p's
+// limits and checks that the decoded proofs encode to the same bytes; it returns the decoded ones.
+func viaCodec(t testing.TB, p params.SystemParams, sp *stark.StackingProof, wp *stark.WhirProof) (stark.StackingProof, stark.WhirProof) {
+	t.Helper()
+	spb, err := stark.EncodeStackingProof(sp)
+	if err != nil {
+		t.Fatalf("encode stacking proof: %v", err)
+	}
+	wpb, err := stark.EncodeWhirProof(wp)
+	if err != nil {
+		t.Fatalf("encode WHIR proof: %v", err)
+	}
+	lim := stark.LimitsFor(p)
+	dsp, err := stark.DecodeStackingProof(spb, &lim)
+	if err != nil {
+		t.Fatalf("decode stacking proof: %v", err)
+	}
+	dwp, err := stark.DecodeWhirProof(wpb, &lim)
+	if err != nil {
+		t.Fatalf("decode WHIR proof: %v", err)
+	}
+	if b, err := stark.EncodeStackingProof(dsp); err != nil || !bytes.Equal(b, spb) {
+		t.Fatalf("decoded stacking proof does not re-encode to its encoding (%v)", err)
+	}
+	if b, err := stark.EncodeWhirProof(dwp); err != nil || !bytes.Equal(b, wpb) {
+		t.Fatalf("decoded WHIR proof does not re-encode to its encoding (%v)", err)
+	}
+	return *dsp, *dwp
 }
 
 func (f *fixture) verify(sp *stark.StackingProof, wp *stark.WhirProof, claims *stark.OpeningClaims) (transcript.Transcript, error) {
@@ -161,7 +195,7 @@ func (f *fixture) verify(sp *stark.StackingProof, wp *stark.WhirProof, claims *s
 	return tr, err
 }
 
-func testPreset(t *testing.T) params.SystemParams {
+func testPreset(t testing.TB) params.SystemParams {
 	p, _, err := params.Preset("test", 0)
 	if err != nil {
 		t.Fatal(err)

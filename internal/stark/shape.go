@@ -35,9 +35,31 @@ func lenErr(field string, got, want int) error {
 	return shapeErr(field, "length %d, want %d", got, want)
 }
 
+// stageShapeErr is a shape-check error as a verifier stage reports it: errors.Is finds both the
+// stage's shape sentinel (ErrStackingShape, ErrWhirShape) and ErrShape, errors.As the *ShapeError.
+type stageShapeErr struct {
+	stage error
+	shape error
+}
+
+func (e *stageShapeErr) Error() string {
+	var se *ShapeError
+	if errors.As(e.shape, &se) {
+		return e.stage.Error() + ": " + se.Field + ": " + se.Msg
+	}
+	return e.stage.Error() + ": " + e.shape.Error()
+}
+
+func (e *stageShapeErr) Unwrap() []error { return []error{e.stage, e.shape} }
+
+func stageShapeError(stage, err error) error { return &stageShapeErr{stage: stage, shape: err} }
+
 // CheckStackingShape checks the stacking proof against p and the stacked widths W_j of the C
 // commitments (common main first; layouts as in spec A §5.2).
 func CheckStackingShape(p params.SystemParams, widths []int, st *StackingProof) error {
+	if st == nil {
+		return shapeErr("stacking", "no proof")
+	}
 	if len(widths) == 0 {
 		return shapeErr("stacking.stacking_openings", "no commitments")
 	}
@@ -68,6 +90,9 @@ func CheckStackingShape(p params.SystemParams, widths []int, st *StackingProof) 
 
 // CheckWhirShape checks the WHIR proof against p and the stacked widths W_j of the C commitments.
 func CheckWhirShape(p params.SystemParams, widths []int, w *WhirProof) error {
+	if w == nil {
+		return shapeErr("whir", "no proof")
+	}
 	R := p.NumWhirRounds()
 	if R == 0 {
 		return shapeErr("params.whir.rounds", "no WHIR rounds")

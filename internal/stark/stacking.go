@@ -157,16 +157,14 @@ func VerifyStacking(tr *transcript.Transcript, p params.SystemParams, layouts []
 	if err != nil {
 		return nil, err
 	}
-	n := 1 << p.LSkip
-	if proof == nil || len(proof.UnivariateRoundCoeffs) != 2*(n-1)+1 || len(proof.SumcheckRoundPolys) != p.NStack ||
-		len(proof.StackingOpenings) != len(layouts) {
-		return nil, ErrStackingShape
-	}
+	widths := make([]int, len(layouts))
 	for c, l := range layouts {
-		if len(proof.StackingOpenings[c]) != l.Width {
-			return nil, fmt.Errorf("%w: commitment %d has %d openings, want %d", ErrStackingShape, c, len(proof.StackingOpenings[c]), l.Width)
-		}
+		widths[c] = l.Width
 	}
+	if err := CheckStackingShape(p, widths, proof); err != nil {
+		return nil, stageShapeError(ErrStackingShape, err)
+	}
+	n := 1 << p.LSkip
 	lambda := tr.SampleExt()
 	eqW, rotW, claim := batchWeights(flat, lambda)
 

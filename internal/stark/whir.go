@@ -157,67 +157,13 @@ func ProveWhir(be Backend, tr *transcript.Transcript, p params.SystemParams, com
 	return proof, nil
 }
 
-// checkWhirShape is the WHIR part of verify_proof_shape (spec A §7.9), so that the verifier
-// never indexes out of range.
-func checkWhirShape(p params.SystemParams, widths []int, proof *WhirProof) error {
-	m := p.LSkip + p.NStack
-	k, R := p.Whir.K, len(p.Whir.Rounds)
-	C := len(widths)
-	bad := func(what string) error { return fmt.Errorf("%w: %s", ErrWhirShape, what) }
-	if proof == nil {
-		return bad("no proof")
-	}
-	if len(proof.WhirSumcheckPolys) != R*k || len(proof.FoldingPowWitnesses) != R*k {
-		return bad("sumcheck rounds")
-	}
-	if len(proof.CodewordCommits) != R-1 || len(proof.OODValues) != R-1 || len(proof.CodewordOpenedValues) != R-1 ||
-		len(proof.CodewordMerkleProofs) != R-1 {
-		return bad("codeword rounds")
-	}
-	if len(proof.QueryPhasePowWitnesses) != R {
-		return bad("query-phase witnesses")
-	}
-	if len(proof.InitialRoundOpenedRows) != C || len(proof.InitialRoundMerkleProofs) != C {
-		return bad("initial commitments")
-	}
-	if len(proof.FinalPoly) != 1<<(m-R*k) {
-		return bad("final polynomial length")
-	}
-	g := 1 << k
-	depth0 := m + p.LogBlowup - k
-	nq0 := p.Whir.Rounds[0].NumQueries
-	for c := range C {
-		if len(proof.InitialRoundOpenedRows[c]) != nq0 || len(proof.InitialRoundMerkleProofs[c]) != nq0 {
-			return bad("initial query count")
-		}
-		for q := range nq0 {
-			rows := proof.InitialRoundOpenedRows[c][q]
-			if len(rows) != g || len(proof.InitialRoundMerkleProofs[c][q]) != depth0 {
-				return bad("initial opening")
-			}
-			for _, row := range rows {
-				if len(row) != widths[c] {
-					return bad("initial row width")
-				}
-			}
-		}
-	}
-	for r := 1; r < R; r++ {
-		nq := p.Whir.Rounds[r].NumQueries
-		if len(proof.CodewordOpenedValues[r-1]) != nq || len(proof.CodewordMerkleProofs[r-1]) != nq {
-			return bad("codeword query count")
-		}
-		for q := range nq {
-			if len(proof.CodewordOpenedValues[r-1][q]) != g || len(proof.CodewordMerkleProofs[r-1][q]) != depth0-r {
-				return bad("codeword opening")
-			}
-		}
-	}
-	return nil
-}
-
-// merkleRoot recomputes a Merkle root from the opened group rows and the sibling path.
-func merkleRoot(rows [][]field.Fp, idx int, path []Digest) Digest {
+// MerkleRoot recomputes the Merkle root from an opened query group and its sibling path
+// (verifier/whir.rs merkle_verify): the leaf is tree_compress(hash_slice(rows[0]), …,
+// hash_slice(rows[G−1])), then per sibling s cur = idx even ? compress(cur, s) : compress(s, cur),
+// idx >>= 1. Like the Rust verifier it does not check idx < 2^len(path). len(rows) must be a power
+// of two (the shape checks ensure it; otherwise it panics), and the rows must have the widths the
+// caller expects (hash_slice is injective only per fixed width).
+func MerkleRoot(rows [][]field.Fp, idx int, path []Digest) Digest {
 	h := make([]Digest, len(rows))
 	for i, r := range rows {
 		h[i] = poseidon2.HashSlice(r)
@@ -251,8 +197,8 @@ func VerifyWhir(tr *transcript.Transcript, p params.SystemParams, roots []Digest
 		widths[c] = len(o)
 		total += len(o)
 	}
-	if err := checkWhirShape(p, widths, proof); err != nil {
-		return err
+	if err := CheckWhirShape(p, widths, proof); err != nil {
+		return stageShapeError(ErrWhirShape, err)
 	}
 	k, R := p.Whir.K, len(p.Whir.Rounds)
 	if !tr.CheckWitness(p.Whir.MuPowBits, proof.MuPowWitness) {
@@ -316,7 +262,7 @@ func VerifyWhir(tr *transcript.Transcript, p params.SystemParams, roots []Digest
 				col := 0
 				for c, root := range roots {
 					rows := proof.InitialRoundOpenedRows[c][q]
-					if merkleRoot(rows, y, proof.InitialRoundMerkleProofs[c][q]) != root {
+					if MerkleRoot(rows, y, proof.InitialRoundMerkleProofs[c][q]) != root {
 						return fmt.Errorf("%w (round 0, commitment %d, query %d)", ErrWhirQuery, c, q)
 					}
 					for cc := 0; cc < widths[c]; cc++ {
@@ -332,7 +278,7 @@ func VerifyWhir(tr *transcript.Transcript, p params.SystemParams, roots []Digest
 				for t, v := range vals {
 					rows[t] = v[:]
 				}
-				if merkleRoot(rows, y, proof.CodewordMerkleProofs[r-1][q]) != proof.CodewordCommits[r-1] {
+				if MerkleRoot(rows, y, proof.CodewordMerkleProofs[r-1][q]) != proof.CodewordCommits[r-1] {
 					return fmt.Errorf("%w (round %d, query %d)", ErrWhirQuery, r, q)
 				}
 			}

@@ -144,9 +144,15 @@ func TestWhirSectionFVectors(t *testing.T) {
 		t.Errorf("encoded WHIR proof: %d bytes sha256 %s, want %d bytes %s", len(enc), got, secFEncodedLen, secFEncodedSHA256)
 	}
 
+	// The verifier gets the decoded proof.
+	lim := stark.LimitsFor(p)
+	dec, err := stark.DecodeWhirProof(enc, &lim)
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
 	roots := []stark.Digest{commits[0].Root(), commits[1].Root()}
 	vt := secFTranscript()
-	if err := stark.VerifyWhir(&vt, p, roots, secFOpenings, uCube, &proof); err != nil {
+	if err := stark.VerifyWhir(&vt, p, roots, secFOpenings, uCube, dec); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
 	if vt != tr {
@@ -160,7 +166,7 @@ func TestWhirSectionFVectors(t *testing.T) {
 	bad := [][]field.Fp4{append([]field.Fp4(nil), secFOpenings[0]...), secFOpenings[1]}
 	bad[0][1] = bad[0][1].AddBase(1)
 	vt = secFTranscript()
-	if err := stark.VerifyWhir(&vt, p, roots, bad, uCube, &proof); !errors.Is(err, stark.ErrWhirFinal) {
+	if err := stark.VerifyWhir(&vt, p, roots, bad, uCube, dec); !errors.Is(err, stark.ErrWhirFinal) {
 		t.Fatalf("tampered opening: got %v, want ErrWhirFinal", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -21,7 +20,6 @@ import (
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
 // DefaultMaxFailures is the default of --max-failures.
@@ -177,33 +175,12 @@ func checkFile(opts *CheckOptions) (*CheckReport, error) {
 		log = &l
 	}
 	path := opts.Path
-	f, err := os.Open(path)
+	tf, err := openTraceFile(path)
 	if err != nil {
-		return nil, &cmdutil.BadInputError{Err: err}
+		return nil, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if st.IsDir() {
-		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: is a directory", path)}
-	}
-	size := int64(-1)
-	if st.Mode().IsRegular() {
-		size = st.Size()
-	}
-	wrap := func(err error) error {
-		err = fmt.Errorf("%s: %w", path, err)
-		if fe := (*tracefile.FormatError)(nil); errors.As(err, &fe) {
-			return &cmdutil.BadInputError{Err: err}
-		}
-		return err
-	}
-	r, err := tracefile.NewReader(f, size)
-	if err != nil {
-		return nil, wrap(err)
-	}
+	defer tf.Close()
+	r, wrap := tf.r, tf.wrap
 	rep := &CheckReport{Path: path, Sections: []SectionCheck{}, Failures: []ConstraintFailure{}, Imbalances: []BusImbalance{}}
 	// Sections with interactions are kept for the balance check across the file.
 	var busAirs []air.Air

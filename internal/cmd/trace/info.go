@@ -96,33 +96,12 @@ func infoRun(opts *InfoOptions) error {
 // inspect decodes the trace file at path. Problems with the file's bytes, and a file that
 // cannot be opened, are BadInputErrors.
 func inspect(path string) (*InfoReport, error) {
-	f, err := os.Open(path)
+	tf, err := openTraceFile(path)
 	if err != nil {
-		return nil, &cmdutil.BadInputError{Err: err} // *PathError: names the path
+		return nil, err
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if st.IsDir() {
-		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: is a directory", path)}
-	}
-	size := int64(-1)
-	if st.Mode().IsRegular() {
-		size = st.Size()
-	}
-	wrap := func(err error) error {
-		err = fmt.Errorf("%s: %w", path, err)
-		if fe := (*tracefile.FormatError)(nil); errors.As(err, &fe) {
-			return &cmdutil.BadInputError{Err: err}
-		}
-		return err
-	}
-	r, err := tracefile.NewReader(f, size)
-	if err != nil {
-		return nil, wrap(err)
-	}
+	defer tf.Close()
+	f, r, size, wrap := tf.File, tf.r, tf.size, tf.wrap
 	rep := &InfoReport{Path: path, SizeBytes: size, Sections: []SectionInfo{}}
 	off := int64(tracefile.FileHeaderSize) // offset of the current section
 	for i := 0; ; i++ {
@@ -244,4 +223,50 @@ func printInfo(out io.Writer, rep *InfoReport) error {
 		fmt.Fprintf(w, "  sha256 digest\t%s (cells row-major, little-endian u32)\n", s.Digest)
 	}
 	return w.Flush()
+}
+
+// traceFile is a trace file opened for reading: the file, its tracefile.Reader (told the size
+// when the file is regular) and the size (−1 when not regular).
+type traceFile struct {
+	*os.File
+	r    *tracefile.Reader
+	size int64
+	path string
+}
+
+// openTraceFile opens the trace file at path and reads its header. A file that cannot be opened,
+// a directory and a bad header are BadInputErrors.
+func openTraceFile(path string) (*traceFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &cmdutil.BadInputError{Err: err} // *PathError: names the path
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if st.IsDir() {
+		f.Close()
+		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: is a directory", path)}
+	}
+	tf := &traceFile{File: f, size: -1, path: path}
+	if st.Mode().IsRegular() {
+		tf.size = st.Size()
+	}
+	if tf.r, err = tracefile.NewReader(f, tf.size); err != nil {
+		f.Close()
+		return nil, tf.wrap(err)
+	}
+	return tf, nil
+}
+
+// wrap names the file in err; problems with the file's bytes (tracefile.FormatError) are
+// BadInputErrors.
+func (tf *traceFile) wrap(err error) error {
+	err = fmt.Errorf("%s: %w", tf.path, err)
+	if fe := (*tracefile.FormatError)(nil); errors.As(err, &fe) {
+		return &cmdutil.BadInputError{Err: err}
+	}
+	return err
 }
