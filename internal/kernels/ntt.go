@@ -177,6 +177,31 @@ func (t *NTT) scratchOf(n int) (*gpu.Array[uint32], error) {
 // points (fewer where the threadgroup memory is smaller) use the NTT's scratch buffer of
 // height·width uints.
 func (t *NTT) EncodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width int, inverse bool) error {
+	return t.encodeColumns(b, data, height, width, inverse, -1)
+}
+
+// EncodePass encodes only pass i (0 ≤ i < Passes(height)) of EncodeColumns' forward transform,
+// between the buffers that pass uses there; the data it leaves is meaningless. For measuring
+// each pass's bandwidth (bench).
+func (t *NTT) EncodePass(b *gpu.Batch, data *gpu.Array[uint32], height, width, i int) error {
+	if n := t.Passes(height); i < 0 || i >= n {
+		return fmt.Errorf("kernels: EncodePass: pass %d of %d", i, n)
+	}
+	return t.encodeColumns(b, data, height, width, false, i)
+}
+
+// PassLogs returns the DFT size (log2) of each ntt_pass dispatch of a transform of height rows
+// on the NTT's device (nil for height 1 or not a power of two).
+func (t *NTT) PassLogs(height int) []int {
+	logN, err := log2Exact("PassLogs", height)
+	if err != nil || logN == 0 {
+		return nil
+	}
+	return passPlan(logN, bits.TrailingZeros(uint(tileElems(t.dev))))
+}
+
+// encodeColumns encodes every pass of the transform (only < 0), or pass only alone.
+func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width int, inverse bool, only int) error {
 	logN, err := log2Exact("DFTColumns", height)
 	if err != nil {
 		return err
@@ -219,6 +244,11 @@ func (t *NTT) EncodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width
 		if i == len(plan)-1 {
 			s = scale
 		}
+		if only >= 0 && i != only {
+			logNs += lr
+			src, dst = dst, src
+			continue
+		}
 		var groups, tpg int
 		if isHost(dev) {
 			groups, tpg = min(nblocks, 1<<16), 1
@@ -239,11 +269,7 @@ func (t *NTT) EncodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width
 // Passes returns the number of full read+write passes over the data that EncodeColumns makes
 // for a transform of height rows on dev (for bandwidth accounting).
 func (t *NTT) Passes(height int) int {
-	logN, err := log2Exact("Passes", height)
-	if err != nil || logN == 0 {
-		return 0
-	}
-	return len(passPlan(logN, bits.TrailingZeros(uint(tileElems(t.dev)))))
+	return len(t.PassLogs(height))
 }
 
 // DFTColumns runs EncodeColumns in a batch of its own (one sync).

@@ -209,3 +209,41 @@ func TestDFTColumnsFourPasses(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodePassMatchesFullTransform(t *testing.T) {
+	ntt := NewNTT(testDev)
+	defer ntt.Close()
+	r := rand.New(rand.NewPCG(7, 8))
+	h, w := 1<<16, 2
+	if got := ntt.PassLogs(h); len(got) != 2 || got[0]+got[1] != 16 {
+		t.Fatalf("PassLogs(2^16) = %v", got)
+	}
+	if err := ntt.EncodePass(testDev.Batch(), upload(t, randomFp(r, 1)), 1, 1, 0); err == nil {
+		t.Fatal("EncodePass of a size-1 transform: no error")
+	}
+	v := randomFp(r, h*w)
+	a := upload(t, v)
+	defer a.Free()
+	b := testDev.Batch()
+	for i := range ntt.Passes(h) {
+		if err := ntt.EncodePass(b, a, h, w, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]field.Fp(nil), v...)
+	if err := cpuref.DFTColumns(want, h); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadCanonical(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("element %d: got %d, want %d", i, got[i], want[i])
+		}
+	}
+}

@@ -269,8 +269,8 @@ func (b *bencher) run(s, ml int) error {
 			return err
 		}
 		t, err := b.median(func() error { return ntt.DFTColumns(a, h, w, false) })
-		a.Free()
 		if err != nil {
+			a.Free()
 			return err
 		}
 		var goT time.Duration
@@ -284,6 +284,24 @@ func (b *bencher) run(s, ml int) error {
 		elems := float64(h * w)
 		passes := ntt.Passes(h)
 		b.add(fmt.Sprintf("ntt dft columns (%d pass)", passes), fmt.Sprintf("2^%d×%d", logH, w), "elem", t, elems, 8*elems*float64(passes), elems/2*float64(logH), goT)
+		// Each pass alone (one batch, one sync each): which pass falls short of copy.
+		if passes > 1 {
+			for i, lr := range ntt.PassLogs(h) {
+				t, err := b.median(func() error {
+					bt := dev.Batch()
+					if err := ntt.EncodePass(bt, a, h, w, i); err != nil {
+						return err
+					}
+					return bt.Wait()
+				})
+				if err != nil {
+					a.Free()
+					return err
+				}
+				b.add(fmt.Sprintf("  ntt pass %d/%d (2^%d)", i+1, passes, lr), fmt.Sprintf("2^%d×%d", logH, w), "elem", t, elems, 8*elems, elems/2*float64(lr), 0)
+			}
+		}
+		a.Free()
 	}
 
 	// Poseidon2 permutations.
