@@ -5,8 +5,10 @@ import (
 
 	"github.com/metalprove/metalprove/internal/cmd/bench"
 	"github.com/metalprove/metalprove/internal/cmd/params"
+	"github.com/metalprove/metalprove/internal/cmd/prove"
 	"github.com/metalprove/metalprove/internal/cmd/selftest"
 	"github.com/metalprove/metalprove/internal/cmd/trace"
+	"github.com/metalprove/metalprove/internal/cmd/verify"
 	"github.com/metalprove/metalprove/internal/cmd/version"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 )
@@ -17,8 +19,10 @@ func subcommands(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
 		bench.NewCmdBench(f, nil),
 		params.NewCmdParams(f, nil),
+		prove.NewCmdProve(f, nil),
 		selftest.NewCmdSelftest(f, nil),
 		trace.NewCmdTrace(f, nil),
+		verify.NewCmdVerify(f, nil),
 		version.NewCmdVersion(f, nil),
 	}
 }

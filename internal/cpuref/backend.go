@@ -2,7 +2,6 @@ package cpuref
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/stark"
@@ -17,18 +16,17 @@ type Backend struct{}
 
 var _ stark.Backend = Backend{}
 
-// Committed is the CPU backend's committed data: the stacked matrix, its codeword and Merkle
-// tree (StackedPCSData) plus the stark-side layout.
+// Committed is the CPU backend's committed data: the layout, the stacked matrix, its codeword and
+// Merkle tree (StackedPCSData).
 type Committed struct {
-	Data   *StackedPCSData
-	layout *stark.StackedLayout
+	Data *StackedPCSData
 }
 
 // Root returns the Merkle root.
 func (c *Committed) Root() stark.Digest { return c.Data.Root() }
 
 // Layout returns the stacked layout.
-func (c *Committed) Layout() *stark.StackedLayout { return c.layout }
+func (c *Committed) Layout() *stark.StackedLayout { return c.Data.Layout }
 
 // Commit implements stark.Backend: stacked_commit of traces given in trace order.
 func (Backend) Commit(p params.SystemParams, traces []stark.TraceMatrix) (stark.Committed, error) {
@@ -41,26 +39,11 @@ func (Backend) Commit(p params.SystemParams, traces []stark.TraceMatrix) (stark.
 
 // CommitMatrices is Commit for cpuref matrices.
 func CommitMatrices(p params.SystemParams, traces []Matrix) (*Committed, error) {
-	dims, err := traceDims(traces)
-	if err != nil {
-		return nil, err
-	}
-	sd := make([]stark.MatrixDim, len(dims))
-	for i, d := range dims {
-		sd[i] = stark.MatrixDim{Width: d.Width, LogHeight: d.LogHeight}
-	}
-	layout, err := stark.NewStackedLayout(p.LSkip, p.LSkip+p.NStack, sd)
-	if err != nil {
-		return nil, err
-	}
 	_, data, err := StackedCommit(traces, p)
 	if err != nil {
 		return nil, err
 	}
-	if data.Layout.Width != layout.Width {
-		return nil, fmt.Errorf("cpuref: layout width mismatch %d vs %d", data.Layout.Width, layout.Width)
-	}
-	return &Committed{Data: data, layout: layout}, nil
+	return &Committed{Data: data}, nil
 }
 
 func cpuCommits(commits []stark.Committed) ([]*Committed, error) {

@@ -35,7 +35,7 @@ func (Backend) NewStackingProver(p params.SystemParams, commits []stark.Committe
 	}
 	sp := &stackingProver{p: p, commits: cs, b: b, coeffs: make([][][]field.Fp, len(cs))}
 	for c, com := range cs {
-		l := com.layout
+		l := com.Layout()
 		if len(b.EqWeight[c]) != len(l.Cols) || len(b.RotWeight[c]) != len(l.Cols) {
 			return nil, fmt.Errorf("%w: commitment %d weights", stark.ErrOpeningInput, c)
 		}
@@ -82,7 +82,7 @@ func (sp *stackingProver) UnivariateRound() ([]field.Fp4, error) {
 	res := make([]field.Fp4, 2*n-1)
 	qa, qb, qc := make([]field.Fp4, n), make([]field.Fp4, n), make([]field.Fp4, n)
 	for c, com := range sp.commits {
-		for i, sc := range com.layout.Cols {
+		for i, sc := range com.Layout().Cols {
 			s := sc.Slice
 			a, bw := sp.b.EqWeight[c][i], sp.b.RotWeight[c][i]
 			rot := !bw.IsZero()
@@ -178,7 +178,7 @@ func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
 			sp.q[c][m] = qt
 			sp.w[c][m] = make([]field.Fp4, nx)
 		}
-		for i, sc := range com.layout.Cols {
+		for i, sc := range com.Layout().Cols {
 			s := sc.Slice
 			a, bw := sp.b.EqWeight[c][i], sp.b.RotWeight[c][i]
 			wt := sp.w[c][s.Col]

@@ -34,6 +34,7 @@ func All() []Check {
 		poseidon2Checks(),
 		transcriptChecks(),
 		paramsChecks(),
+		proveChecks(),
 	} {
 		all = append(all, area...)
 	}

@@ -24,6 +24,8 @@ type Committed interface {
 // there; the backend only computes. Methods take and return handles and small values so that a
 // device implementation can keep matrices and tables on the device.
 type Backend interface {
+	GkrBackend
+	ConstraintBackend
 	// Commit stacks traces (given in trace order), RS-encodes and Merkle-commits them
 	// (stacked_commit, spec A §5.8).
 	Commit(p params.SystemParams, traces []TraceMatrix) (Committed, error)

@@ -127,6 +127,7 @@ func selftestRun(opts *Options) error {
 		defer dev.Close()
 		log.Debug().Str("device", dev.Name()).Msg("kernel checks")
 		all = append(all, opts.KernelChecks(dev)...)
+		all = append(all, selftest.DeviceBackendChecks(dev)...)
 	}
 	checks, err := selectChecks(all, opts.Run)
 	if err != nil {

@@ -1,0 +1,414 @@
+// Package prove implements `metalprove prove`: it reads a trace file, finds each section's AIR
+// (internal/examples), builds the proving key, proves all sections together as one multi-AIR
+// proof and writes the proof file (stark.WriteProofFileMeta: the proof envelope preceded by
+// metadata naming the AIRs, so that `metalprove verify` can rebuild the verifying key).
+package prove
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/air/testair"
+	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/cpuref"
+	"github.com/metalprove/metalprove/internal/examples"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/stark/device"
+	sp "github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/tracefile"
+)
+
+// DefaultPreset is the preset used when neither --preset nor a config params section is given.
+const DefaultPreset = "app-100bit"
+
+// Options are the inputs of the prove command.
+type Options struct {
+	IO     *cmdutil.IOStreams
+	Logger *zerolog.Logger
+	// Settings are the global settings (--config, --device).
+	Settings *cmdutil.Settings
+
+	Trace  string
+	Output string
+	// Preset is a preset name, or "" for the config file's params section (else app-100bit).
+	Preset        string
+	AllowInsecure bool
+	// NoCheck skips the host constraint checker.
+	NoCheck bool
+	// Reference proves on the CPU reference backend instead of the device backend.
+	Reference bool
+	JSON      bool
+}
+
+// Report is what `metalprove prove --json` prints.
+type Report struct {
+	Trace  string `json:"trace"`
+	Output string `json:"output"`
+	Params string `json:"params"`
+	// ParamsDigest is the SHA-256 of the parameters' postcard bytes (hex), as in the proof file.
+	ParamsDigest string `json:"params_digest"`
+	// Backend is "cpuref" or "device (<device name>)"; Fallbacks counts the device backend's
+	// calls that ran on the CPU reference instead.
+	Backend   string   `json:"backend"`
+	Fallbacks int      `json:"fallbacks"`
+	AIRs      []AirRow `json:"airs"`
+	// ProofBytes is the spec encoding of the proof; FileBytes the whole file (envelope, metadata).
+	ProofBytes int `json:"proof_bytes"`
+	FileBytes  int `json:"file_bytes"`
+	// TimesMS are the stage times in milliseconds (read, keygen, check, commit, gkr, constraints,
+	// openings, write) and TotalMS their sum.
+	TimesMS map[string]float64 `json:"times_ms"`
+	TotalMS float64            `json:"total_ms"`
+}
+
+// AirRow is one AIR of the proof.
+type AirRow struct {
+	Name   string `json:"name"`
+	Width  int    `json:"width"`
+	Height int    `json:"height"`
+}
+
+// NewCmdProve returns the prove command. runF, when not nil, replaces proveRun (for tests).
+func NewCmdProve(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
+	opts := &Options{IO: f.IO, Logger: &f.Logger, Settings: f.Settings}
+	cmd := &cobra.Command{
+		Use:   "prove --trace FILE -o PROOF",
+		Short: "Prove a trace file: one multi-AIR SWIRL proof of all its sections",
+		Long: `Read a trace file (metalprove trace), find each section's AIR by the section's name
+(keccakf or a test AIR), build the proving key (AIRs in section order, all present), check every
+trace against its AIR's constraints and the interactions for balance (skip with --no-check), prove
+and write the proof file atomically.
+
+Parameters: --preset NAME (` + strings.Join(sp.PresetNames(), ", ") + `), else the --config file's
+params section, else ` + DefaultPreset + `. Presets and config files with a security target below 100
+bits (the test preset) need --allow-insecure.
+
+Backend: the device backend (internal/stark/device) on --device (auto: a GPU if one is usable, else
+the host device); operations without device kernels run on the CPU reference and are counted as
+fallbacks in the log and the --json report. --cpuref proves on the CPU reference backend alone.
+
+The proof file holds the proof (spec encoding) in an envelope with the parameters' digest, preceded
+by metadata naming the AIRs and their heights and the preset: 'metalprove verify PROOF' rebuilds the
+verifying key from them.
+
+Exit status: 0 on success; 2 for bad flags; 3 when the trace file is malformed or names an unknown
+AIR; 4 when a trace fails its constraints or interactions; 5 when the device is unavailable.`,
+		Example: `  metalprove trace --example keccakf --perms 16 -o k16.bin
+  metalprove prove --trace k16.bin -o p16.bin
+  metalprove prove --trace fib.bin -o fib.proof --preset test --allow-insecure --json`,
+		Args: cobra.NoArgs,
+		RunE: func(_ *cobra.Command, _ []string) error {
+			if opts.Trace == "" {
+				return cmdutil.Usagef("--trace is required")
+			}
+			if opts.Output == "" {
+				return cmdutil.Usagef("-o/--output is required")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return proveRun(opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Trace, "trace", "", "trace file to prove (required)")
+	fl.StringVarP(&opts.Output, "output", "o", "", "proof file to write (required)")
+	fl.StringVar(&opts.Preset, "preset", "", "preset: "+strings.Join(sp.PresetNames(), "|")+
+		" (default: the config file's params section if any, else "+DefaultPreset+")")
+	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "accept parameters with a security target below 100 bits")
+	fl.BoolVar(&opts.NoCheck, "no-check", false, "skip the host constraint and interaction checks (an invalid trace then gives a proof that does not verify)")
+	fl.BoolVar(&opts.Reference, "cpuref", false, "prove on the CPU reference backend instead of the device backend")
+	fl.BoolVar(&opts.JSON, "json", false, "print one JSON summary object")
+	return cmd
+}
+
+// Resolved are the parameters a command runs with.
+type Resolved struct {
+	Params sp.SystemParams
+	// Preset is the preset name ("" for config-file parameters).
+	Preset string
+	// Source describes them: "preset test", "params section of cfg.yaml".
+	Source       string
+	SecurityBits int
+}
+
+// ResolveParams picks the parameters: preset, else the params section of configFile, else
+// fallback (a preset name; "" means DefaultPreset). Targets below 100 bits need allowInsecure.
+func ResolveParams(preset, configFile, fallback string, allowInsecure bool) (*Resolved, error) {
+	var r *Resolved
+	if preset == "" && configFile != "" {
+		p, spec, err := sp.LoadFile(configFile)
+		switch {
+		case err == nil:
+			r = &Resolved{Params: p, Source: "params section of " + configFile, SecurityBits: spec.SecurityBits}
+		case !errors.Is(err, sp.ErrNoParams):
+			return nil, &cmdutil.UsageError{Err: err}
+		}
+	}
+	if r == nil {
+		if preset == "" {
+			preset = fallback
+		}
+		if preset == "" {
+			preset = DefaultPreset
+		}
+		p, info, err := sp.Preset(preset, sp.DefaultAppLogStackedHeight)
+		if err != nil {
+			return nil, cmdutil.Usagef("--preset: %v", err)
+		}
+		r = &Resolved{Params: p, Preset: preset, Source: "preset " + preset, SecurityBits: info.SecurityBits}
+	}
+	if err := r.Params.Validate(); err != nil {
+		return nil, cmdutil.Usagef("%s: %v", r.Source, err)
+	}
+	if r.SecurityBits < sp.SecurityBitsTarget && !allowInsecure {
+		return nil, cmdutil.Usagef("%s has a %d-bit security target (INSECURE); pass --allow-insecure to use it", r.Source, r.SecurityBits)
+	}
+	return r, nil
+}
+
+// Statement is what a trace file proves: the AIRs (key order) and their inputs.
+type Statement struct {
+	Airs   []air.Air
+	Inputs []stark.AirProvingInput
+	Meta   []stark.ProofMetaAir
+	Widths []int
+}
+
+// LoadTrace reads a trace file and resolves each section's AIR. File problems and sections that
+// do not fit their AIR are BadInputErrors.
+func LoadTrace(path string) (*Statement, error) {
+	secs, err := tracefile.ReadAll(path)
+	if err != nil {
+		var fe *tracefile.FormatError
+		if errors.As(err, &fe) || errors.Is(err, os.ErrNotExist) {
+			return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", path, err)}
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(secs) == 0 {
+		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: no sections", path)}
+	}
+	st := &Statement{}
+	for i := range secs {
+		s := &secs[i]
+		bad := func(format string, args ...any) error {
+			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: section %d %q: %s", path, i, s.Name, fmt.Sprintf(format, args...))}
+		}
+		a, err := examples.AirForHeight(s.Name, s.Height)
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		if s.Width != a.Width().MainWidth() {
+			return nil, bad("width %d, but AIR %s has %d main columns", s.Width, a.Name(), a.Width().MainWidth())
+		}
+		if len(s.PublicValues) != a.NumPublicValues() {
+			return nil, bad("%d public values, but AIR %s has %d", len(s.PublicValues), a.Name(), a.NumPublicValues())
+		}
+		ti, err := testair.SplitMain(a, s.Height, s.Data, s.PublicValues)
+		if err != nil {
+			return nil, bad("%v", err)
+		}
+		in := stark.AirProvingInput{
+			Common: stark.TraceMatrix{Values: ti.CommonMain.Values, Width: ti.CommonMain.Width, Height: s.Height},
+			Public: ti.Public,
+		}
+		for _, c := range ti.CachedMains {
+			in.Cached = append(in.Cached, stark.TraceMatrix{Values: c.Values, Width: c.Width, Height: c.Height})
+		}
+		st.Airs = append(st.Airs, a)
+		st.Inputs = append(st.Inputs, in)
+		st.Meta = append(st.Meta, stark.ProofMetaAir{Name: s.Name, Height: s.Height})
+		st.Widths = append(st.Widths, s.Width)
+	}
+	return st, nil
+}
+
+// Backend is an opened proving backend.
+type Backend struct {
+	stark.Backend
+	// Name is "cpuref" or "device (<name>, <kind>)".
+	Name  string
+	dev   *gpu.Device
+	devBe *device.Backend
+}
+
+// Fallbacks is the number of device-backend calls that ran on the CPU reference (0 for cpuref).
+func (b *Backend) Fallbacks() int {
+	if b.devBe == nil {
+		return 0
+	}
+	return b.devBe.FallbackCalls()
+}
+
+// FallbackOps lists the operations that fell back.
+func (b *Backend) FallbackOps() []string {
+	if b.devBe == nil {
+		return nil
+	}
+	return b.devBe.FallbackOps()
+}
+
+// Close releases the backend and its device.
+func (b *Backend) Close() {
+	if b.devBe != nil {
+		b.devBe.Close()
+	}
+	if b.dev != nil {
+		b.dev.Close()
+	}
+}
+
+// OpenBackend opens the CPU reference backend (reference) or the device backend on the device
+// kind of the settings (auto when unset).
+func OpenBackend(settings *cmdutil.Settings, reference bool, log *zerolog.Logger) (*Backend, error) {
+	if reference {
+		return &Backend{Backend: cpuref.Backend{}, Name: "cpuref"}, nil
+	}
+	kind := gpu.KindAuto
+	if settings != nil && settings.Device != "" {
+		kind = gpu.Kind(settings.Device)
+	}
+	dev, err := gpu.Open(kind, gpu.Options{Logger: *log})
+	if err != nil {
+		return nil, &cmdutil.DeviceError{Err: fmt.Errorf("device %s: %w", kind, err)}
+	}
+	be := device.New(dev, device.Options{Logger: log})
+	return &Backend{Backend: be, Name: fmt.Sprintf("device (%s, %s)", dev.Name(), dev.Kind()), dev: dev, devBe: be}, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func proveRun(opts *Options) error {
+	log := opts.Logger
+	if log == nil {
+		l := zerolog.Nop()
+		log = &l
+	}
+	cfg := ""
+	if opts.Settings != nil {
+		cfg = opts.Settings.ConfigFile
+	}
+	res, err := ResolveParams(opts.Preset, cfg, "", opts.AllowInsecure)
+	if err != nil {
+		return err
+	}
+	p := res.Params
+	rep := &Report{Trace: opts.Trace, Output: opts.Output, Params: res.Source, TimesMS: map[string]float64{}}
+	dg := stark.ParamsDigest(p)
+	rep.ParamsDigest = hex.EncodeToString(dg[:])
+	timed := func(name string, d time.Duration) {
+		rep.TimesMS[name] = ms(d)
+		rep.TotalMS += ms(d)
+		log.Info().Str("stage", name).Str("elapsed", d.Round(time.Microsecond).String()).Msg("prove stage done")
+	}
+
+	start := time.Now()
+	st, err := LoadTrace(opts.Trace)
+	if err != nil {
+		return err
+	}
+	timed("read", time.Since(start))
+	for i, a := range st.Airs {
+		rep.AIRs = append(rep.AIRs, AirRow{Name: a.Name(), Width: st.Widths[i], Height: st.Meta[i].Height})
+	}
+
+	be, err := OpenBackend(opts.Settings, opts.Reference, log)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	rep.Backend = be.Name
+	log.Info().Str("backend", be.Name).Str("params", res.Source).Int("airs", len(st.Airs)).Msg("proving")
+
+	start = time.Now()
+	pk, err := stark.Keygen(p, st.Airs, nil, be.Backend)
+	if err != nil {
+		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Trace, err)}
+	}
+	timed("keygen", time.Since(start))
+
+	po := stark.DefaultProveOptions()
+	po.CheckConstraints = !opts.NoCheck
+	po.OnStage = timed
+	proof, err := stark.Prove(pk, st.Inputs, p, be.Backend, po)
+	if err != nil {
+		var tce *stark.TraceCheckError
+		switch {
+		case errors.As(err, &tce):
+			return &cmdutil.CheckFailedError{Err: fmt.Errorf("%s: %w", opts.Trace, err)}
+		case errors.Is(err, stark.ErrProveInput):
+			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Trace, err)}
+		case errors.Is(err, stark.ErrGkrRootNumerator):
+			return &cmdutil.CheckFailedError{Err: fmt.Errorf("%s: interactions do not balance: %w", opts.Trace, err)}
+		}
+		return fmt.Errorf("prove %s: %w", opts.Trace, err)
+	}
+	rep.Fallbacks = be.Fallbacks()
+	if rep.Fallbacks > 0 {
+		log.Warn().Int("calls", rep.Fallbacks).Strs("ops", be.FallbackOps()).Msg("device backend: operations ran on the CPU reference")
+	}
+
+	start = time.Now()
+	spec, err := proof.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("encode proof: %w", err)
+	}
+	rep.ProofBytes = len(spec)
+	meta := &stark.ProofMeta{Params: "preset", Preset: res.Preset, AIRs: st.Meta}
+	if res.Preset == "" {
+		meta.Params = "config"
+	}
+	if rep.FileBytes, err = stark.WriteProofFileMeta(opts.Output, p, proof, meta); err != nil {
+		return err
+	}
+	timed("write", time.Since(start))
+	log.Info().Str("proof", opts.Output).Int("proof_bytes", rep.ProofBytes).Int("file_bytes", rep.FileBytes).
+		Str("total", time.Duration(rep.TotalMS*float64(time.Millisecond)).Round(time.Millisecond).String()).Msg("proof written")
+	if opts.JSON {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return printReport(opts.IO.Out, rep)
+}
+
+func printReport(out io.Writer, rep *Report) error {
+	fmt.Fprintf(out, "%s: proof of %d AIRs (%s) with %s on %s\n", rep.Output, len(rep.AIRs), airList(rep.AIRs), rep.Params, rep.Backend)
+	fmt.Fprintf(out, "  proof %d bytes (file %d bytes), params digest %s\n", rep.ProofBytes, rep.FileBytes, rep.ParamsDigest)
+	if rep.Fallbacks > 0 {
+		fmt.Fprintf(out, "  device fallbacks to the CPU reference: %d calls\n", rep.Fallbacks)
+	}
+	var parts []string
+	for _, s := range []string{"read", "keygen", stark.StageCheck, stark.StageCommit, stark.StageGkr, stark.StageConstraints, stark.StageOpenings, "write"} {
+		if v, ok := rep.TimesMS[s]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.1f ms", s, v))
+		}
+	}
+	_, err := fmt.Fprintf(out, "  times: %s; total %.1f ms\n", strings.Join(parts, ", "), rep.TotalMS)
+	return err
+}
+
+func airList(airs []AirRow) string {
+	const maxShown = 6
+	var names []string
+	for i, a := range airs {
+		if i == maxShown {
+			names = append(names, fmt.Sprintf("… %d more", len(airs)-maxShown))
+			break
+		}
+		names = append(names, fmt.Sprintf("%s %d×%d", a.Name, a.Height, a.Width))
+	}
+	return strings.Join(names, ", ")
+}

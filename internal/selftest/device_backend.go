@@ -1,0 +1,79 @@
+package selftest
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/metalprove/metalprove/internal/cpuref"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/stark/device"
+	"github.com/metalprove/metalprove/internal/stark/params"
+)
+
+// DeviceBackendChecks returns the checks of the device stark.Backend on dev: the commitment root
+// of random traces (mixed heights, some below 2^l_skip, a width-0 trace) equals cpuref's, and the
+// commit ran entirely on the device (no reference fallback) with one download, the 32-byte root.
+// Names are "stark-device/<what> [<device kind>]". Each check frees what it allocates.
+func DeviceBackendChecks(dev *gpu.Device) []Check {
+	tag := " [" + string(dev.Kind()) + "]"
+	type trace struct{ logH, width int }
+	cases := []struct {
+		name   string
+		preset string
+		logH   int
+		traces []trace // in trace order
+	}{
+		{"test-mixed", "test", 0, []trace{{10, 3}, {9, 0}, {7, 2}, {2, 4}, {1, 2}, {0, 1}}},
+		{"test-below-lskip", "test", 0, []trace{{1, 5}, {0, 3}}},
+		{"app100-2^11-mixed", "app-100bit", 11, []trace{{11, 5}, {8, 3}, {4, 2}, {3, 1}, {0, 2}}},
+		{"app100-2^14-wide", "app-100bit", 14, []trace{{14, 6}, {12, 9}, {5, 3}}},
+	}
+	var out []Check
+	for i, c := range cases {
+		out = append(out, Check{Name: "stark-device/commit-root-" + c.name + tag, Run: func() error {
+			p, _, err := params.Preset(c.preset, c.logH)
+			if err != nil {
+				return err
+			}
+			r := rand.New(rand.NewPCG(uint64(i), 0xdb))
+			traces := make([]stark.TraceMatrix, len(c.traces))
+			for j, t := range c.traces {
+				traces[j] = stark.TraceMatrix{Width: t.width, Height: 1 << t.logH, Values: randomFp(r, t.width<<t.logH)}
+			}
+			return checkDeviceCommit(dev, p, traces)
+		}})
+	}
+	return out
+}
+
+func checkDeviceCommit(dev *gpu.Device, p params.SystemParams, traces []stark.TraceMatrix) error {
+	want, err := cpuref.Backend{}.Commit(p, traces)
+	if err != nil {
+		return err
+	}
+	be := device.New(dev, device.Options{})
+	defer be.Close()
+	before := dev.Stats()
+	got, err := be.Commit(p, traces)
+	if err != nil {
+		return err
+	}
+	after := dev.Stats()
+	if got.Root() != want.Root() {
+		return fmt.Errorf("root %v, cpuref says %v", got.Root(), want.Root())
+	}
+	if got.Layout().Width != want.Layout().Width {
+		return fmt.Errorf("stacked width %d, cpuref says %d", got.Layout().Width, want.Layout().Width)
+	}
+	if n := be.FallbackCalls(); n != 0 {
+		return fmt.Errorf("commit made %d reference fallback calls (%v)", n, be.Fallbacks())
+	}
+	if d, b := after.Downloads-before.Downloads, after.BytesFromDevice-before.BytesFromDevice; d != 1 || b != 32 {
+		return fmt.Errorf("commit downloaded %d times, %d B; want the 32 B root only", d, b)
+	}
+	if s := after.Syncs - before.Syncs; s != 2 {
+		return fmt.Errorf("commit synchronised %d times, want 2 (RS encoding, Merkle tree)", s)
+	}
+	return nil
+}

@@ -1,0 +1,986 @@
+package stark
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/transcript"
+)
+
+// Batch constraint sumcheck (spec B §4, §6.2 steps 4–10; OpenVM prover/logup_zerocheck/mod.rs
+// prove_zerocheck_and_logup from λ_c on, verifier/batch_constraints.rs verify_zerocheck_and_logup
+// from λ_c on).
+
+// Errors of the batch constraint sumcheck. Every verifier error wraps ErrBatchConstraint.
+var (
+	ErrBatchConstraint = errors.New("stark: batch constraint sumcheck")
+	// ErrBatchConstraintInput: the inputs (parameters, keys, traces, GKR outcome) are inconsistent.
+	ErrBatchConstraintInput = fmt.Errorf("%w: invalid input", ErrBatchConstraint)
+	// ErrBatchConstraintShape: a list of the proof has the wrong length.
+	ErrBatchConstraintShape = fmt.Errorf("%w: proof shape", ErrBatchConstraint)
+	// ErrBatchConstraintNumerator: p̂(ξ) − Σ_T sum_{p,T} ≠ 0 (GkrNumeratorMismatch).
+	ErrBatchConstraintNumerator = fmt.Errorf("%w: GKR numerator claim does not match the per-trace terms", ErrBatchConstraint)
+	// ErrBatchConstraintDenominator: q̂(ξ) − Σ_T sum_{q,T} ≠ α (GkrDenominatorMismatch).
+	ErrBatchConstraintDenominator = fmt.Errorf("%w: GKR denominator claim does not match the per-trace terms", ErrBatchConstraint)
+	// ErrBatchConstraintSumClaim: N·Σ_{j≡0 mod N} a_j ≠ the batched claim (SumClaimMismatch).
+	ErrBatchConstraintSumClaim = fmt.Errorf("%w: s_0 sum over the skip domain does not match the batched claim", ErrBatchConstraint)
+	// ErrBatchConstraintFinal: the final sumcheck value does not match the batched polynomial
+	// evaluated from the column openings (InconsistentClaims).
+	ErrBatchConstraintFinal = fmt.Errorf("%w: final evaluation does not match the column openings", ErrBatchConstraint)
+)
+
+// ---------------------------------------------------------------------------------------------
+// Constraint programs: a DAG with its variables resolved to slots.
+
+// Program operations.
+const (
+	progLoad uint8 = iota // slot a
+	progConst
+	progAdd
+	progSub
+	progNeg
+	progMul
+)
+
+type progNode struct {
+	op   uint8
+	a, b int
+	c    field.Fp
+}
+
+// ConstraintProgram is one AIR's constraint DAG compiled for evaluation: every variable is a slot,
+// public values are constants. Slots: column c of opening part q (order [common main,
+// preprocessed, cached 0, …]) has slots 2·(PartStart[q]+c) (local row) and 2·(PartStart[q]+c)+1
+// (next row); then SlotIsFirst, SlotIsLast, SlotIsTransition.
+type ConstraintProgram struct {
+	nodes         []progNode
+	constraintIdx []int
+	interactions  []air.DAGInteraction
+	maxMsgLen     int
+	// PartWidths are the widths of the opening parts; PartStart their first column.
+	PartWidths, PartStart []int
+	// NumCols is the number of trace columns over all parts.
+	NumCols int
+	NeedRot bool
+	// Used[s] reports whether slot s is read by the DAG.
+	Used []bool
+}
+
+// NumSlots is 2·NumCols + 3.
+func (pg *ConstraintProgram) NumSlots() int { return 2*pg.NumCols + 3 }
+
+// SlotIsFirst, SlotIsLast and SlotIsTransition are the selector slots.
+func (pg *ConstraintProgram) SlotIsFirst() int      { return 2 * pg.NumCols }
+func (pg *ConstraintProgram) SlotIsLast() int       { return 2*pg.NumCols + 1 }
+func (pg *ConstraintProgram) SlotIsTransition() int { return 2*pg.NumCols + 2 }
+
+// NumConstraints is the length of the sorted constraint list.
+func (pg *ConstraintProgram) NumConstraints() int { return len(pg.constraintIdx) }
+
+// NumInteractions is the number of interactions.
+func (pg *ConstraintProgram) NumInteractions() int { return len(pg.interactions) }
+
+// NumNodes is the number of DAG nodes (the scratch length of the Eval methods).
+func (pg *ConstraintProgram) NumNodes() int { return len(pg.nodes) }
+
+// OpeningPartWidths returns the widths of the opening parts [common main, preprocessed (if any),
+// cached 0, …] (spec B §1.1).
+func OpeningPartWidths(w air.TraceWidth) []int {
+	out := []int{w.CommonMain}
+	if w.HasPreprocessed() {
+		out = append(out, w.Preprocessed)
+	}
+	return append(out, w.CachedMains...)
+}
+
+// NewConstraintProgram compiles vk's DAG with the AIR's public values. It rejects a DAG that
+// reads a variable outside the AIR's widths, a missing public value or a challenge.
+func NewConstraintProgram(vk *air.VerifyingKey, public []field.Fp) (*ConstraintProgram, error) {
+	if vk == nil || vk.DAG == nil {
+		return nil, fmt.Errorf("%w: missing verifying key", ErrBatchConstraintInput)
+	}
+	w := vk.Width
+	if w.CommonMain <= 0 {
+		return nil, fmt.Errorf("%w: common main width %d (must be ≥ 1)", ErrBatchConstraintInput, w.CommonMain)
+	}
+	if len(public) != vk.NumPublicValues {
+		return nil, fmt.Errorf("%w: %d public values, want %d", ErrBatchConstraintInput, len(public), vk.NumPublicValues)
+	}
+	pg := &ConstraintProgram{NeedRot: vk.NeedRot, PartWidths: OpeningPartWidths(w)}
+	for _, pw := range pg.PartWidths {
+		if pw < 0 {
+			return nil, fmt.Errorf("%w: negative width", ErrBatchConstraintInput)
+		}
+		pg.PartStart = append(pg.PartStart, pg.NumCols)
+		pg.NumCols += pw
+	}
+	pg.Used = make([]bool, pg.NumSlots())
+	hasPre := 0
+	if w.HasPreprocessed() {
+		hasPre = 1
+	}
+	k := len(w.CachedMains)
+	g := vk.DAG
+	pg.nodes = make([]progNode, len(g.Nodes))
+	for i, n := range g.Nodes {
+		var pn progNode
+		switch n.Op {
+		case air.OpVariable:
+			v := n.Var
+			part := -1
+			switch v.Entry {
+			case air.EntryPreprocessed:
+				if hasPre == 1 {
+					part = 1
+				}
+			case air.EntryMain:
+				switch {
+				case v.PartIndex == k:
+					part = 0
+				case v.PartIndex >= 0 && v.PartIndex < k:
+					part = 1 + hasPre + v.PartIndex
+				}
+			case air.EntryPublic:
+				if v.Index < 0 || v.Index >= len(public) {
+					return nil, fmt.Errorf("%w: node %d reads public value %d of %d", ErrBatchConstraintInput, i, v.Index, len(public))
+				}
+				pn = progNode{op: progConst, c: public[v.Index]}
+				pg.nodes[i] = pn
+				continue
+			}
+			if part < 0 || v.Index < 0 || v.Index >= pg.PartWidths[part] || v.Offset < 0 || v.Offset > 1 ||
+				(v.Offset == 1 && !vk.NeedRot) {
+				return nil, fmt.Errorf("%w: node %d reads unsupported variable %v", ErrBatchConstraintInput, i, v)
+			}
+			pn = progNode{op: progLoad, a: 2*(pg.PartStart[part]+v.Index) + v.Offset}
+		case air.OpIsFirstRow:
+			pn = progNode{op: progLoad, a: pg.SlotIsFirst()}
+		case air.OpIsLastRow:
+			pn = progNode{op: progLoad, a: pg.SlotIsLast()}
+		case air.OpIsTransition:
+			pn = progNode{op: progLoad, a: pg.SlotIsTransition()}
+		case air.OpConstant:
+			pn = progNode{op: progConst, c: n.C}
+		case air.OpAdd, air.OpSub, air.OpMul:
+			if n.L < 0 || n.L >= i || n.R < 0 || n.R >= i {
+				return nil, fmt.Errorf("%w: node %d is not topologically ordered", ErrBatchConstraintInput, i)
+			}
+			op := map[air.Op]uint8{air.OpAdd: progAdd, air.OpSub: progSub, air.OpMul: progMul}[n.Op]
+			pn = progNode{op: op, a: n.L, b: n.R}
+		case air.OpNeg:
+			if n.L < 0 || n.L >= i {
+				return nil, fmt.Errorf("%w: node %d is not topologically ordered", ErrBatchConstraintInput, i)
+			}
+			pn = progNode{op: progNeg, a: n.L}
+		default:
+			return nil, fmt.Errorf("%w: node %d has unknown kind %d", ErrBatchConstraintInput, i, n.Op)
+		}
+		if pn.op == progLoad {
+			pg.Used[pn.a] = true
+		}
+		pg.nodes[i] = pn
+	}
+	for _, idx := range g.ConstraintIdx {
+		if idx < 0 || idx >= len(g.Nodes) {
+			return nil, fmt.Errorf("%w: constraint node %d out of range", ErrBatchConstraintInput, idx)
+		}
+	}
+	pg.constraintIdx = g.ConstraintIdx
+	for j, in := range g.Interactions {
+		if in.Count < 0 || in.Count >= len(g.Nodes) {
+			return nil, fmt.Errorf("%w: interaction %d count node out of range", ErrBatchConstraintInput, j)
+		}
+		for _, m := range in.Message {
+			if m < 0 || m >= len(g.Nodes) {
+				return nil, fmt.Errorf("%w: interaction %d message node out of range", ErrBatchConstraintInput, j)
+			}
+		}
+		pg.maxMsgLen = max(pg.maxMsgLen, len(in.Message))
+	}
+	pg.interactions = g.Interactions
+	return pg, nil
+}
+
+// EvalBase evaluates every node over F with the slot values slots; dst is reused when large
+// enough.
+func (pg *ConstraintProgram) EvalBase(slots []field.Fp, dst []field.Fp) []field.Fp {
+	if cap(dst) < len(pg.nodes) {
+		dst = make([]field.Fp, len(pg.nodes))
+	}
+	dst = dst[:len(pg.nodes)]
+	for i, n := range pg.nodes {
+		switch n.op {
+		case progLoad:
+			dst[i] = slots[n.a]
+		case progConst:
+			dst[i] = n.c
+		case progAdd:
+			dst[i] = dst[n.a].Add(dst[n.b])
+		case progSub:
+			dst[i] = dst[n.a].Sub(dst[n.b])
+		case progNeg:
+			dst[i] = dst[n.a].Neg()
+		case progMul:
+			dst[i] = dst[n.a].Mul(dst[n.b])
+		}
+	}
+	return dst
+}
+
+// EvalExt evaluates every node over EF.
+func (pg *ConstraintProgram) EvalExt(slots []field.Fp4, dst []field.Fp4) []field.Fp4 {
+	if cap(dst) < len(pg.nodes) {
+		dst = make([]field.Fp4, len(pg.nodes))
+	}
+	dst = dst[:len(pg.nodes)]
+	for i, n := range pg.nodes {
+		switch n.op {
+		case progLoad:
+			dst[i] = slots[n.a]
+		case progConst:
+			dst[i] = field.Lift(n.c)
+		case progAdd:
+			dst[i] = dst[n.a].Add(dst[n.b])
+		case progSub:
+			dst[i] = dst[n.a].Sub(dst[n.b])
+		case progNeg:
+			dst[i] = dst[n.a].Neg()
+		case progMul:
+			dst[i] = dst[n.a].Mul(dst[n.b])
+		}
+	}
+	return dst
+}
+
+// ConstraintWeights are the batching weights of one trace: λ_c powers per sorted constraint,
+// β powers for the fingerprint and eq3b per interaction.
+type ConstraintWeights struct {
+	LambdaPows, BetaPows, Eq3b []field.Fp4
+}
+
+// Weights returns the weights of this program for λ_c, β and the trace's eq3b values (one per
+// interaction).
+func (pg *ConstraintProgram) Weights(lambda, beta field.Fp4, eq3b []field.Fp4) (*ConstraintWeights, error) {
+	if len(eq3b) != len(pg.interactions) {
+		return nil, fmt.Errorf("%w: %d eq3b weights for %d interactions", ErrBatchConstraintInput, len(eq3b), len(pg.interactions))
+	}
+	return &ConstraintWeights{
+		LambdaPows: field.PowersFp4(lambda, len(pg.constraintIdx)),
+		BetaPows:   field.PowersFp4(beta, pg.maxMsgLen+1),
+		Eq3b:       eq3b,
+	}, nil
+}
+
+// CombineBase returns C = Σ_k λ^k·node[constraint_idx[k]], Num = Σ_k eq3b_k·count_k and
+// Den = Σ_k eq3b_k·(Σ_j β^j·m_{k,j} + β^{L_k}·(bus_k+1)) from base-field node values.
+func (pg *ConstraintProgram) CombineBase(nodes []field.Fp, w *ConstraintWeights) (zc, num, den field.Fp4) {
+	for k, idx := range pg.constraintIdx {
+		zc = zc.Add(w.LambdaPows[k].MulBase(nodes[idx]))
+	}
+	for k, in := range pg.interactions {
+		num = num.Add(w.Eq3b[k].MulBase(nodes[in.Count]))
+		var h field.Fp4
+		for j, m := range in.Message {
+			h = h.Add(w.BetaPows[j].MulBase(nodes[m]))
+		}
+		h = h.Add(w.BetaPows[len(in.Message)].MulBase(field.Fp(uint32(in.Bus) + 1)))
+		den = den.Add(w.Eq3b[k].Mul(h))
+	}
+	return zc, num, den
+}
+
+// CombineExt is CombineBase for extension-field node values.
+func (pg *ConstraintProgram) CombineExt(nodes []field.Fp4, w *ConstraintWeights) (zc, num, den field.Fp4) {
+	for k, idx := range pg.constraintIdx {
+		zc = zc.Add(w.LambdaPows[k].Mul(nodes[idx]))
+	}
+	for k, in := range pg.interactions {
+		num = num.Add(w.Eq3b[k].Mul(nodes[in.Count]))
+		var h field.Fp4
+		for j, m := range in.Message {
+			h = h.Add(w.BetaPows[j].Mul(nodes[m]))
+		}
+		h = h.Add(w.BetaPows[len(in.Message)].MulBase(field.Fp(uint32(in.Bus) + 1)))
+		den = den.Add(w.Eq3b[k].Mul(h))
+	}
+	return zc, num, den
+}
+
+// OpeningSlots fills slot values from one trace's column openings in proof layout and the
+// selector values (is_first, is_last); missing rotations read as zero. The layout must have been
+// checked.
+func (pg *ConstraintProgram) OpeningSlots(openings [][]field.Fp4, isFirst, isLast field.Fp4) []field.Fp4 {
+	slots := make([]field.Fp4, pg.NumSlots())
+	for q, pw := range pg.PartWidths {
+		for c := 0; c < pw; c++ {
+			s := 2 * (pg.PartStart[q] + c)
+			if pg.NeedRot {
+				slots[s] = openings[q][2*c]
+				slots[s+1] = openings[q][2*c+1]
+			} else {
+				slots[s] = openings[q][c]
+			}
+		}
+	}
+	slots[pg.SlotIsFirst()] = isFirst
+	slots[pg.SlotIsLast()] = isLast
+	slots[pg.SlotIsTransition()] = field.Fp4One.Sub(isLast)
+	return slots
+}
+
+// checkOpeningsShape checks one trace's column openings against the program's layout.
+func (pg *ConstraintProgram) checkOpeningsShape(openings [][]field.Fp4) error {
+	if len(openings) != len(pg.PartWidths) {
+		return fmt.Errorf("%d parts, want %d", len(openings), len(pg.PartWidths))
+	}
+	f := 1
+	if pg.NeedRot {
+		f = 2
+	}
+	for q, pw := range pg.PartWidths {
+		if len(openings[q]) != pw*f {
+			return fmt.Errorf("part %d has %d openings, want %d", q, len(openings[q]), pw*f)
+		}
+	}
+	return nil
+}
+
+// SelectorsAt returns (is_first, is_last) of a trace with n = log_height − l_skip at the prism
+// point r = (r_0; r_1..r_ñ) (spec B §2.3; short traces: l' = l+n, point r_0^(2^−n), no cube).
+func SelectorsAt(lSkip, n int, r []field.Fp4) (isFirst, isLast field.Fp4) {
+	l := lSkip
+	z := r[0]
+	var cube []field.Fp4
+	if n < 0 {
+		l = lSkip + n
+		z = ExpPow2(r[0], -n)
+	} else {
+		cube = r[1 : 1+n]
+	}
+	isFirst = EqUniAtOne(l, z)
+	isLast = EqUniAtOne(l, z.MulBase(field.TwoAdicGenerator(l)))
+	for _, x := range cube {
+		isFirst = isFirst.Mul(field.Fp4One.Sub(x))
+		isLast = isLast.Mul(x)
+	}
+	return isFirst, isLast
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shapes shared by prover and verifier.
+
+type bcShape struct {
+	lSkip, n, d   int
+	nT, nLift     []int
+	nMax, nLogup  int
+	totalInteract uint64
+	progs         []*ConstraintProgram
+	eq3b          [][]field.Fp4
+	norm          []field.Fp
+}
+
+// newBCShape checks the parameters, keys and heights (trace order) against the GKR outcome and
+// computes the per-trace data of spec B §3.3, §3.6.
+func newBCShape(p params.SystemParams, vks []*air.VerifyingKey, publics [][]field.Fp, logHeights []int, g *GkrOutcome) (*bcShape, error) {
+	if p.LSkip < 0 || p.LSkip > 20 || p.NStack < 0 || p.LSkip+p.NStack > 27 {
+		return nil, fmt.Errorf("%w: l_skip=%d n_stack=%d", ErrBatchConstraintInput, p.LSkip, p.NStack)
+	}
+	if p.MaxConstraintDegree < 1 || p.MaxConstraintDegree > 64 {
+		return nil, fmt.Errorf("%w: max_constraint_degree %d", ErrBatchConstraintInput, p.MaxConstraintDegree)
+	}
+	if len(vks) == 0 {
+		return nil, fmt.Errorf("%w: no present trace", ErrBatchConstraintInput)
+	}
+	if g == nil {
+		return nil, fmt.Errorf("%w: missing GKR outcome", ErrBatchConstraintInput)
+	}
+	sh := &bcShape{lSkip: p.LSkip, n: 1 << p.LSkip, d: p.MaxConstraintDegree}
+	T := len(vks)
+	sh.nT, sh.nLift = make([]int, T), make([]int, T)
+	sh.progs = make([]*ConstraintProgram, T)
+	sh.norm = make([]field.Fp, T)
+	for t := 0; t < T; t++ {
+		h := logHeights[t]
+		if h < 0 || h > p.LSkip+p.NStack {
+			return nil, fmt.Errorf("%w: trace %d log height %d", ErrBatchConstraintInput, t, h)
+		}
+		if t > 0 && h > logHeights[t-1] {
+			return nil, fmt.Errorf("%w: traces not sorted by height", ErrBatchConstraintInput)
+		}
+		pg, err := NewConstraintProgram(vks[t], publics[t])
+		if err != nil {
+			return nil, fmt.Errorf("trace %d: %w", t, err)
+		}
+		if int(vks[t].MaxConstraintDegree) > sh.d {
+			return nil, fmt.Errorf("%w: trace %d degree %d > %d", ErrBatchConstraintInput, t, vks[t].MaxConstraintDegree, sh.d)
+		}
+		sh.progs[t] = pg
+		sh.nT[t] = h - p.LSkip
+		sh.nLift[t] = max(h-p.LSkip, 0)
+		sh.nMax = max(sh.nMax, sh.nLift[t])
+		sh.norm[t] = InvPow2(max(-sh.nT[t], 0))
+		sh.totalInteract += uint64(pg.NumInteractions()) << (p.LSkip + sh.nLift[t])
+	}
+	if sh.totalInteract != 0 {
+		sh.nLogup = bits.Len64(sh.totalInteract) - p.LSkip
+	}
+	if g.NLogup != sh.nLogup {
+		return nil, fmt.Errorf("%w: GKR outcome has n_logup %d, want %d", ErrBatchConstraintInput, g.NLogup, sh.nLogup)
+	}
+	if len(g.Xi) != p.LSkip+max(sh.nMax, sh.nLogup) {
+		return nil, fmt.Errorf("%w: ξ has %d coordinates, want %d", ErrBatchConstraintInput, len(g.Xi), p.LSkip+max(sh.nMax, sh.nLogup))
+	}
+	// eq3b (verify_zerocheck_and_logup step 7): walk the interactions layout.
+	sh.eq3b = make([][]field.Fp4, T)
+	var stacked uint64
+	for t, pg := range sh.progs {
+		k := pg.NumInteractions()
+		sh.eq3b[t] = make([]field.Fp4, k)
+		shift := p.LSkip + sh.nLift[t]
+		nb := sh.nLogup - sh.nLift[t]
+		for i := 0; i < k; i++ {
+			b := stacked >> shift
+			e := field.Fp4One
+			for j := 0; j < nb; j++ {
+				x := g.Xi[shift+j]
+				if (b>>j)&1 == 1 {
+					e = e.Mul(x)
+				} else {
+					e = e.Mul(field.Fp4One.Sub(x))
+				}
+			}
+			sh.eq3b[t][i] = e
+			stacked += 1 << shift
+		}
+	}
+	return sh, nil
+}
+
+// univariateLen is (d+1)(N−1)+1, the number of s_0 coefficients.
+func (sh *bcShape) univariateLen() int { return (sh.d+1)*(sh.n-1) + 1 }
+
+// eqSharpCoeffs returns the coefficients of eq♯(ξ_0..ξ_{l−1}; Z) (degree < N).
+func eqSharpCoeffs(lSkip int, xi []field.Fp4) []field.Fp4 {
+	n := 1 << lSkip
+	table := EvalsEqHypercube(xi)
+	out := make([]field.Fp4, n)
+	omega := field.TwoAdicGenerator(lSkip)
+	w := field.One
+	for j := 0; j < n; j++ {
+		lag := EqUniCoeffs(lSkip, field.Lift(w))
+		for i := range out {
+			out[i] = out[i].Add(table[j].Mul(lag[i]))
+		}
+		w = w.Mul(omega)
+	}
+	return out
+}
+
+// eqSharpAt is eval_eq_sharp_uni: Σ_j eq(ξ, bits(j))·eq_D(z, ω^j).
+func eqSharpAt(lSkip int, xi []field.Fp4, z field.Fp4) field.Fp4 {
+	table := EvalsEqHypercube(xi)
+	omega := field.TwoAdicGenerator(lSkip)
+	w := field.One
+	var res field.Fp4
+	for j := range table {
+		res = res.Add(EqUni(lSkip, z, field.Lift(w)).Mul(table[j]))
+		w = w.Mul(omega)
+	}
+	return res
+}
+
+// polyMul returns a·b in coefficient form.
+func polyMul(a, b []field.Fp4) []field.Fp4 {
+	if len(a) == 0 || len(b) == 0 {
+		return nil
+	}
+	out := make([]field.Fp4, len(a)+len(b)-1)
+	for i, x := range a {
+		if x.IsZero() {
+			continue
+		}
+		for j, y := range b {
+			out[i+j] = out[i+j].Add(x.Mul(y))
+		}
+	}
+	return out
+}
+
+// sumOverD is Σ_{z∈D} S(z) = N·Σ_{j≡0 mod N} a_j.
+func sumOverD(a []field.Fp4, n int) field.Fp4 {
+	var s field.Fp4
+	for j := 0; j < len(a); j += n {
+		s = s.Add(a[j])
+	}
+	return s.MulBase(field.Fp(uint32(n)))
+}
+
+// interpolateAt evaluates the polynomial of degree < len(evals) through (i, evals[i]) at r.
+func interpolateAt(evals []field.Fp4, r field.Fp4) field.Fp4 {
+	s := len(evals) - 1
+	fact := make([]field.Fp, s+1)
+	fact[0] = field.One
+	for i := 1; i <= s; i++ {
+		fact[i] = fact[i-1].Mul(field.Fp(uint32(i)))
+	}
+	invFact := make([]field.Fp, s+1)
+	field.BatchInverse(invFact, fact)
+	pre := make([]field.Fp4, s+1)
+	suf := make([]field.Fp4, s+1)
+	pre[0], suf[0] = field.Fp4One, field.Fp4One
+	for i := 0; i < s; i++ {
+		pre[i+1] = pre[i].Mul(r.Sub(field.Lift(field.Fp(uint32(i)))))
+		suf[i+1] = suf[i].Mul(field.Lift(field.Fp(uint32(s - i))).Sub(r))
+	}
+	var acc field.Fp4
+	for i := 0; i <= s; i++ {
+		acc = acc.Add(evals[i].Mul(pre[i]).Mul(suf[s-i]).MulBase(invFact[i].Mul(invFact[s-i])))
+	}
+	return acc
+}
+
+// eqAtSmall is eq(ξ, X) = (1 − ξ)(1 − X) + ξ·X for a small integer X.
+func eqAtSmall(xi field.Fp4, x int) field.Fp4 {
+	fx := field.Lift(field.Fp(uint32(x)))
+	return field.Fp4One.Sub(xi).Mul(field.Fp4One.Sub(fx)).Add(xi.Mul(fx))
+}
+
+// traceEval is μ-weighted contribution of one trace at its full point (spec B §6.2 step 10):
+// μ^{2T}·eqs·norm·Num + μ^{2T+1}·eqs·Den + μ^{2T_count+T}·eqz·C.
+func (sh *bcShape) traceEval(t int, openings [][]field.Fp4, r []field.Fp4, w *ConstraintWeights, muPows []field.Fp4, eqz, eqs field.Fp4) field.Fp4 {
+	pg := sh.progs[t]
+	first, last := SelectorsAt(sh.lSkip, sh.nT[t], r)
+	nodes := pg.EvalExt(pg.OpeningSlots(openings, first, last), nil)
+	c, num, den := pg.CombineExt(nodes, w)
+	T := len(sh.progs)
+	return muPows[2*t].Mul(eqs).Mul(num.MulBase(sh.norm[t])).
+		Add(muPows[2*t+1].Mul(eqs).Mul(den)).
+		Add(muPows[2*T+t].Mul(eqz).Mul(c))
+}
+
+// observeOpenings observes the column openings (B7, B8): common mains of all traces first, then
+// the other parts trace by trace; a zero stands in for a missing rotation.
+func (sh *bcShape) observeOpenings(tr *transcript.Transcript, openings [][][]field.Fp4) {
+	obs := func(t int, vals []field.Fp4) {
+		if sh.progs[t].NeedRot {
+			for _, v := range vals {
+				tr.ObserveExt(v)
+			}
+			return
+		}
+		for _, v := range vals {
+			tr.ObserveExt(v)
+			tr.ObserveExt(field.Fp4{})
+		}
+	}
+	for t := range openings {
+		obs(t, openings[t][0])
+	}
+	for t := range openings {
+		for _, part := range openings[t][1:] {
+			obs(t, part)
+		}
+	}
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prover.
+
+// checkAirInputs validates the traces against their keys.
+func checkAirInputs(traces []*AirInput) (vks []*air.VerifyingKey, publics [][]field.Fp, logHeights []int, err error) {
+	for t, in := range traces {
+		if in == nil || in.VK == nil {
+			return nil, nil, nil, fmt.Errorf("%w: trace %d missing", ErrBatchConstraintInput, t)
+		}
+		w := in.VK.Width
+		h := in.Common.Height
+		if h < 1 || h&(h-1) != 0 {
+			return nil, nil, nil, fmt.Errorf("%w: trace %d height %d", ErrBatchConstraintInput, t, h)
+		}
+		check := func(m *TraceMatrix, width int, what string) error {
+			if m.Width != width || m.Height != h || len(m.Values) != width*h {
+				return fmt.Errorf("%w: trace %d %s is %d×%d (%d values), want %d×%d", ErrBatchConstraintInput, t, what, m.Width, m.Height, len(m.Values), width, h)
+			}
+			return nil
+		}
+		if err := check(&in.Common, w.CommonMain, "common main"); err != nil {
+			return nil, nil, nil, err
+		}
+		if w.HasPreprocessed() != (in.Preprocessed != nil) {
+			return nil, nil, nil, fmt.Errorf("%w: trace %d preprocessed trace presence", ErrBatchConstraintInput, t)
+		}
+		if in.Preprocessed != nil {
+			if err := check(in.Preprocessed, w.Preprocessed, "preprocessed"); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		if len(in.Cached) != len(w.CachedMains) {
+			return nil, nil, nil, fmt.Errorf("%w: trace %d has %d cached parts, want %d", ErrBatchConstraintInput, t, len(in.Cached), len(w.CachedMains))
+		}
+		for j := range in.Cached {
+			if err := check(&in.Cached[j], w.CachedMains[j], fmt.Sprintf("cached part %d", j)); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		vks = append(vks, in.VK)
+		publics = append(publics, in.Public)
+		logHeights = append(logHeights, in.LogHeight())
+	}
+	return vks, publics, logHeights, nil
+}
+
+// ProveBatchConstraints runs the batch constraint sumcheck prover (spec B §4.2 B1–B8) on traces
+// given in trace order, after the GKR stage (g.Xi already extended to l + n_global). It returns
+// the proof part and the opening claims for the stacked reduction (ColumnOpeningsToClaims).
+func ProveBatchConstraints(be Backend, tr *transcript.Transcript, p params.SystemParams, traces []*AirInput, g *GkrOutcome) (BatchConstraintProof, *OpeningClaims, error) {
+	vks, publics, logHeights, err := checkAirInputs(traces)
+	if err != nil {
+		return BatchConstraintProof{}, nil, err
+	}
+	sh, err := newBCShape(p, vks, publics, logHeights, g)
+	if err != nil {
+		return BatchConstraintProof{}, nil, err
+	}
+	T, l, n, d := len(traces), sh.lSkip, sh.n, sh.d
+	xi := g.Xi
+
+	lambda := tr.SampleExt() // B1
+	weights := make([]*ConstraintWeights, T)
+	for t, pg := range sh.progs {
+		if weights[t], err = pg.Weights(lambda, g.Beta, sh.eq3b[t]); err != nil {
+			return BatchConstraintProof{}, nil, err
+		}
+	}
+	cp, err := be.NewConstraintProver(p, traces, &ConstraintChallenges{Lambda: lambda, Beta: g.Beta, Xi: xi, Eq3b: sh.eq3b})
+	if err != nil {
+		return BatchConstraintProof{}, nil, err
+	}
+	defer cp.Release()
+
+	// Round 0 (§4.3).
+	polys, err := cp.UnivariateRound()
+	if err != nil {
+		return BatchConstraintProof{}, nil, err
+	}
+	plen := d*(n-1) + 1
+	if len(polys) != T {
+		return BatchConstraintProof{}, nil, fmt.Errorf("%w: backend returned %d round-0 triples", ErrBatchConstraintInput, len(polys))
+	}
+	for t := range polys {
+		if len(polys[t].Zc) != plen || len(polys[t].Num) != plen || len(polys[t].Den) != plen {
+			return BatchConstraintProof{}, nil, fmt.Errorf("%w: backend round-0 polynomial length", ErrBatchConstraintInput)
+		}
+	}
+	eqSharp := eqSharpCoeffs(l, xi[:l])
+	proof := BatchConstraintProof{
+		NumeratorTermPerAir:   make([]field.Fp4, T),
+		DenominatorTermPerAir: make([]field.Fp4, T),
+	}
+	pq := make([][]field.Fp4, 2*T)
+	for t := range polys {
+		num := make([]field.Fp4, plen)
+		for i, c := range polys[t].Num {
+			num[i] = c.MulBase(sh.norm[t])
+		}
+		pq[2*t] = polyMul(eqSharp, num)
+		pq[2*t+1] = polyMul(eqSharp, polys[t].Den)
+		proof.NumeratorTermPerAir[t] = sumOverD(pq[2*t], n)
+		proof.DenominatorTermPerAir[t] = sumOverD(pq[2*t+1], n)
+		tr.ObserveExt(proof.NumeratorTermPerAir[t]) // B2
+		tr.ObserveExt(proof.DenominatorTermPerAir[t])
+	}
+	mu := tr.SampleExt() // B3
+	muPows := field.PowersFp4(mu, 3*T)
+	s0 := make([]field.Fp4, sh.univariateLen())
+	zcBatch := make([]field.Fp4, plen)
+	for t := range polys {
+		for i, c := range pq[2*t] {
+			s0[i] = s0[i].Add(muPows[2*t].Mul(c))
+		}
+		for i, c := range pq[2*t+1] {
+			s0[i] = s0[i].Add(muPows[2*t+1].Mul(c))
+		}
+		for i, c := range polys[t].Zc {
+			zcBatch[i] = zcBatch[i].Add(muPows[2*T+t].Mul(c))
+		}
+	}
+	for i, c := range polyMul(EqUniCoeffs(l, xi[0]), zcBatch) {
+		s0[i] = s0[i].Add(c)
+	}
+	for _, c := range s0 { // B4
+		tr.ObserveExt(c)
+	}
+	proof.UnivariateRoundCoeffs = s0
+	r := make([]field.Fp4, 1, sh.nMax+1)
+	r[0] = tr.SampleExt() // B5
+	if err := cp.BindUnivariate(r[0]); err != nil {
+		return BatchConstraintProof{}, nil, err
+	}
+
+	// Rounds 1..n_max (§4.4). tails[t] is trace t's μ-weighted contribution at its full point
+	// times Π_{ñ_T < i < j} r_i, kept once its variables are exhausted.
+	eqz := EqUni(l, xi[0], r[0])
+	eqs := eqSharpAt(l, xi[:l], r[0])
+	openings := make([][][]field.Fp4, T)
+	tails := make([]field.Fp4, T)
+	exhaust := func(j int) error {
+		for t := range traces {
+			if sh.nLift[t] != j {
+				continue
+			}
+			o, err := cp.Openings(t)
+			if err != nil {
+				return err
+			}
+			if err := sh.progs[t].checkOpeningsShape(o); err != nil {
+				return fmt.Errorf("%w: backend openings of trace %d: %v", ErrBatchConstraintInput, t, err)
+			}
+			openings[t] = o
+			tails[t] = sh.traceEval(t, o, r, weights[t], muPows, eqz, eqs)
+		}
+		return nil
+	}
+	if err := exhaust(0); err != nil {
+		return BatchConstraintProof{}, nil, err
+	}
+	proof.SumcheckRoundPolys = make([][]field.Fp4, sh.nMax)
+	for j := 1; j <= sh.nMax; j++ {
+		evals, err := cp.Round()
+		if err != nil {
+			return BatchConstraintProof{}, nil, err
+		}
+		if len(evals) != T {
+			return BatchConstraintProof{}, nil, fmt.Errorf("%w: backend returned %d round triples", ErrBatchConstraintInput, len(evals))
+		}
+		var tail field.Fp4
+		for t := range traces {
+			if sh.nLift[t] < j {
+				tail = tail.Add(tails[t])
+			} else if len(evals[t].Zc) != d+1 || len(evals[t].Num) != d+1 || len(evals[t].Den) != d+1 {
+				return BatchConstraintProof{}, nil, fmt.Errorf("%w: backend round evaluations of trace %d", ErrBatchConstraintInput, t)
+			}
+		}
+		xiStar := xi[l+j-1]
+		s := make([]field.Fp4, d+1)
+		for x := 1; x <= d+1; x++ {
+			var hzc, hlog field.Fp4
+			for t := range traces {
+				if sh.nLift[t] < j {
+					continue
+				}
+				e := evals[t]
+				hzc = hzc.Add(muPows[2*T+t].Mul(e.Zc[x-1]))
+				hlog = hlog.Add(muPows[2*t].Mul(e.Num[x-1].MulBase(sh.norm[t]))).Add(muPows[2*t+1].Mul(e.Den[x-1]))
+			}
+			hx := eqz.Mul(hzc).Add(eqs.Mul(hlog))
+			s[x-1] = eqAtSmall(xiStar, x).Mul(hx).Add(tail.MulBase(field.Fp(uint32(x))))
+		}
+		for _, v := range s { // B6
+			tr.ObserveExt(v)
+		}
+		proof.SumcheckRoundPolys[j-1] = s
+		rj := tr.SampleExt()
+		r = append(r, rj)
+		if err := cp.Bind(rj); err != nil {
+			return BatchConstraintProof{}, nil, err
+		}
+		for t := range traces {
+			if sh.nLift[t] < j {
+				tails[t] = tails[t].Mul(rj)
+			}
+		}
+		ef := eqFactor(xiStar, rj)
+		eqz, eqs = eqz.Mul(ef), eqs.Mul(ef)
+		if err := exhaust(j); err != nil {
+			return BatchConstraintProof{}, nil, err
+		}
+	}
+	sh.observeOpenings(tr, openings) // B7, B8
+	proof.ColumnOpenings = openings
+	claims, err := ColumnOpeningsToClaims(vks, r, openings)
+	if err != nil {
+		return BatchConstraintProof{}, nil, err
+	}
+	return proof, claims, nil
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verifier.
+
+// VerifyBatchConstraints verifies the batch constraint sumcheck (spec B §6.2 steps 4–10, from
+// λ_c on) for the present traces in trace order, after the GKR stage. It returns the opening
+// claims for the stacked reduction.
+func VerifyBatchConstraints(tr *transcript.Transcript, p params.SystemParams, traces []TraceShape, g *GkrOutcome, proof *BatchConstraintProof) (*OpeningClaims, error) {
+	T := len(traces)
+	vks := make([]*air.VerifyingKey, T)
+	publics := make([][]field.Fp, T)
+	logHeights := make([]int, T)
+	for t, ts := range traces {
+		vks[t], publics[t], logHeights[t] = ts.VK, ts.Public, ts.LogHeight
+	}
+	sh, err := newBCShape(p, vks, publics, logHeights, g)
+	if err != nil {
+		return nil, err
+	}
+	l, n, d := sh.lSkip, sh.n, sh.d
+	xi := g.Xi
+
+	// Proof shape (verify_proof_shape, batch part).
+	if proof == nil {
+		return nil, fmt.Errorf("%w: missing proof", ErrBatchConstraintShape)
+	}
+	if len(proof.NumeratorTermPerAir) != T || len(proof.DenominatorTermPerAir) != T {
+		return nil, fmt.Errorf("%w: %d/%d per-trace terms for %d traces", ErrBatchConstraintShape, len(proof.NumeratorTermPerAir), len(proof.DenominatorTermPerAir), T)
+	}
+	if len(proof.UnivariateRoundCoeffs) != sh.univariateLen() {
+		return nil, fmt.Errorf("%w: %d univariate coefficients, want %d", ErrBatchConstraintShape, len(proof.UnivariateRoundCoeffs), sh.univariateLen())
+	}
+	if len(proof.SumcheckRoundPolys) != sh.nMax {
+		return nil, fmt.Errorf("%w: %d sumcheck rounds, want %d", ErrBatchConstraintShape, len(proof.SumcheckRoundPolys), sh.nMax)
+	}
+	for j, s := range proof.SumcheckRoundPolys {
+		if len(s) != d+1 {
+			return nil, fmt.Errorf("%w: round %d has %d evaluations, want %d", ErrBatchConstraintShape, j+1, len(s), d+1)
+		}
+	}
+	if len(proof.ColumnOpenings) != T {
+		return nil, fmt.Errorf("%w: column openings for %d traces, want %d", ErrBatchConstraintShape, len(proof.ColumnOpenings), T)
+	}
+	for t, o := range proof.ColumnOpenings {
+		if err := sh.progs[t].checkOpeningsShape(o); err != nil {
+			return nil, fmt.Errorf("%w: trace %d: %v", ErrBatchConstraintShape, t, err)
+		}
+	}
+
+	lambda := tr.SampleExt()
+	pRem, qRem := g.PClaim, g.QClaim
+	for t := 0; t < T; t++ {
+		pRem = pRem.Sub(proof.NumeratorTermPerAir[t])
+		qRem = qRem.Sub(proof.DenominatorTermPerAir[t])
+		tr.ObserveExt(proof.NumeratorTermPerAir[t])
+		tr.ObserveExt(proof.DenominatorTermPerAir[t])
+	}
+	if !pRem.IsZero() {
+		return nil, ErrBatchConstraintNumerator
+	}
+	if qRem != g.Alpha {
+		return nil, ErrBatchConstraintDenominator
+	}
+	mu := tr.SampleExt()
+	muPows := field.PowersFp4(mu, 3*T)
+	var claim field.Fp4
+	for t := 0; t < T; t++ {
+		claim = claim.Add(muPows[2*t].Mul(proof.NumeratorTermPerAir[t])).Add(muPows[2*t+1].Mul(proof.DenominatorTermPerAir[t]))
+	}
+	for _, c := range proof.UnivariateRoundCoeffs {
+		tr.ObserveExt(c)
+	}
+	r := make([]field.Fp4, 1, sh.nMax+1)
+	r[0] = tr.SampleExt()
+	if sumOverD(proof.UnivariateRoundCoeffs, n) != claim {
+		return nil, ErrBatchConstraintSumClaim
+	}
+	cur := Horner(proof.UnivariateRoundCoeffs, r[0])
+	evals := make([]field.Fp4, d+2)
+	for j := 1; j <= sh.nMax; j++ {
+		s := proof.SumcheckRoundPolys[j-1]
+		for _, v := range s {
+			tr.ObserveExt(v)
+		}
+		rj := tr.SampleExt()
+		evals[0] = cur.Sub(s[0])
+		copy(evals[1:], s)
+		cur = interpolateAt(evals, rj)
+		r = append(r, rj)
+	}
+	sh.observeOpenings(tr, proof.ColumnOpenings)
+
+	// Final evaluation (step 10).
+	eqzs := make([]field.Fp4, sh.nMax+1)
+	eqss := make([]field.Fp4, sh.nMax+1)
+	eqzs[0] = EqUni(l, xi[0], r[0])
+	eqss[0] = eqSharpAt(l, xi[:l], r[0])
+	for i := 1; i <= sh.nMax; i++ {
+		e := eqFactor(xi[l+i-1], r[i])
+		eqzs[i] = eqzs[i-1].Mul(e)
+		eqss[i] = eqss[i-1].Mul(e)
+	}
+	prod := field.Fp4One
+	for i := sh.nMax; i >= 0; i-- {
+		eqzs[i] = eqzs[i].Mul(prod)
+		eqss[i] = eqss[i].Mul(prod)
+		prod = prod.Mul(r[i])
+	}
+	var expected field.Fp4
+	for t, pg := range sh.progs {
+		w, err := pg.Weights(lambda, g.Beta, sh.eq3b[t])
+		if err != nil {
+			return nil, err
+		}
+		k := sh.nLift[t]
+		expected = expected.Add(sh.traceEval(t, proof.ColumnOpenings[t], r, w, muPows, eqzs[k], eqss[k]))
+	}
+	if cur != expected {
+		return nil, ErrBatchConstraintFinal
+	}
+	return ColumnOpeningsToClaims(vks, r, proof.ColumnOpenings)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Claims for the stacked reduction.
+
+// ColumnOpeningsToClaims turns column openings (proof layout, traces in trace order, keys vks)
+// into the stacked reduction's claims (spec B §5.1): commitment 0 is the common main (one matrix
+// per trace), then per trace its preprocessed commitment (if any) and its cached commitments, one
+// matrix each. r is the batch sumcheck point (r_0; r_1..r_{n_max}).
+func ColumnOpeningsToClaims(vks []*air.VerifyingKey, r []field.Fp4, openings [][][]field.Fp4) (*OpeningClaims, error) {
+	if len(vks) != len(openings) {
+		return nil, fmt.Errorf("%w: openings for %d traces, %d keys", ErrBatchConstraintInput, len(openings), len(vks))
+	}
+	split := func(vals []field.Fp4, needRot bool) (plain, rot []field.Fp4) {
+		if !needRot {
+			return append([]field.Fp4(nil), vals...), nil
+		}
+		plain = make([]field.Fp4, len(vals)/2)
+		rot = make([]field.Fp4, len(vals)/2)
+		for c := range plain {
+			plain[c], rot[c] = vals[2*c], vals[2*c+1]
+		}
+		return plain, rot
+	}
+	claims := &OpeningClaims{R: append([]field.Fp4(nil), r...)}
+	common := CommitClaims{}
+	var rest []CommitClaims
+	for t, vk := range vks {
+		if vk == nil {
+			return nil, fmt.Errorf("%w: trace %d has no key", ErrBatchConstraintInput, t)
+		}
+		widths := OpeningPartWidths(vk.Width)
+		if len(openings[t]) != len(widths) {
+			return nil, fmt.Errorf("%w: trace %d has %d opening parts, want %d", ErrBatchConstraintInput, t, len(openings[t]), len(widths))
+		}
+		f := 1
+		if vk.NeedRot {
+			f = 2
+		}
+		for q, w := range widths {
+			if len(openings[t][q]) != w*f {
+				return nil, fmt.Errorf("%w: trace %d part %d has %d openings, want %d", ErrBatchConstraintInput, t, q, len(openings[t][q]), w*f)
+			}
+			plain, rot := split(openings[t][q], vk.NeedRot)
+			if q == 0 {
+				common.NeedRot = append(common.NeedRot, vk.NeedRot)
+				common.Values = append(common.Values, plain)
+				common.Rot = append(common.Rot, rot)
+				continue
+			}
+			rest = append(rest, CommitClaims{NeedRot: []bool{vk.NeedRot}, Values: [][]field.Fp4{plain}, Rot: [][]field.Fp4{rot}})
+		}
+	}
+	claims.Commits = append([]CommitClaims{common}, rest...)
+	return claims, nil
+}

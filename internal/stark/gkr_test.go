@@ -1,0 +1,427 @@
+package stark_test
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/air/testair"
+	"github.com/metalprove/metalprove/internal/cpuref"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/transcript"
+)
+
+const gkrLSkip = 2
+
+func gkrParams(powBits int) params.SystemParams {
+	p := params.TestParamsSmall(gkrLSkip, 8, 2)
+	p.Logup.PowBits = powBits
+	return p
+}
+
+// gkrCase holds the instances in trace order with their prover inputs and verifier shapes.
+type gkrCase struct {
+	ins    []testair.Instance
+	inputs []*stark.AirInput
+	shapes []stark.TraceShape
+}
+
+func instHeight(in testair.Instance) int {
+	if len(in.Trace.CachedMains) > 0 {
+		return in.Trace.CachedMains[0].Height
+	}
+	return in.Trace.CommonMain.Height
+}
+
+func toTM(m air.Matrix) stark.TraceMatrix {
+	return stark.TraceMatrix{Values: m.Values, Width: m.Width, Height: m.Height}
+}
+
+func newGkrCase(t *testing.T, p params.SystemParams, ins []testair.Instance) *gkrCase {
+	t.Helper()
+	ins = slices.Clone(ins)
+	// Trace order: height descending, ties by AIR index (stable).
+	slices.SortStableFunc(ins, func(a, b testair.Instance) int { return instHeight(b) - instHeight(a) })
+	c := &gkrCase{ins: ins}
+	for i, in := range ins {
+		a := in.Air
+		h := instHeight(in)
+		logH := 0
+		for 1<<logH < h {
+			logH++
+		}
+		var pre *air.PreprocessedVK
+		var preM *stark.TraceMatrix
+		if pa, ok := a.(air.PreprocessedAir); ok && a.Width().HasPreprocessed() {
+			pre = &air.PreprocessedVK{HypercubeDim: logH - p.LSkip, StackingWidth: 1}
+			m := toTM(pa.PreprocessedTrace())
+			preM = &m
+		}
+		vk, err := air.Keygen(a, p.MaxConstraintDegree, true, pre)
+		if err != nil {
+			t.Fatalf("keygen %s: %v", a.Name(), err)
+		}
+		common := in.Trace.CommonMain
+		if common.Height == 0 {
+			common.Height = h
+		}
+		ai := &stark.AirInput{AirIndex: i, VK: vk, Common: toTM(common), Preprocessed: preM, Public: in.Trace.Public}
+		for _, m := range in.Trace.CachedMains {
+			ai.Cached = append(ai.Cached, toTM(m))
+		}
+		c.inputs = append(c.inputs, ai)
+		c.shapes = append(c.shapes, stark.TraceShape{AirIndex: i, VK: vk, LogHeight: logH, Public: in.Trace.Public})
+	}
+	return c
+}
+
+// preamble puts something on a fresh transcript in place of the real preamble.
+func preamble() *transcript.Transcript {
+	tr := transcript.New()
+	for i := range 5 {
+		tr.Observe(field.New(uint32(1000 + i)))
+	}
+	return &tr
+}
+
+func proveGkr(t *testing.T, p params.SystemParams, c *gkrCase) (stark.GkrProof, *stark.GkrOutcome, *transcript.Transcript) {
+	t.Helper()
+	tr := preamble()
+	proof, out, err := stark.ProveGkr(cpuref.Backend{}, tr, p, c.inputs)
+	if err != nil {
+		t.Fatalf("ProveGkr: %v", err)
+	}
+	return proof, out, tr
+}
+
+func verifyGkr(p params.SystemParams, c *gkrCase, proof *stark.GkrProof) (*stark.GkrOutcome, *transcript.Transcript, error) {
+	tr := preamble()
+	out, err := stark.VerifyGkr(tr, p, c.shapes, proof)
+	return out, tr, err
+}
+
+// rowVal evaluates symbolic expressions on the unlifted rows of a testair instance.
+type rowVal struct {
+	pre    *air.Matrix
+	parts  []air.Matrix
+	public []field.Fp
+	h, row int
+}
+
+func (v *rowVal) Var(x air.Var) field.Fp {
+	r := (v.row + x.Offset) % v.h
+	switch x.Entry {
+	case air.EntryPreprocessed:
+		return v.pre.At(r, x.Index)
+	case air.EntryMain:
+		return v.parts[x.PartIndex].At(r, x.Index)
+	case air.EntryPublic:
+		return v.public[x.Index]
+	}
+	panic("challenge")
+}
+func (v *rowVal) IsFirstRow() field.Fp { return bf(v.row == 0) }
+func (v *rowVal) IsLastRow() field.Fp  { return bf(v.row == v.h-1) }
+func (v *rowVal) IsTransition() field.Fp {
+	return bf(v.row != v.h-1)
+}
+func bf(b bool) field.Fp {
+	if b {
+		return field.One
+	}
+	return field.Zero
+}
+
+// referenceLeaves builds the GKR leaves of spec B §3.4 from the symbolic interaction trees (not
+// the DAG), independently of the backend.
+func referenceLeaves(t *testing.T, c *gkrCase, alpha, beta field.Fp4, numLayers int) (ps, qs []field.Fp4) {
+	t.Helper()
+	ps = make([]field.Fp4, 1<<numLayers)
+	qs = make([]field.Fp4, 1<<numLayers)
+	for i := range qs {
+		qs[i] = alpha
+	}
+	row := 0
+	for _, in := range c.ins {
+		sc, err := air.Symbolic(in.Air)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := instHeight(in)
+		v := &rowVal{parts: slices.Clone(in.Trace.CachedMains), public: in.Trace.Public, h: h}
+		if in.Air.Width().CommonMain != 0 {
+			v.parts = append(v.parts, in.Trace.CommonMain)
+		}
+		if pa, ok := in.Air.(air.PreprocessedAir); ok && in.Air.Width().HasPreprocessed() {
+			m := pa.PreprocessedTrace()
+			v.pre = &m
+		}
+		size := max(h, 1<<gkrLSkip)
+		norm := field.New(uint32(size / h)).Inverse()
+		for _, it := range sc.Interactions {
+			for i := range size {
+				v.row = i % h
+				d := field.Lift(field.New(uint32(it.Bus) + 1))
+				for j := len(it.Message) - 1; j >= 0; j-- { // Horner: Σ β^j m_j + β^len (bus+1)
+					d = d.Mul(beta).Add(field.Lift(it.Message[j].Eval(v)))
+				}
+				ps[row+i] = field.Lift(it.Count.Eval(v).Mul(norm))
+				qs[row+i] = d.Add(alpha)
+			}
+			row += size
+		}
+	}
+	return ps, qs
+}
+
+func gkrFixtures() map[string][]testair.Instance {
+	return map[string][]testair.Instance{
+		"interaction-pair":     testair.InteractionPair(16, 7),
+		"fixture11":            testair.InteractionsFixture11(false),
+		"fixture11-cached":     testair.InteractionsFixture11(true),
+		"self-interaction":     testair.SelfInteraction([]int{4, 7}, 8, 3),
+		"short-traces":         testair.ShortTraces(),
+		"fib-and-interactions": append([]testair.Instance{testair.Fibonacci(0, 1, 64)}, testair.InteractionsFixture11(false)...),
+		"mixture":              testair.Mixture(8),
+	}
+}
+
+func TestGkrProveVerify(t *testing.T) {
+	for name, ins := range gkrFixtures() {
+		t.Run(name, func(t *testing.T) {
+			p := gkrParams(2)
+			c := newGkrCase(t, p, ins)
+			proof, pout, ptr := proveGkr(t, p, c)
+			vout, vtr, err := verifyGkr(p, c, &proof)
+			if err != nil {
+				t.Fatalf("VerifyGkr: %v", err)
+			}
+			if !reflect.DeepEqual(pout, vout) {
+				t.Fatalf("outcomes differ:\nprover   %+v\nverifier %+v", pout, vout)
+			}
+			if ptr.SampleExt() != vtr.SampleExt() {
+				t.Fatal("prover and verifier transcripts diverge after GKR")
+			}
+			// Layout, ξ length and the GKR identity p̂_L(ξ) = Σ_i eq(ξ, i)·p_i against reference leaves.
+			hs, ks := make([]int, len(c.shapes)), make([]int, len(c.shapes))
+			for i, s := range c.shapes {
+				hs[i], ks[i] = s.LogHeight, len(s.VK.DAG.Interactions)
+			}
+			layout, nMax, err := stark.NewGkrLayout(p.LSkip, hs, ks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			L := layout.NumLayers()
+			if L == 0 || len(proof.ClaimsPerLayer) != L || pout.NLogup != layout.NLogup {
+				t.Fatalf("L = %d, %d layer claims, n_logup %d vs %d", L, len(proof.ClaimsPerLayer), pout.NLogup, layout.NLogup)
+			}
+			if want := p.LSkip + max(nMax, layout.NLogup); len(pout.Xi) != want {
+				t.Fatalf("len(ξ) = %d, want %d", len(pout.Xi), want)
+			}
+			ps, qs := referenceLeaves(t, c, pout.Alpha, pout.Beta, L)
+			if got := stark.EvalMLEEvals(ps, pout.Xi[:L]); got != pout.PClaim {
+				t.Fatalf("p̂(ξ) = %v, reference leaves give %v", pout.PClaim, got)
+			}
+			if got := stark.EvalMLEEvals(qs, pout.Xi[:L]); got != pout.QClaim {
+				t.Fatalf("q̂(ξ) = %v, reference leaves give %v", pout.QClaim, got)
+			}
+			// The root: Σ p_i/q_i = 0 and q_0 = Π q_i.
+			var sum field.Fp4
+			prod := field.Fp4One
+			for i := range ps {
+				sum = sum.Add(ps[i].Mul(qs[i].Inverse()))
+				prod = prod.Mul(qs[i])
+			}
+			if !sum.IsZero() || prod != proof.Q0Claim {
+				t.Fatalf("Σ p/q = %v, Π q = %v, q0_claim %v", sum, prod, proof.Q0Claim)
+			}
+		})
+	}
+}
+
+// TestGkrLayoutSpecExample is the example of spec B §3.4 (l = 2; heights 2^3, 2^2, 2^1 with 1, 1
+// and 2 interactions).
+func TestGkrLayoutSpecExample(t *testing.T) {
+	g, nMax, err := stark.NewGkrLayout(2, []int{3, 2, 1}, []int{1, 1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []stark.GkrBlock{{0, 0, 0, 3}, {1, 0, 8, 2}, {2, 0, 12, 2}, {2, 1, 16, 2}}
+	if g.Total != 20 || g.NLogup != 3 || g.NumLayers() != 5 || nMax != 1 || !reflect.DeepEqual(g.Blocks, want) {
+		t.Fatalf("layout %+v n_max %d", g, nMax)
+	}
+	if _, _, err := stark.NewGkrLayout(2, []int{1, 3}, []int{1, 1}); !errors.Is(err, stark.ErrGkrInput) {
+		t.Fatalf("unsorted heights: %v", err)
+	}
+	if g, _, _ := stark.NewGkrLayout(2, []int{4}, []int{0}); g.Total != 0 || g.NumLayers() != 0 {
+		t.Fatalf("no interactions: %+v", g)
+	}
+	// total = 2^4 exactly: bitlen 5 → n_logup 3 (half the leaves are padding).
+	if g, _, _ := stark.NewGkrLayout(2, []int{4}, []int{1}); g.NLogup != 3 {
+		t.Fatalf("power-of-two total: n_logup %d", g.NLogup)
+	}
+}
+
+func TestGkrNoInteractions(t *testing.T) {
+	for _, bits := range []int{0, 2} {
+		p := gkrParams(bits)
+		c := newGkrCase(t, p, []testair.Instance{testair.Fibonacci(0, 1, 32), testair.Fibonacci(1, 1, 4)})
+		proof, pout, ptr := proveGkr(t, p, c)
+		if proof.Q0Claim != field.Fp4One || len(proof.ClaimsPerLayer) != 0 || len(proof.SumcheckPolys) != 0 {
+			t.Fatalf("proof %+v", proof)
+		}
+		if pout.NLogup != 0 || len(pout.Xi) != p.LSkip+3 || !pout.PClaim.IsZero() || pout.QClaim != pout.Alpha {
+			t.Fatalf("outcome %+v", pout)
+		}
+		if bits == 0 && proof.LogupPowWitness != 0 {
+			t.Fatalf("witness %v with pow_bits 0", proof.LogupPowWitness)
+		}
+		vout, vtr, err := verifyGkr(p, c, &proof)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(pout, vout) || ptr.SampleExt() != vtr.SampleExt() {
+			t.Fatal("prover and verifier disagree")
+		}
+		bad := proof
+		bad.Q0Claim = field.Fp4{}
+		if _, _, err := verifyGkr(p, c, &bad); !errors.Is(err, stark.ErrGkrZeroRound) {
+			t.Fatalf("q0_claim 0: %v", err)
+		}
+		bad = proof
+		bad.ClaimsPerLayer = []stark.GkrLayerClaims{{}}
+		if _, _, err := verifyGkr(p, c, &bad); !errors.Is(err, stark.ErrGkrShape) || !errors.Is(err, stark.ErrShape) {
+			t.Fatalf("extra layer: %v", err)
+		}
+	}
+}
+
+func TestGkrUnbalanced(t *testing.T) {
+	p := gkrParams(2)
+	ins := testair.InteractionPair(8, 3)
+	// Bump one receiver count: the bus no longer balances.
+	recv := ins[1].Trace.CommonMain
+	recv.Values = slices.Clone(recv.Values)
+	recv.Values[0] = recv.Values[0].Add(field.One)
+	ins[1].Trace.CommonMain = recv
+	c := newGkrCase(t, p, ins)
+	if _, _, err := stark.ProveGkr(cpuref.Backend{}, preamble(), p, c.inputs); !errors.Is(err, stark.ErrGkrRootNumerator) || !errors.Is(err, stark.ErrGkr) {
+		t.Fatalf("ProveGkr on an unbalanced bus: %v", err)
+	}
+	proof, _, err := stark.ProveGkrWithOptions(cpuref.Backend{}, preamble(), p, c.inputs, stark.GkrProveOptions{AllowNonZeroRoot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := verifyGkr(p, c, &proof); !errors.Is(err, stark.ErrGkrRootNumerator) {
+		t.Fatalf("VerifyGkr on an unbalanced proof: %v", err)
+	}
+}
+
+func TestGkrDeterministic(t *testing.T) {
+	p := gkrParams(3)
+	c := newGkrCase(t, p, testair.Mixture(8))
+	a, ao, _ := proveGkr(t, p, c)
+	b, bo, _ := proveGkr(t, p, c)
+	if !reflect.DeepEqual(a, b) || !reflect.DeepEqual(ao, bo) {
+		t.Fatal("two proofs of the same input differ")
+	}
+}
+
+func TestGkrTamper(t *testing.T) {
+	p := gkrParams(2)
+	c := newGkrCase(t, p, testair.InteractionsFixture11(false))
+	proof, _, _ := proveGkr(t, p, c)
+	L := len(proof.ClaimsPerLayer)
+	if L < 3 {
+		t.Fatalf("want a proof with sumcheck layers, L = %d", L)
+	}
+	clone := func() stark.GkrProof {
+		q := proof
+		q.ClaimsPerLayer = slices.Clone(proof.ClaimsPerLayer)
+		q.SumcheckPolys = make([][][3]field.Fp4, len(proof.SumcheckPolys))
+		for i := range q.SumcheckPolys {
+			q.SumcheckPolys[i] = slices.Clone(proof.SumcheckPolys[i])
+		}
+		return q
+	}
+	bump := func(x *field.Fp4) { x[0] = x[0].Add(field.One) }
+	expect := func(what string, q stark.GkrProof, want ...error) {
+		t.Helper()
+		_, _, err := verifyGkr(p, c, &q)
+		if !errors.Is(err, stark.ErrGkr) {
+			t.Fatalf("%s: %v does not wrap ErrGkr", what, err)
+		}
+		for _, w := range want {
+			if errors.Is(err, w) {
+				return
+			}
+		}
+		t.Fatalf("%s: %v, want one of %v", what, err, want)
+	}
+
+	// Witness: find a value that fails the check (pow_bits 2 passes 1/4 of the values).
+	q := clone()
+	for w := proof.LogupPowWitness.Add(field.One); ; w = w.Add(field.One) {
+		tr := preamble()
+		if !tr.CheckWitness(p.Logup.PowBits, w) {
+			q.LogupPowWitness = w
+			break
+		}
+	}
+	expect("witness", q, stark.ErrLogupPow)
+	if _, _, err := verifyGkr(p, c, &q); !errors.Is(err, stark.ErrPow) {
+		t.Fatalf("witness: %v does not wrap ErrPow", err)
+	}
+
+	q = clone()
+	bump(&q.Q0Claim)
+	expect("q0_claim", q, stark.ErrGkrRootDenominator)
+
+	for j := range L {
+		for k := range 4 {
+			q = clone()
+			cl := &q.ClaimsPerLayer[j]
+			bump([]*field.Fp4{&cl.PXi0, &cl.PXi1, &cl.QXi0, &cl.QXi1}[k])
+			if j == 0 {
+				expect("layer 1 claim", q, stark.ErrGkrRootNumerator, stark.ErrGkrRootDenominator)
+			} else {
+				expect("layer claim", q, stark.ErrGkrSumcheck)
+			}
+		}
+	}
+	for i := range proof.SumcheckPolys {
+		for r := range proof.SumcheckPolys[i] {
+			for k := range 3 {
+				q = clone()
+				bump(&q.SumcheckPolys[i][r][k])
+				expect("sumcheck eval", q, stark.ErrGkrSumcheck)
+			}
+		}
+	}
+
+	// Shapes: never a panic.
+	q = clone()
+	q.ClaimsPerLayer = q.ClaimsPerLayer[:L-1]
+	expect("missing layer", q, stark.ErrGkrShape)
+	q = clone()
+	q.SumcheckPolys[L-2] = q.SumcheckPolys[L-2][:L-2]
+	expect("short sumcheck layer", q, stark.ErrGkrShape)
+	q = clone()
+	q.SumcheckPolys = nil
+	expect("no sumcheck polys", q, stark.ErrGkrShape)
+	if _, err := stark.VerifyGkr(preamble(), p, c.shapes, nil); !errors.Is(err, stark.ErrGkrShape) {
+		t.Fatalf("nil proof: %v", err)
+	}
+	if _, err := stark.VerifyGkr(preamble(), p, nil, &proof); !errors.Is(err, stark.ErrGkrInput) {
+		t.Fatalf("no traces: %v", err)
+	}
+	bad := slices.Clone(c.shapes)
+	bad[0].LogHeight = 80
+	if _, err := stark.VerifyGkr(preamble(), p, bad, &proof); !errors.Is(err, stark.ErrGkrInput) {
+		t.Fatalf("huge log height: %v", err)
+	}
+}

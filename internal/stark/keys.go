@@ -1,0 +1,108 @@
+package stark
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/stark/params"
+)
+
+// Proving and verifying keys (spec B §1.6–§1.8): the multi-AIR verifying key of air.MultiKeygen
+// with every preprocessed trace committed by the stacked PCS, and its prehash.
+
+// ErrKeygen is wrapped by every key-generation error.
+var ErrKeygen = errors.New("stark: keygen")
+
+// VerifyingKey is MultiStarkVerifyingKey: the parameters, the per-AIR keys and trace-height
+// constraints (MultiVerifyingKey0) and the prehash observed first in every transcript.
+type VerifyingKey struct {
+	MVK     *air.MultiVerifyingKey0
+	PreHash Digest
+}
+
+// Params returns the system parameters the key was made for.
+func (vk *VerifyingKey) Params() params.SystemParams { return vk.MVK.Params }
+
+// NumAirs is the number of AIRs of the key.
+func (vk *VerifyingKey) NumAirs() int { return len(vk.MVK.PerAir) }
+
+// ProvingKey is the verifying key plus what the prover needs: the AIRs and, per AIR, the
+// preprocessed trace and its commitment (a handle of the backend the key was made with).
+type ProvingKey struct {
+	VK   *VerifyingKey
+	Airs []air.Air
+	// Preprocessed[i] and PreprocessedCommit[i] are nil when AIR i has no preprocessed trace.
+	Preprocessed       []*TraceMatrix
+	PreprocessedCommit []Committed
+}
+
+// Params returns the system parameters the key was made for.
+func (pk *ProvingKey) Params() params.SystemParams { return pk.VK.MVK.Params }
+
+// Keygen builds the proving key of airs (verifying-key order) for parameters p: each AIR's
+// preprocessed trace (air.PreprocessedAir) is committed with be (stacked_commit of the single
+// matrix, spec B §1.6 item 6), then air.MultiKeygen runs with AIRs listed in required marked
+// is_required (nil: all optional, as OpenVM's add_air). The verifying key (pk.VK) depends only on
+// p and the AIRs: a verifier recomputes it with any backend (the CPU reference is the natural
+// choice) and gets the same prehash.
+func Keygen(p params.SystemParams, airs []air.Air, required []bool, be Backend) (*ProvingKey, error) {
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrKeygen, err)
+	}
+	if len(airs) == 0 {
+		return nil, fmt.Errorf("%w: no AIRs", ErrKeygen)
+	}
+	pk := &ProvingKey{
+		Airs:               append([]air.Air(nil), airs...),
+		Preprocessed:       make([]*TraceMatrix, len(airs)),
+		PreprocessedCommit: make([]Committed, len(airs)),
+	}
+	pre := make([]*air.PreprocessedVK, len(airs))
+	for i, a := range airs {
+		if a == nil {
+			return nil, fmt.Errorf("%w: AIR %d is nil", ErrKeygen, i)
+		}
+		if !a.Width().HasPreprocessed() {
+			continue
+		}
+		pa, ok := a.(air.PreprocessedAir)
+		if !ok {
+			return nil, fmt.Errorf("%w: AIR %d (%s) has a preprocessed width but no preprocessed trace", ErrKeygen, i, a.Name())
+		}
+		m := pa.PreprocessedTrace()
+		h := m.Height
+		if m.Width != a.Width().Preprocessed || h < 1 || h&(h-1) != 0 || len(m.Values) != m.Width*h {
+			return nil, fmt.Errorf("%w: AIR %d (%s): preprocessed trace is %d×%d (%d values), want width %d and a power-of-two height",
+				ErrKeygen, i, a.Name(), h, m.Width, len(m.Values), a.Width().Preprocessed)
+		}
+		logH := log2Exact(h)
+		if logH > p.LogStackedHeight() {
+			return nil, fmt.Errorf("%w: AIR %d (%s): preprocessed height 2^%d exceeds the stacked height 2^%d",
+				ErrKeygen, i, a.Name(), logH, p.LogStackedHeight())
+		}
+		tm := &TraceMatrix{Values: m.Values, Width: m.Width, Height: h}
+		c, err := be.Commit(p, []TraceMatrix{*tm})
+		if err != nil {
+			return nil, fmt.Errorf("%w: AIR %d (%s): commit preprocessed trace: %w", ErrKeygen, i, a.Name(), err)
+		}
+		pk.Preprocessed[i] = tm
+		pk.PreprocessedCommit[i] = c
+		pre[i] = &air.PreprocessedVK{Commit: c.Root(), HypercubeDim: logH - p.LSkip, StackingWidth: c.Layout().Width}
+	}
+	mvk, err := air.MultiKeygen(p, airs, required, pre)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrKeygen, err)
+	}
+	pk.VK = &VerifyingKey{MVK: mvk, PreHash: mvk.PreHash()}
+	return pk, nil
+}
+
+// log2Exact returns log2(n) for a power of two n ≥ 1.
+func log2Exact(n int) int {
+	k := 0
+	for 1<<k < n {
+		k++
+	}
+	return k
+}
