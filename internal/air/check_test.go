@@ -2,6 +2,7 @@ package air_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,18 +30,6 @@ func failuresAt(fs []air.Failure) []rc {
 	return out
 }
 
-func sameRC(a, b []rc) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestCheckFibonacciValid(t *testing.T) {
 	for _, n := range []int{1, 2, 4, 8, 64} {
 		if fs := mustCheck(t, testair.FibonacciAir{}, testair.FibTrace(0, 1, n), 0); len(fs) != 0 {
@@ -57,7 +46,7 @@ func TestCheckFibonacciCorrupt(t *testing.T) {
 	in := testair.FibTrace(0, 1, 8)
 	in.CommonMain.Set(5, 1, in.CommonMain.At(5, 1).Add(field.One))
 	fs := mustCheck(t, testair.FibonacciAir{}, in, 0)
-	if want := []rc{{4, 3}, {5, 2}, {5, 3}}; !sameRC(failuresAt(fs), want) {
+	if want := []rc{{4, 3}, {5, 2}, {5, 3}}; !slices.Equal(failuresAt(fs), want) {
 		t.Fatalf("failures %v, want %v", fs, want)
 	}
 	f := fs[0]
@@ -75,19 +64,19 @@ func TestCheckFibonacciCorrupt(t *testing.T) {
 	// left of row 0: c0 (first row) and c3 at row 0; no wrap-around check from the last row.
 	in = testair.FibTrace(0, 1, 8)
 	in.CommonMain.Set(0, 0, field.New(5))
-	if got, want := failuresAt(mustCheck(t, testair.FibonacciAir{}, in, 0)), []rc{{0, 0}, {0, 3}}; !sameRC(got, want) {
+	if got, want := failuresAt(mustCheck(t, testair.FibonacciAir{}, in, 0)), []rc{{0, 0}, {0, 3}}; !slices.Equal(got, want) {
 		t.Errorf("failures %v, want %v", got, want)
 	}
 	// wrong public x: only the last-row constraint.
 	in = testair.FibTrace(0, 1, 8)
 	in.Public[2] = in.Public[2].Add(field.One)
-	if got, want := failuresAt(mustCheck(t, testair.FibonacciAir{}, in, 0)), []rc{{7, 4}}; !sameRC(got, want) {
+	if got, want := failuresAt(mustCheck(t, testair.FibonacciAir{}, in, 0)), []rc{{7, 4}}; !slices.Equal(got, want) {
 		t.Errorf("failures %v, want %v", got, want)
 	}
 	// wrong public b on a 1-row trace: first-row and last-row constraints on row 0.
 	in = testair.FibTrace(3, 4, 1)
 	in.Public[1] = field.New(9)
-	if got, want := failuresAt(mustCheck(t, testair.FibonacciAir{}, in, 0)), []rc{{0, 1}}; !sameRC(got, want) {
+	if got, want := failuresAt(mustCheck(t, testair.FibonacciAir{}, in, 0)), []rc{{0, 1}}; !slices.Equal(got, want) {
 		t.Errorf("failures %v, want %v", got, want)
 	}
 }
@@ -128,7 +117,7 @@ func TestCheckFibSelector(t *testing.T) {
 	in.CommonMain.Set(2, 0, field.New(1000))
 	got := failuresAt(mustCheck(t, testair.FibonacciSelectorAir{Sels: sels}, in, 0))
 	// row 1 (sel 0): c3 left copy fails; row 2 (sel 1): c4 (left+right → next.right) fails.
-	if want := []rc{{1, 3}, {2, 4}}; !sameRC(got, want) {
+	if want := []rc{{1, 3}, {2, 4}}; !slices.Equal(got, want) {
 		t.Errorf("failures %v, want %v", got, want)
 	}
 	// An explicit preprocessed matrix overrides the AIR's own.
@@ -151,7 +140,7 @@ func TestCheckPreprocessedCachedAndSum(t *testing.T) {
 		in.CachedMains[k-1].Values[3] = field.New(999)
 		// row 3: local equality of part k−1; row 2: transition equality into row 3.
 		fs := mustCheck(t, a, in, 0)
-		if want := []rc{{2, 4 + 2*(k-1)}, {3, 3 + 2*(k-1)}}; !sameRC(failuresAt(fs), want) {
+		if want := []rc{{2, 4 + 2*(k-1)}, {3, 3 + 2*(k-1)}}; !slices.Equal(failuresAt(fs), want) {
 			t.Errorf("k=%d: failures %v, want %v", k, fs, want)
 		}
 	}

@@ -9,18 +9,8 @@ import (
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 )
-
-// clearEnv removes every METALPROVE_* variable for the duration of the test.
-func clearEnv(t *testing.T) {
-	t.Helper()
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "METALPROVE_") {
-			t.Setenv(k, "")
-			os.Unsetenv(k)
-		}
-	}
-}
 
 func writeConfig(t *testing.T, text string) string {
 	t.Helper()
@@ -34,14 +24,11 @@ func writeConfig(t *testing.T, text string) string {
 // run executes metalprove with args and returns the exit code, stdout, stderr and the factory.
 func run(t *testing.T, args ...string) (cmdutil.ExitCode, *bytes.Buffer, *bytes.Buffer, *cmdutil.Factory) {
 	t.Helper()
-	ios, _, out, errOut := cmdutil.TestStreams()
-	f := cmdutil.NewFactory("v9.9.9-test", ios)
-	code := Run(f, args)
-	return code, out, errOut, f
+	return cmdtest.Run(Run, "v9.9.9-test", args...)
 }
 
 func TestRunVersion(t *testing.T) {
-	clearEnv(t)
+	cmdtest.ClearEnv(t)
 	code, out, errOut, _ := run(t, "version")
 	if code != cmdutil.ExitOK || !strings.HasPrefix(out.String(), "metalprove v9.9.9-test\n") || errOut.Len() != 0 {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
@@ -53,7 +40,7 @@ func TestRunVersion(t *testing.T) {
 }
 
 func TestRunSelftest(t *testing.T) {
-	clearEnv(t)
+	cmdtest.ClearEnv(t)
 	code, out, errOut, _ := run(t, "selftest")
 	if code != cmdutil.ExitOK || !strings.HasSuffix(out.String(), " passed, 0 failed\n") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
@@ -74,7 +61,7 @@ func TestRunSelftest(t *testing.T) {
 }
 
 func TestRunPrecedence(t *testing.T) {
-	clearEnv(t)
+	cmdtest.ClearEnv(t)
 	config := writeConfig(t, "device: metal\nlog_level: warn\n")
 	check := func(name string, f *cmdutil.Factory, device, level string) {
 		t.Helper()
@@ -98,7 +85,7 @@ func TestRunPrecedence(t *testing.T) {
 }
 
 func TestRunConfigFromEnv(t *testing.T) {
-	clearEnv(t)
+	cmdtest.ClearEnv(t)
 	t.Setenv("METALPROVE_CONFIG", writeConfig(t, "device: host\n"))
 	_, _, _, f := run(t, "version")
 	if f.Settings.Device != "host" {
@@ -128,7 +115,7 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clearEnv(t)
+			cmdtest.ClearEnv(t)
 			args := append([]string(nil), tt.args...)
 			for i, a := range args {
 				if a == "CONFIG" {
@@ -152,7 +139,7 @@ func TestRunUsageErrors(t *testing.T) {
 }
 
 func TestRunJSONLogs(t *testing.T) {
-	clearEnv(t)
+	cmdtest.ClearEnv(t)
 	code, _, errOut, _ := run(t, "--log-format", "json", "--log-level", "debug", "selftest")
 	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
@@ -183,7 +170,7 @@ func TestRunJSONLogs(t *testing.T) {
 }
 
 func TestRunHelp(t *testing.T) {
-	clearEnv(t)
+	cmdtest.ClearEnv(t)
 	for _, args := range [][]string{{"--help"}, {}, {"help"}} {
 		code, out, _, _ := run(t, args...)
 		if code != cmdutil.ExitOK || !strings.Contains(out.String(), "selftest") || !strings.Contains(out.String(), "version") {

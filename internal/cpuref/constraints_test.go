@@ -11,6 +11,7 @@ import (
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/stark/starktest"
 )
 
 func bcRefInput(t *testing.T, p params.SystemParams, in testair.Instance) *stark.AirInput {
@@ -29,39 +30,6 @@ func bcRefInput(t *testing.T, p params.SystemParams, in testair.Instance) *stark
 	}
 	return out
 }
-
-type bcRefRow struct {
-	in     *stark.AirInput
-	row, h int
-}
-
-func (v *bcRefRow) Var(x air.Var) field.Fp {
-	r := (v.row + x.Offset) % v.h
-	switch x.Entry {
-	case air.EntryMain:
-		m := &v.in.Common
-		if x.PartIndex < len(v.in.Cached) {
-			m = &v.in.Cached[x.PartIndex]
-		}
-		return m.Values[x.Index*v.h+r]
-	case air.EntryPublic:
-		return v.in.Public[x.Index]
-	}
-	panic("unsupported")
-}
-func (v *bcRefRow) IsFirstRow() field.Fp {
-	if v.row == 0 {
-		return field.One
-	}
-	return field.Zero
-}
-func (v *bcRefRow) IsLastRow() field.Fp {
-	if v.row == v.h-1 {
-		return field.One
-	}
-	return field.Zero
-}
-func (v *bcRefRow) IsTransition() field.Fp { return field.One.Sub(v.IsLastRow()) }
 
 // TestConstraintRound0OnD checks the round-0 polynomials on D against row-by-row evaluation of
 // the DAG: Zc(ω^j) = Σ_x e(x)·Σ_k λ^k C_k(row x·N + j) (periodic lift for short traces), same for
@@ -115,7 +83,7 @@ func TestConstraintRound0OnD(t *testing.T) {
 			var zc, num, den field.Fp4
 			for x, ex := range eqx {
 				row := (x*n + j) % h
-				nodes := tr.VK.DAG.EvalNodes(&bcRefRow{in: tr, row: row, h: h}, nil)
+				nodes := tr.VK.DAG.EvalNodes(&starktest.Row{In: tr, Row: row, H: h}, nil)
 				var c, nm, dn field.Fp4
 				for k, idx := range tr.VK.DAG.ConstraintIdx {
 					c = c.Add(lp[k].MulBase(nodes[idx]))

@@ -232,8 +232,9 @@ func (d *Device) checkRange(op string, b *Buffer, offset, n int) error {
 		return &Error{Op: op, Buffer: b.name, Err: errors.New("buffer belongs to another device")}
 	case b.b == nil:
 		return &Error{Op: op, Buffer: b.name, Err: errors.New("buffer was freed")}
-	case offset < 0 || n < 0 || offset+n > b.size:
-		return &Error{Op: op, Buffer: b.name, Err: fmt.Errorf("range [%d, %d) outside the buffer's %d bytes", offset, offset+n, b.size)}
+	}
+	if err := driver.CheckRange(offset, n, b.size); err != nil {
+		return &Error{Op: op, Buffer: b.name, Err: err}
 	}
 	return nil
 }

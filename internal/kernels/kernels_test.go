@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
@@ -20,24 +21,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	d.Close()
 	os.Exit(code)
-}
-
-// randomFp returns n random elements with the edge values 0, 1, p−1 mixed in.
-func randomFp(r *rand.Rand, n int) []field.Fp {
-	out := make([]field.Fp, n)
-	for i := range out {
-		switch r.IntN(8) {
-		case 0:
-			out[i] = 0
-		case 1:
-			out[i] = 1
-		case 2:
-			out[i] = field.Fp(field.P - 1)
-		default:
-			out[i] = field.Fp(r.Uint32N(field.P))
-		}
-	}
-	return out
 }
 
 // syncs runs f and returns the number of syncs it caused.
@@ -88,7 +71,7 @@ func TestMontgomeryHelpers(t *testing.T) {
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	v := randomFp(r, 1001)
+	v := fieldrand.Fps(r, 1001)
 	a := upload(t, v)
 	b := testDev.Batch()
 	if err := EncodeFromMont(b, testDev, a, len(v)); err != nil {
@@ -111,7 +94,7 @@ func uploadU32(v []uint32) (*gpu.Array[uint32], error) {
 
 func TestBenchKernels(t *testing.T) {
 	n := 1025
-	src, _ := uploadU32(MontSlice(randomFp(rand.New(rand.NewPCG(1, 1)), n)))
+	src, _ := uploadU32(MontSlice(fieldrand.Fps(rand.New(rand.NewPCG(1, 1)), n)))
 	dst, err := gpu.AllocArray[uint32](testDev, "dst", n)
 	if err != nil {
 		t.Fatal(err)

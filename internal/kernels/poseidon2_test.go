@@ -7,6 +7,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 )
 
@@ -18,7 +19,7 @@ func TestPermuteMatchesGo(t *testing.T) {
 	defer h.Close()
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, n := range []int{1, 9, 1001, 1024, 1025, 1 << 16} {
-		v := randomFp(r, 16*n)
+		v := fieldrand.Fps(r, 16*n)
 		if n == 9 { // edge states: all zero, all one, all p−1
 			for i := 0; i < 16; i++ {
 				v[i], v[16+i], v[32+i] = 0, 1, field.Fp(field.P-1)
@@ -53,7 +54,7 @@ func TestMerkleTreeMatchesCpuref(t *testing.T) {
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("2^%dx%d/k=%d", c.logH, c.width, c.k), func(t *testing.T) {
 			m := cpuref.NewMatrix(c.width, 1<<c.logH)
-			copy(m.Values, randomFp(r, len(m.Values)))
+			copy(m.Values, fieldrand.Fps(r, len(m.Values)))
 			want, err := cpuref.NewMerkleTree(m, 1<<c.k)
 			if err != nil {
 				t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/metalprove/metalprove/internal/cpuref"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/device"
@@ -39,7 +40,7 @@ func DeviceBackendChecks(dev *gpu.Device) []Check {
 			r := rand.New(rand.NewPCG(uint64(i), 0xdb))
 			traces := make([]stark.TraceMatrix, len(c.traces))
 			for j, t := range c.traces {
-				traces[j] = stark.TraceMatrix{Width: t.width, Height: 1 << t.logH, Values: randomFp(r, t.width<<t.logH)}
+				traces[j] = stark.TraceMatrix{Width: t.width, Height: 1 << t.logH, Values: fieldrand.Fps(r, t.width<<t.logH)}
 			}
 			return checkDeviceCommit(dev, p, traces)
 		}})

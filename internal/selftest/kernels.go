@@ -6,6 +6,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/poseidon2"
@@ -43,23 +44,6 @@ func KernelChecks(dev *gpu.Device) []Check {
 	return out
 }
 
-func randomFp(r *rand.Rand, n int) []field.Fp {
-	out := make([]field.Fp, n)
-	for i := range out {
-		switch r.IntN(8) {
-		case 0:
-			out[i] = 0
-		case 1:
-			out[i] = 1
-		case 2:
-			out[i] = field.Fp(field.P - 1)
-		default:
-			out[i] = field.Fp(r.Uint32N(field.P))
-		}
-	}
-	return out
-}
-
 func sameFp(what string, got, want []field.Fp) error {
 	if len(got) != len(want) {
 		return fmt.Errorf("%s: %d values, want %d", what, len(got), len(want))
@@ -87,7 +71,7 @@ func oneSync(dev *gpu.Device, f func() error) error {
 func checkDFT(dev *gpu.Device, ntt *kernels.NTT, logH, width int, inverse bool) error {
 	r := rand.New(rand.NewPCG(uint64(logH), uint64(width)))
 	h := 1 << logH
-	v := randomFp(r, h*width)
+	v := fieldrand.Fps(r, h*width)
 	a, err := kernels.UploadMont(dev, "selftest ntt", v)
 	if err != nil {
 		return err
@@ -113,7 +97,7 @@ func checkDFT(dev *gpu.Device, ntt *kernels.NTT, logH, width int, inverse bool) 
 
 func checkBlocks(dev *gpu.Device, ntt *kernels.NTT, l, blocks int) error {
 	r := rand.New(rand.NewPCG(uint64(l), uint64(blocks)))
-	v := randomFp(r, blocks<<l)
+	v := fieldrand.Fps(r, blocks<<l)
 	a, err := kernels.UploadMont(dev, "selftest blocks", v)
 	if err != nil {
 		return err
@@ -135,7 +119,7 @@ func checkBlocks(dev *gpu.Device, ntt *kernels.NTT, l, blocks int) error {
 func checkRS(dev *gpu.Device, ntt *kernels.NTT, logM, width, lSkip, logBlowup int) error {
 	r := rand.New(rand.NewPCG(uint64(logM), uint64(width)))
 	q := cpuref.NewMatrix(width, 1<<logM)
-	copy(q.Values, randomFp(r, len(q.Values)))
+	copy(q.Values, fieldrand.Fps(r, len(q.Values)))
 	a, err := kernels.UploadMont(dev, "selftest stacked matrix", q.Values)
 	if err != nil {
 		return err
@@ -162,7 +146,7 @@ func checkRS(dev *gpu.Device, ntt *kernels.NTT, logM, width, lSkip, logBlowup in
 
 func checkPermute(dev *gpu.Device, n int) error {
 	r := rand.New(rand.NewPCG(uint64(n), 16))
-	v := randomFp(r, 16*n)
+	v := fieldrand.Fps(r, 16*n)
 	for i := 0; i < 16 && n >= 1; i++ {
 		v[i] = field.Fp(field.P - 1)
 	}
@@ -195,7 +179,7 @@ func checkPermute(dev *gpu.Device, n int) error {
 func checkMerkle(dev *gpu.Device, logH, width, k int) error {
 	r := rand.New(rand.NewPCG(uint64(logH), uint64(width*16+k)))
 	m := cpuref.NewMatrix(width, 1<<logH)
-	copy(m.Values, randomFp(r, len(m.Values)))
+	copy(m.Values, fieldrand.Fps(r, len(m.Values)))
 	want, err := cpuref.NewMerkleTree(m, 1<<k)
 	if err != nil {
 		return err

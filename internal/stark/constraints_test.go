@@ -15,6 +15,7 @@ import (
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/stark/starktest"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
 
@@ -30,10 +31,6 @@ func bcParams() params.SystemParams { return params.TestParamsSmall(2, 8, 3) }
 
 func bcMatrix(m air.Matrix) stark.TraceMatrix {
 	return stark.TraceMatrix{Values: m.Values, Width: m.Width, Height: m.Height}
-}
-
-func bcRandFp4(r *rand.Rand) field.Fp4 {
-	return field.Fp4{field.Fp(r.Uint32N(field.P)), field.Fp(r.Uint32N(field.P)), field.Fp(r.Uint32N(field.P)), field.Fp(r.Uint32N(field.P))}
 }
 
 // newBCCase keygens the instances, sorts them into trace order and builds a GkrOutcome with random
@@ -77,48 +74,11 @@ func newBCCase(t testing.TB, p params.SystemParams, ins []testair.Instance, seed
 	return c
 }
 
-// bcRowVal evaluates a DAG on one unlifted row of a trace.
-type bcRowVal struct {
-	in     *stark.AirInput
-	row, h int
-}
-
-func (v *bcRowVal) Var(x air.Var) field.Fp {
-	r := v.row
-	if x.Offset == 1 {
-		r = (r + 1) % v.h
-	}
-	switch x.Entry {
-	case air.EntryPreprocessed:
-		return v.in.Preprocessed.Values[x.Index*v.h+r]
-	case air.EntryMain:
-		m := &v.in.Common
-		if x.PartIndex < len(v.in.Cached) {
-			m = &v.in.Cached[x.PartIndex]
-		}
-		return m.Values[x.Index*v.h+r]
-	case air.EntryPublic:
-		return v.in.Public[x.Index]
-	}
-	panic("challenge")
-}
-func (v *bcRowVal) IsFirstRow() field.Fp { return bcBool(v.row == 0) }
-func (v *bcRowVal) IsLastRow() field.Fp  { return bcBool(v.row == v.h-1) }
-func (v *bcRowVal) IsTransition() field.Fp {
-	return field.One.Sub(v.IsLastRow())
-}
-func bcBool(b bool) field.Fp {
-	if b {
-		return field.One
-	}
-	return field.Zero
-}
-
 // bcOutcome computes the GKR hand-over from the leaves directly: p̂(ξ) = Σ_i eq(ξ, i)·p_i,
 // q̂(ξ) = Σ_i eq(ξ, i)·q_i with padding (0, α).
 func bcOutcome(c *bcCase, rng *rand.Rand) *stark.GkrOutcome {
 	l := c.p.LSkip
-	g := &stark.GkrOutcome{Alpha: bcRandFp4(rng), Beta: bcRandFp4(rng)}
+	g := &stark.GkrOutcome{Alpha: starktest.RandFp4(rng), Beta: starktest.RandFp4(rng)}
 	var total uint64
 	nMax := 0
 	for _, in := range c.inputs {
@@ -131,7 +91,7 @@ func bcOutcome(c *bcCase, rng *rand.Rand) *stark.GkrOutcome {
 	}
 	g.Xi = make([]field.Fp4, l+max(nMax, g.NLogup))
 	for i := range g.Xi {
-		g.Xi[i] = bcRandFp4(rng)
+		g.Xi[i] = starktest.RandFp4(rng)
 	}
 	if total == 0 {
 		g.QClaim = g.Alpha
@@ -152,7 +112,7 @@ func bcOutcome(c *bcCase, rng *rand.Rand) *stark.GkrOutcome {
 		norm := stark.InvPow2(max(l-in.LogHeight(), 0))
 		for _, it := range in.VK.DAG.Interactions {
 			for tt := 0; tt < 1<<(l+nl); tt++ {
-				nodes := in.VK.DAG.EvalNodes(&bcRowVal{in: in, row: tt % h, h: h}, nil)
+				nodes := in.VK.DAG.EvalNodes(&starktest.Row{In: in, Row: tt % h, H: h}, nil)
 				ps[row+tt] = field.Lift(nodes[it.Count].Mul(norm))
 				var hb field.Fp4
 				for j, m := range it.Message {
@@ -193,28 +153,6 @@ func (c *bcCase) verify(proof *stark.BatchConstraintProof) (*stark.OpeningClaims
 	return claims, tr, err
 }
 
-// bcEvalColumn is the PLE evaluation of a trace column at r (spec B §2.1), short traces at
-// r_0^(2^(l−h)) on the subgroup of order 2^h.
-func bcEvalColumn(lSkip int, col []field.Fp, r []field.Fp4) field.Fp4 {
-	h := bits.Len(uint(len(col))) - 1
-	var acc field.Fp4
-	if h < lSkip {
-		z := stark.ExpPow2(r[0], lSkip-h)
-		w := field.TwoAdicGenerator(h)
-		for i, v := range col {
-			acc = acc.Add(stark.EqUni(h, z, field.Lift(w.Exp(uint64(i)))).MulBase(v))
-		}
-		return acc
-	}
-	n := 1 << lSkip
-	w := field.TwoAdicGenerator(lSkip)
-	eqX := stark.EvalsEqHypercube(r[1 : h-lSkip+1])
-	for i, v := range col {
-		acc = acc.Add(stark.EqUni(lSkip, r[0], field.Lift(w.Exp(uint64(i%n)))).Mul(eqX[i>>lSkip]).MulBase(v))
-	}
-	return acc
-}
-
 // checkClaims compares the claims with direct evaluations of every column and rotated column.
 func (c *bcCase) checkClaims(t *testing.T, claims *stark.OpeningClaims) {
 	t.Helper()
@@ -223,12 +161,12 @@ func (c *bcCase) checkClaims(t *testing.T, claims *stark.OpeningClaims) {
 		h := m.Height
 		for col := 0; col < m.Width; col++ {
 			vals := m.Values[col*h : (col+1)*h]
-			if got, want := cc.Values[mat][col], bcEvalColumn(l, vals, claims.R); got != want {
+			if got, want := cc.Values[mat][col], starktest.EvalColumn(l, vals, claims.R); got != want {
 				t.Fatalf("%s column %d: claim %v, direct %v", what, col, got, want)
 			}
 			if needRot {
 				rot := append(append([]field.Fp(nil), vals[1:]...), vals[0])
-				if got, want := cc.Rot[mat][col], bcEvalColumn(l, rot, claims.R); got != want {
+				if got, want := cc.Rot[mat][col], starktest.EvalColumn(l, rot, claims.R); got != want {
 					t.Fatalf("%s column %d: rotated claim %v, direct %v", what, col, got, want)
 				}
 			}

@@ -22,8 +22,8 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 
+	"github.com/metalprove/metalprove/internal/atomicfile"
 	"github.com/metalprove/metalprove/internal/stark/params"
 )
 
@@ -113,38 +113,13 @@ func UnmarshalProofFile(b []byte, p params.SystemParams) (*Proof, error) {
 
 // WriteProofFile writes proof to path atomically: a temporary file in the same directory is
 // written, synced and renamed over path; on any error path is left untouched.
-func WriteProofFile(path string, p params.SystemParams, proof *Proof) (err error) {
+func WriteProofFile(path string, p params.SystemParams, proof *Proof) error {
 	b, err := MarshalProofFile(p, proof)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, b); err != nil {
 		return fmt.Errorf("write proof file %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(b); err != nil {
-		return fmt.Errorf("write proof file %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write proof file %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write proof file %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write proof file %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil { // persist the rename; best effort
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }

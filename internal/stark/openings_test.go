@@ -11,48 +11,11 @@ import (
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/stark/starktest"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 func randFp(r *rand.Rand) field.Fp { return field.Fp(r.Uint32N(field.P)) }
-
-func randFp4(r *rand.Rand) field.Fp4 {
-	return field.Fp4{randFp(r), randFp(r), randFp(r), randFp(r)}
-}
-
-// evalColumn is the reference PLE evaluation t̂(r) of a trace column (spec B §2.1): for
-// h ≥ l_skip Σ_i T[i]·eq_D(r_0, ω^(i mod N))·eq(r_{1..ñ}, bits(i >> l_skip)); for h < l_skip the
-// univariate t̂(r_0^(2^(l_skip−h))) on the subgroup of order 2^h.
-func evalColumn(lSkip int, col []field.Fp, r []field.Fp4) field.Fp4 {
-	h := 0
-	for 1<<h < len(col) {
-		h++
-	}
-	var acc field.Fp4
-	if h < lSkip {
-		z := stark.ExpPow2(r[0], lSkip-h)
-		w := field.TwoAdicGenerator(h)
-		for i, v := range col {
-			acc = acc.Add(stark.EqUni(h, z, field.Lift(w.Exp(uint64(i)))).MulBase(v))
-		}
-		return acc
-	}
-	n := 1 << lSkip
-	w := field.TwoAdicGenerator(lSkip)
-	eqD := make([]field.Fp4, n)
-	for a := range eqD {
-		eqD[a] = stark.EqUni(lSkip, r[0], field.Lift(w.Exp(uint64(a))))
-	}
-	eqX := stark.EvalsEqHypercube(r[1 : h-lSkip+1])
-	for i, v := range col {
-		acc = acc.Add(eqD[i%n].Mul(eqX[i>>lSkip]).MulBase(v))
-	}
-	return acc
-}
-
-func rotate(col []field.Fp) []field.Fp {
-	return append(append([]field.Fp(nil), col[1:]...), col[0])
-}
 
 type fixture struct {
 	p       params.SystemParams
@@ -114,7 +77,7 @@ func newFixture(t testing.TB, p params.SystemParams, seed uint64, rot int) *fixt
 	}
 	pt := make([]field.Fp4, maxN+1)
 	for i := range pt {
-		pt[i] = randFp4(r)
+		pt[i] = starktest.RandFp4(r)
 	}
 	f.claims = &stark.OpeningClaims{R: pt}
 	for _, g := range groups {
@@ -125,9 +88,9 @@ func newFixture(t testing.TB, p params.SystemParams, seed uint64, rot int) *fixt
 			vals := make([]field.Fp4, mat.Width)
 			rots := make([]field.Fp4, mat.Width)
 			for j := range mat.Width {
-				vals[j] = evalColumn(p.LSkip, mat.Column(j), pt)
+				vals[j] = starktest.EvalColumn(p.LSkip, mat.Column(j), pt)
 				if need {
-					rots[j] = evalColumn(p.LSkip, rotate(mat.Column(j)), pt)
+					rots[j] = starktest.EvalColumn(p.LSkip, starktest.Rotate(mat.Column(j)), pt)
 				}
 			}
 			cc.Values = append(cc.Values, vals)
@@ -446,10 +409,10 @@ func TestVerifyNeverPanics(t *testing.T) {
 			i := r.IntN(len(wp.CodewordOpenedValues))
 			wp.CodewordOpenedValues[i] = wp.CodewordOpenedValues[i][:r.IntN(len(wp.CodewordOpenedValues[i])+1)]
 		case 6:
-			wp.FinalPoly = append(wp.FinalPoly, randFp4(r))
+			wp.FinalPoly = append(wp.FinalPoly, starktest.RandFp4(r))
 			wp.QueryPhasePowWitnesses = wp.QueryPhasePowWitnesses[:r.IntN(len(wp.QueryPhasePowWitnesses)+1)]
 		case 7:
-			wp.OODValues[r.IntN(len(wp.OODValues))] = randFp4(r)
+			wp.OODValues[r.IntN(len(wp.OODValues))] = starktest.RandFp4(r)
 			wp.CodewordCommits = wp.CodewordCommits[:r.IntN(len(wp.CodewordCommits)+1)]
 		}
 		func() {

@@ -24,8 +24,8 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 
+	"github.com/metalprove/metalprove/internal/atomicfile"
 	"github.com/metalprove/metalprove/internal/stark/params"
 )
 
@@ -118,38 +118,13 @@ func SplitProofFile(b []byte) (meta *ProofMeta, env []byte, err error) {
 }
 
 // WriteProofFileMeta writes a proof file with metadata to path atomically (as WriteProofFile).
-func WriteProofFileMeta(path string, p params.SystemParams, proof *Proof, meta *ProofMeta) (n int, err error) {
+func WriteProofFileMeta(path string, p params.SystemParams, proof *Proof, meta *ProofMeta) (int, error) {
 	b, err := MarshalProofFileMeta(p, proof, meta)
 	if err != nil {
 		return 0, err
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, b); err != nil {
 		return 0, fmt.Errorf("write proof file %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(b); err != nil {
-		return 0, fmt.Errorf("write proof file %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return 0, fmt.Errorf("write proof file %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return 0, fmt.Errorf("write proof file %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return 0, fmt.Errorf("write proof file %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil { // persist the rename; best effort
-		_ = d.Sync()
-		d.Close()
 	}
 	return len(b), nil
 }

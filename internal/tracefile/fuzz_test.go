@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/field"
@@ -87,7 +88,7 @@ func FuzzRoundTrip(f *testing.F) {
 				if err := r.ReadColumn(col); err != nil {
 					t.Fatal(err)
 				}
-				if !bytesEqualFp(col, secs[i].Column(c)) {
+				if !slices.Equal(col, secs[i].Column(c)) {
 					t.Fatalf("section %d column %d differs", i, c)
 				}
 			}
@@ -107,18 +108,6 @@ func FuzzRoundTrip(f *testing.F) {
 			}
 		}
 	})
-}
-
-func bytesEqualFp(a, b []field.Fp) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // invalidName reports whether h.Name is unusable as a section name.

@@ -8,9 +8,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
-	"path/filepath"
 
+	"github.com/metalprove/metalprove/internal/atomicfile"
 	"github.com/metalprove/metalprove/internal/field"
 )
 
@@ -41,8 +40,7 @@ type Writer struct {
 	MaxSectionBytes int64
 
 	mode  writerMode
-	path  string   // modeFile: destination
-	f     *os.File // modeFile: the temporary file
+	f     *atomicfile.File // modeFile: the temporary file
 	dst   io.Writer
 	body  *bytes.Buffer // modeBuffered
 	bw    *bufio.Writer
@@ -68,16 +66,12 @@ func newWriter(mode writerMode) *Writer {
 // over path atomically, Abort or any error removes it. A process killed mid-write can leave the
 // temporary file behind, never a partial file at path.
 func Create(path string) (*Writer, error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("tracefile: %w", err)
 	}
 	w := newWriter(modeFile)
-	w.path, w.f = path, f
+	w.f = f
 	w.bw = bufio.NewWriterSize(f, ioBufSize)
 	// Placeholder; the real header (with the count) is written at Commit.
 	var zero [FileHeaderSize]byte
@@ -124,9 +118,7 @@ func (w *Writer) fail(err error) error {
 
 func (w *Writer) cleanup() {
 	if w.f != nil {
-		name := w.f.Name()
-		w.f.Close()
-		os.Remove(name)
+		w.f.Abort()
 		w.f = nil
 	}
 	w.body = nil
@@ -282,18 +274,10 @@ func (w *Writer) Commit() error {
 		if err := w.f.Chmod(0o644); err != nil {
 			return w.fail(fmt.Errorf("tracefile: %w", err))
 		}
-		if err := w.f.Sync(); err != nil {
-			return w.fail(fmt.Errorf("tracefile: %w", err))
-		}
-		name := w.f.Name()
-		if err := w.f.Close(); err != nil {
-			return w.fail(fmt.Errorf("tracefile: %w", err))
-		}
-		if err := os.Rename(name, w.path); err != nil {
+		if err := w.f.Commit(); err != nil {
 			return w.fail(fmt.Errorf("tracefile: %w", err))
 		}
 		w.f = nil
-		syncDir(filepath.Dir(w.path))
 	case modeBuffered:
 		if _, err := w.dst.Write(hdr); err != nil {
 			return w.fail(fmt.Errorf("tracefile: %w", err))
@@ -305,15 +289,6 @@ func (w *Writer) Commit() error {
 	w.done = true
 	w.cleanup()
 	return nil
-}
-
-// syncDir makes a rename in dir durable; errors are ignored (some systems cannot fsync a
-// directory, and the file itself is already complete and in place).
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
 
 // Abort discards the file: a Writer from Create removes its temporary file and leaves the

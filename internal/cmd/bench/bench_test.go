@@ -6,17 +6,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 )
 
 func TestBenchFlagsAndUsage(t *testing.T) {
-	ios, _, _, _ := cmdutil.TestStreams()
-	f := cmdutil.NewFactory("dev", ios)
-	var got *Options
-	cmd := NewCmdBench(f, func(o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"--kernels", "--json", "--size-log", "12", "--runs", "3"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
+	f := cmdtest.NewFactory("dev")
+	ios := f.IO
+	got, _ := cmdtest.Parse(t, f, NewCmdBench, []string{"--kernels", "--json", "--size-log", "12", "--runs", "3"}, false)
 	if !got.Kernels || !got.JSON || got.SizeLog != 12 || got.Runs != 3 {
 		t.Fatalf("options %+v", got)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 )
 
 func TestNewCmdParams(t *testing.T) {
@@ -25,22 +26,13 @@ func TestNewCmdParams(t *testing.T) {
 		{args: []string{"extra"}, wantErr: true},
 	}
 	for _, tt := range tests {
-		ios, _, _, _ := cmdutil.TestStreams()
-		f := cmdutil.NewFactory("test", ios)
+		f := cmdtest.NewFactory("test")
 		f.Settings.ConfigFile = "c.yaml"
-		var got *Options
-		cmd := NewCmdParams(f, func(o *Options) error { got = o; return nil })
-		cmd.SetArgs(tt.args)
-		cmd.SetOut(ios.Out)
-		cmd.SetErr(ios.ErrOut)
-		err := cmd.Execute()
-		if (err != nil) != tt.wantErr {
-			t.Fatalf("%v: err %v", tt.args, err)
-		}
-		if tt.wantErr {
+		got, ok := cmdtest.Parse(t, f, NewCmdParams, tt.args, tt.wantErr)
+		if !ok {
 			continue
 		}
-		tt.want.IO, tt.want.ConfigFile = ios, "c.yaml"
+		tt.want.IO, tt.want.ConfigFile = f.IO, "c.yaml"
 		if *got != tt.want {
 			t.Errorf("%v: got %+v, want %+v", tt.args, *got, tt.want)
 		}

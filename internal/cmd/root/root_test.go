@@ -10,18 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 )
-
-// clearEnv removes every METALPROVE_* variable for the duration of the test.
-func clearEnv(t *testing.T) {
-	t.Helper()
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, EnvPrefix+"_") {
-			t.Setenv(k, "") // restores the old value after the test
-			os.Unsetenv(k)
-		}
-	}
-}
 
 // writeConfig writes a config file into a temporary directory and returns its path.
 func writeConfig(t *testing.T, text string) string {
@@ -87,7 +77,7 @@ func TestPrecedence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clearEnv(t)
+			cmdtest.ClearEnv(t)
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
@@ -108,7 +98,7 @@ func TestPrecedence(t *testing.T) {
 }
 
 func TestConfigFromEnv(t *testing.T) {
-	clearEnv(t)
+	cmdtest.ClearEnv(t)
 	path := writeConfig(t, "device: host\n")
 	t.Setenv("METALPROVE_CONFIG", path)
 	r := execute(t, "probe")
@@ -131,7 +121,7 @@ func TestConfigFromEnv(t *testing.T) {
 }
 
 func TestConfigSections(t *testing.T) {
-	clearEnv(t)
+	cmdtest.ClearEnv(t)
 	r := execute(t, "probe", "--config", writeConfig(t, "params:\n  anything: 1\nlog_format: json\n"))
 	if r.err != nil {
 		t.Fatalf("a params section and a known key must be accepted: %v", r.err)
@@ -168,7 +158,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clearEnv(t)
+			cmdtest.ClearEnv(t)
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
@@ -193,7 +183,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestLogger(t *testing.T) {
-	clearEnv(t)
+	cmdtest.ClearEnv(t)
 	r := execute(t, "probe", "--log-format", "json", "--log-level", "debug")
 	if r.err != nil {
 		t.Fatal(r.err)

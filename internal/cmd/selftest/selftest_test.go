@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/selftest"
 )
@@ -29,22 +30,10 @@ func TestNewCmdSelftest(t *testing.T) {
 		{args: []string{"extra"}, wantErr: true},
 	}
 	for _, tt := range tests {
-		ios, _, _, _ := cmdutil.TestStreams()
-		f := cmdutil.NewFactory("dev", ios)
-		var got *Options
-		cmd := NewCmdSelftest(f, func(o *Options) error { got = o; return nil })
-		cmd.SetArgs(tt.args)
-		cmd.SetOut(ios.ErrOut)
-		cmd.SetErr(ios.ErrOut)
-		err := cmd.Execute()
-		if tt.wantErr {
-			if err == nil {
-				t.Errorf("%v: want an error", tt.args)
-			}
+		f := cmdtest.NewFactory("dev")
+		got, ok := cmdtest.Parse(t, f, NewCmdSelftest, tt.args, tt.wantErr)
+		if !ok {
 			continue
-		}
-		if err != nil {
-			t.Fatalf("%v: %v", tt.args, err)
 		}
 		if got.JSON != tt.wantJSON || got.Run != tt.wantRun {
 			t.Errorf("%v: options JSON=%v Run=%q", tt.args, got.JSON, got.Run)

@@ -15,6 +15,7 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/tracefile"
@@ -333,22 +334,10 @@ func TestNewCmdCheck(t *testing.T) {
 		{args: []string{"a", "b"}, wantErr: true},
 	}
 	for _, tt := range tests {
-		ios, _, _, _ := cmdutil.TestStreams()
-		f := cmdutil.NewFactory("dev", ios)
-		var got *CheckOptions
-		cmd := NewCmdCheck(f, func(o *CheckOptions) error { got = o; return nil })
-		cmd.SetArgs(tt.args)
-		cmd.SetOut(ios.ErrOut)
-		cmd.SetErr(ios.ErrOut)
-		err := cmd.Execute()
-		if tt.wantErr {
-			if err == nil {
-				t.Errorf("%v: want an error", tt.args)
-			}
+		f := cmdtest.NewFactory("dev")
+		got, ok := cmdtest.Parse(t, f, NewCmdCheck, tt.args, tt.wantErr)
+		if !ok {
 			continue
-		}
-		if err != nil {
-			t.Fatalf("%v: %v", tt.args, err)
 		}
 		if got.Path != tt.want.Path || got.JSON != tt.want.JSON || got.MaxFailures != tt.want.MaxFailures || got.Logger != &f.Logger {
 			t.Errorf("%v: options %+v", tt.args, *got)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/metalprove/metalprove/examples/keccakf"
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
@@ -46,28 +48,16 @@ func TestNewCmdTrace(t *testing.T) {
 		{args: []string{"--no-such-flag"}, wantErr: true},
 	}
 	for _, tt := range tests {
-		ios, _, _, _ := cmdutil.TestStreams()
-		f := cmdutil.NewFactory("dev", ios)
-		var got *Options
-		cmd := NewCmdTrace(f, func(o *Options) error { got = o; return nil })
-		cmd.SetArgs(tt.args)
-		cmd.SetOut(ios.ErrOut)
-		cmd.SetErr(ios.ErrOut)
-		err := cmd.Execute()
-		if tt.wantErr {
-			if err == nil {
-				t.Errorf("%v: want an error", tt.args)
-			}
+		f := cmdtest.NewFactory("dev")
+		got, ok := cmdtest.Parse(t, f, NewCmdTrace, tt.args, tt.wantErr)
+		if !ok {
 			continue
-		}
-		if err != nil {
-			t.Fatalf("%v: %v", tt.args, err)
 		}
 		if got.Example != tt.want.Example || got.Perms != tt.want.Perms || got.Seed != tt.want.Seed ||
 			got.Output != tt.want.Output || got.JSON != tt.want.JSON || got.Rows != tt.want.Rows || got.SeedSet != tt.want.SeedSet {
 			t.Errorf("%v: options %+v, want %+v", tt.args, *got, tt.want)
 		}
-		if got.Logger != &f.Logger || got.IO != ios {
+		if got.Logger != &f.Logger || got.IO != f.IO {
 			t.Errorf("%v: options not wired to the factory", tt.args)
 		}
 	}
@@ -86,22 +76,10 @@ func TestNewCmdInfo(t *testing.T) {
 		{args: []string{"a", "b"}, wantErr: true},
 	}
 	for _, tt := range tests {
-		ios, _, _, _ := cmdutil.TestStreams()
-		f := cmdutil.NewFactory("dev", ios)
-		var got *InfoOptions
-		cmd := NewCmdInfo(f, func(o *InfoOptions) error { got = o; return nil })
-		cmd.SetArgs(tt.args)
-		cmd.SetOut(ios.ErrOut)
-		cmd.SetErr(ios.ErrOut)
-		err := cmd.Execute()
-		if tt.wantErr {
-			if err == nil {
-				t.Errorf("%v: want an error", tt.args)
-			}
+		f := cmdtest.NewFactory("dev")
+		got, ok := cmdtest.Parse(t, f, NewCmdInfo, tt.args, tt.wantErr)
+		if !ok {
 			continue
-		}
-		if err != nil {
-			t.Fatalf("%v: %v", tt.args, err)
 		}
 		if got.Path != tt.wantPath || got.JSON != tt.wantJSON {
 			t.Errorf("%v: options %+v", tt.args, *got)
@@ -219,7 +197,7 @@ func roundTrip(t *testing.T, n int) {
 		t.Fatal(err)
 	}
 	if len(secs) != 1 || secs[0].Name != "keccakf" || secs[0].Width != keccakf.NumCols || secs[0].Height != height ||
-		len(secs[0].PublicValues) != 0 || !equalFp(secs[0].Data, cols) {
+		len(secs[0].PublicValues) != 0 || !slices.Equal(secs[0].Data, cols) {
 		t.Fatalf("n=%d: file content differs from keccakf.GenerateTrace", n)
 	}
 	if names := dirEntries(t, filepath.Dir(opts.Output)); len(names) != 1 {
@@ -256,18 +234,6 @@ func roundTrip(t *testing.T, n int) {
 			t.Errorf("n=%d: info text lacks %q:\n%s", n, w, iout)
 		}
 	}
-}
-
-func equalFp(a, b []field.Fp) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestRoundTrip(t *testing.T) {

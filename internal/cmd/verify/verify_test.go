@@ -10,6 +10,7 @@ import (
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/cmd"
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/params"
@@ -18,14 +19,8 @@ import (
 
 func run(t *testing.T, args ...string) (cmdutil.ExitCode, string, string) {
 	t.Helper()
-	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "METALPROVE_") {
-			t.Setenv(k, "")
-			os.Unsetenv(k)
-		}
-	}
-	ios, _, out, errOut := cmdutil.TestStreams()
-	code := cmd.Run(cmdutil.NewFactory("test", ios), args)
+	cmdtest.ClearEnv(t)
+	code, out, errOut, _ := cmdtest.Run(cmd.Run, "test", args...)
 	return code, out.String(), errOut.String()
 }
 

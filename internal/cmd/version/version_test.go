@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 )
 
 func TestNewCmdVersion(t *testing.T) {
@@ -19,22 +20,10 @@ func TestNewCmdVersion(t *testing.T) {
 		{args: []string{"extra"}, wantErr: true},
 	}
 	for _, tt := range tests {
-		ios, _, _, _ := cmdutil.TestStreams()
-		f := cmdutil.NewFactory("1.2.3", ios)
-		var got *Options
-		cmd := NewCmdVersion(f, func(o *Options) error { got = o; return nil })
-		cmd.SetArgs(tt.args)
-		cmd.SetOut(ios.ErrOut)
-		cmd.SetErr(ios.ErrOut)
-		err := cmd.Execute()
-		if tt.wantErr {
-			if err == nil {
-				t.Errorf("%v: want an error", tt.args)
-			}
+		f := cmdtest.NewFactory("1.2.3")
+		got, ok := cmdtest.Parse(t, f, NewCmdVersion, tt.args, tt.wantErr)
+		if !ok {
 			continue
-		}
-		if err != nil {
-			t.Fatalf("%v: %v", tt.args, err)
 		}
 		if got.JSON != tt.wantJSON || got.Version != "1.2.3" {
 			t.Errorf("%v: options %+v", tt.args, got)

@@ -420,12 +420,7 @@ func (b *backend) buf(x driver.Buffer) (*buffer, error) {
 	return bb, nil
 }
 
-func checkRange(bb *buffer, off, n int) error {
-	if off < 0 || n < 0 || off+n > bb.size {
-		return fmt.Errorf("range [%d, %d) outside the buffer's %d bytes", off, off+n, bb.size)
-	}
-	return nil
-}
+func checkRange(bb *buffer, off, n int) error { return driver.CheckRange(off, n, bb.size) }
 
 func stageOp(stage C.int, first string) string {
 	if stage == 1 {

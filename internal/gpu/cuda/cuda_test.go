@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,7 +54,7 @@ func TestPackParams(t *testing.T) {
 	}
 	// order: in (slot 0), p (slot 1), out (slot 2), tg_off_0, tg_off_1
 	wantOffs := []uint32{0, 8, 24, 32, 40}
-	if !equalU32(lp.offs, wantOffs) {
+	if !slices.Equal(lp.offs, wantOffs) {
 		t.Fatalf("offsets %v, want %v", lp.offs, wantOffs)
 	}
 	get64 := func(off uint32) uint64 { return binary.LittleEndian.Uint64(lp.blob[off:]) }
@@ -68,7 +69,7 @@ func TestPackParams(t *testing.T) {
 	if get32(32) != 0 || get32(40) != 112 || lp.smem != 144 {
 		t.Errorf("tg offsets %d %d, smem %d; want 0 112 144", get32(32), get32(40), lp.smem)
 	}
-	if !equalU32(lp.tgOff, []uint32{0, 112}) {
+	if !slices.Equal(lp.tgOff, []uint32{0, 112}) {
 		t.Errorf("tgOff %v", lp.tgOff)
 	}
 	for _, o := range lp.offs {
@@ -121,21 +122,9 @@ func TestPackParamsNoParams(t *testing.T) {
 
 func TestTGLayout(t *testing.T) {
 	offs, total := tgLayout([]uint32{0, 1, 16, 17})
-	if !equalU32(offs, []uint32{0, 0, 16, 32}) || total != 64 {
+	if !slices.Equal(offs, []uint32{0, 0, 16, 32}) || total != 64 {
 		t.Fatalf("offs %v total %d", offs, total)
 	}
-}
-
-func equalU32(a, b []uint32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestCacheRoundTrip(t *testing.T) {

@@ -5,7 +5,10 @@
 // its argument slots (kernels.gen.go), so each backend and the launchers agree on signatures.
 package driver
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Dim3 is a grid or threadgroup size (Metal's MTLSize).
 type Dim3 struct{ X, Y, Z uint32 }
@@ -101,4 +104,14 @@ type Backend interface {
 	// Sync submits the encoded work and waits for it to finish.
 	Sync() error
 	Close() error
+}
+
+// CheckRange reports an error when the n bytes from offset do not lie inside a buffer of size
+// bytes. Package gpu checks every range before a backend sees it; backends check again so that
+// they stay safe when used directly.
+func CheckRange(offset, n, size int) error {
+	if offset < 0 || n < 0 || offset+n > size {
+		return fmt.Errorf("range [%d, %d) outside the buffer's %d bytes", offset, offset+n, size)
+	}
+	return nil
 }

@@ -176,8 +176,8 @@ func (h *Backend) Free(b driver.Buffer) {
 }
 
 func checkRange(b *buffer, off, n int) error {
-	if off < 0 || n < 0 || off+n > b.n {
-		return fmt.Errorf("host: range [%d, %d) outside the buffer's %d bytes", off, off+n, b.n)
+	if err := driver.CheckRange(off, n, b.n); err != nil {
+		return fmt.Errorf("host: %w", err)
 	}
 	return nil
 }

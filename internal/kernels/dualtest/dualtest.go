@@ -22,10 +22,11 @@ import (
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
 )
 
 // Edges are the values every input mixes in: 0, 1 and p−1.
-var Edges = []field.Fp{0, 1, field.Fp(field.P - 1)}
+var Edges = fieldrand.Edges
 
 // Random returns n canonical field elements from seed: the first ones are the edge values, then
 // one element in four is an edge value and the others are uniform in [0, p).

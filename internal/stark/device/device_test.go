@@ -11,10 +11,12 @@ import (
 
 	"github.com/metalprove/metalprove/internal/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/device"
 	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/stark/starktest"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
 
@@ -37,22 +39,6 @@ func preset(t *testing.T, name string, logH int) params.SystemParams {
 	return p
 }
 
-func randFp(r *rand.Rand) field.Fp {
-	switch r.IntN(8) {
-	case 0:
-		return 0
-	case 1:
-		return 1
-	case 2:
-		return field.Fp(field.P - 1)
-	}
-	return field.Fp(r.Uint32N(field.P))
-}
-
-func randFp4(r *rand.Rand) field.Fp4 {
-	return field.Fp4{randFp(r), randFp(r), randFp(r), randFp(r)}
-}
-
 // shape is one trace: log height and width. Shapes are listed in trace order.
 type shape struct{ logH, width int }
 
@@ -62,7 +48,7 @@ func randTraces(seed uint64, shapes []shape) []stark.TraceMatrix {
 	for i, s := range shapes {
 		t := stark.TraceMatrix{Width: s.width, Height: 1 << s.logH, Values: make([]field.Fp, s.width<<s.logH)}
 		for j := range t.Values {
-			t.Values[j] = randFp(r)
+			t.Values[j] = fieldrand.Fp(r)
 		}
 		out[i] = t
 	}
@@ -180,38 +166,6 @@ func TestCommitErrors(t *testing.T) {
 	}
 }
 
-// evalColumn is the PLE evaluation t̂(r) of a trace column (spec B §2.1), as in the stark tests.
-func evalColumn(lSkip int, col []field.Fp, r []field.Fp4) field.Fp4 {
-	h := 0
-	for 1<<h < len(col) {
-		h++
-	}
-	var acc field.Fp4
-	if h < lSkip {
-		z := stark.ExpPow2(r[0], lSkip-h)
-		w := field.TwoAdicGenerator(h)
-		for i, v := range col {
-			acc = acc.Add(stark.EqUni(h, z, field.Lift(w.Exp(uint64(i)))).MulBase(v))
-		}
-		return acc
-	}
-	n := 1 << lSkip
-	w := field.TwoAdicGenerator(lSkip)
-	eqD := make([]field.Fp4, n)
-	for a := range eqD {
-		eqD[a] = stark.EqUni(lSkip, r[0], field.Lift(w.Exp(uint64(a))))
-	}
-	eqX := stark.EvalsEqHypercube(r[1 : h-lSkip+1])
-	for i, v := range col {
-		acc = acc.Add(eqD[i%n].Mul(eqX[i>>lSkip]).MulBase(v))
-	}
-	return acc
-}
-
-func column(t stark.TraceMatrix, j int) []field.Fp { return t.Values[j*t.Height : (j+1)*t.Height] }
-
-func rotate(col []field.Fp) []field.Fp { return append(append([]field.Fp(nil), col[1:]...), col[0]) }
-
 // claimsFor returns the true opening claims of the commitment groups at a random point.
 func claimsFor(p params.SystemParams, seed uint64, groups [][]stark.TraceMatrix) *stark.OpeningClaims {
 	r := rand.New(rand.NewPCG(seed, 11))
@@ -229,7 +183,7 @@ func claimsFor(p params.SystemParams, seed uint64, groups [][]stark.TraceMatrix)
 	}
 	claims := &stark.OpeningClaims{R: make([]field.Fp4, maxN+1)}
 	for i := range claims.R {
-		claims.R[i] = randFp4(r)
+		claims.R[i] = fieldrand.Fp4(r)
 	}
 	for _, g := range groups {
 		var cc stark.CommitClaims
@@ -238,9 +192,9 @@ func claimsFor(p params.SystemParams, seed uint64, groups [][]stark.TraceMatrix)
 			vals := make([]field.Fp4, m.Width)
 			rots := make([]field.Fp4, m.Width)
 			for j := range m.Width {
-				vals[j] = evalColumn(p.LSkip, column(m, j), claims.R)
+				vals[j] = starktest.EvalColumn(p.LSkip, starktest.Column(m, j), claims.R)
 				if need {
-					rots[j] = evalColumn(p.LSkip, rotate(column(m, j)), claims.R)
+					rots[j] = starktest.EvalColumn(p.LSkip, starktest.Rotate(starktest.Column(m, j)), claims.R)
 				}
 			}
 			cc.NeedRot = append(cc.NeedRot, need)
