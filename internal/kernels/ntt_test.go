@@ -7,6 +7,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
 )
 
 func TestDFTColumnsMatchesCpuref(t *testing.T) {
@@ -23,7 +24,7 @@ func TestDFTColumnsMatchesCpuref(t *testing.T) {
 		for _, inverse := range []bool{false, true} {
 			t.Run(fmt.Sprintf("2^%dx%d/inv=%v", c.logH, c.width, inverse), func(t *testing.T) {
 				h := 1 << c.logH
-				v := randomFp(r, h*c.width)
+				v := fieldrand.Fps(r, h*c.width)
 				a := upload(t, v)
 				if n := syncs(t, func() error { return ntt.DFTColumns(a, h, c.width, inverse) }); n != 1 {
 					t.Errorf("%d syncs, want 1", n)
@@ -53,7 +54,7 @@ func TestDFTThenIDFTIsIdentity(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, logH := range []int{3, 12, 15} {
 		h, w := 1<<logH, 3
-		v := randomFp(r, h*w)
+		v := fieldrand.Fps(r, h*w)
 		a := upload(t, v)
 		b := testDev.Batch()
 		if err := ntt.EncodeColumns(b, a, h, w, false); err != nil {
@@ -76,7 +77,7 @@ func TestBitReverse(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, logH := range []int{0, 1, 4, 10, 16} {
 		h, w := 1<<logH, 3
-		v := randomFp(r, h*w)
+		v := fieldrand.Fps(r, h*w)
 		a := upload(t, v)
 		b := testDev.Batch()
 		if err := ntt.EncodeBitReverse(b, a, h, w); err != nil {
@@ -104,7 +105,7 @@ func TestIDFTBlocks(t *testing.T) {
 	for l := 0; l <= 5; l++ {
 		for _, nb := range []int{1, 9, 1001, 1024, 1025} {
 			n := nb << l
-			v := randomFp(r, n)
+			v := fieldrand.Fps(r, n)
 			a := upload(t, v)
 			if k := syncs(t, func() error { return ntt.IDFTBlocks(a, n, l) }); k != 1 {
 				t.Errorf("%d syncs", k)
@@ -130,7 +131,7 @@ func TestRSEncodeMatrix(t *testing.T) {
 	for _, c := range cases {
 		h := 1 << c.logM
 		q := cpuref.NewMatrix(c.width, h)
-		copy(q.Values, randomFp(r, h*c.width))
+		copy(q.Values, fieldrand.Fps(r, h*c.width))
 		for _, canonical := range []bool{false, true} {
 			var in []uint32
 			if canonical {
@@ -181,7 +182,7 @@ func TestDFTColumnsFourPasses(t *testing.T) {
 	for _, c := range []struct{ logH, width int }{{14, 2}, {16, 3}} {
 		for _, inverse := range []bool{false, true} {
 			h := 1 << c.logH
-			v := randomFp(r, h*c.width)
+			v := fieldrand.Fps(r, h*c.width)
 			a := upload(t, v)
 			if err := ntt.DFTColumns(a, h, c.width, inverse); err != nil {
 				t.Fatal(err)
@@ -218,10 +219,10 @@ func TestEncodePassMatchesFullTransform(t *testing.T) {
 	if got := ntt.PassLogs(h); len(got) != 2 || got[0]+got[1] != 16 {
 		t.Fatalf("PassLogs(2^16) = %v", got)
 	}
-	if err := ntt.EncodePass(testDev.Batch(), upload(t, randomFp(r, 1)), 1, 1, 0); err == nil {
+	if err := ntt.EncodePass(testDev.Batch(), upload(t, fieldrand.Fps(r, 1)), 1, 1, 0); err == nil {
 		t.Fatal("EncodePass of a size-1 transform: no error")
 	}
-	v := randomFp(r, h*w)
+	v := fieldrand.Fps(r, h*w)
 	a := upload(t, v)
 	defer a.Free()
 	b := testDev.Batch()
