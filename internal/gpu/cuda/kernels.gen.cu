@@ -768,17 +768,112 @@ MSL_FN uint ntt_tw_pow(MSL_DEVICE const uint* tw, uint log_m, uint e) {
   return bb_mul(lo, hi);
 }
 
+// First round of ntt_pass, fused with the load: task q = (b, t) reads the 2^K inputs of the tile
+// positions b·2^K + m (m < 2^K; position p holds input row rev(p), bit-reversed over log_r bits),
+// applies the input twiddles (log_ns > 0), does the first K DIT stages in registers (twiddles
+// tw[hs + j]; j = 0 needs none) and stores them into the tile. K is a constant at each call.
+MSL_FN void ntt_round0(MSL_DEVICE const uint* src, MSL_DEVICE const uint* tw, MSL_THREADGROUP uint* sh, uint K, uint q,
+                       uint in0, uint jb, uint log_r, uint log_t, uint log_m, uint log_ns) {
+  uint t = q & ((1u << log_t) - 1u);
+  uint b = q >> log_t;
+  uint rb = ntt_rev_bits(b << K, log_r);
+  uint k = (jb + t) & ((1u << log_ns) - 1u);
+  uint log_big = log_ns + log_r;
+  uint v[8];
+  for (uint m = 0u; m < 8u; m++) {
+    if (m < (1u << K)) v[m] = src[in0 + t + ((rb | (ntt_rev_bits(m, K) << (log_r - K))) << log_m)];
+  }
+  if (log_ns != 0u) {
+    // w_M^(r·k) for r = rb + i·2^(log_r − K), i = rev(m): a geometric sequence in i.
+    uint w = ntt_tw_pow(tw, log_big, rb * k);
+    uint s = ntt_tw_pow(tw, log_big, k << (log_r - K));
+    for (uint i = 0u; i < 8u; i++) {
+      if (i < (1u << K)) {
+        uint m = ntt_rev_bits(i, K);
+        v[m] = bb_mul(v[m], w);
+        if (i + 1u < (1u << K)) w = bb_mul(w, s);
+      }
+    }
+  }
+  for (uint s2 = 0u; s2 < 3u; s2++) {
+    if (s2 < K) {
+      uint hs = 1u << s2;
+      for (uint m = 0u; m < 8u; m++) {
+        if (m < (1u << K) && (m & hs) == 0u) {
+          uint jm = m & (hs - 1u);
+          uint u = v[m];
+          uint w = v[m + hs];
+          if (jm != 0u) w = bb_mul(w, tw[hs + jm]);
+          v[m] = bb_add(u, w);
+          v[m + hs] = bb_sub(u, w);
+        }
+      }
+    }
+  }
+  uint pb = ((b << K) << log_t) | t;
+  for (uint m = 0u; m < 8u; m++) {
+    if (m < (1u << K)) sh[pb + (m << log_t)] = v[m];
+  }
+}
+
+// A later round of ntt_pass: K DIT stages (K constant at each call, 0..3) from stage st (h = 2^st)
+// on task q = (b, t), the 2^K tile positions base + m·h. Back into the tile, or (last) out to dst:
+// position P of sub-transform t goes to obase + P·Ns, the Stockham output place
+// (j / Ns)·Ns·R + (j mod Ns) + P·Ns of j = jb + t, times scale.
+MSL_FN void ntt_round(MSL_DEVICE uint* dst, MSL_DEVICE const uint* tw, MSL_THREADGROUP uint* sh, uint K, uint st, uint q,
+                      uint log_t, uint last, uint colbase, uint jb, uint log_ns, uint log_r, uint scale) {
+  uint t = q & ((1u << log_t) - 1u);
+  uint b = q >> log_t;
+  uint h = 1u << st;
+  uint jj = b & (h - 1u);
+  uint base = ((b >> st) << (st + K)) + jj;
+  uint v[8];
+  for (uint m = 0u; m < 8u; m++) {
+    if (m < (1u << K)) v[m] = sh[((base + m * h) << log_t) | t];
+  }
+  for (uint s2 = 0u; s2 < 3u; s2++) {
+    if (s2 < K) {
+      uint hs = 1u << s2;
+      uint hh = h << s2;
+      for (uint m = 0u; m < 8u; m++) {
+        if (m < (1u << K) && (m & hs) == 0u) {
+          uint u = v[m];
+          uint w = bb_mul(v[m + hs], tw[hh + jj + (m & (hs - 1u)) * h]);
+          v[m] = bb_add(u, w);
+          v[m + hs] = bb_sub(u, w);
+        }
+      }
+    }
+  }
+  if (last == 0u) {
+    for (uint m = 0u; m < 8u; m++) {
+      if (m < (1u << K)) sh[((base + m * h) << log_t) | t] = v[m];
+    }
+  } else {
+    uint j = jb + t;
+    uint obase = colbase + ((j >> log_ns) << (log_ns + log_r)) + (j & ((1u << log_ns) - 1u));
+    for (uint m = 0u; m < 8u; m++) {
+      if (m < (1u << K)) {
+        uint x = v[m];
+        if (scale != BB_ONE) x = bb_mul(x, scale);
+        dst[obase + ((base + m * h) << log_ns)] = x;
+      }
+    }
+  }
+}
+
 // One pass of a Stockham (self-sorting) radix-R transform, out of place (src ≠ dst, except for a
 // single pass, R = n, which reads a whole column before writing it). With m = n/R, the pass maps
 // each column x of src to y of dst by: for j < m, k = j mod Ns,
-// X = DFT_R(x[j + r·m] · w_{Ns·R}^(r·k), r < R), y[(j / Ns)·Ns·R + k + r·Ns] = X_r. Running passes with R_1, R_2, … (Ns the
-// product of the earlier R) from natural order gives the DFT in natural order, with no
-// bit-reversal pass.
+// X = DFT_R(x[j + r·m] · w_{Ns·R}^(r·k), r < R), y[(j / Ns)·Ns·R + k + r·Ns] = X_r. Running passes
+// with R_1, R_2, … (Ns the product of the earlier R) from natural order gives the DFT in natural
+// order, with no bit-reversal pass.
 //
-// A block is T consecutive j of one column: it reads R runs of T consecutive elements, does the T
-// transforms in threadgroup memory `sh` (4·T·R bytes, element (r, t) at sh[r·T + t]; loaded in
-// bit-reversed order of r, then radix-2 DIT stages, three per barrier, with table tw[h + j] = w_2h^j), and writes R runs
-// of T (Ns ≥ T) or one run of T·R (Ns < T) consecutive elements. Groups walk the blocks with a
+// A block is T consecutive j of one column: T transforms of R points in threadgroup memory `sh`
+// (4·T·R bytes, tile position p of transform t at sh[p·T + t], positions in bit-reversed
+// order of r). Radix-2 DIT stages in rounds of up to three in registers (one barrier per round):
+// the first round is fused with the load (ntt_round0), the last with the store (ntt_round), so
+// each element crosses the tile once per middle round plus once. Groups walk the blocks with a
 // stride of threadgroups_per_grid; the barriers are in uniform control flow.
 MSL_KERNEL void msl_kernel_ntt_pass(MSL_DEVICE const uint* src              ,
                      MSL_DEVICE uint* dst              ,
@@ -797,82 +892,41 @@ MSL_KERNEL void msl_kernel_ntt_pass(MSL_DEVICE const uint* src              ,
   uint scale = p.scale;
   uint log_m = log_n - log_r;          // m = n / R
   uint log_bpc = log_m - log_t;        // blocks per column
-  uint tmask = (1u << log_t) - 1u;
   uint size = 1u << (log_r + log_t);   // elements per block
-  uint nsmask = (1u << log_ns) - 1u;
-  uint log_big = log_ns + log_r;       // M = Ns·R: the order of the output twiddles
+  uint k0 = min(3u, log_r);            // stages of the first round
   for (uint c = group; c < nblocks; c += ngroups) {
     uint colbase = (c >> log_bpc) << log_n;
     uint jb = (c & ((1u << log_bpc) - 1u)) << log_t;
     uint in0 = colbase + jb;
-    for (uint e = tid; e < size; e += tpg) {
-      uint t = e & tmask;
-      uint r = e >> log_t;
-      uint x = src[in0 + t + (r << log_m)];
-      if (log_ns != 0u) x = bb_mul(x, ntt_tw_pow(tw, log_big, r * ((jb + t) & nsmask)));
-      sh[(ntt_rev_bits(r, log_r) << log_t) + t] = x;
+    for (uint q = tid; q < (size >> k0); q += tpg) {
+      if (k0 == 3u) {
+        ntt_round0(src, tw, sh, 3u, q, in0, jb, log_r, log_t, log_m, log_ns);
+      } else if (k0 == 2u) {
+        ntt_round0(src, tw, sh, 2u, q, in0, jb, log_r, log_t, log_m, log_ns);
+      } else {
+        ntt_round0(src, tw, sh, 1u, q, in0, jb, log_r, log_t, log_m, log_ns);
+      }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    // DIT stages, up to three at a time in registers (one barrier per three stages): a task owns
-    // the 2^kk elements base + m·h (m < 2^kk) of one transform, h = 2^st.
-    for (uint st = 0u; st < log_r; st += 3u) {
+    uint st = k0;
+    uint last = 0u;
+    while (last == 0u) {
       uint kk = min(3u, log_r - st);
-      uint h = 1u << st;
-      uint cnt = 1u << kk;
+      last = st + kk == log_r ? 1u : 0u;
       for (uint q = tid; q < (size >> kk); q += tpg) {
-        uint t = q & tmask;
-        uint b = q >> log_t;
-        uint jj = b & (h - 1u);
-        uint base = ((b >> st) << (st + kk)) + jj;
-        uint v[8];
-        for (uint m = 0u; m < 8u; m++) {
-          if (m < cnt) v[m] = sh[((base + m * h) << log_t) + t];
-        }
-        for (uint s2 = 0u; s2 < 3u; s2++) {
-          if (s2 < kk) {
-            uint hs = 1u << s2;
-            uint hh = h << s2;
-            for (uint m = 0u; m < 8u; m++) {
-              if (m < cnt && (m & hs) == 0u) {
-                uint u = v[m];
-                uint w = bb_mul(v[m + hs], tw[hh + jj + (m & (hs - 1u)) * h]);
-                v[m] = bb_add(u, w);
-                v[m + hs] = bb_sub(u, w);
-              }
-            }
-          }
-        }
-        for (uint m = 0u; m < 8u; m++) {
-          if (m < cnt) sh[((base + m * h) << log_t) + t] = v[m];
+        if (kk == 3u) {
+          ntt_round(dst, tw, sh, 3u, st, q, log_t, last, colbase, jb, log_ns, log_r, scale);
+        } else if (kk == 2u) {
+          ntt_round(dst, tw, sh, 2u, st, q, log_t, last, colbase, jb, log_ns, log_r, scale);
+        } else if (kk == 1u) {
+          ntt_round(dst, tw, sh, 1u, st, q, log_t, last, colbase, jb, log_ns, log_r, scale);
+        } else {
+          ntt_round(dst, tw, sh, 0u, st, q, log_t, last, colbase, jb, log_ns, log_r, scale);
         }
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
+      st += kk;
     }
-    if (log_ns >= log_t) {
-      // R runs of T: element (r, t) goes to colbase + (j >> log_ns)·Ns·R + k + r·Ns.
-      for (uint e = tid; e < size; e += tpg) {
-        uint t = e & tmask;
-        uint r = e >> log_t;
-        uint j = jb + t;
-        uint k = j & nsmask;
-        uint x = sh[e];
-        if (scale != BB_ONE) x = bb_mul(x, scale);
-        dst[colbase + ((j >> log_ns) << log_big) + k + (r << log_ns)] = x;
-      }
-    } else {
-      // One run of T·R: output offset o = a·Ns·R + r·Ns + tl holds (r, t = a·Ns + tl).
-      uint out0 = colbase + (jb << log_r);
-      for (uint o = tid; o < size; o += tpg) {
-        uint a = o >> log_big;
-        uint rem = o & ((1u << log_big) - 1u);
-        uint r = rem >> log_ns;
-        uint tl = rem & nsmask;
-        uint x = sh[(r << log_t) + (a << log_ns) + tl];
-        if (scale != BB_ONE) x = bb_mul(x, scale);
-        dst[out0 + o] = x;
-      }
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
   }
 }
 
