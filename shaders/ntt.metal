@@ -171,6 +171,135 @@ MSL_FN void ntt_round(device uint* dst, device const uint* tw, threadgroup uint*
   }
 }
 
+// ntt_pass specialised for one shape (ntt_pass_c): log_r = LR and log_t = LT, the stage count K
+// of each round and its first stage ST are constants at every call, so tile, input and twiddle
+// addresses are one per-task base plus constant offsets (no per-element index arithmetic).
+// First round: as ntt_round0.
+MSL_FN void ntt_r0c(device const uint* src, device const uint* tw, threadgroup uint* sh, uint K, uint LR, uint LT,
+                    uint q, uint in0, uint jb, uint log_m, uint log_ns) {
+  uint t = q & ((1u << LT) - 1u);
+  uint b = q >> LT;
+  uint rb = ntt_rev_bits(b << K, LR);
+  device const uint* s0 = src + (in0 + t + (rb << log_m));
+  uint gs = 1u << (LR - K + log_m);  // input rows rb + rev(m)·2^(LR−K)
+  uint v[8];
+  for (uint m = 0u; m < 8u; m++) {
+    if (m < (1u << K)) v[m] = s0[ntt_rev_bits(m, K) * gs];
+  }
+  if (log_ns != 0u) {
+    uint k = (jb + t) & ((1u << log_ns) - 1u);
+    uint w = ntt_tw_pow(tw, log_ns + LR, rb * k);
+    uint s = ntt_tw_pow(tw, log_ns + LR, k << (LR - K));
+    for (uint i = 0u; i < 8u; i++) {
+      if (i < (1u << K)) {
+        uint m = ntt_rev_bits(i, K);
+        v[m] = bb_mul(v[m], w);
+        if (i + 1u < (1u << K)) w = bb_mul(w, s);
+      }
+    }
+  }
+  for (uint s2 = 0u; s2 < 3u; s2++) {
+    if (s2 < K) {
+      uint hs = 1u << s2;
+      for (uint m = 0u; m < 8u; m++) {
+        if (m < (1u << K) && (m & hs) == 0u) {
+          uint jm = m & (hs - 1u);
+          uint u = v[m];
+          uint w = v[m + hs];
+          if (jm != 0u) w = bb_mul(w, tw[hs + jm]);
+          v[m] = bb_add(u, w);
+          v[m + hs] = bb_sub(u, w);
+        }
+      }
+    }
+  }
+  threadgroup uint* d = sh + (((b << K) << LT) + t);
+  for (uint m = 0u; m < 8u; m++) {
+    if (m < (1u << K)) d[m << LT] = v[m];
+  }
+}
+
+// A later round: as ntt_round, K ≤ 3 stages from the constant stage ST.
+MSL_FN void ntt_rmc(device uint* dst, device const uint* tw, threadgroup uint* sh, uint K, uint ST, uint LR, uint LT,
+                    uint q, uint last, uint colbase, uint jb, uint log_ns, uint scale) {
+  uint t = q & ((1u << LT) - 1u);
+  uint b = q >> LT;
+  uint h = 1u << ST;
+  uint jj = b & (h - 1u);
+  uint base = ((b >> ST) << (ST + K)) + jj;
+  threadgroup uint* a = sh + ((base << LT) + t);
+  uint v[8];
+  for (uint m = 0u; m < 8u; m++) {
+    if (m < (1u << K)) v[m] = a[(m * h) << LT];
+  }
+  device const uint* twj = tw + jj;
+  for (uint s2 = 0u; s2 < 3u; s2++) {
+    if (s2 < K) {
+      uint hs = 1u << s2;
+      for (uint m = 0u; m < 8u; m++) {
+        if (m < (1u << K) && (m & hs) == 0u) {
+          uint u = v[m];
+          uint w = bb_mul(v[m + hs], twj[(h << s2) + (m & (hs - 1u)) * h]);
+          v[m] = bb_add(u, w);
+          v[m + hs] = bb_sub(u, w);
+        }
+      }
+    }
+  }
+  if (last == 0u) {
+    for (uint m = 0u; m < 8u; m++) {
+      if (m < (1u << K)) a[(m * h) << LT] = v[m];
+    }
+  } else {
+    uint j = jb + t;
+    uint obase = colbase + ((j >> log_ns) << (log_ns + LR)) + (j & ((1u << log_ns) - 1u));
+    device uint* o = dst + (obase + (base << log_ns));
+    uint os = h << log_ns;
+    if (scale != BB_ONE) {
+      for (uint m = 0u; m < 8u; m++) {
+        if (m < (1u << K)) v[m] = bb_mul(v[m], scale);
+      }
+    }
+    for (uint m = 0u; m < 8u; m++) {
+      if (m < (1u << K)) o[m * os] = v[m];
+    }
+  }
+}
+
+// The block loop of ntt_pass for log_r = LR, log_t = LT and rounds of K0, K1, K2, K3 stages
+// (K0 + K1 + K2 + K3 = LR, K1 ≥ 1; K3 = 0, or K2 = K3 = 0, for fewer rounds), all constants.
+MSL_FN void ntt_pass_c(device const uint* src, device uint* dst, device const uint* tw, threadgroup uint* sh,
+                       uint LR, uint LT, uint K0, uint K1, uint K2, uint K3, uint log_n, uint log_ns,
+                       uint nblocks, uint scale, uint tid, uint group, uint tpg, uint ngroups) {
+  uint log_m = log_n - LR;
+  uint log_bpc = log_m - LT;
+  uint size = 1u << (LR + LT);
+  for (uint c = group; c < nblocks; c += ngroups) {
+    uint colbase = (c >> log_bpc) << log_n;
+    uint jb = (c & ((1u << log_bpc) - 1u)) << LT;
+    for (uint q = tid; q < (size >> K0); q += tpg) {
+      ntt_r0c(src, tw, sh, K0, LR, LT, q, colbase + jb, jb, log_m, log_ns);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint q = tid; q < (size >> K1); q += tpg) {
+      ntt_rmc(dst, tw, sh, K1, K0, LR, LT, q, K2 == 0u ? 1u : 0u, colbase, jb, log_ns, scale);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (K2 != 0u) {
+      for (uint q = tid; q < (size >> K2); q += tpg) {
+        ntt_rmc(dst, tw, sh, K2, K0 + K1, LR, LT, q, K3 == 0u ? 1u : 0u, colbase, jb, log_ns, scale);
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    if (K3 != 0u) {
+      for (uint q = tid; q < (size >> K3); q += tpg) {
+        ntt_rmc(dst, tw, sh, K3, K0 + K1 + K2, LR, LT, q, 1u, colbase, jb, log_ns, scale);
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+  }
+}
+
 // One pass of a Stockham (self-sorting) radix-R transform, out of place (src ≠ dst, except for a
 // single pass, R = n, which reads a whole column before writing it). With m = n/R, the pass maps
 // each column x of src to y of dst by: for j < m, k = j mod Ns,
@@ -199,42 +328,54 @@ kernel void ntt_pass(device const uint* src [[buffer(0)]],
   uint log_t = p.log_t;
   uint nblocks = p.nblocks;
   uint scale = p.scale;
-  uint log_m = log_n - log_r;          // m = n / R
-  uint log_bpc = log_m - log_t;        // blocks per column
-  uint size = 1u << (log_r + log_t);   // elements per block
-  uint k0 = min(3u, log_r);            // stages of the first round
-  for (uint c = group; c < nblocks; c += ngroups) {
-    uint colbase = (c >> log_bpc) << log_n;
-    uint jb = (c & ((1u << log_bpc) - 1u)) << log_t;
-    uint in0 = colbase + jb;
-    for (uint q = tid; q < (size >> k0); q += tpg) {
-      if (k0 == 3u) {
-        ntt_round0(src, tw, sh, 3u, q, in0, jb, log_r, log_t, log_m, log_ns);
-      } else if (k0 == 2u) {
-        ntt_round0(src, tw, sh, 2u, q, in0, jb, log_r, log_t, log_m, log_ns);
-      } else {
-        ntt_round0(src, tw, sh, 1u, q, in0, jb, log_r, log_t, log_m, log_ns);
-      }
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    uint st = k0;
-    uint last = 0u;
-    while (last == 0u) {
-      uint kk = min(3u, log_r - st);
-      last = st + kk == log_r ? 1u : 0u;
-      for (uint q = tid; q < (size >> kk); q += tpg) {
-        if (kk == 3u) {
-          ntt_round(dst, tw, sh, 3u, st, q, log_t, last, colbase, jb, log_ns, log_r, scale);
-        } else if (kk == 2u) {
-          ntt_round(dst, tw, sh, 2u, st, q, log_t, last, colbase, jb, log_ns, log_r, scale);
-        } else if (kk == 1u) {
-          ntt_round(dst, tw, sh, 1u, st, q, log_t, last, colbase, jb, log_ns, log_r, scale);
+  // The shapes of 2^20..2^22-point transforms (the bulk of the prover's work), specialised;
+  // every other shape takes the generic loop below. (A separate kernel for these shapes gets
+  // 40 registers instead of 56, 6 instead of 4 groups of 256 per SM, and ran 24 % slower on
+  // the H100: more blocks in flight contend for the L2/DRAM, see docs/perf-notes/ntt-gpu.md.)
+  if (log_r == 11u && log_t == 2u) {
+    ntt_pass_c(src, dst, tw, sh, 11u, 2u, 3u, 3u, 3u, 2u, log_n, log_ns, nblocks, scale, tid, group, tpg, ngroups);
+  } else if (log_r == 12u && log_t == 1u) {
+    ntt_pass_c(src, dst, tw, sh, 12u, 1u, 3u, 3u, 3u, 3u, log_n, log_ns, nblocks, scale, tid, group, tpg, ngroups);
+  } else if (log_r == 10u && log_t == 3u) {
+    ntt_pass_c(src, dst, tw, sh, 10u, 3u, 3u, 3u, 2u, 2u, log_n, log_ns, nblocks, scale, tid, group, tpg, ngroups);
+  } else {
+    uint log_m = log_n - log_r;          // m = n / R
+    uint log_bpc = log_m - log_t;        // blocks per column
+    uint size = 1u << (log_r + log_t);   // elements per block
+    uint k0 = min(3u, log_r);            // stages of the first round
+    for (uint c = group; c < nblocks; c += ngroups) {
+      uint colbase = (c >> log_bpc) << log_n;
+      uint jb = (c & ((1u << log_bpc) - 1u)) << log_t;
+      uint in0 = colbase + jb;
+      for (uint q = tid; q < (size >> k0); q += tpg) {
+        if (k0 == 3u) {
+          ntt_round0(src, tw, sh, 3u, q, in0, jb, log_r, log_t, log_m, log_ns);
+        } else if (k0 == 2u) {
+          ntt_round0(src, tw, sh, 2u, q, in0, jb, log_r, log_t, log_m, log_ns);
         } else {
-          ntt_round(dst, tw, sh, 0u, st, q, log_t, last, colbase, jb, log_ns, log_r, scale);
+          ntt_round0(src, tw, sh, 1u, q, in0, jb, log_r, log_t, log_m, log_ns);
         }
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
-      st += kk;
+      uint st = k0;
+      uint last = 0u;
+      while (last == 0u) {
+        uint kk = min(3u, log_r - st);
+        last = st + kk == log_r ? 1u : 0u;
+        for (uint q = tid; q < (size >> kk); q += tpg) {
+          if (kk == 3u) {
+            ntt_round(dst, tw, sh, 3u, st, q, log_t, last, colbase, jb, log_ns, log_r, scale);
+          } else if (kk == 2u) {
+            ntt_round(dst, tw, sh, 2u, st, q, log_t, last, colbase, jb, log_ns, log_r, scale);
+          } else if (kk == 1u) {
+            ntt_round(dst, tw, sh, 1u, st, q, log_t, last, colbase, jb, log_ns, log_r, scale);
+          } else {
+            ntt_round(dst, tw, sh, 0u, st, q, log_t, last, colbase, jb, log_ns, log_r, scale);
+          }
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        st += kk;
+      }
     }
   }
 }

@@ -15,7 +15,7 @@ func TestDFTColumnsMatchesCpuref(t *testing.T) {
 	defer ntt.Close()
 	r := rand.New(rand.NewPCG(3, 4))
 	cases := []struct{ logH, width int }{
-		{0, 1}, {0, 9}, {1, 1}, {1, 3}, {2, 9}, {3, 2}, {4, 9}, {5, 7}, {10, 3}, {11, 2}, {12, 3}, {13, 2}, {16, 2}, {20, 1},
+		{0, 1}, {0, 9}, {1, 1}, {1, 3}, {2, 9}, {3, 2}, {4, 9}, {5, 7}, {10, 3}, {11, 2}, {12, 3}, {13, 2}, {16, 2}, {20, 1}, {21, 1}, {22, 1},
 	}
 	for _, c := range cases {
 		if testing.Short() && c.logH > 16 {
