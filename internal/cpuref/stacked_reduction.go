@@ -22,6 +22,18 @@ type stackingProver struct {
 	coeffs  [][][]field.Fp  // [c][m] block-wise Z coefficients (length 2^m)
 	q, w    [][][]field.Fp4 // [c][m][x] after BindUnivariate
 	bound   int             // number of bound variables (0 before u_0)
+	eqR     map[int][]field.Fp4
+}
+
+// eqTable returns eq(r_1..r_nn, ·) over the 2^nn cube points, computed once per nn: every
+// column of a slice height shares it, in both UnivariateRound and BindUnivariate.
+func (sp *stackingProver) eqTable(nn int) []field.Fp4 {
+	e, ok := sp.eqR[nn]
+	if !ok {
+		e = stark.EvalsEqHypercube(sp.b.R[1 : nn+1])
+		sp.eqR[nn] = e
+	}
+	return e
 }
 
 // NewStackingProver implements stark.Backend.
@@ -33,7 +45,7 @@ func (Backend) NewStackingProver(p params.SystemParams, commits []stark.Committe
 	if b == nil || len(b.EqWeight) != len(cs) || len(b.RotWeight) != len(cs) || len(b.R) == 0 {
 		return nil, fmt.Errorf("%w: stacking batch does not match %d commitments", stark.ErrOpeningInput, len(cs))
 	}
-	sp := &stackingProver{p: p, commits: cs, b: b, coeffs: make([][][]field.Fp, len(cs))}
+	sp := &stackingProver{p: p, commits: cs, b: b, coeffs: make([][][]field.Fp, len(cs)), eqR: map[int][]field.Fp4{}}
 	for c, com := range cs {
 		l := com.Layout()
 		if len(b.EqWeight[c]) != len(l.Cols) || len(b.RotWeight[c]) != len(l.Cols) {
@@ -60,7 +72,7 @@ func (Backend) NewStackingProver(p params.SystemParams, commits []stark.Committe
 	return sp, nil
 }
 
-func (sp *stackingProver) Release() { sp.coeffs, sp.q, sp.w = nil, nil, nil }
+func (sp *stackingProver) Release() { sp.coeffs, sp.q, sp.w, sp.eqR = nil, nil, nil, nil }
 
 // UnivariateRound returns s_0(Z) = Σ_x Σ_{c,m} q_{c,m}(Z; x)·W_{c,m}(Z; x).
 func (sp *stackingProver) UnivariateRound() ([]field.Fp4, error) {
@@ -93,7 +105,7 @@ func (sp *stackingProver) UnivariateRound() ([]field.Fp4, error) {
 				clear(qa)
 				clear(qb)
 				clear(qc)
-				e := stark.EvalsEqHypercube(r[1 : nn+1])
+				e := sp.eqTable(nn)
 				mask := len(e) - 1
 				for xl := range e {
 					blk := col[(x0+xl)*n : (x0+xl+1)*n]
@@ -185,7 +197,7 @@ func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
 			x0 := s.Row >> l
 			nn := s.LogHeight - l
 			if nn >= 0 {
-				e := stark.EvalsEqHypercube(r[1 : nn+1])
+				e := sp.eqTable(nn)
 				mask := len(e) - 1
 				for xl := range e {
 					v := a.Mul(a0).Mul(e[xl])
@@ -205,7 +217,7 @@ func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
 			}
 		}
 	}
-	sp.coeffs = nil
+	sp.coeffs, sp.eqR = nil, nil
 	sp.bound = 1
 	return nil
 }

@@ -37,6 +37,9 @@ const (
 
 	envHeaderLen  = 8 + 4 + 32 + 8
 	envTrailerLen = 4
+	// EnvelopeOverhead is the envelope's size around the spec bytes: a valid envelope of len(b)
+	// bytes holds a proof of len(b) − EnvelopeOverhead bytes.
+	EnvelopeOverhead = envHeaderLen + envTrailerLen
 )
 
 // ErrEnvelope is wrapped by every envelope error (bad magic, version, digest, length, CRC).

@@ -60,7 +60,6 @@ func ProveWhir(be Backend, tr *transcript.Transcript, p params.SystemParams, com
 	proof.InitialRoundOpenedRows = make([][][][]field.Fp, len(commits))
 	proof.InitialRoundMerkleProofs = make([][][]Digest, len(commits))
 	lrs := m + p.LogBlowup
-	mr := m
 	for r, rc := range p.Whir.Rounds {
 		last := r == R-1
 		for range k {
@@ -150,10 +149,8 @@ func ProveWhir(be Backend, tr *transcript.Transcript, p params.SystemParams, com
 				return WhirProof{}, err
 			}
 		}
-		mr -= k
 		lrs--
 	}
-	_ = mr
 	return proof, nil
 }
 

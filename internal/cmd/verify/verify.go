@@ -184,9 +184,8 @@ func verifyRun(opts *Options) error {
 	if err != nil {
 		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Proof, err)}
 	}
-	if spec, err := proof.MarshalBinary(); err == nil {
-		rep.ProofBytes = len(spec)
-	}
+	// UnmarshalProofFile checked the envelope's length field: the rest is the spec encoding.
+	rep.ProofBytes = len(env) - stark.EnvelopeOverhead
 
 	start = time.Now()
 	pk, err := stark.Keygen(p, airs, nil, cpuref.Backend{})
