@@ -85,39 +85,49 @@ type prepared struct {
 	sc     *SymbolicConstraints
 	dag    *DAG
 	rawIdx []int
-	val    rowValuation
+	val    RowEval
 }
 
-type rowValuation struct {
-	pre    *Matrix
-	parts  []Matrix // DAG numbering
-	public []field.Fp
-	height int
-	row    int
-	err    error
+// RowEval evaluates DAG variables on one row of a trace (DAG.EvalNodes): Row is the current
+// row; a variable at offset o reads row (Row+o) mod Height. Parts are the main parts in DAG
+// numbering (cached mains, then the common main), each column-major with Height rows. A variable
+// it cannot evaluate (a challenge, or an index out of range) reads 0 and sets Err (the first such).
+type RowEval struct {
+	Pre    *Matrix // nil when the AIR has no preprocessed trace
+	Parts  []Matrix
+	Public []field.Fp
+	Height int
+	Row    int
+	Err    error
 }
 
-func (v *rowValuation) Var(x Var) field.Fp {
-	r := (v.row + x.Offset) % v.height
+func (v *RowEval) Var(x Var) field.Fp {
+	r := (v.Row + x.Offset) % v.Height
 	switch x.Entry {
 	case EntryPreprocessed:
-		return v.pre.At(r, x.Index)
+		if v.Pre != nil && x.Index >= 0 && x.Index < v.Pre.Width {
+			return v.Pre.At(r, x.Index)
+		}
 	case EntryMain:
-		return v.parts[x.PartIndex].At(r, x.Index)
+		if x.PartIndex >= 0 && x.PartIndex < len(v.Parts) && x.Index >= 0 && x.Index < v.Parts[x.PartIndex].Width {
+			return v.Parts[x.PartIndex].At(r, x.Index)
+		}
 	case EntryPublic:
-		return v.public[x.Index]
+		if x.Index >= 0 && x.Index < len(v.Public) {
+			return v.Public[x.Index]
+		}
 	}
-	if v.err == nil {
-		v.err = fmt.Errorf("air: challenge variable %v cannot be evaluated on the host", x)
+	if v.Err == nil {
+		v.Err = fmt.Errorf("air: variable %v cannot be evaluated on the host", x)
 	}
 	return 0
 }
 
-func (v *rowValuation) IsFirstRow() field.Fp { return b2f(v.row == 0) }
-func (v *rowValuation) IsLastRow() field.Fp  { return b2f(v.row == v.height-1) }
+func (v *RowEval) IsFirstRow() field.Fp { return b2f(v.Row == 0) }
+func (v *RowEval) IsLastRow() field.Fp  { return b2f(v.Row == v.Height-1) }
 
 // IsTransition is 1 on every row but the last (OpenVM check_constraints; B §2.3 is_transition = 1 − is_last).
-func (v *rowValuation) IsTransition() field.Fp { return b2f(v.row != v.height-1) }
+func (v *RowEval) IsTransition() field.Fp { return b2f(v.Row != v.Height-1) }
 
 func b2f(b bool) field.Fp {
 	if b {
@@ -176,7 +186,7 @@ func prepare(a Air, in TraceInput) (*prepared, error) {
 	if len(in.Public) != a.NumPublicValues() {
 		return nil, fail("%d public values, want %d", len(in.Public), a.NumPublicValues())
 	}
-	p.val = rowValuation{pre: pre, parts: parts, public: in.Public, height: h}
+	p.val = RowEval{Pre: pre, Parts: parts, Public: in.Public, Height: h}
 	return p, nil
 }
 
@@ -191,11 +201,11 @@ func CheckConstraints(a Air, in TraceInput, maxFailures int) ([]Failure, error) 
 	}
 	var out []Failure
 	var vals []field.Fp
-	for r := 0; r < p.val.height; r++ {
-		p.val.row = r
+	for r := 0; r < p.val.Height; r++ {
+		p.val.Row = r
 		vals = p.dag.EvalNodes(&p.val, vals)
-		if p.val.err != nil {
-			return nil, p.val.err
+		if p.val.Err != nil {
+			return nil, p.val.Err
 		}
 		for ci, node := range p.rawIdx {
 			if !vals[node].IsZero() {
@@ -264,11 +274,11 @@ func CheckInteractions(airs []Air, inputs []TraceInput) ([]Imbalance, error) {
 		if len(p.dag.Interactions) == 0 {
 			continue
 		}
-		for r := 0; r < p.val.height; r++ {
-			p.val.row = r
+		for r := 0; r < p.val.Height; r++ {
+			p.val.Row = r
 			vals = p.dag.EvalNodes(&p.val, vals)
-			if p.val.err != nil {
-				return nil, p.val.err
+			if p.val.Err != nil {
+				return nil, p.val.Err
 			}
 			for _, it := range p.dag.Interactions {
 				cnt := vals[it.Count]

@@ -45,17 +45,33 @@ func (Backend) NewConstraintProver(p params.SystemParams, traces []*stark.AirInp
 	if ch == nil || len(ch.Eq3b) != len(traces) {
 		return nil, fmt.Errorf("%w: challenges for %d traces expected", ErrConstraintProver, len(traces))
 	}
+	if (ch.Programs != nil && len(ch.Programs) != len(traces)) || (ch.Weights != nil && len(ch.Weights) != len(traces)) {
+		return nil, fmt.Errorf("%w: programs or weights for %d traces expected", ErrConstraintProver, len(traces))
+	}
 	l := p.LSkip
 	n := 1 << l
 	bp := &bcProver{l: l, n: n, d: p.MaxConstraintDegree, xi: ch.Xi, binds: -1}
 	for t, in := range traces {
-		pg, err := stark.NewConstraintProgram(in.VK, in.Public)
-		if err != nil {
-			return nil, err
+		// The stage code passes the programs and weights it built; build them only when absent.
+		var pg *stark.ConstraintProgram
+		if ch.Programs != nil {
+			pg = ch.Programs[t]
 		}
-		w, err := pg.Weights(ch.Lambda, ch.Beta, ch.Eq3b[t])
-		if err != nil {
-			return nil, err
+		if pg == nil {
+			var err error
+			if pg, err = stark.NewConstraintProgram(in.VK, in.Public); err != nil {
+				return nil, err
+			}
+		}
+		var w *stark.ConstraintWeights
+		if ch.Weights != nil && ch.Programs != nil && ch.Programs[t] != nil {
+			w = ch.Weights[t]
+		}
+		if w == nil {
+			var err error
+			if w, err = pg.Weights(ch.Lambda, ch.Beta, ch.Eq3b[t]); err != nil {
+				return nil, err
+			}
 		}
 		h := in.Common.Height
 		nLift := max(in.LogHeight()-l, 0)

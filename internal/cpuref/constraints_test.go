@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/bits"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/air"
@@ -70,6 +71,36 @@ func TestConstraintRound0OnD(t *testing.T) {
 	polys, err := cp.UnivariateRound()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The programs and weights the stage code passes give the same round-0 polynomials.
+	pre := *ch
+	for ti, tr := range traces {
+		pg, err := stark.NewConstraintProgram(tr.VK, tr.Public)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := pg.Weights(ch.Lambda, ch.Beta, ch.Eq3b[ti])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pre.Programs = append(pre.Programs, pg)
+		pre.Weights = append(pre.Weights, w)
+	}
+	cp2, err := Backend{}.NewConstraintProver(p, traces, &pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp2.Release()
+	polys2, err := cp2.UnivariateRound()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(polys, polys2) {
+		t.Fatal("round-0 polynomials differ with prebuilt programs and weights")
+	}
+	pre.Weights = pre.Weights[:1]
+	if _, err := (Backend{}).NewConstraintProver(p, traces, &pre); !errors.Is(err, ErrConstraintProver) {
+		t.Errorf("short weights: %v", err)
 	}
 	l, n := p.LSkip, 1<<p.LSkip
 	omega := field.TwoAdicGenerator(l)

@@ -29,50 +29,8 @@ type gkrProver struct {
 	eq, p0, q0, p1, q1  []field.Fp4
 }
 
-// rowEval evaluates an AIR's DAG on the unlifted rows of one AirInput.
-type rowEval struct {
-	pre    *stark.TraceMatrix
-	parts  []stark.TraceMatrix // DAG numbering: cached parts, then the common main
-	public []field.Fp
-	height int
-	row    int
-	err    error
-}
-
-func (v *rowEval) Var(x air.Var) field.Fp {
-	r := (v.row + x.Offset) % v.height
-	switch x.Entry {
-	case air.EntryPreprocessed:
-		if v.pre != nil && x.Index >= 0 && x.Index < v.pre.Width {
-			return v.pre.Values[x.Index*v.height+r]
-		}
-	case air.EntryMain:
-		if x.PartIndex >= 0 && x.PartIndex < len(v.parts) && x.Index >= 0 && x.Index < v.parts[x.PartIndex].Width {
-			return v.parts[x.PartIndex].Values[x.Index*v.height+r]
-		}
-	case air.EntryPublic:
-		if x.Index >= 0 && x.Index < len(v.public) {
-			return v.public[x.Index]
-		}
-	}
-	if v.err == nil {
-		v.err = fmt.Errorf("%w: variable %v cannot be evaluated", ErrGkrProver, x)
-	}
-	return 0
-}
-
-func (v *rowEval) IsFirstRow() field.Fp   { return b2f(v.row == 0) }
-func (v *rowEval) IsLastRow() field.Fp    { return b2f(v.row == v.height-1) }
-func (v *rowEval) IsTransition() field.Fp { return b2f(v.row != v.height-1) }
-
-func b2f(b bool) field.Fp {
-	if b {
-		return field.One
-	}
-	return field.Zero
-}
-
-func newRowEval(t *stark.AirInput) (*rowEval, error) {
+// newRowEval returns the row evaluator of an AirInput's unlifted rows.
+func newRowEval(t *stark.AirInput) (*air.RowEval, error) {
 	h := t.Common.Height
 	if h < 1 {
 		return nil, fmt.Errorf("%w: AIR %d: trace height %d", ErrGkrProver, t.AirIndex, h)
@@ -95,7 +53,14 @@ func newRowEval(t *stark.AirInput) (*rowEval, error) {
 			return nil, fmt.Errorf("%w: AIR %d: a %d×%d part (%d values) in a trace of height %d", ErrGkrProver, t.AirIndex, m.Height, m.Width, len(m.Values), h)
 		}
 	}
-	return &rowEval{pre: t.Preprocessed, parts: parts, public: t.Public, height: h}, nil
+	v := &air.RowEval{Public: t.Public, Height: h}
+	for _, m := range parts {
+		v.Parts = append(v.Parts, air.Matrix{Width: m.Width, Height: m.Height, Values: m.Values})
+	}
+	if pre := t.Preprocessed; pre != nil {
+		v.Pre = &air.Matrix{Width: pre.Width, Height: pre.Height, Values: pre.Values}
+	}
+	return v, nil
 }
 
 // interactionLeaves evaluates every interaction of trace t on its rows: num[k][ρ] = count,
@@ -116,7 +81,7 @@ func interactionLeaves(t *stark.AirInput, alpha, beta field.Fp4) (num [][]field.
 		}
 	}
 	betaPows := field.PowersFp4(beta, maxLen+1)
-	h := v.height
+	h := v.Height
 	num = make([][]field.Fp, len(dag.Interactions))
 	den = make([][]field.Fp4, len(dag.Interactions))
 	for k := range dag.Interactions {
@@ -125,10 +90,10 @@ func interactionLeaves(t *stark.AirInput, alpha, beta field.Fp4) (num [][]field.
 	}
 	var vals []field.Fp
 	for r := range h {
-		v.row = r
+		v.Row = r
 		vals = dag.EvalNodes(v, vals)
-		if v.err != nil {
-			return nil, nil, v.err
+		if v.Err != nil {
+			return nil, nil, fmt.Errorf("%w: AIR %d: %w", ErrGkrProver, t.AirIndex, v.Err)
 		}
 		for k, it := range dag.Interactions {
 			d := betaPows[len(it.Message)].MulBase(field.New(uint32(it.Bus) + 1))

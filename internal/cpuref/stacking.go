@@ -3,7 +3,6 @@ package cpuref
 import (
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/stark"
@@ -20,17 +19,6 @@ var (
 	ErrMerkleVerify        = errors.New("cpuref: Merkle proof does not verify")
 	ErrMerkleOpeningLength = errors.New("cpuref: Merkle opening has the wrong shape")
 )
-
-// TraceOrder returns the trace order (spec A §5.1, sort_for_stacking) of matrices with the given
-// log heights: indices sorted by log height descending, ties by index ascending.
-func TraceOrder(logHeights []int) []int {
-	idx := make([]int, len(logHeights))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return logHeights[idx[a]] > logHeights[idx[b]] })
-	return idx
-}
 
 // traceDims validates the traces and returns their layout input.
 func traceDims(traces []Matrix) ([]stark.MatrixDim, error) {

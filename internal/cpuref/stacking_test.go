@@ -122,13 +122,6 @@ func TestStackingErrors(t *testing.T) {
 	}
 }
 
-func TestTraceOrder(t *testing.T) {
-	got := TraceOrder([]int{3, 5, 3, 7, 5, 0})
-	if !slices.Equal(got, []int{3, 1, 4, 0, 2, 5}) {
-		t.Errorf("TraceOrder = %v", got)
-	}
-}
-
 func TestStackedCommitOpenings(t *testing.T) {
 	r := newRNG(22)
 	p := params.SystemParams{LSkip: 2, NStack: 4, LogBlowup: 2, Whir: params.WhirConfig{K: 3}}

@@ -19,6 +19,11 @@ type ConstraintChallenges struct {
 	Xi []field.Fp4
 	// Eq3b[t][k] is eq3b_{T,k} of interaction k of trace t (trace order).
 	Eq3b [][]field.Fp4
+	// Programs and Weights, when set (one per trace, trace order), are the traces' constraint
+	// programs and their weights for Lambda, Beta and Eq3b, already built by the stage code; a
+	// backend uses them read-only instead of building its own. Either may be nil.
+	Programs []*ConstraintProgram
+	Weights  []*ConstraintWeights
 }
 
 // ConstraintTriple holds one value list per polynomial family of a trace: the λ_c-batched

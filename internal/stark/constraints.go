@@ -655,7 +655,7 @@ func ProveBatchConstraints(be Backend, tr *transcript.Transcript, p params.Syste
 			return BatchConstraintProof{}, nil, err
 		}
 	}
-	cp, err := be.NewConstraintProver(p, traces, &ConstraintChallenges{Lambda: lambda, Beta: g.Beta, Xi: xi, Eq3b: sh.eq3b})
+	cp, err := be.NewConstraintProver(p, traces, &ConstraintChallenges{Lambda: lambda, Beta: g.Beta, Xi: xi, Eq3b: sh.eq3b, Programs: sh.progs, Weights: weights})
 	if err != nil {
 		return BatchConstraintProof{}, nil, err
 	}

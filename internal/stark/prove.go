@@ -116,8 +116,9 @@ func checkInputs(pk *ProvingKey, inputs []AirProvingInput, p params.SystemParams
 	if len(inputs) != n {
 		return nil, inputErr("%d inputs for %d AIRs", len(inputs), n)
 	}
-	var present []int
+	heights := make([]int, n) // -1: absent
 	for i := range inputs {
+		heights[i] = -1
 		in := &inputs[i]
 		vk := pk.VK.MVK.PerAir[i]
 		name := pk.Airs[i].Name()
@@ -160,12 +161,12 @@ func checkInputs(pk *ProvingKey, inputs []AirProvingInput, p params.SystemParams
 		if pre := pk.Preprocessed[i]; pre != nil && pre.Height != h {
 			return nil, inputErr("AIR %d (%s): trace height %d, but the preprocessed trace has height %d", i, name, h, pre.Height)
 		}
-		present = append(present, i)
+		heights[i] = h
 	}
+	present := TraceOrder(heights)
 	if len(present) == 0 {
 		return nil, inputErr("no AIR has a trace")
 	}
-	slices.SortStableFunc(present, func(a, b int) int { return inputs[b].Height() - inputs[a].Height() })
 	return present, nil
 }
 

@@ -48,12 +48,7 @@ func checkProofShape(vk *VerifyingKey, proof *Proof, p params.SystemParams) (*ve
 		return nil, lenErr("public_values", len(proof.PublicValues), n)
 	}
 	plan := &verifyPlan{}
-	for i, td := range proof.TraceVData {
-		if td != nil {
-			plan.order = append(plan.order, i)
-		}
-	}
-	if len(plan.order) == 0 {
+	if !slices.ContainsFunc(proof.TraceVData, func(td *TraceVData) bool { return td != nil }) {
 		return nil, ErrNoTraces
 	}
 	m := p.LogStackedHeight()
@@ -82,9 +77,14 @@ func checkProofShape(vk *VerifyingKey, proof *Proof, p params.SystemParams) (*ve
 			return nil, fmt.Errorf("%w: AIR %d: log height %d, preprocessed trace 2^%d", ErrPreprocessedHeight, i, td.LogHeight, pre.HypercubeDim+p.LSkip)
 		}
 	}
-	slices.SortStableFunc(plan.order, func(a, b int) int {
-		return proof.TraceVData[b].LogHeight - proof.TraceVData[a].LogHeight
-	})
+	heights := make([]int, n) // -1: absent; present log heights were checked >= 0 above
+	for i, td := range proof.TraceVData {
+		heights[i] = -1
+		if td != nil {
+			heights[i] = td.LogHeight
+		}
+	}
+	plan.order = TraceOrder(heights)
 
 	// Per-trace shapes, batch-constraint part widths, commitment list.
 	nMax := 0

@@ -1,6 +1,6 @@
 // Package prove implements `metalprove prove`: it reads a trace file, finds each section's AIR
 // (internal/examples), builds the proving key, proves all sections together as one multi-AIR
-// proof and writes the proof file (stark.WriteProofFileMeta: the proof envelope preceded by
+// proof and writes the proof file (stark.MarshalProofFileMeta, written atomically: the proof envelope preceded by
 // metadata naming the AIRs, so that `metalprove verify` can rebuild the verifying key).
 package prove
 
@@ -19,6 +19,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/air/testair"
+	"github.com/metalprove/metalprove/internal/atomicfile"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/cpuref"
 	"github.com/metalprove/metalprove/internal/examples"
@@ -361,18 +362,24 @@ func proveRun(opts *Options) error {
 	}
 
 	start = time.Now()
-	spec, err := proof.MarshalBinary()
-	if err != nil {
-		return fmt.Errorf("encode proof: %w", err)
-	}
-	rep.ProofBytes = len(spec)
 	meta := &stark.ProofMeta{Params: "preset", Preset: res.Preset, AIRs: st.Meta}
 	if res.Preset == "" {
 		meta.Params = "config"
 	}
-	if rep.FileBytes, err = stark.WriteProofFileMeta(opts.Output, p, proof, meta); err != nil {
-		return err
+	// Encode once: the proof's size is read off the envelope of the file's bytes.
+	file, err := stark.MarshalProofFileMeta(p, proof, meta)
+	if err != nil {
+		return fmt.Errorf("encode proof: %w", err)
 	}
+	_, env, err := stark.SplitProofFile(file)
+	if err != nil {
+		return fmt.Errorf("encode proof: %w", err)
+	}
+	rep.ProofBytes = len(env) - stark.EnvelopeOverhead
+	if err := atomicfile.WriteFile(opts.Output, file); err != nil {
+		return fmt.Errorf("write proof file %s: %w", opts.Output, err)
+	}
+	rep.FileBytes = len(file)
 	timed("write", time.Since(start))
 	log.Info().Str("proof", opts.Output).Int("proof_bytes", rep.ProofBytes).Int("file_bytes", rep.FileBytes).
 		Str("total", time.Duration(rep.TotalMS*float64(time.Millisecond)).Round(time.Millisecond).String()).Msg("proof written")
