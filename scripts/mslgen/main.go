@@ -553,9 +553,9 @@ func genHost(ks []Kernel, amalg string) string {
 		}
 		pro = append(pro, "(void)tg;")
 		call := fmt.Sprintf("msl_kernel_%s(%s);", k.Name, strings.Join(args, ", "))
-		fmt.Fprintf(&b, "static void hd_item_%s(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {\n  %s\n  %s\n}\n",
+		fmt.Fprintf(&b, "HD_SIMD_CLONES static void hd_item_%s(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {\n  %s\n  %s\n}\n",
 			k.Name, strings.Join(pro, "\n  "), call)
-		fmt.Fprintf(&b, "static void hd_group_%s(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {\n  %s\n  HD_FOR_EACH_ITEM(L, lp) %s\n}\n",
+		fmt.Fprintf(&b, "HD_SIMD_CLONES static void hd_group_%s(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {\n  %s\n  HD_FOR_EACH_ITEM(L, lp) %s\n}\n",
 			k.Name, strings.Join(pro, "\n  "), call)
 		sizes := make([]string, k.NBuf)
 		for i := range sizes {

@@ -24,6 +24,16 @@ static inline hd_u3 hd_bi_thread_index_in_threadgroup(const hd_launch* L, hd_u3,
   return hd_u3{lp.x + L->tpg.x * (lp.y + L->tpg.y * lp.z), 0, 0};
 }
 
+// Every trampoline is compiled three times on x86-64 ELF (GCC, Clang): for AVX-512 (x86-64-v4),
+// AVX2 (x86-64-v3) and the baseline; the loader picks one for the CPU (ifunc). The kernel code
+// inlined into each clone is vectorised for that instruction set: this is where the lane loops of
+// prelude.h turn into SIMD. Other targets (aarch64: NEON is the baseline) compile once.
+#if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HD_NO_CLONES)
+#define HD_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define HD_SIMD_CLONES
+#endif
+
 #define HD_FOR_EACH_ITEM(L, lp)                                \
   for (unsigned hd_z = 0; hd_z < (L)->tpg.z; hd_z++)           \
     for (unsigned hd_y = 0; hd_y < (L)->tpg.y; hd_y++)         \

@@ -10,7 +10,7 @@
 package host
 
 /*
-#cgo CXXFLAGS: -std=c++17 -O2
+#cgo CXXFLAGS: -std=c++17 -O3
 #cgo LDFLAGS: -pthread -lstdc++
 #include <stdlib.h>
 #include <string.h>

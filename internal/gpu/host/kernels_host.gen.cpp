@@ -39,6 +39,8 @@ using namespace metal;
 #define MSL_TARGET_METAL 1
 #define MSL_FN static inline  // free helper functions
 #define MSL_METHOD            // member functions of helper structs
+#define MSL_LANES 1u          // see "Lanes" below
+#define MSL_LOG_LANES 0u
 
 #else
 // ------------------------------------------------------------------ CUDA / check / host
@@ -154,6 +156,20 @@ MSL_FN int min(int a, int b) { return a < b ? a : b; }
 MSL_FN int max(int a, int b) { return a > b ? a : b; }
 MSL_FN ulong min(ulong a, ulong b) { return a < b ? a : b; }
 MSL_FN ulong max(ulong a, ulong b) { return a > b ? a : b; }
+#endif
+
+// Lanes. On the host device one work item runs MSL_LANES consecutive "virtual threads" (lanes) so
+// that the C++ compiler can turn a kernel's innermost `for (uint l = 0u; l < MSL_LANES; l++)` loops
+// into SIMD instructions (AVX-512/AVX2 through the target clones of the host trampolines, NEON on
+// aarch64): per-item state is an array indexed [k * MSL_LANES + l], and neighbouring lanes touch
+// neighbouring addresses. On GPUs MSL_LANES is 1 and such loops vanish: lanes are the GPU's own
+// SIMD threads. Launchers need not know the lane count (kernels loop with a grid stride).
+#if defined(MSL_TARGET_HOST)
+#define MSL_LANES 16u
+#define MSL_LOG_LANES 4u
+#else
+#define MSL_LANES 1u
+#define MSL_LOG_LANES 0u
 #endif
 
 // threadgroup_barrier(mem_flags::...). Every flag means "full threadgroup barrier" here.
@@ -1176,14 +1192,14 @@ MSL_KERNEL void msl_kernel_p2_permute_states(MSL_DEVICE uint* states            
 #line 1 "<mslgen host>"
 #include "hd_glue.h"
 
-static void hd_item_bench_mul_chain(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_bench_mul_chain(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
   MSL_CONSTANT BenchMulParams a1 = *(MSL_CONSTANT BenchMulParams*)L->bufs[1];
   (void)tg;
   msl_kernel_bench_mul_chain(a0, a1, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_bench_mul_chain(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_bench_mul_chain(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
   MSL_CONSTANT BenchMulParams a1 = *(MSL_CONSTANT BenchMulParams*)L->bufs[1];
@@ -1193,7 +1209,7 @@ static void hd_group_bench_mul_chain(const hd_launch* Lp, hd_u3 gp, unsigned cha
 static_assert(sizeof(MSL_CONSTANT BenchMulParams) == 8, "bench_mul_chain: value size of p");
 static const unsigned hd_valsize_bench_mul_chain[] = {0, 8, 0};
 
-static void hd_item_bench_copy(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_bench_copy(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1201,7 +1217,7 @@ static void hd_item_bench_copy(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned
   (void)tg;
   msl_kernel_bench_copy(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_bench_copy(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_bench_copy(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1212,7 +1228,7 @@ static void hd_group_bench_copy(const hd_launch* Lp, hd_u3 gp, unsigned char* co
 static_assert(sizeof(MSL_CONSTANT uint) == 4, "bench_copy: value size of n");
 static const unsigned hd_valsize_bench_copy[] = {0, 0, 4, 0};
 
-static void hd_item_fo_to_mont(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_fo_to_mont(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1220,7 +1236,7 @@ static void hd_item_fo_to_mont(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned
   (void)tg;
   msl_kernel_fo_to_mont(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_fo_to_mont(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_fo_to_mont(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1231,7 +1247,7 @@ static void hd_group_fo_to_mont(const hd_launch* Lp, hd_u3 gp, unsigned char* co
 static_assert(sizeof(MSL_CONSTANT uint) == 4, "fo_to_mont: value size of n");
 static const unsigned hd_valsize_fo_to_mont[] = {0, 0, 4, 0};
 
-static void hd_item_fo_from_mont(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_fo_from_mont(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1239,7 +1255,7 @@ static void hd_item_fo_from_mont(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsign
   (void)tg;
   msl_kernel_fo_from_mont(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_fo_from_mont(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_fo_from_mont(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1250,7 +1266,7 @@ static void hd_group_fo_from_mont(const hd_launch* Lp, hd_u3 gp, unsigned char* 
 static_assert(sizeof(MSL_CONSTANT uint) == 4, "fo_from_mont: value size of n");
 static const unsigned hd_valsize_fo_from_mont[] = {0, 0, 4, 0};
 
-static void hd_item_fo_add(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_fo_add(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1259,7 +1275,7 @@ static void hd_item_fo_add(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned cha
   (void)tg;
   msl_kernel_fo_add(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_fo_add(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_fo_add(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1271,7 +1287,7 @@ static void hd_group_fo_add(const hd_launch* Lp, hd_u3 gp, unsigned char* const*
 static_assert(sizeof(MSL_CONSTANT uint) == 4, "fo_add: value size of n");
 static const unsigned hd_valsize_fo_add[] = {0, 0, 0, 4, 0};
 
-static void hd_item_fo_sub(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_fo_sub(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1280,7 +1296,7 @@ static void hd_item_fo_sub(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned cha
   (void)tg;
   msl_kernel_fo_sub(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_fo_sub(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_fo_sub(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1292,7 +1308,7 @@ static void hd_group_fo_sub(const hd_launch* Lp, hd_u3 gp, unsigned char* const*
 static_assert(sizeof(MSL_CONSTANT uint) == 4, "fo_sub: value size of n");
 static const unsigned hd_valsize_fo_sub[] = {0, 0, 0, 4, 0};
 
-static void hd_item_fo_mul(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_fo_mul(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1301,7 +1317,7 @@ static void hd_item_fo_mul(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned cha
   (void)tg;
   msl_kernel_fo_mul(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_fo_mul(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_fo_mul(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1313,7 +1329,7 @@ static void hd_group_fo_mul(const hd_launch* Lp, hd_u3 gp, unsigned char* const*
 static_assert(sizeof(MSL_CONSTANT uint) == 4, "fo_mul: value size of n");
 static const unsigned hd_valsize_fo_mul[] = {0, 0, 0, 4, 0};
 
-static void hd_item_fo_scale(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_fo_scale(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1321,7 +1337,7 @@ static void hd_item_fo_scale(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned c
   (void)tg;
   msl_kernel_fo_scale(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_fo_scale(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_fo_scale(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1332,7 +1348,7 @@ static void hd_group_fo_scale(const hd_launch* Lp, hd_u3 gp, unsigned char* cons
 static_assert(sizeof(MSL_CONSTANT FoScaleParams) == 8, "fo_scale: value size of p");
 static const unsigned hd_valsize_fo_scale[] = {0, 0, 8, 0};
 
-static void hd_item_fo_ext_add(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_fo_ext_add(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1341,7 +1357,7 @@ static void hd_item_fo_ext_add(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned
   (void)tg;
   msl_kernel_fo_ext_add(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_fo_ext_add(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_fo_ext_add(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1353,7 +1369,7 @@ static void hd_group_fo_ext_add(const hd_launch* Lp, hd_u3 gp, unsigned char* co
 static_assert(sizeof(MSL_CONSTANT uint) == 4, "fo_ext_add: value size of n");
 static const unsigned hd_valsize_fo_ext_add[] = {0, 0, 0, 4, 0};
 
-static void hd_item_fo_ext_mul(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_fo_ext_mul(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1362,7 +1378,7 @@ static void hd_item_fo_ext_mul(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned
   (void)tg;
   msl_kernel_fo_ext_mul(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_fo_ext_mul(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_fo_ext_mul(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1374,7 +1390,7 @@ static void hd_group_fo_ext_mul(const hd_launch* Lp, hd_u3 gp, unsigned char* co
 static_assert(sizeof(MSL_CONSTANT uint) == 4, "fo_ext_mul: value size of n");
 static const unsigned hd_valsize_fo_ext_mul[] = {0, 0, 0, 4, 0};
 
-static void hd_item_fo_ext_mul_base(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_fo_ext_mul_base(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1383,7 +1399,7 @@ static void hd_item_fo_ext_mul_base(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, uns
   (void)tg;
   msl_kernel_fo_ext_mul_base(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_fo_ext_mul_base(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_fo_ext_mul_base(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1395,7 +1411,7 @@ static void hd_group_fo_ext_mul_base(const hd_launch* Lp, hd_u3 gp, unsigned cha
 static_assert(sizeof(MSL_CONSTANT uint) == 4, "fo_ext_mul_base: value size of n");
 static const unsigned hd_valsize_fo_ext_mul_base[] = {0, 0, 0, 4, 0};
 
-static void hd_item_fo_sum(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_fo_sum(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1404,7 +1420,7 @@ static void hd_item_fo_sum(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned cha
   (void)tg;
   msl_kernel_fo_sum(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
-static void hd_group_fo_sum(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_fo_sum(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1416,7 +1432,7 @@ static void hd_group_fo_sum(const hd_launch* Lp, hd_u3 gp, unsigned char* const*
 static_assert(sizeof(MSL_CONSTANT uint) == 4, "fo_sum: value size of n");
 static const unsigned hd_valsize_fo_sum[] = {0, 0, 4, 0};
 
-static void hd_item_merkle_hash_rows(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_merkle_hash_rows(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1425,7 +1441,7 @@ static void hd_item_merkle_hash_rows(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, un
   (void)tg;
   msl_kernel_merkle_hash_rows(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_merkle_hash_rows(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_merkle_hash_rows(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1437,7 +1453,7 @@ static void hd_group_merkle_hash_rows(const hd_launch* Lp, hd_u3 gp, unsigned ch
 static_assert(sizeof(MSL_CONSTANT MerkleRowParams) == 8, "merkle_hash_rows: value size of p");
 static const unsigned hd_valsize_merkle_hash_rows[] = {0, 0, 0, 8, 0};
 
-static void hd_item_merkle_compress(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_merkle_compress(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1446,7 +1462,7 @@ static void hd_item_merkle_compress(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, uns
   (void)tg;
   msl_kernel_merkle_compress(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_merkle_compress(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_merkle_compress(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1458,7 +1474,7 @@ static void hd_group_merkle_compress(const hd_launch* Lp, hd_u3 gp, unsigned cha
 static_assert(sizeof(MSL_CONSTANT MerkleCompressParams) == 8, "merkle_compress: value size of p");
 static const unsigned hd_valsize_merkle_compress[] = {0, 0, 0, 8, 0};
 
-static void hd_item_merkle_gather_rows(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_merkle_gather_rows(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1466,7 +1482,7 @@ static void hd_item_merkle_gather_rows(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, 
   (void)tg;
   msl_kernel_merkle_gather_rows(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_merkle_gather_rows(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_merkle_gather_rows(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1477,14 +1493,14 @@ static void hd_group_merkle_gather_rows(const hd_launch* Lp, hd_u3 gp, unsigned 
 static_assert(sizeof(MSL_CONSTANT MerkleGatherParams) == 20, "merkle_gather_rows: value size of p");
 static const unsigned hd_valsize_merkle_gather_rows[] = {0, 0, 20, 0};
 
-static void hd_item_ntt_bitrev(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_ntt_bitrev(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
   MSL_CONSTANT NttBitrevParams a1 = *(MSL_CONSTANT NttBitrevParams*)L->bufs[1];
   (void)tg;
   msl_kernel_ntt_bitrev(a0, a1, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_ntt_bitrev(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_ntt_bitrev(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
   MSL_CONSTANT NttBitrevParams a1 = *(MSL_CONSTANT NttBitrevParams*)L->bufs[1];
@@ -1494,7 +1510,7 @@ static void hd_group_ntt_bitrev(const hd_launch* Lp, hd_u3 gp, unsigned char* co
 static_assert(sizeof(MSL_CONSTANT NttBitrevParams) == 8, "ntt_bitrev: value size of p");
 static const unsigned hd_valsize_ntt_bitrev[] = {0, 8, 0};
 
-static void hd_item_ntt_pass(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_ntt_pass(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1504,7 +1520,7 @@ static void hd_item_ntt_pass(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned c
   (void)tg;
   msl_kernel_ntt_pass(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
-static void hd_group_ntt_pass(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_ntt_pass(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1517,7 +1533,7 @@ static void hd_group_ntt_pass(const hd_launch* Lp, hd_u3 gp, unsigned char* cons
 static_assert(sizeof(MSL_CONSTANT NttPassParams) == 24, "ntt_pass: value size of p");
 static const unsigned hd_valsize_ntt_pass[] = {0, 0, 0, 24, 0};
 
-static void hd_item_ntt_blocks(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_ntt_blocks(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1525,7 +1541,7 @@ static void hd_item_ntt_blocks(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned
   (void)tg;
   msl_kernel_ntt_blocks(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_ntt_blocks(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_ntt_blocks(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -1536,7 +1552,7 @@ static void hd_group_ntt_blocks(const hd_launch* Lp, hd_u3 gp, unsigned char* co
 static_assert(sizeof(MSL_CONSTANT NttBlocksParams) == 24, "ntt_blocks: value size of p");
 static const unsigned hd_valsize_ntt_blocks[] = {0, 0, 24, 0};
 
-static void hd_item_ntt_pad_columns(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_ntt_pad_columns(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1544,7 +1560,7 @@ static void hd_item_ntt_pad_columns(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, uns
   (void)tg;
   msl_kernel_ntt_pad_columns(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_ntt_pad_columns(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_ntt_pad_columns(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -1555,7 +1571,7 @@ static void hd_group_ntt_pad_columns(const hd_launch* Lp, hd_u3 gp, unsigned cha
 static_assert(sizeof(MSL_CONSTANT NttPadParams) == 16, "ntt_pad_columns: value size of p");
 static const unsigned hd_valsize_ntt_pad_columns[] = {0, 0, 16, 0};
 
-static void hd_item_p2_permute_states(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_item_p2_permute_states(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
   MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];
@@ -1563,7 +1579,7 @@ static void hd_item_p2_permute_states(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, u
   (void)tg;
   msl_kernel_p2_permute_states(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static void hd_group_p2_permute_states(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_p2_permute_states(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
   MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];

@@ -38,6 +38,8 @@ using namespace metal;
 #define MSL_TARGET_METAL 1
 #define MSL_FN static inline  // free helper functions
 #define MSL_METHOD            // member functions of helper structs
+#define MSL_LANES 1u          // see "Lanes" below
+#define MSL_LOG_LANES 0u
 
 #else
 // ------------------------------------------------------------------ CUDA / check / host
@@ -153,6 +155,20 @@ MSL_FN int min(int a, int b) { return a < b ? a : b; }
 MSL_FN int max(int a, int b) { return a > b ? a : b; }
 MSL_FN ulong min(ulong a, ulong b) { return a < b ? a : b; }
 MSL_FN ulong max(ulong a, ulong b) { return a > b ? a : b; }
+#endif
+
+// Lanes. On the host device one work item runs MSL_LANES consecutive "virtual threads" (lanes) so
+// that the C++ compiler can turn a kernel's innermost `for (uint l = 0u; l < MSL_LANES; l++)` loops
+// into SIMD instructions (AVX-512/AVX2 through the target clones of the host trampolines, NEON on
+// aarch64): per-item state is an array indexed [k * MSL_LANES + l], and neighbouring lanes touch
+// neighbouring addresses. On GPUs MSL_LANES is 1 and such loops vanish: lanes are the GPU's own
+// SIMD threads. Launchers need not know the lane count (kernels loop with a grid stride).
+#if defined(MSL_TARGET_HOST)
+#define MSL_LANES 16u
+#define MSL_LOG_LANES 4u
+#else
+#define MSL_LANES 1u
+#define MSL_LOG_LANES 0u
 #endif
 
 // threadgroup_barrier(mem_flags::...). Every flag means "full threadgroup barrier" here.
