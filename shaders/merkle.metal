@@ -11,8 +11,11 @@ struct MerkleRowParams {
 
 // digests[r] = hash_slice(m[0·height + r], m[1·height + r], …, m[(width−1)·height + r]): the
 // padding-free sponge (rate 8, zero initial state, a partial last block overwrites only its
-// lanes). Thread r reads element r of each column: neighbouring threads read neighbouring
-// addresses, so the column-major reads coalesce.
+// elements). Thread r reads element r of each column: neighbouring threads read neighbouring
+// addresses, so the column-major reads coalesce. Lanes (prelude.h): every MSL_LANES-th work item
+// hashes the rows r0 .. r0+MSL_LANES (lane l: row r0 + l, skipped when ≥ height), again reading
+// neighbouring addresses; the grid stride, rounded up to whole lanes, spreads those items over all
+// threadgroups.
 kernel void merkle_hash_rows(device const uint* m [[buffer(0)]],
                              device uint* digests [[buffer(1)]],
                              constant uint* rc [[buffer(2)]],
@@ -21,15 +24,30 @@ kernel void merkle_hash_rows(device const uint* m [[buffer(0)]],
                              uint stride [[threads_per_grid]]) {
   uint height = p.height;
   uint width = p.width;
-  uint s[16];
-  for (uint r = gid; r < height; r += stride) {
-    for (uint k = 0u; k < P2_WIDTH; k++) s[k] = 0u;
+  uint lstride = (stride + MSL_LANES - 1u) & ~(MSL_LANES - 1u);
+  uint first = (gid & (MSL_LANES - 1u)) == 0u ? gid : height;
+  uint s[P2_STATE];
+  for (uint r0 = first; r0 < height; r0 += lstride) {
+    uint nl = min(MSL_LANES, height - r0);
+    for (uint k = 0u; k < P2_STATE; k++) s[k] = 0u;
     for (uint c = 0u; c < width; c += P2_RATE) {
       uint nb = min(P2_RATE, width - c);
-      for (uint k = 0u; k < nb; k++) s[k] = m[(c + k) * height + r];
+      if (nl == MSL_LANES) {
+        for (uint k = 0u; k < nb; k++) {
+          uint base = (c + k) * height + r0;
+          for (uint l = 0u; l < MSL_LANES; l++) s[k * MSL_LANES + l] = m[base + l];
+        }
+      } else {  // the last, partial group of rows (host only)
+        for (uint k = 0u; k < nb; k++) {
+          uint base = (c + k) * height + r0;
+          for (uint l = 0u; l < nl; l++) s[k * MSL_LANES + l] = m[base + l];
+        }
+      }
       p2_permute(s, rc);
     }
-    for (uint k = 0u; k < 8u; k++) digests[r * 8u + k] = s[k];
+    for (uint l = 0u; l < nl; l++) {
+      for (uint k = 0u; k < 8u; k++) digests[(r0 + l) * 8u + k] = s[k * MSL_LANES + l];
+    }
   }
 }
 
@@ -40,6 +58,8 @@ struct MerkleCompressParams {
 
 // out[i] = compress(in[2x·qs + y], in[(2x+1)·qs + y]) with x = i / qs, y = i mod qs, where
 // compress(l, r) = Permute(l ‖ r)[0..8). With qs = 1 this is one layer of a binary tree.
+// Lanes (prelude.h): every MSL_LANES-th work item produces out[i0 .. i0+MSL_LANES) (lane l: digest
+// i0 + l, skipped when ≥ count).
 kernel void merkle_compress(device const uint* in [[buffer(0)]],
                             device uint* out [[buffer(1)]],
                             constant uint* rc [[buffer(2)]],
@@ -48,18 +68,30 @@ kernel void merkle_compress(device const uint* in [[buffer(0)]],
                             uint stride [[threads_per_grid]]) {
   uint count = p.count;
   uint qs = p.qs;
-  uint s[16];
-  for (uint i = gid; i < count; i += stride) {
-    uint x = i / qs;
-    uint y = i - x * qs;
-    uint l = (2u * x * qs + y) * 8u;
-    uint r = l + qs * 8u;
-    for (uint k = 0u; k < 8u; k++) {
-      s[k] = in[l + k];
-      s[8u + k] = in[r + k];
+  uint lstride = (stride + MSL_LANES - 1u) & ~(MSL_LANES - 1u);
+  uint first = (gid & (MSL_LANES - 1u)) == 0u ? gid : count;
+  uint s[P2_STATE];
+  for (uint i0 = first; i0 < count; i0 += lstride) {
+    uint nl = min(MSL_LANES, count - i0);
+    uint x = i0 / qs;
+    uint y = i0 - x * qs;
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      uint lo = (2u * x * qs + y) * 8u;
+      uint hi = lo + qs * 8u;
+      for (uint k = 0u; k < 8u; k++) {
+        s[k * MSL_LANES + l] = l < nl ? in[lo + k] : 0u;
+        s[(8u + k) * MSL_LANES + l] = l < nl ? in[hi + k] : 0u;
+      }
+      y++;  // digest i0 + l + 1
+      if (y == qs) {
+        y = 0u;
+        x++;
+      }
     }
     p2_permute(s, rc);
-    for (uint k = 0u; k < 8u; k++) out[i * 8u + k] = s[k];
+    for (uint l = 0u; l < nl; l++) {
+      for (uint k = 0u; k < 8u; k++) out[(i0 + l) * 8u + k] = s[k * MSL_LANES + l];
+    }
   }
 }
 

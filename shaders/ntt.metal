@@ -62,6 +62,7 @@ struct NttPassParams {
   uint log_t;   // T = 2^log_t sub-transforms per block (T ≤ n/R, T·R ≤ the threadgroup array)
   uint nblocks; // blocks: width · (n/R) / T
   uint scale;   // Montgomery factor applied on the way out (BB_ONE: none)
+  uint lanes;   // 1: run blocks of T ≥ MSL_LANES with the lane functions (host SIMD); 0: never
 };
 
 // w_M^e for M = 2^log_m ≥ 4 and e < M, from two reads of the table (both in small regions, so
@@ -166,6 +167,174 @@ MSL_FN void ntt_round(device uint* dst, device const uint* tw, threadgroup uint*
         uint x = v[m];
         if (scale != BB_ONE) x = bb_mul(x, scale);
         dst[obase + ((base + m * h) << log_ns)] = x;
+      }
+    }
+  }
+}
+
+// Lane versions of ntt_round0 / ntt_round (see "Lanes" in prelude.h), for blocks of T ≥ MSL_LANES
+// sub-transforms: tasks q0 .. q0 + MSL_LANES − 1 (q0 a multiple of MSL_LANES) share b and cover
+// the consecutive sub-transforms t0 + l, so every tile and input access is contiguous in the
+// lane and every stage twiddle is shared by the lanes. ntt_pass takes them only when
+// MSL_LANES > 1 (the host device); the arithmetic is that of ntt_round0 / ntt_round.
+MSL_FN void ntt_round0_lanes(device const uint* src, device const uint* tw, threadgroup uint* sh, uint K, uint q0,
+                             uint in0, uint jb, uint log_r, uint log_t, uint log_m, uint log_ns) {
+  uint t0 = q0 & ((1u << log_t) - 1u);
+  uint b = q0 >> log_t;
+  uint rb = ntt_rev_bits(b << K, log_r);
+  uint v[8u * MSL_LANES];
+  MSL_UNROLL
+  for (uint m = 0u; m < 8u; m++) {
+    if (m < (1u << K)) {
+      device const uint* x = src + (in0 + t0 + ((rb | (ntt_rev_bits(m, K) << (log_r - K))) << log_m));
+      MSL_FOR_LANES(l) v[m * MSL_LANES + l] = x[l];
+    }
+  }
+  if (log_ns != 0u) {
+    uint log_big = log_ns + log_r;
+    uint w[MSL_LANES];
+    uint st[MSL_LANES];
+    if ((1u << log_ns) >= MSL_LANES) {
+      // k = k0 + l in every lane (j0 is a multiple of MSL_LANES): both twiddles are geometric in
+      // the lane (ratios wl, sl), so four table powers and log2(MSL_LANES) doubling steps
+      // replace two powers per lane.
+      uint k0 = (jb + t0) & ((1u << log_ns) - 1u);
+      uint wl = ntt_tw_pow(tw, log_big, rb);
+      uint sl = ntt_tw_pow(tw, log_big, 1u << (log_r - K));
+      w[0] = ntt_tw_pow(tw, log_big, rb * k0);
+      st[0] = ntt_tw_pow(tw, log_big, k0 << (log_r - K));
+      MSL_UNROLL
+      for (uint d = 1u; d < MSL_LANES; d <<= 1) {
+        for (uint l = 0u; l < d; l++) {
+          w[d + l] = bb_mul(w[l], wl);
+          st[d + l] = bb_mul(st[l], sl);
+        }
+        wl = bb_square(wl);
+        sl = bb_square(sl);
+      }
+    } else {
+      for (uint l = 0u; l < MSL_LANES; l++) {  // table lookups per lane: scalar
+        uint k = (jb + t0 + l) & ((1u << log_ns) - 1u);
+        w[l] = ntt_tw_pow(tw, log_big, rb * k);
+        st[l] = ntt_tw_pow(tw, log_big, k << (log_r - K));
+      }
+    }
+    MSL_UNROLL
+    for (uint i = 0u; i < 8u; i++) {
+      if (i < (1u << K)) {
+        uint m = ntt_rev_bits(i, K);
+        MSL_FOR_LANES(l) v[m * MSL_LANES + l] = bb_mul(v[m * MSL_LANES + l], w[l]);
+        if (i + 1u < (1u << K)) {
+          MSL_FOR_LANES(l) w[l] = bb_mul(w[l], st[l]);
+        }
+      }
+    }
+  }
+  MSL_UNROLL
+  for (uint s2 = 0u; s2 < 3u; s2++) {
+    if (s2 < K) {
+      uint hs = 1u << s2;
+      MSL_UNROLL
+      for (uint m = 0u; m < 8u; m++) {
+        if (m < (1u << K) && (m & hs) == 0u) {
+          uint jm = m & (hs - 1u);
+          uint lo = m * MSL_LANES;
+          uint hi = (m + hs) * MSL_LANES;
+          if (jm != 0u) {
+            uint wt = tw[hs + jm];
+            MSL_FOR_LANES(l) v[hi + l] = bb_mul(v[hi + l], wt);
+          }
+          MSL_FOR_LANES(l) {
+            uint u = v[lo + l];
+            uint x = v[hi + l];
+            v[lo + l] = bb_add(u, x);
+            v[hi + l] = bb_sub(u, x);
+          }
+        }
+      }
+    }
+  }
+  threadgroup uint* d = sh + (((b << K) << log_t) | t0);
+  MSL_UNROLL
+  for (uint m = 0u; m < 8u; m++) {
+    if (m < (1u << K)) {
+      MSL_FOR_LANES(l) d[(m << log_t) + l] = v[m * MSL_LANES + l];
+    }
+  }
+}
+
+MSL_FN void ntt_round_lanes(device uint* dst, device const uint* tw, threadgroup uint* sh, uint K, uint st, uint q0,
+                            uint log_t, uint last, uint colbase, uint jb, uint log_ns, uint log_r, uint scale) {
+  uint t0 = q0 & ((1u << log_t) - 1u);
+  uint b = q0 >> log_t;
+  uint h = 1u << st;
+  uint jj = b & (h - 1u);
+  uint base = ((b >> st) << (st + K)) + jj;
+  threadgroup uint* a = sh + ((base << log_t) | t0);
+  uint v[8u * MSL_LANES];
+  MSL_UNROLL
+  for (uint m = 0u; m < 8u; m++) {
+    if (m < (1u << K)) {
+      MSL_FOR_LANES(l) v[m * MSL_LANES + l] = a[((m * h) << log_t) + l];
+    }
+  }
+  MSL_UNROLL
+  for (uint s2 = 0u; s2 < 3u; s2++) {
+    if (s2 < K) {
+      uint hs = 1u << s2;
+      uint hh = h << s2;
+      MSL_UNROLL
+      for (uint m = 0u; m < 8u; m++) {
+        if (m < (1u << K) && (m & hs) == 0u) {
+          uint wt = tw[hh + jj + (m & (hs - 1u)) * h];
+          uint lo = m * MSL_LANES;
+          uint hi = (m + hs) * MSL_LANES;
+          MSL_FOR_LANES(l) {
+            uint u = v[lo + l];
+            uint x = bb_mul(v[hi + l], wt);
+            v[lo + l] = bb_add(u, x);
+            v[hi + l] = bb_sub(u, x);
+          }
+        }
+      }
+    }
+  }
+  if (last == 0u) {
+    MSL_UNROLL
+    for (uint m = 0u; m < 8u; m++) {
+      if (m < (1u << K)) {
+        MSL_FOR_LANES(l) a[((m * h) << log_t) + l] = v[m * MSL_LANES + l];
+      }
+    }
+    return;
+  }
+  if (scale != BB_ONE) {
+    MSL_UNROLL
+    for (uint m = 0u; m < 8u; m++) {
+      if (m < (1u << K)) {
+        MSL_FOR_LANES(l) v[m * MSL_LANES + l] = bb_mul(v[m * MSL_LANES + l], scale);
+      }
+    }
+  }
+  // Sub-transform j goes to colbase + (j / Ns)·Ns·R + (j mod Ns) + P·Ns: consecutive lanes are
+  // consecutive addresses when Ns ≥ MSL_LANES (j0 is a multiple of MSL_LANES), else R apart
+  // within each run of Ns lanes.
+  uint j0 = jb + t0;
+  if ((1u << log_ns) >= MSL_LANES) {
+    device uint* o = dst + (colbase + ((j0 >> log_ns) << (log_ns + log_r)) + (j0 & ((1u << log_ns) - 1u)) + (base << log_ns));
+    MSL_UNROLL
+    for (uint m = 0u; m < 8u; m++) {
+      if (m < (1u << K)) {
+        MSL_FOR_LANES(l) o[((m * h) << log_ns) + l] = v[m * MSL_LANES + l];
+      }
+    }
+  } else {
+    for (uint l = 0u; l < MSL_LANES; l++) {  // scattered stores: scalar
+      uint j = j0 + l;
+      device uint* o = dst + (colbase + ((j >> log_ns) << (log_ns + log_r)) + (j & ((1u << log_ns) - 1u)) + (base << log_ns));
+      MSL_UNROLL
+      for (uint m = 0u; m < 8u; m++) {
+        if (m < (1u << K)) o[(m * h) << log_ns] = v[m * MSL_LANES + l];
       }
     }
   }
@@ -328,11 +497,54 @@ kernel void ntt_pass(device const uint* src [[buffer(0)]],
   uint log_t = p.log_t;
   uint nblocks = p.nblocks;
   uint scale = p.scale;
+  uint lanes = p.lanes;
   // The shapes of 2^20..2^22-point transforms (the bulk of the prover's work), specialised;
   // every other shape takes the generic loop below. (A separate kernel for these shapes gets
   // 40 registers instead of 56, 6 instead of 4 groups of 256 per SM, and ran 24 % slower on
   // the H100: more blocks in flight contend for the L2/DRAM, see docs/perf-notes/ntt-gpu.md.)
-  if (log_r == 11u && log_t == 2u) {
+  if (MSL_LANES > 1u && lanes != 0u && log_t >= MSL_LOG_LANES) {
+    // Host device: each work item runs MSL_LANES consecutive tasks as SIMD lanes.
+    uint log_m = log_n - log_r;
+    uint log_bpc = log_m - log_t;
+    uint lsize = 1u << (log_r + log_t - MSL_LOG_LANES);  // lane groups of tasks in a 1-stage round
+    uint k0 = min(3u, log_r);
+    for (uint c = group; c < nblocks; c += ngroups) {
+      uint colbase = (c >> log_bpc) << log_n;
+      uint jb = (c & ((1u << log_bpc) - 1u)) << log_t;
+      uint in0 = colbase + jb;
+      for (uint g = tid; g < (lsize >> k0); g += tpg) {
+        uint q0 = g << MSL_LOG_LANES;
+        if (k0 == 3u) {
+          ntt_round0_lanes(src, tw, sh, 3u, q0, in0, jb, log_r, log_t, log_m, log_ns);
+        } else if (k0 == 2u) {
+          ntt_round0_lanes(src, tw, sh, 2u, q0, in0, jb, log_r, log_t, log_m, log_ns);
+        } else {
+          ntt_round0_lanes(src, tw, sh, 1u, q0, in0, jb, log_r, log_t, log_m, log_ns);
+        }
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      uint st = k0;
+      uint last = 0u;
+      while (last == 0u) {
+        uint kk = min(3u, log_r - st);
+        last = st + kk == log_r ? 1u : 0u;
+        for (uint g = tid; g < (lsize >> kk); g += tpg) {
+          uint q0 = g << MSL_LOG_LANES;
+          if (kk == 3u) {
+            ntt_round_lanes(dst, tw, sh, 3u, st, q0, log_t, last, colbase, jb, log_ns, log_r, scale);
+          } else if (kk == 2u) {
+            ntt_round_lanes(dst, tw, sh, 2u, st, q0, log_t, last, colbase, jb, log_ns, log_r, scale);
+          } else if (kk == 1u) {
+            ntt_round_lanes(dst, tw, sh, 1u, st, q0, log_t, last, colbase, jb, log_ns, log_r, scale);
+          } else {
+            ntt_round_lanes(dst, tw, sh, 0u, st, q0, log_t, last, colbase, jb, log_ns, log_r, scale);
+          }
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        st += kk;
+      }
+    }
+  } else if (log_r == 11u && log_t == 2u) {
     ntt_pass_c(src, dst, tw, sh, 11u, 2u, 3u, 3u, 3u, 2u, log_n, log_ns, nblocks, scale, tid, group, tpg, ngroups);
   } else if (log_r == 12u && log_t == 1u) {
     ntt_pass_c(src, dst, tw, sh, 12u, 1u, 3u, 3u, 3u, 3u, log_n, log_ns, nblocks, scale, tid, group, tpg, ngroups);

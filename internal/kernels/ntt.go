@@ -132,6 +132,47 @@ func tileElems(dev *gpu.Device) int {
 	return t
 }
 
+// hostLanes makes the host device run ntt_pass with its lane functions (SIMD across MSL_LANES =
+// 16 sub-transforms) and the pass plan they need (hostPassPlan). Tests turn it off to run the
+// GPU plan and the GPU code paths on the host device.
+var hostLanes = true
+
+// hostLogLanes is log2 of MSL_LANES on the host device (shaders/include/prelude.h).
+const hostLogLanes = 4
+
+// hostPassPlan is passPlan for the lane functions on the host: every pass needs T ≥ 16
+// sub-transforms per block, so a pass is at most 2^(logTile−4) points (2^9 in 32 KiB) and at most
+// n/16. Transforms of fewer than 2^8 points take one scalar pass; larger ones an even number of
+// passes (the ping-pong ends in the data buffer).
+func hostPassPlan(logN, logTile int) []int {
+	maxR := logTile - hostLogLanes
+	if logN <= logTile && (logN < 2*hostLogLanes || maxR < 1) {
+		return []int{logN}
+	}
+	np := 2
+	for (logN+np-1)/np > maxR {
+		np += 2
+	}
+	plan := make([]int, np)
+	for i := range plan {
+		plan[i] = logN / np
+		if i < logN%np {
+			plan[i]++
+		}
+	}
+	return plan
+}
+
+// plan returns the DFT sizes (log2) of the ntt_pass dispatches on the NTT's device, and whether
+// they use the host lane functions.
+func (t *NTT) plan(logN int) (plan []int, lanes bool) {
+	logTile := bits.TrailingZeros(uint(tileElems(t.dev)))
+	if isHost(t.dev) && hostLanes && logTile > hostLogLanes {
+		return hostPassPlan(logN, logTile), true
+	}
+	return passPlan(logN, logTile), false
+}
+
 // passPlan returns the DFT sizes (log2) of the ntt_pass dispatches of a transform of 2^logN
 // points: one pass when a whole column fits in the threadgroup array (done in place), else two
 // (≤ 2^22 points) or four passes (even, so the ping-pong ends in the data buffer).
@@ -207,7 +248,8 @@ func (t *NTT) PassLogs(height int) []int {
 	if err != nil || logN == 0 {
 		return nil
 	}
-	return passPlan(logN, bits.TrailingZeros(uint(tileElems(t.dev))))
+	plan, _ := t.plan(logN)
+	return plan
 }
 
 // encodeColumns encodes every pass of the transform (only < 0), or pass only alone.
@@ -239,7 +281,11 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width
 	one := MontOf(field.One)
 	dev := t.dev
 	tile := tileElems(dev)
-	plan := passPlan(logN, bits.TrailingZeros(uint(tile)))
+	plan, useLanes := t.plan(logN)
+	lanes := uint32(0)
+	if useLanes {
+		lanes = 1
+	}
 	src, dst := data, data
 	if len(plan) > 1 {
 		if dst, err = t.scratchOf(total); err != nil {
@@ -270,7 +316,7 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width
 		}
 		b.Dispatch("ntt_pass", gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)),
 			[]gpu.Arg{gpu.Buf(src.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(tw.Buffer),
-				gpu.U32(uint32(logN), uint32(lr), uint32(logNs), uint32(lt), uint32(nblocks), s)},
+				gpu.U32(uint32(logN), uint32(lr), uint32(logNs), uint32(lt), uint32(nblocks), s, lanes)},
 			uint32(4<<(lr+lt)))
 		logNs += lr
 		src, dst = dst, src

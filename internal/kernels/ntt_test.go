@@ -17,12 +17,17 @@ func TestDFTColumnsMatchesCpuref(t *testing.T) {
 	cases := []struct{ logH, width int }{
 		{0, 1}, {0, 9}, {1, 1}, {1, 3}, {2, 9}, {3, 2}, {4, 9}, {5, 7}, {10, 3}, {11, 2}, {12, 3}, {13, 2}, {16, 2}, {20, 1}, {21, 1}, {22, 1},
 	}
+	defer func(old bool) { hostLanes = old }(hostLanes)
 	for _, c := range cases {
 		if testing.Short() && c.logH > 16 {
 			continue
 		}
-		for _, inverse := range []bool{false, true} {
-			t.Run(fmt.Sprintf("2^%dx%d/inv=%v", c.logH, c.width, inverse), func(t *testing.T) {
+		for _, variant := range []struct {
+			inverse, lanes bool
+		}{{false, true}, {true, true}, {false, false}, {true, false}} {
+			inverse := variant.inverse
+			hostLanes = variant.lanes // host device: lane functions and their plan, or the GPU plan
+			t.Run(fmt.Sprintf("2^%dx%d/inv=%v/lanes=%v", c.logH, c.width, inverse, variant.lanes), func(t *testing.T) {
 				h := 1 << c.logH
 				v := fieldrand.Fps(r, h*c.width)
 				a := upload(t, v)
@@ -173,9 +178,9 @@ func TestRSEncodeMatrix(t *testing.T) {
 }
 
 func TestDFTColumnsFourPasses(t *testing.T) {
-	old := maxPassLog
-	maxPassLog = 4
-	defer func() { maxPassLog = old }()
+	old, oldLanes := maxPassLog, hostLanes
+	maxPassLog, hostLanes = 4, false // the GPU plan, on the host device
+	defer func() { maxPassLog, hostLanes = old, oldLanes }()
 	ntt := NewNTT(testDev)
 	defer ntt.Close()
 	r := rand.New(rand.NewPCG(5, 6))
@@ -245,6 +250,26 @@ func TestEncodePassMatchesFullTransform(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("element %d: got %d, want %d", i, got[i], want[i])
+		}
+	}
+}
+
+func TestHostPassPlan(t *testing.T) {
+	for logN := 0; logN <= 27; logN++ {
+		plan := hostPassPlan(logN, 13)
+		sum := 0
+		for _, lr := range plan {
+			sum += lr
+			lt := min(13-lr, logN-lr)
+			if len(plan) > 1 && (lr < 1 || lt < hostLogLanes) {
+				t.Errorf("2^%d: plan %v: pass of 2^%d points has T = 2^%d < 16", logN, plan, lr, lt)
+			}
+		}
+		if sum != logN || (len(plan) > 1 && len(plan)%2 != 0) {
+			t.Errorf("2^%d: plan %v", logN, plan)
+		}
+		if logN < 2*hostLogLanes && len(plan) != 1 {
+			t.Errorf("2^%d: plan %v, want one pass", logN, plan)
 		}
 	}
 }

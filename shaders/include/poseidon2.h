@@ -1,53 +1,32 @@
 // poseidon2.h - the Poseidon2 permutation over BabyBear, width 16 (Plonky3 v0.4.3
-// default_babybear_poseidon2_16, spec A §2), on Montgomery-form lanes. Mirrors
+// default_babybear_poseidon2_16, spec A §2), on Montgomery-form elements. Mirrors
 // internal/poseidon2.Permute: initial M_E, 4 full rounds, 13 partial rounds, 4 full rounds.
 //
 // Round constants come in a buffer `rc` of P2_RC_LEN uints, all in Montgomery form:
 //   rc[P2_RC_EXT_INIT + 16·r + i]   r < 4: constants of the initial full rounds
-//   rc[P2_RC_INTERNAL + r]          r < 13: constant of partial round r (added to lane 0)
+//   rc[P2_RC_INTERNAL + r]          r < 13: constant of partial round r (added to element 0)
 //   rc[P2_RC_EXT_FINAL + 16·r + i]  r < 4: constants of the final full rounds
 //   rc[P2_RC_DIAG + i]              i < 16: the diagonal V of M_I = J + diag(V)
 // (internal/kernels.Poseidon2Constants builds it from internal/poseidon2.)
+//
+// Lanes (prelude.h): the functions permute MSL_LANES states at once. A state array `s` holds
+// P2_WIDTH·MSL_LANES uints, element k of lane l at s[k·MSL_LANES + l] (lane-major; declare it as
+// `uint s[P2_STATE]`). Every step is a loop over elements (or groups of four) around an innermost
+// loop over lanes, so that the host compiler vectorises across lanes; constants are read once and
+// shared by all lanes. With MSL_LANES = 1 (GPUs) this is the plain scalar permutation.
 #ifndef POSEIDON2_H
 #define POSEIDON2_H
 #include "babybear.h"
 
 #define P2_WIDTH 16u
 #define P2_RATE 8u
+#define P2_STATE (16u * MSL_LANES)  // uints in a lane-major state array
 #define P2_RC_EXT_INIT 0u
 #define P2_RC_INTERNAL 64u
 #define P2_RC_EXT_FINAL 77u
 #define P2_RC_DIAG 141u
 #define P2_RC_LEN 157u
 
-// [2 3 1 1; 1 2 3 1; 1 1 2 3; 3 1 1 2] applied to s[o..o+4).
-MSL_FN void p2_mat4(thread uint* s, uint o) {
-  uint x0 = s[o], x1 = s[o + 1u], x2 = s[o + 2u], x3 = s[o + 3u];
-  uint t01 = bb_add(x0, x1);
-  uint t23 = bb_add(x2, x3);
-  uint t0123 = bb_add(t01, t23);
-  uint t01123 = bb_add(t0123, x1);
-  uint t01233 = bb_add(t0123, x3);
-  s[o + 3u] = bb_add(t01233, bb_double(x0));
-  s[o + 1u] = bb_add(t01123, bb_double(x2));
-  s[o] = bb_add(t01123, t01);
-  s[o + 2u] = bb_add(t01233, t23);
-}
-
-// M_E: mat4 on each group of four lanes, then add the sum of the lanes ≡ k (mod 4) to each.
-MSL_FN void p2_external(thread uint* s) {
-  p2_mat4(s, 0u);
-  p2_mat4(s, 4u);
-  p2_mat4(s, 8u);
-  p2_mat4(s, 12u);
-  for (uint k = 0u; k < 4u; k++) {
-    uint sum = bb_add(bb_add(s[k], s[4u + k]), bb_add(s[8u + k], s[12u + k]));
-    s[k] = bb_add(s[k], sum);
-    s[4u + k] = bb_add(s[4u + k], sum);
-    s[8u + k] = bb_add(s[8u + k], sum);
-    s[12u + k] = bb_add(s[12u + k], sum);
-  }
-}
 
 MSL_FN uint p2_sbox(uint x) {  // x^7
   uint x2 = bb_mul(x, x);
@@ -56,23 +35,99 @@ MSL_FN uint p2_sbox(uint x) {  // x^7
   return bb_mul(x3, x4);
 }
 
-MSL_FN void p2_full_round(thread uint* s, constant uint* rc, uint off) {
-  for (uint i = 0u; i < P2_WIDTH; i++) s[i] = p2_sbox(bb_add(s[i], rc[off + i]));
-  p2_external(s);
+// [2 3 1 1; 1 2 3 1; 1 1 2 3; 3 1 1 2] applied to elements g..g+4 of lane l.
+MSL_FN void p2_mat4_lane(thread uint* s, uint g, uint l, uint x0, uint x1, uint x2, uint x3) {
+  uint t01 = bb_add(x0, x1);
+  uint t23 = bb_add(x2, x3);
+  uint t0123 = bb_add(t01, t23);
+  uint t01123 = bb_add(t0123, x1);
+  uint t01233 = bb_add(t0123, x3);
+  s[g * MSL_LANES + l] = bb_add(t01123, t01);
+  s[(g + 1u) * MSL_LANES + l] = bb_add(t01123, bb_double(x2));
+  s[(g + 2u) * MSL_LANES + l] = bb_add(t01233, t23);
+  s[(g + 3u) * MSL_LANES + l] = bb_add(t01233, bb_double(x0));
 }
 
-// The permutation, in place, on 16 Montgomery lanes.
+// Second half of M_E: add to each element the sum of the elements ≡ k (mod 4).
+MSL_FN void p2_external_sums(thread uint* s) {
+  for (uint k = 0u; k < 4u; k++) {
+    MSL_FOR_LANES(l) {
+      uint a = s[k * MSL_LANES + l];
+      uint b = s[(4u + k) * MSL_LANES + l];
+      uint c = s[(8u + k) * MSL_LANES + l];
+      uint d = s[(12u + k) * MSL_LANES + l];
+      uint sum = bb_add(bb_add(a, b), bb_add(c, d));
+      s[k * MSL_LANES + l] = bb_add(a, sum);
+      s[(4u + k) * MSL_LANES + l] = bb_add(b, sum);
+      s[(8u + k) * MSL_LANES + l] = bb_add(c, sum);
+      s[(12u + k) * MSL_LANES + l] = bb_add(d, sum);
+    }
+  }
+}
+
+// M_E: mat4 on each group of four elements, then p2_external_sums.
+MSL_FN void p2_external(thread uint* s) {
+  for (uint g = 0u; g < P2_WIDTH; g += 4u) {
+    MSL_FOR_LANES(l) {
+      p2_mat4_lane(s, g, l, s[g * MSL_LANES + l], s[(g + 1u) * MSL_LANES + l],
+                   s[(g + 2u) * MSL_LANES + l], s[(g + 3u) * MSL_LANES + l]);
+    }
+  }
+  p2_external_sums(s);
+}
+
+// A full round: add the constants rc[off..off+16), S-box every element, M_E.
+MSL_FN void p2_full_round(thread uint* s, constant uint* rc, uint off) {
+  for (uint g = 0u; g < P2_WIDTH; g += 4u) {
+    uint c0 = rc[off + g], c1 = rc[off + g + 1u], c2 = rc[off + g + 2u], c3 = rc[off + g + 3u];
+    MSL_FOR_LANES(l) {
+      p2_mat4_lane(s, g, l, p2_sbox(bb_add(s[g * MSL_LANES + l], c0)),
+                   p2_sbox(bb_add(s[(g + 1u) * MSL_LANES + l], c1)),
+                   p2_sbox(bb_add(s[(g + 2u) * MSL_LANES + l], c2)),
+                   p2_sbox(bb_add(s[(g + 3u) * MSL_LANES + l], c3)));
+    }
+  }
+  p2_external_sums(s);
+}
+
+// The 13 partial rounds: S-box on element 0 only, then M_I = J + diag(V). `part` carries, per
+// lane, the sum of elements 1..15 from one round to the next.
+MSL_FN void p2_partial_rounds(thread uint* s, constant uint* rc) {
+  uint part[MSL_LANES];
+  uint full[MSL_LANES];
+  MSL_FOR_LANES(l) part[l] = s[MSL_LANES + l];
+  for (uint i = 2u; i < P2_WIDTH; i++) {
+    MSL_FOR_LANES(l) part[l] = bb_add(part[l], s[i * MSL_LANES + l]);
+  }
+  for (uint r = 0u; r < 13u; r++) {
+    uint c = rc[P2_RC_INTERNAL + r];
+    MSL_FOR_LANES(l) {
+      uint s0 = p2_sbox(bb_add(s[l], c));
+      full[l] = bb_add(part[l], s0);
+      s[l] = bb_sub(part[l], s0);  // V[0] = -2
+    }
+    uint d1 = rc[P2_RC_DIAG + 1u];
+    MSL_FOR_LANES(l) {
+      uint v = bb_add(full[l], bb_mul(d1, s[MSL_LANES + l]));
+      s[MSL_LANES + l] = v;
+      part[l] = v;
+    }
+    for (uint i = 2u; i < P2_WIDTH; i++) {
+      uint d = rc[P2_RC_DIAG + i];
+      MSL_FOR_LANES(l) {
+        uint v = bb_add(full[l], bb_mul(d, s[i * MSL_LANES + l]));
+        s[i * MSL_LANES + l] = v;
+        part[l] = bb_add(part[l], v);
+      }
+    }
+  }
+}
+
+// The permutation, in place, on MSL_LANES lane-major states.
 MSL_FN void p2_permute(thread uint* s, constant uint* rc) {
   p2_external(s);
   for (uint r = 0u; r < 4u; r++) p2_full_round(s, rc, P2_RC_EXT_INIT + 16u * r);
-  for (uint r = 0u; r < 13u; r++) {
-    uint s0 = p2_sbox(bb_add(s[0], rc[P2_RC_INTERNAL + r]));
-    uint part = s[1];
-    for (uint i = 2u; i < P2_WIDTH; i++) part = bb_add(part, s[i]);
-    uint full = bb_add(part, s0);
-    s[0] = bb_sub(part, s0);  // V[0] = -2
-    for (uint i = 1u; i < P2_WIDTH; i++) s[i] = bb_add(full, bb_mul(rc[P2_RC_DIAG + i], s[i]));
-  }
+  p2_partial_rounds(s, rc);
   for (uint r = 0u; r < 4u; r++) p2_full_round(s, rc, P2_RC_EXT_FINAL + 16u * r);
 }
 

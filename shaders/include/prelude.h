@@ -28,6 +28,8 @@ using namespace metal;
 #define MSL_METHOD            // member functions of helper structs
 #define MSL_LANES 1u          // see "Lanes" below
 #define MSL_LOG_LANES 0u
+#define MSL_UNROLL
+#define MSL_LANE_PRAGMA
 
 #else
 // ------------------------------------------------------------------ CUDA / check / host
@@ -41,7 +43,9 @@ using namespace metal;
 #define MSL_METHOD inline
 #else
 #define MSL_TARGET_HOST 1
-#define MSL_FN static inline __attribute__((unused))
+// always_inline: the whole kernel must land in each SIMD clone of its host trampoline (hd_glue.h);
+// a helper left out of line (GCC declines large stack frames) would run baseline code.
+#define MSL_FN static inline __attribute__((always_inline, unused))
 #define MSL_METHOD inline
 #endif
 
@@ -151,13 +155,28 @@ MSL_FN ulong max(ulong a, ulong b) { return a > b ? a : b; }
 // aarch64): per-item state is an array indexed [k * MSL_LANES + l], and neighbouring lanes touch
 // neighbouring addresses. On GPUs MSL_LANES is 1 and such loops vanish: lanes are the GPU's own
 // SIMD threads. Launchers need not know the lane count (kernels loop with a grid stride).
+// MSL_UNROLL before a loop with a constant trip count asks the host compiler to unroll it
+// completely (so per-lane arrays indexed by its counter become registers); GPU compilers unroll
+// such loops on their own.
 #if defined(MSL_TARGET_HOST)
 #define MSL_LANES 16u
 #define MSL_LOG_LANES 4u
+#define MSL_UNROLL _Pragma("GCC unroll 16")
+#if defined(__clang__)
+#define MSL_LANE_PRAGMA _Pragma("clang loop unroll(disable) vectorize(enable)")
 #else
+#define MSL_LANE_PRAGMA _Pragma("GCC unroll 1") _Pragma("GCC ivdep")
+#endif
+#else
+#define MSL_LANE_PRAGMA
+#define MSL_UNROLL
 #define MSL_LANES 1u
 #define MSL_LOG_LANES 0u
 #endif
+
+// MSL_FOR_LANES(l) stmt: stmt for every lane l, as one SIMD loop on the host (kept rolled, so the
+// vectoriser rather than the unroller takes it; iterations independent).
+#define MSL_FOR_LANES(l) MSL_LANE_PRAGMA for (uint l = 0u; l < MSL_LANES; l++)
 
 // threadgroup_barrier(mem_flags::...). Every flag means "full threadgroup barrier" here.
 enum class mem_flags : uint { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4 };

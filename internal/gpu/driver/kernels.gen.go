@@ -96,7 +96,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "merkle_hash_rows", Family: "merkle", Pos: "shaders/merkle.metal:16", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_hash_rows", Family: "merkle", Pos: "shaders/merkle.metal:19", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "digests", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
@@ -104,7 +104,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/merkle.metal:43", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/merkle.metal:63", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
@@ -112,7 +112,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/merkle.metal:76", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/merkle.metal:108", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant MerkleGatherParams&", Kind: ParamValue, Index: 2, ValueSize: 20},
@@ -125,32 +125,32 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "ntt_pass", Family: "ntt", Pos: "shaders/ntt.metal:316", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+	{Name: "ntt_pass", Family: "ntt", Pos: "shaders/ntt.metal:485", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant NttPassParams&", Kind: ParamValue, Index: 3, ValueSize: 24},
+		{Name: "p", Type: "constant NttPassParams&", Kind: ParamValue, Index: 3, ValueSize: 28},
 		{Name: "sh", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_index_in_threadgroup"},
 		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threadgroup_position_in_grid"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "ntt_blocks", Family: "ntt", Pos: "shaders/ntt.metal:396", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "ntt_blocks", Family: "ntt", Pos: "shaders/ntt.metal:608", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "data", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant NttBlocksParams&", Kind: ParamValue, Index: 2, ValueSize: 24},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "ntt_pad_columns", Family: "ntt", Pos: "shaders/ntt.metal:445", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "ntt_pad_columns", Family: "ntt", Pos: "shaders/ntt.metal:657", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant NttPadParams&", Kind: ParamValue, Index: 2, ValueSize: 16},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "p2_permute_states", Family: "poseidon2", Pos: "shaders/poseidon2.metal:6", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "p2_permute_states", Family: "poseidon2", Pos: "shaders/poseidon2.metal:9", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "states", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "n", Type: "constant uint&", Kind: ParamValue, Index: 2, ValueSize: 4},

@@ -28,6 +28,7 @@ static inline hd_u3 hd_bi_thread_index_in_threadgroup(const hd_launch* L, hd_u3,
 // AVX2 (x86-64-v3) and the baseline; the loader picks one for the CPU (ifunc). The kernel code
 // inlined into each clone is vectorised for that instruction set: this is where the lane loops of
 // prelude.h turn into SIMD. Other targets (aarch64: NEON is the baseline) compile once.
+// Kernel helpers are always_inline on the host (prelude.h), so each clone holds the whole kernel.
 #if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HD_NO_CLONES)
 #define HD_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
