@@ -174,9 +174,6 @@ MSL_FN ulong max(ulong a, ulong b) { return a > b ? a : b; }
 #define MSL_LOG_LANES 0u
 #endif
 
-// MSL_FOR_LANES(l) stmt: stmt for every lane l, as one SIMD loop on the host (kept rolled, so the
-// vectoriser rather than the unroller takes it; iterations independent).
-#define MSL_FOR_LANES(l) MSL_LANE_PRAGMA for (uint l = 0u; l < MSL_LANES; l++)
 
 // threadgroup_barrier(mem_flags::...). Every flag means "full threadgroup barrier" here.
 enum class mem_flags : uint { mem_none = 0, mem_device = 1, mem_threadgroup = 2, mem_texture = 4 };
@@ -195,4 +192,8 @@ MSL_FN void threadgroup_barrier(mem_flags) {
 #endif
 
 #endif  // !__METAL_VERSION__
+
+// MSL_FOR_LANES(l) stmt: stmt for every lane l, as one SIMD loop on the host (kept rolled, so the
+// vectoriser rather than the unroller takes it; iterations independent).
+#define MSL_FOR_LANES(l) MSL_LANE_PRAGMA for (uint l = 0u; l < MSL_LANES; l++)
 #endif  // MSL_PRELUDE_H
