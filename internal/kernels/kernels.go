@@ -2,7 +2,8 @@
 // shader family (ntt.go for shaders/ntt.metal, poseidon2.go, merkle.go), each documenting the
 // math and the buffer preconditions of what it launches. Launchers check sizes, choose dispatch
 // shapes for the device at hand (GPUs: 256-thread groups, a few groups per compute unit; the
-// host device, whose SIMD width is 1 and whose barriers cost ~20 ns per work item: large groups
+// host device, whose SIMD width is 1 (its SIMD lanes live inside the kernels: MSL_LANES in
+// shaders/include/prelude.h) and whose barriers cost ~20 ns per work item: large groups
 // for barrier-free kernels and one-thread groups for barrier kernels), encode into a gpu.Batch
 // and return errors. They know nothing of the protocol.
 //

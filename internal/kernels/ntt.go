@@ -24,7 +24,8 @@ import (
 // times, each pass a batch of DFTs of ≤ 2^11 points (2^12 for the first of 2^22) in threadgroup
 // memory, ping-ponging between
 // the data and a scratch buffer of the same size that the NTT keeps (grown on demand, freed by
-// Close). The 1/n of an inverse is folded into the last pass. Host device: one-thread groups.
+// Close). The 1/n of an inverse is folded into the last pass. Host device: one-thread groups, and
+// passes planned by hostPassPlan for ntt_pass's lane functions (16 sub-transforms per SIMD op).
 type NTT struct {
 	dev *gpu.Device
 
