@@ -16,12 +16,19 @@ FUZZTIME_LONG ?= 2m
 TEST_TIMEOUT ?= 10m
 
 .NOTPARALLEL:
-.PHONY: all build test check-generated fmt-check vet unit fuzz-smoke fuzz bench bench-gnark clean check-metal metallib check-msl
+.PHONY: all build cuda test check-generated fmt-check vet unit fuzz-smoke fuzz bench bench-gnark clean check-metal metallib check-msl
 
 all: build
 
 build: metallib
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/metalprove ./cmd/metalprove
+
+# make cuda: the same binary with the CUDA kernels precompiled by nvcc (CUDA toolkit needed;
+# CUDA_ARCHS lists the cubins' architectures): no NVRTC compilation at run time.
+CUDA_ARCHS ?= 80 86 89 90
+cuda: metallib
+	scripts/build-fatbin.sh $(CUDA_ARCHS)
+	$(GO) build -tags cudafatbin -ldflags "-X main.version=$(VERSION)" -o bin/metalprove ./cmd/metalprove
 
 test: check-generated check-msl check-metal fmt-check vet unit fuzz-smoke
 

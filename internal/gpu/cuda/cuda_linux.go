@@ -165,16 +165,18 @@ type backend struct {
 	inFlight []string          // kernels launched since the last Sync (for fault reports)
 
 	// how the module was obtained (tests and diagnostics)
-	target    string
-	cacheFile string
-	cacheHit  bool
-	compiled  bool
-	cacheErr  error // a cache write that failed (not fatal)
-	closed    bool
+	target      string
+	cacheFile   string
+	cacheHit    bool
+	compiled    bool
+	precompiled bool  // from the embedded nvcc fatbin
+	cacheErr    error // a cache write that failed (not fatal)
+	closed      bool
 }
 
-// Open opens CUDA device opts.Device: loads libcuda.so.1 and NVRTC, retains the primary context,
-// creates a stream and loads the kernels (from the cache, else compiled by NVRTC).
+// Open opens CUDA device opts.Device: loads libcuda.so.1, retains the primary context, creates a
+// stream and loads the kernels (the embedded nvcc fatbin, else the cache, else compiled by NVRTC,
+// which is loaded then).
 func Open(opts Options) (driver.Backend, error) {
 	loadMu.Lock()
 	defer loadMu.Unlock()
@@ -252,11 +254,6 @@ func Open(opts Options) (driver.Backend, error) {
 	}
 	b.name = fmt.Sprintf("%s (sm_%d%d, CUDA %d.%d driver)", C.GoString(&nameBuf[0]), major, minor, drv/1000, drv%1000/10)
 
-	if !rtcLoaded {
-		if err := loadNVRTC(nvrtcCandidates()); err != nil {
-			return nil, err
-		}
-	}
 	if r := C.mp_cu_primary_ctx_retain(&b.ctx, b.dev); r != 0 {
 		return nil, cuErr("cuDevicePrimaryCtxRetain", "", r)
 	}
@@ -283,8 +280,23 @@ func Open(opts Options) (driver.Backend, error) {
 	return b, nil
 }
 
-// loadModule loads the kernels from the cache or compiles them with NVRTC (and caches them).
+// loadModule loads the kernels from the fatbin that `make cuda` embedded (when it was built from
+// this source and the driver accepts it for this device), else from the cache, else compiles
+// them with NVRTC (and caches them). NVRTC is loaded only when needed.
 func (b *backend) loadModule(src, srcName, dir string, major, minor int) error {
+	if len(precompiled) > 0 && precompiledSource == sourceHash(src) {
+		if err := b.moduleLoad(precompiled); err == nil {
+			b.precompiled = true
+			b.name += ", kernels precompiled by nvcc"
+			return nil
+		}
+		// no image for this architecture in the fatbin (and no PTX the driver can use): NVRTC
+	}
+	if !rtcLoaded {
+		if err := loadNVRTC(nvrtcCandidates()); err != nil {
+			return err
+		}
+	}
 	target, cubin, err := chooseTarget(major, minor, rtcArchs, rtcHasCubin)
 	if err != nil {
 		return fmt.Errorf("nvrtc %s (%s): %w", rtcVersion, rtcPath, err)
