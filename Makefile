@@ -71,7 +71,7 @@ bench:
 # Host device and pure Go against gnark-crypto's BabyBear NTT and Poseidon2, in one run (a separate
 # module, so gnark-crypto is no dependency of metalprove).
 bench-gnark:
-	cd internal/kernels/gnarkbench && GNARKBENCH=1 $(GO) test -run Summary -v -timeout 20m .
+	cd internal/kernels/gnarkbench && GNARKBENCH=1 $(GO) test -count=1 -run Summary -v -timeout 20m .
 
 clean:
 	rm -rf bin

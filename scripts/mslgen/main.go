@@ -68,6 +68,7 @@ type Kernel struct {
 	Pos         string // file:line
 	Params      []Param
 	UsesBarrier bool // has threadgroup parameters or calls threadgroup_barrier
+	HostSIMD    bool // its body uses MSL_LANES: host trampolines get SIMD target clones
 	NBuf, NTG   int  // 1 + highest buffer / threadgroup index
 }
 
@@ -357,6 +358,7 @@ func parseKernels(path string, src []byte, st structs, lax bool) ([]Kernel, []ed
 			return nil, nil, err
 		}
 		k.UsesBarrier = k.NTG > 0 || bytes.Contains(m[closeP:bodyClose], []byte("threadgroup_barrier"))
+		k.HostSIMD = bytes.Contains(m[closeP:bodyClose], []byte("MSL_LANES"))
 		ks = append(ks, k)
 	}
 	return ks, eds, nil
@@ -553,10 +555,21 @@ func genHost(ks []Kernel, amalg string) string {
 		}
 		pro = append(pro, "(void)tg;")
 		call := fmt.Sprintf("msl_kernel_%s(%s);", k.Name, strings.Join(args, ", "))
-		fmt.Fprintf(&b, "HD_SIMD_CLONES static void hd_item_%s(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {\n  %s\n  %s\n}\n",
-			k.Name, strings.Join(pro, "\n  "), call)
-		fmt.Fprintf(&b, "HD_SIMD_CLONES static void hd_group_%s(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {\n  %s\n  HD_FOR_EACH_ITEM(L, lp) %s\n}\n",
-			k.Name, strings.Join(pro, "\n  "), call)
+		// Only the group trampolines of kernels written with lanes are compiled once per
+		// instruction set (the generated file's compile time grows with every copy); the
+		// per-item trampoline exists only for kernels with barriers (the runtime runs those
+		// items on fibers: groups of more than one thread, which the launchers give the host
+		// device for no lane kernel).
+		clones := ""
+		if k.HostSIMD {
+			clones = "HD_SIMD_CLONES "
+		}
+		if k.UsesBarrier {
+			fmt.Fprintf(&b, "static void hd_item_%s(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {\n  %s\n  %s\n}\n",
+				k.Name, strings.Join(pro, "\n  "), call)
+		}
+		fmt.Fprintf(&b, "%sstatic void hd_group_%s(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {\n  %s\n  HD_FOR_EACH_ITEM(L, lp) %s\n}\n",
+			clones, k.Name, strings.Join(pro, "\n  "), call)
 		sizes := make([]string, k.NBuf)
 		for i := range sizes {
 			sizes[i] = "0"
@@ -575,8 +588,12 @@ func genHost(ks []Kernel, amalg string) string {
 	}
 	b.WriteString("extern \"C\" const hd_kernel hd_kernels[] = {\n")
 	for _, k := range ks {
-		fmt.Fprintf(&b, "    {%q, hd_item_%s, hd_group_%s, %d, %d, hd_valsize_%s, %d},\n",
-			k.Name, k.Name, k.Name, b2i(k.UsesBarrier), k.NBuf, k.Name, k.NTG)
+		item := "nullptr"
+		if k.UsesBarrier {
+			item = "hd_item_" + k.Name
+		}
+		fmt.Fprintf(&b, "    {%q, %s, hd_group_%s, %d, %d, hd_valsize_%s, %d},\n",
+			k.Name, item, k.Name, b2i(k.UsesBarrier), k.NBuf, k.Name, k.NTG)
 	}
 	fmt.Fprintf(&b, "};\nextern \"C\" const int hd_nkernels = %d;\n", len(ks))
 	return b.String()

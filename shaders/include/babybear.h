@@ -72,4 +72,148 @@ MSL_FN uint bb_pow(uint a, uint e) {  // a in Montgomery form
 
 MSL_FN uint bb_inv(uint a) { return bb_pow(a, BB_P - 2u); }  // inv(0) = 0
 
+// Lane vectors (see "Lanes" in prelude.h): `lanes_uint` holds one uint per lane. On the host it is
+// a GCC/clang vector of MSL_LANES uints, so lane code keeps its values in SIMD registers and its
+// field arithmetic is written once per vector (bb_mul_lanes: the x86-64 version multiplies even
+// and odd lanes as 64-bit products, half the instructions of GCC's vectorisation of bb_mul). On
+// GPUs (MSL_LANES = 1) it is a plain uint and every helper is the scalar one.
+#if defined(MSL_TARGET_HOST)
+// Vector arguments of these always-inline helpers cross no ABI: GCC's -Wpsabi warnings about
+// them (for the baseline clone) are noise (the "changed in GCC 4.6" note needs -Wno-psabi, host.go).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+typedef uint lanes_uint __attribute__((vector_size(4 * MSL_LANES)));
+typedef ulong lanes_ulong __attribute__((vector_size(4 * MSL_LANES)));  // MSL_LANES / 2 ulongs
+#if MSL_LANES == 16u && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12))
+#define LANES_SHUFFLE 1  // __builtin_shufflevector (GCC 12+, clang): the x86 bb_mul_lanes, transposes
+#else
+#define LANES_SHUFFLE 0
+#endif
+// Splats through a shuffle: GCC 12 turns `(lanes_uint){} + x` in a baseline-compiled helper into
+// 16 masked inserts in the AVX-512 clone of its caller (and made the NTT 35 % slower).
+MSL_FN lanes_uint lanes_splat(uint x) {
+#if LANES_SHUFFLE
+  lanes_uint v = {x};
+  return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+#else
+  return (lanes_uint){} + x;
+#endif
+}
+MSL_FN uint lanes_get(lanes_uint v, uint l) { return v[l]; }
+MSL_FN lanes_uint lanes_ld_dev(device const uint* p) {
+  lanes_uint v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+MSL_FN lanes_uint lanes_ld_tg(threadgroup const uint* p) {
+  lanes_uint v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+MSL_FN lanes_uint lanes_ld_th(thread const uint* p) {
+  lanes_uint v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+MSL_FN void lanes_st_dev(device uint* p, lanes_uint v) { __builtin_memcpy(p, &v, sizeof v); }
+MSL_FN void lanes_st_tg(threadgroup uint* p, lanes_uint v) { __builtin_memcpy(p, &v, sizeof v); }
+// A hint that *p will be read soon (into L2 on x86); nothing on GPUs.
+MSL_FN void lanes_prefetch(device const uint* p) { __builtin_prefetch(p, 0, 2); }
+// Fully reduced sums and differences: min(r, r ∓ p) picks the reduced one (the other wrapped).
+MSL_FN lanes_uint bb_add_lanes(lanes_uint a, lanes_uint b) {
+  lanes_uint r = a + b;
+  lanes_uint s = r - BB_P;
+  return r < s ? r : s;
+}
+MSL_FN lanes_uint bb_sub_lanes(lanes_uint a, lanes_uint b) {
+  lanes_uint r = a - b;
+  lanes_uint s = r + BB_P;
+  return r < s ? r : s;
+}
+MSL_FN lanes_uint bb_mul_lanes(lanes_uint a, lanes_uint b) {
+#if defined(__x86_64__) && LANES_SHUFFLE
+  // hi(a·b) and hi(m·p) from 64-bit products of the even lanes (low halves) and the odd lanes
+  // (shifted down); p reaches the multiplies through an empty asm so that GCC keeps one vpmullq
+  // rather than expanding the constant into shifts.
+  uint pc = BB_P;
+  __asm__("" : "+r"(pc));
+  lanes_ulong p = {pc};
+  p = __builtin_shufflevector(p, p, 0, 0, 0, 0, 0, 0, 0, 0);
+  lanes_ulong lo32 = (lanes_ulong){} + 0xffffffffuL;
+  lanes_ulong pe = ((lanes_ulong)a & lo32) * ((lanes_ulong)b & lo32);
+  lanes_ulong po = ((lanes_ulong)a >> 32) * ((lanes_ulong)b >> 32);
+  lanes_uint m = (a * b) * BB_PINV;
+  lanes_ulong qe = ((lanes_ulong)m & lo32) * p;
+  lanes_ulong qo = ((lanes_ulong)m >> 32) * p;
+  lanes_uint hi = __builtin_shufflevector((lanes_uint)pe, (lanes_uint)po, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27,
+                                          13, 29, 15, 31);
+  lanes_uint mp = __builtin_shufflevector((lanes_uint)qe, (lanes_uint)qo, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27,
+                                          13, 29, 15, 31);
+  lanes_uint r = hi - mp;
+  lanes_uint s = r + BB_P;
+  return r < s ? r : s;
+#else
+  lanes_uint r;
+  MSL_FOR_LANES(l) r[l] = bb_mul(a[l], b[l]);
+  return r;
+#endif
+}
+// lanes_transpose: v[i][l] ↔ v[l][i] for the MSL_LANES × MSL_LANES uints of v[0 .. MSL_LANES).
+#if LANES_SHUFFLE
+// Four steps exchange the off-diagonal k × k blocks (k = 8, 4, 2, 1) of the pairs (v[i], v[i + k]).
+#define LANES_TR_STEP(k, ia, ib)                                                 \
+  for (uint i = 0u; i < 16u; i++) {                                            \
+    if ((i & k) == 0u) {                                                       \
+      lanes_uint a = v[i];                                                     \
+      lanes_uint b = v[i + k];                                                 \
+      v[i] = __builtin_shufflevector(a, b, ia);                                \
+      v[i + k] = __builtin_shufflevector(a, b, ib);                            \
+    }                                                                          \
+  }
+#define LANES_TR8A 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
+#define LANES_TR8B 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
+#define LANES_TR4A 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27
+#define LANES_TR4B 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31
+#define LANES_TR2A 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29
+#define LANES_TR2B 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31
+#define LANES_TR1A 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30
+#define LANES_TR1B 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
+MSL_FN void lanes_transpose(thread lanes_uint* v) {
+  MSL_UNROLL
+  LANES_TR_STEP(8u, LANES_TR8A, LANES_TR8B)
+  MSL_UNROLL
+  LANES_TR_STEP(4u, LANES_TR4A, LANES_TR4B)
+  MSL_UNROLL
+  LANES_TR_STEP(2u, LANES_TR2A, LANES_TR2B)
+  MSL_UNROLL
+  LANES_TR_STEP(1u, LANES_TR1A, LANES_TR1B)
+}
+#else
+MSL_FN void lanes_transpose(thread lanes_uint* v) {
+  for (uint i = 0u; i < MSL_LANES; i++) {
+    for (uint l = i + 1u; l < MSL_LANES; l++) {
+      uint x = v[i][l];
+      v[i][l] = v[l][i];
+      v[l][i] = x;
+    }
+  }
+}
+#endif
+#else
+typedef uint lanes_uint;
+MSL_FN lanes_uint lanes_splat(uint x) { return x; }
+MSL_FN uint lanes_get(lanes_uint v, uint l) { return v; }
+MSL_FN lanes_uint lanes_ld_dev(device const uint* p) { return *p; }
+MSL_FN lanes_uint lanes_ld_tg(threadgroup const uint* p) { return *p; }
+MSL_FN lanes_uint lanes_ld_th(thread const uint* p) { return *p; }
+MSL_FN void lanes_st_dev(device uint* p, lanes_uint v) { *p = v; }
+MSL_FN void lanes_st_tg(threadgroup uint* p, lanes_uint v) { *p = v; }
+MSL_FN void lanes_prefetch(device const uint* p) {}
+MSL_FN lanes_uint bb_add_lanes(lanes_uint a, lanes_uint b) { return bb_add(a, b); }
+MSL_FN lanes_uint bb_sub_lanes(lanes_uint a, lanes_uint b) { return bb_sub(a, b); }
+MSL_FN lanes_uint bb_mul_lanes(lanes_uint a, lanes_uint b) { return bb_mul(a, b); }
+MSL_FN void lanes_transpose(thread lanes_uint* v) {}
+#endif
+
 #endif  // BABYBEAR_H

@@ -58,6 +58,11 @@ using namespace metal;
 #define MSL_METHOD inline
 #else
 #define MSL_TARGET_HOST 1
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 spends ~75 % of the host file's compile time in RTL GCSE/PRE on the large unrolled
+// lane kernels (ntt_pass: 57 s → 15 s per copy without them) for no measured speed.
+#pragma GCC optimize("no-gcse", "no-gcse-after-reload")
+#endif
 // always_inline: the whole kernel must land in each SIMD clone of its host trampoline (hd_glue.h);
 // a helper left out of line (GCC declines large stack frames) would run baseline code.
 #define MSL_FN static inline __attribute__((always_inline, unused))
@@ -278,6 +283,150 @@ MSL_FN uint bb_pow(uint a, uint e) {  // a in Montgomery form
 }
 
 MSL_FN uint bb_inv(uint a) { return bb_pow(a, BB_P - 2u); }  // inv(0) = 0
+
+// Lane vectors (see "Lanes" in prelude.h): `lanes_uint` holds one uint per lane. On the host it is
+// a GCC/clang vector of MSL_LANES uints, so lane code keeps its values in SIMD registers and its
+// field arithmetic is written once per vector (bb_mul_lanes: the x86-64 version multiplies even
+// and odd lanes as 64-bit products, half the instructions of GCC's vectorisation of bb_mul). On
+// GPUs (MSL_LANES = 1) it is a plain uint and every helper is the scalar one.
+#if defined(MSL_TARGET_HOST)
+// Vector arguments of these always-inline helpers cross no ABI: GCC's -Wpsabi warnings about
+// them (for the baseline clone) are noise (the "changed in GCC 4.6" note needs -Wno-psabi, host.go).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+typedef uint lanes_uint __attribute__((vector_size(4 * MSL_LANES)));
+typedef ulong lanes_ulong __attribute__((vector_size(4 * MSL_LANES)));  // MSL_LANES / 2 ulongs
+#if MSL_LANES == 16u && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12))
+#define LANES_SHUFFLE 1  // __builtin_shufflevector (GCC 12+, clang): the x86 bb_mul_lanes, transposes
+#else
+#define LANES_SHUFFLE 0
+#endif
+// Splats through a shuffle: GCC 12 turns `(lanes_uint){} + x` in a baseline-compiled helper into
+// 16 masked inserts in the AVX-512 clone of its caller (and made the NTT 35 % slower).
+MSL_FN lanes_uint lanes_splat(uint x) {
+#if LANES_SHUFFLE
+  lanes_uint v = {x};
+  return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+#else
+  return (lanes_uint){} + x;
+#endif
+}
+MSL_FN uint lanes_get(lanes_uint v, uint l) { return v[l]; }
+MSL_FN lanes_uint lanes_ld_dev(MSL_DEVICE const uint* p) {
+  lanes_uint v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+MSL_FN lanes_uint lanes_ld_tg(MSL_THREADGROUP const uint* p) {
+  lanes_uint v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+MSL_FN lanes_uint lanes_ld_th(MSL_THREAD const uint* p) {
+  lanes_uint v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+MSL_FN void lanes_st_dev(MSL_DEVICE uint* p, lanes_uint v) { __builtin_memcpy(p, &v, sizeof v); }
+MSL_FN void lanes_st_tg(MSL_THREADGROUP uint* p, lanes_uint v) { __builtin_memcpy(p, &v, sizeof v); }
+// A hint that *p will be read soon (into L2 on x86); nothing on GPUs.
+MSL_FN void lanes_prefetch(MSL_DEVICE const uint* p) { __builtin_prefetch(p, 0, 2); }
+// Fully reduced sums and differences: min(r, r ∓ p) picks the reduced one (the other wrapped).
+MSL_FN lanes_uint bb_add_lanes(lanes_uint a, lanes_uint b) {
+  lanes_uint r = a + b;
+  lanes_uint s = r - BB_P;
+  return r < s ? r : s;
+}
+MSL_FN lanes_uint bb_sub_lanes(lanes_uint a, lanes_uint b) {
+  lanes_uint r = a - b;
+  lanes_uint s = r + BB_P;
+  return r < s ? r : s;
+}
+MSL_FN lanes_uint bb_mul_lanes(lanes_uint a, lanes_uint b) {
+#if defined(__x86_64__) && LANES_SHUFFLE
+  // hi(a·b) and hi(m·p) from 64-bit products of the even lanes (low halves) and the odd lanes
+  // (shifted down); p reaches the multiplies through an empty asm so that GCC keeps one vpmullq
+  // rather than expanding the constant into shifts.
+  uint pc = BB_P;
+  __asm__("" : "+r"(pc));
+  lanes_ulong p = {pc};
+  p = __builtin_shufflevector(p, p, 0, 0, 0, 0, 0, 0, 0, 0);
+  lanes_ulong lo32 = (lanes_ulong){} + 0xffffffffuL;
+  lanes_ulong pe = ((lanes_ulong)a & lo32) * ((lanes_ulong)b & lo32);
+  lanes_ulong po = ((lanes_ulong)a >> 32) * ((lanes_ulong)b >> 32);
+  lanes_uint m = (a * b) * BB_PINV;
+  lanes_ulong qe = ((lanes_ulong)m & lo32) * p;
+  lanes_ulong qo = ((lanes_ulong)m >> 32) * p;
+  lanes_uint hi = __builtin_shufflevector((lanes_uint)pe, (lanes_uint)po, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27,
+                                          13, 29, 15, 31);
+  lanes_uint mp = __builtin_shufflevector((lanes_uint)qe, (lanes_uint)qo, 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27,
+                                          13, 29, 15, 31);
+  lanes_uint r = hi - mp;
+  lanes_uint s = r + BB_P;
+  return r < s ? r : s;
+#else
+  lanes_uint r;
+  MSL_FOR_LANES(l) r[l] = bb_mul(a[l], b[l]);
+  return r;
+#endif
+}
+// lanes_transpose: v[i][l] ↔ v[l][i] for the MSL_LANES × MSL_LANES uints of v[0 .. MSL_LANES).
+#if LANES_SHUFFLE
+// Four steps exchange the off-diagonal k × k blocks (k = 8, 4, 2, 1) of the pairs (v[i], v[i + k]).
+#define LANES_TR_STEP(k, ia, ib)                                                 \
+  for (uint i = 0u; i < 16u; i++) {                                            \
+    if ((i & k) == 0u) {                                                       \
+      lanes_uint a = v[i];                                                     \
+      lanes_uint b = v[i + k];                                                 \
+      v[i] = __builtin_shufflevector(a, b, ia);                                \
+      v[i + k] = __builtin_shufflevector(a, b, ib);                            \
+    }                                                                          \
+  }
+#define LANES_TR8A 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
+#define LANES_TR8B 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
+#define LANES_TR4A 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27
+#define LANES_TR4B 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31
+#define LANES_TR2A 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29
+#define LANES_TR2B 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31
+#define LANES_TR1A 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30
+#define LANES_TR1B 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
+MSL_FN void lanes_transpose(MSL_THREAD lanes_uint* v) {
+  MSL_UNROLL
+  LANES_TR_STEP(8u, LANES_TR8A, LANES_TR8B)
+  MSL_UNROLL
+  LANES_TR_STEP(4u, LANES_TR4A, LANES_TR4B)
+  MSL_UNROLL
+  LANES_TR_STEP(2u, LANES_TR2A, LANES_TR2B)
+  MSL_UNROLL
+  LANES_TR_STEP(1u, LANES_TR1A, LANES_TR1B)
+}
+#else
+MSL_FN void lanes_transpose(MSL_THREAD lanes_uint* v) {
+  for (uint i = 0u; i < MSL_LANES; i++) {
+    for (uint l = i + 1u; l < MSL_LANES; l++) {
+      uint x = v[i][l];
+      v[i][l] = v[l][i];
+      v[l][i] = x;
+    }
+  }
+}
+#endif
+#else
+typedef uint lanes_uint;
+MSL_FN lanes_uint lanes_splat(uint x) { return x; }
+MSL_FN uint lanes_get(lanes_uint v, uint l) { return v; }
+MSL_FN lanes_uint lanes_ld_dev(MSL_DEVICE const uint* p) { return *p; }
+MSL_FN lanes_uint lanes_ld_tg(MSL_THREADGROUP const uint* p) { return *p; }
+MSL_FN lanes_uint lanes_ld_th(MSL_THREAD const uint* p) { return *p; }
+MSL_FN void lanes_st_dev(MSL_DEVICE uint* p, lanes_uint v) { *p = v; }
+MSL_FN void lanes_st_tg(MSL_THREADGROUP uint* p, lanes_uint v) { *p = v; }
+MSL_FN void lanes_prefetch(MSL_DEVICE const uint* p) {}
+MSL_FN lanes_uint bb_add_lanes(lanes_uint a, lanes_uint b) { return bb_add(a, b); }
+MSL_FN lanes_uint bb_sub_lanes(lanes_uint a, lanes_uint b) { return bb_sub(a, b); }
+MSL_FN lanes_uint bb_mul_lanes(lanes_uint a, lanes_uint b) { return bb_mul(a, b); }
+MSL_FN void lanes_transpose(MSL_THREAD lanes_uint* v) {}
+#endif
 
 #endif  // BABYBEAR_H
 #line 3 "shaders/bench.metal"
@@ -1002,94 +1151,100 @@ MSL_FN void ntt_round(MSL_DEVICE uint* dst, MSL_DEVICE const uint* tw, MSL_THREA
   }
 }
 
+// The lane vector (w_M^(e·l), l < MSL_LANES) for M = 2^log_m: one table power and
+// log2(MSL_LANES) doubling steps.
+MSL_FN lanes_uint ntt_lane_powers(MSL_DEVICE const uint* tw, uint log_m, uint e) {
+  uint a[MSL_LANES];
+  uint x = ntt_tw_pow(tw, log_m, e);
+  a[0] = BB_ONE;
+  MSL_UNROLL
+  for (uint d = 1u; d < MSL_LANES; d <<= 1) {
+    for (uint l = 0u; l < d; l++) a[d + l] = bb_mul(a[l], x);
+    x = bb_square(x);
+  }
+  return lanes_ld_th(a);
+}
+
+// Stages of the next lane round when `rem` stages remain: ceil(rem / ceil(rem / 4)) (0 for none).
+MSL_FN uint ntt_lane_round(uint rem) {
+  uint nr = (rem + 3u) >> 2;
+  return nr == 0u ? 0u : (rem + nr - 1u) / nr;
+}
+
 // Lane versions of ntt_round0 / ntt_round (see "Lanes" in prelude.h), for blocks of T ≥ MSL_LANES
 // sub-transforms: tasks q0 .. q0 + MSL_LANES − 1 (q0 a multiple of MSL_LANES) share b and cover
 // the consecutive sub-transforms t0 + l, so every tile and input access is contiguous in the
 // lane and every stage twiddle is shared by the lanes. ntt_pass takes them only when
-// MSL_LANES > 1 (the host device); the arithmetic is that of ntt_round0 / ntt_round.
+// MSL_LANES > 1 (the host device); the arithmetic is that of ntt_round0 / ntt_round, with up to
+// K = 4 stages per round (16 vectors of lanes stay in the 32 AVX-512 registers). ntt_round0_lanes
+// also takes the lane ratios of its input twiddles (Ns ≥ MSL_LANES; see ntt_pass) wb = (w_M^(rb·l))
+// and sb = (w_M^(l·2^(log_r − K))), and pf ≠ 0 to prefetch src + pf after each input it reads.
 MSL_FN void ntt_round0_lanes(MSL_DEVICE const uint* src, MSL_DEVICE const uint* tw, MSL_THREADGROUP uint* sh, uint K, uint q0,
-                             uint in0, uint jb, uint log_r, uint log_t, uint log_m, uint log_ns) {
+                             uint in0, uint jb, uint log_r, uint log_t, uint log_m, uint log_ns, lanes_uint wb,
+                             lanes_uint sb, uint pf) {
   uint t0 = q0 & ((1u << log_t) - 1u);
   uint b = q0 >> log_t;
   uint rb = ntt_rev_bits(b << K, log_r);
-  uint v[8u * MSL_LANES];
+  lanes_uint v[16];
   MSL_UNROLL
-  for (uint m = 0u; m < 8u; m++) {
+  for (uint m = 0u; m < 16u; m++) {
     if (m < (1u << K)) {
       MSL_DEVICE const uint* x = src + (in0 + t0 + ((rb | (ntt_rev_bits(m, K) << (log_r - K))) << log_m));
-      MSL_FOR_LANES(l) v[m * MSL_LANES + l] = x[l];
+      v[m] = lanes_ld_dev(x);
+      if (pf != 0u) lanes_prefetch(x + pf);
     }
   }
   if (log_ns != 0u) {
     uint log_big = log_ns + log_r;
-    uint w[MSL_LANES];
-    uint st[MSL_LANES];
+    lanes_uint w;
+    lanes_uint st;
     if ((1u << log_ns) >= MSL_LANES) {
       // k = k0 + l in every lane (j0 is a multiple of MSL_LANES): both twiddles are geometric in
-      // the lane (ratios wl, sl), so four table powers and log2(MSL_LANES) doubling steps
-      // replace two powers per lane.
+      // the lane, w_M^(rb·k0) · wb and w_M^(k0·2^(log_r − K)) · sb.
       uint k0 = (jb + t0) & ((1u << log_ns) - 1u);
-      uint wl = ntt_tw_pow(tw, log_big, rb);
-      uint sl = ntt_tw_pow(tw, log_big, 1u << (log_r - K));
-      w[0] = ntt_tw_pow(tw, log_big, rb * k0);
-      st[0] = ntt_tw_pow(tw, log_big, k0 << (log_r - K));
-      MSL_UNROLL
-      for (uint d = 1u; d < MSL_LANES; d <<= 1) {
-        for (uint l = 0u; l < d; l++) {
-          w[d + l] = bb_mul(w[l], wl);
-          st[d + l] = bb_mul(st[l], sl);
-        }
-        wl = bb_square(wl);
-        sl = bb_square(sl);
-      }
+      w = bb_mul_lanes(wb, lanes_splat(ntt_tw_pow(tw, log_big, rb * k0)));
+      st = bb_mul_lanes(sb, lanes_splat(ntt_tw_pow(tw, log_big, k0 << (log_r - K))));
     } else {
+      uint wa[MSL_LANES];
+      uint sa[MSL_LANES];
       for (uint l = 0u; l < MSL_LANES; l++) {  // table lookups per lane: scalar
         uint k = (jb + t0 + l) & ((1u << log_ns) - 1u);
-        w[l] = ntt_tw_pow(tw, log_big, rb * k);
-        st[l] = ntt_tw_pow(tw, log_big, k << (log_r - K));
+        wa[l] = ntt_tw_pow(tw, log_big, rb * k);
+        sa[l] = ntt_tw_pow(tw, log_big, k << (log_r - K));
       }
+      w = lanes_ld_th(wa);
+      st = lanes_ld_th(sa);
     }
     MSL_UNROLL
-    for (uint i = 0u; i < 8u; i++) {
+    for (uint i = 0u; i < 16u; i++) {
       if (i < (1u << K)) {
         uint m = ntt_rev_bits(i, K);
-        MSL_FOR_LANES(l) v[m * MSL_LANES + l] = bb_mul(v[m * MSL_LANES + l], w[l]);
-        if (i + 1u < (1u << K)) {
-          MSL_FOR_LANES(l) w[l] = bb_mul(w[l], st[l]);
-        }
+        v[m] = bb_mul_lanes(v[m], w);
+        if (i + 1u < (1u << K)) w = bb_mul_lanes(w, st);
       }
     }
   }
   MSL_UNROLL
-  for (uint s2 = 0u; s2 < 3u; s2++) {
+  for (uint s2 = 0u; s2 < 4u; s2++) {
     if (s2 < K) {
       uint hs = 1u << s2;
       MSL_UNROLL
-      for (uint m = 0u; m < 8u; m++) {
+      for (uint m = 0u; m < 16u; m++) {
         if (m < (1u << K) && (m & hs) == 0u) {
           uint jm = m & (hs - 1u);
-          uint lo = m * MSL_LANES;
-          uint hi = (m + hs) * MSL_LANES;
-          if (jm != 0u) {
-            uint wt = tw[hs + jm];
-            MSL_FOR_LANES(l) v[hi + l] = bb_mul(v[hi + l], wt);
-          }
-          MSL_FOR_LANES(l) {
-            uint u = v[lo + l];
-            uint x = v[hi + l];
-            v[lo + l] = bb_add(u, x);
-            v[hi + l] = bb_sub(u, x);
-          }
+          lanes_uint u = v[m];
+          lanes_uint x = v[m + hs];
+          if (jm != 0u) x = bb_mul_lanes(x, lanes_splat(tw[hs + jm]));
+          v[m] = bb_add_lanes(u, x);
+          v[m + hs] = bb_sub_lanes(u, x);
         }
       }
     }
   }
   MSL_THREADGROUP uint* d = sh + (((b << K) << log_t) | t0);
   MSL_UNROLL
-  for (uint m = 0u; m < 8u; m++) {
-    if (m < (1u << K)) {
-      MSL_FOR_LANES(l) d[(m << log_t) + l] = v[m * MSL_LANES + l];
-    }
+  for (uint m = 0u; m < 16u; m++) {
+    if (m < (1u << K)) lanes_st_tg(d + (m << log_t), v[m]);
   }
 }
 
@@ -1101,49 +1256,38 @@ MSL_FN void ntt_round_lanes(MSL_DEVICE uint* dst, MSL_DEVICE const uint* tw, MSL
   uint jj = b & (h - 1u);
   uint base = ((b >> st) << (st + K)) + jj;
   MSL_THREADGROUP uint* a = sh + ((base << log_t) | t0);
-  uint v[8u * MSL_LANES];
+  lanes_uint v[16];
   MSL_UNROLL
-  for (uint m = 0u; m < 8u; m++) {
-    if (m < (1u << K)) {
-      MSL_FOR_LANES(l) v[m * MSL_LANES + l] = a[((m * h) << log_t) + l];
-    }
+  for (uint m = 0u; m < 16u; m++) {
+    if (m < (1u << K)) v[m] = lanes_ld_tg(a + ((m * h) << log_t));
   }
   MSL_UNROLL
-  for (uint s2 = 0u; s2 < 3u; s2++) {
+  for (uint s2 = 0u; s2 < 4u; s2++) {
     if (s2 < K) {
       uint hs = 1u << s2;
       uint hh = h << s2;
       MSL_UNROLL
-      for (uint m = 0u; m < 8u; m++) {
+      for (uint m = 0u; m < 16u; m++) {
         if (m < (1u << K) && (m & hs) == 0u) {
-          uint wt = tw[hh + jj + (m & (hs - 1u)) * h];
-          uint lo = m * MSL_LANES;
-          uint hi = (m + hs) * MSL_LANES;
-          MSL_FOR_LANES(l) {
-            uint u = v[lo + l];
-            uint x = bb_mul(v[hi + l], wt);
-            v[lo + l] = bb_add(u, x);
-            v[hi + l] = bb_sub(u, x);
-          }
+          lanes_uint u = v[m];
+          lanes_uint x = bb_mul_lanes(v[m + hs], lanes_splat(tw[hh + jj + (m & (hs - 1u)) * h]));
+          v[m] = bb_add_lanes(u, x);
+          v[m + hs] = bb_sub_lanes(u, x);
         }
       }
     }
   }
   if (last == 0u) {
     MSL_UNROLL
-    for (uint m = 0u; m < 8u; m++) {
-      if (m < (1u << K)) {
-        MSL_FOR_LANES(l) a[((m * h) << log_t) + l] = v[m * MSL_LANES + l];
-      }
+    for (uint m = 0u; m < 16u; m++) {
+      if (m < (1u << K)) lanes_st_tg(a + ((m * h) << log_t), v[m]);
     }
     return;
   }
   if (scale != BB_ONE) {
     MSL_UNROLL
-    for (uint m = 0u; m < 8u; m++) {
-      if (m < (1u << K)) {
-        MSL_FOR_LANES(l) v[m * MSL_LANES + l] = bb_mul(v[m * MSL_LANES + l], scale);
-      }
+    for (uint m = 0u; m < 16u; m++) {
+      if (m < (1u << K)) v[m] = bb_mul_lanes(v[m], lanes_splat(scale));
     }
   }
   // Sub-transform j goes to colbase + (j / Ns)·Ns·R + (j mod Ns) + P·Ns: consecutive lanes are
@@ -1153,21 +1297,41 @@ MSL_FN void ntt_round_lanes(MSL_DEVICE uint* dst, MSL_DEVICE const uint* tw, MSL
   if ((1u << log_ns) >= MSL_LANES) {
     MSL_DEVICE uint* o = dst + (colbase + ((j0 >> log_ns) << (log_ns + log_r)) + (j0 & ((1u << log_ns) - 1u)) + (base << log_ns));
     MSL_UNROLL
-    for (uint m = 0u; m < 8u; m++) {
-      if (m < (1u << K)) {
-        MSL_FOR_LANES(l) o[((m * h) << log_ns) + l] = v[m * MSL_LANES + l];
-      }
+    for (uint m = 0u; m < 16u; m++) {
+      if (m < (1u << K)) lanes_st_dev(o + ((m * h) << log_ns), v[m]);
     }
   } else {
     for (uint l = 0u; l < MSL_LANES; l++) {  // scattered stores: scalar
       uint j = j0 + l;
       MSL_DEVICE uint* o = dst + (colbase + ((j >> log_ns) << (log_ns + log_r)) + (j & ((1u << log_ns) - 1u)) + (base << log_ns));
       MSL_UNROLL
-      for (uint m = 0u; m < 8u; m++) {
-        if (m < (1u << K)) o[(m * h) << log_ns] = v[m * MSL_LANES + l];
+      for (uint m = 0u; m < 16u; m++) {
+        if (m < (1u << K)) o[(m * h) << log_ns] = lanes_get(v[m], l);
       }
     }
   }
+}
+
+// Store of a first pass (Ns = 1, R ≥ MSL_LANES) on the host: the output of sub-transform t is the
+// row dst[colbase + (jb + t)·R + P], P < R, and the tile holds X_P of t at sh[P·T + t] after the
+// last round; task g copies the MSL_LANES × MSL_LANES square (t0 + i, P0 + l) through a
+// register transpose, so loads and stores stay whole vectors.
+MSL_FN void ntt_out_lanes(MSL_DEVICE uint* dst, MSL_THREADGROUP const uint* sh, uint g, uint log_t, uint log_r, uint colbase,
+                          uint jb, uint scale) {
+  uint lt = log_t - MSL_LOG_LANES;
+  uint t0 = (g & ((1u << lt) - 1u)) << MSL_LOG_LANES;
+  uint p0 = (g >> lt) << MSL_LOG_LANES;
+  lanes_uint v[MSL_LANES];
+  MSL_UNROLL
+  for (uint i = 0u; i < MSL_LANES; i++) v[i] = lanes_ld_tg(sh + (((p0 + i) << log_t) + t0));
+  lanes_transpose(v);
+  if (scale != BB_ONE) {
+    MSL_UNROLL
+    for (uint i = 0u; i < MSL_LANES; i++) v[i] = bb_mul_lanes(v[i], lanes_splat(scale));
+  }
+  MSL_DEVICE uint* o = dst + (colbase + ((jb + t0) << log_r) + p0);
+  MSL_UNROLL
+  for (uint i = 0u; i < MSL_LANES; i++) lanes_st_dev(o + (i << log_r), v[i]);
 }
 
 // ntt_pass specialised for one shape (ntt_pass_c): log_r = LR and log_t = LT, the stage count K
@@ -1337,41 +1501,74 @@ MSL_KERNEL void msl_kernel_ntt_pass(MSL_DEVICE const uint* src              ,
     uint log_m = log_n - log_r;
     uint log_bpc = log_m - log_t;
     uint lsize = 1u << (log_r + log_t - MSL_LOG_LANES);  // lane groups of tasks in a 1-stage round
-    uint k0 = min(3u, log_r);
+    // Rounds of at most 4 stages, as even as possible (5 = 3 + 2, 8 = 4 + 4, 9 = 3 + 3 + 3).
+    uint k0 = ntt_lane_round(log_r);
+    // Input twiddles (log_ns ≥ MSL_LOG_LANES): the lane ratios of ntt_round0_lanes, sb for the
+    // dispatch and wb for the current b (consecutive lane groups share b).
+    uint geo = log_ns >= MSL_LOG_LANES ? 1u : 0u;
+    lanes_uint sb = lanes_splat(BB_ONE);
+    lanes_uint wb = lanes_splat(BB_ONE);
+    uint wb_b = 0xffffffffu;
+    // First pass (Ns = 1): rows of R outputs per sub-transform, stored by ntt_out_lanes.
+    uint tr = log_ns == 0u && log_r >= MSL_LOG_LANES ? 1u : 0u;
+    if (geo != 0u) sb = ntt_lane_powers(tw, log_ns + log_r, 1u << (log_r - k0));
     for (uint c = group; c < nblocks; c += ngroups) {
       uint colbase = (c >> log_bpc) << log_n;
       uint jb = (c & ((1u << log_bpc) - 1u)) << log_t;
       uint in0 = colbase + jb;
+      // Prefetch distance: the input of block c + 1, which the host runtime usually runs next on
+      // this worker (it hands out runs of consecutive groups); 0: none.
+      uint pf = 0u;
+      if (c + 1u < nblocks) {
+        uint c1 = c + 1u;
+        pf = ((c1 >> log_bpc) << log_n) + ((c1 & ((1u << log_bpc) - 1u)) << log_t) - in0;
+      }
       for (uint g = tid; g < (lsize >> k0); g += tpg) {
         uint q0 = g << MSL_LOG_LANES;
-        if (k0 == 3u) {
-          ntt_round0_lanes(src, tw, sh, 3u, q0, in0, jb, log_r, log_t, log_m, log_ns);
+        uint b = q0 >> log_t;
+        if (geo != 0u && b != wb_b) {
+          wb = ntt_lane_powers(tw, log_ns + log_r, ntt_rev_bits(b << k0, log_r));
+          wb_b = b;
+        }
+        if (k0 == 4u) {
+          ntt_round0_lanes(src, tw, sh, 4u, q0, in0, jb, log_r, log_t, log_m, log_ns, wb, sb, pf);
+        } else if (k0 == 3u) {
+          ntt_round0_lanes(src, tw, sh, 3u, q0, in0, jb, log_r, log_t, log_m, log_ns, wb, sb, pf);
         } else if (k0 == 2u) {
-          ntt_round0_lanes(src, tw, sh, 2u, q0, in0, jb, log_r, log_t, log_m, log_ns);
+          ntt_round0_lanes(src, tw, sh, 2u, q0, in0, jb, log_r, log_t, log_m, log_ns, wb, sb, pf);
         } else {
-          ntt_round0_lanes(src, tw, sh, 1u, q0, in0, jb, log_r, log_t, log_m, log_ns);
+          ntt_round0_lanes(src, tw, sh, 1u, q0, in0, jb, log_r, log_t, log_m, log_ns, wb, sb, pf);
         }
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
       uint st = k0;
       uint last = 0u;
       while (last == 0u) {
-        uint kk = min(3u, log_r - st);
+        uint kk = ntt_lane_round(log_r - st);
         last = st + kk == log_r ? 1u : 0u;
+        uint out = last != 0u && tr == 0u ? 1u : 0u;  // this round stores to dst
         for (uint g = tid; g < (lsize >> kk); g += tpg) {
           uint q0 = g << MSL_LOG_LANES;
-          if (kk == 3u) {
-            ntt_round_lanes(dst, tw, sh, 3u, st, q0, log_t, last, colbase, jb, log_ns, log_r, scale);
+          if (kk == 4u) {
+            ntt_round_lanes(dst, tw, sh, 4u, st, q0, log_t, out, colbase, jb, log_ns, log_r, scale);
+          } else if (kk == 3u) {
+            ntt_round_lanes(dst, tw, sh, 3u, st, q0, log_t, out, colbase, jb, log_ns, log_r, scale);
           } else if (kk == 2u) {
-            ntt_round_lanes(dst, tw, sh, 2u, st, q0, log_t, last, colbase, jb, log_ns, log_r, scale);
+            ntt_round_lanes(dst, tw, sh, 2u, st, q0, log_t, out, colbase, jb, log_ns, log_r, scale);
           } else if (kk == 1u) {
-            ntt_round_lanes(dst, tw, sh, 1u, st, q0, log_t, last, colbase, jb, log_ns, log_r, scale);
+            ntt_round_lanes(dst, tw, sh, 1u, st, q0, log_t, out, colbase, jb, log_ns, log_r, scale);
           } else {
-            ntt_round_lanes(dst, tw, sh, 0u, st, q0, log_t, last, colbase, jb, log_ns, log_r, scale);
+            ntt_round_lanes(dst, tw, sh, 0u, st, q0, log_t, out, colbase, jb, log_ns, log_r, scale);
           }
         }
         threadgroup_barrier(mem_flags::mem_threadgroup);
         st += kk;
+      }
+      if (tr != 0u) {
+        for (uint g = tid; g < (lsize >> MSL_LOG_LANES); g += tpg) {
+          ntt_out_lanes(dst, sh, g, log_t, log_r, colbase, jb, scale);
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
       }
     }
   } else if (log_r == 11u && log_t == 2u) {
