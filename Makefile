@@ -16,7 +16,7 @@ FUZZTIME_LONG ?= 2m
 TEST_TIMEOUT ?= 10m
 
 .NOTPARALLEL:
-.PHONY: all build cuda test check-generated fmt-check vet unit fuzz-smoke fuzz bench bench-gnark clean check-metal metallib check-msl
+.PHONY: all build cuda test check-generated fmt-check vet unit host-isa-check fuzz-smoke fuzz bench bench-gnark clean check-metal metallib check-msl
 
 all: build
 
@@ -30,7 +30,7 @@ cuda: metallib
 	scripts/build-fatbin.sh $(CUDA_ARCHS)
 	$(GO) build -tags cudafatbin -ldflags "-X main.version=$(VERSION)" -o bin/metalprove ./cmd/metalprove
 
-test: check-generated check-msl check-metal fmt-check vet unit fuzz-smoke
+test: check-generated check-msl check-metal fmt-check vet unit host-isa-check fuzz-smoke
 
 # macOS only (nothing elsewhere): shaders/*.metal -> internal/gpu/metal/metallib/metalprove.metallib,
 # embedded by the Metal backend. Needs Xcode's Metal compiler.
@@ -58,6 +58,10 @@ vet:
 
 unit:
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+# The host kernels' tests on the x86-64 code paths this CPU does not pick (baseline, AVX2).
+host-isa-check:
+	scripts/host-isa-check.sh
 
 fuzz-smoke:
 	FUZZTIME=$(FUZZTIME) scripts/fuzz-smoke.sh

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# host-isa-check.sh - the host device's kernel tests once per x86-64 code path. `go test` runs the
+# target clone that this CPU picks (AVX-512 here); CI machines and users' CPUs may pick the AVX2
+# or the baseline clone, whose vector code GCC writes differently. This builds the host package
+# without clones (HD_NO_CLONES) for the baseline (SSE2) and, where the CPU has AVX2, for
+# x86-64-v3, and runs the kernel tests against the Go reference on each. Elsewhere (aarch64, ...)
+# there is one code path, which `go test` already ran: nothing to do.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
+if [ "$(uname -m)" != x86_64 ]; then
+	echo "host-isa-check: $(uname -m): one code path, tested by go test"
+	exit 0
+fi
+pkgs=(./internal/kernels/ ./internal/kernels/dualtest/)
+isas=(x86-64)
+grep -qw avx2 /proc/cpuinfo 2>/dev/null && isas+=(x86-64-v3)
+for isa in "${isas[@]}"; do
+	echo "host-isa-check: -march=$isa"
+	CGO_CXXFLAGS="-O3 -g0 -DHD_NO_CLONES -march=$isa" "$GO" test -count=1 -short "${pkgs[@]}"
+done
