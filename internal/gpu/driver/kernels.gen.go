@@ -125,7 +125,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "ntt_pass", Family: "ntt", Pos: "shaders/ntt.metal:500", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+	{Name: "ntt_pass", Family: "ntt", Pos: "shaders/ntt.metal:502", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -136,14 +136,14 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "ntt_blocks", Family: "ntt", Pos: "shaders/ntt.metal:656", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "ntt_blocks", Family: "ntt", Pos: "shaders/ntt.metal:659", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "data", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant NttBlocksParams&", Kind: ParamValue, Index: 2, ValueSize: 24},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "ntt_pad_columns", Family: "ntt", Pos: "shaders/ntt.metal:705", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "ntt_pad_columns", Family: "ntt", Pos: "shaders/ntt.metal:708", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant NttPadParams&", Kind: ParamValue, Index: 2, ValueSize: 16},
