@@ -3,8 +3,9 @@
 # target clone that this CPU picks (AVX-512 here); CI machines and users' CPUs may pick the AVX2
 # or the baseline clone, whose vector code GCC writes differently. This builds the host package
 # without clones (HD_NO_CLONES) for the baseline (SSE2) and, where the CPU has AVX2, for
-# x86-64-v3, and runs the kernel tests against the Go reference on each. Elsewhere (aarch64, ...)
-# there is one code path, which `go test` already ran: nothing to do.
+# x86-64-v3, and runs the kernel tests against the Go reference on each; then once more with the
+# portable lane arithmetic that other hosts (aarch64: Apple Silicon) compile (HD_GENERIC_LANES).
+# Elsewhere (aarch64, ...) there is one code path, which `go test` already ran: nothing to do.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
@@ -19,3 +20,5 @@ for isa in "${isas[@]}"; do
 	echo "host-isa-check: -march=$isa"
 	CGO_CXXFLAGS="-O3 -g0 -DHD_NO_CLONES -march=$isa" "$GO" test -count=1 -short "${pkgs[@]}"
 done
+echo "host-isa-check: portable lane arithmetic (as on aarch64)"
+CGO_CXXFLAGS="-O3 -g0 -DHD_NO_CLONES -DHD_GENERIC_LANES" "$GO" test -count=1 -short "${pkgs[@]}"

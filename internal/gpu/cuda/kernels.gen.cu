@@ -344,7 +344,7 @@ MSL_FN lanes_uint bb_sub_lanes(lanes_uint a, lanes_uint b) {
   return r < s ? r : s;
 }
 MSL_FN lanes_uint bb_mul_lanes(lanes_uint a, lanes_uint b) {
-#if defined(__x86_64__) && LANES_SHUFFLE
+#if defined(__x86_64__) && LANES_SHUFFLE && !defined(HD_GENERIC_LANES)
   // hi(a·b) and hi(m·p) from 64-bit products of the even lanes (low halves) and the odd lanes
   // (shifted down); p reaches the multiplies through an empty asm so that GCC keeps one vpmullq
   // rather than expanding the constant into shifts.
@@ -366,9 +366,18 @@ MSL_FN lanes_uint bb_mul_lanes(lanes_uint a, lanes_uint b) {
   lanes_uint s = r + BB_P;
   return r < s ? r : s;
 #else
-  lanes_uint r;
-  MSL_FOR_LANES(l) r[l] = bb_mul(a[l], b[l]);
-  return r;
+  // Other hosts (aarch64: NEON's umull/umull2 widen natively): 64-bit products of the lanes
+  // converted up, their high halves converted down. scripts/host-isa-check.sh runs this code on
+  // x86-64 too (HD_GENERIC_LANES).
+  typedef ulong lanes_wide __attribute__((vector_size(8 * MSL_LANES)));
+  lanes_wide ab = __builtin_convertvector(a, lanes_wide) * __builtin_convertvector(b, lanes_wide);
+  lanes_uint m = (a * b) * BB_PINV;
+  lanes_wide mp64 = __builtin_convertvector(m, lanes_wide) * (ulong)BB_P;
+  lanes_uint hi = __builtin_convertvector(ab >> 32, lanes_uint);
+  lanes_uint mp = __builtin_convertvector(mp64 >> 32, lanes_uint);
+  lanes_uint r = hi - mp;
+  lanes_uint s = r + BB_P;
+  return r < s ? r : s;
 #endif
 }
 // lanes_transpose: v[i][l] ↔ v[l][i] for the MSL_LANES × MSL_LANES uints of v[0 .. MSL_LANES).
