@@ -4,13 +4,13 @@ package driver
 
 // Kernels lists every kernel of shaders/*.metal in file and declaration order.
 var Kernels = []KernelInfo{
-	{Name: "bench_mul_chain", Family: "bench", Pos: "shaders/bench.metal:11", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "bench_mul_chain", Family: "bench", Pos: "shaders/bench.metal:14", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant BenchMulParams&", Kind: ParamValue, Index: 1, ValueSize: 8},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "bench_copy", Family: "bench", Pos: "shaders/bench.metal:31", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "bench_copy", Family: "bench", Pos: "shaders/bench.metal:48", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "n", Type: "constant uint&", Kind: ParamValue, Index: 2, ValueSize: 4},
