@@ -17,9 +17,8 @@ kernel void bench_mul_chain(device uint* out [[buffer(0)]],
                             uint stride [[threads_per_grid]]) {
   uint n = p.n;
   uint iters = p.iters;
-  uint lstride = (stride + MSL_LANES - 1u) & ~(MSL_LANES - 1u);
-  uint first = (gid & (MSL_LANES - 1u)) == 0u ? gid : n;
-  for (uint i0 = first; i0 < n; i0 += lstride) {
+  uint lstride = lane_stride(stride);
+  for (uint i0 = lane_first(gid, n); i0 < n; i0 += lstride) {
     uint x[4u * MSL_LANES];
     for (uint l = 0u; l < MSL_LANES; l++) {
       x[l] = bb_to_mont(i0 + l + 1u);

@@ -24,10 +24,9 @@ kernel void merkle_hash_rows(device const uint* m [[buffer(0)]],
                              uint stride [[threads_per_grid]]) {
   uint height = p.height;
   uint width = p.width;
-  uint lstride = (stride + MSL_LANES - 1u) & ~(MSL_LANES - 1u);
-  uint first = (gid & (MSL_LANES - 1u)) == 0u ? gid : height;
+  uint lstride = lane_stride(stride);
   uint s[P2_STATE];
-  for (uint r0 = first; r0 < height; r0 += lstride) {
+  for (uint r0 = lane_first(gid, height); r0 < height; r0 += lstride) {
     uint nl = min(MSL_LANES, height - r0);
     for (uint k = 0u; k < P2_STATE; k++) s[k] = 0u;
     for (uint c = 0u; c < width; c += P2_RATE) {
@@ -68,10 +67,9 @@ kernel void merkle_compress(device const uint* in [[buffer(0)]],
                             uint stride [[threads_per_grid]]) {
   uint count = p.count;
   uint qs = p.qs;
-  uint lstride = (stride + MSL_LANES - 1u) & ~(MSL_LANES - 1u);
-  uint first = (gid & (MSL_LANES - 1u)) == 0u ? gid : count;
+  uint lstride = lane_stride(stride);
   uint s[P2_STATE];
-  for (uint i0 = first; i0 < count; i0 += lstride) {
+  for (uint i0 = lane_first(gid, count); i0 < count; i0 += lstride) {
     uint nl = min(MSL_LANES, count - i0);
     uint x = i0 / qs;
     uint y = i0 - x * qs;

@@ -12,10 +12,9 @@ kernel void p2_permute_states(device uint* states [[buffer(0)]],
                               uint gid [[thread_position_in_grid]],
                               uint stride [[threads_per_grid]]) {
   uint cnt = n;
-  uint lstride = (stride + MSL_LANES - 1u) & ~(MSL_LANES - 1u);
-  uint first = (gid & (MSL_LANES - 1u)) == 0u ? gid : cnt;
+  uint lstride = lane_stride(stride);
   uint s[P2_STATE];
-  for (uint i0 = first; i0 < cnt; i0 += lstride) {
+  for (uint i0 = lane_first(gid, cnt); i0 < cnt; i0 += lstride) {
     uint nl = min(MSL_LANES, cnt - i0);
     for (uint l = 0u; l < MSL_LANES; l++) {
       uint base = (i0 + l) * P2_WIDTH;

@@ -144,10 +144,10 @@ const hostLogLanes = 4
 // hostPassPlan is passPlan for the lane functions on the host: every pass needs T ≥ 16
 // sub-transforms per block, so a pass is at most 2^(logTile−4) points (2^9 in 32 KiB) and at most
 // n/16. Transforms of fewer than 2^8 points take one scalar pass; larger ones an even number of
-// passes (the ping-pong ends in the data buffer).
+// passes (the ping-pong ends in the data buffer). logTile > hostLogLanes (NTT.plan checks it).
 func hostPassPlan(logN, logTile int) []int {
 	maxR := logTile - hostLogLanes
-	if logN <= logTile && (logN < 2*hostLogLanes || maxR < 1) {
+	if logN < 2*hostLogLanes {
 		return []int{logN}
 	}
 	np := 2

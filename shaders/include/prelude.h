@@ -201,4 +201,11 @@ MSL_FN void threadgroup_barrier(mem_flags) {
 // MSL_FOR_LANES(l) stmt: stmt for every lane l, as one SIMD loop on the host (kept rolled, so the
 // vectoriser rather than the unroller takes it; iterations independent).
 #define MSL_FOR_LANES(l) MSL_LANE_PRAGMA for (uint l = 0u; l < MSL_LANES; l++)
+
+// Grid-stride loops over groups of MSL_LANES items: `for (uint i0 = lane_first(gid, n); i0 < n;
+// i0 += lane_stride(stride))`. Every MSL_LANES-th work item starts at its own index (the others
+// start at n and do nothing) and steps by the grid stride rounded up to whole lane groups, so the
+// groups spread over all threadgroups. On GPUs (MSL_LANES = 1): gid and stride.
+MSL_FN uint lane_first(uint gid, uint end) { return (gid & (MSL_LANES - 1u)) == 0u ? gid : end; }
+MSL_FN uint lane_stride(uint stride) { return (stride + MSL_LANES - 1u) & ~(MSL_LANES - 1u); }
 #endif  // MSL_PRELUDE_H

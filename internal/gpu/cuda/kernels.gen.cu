@@ -216,6 +216,13 @@ MSL_FN void threadgroup_barrier(mem_flags) {
 // MSL_FOR_LANES(l) stmt: stmt for every lane l, as one SIMD loop on the host (kept rolled, so the
 // vectoriser rather than the unroller takes it; iterations independent).
 #define MSL_FOR_LANES(l) MSL_LANE_PRAGMA for (uint l = 0u; l < MSL_LANES; l++)
+
+// Grid-stride loops over groups of MSL_LANES items: `for (uint i0 = lane_first(gid, n); i0 < n;
+// i0 += lane_stride(stride))`. Every MSL_LANES-th work item starts at its own index (the others
+// start at n and do nothing) and steps by the grid stride rounded up to whole lane groups, so the
+// groups spread over all threadgroups. On GPUs (MSL_LANES = 1): gid and stride.
+MSL_FN uint lane_first(uint gid, uint end) { return (gid & (MSL_LANES - 1u)) == 0u ? gid : end; }
+MSL_FN uint lane_stride(uint stride) { return (stride + MSL_LANES - 1u) & ~(MSL_LANES - 1u); }
 #endif  // MSL_PRELUDE_H
 #line 9 "shaders/include/babybear.h"
 
@@ -456,9 +463,8 @@ MSL_KERNEL void msl_kernel_bench_mul_chain(MSL_DEVICE uint* out              ,
                             uint stride                     ) {
   uint n = p.n;
   uint iters = p.iters;
-  uint lstride = (stride + MSL_LANES - 1u) & ~(MSL_LANES - 1u);
-  uint first = (gid & (MSL_LANES - 1u)) == 0u ? gid : n;
-  for (uint i0 = first; i0 < n; i0 += lstride) {
+  uint lstride = lane_stride(stride);
+  for (uint i0 = lane_first(gid, n); i0 < n; i0 += lstride) {
     uint x[4u * MSL_LANES];
     for (uint l = 0u; l < MSL_LANES; l++) {
       x[l] = bb_to_mont(i0 + l + 1u);
@@ -905,10 +911,9 @@ MSL_KERNEL void msl_kernel_merkle_hash_rows(MSL_DEVICE const uint* m            
                              uint stride                     ) {
   uint height = p.height;
   uint width = p.width;
-  uint lstride = (stride + MSL_LANES - 1u) & ~(MSL_LANES - 1u);
-  uint first = (gid & (MSL_LANES - 1u)) == 0u ? gid : height;
+  uint lstride = lane_stride(stride);
   uint s[P2_STATE];
-  for (uint r0 = first; r0 < height; r0 += lstride) {
+  for (uint r0 = lane_first(gid, height); r0 < height; r0 += lstride) {
     uint nl = min(MSL_LANES, height - r0);
     for (uint k = 0u; k < P2_STATE; k++) s[k] = 0u;
     for (uint c = 0u; c < width; c += P2_RATE) {
@@ -949,10 +954,9 @@ MSL_KERNEL void msl_kernel_merkle_compress(MSL_DEVICE const uint* in            
                             uint stride                     ) {
   uint count = p.count;
   uint qs = p.qs;
-  uint lstride = (stride + MSL_LANES - 1u) & ~(MSL_LANES - 1u);
-  uint first = (gid & (MSL_LANES - 1u)) == 0u ? gid : count;
+  uint lstride = lane_stride(stride);
   uint s[P2_STATE];
-  for (uint i0 = first; i0 < count; i0 += lstride) {
+  for (uint i0 = lane_first(gid, count); i0 < count; i0 += lstride) {
     uint nl = min(MSL_LANES, count - i0);
     uint x = i0 / qs;
     uint y = i0 - x * qs;
@@ -1746,10 +1750,9 @@ MSL_KERNEL void msl_kernel_p2_permute_states(MSL_DEVICE uint* states            
                               uint gid                            ,
                               uint stride                     ) {
   uint cnt = n;
-  uint lstride = (stride + MSL_LANES - 1u) & ~(MSL_LANES - 1u);
-  uint first = (gid & (MSL_LANES - 1u)) == 0u ? gid : cnt;
+  uint lstride = lane_stride(stride);
   uint s[P2_STATE];
-  for (uint i0 = first; i0 < cnt; i0 += lstride) {
+  for (uint i0 = lane_first(gid, cnt); i0 < cnt; i0 += lstride) {
     uint nl = min(MSL_LANES, cnt - i0);
     for (uint l = 0u; l < MSL_LANES; l++) {
       uint base = (i0 + l) * P2_WIDTH;
