@@ -8,7 +8,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/poseidon2"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // CodecVersion is OpenVM's CODEC_VERSION, the first 4 bytes of the vk prehash preimage.

@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 func paramsChecks() []Check {

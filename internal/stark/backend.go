@@ -2,7 +2,7 @@ package stark
 
 import (
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // TraceMatrix is a column-major trace: Values[col*Height + row], len(Values) = Width*Height.

@@ -25,7 +25,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/poseidon2"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // CodecVersion is the proof codec version written first in every encoded Proof.

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // sectionFParams are the section F parameters (spec A §6.9): l_skip=2 n_stack=5 log_blowup=1 k=2,

@@ -2,7 +2,7 @@ package stark
 
 import (
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // ConstraintChallenges are the values the batch constraint sumcheck's backend work depends on

@@ -24,7 +24,7 @@ import (
 	"os"
 
 	"github.com/metalprove/metalprove/internal/atomicfile"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 const (

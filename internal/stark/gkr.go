@@ -6,7 +6,7 @@ import (
 	"math/bits"
 
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
 

@@ -2,7 +2,7 @@ package stark
 
 import (
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // GkrBlock is one (trace, interaction) block of the LogUp leaf column (spec B §3.3 item 4): leaves

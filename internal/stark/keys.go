@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/air"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // Proving and verifying keys (spec B §1.6–§1.8): the multi-AIR verifying key of air.MultiKeygen

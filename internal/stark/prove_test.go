@@ -10,10 +10,10 @@ import (
 	"github.com/metalprove/metalprove/examples/keccakf"
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/air/testair"
-	"github.com/metalprove/metalprove/internal/cpuref"
+	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 func presetParams(t testing.TB, name string) params.SystemParams {

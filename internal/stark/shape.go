@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // ErrShape is wrapped by every shape-check error.

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
-	"github.com/metalprove/metalprove/internal/cpuref"
+	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/kernels"
@@ -79,7 +79,7 @@ Merkle tree over 2^M rows × 42 columns with 2^4 rows per query (M = --merkle-lo
 NTT GB/s counts one read and one write of the matrix per pass the launcher makes (kernels.NTT.Passes),
 so "of copy" is the bandwidth each pass achieves over Batch.Copy's. The default S is 20 on a GPU and
 16 on the host device (a CPU emulating the GPU: full sizes take minutes). On the host device the
-pure-Go reference (internal/cpuref) runs the same operations and the Go/device time ratio is
+pure-Go reference (internal/backend/cpuref) runs the same operations and the Go/device time ratio is
 printed. Only --kernels is implemented so far.`,
 		Example: `  metalprove bench --kernels --device host
   metalprove bench --kernels --device cuda --json

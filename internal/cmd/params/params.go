@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
-	sp "github.com/metalprove/metalprove/internal/stark/params"
+	sp "github.com/metalprove/metalprove/internal/params"
 )
 
 // Options are the inputs of the params command.

@@ -21,12 +21,12 @@ import (
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/atomicfile"
 	"github.com/metalprove/metalprove/internal/cmdutil"
-	"github.com/metalprove/metalprove/internal/cpuref"
+	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/device"
-	sp "github.com/metalprove/metalprove/internal/stark/params"
+	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/cmd/prove"
 	"github.com/metalprove/metalprove/internal/cmdutil"
-	"github.com/metalprove/metalprove/internal/cpuref"
+	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/tracefile"

@@ -13,7 +13,7 @@ import (
 	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
 

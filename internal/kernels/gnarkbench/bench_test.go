@@ -13,7 +13,7 @@ import (
 	gp2 "github.com/consensys/gnark-crypto/field/babybear/poseidon2"
 	"github.com/consensys/gnark-crypto/utils"
 
-	"github.com/metalprove/metalprove/internal/cpuref"
+	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/kernels"

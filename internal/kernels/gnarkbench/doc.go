@@ -1,5 +1,5 @@
 // Package gnarkbench compares the host device (internal/gpu/host running the kernels of
-// internal/kernels) and the pure-Go references (internal/cpuref, internal/poseidon2) with
+// internal/kernels) and the pure-Go references (internal/backend/cpuref, internal/poseidon2) with
 // gnark-crypto's Go BabyBear code, in the same `go test -bench` run. It holds only tests and
 // benchmarks, so gnark-crypto is a test-only dependency: nothing of it links into the binaries.
 //

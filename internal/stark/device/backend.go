@@ -6,7 +6,7 @@
 // WHIR openings of committed data (OpenInitial: a gather kernel, then only the opened rows and
 // the sibling digests cross).
 //
-// Everything else is delegated to the CPU reference backend (internal/cpuref) and COUNTED as a
+// Everything else is delegated to the CPU reference backend (internal/backend/cpuref) and COUNTED as a
 // fallback: Fallbacks reports the calls per operation and the first call of each operation is
 // logged (warn). A fallback that needs committed data gets host copies of it, downloaded from the
 // device once per commitment on first use (counted in gpu.Stats and in HostCopies), never
@@ -20,7 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/metalprove/metalprove/internal/cpuref"
+	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/stark"

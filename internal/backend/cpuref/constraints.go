@@ -6,7 +6,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // Batch constraint sumcheck backend (spec B §4, §7.1 (d)–(h)), the simple reference way: every

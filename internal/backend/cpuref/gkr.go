@@ -7,7 +7,7 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // LogUp-GKR on the CPU (OpenVM prover/logup_zerocheck/mod.rs leaf evaluation and

@@ -6,7 +6,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // Errors of stacking and of the Merkle tree. The layout's own errors are stark.ErrLayout*.

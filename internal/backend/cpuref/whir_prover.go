@@ -5,7 +5,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // whirProver is the CPU WHIR prover state (spec A §6.3): the hypercube tables f and w and the

@@ -6,7 +6,7 @@ import (
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/stark/params"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // Section F of /work/shared/spec/poseidon2_babybear16_vectors.txt (spec A §6.9): PROVISIONAL toy
