@@ -9,46 +9,6 @@ import (
 	"github.com/metalprove/metalprove/internal/field"
 )
 
-// Matrix is a column-major trace matrix: Values[c*Height+r] is row r of column c.
-type Matrix struct {
-	Width, Height int
-	Values        []field.Fp
-}
-
-// NewMatrix returns a zero matrix.
-func NewMatrix(width, height int) Matrix {
-	return Matrix{Width: width, Height: height, Values: make([]field.Fp, width*height)}
-}
-
-// MatrixFromRows builds a column-major matrix from row-major rows (all of the same length).
-func MatrixFromRows(rows [][]uint32) Matrix {
-	h := len(rows)
-	w := 0
-	if h > 0 {
-		w = len(rows[0])
-	}
-	m := NewMatrix(w, h)
-	for r, row := range rows {
-		if len(row) != w {
-			panic("air: MatrixFromRows: ragged rows")
-		}
-		for c, v := range row {
-			m.Values[c*h+r] = field.New(v)
-		}
-	}
-	return m
-}
-
-// At returns row r of column c.
-func (m Matrix) At(r, c int) field.Fp { return m.Values[c*m.Height+r] }
-
-// Set sets row r of column c.
-func (m Matrix) Set(r, c int, v field.Fp) { m.Values[c*m.Height+r] = v }
-
-func (m Matrix) valid() bool {
-	return m.Width >= 0 && m.Height >= 0 && len(m.Values) == m.Width*m.Height
-}
-
 // TraceInput is one AIR's trace data for the host checker. Preprocessed == nil takes the AIR's own
 // preprocessed trace when it implements PreprocessedAir. CachedMains are in DAG order.
 type TraceInput struct {

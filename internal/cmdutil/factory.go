@@ -22,15 +22,12 @@ type Factory struct {
 type Settings struct {
 	// ConfigFile is the config file that was read, or "" when none was.
 	ConfigFile string
-	// Device is one of DeviceKinds; validated, used by commands that run kernels.
+	// Device is one of gpu.Kinds; validated, used by commands that run kernels.
 	Device string
 	// LogLevel and LogFormat as given (validated).
 	LogLevel  string
 	LogFormat string
 }
-
-// DeviceKinds are the values accepted by --device.
-var DeviceKinds = []string{"auto", "metal", "cuda", "host"}
 
 // NewFactory returns a factory writing to ios with a logger that discards until configured.
 func NewFactory(version string, ios *IOStreams) *Factory {

@@ -1,6 +1,9 @@
 package field
 
-import "fmt"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // twoAdicGenerators[b] has multiplicative order 2^b; twoAdicGenerators[b]^2 = twoAdicGenerators[b−1].
 // Source: Plonky3 v0.4.3 baby-bear TWO_ADIC_GENERATORS, as listed in the project spec
@@ -27,4 +30,14 @@ func TwoAdicGenerator(bits int) Fp {
 // subgroup of order 2^bits in natural order.
 func RootsOfUnity(bits int) []Fp {
 	return Powers(TwoAdicGenerator(bits), 1<<bits)
+}
+
+// Log2 returns k with 2^k = n for a power of two n in [1, 2^TwoAdicity] (every size of a
+// domain, trace or table in the protocol), and ok = false for any other n. It is the project's
+// one log2 of a size.
+func Log2(n int) (k int, ok bool) {
+	if n <= 0 || n&(n-1) != 0 || n > 1<<TwoAdicity {
+		return 0, false
+	}
+	return bits.TrailingZeros(uint(n)), true
 }

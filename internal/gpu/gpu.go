@@ -39,7 +39,7 @@ func D1(x uint32) Dim3 { return driver.D1(x) }
 var ErrOutOfMemory = driver.ErrOutOfMemory
 
 // ErrUnavailable is wrapped by Open when the requested backend cannot be used here.
-var ErrUnavailable = errors.New("device unavailable")
+var ErrUnavailable = driver.ErrUnavailable
 
 // Error is a device error naming what failed.
 type Error struct {

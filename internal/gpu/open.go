@@ -37,11 +37,16 @@ func ParseKind(s string) (Kind, error) {
 			return k, nil
 		}
 	}
+	return "", fmt.Errorf("unknown device %q: must be one of %s", s, strings.Join(KindNames(), ", "))
+}
+
+// KindNames lists the accepted --device values as strings.
+func KindNames() []string {
 	names := make([]string, len(Kinds))
 	for i, k := range Kinds {
 		names[i] = string(k)
 	}
-	return "", fmt.Errorf("unknown device %q: must be one of %s", s, strings.Join(names, ", "))
+	return names
 }
 
 // Open opens a device. KindAuto tries Metal on macOS, then CUDA, then falls back to the host

@@ -1,8 +1,6 @@
 package gpu
 
 import (
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/metalprove/metalprove/internal/gpu/driver"
@@ -10,14 +8,11 @@ import (
 )
 
 // The Metal backend is registered on every platform: off macOS (or without cgo) metal.Open says
-// so, and that error is wrapped with ErrUnavailable like every "cannot run here" error.
+// so with an error matching ErrUnavailable.
 func init() {
 	register(KindMetal, func(Options) (driver.Backend, error) {
 		be, err := metal.Open()
 		if err != nil {
-			if errors.Is(err, metal.ErrUnavailable) {
-				return nil, fmt.Errorf("%w (%w)", metalError{err}, ErrUnavailable)
-			}
 			return nil, metalError{err}
 		}
 		return be, nil

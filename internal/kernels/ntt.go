@@ -110,10 +110,11 @@ func TwiddleTable(logN int, inverse bool) []uint32 {
 
 // log2Exact returns log2(n) for a power of two n ≥ 1 up to 2^27.
 func log2Exact(op string, n int) (int, error) {
-	if n <= 0 || n&(n-1) != 0 || n > 1<<field.TwoAdicity {
+	l, ok := field.Log2(n)
+	if !ok {
 		return 0, fmt.Errorf("kernels: %s: size %d is not a power of two in [1, 2^%d]", op, n, field.TwoAdicity)
 	}
-	return bits.TrailingZeros(uint(n)), nil
+	return l, nil
 }
 
 // maxPassLog is the largest DFT size (log2) of one ntt_pass of a multi-pass transform, so a block

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
@@ -135,7 +136,7 @@ func TestRSEncodeMatrix(t *testing.T) {
 	}
 	for _, c := range cases {
 		h := 1 << c.logM
-		q := cpuref.NewMatrix(c.width, h)
+		q := air.NewMatrix(c.width, h)
 		copy(q.Values, fieldrand.Fps(r, h*c.width))
 		for _, canonical := range []bool{false, true} {
 			var in []uint32

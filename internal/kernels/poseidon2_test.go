@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
@@ -53,7 +54,7 @@ func TestMerkleTreeMatchesCpuref(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("2^%dx%d/k=%d", c.logH, c.width, c.k), func(t *testing.T) {
-			m := cpuref.NewMatrix(c.width, 1<<c.logH)
+			m := air.NewMatrix(c.width, 1<<c.logH)
 			copy(m.Values, fieldrand.Fps(r, len(m.Values)))
 			want, err := cpuref.NewMerkleTree(m, 1<<c.k)
 			if err != nil {

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
 	"github.com/metalprove/metalprove/internal/gpu"
-	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/stark/device"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark/device"
 )
 
 // DeviceBackendChecks returns the checks of the device stark.Backend on dev: the commitment root
@@ -38,9 +38,9 @@ func DeviceBackendChecks(dev *gpu.Device) []Check {
 				return err
 			}
 			r := rand.New(rand.NewPCG(uint64(i), 0xdb))
-			traces := make([]stark.TraceMatrix, len(c.traces))
+			traces := make([]air.Matrix, len(c.traces))
 			for j, t := range c.traces {
-				traces[j] = stark.TraceMatrix{Width: t.width, Height: 1 << t.logH, Values: fieldrand.Fps(r, t.width<<t.logH)}
+				traces[j] = air.Matrix{Width: t.width, Height: 1 << t.logH, Values: fieldrand.Fps(r, t.width<<t.logH)}
 			}
 			return checkDeviceCommit(dev, p, traces)
 		}})
@@ -48,7 +48,7 @@ func DeviceBackendChecks(dev *gpu.Device) []Check {
 	return out
 }
 
-func checkDeviceCommit(dev *gpu.Device, p params.SystemParams, traces []stark.TraceMatrix) error {
+func checkDeviceCommit(dev *gpu.Device, p params.SystemParams, traces []air.Matrix) error {
 	want, err := cpuref.Backend{}.Commit(p, traces)
 	if err != nil {
 		return err

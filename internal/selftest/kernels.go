@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
@@ -118,7 +119,7 @@ func checkBlocks(dev *gpu.Device, ntt *kernels.NTT, l, blocks int) error {
 
 func checkRS(dev *gpu.Device, ntt *kernels.NTT, logM, width, lSkip, logBlowup int) error {
 	r := rand.New(rand.NewPCG(uint64(logM), uint64(width)))
-	q := cpuref.NewMatrix(width, 1<<logM)
+	q := air.NewMatrix(width, 1<<logM)
 	copy(q.Values, fieldrand.Fps(r, len(q.Values)))
 	a, err := kernels.UploadMont(dev, "selftest stacked matrix", q.Values)
 	if err != nil {
@@ -178,7 +179,7 @@ func checkPermute(dev *gpu.Device, n int) error {
 
 func checkMerkle(dev *gpu.Device, logH, width, k int) error {
 	r := rand.New(rand.NewPCG(uint64(logH), uint64(width*16+k)))
-	m := cpuref.NewMatrix(width, 1<<logH)
+	m := air.NewMatrix(width, 1<<logH)
 	copy(m.Values, fieldrand.Fps(r, len(m.Values)))
 	want, err := cpuref.NewMerkleTree(m, 1<<k)
 	if err != nil {

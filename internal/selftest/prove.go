@@ -8,8 +8,8 @@ import (
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 )
 
 // proveStatementBytes is the encoded size of the proof of proveStatement under the test preset:
@@ -34,9 +34,9 @@ func proveStatement() ([]air.Air, []stark.AirProvingInput) {
 	for i, in := range ins {
 		airs[i] = in.Air
 		cm := in.Trace.CommonMain
-		inputs[i] = stark.AirProvingInput{Common: stark.TraceMatrix{Values: cm.Values, Width: cm.Width, Height: in.Height()}, Public: in.Trace.Public}
+		inputs[i] = stark.AirProvingInput{Common: air.Matrix{Values: cm.Values, Width: cm.Width, Height: in.Height()}, Public: in.Trace.Public}
 		for _, c := range in.Trace.CachedMains {
-			inputs[i].Cached = append(inputs[i].Cached, stark.TraceMatrix{Values: c.Values, Width: c.Width, Height: c.Height})
+			inputs[i].Cached = append(inputs[i].Cached, air.Matrix{Values: c.Values, Width: c.Width, Height: c.Height})
 		}
 	}
 	return airs, inputs

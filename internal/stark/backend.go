@@ -1,16 +1,10 @@
 package stark
 
 import (
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 )
-
-// TraceMatrix is a column-major trace: Values[col*Height + row], len(Values) = Width*Height.
-type TraceMatrix struct {
-	Values []field.Fp
-	Width  int
-	Height int
-}
 
 // Committed is a backend's opaque handle to one stacked commitment (stacked matrix, its codeword
 // and Merkle tree), kept wherever the backend keeps its data (host or device).
@@ -28,7 +22,7 @@ type Backend interface {
 	ConstraintBackend
 	// Commit stacks traces (given in trace order), RS-encodes and Merkle-commits them
 	// (stacked_commit, spec A §5.8).
-	Commit(p params.SystemParams, traces []TraceMatrix) (Committed, error)
+	Commit(p params.SystemParams, traces []air.Matrix) (Committed, error)
 	// NewStackingProver prepares the stacked opening reduction (spec B §5) over commits with
 	// the batching weights of b.
 	NewStackingProver(p params.SystemParams, commits []Committed, b *StackingBatch) (StackingProver, error)

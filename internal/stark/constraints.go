@@ -601,7 +601,7 @@ func checkAirInputs(traces []*AirInput) (vks []*air.VerifyingKey, publics [][]fi
 		if h < 1 || h&(h-1) != 0 {
 			return nil, nil, nil, fmt.Errorf("%w: trace %d height %d", ErrBatchConstraintInput, t, h)
 		}
-		check := func(m *TraceMatrix, width int, what string) error {
+		check := func(m *air.Matrix, width int, what string) error {
 			if m.Width != width || m.Height != h || len(m.Values) != width*h {
 				return fmt.Errorf("%w: trace %d %s is %d×%d (%d values), want %d×%d", ErrBatchConstraintInput, t, what, m.Width, m.Height, len(m.Values), width, h)
 			}

@@ -13,8 +13,8 @@ import (
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/starktest"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
@@ -29,8 +29,8 @@ type bcCase struct {
 
 func bcParams() params.SystemParams { return params.TestParamsSmall(2, 8, 3) }
 
-func bcMatrix(m air.Matrix) stark.TraceMatrix {
-	return stark.TraceMatrix{Values: m.Values, Width: m.Width, Height: m.Height}
+func bcMatrix(m air.Matrix) air.Matrix {
+	return air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height}
 }
 
 // newBCCase keygens the instances, sorts them into trace order and builds a GkrOutcome with random
@@ -44,7 +44,7 @@ func newBCCase(t testing.TB, p params.SystemParams, ins []testair.Instance, seed
 	var items []item
 	for i, inst := range ins {
 		var pre *air.PreprocessedVK
-		var preM *stark.TraceMatrix
+		var preM *air.Matrix
 		if pa, ok := inst.Air.(air.PreprocessedAir); ok {
 			m := pa.PreprocessedTrace()
 			if inst.Trace.Preprocessed != nil {
@@ -157,7 +157,7 @@ func (c *bcCase) verify(proof *stark.BatchConstraintProof) (*stark.OpeningClaims
 func (c *bcCase) checkClaims(t *testing.T, claims *stark.OpeningClaims) {
 	t.Helper()
 	l := c.p.LSkip
-	check := func(cc stark.CommitClaims, mat int, m *stark.TraceMatrix, needRot bool, what string) {
+	check := func(cc stark.CommitClaims, mat int, m *air.Matrix, needRot bool, what string) {
 		h := m.Height
 		for col := 0; col < m.Width; col++ {
 			vals := m.Values[col*h : (col+1)*h]
@@ -270,17 +270,17 @@ func TestBatchConstraintsOpenings(t *testing.T) {
 
 func (c *bcCase) commit(t testing.TB) ([]stark.Committed, []stark.Digest, []*stark.StackedLayout) {
 	t.Helper()
-	var commons []stark.TraceMatrix
+	var commons []air.Matrix
 	for _, in := range c.inputs {
 		commons = append(commons, in.Common)
 	}
-	mats := [][]stark.TraceMatrix{commons}
+	mats := [][]air.Matrix{commons}
 	for _, in := range c.inputs {
 		if in.Preprocessed != nil {
-			mats = append(mats, []stark.TraceMatrix{*in.Preprocessed})
+			mats = append(mats, []air.Matrix{*in.Preprocessed})
 		}
 		for _, m := range in.Cached {
-			mats = append(mats, []stark.TraceMatrix{m})
+			mats = append(mats, []air.Matrix{m})
 		}
 	}
 	var commits []stark.Committed
@@ -318,12 +318,12 @@ func TestBatchConstraintsInvalidTrace(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		ins  []testair.Instance
-		mat  func(c *bcCase) *stark.TraceMatrix
+		mat  func(c *bcCase) *air.Matrix
 	}{
-		{"fibonacci", []testair.Instance{testair.Fibonacci(0, 1, 16)}, func(c *bcCase) *stark.TraceMatrix { return &c.inputs[0].Common }},
-		{"short", testair.ShortTraces(), func(c *bcCase) *stark.TraceMatrix { return &c.inputs[0].Common }},
-		{"height-1", []testair.Instance{testair.Fibonacci(0, 1, 1)}, func(c *bcCase) *stark.TraceMatrix { return &c.inputs[0].Common }},
-		{"keccakf", []testair.Instance{keccakInstance(t, 1)}, func(c *bcCase) *stark.TraceMatrix { return &c.inputs[0].Common }},
+		{"fibonacci", []testair.Instance{testair.Fibonacci(0, 1, 16)}, func(c *bcCase) *air.Matrix { return &c.inputs[0].Common }},
+		{"short", testair.ShortTraces(), func(c *bcCase) *air.Matrix { return &c.inputs[0].Common }},
+		{"height-1", []testair.Instance{testair.Fibonacci(0, 1, 1)}, func(c *bcCase) *air.Matrix { return &c.inputs[0].Common }},
+		{"keccakf", []testair.Instance{keccakInstance(t, 1)}, func(c *bcCase) *air.Matrix { return &c.inputs[0].Common }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newBCCase(t, bcParams(), tc.ins, 4)

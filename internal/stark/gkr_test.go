@@ -10,8 +10,8 @@ import (
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
 
@@ -37,8 +37,8 @@ func instHeight(in testair.Instance) int {
 	return in.Trace.CommonMain.Height
 }
 
-func toTM(m air.Matrix) stark.TraceMatrix {
-	return stark.TraceMatrix{Values: m.Values, Width: m.Width, Height: m.Height}
+func toTM(m air.Matrix) air.Matrix {
+	return air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height}
 }
 
 func newGkrCase(t *testing.T, p params.SystemParams, ins []testair.Instance) *gkrCase {
@@ -55,7 +55,7 @@ func newGkrCase(t *testing.T, p params.SystemParams, ins []testair.Instance) *gk
 			logH++
 		}
 		var pre *air.PreprocessedVK
-		var preM *stark.TraceMatrix
+		var preM *air.Matrix
 		if pa, ok := a.(air.PreprocessedAir); ok && a.Width().HasPreprocessed() {
 			pre = &air.PreprocessedVK{HypercubeDim: logH - p.LSkip, StackingWidth: 1}
 			m := toTM(pa.PreprocessedTrace())

@@ -13,20 +13,17 @@ type AirInput struct {
 	AirIndex int
 	VK       *air.VerifyingKey
 	// Common is the common main trace; its height is the trace height (a power of two).
-	Common TraceMatrix
+	Common air.Matrix
 	// Preprocessed is nil when the AIR has no preprocessed trace.
-	Preprocessed *TraceMatrix
+	Preprocessed *air.Matrix
 	// Cached are the cached main traces, in part order.
-	Cached []TraceMatrix
+	Cached []air.Matrix
 	Public []field.Fp
 }
 
 // LogHeight is log2 of the trace height.
 func (a *AirInput) LogHeight() int {
-	n := 0
-	for 1<<n < a.Common.Height {
-		n++
-	}
+	n, _ := field.Log2(a.Common.Height)
 	return n
 }
 

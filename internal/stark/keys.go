@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 )
 
@@ -33,7 +34,7 @@ type ProvingKey struct {
 	VK   *VerifyingKey
 	Airs []air.Air
 	// Preprocessed[i] and PreprocessedCommit[i] are nil when AIR i has no preprocessed trace.
-	Preprocessed       []*TraceMatrix
+	Preprocessed       []*air.Matrix
 	PreprocessedCommit []Committed
 }
 
@@ -55,7 +56,7 @@ func Keygen(p params.SystemParams, airs []air.Air, required []bool, be Backend) 
 	}
 	pk := &ProvingKey{
 		Airs:               append([]air.Air(nil), airs...),
-		Preprocessed:       make([]*TraceMatrix, len(airs)),
+		Preprocessed:       make([]*air.Matrix, len(airs)),
 		PreprocessedCommit: make([]Committed, len(airs)),
 	}
 	pre := make([]*air.PreprocessedVK, len(airs))
@@ -81,8 +82,8 @@ func Keygen(p params.SystemParams, airs []air.Air, required []bool, be Backend) 
 			return nil, fmt.Errorf("%w: AIR %d (%s): preprocessed height 2^%d exceeds the stacked height 2^%d",
 				ErrKeygen, i, a.Name(), logH, p.LogStackedHeight())
 		}
-		tm := &TraceMatrix{Values: m.Values, Width: m.Width, Height: h}
-		c, err := be.Commit(p, []TraceMatrix{*tm})
+		tm := &air.Matrix{Values: m.Values, Width: m.Width, Height: h}
+		c, err := be.Commit(p, []air.Matrix{*tm})
 		if err != nil {
 			return nil, fmt.Errorf("%w: AIR %d (%s): commit preprocessed trace: %w", ErrKeygen, i, a.Name(), err)
 		}
@@ -98,11 +99,8 @@ func Keygen(p params.SystemParams, airs []air.Air, required []bool, be Backend) 
 	return pk, nil
 }
 
-// log2Exact returns log2(n) for a power of two n ≥ 1.
+// log2Exact returns log2(n) for a power of two n ≥ 1 the caller has validated.
 func log2Exact(n int) int {
-	k := 0
-	for 1<<k < n {
-		k++
-	}
+	k, _ := field.Log2(n)
 	return k
 }

@@ -7,10 +7,11 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/starktest"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
@@ -32,7 +33,7 @@ func newFixture(t testing.TB, p params.SystemParams, seed uint64, rot int) *fixt
 	r := rand.New(rand.NewPCG(seed, 99))
 	m := p.LSkip + p.NStack
 	// common main: log heights m, m−1, …, l_skip, l_skip−1, …, 0 (some widths 0), trace order.
-	var common []cpuref.Matrix
+	var common []air.Matrix
 	for h := m; h >= 0; h-- {
 		if h < m-1 && h > p.LSkip+1 && h%2 == 0 {
 			continue
@@ -41,20 +42,20 @@ func newFixture(t testing.TB, p params.SystemParams, seed uint64, rot int) *fixt
 		if h == m-1 {
 			w = 0 // a trace without common-main columns
 		}
-		mat := cpuref.NewMatrix(w, 1<<h)
+		mat := air.NewMatrix(w, 1<<h)
 		for i := range mat.Values {
 			mat.Values[i] = randFp(r)
 		}
 		common = append(common, mat)
 	}
-	cached := cpuref.NewMatrix(2, 1<<(m-1))
-	prep := cpuref.NewMatrix(1, 1<<max(p.LSkip-1, 0))
-	for _, mat := range []cpuref.Matrix{cached, prep} {
+	cached := air.NewMatrix(2, 1<<(m-1))
+	prep := air.NewMatrix(1, 1<<max(p.LSkip-1, 0))
+	for _, mat := range []air.Matrix{cached, prep} {
 		for i := range mat.Values {
 			mat.Values[i] = randFp(r)
 		}
 	}
-	groups := [][]cpuref.Matrix{common, {cached}, {prep}}
+	groups := [][]air.Matrix{common, {cached}, {prep}}
 	f := &fixture{p: p}
 	maxN := 0
 	for _, g := range groups {

@@ -27,12 +27,12 @@ var (
 )
 
 // AirProvingInput is one AIR's input to Prove, by AIR index. The zero value is an absent AIR.
-// Matrices are column-major (TraceMatrix); all parts of a present AIR have the trace height, a
+// Matrices are column-major (air.Matrix); all parts of a present AIR have the trace height, a
 // power of two. An AIR without common main columns still gives Common.Height.
 type AirProvingInput struct {
-	Common TraceMatrix
+	Common air.Matrix
 	// Cached are the cached main traces in part (DAG) order.
-	Cached []TraceMatrix
+	Cached []air.Matrix
 	Public []field.Fp
 }
 
@@ -138,7 +138,7 @@ func checkInputs(pk *ProvingKey, inputs []AirProvingInput, p params.SystemParams
 		if log2Exact(h) > p.LogStackedHeight() {
 			return nil, inputErr("AIR %d (%s): height %d exceeds the stacked height 2^%d", i, name, h, p.LogStackedHeight())
 		}
-		check := func(part string, m *TraceMatrix, width int) error {
+		check := func(part string, m *air.Matrix, width int) error {
 			if m.Width != width || m.Height != h || len(m.Values) != width*h {
 				return inputErr("AIR %d (%s): %s is %d×%d (%d values), want %d×%d", i, name, part, m.Height, m.Width, len(m.Values), h, width)
 			}
@@ -170,7 +170,7 @@ func checkInputs(pk *ProvingKey, inputs []AirProvingInput, p params.SystemParams
 	return present, nil
 }
 
-func toAirMatrix(m *TraceMatrix) air.Matrix {
+func toAirMatrix(m *air.Matrix) air.Matrix {
 	return air.Matrix{Width: m.Width, Height: m.Height, Values: m.Values}
 }
 
@@ -286,7 +286,7 @@ func Prove(pk *ProvingKey, inputs []AirProvingInput, p params.SystemParams, be B
 	start := time.Now()
 	vk := pk.VK
 	traces := make([]*AirInput, len(order))
-	commons := make([]TraceMatrix, len(order))
+	commons := make([]air.Matrix, len(order))
 	for t, i := range order {
 		in := &inputs[i]
 		traces[t] = &AirInput{AirIndex: i, VK: vk.MVK.PerAir[i], Common: in.Common, Preprocessed: pk.Preprocessed[i],

@@ -12,8 +12,8 @@ import (
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 )
 
 func presetParams(t testing.TB, name string) params.SystemParams {
@@ -25,8 +25,8 @@ func presetParams(t testing.TB, name string) params.SystemParams {
 	return p
 }
 
-func wholeTM(m air.Matrix) stark.TraceMatrix {
-	return stark.TraceMatrix{Values: m.Values, Width: m.Width, Height: m.Height}
+func wholeTM(m air.Matrix) air.Matrix {
+	return air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height}
 }
 
 // statement turns test-AIR instances into a key's AIRs and proving inputs (all present).
@@ -47,7 +47,7 @@ func statement(ins []testair.Instance) ([]air.Air, []stark.AirProvingInput) {
 
 func keccakStatement(perms int) ([]air.Air, []stark.AirProvingInput) {
 	h, cols := keccakf.GenerateTrace(keccakf.RandomInputs(42, perms))
-	return []air.Air{keccakf.Air{}}, []stark.AirProvingInput{{Common: stark.TraceMatrix{Values: cols, Width: keccakf.NumCols, Height: h}}}
+	return []air.Air{keccakf.Air{}}, []stark.AirProvingInput{{Common: air.Matrix{Values: cols, Width: keccakf.NumCols, Height: h}}}
 }
 
 type proved struct {
@@ -230,7 +230,7 @@ func TestProveInputErrors(t *testing.T) {
 	short.Public = short.Public[:2]
 	bad("public count", []stark.AirProvingInput{short}, p)
 	odd := inputs[0]
-	odd.Common = stark.TraceMatrix{Values: odd.Common.Values[:6], Width: 2, Height: 3}
+	odd.Common = air.Matrix{Values: odd.Common.Values[:6], Width: 2, Height: 3}
 	bad("height", []stark.AirProvingInput{odd}, p)
 	bad("params", inputs, presetParams(t, "app-100bit"))
 }

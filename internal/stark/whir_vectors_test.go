@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
 
@@ -61,22 +62,22 @@ func secFParams() params.SystemParams {
 
 func secFCommits(t *testing.T, p params.SystemParams) []stark.Committed {
 	t.Helper()
-	t0 := cpuref.NewMatrix(2, 64)
+	t0 := air.NewMatrix(2, 64)
 	for c := 0; c < 2; c++ {
 		for i := 0; i < 64; i++ {
 			t0.Values[c*64+i] = field.Fp(1000*(c+1) + i)
 		}
 	}
-	t1 := cpuref.Matrix{Values: []field.Fp{7, 9}, Width: 1, Height: 2}
-	t2 := cpuref.NewMatrix(1, 128)
+	t1 := air.Matrix{Values: []field.Fp{7, 9}, Width: 1, Height: 2}
+	t2 := air.NewMatrix(1, 128)
 	for i := 0; i < 128; i++ {
 		t2.Values[i] = field.Fp(5*i*i + 3)
 	}
-	c0, err := cpuref.CommitMatrices(p, []cpuref.Matrix{t0, t1})
+	c0, err := cpuref.CommitMatrices(p, []air.Matrix{t0, t1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c1, err := cpuref.CommitMatrices(p, []cpuref.Matrix{t2})
+	c1, err := cpuref.CommitMatrices(p, []air.Matrix{t2})
 	if err != nil {
 		t.Fatal(err)
 	}

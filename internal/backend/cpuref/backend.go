@@ -3,9 +3,10 @@ package cpuref
 import (
 	"errors"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 )
 
 // ErrForeignHandle: a handle made by another backend was passed to the CPU backend.
@@ -29,16 +30,16 @@ func (c *Committed) Root() stark.Digest { return c.Data.Root() }
 func (c *Committed) Layout() *stark.StackedLayout { return c.Data.Layout }
 
 // Commit implements stark.Backend: stacked_commit of traces given in trace order.
-func (Backend) Commit(p params.SystemParams, traces []stark.TraceMatrix) (stark.Committed, error) {
-	ms := make([]Matrix, len(traces))
+func (Backend) Commit(p params.SystemParams, traces []air.Matrix) (stark.Committed, error) {
+	ms := make([]air.Matrix, len(traces))
 	for i, t := range traces {
-		ms[i] = Matrix{Values: t.Values, Width: t.Width, Height: t.Height}
+		ms[i] = air.Matrix{Values: t.Values, Width: t.Width, Height: t.Height}
 	}
 	return CommitMatrices(p, ms)
 }
 
 // CommitMatrices is Commit for cpuref matrices.
-func CommitMatrices(p params.SystemParams, traces []Matrix) (*Committed, error) {
+func CommitMatrices(p params.SystemParams, traces []air.Matrix) (*Committed, error) {
 	_, data, err := StackedCommit(traces, p)
 	if err != nil {
 		return nil, err

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 )
 
 // Batch constraint sumcheck backend (spec B §4, §7.1 (d)–(h)), the simple reference way: every
@@ -80,7 +81,7 @@ func (Backend) NewConstraintProver(p params.SystemParams, traces []*stark.AirInp
 		}
 		hl := n << nLift
 		bt := &bcTrace{pg: pg, w: w, nLift: nLift, cols: make([][]field.Fp, pg.NumSlots())}
-		parts := []*stark.TraceMatrix{&in.Common}
+		parts := []*air.Matrix{&in.Common}
 		if in.Preprocessed != nil {
 			parts = append(parts, in.Preprocessed)
 		}

@@ -10,8 +10,8 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/starktest"
 )
 
@@ -25,9 +25,9 @@ func bcRefInput(t *testing.T, p params.SystemParams, in testair.Instance) *stark
 		t.Fatal(err)
 	}
 	m := in.Trace.CommonMain
-	out := &stark.AirInput{VK: vk, Common: stark.TraceMatrix{Values: m.Values, Width: m.Width, Height: m.Height}, Public: in.Trace.Public}
+	out := &stark.AirInput{VK: vk, Common: air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height}, Public: in.Trace.Public}
 	for _, c := range in.Trace.CachedMains {
-		out.Cached = append(out.Cached, stark.TraceMatrix{Values: c.Values, Width: c.Width, Height: c.Height})
+		out.Cached = append(out.Cached, air.Matrix{Values: c.Values, Width: c.Width, Height: c.Height})
 	}
 	return out
 }

@@ -6,8 +6,8 @@ import (
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 )
 
 // LogUp-GKR on the CPU (OpenVM prover/logup_zerocheck/mod.rs leaf evaluation and
@@ -36,7 +36,7 @@ func newRowEval(t *stark.AirInput) (*air.RowEval, error) {
 		return nil, fmt.Errorf("%w: AIR %d: trace height %d", ErrGkrProver, t.AirIndex, h)
 	}
 	w := t.VK.Width
-	var parts []stark.TraceMatrix
+	var parts []air.Matrix
 	if len(t.Cached) != len(w.CachedMains) {
 		return nil, fmt.Errorf("%w: AIR %d: %d cached parts, want %d", ErrGkrProver, t.AirIndex, len(t.Cached), len(w.CachedMains))
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 )
 
 // TestGkrProverRounds checks the backend's layer sumcheck against the tree: s(0) + s(1) equals
@@ -25,7 +25,7 @@ func TestGkrProverRounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := in.Trace.CommonMain
-		traces = append(traces, &stark.AirInput{AirIndex: i, VK: vk, Common: stark.TraceMatrix{Values: m.Values, Width: m.Width, Height: m.Height}})
+		traces = append(traces, &stark.AirInput{AirIndex: i, VK: vk, Common: air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height}})
 		hs = append(hs, []int{3, 2}[i])
 		ks = append(ks, len(vk.DAG.Interactions))
 	}

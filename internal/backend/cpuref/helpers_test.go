@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
 )
 
@@ -19,8 +20,8 @@ func randVec(r *rand.Rand, n int) []field.Fp {
 	return v
 }
 
-func randMatrix(r *rand.Rand, width, height int) Matrix {
-	return Matrix{Values: randVec(r, width*height), Width: width, Height: height}
+func randMatrix(r *rand.Rand, width, height int) air.Matrix {
+	return air.Matrix{Values: randVec(r, width*height), Width: width, Height: height}
 }
 
 func eqVec(t *testing.T, what string, got, want []field.Fp) {

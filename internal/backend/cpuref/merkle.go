@@ -3,6 +3,7 @@ package cpuref
 import (
 	"fmt"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/stark"
@@ -15,14 +16,14 @@ import (
 // the root alone. The per-row leaf hashes and the k intermediate group levels are not kept (as in
 // Rust).
 type MerkleTree struct {
-	Backing      Matrix
+	Backing      air.Matrix
 	DigestLayers [][]poseidon2.Digest
 	RowsPerQuery int
 }
 
 // RowHashes returns leaf[r] = hash_slice(row r) for every row of the column-major matrix m: the
 // row's entries in column order.
-func RowHashes(m Matrix) []poseidon2.Digest {
+func RowHashes(m air.Matrix) []poseidon2.Digest {
 	out := make([]poseidon2.Digest, m.Height)
 	row := make([]field.Fp, m.Width)
 	for r := range out {
@@ -64,8 +65,8 @@ func GroupDigests(leaves []poseidon2.Digest, rowsPerQuery int) ([]poseidon2.Dige
 
 // NewMerkleTree builds the tree over the base-field codeword matrix m (height a power of two)
 // with rowsPerQuery (a power of two ≤ height) rows per query group.
-func NewMerkleTree(m Matrix, rowsPerQuery int) (*MerkleTree, error) {
-	if err := m.check("NewMerkleTree"); err != nil {
+func NewMerkleTree(m air.Matrix, rowsPerQuery int) (*MerkleTree, error) {
+	if err := checkMatrix("NewMerkleTree", m); err != nil {
 		return nil, err
 	}
 	if _, err := Log2Exact(m.Height); err != nil {
@@ -91,12 +92,12 @@ func NewMerkleTree(m Matrix, rowsPerQuery int) (*MerkleTree, error) {
 // base-field matrix whose rows are the flattened rows: column 4j+c holds coefficient c of
 // extension column j. Hashing its rows equals hashing the extension rows with every entry
 // written as c0, c1, c2, c3 (as_basis_coefficients_slice, spec A §5.6 step 1).
-func FlattenFp4(values []field.Fp4, height int) (Matrix, error) {
+func FlattenFp4(values []field.Fp4, height int) (air.Matrix, error) {
 	if height <= 0 || len(values)%height != 0 {
-		return Matrix{}, fmt.Errorf("cpuref: FlattenFp4: %d values, height %d", len(values), height)
+		return air.Matrix{}, fmt.Errorf("cpuref: FlattenFp4: %d values, height %d", len(values), height)
 	}
 	w := len(values) / height
-	m := NewMatrix(4*w, height)
+	m := air.NewMatrix(4*w, height)
 	for j := 0; j < w; j++ {
 		for r := 0; r < height; r++ {
 			e := values[j*height+r]

@@ -4,13 +4,14 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 )
 
 func TestMerkleTinyByHand(t *testing.T) {
 	// 8 rows × 3 columns, 2 rows per query: qs = 4, groups {y, y+4}.
-	m := NewMatrix(3, 8)
+	m := air.NewMatrix(3, 8)
 	for i := range m.Values {
 		m.Values[i] = field.Fp(i*i + 1)
 	}

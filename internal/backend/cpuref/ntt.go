@@ -25,12 +25,9 @@ func (e *SizeError) Error() string {
 
 // Log2Exact returns log2(n) for a power of two n in [1, 2^MaxLogSize], and an error otherwise.
 func Log2Exact(n int) (int, error) {
-	if n <= 0 || n&(n-1) != 0 {
-		return 0, &SizeError{Op: "log2", Size: n, Why: "not a power of two"}
-	}
-	l := bits.TrailingZeros(uint(n))
-	if l > MaxLogSize {
-		return 0, &SizeError{Op: "log2", Size: n, Why: fmt.Sprintf("larger than 2^%d", MaxLogSize)}
+	l, ok := field.Log2(n)
+	if !ok {
+		return 0, &SizeError{Op: "log2", Size: n, Why: fmt.Sprintf("not a power of two in [1, 2^%d]", MaxLogSize)}
 	}
 	return l, nil
 }

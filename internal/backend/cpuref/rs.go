@@ -3,59 +3,9 @@ package cpuref
 import (
 	"fmt"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
 )
-
-// Matrix is a column-major matrix of canonical base-field elements:
-// Values[col*Height + row], len(Values) = Width*Height.
-type Matrix struct {
-	Values []field.Fp
-	Width  int
-	Height int
-}
-
-// NewMatrix returns a zero matrix of the given shape.
-func NewMatrix(width, height int) Matrix {
-	return Matrix{Values: make([]field.Fp, width*height), Width: width, Height: height}
-}
-
-// MatrixFromColumns copies equal-length columns into a column-major Matrix.
-func MatrixFromColumns(cols [][]field.Fp) (Matrix, error) {
-	if len(cols) == 0 {
-		return Matrix{}, fmt.Errorf("cpuref: MatrixFromColumns: no columns")
-	}
-	h := len(cols[0])
-	m := NewMatrix(len(cols), h)
-	for j, c := range cols {
-		if len(c) != h {
-			return Matrix{}, fmt.Errorf("cpuref: MatrixFromColumns: column %d has length %d, want %d", j, len(c), h)
-		}
-		copy(m.Column(j), c)
-	}
-	return m, nil
-}
-
-// Column returns column j (a sub-slice of Values, not a copy).
-func (m Matrix) Column(j int) []field.Fp { return m.Values[j*m.Height : (j+1)*m.Height] }
-
-// At returns the entry at (row, col).
-func (m Matrix) At(row, col int) field.Fp { return m.Values[col*m.Height+row] }
-
-// Row returns a copy of row r (the entries in column order).
-func (m Matrix) Row(r int) []field.Fp {
-	out := make([]field.Fp, m.Width)
-	for j := range out {
-		out[j] = m.Values[j*m.Height+r]
-	}
-	return out
-}
-
-func (m Matrix) check(op string) error {
-	if m.Width < 0 || m.Height < 0 || len(m.Values) != m.Width*m.Height {
-		return fmt.Errorf("cpuref: %s: matrix %d×%d has %d values", op, m.Height, m.Width, len(m.Values))
-	}
-	return nil
-}
 
 // CoeffsToEvals is the subset-sum ("zeta") transform in place (spec A §1.5,
 // Mle::coeffs_to_evals_inplace): for each bit i, E[b] += E[b − 2^i] for every b with bit i set.
@@ -137,31 +87,39 @@ func RSEncode(lSkip, logBlowup int, q []field.Fp) ([]field.Fp, error) {
 
 // RSEncodeMatrix encodes every column of the stacked matrix q (rs_code_matrix): the result has
 // q.Height·2^logBlowup rows and q.Width columns, column-major.
-func RSEncodeMatrix(lSkip, logBlowup int, q Matrix) (Matrix, error) {
-	if err := q.check("RSEncodeMatrix"); err != nil {
-		return Matrix{}, err
+func RSEncodeMatrix(lSkip, logBlowup int, q air.Matrix) (air.Matrix, error) {
+	if err := checkMatrix("RSEncodeMatrix", q); err != nil {
+		return air.Matrix{}, err
 	}
 	logM, err := Log2Exact(q.Height)
 	if err != nil {
-		return Matrix{}, err
+		return air.Matrix{}, err
 	}
 	if lSkip < 0 || lSkip > logM {
-		return Matrix{}, &SizeError{Op: "RSEncodeMatrix", Size: q.Height, Why: fmt.Sprintf("shorter than 2^l_skip = 2^%d", lSkip)}
+		return air.Matrix{}, &SizeError{Op: "RSEncodeMatrix", Size: q.Height, Why: fmt.Sprintf("shorter than 2^l_skip = 2^%d", lSkip)}
 	}
 	if logBlowup < 0 || logM+logBlowup > MaxLogSize {
-		return Matrix{}, &SizeError{Op: "RSEncodeMatrix", Size: q.Height, Why: "codeword longer than 2^27"}
+		return air.Matrix{}, &SizeError{Op: "RSEncodeMatrix", Size: q.Height, Why: "codeword longer than 2^27"}
 	}
 	n := q.Height << logBlowup
-	out := NewMatrix(q.Width, n)
+	out := air.NewMatrix(q.Width, n)
 	for j := 0; j < q.Width; j++ {
 		col := out.Column(j)
 		copy(col, q.Column(j))
 		if err := RSMessageInPlace(lSkip, col[:q.Height]); err != nil {
-			return Matrix{}, err
+			return air.Matrix{}, err
 		}
 	}
 	if err := DFTColumns(out.Values, n); err != nil && q.Width > 0 {
-		return Matrix{}, err
+		return air.Matrix{}, err
 	}
 	return out, nil
+}
+
+// checkMatrix names the operation in a matrix shape error.
+func checkMatrix(op string, m air.Matrix) error {
+	if err := m.Check(); err != nil {
+		return fmt.Errorf("cpuref: %s: %w", op, err)
+	}
+	return nil
 }

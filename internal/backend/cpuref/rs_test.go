@@ -3,6 +3,7 @@ package cpuref
 import (
 	"testing"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
 )
 
@@ -249,7 +250,7 @@ func TestRSErrors(t *testing.T) {
 	if _, err := RSEncode(1, 20, make([]field.Fp, 1<<8)); err == nil {
 		t.Error("codeword 2^28 accepted")
 	}
-	if _, err := RSEncodeMatrix(1, 1, Matrix{Values: make([]field.Fp, 5), Width: 2, Height: 4}); err == nil {
+	if _, err := RSEncodeMatrix(1, 1, air.Matrix{Values: make([]field.Fp, 5), Width: 2, Height: 4}); err == nil {
 		t.Error("inconsistent matrix accepted")
 	}
 }

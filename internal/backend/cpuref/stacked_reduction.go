@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 )
 
 // ErrProverState: a prover method was called out of order.

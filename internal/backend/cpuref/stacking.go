@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/params"
 )
 
 // Errors of stacking and of the Merkle tree. The layout's own errors are stark.ErrLayout*.
@@ -21,10 +22,10 @@ var (
 )
 
 // traceDims validates the traces and returns their layout input.
-func traceDims(traces []Matrix) ([]stark.MatrixDim, error) {
+func traceDims(traces []air.Matrix) ([]stark.MatrixDim, error) {
 	dims := make([]stark.MatrixDim, len(traces))
 	for i, t := range traces {
-		if err := t.check("stacking"); err != nil {
+		if err := checkMatrix("stacking", t); err != nil {
 			return nil, err
 		}
 		lh, err := Log2Exact(t.Height)
@@ -39,19 +40,19 @@ func traceDims(traces []Matrix) ([]stark.MatrixDim, error) {
 // StackedMatrix fills the stacked matrix Q (spec A §5.3, stacked_matrix) of the traces, which
 // must be in trace order. Q has height 2^(lSkip+nStack), is column-major and zero outside the
 // slices (including the skipped rows of strided slices).
-func StackedMatrix(lSkip, nStack int, traces []Matrix) (Matrix, *stark.StackedLayout, error) {
+func StackedMatrix(lSkip, nStack int, traces []air.Matrix) (air.Matrix, *stark.StackedLayout, error) {
 	dims, err := traceDims(traces)
 	if err != nil {
-		return Matrix{}, nil, err
+		return air.Matrix{}, nil, err
 	}
 	if nStack < 0 {
-		return Matrix{}, nil, fmt.Errorf("%w: n_stack=%d", ErrBadStackingParams, nStack)
+		return air.Matrix{}, nil, fmt.Errorf("%w: n_stack=%d", ErrBadStackingParams, nStack)
 	}
 	layout, err := stark.NewStackedLayout(lSkip, lSkip+nStack, dims)
 	if err != nil {
-		return Matrix{}, nil, err
+		return air.Matrix{}, nil, err
 	}
-	q := NewMatrix(layout.Width, 1<<layout.LogHeight)
+	q := air.NewMatrix(layout.Width, 1<<layout.LogHeight)
 	for _, sc := range layout.Cols {
 		src := traces[sc.Mat].Column(sc.Col)
 		dst := q.Values[sc.Slice.Col*q.Height+sc.Slice.Row:]
@@ -67,7 +68,7 @@ func StackedMatrix(lSkip, nStack int, traces []Matrix) (Matrix, *stark.StackedLa
 // the stacked matrix Q and the Merkle tree over the codeword matrix (its backing matrix).
 type StackedPCSData struct {
 	Layout *stark.StackedLayout
-	Matrix Matrix
+	Matrix air.Matrix
 	Tree   *MerkleTree
 }
 
@@ -77,7 +78,7 @@ func (d *StackedPCSData) Root() poseidon2.Digest { return d.Tree.Root() }
 // StackedCommit runs stacked_commit (spec A §5.8) on traces given in trace order: layout →
 // stacked matrix → RS codeword matrix (rate 2^-LogBlowup) → Merkle tree with 2^k_whir rows per
 // query → root. It uses p.LSkip, p.NStack, p.LogBlowup and p.Whir.K.
-func StackedCommit(traces []Matrix, p params.SystemParams) (poseidon2.Digest, *StackedPCSData, error) {
+func StackedCommit(traces []air.Matrix, p params.SystemParams) (poseidon2.Digest, *StackedPCSData, error) {
 	if p.Whir.K < 0 || p.Whir.K > MaxLogSize {
 		return poseidon2.Digest{}, nil, fmt.Errorf("%w: k_whir=%d", ErrBadStackingParams, p.Whir.K)
 	}

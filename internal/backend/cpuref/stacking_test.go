@@ -5,14 +5,15 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 )
 
 // Rust test_stacked_matrix_manual_strided_1 (spec A §5.3 example).
 func TestStackedMatrixManualStrided(t *testing.T) {
-	traces := []Matrix{
+	traces := []air.Matrix{
 		{Values: fps(1, 2, 3, 4), Width: 1, Height: 4},
 		{Values: fps(5, 6), Width: 1, Height: 2},
 		{Values: fps(7), Width: 1, Height: 1},
@@ -75,7 +76,7 @@ func TestStackedLayoutRandom(t *testing.T) {
 func TestStackedMatrixRandom(t *testing.T) {
 	r := newRNG(21)
 	lSkip, nStack := 2, 3
-	traces := []Matrix{randMatrix(r, 3, 16), randMatrix(r, 0, 8), randMatrix(r, 2, 4), randMatrix(r, 3, 2), randMatrix(r, 1, 1)}
+	traces := []air.Matrix{randMatrix(r, 3, 16), randMatrix(r, 0, 8), randMatrix(r, 2, 4), randMatrix(r, 3, 2), randMatrix(r, 1, 1)}
 	q, l, err := StackedMatrix(lSkip, nStack, traces)
 	if err != nil {
 		t.Fatal(err)
@@ -109,15 +110,15 @@ func TestStackingErrors(t *testing.T) {
 	if _, err := stark.NewStackedLayout(2, 5, []stark.MatrixDim{{Width: 1, LogHeight: 6}}); !errors.Is(err, stark.ErrLayoutHeight) {
 		t.Errorf("too tall: %v", err)
 	}
-	if _, _, err := StackedMatrix(1, 1, []Matrix{{Values: make([]field.Fp, 3), Width: 1, Height: 3}}); err == nil {
+	if _, _, err := StackedMatrix(1, 1, []air.Matrix{{Values: make([]field.Fp, 3), Width: 1, Height: 3}}); err == nil {
 		t.Error("height 3 accepted")
 	}
 	p := params.SystemParams{LSkip: 1, NStack: 2, LogBlowup: 1, Whir: params.WhirConfig{K: 1}}
-	if _, _, err := StackedCommit([]Matrix{{Width: 0, Height: 4}}, p); !errors.Is(err, ErrStackedWidthZero) {
+	if _, _, err := StackedCommit([]air.Matrix{{Width: 0, Height: 4}}, p); !errors.Is(err, ErrStackedWidthZero) {
 		t.Errorf("width 0: %v", err)
 	}
 	p.Whir.K = 5 // 2^5 rows per query > 2^(l_skip+n_stack+log_blowup) = 16 codeword rows
-	if _, _, err := StackedCommit([]Matrix{randMatrix(newRNG(1), 1, 4)}, p); !errors.Is(err, ErrMerkleRowsPerQuery) {
+	if _, _, err := StackedCommit([]air.Matrix{randMatrix(newRNG(1), 1, 4)}, p); !errors.Is(err, ErrMerkleRowsPerQuery) {
 		t.Errorf("k too large: %v", err)
 	}
 }
@@ -125,7 +126,7 @@ func TestStackingErrors(t *testing.T) {
 func TestStackedCommitOpenings(t *testing.T) {
 	r := newRNG(22)
 	p := params.SystemParams{LSkip: 2, NStack: 4, LogBlowup: 2, Whir: params.WhirConfig{K: 3}}
-	traces := []Matrix{randMatrix(r, 3, 64), randMatrix(r, 2, 16), randMatrix(r, 1, 2)}
+	traces := []air.Matrix{randMatrix(r, 3, 64), randMatrix(r, 2, 16), randMatrix(r, 1, 2)}
 	root, data, err := StackedCommit(traces, p)
 	if err != nil {
 		t.Fatal(err)

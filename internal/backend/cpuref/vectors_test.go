@@ -3,10 +3,11 @@ package cpuref
 import (
 	"testing"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/params"
 )
 
 // Section F of /work/shared/spec/poseidon2_babybear16_vectors.txt (spec A §6.9): PROVISIONAL toy
@@ -48,19 +49,19 @@ func secFParams() params.SystemParams {
 	return params.SystemParams{LSkip: 2, NStack: 5, LogBlowup: 1, Whir: params.WhirConfig{K: 2}}
 }
 
-func secFTraces() (common []Matrix, cached []Matrix) {
-	t0 := NewMatrix(2, 64)
+func secFTraces() (common []air.Matrix, cached []air.Matrix) {
+	t0 := air.NewMatrix(2, 64)
 	for c := 0; c < 2; c++ {
 		for i := 0; i < 64; i++ {
 			t0.Values[c*64+i] = field.Fp(1000*(c+1) + i)
 		}
 	}
-	t1 := Matrix{Values: fps(7, 9), Width: 1, Height: 2}
-	t2 := NewMatrix(1, 128)
+	t1 := air.Matrix{Values: fps(7, 9), Width: 1, Height: 2}
+	t2 := air.NewMatrix(1, 128)
 	for i := 0; i < 128; i++ {
 		t2.Values[i] = field.Fp(5*i*i + 3)
 	}
-	return []Matrix{t0, t1}, []Matrix{t2}
+	return []air.Matrix{t0, t1}, []air.Matrix{t2}
 }
 
 func TestSectionFVectors(t *testing.T) {
@@ -126,7 +127,7 @@ func TestSectionFVectors(t *testing.T) {
 			b := field.Fp(100 + 4*(j-1))
 			u[j] = field.Fp4{b, b + 1, b + 2, b + 3}
 		}
-		for c, traces := range [][]Matrix{common, cached} {
+		for c, traces := range [][]air.Matrix{common, cached} {
 			qc, _, err := StackedMatrix(p.LSkip, p.NStack, traces)
 			if err != nil {
 				t.Fatal(err)

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 )
 
 // whirProver is the CPU WHIR prover state (spec A §6.3): the hypercube tables f and w and the
@@ -142,10 +142,7 @@ func (wp *whirProver) AccumulateWeight(coefs, points []field.Fp4) error {
 	if wp.w == nil || len(coefs) != len(points) {
 		return ErrProverState
 	}
-	d := 0
-	for 1<<d < len(wp.w) {
-		d++
-	}
+	d, _ := field.Log2(len(wp.w))
 	for i, z := range points {
 		eq := stark.EvalsEqHypercube(stark.PowersOf2(z, d))
 		for b, v := range eq {

@@ -14,8 +14,9 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
+	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/kernels"
@@ -336,7 +337,7 @@ func (b *bencher) run(s, ml int) error {
 
 	// Merkle tree over 2^ml rows × 42 columns, 2^4 rows per query.
 	rows, width, k := 1<<ml, 42, 4
-	m := cpuref.NewMatrix(width, rows)
+	m := air.NewMatrix(width, rows)
 	copy(m.Values, randomFp(r, len(m.Values)))
 	ma, err := kernels.UploadMont(dev, "bench matrix", m.Values)
 	if err != nil {

@@ -20,13 +20,13 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/atomicfile"
-	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
+	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/gpu"
+	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/device"
-	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
@@ -222,11 +222,11 @@ func LoadTrace(path string) (*Statement, error) {
 			return nil, bad("%v", err)
 		}
 		in := stark.AirProvingInput{
-			Common: stark.TraceMatrix{Values: ti.CommonMain.Values, Width: ti.CommonMain.Width, Height: s.Height},
+			Common: air.Matrix{Values: ti.CommonMain.Values, Width: ti.CommonMain.Width, Height: s.Height},
 			Public: ti.Public,
 		}
 		for _, c := range ti.CachedMains {
-			in.Cached = append(in.Cached, stark.TraceMatrix{Values: c.Values, Width: c.Width, Height: c.Height})
+			in.Cached = append(in.Cached, air.Matrix{Values: c.Values, Width: c.Width, Height: c.Height})
 		}
 		st.Airs = append(st.Airs, a)
 		st.Inputs = append(st.Inputs, in)

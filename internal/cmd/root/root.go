@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/gpu"
 )
 
 // EnvPrefix is the prefix of environment variables that set flags: --log-level ↔ METALPROVE_LOG_LEVEL.
@@ -48,8 +49,8 @@ LogUp-GKR). Settings come from flags, then METALPROVE_* environment variables, t
 			if err := resolveSettings(cmd); err != nil {
 				return err
 			}
-			if !slices.Contains(cmdutil.DeviceKinds, s.Device) {
-				return cmdutil.Usagef("--device %q: must be one of %s", s.Device, strings.Join(cmdutil.DeviceKinds, ", "))
+			if _, err := gpu.ParseKind(s.Device); err != nil {
+				return cmdutil.Usagef("--device: %v", err)
 			}
 			logger, err := newLogger(f.IO, s.LogLevel, s.LogFormat)
 			if err != nil {
@@ -70,7 +71,7 @@ LogUp-GKR). Settings come from flags, then METALPROVE_* environment variables, t
 
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&s.ConfigFile, "config", "", "config file (YAML; keys are flag names in snake_case, plus a params section)")
-	pf.StringVar(&s.Device, "device", "auto", "device: "+strings.Join(cmdutil.DeviceKinds, "|"))
+	pf.StringVar(&s.Device, "device", "auto", "device: "+strings.Join(gpu.KindNames(), "|"))
 	pf.StringVar(&s.LogLevel, "log-level", "info", "log level: "+strings.Join(logLevels, "|"))
 	pf.StringVar(&s.LogFormat, "log-format", "console", "log format on stderr: console|json")
 

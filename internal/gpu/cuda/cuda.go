@@ -13,15 +13,12 @@
 // launch's dynamic shared memory (arrays 16-byte aligned, in increasing j). The file has no
 // #include and compiles with NVRTC alone.
 //
-// Errors: Open returns an error for which errors.Is(err, ErrUnavailable) holds when this machine
-// cannot run the backend (no libcuda.so.1, no device, no libnvrtc, not linux/cgo); package gpu
-// translates that into its own gpu.ErrUnavailable (this package does not import gpu, which
-// imports it). Every failing driver call becomes an *Error naming the call and the kernel.
+// Errors: Open returns an *UnavailableError, matching driver.ErrUnavailable, when this machine
+// cannot run the backend (no libcuda.so.1, no device, no libnvrtc, not linux/cgo). Every failing driver call becomes an *Error naming the call and the kernel.
 package cuda
 
 import (
 	_ "embed"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -49,9 +46,6 @@ type Options struct {
 	SourceName string
 }
 
-// ErrUnavailable is matched (errors.Is) by Open's errors when CUDA cannot be used here.
-var ErrUnavailable = errors.New("CUDA unavailable")
-
 // UnavailableError says what is missing ("libcuda.so.1 not found", "no CUDA device", ...).
 type UnavailableError struct {
 	Reason string
@@ -65,8 +59,8 @@ func (e *UnavailableError) Error() string {
 	return e.Reason
 }
 
-// Is makes errors.Is(err, ErrUnavailable) true.
-func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+// Is makes errors.Is(err, driver.ErrUnavailable) true.
+func (e *UnavailableError) Is(target error) bool { return target == driver.ErrUnavailable }
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
 

@@ -18,11 +18,11 @@ import (
 
 func TestMissingLibraries(t *testing.T) {
 	err := loadCUDA("libcuda-metalprove-missing.so.1")
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "libcuda-metalprove-missing.so.1 not found") {
+	if !errors.Is(err, driver.ErrUnavailable) || !strings.Contains(err.Error(), "libcuda-metalprove-missing.so.1 not found") {
 		t.Errorf("missing libcuda: %v", err)
 	}
 	err = loadNVRTC([]string{"libnvrtc-metalprove-missing.so", "/nonexistent/libnvrtc.so.13"})
-	if !errors.Is(err, ErrUnavailable) || !strings.HasPrefix(err.Error(), "libnvrtc not found (tried libnvrtc-metalprove-missing.so, /nonexistent/libnvrtc.so.13") {
+	if !errors.Is(err, driver.ErrUnavailable) || !strings.HasPrefix(err.Error(), "libnvrtc not found (tried libnvrtc-metalprove-missing.so, /nonexistent/libnvrtc.so.13") {
 		t.Errorf("missing nvrtc: %v", err)
 	}
 	if len(nvrtcCandidates()) == 0 {
@@ -38,8 +38,8 @@ func TestOpenWithoutGPU(t *testing.T) {
 		t.Skip("a CUDA device is present: " + be.Name())
 	}
 	t.Logf("Open: %v", err)
-	if !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("error %v does not match ErrUnavailable", err)
+	if !errors.Is(err, driver.ErrUnavailable) {
+		t.Fatalf("error %v does not match driver.ErrUnavailable", err)
 	}
 	msg := err.Error()
 	if !strings.Contains(msg, "libcuda.so.1 not found") && !strings.Contains(msg, "no CUDA device") &&
@@ -60,7 +60,7 @@ func openGPU(t *testing.T, opts Options) *backend {
 	t.Helper()
 	be, err := Open(opts)
 	if err != nil {
-		if errors.Is(err, ErrUnavailable) && os.Getenv("METALPROVE_REQUIRE_CUDA") == "" {
+		if errors.Is(err, driver.ErrUnavailable) && os.Getenv("METALPROVE_REQUIRE_CUDA") == "" {
 			t.Skipf("no usable CUDA device: %v", err)
 		}
 		t.Fatalf("Open: %v", err)
@@ -315,7 +315,7 @@ func runMul(t *testing.T, b *backend) {
 
 func TestGPUCompileError(t *testing.T) {
 	_, err := Open(Options{CacheDir: t.TempDir(), Source: testSource(t, "bad_kernel.cu"), SourceName: "bad_kernel.cu"})
-	if err != nil && errors.Is(err, ErrUnavailable) && os.Getenv("METALPROVE_REQUIRE_CUDA") == "" {
+	if err != nil && errors.Is(err, driver.ErrUnavailable) && os.Getenv("METALPROVE_REQUIRE_CUDA") == "" {
 		t.Skipf("no usable CUDA device: %v", err)
 	}
 	var ce *CompileError

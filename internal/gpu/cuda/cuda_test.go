@@ -223,7 +223,7 @@ func TestErrors(t *testing.T) {
 		t.Errorf("message %q", got)
 	}
 	u := &UnavailableError{Reason: "libcuda.so.1 not found", Err: errors.New("dlopen failed")}
-	if !errors.Is(u, ErrUnavailable) || u.Error() != "libcuda.so.1 not found: dlopen failed" {
+	if !errors.Is(u, driver.ErrUnavailable) || u.Error() != "libcuda.so.1 not found: dlopen failed" {
 		t.Errorf("unavailable: %v", u)
 	}
 }

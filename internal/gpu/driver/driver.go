@@ -77,6 +77,11 @@ type Limits struct {
 	ComputeUnits         int    // SMs, GPU cores, or CPU threads
 }
 
+// ErrUnavailable is matched (errors.Is) by a backend's Open error when that backend cannot be
+// used on this machine or by this binary (wrong OS, built without cgo, no driver, no device). It is
+// the project's one such sentinel: package gpu re-exports it.
+var ErrUnavailable = errors.New("device unavailable")
+
 // ErrOutOfMemory is returned (wrapped) by Alloc when the device cannot satisfy a request.
 var ErrOutOfMemory = errors.New("out of device memory")
 

@@ -5,18 +5,15 @@
 // `make` built one (embedded from metallib/), else from the embedded shaders.gen.metal compiled at
 // start-up.
 //
-// On other systems, or without cgo, Open returns an error matching ErrUnavailable.
+// On other systems, or without cgo, Open returns an error matching driver.ErrUnavailable.
 package metal
 
-import "errors"
+import "github.com/metalprove/metalprove/internal/gpu/driver"
 
-// ErrUnavailable is matched (errors.Is) by the errors Open returns when Metal cannot be used on
-// this machine or by this binary: not macOS, built without cgo, or no Metal device.
-var ErrUnavailable = errors.New("metal unavailable")
-
-// unavailableError is an error text that matches ErrUnavailable.
+// unavailableError is an error text that matches driver.ErrUnavailable: Metal cannot be used on
+// this machine or by this binary (not macOS, built without cgo, or no Metal device).
 type unavailableError string
 
 func (e unavailableError) Error() string { return string(e) }
 
-func (e unavailableError) Is(target error) bool { return target == ErrUnavailable }
+func (e unavailableError) Is(target error) bool { return target == driver.ErrUnavailable }

@@ -48,7 +48,7 @@ var mirrorAdd = &driver.KernelInfo{
 func openTest(t *testing.T) *backend {
 	t.Helper()
 	be, err := newBackend()
-	if errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, driver.ErrUnavailable) {
 		t.Skipf("no Metal device: %v", err)
 	}
 	if err != nil {
@@ -212,7 +212,7 @@ func TestOpenBuildsEveryKernel(t *testing.T) {
 		t.Run("source="+env, func(t *testing.T) {
 			t.Setenv(SourceEnv, env)
 			dbe, err := Open()
-			if errors.Is(err, ErrUnavailable) {
+			if errors.Is(err, driver.ErrUnavailable) {
 				t.Skipf("no Metal device: %v", err)
 			}
 			if err != nil {
@@ -232,7 +232,7 @@ func TestOpenBuildsEveryKernel(t *testing.T) {
 
 func TestDoubleCloseAndFree(t *testing.T) {
 	be, err := newBackend()
-	if errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, driver.ErrUnavailable) {
 		t.Skipf("no Metal device: %v", err)
 	}
 	if err != nil {

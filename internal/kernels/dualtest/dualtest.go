@@ -52,7 +52,7 @@ type Layout struct {
 	RowMajor bool // element i is (row i/N, column i%N); else (row i%N, column i/N)
 }
 
-// ColumnMajor is the layout of a column-major matrix of the given height (cpuref.Matrix).
+// ColumnMajor is the layout of a column-major matrix of the given height (air.Matrix).
 func ColumnMajor(height int) Layout { return Layout{N: height} }
 
 // RowMajor is the layout of consecutive records of width elements (Poseidon2 states, digests).

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
@@ -115,7 +116,7 @@ func TestRSEncode(t *testing.T) {
 				return kernels.ReadCanonical(out)
 			},
 			Ref: func(in []field.Fp) ([]field.Fp, error) {
-				m, err := cpuref.RSEncodeMatrix(lSkip, logBlowup, cpuref.Matrix{Values: in, Width: w, Height: h})
+				m, err := cpuref.RSEncodeMatrix(lSkip, logBlowup, air.Matrix{Values: in, Width: w, Height: h})
 				return m.Values, err
 			},
 		})
@@ -181,7 +182,7 @@ func TestMerkle(t *testing.T) {
 					return append(l0, root), err
 				},
 				Ref: func(in []field.Fp) ([]poseidon2.Digest, error) {
-					tree, err := cpuref.NewMerkleTree(cpuref.Matrix{Values: in, Width: w, Height: h}, 1<<k)
+					tree, err := cpuref.NewMerkleTree(air.Matrix{Values: in, Width: w, Height: h}, 1<<k)
 					if err != nil {
 						return nil, err
 					}

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/kernels"
+	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/params"
 )
 
 // ErrCommitFreed: a commitment was used after Free (or after the backend's Close).
@@ -88,7 +89,7 @@ func (b *Backend) poseidon() (*kernels.Poseidon2, error) {
 // matrix is filled on the host (there is no stacking kernel yet) and uploaded once, in
 // Montgomery form; RS encoding is one NTT batch, the Merkle tree one Poseidon2 batch (two syncs
 // in all); the root is the only download (32 bytes).
-func (b *Backend) Commit(p params.SystemParams, traces []stark.TraceMatrix) (stark.Committed, error) {
+func (b *Backend) Commit(p params.SystemParams, traces []air.Matrix) (stark.Committed, error) {
 	if p.LSkip < 0 || p.NStack < 0 || p.LSkip+p.NStack > maxLogSize || p.LogBlowup < 0 ||
 		p.LSkip+p.NStack+p.LogBlowup > maxLogSize || p.Whir.K < 0 || p.Whir.K > p.LSkip+p.NStack+p.LogBlowup {
 		return nil, fmt.Errorf("%w: l_skip=%d n_stack=%d log_blowup=%d k_whir=%d", cpuref.ErrBadStackingParams,
@@ -149,7 +150,7 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.TraceMatrix) (sta
 
 // stackedMont fills the stacked matrix Q (spec A §5.3; cpuref.StackedMatrix) in Montgomery form:
 // column-major, zero outside the slices and on the skipped rows of strided slices.
-func stackedMont(l *stark.StackedLayout, traces []stark.TraceMatrix) []uint32 {
+func stackedMont(l *stark.StackedLayout, traces []air.Matrix) []uint32 {
 	h := 1 << l.LogHeight
 	q := make([]uint32, l.Width*h)
 	for _, sc := range l.Cols {
@@ -188,13 +189,13 @@ func (c *Committed) hostCopy() (*cpuref.Committed, error) {
 		return nil, err
 	}
 	tree := &cpuref.MerkleTree{
-		Backing:      cpuref.Matrix{Height: c.height << c.logBlowup},
+		Backing:      air.Matrix{Height: c.height << c.logBlowup},
 		DigestLayers: [][]poseidon2.Digest{nil, {c.root}},
 		RowsPerQuery: 1 << c.k,
 	}
 	c.host = &cpuref.Committed{Data: &cpuref.StackedPCSData{
 		Layout: c.layout,
-		Matrix: cpuref.Matrix{Values: vals, Width: c.width, Height: c.height},
+		Matrix: air.Matrix{Values: vals, Width: c.width, Height: c.height},
 		Tree:   tree,
 	}}
 	c.be.mu.Lock()

@@ -9,13 +9,14 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
 	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/stark/device"
-	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark/starktest"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
@@ -42,11 +43,11 @@ func preset(t *testing.T, name string, logH int) params.SystemParams {
 // shape is one trace: log height and width. Shapes are listed in trace order.
 type shape struct{ logH, width int }
 
-func randTraces(seed uint64, shapes []shape) []stark.TraceMatrix {
+func randTraces(seed uint64, shapes []shape) []air.Matrix {
 	r := rand.New(rand.NewPCG(seed, 7))
-	out := make([]stark.TraceMatrix, len(shapes))
+	out := make([]air.Matrix, len(shapes))
 	for i, s := range shapes {
-		t := stark.TraceMatrix{Width: s.width, Height: 1 << s.logH, Values: make([]field.Fp, s.width<<s.logH)}
+		t := air.Matrix{Width: s.width, Height: 1 << s.logH, Values: make([]field.Fp, s.width<<s.logH)}
 		for j := range t.Values {
 			t.Values[j] = fieldrand.Fp(r)
 		}
@@ -167,7 +168,7 @@ func TestCommitErrors(t *testing.T) {
 }
 
 // claimsFor returns the true opening claims of the commitment groups at a random point.
-func claimsFor(p params.SystemParams, seed uint64, groups [][]stark.TraceMatrix) *stark.OpeningClaims {
+func claimsFor(p params.SystemParams, seed uint64, groups [][]air.Matrix) *stark.OpeningClaims {
 	r := rand.New(rand.NewPCG(seed, 11))
 	maxN := 0
 	for _, g := range groups {
@@ -250,7 +251,7 @@ func TestProveOpeningsParity(t *testing.T) {
 			be := device.New(dev, device.Options{Logger: &log})
 			defer be.Close()
 
-			groups := make([][]stark.TraceMatrix, len(tc.groups))
+			groups := make([][]air.Matrix, len(tc.groups))
 			var refCommits, devCommits []stark.Committed
 			var roots []stark.Digest
 			var layouts []*stark.StackedLayout

@@ -19,10 +19,7 @@ func RandFp4(r *rand.Rand) field.Fp4 {
 // h ≥ l_skip Σ_i T[i]·eq_D(r_0, ω^(i mod N))·eq(r_{1..ñ}, bits(i >> l_skip)); for h < l_skip the
 // univariate t̂(r_0^(2^(l_skip−h))) on the subgroup of order 2^h.
 func EvalColumn(lSkip int, col []field.Fp, r []field.Fp4) field.Fp4 {
-	h := 0
-	for 1<<h < len(col) {
-		h++
-	}
+	h, _ := field.Log2(len(col))
 	var acc field.Fp4
 	if h < lSkip {
 		z := stark.ExpPow2(r[0], lSkip-h)
@@ -46,7 +43,7 @@ func EvalColumn(lSkip int, col []field.Fp, r []field.Fp4) field.Fp4 {
 }
 
 // Column returns column j of a trace matrix.
-func Column(t stark.TraceMatrix, j int) []field.Fp { return t.Values[j*t.Height : (j+1)*t.Height] }
+func Column(t air.Matrix, j int) []field.Fp { return t.Values[j*t.Height : (j+1)*t.Height] }
 
 // Rotate returns a copy of col shifted up by one row (the rotated column, row i ↦ col[i+1]).
 func Rotate(col []field.Fp) []field.Fp {
