@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/poseidon2"
 )
 
 // CodecVersion is OpenVM's CODEC_VERSION, the first 4 bytes of the vk prehash preimage.

@@ -24,8 +24,8 @@ import (
 	"strings"
 
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/poseidon2"
 )
 
 // CodecVersion is the proof codec version written first in every encoded Proof.
