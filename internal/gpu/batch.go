@@ -61,6 +61,7 @@ func (b *Batch) Dispatch(name string, groups, tpg Dim3, args []Arg, tgLen ...uin
 	}
 	d.stats.Dispatches++
 	d.stats.PerKernel[name]++
+	d.pending = true
 	b.n++
 	return b
 }
@@ -87,6 +88,7 @@ func (b *Batch) Copy(dst *Buffer, dstOffset int, src *Buffer, srcOffset int, n i
 	}
 	d.stats.Copies++
 	d.stats.BytesCopied += int64(n)
+	d.pending = true
 	b.n++
 	return b
 }
@@ -107,5 +109,6 @@ func (b *Batch) Wait() error {
 		return b.err
 	}
 	d.stats.Syncs++
+	d.pending = false
 	return nil
 }

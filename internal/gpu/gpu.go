@@ -94,6 +94,9 @@ type Device struct {
 	mu    sync.Mutex
 	stats Stats
 	live  map[*Buffer]struct{}
+	// pending is set by an encoded dispatch or copy and cleared by a sync: a download with work
+	// pending waits for it, and counts as a sync.
+	pending bool
 }
 
 func newDevice(kind Kind, be driver.Backend, fallback string) *Device {
@@ -135,6 +138,13 @@ func (d *Device) ResetStats() {
 	defer d.mu.Unlock()
 	inUse := d.stats.MemoryInUse
 	d.stats = Stats{PerKernel: map[string]int{}, MemoryInUse: inUse, MemoryPeak: inUse}
+}
+
+// ResetPeak restarts the peak memory counter from the memory in use now (per-stage peaks).
+func (d *Device) ResetPeak() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stats.MemoryPeak = d.stats.MemoryInUse
 }
 
 // LiveBuffers lists the names and sizes of buffers not yet freed, largest first (for memory
@@ -255,7 +265,7 @@ func (d *Device) Upload(dst *Buffer, offset int, src []byte) error {
 }
 
 // Download copies len(dst) bytes of src from offset (device → host; counted). It waits for
-// all work encoded before it.
+// all work encoded before it; when there was such work, that wait counts as a sync.
 func (d *Device) Download(dst []byte, src *Buffer, offset int) error {
 	if err := d.checkRange("download", src, offset, len(dst)); err != nil {
 		return err
@@ -264,6 +274,10 @@ func (d *Device) Download(dst []byte, src *Buffer, offset int) error {
 	defer d.mu.Unlock()
 	if err := d.be.Download(dst, src.b, offset); err != nil {
 		return &Error{Op: "download", Buffer: src.name, Err: err}
+	}
+	if d.pending {
+		d.stats.Syncs++
+		d.pending = false
 	}
 	d.stats.Downloads++
 	d.stats.BytesFromDevice += int64(len(dst))

@@ -19,11 +19,29 @@ type MerkleTree struct {
 	matrix                *gpu.Array[uint32]
 	height, width, logRPQ int
 	layers                []*gpu.Array[uint32]
+	// scratch holds the leaf digests and group levels below layer 0 until the tree's batch is
+	// known to be done (the first download: Root or Open), then it is freed.
+	scratch []*gpu.Array[uint32]
 }
 
 // MerkleTree commits to the column-major Montgomery matrix (height rows, a power of two; width
 // ≥ 1 columns) with 2^logRowsPerQuery rows per query group, in one batch (one sync).
 func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRowsPerQuery int) (*MerkleTree, error) {
+	b := h.dev.Batch()
+	t, err := h.EncodeMerkleTree(b, matrix, height, width, logRowsPerQuery)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Wait(); err != nil {
+		t.Free()
+		return nil, err
+	}
+	return t, nil
+}
+
+// EncodeMerkleTree encodes MerkleTree into b: the layers are allocated now and valid once b's
+// work is done (the tree's Root and Open wait for it). On an error the tree is freed.
+func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], height, width, logRowsPerQuery int) (*MerkleTree, error) {
 	logH, err := log2Exact("MerkleTree", height)
 	if err != nil {
 		return nil, err
@@ -40,12 +58,6 @@ func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRows
 	dev := h.dev
 	qs := height >> logRowsPerQuery
 	t := &MerkleTree{dev: dev, matrix: matrix, height: height, width: width, logRPQ: logRowsPerQuery}
-	var scratch []*gpu.Array[uint32]
-	defer func() {
-		for _, s := range scratch {
-			s.Free()
-		}
-	}()
 	alloc := func(name string, n int, keep bool) (*gpu.Array[uint32], error) {
 		a, err := gpu.AllocArray[uint32](dev, name, 8*n)
 		if err != nil {
@@ -54,7 +66,7 @@ func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRows
 		if keep {
 			t.layers = append(t.layers, a)
 		} else {
-			scratch = append(scratch, a)
+			t.scratch = append(t.scratch, a)
 		}
 		return a, nil
 	}
@@ -67,7 +79,6 @@ func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRows
 	if err != nil {
 		return fail(err)
 	}
-	b := dev.Batch()
 	g, tp := shape(dev, height)
 	b.Dispatch("merkle_hash_rows", g, tp, []gpu.Arg{gpu.Buf(matrix.Buffer), gpu.Buf(leaves.Buffer), gpu.Buf(h.rc.Buffer),
 		gpu.U32(uint32(height), uint32(width))})
@@ -106,7 +117,7 @@ func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRows
 		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(cur.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n), 1)})
 		cur = dst
 	}
-	if err := b.Wait(); err != nil {
+	if err := b.Err(); err != nil {
 		return fail(err)
 	}
 	return t, nil
@@ -118,6 +129,15 @@ func (t *MerkleTree) Free() {
 		l.Free()
 	}
 	t.layers = nil
+	t.freeScratch()
+}
+
+// freeScratch frees the buffers only the tree's own batch used; call it after a download.
+func (t *MerkleTree) freeScratch() {
+	for _, s := range t.scratch {
+		s.Free()
+	}
+	t.scratch = nil
 }
 
 // Depth is the number of layers below the root (log2 qs).
@@ -142,6 +162,7 @@ func (t *MerkleTree) Root() (poseidon2.Digest, error) {
 	if err := t.layers[len(t.layers)-1].Read(v[:], 0); err != nil {
 		return poseidon2.Digest{}, err
 	}
+	t.freeScratch()
 	return digestsOf(v[:])[0], nil
 }
 
@@ -185,6 +206,7 @@ func (t *MerkleTree) Open(y int) (*Opening, error) {
 	if err := b.Wait(); err != nil {
 		return nil, err
 	}
+	t.freeScratch()
 	flat, err := buf.ReadAll()
 	if err != nil {
 		return nil, err

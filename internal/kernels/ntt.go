@@ -431,39 +431,15 @@ func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[uint32], height, width, l
 	if err != nil {
 		return nil, err
 	}
-	if width <= 0 {
-		return nil, fmt.Errorf("kernels: RSEncodeMatrix: width %d", width)
+	if logBlowup < 0 || logM+logBlowup > field.TwoAdicity || width <= 0 || (height*width)<<logBlowup >= maxElems {
+		return nil, fmt.Errorf("kernels: RSEncodeMatrix: %d×%d matrix, log blowup %d", height, width, logBlowup)
 	}
-	if lSkip < 0 || lSkip > logM || lSkip > 5 {
-		return nil, fmt.Errorf("kernels: RSEncodeMatrix: l_skip %d with height 2^%d (need l_skip ≤ min(5, log height))", lSkip, logM)
-	}
-	if logBlowup < 0 || logM+logBlowup > field.TwoAdicity {
-		return nil, fmt.Errorf("kernels: RSEncodeMatrix: codeword of 2^%d rows", logM+logBlowup)
-	}
-	if err := checkArray("RSEncodeMatrix", q, height*width); err != nil {
-		return nil, err
-	}
-	logN := logM + logBlowup
-	n := 1 << logN
-	if n*width >= maxElems {
-		return nil, fmt.Errorf("kernels: RSEncodeMatrix: %d×%d codeword exceeds 2^31 elements", n, width)
-	}
-	out, err := gpu.AllocArray[uint32](t.dev, name, n*width)
+	out, err := gpu.AllocArray[uint32](t.dev, name, (height*width)<<logBlowup)
 	if err != nil {
 		return nil, err
 	}
 	b := t.dev.Batch()
-	conv := uint32(0)
-	if canonical {
-		conv = 1
-	}
-	g, tp := shape(t.dev, n*width)
-	b.Dispatch("ntt_pad_columns", g, tp, []gpu.Arg{gpu.Buf(q.Buffer), gpu.Buf(out.Buffer),
-		gpu.U32(uint32(n*width), uint32(logM), uint32(logN), conv)})
-	err = t.EncodeBlocks(b, out, BlockSpec{LogBlock: lSkip, NBlocks: width << (logM - lSkip), LogBlocksPerCol: logM - lSkip, ColStride: n}, true, true)
-	if err == nil {
-		err = t.EncodeColumns(b, out, n, width, false)
-	}
+	err = t.EncodeRSMatrix(b, q, out, height, width, lSkip, logBlowup, canonical)
 	if err == nil {
 		err = b.Wait()
 	}
@@ -472,4 +448,44 @@ func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[uint32], height, width, l
 		return nil, err
 	}
 	return out, nil
+}
+
+// EncodeRSMatrix encodes RSEncodeMatrix into b, writing the codeword into out (at least
+// height·2^logBlowup·width values).
+func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[uint32], height, width, lSkip, logBlowup int, canonical bool) error {
+	logM, err := log2Exact("RSEncodeMatrix", height)
+	if err != nil {
+		return err
+	}
+	if width <= 0 {
+		return fmt.Errorf("kernels: RSEncodeMatrix: width %d", width)
+	}
+	if lSkip < 0 || lSkip > logM || lSkip > 5 {
+		return fmt.Errorf("kernels: RSEncodeMatrix: l_skip %d with height 2^%d (need l_skip ≤ min(5, log height))", lSkip, logM)
+	}
+	if logBlowup < 0 || logM+logBlowup > field.TwoAdicity {
+		return fmt.Errorf("kernels: RSEncodeMatrix: codeword of 2^%d rows", logM+logBlowup)
+	}
+	if err := checkArray("RSEncodeMatrix", q, height*width); err != nil {
+		return err
+	}
+	logN := logM + logBlowup
+	n := 1 << logN
+	if n*width >= maxElems {
+		return fmt.Errorf("kernels: RSEncodeMatrix: %d×%d codeword exceeds 2^31 elements", n, width)
+	}
+	if err := checkArray("RSEncodeMatrix", out, n*width); err != nil {
+		return err
+	}
+	conv := uint32(0)
+	if canonical {
+		conv = 1
+	}
+	g, tp := shape(t.dev, n*width)
+	b.Dispatch("ntt_pad_columns", g, tp, []gpu.Arg{gpu.Buf(q.Buffer), gpu.Buf(out.Buffer),
+		gpu.U32(uint32(n*width), uint32(logM), uint32(logN), conv)})
+	if err := t.EncodeBlocks(b, out, BlockSpec{LogBlock: lSkip, NBlocks: width << (logM - lSkip), LogBlocksPerCol: logM - lSkip, ColStride: n}, true, true); err != nil {
+		return err
+	}
+	return t.EncodeColumns(b, out, n, width, false)
 }

@@ -51,11 +51,11 @@ func checkProveVerify() error {
 		return err
 	}
 	airs, inputs := proveStatement()
-	pk, err := stark.Keygen(p, airs, nil, cpuref.Backend{})
+	pk, err := stark.Keygen(p, airs, nil, cpuref.New())
 	if err != nil {
 		return err
 	}
-	proof, err := stark.Prove(pk, inputs, p, cpuref.Backend{}, nil)
+	proof, err := stark.Prove(pk, inputs, p, cpuref.New(), nil)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func checkProveVerify() error {
 	if len(b) != proveStatementBytes {
 		return fmt.Errorf("proof is %d bytes, want %d", len(b), proveStatementBytes)
 	}
-	vk, err := stark.Keygen(p, airs, nil, cpuref.Backend{})
+	vk, err := stark.Keygen(p, airs, nil, cpuref.New())
 	if err != nil {
 		return err
 	}

@@ -4,28 +4,78 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
+
+// Backend is the heavy work of the prover, one interface per stage. The stage code of this
+// package owns the transcript: everything observed, sampled or sent is decided here; a stage
+// backend only computes, taking and returning handles and small values so that a device
+// implementation keeps traces, matrices and tables on the device from load to the end of a proof.
+//
+// A backend package fills every field with its own implementation; a composition may take some
+// stages from one backend and the rest from another, provided the handles one stage makes are
+// the ones the next accepts (Loader's traces feed Committer, Gkr and Constraints; Committer's
+// commitments feed Stacking and Whir).
+type Backend struct {
+	// Name describes the backend in reports ("cpuref", "device (NVIDIA H200, cuda)").
+	Name        string
+	Loader      TraceLoader
+	Committer   Committer
+	Gkr         GkrBackend
+	Constraints ConstraintBackend
+	Stacking    StackingBackend
+	Whir        WhirBackend
+	Grinder     transcript.Grinder
+	// Meter, when set, gives the counters of per-stage reports (ProveOptions.OnStage).
+	Meter Meter
+}
+
+// Trace is a trace matrix loaded onto a backend by its TraceLoader: commit, GKR and the
+// constraint sumcheck take these handles, so that a device backend uploads every trace once.
+type Trace interface {
+	Width() int
+	Height() int
+	// Host returns the matrix the trace was loaded from (the caller's, not a copy): the host-side
+	// trace check and the reference backend read it.
+	Host() *air.Matrix
+	// Free releases the backend's copy; the handle must not be used afterwards. Freeing twice is
+	// harmless.
+	Free()
+}
+
+// TraceLoader is the transport step: it makes a host matrix resident on the backend.
+type TraceLoader interface {
+	// LoadTrace loads m (column-major, canonical values) under name (used in memory reports). m
+	// must stay unchanged while the trace is in use. Width-0 matrices are allowed.
+	LoadTrace(name string, m *air.Matrix) (Trace, error)
+}
 
 // Committed is a backend's opaque handle to one stacked commitment (stacked matrix, its codeword
 // and Merkle tree), kept wherever the backend keeps its data (host or device).
 type Committed interface {
 	Root() Digest
 	Layout() *StackedLayout
+	// Free releases the backend's data; the handle must not be used afterwards. Freeing twice is
+	// harmless.
+	Free()
 }
 
-// Backend performs the heavy operations of the opening proof. The stage code in this package
-// (stacking.go, whir.go) owns the transcript: everything observed, sampled or sent is decided
-// there; the backend only computes. Methods take and return handles and small values so that a
-// device implementation can keep matrices and tables on the device.
-type Backend interface {
-	GkrBackend
-	ConstraintBackend
+// Committer makes stacked commitments.
+type Committer interface {
 	// Commit stacks traces (given in trace order), RS-encodes and Merkle-commits them
 	// (stacked_commit, spec A §5.8).
-	Commit(p params.SystemParams, traces []air.Matrix) (Committed, error)
-	// NewStackingProver prepares the stacked opening reduction (spec B §5) over commits with
-	// the batching weights of b.
+	Commit(p params.SystemParams, traces []Trace) (Committed, error)
+}
+
+// StackingBackend runs the stacked opening reduction (spec B §5).
+type StackingBackend interface {
+	// NewStackingProver prepares the stacked opening reduction over commits with the batching
+	// weights of b.
 	NewStackingProver(p params.SystemParams, commits []Committed, b *StackingBatch) (StackingProver, error)
+}
+
+// WhirBackend runs WHIR (spec A §6.3).
+type WhirBackend interface {
 	// NewWhirProver prepares WHIR (spec A §6.3 step 2): f = Σ_i μ^i·F̂_i over all stacked columns
 	// of commits (commitment-major), w = K(uCube, ·).
 	NewWhirProver(p params.SystemParams, commits []Committed, mu field.Fp4, uCube []field.Fp4) (WhirProver, error)
@@ -56,6 +106,20 @@ type StackingProver interface {
 	Release()
 }
 
+// InitialOpening is the answer to one WHIR query of round 0: per commitment (commitment-list
+// order) the 2^k opened rows of its codeword (Rows[c][t][col], canonical) and the Merkle path.
+type InitialOpening struct {
+	Rows  [][][]field.Fp
+	Paths [][]Digest
+}
+
+// CodewordOpening is the answer to one WHIR query of a later round: the 2^k opened values of the
+// folded codeword and the Merkle path.
+type CodewordOpening struct {
+	Values []field.Fp4
+	Path   []Digest
+}
+
 // WhirProver holds the WHIR tables f, w and the folded codewords on the backend.
 type WhirProver interface {
 	// SumcheckRound returns s(1), s(2) of Σ_y f·w over the lowest variable.
@@ -70,12 +134,33 @@ type WhirProver interface {
 	EvalFolded(z field.Fp4) (field.Fp4, error)
 	// FinalPoly returns the coefficient table of the current f.
 	FinalPoly() ([]field.Fp4, error)
-	// OpenInitial opens query group y of every initial commitment: rows[c][t][col], proofs[c].
-	OpenInitial(y int) (rows [][][]field.Fp, proofs [][]Digest, err error)
-	// OpenCodeword opens query group y of codeword idx: the 2^k values and the Merkle proof.
-	OpenCodeword(idx, y int) ([]field.Fp4, []Digest, error)
+	// OpenInitial answers the round-0 queries ys (query-group indices) on every initial
+	// commitment, in the order of ys.
+	OpenInitial(ys []int) ([]InitialOpening, error)
+	// OpenCodeword answers the queries ys on codeword idx, in the order of ys.
+	OpenCodeword(idx int, ys []int) ([]CodewordOpening, error)
 	// AccumulateWeight adds Σ_i coefs[i]·eq(pow_d(points[i]), ·) to w (d = current variables).
 	AccumulateWeight(coefs, points []field.Fp4) error
 	// Release frees backend resources.
 	Release()
+}
+
+// Counters are a backend's cumulative work counters, read by Meter.
+type Counters struct {
+	Dispatches      int   `json:"dispatches"`
+	Syncs           int   `json:"syncs"`
+	BytesToDevice   int64 `json:"bytes_to_device"`
+	BytesFromDevice int64 `json:"bytes_from_device"`
+	// MemoryPeak is the peak device memory (bytes) since the last ResetPeak.
+	MemoryPeak int64 `json:"memory_peak"`
+	// Fallbacks counts calls that a composed backend sent to another backend than the one it
+	// claims for the stage (the reference stages of a device backend under construction).
+	Fallbacks int `json:"fallbacks"`
+}
+
+// Meter reads a backend's counters for per-stage reports.
+type Meter interface {
+	Counters() Counters
+	// ResetPeak restarts MemoryPeak from the memory in use now.
+	ResetPeak()
 }

@@ -597,17 +597,20 @@ func checkAirInputs(traces []*AirInput) (vks []*air.VerifyingKey, publics [][]fi
 			return nil, nil, nil, fmt.Errorf("%w: trace %d missing", ErrBatchConstraintInput, t)
 		}
 		w := in.VK.Width
-		h := in.Common.Height
+		if in.Common == nil {
+			return nil, nil, nil, fmt.Errorf("%w: trace %d has no common main trace", ErrBatchConstraintInput, t)
+		}
+		h := in.Height()
 		if h < 1 || h&(h-1) != 0 {
 			return nil, nil, nil, fmt.Errorf("%w: trace %d height %d", ErrBatchConstraintInput, t, h)
 		}
-		check := func(m *air.Matrix, width int, what string) error {
-			if m.Width != width || m.Height != h || len(m.Values) != width*h {
-				return fmt.Errorf("%w: trace %d %s is %d×%d (%d values), want %d×%d", ErrBatchConstraintInput, t, what, m.Width, m.Height, len(m.Values), width, h)
+		check := func(m Trace, width int, what string) error {
+			if m.Width() != width || m.Height() != h {
+				return fmt.Errorf("%w: trace %d %s is %d×%d, want %d×%d", ErrBatchConstraintInput, t, what, m.Width(), m.Height(), width, h)
 			}
 			return nil
 		}
-		if err := check(&in.Common, w.CommonMain, "common main"); err != nil {
+		if err := check(in.Common, w.CommonMain, "common main"); err != nil {
 			return nil, nil, nil, err
 		}
 		if w.HasPreprocessed() != (in.Preprocessed != nil) {
@@ -622,7 +625,7 @@ func checkAirInputs(traces []*AirInput) (vks []*air.VerifyingKey, publics [][]fi
 			return nil, nil, nil, fmt.Errorf("%w: trace %d has %d cached parts, want %d", ErrBatchConstraintInput, t, len(in.Cached), len(w.CachedMains))
 		}
 		for j := range in.Cached {
-			if err := check(&in.Cached[j], w.CachedMains[j], fmt.Sprintf("cached part %d", j)); err != nil {
+			if err := check(in.Cached[j], w.CachedMains[j], fmt.Sprintf("cached part %d", j)); err != nil {
 				return nil, nil, nil, err
 			}
 		}
@@ -636,7 +639,7 @@ func checkAirInputs(traces []*AirInput) (vks []*air.VerifyingKey, publics [][]fi
 // ProveBatchConstraints runs the batch constraint sumcheck prover (spec B §4.2 B1–B8) on traces
 // given in trace order, after the GKR stage (g.Xi already extended to l + n_global). It returns
 // the proof part and the opening claims for the stacked reduction (ColumnOpeningsToClaims).
-func ProveBatchConstraints(be Backend, tr *transcript.Transcript, p params.SystemParams, traces []*AirInput, g *GkrOutcome) (BatchConstraintProof, *OpeningClaims, error) {
+func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p params.SystemParams, traces []*AirInput, g *GkrOutcome) (BatchConstraintProof, *OpeningClaims, error) {
 	vks, publics, logHeights, err := checkAirInputs(traces)
 	if err != nil {
 		return BatchConstraintProof{}, nil, err

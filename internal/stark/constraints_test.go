@@ -29,9 +29,8 @@ type bcCase struct {
 
 func bcParams() params.SystemParams { return params.TestParamsSmall(2, 8, 3) }
 
-func bcMatrix(m air.Matrix) air.Matrix {
-	return air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height}
-}
+// hostTrace is m as a reference-backend trace.
+func hostTrace(m air.Matrix) stark.Trace { return cpuref.Trace{M: &m} }
 
 // newBCCase keygens the instances, sorts them into trace order and builds a GkrOutcome with random
 // α, β, ξ whose claims are the true p̂(ξ), q̂(ξ) of the LogUp leaves (spec B §3.4).
@@ -44,27 +43,26 @@ func newBCCase(t testing.TB, p params.SystemParams, ins []testair.Instance, seed
 	var items []item
 	for i, inst := range ins {
 		var pre *air.PreprocessedVK
-		var preM *air.Matrix
+		var preM stark.Trace
 		if pa, ok := inst.Air.(air.PreprocessedAir); ok {
 			m := pa.PreprocessedTrace()
 			if inst.Trace.Preprocessed != nil {
 				m = *inst.Trace.Preprocessed
 			}
-			tm := bcMatrix(m)
-			preM = &tm
+			preM = hostTrace(m)
 			pre = &air.PreprocessedVK{HypercubeDim: bits.Len(uint(m.Height)) - 1 - p.LSkip, StackingWidth: 1}
 		}
 		vk, err := air.Keygen(inst.Air, p.MaxConstraintDegree, false, pre)
 		if err != nil {
 			t.Fatalf("keygen %s: %v", inst.Air.Name(), err)
 		}
-		in := &stark.AirInput{AirIndex: i, VK: vk, Common: bcMatrix(inst.Trace.CommonMain), Preprocessed: preM, Public: inst.Trace.Public}
+		in := &stark.AirInput{AirIndex: i, VK: vk, Common: hostTrace(inst.Trace.CommonMain), Preprocessed: preM, Public: inst.Trace.Public}
 		for _, c := range inst.Trace.CachedMains {
-			in.Cached = append(in.Cached, bcMatrix(c))
+			in.Cached = append(in.Cached, hostTrace(c))
 		}
 		items = append(items, item{i, in})
 	}
-	sort.SliceStable(items, func(a, b int) bool { return items[a].in.Common.Height > items[b].in.Common.Height })
+	sort.SliceStable(items, func(a, b int) bool { return items[a].in.Height() > items[b].in.Height() })
 	c := &bcCase{p: p}
 	for _, it := range items {
 		c.inputs = append(c.inputs, it.in)
@@ -107,7 +105,7 @@ func bcOutcome(c *bcCase, rng *rand.Rand) *stark.GkrOutcome {
 	row := 0
 	betaPows := field.PowersFp4(g.Beta, 200)
 	for _, in := range c.inputs {
-		h := in.Common.Height
+		h := in.Height()
 		nl := max(in.LogHeight()-l, 0)
 		norm := stark.InvPow2(max(l-in.LogHeight(), 0))
 		for _, it := range in.VK.DAG.Interactions {
@@ -178,13 +176,13 @@ func (c *bcCase) checkClaims(t *testing.T, claims *stark.OpeningClaims) {
 		if claims.Commits[0].NeedRot[ti] != nr {
 			t.Fatalf("trace %d need_rot", ti)
 		}
-		check(claims.Commits[0], ti, &in.Common, nr, "common")
+		check(claims.Commits[0], ti, in.Common.Host(), nr, "common")
 		if in.Preprocessed != nil {
-			check(claims.Commits[k], 0, in.Preprocessed, nr, "preprocessed")
+			check(claims.Commits[k], 0, in.Preprocessed.Host(), nr, "preprocessed")
 			k++
 		}
 		for j := range in.Cached {
-			check(claims.Commits[k], 0, &in.Cached[j], nr, "cached")
+			check(claims.Commits[k], 0, in.Cached[j].Host(), nr, "cached")
 			k++
 		}
 	}
@@ -253,7 +251,7 @@ func TestBatchConstraintsOpenings(t *testing.T) {
 			c := newBCCase(t, bcParams(), bcFixtures(t)[name](), 2)
 			proof, claims, ptr := c.prove(t)
 			commits, roots, layouts := c.commit(t)
-			sp, wp, err := stark.ProveOpenings(cpuref.Backend{}, ptr, c.p, commits, claims)
+			sp, wp, err := stark.ProveOpenings(cpuref.New(), ptr, c.p, commits, claims)
 			if err != nil {
 				t.Fatalf("prove openings: %v", err)
 			}
@@ -270,17 +268,17 @@ func TestBatchConstraintsOpenings(t *testing.T) {
 
 func (c *bcCase) commit(t testing.TB) ([]stark.Committed, []stark.Digest, []*stark.StackedLayout) {
 	t.Helper()
-	var commons []air.Matrix
+	var commons []stark.Trace
 	for _, in := range c.inputs {
 		commons = append(commons, in.Common)
 	}
-	mats := [][]air.Matrix{commons}
+	mats := [][]stark.Trace{commons}
 	for _, in := range c.inputs {
 		if in.Preprocessed != nil {
-			mats = append(mats, []air.Matrix{*in.Preprocessed})
+			mats = append(mats, []stark.Trace{in.Preprocessed})
 		}
 		for _, m := range in.Cached {
-			mats = append(mats, []air.Matrix{m})
+			mats = append(mats, []stark.Trace{m})
 		}
 	}
 	var commits []stark.Committed
@@ -320,10 +318,10 @@ func TestBatchConstraintsInvalidTrace(t *testing.T) {
 		ins  []testair.Instance
 		mat  func(c *bcCase) *air.Matrix
 	}{
-		{"fibonacci", []testair.Instance{testair.Fibonacci(0, 1, 16)}, func(c *bcCase) *air.Matrix { return &c.inputs[0].Common }},
-		{"short", testair.ShortTraces(), func(c *bcCase) *air.Matrix { return &c.inputs[0].Common }},
-		{"height-1", []testair.Instance{testair.Fibonacci(0, 1, 1)}, func(c *bcCase) *air.Matrix { return &c.inputs[0].Common }},
-		{"keccakf", []testair.Instance{keccakInstance(t, 1)}, func(c *bcCase) *air.Matrix { return &c.inputs[0].Common }},
+		{"fibonacci", []testair.Instance{testair.Fibonacci(0, 1, 16)}, func(c *bcCase) *air.Matrix { return c.inputs[0].Common.Host() }},
+		{"short", testair.ShortTraces(), func(c *bcCase) *air.Matrix { return c.inputs[0].Common.Host() }},
+		{"height-1", []testair.Instance{testair.Fibonacci(0, 1, 1)}, func(c *bcCase) *air.Matrix { return c.inputs[0].Common.Host() }},
+		{"keccakf", []testair.Instance{keccakInstance(t, 1)}, func(c *bcCase) *air.Matrix { return c.inputs[0].Common.Host() }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newBCCase(t, bcParams(), tc.ins, 4)
@@ -375,7 +373,7 @@ func TestBatchConstraintsTamper(t *testing.T) {
 	c := newBCCase(t, bcParams(), testair.Mixture(8), 6)
 	proof, _, ptr := c.prove(t)
 	commits, roots, layouts := c.commit(t)
-	sp, wp, err := stark.ProveOpenings(cpuref.Backend{}, ptr, c.p, commits, c.mustClaims(t, &proof))
+	sp, wp, err := stark.ProveOpenings(cpuref.New(), ptr, c.p, commits, c.mustClaims(t, &proof))
 	if err != nil {
 		t.Fatal(err)
 	}

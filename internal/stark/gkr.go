@@ -1,6 +1,7 @@
 package stark
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/bits"
@@ -95,12 +96,12 @@ type GkrProveOptions struct {
 // ProveGkr runs the LogUp set-up and the GKR fractional sumcheck on traces (trace order) and
 // completes ξ (spec B §3.3–§3.6). It starts at the LogUp proof-of-work; the preamble must
 // already be on tr. An unbalanced bus (root numerator ≠ 0) is an ErrGkrRootNumerator error.
-func ProveGkr(be Backend, tr *transcript.Transcript, p params.SystemParams, traces []*AirInput) (GkrProof, *GkrOutcome, error) {
-	return ProveGkrWithOptions(be, tr, p, traces, GkrProveOptions{})
+func ProveGkr(be GkrBackend, g transcript.Grinder, tr *transcript.Transcript, p params.SystemParams, traces []*AirInput) (GkrProof, *GkrOutcome, error) {
+	return ProveGkrWithOptions(be, g, tr, p, traces, GkrProveOptions{})
 }
 
 // ProveGkrWithOptions is ProveGkr with options.
-func ProveGkrWithOptions(be Backend, tr *transcript.Transcript, p params.SystemParams, traces []*AirInput, opt GkrProveOptions) (GkrProof, *GkrOutcome, error) {
+func ProveGkrWithOptions(be GkrBackend, g transcript.Grinder, tr *transcript.Transcript, p params.SystemParams, traces []*AirInput, opt GkrProveOptions) (GkrProof, *GkrOutcome, error) {
 	if err := checkGkrParams(p); err != nil {
 		return GkrProof{}, nil, err
 	}
@@ -110,7 +111,10 @@ func ProveGkrWithOptions(be Backend, tr *transcript.Transcript, p params.SystemP
 		if t == nil || t.VK == nil || t.VK.DAG == nil {
 			return GkrProof{}, nil, fmt.Errorf("%w: trace %d has no verifying key", ErrGkrInput, i)
 		}
-		if h := t.Common.Height; h < 1 || h&(h-1) != 0 {
+		if t.Common == nil {
+			return GkrProof{}, nil, fmt.Errorf("%w: trace %d has no common main trace", ErrGkrInput, i)
+		}
+		if h := t.Height(); h < 1 || h&(h-1) != 0 {
 			return GkrProof{}, nil, fmt.Errorf("%w: trace %d: height %d is not a power of two", ErrGkrInput, i, h)
 		}
 		logHeights[i] = t.LogHeight()
@@ -122,7 +126,9 @@ func ProveGkrWithOptions(be Backend, tr *transcript.Transcript, p params.SystemP
 	}
 
 	var proof GkrProof
-	proof.LogupPowWitness = tr.Grind(p.Logup.PowBits)
+	if proof.LogupPowWitness, err = tr.GrindWith(context.Background(), g, p.Logup.PowBits); err != nil {
+		return GkrProof{}, nil, err
+	}
 	out := &GkrOutcome{NLogup: layout.NLogup}
 	out.Alpha = tr.SampleExt()
 	out.Beta = tr.SampleExt()

@@ -37,9 +37,6 @@ func instHeight(in testair.Instance) int {
 	return in.Trace.CommonMain.Height
 }
 
-func toTM(m air.Matrix) air.Matrix {
-	return air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height}
-}
 
 func newGkrCase(t *testing.T, p params.SystemParams, ins []testair.Instance) *gkrCase {
 	t.Helper()
@@ -55,11 +52,10 @@ func newGkrCase(t *testing.T, p params.SystemParams, ins []testair.Instance) *gk
 			logH++
 		}
 		var pre *air.PreprocessedVK
-		var preM *air.Matrix
+		var preM stark.Trace
 		if pa, ok := a.(air.PreprocessedAir); ok && a.Width().HasPreprocessed() {
 			pre = &air.PreprocessedVK{HypercubeDim: logH - p.LSkip, StackingWidth: 1}
-			m := toTM(pa.PreprocessedTrace())
-			preM = &m
+			preM = hostTrace(pa.PreprocessedTrace())
 		}
 		vk, err := air.Keygen(a, p.MaxConstraintDegree, true, pre)
 		if err != nil {
@@ -69,9 +65,9 @@ func newGkrCase(t *testing.T, p params.SystemParams, ins []testair.Instance) *gk
 		if common.Height == 0 {
 			common.Height = h
 		}
-		ai := &stark.AirInput{AirIndex: i, VK: vk, Common: toTM(common), Preprocessed: preM, Public: in.Trace.Public}
+		ai := &stark.AirInput{AirIndex: i, VK: vk, Common: hostTrace(common), Preprocessed: preM, Public: in.Trace.Public}
 		for _, m := range in.Trace.CachedMains {
-			ai.Cached = append(ai.Cached, toTM(m))
+			ai.Cached = append(ai.Cached, hostTrace(m))
 		}
 		c.inputs = append(c.inputs, ai)
 		c.shapes = append(c.shapes, stark.TraceShape{AirIndex: i, VK: vk, LogHeight: logH, Public: in.Trace.Public})
@@ -91,7 +87,7 @@ func preamble() *transcript.Transcript {
 func proveGkr(t *testing.T, p params.SystemParams, c *gkrCase) (stark.GkrProof, *stark.GkrOutcome, *transcript.Transcript) {
 	t.Helper()
 	tr := preamble()
-	proof, out, err := stark.ProveGkr(cpuref.Backend{}, tr, p, c.inputs)
+	proof, out, err := stark.ProveGkr(cpuref.Backend{}, transcript.HostGrinder{}, tr, p, c.inputs)
 	if err != nil {
 		t.Fatalf("ProveGkr: %v", err)
 	}
@@ -309,10 +305,10 @@ func TestGkrUnbalanced(t *testing.T) {
 	recv.Values[0] = recv.Values[0].Add(field.One)
 	ins[1].Trace.CommonMain = recv
 	c := newGkrCase(t, p, ins)
-	if _, _, err := stark.ProveGkr(cpuref.Backend{}, preamble(), p, c.inputs); !errors.Is(err, stark.ErrGkrRootNumerator) || !errors.Is(err, stark.ErrGkr) {
+	if _, _, err := stark.ProveGkr(cpuref.Backend{}, transcript.HostGrinder{}, preamble(), p, c.inputs); !errors.Is(err, stark.ErrGkrRootNumerator) || !errors.Is(err, stark.ErrGkr) {
 		t.Fatalf("ProveGkr on an unbalanced bus: %v", err)
 	}
-	proof, _, err := stark.ProveGkrWithOptions(cpuref.Backend{}, preamble(), p, c.inputs, stark.GkrProveOptions{AllowNonZeroRoot: true})
+	proof, _, err := stark.ProveGkrWithOptions(cpuref.Backend{}, transcript.HostGrinder{}, preamble(), p, c.inputs, stark.GkrProveOptions{AllowNonZeroRoot: true})
 	if err != nil {
 		t.Fatal(err)
 	}

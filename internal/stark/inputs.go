@@ -5,25 +5,29 @@ import (
 	"github.com/metalprove/metalprove/internal/field"
 )
 
-// AirInput is one present AIR's proving input: its verifying key and its trace parts. Stages
-// after the preamble receive the present AIRs in trace order (common-main height descending,
-// ties by AIR index ascending; spec A §3.7, B §3.1).
+// AirInput is one present AIR's proving input: its verifying key and its trace parts, loaded on
+// the backend. Stages after the preamble receive the present AIRs in trace order (common-main
+// height descending, ties by AIR index ascending; spec A §3.7, B §3.1).
 type AirInput struct {
 	// AirIndex is the AIR's position in the verifying key.
 	AirIndex int
 	VK       *air.VerifyingKey
-	// Common is the common main trace; its height is the trace height (a power of two).
-	Common air.Matrix
+	// Common is the common main trace; its height is the trace height (a power of two). An AIR
+	// without common main columns has a width-0 trace of that height.
+	Common Trace
 	// Preprocessed is nil when the AIR has no preprocessed trace.
-	Preprocessed *air.Matrix
+	Preprocessed Trace
 	// Cached are the cached main traces, in part order.
-	Cached []air.Matrix
+	Cached []Trace
 	Public []field.Fp
 }
 
+// Height is the trace height.
+func (a *AirInput) Height() int { return a.Common.Height() }
+
 // LogHeight is log2 of the trace height.
 func (a *AirInput) LogHeight() int {
-	n, _ := field.Log2(a.Common.Height)
+	n, _ := field.Log2(a.Common.Height())
 	return n
 }
 

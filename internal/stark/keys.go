@@ -29,13 +29,26 @@ func (vk *VerifyingKey) Params() params.SystemParams { return vk.MVK.Params }
 func (vk *VerifyingKey) NumAirs() int { return len(vk.MVK.PerAir) }
 
 // ProvingKey is the verifying key plus what the prover needs: the AIRs and, per AIR, the
-// preprocessed trace and its commitment (a handle of the backend the key was made with).
+// preprocessed trace and its commitment (handles of the backend the key was made with: the
+// trace stays loaded there for as long as the key is used).
 type ProvingKey struct {
 	VK   *VerifyingKey
 	Airs []air.Air
 	// Preprocessed[i] and PreprocessedCommit[i] are nil when AIR i has no preprocessed trace.
-	Preprocessed       []*air.Matrix
+	Preprocessed       []Trace
 	PreprocessedCommit []Committed
+}
+
+// Free releases the preprocessed traces and commitments held on the key's backend.
+func (pk *ProvingKey) Free() {
+	for i, t := range pk.Preprocessed {
+		if t != nil {
+			t.Free()
+		}
+		if c := pk.PreprocessedCommit[i]; c != nil {
+			c.Free()
+		}
+	}
 }
 
 // Params returns the system parameters the key was made for.
@@ -47,7 +60,7 @@ func (pk *ProvingKey) Params() params.SystemParams { return pk.VK.MVK.Params }
 // is_required (nil: all optional, as OpenVM's add_air). The verifying key (pk.VK) depends only on
 // p and the AIRs: a verifier recomputes it with any backend (the CPU reference is the natural
 // choice) and gets the same prehash.
-func Keygen(p params.SystemParams, airs []air.Air, required []bool, be Backend) (*ProvingKey, error) {
+func Keygen(p params.SystemParams, airs []air.Air, required []bool, be *Backend) (*ProvingKey, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrKeygen, err)
 	}
@@ -56,7 +69,7 @@ func Keygen(p params.SystemParams, airs []air.Air, required []bool, be Backend) 
 	}
 	pk := &ProvingKey{
 		Airs:               append([]air.Air(nil), airs...),
-		Preprocessed:       make([]*air.Matrix, len(airs)),
+		Preprocessed:       make([]Trace, len(airs)),
 		PreprocessedCommit: make([]Committed, len(airs)),
 	}
 	pre := make([]*air.PreprocessedVK, len(airs))
@@ -83,11 +96,17 @@ func Keygen(p params.SystemParams, airs []air.Air, required []bool, be Backend) 
 				ErrKeygen, i, a.Name(), logH, p.LogStackedHeight())
 		}
 		tm := &air.Matrix{Values: m.Values, Width: m.Width, Height: h}
-		c, err := be.Commit(p, []air.Matrix{*tm})
+		t, err := be.Loader.LoadTrace(a.Name()+" preprocessed", tm)
 		if err != nil {
+			pk.Free()
+			return nil, fmt.Errorf("%w: AIR %d (%s): load preprocessed trace: %w", ErrKeygen, i, a.Name(), err)
+		}
+		pk.Preprocessed[i] = t
+		c, err := be.Committer.Commit(p, []Trace{t})
+		if err != nil {
+			pk.Free()
 			return nil, fmt.Errorf("%w: AIR %d (%s): commit preprocessed trace: %w", ErrKeygen, i, a.Name(), err)
 		}
-		pk.Preprocessed[i] = tm
 		pk.PreprocessedCommit[i] = c
 		pre[i] = &air.PreprocessedVK{Commit: c.Root(), HypercubeDim: logH - p.LSkip, StackingWidth: c.Layout().Width}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/params"
 )
 
 // ErrLayout is wrapped by every stacked layout error.
@@ -115,4 +116,50 @@ func (l *StackedLayout) Get(mat, j int) (StackedSlice, bool) {
 		return StackedSlice{}, false
 	}
 	return l.Cols[i].Slice, true
+}
+
+// Placement returns where column c lives in the column-major stacked matrix of height
+// 2^l.LogHeight: the index of its first value (stacked column × height + first row) and the row
+// stride of its values (2^(l_skip − log h) for a trace shorter than 2^l_skip, else 1); the rows
+// between strided values are zero. The columns of one matrix follow each other: column j + 1
+// starts Len(l_skip) values after column j, across stacked columns too. It is the one placement
+// rule both backends fill the stacked matrix with.
+func (l *StackedLayout) Placement(c StackedColumn) (start, stride int) {
+	return c.Slice.Col<<l.LogHeight + c.Slice.Row, c.Slice.Stride(l.LSkip)
+}
+
+// ErrCommitInput is wrapped by the errors of CommitLayout: traces or parameters that no stacked
+// commitment can be made of.
+var ErrCommitInput = errors.New("stark: invalid commit input")
+
+// ErrStackedWidthZero: every trace of a commitment has width 0.
+var ErrStackedWidthZero = fmt.Errorf("%w: stacked matrix has width 0 (every trace has width 0)", ErrCommitInput)
+
+// CommitLayout validates a commitment's parameters (l_skip, n_stack, log_blowup, k_whir) and
+// traces (trace order, power-of-two heights) and returns their stacked layout. Every backend's
+// Committer starts with it.
+func CommitLayout(p params.SystemParams, traces []Trace) (*StackedLayout, error) {
+	m := p.LSkip + p.NStack
+	if p.LSkip < 0 || p.NStack < 0 || p.LogBlowup < 0 || m+p.LogBlowup > field.TwoAdicity || p.Whir.K < 0 || p.Whir.K > m+p.LogBlowup {
+		return nil, fmt.Errorf("%w: l_skip=%d n_stack=%d log_blowup=%d k_whir=%d", ErrCommitInput, p.LSkip, p.NStack, p.LogBlowup, p.Whir.K)
+	}
+	dims := make([]MatrixDim, len(traces))
+	for i, t := range traces {
+		if t == nil {
+			return nil, fmt.Errorf("%w: trace %d is nil", ErrCommitInput, i)
+		}
+		lh, ok := field.Log2(t.Height())
+		if !ok || t.Width() < 0 {
+			return nil, fmt.Errorf("%w: trace %d is %d×%d (the height must be a power of two)", ErrCommitInput, i, t.Height(), t.Width())
+		}
+		dims[i] = MatrixDim{Width: t.Width(), LogHeight: lh}
+	}
+	layout, err := NewStackedLayout(p.LSkip, m, dims)
+	if err != nil {
+		return nil, err
+	}
+	if layout.Width == 0 {
+		return nil, ErrStackedWidthZero
+	}
+	return layout, nil
 }

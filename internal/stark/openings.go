@@ -65,12 +65,12 @@ type OpeningClaims struct {
 
 // ProveOpenings proves claims on the committed columns: the stacked opening reduction (spec B §5)
 // followed by WHIR (spec A §6), on transcript tr.
-func ProveOpenings(be Backend, tr *transcript.Transcript, p params.SystemParams, commits []Committed, claims *OpeningClaims) (StackingProof, WhirProof, error) {
-	sp, u, err := ProveStacking(be, tr, p, commits, claims)
+func ProveOpenings(be *Backend, tr *transcript.Transcript, p params.SystemParams, commits []Committed, claims *OpeningClaims) (StackingProof, WhirProof, error) {
+	sp, u, err := ProveStacking(be.Stacking, tr, p, commits, claims)
 	if err != nil {
 		return StackingProof{}, WhirProof{}, err
 	}
-	wp, err := ProveWhir(be, tr, p, commits, UCube(p.LSkip, u))
+	wp, err := ProveWhir(be.Whir, be.Grinder, tr, p, commits, UCube(p.LSkip, u))
 	if err != nil {
 		return StackingProof{}, WhirProof{}, err
 	}

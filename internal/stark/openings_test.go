@@ -115,7 +115,7 @@ func startTranscript(seed uint64) transcript.Transcript {
 func (f *fixture) prove(t testing.TB) (stark.StackingProof, stark.WhirProof, transcript.Transcript) {
 	t.Helper()
 	tr := startTranscript(1)
-	sp, wp, err := stark.ProveOpenings(cpuref.Backend{}, &tr, f.p, f.commits, f.claims)
+	sp, wp, err := stark.ProveOpenings(cpuref.New(), &tr, f.p, f.commits, f.claims)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package stark
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
 
@@ -50,8 +52,9 @@ func (in *AirProvingInput) Height() int {
 	return 0
 }
 
-// Stage names reported to ProveOptions.OnStage.
+// Stage names reported to ProveOptions.OnStageStart and OnStage, in the order they run.
 const (
+	StageLoad        = "load"
 	StageCheck       = "check"
 	StageCommit      = "commit"
 	StageGkr         = "gkr"
@@ -67,12 +70,75 @@ type ProveOptions struct {
 	CheckConstraints bool
 	// MaxFailures bounds the failures reported by the checker (≤ 0: 10).
 	MaxFailures int
-	// OnStage, when set, is called after each stage with its name (Stage*) and duration.
-	OnStage func(stage string, elapsed time.Duration)
+	// Context, when set, cancels the proof between stages and inside proof-of-work searches;
+	// Prove then returns its error.
+	Context context.Context
+	// OnStageStart, when set, is called as each stage begins, with its name (Stage*).
+	OnStageStart func(stage string)
+	// OnStage, when set, is called after each stage with what it cost.
+	OnStage func(StageReport)
 }
 
 // DefaultProveOptions has the checker on.
 func DefaultProveOptions() *ProveOptions { return &ProveOptions{CheckConstraints: true} }
+
+// StageReport is what one stage of a proof cost: its wall time and, when the backend has a
+// Meter, the work counted while it ran (MemoryPeak is the peak device memory during the stage).
+type StageReport struct {
+	Stage string        `json:"stage"`
+	Wall  time.Duration `json:"wall_ns"`
+	Counters
+}
+
+// stages runs the stages of one proof, reporting each.
+type stages struct {
+	ctx   context.Context
+	opts  *ProveOptions
+	meter Meter
+}
+
+func newStages(opts *ProveOptions, be *Backend) *stages {
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return &stages{ctx: ctx, opts: opts, meter: be.Meter}
+}
+
+// run runs stage name (f), unless the context has ended, and reports it.
+func (s *stages) run(name string, f func() error) error {
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	if s.opts.OnStageStart != nil {
+		s.opts.OnStageStart(name)
+	}
+	var before Counters
+	if s.meter != nil {
+		s.meter.ResetPeak()
+		before = s.meter.Counters()
+	}
+	start := time.Now()
+	if err := f(); err != nil {
+		return err
+	}
+	rep := StageReport{Stage: name, Wall: time.Since(start)}
+	if s.meter != nil {
+		after := s.meter.Counters()
+		rep.Counters = Counters{
+			Dispatches:      after.Dispatches - before.Dispatches,
+			Syncs:           after.Syncs - before.Syncs,
+			BytesToDevice:   after.BytesToDevice - before.BytesToDevice,
+			BytesFromDevice: after.BytesFromDevice - before.BytesFromDevice,
+			MemoryPeak:      after.MemoryPeak,
+			Fallbacks:       after.Fallbacks - before.Fallbacks,
+		}
+	}
+	if s.opts.OnStage != nil {
+		s.opts.OnStage(rep)
+	}
+	return nil
+}
 
 // TraceCheckError lists what the host checker found wrong.
 type TraceCheckError struct {
@@ -103,9 +169,87 @@ func inputErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrProveInput, fmt.Sprintf(format, args...))
 }
 
-// checkInputs validates the inputs against the key and returns the present AIR indices in trace
-// order (height descending, ties by AIR index ascending).
-func checkInputs(pk *ProvingKey, inputs []AirProvingInput, p params.SystemParams) ([]int, error) {
+// AirTraces is one AIR's input once loaded on a backend (LoadInputs), by AIR index. The zero
+// value (Common == nil) is an absent AIR.
+type AirTraces struct {
+	// Common is the common main trace (width 0 for an AIR without common main columns); its
+	// height is the trace height.
+	Common Trace
+	// Cached are the cached main traces in part (DAG) order.
+	Cached []Trace
+	Public []field.Fp
+}
+
+// Present reports whether the AIR has a trace.
+func (in *AirTraces) Present() bool { return in.Common != nil }
+
+// LoadInputs is the transport step of a proof: it loads every trace of inputs (AIR order) onto
+// be's Loader, checking each matrix's shape. The caller frees the result with FreeTraces.
+func LoadInputs(be *Backend, pk *ProvingKey, inputs []AirProvingInput) ([]AirTraces, error) {
+	if be == nil || be.Loader == nil {
+		return nil, inputErr("the backend has no trace loader")
+	}
+	out := make([]AirTraces, len(inputs))
+	load := func(i int, part string, m *air.Matrix) (Trace, error) {
+		name := fmt.Sprintf("AIR %d", i)
+		if pk != nil && i < len(pk.Airs) && pk.Airs[i] != nil {
+			name = pk.Airs[i].Name()
+		}
+		if err := m.Check(); err != nil {
+			return nil, inputErr("AIR %d (%s): %s: %v", i, name, part, err)
+		}
+		t, err := be.Loader.LoadTrace(name+" "+part, m)
+		if err != nil {
+			return nil, fmt.Errorf("stark: load AIR %d (%s) %s: %w", i, name, part, err)
+		}
+		return t, nil
+	}
+	for i := range inputs {
+		in := &inputs[i]
+		if !in.Present() {
+			if len(in.Public) != 0 || len(in.Cached) != 0 || len(in.Common.Values) != 0 {
+				FreeTraces(out)
+				return nil, inputErr("absent AIR %d has trace data or public values", i)
+			}
+			continue
+		}
+		common := in.Common
+		if common.Height == 0 && common.Width == 0 {
+			common.Height = in.Height() // no common main columns: the trace height only
+		}
+		c, err := load(i, "common main", &common)
+		if err != nil {
+			FreeTraces(out)
+			return nil, err
+		}
+		out[i] = AirTraces{Common: c, Public: in.Public}
+		for j := range in.Cached {
+			t, err := load(i, fmt.Sprintf("cached main %d", j), &in.Cached[j])
+			if err != nil {
+				FreeTraces(out)
+				return nil, err
+			}
+			out[i].Cached = append(out[i].Cached, t)
+		}
+	}
+	return out, nil
+}
+
+// FreeTraces frees every trace of ts.
+func FreeTraces(ts []AirTraces) {
+	for _, t := range ts {
+		if t.Common != nil {
+			t.Common.Free()
+		}
+		for _, c := range t.Cached {
+			c.Free()
+		}
+	}
+}
+
+// checkInputs validates the loaded inputs against the key and returns the present AIR indices in
+// trace order (height descending, ties by AIR index ascending).
+func checkInputs(pk *ProvingKey, inputs []AirTraces, p params.SystemParams) ([]int, error) {
 	if pk == nil || pk.VK == nil || pk.VK.MVK == nil {
 		return nil, inputErr("no proving key")
 	}
@@ -126,40 +270,44 @@ func checkInputs(pk *ProvingKey, inputs []AirProvingInput, p params.SystemParams
 			if vk.IsRequired {
 				return nil, inputErr("AIR %d (%s) is required but has no trace", i, name)
 			}
-			if len(in.Public) != 0 || len(in.Cached) != 0 || len(in.Common.Values) != 0 {
+			if len(in.Public) != 0 || len(in.Cached) != 0 {
 				return nil, inputErr("absent AIR %d (%s) has trace data or public values", i, name)
 			}
 			continue
 		}
-		h := in.Height()
-		if h&(h-1) != 0 {
+		h := in.Common.Height()
+		if h <= 0 || h&(h-1) != 0 {
 			return nil, inputErr("AIR %d (%s): height %d is not a power of two", i, name, h)
 		}
 		if log2Exact(h) > p.LogStackedHeight() {
 			return nil, inputErr("AIR %d (%s): height %d exceeds the stacked height 2^%d", i, name, h, p.LogStackedHeight())
 		}
-		check := func(part string, m *air.Matrix, width int) error {
-			if m.Width != width || m.Height != h || len(m.Values) != width*h {
-				return inputErr("AIR %d (%s): %s is %d×%d (%d values), want %d×%d", i, name, part, m.Height, m.Width, len(m.Values), h, width)
+		check := func(part string, m Trace, width int) error {
+			if m == nil || m.Width() != width || m.Height() != h {
+				w, hh := 0, 0
+				if m != nil {
+					w, hh = m.Width(), m.Height()
+				}
+				return inputErr("AIR %d (%s): %s is %d×%d, want %d×%d", i, name, part, hh, w, h, width)
 			}
 			return nil
 		}
-		if err := check("common main", &in.Common, vk.Width.CommonMain); err != nil {
+		if err := check("common main", in.Common, vk.Width.CommonMain); err != nil {
 			return nil, err
 		}
 		if len(in.Cached) != len(vk.Width.CachedMains) {
 			return nil, inputErr("AIR %d (%s): %d cached mains, want %d", i, name, len(in.Cached), len(vk.Width.CachedMains))
 		}
 		for j := range in.Cached {
-			if err := check(fmt.Sprintf("cached main %d", j), &in.Cached[j], vk.Width.CachedMains[j]); err != nil {
+			if err := check(fmt.Sprintf("cached main %d", j), in.Cached[j], vk.Width.CachedMains[j]); err != nil {
 				return nil, err
 			}
 		}
 		if len(in.Public) != vk.NumPublicValues {
 			return nil, inputErr("AIR %d (%s): %d public values, want %d", i, name, len(in.Public), vk.NumPublicValues)
 		}
-		if pre := pk.Preprocessed[i]; pre != nil && pre.Height != h {
-			return nil, inputErr("AIR %d (%s): trace height %d, but the preprocessed trace has height %d", i, name, h, pre.Height)
+		if pre := pk.Preprocessed[i]; pre != nil && pre.Height() != h {
+			return nil, inputErr("AIR %d (%s): trace height %d, but the preprocessed trace has height %d", i, name, h, pre.Height())
 		}
 		heights[i] = h
 	}
@@ -170,12 +318,9 @@ func checkInputs(pk *ProvingKey, inputs []AirProvingInput, p params.SystemParams
 	return present, nil
 }
 
-func toAirMatrix(m *air.Matrix) air.Matrix {
-	return air.Matrix{Width: m.Width, Height: m.Height, Values: m.Values}
-}
-
-// checkTraces runs the host checker on the present AIRs (AIR order).
-func checkTraces(pk *ProvingKey, inputs []AirProvingInput, maxFailures int) error {
+// checkTraces runs the host checker on the present AIRs (AIR order), on the host matrices the
+// traces were loaded from.
+func checkTraces(pk *ProvingKey, inputs []AirTraces, maxFailures int) error {
 	if maxFailures <= 0 {
 		maxFailures = 10
 	}
@@ -187,13 +332,12 @@ func checkTraces(pk *ProvingKey, inputs []AirProvingInput, maxFailures int) erro
 		if !in.Present() {
 			continue
 		}
-		ti := air.TraceInput{CommonMain: toAirMatrix(&in.Common), Public: in.Public}
+		ti := air.TraceInput{CommonMain: *in.Common.Host(), Public: in.Public}
 		if pre := pk.Preprocessed[i]; pre != nil {
-			m := toAirMatrix(pre)
-			ti.Preprocessed = &m
+			ti.Preprocessed = pre.Host()
 		}
-		for j := range in.Cached {
-			ti.CachedMains = append(ti.CachedMains, toAirMatrix(&in.Cached[j]))
+		for _, c := range in.Cached {
+			ti.CachedMains = append(ti.CachedMains, *c.Host())
 		}
 		if len(e.Failures) < maxFailures {
 			fs, err := air.CheckConstraints(pk.Airs[i], ti, maxFailures-len(e.Failures))
@@ -258,101 +402,176 @@ func observePreamble(tr *transcript.Transcript, vk *VerifyingKey, proof *Proof) 
 }
 
 // Prove proves the traces of inputs (one entry per AIR of pk, absent AIRs as zero values) with
-// parameters p (which must be pk's) on backend be. With the checker on (the default), invalid
-// traces are refused with a *TraceCheckError naming the AIR, row and constraint, or the bus
-// message that does not balance.
-func Prove(pk *ProvingKey, inputs []AirProvingInput, p params.SystemParams, be Backend, opts *ProveOptions) (*Proof, error) {
+// parameters p (which must be pk's) on backend be: it loads the traces (stage "load"), runs
+// ProveTraces and frees them. With the checker on (the default), invalid traces are refused
+// with a *TraceCheckError naming the AIR, row and constraint, or the bus message that does not
+// balance.
+func Prove(pk *ProvingKey, inputs []AirProvingInput, p params.SystemParams, be *Backend, opts *ProveOptions) (*Proof, error) {
 	if opts == nil {
 		opts = DefaultProveOptions()
 	}
-	stage := func(name string, start time.Time) {
-		if opts.OnStage != nil {
-			opts.OnStage(name, time.Since(start))
-		}
+	if be == nil {
+		return nil, inputErr("no backend")
+	}
+	if pk != nil && pk.VK != nil && len(inputs) != pk.VK.NumAirs() {
+		return nil, inputErr("%d inputs for %d AIRs", len(inputs), pk.VK.NumAirs())
+	}
+	var traces []AirTraces
+	err := newStages(opts, be).run(StageLoad, func() error {
+		var err error
+		traces, err = LoadInputs(be, pk, inputs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer FreeTraces(traces)
+	return ProveTraces(pk, traces, p, be, opts)
+}
+
+// ProveTraces proves traces already loaded on be (LoadInputs), so that a caller proving the same
+// statement many times (bench) uploads it once. Stages: check (when opts.CheckConstraints),
+// commit, gkr, constraints, openings.
+func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *Backend, opts *ProveOptions) (*Proof, error) {
+	if opts == nil {
+		opts = DefaultProveOptions()
+	}
+	if err := be.check(); err != nil {
+		return nil, err
 	}
 	order, err := checkInputs(pk, inputs, p)
 	if err != nil {
 		return nil, err
 	}
+	st := newStages(opts, be)
 	if opts.CheckConstraints {
-		start := time.Now()
-		if err := checkTraces(pk, inputs, opts.MaxFailures); err != nil {
+		if err := st.run(StageCheck, func() error { return checkTraces(pk, inputs, opts.MaxFailures) }); err != nil {
 			return nil, err
 		}
-		stage(StageCheck, start)
 	}
 
 	// Trace order (B §3.1 item 2) and the per-trace inputs of the stages.
-	start := time.Now()
 	vk := pk.VK
 	traces := make([]*AirInput, len(order))
-	commons := make([]air.Matrix, len(order))
+	commons := make([]Trace, len(order))
 	for t, i := range order {
 		in := &inputs[i]
 		traces[t] = &AirInput{AirIndex: i, VK: vk.MVK.PerAir[i], Common: in.Common, Preprocessed: pk.Preprocessed[i],
 			Cached: in.Cached, Public: in.Public}
 		commons[t] = in.Common
 	}
-	common, err := be.Commit(p, commons)
-	if err != nil {
-		return nil, fmt.Errorf("stark: commit common main traces: %w", err)
-	}
-	proof := &Proof{
-		CommonMainCommit: common.Root(),
-		TraceVData:       make([]*TraceVData, len(inputs)),
-		PublicValues:     make([][]field.Fp, len(inputs)),
-	}
 	// Commitment list of the opening proof (B §5.1): common main, then per trace its
-	// preprocessed commitment (if any) and its cached commitments.
-	commits := []Committed{common}
-	cachedRoots := make([][]Digest, len(inputs))
-	for _, tr := range traces {
-		i := tr.AirIndex
-		if pc := pk.PreprocessedCommit[i]; pc != nil {
-			commits = append(commits, pc)
+	// preprocessed commitment (if any) and its cached commitments. The commitments made here
+	// are freed when the proof is done.
+	var commits []Committed
+	var made []Committed
+	defer func() {
+		for _, c := range made {
+			c.Free()
 		}
-		cachedRoots[i] = make([]Digest, 0, len(tr.Cached))
-		for j := range tr.Cached {
-			c, err := be.Commit(p, tr.Cached[j:j+1])
-			if err != nil {
-				return nil, fmt.Errorf("stark: commit cached main %d of AIR %d: %w", j, i, err)
-			}
-			commits = append(commits, c)
-			cachedRoots[i] = append(cachedRoots[i], c.Root())
-		}
-	}
-	for i := range inputs {
-		proof.PublicValues[i] = []field.Fp{}
-		if inputs[i].Present() {
-			proof.TraceVData[i] = &TraceVData{LogHeight: log2Exact(inputs[i].Height()), CachedCommitments: cachedRoots[i]}
-			proof.PublicValues[i] = slices.Clone(inputs[i].Public)
-		}
+	}()
+	proof := &Proof{
+		TraceVData:   make([]*TraceVData, len(inputs)),
+		PublicValues: make([][]field.Fp, len(inputs)),
 	}
 	tr := transcript.New()
-	observePreamble(&tr, vk, proof)
-	stage(StageCommit, start)
-
-	start = time.Now()
-	gkr, outcome, err := ProveGkr(be, &tr, p, traces)
+	err = st.run(StageCommit, func() error {
+		common, err := be.Committer.Commit(p, commons)
+		if err != nil {
+			return fmt.Errorf("stark: commit common main traces: %w", err)
+		}
+		made = append(made, common)
+		proof.CommonMainCommit = common.Root()
+		commits = append(commits, common)
+		cachedRoots := make([][]Digest, len(inputs))
+		for _, t := range traces {
+			i := t.AirIndex
+			if pc := pk.PreprocessedCommit[i]; pc != nil {
+				commits = append(commits, pc)
+			}
+			cachedRoots[i] = make([]Digest, 0, len(t.Cached))
+			for j := range t.Cached {
+				c, err := be.Committer.Commit(p, t.Cached[j:j+1])
+				if err != nil {
+					return fmt.Errorf("stark: commit cached main %d of AIR %d: %w", j, i, err)
+				}
+				made = append(made, c)
+				commits = append(commits, c)
+				cachedRoots[i] = append(cachedRoots[i], c.Root())
+			}
+		}
+		for i := range inputs {
+			proof.PublicValues[i] = []field.Fp{}
+			if inputs[i].Present() {
+				proof.TraceVData[i] = &TraceVData{LogHeight: log2Exact(inputs[i].Common.Height()), CachedCommitments: cachedRoots[i]}
+				proof.PublicValues[i] = slices.Clone(inputs[i].Public)
+			}
+		}
+		observePreamble(&tr, vk, proof)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	proof.GKR = gkr
-	stage(StageGkr, start)
 
-	start = time.Now()
-	bc, claims, err := ProveBatchConstraints(be, &tr, p, traces, outcome)
+	var outcome *GkrOutcome
+	err = st.run(StageGkr, func() error {
+		var err error
+		proof.GKR, outcome, err = ProveGkr(be.Gkr, st.grinder(be), &tr, p, traces)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	proof.BatchConstraint = bc
-	stage(StageConstraints, start)
 
-	start = time.Now()
-	proof.Stacking, proof.Whir, err = ProveOpenings(be, &tr, p, commits, claims)
+	var claims *OpeningClaims
+	err = st.run(StageConstraints, func() error {
+		var err error
+		proof.BatchConstraint, claims, err = ProveBatchConstraints(be.Constraints, &tr, p, traces, outcome)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	stage(StageOpenings, start)
+
+	err = st.run(StageOpenings, func() error {
+		var err error
+		proof.Stacking, proof.Whir, err = ProveOpenings(&Backend{Stacking: be.Stacking, Whir: be.Whir, Grinder: st.grinder(be)}, &tr, p, commits, claims)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	return proof, nil
+}
+
+// grinder is be's Grinder with the proof's context.
+func (s *stages) grinder(be *Backend) transcript.Grinder { return ctxGrinder{s.ctx, be.Grinder} }
+
+// ctxGrinder searches with the proof's context instead of the stage code's.
+type ctxGrinder struct {
+	ctx context.Context
+	g   transcript.Grinder
+}
+
+func (c ctxGrinder) FindWitness(_ context.Context, state [poseidon2.Width]field.Fp, absorbIdx, bits int) (field.Fp, error) {
+	return c.g.FindWitness(c.ctx, state, absorbIdx, bits)
+}
+
+// check reports a backend that lacks a stage.
+func (be *Backend) check() error {
+	if be == nil {
+		return inputErr("no backend")
+	}
+	for _, s := range []struct {
+		name string
+		ok   bool
+	}{{"trace loader", be.Loader != nil}, {"committer", be.Committer != nil}, {"GKR", be.Gkr != nil},
+		{"constraints", be.Constraints != nil}, {"stacking", be.Stacking != nil}, {"WHIR", be.Whir != nil},
+		{"grinder", be.Grinder != nil}} {
+		if !s.ok {
+			return inputErr("backend %q has no %s stage", be.Name, s.name)
+		}
+	}
+	return nil
 }

@@ -25,9 +25,6 @@ func presetParams(t testing.TB, name string) params.SystemParams {
 	return p
 }
 
-func wholeTM(m air.Matrix) air.Matrix {
-	return air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height}
-}
 
 // statement turns test-AIR instances into a key's AIRs and proving inputs (all present).
 func statement(ins []testair.Instance) ([]air.Air, []stark.AirProvingInput) {
@@ -36,10 +33,10 @@ func statement(ins []testair.Instance) ([]air.Air, []stark.AirProvingInput) {
 	for i, in := range ins {
 		airs[i] = in.Air
 		h := in.Height()
-		inputs[i] = stark.AirProvingInput{Common: wholeTM(in.Trace.CommonMain), Public: append([]field.Fp(nil), in.Trace.Public...)}
+		inputs[i] = stark.AirProvingInput{Common: (in.Trace.CommonMain), Public: append([]field.Fp(nil), in.Trace.Public...)}
 		inputs[i].Common.Height = h
 		for _, c := range in.Trace.CachedMains {
-			inputs[i].Cached = append(inputs[i].Cached, wholeTM(c))
+			inputs[i].Cached = append(inputs[i].Cached, (c))
 		}
 	}
 	return airs, inputs
@@ -59,11 +56,11 @@ type proved struct {
 
 func proveOK(t testing.TB, p params.SystemParams, airs []air.Air, inputs []stark.AirProvingInput) *proved {
 	t.Helper()
-	pk, err := stark.Keygen(p, airs, nil, cpuref.Backend{})
+	pk, err := stark.Keygen(p, airs, nil, cpuref.New())
 	if err != nil {
 		t.Fatalf("keygen: %v", err)
 	}
-	proof, err := stark.Prove(pk, inputs, p, cpuref.Backend{}, nil)
+	proof, err := stark.Prove(pk, inputs, p, cpuref.New(), nil)
 	if err != nil {
 		t.Fatalf("prove: %v", err)
 	}
@@ -83,7 +80,7 @@ func verifyEncoded(t testing.TB, p params.SystemParams, airs []air.Air, b []byte
 	if err != nil {
 		return err
 	}
-	vkpk, err := stark.Keygen(p, airs, nil, cpuref.Backend{})
+	vkpk, err := stark.Keygen(p, airs, nil, cpuref.New())
 	if err != nil {
 		t.Fatalf("verifier keygen: %v", err)
 	}
@@ -183,17 +180,17 @@ func TestProveRefusesInvalidTraces(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			airs, inputs := statement(c.ins())
 			c.breaks(inputs)
-			pk, err := stark.Keygen(p, airs, nil, cpuref.Backend{})
+			pk, err := stark.Keygen(p, airs, nil, cpuref.New())
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = stark.Prove(pk, inputs, p, cpuref.Backend{}, nil)
+			_, err = stark.Prove(pk, inputs, p, cpuref.New(), nil)
 			var tce *stark.TraceCheckError
 			if !errors.As(err, &tce) || !errors.Is(err, stark.ErrInvalidTrace) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("Prove: %v; want a TraceCheckError mentioning %q", err, c.want)
 			}
 			t.Logf("refused: %v", err)
-			proof, err := stark.Prove(pk, inputs, p, cpuref.Backend{}, &stark.ProveOptions{CheckConstraints: false})
+			proof, err := stark.Prove(pk, inputs, p, cpuref.New(), &stark.ProveOptions{CheckConstraints: false})
 			if err != nil {
 				t.Logf("prover failed without the checker: %v", err)
 				return
@@ -214,13 +211,13 @@ func TestProveRefusesInvalidTraces(t *testing.T) {
 func TestProveInputErrors(t *testing.T) {
 	p := presetParams(t, "test")
 	airs, inputs := statement([]testair.Instance{testair.Fibonacci(0, 1, 16)})
-	pk, err := stark.Keygen(p, airs, nil, cpuref.Backend{})
+	pk, err := stark.Keygen(p, airs, nil, cpuref.New())
 	if err != nil {
 		t.Fatal(err)
 	}
 	bad := func(name string, in []stark.AirProvingInput, q params.SystemParams) {
 		t.Helper()
-		if _, err := stark.Prove(pk, in, q, cpuref.Backend{}, nil); !errors.Is(err, stark.ErrProveInput) {
+		if _, err := stark.Prove(pk, in, q, cpuref.New(), nil); !errors.Is(err, stark.ErrProveInput) {
 			t.Errorf("%s: %v, want ErrProveInput", name, err)
 		}
 	}

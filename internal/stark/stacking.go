@@ -98,7 +98,7 @@ func batchWeights(flat [][]stackingClaim, lambda field.Fp4) (eqW, rotW [][]field
 
 // ProveStacking runs the stacked opening reduction prover (spec B §5.4) and returns the proof and
 // the point u = (u_0; u_1..u_{n_stack}).
-func ProveStacking(be Backend, tr *transcript.Transcript, p params.SystemParams, commits []Committed, claims *OpeningClaims) (StackingProof, []field.Fp4, error) {
+func ProveStacking(be StackingBackend, tr *transcript.Transcript, p params.SystemParams, commits []Committed, claims *OpeningClaims) (StackingProof, []field.Fp4, error) {
 	layouts := make([]*StackedLayout, len(commits))
 	for i, c := range commits {
 		layouts[i] = c.Layout()

@@ -123,7 +123,7 @@ func TestVerifyRejectsTampering(t *testing.T) {
 	}
 	other, _ := tamperStatement()
 	other[3] = testair.SumAir{W: 2}
-	otherPK, err := stark.Keygen(p, other, nil, cpuref.Backend{})
+	otherPK, err := stark.Keygen(p, other, nil, cpuref.New())
 	if err == nil {
 		if err := stark.Verify(otherPK.VK, decodeFresh(t, p, pr.enc), p); err == nil {
 			t.Error("proof verifies under another key")

@@ -1,6 +1,7 @@
 package stark
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/field"
@@ -39,7 +40,7 @@ func checkWhirParams(p params.SystemParams) error {
 // ProveWhir runs the WHIR prover (spec A §6.3) for the stacked columns of commits (commitment
 // list order) at uCube = (u_0, u_0^2, …, u_0^(2^(l_skip−1)), u_1, …). The transcript must already
 // have observed the stacking openings.
-func ProveWhir(be Backend, tr *transcript.Transcript, p params.SystemParams, commits []Committed, uCube []field.Fp4) (WhirProof, error) {
+func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, p params.SystemParams, commits []Committed, uCube []field.Fp4) (WhirProof, error) {
 	if err := checkWhirParams(p); err != nil {
 		return WhirProof{}, err
 	}
@@ -49,7 +50,11 @@ func ProveWhir(be Backend, tr *transcript.Transcript, p params.SystemParams, com
 	}
 	k, R := p.Whir.K, len(p.Whir.Rounds)
 	var proof WhirProof
-	proof.MuPowWitness = tr.Grind(p.Whir.MuPowBits)
+	grind := func(bits int) (field.Fp, error) { return tr.GrindWith(context.Background(), g, bits) }
+	var err error
+	if proof.MuPowWitness, err = grind(p.Whir.MuPowBits); err != nil {
+		return WhirProof{}, err
+	}
 	mu := tr.SampleExt()
 	wp, err := be.NewWhirProver(p, commits, mu, uCube)
 	if err != nil {
@@ -70,7 +75,11 @@ func ProveWhir(be Backend, tr *transcript.Transcript, p params.SystemParams, com
 			tr.ObserveExt(s1)
 			tr.ObserveExt(s2)
 			proof.WhirSumcheckPolys = append(proof.WhirSumcheckPolys, [2]field.Fp4{s1, s2})
-			proof.FoldingPowWitnesses = append(proof.FoldingPowWitnesses, tr.Grind(p.Whir.FoldingPowBits))
+			w, err := grind(p.Whir.FoldingPowBits)
+			if err != nil {
+				return WhirProof{}, err
+			}
+			proof.FoldingPowWitnesses = append(proof.FoldingPowWitnesses, w)
 			if err := wp.Fold(tr.SampleExt()); err != nil {
 				return WhirProof{}, err
 			}
@@ -100,37 +109,48 @@ func ProveWhir(be Backend, tr *transcript.Transcript, p params.SystemParams, com
 			}
 			proof.FinalPoly = fp
 		}
-		proof.QueryPhasePowWitnesses = append(proof.QueryPhasePowWitnesses, tr.Grind(p.Whir.QueryPhasePowBits))
+		w, err := grind(p.Whir.QueryPhasePowBits)
+		if err != nil {
+			return WhirProof{}, err
+		}
+		proof.QueryPhasePowWitnesses = append(proof.QueryPhasePowWitnesses, w)
 		qbits := lrs - k
 		idx := make([]int, rc.NumQueries)
 		for q := range idx {
 			idx[q] = int(tr.SampleBits(qbits))
 		}
-		if r > 0 {
-			proof.CodewordOpenedValues = append(proof.CodewordOpenedValues, make([][]field.Fp4, 0, len(idx)))
-			proof.CodewordMerkleProofs = append(proof.CodewordMerkleProofs, make([][]Digest, 0, len(idx)))
-		}
-		for _, y := range idx {
-			if r == 0 {
-				rows, proofs, err := wp.OpenInitial(y)
-				if err != nil {
-					return WhirProof{}, err
-				}
-				if len(rows) != len(commits) || len(proofs) != len(commits) {
-					return WhirProof{}, fmt.Errorf("%w: backend opened %d commitments", ErrOpeningInput, len(rows))
+		if r == 0 {
+			ops, err := wp.OpenInitial(idx)
+			if err != nil {
+				return WhirProof{}, err
+			}
+			if len(ops) != len(idx) {
+				return WhirProof{}, fmt.Errorf("%w: backend answered %d of %d queries", ErrOpeningInput, len(ops), len(idx))
+			}
+			for _, o := range ops {
+				if len(o.Rows) != len(commits) || len(o.Paths) != len(commits) {
+					return WhirProof{}, fmt.Errorf("%w: backend opened %d commitments", ErrOpeningInput, len(o.Rows))
 				}
 				for c := range commits {
-					proof.InitialRoundOpenedRows[c] = append(proof.InitialRoundOpenedRows[c], rows[c])
-					proof.InitialRoundMerkleProofs[c] = append(proof.InitialRoundMerkleProofs[c], proofs[c])
+					proof.InitialRoundOpenedRows[c] = append(proof.InitialRoundOpenedRows[c], o.Rows[c])
+					proof.InitialRoundMerkleProofs[c] = append(proof.InitialRoundMerkleProofs[c], o.Paths[c])
 				}
-			} else {
-				vals, mp, err := wp.OpenCodeword(r-1, y)
-				if err != nil {
-					return WhirProof{}, err
-				}
-				proof.CodewordOpenedValues[r-1] = append(proof.CodewordOpenedValues[r-1], vals)
-				proof.CodewordMerkleProofs[r-1] = append(proof.CodewordMerkleProofs[r-1], mp)
 			}
+		} else {
+			ops, err := wp.OpenCodeword(r-1, idx)
+			if err != nil {
+				return WhirProof{}, err
+			}
+			if len(ops) != len(idx) {
+				return WhirProof{}, fmt.Errorf("%w: backend answered %d of %d queries", ErrOpeningInput, len(ops), len(idx))
+			}
+			vals := make([][]field.Fp4, len(ops))
+			paths := make([][]Digest, len(ops))
+			for q, o := range ops {
+				vals[q], paths[q] = o.Values, o.Path
+			}
+			proof.CodewordOpenedValues = append(proof.CodewordOpenedValues, vals)
+			proof.CodewordMerkleProofs = append(proof.CodewordMerkleProofs, paths)
 		}
 		gamma := tr.SampleExt()
 		if !last {

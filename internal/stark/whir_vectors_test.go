@@ -108,7 +108,7 @@ func TestWhirSectionFVectors(t *testing.T) {
 	commits := secFCommits(t, p)
 	uCube := stark.UCube(p.LSkip, secFPoint())
 	tr := secFTranscript()
-	proof, err := stark.ProveWhir(cpuref.Backend{}, &tr, p, commits, uCube)
+	proof, err := stark.ProveWhir(cpuref.Backend{}, transcript.HostGrinder{}, &tr, p, commits, uCube)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -199,13 +199,13 @@ func TestGrindWorkerCounts(t *testing.T) {
 	}
 }
 
-func TestGrindContextCancelled(t *testing.T) {
+func TestGrindWithCancelled(t *testing.T) {
 	var tr Transcript
 	tr.Observe(5)
 	before := tr
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := tr.GrindContext(ctx, 20); !errors.Is(err, context.Canceled) {
+	if _, err := tr.GrindWith(ctx, HostGrinder{}, 20); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 	if tr != before {
@@ -215,7 +215,7 @@ func TestGrindContextCancelled(t *testing.T) {
 	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if _, err := tr.GrindContext(ctx, 30); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := tr.GrindWith(ctx, HostGrinder{}, 30); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -278,7 +278,7 @@ func TestWitnessConditionMatchesCheckWitness(t *testing.T) {
 				x := field.Fp(w * 13421771 % field.P)
 				cl := tr
 				want := cl.CheckWitness(bits, x)
-				if got := witnessOK(&tr.state, int(tr.absorbIdx), mask, x); got != want {
+				if got := WitnessOK(&tr.state, int(tr.absorbIdx), mask, x); got != want {
 					t.Fatalf("pending %d bits %d w %d: fast %v, CheckWitness %v", pending, bits, x, got, want)
 				}
 				if want {

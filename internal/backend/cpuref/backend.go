@@ -2,20 +2,57 @@ package cpuref
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // ErrForeignHandle: a handle made by another backend was passed to the CPU backend.
 var ErrForeignHandle = errors.New("cpuref: handle was not created by the CPU reference backend")
 
-// Backend is the CPU reference implementation of stark.Backend.
+// Backend is the CPU reference implementation of every stage of stark.Backend (New fills them
+// all with it).
 type Backend struct{}
 
-var _ stark.Backend = Backend{}
+var (
+	_ stark.TraceLoader       = Backend{}
+	_ stark.Committer         = Backend{}
+	_ stark.GkrBackend        = Backend{}
+	_ stark.ConstraintBackend = Backend{}
+	_ stark.StackingBackend   = Backend{}
+	_ stark.WhirBackend       = Backend{}
+)
+
+// New returns the reference backend: every stage in plain Go on the host, the proof-of-work
+// search by transcript.HostGrinder.
+func New() *stark.Backend {
+	b := Backend{}
+	return &stark.Backend{Name: "cpuref", Loader: b, Committer: b, Gkr: b, Constraints: b, Stacking: b, Whir: b,
+		Grinder: transcript.HostGrinder{}}
+}
+
+// Trace is the reference backend's trace: the host matrix itself.
+type Trace struct{ M *air.Matrix }
+
+func (t Trace) Width() int        { return t.M.Width }
+func (t Trace) Height() int       { return t.M.Height }
+func (t Trace) Host() *air.Matrix { return t.M }
+func (Trace) Free()               {}
+
+// LoadTrace implements stark.TraceLoader: the reference backend computes on the host matrix.
+func (Backend) LoadTrace(_ string, m *air.Matrix) (stark.Trace, error) {
+	if m == nil {
+		return nil, fmt.Errorf("%w: nil matrix", ErrTraceShape)
+	}
+	if err := checkMatrix("LoadTrace", *m); err != nil {
+		return nil, err
+	}
+	return Trace{M: m}, nil
+}
 
 // Committed is the CPU backend's committed data: the layout, the stacked matrix, its codeword and
 // Merkle tree (StackedPCSData).
@@ -29,11 +66,20 @@ func (c *Committed) Root() stark.Digest { return c.Data.Root() }
 // Layout returns the stacked layout.
 func (c *Committed) Layout() *stark.StackedLayout { return c.Data.Layout }
 
-// Commit implements stark.Backend: stacked_commit of traces given in trace order.
-func (Backend) Commit(p params.SystemParams, traces []air.Matrix) (stark.Committed, error) {
+// Free does nothing: the garbage collector owns host data.
+func (c *Committed) Free() {}
+
+// Commit implements stark.Committer: stacked_commit of traces given in trace order.
+func (Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Committed, error) {
+	if _, err := stark.CommitLayout(p, traces); err != nil {
+		return nil, err
+	}
 	ms := make([]air.Matrix, len(traces))
 	for i, t := range traces {
-		ms[i] = air.Matrix{Values: t.Values, Width: t.Width, Height: t.Height}
+		if t.Host() == nil {
+			return nil, fmt.Errorf("%w: trace %d has no host matrix", ErrTraceShape, i)
+		}
+		ms[i] = *t.Host()
 	}
 	return CommitMatrices(p, ms)
 }

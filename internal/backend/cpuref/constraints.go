@@ -74,19 +74,19 @@ func (Backend) NewConstraintProver(p params.SystemParams, traces []*stark.AirInp
 				return nil, err
 			}
 		}
-		h := in.Common.Height
+		h := in.Height()
 		nLift := max(in.LogHeight()-l, 0)
 		if len(ch.Xi) < l+nLift {
 			return nil, fmt.Errorf("%w: ξ too short", ErrConstraintProver)
 		}
 		hl := n << nLift
 		bt := &bcTrace{pg: pg, w: w, nLift: nLift, cols: make([][]field.Fp, pg.NumSlots())}
-		parts := []*air.Matrix{&in.Common}
+		parts := []*air.Matrix{in.Common.Host()}
 		if in.Preprocessed != nil {
-			parts = append(parts, in.Preprocessed)
+			parts = append(parts, in.Preprocessed.Host())
 		}
-		for j := range in.Cached {
-			parts = append(parts, &in.Cached[j])
+		for _, c := range in.Cached {
+			parts = append(parts, c.Host())
 		}
 		if len(parts) != len(pg.PartWidths) {
 			return nil, fmt.Errorf("%w: trace %d parts do not match its key", ErrConstraintProver, t)

@@ -25,9 +25,9 @@ func bcRefInput(t *testing.T, p params.SystemParams, in testair.Instance) *stark
 		t.Fatal(err)
 	}
 	m := in.Trace.CommonMain
-	out := &stark.AirInput{VK: vk, Common: air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height}, Public: in.Trace.Public}
+	out := &stark.AirInput{VK: vk, Common: Trace{M: &air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height}}, Public: in.Trace.Public}
 	for _, c := range in.Trace.CachedMains {
-		out.Cached = append(out.Cached, air.Matrix{Values: c.Values, Width: c.Width, Height: c.Height})
+		out.Cached = append(out.Cached, Trace{M: &air.Matrix{Values: c.Values, Width: c.Width, Height: c.Height}})
 	}
 	return out
 }
@@ -105,7 +105,7 @@ func TestConstraintRound0OnD(t *testing.T) {
 	l, n := p.LSkip, 1<<p.LSkip
 	omega := field.TwoAdicGenerator(l)
 	for ti, tr := range traces {
-		h := tr.Common.Height
+		h := tr.Height()
 		nl := max(bits.Len(uint(h))-1-l, 0)
 		eqx := stark.EvalsEqHypercube(ch.Xi[l : l+nl])
 		lp := field.PowersFp4(ch.Lambda, len(tr.VK.DAG.ConstraintIdx))

@@ -31,7 +31,7 @@ type gkrProver struct {
 
 // newRowEval returns the row evaluator of an AirInput's unlifted rows.
 func newRowEval(t *stark.AirInput) (*air.RowEval, error) {
-	h := t.Common.Height
+	h := t.Height()
 	if h < 1 {
 		return nil, fmt.Errorf("%w: AIR %d: trace height %d", ErrGkrProver, t.AirIndex, h)
 	}
@@ -40,13 +40,15 @@ func newRowEval(t *stark.AirInput) (*air.RowEval, error) {
 	if len(t.Cached) != len(w.CachedMains) {
 		return nil, fmt.Errorf("%w: AIR %d: %d cached parts, want %d", ErrGkrProver, t.AirIndex, len(t.Cached), len(w.CachedMains))
 	}
-	parts = append(parts, t.Cached...)
+	for _, c := range t.Cached {
+		parts = append(parts, *c.Host())
+	}
 	if w.CommonMain != 0 {
-		parts = append(parts, t.Common)
+		parts = append(parts, *t.Common.Host())
 	}
 	mats := parts
 	if t.Preprocessed != nil {
-		mats = append(mats[:len(mats):len(mats)], *t.Preprocessed)
+		mats = append(mats[:len(mats):len(mats)], *t.Preprocessed.Host())
 	}
 	for _, m := range mats {
 		if m.Height != h || m.Width < 0 || len(m.Values) != m.Width*m.Height {
@@ -57,8 +59,8 @@ func newRowEval(t *stark.AirInput) (*air.RowEval, error) {
 	for _, m := range parts {
 		v.Parts = append(v.Parts, air.Matrix{Width: m.Width, Height: m.Height, Values: m.Values})
 	}
-	if pre := t.Preprocessed; pre != nil {
-		v.Pre = &air.Matrix{Width: pre.Width, Height: pre.Height, Values: pre.Values}
+	if t.Preprocessed != nil {
+		v.Pre = t.Preprocessed.Host()
 	}
 	return v, nil
 }
@@ -137,7 +139,7 @@ func (Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, lay
 			}
 			cur = b.Trace
 		}
-		h := t.Common.Height
+		h := t.Height()
 		if b.Interaction < 0 || b.Interaction >= len(num) || b.LogSize < 0 || b.LogSize > L {
 			return nil, fmt.Errorf("%w: block (%d, %d) of log size %d", ErrGkrProver, b.Trace, b.Interaction, b.LogSize)
 		}

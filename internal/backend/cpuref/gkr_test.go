@@ -25,7 +25,7 @@ func TestGkrProverRounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := in.Trace.CommonMain
-		traces = append(traces, &stark.AirInput{AirIndex: i, VK: vk, Common: air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height}})
+		traces = append(traces, &stark.AirInput{AirIndex: i, VK: vk, Common: Trace{M: &air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height}}})
 		hs = append(hs, []int{3, 2}[i])
 		ks = append(ks, len(vk.DAG.Interactions))
 	}

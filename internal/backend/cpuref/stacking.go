@@ -12,7 +12,6 @@ import (
 
 // Errors of stacking and of the Merkle tree. The layout's own errors are stark.ErrLayout*.
 var (
-	ErrStackedWidthZero    = errors.New("cpuref: stacked matrix has width 0 (every trace has width 0)")
 	ErrTraceShape          = errors.New("cpuref: trace shape invalid")
 	ErrBadStackingParams   = errors.New("cpuref: bad stacking parameters")
 	ErrMerkleRowsPerQuery  = errors.New("cpuref: rows per query must be a power of two not exceeding the height")
@@ -55,8 +54,8 @@ func StackedMatrix(lSkip, nStack int, traces []air.Matrix) (air.Matrix, *stark.S
 	q := air.NewMatrix(layout.Width, 1<<layout.LogHeight)
 	for _, sc := range layout.Cols {
 		src := traces[sc.Mat].Column(sc.Col)
-		dst := q.Values[sc.Slice.Col*q.Height+sc.Slice.Row:]
-		stride := sc.Slice.Stride(lSkip)
+		start, stride := layout.Placement(sc)
+		dst := q.Values[start:]
 		for i, v := range src {
 			dst[i*stride] = v
 		}
@@ -87,7 +86,7 @@ func StackedCommit(traces []air.Matrix, p params.SystemParams) (poseidon2.Digest
 		return poseidon2.Digest{}, nil, err
 	}
 	if layout.Width == 0 {
-		return poseidon2.Digest{}, nil, ErrStackedWidthZero
+		return poseidon2.Digest{}, nil, stark.ErrStackedWidthZero
 	}
 	cw, err := RSEncodeMatrix(p.LSkip, p.LogBlowup, q)
 	if err != nil {

@@ -114,7 +114,7 @@ func TestStackingErrors(t *testing.T) {
 		t.Error("height 3 accepted")
 	}
 	p := params.SystemParams{LSkip: 1, NStack: 2, LogBlowup: 1, Whir: params.WhirConfig{K: 1}}
-	if _, _, err := StackedCommit([]air.Matrix{{Width: 0, Height: 4}}, p); !errors.Is(err, ErrStackedWidthZero) {
+	if _, _, err := StackedCommit([]air.Matrix{{Width: 0, Height: 4}}, p); !errors.Is(err, stark.ErrStackedWidthZero) {
 		t.Errorf("width 0: %v", err)
 	}
 	p.Whir.K = 5 // 2^5 rows per query > 2^(l_skip+n_stack+log_blowup) = 16 codeword rows

@@ -110,32 +110,39 @@ func (wp *whirProver) FinalPoly() ([]field.Fp4, error) {
 	return wp.coeffs(), nil
 }
 
-func (wp *whirProver) OpenInitial(y int) ([][][]field.Fp, [][]stark.Digest, error) {
-	rows := make([][][]field.Fp, len(wp.commits))
-	proofs := make([][]stark.Digest, len(wp.commits))
-	for c, com := range wp.commits {
-		o, err := com.Data.Tree.Open(y)
-		if err != nil {
-			return nil, nil, err
+func (wp *whirProver) OpenInitial(ys []int) ([]stark.InitialOpening, error) {
+	out := make([]stark.InitialOpening, len(ys))
+	for q, y := range ys {
+		o := stark.InitialOpening{Rows: make([][][]field.Fp, len(wp.commits)), Paths: make([][]stark.Digest, len(wp.commits))}
+		for c, com := range wp.commits {
+			mo, err := com.Data.Tree.Open(y)
+			if err != nil {
+				return nil, err
+			}
+			o.Rows[c], o.Paths[c] = mo.Rows, mo.Proof
 		}
-		rows[c], proofs[c] = o.Rows, o.Proof
+		out[q] = o
 	}
-	return rows, proofs, nil
+	return out, nil
 }
 
-func (wp *whirProver) OpenCodeword(idx, y int) ([]field.Fp4, []stark.Digest, error) {
+func (wp *whirProver) OpenCodeword(idx int, ys []int) ([]stark.CodewordOpening, error) {
 	if idx < 0 || idx >= len(wp.trees) {
-		return nil, nil, ErrProverState
+		return nil, ErrProverState
 	}
-	o, err := wp.trees[idx].Open(y)
-	if err != nil {
-		return nil, nil, err
+	out := make([]stark.CodewordOpening, len(ys))
+	for q, y := range ys {
+		o, err := wp.trees[idx].Open(y)
+		if err != nil {
+			return nil, err
+		}
+		vals := make([]field.Fp4, len(o.Rows))
+		for t, r := range o.Rows {
+			vals[t] = Fp4Row(r)[0]
+		}
+		out[q] = stark.CodewordOpening{Values: vals, Path: o.Proof}
 	}
-	vals := make([]field.Fp4, len(o.Rows))
-	for t, r := range o.Rows {
-		vals[t] = Fp4Row(r)[0]
-	}
-	return vals, o.Proof, nil
+	return out, nil
 }
 
 func (wp *whirProver) AccumulateWeight(coefs, points []field.Fp4) error {

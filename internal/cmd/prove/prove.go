@@ -20,13 +20,12 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/atomicfile"
-	"github.com/metalprove/metalprove/internal/backend/cpuref"
+	"github.com/metalprove/metalprove/internal/backend"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/gpu"
 	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/stark/device"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
@@ -71,6 +70,27 @@ type Report struct {
 	// openings, write) and TotalMS their sum.
 	TimesMS map[string]float64 `json:"times_ms"`
 	TotalMS float64            `json:"total_ms"`
+	// Stages are the proving stages (load, check, commit, gkr, constraints, openings) with what
+	// each cost on the device.
+	Stages []StageRow `json:"stages"`
+}
+
+// StageRow is one proving stage of the report: wall time, kernel dispatches, host syncs,
+// host↔device bytes, peak device memory during the stage and reference fallbacks.
+type StageRow struct {
+	Stage           string  `json:"stage"`
+	WallMS          float64 `json:"wall_ms"`
+	Dispatches      int     `json:"dispatches"`
+	Syncs           int     `json:"syncs"`
+	BytesToDevice   int64   `json:"bytes_to_device"`
+	BytesFromDevice int64   `json:"bytes_from_device"`
+	PeakMemory      int64   `json:"peak_memory_bytes"`
+	Fallbacks       int     `json:"fallbacks"`
+}
+
+func stageRow(r stark.StageReport) StageRow {
+	return StageRow{Stage: r.Stage, WallMS: ms(r.Wall), Dispatches: r.Dispatches, Syncs: r.Syncs,
+		BytesToDevice: r.BytesToDevice, BytesFromDevice: r.BytesFromDevice, PeakMemory: r.MemoryPeak, Fallbacks: r.Fallbacks}
 }
 
 // AirRow is one AIR of the proof.
@@ -238,33 +258,31 @@ func LoadTrace(path string) (*Statement, error) {
 
 // Backend is an opened proving backend.
 type Backend struct {
-	stark.Backend
-	// Name is "cpuref" or "device (<name>, <kind>)".
-	Name  string
-	dev   *gpu.Device
-	devBe *device.Backend
+	*stark.Backend
+	dev      *gpu.Device
+	composed *backend.Composed
 }
 
 // Fallbacks is the number of device-backend calls that ran on the CPU reference (0 for cpuref).
 func (b *Backend) Fallbacks() int {
-	if b.devBe == nil {
+	if b.composed == nil {
 		return 0
 	}
-	return b.devBe.FallbackCalls()
+	return b.composed.Fallbacks.Total()
 }
 
 // FallbackOps lists the operations that fell back.
 func (b *Backend) FallbackOps() []string {
-	if b.devBe == nil {
+	if b.composed == nil {
 		return nil
 	}
-	return b.devBe.FallbackOps()
+	return b.composed.Fallbacks.Ops()
 }
 
 // Close releases the backend and its device.
 func (b *Backend) Close() {
-	if b.devBe != nil {
-		b.devBe.Close()
+	if b.composed != nil {
+		b.composed.Close()
 	}
 	if b.dev != nil {
 		b.dev.Close()
@@ -275,7 +293,7 @@ func (b *Backend) Close() {
 // kind of the settings (auto when unset).
 func OpenBackend(settings *cmdutil.Settings, reference bool, log *zerolog.Logger) (*Backend, error) {
 	if reference {
-		return &Backend{Backend: cpuref.Backend{}, Name: "cpuref"}, nil
+		return &Backend{Backend: backend.Reference()}, nil
 	}
 	kind := gpu.KindAuto
 	if settings != nil && settings.Device != "" {
@@ -285,8 +303,12 @@ func OpenBackend(settings *cmdutil.Settings, reference bool, log *zerolog.Logger
 	if err != nil {
 		return nil, &cmdutil.DeviceError{Err: fmt.Errorf("device %s: %w", kind, err)}
 	}
-	be := device.New(dev, device.Options{Logger: log})
-	return &Backend{Backend: be, Name: fmt.Sprintf("device (%s, %s)", dev.Name(), dev.Kind()), dev: dev, devBe: be}, nil
+	c, err := backend.Device(dev, log)
+	if err != nil {
+		dev.Close()
+		return nil, &cmdutil.DeviceError{Err: fmt.Errorf("device %s: %w", kind, err)}
+	}
+	return &Backend{Backend: c.Backend, dev: dev, composed: c}, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -342,7 +364,10 @@ func proveRun(opts *Options) error {
 
 	po := stark.DefaultProveOptions()
 	po.CheckConstraints = !opts.NoCheck
-	po.OnStage = timed
+	po.OnStage = func(r stark.StageReport) {
+		timed(r.Stage, r.Wall)
+		rep.Stages = append(rep.Stages, stageRow(r))
+	}
 	proof, err := stark.Prove(pk, st.Inputs, p, be.Backend, po)
 	if err != nil {
 		var tce *stark.TraceCheckError
@@ -398,7 +423,7 @@ func printReport(out io.Writer, rep *Report) error {
 		fmt.Fprintf(out, "  device fallbacks to the CPU reference: %d calls\n", rep.Fallbacks)
 	}
 	var parts []string
-	for _, s := range []string{"read", "keygen", stark.StageCheck, stark.StageCommit, stark.StageGkr, stark.StageConstraints, stark.StageOpenings, "write"} {
+	for _, s := range []string{"read", "keygen", stark.StageLoad, stark.StageCheck, stark.StageCommit, stark.StageGkr, stark.StageConstraints, stark.StageOpenings, "write"} {
 		if v, ok := rep.TimesMS[s]; ok {
 			parts = append(parts, fmt.Sprintf("%s %.1f ms", s, v))
 		}

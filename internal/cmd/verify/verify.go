@@ -188,7 +188,7 @@ func verifyRun(opts *Options) error {
 	rep.ProofBytes = len(env) - stark.EnvelopeOverhead
 
 	start = time.Now()
-	pk, err := stark.Keygen(p, airs, nil, cpuref.Backend{})
+	pk, err := stark.Keygen(p, airs, nil, cpuref.New())
 	if err != nil {
 		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Proof, err)}
 	}

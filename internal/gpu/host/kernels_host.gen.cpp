@@ -1763,6 +1763,37 @@ MSL_KERNEL void msl_kernel_p2_permute_states(MSL_DEVICE uint* states            
     }
   }
 }
+#line 1 "shaders/stacking.metal"
+// stacking.metal - the stacked matrix Q of spec A §5.3 (stacked_matrix), filled on the device
+// from resident traces: one dispatch per trace places all its columns.
+//
+// Traces are resident as uploaded (canonical, column-major); Q is column-major in Montgomery form.
+// The columns of one trace occupy consecutive runs of Q (stark.StackedLayout.Placement): column j
+// starts slice_len = h·2^log_stride values after column j − 1, across stacked columns too, and a
+// trace shorter than 2^l_skip rows is spread with stride 2^log_stride, zeros between.
+#line 9 "shaders/stacking.metal"
+
+struct StackParams {
+  uint count;       // values written: width · h · 2^log_stride (< 2^31 − dst_start)
+  uint dst_start;   // index in Q of column 0's first value
+  uint log_stride;  // l_skip − log2(h) when h < 2^l_skip, else 0
+};
+
+// q[dst_start + i] = i mod 2^log_stride == 0 ? Montgomery(trace[i >> log_stride]) : 0, for
+// i < count: every value of the trace's slices, the zero rows of strided slices included.
+MSL_KERNEL void msl_kernel_stack_trace(MSL_DEVICE const uint* trace              ,
+                        MSL_DEVICE uint* q              ,
+                        MSL_CONSTANT StackParams& p              ,
+                        uint gid                            ,
+                        uint stride                     ) {
+  uint count = p.count;
+  uint start = p.dst_start;
+  uint ls = p.log_stride;
+  uint gap = (1u << ls) - 1u;
+  for (uint i = gid; i < count; i += stride) {
+    q[start + i] = (i & gap) == 0u ? bb_to_mont(trace[i >> ls]) : 0u;
+  }
+}
 
 #line 1 "<mslgen host>"
 #include "hd_glue.h"
@@ -2015,6 +2046,17 @@ HD_SIMD_CLONES static void hd_group_p2_permute_states(const hd_launch* Lp, hd_u3
 static_assert(sizeof(MSL_CONSTANT uint) == 4, "p2_permute_states: value size of n");
 static const unsigned hd_valsize_p2_permute_states[] = {0, 0, 4, 0};
 
+static void hd_group_stack_trace(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT StackParams a2 = *(MSL_CONSTANT StackParams*)L->bufs[2];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_stack_trace(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT StackParams) == 12, "stack_trace: value size of p");
+static const unsigned hd_valsize_stack_trace[] = {0, 0, 12, 0};
+
 extern "C" const hd_kernel hd_kernels[] = {
     {"bench_mul_chain", nullptr, hd_group_bench_mul_chain, 0, 2, hd_valsize_bench_mul_chain, 0},
     {"bench_copy", nullptr, hd_group_bench_copy, 0, 3, hd_valsize_bench_copy, 0},
@@ -2036,5 +2078,6 @@ extern "C" const hd_kernel hd_kernels[] = {
     {"ntt_blocks", nullptr, hd_group_ntt_blocks, 0, 3, hd_valsize_ntt_blocks, 0},
     {"ntt_pad_columns", nullptr, hd_group_ntt_pad_columns, 0, 3, hd_valsize_ntt_pad_columns, 0},
     {"p2_permute_states", nullptr, hd_group_p2_permute_states, 0, 3, hd_valsize_p2_permute_states, 0},
+    {"stack_trace", nullptr, hd_group_stack_trace, 0, 3, hd_valsize_stack_trace, 0},
 };
-extern "C" const int hd_nkernels = 20;
+extern "C" const int hd_nkernels = 21;

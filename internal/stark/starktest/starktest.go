@@ -61,11 +61,11 @@ func (v *Row) Var(x air.Var) field.Fp {
 	r := (v.Row + x.Offset) % v.H
 	switch x.Entry {
 	case air.EntryPreprocessed:
-		return v.In.Preprocessed.Values[x.Index*v.H+r]
+		return v.In.Preprocessed.Host().Values[x.Index*v.H+r]
 	case air.EntryMain:
-		m := &v.In.Common
+		m := v.In.Common.Host()
 		if x.PartIndex < len(v.In.Cached) {
-			m = &v.In.Cached[x.PartIndex]
+			m = v.In.Cached[x.PartIndex].Host()
 		}
 		return m.Values[x.Index*v.H+r]
 	case air.EntryPublic:

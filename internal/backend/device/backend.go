@@ -1,0 +1,121 @@
+// Package device is the prover's backend on a gpu.Device: one file per stage (traces.go: the
+// transport step; commit.go: stacking, RS encoding and the Merkle tree; stacking.go: the stacked
+// opening reduction; whir.go; grind.go), each running kernels through internal/kernels on data
+// that stays on the device from load to the end of a proof. Only small values cross to the host:
+// roots, round polynomials, openings, witnesses. It never imports the reference backend
+// (internal/backend/cpuref): the two are siblings, compared by the conformance suite
+// (internal/stark/backendtest).
+package device
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/kernels"
+	"github.com/metalprove/metalprove/internal/stark"
+)
+
+// ErrForeignHandle: a handle made by another backend (or another device Backend) was passed in.
+var ErrForeignHandle = errors.New("backend/device: handle was not created by this device backend")
+
+// ErrClosed: the backend was used after Close.
+var ErrClosed = errors.New("backend/device: backend is closed")
+
+// ErrFreed: a trace or commitment was used after Free (or after the backend's Close).
+var ErrFreed = errors.New("backend/device: handle was freed")
+
+// Options configure New.
+type Options struct {
+	// Logger receives debug lines about uploads and buffer sizes (nil: no logging).
+	Logger *zerolog.Logger
+}
+
+// Backend runs the prover's stages on a gpu.Device. Its methods may be called from several
+// goroutines (the device serialises the work).
+type Backend struct {
+	dev  *gpu.Device
+	log  zerolog.Logger
+	ntt  *kernels.NTT
+	hash *kernels.Poseidon2
+
+	mu     sync.Mutex
+	closed bool
+	live   map[freer]struct{}
+}
+
+// freer is a handle the backend frees on Close.
+type freer interface{ free() }
+
+// New returns the backend of dev; it uploads the Poseidon2 round constants (NTT twiddles follow
+// on first use).
+func New(dev *gpu.Device, opts Options) (*Backend, error) {
+	log := zerolog.Nop()
+	if opts.Logger != nil {
+		log = opts.Logger.With().Str("backend", "device").Logger()
+	}
+	hash, err := kernels.NewPoseidon2(dev)
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{dev: dev, log: log, ntt: kernels.NewNTT(dev), hash: hash, live: map[freer]struct{}{}}, nil
+}
+
+// Device is the device the backend runs on.
+func (b *Backend) Device() *gpu.Device { return b.dev }
+
+// Stages returns the stages this backend implements, as a stark.Backend; stages it does not
+// implement yet are nil (internal/backend composes them).
+func (b *Backend) Stages() *stark.Backend {
+	return &stark.Backend{
+		Name:      "device (" + string(b.dev.Kind()) + ": " + b.dev.Name() + ")",
+		Loader:    b,
+		Committer: b,
+		Meter:     b,
+	}
+}
+
+// Close frees every live trace and commitment and the kernel tables. The device itself is not
+// closed.
+func (b *Backend) Close() {
+	b.mu.Lock()
+	live := b.live
+	b.live = map[freer]struct{}{}
+	b.closed = true
+	b.mu.Unlock()
+	for h := range live {
+		h.free()
+	}
+	b.hash.Close()
+	b.ntt.Close()
+}
+
+// track registers a new handle for Close; it fails once the backend is closed.
+func (b *Backend) track(h freer) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	b.live[h] = struct{}{}
+	return nil
+}
+
+// untrack forgets a handle freed by its owner.
+func (b *Backend) untrack(h freer) {
+	b.mu.Lock()
+	delete(b.live, h)
+	b.mu.Unlock()
+}
+
+// Counters implements stark.Meter from the device's statistics.
+func (b *Backend) Counters() stark.Counters {
+	s := b.dev.Stats()
+	return stark.Counters{Dispatches: s.Dispatches, Syncs: s.Syncs, BytesToDevice: s.BytesToDevice,
+		BytesFromDevice: s.BytesFromDevice, MemoryPeak: s.MemoryPeak}
+}
+
+// ResetPeak implements stark.Meter.
+func (b *Backend) ResetPeak() { b.dev.ResetPeak() }

@@ -1,0 +1,103 @@
+package device
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/stark"
+)
+
+// Trace is a trace resident on the device: the column-major values as uploaded (canonical; the
+// kernels that read it convert), in one buffer named after the trace. A width-0 trace has no
+// buffer.
+type Trace struct {
+	be            *Backend
+	host          *air.Matrix
+	width, height int
+
+	mu  sync.Mutex
+	buf *gpu.Array[uint32]
+}
+
+var _ stark.Trace = (*Trace)(nil)
+
+// LoadTrace implements stark.TraceLoader: one upload of m's values.
+func (b *Backend) LoadTrace(name string, m *air.Matrix) (stark.Trace, error) {
+	if m == nil {
+		return nil, fmt.Errorf("%w: nil matrix", stark.ErrCommitInput)
+	}
+	if err := m.Check(); err != nil {
+		return nil, fmt.Errorf("%w: trace %q: %v", stark.ErrCommitInput, name, err)
+	}
+	if m.Height <= 0 || m.Height&(m.Height-1) != 0 {
+		return nil, fmt.Errorf("%w: trace %q has height %d (not a power of two)", stark.ErrCommitInput, name, m.Height)
+	}
+	t := &Trace{be: b, host: m, width: m.Width, height: m.Height}
+	if m.Width > 0 {
+		buf, err := gpu.UploadArray(b.dev, "trace "+name, asUint32(m.Values))
+		if err != nil {
+			return nil, err
+		}
+		t.buf = buf
+	}
+	if err := b.track(t); err != nil {
+		t.free()
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Trace) Width() int        { return t.width }
+func (t *Trace) Height() int       { return t.height }
+func (t *Trace) Host() *air.Matrix { return t.host }
+
+// Free releases the device copy.
+func (t *Trace) Free() {
+	t.be.untrack(t)
+	t.free()
+}
+
+func (t *Trace) free() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.buf != nil {
+		t.buf.Free()
+		t.buf = nil
+	}
+}
+
+// values returns the device buffer (nil for a width-0 trace) or ErrFreed.
+func (t *Trace) values() (*gpu.Array[uint32], error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.width > 0 && t.buf == nil {
+		return nil, ErrFreed
+	}
+	return t.buf, nil
+}
+
+// traces checks that every handle is a live trace of b.
+func (b *Backend) traces(ts []stark.Trace) ([]*Trace, error) {
+	out := make([]*Trace, len(ts))
+	for i, t := range ts {
+		dt, ok := t.(*Trace)
+		if !ok || dt == nil || dt.be != b {
+			return nil, ErrForeignHandle
+		}
+		out[i] = dt
+	}
+	return out, nil
+}
+
+// asUint32 views canonical field elements as the uints the device stores (field.Fp is a uint32:
+// no copy).
+func asUint32(v []field.Fp) []uint32 {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&v[0])), len(v))
+}

@@ -1,0 +1,238 @@
+package backend
+
+import (
+	"context"
+	"sync"
+
+	"github.com/metalprove/metalprove/internal/backend/cpuref"
+	"github.com/metalprove/metalprove/internal/backend/device"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/poseidon2"
+	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/transcript"
+)
+
+// The counting decorator: each stage the device backend lacks is the reference's, with every
+// call counted by name. Everything in this file goes once the device implements every stage.
+
+// counted runs one reference call of op.
+func counted[T any](f *Fallbacks, op string, call func() (T, error)) (T, error) {
+	f.count(op)
+	return call()
+}
+
+func countedErr(f *Fallbacks, op string, call func() error) error {
+	f.count(op)
+	return call()
+}
+
+type fallbackGkr struct {
+	fb  *Fallbacks
+	ref cpuref.Backend
+}
+
+func (g fallbackGkr) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, layout *stark.GkrLayout, alpha, beta field.Fp4) (stark.GkrProver, error) {
+	gp, err := counted(g.fb, "NewGkrProver", func() (stark.GkrProver, error) { return g.ref.NewGkrProver(p, traces, layout, alpha, beta) })
+	if err != nil {
+		return nil, err
+	}
+	return gkrProver{g.fb, gp}, nil
+}
+
+type gkrProver struct {
+	fb  *Fallbacks
+	ref stark.GkrProver
+}
+
+func (g gkrProver) Root() (p, q field.Fp4, err error) {
+	r, err := counted(g.fb, "GkrProver.Root", func() ([2]field.Fp4, error) { p, q, err := g.ref.Root(); return [2]field.Fp4{p, q}, err })
+	return r[0], r[1], err
+}
+func (g gkrProver) BeginLayer(j int, xi []field.Fp4, lambda field.Fp4) error {
+	return countedErr(g.fb, "GkrProver.BeginLayer", func() error { return g.ref.BeginLayer(j, xi, lambda) })
+}
+func (g gkrProver) Round() ([3]field.Fp4, error) {
+	return counted(g.fb, "GkrProver.Round", g.ref.Round)
+}
+func (g gkrProver) Bind(r field.Fp4) error {
+	return countedErr(g.fb, "GkrProver.Bind", func() error { return g.ref.Bind(r) })
+}
+func (g gkrProver) LayerClaims() (stark.GkrLayerClaims, error) {
+	return counted(g.fb, "GkrProver.LayerClaims", g.ref.LayerClaims)
+}
+func (g gkrProver) Release() { g.ref.Release() }
+
+type fallbackConstraints struct {
+	fb  *Fallbacks
+	ref cpuref.Backend
+}
+
+func (c fallbackConstraints) NewConstraintProver(p params.SystemParams, traces []*stark.AirInput, ch *stark.ConstraintChallenges) (stark.ConstraintProver, error) {
+	cp, err := counted(c.fb, "NewConstraintProver", func() (stark.ConstraintProver, error) { return c.ref.NewConstraintProver(p, traces, ch) })
+	if err != nil {
+		return nil, err
+	}
+	return constraintProver{c.fb, cp}, nil
+}
+
+type constraintProver struct {
+	fb  *Fallbacks
+	ref stark.ConstraintProver
+}
+
+func (c constraintProver) UnivariateRound() ([]stark.ConstraintTriple, error) {
+	return counted(c.fb, "ConstraintProver.UnivariateRound", c.ref.UnivariateRound)
+}
+func (c constraintProver) BindUnivariate(r0 field.Fp4) error {
+	return countedErr(c.fb, "ConstraintProver.BindUnivariate", func() error { return c.ref.BindUnivariate(r0) })
+}
+func (c constraintProver) Round() ([]stark.ConstraintTriple, error) {
+	return counted(c.fb, "ConstraintProver.Round", c.ref.Round)
+}
+func (c constraintProver) Bind(r field.Fp4) error {
+	return countedErr(c.fb, "ConstraintProver.Bind", func() error { return c.ref.Bind(r) })
+}
+func (c constraintProver) Openings(t int) ([][]field.Fp4, error) {
+	return counted(c.fb, "ConstraintProver.Openings", func() ([][]field.Fp4, error) { return c.ref.Openings(t) })
+}
+func (c constraintProver) Release() { c.ref.Release() }
+
+// hostBridge gives the reference stages host copies of device commitments: Q downloaded once
+// per commitment, its codeword and tree recomputed on the host (counted as one fallback each).
+type hostBridge struct {
+	fb     *Fallbacks
+	mu     sync.Mutex
+	copies map[*device.Committed]*cpuref.Committed
+}
+
+func (h *hostBridge) host(p params.SystemParams, cs []stark.Committed) ([]stark.Committed, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]stark.Committed, len(cs))
+	for i, c := range cs {
+		dc, ok := c.(*device.Committed)
+		if !ok {
+			return nil, device.ErrForeignHandle
+		}
+		if hc := h.copies[dc]; hc != nil {
+			out[i] = hc
+			continue
+		}
+		h.fb.count("HostCopy")
+		q, err := dc.StackedMatrix()
+		if err != nil {
+			return nil, err
+		}
+		cw, err := cpuref.RSEncodeMatrix(p.LSkip, p.LogBlowup, q)
+		if err != nil {
+			return nil, err
+		}
+		tree, err := cpuref.NewMerkleTree(cw, 1<<p.Whir.K)
+		if err != nil {
+			return nil, err
+		}
+		hc := &cpuref.Committed{Data: &cpuref.StackedPCSData{Layout: dc.Layout(), Matrix: q, Tree: tree}}
+		h.copies[dc] = hc
+		out[i] = hc
+	}
+	return out, nil
+}
+
+type fallbackStacking struct {
+	h   *hostBridge
+	ref cpuref.Backend
+}
+
+func (s fallbackStacking) NewStackingProver(p params.SystemParams, commits []stark.Committed, b *stark.StackingBatch) (stark.StackingProver, error) {
+	hc, err := s.h.host(p, commits)
+	if err != nil {
+		return nil, err
+	}
+	sp, err := counted(s.h.fb, "NewStackingProver", func() (stark.StackingProver, error) { return s.ref.NewStackingProver(p, hc, b) })
+	if err != nil {
+		return nil, err
+	}
+	return stackingProver{s.h.fb, sp}, nil
+}
+
+type stackingProver struct {
+	fb  *Fallbacks
+	ref stark.StackingProver
+}
+
+func (s stackingProver) UnivariateRound() ([]field.Fp4, error) {
+	return counted(s.fb, "StackingProver.UnivariateRound", s.ref.UnivariateRound)
+}
+func (s stackingProver) BindUnivariate(u0 field.Fp4) error {
+	return countedErr(s.fb, "StackingProver.BindUnivariate", func() error { return s.ref.BindUnivariate(u0) })
+}
+func (s stackingProver) Round() (s1, s2 field.Fp4, err error) {
+	r, err := counted(s.fb, "StackingProver.Round", func() ([2]field.Fp4, error) { a, b, err := s.ref.Round(); return [2]field.Fp4{a, b}, err })
+	return r[0], r[1], err
+}
+func (s stackingProver) Bind(u field.Fp4) error {
+	return countedErr(s.fb, "StackingProver.Bind", func() error { return s.ref.Bind(u) })
+}
+func (s stackingProver) Openings() ([][]field.Fp4, error) {
+	return counted(s.fb, "StackingProver.Openings", s.ref.Openings)
+}
+func (s stackingProver) Release() { s.ref.Release() }
+
+type fallbackWhir struct {
+	h   *hostBridge
+	ref cpuref.Backend
+}
+
+func (w fallbackWhir) NewWhirProver(p params.SystemParams, commits []stark.Committed, mu field.Fp4, uCube []field.Fp4) (stark.WhirProver, error) {
+	hc, err := w.h.host(p, commits)
+	if err != nil {
+		return nil, err
+	}
+	wp, err := counted(w.h.fb, "NewWhirProver", func() (stark.WhirProver, error) { return w.ref.NewWhirProver(p, hc, mu, uCube) })
+	if err != nil {
+		return nil, err
+	}
+	return whirProver{w.h.fb, wp}, nil
+}
+
+type whirProver struct {
+	fb  *Fallbacks
+	ref stark.WhirProver
+}
+
+func (w whirProver) SumcheckRound() (s1, s2 field.Fp4, err error) {
+	r, err := counted(w.fb, "WhirProver.SumcheckRound", func() ([2]field.Fp4, error) { a, b, err := w.ref.SumcheckRound(); return [2]field.Fp4{a, b}, err })
+	return r[0], r[1], err
+}
+func (w whirProver) Fold(alpha field.Fp4) error {
+	return countedErr(w.fb, "WhirProver.Fold", func() error { return w.ref.Fold(alpha) })
+}
+func (w whirProver) CommitFolded(logDomain int) (stark.Digest, error) {
+	return counted(w.fb, "WhirProver.CommitFolded", func() (stark.Digest, error) { return w.ref.CommitFolded(logDomain) })
+}
+func (w whirProver) EvalFolded(z field.Fp4) (field.Fp4, error) {
+	return counted(w.fb, "WhirProver.EvalFolded", func() (field.Fp4, error) { return w.ref.EvalFolded(z) })
+}
+func (w whirProver) FinalPoly() ([]field.Fp4, error) {
+	return counted(w.fb, "WhirProver.FinalPoly", w.ref.FinalPoly)
+}
+func (w whirProver) OpenInitial(ys []int) ([]stark.InitialOpening, error) {
+	return counted(w.fb, "WhirProver.OpenInitial", func() ([]stark.InitialOpening, error) { return w.ref.OpenInitial(ys) })
+}
+func (w whirProver) OpenCodeword(idx int, ys []int) ([]stark.CodewordOpening, error) {
+	return counted(w.fb, "WhirProver.OpenCodeword", func() ([]stark.CodewordOpening, error) { return w.ref.OpenCodeword(idx, ys) })
+}
+func (w whirProver) AccumulateWeight(coefs, points []field.Fp4) error {
+	return countedErr(w.fb, "WhirProver.AccumulateWeight", func() error { return w.ref.AccumulateWeight(coefs, points) })
+}
+func (w whirProver) Release() { w.ref.Release() }
+
+// fallbackGrinder is the host grinder, counted.
+type fallbackGrinder struct{ fb *Fallbacks }
+
+func (g fallbackGrinder) FindWitness(ctx context.Context, state [poseidon2.Width]field.Fp, absorbIdx, bits int) (field.Fp, error) {
+	return counted(g.fb, "Grind", func() (field.Fp, error) {
+		return transcript.HostGrinder{}.FindWitness(ctx, state, absorbIdx, bits)
+	})
+}

@@ -1,0 +1,30 @@
+// stacking.metal - the stacked matrix Q of spec A §5.3 (stacked_matrix), filled on the device
+// from resident traces: one dispatch per trace places all its columns.
+//
+// Traces are resident as uploaded (canonical, column-major); Q is column-major in Montgomery form.
+// The columns of one trace occupy consecutive runs of Q (stark.StackedLayout.Placement): column j
+// starts slice_len = h·2^log_stride values after column j − 1, across stacked columns too, and a
+// trace shorter than 2^l_skip rows is spread with stride 2^log_stride, zeros between.
+#include "babybear.h"
+
+struct StackParams {
+  uint count;       // values written: width · h · 2^log_stride (< 2^31 − dst_start)
+  uint dst_start;   // index in Q of column 0's first value
+  uint log_stride;  // l_skip − log2(h) when h < 2^l_skip, else 0
+};
+
+// q[dst_start + i] = i mod 2^log_stride == 0 ? Montgomery(trace[i >> log_stride]) : 0, for
+// i < count: every value of the trace's slices, the zero rows of strided slices included.
+kernel void stack_trace(device const uint* trace [[buffer(0)]],
+                        device uint* q [[buffer(1)]],
+                        constant StackParams& p [[buffer(2)]],
+                        uint gid [[thread_position_in_grid]],
+                        uint stride [[threads_per_grid]]) {
+  uint count = p.count;
+  uint start = p.dst_start;
+  uint ls = p.log_stride;
+  uint gap = (1u << ls) - 1u;
+  for (uint i = gid; i < count; i += stride) {
+    q[start + i] = (i & gap) == 0u ? bb_to_mont(trace[i >> ls]) : 0u;
+  }
+}
