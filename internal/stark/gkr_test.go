@@ -37,7 +37,6 @@ func instHeight(in testair.Instance) int {
 	return in.Trace.CommonMain.Height
 }
 
-
 func newGkrCase(t *testing.T, p params.SystemParams, ins []testair.Instance) *gkrCase {
 	t.Helper()
 	ins = slices.Clone(ins)

@@ -25,7 +25,6 @@ func presetParams(t testing.TB, name string) params.SystemParams {
 	return p
 }
 
-
 // statement turns test-AIR instances into a key's AIRs and proving inputs (all present).
 func statement(ins []testair.Instance) ([]air.Air, []stark.AirProvingInput) {
 	airs := make([]air.Air, len(ins))
