@@ -318,6 +318,23 @@ func checkInputs(pk *ProvingKey, inputs []AirTraces, p params.SystemParams) ([]i
 	return present, nil
 }
 
+// AirInputs validates loaded inputs against the key and returns the present AIRs in trace order
+// (B §3.1 item 2: height descending, ties by AIR index), as the stages after the preamble take
+// them.
+func AirInputs(pk *ProvingKey, inputs []AirTraces, p params.SystemParams) ([]*AirInput, error) {
+	order, err := checkInputs(pk, inputs, p)
+	if err != nil {
+		return nil, err
+	}
+	traces := make([]*AirInput, len(order))
+	for t, i := range order {
+		in := &inputs[i]
+		traces[t] = &AirInput{AirIndex: i, VK: pk.VK.MVK.PerAir[i], Common: in.Common, Preprocessed: pk.Preprocessed[i],
+			Cached: in.Cached, Public: in.Public}
+	}
+	return traces, nil
+}
+
 // checkTraces runs the host checker on the present AIRs (AIR order), on the host matrices the
 // traces were loaded from.
 func checkTraces(pk *ProvingKey, inputs []AirTraces, maxFailures int) error {
@@ -439,7 +456,7 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 	if err := be.check(); err != nil {
 		return nil, err
 	}
-	order, err := checkInputs(pk, inputs, p)
+	traces, err := AirInputs(pk, inputs, p)
 	if err != nil {
 		return nil, err
 	}
@@ -449,15 +466,9 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 			return nil, err
 		}
 	}
-
-	// Trace order (B §3.1 item 2) and the per-trace inputs of the stages.
 	vk := pk.VK
-	traces := make([]*AirInput, len(order))
-	commons := make([]Trace, len(order))
-	for t, i := range order {
-		in := &inputs[i]
-		traces[t] = &AirInput{AirIndex: i, VK: vk.MVK.PerAir[i], Common: in.Common, Preprocessed: pk.Preprocessed[i],
-			Cached: in.Cached, Public: in.Public}
+	commons := make([]Trace, len(traces))
+	for t, in := range traces {
 		commons[t] = in.Common
 	}
 	// Commitment list of the opening proof (B §5.1): common main, then per trace its
