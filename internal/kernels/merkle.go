@@ -80,8 +80,7 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 		return fail(err)
 	}
 	g, tp := shape(dev, height)
-	b.Dispatch("merkle_hash_rows", g, tp, []gpu.Arg{gpu.Buf(matrix.Buffer), gpu.Buf(leaves.Buffer), gpu.Buf(h.rc.Buffer),
-		gpu.U32(uint32(height), uint32(width))})
+	dispatchMerkleHashRows(b, g, tp, matrix.Buffer, leaves.Buffer, h.rc.Buffer, merkleRowParams{height: uint32(height), width: uint32(width)})
 	// The k group levels, ping-ponging between the leaves and one scratch buffer; the last
 	// level writes layer 0.
 	cur := leaves
@@ -105,7 +104,7 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 			dst = leaves
 		}
 		g, tp := shape(dev, n)
-		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(cur.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n), uint32(qs))})
+		dispatchMerkleCompress(b, g, tp, cur.Buffer, dst.Buffer, h.rc.Buffer, merkleCompressParams{count: uint32(n), qs: uint32(qs)})
 		cur = dst
 	}
 	for n := qs / 2; n >= 1; n /= 2 {
@@ -114,7 +113,7 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 			return fail(err)
 		}
 		g, tp := shape(dev, n)
-		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(cur.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n), 1)})
+		dispatchMerkleCompress(b, g, tp, cur.Buffer, dst.Buffer, h.rc.Buffer, merkleCompressParams{count: uint32(n), qs: 1})
 		cur = dst
 	}
 	if err := b.Err(); err != nil {
@@ -201,8 +200,8 @@ func (t *MerkleTree) Open(y int) (*Opening, error) {
 	defer buf.Free()
 	b := t.dev.Batch()
 	g, tp := shape(t.dev, nrows*t.width)
-	b.Dispatch("merkle_gather_rows", g, tp, []gpu.Arg{gpu.Buf(t.matrix.Buffer), gpu.Buf(buf.Buffer),
-		gpu.U32(uint32(t.height), uint32(t.width), uint32(qs), uint32(y), uint32(nrows))})
+	dispatchMerkleGatherRows(b, g, tp, t.matrix.Buffer, buf.Buffer,
+		merkleGatherParams{height: uint32(t.height), width: uint32(t.width), qs: uint32(qs), y: uint32(y), nrows: uint32(nrows)})
 	if err := b.Wait(); err != nil {
 		return nil, err
 	}
