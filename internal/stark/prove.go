@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/poseidon2"
@@ -329,8 +330,8 @@ func AirInputs(pk *ProvingKey, inputs []AirTraces, p params.SystemParams) ([]*Ai
 	traces := make([]*AirInput, len(order))
 	for t, i := range order {
 		in := &inputs[i]
-		traces[t] = &AirInput{AirIndex: i, VK: pk.VK.MVK.PerAir[i], Common: in.Common, Preprocessed: pk.Preprocessed[i],
-			Cached: in.Cached, Public: in.Public}
+		traces[t] = &AirInput{AirIndex: i, VK: pk.VK.MVK.PerAir[i], Program: pk.VK.program(i), Common: in.Common,
+			Preprocessed: pk.Preprocessed[i], Cached: in.Cached, Public: in.Public}
 	}
 	return traces, nil
 }
@@ -357,7 +358,7 @@ func checkTraces(pk *ProvingKey, inputs []AirTraces, maxFailures int) error {
 			ti.CachedMains = append(ti.CachedMains, *c.Host())
 		}
 		if len(e.Failures) < maxFailures {
-			fs, err := air.CheckConstraints(pk.Airs[i], ti, maxFailures-len(e.Failures))
+			fs, err := constraints.Check(pk.Airs[i], ti, maxFailures-len(e.Failures))
 			if err != nil {
 				return inputErr("AIR %d: %v", i, err)
 			}
@@ -372,7 +373,7 @@ func checkTraces(pk *ProvingKey, inputs []AirTraces, maxFailures int) error {
 		}
 	}
 	if len(busAirs) > 0 {
-		ims, err := air.CheckInteractions(busAirs, busInputs)
+		ims, err := constraints.CheckInteractions(busAirs, busInputs)
 		if err != nil {
 			return inputErr("%v", err)
 		}

@@ -452,9 +452,9 @@ func checkConstraints(pr *pair) error {
 	challenges := func(in []*stark.AirInput, lambda, beta field.Fp4, xi []field.Fp4, eq3b [][]field.Fp4) (*stark.ConstraintChallenges, error) {
 		ch := &stark.ConstraintChallenges{Lambda: lambda, Beta: beta, Xi: xi, Eq3b: eq3b}
 		for t, a := range in {
-			pg, err := stark.NewConstraintProgram(a.VK, a.Public)
-			if err != nil {
-				return nil, err
+			pg := a.Program
+			if pg == nil {
+				return nil, fmt.Errorf("trace %d has no compiled constraint program", t)
 			}
 			w, err := pg.Weights(lambda, beta, eq3b[t])
 			if err != nil {
