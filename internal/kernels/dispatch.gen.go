@@ -108,6 +108,25 @@ func (v nttPadParams) arg() gpu.Arg {
 	return gpu.U32(v.total, v.logIn, v.logOut, v.toMont)
 }
 
+// progEvalParams is the value struct ProgEvalParams of the shaders: uint fields in declaration order.
+type progEvalParams struct {
+	points uint32
+}
+
+func (v progEvalParams) arg() gpu.Arg {
+	return gpu.U32(v.points)
+}
+
+// progCombineParams is the value struct ProgCombineParams of the shaders: uint fields in declaration order.
+type progCombineParams struct {
+	points uint32
+	hasDen uint32
+}
+
+func (v progCombineParams) arg() gpu.Arg {
+	return gpu.U32(v.points, v.hasDen)
+}
+
 // stackParams is the value struct StackParams of the shaders: uint fields in declaration order.
 type stackParams struct {
 	count     uint32
@@ -217,6 +236,21 @@ func dispatchNttPadColumns(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer,
 // dispatchP2PermuteStates encodes kernel p2_permute_states (shaders/poseidon2.metal:9).
 func dispatchP2PermuteStates(enc *gpu.Batch, groups, tpg gpu.Dim3, states *gpu.Buffer, rc *gpu.Buffer, n uint32) *gpu.Batch {
 	return enc.Dispatch("p2_permute_states", groups, tpg, []gpu.Arg{gpu.Buf(states), gpu.Buf(rc), gpu.U32(n)})
+}
+
+// dispatchProgEvalOutputs encodes kernel prog_eval_outputs (shaders/program.metal:25).
+func dispatchProgEvalOutputs(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, out *gpu.Buffer, p progEvalParams) *gpu.Batch {
+	return enc.Dispatch("prog_eval_outputs", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
+}
+
+// dispatchProgEvalOutputs4 encodes kernel prog_eval_outputs4 (shaders/program.metal:43).
+func dispatchProgEvalOutputs4(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, out *gpu.Buffer, p progEvalParams) *gpu.Batch {
+	return enc.Dispatch("prog_eval_outputs4", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
+}
+
+// dispatchProgEvalCombine4 encodes kernel prog_eval_combine4 (shaders/program.metal:68).
+func dispatchProgEvalCombine4(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, denConst *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, out *gpu.Buffer, p progCombineParams) *gpu.Batch {
+	return enc.Dispatch("prog_eval_combine4", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(denConst), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
 }
 
 // dispatchStackTrace encodes kernel stack_trace (shaders/stacking.metal:18).
