@@ -81,6 +81,10 @@ func Open(kind Kind, opts Options) (*Device, error) {
 	return newDevice(KindHost, be, reason), nil
 }
 
+// NewDevice returns a Device over a backend opened elsewhere (a test's decorator around a real
+// backend, for instance); kind names it as Open would.
+func NewDevice(kind Kind, be driver.Backend) *Device { return newDevice(kind, be, "") }
+
 func openKind(k Kind, opts Options) (driver.Backend, error) {
 	o, ok := openers[k]
 	if !ok {

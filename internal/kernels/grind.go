@@ -100,19 +100,15 @@ func (g *Grind) EncodeSearch(b *gpu.Batch, absorbIdx, bits int, base, count uint
 		return fmt.Errorf("kernels: Grind: candidates [%d, %d + %d) not a non-empty range of at most 2^30 below p", base, base, count)
 	}
 	groups, tpg := g.searchShape(int(count))
-	b.Dispatch("grind_search", gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)),
-		[]gpu.Arg{gpu.Buf(g.state.Buffer), gpu.Buf(g.rc.Buffer), gpu.Buf(g.groupMin.Buffer),
-			gpu.U32(uint32(absorbIdx), uint32(1)<<bits-1, base, count)},
-		uint32(4*tpg))
+	dispatchGrindSearch(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), g.state.Buffer, g.rc.Buffer, g.groupMin.Buffer,
+		grindParams{absorbIdx: uint32(absorbIdx), mask: uint32(1)<<bits - 1, base: base, count: count}, uint32(4*tpg))
 	// One group reduces the group minima: a single thread on the host (a plain loop over at
 	// most 2^12 values), a full group on GPUs.
 	mt := 1
 	if !isHost(g.dev) {
 		mt = min(gpuGrindThreads, max(g.dev.Limits().MaxThreadsPerGroup, 1))
 	}
-	b.Dispatch("grind_min", gpu.D1(1), gpu.D1(uint32(mt)),
-		[]gpu.Arg{gpu.Buf(g.groupMin.Buffer), gpu.Buf(g.result.Buffer), gpu.U32(uint32(groups))},
-		uint32(4*mt))
+	dispatchGrindMin(b, gpu.D1(1), gpu.D1(uint32(mt)), g.groupMin.Buffer, g.result.Buffer, uint32(groups), uint32(4*mt))
 	return b.Err()
 }
 

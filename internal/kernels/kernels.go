@@ -100,7 +100,7 @@ func EncodeToMont(b *gpu.Batch, dev *gpu.Device, a *gpu.Array[uint32], n int) er
 		return nil
 	}
 	g, t := shape(dev, n)
-	b.Dispatch("fo_to_mont", g, t, []gpu.Arg{gpu.Buf(a.Buffer), gpu.Buf(a.Buffer), gpu.U32(uint32(n))})
+	dispatchFoToMont(b, g, t, a.Buffer, a.Buffer, uint32(n))
 	return b.Err()
 }
 
@@ -114,7 +114,7 @@ func EncodeFromMont(b *gpu.Batch, dev *gpu.Device, a *gpu.Array[uint32], n int) 
 		return nil
 	}
 	g, t := shape(dev, n)
-	b.Dispatch("fo_from_mont", g, t, []gpu.Arg{gpu.Buf(a.Buffer), gpu.Buf(a.Buffer), gpu.U32(uint32(n))})
+	dispatchFoFromMont(b, g, t, a.Buffer, a.Buffer, uint32(n))
 	return b.Err()
 }
 

@@ -88,8 +88,7 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 		}
 	}
 	g, tp := shape(dev, height)
-	b.Dispatch("merkle_hash_rows", g, tp, []gpu.Arg{gpu.Buf(matrix.Buffer), gpu.Buf(leaves.Buffer), gpu.Buf(h.rc.Buffer),
-		gpu.U32(uint32(height), uint32(width))})
+	dispatchMerkleHashRows(b, g, tp, matrix.Buffer, leaves.Buffer, h.rc.Buffer, merkleRowParams{height: uint32(height), width: uint32(width)})
 	// The k group levels, ping-ponging between the leaves and one scratch buffer; the last
 	// level writes layer 0.
 	cur := leaves
@@ -111,15 +110,14 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 			dst = leaves
 		}
 		g, tp := shape(dev, n)
-		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(cur.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(h.rc.Buffer),
-			gpu.U32(uint32(n), uint32(qs), 0, 0)})
+		dispatchMerkleCompress(b, g, tp, cur.Buffer, dst.Buffer, h.rc.Buffer, merkleCompressParams{count: uint32(n), qs: uint32(qs)})
 		cur = dst
 	}
 	for d := 1; d <= t.depth; d++ {
 		n := qs >> d
 		g, tp := shape(dev, n)
-		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(t.layers.Buffer), gpu.Buf(t.layers.Buffer), gpu.Buf(h.rc.Buffer),
-			gpu.U32(uint32(n), 1, uint32(layerOffset(qs, d-1)), uint32(layerOffset(qs, d)))})
+		dispatchMerkleCompress(b, g, tp, t.layers.Buffer, t.layers.Buffer, h.rc.Buffer,
+			merkleCompressParams{count: uint32(n), qs: 1, inOff: uint32(layerOffset(qs, d-1)), outOff: uint32(layerOffset(qs, d))})
 	}
 	if err := b.Err(); err != nil {
 		return fail(err)
@@ -206,8 +204,8 @@ func (t *MerkleTree) Open(y int) (*Opening, error) {
 	defer buf.Free()
 	b := t.dev.Batch()
 	g, tp := shape(t.dev, nrows*t.width)
-	b.Dispatch("merkle_gather_rows", g, tp, []gpu.Arg{gpu.Buf(t.matrix.Buffer), gpu.Buf(buf.Buffer),
-		gpu.U32(uint32(t.height), uint32(t.width), uint32(qs), uint32(y), uint32(nrows))})
+	dispatchMerkleGatherRows(b, g, tp, t.matrix.Buffer, buf.Buffer,
+		merkleGatherParams{height: uint32(t.height), width: uint32(t.width), qs: uint32(qs), y: uint32(y), nrows: uint32(nrows)})
 	if err := b.Wait(); err != nil {
 		return nil, err
 	}
@@ -319,12 +317,12 @@ func (t *MerkleTree) EncodeOpenBatch(b *gpu.Batch, q *QueryIndices) (*PendingOpe
 		return nil, err
 	}
 	g, tp := shape(t.dev, rowElems)
-	b.Dispatch("merkle_gather_query_rows", g, tp, []gpu.Arg{gpu.Buf(t.matrix.Buffer), gpu.Buf(q.buf.Buffer), gpu.Buf(p.out.Buffer),
-		gpu.U32(uint32(t.height), uint32(t.width), uint32(qs), uint32(nrows), uint32(nq))})
+	dispatchMerkleGatherQueryRows(b, g, tp, t.matrix.Buffer, q.buf.Buffer, p.out.Buffer,
+		merkleGatherQueryRowsParams{height: uint32(t.height), width: uint32(t.width), qs: uint32(qs), nrows: uint32(nrows), queries: uint32(nq)})
 	if pathElems > 0 {
 		g, tp := shape(t.dev, pathElems)
-		b.Dispatch("merkle_gather_paths", g, tp, []gpu.Arg{gpu.Buf(t.layers.Buffer), gpu.Buf(q.buf.Buffer), gpu.Buf(p.out.Buffer),
-			gpu.U32(uint32(qs), uint32(t.depth), uint32(nq), uint32(rowElems))})
+		dispatchMerkleGatherPaths(b, g, tp, t.layers.Buffer, q.buf.Buffer, p.out.Buffer,
+			merkleGatherPathsParams{qs: uint32(qs), depth: uint32(t.depth), queries: uint32(nq), outOff: uint32(rowElems)})
 	}
 	if err := b.Err(); err != nil {
 		p.Free()

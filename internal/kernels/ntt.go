@@ -316,9 +316,8 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width
 			tpg = min(1<<(lr+lt-1), 256, max(dev.Limits().MaxThreadsPerGroup, 1))
 			groups = min(nblocks, 1<<16)
 		}
-		b.Dispatch("ntt_pass", gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)),
-			[]gpu.Arg{gpu.Buf(src.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(tw.Buffer),
-				gpu.U32(uint32(logN), uint32(lr), uint32(logNs), uint32(lt), uint32(nblocks), s, lanes)},
+		dispatchNttPass(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), src.Buffer, dst.Buffer, tw.Buffer,
+			nttPassParams{logN: uint32(logN), logR: uint32(lr), logNs: uint32(logNs), logT: uint32(lt), nblocks: uint32(nblocks), scale: s, lanes: lanes},
 			uint32(4<<(lr+lt)))
 		logNs += lr
 		src, dst = dst, src
@@ -356,7 +355,7 @@ func (t *NTT) EncodeBitReverse(b *gpu.Batch, data *gpu.Array[uint32], height, wi
 		return nil
 	}
 	g, tp := shape(t.dev, total)
-	b.Dispatch("ntt_bitrev", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.U32(uint32(total), uint32(logN))})
+	dispatchNttBitrev(b, g, tp, data.Buffer, nttBitrevParams{total: uint32(total), logN: uint32(logN)})
 	return b.Err()
 }
 
@@ -402,8 +401,8 @@ func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[uint32], spec BlockSpec
 		ss = 1
 	}
 	g, tp := shape(t.dev, spec.NBlocks)
-	b.Dispatch("ntt_blocks", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.Buf(tw.Buffer),
-		gpu.U32(uint32(spec.NBlocks), uint32(l), uint32(spec.LogBlocksPerCol), uint32(spec.ColStride), scale, ss)})
+	dispatchNttBlocks(b, g, tp, data.Buffer, tw.Buffer, nttBlocksParams{nblocks: uint32(spec.NBlocks), logBlock: uint32(l),
+		logBlocksCol: uint32(spec.LogBlocksPerCol), colStride: uint32(spec.ColStride), scale: scale, subsetSum: ss})
 	return b.Err()
 }
 
@@ -482,8 +481,7 @@ func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[uint32], height, wi
 		conv = 1
 	}
 	g, tp := shape(t.dev, n*width)
-	b.Dispatch("ntt_pad_columns", g, tp, []gpu.Arg{gpu.Buf(q.Buffer), gpu.Buf(out.Buffer),
-		gpu.U32(uint32(n*width), uint32(logM), uint32(logN), conv)})
+	dispatchNttPadColumns(b, g, tp, q.Buffer, out.Buffer, nttPadParams{total: uint32(n * width), logIn: uint32(logM), logOut: uint32(logN), toMont: conv})
 	if err := t.EncodeBlocks(b, out, BlockSpec{LogBlock: lSkip, NBlocks: width << (logM - lSkip), LogBlocksPerCol: logM - lSkip, ColStride: n}, true, true); err != nil {
 		return err
 	}
