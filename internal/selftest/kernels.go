@@ -215,5 +215,22 @@ func checkMerkle(dev *gpu.Device, logH, width, k int) error {
 	if err != nil {
 		return err
 	}
-	return cpuref.VerifyOpening(root, 1<<k, width, &cpuref.MerkleOpening{Index: o.Index, Rows: o.Rows, Proof: o.Proof})
+	if err := cpuref.VerifyOpening(root, 1<<k, width, &cpuref.MerkleOpening{Index: o.Index, Rows: o.Rows, Proof: o.Proof}); err != nil {
+		return err
+	}
+	ys := []int{0, y, tree.QueryStride() - 1, y}
+	bo, err := tree.OpenBatch(ys)
+	if err != nil {
+		return err
+	}
+	for q, y := range ys {
+		wo, err := want.Open(y)
+		if err != nil {
+			return err
+		}
+		if fmt.Sprint(bo.Rows[q], bo.Paths[q]) != fmt.Sprint(wo.Rows, wo.Proof) {
+			return fmt.Errorf("OpenBatch: query %d (index %d) differs from cpuref", q, y)
+		}
+	}
+	return nil
 }
