@@ -5,7 +5,10 @@
 #   2. metal_darwin.go and its test type-check for darwin/arm64 with cgo: `go tool cgo` runs with
 #      that clang (so the cgo preamble and bridge.h are compiled against the stubs and calls are
 #      checked against bridge.h's prototypes), then go/types checks the Go (cgocheck.go);
-#   3. `go vet` for darwin without cgo (metal.go, metal_other.go) and for this OS.
+#   3. `go vet` for darwin without cgo (metal.go, metal_other.go) and for this OS;
+#   4. the shipped cgo flags of every package, as `go list` computes them for darwin/arm64,
+#      darwin/amd64 and this OS: no -Werror (kept in these checks only) and no -lstdc++ on darwin
+#      (macOS SDKs ship only libc++: "library not found for -lstdc++").
 # Not checked here: the real SDK's declarations, linking, and anything at run time (the macOS CI
 # workflow builds and tests on Apple Silicon). On macOS step 1 uses the real SDK and step 2 is
 # left to the real build.
@@ -14,6 +17,34 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 GO=${GO:-go}
 PKG=internal/gpu/metal
 STUBS=$PWD/$PKG/stubs
+
+# cgo_flags_check GOOS GOARCH: step 4 for one platform (go list reads the #cgo lines; it builds
+# nothing, so it runs on any OS).
+cgo_flags_check() {
+	local goos=$1 goarch=$2 lines bad
+	lines=$(GOOS=$goos GOARCH=$goarch CGO_ENABLED=1 "$GO" list -f \
+		'{{.ImportPath}}: {{join .CgoCFLAGS " "}} {{join .CgoCPPFLAGS " "}} {{join .CgoCXXFLAGS " "}} {{join .CgoLDFLAGS " "}}' ./...)
+	bad=$(grep -E -- '(^| )-Werror' <<<"$lines" || true)
+	if [[ -n $bad ]]; then
+		echo "check-metal: shipped cgo flags for $goos/$goarch contain -Werror:" >&2
+		echo "$bad" >&2
+		exit 1
+	fi
+	if [[ $goos == darwin ]]; then
+		bad=$(grep -E -- '(^| )-lstdc\+\+( |$)' <<<"$lines" || true)
+		if [[ -n $bad ]]; then
+			echo "check-metal: cgo flags for darwin/$goarch link -lstdc++, which macOS SDKs do not ship (use -lc++):" >&2
+			echo "$bad" >&2
+			exit 1
+		fi
+		grep -q -- '^github.com/metalprove/metalprove/internal/gpu/host: .*-lc++' <<<"$lines" ||
+			{ echo "check-metal: internal/gpu/host does not link -lc++ for darwin/$goarch" >&2; exit 1; }
+	fi
+}
+for p in darwin/arm64 darwin/amd64 "$("$GO" env GOOS)/$("$GO" env GOARCH)"; do
+	cgo_flags_check "${p%/*}" "${p#*/}"
+done
+echo "check-metal: shipped cgo flags ok (no -Werror; darwin links libc++, not libstdc++)"
 
 if [[ $(uname -s) == Darwin ]]; then
 	command -v xcrun >/dev/null 2>&1 || { echo "check-metal: xcrun not found: install Xcode command line tools (xcode-select --install)" >&2; exit 1; }

@@ -13,8 +13,11 @@ package host
 // -O3: the lane loops of the kernels are vectorised (prelude.h); -g0: debug information for the
 // generated kernels doubled the package's compile time (59 s → 34 s with GCC 12); -Wno-psabi:
 // GCC notes about vector arguments of always-inline helpers, which cross no ABI boundary.
+// The C++ runtime: libstdc++ on Linux; macOS SDKs ship only libc++ (no -lstdc++ there: "library
+// not found"). scripts/check-metal.sh checks the darwin flags. No -Werror in shipped flags.
 #cgo CXXFLAGS: -std=c++17 -O3 -g0 -Wno-psabi
-#cgo LDFLAGS: -pthread -lstdc++
+#cgo !darwin LDFLAGS: -pthread -lstdc++
+#cgo darwin LDFLAGS: -lc++
 #include <stdlib.h>
 #include <string.h>
 #include "hd_runtime.h"

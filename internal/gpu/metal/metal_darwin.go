@@ -6,7 +6,7 @@ package metal
 // tool must link it for the system to provide a default device.
 
 /*
-#cgo CFLAGS: -fobjc-arc -Werror -Wall
+#cgo CFLAGS: -fobjc-arc -Wall
 #cgo LDFLAGS: -framework Metal -framework Foundation -framework CoreGraphics
 #include "bridge.h"
 */
