@@ -225,6 +225,9 @@ func (be *backend) Upload(dst driver.Buffer, offset int, src []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := checkSpan("upload", offset, len(src), len(b.data)); err != nil {
+		return err
+	}
 	if err := be.syncPending(); err != nil {
 		return err
 	}
@@ -237,6 +240,9 @@ func (be *backend) Download(dst []byte, src driver.Buffer, offset int) error {
 	if err != nil {
 		return err
 	}
+	if err := checkSpan("download", offset, len(dst), len(b.data)); err != nil {
+		return err
+	}
 	if err := be.syncPending(); err != nil {
 		return err
 	}
@@ -245,7 +251,7 @@ func (be *backend) Download(dst []byte, src driver.Buffer, offset int) error {
 }
 
 // Copy encodes a blit. macOS requires offsets and size to be multiples of 4, and overlapping
-// ranges of one buffer are not allowed in a blit: those cases sync and copy on the CPU.
+// ranges of one buffer are not allowed in a blit: those cases sync and copy on the CPU (canBlit).
 func (be *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, srcOffset int, n int) error {
 	d, err := asBuffer(dst)
 	if err != nil {
@@ -255,11 +261,16 @@ func (be *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, src
 	if err != nil {
 		return err
 	}
+	if err := checkSpan("copy to", dstOffset, n, len(d.data)); err != nil {
+		return err
+	}
+	if err := checkSpan("copy from", srcOffset, n, len(s.data)); err != nil {
+		return err
+	}
 	if n == 0 {
 		return nil
 	}
-	overlap := d == s && dstOffset < srcOffset+n && srcOffset < dstOffset+n
-	if (dstOffset|srcOffset|n)%4 != 0 || overlap {
+	if !canBlit(dstOffset, srcOffset, n, d == s) {
 		if err := be.syncPending(); err != nil {
 			return err
 		}
