@@ -12,8 +12,8 @@ import (
 // The Metal backend is registered on every platform: off macOS (or without cgo) metal.Open says
 // so, and that error is wrapped with ErrUnavailable like every "cannot run here" error.
 func init() {
-	register(KindMetal, func(Options) (driver.Backend, error) {
-		be, err := metal.Open()
+	register(KindMetal, func(o Options) (driver.Backend, error) {
+		be, err := metal.Open(metal.Options{Logger: o.Logger})
 		if err != nil {
 			if errors.Is(err, metal.ErrUnavailable) {
 				return nil, fmt.Errorf("%w (%w)", metalError{err}, ErrUnavailable)

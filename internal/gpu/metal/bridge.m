@@ -144,6 +144,16 @@ int mp_library_from_source(mp_context *ctx, const char *src, char **err) {
 			return -1;
 		}
 		MTLCompileOptions *opts = [[MTLCompileOptions alloc] init];
+		// Pinned to the language scripts/build-metallib.sh compiles the metallib with
+		// (-std=macos-metal2.4), so that the fallback compiles the kernels as the metallib does, on
+		// every SDK (the default is the newest version the OS supports). A Go test checks that the
+		// two agree.
+		if (@available(macOS 12.0, *)) {
+			opts.languageVersion = MTLLanguageVersion2_4;
+		} else {
+			set_err(err, "the kernels need Metal Shading Language 2.4 (macOS 12 or later)", nil);
+			return -1;
+		}
 		NSError *e = nil;
 		id<MTLLibrary> lib = [c->device newLibraryWithSource:s options:opts error:&e];
 		if (lib == nil) {

@@ -2,13 +2,24 @@
 // thin Objective-C bridge (bridge.h, bridge.m) that cgo compiles on macOS only. Buffers use shared
 // storage (unified memory: Upload and Download are memcpy), each batch is one command buffer, and
 // compute pipelines are created once per kernel. The kernels come from metalprove.metallib when
-// `make` built one (embedded from metallib/), else from the embedded shaders.gen.metal compiled at
-// start-up.
+// `make` built one from the current shaders (embedded from metallib/ with a stamp of the source it
+// was built from; policy.go), else from the embedded shaders.gen.metal compiled at start-up.
 //
 // On other systems, or without cgo, Open returns an error matching ErrUnavailable.
 package metal
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/rs/zerolog"
+)
+
+// Options configure Open.
+type Options struct {
+	// Logger receives where the kernels came from and why (a stale or unusable metallib is a
+	// warning).
+	Logger zerolog.Logger
+}
 
 // ErrUnavailable is matched (errors.Is) by the errors Open returns when Metal cannot be used on
 // this machine or by this binary: not macOS, built without cgo, or no Metal device.

@@ -20,23 +20,22 @@ import (
 	"os"
 	"unsafe"
 
+	"github.com/rs/zerolog"
+
 	"github.com/metalprove/metalprove/internal/gpu/driver"
 )
 
-// metallibFS always holds metallib/README.md; `make` on macOS adds metallib/metalprove.metallib.
+// metallibFS always holds metallib/README.md; `make` on macOS adds metallib/metalprove.metallib
+// and its stamp (policy.go).
 //
 //go:embed metallib
 var metallibFS embed.FS
 
-const metallibPath = "metallib/metalprove.metallib"
-
-// shaderSource is the amalgamated MSL of shaders/*.metal, compiled when no metallib is embedded.
+// shaderSource is the amalgamated MSL of shaders/*.metal, compiled when no metallib built from it
+// is embedded.
 //
 //go:embed shaders.gen.metal
 var shaderSource string
-
-// SourceEnv, when set to 1, makes Open compile shaders.gen.metal even if a metallib is embedded.
-const SourceEnv = "METALPROVE_METAL_SOURCE"
 
 // simdWidth is the SIMD-group width of every Apple GPU (pipelines report it as threadExecutionWidth).
 const simdWidth = 32
@@ -49,6 +48,7 @@ type backend struct {
 	ctx     *C.mp_context
 	devName string
 	from    string // where the kernels came from: "metallib" or "source"
+	fromWhy string // why (chooseLibrary's reason, or the metallib's load error)
 	limits  driver.Limits
 	maxBuf  uint64
 	pipes   map[string]*pipeline
@@ -77,14 +77,15 @@ func takeErr(e *C.char) string {
 	return s
 }
 
-// Open opens the system default Metal device and loads the kernels: the embedded metallib when
-// there is one (and METALPROVE_METAL_SOURCE is not 1), else the embedded source, compiled now.
-func Open() (driver.Backend, error) {
+// Open opens the system default Metal device and loads the kernels: the embedded metallib when it
+// was built from the embedded source (and METALPROVE_METAL_SOURCE is not 1), else the embedded
+// source, compiled now.
+func Open(opts Options) (driver.Backend, error) {
 	be, err := newBackend()
 	if err != nil {
 		return nil, err
 	}
-	if err := be.loadKernels(); err != nil {
+	if err := be.loadKernels(opts.Logger); err != nil {
 		be.Close()
 		return nil, err
 	}
@@ -114,21 +115,31 @@ func newBackend() (*backend, error) {
 	return be, nil
 }
 
-func (be *backend) loadKernels() error {
+// loadKernels loads the embedded metallib when chooseLibrary accepts it (its stamp names the
+// embedded source), else compiles the embedded source, and logs which and why.
+func (be *backend) loadKernels(log zerolog.Logger) error {
 	lib, err := metallibFS.ReadFile(metallibPath)
-	if err == nil && len(lib) > 0 && os.Getenv(SourceEnv) != "1" {
-		libErr := be.loadMetallib(lib)
-		if libErr == nil {
-			return nil
-		}
-		if srcErr := be.loadSource(shaderSource); srcErr != nil {
-			return fmt.Errorf("%v; and falling back to the source: %w", libErr, srcErr)
-		}
-		return nil
-	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("metal: reading the embedded metallib: %w", err)
 	}
+	stamp, err := metallibFS.ReadFile(metallibStampPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("metal: reading the embedded metallib's stamp: %w", err)
+	}
+	c := chooseLibrary(lib, stamp, shaderSource, os.Getenv(SourceEnv) == "1")
+	if c.useMetallib {
+		libErr := be.loadMetallib(lib)
+		if libErr == nil {
+			log.Debug().Str("why", c.why).Msg("metal: kernels from the embedded metallib")
+			return nil
+		}
+		c = libraryChoice{warn: true, why: libErr.Error() + ": compiling the embedded source instead"}
+	}
+	ev := log.Info()
+	if c.warn {
+		ev = log.Warn()
+	}
+	ev.Str("why", c.why).Msg("metal: kernels compiled from the embedded source")
 	return be.loadSource(shaderSource)
 }
 

@@ -211,7 +211,7 @@ func TestOpenBuildsEveryKernel(t *testing.T) {
 	for _, env := range []string{"", "1"} {
 		t.Run("source="+env, func(t *testing.T) {
 			t.Setenv(SourceEnv, env)
-			dbe, err := Open()
+			dbe, err := Open(Options{})
 			if errors.Is(err, ErrUnavailable) {
 				t.Skipf("no Metal device: %v", err)
 			}

@@ -13,6 +13,9 @@
 #define NS_INLINE static __inline__ __attribute__((always_inline))
 #define CF_CONSUMED __attribute__((cf_consumed))
 #define CF_RETURNS_RETAINED __attribute__((cf_returns_retained))
+// <os/availability.h>, in the one form the stubs use: API_AVAILABLE(macos(V)).
+#define __MP_STUB_AVAILABLE_macos(v) __attribute__((availability(macos, introduced = v)))
+#define API_AVAILABLE(platform) __MP_STUB_AVAILABLE_##platform
 
 // <objc/objc.h> on arm64.
 typedef _Bool BOOL;

@@ -37,7 +37,14 @@ typedef NS_ENUM(NSUInteger, MTLCommandBufferStatus){
 @protocol MTLDevice, MTLCommandQueue, MTLCommandBuffer, MTLLibrary, MTLFunction, MTLComputePipelineState,
     MTLBuffer, MTLComputeCommandEncoder, MTLBlitCommandEncoder;
 
+typedef NS_ENUM(NSUInteger, MTLLanguageVersion){
+    MTLLanguageVersion2_3 API_AVAILABLE(macos(11.0)) = (2 << 16) + 3,
+    MTLLanguageVersion2_4 API_AVAILABLE(macos(12.0)) = (2 << 16) + 4,
+    MTLLanguageVersion3_0 API_AVAILABLE(macos(13.0)) = (3 << 16) + 0,
+};
+
 @interface MTLCompileOptions : NSObject
+@property(readwrite, nonatomic) MTLLanguageVersion languageVersion;
 @end
 
 @protocol MTLResource <NSObject>
