@@ -68,7 +68,7 @@ func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRows
 		return fail(err)
 	}
 	b := dev.Batch()
-	g, tp := shape(dev, height)
+	g, tp := shapeFor(dev, "merkle_hash_rows", height)
 	b.Dispatch("merkle_hash_rows", g, tp, []gpu.Arg{gpu.Buf(matrix.Buffer), gpu.Buf(leaves.Buffer), gpu.Buf(h.rc.Buffer),
 		gpu.U32(uint32(height), uint32(width))})
 	// The k group levels, ping-ponging between the leaves and one scratch buffer; the last
@@ -93,7 +93,7 @@ func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRows
 		default:
 			dst = leaves
 		}
-		g, tp := shape(dev, n)
+		g, tp := shapeFor(dev, "merkle_compress", n)
 		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(cur.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n), uint32(qs))})
 		cur = dst
 	}
@@ -102,7 +102,7 @@ func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRows
 		if err != nil {
 			return fail(err)
 		}
-		g, tp := shape(dev, n)
+		g, tp := shapeFor(dev, "merkle_compress", n)
 		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(cur.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n), 1)})
 		cur = dst
 	}
@@ -179,7 +179,7 @@ func (t *MerkleTree) Open(y int) (*Opening, error) {
 	}
 	defer buf.Free()
 	b := t.dev.Batch()
-	g, tp := shape(t.dev, nrows*t.width)
+	g, tp := shapeFor(t.dev, "merkle_gather_rows", nrows*t.width)
 	b.Dispatch("merkle_gather_rows", g, tp, []gpu.Arg{gpu.Buf(t.matrix.Buffer), gpu.Buf(buf.Buffer),
 		gpu.U32(uint32(t.height), uint32(t.width), uint32(qs), uint32(y), uint32(nrows))})
 	if err := b.Wait(); err != nil {

@@ -311,8 +311,9 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width
 			groups, tpg = min(nblocks, 1<<16), 1
 		} else {
 			// 256 threads, not 512: measured faster on the H100 (2^20×16 190 → 183 µs,
-			// 2^22×16 762 → 730 µs; ntt_pass has 56 registers, 4 groups of 256 per SM).
-			tpg = min(1<<(lr+lt-1), 256, max(dev.Limits().MaxThreadsPerGroup, 1))
+			// 2^22×16 762 → 730 µs; ntt_pass has 56 registers, 4 groups of 256 per SM), or
+			// fewer where the pipeline allows fewer (groupSize); ntt_pass takes any group size.
+			tpg = groupSize(dev, "ntt_pass", min(1<<(lr+lt-1), gpuGroup))
 			groups = min(nblocks, 1<<16)
 		}
 		b.Dispatch("ntt_pass", gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)),
@@ -354,7 +355,7 @@ func (t *NTT) EncodeBitReverse(b *gpu.Batch, data *gpu.Array[uint32], height, wi
 	if logN == 0 || width <= 0 {
 		return nil
 	}
-	g, tp := shape(t.dev, total)
+	g, tp := shapeFor(t.dev, "ntt_bitrev", total)
 	b.Dispatch("ntt_bitrev", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.U32(uint32(total), uint32(logN))})
 	return b.Err()
 }
@@ -400,7 +401,7 @@ func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[uint32], spec BlockSpec
 	if subsetSum {
 		ss = 1
 	}
-	g, tp := shape(t.dev, spec.NBlocks)
+	g, tp := shapeFor(t.dev, "ntt_blocks", spec.NBlocks)
 	b.Dispatch("ntt_blocks", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.Buf(tw.Buffer),
 		gpu.U32(uint32(spec.NBlocks), uint32(l), uint32(spec.LogBlocksPerCol), uint32(spec.ColStride), scale, ss)})
 	return b.Err()
@@ -456,7 +457,7 @@ func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[uint32], height, width, l
 	if canonical {
 		conv = 1
 	}
-	g, tp := shape(t.dev, n*width)
+	g, tp := shapeFor(t.dev, "ntt_pad_columns", n*width)
 	b.Dispatch("ntt_pad_columns", g, tp, []gpu.Arg{gpu.Buf(q.Buffer), gpu.Buf(out.Buffer),
 		gpu.U32(uint32(n*width), uint32(logM), uint32(logN), conv)})
 	err = t.EncodeBlocks(b, out, BlockSpec{LogBlock: lSkip, NBlocks: width << (logM - lSkip), LogBlocksPerCol: logM - lSkip, ColStride: n}, true, true)

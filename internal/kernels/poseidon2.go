@@ -55,7 +55,7 @@ func (h *Poseidon2) EncodePermute(b *gpu.Batch, states *gpu.Array[uint32], n int
 	if n == 0 {
 		return nil
 	}
-	g, t := shape(h.dev, n)
+	g, t := shapeFor(h.dev, "p2_permute_states", n)
 	b.Dispatch("p2_permute_states", g, t, []gpu.Arg{gpu.Buf(states.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n))})
 	return b.Err()
 }

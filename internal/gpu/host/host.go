@@ -54,7 +54,10 @@ type Backend struct {
 	ids     map[string]int // kernel name -> index in the C table
 }
 
-var _ driver.Backend = (*Backend)(nil)
+var (
+	_ driver.Backend       = (*Backend)(nil)
+	_ driver.KernelLimiter = (*Backend)(nil)
+)
 
 // Open starts the host device with threads worker threads (the caller's included; 0: one per
 // CPU). It fails if the C++ kernels and the Go kernel table disagree (rerun go generate).
@@ -134,6 +137,16 @@ func (h *Backend) Limits() driver.Limits {
 		MemoryBytes:          uint64(C.hd_physical_memory()),
 		ComputeUnits:         int(C.hd_workers()),
 	}
+}
+
+// KernelLimits: every kernel allows MaxThreadsPerGroup work items per group (the fibers of a
+// barrier kernel's group are made per dispatch, so no compiled property lowers it) and has no
+// static threadgroup memory; the SIMD width is 1 (SIMD lanes live inside the kernels).
+func (h *Backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error) {
+	if _, ok := h.ids[k.Name]; !ok {
+		return driver.KernelLimits{}, fmt.Errorf("host: no compiled kernel %s", k.Name)
+	}
+	return driver.KernelLimits{MaxThreadsPerGroup: MaxThreadsPerGroup, SIMDWidth: 1}, nil
 }
 
 // buffer is C memory aligned to 64 bytes.
