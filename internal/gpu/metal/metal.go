@@ -1,7 +1,7 @@
 // Package metal is the Metal backend of package gpu: a driver.Backend for Apple GPUs, built on a
 // thin Objective-C bridge (bridge.h, bridge.m) that cgo compiles on macOS only. Buffers use shared
 // storage (unified memory: Upload and Download are memcpy), each batch is one command buffer, and
-// compute pipelines are created once per kernel. The kernels come from metalprove.metallib when
+// Open creates the compute pipeline of every kernel (never the first Dispatch). The kernels come from metalprove.metallib when
 // `make` built one from the current shaders (embedded from metallib/ with a stamp of the source it
 // was built from; policy.go), else from the embedded shaders.gen.metal compiled at start-up.
 //

@@ -54,6 +54,8 @@ type backend struct {
 	pipes   map[string]*pipeline
 }
 
+var _ driver.KernelLimiter = (*backend)(nil)
+
 type pipeline struct {
 	p    *C.mp_pipeline
 	info C.mp_pipeline_info
@@ -86,6 +88,14 @@ func Open(opts Options) (driver.Backend, error) {
 		return nil, err
 	}
 	if err := be.loadKernels(opts.Logger); err != nil {
+		be.Close()
+		return nil, err
+	}
+	names := make([]string, len(driver.Kernels))
+	for i := range driver.Kernels {
+		names[i] = driver.Kernels[i].Name
+	}
+	if err := be.buildPipelines(names); err != nil {
 		be.Close()
 		return nil, err
 	}
@@ -168,21 +178,49 @@ func (be *backend) Name() string { return be.devName + " (Metal, kernels from " 
 
 func (be *backend) Limits() driver.Limits { return be.limits }
 
-// pipeline returns the compute pipeline of kernel name, creating it on first use.
+// buildPipelines makes the compute pipeline of each kernel of names that has none yet. Open
+// builds every kernel of the table: making a pipeline compiles the kernel for this GPU
+// (milliseconds each, more without Metal's shader cache), which must not land inside the first
+// Dispatch of a kernel, in some timed region.
+func (be *backend) buildPipelines(names []string) error {
+	for _, name := range names {
+		if _, ok := be.pipes[name]; ok {
+			continue
+		}
+		cname := C.CString(name)
+		p := &pipeline{}
+		var cerr *C.char
+		p.p = C.mp_pipeline_create(be.ctx, cname, &p.info, &cerr)
+		C.mp_free(unsafe.Pointer(cname))
+		if p.p == nil {
+			return fmt.Errorf("metal: pipeline for kernel %s: %s", name, takeErr(cerr))
+		}
+		be.pipes[name] = p
+	}
+	return nil
+}
+
+// pipeline returns the compute pipeline of kernel name, built by buildPipelines (never here).
 func (be *backend) pipeline(name string) (*pipeline, error) {
 	if p, ok := be.pipes[name]; ok {
 		return p, nil
 	}
-	cname := C.CString(name)
-	defer C.mp_free(unsafe.Pointer(cname))
-	p := &pipeline{}
-	var cerr *C.char
-	p.p = C.mp_pipeline_create(be.ctx, cname, &p.info, &cerr)
-	if p.p == nil {
-		return nil, fmt.Errorf("metal: pipeline for kernel %s: %s", name, takeErr(cerr))
+	return nil, fmt.Errorf("metal: kernel %s has no pipeline (Open builds those of the kernel table)", name)
+}
+
+// KernelLimits are the limits of the kernel's pipeline: maxTotalThreadsPerThreadgroup (lower than
+// the device's maxThreadsPerThreadgroup for kernels that need many registers),
+// threadExecutionWidth and staticThreadgroupMemoryLength.
+func (be *backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error) {
+	p, err := be.pipeline(k.Name)
+	if err != nil {
+		return driver.KernelLimits{}, err
 	}
-	be.pipes[name] = p
-	return p, nil
+	return driver.KernelLimits{
+		MaxThreadsPerGroup:      int(p.info.max_threads),
+		SIMDWidth:               int(p.info.simd_width),
+		StaticThreadgroupMemory: int(p.info.static_tg_memory),
+	}, nil
 }
 
 // Alloc returns a shared buffer. Metal's newBufferWithLength allocates "a new zero-filled buffer".

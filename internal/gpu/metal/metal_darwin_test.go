@@ -62,6 +62,9 @@ func openTest(t *testing.T) *backend {
 	if err := be.loadSource(testSource); err != nil {
 		t.Fatal(err)
 	}
+	if err := be.buildPipelines([]string{mirrorAdd.Name}); err != nil {
+		t.Fatal(err)
+	}
 	return be
 }
 
@@ -205,8 +208,8 @@ func TestCompileErrorHasLog(t *testing.T) {
 	}
 }
 
-// TestOpenBuildsEveryKernel opens the backend as package gpu does (metallib or source) and makes
-// the pipeline of every kernel in the generated table.
+// TestOpenBuildsEveryKernel opens the backend as package gpu does (metallib or source): Open has
+// made the pipeline of every kernel in the generated table, and reports its limits.
 func TestOpenBuildsEveryKernel(t *testing.T) {
 	for _, env := range []string{"", "1"} {
 		t.Run("source="+env, func(t *testing.T) {
@@ -221,9 +224,19 @@ func TestOpenBuildsEveryKernel(t *testing.T) {
 			be := dbe.(*backend)
 			defer be.Close()
 			t.Logf("%s", be.Name())
+			if len(be.pipes) != len(driver.Kernels) {
+				t.Errorf("Open built %d pipelines, the kernel table has %d kernels", len(be.pipes), len(driver.Kernels))
+			}
 			for i := range driver.Kernels {
-				if _, err := be.pipeline(driver.Kernels[i].Name); err != nil {
+				k := &driver.Kernels[i]
+				l, err := be.KernelLimits(k)
+				if err != nil {
 					t.Error(err)
+					continue
+				}
+				t.Logf("%s: %+v", k.Name, l)
+				if l.MaxThreadsPerGroup < 32 || l.MaxThreadsPerGroup > be.Limits().MaxThreadsPerGroup || l.SIMDWidth < 1 {
+					t.Errorf("%s: implausible pipeline limits %+v", k.Name, l)
 				}
 			}
 		})
