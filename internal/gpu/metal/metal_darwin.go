@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"unsafe"
 
 	"github.com/rs/zerolog"
@@ -46,9 +47,12 @@ const minGPUCores = 8
 
 type backend struct {
 	ctx     *C.mp_context
+	log     zerolog.Logger
+	budget  cbBudget // of the command buffer being encoded (policy.go)
+	commits int      // command buffers committed by the budget before a Sync (tests)
 	devName string
-	from    string // where the kernels came from: "metallib" or "source"
-	fromWhy string // why (chooseLibrary's reason, or the metallib's load error)
+	family  []string // supported MTLGPUFamily names (policy.go gpuFamilies)
+	from    string   // where the kernels came from: "metallib" or "source"
 	limits  driver.Limits
 	maxBuf  uint64
 	pipes   map[string]*pipeline
@@ -83,10 +87,15 @@ func takeErr(e *C.char) string {
 // was built from the embedded source (and METALPROVE_METAL_SOURCE is not 1), else the embedded
 // source, compiled now.
 func Open(opts Options) (driver.Backend, error) {
+	budget, err := newBudget(os.Getenv(cbBudgetEnv))
+	if err != nil {
+		return nil, err
+	}
 	be, err := newBackend()
 	if err != nil {
 		return nil, err
 	}
+	be.log, be.budget = opts.Logger, budget
 	if err := be.loadKernels(opts.Logger); err != nil {
 		be.Close()
 		return nil, err
@@ -108,10 +117,12 @@ func newBackend() (*backend, error) {
 	if ctx == nil {
 		return nil, unavailableError("metal: " + takeErr(cerr))
 	}
-	be := &backend{ctx: ctx, pipes: map[string]*pipeline{}}
+	budget, _ := newBudget("")
+	be := &backend{ctx: ctx, pipes: map[string]*pipeline{}, budget: budget}
 	name := C.mp_device_name(ctx)
 	be.devName = C.GoString(name)
 	C.mp_free(unsafe.Pointer(name))
+	be.family = familyNames(func(id int64) bool { return C.mp_device_supports_family(ctx, C.int64_t(id)) != 0 })
 	var l C.mp_limits
 	C.mp_device_limits(ctx, &l)
 	be.maxBuf = uint64(l.max_buffer_length)
@@ -174,7 +185,15 @@ func (be *backend) loadSource(src string) error {
 	return nil
 }
 
-func (be *backend) Name() string { return be.devName + " (Metal, kernels from " + be.from + ")" }
+// Name is the device name, its GPU families and where the kernels came from, e.g.
+// "Apple M1 (Metal; families apple7 mac2; kernels from metallib)".
+func (be *backend) Name() string {
+	fam := strings.Join(be.family, " ")
+	if fam == "" {
+		fam = "none of " + fmt.Sprint(len(gpuFamilies)) + " known"
+	}
+	return be.devName + " (Metal; families " + fam + "; kernels from " + be.from + ")"
+}
 
 func (be *backend) Limits() driver.Limits { return be.limits }
 
@@ -326,6 +345,10 @@ func (be *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, src
 		copy(d.data[dstOffset:dstOffset+n], s.data[srcOffset:srcOffset+n])
 		return nil
 	}
+	if be.budget.admit(2 * int64(n)) {
+		C.mp_commit(be.ctx)
+		be.commits++
+	}
 	var cerr *C.char
 	if C.mp_copy(be.ctx, d.b, C.size_t(dstOffset), s.b, C.size_t(srcOffset), C.size_t(n), &cerr) != 0 {
 		return fmt.Errorf("metal: copy: %s", takeErr(cerr))
@@ -351,6 +374,8 @@ func (be *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args 
 			k.Name, tgTotal, p.info.static_tg_memory, lim)
 	}
 	slots := make([]C.mp_slot, len(args))
+	ids := make([]uintptr, len(args))
+	sizes := make([]int, len(args))
 	var values []byte
 	for i, a := range args {
 		switch {
@@ -360,6 +385,7 @@ func (be *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args 
 				return fmt.Errorf("kernel %s argument %d: %w", k.Name, i, err)
 			}
 			slots[i].buf = b.b
+			ids[i], sizes[i] = uintptr(unsafe.Pointer(b.b)), len(b.data)
 		case len(a.Bytes) > 0:
 			// setBytes is meant for small values (< 4 KiB); kernel parameter structs are a few words.
 			slots[i].value_off = C.uint32_t(len(values))
@@ -381,16 +407,33 @@ func (be *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args 
 	}
 	g := [3]C.uint32_t{C.uint32_t(groups.X), C.uint32_t(groups.Y), C.uint32_t(groups.Z)}
 	t := [3]C.uint32_t{C.uint32_t(tpg.X), C.uint32_t(tpg.Y), C.uint32_t(tpg.Z)}
+	if be.budget.admit(dispatchCost(ids, sizes)) {
+		C.mp_commit(be.ctx)
+		be.commits++
+	}
+	cname := C.CString(k.Name)
+	defer C.mp_free(unsafe.Pointer(cname))
 	var cerr *C.char
-	if C.mp_dispatch(be.ctx, p.p, slotPtr, C.int(len(slots)), valPtr, tgPtr, C.int(len(tgLen)), &g[0], &t[0], &cerr) != 0 {
+	if C.mp_dispatch(be.ctx, p.p, cname, slotPtr, C.int(len(slots)), valPtr, tgPtr, C.int(len(tgLen)), &g[0], &t[0], &cerr) != 0 {
 		return fmt.Errorf("metal: kernel %s: %s", k.Name, takeErr(cerr))
 	}
 	return nil
 }
 
+// Sync commits the command buffer being encoded and waits for every one committed since the last
+// Sync (the batch, split by the budget of policy.go). A failure names the command buffer and the
+// kernels whose encoders faulted. A command buffer that ran longer than watchdogWarnSeconds is
+// logged: macOS may stop longer ones on a GPU that drives a display.
 func (be *backend) Sync() error {
+	be.budget.reset()
 	var cerr *C.char
-	if C.mp_sync(be.ctx, &cerr) != 0 {
+	var longest C.double
+	rc := C.mp_sync(be.ctx, &longest, &cerr)
+	if float64(longest) > watchdogWarnSeconds {
+		be.log.Warn().Float64("seconds", float64(longest)).Str("budget_env", cbBudgetEnv).
+			Msg("metal: a command buffer ran long on the GPU; macOS stops those that run too long on a GPU driving a display")
+	}
+	if rc != 0 {
 		return fmt.Errorf("metal: %s", takeErr(cerr))
 	}
 	return nil

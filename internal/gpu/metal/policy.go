@@ -1,13 +1,15 @@
 package metal
 
 // The decisions of the Metal backend that need no Metal: which kernel library to load, range
-// checks, when a copy can be a blit. They have no build tag, so that their tests run on every OS
-// (no machine of this project has Metal); metal_darwin.go calls them.
+// checks, when a copy can be a blit, when to close a command buffer. They have no build tag, so
+// that their tests run on every OS (no machine of this project has Metal); metal_darwin.go calls
+// them.
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/metalprove/metalprove/internal/gpu/driver"
@@ -91,4 +93,100 @@ func checkSpan(op string, off, n, size int) error {
 func canBlit(dstOff, srcOff, n int, sameBuffer bool) bool {
 	overlap := sameBuffer && dstOff < srcOff+n && srcOff < dstOff+n
 	return (dstOff|srcOff|n)%4 == 0 && !overlap
+}
+
+// Command-buffer budget. macOS stops a command buffer that keeps a GPU driving a display busy for
+// too long (a few seconds; the error is MTLCommandBufferErrorTimeout), so a batch is split into
+// several command buffers, committed in order to the one queue without waiting (only Sync waits,
+// for the last). A command buffer is closed before a command that would take it past
+// cbBudgetBytes of bound buffers (the sum, over its commands, of the sizes of the distinct buffers
+// each binds, or twice the size of a copy) or past cbBudgetCommands commands; a command larger than
+// the budget gets a command buffer of its own. Bound bytes bound the memory a memory-bound kernel
+// touches: 512 MiB is about 8 ms at the 68 GB/s of an M1, far below the watchdog, and costs a
+// commit (tens of microseconds) per 512 MiB. A compute-bound kernel can take longer per byte: its
+// launcher splits the work (internal/kernels: Merkle hashing). Sync logs a warning when a command
+// buffer ran longer than watchdogWarnSeconds on the GPU. METALPROVE_METAL_CB_MB sets the byte
+// budget in MiB.
+const (
+	cbBudgetBytes       = 512 << 20
+	cbBudgetCommands    = 64
+	cbBudgetEnv         = "METALPROVE_METAL_CB_MB"
+	watchdogWarnSeconds = 1.0
+)
+
+// cbBudget tracks the command buffer being encoded.
+type cbBudget struct {
+	maxBytes int64
+	maxCmds  int
+	bytes    int64
+	cmds     int
+}
+
+// newBudget returns the budget, in MiB from env (METALPROVE_METAL_CB_MB) when it is set.
+func newBudget(env string) (cbBudget, error) {
+	b := cbBudget{maxBytes: cbBudgetBytes, maxCmds: cbBudgetCommands}
+	if env == "" {
+		return b, nil
+	}
+	mb, err := strconv.ParseInt(env, 10, 64)
+	if err != nil || mb < 1 || mb > 1<<20 {
+		return b, fmt.Errorf("metal: %s=%q: want a whole number of MiB in [1, 1048576]", cbBudgetEnv, env)
+	}
+	b.maxBytes = mb << 20
+	return b, nil
+}
+
+// admit accounts a command of cost bytes and reports whether the command buffer being encoded must
+// be committed before it (it holds commands and this one would take it past the budget).
+func (b *cbBudget) admit(cost int64) (commitFirst bool) {
+	if b.cmds > 0 && (b.bytes+cost > b.maxBytes || b.cmds >= b.maxCmds) {
+		commitFirst = true
+		b.bytes, b.cmds = 0, 0
+	}
+	b.bytes += cost
+	b.cmds++
+	return commitFirst
+}
+
+// reset starts a new command buffer (after a sync).
+func (b *cbBudget) reset() { b.bytes, b.cmds = 0, 0 }
+
+// dispatchCost is the budget cost of a dispatch: the total size of the distinct buffers it binds
+// (sizes[i] is the size of the buffer of slot i, ids[i] identifies it; 0 for value slots).
+func dispatchCost(ids []uintptr, sizes []int) int64 {
+	var cost int64
+	for i, id := range ids {
+		if id == 0 {
+			continue
+		}
+		dup := false
+		for _, prev := range ids[:i] {
+			dup = dup || prev == id
+		}
+		if !dup {
+			cost += int64(sizes[i])
+		}
+	}
+	return cost
+}
+
+// gpuFamilies are the MTLGPUFamily values the backend reports (MTLDevice.h), newest first within
+// each kind; unknown values (Apple10, Metal4 on older systems) are simply not supported.
+var gpuFamilies = []struct {
+	name string
+	id   int64
+}{
+	{"apple10", 1010}, {"apple9", 1009}, {"apple8", 1008}, {"apple7", 1007}, {"apple6", 1006},
+	{"mac2", 2002}, {"metal4", 5002}, {"metal3", 5001},
+}
+
+// familyNames lists the names of the families supports says yes to, in gpuFamilies order.
+func familyNames(supports func(id int64) bool) []string {
+	var out []string
+	for _, f := range gpuFamilies {
+		if supports(f.id) {
+			out = append(out, f.name)
+		}
+	}
+	return out
 }

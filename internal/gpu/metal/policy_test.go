@@ -251,3 +251,64 @@ func TestBuildMetallibScript(t *testing.T) {
 		}
 	})
 }
+
+func TestCommandBufferBudget(t *testing.T) {
+	b, err := newBudget("")
+	if err != nil || b.maxBytes != 512<<20 || b.maxCmds != 64 {
+		t.Fatalf("default budget %+v, %v", b, err)
+	}
+	const mib = 1 << 20
+	b = cbBudget{maxBytes: 100 * mib, maxCmds: 4}
+	// cost in MiB -> whether the command buffer is committed before the command
+	steps := []struct {
+		cost   int64
+		commit bool
+	}{
+		{40, false}, {40, false}, // 80
+		{30, true},                         // 110 > 100: a new command buffer holds 30
+		{250, true},                        // larger than the budget: a command buffer of its own
+		{1, true},                          // after it, a new one
+		{1, false}, {1, false}, {1, false}, // 4 commands
+		{1, true}, // the fifth: command limit
+	}
+	for i, s := range steps {
+		if got := b.admit(s.cost * mib); got != s.commit {
+			t.Fatalf("step %d (cost %d MiB): commit first %v, want %v (budget now %+v)", i, s.cost, got, s.commit, b)
+		}
+	}
+	b.reset()
+	if b.admit(250*mib) || !b.admit(0) {
+		t.Fatal("after reset: the first command never commits; a command after an oversized one does")
+	}
+
+	for env, want := range map[string]int64{"1": mib, "2048": 2048 * mib} {
+		if b, err := newBudget(env); err != nil || b.maxBytes != want {
+			t.Errorf("newBudget(%q) = %+v, %v", env, b, err)
+		}
+	}
+	for _, env := range []string{"0", "-5", "1.5", "lots", "9999999"} {
+		if _, err := newBudget(env); err == nil || !strings.Contains(err.Error(), cbBudgetEnv) {
+			t.Errorf("newBudget(%q): err %v, want one naming %s", env, err, cbBudgetEnv)
+		}
+	}
+}
+
+func TestDispatchCost(t *testing.T) {
+	// slots: buffer A (100), a value, buffer B (30), A again (in place: counted once)
+	if got := dispatchCost([]uintptr{1, 0, 2, 1}, []int{100, 0, 30, 100}); got != 130 {
+		t.Fatalf("dispatchCost = %d, want 130", got)
+	}
+	if got := dispatchCost(nil, nil); got != 0 {
+		t.Fatalf("dispatchCost of nothing = %d", got)
+	}
+}
+
+func TestFamilyNames(t *testing.T) {
+	m1 := map[int64]bool{1007: true, 2002: true, 5001: true} // what an M1 on macOS 13+ reports
+	if got := strings.Join(familyNames(func(id int64) bool { return m1[id] }), " "); got != "apple7 mac2 metal3" {
+		t.Fatalf("familyNames = %q", got)
+	}
+	if got := familyNames(func(int64) bool { return false }); len(got) != 0 {
+		t.Fatalf("familyNames of nothing = %q", got)
+	}
+}

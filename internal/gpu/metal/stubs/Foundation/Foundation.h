@@ -26,6 +26,7 @@ typedef _Bool BOOL;
 typedef long NSInteger;
 typedef unsigned long NSUInteger;
 typedef const void *CFTypeRef;
+typedef double CFTimeInterval; // <CoreFoundation/CFDate.h>
 
 NS_ASSUME_NONNULL_BEGIN
 
@@ -33,6 +34,7 @@ NS_ASSUME_NONNULL_BEGIN
 
 @protocol NSObject
 - (BOOL)isEqual:(id)object;
+- (BOOL)isKindOfClass:(Class)aClass;
 @end
 
 __attribute__((objc_root_class))
@@ -41,7 +43,23 @@ __attribute__((objc_root_class))
 }
 + (instancetype)alloc;
 + (instancetype)new;
++ (Class)class;
 - (instancetype)init;
+@end
+
+@interface NSArray<__covariant ObjectType> : NSObject
+@property(readonly) NSUInteger count;
+- (ObjectType)objectAtIndexedSubscript:(NSUInteger)idx;
+@end
+
+@interface NSMutableArray<ObjectType> : NSArray<ObjectType>
++ (instancetype)array;
+- (void)addObject:(ObjectType)anObject;
+- (void)removeAllObjects;
+@end
+
+@interface NSDictionary<__covariant KeyType, __covariant ObjectType> : NSObject
+- (nullable ObjectType)objectForKeyedSubscript:(KeyType)key;
 @end
 
 @interface NSString : NSObject
@@ -50,10 +68,13 @@ __attribute__((objc_root_class))
 @property(nullable, readonly) const char *UTF8String NS_RETURNS_INNER_POINTER;
 @end
 
+typedef NSString *NSErrorUserInfoKey;
+
 @interface NSError : NSObject
 @property(readonly, copy) NSString *domain;
 @property(readonly) NSInteger code;
 @property(readonly, copy) NSString *localizedDescription;
+@property(readonly, copy) NSDictionary<NSErrorUserInfoKey, id> *userInfo;
 @end
 
 // <Foundation/NSObject.h>
