@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
@@ -68,9 +69,13 @@ func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRows
 		return fail(err)
 	}
 	b := dev.Batch()
-	g, tp := shapeFor(dev, "merkle_hash_rows", height)
-	b.Dispatch("merkle_hash_rows", g, tp, []gpu.Arg{gpu.Buf(matrix.Buffer), gpu.Buf(leaves.Buffer), gpu.Buf(h.rc.Buffer),
-		gpu.U32(uint32(height), uint32(width))})
+	step := chunkItems(height, (width+7)/8)
+	for r := 0; r < height; r += step {
+		end := min(r+step, height)
+		g, tp := shapeFor(dev, "merkle_hash_rows", end-r)
+		b.Dispatch("merkle_hash_rows", g, tp, []gpu.Arg{gpu.Buf(matrix.Buffer), gpu.Buf(leaves.Buffer), gpu.Buf(h.rc.Buffer),
+			gpu.U32(uint32(height), uint32(width), uint32(r), uint32(end))})
+	}
 	// The k group levels, ping-ponging between the leaves and one scratch buffer; the last
 	// level writes layer 0.
 	cur := leaves
@@ -93,8 +98,7 @@ func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRows
 		default:
 			dst = leaves
 		}
-		g, tp := shapeFor(dev, "merkle_compress", n)
-		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(cur.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n), uint32(qs))})
+		encodeCompress(b, dev, cur, dst, h.rc, n, qs)
 		cur = dst
 	}
 	for n := qs / 2; n >= 1; n /= 2 {
@@ -102,14 +106,43 @@ func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRows
 		if err != nil {
 			return fail(err)
 		}
-		g, tp := shapeFor(dev, "merkle_compress", n)
-		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(cur.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n), 1)})
+		encodeCompress(b, dev, cur, dst, h.rc, n, 1)
 		cur = dst
 	}
 	if err := b.Wait(); err != nil {
 		return fail(err)
 	}
 	return t, nil
+}
+
+// maxPermsPerDispatch bounds the Poseidon2 permutations of one Merkle dispatch: larger layers are
+// split into dispatches over ranges of rows (digests). A dispatch cannot be interrupted, and on a
+// Mac driving a display macOS stops command buffers that run too long (the Metal backend closes
+// command buffers between dispatches, never inside one). 2^24 permutations take about 8 ms on an
+// H100 (2.2·10^9/s measured) and, estimated from the ALU rates, a few hundred ms on the smallest
+// Apple GPU (unverified on Apple hardware). Only layers of more than 2^24 permutations are split
+// (2^22 rows of 42 columns: into two dispatches). A variable for tests.
+var maxPermsPerDispatch = 1 << 24
+
+// chunkItems returns how many of n items (rows, digests) of permsPerItem permutations each one
+// dispatch takes: a power of two ≥ 1024 (whole lane groups on the host device) within
+// maxPermsPerDispatch, or n.
+func chunkItems(n, permsPerItem int) int {
+	c := max(maxPermsPerDispatch/max(permsPerItem, 1), 1)
+	c = max(1<<(bits.Len(uint(c))-1), 1024)
+	return max(min(c, n), 1)
+}
+
+// encodeCompress encodes out[i] = compress(in[2x·qs + y], in[(2x+1)·qs + y]) for i < n (x = i/qs,
+// y = i mod qs), in dispatches of at most maxPermsPerDispatch digests.
+func encodeCompress(b *gpu.Batch, dev *gpu.Device, in, out, rc *gpu.Array[uint32], n, qs int) {
+	step := chunkItems(n, 1)
+	for i := 0; i < n; i += step {
+		end := min(i+step, n)
+		g, tp := shapeFor(dev, "merkle_compress", end-i)
+		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(in.Buffer), gpu.Buf(out.Buffer), gpu.Buf(rc.Buffer),
+			gpu.U32(uint32(i), uint32(end), uint32(qs))})
+	}
 }
 
 // Free frees the layers (not the matrix).
