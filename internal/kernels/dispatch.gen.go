@@ -26,22 +26,25 @@ func (v foScaleParams) arg() gpu.Arg {
 
 // merkleRowParams is the value struct MerkleRowParams of the shaders: uint fields in declaration order.
 type merkleRowParams struct {
-	height uint32
-	width  uint32
+	height   uint32
+	width    uint32
+	rowBegin uint32
+	rowEnd   uint32
 }
 
 func (v merkleRowParams) arg() gpu.Arg {
-	return gpu.U32(v.height, v.width)
+	return gpu.U32(v.height, v.width, v.rowBegin, v.rowEnd)
 }
 
 // merkleCompressParams is the value struct MerkleCompressParams of the shaders: uint fields in declaration order.
 type merkleCompressParams struct {
-	count uint32
+	begin uint32
+	end   uint32
 	qs    uint32
 }
 
 func (v merkleCompressParams) arg() gpu.Arg {
-	return gpu.U32(v.count, v.qs)
+	return gpu.U32(v.begin, v.end, v.qs)
 }
 
 // merkleGatherParams is the value struct MerkleGatherParams of the shaders: uint fields in declaration order.
@@ -198,17 +201,17 @@ func dispatchFoSum(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, partial
 	return enc.Dispatch("fo_sum", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(partial), gpu.U32(n)}, scratchBytes)
 }
 
-// dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/merkle.metal:19).
+// dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/merkle.metal:21).
 func dispatchMerkleHashRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, digests *gpu.Buffer, rc *gpu.Buffer, p merkleRowParams) *gpu.Batch {
 	return enc.Dispatch("merkle_hash_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(digests), gpu.Buf(rc), p.arg()})
 }
 
-// dispatchMerkleCompress encodes kernel merkle_compress (shaders/merkle.metal:62).
+// dispatchMerkleCompress encodes kernel merkle_compress (shaders/merkle.metal:67).
 func dispatchMerkleCompress(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, rc *gpu.Buffer, p merkleCompressParams) *gpu.Batch {
 	return enc.Dispatch("merkle_compress", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), gpu.Buf(rc), p.arg()})
 }
 
-// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/merkle.metal:106).
+// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/merkle.metal:112).
 func dispatchMerkleGatherRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, out *gpu.Buffer, p merkleGatherParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(out), p.arg()})
 }

@@ -113,7 +113,7 @@ func (p *Program) EncodeEvalOutputs(b *gpu.Batch, dev *gpu.Device, e *EvalBuffer
 	if err := checkArray("EvalOutputs", out, max(w*p.NumOutput*e.Points, 1)); err != nil {
 		return err
 	}
-	g, t := shape(dev, e.Points)
+	g, t := shapeFor(dev, "prog_eval_outputs4", e.Points)
 	if e.Ext {
 		dispatchProgEvalOutputs4(b, g, t, p.Words.Buffer, e.CP.Buffer, e.Slots.Buffer, e.Regs.Buffer, out.Buffer, progEvalParams{points: uint32(e.Points)})
 	} else {
@@ -141,7 +141,7 @@ func (p *Program) EncodeEvalCombine4(b *gpu.Batch, dev *gpu.Device, e *EvalBuffe
 	if err := checkArray("EvalCombine4", out, 12*e.Points); err != nil {
 		return err
 	}
-	g, t := shape(dev, e.Points)
+	g, t := shapeFor(dev, "prog_eval_combine4", e.Points)
 	dispatchProgEvalCombine4(b, g, t, p.Words.Buffer, e.CP.Buffer, p.Kinds.Buffer, weights.Buffer, denConst.Buffer,
 		e.Slots.Buffer, e.Regs.Buffer, out.Buffer, progCombineParams{points: uint32(e.Points), hasDen: uint32(b2u(hasDen))})
 	return b.Err()

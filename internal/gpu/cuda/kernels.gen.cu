@@ -903,17 +903,19 @@ MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
 #line 6 "shaders/merkle.metal"
 
 struct MerkleRowParams {
-  uint height;  // rows (column length)
-  uint width;   // columns, ≥ 1
+  uint height;     // rows (column length: the distance between two columns)
+  uint width;      // columns, ≥ 1
+  uint row_begin;  // the rows hashed by this dispatch: [row_begin, row_end) (launchers split a
+  uint row_end;    // large matrix into several dispatches, so that none runs for long)
 };
 
-// digests[r] = hash_slice(m[0·height + r], m[1·height + r], …, m[(width−1)·height + r]): the
-// padding-free sponge (rate 8, zero initial state, a partial last block overwrites only its
-// elements). Thread r reads element r of each column: neighbouring threads read neighbouring
-// addresses, so the column-major reads coalesce. Lanes (prelude.h): every MSL_LANES-th work item
-// hashes the rows r0 .. r0+MSL_LANES (lane l: row r0 + l, skipped when ≥ height), again reading
-// neighbouring addresses; the grid stride, rounded up to whole lanes, spreads those items over all
-// threadgroups.
+// digests[r] = hash_slice(m[0·height + r], m[1·height + r], …, m[(width−1)·height + r]) for
+// row_begin ≤ r < row_end: the padding-free sponge (rate 8, zero initial state, a partial last
+// block overwrites only its elements). Thread r reads element r of each column: neighbouring
+// threads read neighbouring addresses, so the column-major reads coalesce. Lanes (prelude.h):
+// every MSL_LANES-th work item hashes the rows r0 .. r0+MSL_LANES (lane l: row r0 + l, skipped when
+// ≥ row_end), again reading neighbouring addresses; the grid stride, rounded up to whole lanes,
+// spreads those items over all threadgroups.
 MSL_KERNEL void msl_kernel_merkle_hash_rows(MSL_DEVICE const uint* m              ,
                              MSL_DEVICE uint* digests              ,
                              MSL_CONSTANT uint* rc              ,
@@ -922,10 +924,12 @@ MSL_KERNEL void msl_kernel_merkle_hash_rows(MSL_DEVICE const uint* m            
                              uint stride                     ) {
   uint height = p.height;
   uint width = p.width;
+  uint begin = p.row_begin;
+  uint end = p.row_end;
   uint lstride = lane_stride(stride);
   uint s[P2_STATE];
-  for (uint r0 = lane_first(gid, height); r0 < height; r0 += lstride) {
-    uint nl = min(MSL_LANES, height - r0);
+  for (uint r0 = begin + lane_first(gid, end - begin); r0 < end; r0 += lstride) {
+    uint nl = min(MSL_LANES, end - r0);
     for (uint k = 0u; k < P2_STATE; k++) s[k] = 0u;
     for (uint c = 0u; c < width; c += P2_RATE) {
       uint nb = min(P2_RATE, width - c);
@@ -949,26 +953,28 @@ MSL_KERNEL void msl_kernel_merkle_hash_rows(MSL_DEVICE const uint* m            
 }
 
 struct MerkleCompressParams {
-  uint count;  // digests to produce
+  uint begin;  // the digests produced by this dispatch: [begin, end) (launchers split a large
+  uint end;    // layer into several dispatches, so that none runs for long)
   uint qs;     // stride: 1 for a binary tree layer, the query stride for the group levels
 };
 
-// out[i] = compress(in[2x·qs + y], in[(2x+1)·qs + y]) with x = i / qs, y = i mod qs, where
-// compress(l, r) = Permute(l ‖ r)[0..8). With qs = 1 this is one layer of a binary tree.
-// Lanes (prelude.h): every MSL_LANES-th work item produces out[i0 .. i0+MSL_LANES) (lane l: digest
-// i0 + l, skipped when ≥ count).
+// out[i] = compress(in[2x·qs + y], in[(2x+1)·qs + y]) with x = i / qs, y = i mod qs, for
+// begin ≤ i < end, where compress(l, r) = Permute(l ‖ r)[0..8). With qs = 1 this is one layer of
+// a binary tree. Lanes (prelude.h): every MSL_LANES-th work item produces out[i0 .. i0+MSL_LANES)
+// (lane l: digest i0 + l, skipped when ≥ end).
 MSL_KERNEL void msl_kernel_merkle_compress(MSL_DEVICE const uint* in              ,
                             MSL_DEVICE uint* out              ,
                             MSL_CONSTANT uint* rc              ,
                             MSL_CONSTANT MerkleCompressParams& p              ,
                             uint gid                            ,
                             uint stride                     ) {
-  uint count = p.count;
+  uint begin = p.begin;
+  uint end = p.end;
   uint qs = p.qs;
   uint lstride = lane_stride(stride);
   uint s[P2_STATE];
-  for (uint i0 = lane_first(gid, count); i0 < count; i0 += lstride) {
-    uint nl = min(MSL_LANES, count - i0);
+  for (uint i0 = begin + lane_first(gid, end - begin); i0 < end; i0 += lstride) {
+    uint nl = min(MSL_LANES, end - i0);
     uint x = i0 / qs;
     uint y = i0 - x * qs;
     for (uint l = 0u; l < MSL_LANES; l++) {

@@ -96,23 +96,23 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "merkle_hash_rows", Family: "merkle", Pos: "shaders/merkle.metal:19", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_hash_rows", Family: "merkle", Pos: "shaders/merkle.metal:21", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "digests", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant MerkleRowParams&", Kind: ParamValue, Index: 3, ValueSize: 8},
+		{Name: "p", Type: "constant MerkleRowParams&", Kind: ParamValue, Index: 3, ValueSize: 16},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/merkle.metal:62", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/merkle.metal:67", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant MerkleCompressParams&", Kind: ParamValue, Index: 3, ValueSize: 8},
+		{Name: "p", Type: "constant MerkleCompressParams&", Kind: ParamValue, Index: 3, ValueSize: 12},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/merkle.metal:106", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/merkle.metal:112", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant MerkleGatherParams&", Kind: ParamValue, Index: 2, ValueSize: 20},
