@@ -104,20 +104,36 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/merkle.metal:62", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/merkle.metal:66", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant MerkleCompressParams&", Kind: ParamValue, Index: 3, ValueSize: 8},
+		{Name: "p", Type: "constant MerkleCompressParams&", Kind: ParamValue, Index: 3, ValueSize: 16},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/merkle.metal:106", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/merkle.metal:112", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant MerkleGatherParams&", Kind: ParamValue, Index: 2, ValueSize: 20},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
+	}},
+	{Name: "merkle_gather_query_rows", Family: "merkle", Pos: "shaders/merkle.metal:140", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant MerkleGatherQueryRowsParams&", Kind: ParamValue, Index: 3, ValueSize: 20},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
+	}},
+	{Name: "merkle_gather_paths", Family: "merkle", Pos: "shaders/merkle.metal:170", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+		{Name: "layers", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant MerkleGatherPathsParams&", Kind: ParamValue, Index: 3, ValueSize: 16},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
 	{Name: "ntt_bitrev", Family: "ntt", Pos: "shaders/ntt.metal:38", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "data", Type: "device uint*", Kind: ParamBuffer, Index: 0},
