@@ -1,8 +1,8 @@
 // whir.metal - the tables of the WHIR prover (spec A §6.3) that the NTT, Merkle and sumcheck
 // families do not cover: the μ-batching of the stacked matrices fused with the per-block RS
 // message transform, the subset-sum (zeta) and Möbius transforms over a range of index bits, the
-// split of an Fp4 table into base planes, polynomial evaluation (Horner) and the accumulation of
-// eq(pow_d(z_i), ·) weights from per-point lo/hi tables.
+// split of an Fp4 table into base planes, polynomial evaluation (Horner) and the per-point lo/hi
+// halves of eq(pow_d(z_i), ·) weights (the sumcheck family's sc_eq_expand multiplies them out).
 //
 // All values are in Montgomery form. Fp4 tables are AoS: element i is the four uints
 // [4i, 4i+4) (bb4_load / bb4_store); base matrices are column-major. Every kernel walks its work
@@ -274,37 +274,5 @@ kernel void whir_pow_eq_tables(device const uint* pc [[buffer(0)]],
     } else {
       bb4_store(hi, e - nlo, prod);
     }
-  }
-}
-
-struct WhirAccParams {
-  uint n;       // entries of w: 2^(dl + dh)
-  uint npts;    // points
-  uint log_lo;  // dl
-  uint log_hi;  // dh
-};
-
-// w[b] += Σ_i lo[i·2^dl + (b mod 2^dl)]·hi[i·2^dh + (b >> dl)]: one Fp4 product per point and
-// entry (tables of whir_pow_eq_tables, or any lo/hi split of product tables). Neighbouring items
-// read neighbouring lo entries and share their hi entry.
-kernel void whir_accumulate_eq(device uint* w [[buffer(0)]],
-                               device const uint* lo [[buffer(1)]],
-                               device const uint* hi [[buffer(2)]],
-                               constant WhirAccParams& p [[buffer(3)]],
-                               uint gid [[thread_position_in_grid]],
-                               uint stride [[threads_per_grid]]) {
-  uint n = p.n;
-  uint npts = p.npts;
-  uint dl = p.log_lo;
-  uint dh = p.log_hi;
-  uint mask = (1u << dl) - 1u;
-  for (uint b = gid; b < n; b += stride) {
-    uint bl = b & mask;
-    uint bh = b >> dl;
-    bb4 acc = bb4_zero();
-    for (uint i = 0u; i < npts; i++) {
-      acc = bb4_add(acc, bb4_mul(bb4_load(lo, (i << dl) + bl), bb4_load(hi, (i << dh) + bh)));
-    }
-    bb4_store(w, b, bb4_add(bb4_load(w, b), acc));
   }
 }

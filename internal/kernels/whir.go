@@ -15,30 +15,6 @@ import (
 // registers).
 const maxSubsetPassBits = 5
 
-// fp4Mont returns the four Montgomery coordinates of x.
-func fp4Mont(x field.Fp4) [4]uint32 {
-	return [4]uint32{MontOf(x[0]), MontOf(x[1]), MontOf(x[2]), MontOf(x[3])}
-}
-
-// Fp4MontSlice converts extension values to the AoS Montgomery layout of device Fp4 tables.
-func Fp4MontSlice(v []field.Fp4) []uint32 {
-	out := make([]uint32, 4*len(v))
-	for i, x := range v {
-		m := fp4Mont(x)
-		copy(out[4*i:], m[:])
-	}
-	return out
-}
-
-// Fp4CanonicalSlice converts an AoS Montgomery table back to extension values.
-func Fp4CanonicalSlice(v []uint32) []field.Fp4 {
-	out := make([]field.Fp4, len(v)/4)
-	for i := range out {
-		out[i] = field.Fp4{CanonicalOf(v[4*i]), CanonicalOf(v[4*i+1]), CanonicalOf(v[4*i+2]), CanonicalOf(v[4*i+3])}
-	}
-	return out
-}
-
 // EncodeWhirBatch encodes, for the column-major Montgomery matrix q (height rows, width
 // columns), the Fp4 table (AoS, height elements)
 //
@@ -201,7 +177,7 @@ func EncodeHorner(b *gpu.Batch, dev *gpu.Device, c *gpu.Array[uint32], n int, z 
 	for _, lc := range hornerPlan(logN) {
 		logN -= lc
 		nOut := 1 << logN
-		zm := fp4Mont(z)
+		zm := MontFp4(z)
 		g, tp := shape(dev, nOut)
 		b.Dispatch("whir_horner", g, tp, []gpu.Arg{gpu.Buf(src.Buffer), gpu.Buf(scratch.Buffer),
 			gpu.U32(uint32(nOut), uint32(lc), uint32(srcOff), uint32(dstOff), zm[0], zm[1], zm[2], zm[3])})
@@ -214,61 +190,32 @@ func EncodeHorner(b *gpu.Batch, dev *gpu.Device, c *gpu.Array[uint32], n int, z 
 	return at, b.Err()
 }
 
-// EqSplit returns the lo/hi split of d variables used by the eq-table kernels: dl = ⌈d/2⌉ low
-// bits, d − dl high bits.
-func EqSplit(d int) (dl, dh int) { return (d + 1) / 2, d / 2 }
-
 // EncodePowEqTables encodes, for npts points given as the AoS Fp4 table pc = (z_0, coef_0, z_1,
-// coef_1, …), the lo and hi tables of coef_i·eq(pow_d(z_i), ·) split at dl = EqSplit(d):
-// lo[i·2^dl + b] = Π_{j<dl} eq_1(z_i^(2^j), bit_j(b)) and hi[i·2^dh + b] = coef_i·Π_{j<dh}
-// eq_1(z_i^(2^(dl+j)), bit_j(b)), eq_1(x, 1) = x, eq_1(x, 0) = 1 − x. lo needs npts·2^dl and hi
-// npts·2^dh Fp4 entries.
-func EncodePowEqTables(b *gpu.Batch, dev *gpu.Device, pc *gpu.Array[uint32], npts, d int, lo, hi *gpu.Array[uint32]) error {
-	if npts < 0 || d < 0 || d > 28 {
-		return fmt.Errorf("kernels: PowEqTables: %d points, %d variables", npts, d)
+// coef_1, …), the lo and hi tables of coef_i·eq(pow_d(z_i), ·) (stark.EvalsEqHypercube of
+// stark.PowersOf2(z_i, d)) split at bit logLo, d = logLo + logHi:
+// lo[i·2^logLo + b] = Π_{j<logLo} eq_1(z_i^(2^j), bit_j(b)) and hi[i·2^logHi + b] =
+// coef_i·Π_{j<logHi} eq_1(z_i^(2^(logLo+j)), bit_j(b)), with eq_1(x, 1) = x, eq_1(x, 0) = 1 − x.
+// lo needs npts·2^logLo and hi npts·2^logHi Fp4 entries; the sumcheck family's EncodeEqExpand
+// with count = npts then adds Σ_i coef_i·eq(pow_d(z_i), ·) to a table. One item per entry
+// (≤ d squarings and products each).
+func EncodePowEqTables(b *gpu.Batch, dev *gpu.Device, pc *gpu.Array[uint32], npts, logLo, logHi int, lo, hi *gpu.Array[uint32]) error {
+	if npts < 0 || logLo < 0 || logHi < 0 || logLo+logHi > 28 {
+		return fmt.Errorf("kernels: PowEqTables: %d points, 2^%d × 2^%d", npts, logLo, logHi)
 	}
-	dl, dh := EqSplit(d)
 	if err := checkArray("PowEqTables", pc, 8*npts); err != nil {
 		return err
 	}
-	if err := checkArray("PowEqTables", lo, 4*npts<<dl); err != nil {
+	if err := checkArray("PowEqTables", lo, 4*npts<<logLo); err != nil {
 		return err
 	}
-	if err := checkArray("PowEqTables", hi, 4*npts<<dh); err != nil {
+	if err := checkArray("PowEqTables", hi, 4*npts<<logHi); err != nil {
 		return err
 	}
 	if npts == 0 {
 		return nil
 	}
-	g, tp := shape(dev, npts<<dl+npts<<dh)
+	g, tp := shape(dev, npts<<logLo+npts<<logHi)
 	b.Dispatch("whir_pow_eq_tables", g, tp, []gpu.Arg{gpu.Buf(pc.Buffer), gpu.Buf(lo.Buffer), gpu.Buf(hi.Buffer),
-		gpu.U32(uint32(npts), uint32(dl), uint32(dh))})
-	return b.Err()
-}
-
-// EncodeAccumulateEq encodes w[b] += Σ_{i<npts} lo[i·2^dl + (b mod 2^dl)]·hi[i·2^dh + (b >> dl)]
-// for the 2^d entries of the AoS Fp4 table w, (dl, dh) = EqSplit(d): one Fp4 product per point
-// and entry. With the tables of EncodePowEqTables that adds Σ_i coef_i·eq(pow_d(z_i), ·) to w;
-// with one point's split product table (on a zero w) it expands that table.
-func EncodeAccumulateEq(b *gpu.Batch, dev *gpu.Device, w *gpu.Array[uint32], d int, lo, hi *gpu.Array[uint32], npts int) error {
-	if npts < 0 || d < 0 || d > 28 {
-		return fmt.Errorf("kernels: AccumulateEq: %d points, %d variables", npts, d)
-	}
-	dl, dh := EqSplit(d)
-	if err := checkArray("AccumulateEq", w, 4<<d); err != nil {
-		return err
-	}
-	if err := checkArray("AccumulateEq", lo, 4*npts<<dl); err != nil {
-		return err
-	}
-	if err := checkArray("AccumulateEq", hi, 4*npts<<dh); err != nil {
-		return err
-	}
-	if npts == 0 {
-		return nil
-	}
-	g, tp := shape(dev, 1<<d)
-	b.Dispatch("whir_accumulate_eq", g, tp, []gpu.Arg{gpu.Buf(w.Buffer), gpu.Buf(lo.Buffer), gpu.Buf(hi.Buffer),
-		gpu.U32(uint32(1<<d), uint32(npts), uint32(dl), uint32(dh))})
+		gpu.U32(uint32(npts), uint32(logLo), uint32(logHi))})
 	return b.Err()
 }

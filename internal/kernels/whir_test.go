@@ -12,16 +12,6 @@ import (
 	"github.com/metalprove/metalprove/internal/stark"
 )
 
-func uploadFp4(t *testing.T, v []field.Fp4) *gpu.Array[uint32] {
-	t.Helper()
-	a, err := gpu.UploadArray(testDev, "test fp4 table", Fp4MontSlice(v))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Free)
-	return a
-}
-
 func allocU32(t *testing.T, n int) *gpu.Array[uint32] {
 	t.Helper()
 	a, err := gpu.AllocArray[uint32](testDev, "test buffer", n)
@@ -30,23 +20,6 @@ func allocU32(t *testing.T, n int) *gpu.Array[uint32] {
 	}
 	t.Cleanup(a.Free)
 	return a
-}
-
-func readFp4(t *testing.T, a *gpu.Array[uint32]) []field.Fp4 {
-	t.Helper()
-	v, err := a.ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Fp4CanonicalSlice(v)
-}
-
-func randFp4s(r *rand.Rand, n int) []field.Fp4 {
-	out := make([]field.Fp4, n)
-	for i := range out {
-		out[i] = fieldrand.Fp4(r)
-	}
-	return out
 }
 
 func firstDiff4(a, b []field.Fp4) int {
@@ -284,7 +257,7 @@ func TestHornerMatchesStark(t *testing.T) {
 	}
 }
 
-func TestAccumulateEqMatchesReference(t *testing.T) {
+func TestPowEqTablesExpandToWeights(t *testing.T) {
 	r := rand.New(rand.NewPCG(29, 30))
 	for _, c := range []struct{ d, npts int }{{0, 1}, {1, 2}, {2, 1}, {3, 5}, {6, 3}, {9, 17}, {12, 40}, {13, 1}} {
 		t.Run(fmt.Sprintf("d%d/pts%d", c.d, c.npts), func(t *testing.T) {
@@ -302,15 +275,15 @@ func TestAccumulateEqMatchesReference(t *testing.T) {
 			}
 			wa := uploadFp4(t, w)
 			pca := uploadFp4(t, pc)
-			dl, dh := EqSplit(c.d)
+			dl, dh := c.d/2, c.d-c.d/2
 			lo := allocU32(t, 4*c.npts<<dl)
 			hi := allocU32(t, 4*c.npts<<dh)
 			k := syncs(t, func() error {
 				b := testDev.Batch()
-				if err := EncodePowEqTables(b, testDev, pca, c.npts, c.d, lo, hi); err != nil {
+				if err := EncodePowEqTables(b, testDev, pca, c.npts, dl, dh, lo, hi); err != nil {
 					return err
 				}
-				if err := EncodeAccumulateEq(b, testDev, wa, c.d, lo, hi, c.npts); err != nil {
+				if err := EncodeEqExpand(b, testDev, lo, hi, wa, dl, dh, c.npts, true); err != nil {
 					return err
 				}
 				return b.Wait()

@@ -265,12 +265,4 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_accumulate_eq", Family: "whir", Pos: "shaders/whir.metal:290", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
-		{Name: "w", Type: "device uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "lo", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "hi", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant WhirAccParams&", Kind: ParamValue, Index: 3, ValueSize: 16},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
-	}},
 }

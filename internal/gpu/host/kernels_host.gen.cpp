@@ -2104,8 +2104,8 @@ MSL_KERNEL void msl_kernel_sc_eq_expand(MSL_DEVICE const uint* lo              ,
 // whir.metal - the tables of the WHIR prover (spec A §6.3) that the NTT, Merkle and sumcheck
 // families do not cover: the μ-batching of the stacked matrices fused with the per-block RS
 // message transform, the subset-sum (zeta) and Möbius transforms over a range of index bits, the
-// split of an Fp4 table into base planes, polynomial evaluation (Horner) and the accumulation of
-// eq(pow_d(z_i), ·) weights from per-point lo/hi tables.
+// split of an Fp4 table into base planes, polynomial evaluation (Horner) and the per-point lo/hi
+// halves of eq(pow_d(z_i), ·) weights (the sumcheck family's sc_eq_expand multiplies them out).
 //
 // All values are in Montgomery form. Fp4 tables are AoS: element i is the four uints
 // [4i, 4i+4) (bb4_load / bb4_store); base matrices are column-major. Every kernel walks its work
@@ -2377,38 +2377,6 @@ MSL_KERNEL void msl_kernel_whir_pow_eq_tables(MSL_DEVICE const uint* pc         
     } else {
       bb4_store(hi, e - nlo, prod);
     }
-  }
-}
-
-struct WhirAccParams {
-  uint n;       // entries of w: 2^(dl + dh)
-  uint npts;    // points
-  uint log_lo;  // dl
-  uint log_hi;  // dh
-};
-
-// w[b] += Σ_i lo[i·2^dl + (b mod 2^dl)]·hi[i·2^dh + (b >> dl)]: one Fp4 product per point and
-// entry (tables of whir_pow_eq_tables, or any lo/hi split of product tables). Neighbouring items
-// read neighbouring lo entries and share their hi entry.
-MSL_KERNEL void msl_kernel_whir_accumulate_eq(MSL_DEVICE uint* w              ,
-                               MSL_DEVICE const uint* lo              ,
-                               MSL_DEVICE const uint* hi              ,
-                               MSL_CONSTANT WhirAccParams& p              ,
-                               uint gid                            ,
-                               uint stride                     ) {
-  uint n = p.n;
-  uint npts = p.npts;
-  uint dl = p.log_lo;
-  uint dh = p.log_hi;
-  uint mask = (1u << dl) - 1u;
-  for (uint b = gid; b < n; b += stride) {
-    uint bl = b & mask;
-    uint bh = b >> dl;
-    bb4 acc = bb4_zero();
-    for (uint i = 0u; i < npts; i++) {
-      acc = bb4_add(acc, bb4_mul(bb4_load(lo, (i << dl) + bl), bb4_load(hi, (i << dh) + bh)));
-    }
-    bb4_store(w, b, bb4_add(bb4_load(w, b), acc));
   }
 }
 
@@ -2850,18 +2818,6 @@ static void hd_group_whir_pow_eq_tables(const hd_launch* Lp, hd_u3 gp, unsigned 
 static_assert(sizeof(MSL_CONSTANT WhirEqTablesParams) == 12, "whir_pow_eq_tables: value size of p");
 static const unsigned hd_valsize_whir_pow_eq_tables[] = {0, 0, 0, 12, 0};
 
-static void hd_group_whir_accumulate_eq(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
-  const hd_launch L_ = *Lp, *L = &L_;
-  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
-  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
-  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
-  MSL_CONSTANT WhirAccParams a3 = *(MSL_CONSTANT WhirAccParams*)L->bufs[3];
-  (void)tg;
-  HD_FOR_EACH_ITEM(L, lp) msl_kernel_whir_accumulate_eq(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
-}
-static_assert(sizeof(MSL_CONSTANT WhirAccParams) == 16, "whir_accumulate_eq: value size of p");
-static const unsigned hd_valsize_whir_accumulate_eq[] = {0, 0, 0, 16, 0};
-
 extern "C" const hd_kernel hd_kernels[] = {
     {"bench_mul_chain", nullptr, hd_group_bench_mul_chain, 0, 2, hd_valsize_bench_mul_chain, 0},
     {"bench_copy", nullptr, hd_group_bench_copy, 0, 3, hd_valsize_bench_copy, 0},
@@ -2896,6 +2852,5 @@ extern "C" const hd_kernel hd_kernels[] = {
     {"whir_fp4_to_planes", nullptr, hd_group_whir_fp4_to_planes, 0, 3, hd_valsize_whir_fp4_to_planes, 0},
     {"whir_horner", nullptr, hd_group_whir_horner, 0, 3, hd_valsize_whir_horner, 0},
     {"whir_pow_eq_tables", nullptr, hd_group_whir_pow_eq_tables, 0, 4, hd_valsize_whir_pow_eq_tables, 0},
-    {"whir_accumulate_eq", nullptr, hd_group_whir_accumulate_eq, 0, 4, hd_valsize_whir_accumulate_eq, 0},
 };
-extern "C" const int hd_nkernels = 34;
+extern "C" const int hd_nkernels = 33;
