@@ -303,3 +303,70 @@ func TestPowEqTablesExpandToWeights(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkWhirKernels times each WHIR kernel at the sizes of a keccakf-1024 proof (stacked
+// matrix 2^21 × 42, l_skip 4, k 4: f of 2^21 entries, 2^17 after the first k folds, 194 weight
+// points) on the test device:
+//
+//	go test ./internal/kernels -run '^$' -bench WhirKernels -benchtime 3x
+func BenchmarkWhirKernels(b *testing.B) {
+	const logM, width, lSkip, npts = 21, 42, 4, 194
+	ntt := NewNTT(testDev)
+	defer ntt.Close()
+	r := rand.New(rand.NewPCG(31, 32))
+	alloc := func(n int) *gpu.Array[uint32] {
+		a, err := gpu.AllocArray[uint32](testDev, "bench", n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(a.Free)
+		return a
+	}
+	q := alloc(width << logM)
+	if err := q.Write(0, MontSlice(fieldrand.Fps(r, width<<logM))); err != nil {
+		b.Fatal(err)
+	}
+	mu := alloc(4 * width)
+	if err := mu.Write(0, MontFp4Slice(field.PowersFp4(fieldrand.Fp4(r), width))); err != nil {
+		b.Fatal(err)
+	}
+	f := alloc(4 << logM)
+	coeffs := alloc(4 << (logM - 4))
+	planes := alloc(4 << (logM + 1 - 1))
+	scratch := alloc(HornerScratchLen(1 << (logM - 4)))
+	pc := alloc(8 * npts)
+	if err := pc.Write(0, MontFp4Slice(randFp4s(r, 2*npts))); err != nil {
+		b.Fatal(err)
+	}
+	d := logM - 4
+	lo, hi := alloc(4*npts<<(d/2)), alloc(4*npts<<(d-d/2))
+	run := func(name string, encode func(bt *gpu.Batch) error) {
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				bt := testDev.Batch()
+				if err := encode(bt); err != nil {
+					b.Fatal(err)
+				}
+				if err := bt.Wait(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	run("batch 2^21x42", func(bt *gpu.Batch) error { return ntt.EncodeWhirBatch(bt, q, 1<<logM, width, lSkip, mu, 0, f, false) })
+	run("subset sum 2^21 bits 4..21", func(bt *gpu.Batch) error {
+		return EncodeSubsetSum(bt, testDev, f, f, logM+2, lSkip+2, logM+2, false)
+	})
+	run("mobius 2^17", func(bt *gpu.Batch) error { return EncodeSubsetSum(bt, testDev, f, coeffs, d+2, 2, d+2, true) })
+	run("to planes 2^17 into 2^21", func(bt *gpu.Batch) error { return EncodeFp4ToPlanes(bt, testDev, coeffs, 1<<d, planes, logM) })
+	run("horner 2^17", func(bt *gpu.Batch) error {
+		_, err := EncodeHorner(bt, testDev, coeffs, 1<<d, fieldrand.Fp4(r), scratch)
+		return err
+	})
+	run("pow eq tables 194 x 2^17", func(bt *gpu.Batch) error {
+		return EncodePowEqTables(bt, testDev, pc, npts, d/2, d-d/2, lo, hi)
+	})
+	run("eq expand 194 x 2^17", func(bt *gpu.Batch) error {
+		return EncodeEqExpand(bt, testDev, lo, hi, f, d/2, d-d/2, npts, true)
+	})
+}

@@ -2133,18 +2133,15 @@ struct WhirBatchParams {
 MSL_FN void whir_batch_block(device const uint* q, device const uint* mu, device const uint* tw, device uint* f,
                              uint B, uint L, uint blk, uint height, uint width, uint mu_off, uint scale,
                              uint accumulate) {
-  uint acc[128];  // acc[4t + c]
+  uint acc[128];  // acc[c·B + t]: coordinate-major, so the row loops are contiguous (host SIMD)
   for (uint i = 0u; i < 4u * B; i++) acc[i] = 0u;
   uint r0 = blk << L;
   for (uint j = 0u; j < width; j++) {
     bb4 m = bb4_load(mu, mu_off + j);
     device const uint* col = q + (j * height + r0);
-    for (uint t = 0u; t < B; t++) {
-      uint x = col[t];
-      acc[4u * t] = bb_add(acc[4u * t], bb_mul(m[0], x));
-      acc[4u * t + 1u] = bb_add(acc[4u * t + 1u], bb_mul(m[1], x));
-      acc[4u * t + 2u] = bb_add(acc[4u * t + 2u], bb_mul(m[2], x));
-      acc[4u * t + 3u] = bb_add(acc[4u * t + 3u], bb_mul(m[3], x));
+    for (uint c = 0u; c < 4u; c++) {
+      uint mc = m[c];
+      for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_add(acc[c * B + t], bb_mul(mc, col[t]));
     }
   }
   for (uint c = 0u; c < 4u; c++) {
@@ -2155,7 +2152,7 @@ MSL_FN void whir_batch_block(device const uint* q, device const uint* mu, device
         r = 0u;
         for (uint s = 0u; s < L; s++) r |= ((t >> s) & 1u) << (L - 1u - s);
       }
-      v[t] = acc[4u * r + c];
+      v[t] = acc[c * B + r];
     }
     for (uint h = 1u; h < B; h <<= 1) {
       for (uint s = 0u; s < B; s += 2u * h) {
@@ -2172,13 +2169,15 @@ MSL_FN void whir_batch_block(device const uint* q, device const uint* mu, device
         if ((t & h) != 0u) v[t] = bb_add(v[t], bb_double(v[t - h]));
       }
     }
-    for (uint t = 0u; t < B; t++) acc[4u * t + c] = bb_mul(v[t], scale);
+    for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_mul(v[t], scale);
   }
   device uint* out = f + 4u * r0;
-  for (uint i = 0u; i < 4u * B; i++) {
-    uint x = acc[i];
-    if (accumulate != 0u) x = bb_add(out[i], x);
-    out[i] = x;
+  for (uint t = 0u; t < B; t++) {
+    for (uint c = 0u; c < 4u; c++) {
+      uint x = acc[c * B + t];
+      if (accumulate != 0u) x = bb_add(out[4u * t + c], x);
+      out[4u * t + c] = x;
+    }
   }
 }
 
