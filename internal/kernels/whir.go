@@ -29,7 +29,7 @@ const maxSubsetPassBits = 5
 // That is Σ_j mu_j·CoeffsToEvals_low(RSMessage(lSkip, q_j)): the per-column work of the WHIR
 // batch (cpuref NewWhirProver) up to the subset sum over the bits from lSkip on, which
 // EncodeSubsetSum adds. One thread per block reads each value of q once. lSkip ≤ 5, height a
-// multiple of 2^lSkip.
+// multiple of 2^lSkip. A method of NTT: the block IDFT uses its inverse twiddle table.
 func (t *NTT) EncodeWhirBatch(b *gpu.Batch, q *gpu.Array[uint32], height, width, lSkip int, mu *gpu.Array[uint32], muOff int, f *gpu.Array[uint32], accumulate bool) error {
 	if lSkip < 0 || lSkip > 5 || height <= 0 || height%(1<<lSkip) != 0 || width < 0 || muOff < 0 {
 		return fmt.Errorf("kernels: WhirBatch: %d×%d matrix, l_skip %d, μ offset %d", height, width, lSkip, muOff)

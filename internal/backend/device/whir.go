@@ -151,7 +151,6 @@ func (wp *whirProver) flush(b *gpu.Batch) error {
 		return nil
 	}
 	a := *wp.alpha
-	wp.alpha = nil
 	src, dst := wp.cur, 1-wp.cur
 	n := wp.d - 1
 	if err := kernels.EncodeFold(b, wp.dev, wp.f[src], 2<<n, wp.f[dst], 1<<n, 1, n, a); err != nil {
@@ -160,7 +159,7 @@ func (wp *whirProver) flush(b *gpu.Batch) error {
 	if err := kernels.EncodeFold(b, wp.dev, wp.w[src], 2<<n, wp.w[dst], 1<<n, 1, n, a); err != nil {
 		return err
 	}
-	wp.cur, wp.d = dst, n
+	wp.cur, wp.d, wp.alpha = dst, n, nil
 	return nil
 }
 
@@ -182,13 +181,11 @@ func (wp *whirProver) SumcheckRound() (s1, s2 field.Fp4, err error) {
 	}
 	b := wp.dev.Batch()
 	if wp.alpha != nil {
-		a := *wp.alpha
-		wp.alpha = nil
 		src, dst := wp.cur, 1-wp.cur
-		if err := wp.sc.EncodeFoldRound(b, wp.tables(src, wp.d), wp.tables(dst, wp.d-1), a); err != nil {
+		if err := wp.sc.EncodeFoldRound(b, wp.tables(src, wp.d), wp.tables(dst, wp.d-1), *wp.alpha); err != nil {
 			return s1, s2, err
 		}
-		wp.cur, wp.d = dst, wp.d-1
+		wp.cur, wp.d, wp.alpha = dst, wp.d-1, nil
 	} else if err := wp.sc.EncodeRound(b, wp.tables(wp.cur, wp.d)); err != nil {
 		return s1, s2, err
 	}
