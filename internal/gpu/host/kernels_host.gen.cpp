@@ -2006,12 +2006,16 @@ struct ScEqExpandParams {
   uint log_total;   // k: out has 2^k entries (k ≥ h)
   uint count;       // tensor products summed (≥ 1)
   uint accumulate;  // 1: add to out; 0: overwrite
+  uint lo_off;      // Fp4 index of lo's first entry
+  uint hi_off;      // Fp4 index of hi's first entry
+  uint out_off;     // Fp4 index of out's first entry
 };
 
-// out[b] (+)= Σ_{t < count} lo[t·2^h + (b mod 2^h)]·hi[t·2^(k−h) + (b >> h)] for b < 2^k. With
-// lo = eq(r_1..r_h, ·) and hi = eq(r_{h+1}..r_k, ·) (bit i of an index ↔ r_{i+1},
-// stark.EvalsEqHypercube) this is eq(r_1..r_k, ·); any table that factors over the bits of its
-// index (the Möbius eq of WHIR, a scaled eq) works the same way, and count > 1 sums several.
+// out[b] (+)= Σ_{t < count} lo[t·2^h + (b mod 2^h)]·hi[t·2^(k−h) + (b >> h)] for b < 2^k (each
+// table from its offset). With lo = eq(r_1..r_h, ·) and hi = eq(r_{h+1}..r_k, ·) (bit i of an
+// index ↔ r_{i+1}, stark.EvalsEqHypercube) this is eq(r_1..r_k, ·); any table that factors over
+// the bits of its index (the Möbius eq of WHIR, a scaled eq) works the same way, and count > 1
+// sums several.
 MSL_KERNEL void msl_kernel_sc_eq_expand(MSL_DEVICE const uint* lo              ,
                          MSL_DEVICE const uint* hi              ,
                          MSL_DEVICE uint* out              ,
@@ -2022,15 +2026,20 @@ MSL_KERNEL void msl_kernel_sc_eq_expand(MSL_DEVICE const uint* lo              ,
   uint k = p.log_total;
   uint count = p.count;
   uint acc_out = p.accumulate;
+  uint lo_off = p.lo_off;
+  uint hi_off = p.hi_off;
+  uint out_off = p.out_off;
   uint total = 1u << k;
   uint lo_len = 1u << h;
   uint hi_len = 1u << (k - h);
   for (uint b = gid; b < total; b += stride) {
-    bb4 acc = acc_out != 0u ? bb4_load(out, b) : bb4_zero();
-    uint bl = b & (lo_len - 1u);
-    uint bh = b >> h;
-    for (uint t = 0u; t < count; t++) acc = bb4_add(acc, bb4_mul(bb4_load(lo, t * lo_len + bl), bb4_load(hi, t * hi_len + bh)));
-    bb4_store(out, b, acc);
+    bb4 acc = acc_out != 0u ? bb4_load(out, out_off + b) : bb4_zero();
+    uint bl = lo_off + (b & (lo_len - 1u));
+    uint bh = hi_off + (b >> h);
+    for (uint t = 0u; t < count; t++) {
+      acc = bb4_add(acc, bb4_mul(bb4_load(lo, t * lo_len + bl), bb4_load(hi, t * hi_len + bh)));
+    }
+    bb4_store(out, out_off + b, acc);
   }
 }
 
@@ -2387,8 +2396,8 @@ static void hd_group_sc_eq_expand(const hd_launch* Lp, hd_u3 gp, unsigned char* 
   (void)tg;
   HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_eq_expand(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static_assert(sizeof(MSL_CONSTANT ScEqExpandParams) == 16, "sc_eq_expand: value size of p");
-static const unsigned hd_valsize_sc_eq_expand[] = {0, 0, 0, 16, 0};
+static_assert(sizeof(MSL_CONSTANT ScEqExpandParams) == 28, "sc_eq_expand: value size of p");
+static const unsigned hd_valsize_sc_eq_expand[] = {0, 0, 0, 28, 0};
 
 extern "C" const hd_kernel hd_kernels[] = {
     {"bench_mul_chain", nullptr, hd_group_bench_mul_chain, 0, 2, hd_valsize_bench_mul_chain, 0},
