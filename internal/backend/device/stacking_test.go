@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
@@ -362,4 +363,100 @@ func TestStackingProverClose(t *testing.T) {
 		t.Error("UnivariateRound after Close: no error")
 	}
 	sp.Release()
+}
+
+// keccakfShape is the stacked layout of keccakf-1024 (metalprove trace --example keccakf --perms
+// 1024): one trace of 2633 columns × 2^15 rows under app-100bit at 2^21 (l_skip 4, n_stack 17),
+// stacked into 42 columns.
+func keccakfShape(b *testing.B) (params.SystemParams, *device.Backend, []stark.Committed, *stark.StackingBatch) {
+	b.Helper()
+	p, _, err := params.Preset("app-100bit", 21)
+	if err != nil {
+		b.Fatal(err)
+	}
+	be, err := device.New(testDev, device.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(be.Close)
+	r := rand.New(rand.NewPCG(1024, 2633))
+	m := &air.Matrix{Width: 2633, Height: 1 << 15, Values: fieldrand.Fps(r, 2633<<15)}
+	tr, err := be.LoadTrace("keccakf-shaped", m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := be.Commit(p, []stark.Trace{tr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr.Free()
+	cs := []stark.Committed{c}
+	return p, be, cs, randomBatch(r, p, cs)
+}
+
+// runStacking drives sp through a whole reduction and reports the time of each step (ms/op).
+func runStacking(b *testing.B, p params.SystemParams, newProver func() (stark.StackingProver, error)) {
+	r := rand.New(rand.NewPCG(5, 5))
+	var tNew, tUni, tBindUni, tRounds, tBinds, tOpen time.Duration
+	lap := func(d *time.Duration, start time.Time) time.Time {
+		now := time.Now()
+		*d += now.Sub(start)
+		return now
+	}
+	b.ResetTimer()
+	for range b.N {
+		t := time.Now()
+		sp, err := newProver()
+		if err != nil {
+			b.Fatal(err)
+		}
+		t = lap(&tNew, t)
+		if _, err := sp.UnivariateRound(); err != nil {
+			b.Fatal(err)
+		}
+		t = lap(&tUni, t)
+		if err := sp.BindUnivariate(fieldrand.Fp4(r)); err != nil {
+			b.Fatal(err)
+		}
+		t = lap(&tBindUni, t)
+		for range p.NStack {
+			if _, _, err := sp.Round(); err != nil {
+				b.Fatal(err)
+			}
+			t = lap(&tRounds, t)
+			if err := sp.Bind(fieldrand.Fp4(r)); err != nil {
+				b.Fatal(err)
+			}
+			t = lap(&tBinds, t)
+		}
+		if _, err := sp.Openings(); err != nil {
+			b.Fatal(err)
+		}
+		lap(&tOpen, t)
+		sp.Release()
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 / float64(b.N) }
+	b.ReportMetric(ms(tNew), "new-ms")
+	b.ReportMetric(ms(tUni), "univariate-ms")
+	b.ReportMetric(ms(tBindUni), "bind-univariate-ms")
+	b.ReportMetric(ms(tRounds), "rounds-ms")
+	b.ReportMetric(ms(tBinds), "binds-ms")
+	b.ReportMetric(ms(tOpen), "openings-ms")
+}
+
+// BenchmarkStackingKeccakf1024Device: the device prover on the keccakf-1024 layout.
+func BenchmarkStackingKeccakf1024Device(b *testing.B) {
+	p, be, cs, batch := keccakfShape(b)
+	runStacking(b, p, func() (stark.StackingProver, error) { return be.NewStackingProver(p, cs, batch) })
+}
+
+// BenchmarkStackingKeccakf1024Cpuref: cpuref's prover on the same stacked matrix (downloaded).
+func BenchmarkStackingKeccakf1024Cpuref(b *testing.B) {
+	p, _, cs, batch := keccakfShape(b)
+	q, err := cs[0].(*device.Committed).StackedMatrix()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc := []stark.Committed{&cpuref.Committed{Data: &cpuref.StackedPCSData{Layout: cs[0].Layout(), Matrix: q}}}
+	runStacking(b, p, func() (stark.StackingProver, error) { return cpuref.New().Stacking.NewStackingProver(p, rc, batch) })
 }
