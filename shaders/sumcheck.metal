@@ -209,12 +209,16 @@ struct ScEqExpandParams {
   uint log_total;   // k: out has 2^k entries (k ≥ h)
   uint count;       // tensor products summed (≥ 1)
   uint accumulate;  // 1: add to out; 0: overwrite
+  uint lo_off;      // Fp4 index of lo's first entry
+  uint hi_off;      // Fp4 index of hi's first entry
+  uint out_off;     // Fp4 index of out's first entry
 };
 
-// out[b] (+)= Σ_{t < count} lo[t·2^h + (b mod 2^h)]·hi[t·2^(k−h) + (b >> h)] for b < 2^k. With
-// lo = eq(r_1..r_h, ·) and hi = eq(r_{h+1}..r_k, ·) (bit i of an index ↔ r_{i+1},
-// stark.EvalsEqHypercube) this is eq(r_1..r_k, ·); any table that factors over the bits of its
-// index (the Möbius eq of WHIR, a scaled eq) works the same way, and count > 1 sums several.
+// out[b] (+)= Σ_{t < count} lo[t·2^h + (b mod 2^h)]·hi[t·2^(k−h) + (b >> h)] for b < 2^k (each
+// table from its offset). With lo = eq(r_1..r_h, ·) and hi = eq(r_{h+1}..r_k, ·) (bit i of an
+// index ↔ r_{i+1}, stark.EvalsEqHypercube) this is eq(r_1..r_k, ·); any table that factors over
+// the bits of its index (the Möbius eq of WHIR, a scaled eq) works the same way, and count > 1
+// sums several.
 kernel void sc_eq_expand(device const uint* lo [[buffer(0)]],
                          device const uint* hi [[buffer(1)]],
                          device uint* out [[buffer(2)]],
@@ -225,14 +229,19 @@ kernel void sc_eq_expand(device const uint* lo [[buffer(0)]],
   uint k = p.log_total;
   uint count = p.count;
   uint acc_out = p.accumulate;
+  uint lo_off = p.lo_off;
+  uint hi_off = p.hi_off;
+  uint out_off = p.out_off;
   uint total = 1u << k;
   uint lo_len = 1u << h;
   uint hi_len = 1u << (k - h);
   for (uint b = gid; b < total; b += stride) {
-    bb4 acc = acc_out != 0u ? bb4_load(out, b) : bb4_zero();
-    uint bl = b & (lo_len - 1u);
-    uint bh = b >> h;
-    for (uint t = 0u; t < count; t++) acc = bb4_add(acc, bb4_mul(bb4_load(lo, t * lo_len + bl), bb4_load(hi, t * hi_len + bh)));
-    bb4_store(out, b, acc);
+    bb4 acc = acc_out != 0u ? bb4_load(out, out_off + b) : bb4_zero();
+    uint bl = lo_off + (b & (lo_len - 1u));
+    uint bh = hi_off + (b >> h);
+    for (uint t = 0u; t < count; t++) {
+      acc = bb4_add(acc, bb4_mul(bb4_load(lo, t * lo_len + bl), bb4_load(hi, t * hi_len + bh)));
+    }
+    bb4_store(out, out_off + b, acc);
   }
 }

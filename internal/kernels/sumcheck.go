@@ -228,30 +228,44 @@ func EncodeFold(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[uint32], srcStride
 }
 
 // EncodeEqExpand encodes out[b] (+)= Σ_{t<count} lo[t·2^logLo + (b mod 2^logLo)]·hi[t·2^logHi +
-// (b >> logLo)] for b < 2^(logLo+logHi) (Fp4 tables; += when accumulate). With EqTables' halves
-// this is eq(r, ·) over 2^len(r) points, built on the device from two tables of about
-// 2^(len(r)/2) entries; any product-form table (WHIR's Möbius eq, a scaled eq) factors the same
-// way.
+// (b >> logLo)] for b < 2^(logLo+logHi) (Fp4 tables from index 0; += when accumulate). With
+// EqTables' halves this is eq(r, ·) over 2^len(r) points, built on the device from two tables of
+// about 2^(len(r)/2) entries; any product-form table (WHIR's Möbius eq, a scaled eq) factors the
+// same way. EqExpand.Encode places the tables at offsets.
 func EncodeEqExpand(b *gpu.Batch, dev *gpu.Device, lo, hi, out *gpu.Array[uint32], logLo, logHi, count int, accumulate bool) error {
-	if logLo < 0 || logHi < 0 || logLo+logHi > 28 || count <= 0 {
-		return fmt.Errorf("kernels: EqExpand: 2^%d × 2^%d, %d products", logLo, logHi, count)
+	return EqExpand{Lo: lo, Hi: hi, Out: out, LogLo: logLo, LogHi: logHi, Count: count, Accumulate: accumulate}.Encode(b, dev)
+}
+
+// EqExpand is EncodeEqExpand with every table at an offset (Fp4 indices): out[OutOff + b] (+)=
+// Σ_t Lo[LoOff + t·2^LogLo + (b mod 2^LogLo)]·Hi[HiOff + t·2^LogHi + (b >> LogLo)].
+type EqExpand struct {
+	Lo, Hi, Out          *gpu.Array[uint32]
+	LoOff, HiOff, OutOff int
+	LogLo, LogHi, Count  int
+	Accumulate           bool
+}
+
+// Encode encodes the expansion (sc_eq_expand).
+func (e EqExpand) Encode(b *gpu.Batch, dev *gpu.Device) error {
+	if e.LogLo < 0 || e.LogHi < 0 || e.LogLo+e.LogHi > 28 || e.Count <= 0 || e.LoOff < 0 || e.HiOff < 0 || e.OutOff < 0 {
+		return fmt.Errorf("kernels: EqExpand: 2^%d × 2^%d, %d products, offsets %d %d %d", e.LogLo, e.LogHi, e.Count, e.LoOff, e.HiOff, e.OutOff)
 	}
-	if err := checkArray("EqExpand", lo, 4*count<<logLo); err != nil {
+	if err := checkArray("EqExpand", e.Lo, 4*(e.LoOff+e.Count<<e.LogLo)); err != nil {
 		return err
 	}
-	if err := checkArray("EqExpand", hi, 4*count<<logHi); err != nil {
+	if err := checkArray("EqExpand", e.Hi, 4*(e.HiOff+e.Count<<e.LogHi)); err != nil {
 		return err
 	}
-	if err := checkArray("EqExpand", out, 4<<(logLo+logHi)); err != nil {
+	if err := checkArray("EqExpand", e.Out, 4*(e.OutOff+1<<(e.LogLo+e.LogHi))); err != nil {
 		return err
 	}
 	acc := uint32(0)
-	if accumulate {
+	if e.Accumulate {
 		acc = 1
 	}
-	g, t := shape(dev, 1<<(logLo+logHi))
-	b.Dispatch("sc_eq_expand", g, t, []gpu.Arg{gpu.Buf(lo.Buffer), gpu.Buf(hi.Buffer), gpu.Buf(out.Buffer),
-		gpu.U32(uint32(logLo), uint32(logLo+logHi), uint32(count), acc)})
+	g, t := shape(dev, 1<<(e.LogLo+e.LogHi))
+	b.Dispatch("sc_eq_expand", g, t, []gpu.Arg{gpu.Buf(e.Lo.Buffer), gpu.Buf(e.Hi.Buffer), gpu.Buf(e.Out.Buffer),
+		gpu.U32(uint32(e.LogLo), uint32(e.LogLo+e.LogHi), uint32(e.Count), acc, uint32(e.LoOff), uint32(e.HiOff), uint32(e.OutOff))})
 	return b.Err()
 }
 

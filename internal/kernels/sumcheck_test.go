@@ -321,6 +321,38 @@ func TestEqExpand(t *testing.T) {
 			t.Fatalf("accumulate: entry %d: got %v, want %v", bidx, got[bidx], want)
 		}
 	}
+	// Tables at offsets: two eq tables side by side in one buffer, the entries around them kept.
+	x4, x3 := randFp4s(r, 4), randFp4s(r, 3)
+	lo4, hi4, h4 := EqTables(x4)
+	lo3, hi3, h3 := EqTables(x3)
+	halves := append(append(append(append([]uint32(nil), lo4...), hi4...), lo3...), hi3...)
+	ha, err := gpu.UploadArray(testDev, "halves", halves)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ha.Free()
+	prev = randFp4s(r, 1+16+8+1)
+	out = uploadFp4(t, prev)
+	b = testDev.Batch()
+	for _, e := range []EqExpand{
+		{LoOff: 0, HiOff: len(lo4) / 4, OutOff: 1, LogLo: h4, LogHi: 4 - h4},
+		{LoOff: (len(lo4) + len(hi4)) / 4, HiOff: (len(lo4) + len(hi4) + len(lo3)) / 4, OutOff: 17, LogLo: h3, LogHi: 3 - h3},
+	} {
+		e.Lo, e.Hi, e.Out, e.Count = ha, ha, out, 1
+		if err := e.Encode(b, testDev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	got = readFp4(t, out)
+	want := append(append(append([]field.Fp4{prev[0]}, evalsEq(x4)...), evalsEq(x3)...), prev[25])
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("offsets: entry %d: got %v, want %v", i, got[i], want[i])
+		}
+	}
 }
 
 func TestSumcheckRejects(t *testing.T) {

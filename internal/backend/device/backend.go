@@ -73,6 +73,7 @@ func (b *Backend) Stages() *stark.Backend {
 		Name:      "device (" + string(b.dev.Kind()) + ": " + b.dev.Name() + ")",
 		Loader:    b,
 		Committer: b,
+		Stacking:  b,
 		Whir:      b,
 		Meter:     b,
 	}

@@ -49,8 +49,8 @@ func randomTraces(r *rand.Rand, logHeights, widths []int) []air.Matrix {
 	return out
 }
 
-// commitBoth commits the same traces on the device backend and on cpuref.
-func commitBoth(t *testing.T, be *device.Backend, p params.SystemParams, ms []air.Matrix) (dev, ref stark.Committed) {
+// commitWhirPair commits the same traces on the device backend and on cpuref.
+func commitWhirPair(t *testing.T, be *device.Backend, p params.SystemParams, ms []air.Matrix) (dev, ref stark.Committed) {
 	t.Helper()
 	dts := make([]stark.Trace, len(ms))
 	rts := make([]stark.Trace, len(ms))
@@ -129,7 +129,7 @@ func TestWhirProverMatchesCpuref(t *testing.T) {
 			p := c.p
 			var dcs, rcs []stark.Committed
 			for i := range c.widths {
-				dc, rc := commitBoth(t, be, p, randomTraces(r, c.logHeights[i], c.widths[i]))
+				dc, rc := commitWhirPair(t, be, p, randomTraces(r, c.logHeights[i], c.widths[i]))
 				dcs, rcs = append(dcs, dc), append(rcs, rc)
 			}
 			m := p.LSkip + p.NStack
@@ -157,8 +157,8 @@ func TestWhirProverMatchesCpuref(t *testing.T) {
 	}
 }
 
-// syncsOf runs f and fails unless it caused want syncs.
-func syncsOf(t *testing.T, dev *gpu.Device, what string, want int, f func() error) {
+// whirSyncs runs f and fails unless it caused want syncs.
+func whirSyncs(t *testing.T, dev *gpu.Device, what string, want int, f func() error) {
 	t.Helper()
 	s0 := dev.Stats().Syncs
 	if err := f(); err != nil {
@@ -181,7 +181,7 @@ func driveWhir(t *testing.T, r *rand.Rand, p params.SystemParams, dev *gpu.Devic
 		for j := range k {
 			what := fmt.Sprintf("round %d sumcheck %d", round, j)
 			var d1, d2 field.Fp4
-			syncsOf(t, dev, what, 1, func() (err error) { d1, d2, err = wp.SumcheckRound(); return err })
+			whirSyncs(t, dev, what, 1, func() (err error) { d1, d2, err = wp.SumcheckRound(); return err })
 			r1, r2, err := ref.SumcheckRound()
 			if err != nil {
 				t.Fatal(err)
@@ -190,7 +190,7 @@ func driveWhir(t *testing.T, r *rand.Rand, p params.SystemParams, dev *gpu.Devic
 				t.Fatalf("%s: device (%v, %v), cpuref (%v, %v)", what, d1, d2, r1, r2)
 			}
 			alpha := fieldrand.Fp4(r)
-			syncsOf(t, dev, what+" fold", 0, func() error { return wp.Fold(alpha) })
+			whirSyncs(t, dev, what+" fold", 0, func() error { return wp.Fold(alpha) })
 			if err := ref.Fold(alpha); err != nil {
 				t.Fatal(err)
 			}
@@ -198,7 +198,7 @@ func driveWhir(t *testing.T, r *rand.Rand, p params.SystemParams, dev *gpu.Devic
 		var z0 field.Fp4
 		if !last {
 			var root stark.Digest
-			syncsOf(t, dev, "CommitFolded", 1, func() (err error) { root, err = wp.CommitFolded(lrs - 1); return err })
+			whirSyncs(t, dev, "CommitFolded", 1, func() (err error) { root, err = wp.CommitFolded(lrs - 1); return err })
 			want, err := ref.CommitFolded(lrs - 1)
 			if err != nil {
 				t.Fatal(err)
@@ -208,13 +208,13 @@ func driveWhir(t *testing.T, r *rand.Rand, p params.SystemParams, dev *gpu.Devic
 			}
 			z0 = fieldrand.Fp4(r)
 			var y0 field.Fp4
-			syncsOf(t, dev, "EvalFolded", 1, func() (err error) { y0, err = wp.EvalFolded(z0); return err })
+			whirSyncs(t, dev, "EvalFolded", 1, func() (err error) { y0, err = wp.EvalFolded(z0); return err })
 			if want, err := ref.EvalFolded(z0); err != nil || y0 != want {
 				t.Fatalf("round %d: EvalFolded %v, cpuref %v (%v)", round, y0, want, err)
 			}
 		} else {
 			var fp []field.Fp4
-			syncsOf(t, dev, "FinalPoly", 1, func() (err error) { fp, err = wp.FinalPoly(); return err })
+			whirSyncs(t, dev, "FinalPoly", 1, func() (err error) { fp, err = wp.FinalPoly(); return err })
 			want, err := ref.FinalPoly()
 			if err != nil {
 				t.Fatal(err)
@@ -230,7 +230,7 @@ func driveWhir(t *testing.T, r *rand.Rand, p params.SystemParams, dev *gpu.Devic
 		}
 		if round == 0 {
 			var got []stark.InitialOpening
-			syncsOf(t, dev, "OpenInitial", 1, func() (err error) { got, err = wp.OpenInitial(idx); return err })
+			whirSyncs(t, dev, "OpenInitial", 1, func() (err error) { got, err = wp.OpenInitial(idx); return err })
 			want, err := ref.OpenInitial(idx)
 			if err != nil {
 				t.Fatal(err)
@@ -240,7 +240,7 @@ func driveWhir(t *testing.T, r *rand.Rand, p params.SystemParams, dev *gpu.Devic
 			}
 		} else {
 			var got []stark.CodewordOpening
-			syncsOf(t, dev, "OpenCodeword", 1, func() (err error) { got, err = wp.OpenCodeword(round-1, idx); return err })
+			whirSyncs(t, dev, "OpenCodeword", 1, func() (err error) { got, err = wp.OpenCodeword(round-1, idx); return err })
 			want, err := ref.OpenCodeword(round-1, idx)
 			if err != nil {
 				t.Fatal(err)
@@ -260,7 +260,7 @@ func driveWhir(t *testing.T, r *rand.Rand, p params.SystemParams, dev *gpu.Devic
 				coefs = append(coefs, gp)
 				points = append(points, field.Lift(omega.Exp(uint64(y))))
 			}
-			syncsOf(t, dev, "AccumulateWeight", 0, func() error { return wp.AccumulateWeight(coefs, points) })
+			whirSyncs(t, dev, "AccumulateWeight", 0, func() error { return wp.AccumulateWeight(coefs, points) })
 			if err := ref.AccumulateWeight(coefs, points); err != nil {
 				t.Fatal(err)
 			}
@@ -277,7 +277,7 @@ func TestWhirProverIrregularSequence(t *testing.T) {
 	be, dev := openHost(t)
 	r := rand.New(rand.NewPCG(43, 44))
 	p := params.TestParamsSmall(2, 6, 2)
-	dc, rc := commitBoth(t, be, p, randomTraces(r, []int{8, 3, 1}, []int{2, 3, 5}))
+	dc, rc := commitWhirPair(t, be, p, randomTraces(r, []int{8, 3, 1}, []int{2, 3, 5}))
 	m := p.LSkip + p.NStack
 	mu := fieldrand.Fp4(r)
 	uCube := make([]field.Fp4, m)
@@ -397,7 +397,7 @@ func TestWhirProverRejects(t *testing.T) {
 	be, _ := openHost(t)
 	r := rand.New(rand.NewPCG(45, 46))
 	p := params.TestParamsSmall(2, 4, 2)
-	dc, rc := commitBoth(t, be, p, randomTraces(r, []int{6}, []int{3}))
+	dc, rc := commitWhirPair(t, be, p, randomTraces(r, []int{6}, []int{3}))
 	uCube := make([]field.Fp4, p.LSkip+p.NStack)
 	if _, err := be.NewWhirProver(p, []stark.Committed{rc}, field.Fp4One, uCube); err == nil {
 		t.Error("a cpuref commitment was accepted")
