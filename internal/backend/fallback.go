@@ -1,16 +1,13 @@
 package backend
 
 import (
-	"context"
 	"sync"
 
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
-	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // The counting decorator: each stage the device backend lacks is the reference's, with every
@@ -178,12 +175,3 @@ func (s stackingProver) Openings() ([][]field.Fp4, error) {
 	return counted(s.fb, "StackingProver.Openings", s.ref.Openings)
 }
 func (s stackingProver) Release() { s.ref.Release() }
-
-// fallbackGrinder is the host grinder, counted.
-type fallbackGrinder struct{ fb *Fallbacks }
-
-func (g fallbackGrinder) FindWitness(ctx context.Context, state [poseidon2.Width]field.Fp, absorbIdx, bits int) (field.Fp, error) {
-	return counted(g.fb, "Grind", func() (field.Fp, error) {
-		return transcript.HostGrinder{}.FindWitness(ctx, state, absorbIdx, bits)
-	})
-}

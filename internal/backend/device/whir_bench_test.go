@@ -46,7 +46,7 @@ func BenchmarkWhirProver(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer dev.Close()
-		be, err := newBackend(dev)
+		be, err := device.New(dev, device.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -140,5 +140,3 @@ func benchWhir(b *testing.B, p params.SystemParams, newProver func() (stark.Whir
 		b.ReportMetric(float64(d.Milliseconds())/float64(b.N), name+"-ms")
 	}
 }
-
-func newBackend(dev *gpu.Device) (*device.Backend, error) { return device.New(dev, device.Options{}) }
