@@ -40,7 +40,10 @@ func hostDevice(t *testing.T, wrap func(driver.Backend) driver.Backend) *gpu.Dev
 	if wrap != nil {
 		be = wrap(be)
 	}
-	dev := gpu.NewDevice(gpu.KindHost, be)
+	dev, err := gpu.NewDevice(gpu.KindHost, be)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { dev.Close() })
 	return dev
 }

@@ -18,7 +18,7 @@ func EncodeMulChain(b *gpu.Batch, dev *gpu.Device, out *gpu.Array[uint32], n, it
 	if n <= 0 || iters < 0 || iters >= 1<<31 {
 		return fmt.Errorf("kernels: MulChain: n %d, iters %d", n, iters)
 	}
-	g, t := shape(dev, n)
+	g, t := shapeFor(dev, "bench_mul_chain", n)
 	dispatchBenchMulChain(b, g, t, out.Buffer, benchMulParams{n: uint32(n), iters: uint32(iters)})
 	return b.Err()
 }
@@ -35,7 +35,7 @@ func EncodeCopy(b *gpu.Batch, dev *gpu.Device, dst, src *gpu.Array[uint32], n in
 	if n == 0 {
 		return nil
 	}
-	g, t := shape(dev, n)
+	g, t := shapeFor(dev, "bench_copy", n)
 	dispatchBenchCopy(b, g, t, src.Buffer, dst.Buffer, uint32(n))
 	return b.Err()
 }

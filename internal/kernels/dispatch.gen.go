@@ -38,24 +38,27 @@ func (v grindParams) arg() gpu.Arg {
 
 // merkleRowParams is the value struct MerkleRowParams of the shaders: uint fields in declaration order.
 type merkleRowParams struct {
-	height uint32
-	width  uint32
+	height   uint32
+	width    uint32
+	rowBegin uint32
+	rowEnd   uint32
 }
 
 func (v merkleRowParams) arg() gpu.Arg {
-	return gpu.U32(v.height, v.width)
+	return gpu.U32(v.height, v.width, v.rowBegin, v.rowEnd)
 }
 
 // merkleCompressParams is the value struct MerkleCompressParams of the shaders: uint fields in declaration order.
 type merkleCompressParams struct {
-	count  uint32
+	begin  uint32
+	end    uint32
 	qs     uint32
 	inOff  uint32
 	outOff uint32
 }
 
 func (v merkleCompressParams) arg() gpu.Arg {
-	return gpu.U32(v.count, v.qs, v.inOff, v.outOff)
+	return gpu.U32(v.begin, v.end, v.qs, v.inOff, v.outOff)
 }
 
 // merkleGatherParams is the value struct MerkleGatherParams of the shaders: uint fields in declaration order.
@@ -166,6 +169,43 @@ func (v progCombineParams) arg() gpu.Arg {
 	return gpu.U32(v.points, v.hasDen)
 }
 
+// srUniParams is the value struct SrUniParams of the shaders: uint fields in declaration order.
+type srUniParams struct {
+	sliceFirst uint32
+	sliceCount uint32
+	chunks     uint32
+	logN       uint32
+	logCb      uint32
+	row        uint32
+}
+
+func (v srUniParams) arg() gpu.Arg {
+	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunks, v.logN, v.logCb, v.row)
+}
+
+// srBindQParams is the value struct SrBindQParams of the shaders: uint fields in declaration order.
+type srBindQParams struct {
+	entries uint32
+	logN    uint32
+	outOff  uint32
+}
+
+func (v srBindQParams) arg() gpu.Arg {
+	return gpu.U32(v.entries, v.logN, v.outOff)
+}
+
+// srBindWParams is the value struct SrBindWParams of the shaders: uint fields in declaration order.
+type srBindWParams struct {
+	sliceFirst uint32
+	sliceCount uint32
+	chunks     uint32
+	logCb      uint32
+}
+
+func (v srBindWParams) arg() gpu.Arg {
+	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunks, v.logCb)
+}
+
 // stackParams is the value struct StackParams of the shaders: uint fields in declaration order.
 type stackParams struct {
 	count     uint32
@@ -175,6 +215,138 @@ type stackParams struct {
 
 func (v stackParams) arg() gpu.Arg {
 	return gpu.U32(v.count, v.dstStart, v.logStride)
+}
+
+// scRoundParams is the value struct ScRoundParams of the shaders: uint fields in declaration order.
+type scRoundParams struct {
+	logHalf uint32
+	cols    uint32
+	stride  uint32
+}
+
+func (v scRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.logHalf, v.cols, v.stride)
+}
+
+// scFoldRoundParams is the value struct ScFoldRoundParams of the shaders: uint fields in declaration order.
+type scFoldRoundParams struct {
+	logHalf   uint32
+	cols      uint32
+	srcStride uint32
+	dstStride uint32
+	a0        uint32
+	a1        uint32
+	a2        uint32
+	a3        uint32
+}
+
+func (v scFoldRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.logHalf, v.cols, v.srcStride, v.dstStride, v.a0, v.a1, v.a2, v.a3)
+}
+
+// scFoldParams is the value struct ScFoldParams of the shaders: uint fields in declaration order.
+type scFoldParams struct {
+	logRows   uint32
+	cols      uint32
+	srcStride uint32
+	dstStride uint32
+	a0        uint32
+	a1        uint32
+	a2        uint32
+	a3        uint32
+}
+
+func (v scFoldParams) arg() gpu.Arg {
+	return gpu.U32(v.logRows, v.cols, v.srcStride, v.dstStride, v.a0, v.a1, v.a2, v.a3)
+}
+
+// scSumRowsParams is the value struct ScSumRowsParams of the shaders: uint fields in declaration order.
+type scSumRowsParams struct {
+	rows  uint32
+	width uint32
+}
+
+func (v scSumRowsParams) arg() gpu.Arg {
+	return gpu.U32(v.rows, v.width)
+}
+
+// scEqExpandParams is the value struct ScEqExpandParams of the shaders: uint fields in declaration order.
+type scEqExpandParams struct {
+	logLo      uint32
+	logTotal   uint32
+	count      uint32
+	accumulate uint32
+	loOff      uint32
+	hiOff      uint32
+	outOff     uint32
+}
+
+func (v scEqExpandParams) arg() gpu.Arg {
+	return gpu.U32(v.logLo, v.logTotal, v.count, v.accumulate, v.loOff, v.hiOff, v.outOff)
+}
+
+// whirBatchParams is the value struct WhirBatchParams of the shaders: uint fields in declaration order.
+type whirBatchParams struct {
+	nblocks    uint32
+	logBlock   uint32
+	height     uint32
+	width      uint32
+	muOff      uint32
+	scale      uint32
+	accumulate uint32
+}
+
+func (v whirBatchParams) arg() gpu.Arg {
+	return gpu.U32(v.nblocks, v.logBlock, v.height, v.width, v.muOff, v.scale, v.accumulate)
+}
+
+// whirSubsetParams is the value struct WhirSubsetParams of the shaders: uint fields in declaration order.
+type whirSubsetParams struct {
+	count uint32
+	lo    uint32
+	nb    uint32
+	sub   uint32
+}
+
+func (v whirSubsetParams) arg() gpu.Arg {
+	return gpu.U32(v.count, v.lo, v.nb, v.sub)
+}
+
+// whirPlanesParams is the value struct WhirPlanesParams of the shaders: uint fields in declaration order.
+type whirPlanesParams struct {
+	n      uint32
+	logOut uint32
+}
+
+func (v whirPlanesParams) arg() gpu.Arg {
+	return gpu.U32(v.n, v.logOut)
+}
+
+// whirHornerParams is the value struct WhirHornerParams of the shaders: uint fields in declaration order.
+type whirHornerParams struct {
+	nOut     uint32
+	logChunk uint32
+	srcOff   uint32
+	dstOff   uint32
+	z0       uint32
+	z1       uint32
+	z2       uint32
+	z3       uint32
+}
+
+func (v whirHornerParams) arg() gpu.Arg {
+	return gpu.U32(v.nOut, v.logChunk, v.srcOff, v.dstOff, v.z0, v.z1, v.z2, v.z3)
+}
+
+// whirEqTablesParams is the value struct WhirEqTablesParams of the shaders: uint fields in declaration order.
+type whirEqTablesParams struct {
+	npts  uint32
+	logLo uint32
+	logHi uint32
+}
+
+func (v whirEqTablesParams) arg() gpu.Arg {
+	return gpu.U32(v.npts, v.logLo, v.logHi)
 }
 
 // dispatchBenchMulChain encodes kernel bench_mul_chain (shaders/bench.metal:14).
@@ -247,27 +419,27 @@ func dispatchGrindMin(enc *gpu.Batch, groups, tpg gpu.Dim3, groupMin *gpu.Buffer
 	return enc.Dispatch("grind_min", groups, tpg, []gpu.Arg{gpu.Buf(groupMin), gpu.Buf(out), gpu.U32(n)}, scratchBytes)
 }
 
-// dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/merkle.metal:19).
+// dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/merkle.metal:21).
 func dispatchMerkleHashRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, digests *gpu.Buffer, rc *gpu.Buffer, p merkleRowParams) *gpu.Batch {
 	return enc.Dispatch("merkle_hash_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(digests), gpu.Buf(rc), p.arg()})
 }
 
-// dispatchMerkleCompress encodes kernel merkle_compress (shaders/merkle.metal:66).
+// dispatchMerkleCompress encodes kernel merkle_compress (shaders/merkle.metal:71).
 func dispatchMerkleCompress(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, rc *gpu.Buffer, p merkleCompressParams) *gpu.Batch {
 	return enc.Dispatch("merkle_compress", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), gpu.Buf(rc), p.arg()})
 }
 
-// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/merkle.metal:112).
+// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/merkle.metal:118).
 func dispatchMerkleGatherRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, out *gpu.Buffer, p merkleGatherParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(out), p.arg()})
 }
 
-// dispatchMerkleGatherQueryRows encodes kernel merkle_gather_query_rows (shaders/merkle.metal:140).
+// dispatchMerkleGatherQueryRows encodes kernel merkle_gather_query_rows (shaders/merkle.metal:146).
 func dispatchMerkleGatherQueryRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, ys *gpu.Buffer, out *gpu.Buffer, p merkleGatherQueryRowsParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_query_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(ys), gpu.Buf(out), p.arg()})
 }
 
-// dispatchMerkleGatherPaths encodes kernel merkle_gather_paths (shaders/merkle.metal:170).
+// dispatchMerkleGatherPaths encodes kernel merkle_gather_paths (shaders/merkle.metal:176).
 func dispatchMerkleGatherPaths(enc *gpu.Batch, groups, tpg gpu.Dim3, layers *gpu.Buffer, ys *gpu.Buffer, out *gpu.Buffer, p merkleGatherPathsParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_paths", groups, tpg, []gpu.Arg{gpu.Buf(layers), gpu.Buf(ys), gpu.Buf(out), p.arg()})
 }
@@ -312,7 +484,72 @@ func dispatchProgEvalCombine4(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Bu
 	return enc.Dispatch("prog_eval_combine4", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(denConst), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
 }
 
+// dispatchSrUniPartials encodes kernel sr_uni_partials (shaders/stacked_reduction.metal:99).
+func dispatchSrUniPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, slices *gpu.Buffer, etab *gpu.Buffer, partials *gpu.Buffer, p srUniParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("sr_uni_partials", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(slices), gpu.Buf(etab), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchSrBindQ encodes kernel sr_bind_q (shaders/stacked_reduction.metal:217).
+func dispatchSrBindQ(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, lag *gpu.Buffer, out *gpu.Buffer, p srBindQParams) *gpu.Batch {
+	return enc.Dispatch("sr_bind_q", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(lag), gpu.Buf(out), p.arg()})
+}
+
+// dispatchSrBindW encodes kernel sr_bind_w (shaders/stacked_reduction.metal:257).
+func dispatchSrBindW(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, weights *gpu.Buffer, etab *gpu.Buffer, w *gpu.Buffer, p srBindWParams) *gpu.Batch {
+	return enc.Dispatch("sr_bind_w", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(weights), gpu.Buf(etab), gpu.Buf(w), p.arg()})
+}
+
 // dispatchStackTrace encodes kernel stack_trace (shaders/stacking.metal:18).
 func dispatchStackTrace(enc *gpu.Batch, groups, tpg gpu.Dim3, trace *gpu.Buffer, q *gpu.Buffer, p stackParams) *gpu.Batch {
 	return enc.Dispatch("stack_trace", groups, tpg, []gpu.Arg{gpu.Buf(trace), gpu.Buf(q), p.arg()})
+}
+
+// dispatchScRoundPartials encodes kernel sc_round_partials (shaders/sumcheck.metal:62).
+func dispatchScRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer, w *gpu.Buffer, partials *gpu.Buffer, p scRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("sc_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchScFoldRoundPartials encodes kernel sc_fold_round_partials (shaders/sumcheck.metal:100).
+func dispatchScFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer, w *gpu.Buffer, fOut *gpu.Buffer, wOut *gpu.Buffer, partials *gpu.Buffer, p scFoldRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("sc_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(fOut), gpu.Buf(wOut), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchScFold encodes kernel sc_fold (shaders/sumcheck.metal:151).
+func dispatchScFold(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p scFoldParams) *gpu.Batch {
+	return enc.Dispatch("sc_fold", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
+}
+
+// dispatchScSumRows encodes kernel sc_sum_rows (shaders/sumcheck.metal:180).
+func dispatchScSumRows(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumRowsParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("sc_sum_rows", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
+}
+
+// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/sumcheck.metal:222).
+func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
+	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
+}
+
+// dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/whir.metal:87).
+func dispatchWhirBatchBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, mu *gpu.Buffer, tw *gpu.Buffer, f *gpu.Buffer, p whirBatchParams) *gpu.Batch {
+	return enc.Dispatch("whir_batch_blocks", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(mu), gpu.Buf(tw), gpu.Buf(f), p.arg()})
+}
+
+// dispatchWhirSubsetPass encodes kernel whir_subset_pass (shaders/whir.metal:149).
+func dispatchWhirSubsetPass(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirSubsetParams) *gpu.Batch {
+	return enc.Dispatch("whir_subset_pass", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
+}
+
+// dispatchWhirFp4ToPlanes encodes kernel whir_fp4_to_planes (shaders/whir.metal:183).
+func dispatchWhirFp4ToPlanes(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirPlanesParams) *gpu.Batch {
+	return enc.Dispatch("whir_fp4_to_planes", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
+}
+
+// dispatchWhirHorner encodes kernel whir_horner (shaders/whir.metal:205).
+func dispatchWhirHorner(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirHornerParams) *gpu.Batch {
+	return enc.Dispatch("whir_horner", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
+}
+
+// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/whir.metal:236).
+func dispatchWhirPowEqTables(enc *gpu.Batch, groups, tpg gpu.Dim3, pc *gpu.Buffer, lo *gpu.Buffer, hi *gpu.Buffer, p whirEqTablesParams) *gpu.Batch {
+	return enc.Dispatch("whir_pow_eq_tables", groups, tpg, []gpu.Arg{gpu.Buf(pc), gpu.Buf(lo), gpu.Buf(hi), p.arg()})
 }

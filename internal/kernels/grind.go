@@ -100,8 +100,7 @@ func (g *Grind) EncodeSearch(b *gpu.Batch, absorbIdx, bits int, base, count uint
 		return fmt.Errorf("kernels: Grind: candidates [%d, %d + %d) not a non-empty range of at most 2^30 below p", base, base, count)
 	}
 	groups, tpg := g.searchShape(int(count))
-	dispatchGrindSearch(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), g.state.Buffer, g.rc.Buffer, g.groupMin.Buffer,
-		grindParams{absorbIdx: uint32(absorbIdx), mask: uint32(1)<<bits - 1, base: base, count: count}, uint32(4*tpg))
+	dispatchGrindSearch(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), g.state.Buffer, g.rc.Buffer, g.groupMin.Buffer, grindParams{absorbIdx: uint32(absorbIdx), mask: uint32(1)<<bits - 1, base: base, count: count}, uint32(4*tpg))
 	// One group reduces the group minima: a single thread on the host (a plain loop over at
 	// most 2^12 values), a full group on GPUs.
 	mt := 1

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
@@ -87,8 +88,13 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 			return fail(err)
 		}
 	}
-	g, tp := shape(dev, height)
-	dispatchMerkleHashRows(b, g, tp, matrix.Buffer, leaves.Buffer, h.rc.Buffer, merkleRowParams{height: uint32(height), width: uint32(width)})
+	step := chunkItems(height, (width+7)/8)
+	for r := 0; r < height; r += step {
+		end := min(r+step, height)
+		g, tp := shapeFor(dev, "merkle_hash_rows", end-r)
+		dispatchMerkleHashRows(b, g, tp, matrix.Buffer, leaves.Buffer, h.rc.Buffer,
+			merkleRowParams{height: uint32(height), width: uint32(width), rowBegin: uint32(r), rowEnd: uint32(end)})
+	}
 	// The k group levels, ping-ponging between the leaves and one scratch buffer; the last
 	// level writes layer 0.
 	cur := leaves
@@ -109,20 +115,48 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 		default:
 			dst = leaves
 		}
-		g, tp := shape(dev, n)
-		dispatchMerkleCompress(b, g, tp, cur.Buffer, dst.Buffer, h.rc.Buffer, merkleCompressParams{count: uint32(n), qs: uint32(qs)})
+		encodeCompress(b, dev, cur, dst, h.rc, n, qs, 0, 0)
 		cur = dst
 	}
 	for d := 1; d <= t.depth; d++ {
 		n := qs >> d
-		g, tp := shape(dev, n)
-		dispatchMerkleCompress(b, g, tp, t.layers.Buffer, t.layers.Buffer, h.rc.Buffer,
-			merkleCompressParams{count: uint32(n), qs: 1, inOff: uint32(layerOffset(qs, d-1)), outOff: uint32(layerOffset(qs, d))})
+		encodeCompress(b, dev, t.layers, t.layers, h.rc, n, 1, layerOffset(qs, d-1), layerOffset(qs, d))
 	}
 	if err := b.Err(); err != nil {
 		return fail(err)
 	}
 	return t, nil
+}
+
+// maxPermsPerDispatch bounds the Poseidon2 permutations of one Merkle dispatch: larger layers are
+// split into dispatches over ranges of rows (digests). A dispatch cannot be interrupted, and on a
+// Mac driving a display macOS stops command buffers that run too long (the Metal backend closes
+// command buffers between dispatches, never inside one). 2^24 permutations take about 8 ms on an
+// H100 (2.2·10^9/s measured) and, estimated from the ALU rates, a few hundred ms on the smallest
+// Apple GPU (unverified on Apple hardware). Only layers of more than 2^24 permutations are split
+// (2^22 rows of 42 columns: into two dispatches). A variable for tests.
+var maxPermsPerDispatch = 1 << 24
+
+// chunkItems returns how many of n items (rows, digests) of permsPerItem permutations each one
+// dispatch takes: a power of two ≥ 1024 (whole lane groups on the host device) within
+// maxPermsPerDispatch, or n.
+func chunkItems(n, permsPerItem int) int {
+	c := max(maxPermsPerDispatch/max(permsPerItem, 1), 1)
+	c = max(1<<(bits.Len(uint(c))-1), 1024)
+	return max(min(c, n), 1)
+}
+
+// encodeCompress encodes out[outOff + i] = compress(in[inOff + 2x·qs + y], in[inOff + (2x+1)·qs + y])
+// for i < n (x = i/qs, y = i mod qs; offsets in digests), in dispatches of at most
+// maxPermsPerDispatch digests.
+func encodeCompress(b *gpu.Batch, dev *gpu.Device, in, out, rc *gpu.Array[uint32], n, qs, inOff, outOff int) {
+	step := chunkItems(n, 1)
+	for i := 0; i < n; i += step {
+		end := min(i+step, n)
+		g, tp := shapeFor(dev, "merkle_compress", end-i)
+		dispatchMerkleCompress(b, g, tp, in.Buffer, out.Buffer, rc.Buffer, merkleCompressParams{begin: uint32(i), end: uint32(end),
+			qs: uint32(qs), inOff: uint32(inOff), outOff: uint32(outOff)})
+	}
 }
 
 // Free frees the layers (not the matrix).
@@ -203,7 +237,7 @@ func (t *MerkleTree) Open(y int) (*Opening, error) {
 	}
 	defer buf.Free()
 	b := t.dev.Batch()
-	g, tp := shape(t.dev, nrows*t.width)
+	g, tp := shapeFor(t.dev, "merkle_gather_rows", nrows*t.width)
 	dispatchMerkleGatherRows(b, g, tp, t.matrix.Buffer, buf.Buffer,
 		merkleGatherParams{height: uint32(t.height), width: uint32(t.width), qs: uint32(qs), y: uint32(y), nrows: uint32(nrows)})
 	if err := b.Wait(); err != nil {
@@ -316,13 +350,11 @@ func (t *MerkleTree) EncodeOpenBatch(b *gpu.Batch, q *QueryIndices) (*PendingOpe
 	if p.out, err = gpu.AllocArray[uint32](t.dev, "merkle batch opening", rowElems+pathElems); err != nil {
 		return nil, err
 	}
-	g, tp := shape(t.dev, rowElems)
-	dispatchMerkleGatherQueryRows(b, g, tp, t.matrix.Buffer, q.buf.Buffer, p.out.Buffer,
-		merkleGatherQueryRowsParams{height: uint32(t.height), width: uint32(t.width), qs: uint32(qs), nrows: uint32(nrows), queries: uint32(nq)})
+	g, tp := shapeFor(t.dev, "merkle_gather_query_rows", rowElems)
+	dispatchMerkleGatherQueryRows(b, g, tp, t.matrix.Buffer, q.buf.Buffer, p.out.Buffer, merkleGatherQueryRowsParams{height: uint32(t.height), width: uint32(t.width), qs: uint32(qs), nrows: uint32(nrows), queries: uint32(nq)})
 	if pathElems > 0 {
-		g, tp := shape(t.dev, pathElems)
-		dispatchMerkleGatherPaths(b, g, tp, t.layers.Buffer, q.buf.Buffer, p.out.Buffer,
-			merkleGatherPathsParams{qs: uint32(qs), depth: uint32(t.depth), queries: uint32(nq), outOff: uint32(rowElems)})
+		g, tp := shapeFor(t.dev, "merkle_gather_paths", pathElems)
+		dispatchMerkleGatherPaths(b, g, tp, t.layers.Buffer, q.buf.Buffer, p.out.Buffer, merkleGatherPathsParams{qs: uint32(qs), depth: uint32(t.depth), queries: uint32(nq), outOff: uint32(rowElems)})
 	}
 	if err := b.Err(); err != nil {
 		p.Free()

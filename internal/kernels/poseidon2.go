@@ -55,7 +55,7 @@ func (h *Poseidon2) EncodePermute(b *gpu.Batch, states *gpu.Array[uint32], n int
 	if n == 0 {
 		return nil
 	}
-	g, t := shape(h.dev, n)
+	g, t := shapeFor(h.dev, "p2_permute_states", n)
 	dispatchP2PermuteStates(b, g, t, states.Buffer, h.rc.Buffer, uint32(n))
 	return b.Err()
 }

@@ -113,7 +113,7 @@ func (p *Program) EncodeEvalOutputs(b *gpu.Batch, dev *gpu.Device, e *EvalBuffer
 	if err := checkArray("EvalOutputs", out, max(w*p.NumOutput*e.Points, 1)); err != nil {
 		return err
 	}
-	g, t := shape(dev, e.Points)
+	g, t := shapeFor(dev, "prog_eval_outputs4", e.Points)
 	if e.Ext {
 		dispatchProgEvalOutputs4(b, g, t, p.Words.Buffer, e.CP.Buffer, e.Slots.Buffer, e.Regs.Buffer, out.Buffer, progEvalParams{points: uint32(e.Points)})
 	} else {
@@ -141,7 +141,7 @@ func (p *Program) EncodeEvalCombine4(b *gpu.Batch, dev *gpu.Device, e *EvalBuffe
 	if err := checkArray("EvalCombine4", out, 12*e.Points); err != nil {
 		return err
 	}
-	g, t := shape(dev, e.Points)
+	g, t := shapeFor(dev, "prog_eval_combine4", e.Points)
 	dispatchProgEvalCombine4(b, g, t, p.Words.Buffer, e.CP.Buffer, p.Kinds.Buffer, weights.Buffer, denConst.Buffer,
 		e.Slots.Buffer, e.Regs.Buffer, out.Buffer, progCombineParams{points: uint32(e.Points), hasDen: uint32(b2u(hasDen))})
 	return b.Err()
@@ -152,26 +152,4 @@ func b2u(v bool) int {
 		return 1
 	}
 	return 0
-}
-
-// MontFp4s converts extension values to Montgomery words (4 per value).
-func MontFp4s(v []field.Fp4) []uint32 {
-	out := make([]uint32, 0, 4*len(v))
-	for _, x := range v {
-		for _, c := range x {
-			out = append(out, MontOf(c))
-		}
-	}
-	return out
-}
-
-// CanonicalFp4s converts Montgomery words (4 per value) to extension values.
-func CanonicalFp4s(w []uint32) []field.Fp4 {
-	out := make([]field.Fp4, len(w)/4)
-	for i := range out {
-		for c := range 4 {
-			out[i][c] = CanonicalOf(w[4*i+c])
-		}
-	}
-	return out
 }

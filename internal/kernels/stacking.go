@@ -25,7 +25,7 @@ func EncodeStackTrace(b *gpu.Batch, dev *gpu.Device, trace *gpu.Array[uint32], h
 	if err := checkArray("StackTrace", q, start+count); err != nil {
 		return err
 	}
-	g, t := shape(dev, count)
+	g, t := shapeFor(dev, "stack_trace", count)
 	dispatchStackTrace(b, g, t, trace.Buffer, q.Buffer, stackParams{count: uint32(count), dstStart: uint32(start), logStride: uint32(logStride)})
 	return b.Err()
 }

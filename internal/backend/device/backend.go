@@ -78,6 +78,8 @@ func (b *Backend) Stages() *stark.Backend {
 		Name:      "device (" + string(b.dev.Kind()) + ": " + b.dev.Name() + ")",
 		Loader:    b,
 		Committer: b,
+		Stacking:  b,
+		Whir:      b,
 		Grinder:   b,
 		Meter:     b,
 	}

@@ -996,17 +996,19 @@ MSL_KERNEL void msl_kernel_grind_min(MSL_DEVICE const uint* group_min           
 #line 6 "shaders/merkle.metal"
 
 struct MerkleRowParams {
-  uint height;  // rows (column length)
-  uint width;   // columns, ≥ 1
+  uint height;     // rows (column length: the distance between two columns)
+  uint width;      // columns, ≥ 1
+  uint row_begin;  // the rows hashed by this dispatch: [row_begin, row_end) (launchers split a
+  uint row_end;    // large matrix into several dispatches, so that none runs for long)
 };
 
-// digests[r] = hash_slice(m[0·height + r], m[1·height + r], …, m[(width−1)·height + r]): the
-// padding-free sponge (rate 8, zero initial state, a partial last block overwrites only its
-// elements). Thread r reads element r of each column: neighbouring threads read neighbouring
-// addresses, so the column-major reads coalesce. Lanes (prelude.h): every MSL_LANES-th work item
-// hashes the rows r0 .. r0+MSL_LANES (lane l: row r0 + l, skipped when ≥ height), again reading
-// neighbouring addresses; the grid stride, rounded up to whole lanes, spreads those items over all
-// threadgroups.
+// digests[r] = hash_slice(m[0·height + r], m[1·height + r], …, m[(width−1)·height + r]) for
+// row_begin ≤ r < row_end: the padding-free sponge (rate 8, zero initial state, a partial last
+// block overwrites only its elements). Thread r reads element r of each column: neighbouring
+// threads read neighbouring addresses, so the column-major reads coalesce. Lanes (prelude.h):
+// every MSL_LANES-th work item hashes the rows r0 .. r0+MSL_LANES (lane l: row r0 + l, skipped when
+// ≥ row_end), again reading neighbouring addresses; the grid stride, rounded up to whole lanes,
+// spreads those items over all threadgroups.
 MSL_KERNEL void msl_kernel_merkle_hash_rows(MSL_DEVICE const uint* m              ,
                              MSL_DEVICE uint* digests              ,
                              MSL_CONSTANT uint* rc              ,
@@ -1015,10 +1017,12 @@ MSL_KERNEL void msl_kernel_merkle_hash_rows(MSL_DEVICE const uint* m            
                              uint stride                     ) {
   uint height = p.height;
   uint width = p.width;
+  uint begin = p.row_begin;
+  uint end = p.row_end;
   uint lstride = lane_stride(stride);
   uint s[P2_STATE];
-  for (uint r0 = lane_first(gid, height); r0 < height; r0 += lstride) {
-    uint nl = min(MSL_LANES, height - r0);
+  for (uint r0 = begin + lane_first(gid, end - begin); r0 < end; r0 += lstride) {
+    uint nl = min(MSL_LANES, end - r0);
     for (uint k = 0u; k < P2_STATE; k++) s[k] = 0u;
     for (uint c = 0u; c < width; c += P2_RATE) {
       uint nb = min(P2_RATE, width - c);
@@ -1042,32 +1046,34 @@ MSL_KERNEL void msl_kernel_merkle_hash_rows(MSL_DEVICE const uint* m            
 }
 
 struct MerkleCompressParams {
-  uint count;    // digests to produce
+  uint begin;    // the digests produced by this dispatch: [begin, end) (launchers split a large
+  uint end;      // layer into several dispatches, so that none runs for long)
   uint qs;       // stride: 1 for a binary tree layer, the query stride for the group levels
   uint in_off;   // digest offset of the input level in `in`
   uint out_off;  // digest offset of the output level in `out`
 };
 
 // out[out_off + i] = compress(in[in_off + 2x·qs + y], in[in_off + (2x+1)·qs + y]) with
-// x = i / qs, y = i mod qs, where compress(l, r) = Permute(l ‖ r)[0..8). With qs = 1 this is one
-// layer of a binary tree. The offsets let all tree layers live in one buffer (`in` and `out` may
-// be the same buffer; the two ranges never overlap).
+// x = i / qs, y = i mod qs, for begin ≤ i < end, where compress(l, r) = Permute(l ‖ r)[0..8).
+// With qs = 1 this is one layer of a binary tree. The offsets let all tree layers live in one
+// buffer (`in` and `out` may be the same buffer; the two ranges never overlap).
 // Lanes (prelude.h): every MSL_LANES-th work item produces out[i0 .. i0+MSL_LANES) (lane l: digest
-// i0 + l, skipped when ≥ count).
+// i0 + l, skipped when ≥ end).
 MSL_KERNEL void msl_kernel_merkle_compress(MSL_DEVICE const uint* in              ,
                             MSL_DEVICE uint* out              ,
                             MSL_CONSTANT uint* rc              ,
                             MSL_CONSTANT MerkleCompressParams& p              ,
                             uint gid                            ,
                             uint stride                     ) {
-  uint count = p.count;
+  uint begin = p.begin;
+  uint end = p.end;
   uint qs = p.qs;
   uint in_base = p.in_off * 8u;
   uint out_base = p.out_off * 8u;
   uint lstride = lane_stride(stride);
   uint s[P2_STATE];
-  for (uint i0 = lane_first(gid, count); i0 < count; i0 += lstride) {
-    uint nl = min(MSL_LANES, count - i0);
+  for (uint i0 = begin + lane_first(gid, end - begin); i0 < end; i0 += lstride) {
+    uint nl = min(MSL_LANES, end - i0);
     uint x = i0 / qs;
     uint y = i0 - x * qs;
     for (uint l = 0u; l < MSL_LANES; l++) {
@@ -2181,6 +2187,295 @@ MSL_KERNEL void msl_kernel_prog_eval_combine4(MSL_DEVICE const uint* prog       
     bb4_store(out, 3u * t + 2u, c.den);
   }
 }
+#line 1 "shaders/stacked_reduction.metal"
+// stacked_reduction.metal - the stacked opening reduction's own kernels (spec B §5.3–5.4;
+// cpuref stackingProver): the round-0 sums over the stacked matrix Q and the tables q(u_0; x),
+// W(u_0; x) after u_0. The multilinear rounds use the sumcheck family (sumcheck.metal).
+//
+// Q is one commitment's stacked matrix, column-major, Montgomery, height H = 2^(l_skip+n_stack):
+// seen as a sequence of blocks of N = 2^l_skip values, block x of column m is Q[(m·2^n_stack + x)·N
+// ..]. A slice of log height ≥ l_skip covers 2^nn blocks (nn = log height − l_skip), starting at a
+// multiple of its length; e_nn = eq(r_1..r_nn, ·) is its eq table (etab: all tables of the proof
+// side by side, Fp4). Slices are split into chunks of at most 2^log_cb blocks, numbered in slice
+// order: chunk k belongs to the last slice whose chunk_first ≤ k.
+//
+// Slice descriptors (SR_SLICE_WORDS uints each, written by the Go launcher):
+#line 14 "shaders/stacked_reduction.metal"
+
+#define SR_SLICE_WORDS 16u
+#define SR_Q_START 0u   // uint index in Q of the slice's first value
+#define SR_E_OFF 1u     // Fp4 index in etab of e_nn[0]
+#define SR_NN 2u        // nn
+#define SR_CHUNK0 3u    // chunk_first
+#define SR_A 4u         // 4 uints: the eq weight a (Montgomery)
+#define SR_BW 8u        // 4 uints: the rotation weight bw
+#define SR_ROT 12u      // 1 when bw ≠ 0
+#define SR_W_START 13u  // Fp4 index in the W table of the slice's first entry
+
+// The slice of chunk k among slices [first, first + count) (binary search on chunk_first).
+MSL_FN uint sr_find_slice(MSL_DEVICE const uint* slices, uint first, uint count, uint k) {
+  uint lo = first;
+  uint hi = first + count;  // the answer lies in [lo, hi)
+  while (hi - lo > 1u) {
+    uint mid = (lo + hi) / 2u;
+    if (slices[mid * SR_SLICE_WORDS + SR_CHUNK0] <= k) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// Fp4 values per lane (host lanes, prelude.h; one value per thread on GPUs): component c of the
+// lanes in v[c].
+
+// acc += e·v: an Fp4 per lane times a base value per lane.
+MSL_FN void sr_acc_ext_base(MSL_THREAD lanes_uint* acc, MSL_THREAD const lanes_uint* e, lanes_uint v) {
+  for (uint c = 0u; c < 4u; c++) acc[c] = bb_add_lanes(acc[c], bb_mul_lanes(e[c], v));
+}
+
+// acc += a·g: a uniform Fp4 times an Fp4 per lane (X^4 = W).
+MSL_FN void sr_acc_uniform_ext(MSL_THREAD lanes_uint* acc, bb4 a, MSL_THREAD const lanes_uint* g) {
+  lanes_uint a0 = lanes_splat(a[0]);
+  lanes_uint a1 = lanes_splat(a[1]);
+  lanes_uint a2 = lanes_splat(a[2]);
+  lanes_uint a3 = lanes_splat(a[3]);
+  lanes_uint w1 = lanes_splat(bb_mul(a[1], BB4_W_MONT));
+  lanes_uint w2 = lanes_splat(bb_mul(a[2], BB4_W_MONT));
+  lanes_uint w3 = lanes_splat(bb_mul(a[3], BB4_W_MONT));
+  lanes_uint g0 = g[0];
+  lanes_uint g1 = g[1];
+  lanes_uint g2 = g[2];
+  lanes_uint g3 = g[3];
+  lanes_uint r0 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g0), bb_mul_lanes(w1, g3)),
+                               bb_add_lanes(bb_mul_lanes(w2, g2), bb_mul_lanes(w3, g1)));
+  lanes_uint r1 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g1), bb_mul_lanes(a1, g0)),
+                               bb_add_lanes(bb_mul_lanes(w2, g3), bb_mul_lanes(w3, g2)));
+  lanes_uint r2 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g2), bb_mul_lanes(a1, g1)),
+                               bb_add_lanes(bb_mul_lanes(a2, g0), bb_mul_lanes(w3, g3)));
+  lanes_uint r3 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g3), bb_mul_lanes(a1, g2)),
+                               bb_add_lanes(bb_mul_lanes(a2, g1), bb_mul_lanes(a3, g0)));
+  acc[0] = bb_add_lanes(acc[0], r0);
+  acc[1] = bb_add_lanes(acc[1], r1);
+  acc[2] = bb_add_lanes(acc[2], r2);
+  acc[3] = bb_add_lanes(acc[3], r3);
+}
+
+// The Fp4 etab[at] of every lane: splat when all lanes share at (uniform), else gathered.
+MSL_FN void sr_load_e_uniform(MSL_THREAD lanes_uint* e, MSL_DEVICE const uint* etab, uint at) {
+  for (uint c = 0u; c < 4u; c++) e[c] = lanes_splat(etab[4u * at + c]);
+}
+
+struct SrUniParams {
+  uint slice_first;  // this commitment's slices in the table
+  uint slice_count;
+  uint chunks;       // chunks of those slices
+  uint log_n;        // l_skip (N = 2^l_skip ≤ 32)
+  uint log_cb;       // log2 of the blocks per chunk
+  uint row;          // partials row of group 0 (rows: 12·N uints each)
+};
+
+// Round 0 of the stacked reduction (UnivariateRound), first pass, for one commitment's slices of
+// log height ≥ l_skip. With G0_s[z] = Σ_xl e[xl]·Q[(x0+xl)·N + z] and G1_s[z] = Σ_xl
+// e[(xl−1) mod 2^nn]·Q[(x0+xl)·N + z] per slice s (weights a_s, bw_s):
+//   A[z] = Σ_s a_s·G0_s[z],  B[z] = Σ_s bw_s·G0_s[z],  C[z] = Σ_s bw_s·(G1_s[z] − G0_s[z]),
+// the IDFT-free sums whose IDFTs are cpuref's qa, qb, qc (the IDFT is linear). Group g writes the
+// part of A, B, C over the chunks it visits to partials row (row + g): A[0..N), B, C, Fp4 each
+// (12·N uints). A group works on one chunk at a time: its tpg·MSL_LANES virtual threads (a
+// multiple of N) read the chunk's values in order, so virtual thread v always sees z = v mod N;
+// after a chunk each applies the slice weights to its G0, G1. scratch: 48 bytes per virtual
+// thread.
+MSL_KERNEL void msl_kernel_sr_uni_partials(MSL_DEVICE const uint* q              ,
+                            MSL_DEVICE const uint* slices              ,
+                            MSL_DEVICE const uint* etab              ,
+                            MSL_DEVICE uint* partials              ,
+                            MSL_CONSTANT SrUniParams& p              ,
+                            MSL_THREADGROUP uint* scratch                   ,
+                            uint tid                                ,
+                            uint group                                 ,
+                            uint tpg                            ,
+                            uint ngroups                          ) {
+  uint first = p.slice_first;
+  uint count = p.slice_count;
+  uint chunks = p.chunks;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint log_cb = p.log_cb;
+  uint vt = tpg * MSL_LANES;  // virtual threads of the group
+  lanes_uint acc_a[4];
+  lanes_uint acc_b[4];
+  lanes_uint acc_c[4];
+  for (uint c = 0u; c < 4u; c++) {
+    acc_a[c] = lanes_splat(0u);
+    acc_b[c] = lanes_splat(0u);
+    acc_c[c] = lanes_splat(0u);
+  }
+  for (uint k = group; k < chunks; k += ngroups) {
+    uint s = sr_find_slice(slices, first, count, k);
+    uint d = s * SR_SLICE_WORDS;
+    uint nn = slices[d + SR_NN];
+    uint mask = (1u << nn) - 1u;
+    uint e_off = slices[d + SR_E_OFF];
+    uint rot = slices[d + SR_ROT];
+    uint blk0 = (k - slices[d + SR_CHUNK0]) << log_cb;       // first block of the chunk in the slice
+    uint nvals = min(1u << log_cb, (1u << nn) - blk0) << log_n;  // values in the chunk
+    uint base = slices[d + SR_Q_START] + (blk0 << log_n);
+    lanes_uint g0[4];
+    lanes_uint g1[4];
+    for (uint c = 0u; c < 4u; c++) {
+      g0[c] = lanes_splat(0u);
+      g1[c] = lanes_splat(0u);
+    }
+    for (uint i0 = tid * MSL_LANES; i0 < nvals; i0 += vt) {
+      lanes_uint v;
+      lanes_uint e0[4];
+      lanes_uint e1[4];
+      if (n >= MSL_LANES && i0 + MSL_LANES <= nvals) {  // one block under every lane (always on GPUs)
+        v = lanes_ld_dev(q + base + i0);
+        uint xl = blk0 + (i0 >> log_n);
+        sr_load_e_uniform(e0, etab, e_off + xl);
+        if (rot != 0u) sr_load_e_uniform(e1, etab, e_off + ((xl - 1u) & mask));
+      } else {  // host: blocks shorter than the lanes, or a partial vector
+        uint tv[MSL_LANES];
+        uint te0[4u * MSL_LANES];
+        uint te1[4u * MSL_LANES];
+        for (uint l = 0u; l < MSL_LANES; l++) {
+          uint i = i0 + l;
+          bool live = i < nvals;
+          uint xl = blk0 + ((live ? i : 0u) >> log_n);
+          uint a0 = 4u * (e_off + xl);
+          uint a1 = 4u * (e_off + ((xl - 1u) & mask));
+          tv[l] = live ? q[base + i] : 0u;
+          for (uint c = 0u; c < 4u; c++) {
+            te0[c * MSL_LANES + l] = etab[a0 + c];
+            te1[c * MSL_LANES + l] = etab[a1 + c];
+          }
+        }
+        v = lanes_ld_th(tv);
+        for (uint c = 0u; c < 4u; c++) {
+          e0[c] = lanes_ld_th(te0 + c * MSL_LANES);
+          e1[c] = lanes_ld_th(te1 + c * MSL_LANES);
+        }
+      }
+      sr_acc_ext_base(g0, e0, v);
+      if (rot != 0u) sr_acc_ext_base(g1, e1, v);
+    }
+    bb4 a = bb4_make(slices[d + SR_A], slices[d + SR_A + 1u], slices[d + SR_A + 2u], slices[d + SR_A + 3u]);
+    sr_acc_uniform_ext(acc_a, a, g0);
+    if (rot != 0u) {
+      bb4 bw = bb4_make(slices[d + SR_BW], slices[d + SR_BW + 1u], slices[d + SR_BW + 2u], slices[d + SR_BW + 3u]);
+      sr_acc_uniform_ext(acc_b, bw, g0);
+      for (uint c = 0u; c < 4u; c++) g1[c] = bb_sub_lanes(g1[c], g0[c]);
+      sr_acc_uniform_ext(acc_c, bw, g1);
+    }
+  }
+  // Virtual thread v holds A, B, C at z = v mod N: 12 uints each in scratch, then one thread per
+  // output adds the vt / N virtual threads of its z.
+  for (uint l = 0u; l < MSL_LANES; l++) {
+    uint at = 12u * (tid * MSL_LANES + l);
+    for (uint c = 0u; c < 4u; c++) {
+      scratch[at + c] = lanes_get(acc_a[c], l);
+      scratch[at + 4u + c] = lanes_get(acc_b[c], l);
+      scratch[at + 8u + c] = lanes_get(acc_c[c], l);
+    }
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  uint width = 12u * n;
+  uint per_z = vt >> log_n;
+  uint row = p.row + group;
+  for (uint o = tid; o < width; o += tpg) {
+    uint t = o >> (log_n + 2u);          // 0: A, 1: B, 2: C
+    uint z = (o >> 2u) & (n - 1u);
+    uint c = o & 3u;
+    uint sum = 0u;
+    for (uint j = 0u; j < per_z; j++) sum = bb_add(sum, scratch[12u * ((j << log_n) + z) + 4u * t + c]);
+    partials[row * width + o] = sum;
+  }
+}
+
+struct SrBindQParams {
+  uint entries;  // width · 2^n_stack table entries (= blocks of Q)
+  uint log_n;    // l_skip
+  uint out_off;  // Fp4 index in the q table of the commitment's first entry
+};
+
+// q(u_0; x) for every block: out[out_off + e] = Σ_{z<N} L_z·Q[e·N + z], L_z = the Lagrange
+// weights of u_0 on the order-N subgroup (lag: N Fp4), so that out = Σ_j coef_j·u_0^j for the
+// block's IDFT coefficients (cpuref's Horner of them). Entry e = m·2^n_stack + x is block x of
+// column m. Lanes: MSL_LANES consecutive entries per work item.
+MSL_KERNEL void msl_kernel_sr_bind_q(MSL_DEVICE const uint* q              ,
+                      MSL_DEVICE const uint* lag              ,
+                      MSL_DEVICE uint* out              ,
+                      MSL_CONSTANT SrBindQParams& p              ,
+                      uint gid                            ,
+                      uint stride                     ) {
+  uint entries = p.entries;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint out_off = p.out_off;
+  uint lstride = lane_stride(stride);
+  for (uint e0 = lane_first(gid, entries); e0 < entries; e0 += lstride) {
+    uint nl = min(MSL_LANES, entries - e0);
+    lanes_uint acc[4];
+    for (uint c = 0u; c < 4u; c++) acc[c] = lanes_splat(0u);
+    for (uint z = 0u; z < n; z++) {
+      uint tv[MSL_LANES];
+      for (uint l = 0u; l < MSL_LANES; l++) tv[l] = l < nl ? q[((e0 + l) << log_n) + z] : 0u;
+      lanes_uint v = lanes_ld_th(tv);
+      lanes_uint lz[4];
+      sr_load_e_uniform(lz, lag, z);
+      sr_acc_ext_base(acc, lz, v);
+    }
+    for (uint l = 0u; l < nl; l++) {
+      for (uint c = 0u; c < 4u; c++) out[4u * (out_off + e0 + l) + c] = lanes_get(acc[c], l);
+    }
+  }
+}
+
+struct SrBindWParams {
+  uint slice_first;  // slices in the table
+  uint slice_count;
+  uint chunks;       // chunks of those slices
+  uint log_cb;       // log2 of the blocks per chunk
+};
+
+// W(u_0; x) for every slice: w[w_start + xl] = α_s·e[xl] + β_s·e[(xl − 1) mod 2^nn] for
+// xl < 2^nn, with (α_s, β_s) = weights[8(s − slice_first) ..] (two Fp4). A slice of log height < l_skip is given
+// as nn = 0 (e_0 = [1]) with α_s its one value and β_s = 0. Entries of the table that no slice
+// covers are left as they are (zero from allocation). A group takes one chunk at a time.
+MSL_KERNEL void msl_kernel_sr_bind_w(MSL_DEVICE const uint* slices              ,
+                      MSL_DEVICE const uint* weights              ,
+                      MSL_DEVICE const uint* etab              ,
+                      MSL_DEVICE uint* w              ,
+                      MSL_CONSTANT SrBindWParams& p              ,
+                      uint tid                                ,
+                      uint group                                 ,
+                      uint tpg                            ,
+                      uint ngroups                          ) {
+  uint first = p.slice_first;
+  uint count = p.slice_count;
+  uint chunks = p.chunks;
+  uint log_cb = p.log_cb;
+  for (uint k = group; k < chunks; k += ngroups) {
+    uint s = sr_find_slice(slices, first, count, k);
+    uint d = s * SR_SLICE_WORDS;
+    uint nn = slices[d + SR_NN];
+    uint mask = (1u << nn) - 1u;
+    uint e_off = slices[d + SR_E_OFF];
+    uint w_start = slices[d + SR_W_START];
+    uint blk0 = (k - slices[d + SR_CHUNK0]) << log_cb;
+    uint blk1 = min(blk0 + (1u << log_cb), 1u << nn);
+    bb4 alpha = bb4_load(weights, 2u * (s - first));
+    bb4 beta = bb4_load(weights, 2u * (s - first) + 1u);
+    bool rot = !bb4_is_zero(beta);
+    for (uint xl = blk0 + tid; xl < blk1; xl += tpg) {
+      bb4 v = bb4_mul(alpha, bb4_load(etab, e_off + xl));
+      if (rot) v = bb4_add(v, bb4_mul(beta, bb4_load(etab, e_off + ((xl - 1u) & mask))));
+      bb4_store(w, w_start + xl, v);
+    }
+  }
+}
 #line 1 "shaders/stacking.metal"
 // stacking.metal - the stacked matrix Q of spec A §5.3 (stacked_matrix), filled on the device
 // from resident traces: one dispatch per trace places all its columns.
@@ -2210,6 +2505,532 @@ MSL_KERNEL void msl_kernel_stack_trace(MSL_DEVICE const uint* trace             
   uint gap = (1u << ls) - 1u;
   for (uint i = gid; i < count; i += stride) {
     q[start + i] = (i & gap) == 0u ? bb_to_mont(trace[i >> ls]) : 0u;
+  }
+}
+#line 1 "shaders/sumcheck.metal"
+// sumcheck.metal - the shared kernels of the product sumchecks (the stacked opening reduction and
+// WHIR, spec B §5.4 and spec A §6.3): round sums, folds and eq tables over column-major Fp4 tables.
+//
+// A table set is `cols` columns of 2^n Fp4 rows; column c starts at Fp4 index c·stride of its
+// buffer (4 consecutive Montgomery uints per element, bb4.h). A product sumcheck over tables f and
+// w has the round polynomial s(X) = Σ_c Σ_y f_c(X, y)·w_c(X, y) over the lowest variable X, sent as
+//   s(1) = Σ_c Σ_{y<2^(n−1)} f_c[2y+1]·w_c[2y+1],
+//   s(2) = Σ_c Σ_y (2f_c[2y+1] − f_c[2y])·(2w_c[2y+1] − w_c[2y]),
+// and binding X = α folds every table: t'[y] = t[2y] + α·(t[2y+1] − t[2y]).
+//
+// Reductions are two-pass and deterministic: a partials kernel writes one row of sums per group,
+// sc_sum_rows adds the rows. Host device (MSL_LANES > 1): each thread takes SC_RUN = MSL_LANES
+// consecutive work items per step of its grid-stride loop, so that the few host threads read
+// contiguous runs; GPUs take one item per thread per step (coalesced).
+#line 16 "shaders/sumcheck.metal"
+
+#define SC_RUN MSL_LANES
+
+// The α of a fold as four Montgomery uints.
+MSL_FN bb4 sc_alpha(uint a0, uint a1, uint a2, uint a3) { return bb4_make(a0, a1, a2, a3); }
+
+// The round terms of one pair (t0, t1) of f and (v0, v1) of w, added to s1 and s2.
+MSL_FN void sc_pair_terms(bb4 f0, bb4 f1, bb4 w0, bb4 w1, MSL_THREAD bb4& s1, MSL_THREAD bb4& s2) {
+  s1 = bb4_add(s1, bb4_mul(f1, w1));
+  bb4 fd = bb4_sub(bb4_add(f1, f1), f0);
+  bb4 wd = bb4_sub(bb4_add(w1, w1), w0);
+  s2 = bb4_add(s2, bb4_mul(fd, wd));
+}
+
+// t0 + α·(t1 − t0).
+MSL_FN bb4 sc_lerp(bb4 t0, bb4 t1, bb4 alpha) { return bb4_add(t0, bb4_mul(alpha, bb4_sub(t1, t0))); }
+
+// Stores the thread's (s1, s2) in scratch (8 uints per thread), tree-reduces the group's rows and
+// writes the sum to partials[group·8 ..]. Called in uniform control flow (it has barriers); any
+// group size.
+MSL_FN void sc_group_reduce_pair(bb4 s1, bb4 s2, MSL_THREADGROUP uint* scratch, MSL_DEVICE uint* partials, uint tid, uint tpg,
+                                 uint group) {
+  bb4_store_tg(scratch, 2u * tid, s1);
+  bb4_store_tg(scratch, 2u * tid + 1u, s2);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) {
+      for (uint k = 0u; k < 8u; k++) scratch[8u * tid + k] = bb_add(scratch[8u * tid + k], scratch[8u * (tid + h) + k]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+  if (tid == 0u) {
+    for (uint k = 0u; k < 8u; k++) partials[8u * group + k] = scratch[k];
+  }
+}
+
+struct ScRoundParams {
+  uint log_half;  // n − 1: pairs per column (n ≥ 1)
+  uint cols;      // columns
+  uint stride;    // Fp4 index distance between columns of f and of w
+};
+
+// partials[group] = (s1, s2) over the pairs this group visits (8 uints: s1 then s2): pair
+// i = c·2^(n−1) + y < cols·2^(n−1). scratch: 32 bytes per thread. Add the rows with sc_sum_rows.
+MSL_KERNEL void msl_kernel_sc_round_partials(MSL_DEVICE const uint* f              ,
+                              MSL_DEVICE const uint* w              ,
+                              MSL_DEVICE uint* partials              ,
+                              MSL_CONSTANT ScRoundParams& p              ,
+                              MSL_THREADGROUP uint* scratch                   ,
+                              uint tid                                ,
+                              uint group                                 ,
+                              uint tpg                            ,
+                              uint ngroups                          ) {
+  uint log_half = p.log_half;
+  uint half_mask = (1u << log_half) - 1u;
+  uint pairs = p.cols << log_half;
+  uint stride = p.stride;
+  uint units = (pairs + SC_RUN - 1u) / SC_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * SC_RUN);
+    for (uint i = u * SC_RUN; i < end; i++) {
+      uint at = (i >> log_half) * stride + 2u * (i & half_mask);
+      sc_pair_terms(bb4_load(f, at), bb4_load(f, at + 1u), bb4_load(w, at), bb4_load(w, at + 1u), s1, s2);
+    }
+  }
+  sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);
+}
+
+struct ScFoldRoundParams {
+  uint log_half;    // n' − 1 where n' = n − 1 is the log row count after the fold (n' ≥ 1)
+  uint cols;        // columns
+  uint src_stride;  // column stride of f and w (2^n rows each)
+  uint dst_stride;  // column stride of f_out and w_out (2^n' rows each)
+  uint a0, a1, a2, a3;  // α, Montgomery
+};
+
+// Fold then round, in one pass: f_out[y] = f[2y] + α(f[2y+1] − f[2y]) and the same for w (every
+// column, y < 2^n'), and partials[group] = (s1, s2) of the folded tables over the pairs this group
+// visits. Pair i = c·2^(n'−1) + y' reads rows 4y'..4y'+3 of f and w and writes rows 2y', 2y'+1 of
+// f_out and w_out. f_out, w_out must not overlap f, w.
+MSL_KERNEL void msl_kernel_sc_fold_round_partials(MSL_DEVICE const uint* f              ,
+                                   MSL_DEVICE const uint* w              ,
+                                   MSL_DEVICE uint* f_out              ,
+                                   MSL_DEVICE uint* w_out              ,
+                                   MSL_DEVICE uint* partials              ,
+                                   MSL_CONSTANT ScFoldRoundParams& p              ,
+                                   MSL_THREADGROUP uint* scratch                   ,
+                                   uint tid                                ,
+                                   uint group                                 ,
+                                   uint tpg                            ,
+                                   uint ngroups                          ) {
+  uint log_half = p.log_half;
+  uint half_mask = (1u << log_half) - 1u;
+  uint pairs = p.cols << log_half;
+  uint ss = p.src_stride;
+  uint ds = p.dst_stride;
+  bb4 alpha = sc_alpha(p.a0, p.a1, p.a2, p.a3);
+  uint units = (pairs + SC_RUN - 1u) / SC_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * SC_RUN);
+    for (uint i = u * SC_RUN; i < end; i++) {
+      uint c = i >> log_half;
+      uint y = i & half_mask;
+      uint src = c * ss + 4u * y;
+      uint dst = c * ds + 2u * y;
+      bb4 f0 = sc_lerp(bb4_load(f, src), bb4_load(f, src + 1u), alpha);
+      bb4 f1 = sc_lerp(bb4_load(f, src + 2u), bb4_load(f, src + 3u), alpha);
+      bb4 w0 = sc_lerp(bb4_load(w, src), bb4_load(w, src + 1u), alpha);
+      bb4 w1 = sc_lerp(bb4_load(w, src + 2u), bb4_load(w, src + 3u), alpha);
+      bb4_store(f_out, dst, f0);
+      bb4_store(f_out, dst + 1u, f1);
+      bb4_store(w_out, dst, w0);
+      bb4_store(w_out, dst + 1u, w1);
+      sc_pair_terms(f0, f1, w0, w1, s1, s2);
+    }
+  }
+  sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);
+}
+
+struct ScFoldParams {
+  uint log_rows;    // log2 of the rows after the fold (the source has twice as many)
+  uint cols;        // columns
+  uint src_stride;  // column stride of src
+  uint dst_stride;  // column stride of dst
+  uint a0, a1, a2, a3;  // α, Montgomery
+};
+
+// dst[c·dst_stride + y] = src[c·src_stride + 2y] + α·(src[.. + 2y+1] − src[.. + 2y]) for every
+// column c and y < 2^log_rows (foldTable out of place). dst must not overlap src.
+MSL_KERNEL void msl_kernel_sc_fold(MSL_DEVICE const uint* src              ,
+                    MSL_DEVICE uint* dst              ,
+                    MSL_CONSTANT ScFoldParams& p              ,
+                    uint gid                            ,
+                    uint stride                     ) {
+  uint log_rows = p.log_rows;
+  uint mask = (1u << log_rows) - 1u;
+  uint total = p.cols << log_rows;
+  uint ss = p.src_stride;
+  uint ds = p.dst_stride;
+  bb4 alpha = sc_alpha(p.a0, p.a1, p.a2, p.a3);
+  for (uint i = gid; i < total; i += stride) {
+    uint c = i >> log_rows;
+    uint y = i & mask;
+    uint at = c * ss + 2u * y;
+    bb4_store(dst, c * ds + y, sc_lerp(bb4_load(src, at), bb4_load(src, at + 1u), alpha));
+  }
+}
+
+struct ScSumRowsParams {
+  uint rows;   // rows to add
+  uint width;  // uints per row
+};
+
+// out[k] = Σ_{r < rows} in[r·width + k] (BabyBear sums, each uint on its own) for k < width: the
+// second pass of every reduction of this family (run it as a single group). When tpg ≥ width,
+// thread t < R·width (R = tpg / width) adds column t mod width over the rows ≡ t / width (mod R)
+// and the first width threads add the R part sums; otherwise each thread adds whole columns, tpg
+// at a time. scratch: 4 bytes per thread.
+MSL_KERNEL void msl_kernel_sc_sum_rows(MSL_DEVICE const uint* in              ,
+                        MSL_DEVICE uint* out              ,
+                        MSL_CONSTANT ScSumRowsParams& p              ,
+                        MSL_THREADGROUP uint* scratch                   ,
+                        uint tid                                ,
+                        uint tpg                            ) {
+  uint rows = p.rows;
+  uint width = p.width;
+  uint lanes = tpg >= width ? tpg / width : 1u;  // R
+  uint cols = min(width, tpg);                    // columns per block
+  for (uint k0 = 0u; k0 < width; k0 += cols) {
+    uint k = k0 + tid % cols;
+    uint acc = 0u;
+    if (tid < lanes * cols && k < width) {
+      for (uint r = tid / cols; r < rows; r += lanes) acc = bb_add(acc, in[r * width + k]);
+    }
+    scratch[tid] = acc;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (tid < cols && k < width) {
+      uint s = 0u;
+      for (uint j = 0u; j < lanes; j++) s = bb_add(s, scratch[j * cols + tid]);
+      out[k] = s;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+}
+
+struct ScEqExpandParams {
+  uint log_lo;      // h: bits taken from lo
+  uint log_total;   // k: out has 2^k entries (k ≥ h)
+  uint count;       // tensor products summed (≥ 1)
+  uint accumulate;  // 1: add to out; 0: overwrite
+  uint lo_off;      // Fp4 index of lo's first entry
+  uint hi_off;      // Fp4 index of hi's first entry
+  uint out_off;     // Fp4 index of out's first entry
+};
+
+// out[b] (+)= Σ_{t < count} lo[t·2^h + (b mod 2^h)]·hi[t·2^(k−h) + (b >> h)] for b < 2^k (each
+// table from its offset). With lo = eq(r_1..r_h, ·) and hi = eq(r_{h+1}..r_k, ·) (bit i of an
+// index ↔ r_{i+1}, stark.EvalsEqHypercube) this is eq(r_1..r_k, ·); any table that factors over
+// the bits of its index (the Möbius eq of WHIR, a scaled eq) works the same way, and count > 1
+// sums several.
+MSL_KERNEL void msl_kernel_sc_eq_expand(MSL_DEVICE const uint* lo              ,
+                         MSL_DEVICE const uint* hi              ,
+                         MSL_DEVICE uint* out              ,
+                         MSL_CONSTANT ScEqExpandParams& p              ,
+                         uint gid                            ,
+                         uint stride                     ) {
+  uint h = p.log_lo;
+  uint k = p.log_total;
+  uint count = p.count;
+  uint acc_out = p.accumulate;
+  uint lo_off = p.lo_off;
+  uint hi_off = p.hi_off;
+  uint out_off = p.out_off;
+  uint total = 1u << k;
+  uint lo_len = 1u << h;
+  uint hi_len = 1u << (k - h);
+  for (uint b = gid; b < total; b += stride) {
+    bb4 acc = acc_out != 0u ? bb4_load(out, out_off + b) : bb4_zero();
+    uint bl = lo_off + (b & (lo_len - 1u));
+    uint bh = hi_off + (b >> h);
+    for (uint t = 0u; t < count; t++) {
+      acc = bb4_add(acc, bb4_mul(bb4_load(lo, t * lo_len + bl), bb4_load(hi, t * hi_len + bh)));
+    }
+    bb4_store(out, out_off + b, acc);
+  }
+}
+#line 1 "shaders/whir.metal"
+// whir.metal - the tables of the WHIR prover (spec A §6.3) that the NTT, Merkle and sumcheck
+// families do not cover: the μ-batching of the stacked matrices fused with the per-block RS
+// message transform, the subset-sum (zeta) and Möbius transforms over a range of index bits, the
+// split of an Fp4 table into base planes, polynomial evaluation (Horner) and the per-point lo/hi
+// halves of eq(pow_d(z_i), ·) weights (the sumcheck family's sc_eq_expand multiplies them out).
+//
+// All values are in Montgomery form. Fp4 tables are AoS: element i is the four uints
+// [4i, 4i+4) (bb4_load / bb4_store); base matrices are column-major. Every kernel walks its work
+// items with a grid-stride loop, so a launcher may dispatch any number of full groups; every index
+// stays below 2^31.
+#line 12 "shaders/whir.metal"
+
+// ---------------------------------------------------------------- μ-batching of a stacked matrix
+
+struct WhirBatchParams {
+  uint nblocks;     // N / 2^l: blocks of 2^l consecutive rows
+  uint log_block;   // l = l_skip, ≤ 5
+  uint height;      // N: rows of Q (a multiple of 2^l)
+  uint width;       // columns of Q
+  uint mu_off;      // index in mu of column 0's weight
+  uint scale;       // 2^-l (the IDFT's factor)
+  uint accumulate;  // 1: add the result to f; 0: overwrite f
+};
+
+// One block of 2^L rows (B = 2^L; B and L constants at every call, so the loops unroll and acc
+// stays in registers): acc[t] = Σ_j mu[mu_off + j]·Q[j][r0 + t] (Fp4 × base), then per Fp4
+// coordinate the IDFT over the block (as ntt_blocks: natural order, inverse table tw, times 2^-L)
+// and the square of the subset-sum transform on the L block bits. That square is ⊗ (1 0; 2 1):
+// per bit, E[x | 2^i] += 2·E[x] — the subset sum of the RS message (cpuref.RSMessageInPlace) and
+// the low L bits of the following full CoeffsToEvals, at once.
+MSL_FN void whir_batch_block(MSL_DEVICE const uint* q, MSL_DEVICE const uint* mu, MSL_DEVICE const uint* tw, MSL_DEVICE uint* f,
+                             uint B, uint L, uint blk, uint height, uint width, uint mu_off, uint scale,
+                             uint accumulate) {
+  uint acc[128];  // acc[c·B + t]: coordinate-major, so the row loops are contiguous (host SIMD)
+  for (uint i = 0u; i < 4u * B; i++) acc[i] = 0u;
+  uint r0 = blk << L;
+  for (uint j = 0u; j < width; j++) {
+    bb4 m = bb4_load(mu, mu_off + j);
+    MSL_DEVICE const uint* col = q + (j * height + r0);
+    for (uint c = 0u; c < 4u; c++) {
+      uint mc = m[c];
+      for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_add(acc[c * B + t], bb_mul(mc, col[t]));
+    }
+  }
+  for (uint c = 0u; c < 4u; c++) {
+    uint v[32];
+    for (uint t = 0u; t < B; t++) {
+      uint r = t;
+      if (L != 0u) {  // bit reversal over L bits
+        r = 0u;
+        for (uint s = 0u; s < L; s++) r |= ((t >> s) & 1u) << (L - 1u - s);
+      }
+      v[t] = acc[c * B + r];
+    }
+    for (uint h = 1u; h < B; h <<= 1) {
+      for (uint s = 0u; s < B; s += 2u * h) {
+        for (uint j = 0u; j < h; j++) {
+          uint u = v[s + j];
+          uint w = bb_mul(v[s + j + h], tw[h + j]);
+          v[s + j] = bb_add(u, w);
+          v[s + j + h] = bb_sub(u, w);
+        }
+      }
+    }
+    for (uint h = 1u; h < B; h <<= 1) {
+      for (uint t = 0u; t < B; t++) {
+        if ((t & h) != 0u) v[t] = bb_add(v[t], bb_double(v[t - h]));
+      }
+    }
+    for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_mul(v[t], scale);
+  }
+  MSL_DEVICE uint* out = f + 4u * r0;
+  for (uint t = 0u; t < B; t++) {
+    for (uint c = 0u; c < 4u; c++) {
+      uint x = acc[c * B + t];
+      if (accumulate != 0u) x = bb_add(out[4u * t + c], x);
+      out[4u * t + c] = x;
+    }
+  }
+}
+
+// f[r] (+)= T(Σ_j mu[mu_off + j]·Q[j][·])[r] for every row r < N: the μ-batched Fp4 column of one
+// stacked matrix Q (column-major, N × width), with T per block of 2^l rows the IDFT over the
+// subgroup of order 2^l and the square of the subset-sum transform (whir_batch_block). Linear
+// in Q: one dispatch per matrix, the later ones accumulating, gives the batch of several. One
+// thread per block; tw is the NTT family's inverse twiddle table (at least 2^l entries).
+MSL_KERNEL void msl_kernel_whir_batch_blocks(MSL_DEVICE const uint* q              ,
+                              MSL_DEVICE const uint* mu              ,
+                              MSL_DEVICE const uint* tw              ,
+                              MSL_DEVICE uint* f              ,
+                              MSL_CONSTANT WhirBatchParams& p              ,
+                              uint gid                            ,
+                              uint stride                     ) {
+  uint nblocks = p.nblocks;
+  uint l = p.log_block;
+  uint height = p.height;
+  uint width = p.width;
+  uint mu_off = p.mu_off;
+  uint scale = p.scale;
+  uint accumulate = p.accumulate;
+  for (uint b = gid; b < nblocks; b += stride) {
+    if (l == 4u) {
+      whir_batch_block(q, mu, tw, f, 16u, 4u, b, height, width, mu_off, scale, accumulate);
+    } else if (l == 2u) {
+      whir_batch_block(q, mu, tw, f, 4u, 2u, b, height, width, mu_off, scale, accumulate);
+    } else if (l == 3u) {
+      whir_batch_block(q, mu, tw, f, 8u, 3u, b, height, width, mu_off, scale, accumulate);
+    } else if (l == 1u) {
+      whir_batch_block(q, mu, tw, f, 2u, 1u, b, height, width, mu_off, scale, accumulate);
+    } else if (l == 0u) {
+      whir_batch_block(q, mu, tw, f, 1u, 0u, b, height, width, mu_off, scale, accumulate);
+    } else {
+      whir_batch_block(q, mu, tw, f, 32u, 5u, b, height, width, mu_off, scale, accumulate);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- subset-sum / Möbius passes
+
+struct WhirSubsetParams {
+  uint count;  // work items: 2^(log n − nb), n the uints of the table
+  uint lo;     // first index bit of the pass
+  uint nb;     // bits of the pass, 1..5
+  uint sub;    // 0: subset sum (zeta), E[x] += E[x − 2^i]; 1: Möbius, E[x] −= E[x − 2^i]
+};
+
+// The transform of NB (a constant at every call) index bits [lo, lo + NB) for work item g: the
+// 2^NB uints base + u·2^lo (base = g's bits below lo, and above them shifted past the pass's
+// bits), in registers.
+MSL_FN void whir_subset_item(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, uint NB, uint g, uint lo, uint sub) {
+  uint low = g & ((1u << lo) - 1u);
+  uint base = low + ((g >> lo) << (lo + NB));
+  uint v[32];
+  for (uint u = 0u; u < (1u << NB); u++) v[u] = src[base + (u << lo)];
+  for (uint i = 0u; i < NB; i++) {
+    uint h = 1u << i;
+    for (uint u = 0u; u < (1u << NB); u++) {
+      if ((u & h) != 0u) v[u] = sub != 0u ? bb_sub(v[u], v[u - h]) : bb_add(v[u], v[u - h]);
+    }
+  }
+  for (uint u = 0u; u < (1u << NB); u++) dst[base + (u << lo)] = v[u];
+}
+
+// One pass of the subset-sum (cpuref.CoeffsToEvals) or Möbius (EvalsToCoeffs) transform over the
+// index bits [lo, lo + nb) of a table of uints, src → dst (the same buffer for in place: every
+// item reads all its values before writing them). The bits of different passes commute, so
+// passes over disjoint bit ranges that cover [a, b) give the transform over the bits [a, b). An
+// AoS Fp4 table's element bit i is uint bit i + 2 (the transforms act coordinate-wise).
+MSL_KERNEL void msl_kernel_whir_subset_pass(MSL_DEVICE const uint* src              ,
+                             MSL_DEVICE uint* dst              ,
+                             MSL_CONSTANT WhirSubsetParams& p              ,
+                             uint gid                            ,
+                             uint stride                     ) {
+  uint count = p.count;
+  uint lo = p.lo;
+  uint nb = p.nb;
+  uint sub = p.sub;
+  for (uint g = gid; g < count; g += stride) {
+    if (nb == 4u) {
+      whir_subset_item(src, dst, 4u, g, lo, sub);
+    } else if (nb == 5u) {
+      whir_subset_item(src, dst, 5u, g, lo, sub);
+    } else if (nb == 3u) {
+      whir_subset_item(src, dst, 3u, g, lo, sub);
+    } else if (nb == 2u) {
+      whir_subset_item(src, dst, 2u, g, lo, sub);
+    } else {
+      whir_subset_item(src, dst, 1u, g, lo, sub);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- Fp4 table → base planes
+
+struct WhirPlanesParams {
+  uint n;        // Fp4 elements of src
+  uint log_out;  // log2 of the plane height (2^log_out ≥ n)
+};
+
+// dst[c·2^log_out + i] = coordinate c of src[i], i < n, c < 4: the AoS table as a column-major
+// 2^log_out × 4 matrix (the rows from n on are not written: a freshly allocated, zeroed dst
+// gives the zero padding of an RS message).
+MSL_KERNEL void msl_kernel_whir_fp4_to_planes(MSL_DEVICE const uint* src              ,
+                               MSL_DEVICE uint* dst              ,
+                               MSL_CONSTANT WhirPlanesParams& p              ,
+                               uint gid                            ,
+                               uint stride                     ) {
+  uint total = 4u * p.n;
+  uint log_out = p.log_out;
+  for (uint i = gid; i < total; i += stride) dst[((i & 3u) << log_out) + (i >> 2)] = src[i];
+}
+
+// ---------------------------------------------------------------- Horner
+
+struct WhirHornerParams {
+  uint n_out;      // Fp4 outputs
+  uint log_chunk;  // C = 2^log_chunk inputs per output
+  uint src_off;    // Fp4 element offsets into src and dst
+  uint dst_off;
+  uint z0, z1, z2, z3;  // the point z (Fp4)
+};
+
+// dst[t] = Σ_{i<C} src[t·C + i]·z^i for t < n_out (Fp4, Horner's rule). Applied again to its
+// output with z^C it continues the evaluation: Σ_b c[b]·z^b = Σ_t (Σ_i c[tC + i] z^i)·(z^C)^t.
+MSL_KERNEL void msl_kernel_whir_horner(MSL_DEVICE const uint* src              ,
+                        MSL_DEVICE uint* dst              ,
+                        MSL_CONSTANT WhirHornerParams& p              ,
+                        uint gid                            ,
+                        uint stride                     ) {
+  uint n_out = p.n_out;
+  uint lc = p.log_chunk;
+  uint src_off = p.src_off;
+  uint dst_off = p.dst_off;
+  bb4 z = bb4_make(p.z0, p.z1, p.z2, p.z3);
+  for (uint t = gid; t < n_out; t += stride) {
+    uint base = src_off + (t << lc);
+    bb4 acc = bb4_zero();
+    for (uint i = 1u << lc; i > 0u; i--) acc = bb4_add(bb4_mul(acc, z), bb4_load(src, base + i - 1u));
+    bb4_store(dst, dst_off + t, acc);
+  }
+}
+
+// ---------------------------------------------------------------- eq weights of points
+
+struct WhirEqTablesParams {
+  uint npts;    // points
+  uint log_lo;  // dl: bits of the lo tables
+  uint log_hi;  // dh: bits of the hi tables
+};
+
+// For point i with (z_i, coef_i) = pc[2i], pc[2i + 1] (Fp4) and x_j = z_i^(2^j):
+//   lo[i·2^dl + b] = Π_{j<dl} (bit_j(b) ? x_j : 1 − x_j),
+//   hi[i·2^dh + b] = coef_i·Π_{j<dh} (bit_j(b) ? x_{dl+j} : 1 − x_{dl+j}),
+// so that coef_i·eq(pow_{dl+dh}(z_i), b) = lo[i][b mod 2^dl]·hi[i][b >> dl]
+// (stark.EvalsEqHypercube(stark.PowersOf2(z_i, d)), split at bit dl). One item per table entry.
+MSL_KERNEL void msl_kernel_whir_pow_eq_tables(MSL_DEVICE const uint* pc              ,
+                               MSL_DEVICE uint* lo              ,
+                               MSL_DEVICE uint* hi              ,
+                               MSL_CONSTANT WhirEqTablesParams& p              ,
+                               uint gid                            ,
+                               uint stride                     ) {
+  uint npts = p.npts;
+  uint dl = p.log_lo;
+  uint dh = p.log_hi;
+  uint nlo = npts << dl;
+  uint total = nlo + (npts << dh);
+  for (uint e = gid; e < total; e += stride) {
+    uint i, b, start, nbits;
+    if (e < nlo) {
+      i = e >> dl;
+      b = e & ((1u << dl) - 1u);
+      start = 0u;
+      nbits = dl;
+    } else {
+      i = (e - nlo) >> dh;
+      b = (e - nlo) & ((1u << dh) - 1u);
+      start = dl;
+      nbits = dh;
+    }
+    bb4 x = bb4_load(pc, 2u * i);
+    for (uint s = 0u; s < start; s++) x = bb4_square(x);
+    bb4 prod = e < nlo ? bb4_one() : bb4_load(pc, 2u * i + 1u);
+    for (uint j = 0u; j < nbits; j++) {
+      if (((b >> j) & 1u) != 0u) {
+        prod = bb4_mul(prod, x);
+      } else {
+        prod = bb4_mul(prod, bb4_sub(bb4_one(), x));
+      }
+      x = bb4_square(x);
+    }
+    if (e < nlo) {
+      bb4_store(lo, e, prod);
+    } else {
+      bb4_store(hi, e - nlo, prod);
+    }
   }
 }
 
@@ -2520,10 +3341,152 @@ extern "C" __global__ void mslk_prog_eval_combine4(MSL_DEVICE const uint* prog, 
       msl_cvt<uint>(msl_bi_threads_per_grid()));
 }
 
+extern "C" __global__ void mslk_sr_uni_partials(MSL_DEVICE const uint* q, MSL_DEVICE const uint* slices, MSL_DEVICE const uint* etab, MSL_DEVICE uint* partials, MSL_CONSTANT SrUniParams p, unsigned tg_off_0) {
+  msl_kernel_sr_uni_partials(
+      q,
+      slices,
+      etab,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
+extern "C" __global__ void mslk_sr_bind_q(MSL_DEVICE const uint* q, MSL_DEVICE const uint* lag, MSL_DEVICE uint* out, MSL_CONSTANT SrBindQParams p) {
+  msl_kernel_sr_bind_q(
+      q,
+      lag,
+      out,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_sr_bind_w(MSL_DEVICE const uint* slices, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* etab, MSL_DEVICE uint* w, MSL_CONSTANT SrBindWParams p) {
+  msl_kernel_sr_bind_w(
+      slices,
+      weights,
+      etab,
+      w,
+      p,
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
 extern "C" __global__ void mslk_stack_trace(MSL_DEVICE const uint* trace, MSL_DEVICE uint* q, MSL_CONSTANT StackParams p) {
   msl_kernel_stack_trace(
       trace,
       q,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_sc_round_partials(MSL_DEVICE const uint* f, MSL_DEVICE const uint* w, MSL_DEVICE uint* partials, MSL_CONSTANT ScRoundParams p, unsigned tg_off_0) {
+  msl_kernel_sc_round_partials(
+      f,
+      w,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
+extern "C" __global__ void mslk_sc_fold_round_partials(MSL_DEVICE const uint* f, MSL_DEVICE const uint* w, MSL_DEVICE uint* f_out, MSL_DEVICE uint* w_out, MSL_DEVICE uint* partials, MSL_CONSTANT ScFoldRoundParams p, unsigned tg_off_0) {
+  msl_kernel_sc_fold_round_partials(
+      f,
+      w,
+      f_out,
+      w_out,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
+extern "C" __global__ void mslk_sc_fold(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT ScFoldParams p) {
+  msl_kernel_sc_fold(
+      src,
+      dst,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_sc_sum_rows(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT ScSumRowsParams p, unsigned tg_off_0) {
+  msl_kernel_sc_sum_rows(
+      in,
+      out,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
+}
+
+extern "C" __global__ void mslk_sc_eq_expand(MSL_DEVICE const uint* lo, MSL_DEVICE const uint* hi, MSL_DEVICE uint* out, MSL_CONSTANT ScEqExpandParams p) {
+  msl_kernel_sc_eq_expand(
+      lo,
+      hi,
+      out,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_whir_batch_blocks(MSL_DEVICE const uint* q, MSL_DEVICE const uint* mu, MSL_DEVICE const uint* tw, MSL_DEVICE uint* f, MSL_CONSTANT WhirBatchParams p) {
+  msl_kernel_whir_batch_blocks(
+      q,
+      mu,
+      tw,
+      f,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_whir_subset_pass(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT WhirSubsetParams p) {
+  msl_kernel_whir_subset_pass(
+      src,
+      dst,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_whir_fp4_to_planes(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT WhirPlanesParams p) {
+  msl_kernel_whir_fp4_to_planes(
+      src,
+      dst,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_whir_horner(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT WhirHornerParams p) {
+  msl_kernel_whir_horner(
+      src,
+      dst,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_whir_pow_eq_tables(MSL_DEVICE const uint* pc, MSL_DEVICE uint* lo, MSL_DEVICE uint* hi, MSL_CONSTANT WhirEqTablesParams p) {
+  msl_kernel_whir_pow_eq_tables(
+      pc,
+      lo,
+      hi,
       p,
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),
       msl_cvt<uint>(msl_bi_threads_per_grid()));
