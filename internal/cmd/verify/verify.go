@@ -124,8 +124,8 @@ names an unknown AIR; 2 for bad flags.`,
 	return cmd
 }
 
-// traceAirs lists the sections of a trace file (names and heights) without reading the cells.
-func traceAirs(path string) ([]stark.ProofMetaAir, error) {
+// TraceAirs lists the sections of a trace file (names and heights) without reading the cells.
+func TraceAirs(path string) ([]stark.ProofMetaAir, error) {
 	r, err := tracefile.Open(path)
 	if err != nil {
 		return nil, &cmdutil.BadInputError{Err: err}
@@ -279,7 +279,7 @@ func verify(opts *Options, rep *Report) error {
 	switch {
 	case opts.Trace != "":
 		var err error
-		if airsMeta, err = traceAirs(opts.Trace); err != nil {
+		if airsMeta, err = TraceAirs(opts.Trace); err != nil {
 			return err
 		}
 		rep.AIRsFrom = opts.Trace
