@@ -279,9 +279,39 @@ type Statement struct {
 	CellBytes uint64
 }
 
+// TraceCellBytes reads the section headers of a trace file (not its cells) and returns the size
+// of all its cells.
+func TraceCellBytes(path string) (uint64, error) {
+	r, err := tracefile.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	var n uint64
+	for {
+		h, err := r.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err == nil {
+			err = r.SkipCells()
+		}
+		if err != nil {
+			return 0, err
+		}
+		n += 4 * uint64(h.Width) * uint64(h.Height)
+	}
+}
+
 // LoadTrace reads a trace file and resolves each section's AIR. File problems and sections that
-// do not fit their AIR are BadInputErrors.
+// do not fit their AIR are BadInputErrors; a file whose cells do not fit in the memory available
+// is refused before they are read.
 func LoadTrace(path string) (*Statement, error) {
+	if n, err := TraceCellBytes(path); err == nil {
+		if mem := MachineMemory(); mem.Available > 0 && n > mem.Available {
+			return nil, fmt.Errorf("%s: not enough memory: its cells need %s, %s is available", path, sysinfo.Bytes(n), sysinfo.Bytes(mem.Available))
+		}
+	}
 	secs, err := tracefile.ReadAll(path)
 	if err != nil {
 		var fe *tracefile.FormatError
@@ -475,6 +505,11 @@ func proveRun(opts *Options) error {
 	task := opts.Progress.Start("prove "+opts.Trace, int64(nStages), "stages")
 	defer task.Done()
 	task.Step("reading the trace")
+	if n, err := TraceCellBytes(opts.Trace); err == nil {
+		if err := CheckMemory(opts.Trace, n); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	st, err := LoadTrace(opts.Trace)
 	if err != nil {
@@ -485,9 +520,6 @@ func proveRun(opts *Options) error {
 		Str("elapsed", time.Since(start).Round(time.Millisecond).String()).Msg("trace read")
 	for i, a := range st.Airs {
 		rep.AIRs = append(rep.AIRs, AirRow{Name: a.Name(), Width: st.Widths[i], Height: st.Meta[i].Height})
-	}
-	if err := CheckMemory(opts.Trace, st.CellBytes); err != nil {
-		return err
 	}
 	if ctx.Err() != nil {
 		return cmdutil.ErrInterrupted
@@ -587,6 +619,9 @@ type StageWatch struct {
 	heartbeat bool
 	// Prefix is added to the stage names shown and logged ("run 2/5").
 	Prefix string
+	// Level is the level of the stage start and done records (info by default; the heartbeat
+	// of a long stage is always at info).
+	Level zerolog.Level
 
 	mu    sync.Mutex
 	stage string
@@ -605,7 +640,7 @@ func NewStageWatch(log *zerolog.Logger, task *progress.Task, heartbeat bool) *St
 		l := zerolog.Nop()
 		log = &l
 	}
-	w := &StageWatch{log: log, task: task, heartbeat: heartbeat}
+	w := &StageWatch{log: log, task: task, heartbeat: heartbeat, Level: zerolog.InfoLevel}
 	if heartbeat {
 		w.stop = make(chan struct{})
 		go w.beat()
@@ -641,7 +676,7 @@ func (w *StageWatch) Start(stage string) {
 	w.stage, w.start = stage, time.Now()
 	w.last = w.start
 	w.mu.Unlock()
-	ev := w.log.Info().Str("stage", stage)
+	ev := w.log.WithLevel(w.Level).Str("stage", stage)
 	if w.Prefix != "" {
 		ev = ev.Str("run", w.Prefix)
 	}
@@ -658,7 +693,7 @@ func (w *StageWatch) Done(r stark.StageReport) {
 	w.mu.Lock()
 	w.stage = ""
 	w.mu.Unlock()
-	ev := w.log.Info().Str("stage", r.Stage).Str("elapsed", r.Wall.Round(time.Microsecond).String())
+	ev := w.log.WithLevel(w.Level).Str("stage", r.Stage).Str("elapsed", r.Wall.Round(time.Microsecond).String())
 	if w.Prefix != "" {
 		ev = ev.Str("run", w.Prefix)
 	}
