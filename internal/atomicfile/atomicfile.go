@@ -28,11 +28,32 @@ type File struct {
 	done bool
 }
 
-// pending holds the temporary files of writes in progress, for AbortPending.
+// pending holds the temporary files of writes in progress, for AbortPending; stopped is set by
+// Stop: no write commits any more.
 var pending = struct {
 	sync.Mutex
-	files map[*File]struct{}
+	files   map[*File]struct{}
+	stopped bool
 }{files: map[*File]struct{}{}}
+
+// ErrStopped is the error of a Commit after Stop.
+var ErrStopped = errors.New("atomicfile: interrupted; the file was not written")
+
+// Stop makes every later Commit fail (removing its temporary file) and aborts the writes in
+// progress: a process that was interrupted writes no output, whatever its commands were doing.
+func Stop() {
+	pending.Lock()
+	pending.stopped = true
+	pending.Unlock()
+	AbortPending()
+}
+
+// Resume undoes Stop (for a process that runs commands again, such as a test).
+func Resume() {
+	pending.Lock()
+	pending.stopped = false
+	pending.Unlock()
+}
 
 // Create starts a file that will appear at path only when Commit succeeds. The temporary file is
 // created with Mode, less the umask (as os.Create does), so that the committed file gets the
@@ -82,6 +103,13 @@ func (f *File) forget() {
 func (f *File) Commit() error {
 	if f.done {
 		return os.ErrClosed
+	}
+	pending.Lock()
+	stopped := pending.stopped
+	pending.Unlock()
+	if stopped {
+		f.Abort()
+		return ErrStopped
 	}
 	err := f.Sync()
 	if err == nil {

@@ -96,3 +96,26 @@ func TestAbortPending(t *testing.T) {
 		t.Errorf("directory holds %v, want only b", ents)
 	}
 }
+
+func TestStop(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Create(filepath.Join(dir, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	Stop()
+	defer Resume()
+	if err := WriteFile(filepath.Join(dir, "b"), []byte("x")); err != ErrStopped {
+		t.Errorf("WriteFile after Stop: %v", err)
+	}
+	if err := a.Commit(); err == nil {
+		t.Error("Commit after Stop succeeded")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("directory holds %v after Stop", ents)
+	}
+	Resume()
+	if err := WriteFile(filepath.Join(dir, "c"), []byte("x")); err != nil {
+		t.Errorf("WriteFile after Resume: %v", err)
+	}
+}

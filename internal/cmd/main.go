@@ -52,7 +52,7 @@ func Main(version string) cmdutil.ExitCode {
 		// The command did not stop in time: remove what it was writing and exit. Holding the
 		// lock keeps Main from returning (and exiting) meanwhile.
 		exiting.Lock()
-		atomicfile.AbortPending()
+		atomicfile.Stop()
 		printInterrupted(ios.ErrOut)
 		os.Exit(int(cmdutil.ExitInterrupted))
 	}()
@@ -82,6 +82,20 @@ func Run(f *cmdutil.Factory, args []string) cmdutil.ExitCode {
 // stack dump (METALPROVE_TRACEBACK=1 prints the stack too).
 func RunContext(ctx context.Context, f *cmdutil.Factory, args []string) (code cmdutil.ExitCode) {
 	interruptPrinted.Store(false)
+	// Once interrupted, no output file is committed any more, whichever command runs.
+	atomicfile.Resume()
+	if ctx.Err() != nil {
+		atomicfile.Stop()
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			atomicfile.Stop()
+		case <-done:
+		}
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			if ctx.Err() != nil {
