@@ -1,7 +1,6 @@
 package stark
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -25,18 +24,6 @@ type VerifyingKey struct {
 
 // Params returns the system parameters the key was made for.
 func (vk *VerifyingKey) Params() params.SystemParams { return vk.MVK.Params }
-
-// AppendPostcard appends postcard(MultiStarkVerifyingKey) as OpenVM writes it: the postcard
-// bytes of MultiStarkVerifyingKey0 (parameters included), then pre_hash, 8 BabyBear elements,
-// each a varint of its Montgomery form (Plonky3 0.4.3 serializes MontyField31 by its internal
-// value).
-func (vk *VerifyingKey) AppendPostcard(b []byte) []byte {
-	b = vk.MVK.AppendPostcard(b)
-	for _, f := range vk.PreHash {
-		b = binary.AppendUvarint(b, uint64(air.Montgomery(f)))
-	}
-	return b
-}
 
 // NumAirs is the number of AIRs of the key.
 func (vk *VerifyingKey) NumAirs() int { return len(vk.MVK.PerAir) }
