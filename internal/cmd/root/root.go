@@ -37,7 +37,12 @@ func NewCmdRoot(f *cmdutil.Factory, subcommands ...*cobra.Command) *cobra.Comman
 		Long: `metalprove proves and verifies AIR traces with the SWIRL proof system of OpenVM's
 stark-backend v2 (BabyBear, quartic extension, Poseidon2, stacked PCS opened with WHIR,
 LogUp-GKR). Settings come from flags, then METALPROVE_* environment variables, then the
---config file, then defaults.`,
+--config file, then defaults. The config file holds the global flags at its top level, system
+parameters under params:, and each command's own flags under commands: → the command's name
+(prove:, trace:, "trace check":, bench:, …).
+
+Exit status: 0 success, 1 unexpected failure, 2 bad usage, 3 malformed input, 4 a check or proof
+failed, 5 device unavailable or out of memory, 130 interrupted (SIGINT/SIGTERM).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Version:       f.Version,
@@ -76,7 +81,7 @@ LogUp-GKR). Settings come from flags, then METALPROVE_* environment variables, t
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &cmdutil.UsageError{Err: err} })
 
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&s.ConfigFile, "config", "", "config file (YAML; keys are flag names in snake_case, plus a params section)")
+	pf.StringVar(&s.ConfigFile, "config", "", "config file (YAML: global flags in snake_case, a params section, per-command flags under commands: → NAME:)")
 	pf.StringVar(&s.Device, "device", "auto", "device: "+strings.Join(gpu.KindNames(), "|"))
 	pf.StringVar(&s.LogLevel, "log-level", "info", "log level: "+strings.Join(logLevels, "|"))
 	pf.StringVar(&s.LogFormat, "log-format", "console", "log format on stderr: console|json")
