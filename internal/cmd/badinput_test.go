@@ -356,6 +356,7 @@ func TestBenchUsage(t *testing.T) {
 	expect(t, cmdutil.ExitUsage, []string{"--runs 0"}, "bench", "--example", "fibonacci", "--runs", "0")
 	expect(t, cmdutil.ExitUsage, []string{"--cpuref and --device"}, "bench", "--example", "fibonacci", "--cpuref", "--device", "host")
 	expect(t, cmdutil.ExitUsage, []string{"apply to --example only"}, "bench", "--kernels", "--perms", "4")
+	expect(t, cmdutil.ExitUsage, []string{"height 4096, above the stacked height 2^10 of preset test"}, "bench", "--example", "fibonacci", "--rows", "4096", "--preset", "test", "--allow-insecure", "--device", "host")
 	dir := t.TempDir()
 	expect(t, cmdutil.ExitUsage, []string{"--trace-out " + dir, "is a directory"}, "bench", "--example", "fibonacci", "--trace-out", dir)
 }

@@ -328,6 +328,11 @@ func exampleRun(opts *Options) error {
 			}
 			return &cmdutil.CheckFailedError{Err: fmt.Errorf("bench: the generated %s trace fails its constraints: %w", s.Name, err)}
 		}
+		if s.Height > 1<<p.LogStackedHeight() {
+			task.Done()
+			return cmdutil.Usagef("--example %s: the %s trace has height %d, above the stacked height 2^%d of %s: choose fewer rows or other parameters",
+				ex.Name, s.Name, s.Height, p.LogStackedHeight(), res.Source)
+		}
 		tis[i] = ti
 		in := stark.AirProvingInput{Common: ti.CommonMain, Public: ti.Public}
 		in.Common.Height = s.Height

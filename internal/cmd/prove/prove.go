@@ -417,9 +417,6 @@ func OpenBackend(settings *cmdutil.Settings, reference bool, log *zerolog.Logger
 	if err != nil {
 		return nil, &cmdutil.DeviceError{Err: fmt.Errorf("device %s: %w", kind, err)}
 	}
-	if r := dev.FallbackReason(); r != "" {
-		log.Info().Str("device", dev.Name()).Str("reason", r).Msg("--device auto: no GPU, using the host device")
-	}
 	c, err := backend.Device(dev, log)
 	if err != nil {
 		dev.Close()
