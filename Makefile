@@ -44,8 +44,9 @@ install: build
 
 test: check-generated check-msl check-metal fmt-check vet unit host-isa-check fuzz-smoke
 
-# macOS only (nothing elsewhere): shaders/*.metal -> internal/gpu/metal/metallib/metalprove.metallib,
-# embedded by the Metal backend. Needs Xcode's Metal compiler.
+# macOS only (nothing elsewhere): internal/gpu/metal/shaders.gen.metal -> metallib/metalprove.metallib
+# and its source stamp, embedded by the Metal backend. Without Xcode's Metal compiler it warns and
+# builds none (the backend compiles its embedded source); METALPROVE_REQUIRE_METALLIB=1: an error.
 metallib:
 	@if [ "$$(uname -s)" = Darwin ]; then scripts/build-metallib.sh; fi
 

@@ -5,17 +5,19 @@
 #include "poseidon2.h"
 
 struct MerkleRowParams {
-  uint height;  // rows (column length)
-  uint width;   // columns, ≥ 1
+  uint height;     // rows (column length: the distance between two columns)
+  uint width;      // columns, ≥ 1
+  uint row_begin;  // the rows hashed by this dispatch: [row_begin, row_end) (launchers split a
+  uint row_end;    // large matrix into several dispatches, so that none runs for long)
 };
 
-// digests[r] = hash_slice(m[0·height + r], m[1·height + r], …, m[(width−1)·height + r]): the
-// padding-free sponge (rate 8, zero initial state, a partial last block overwrites only its
-// elements). Thread r reads element r of each column: neighbouring threads read neighbouring
-// addresses, so the column-major reads coalesce. Lanes (prelude.h): every MSL_LANES-th work item
-// hashes the rows r0 .. r0+MSL_LANES (lane l: row r0 + l, skipped when ≥ height), again reading
-// neighbouring addresses; the grid stride, rounded up to whole lanes, spreads those items over all
-// threadgroups.
+// digests[r] = hash_slice(m[0·height + r], m[1·height + r], …, m[(width−1)·height + r]) for
+// row_begin ≤ r < row_end: the padding-free sponge (rate 8, zero initial state, a partial last
+// block overwrites only its elements). Thread r reads element r of each column: neighbouring
+// threads read neighbouring addresses, so the column-major reads coalesce. Lanes (prelude.h):
+// every MSL_LANES-th work item hashes the rows r0 .. r0+MSL_LANES (lane l: row r0 + l, skipped when
+// ≥ row_end), again reading neighbouring addresses; the grid stride, rounded up to whole lanes,
+// spreads those items over all threadgroups.
 kernel void merkle_hash_rows(device const uint* m [[buffer(0)]],
                              device uint* digests [[buffer(1)]],
                              constant uint* rc [[buffer(2)]],
@@ -24,10 +26,12 @@ kernel void merkle_hash_rows(device const uint* m [[buffer(0)]],
                              uint stride [[threads_per_grid]]) {
   uint height = p.height;
   uint width = p.width;
+  uint begin = p.row_begin;
+  uint end = p.row_end;
   uint lstride = lane_stride(stride);
   uint s[P2_STATE];
-  for (uint r0 = lane_first(gid, height); r0 < height; r0 += lstride) {
-    uint nl = min(MSL_LANES, height - r0);
+  for (uint r0 = begin + lane_first(gid, end - begin); r0 < end; r0 += lstride) {
+    uint nl = min(MSL_LANES, end - r0);
     for (uint k = 0u; k < P2_STATE; k++) s[k] = 0u;
     for (uint c = 0u; c < width; c += P2_RATE) {
       uint nb = min(P2_RATE, width - c);
@@ -51,30 +55,38 @@ kernel void merkle_hash_rows(device const uint* m [[buffer(0)]],
 }
 
 struct MerkleCompressParams {
-  uint count;  // digests to produce
-  uint qs;     // stride: 1 for a binary tree layer, the query stride for the group levels
+  uint begin;    // the digests produced by this dispatch: [begin, end) (launchers split a large
+  uint end;      // layer into several dispatches, so that none runs for long)
+  uint qs;       // stride: 1 for a binary tree layer, the query stride for the group levels
+  uint in_off;   // digest offset of the input level in `in`
+  uint out_off;  // digest offset of the output level in `out`
 };
 
-// out[i] = compress(in[2x·qs + y], in[(2x+1)·qs + y]) with x = i / qs, y = i mod qs, where
-// compress(l, r) = Permute(l ‖ r)[0..8). With qs = 1 this is one layer of a binary tree.
+// out[out_off + i] = compress(in[in_off + 2x·qs + y], in[in_off + (2x+1)·qs + y]) with
+// x = i / qs, y = i mod qs, for begin ≤ i < end, where compress(l, r) = Permute(l ‖ r)[0..8).
+// With qs = 1 this is one layer of a binary tree. The offsets let all tree layers live in one
+// buffer (`in` and `out` may be the same buffer; the two ranges never overlap).
 // Lanes (prelude.h): every MSL_LANES-th work item produces out[i0 .. i0+MSL_LANES) (lane l: digest
-// i0 + l, skipped when ≥ count).
+// i0 + l, skipped when ≥ end).
 kernel void merkle_compress(device const uint* in [[buffer(0)]],
                             device uint* out [[buffer(1)]],
                             constant uint* rc [[buffer(2)]],
                             constant MerkleCompressParams& p [[buffer(3)]],
                             uint gid [[thread_position_in_grid]],
                             uint stride [[threads_per_grid]]) {
-  uint count = p.count;
+  uint begin = p.begin;
+  uint end = p.end;
   uint qs = p.qs;
+  uint in_base = p.in_off * 8u;
+  uint out_base = p.out_off * 8u;
   uint lstride = lane_stride(stride);
   uint s[P2_STATE];
-  for (uint i0 = lane_first(gid, count); i0 < count; i0 += lstride) {
-    uint nl = min(MSL_LANES, count - i0);
+  for (uint i0 = begin + lane_first(gid, end - begin); i0 < end; i0 += lstride) {
+    uint nl = min(MSL_LANES, end - i0);
     uint x = i0 / qs;
     uint y = i0 - x * qs;
     for (uint l = 0u; l < MSL_LANES; l++) {
-      uint lo = (2u * x * qs + y) * 8u;
+      uint lo = in_base + (2u * x * qs + y) * 8u;
       uint hi = lo + qs * 8u;
       for (uint k = 0u; k < 8u; k++) {
         s[k * MSL_LANES + l] = l < nl ? in[lo + k] : 0u;
@@ -88,7 +100,7 @@ kernel void merkle_compress(device const uint* in [[buffer(0)]],
     }
     p2_permute(s, rc);
     for (uint l = 0u; l < nl; l++) {
-      for (uint k = 0u; k < 8u; k++) out[(i0 + l) * 8u + k] = s[k * MSL_LANES + l];
+      for (uint k = 0u; k < 8u; k++) out[out_base + (i0 + l) * 8u + k] = s[k * MSL_LANES + l];
     }
   }
 }
@@ -117,5 +129,66 @@ kernel void merkle_gather_rows(device const uint* m [[buffer(0)]],
     uint t = i / width;
     uint c = i - t * width;
     out[i] = bb_from_mont(m[c * height + y + t * qs]);
+  }
+}
+
+struct MerkleGatherQueryRowsParams {
+  uint height;   // rows of the matrix
+  uint width;    // columns
+  uint qs;       // query stride
+  uint nrows;    // rows per query 2^k
+  uint queries;  // number of query indices in ys
+};
+
+// out[(q·nrows + t)·width + c] = canonical m[c·height + ys[q] + t·qs] for q < queries: the rows of
+// every query group ys[q] (ys[q] < qs, checked by the launcher), in order of q, then t, then
+// column, converted out of Montgomery form (batched openings).
+kernel void merkle_gather_query_rows(device const uint* m [[buffer(0)]],
+                                     device const uint* ys [[buffer(1)]],
+                                     device uint* out [[buffer(2)]],
+                                     constant MerkleGatherQueryRowsParams& p [[buffer(3)]],
+                                     uint gid [[thread_position_in_grid]],
+                                     uint stride [[threads_per_grid]]) {
+  uint height = p.height;
+  uint width = p.width;
+  uint qs = p.qs;
+  uint per_query = p.nrows * width;
+  uint total = p.queries * per_query;
+  for (uint i = gid; i < total; i += stride) {
+    uint q = i / per_query;
+    uint j = i - q * per_query;
+    uint t = j / width;
+    uint c = j - t * width;
+    out[i] = bb_from_mont(m[c * height + ys[q] + t * qs]);
+  }
+}
+
+struct MerkleGatherPathsParams {
+  uint qs;       // digests in layer 0 (a power of two)
+  uint depth;    // layers below the root, log2 qs
+  uint queries;  // number of query indices in ys
+  uint out_off;  // uint offset of the first path in `out`
+};
+
+// The sibling paths of the queries ys[q] < qs in a tree whose layers lie in one buffer: layer d
+// (qs >> d digests) starts at digest 2qs − (2qs >> d). Digest element e of sibling d of query q,
+// layers[layer d][(ys[q] >> d) ^ 1][e], goes canonical to out[out_off + (q·depth + d)·8 + e].
+kernel void merkle_gather_paths(device const uint* layers [[buffer(0)]],
+                                device const uint* ys [[buffer(1)]],
+                                device uint* out [[buffer(2)]],
+                                constant MerkleGatherPathsParams& p [[buffer(3)]],
+                                uint gid [[thread_position_in_grid]],
+                                uint stride [[threads_per_grid]]) {
+  uint qs2 = 2u * p.qs;
+  uint depth = p.depth;
+  uint out_off = p.out_off;
+  uint total = p.queries * depth * 8u;
+  for (uint i = gid; i < total; i += stride) {
+    uint sib = i >> 3u;  // q·depth + d
+    uint e = i & 7u;
+    uint q = sib / depth;
+    uint d = sib - q * depth;
+    uint digest = qs2 - (qs2 >> d) + ((ys[q] >> d) ^ 1u);
+    out[out_off + i] = bb_from_mont(layers[digest * 8u + e]);
   }
 }

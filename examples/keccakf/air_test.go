@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 )
 
@@ -360,7 +361,7 @@ func (d *dagChecker) failingItems(height int, cols []field.Fp) []int {
 
 func checkTrace(t testing.TB, height int, cols []field.Fp) []air.Failure {
 	t.Helper()
-	f, err := air.CheckConstraints(Air{}, TraceInput(height, cols), 0)
+	f, err := constraints.Check(Air{}, TraceInput(height, cols), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,7 +452,7 @@ func BenchmarkKeccakConstraintCheck(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		f, err := air.CheckConstraints(Air{}, in, 1)
+		f, err := constraints.Check(Air{}, in, 1)
 		if err != nil || len(f) != 0 {
 			b.Fatal(err, f)
 		}

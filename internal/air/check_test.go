@@ -8,12 +8,13 @@ import (
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/air/testair"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 )
 
 func mustCheck(t *testing.T, a air.Air, in air.TraceInput, max int) []air.Failure {
 	t.Helper()
-	f, err := air.CheckConstraints(a, in, max)
+	f, err := constraints.Check(a, in, max)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,21 +85,21 @@ func TestCheckFibonacciCorrupt(t *testing.T) {
 func TestCheckShapeErrors(t *testing.T) {
 	in := testair.FibTrace(0, 1, 4)
 	in.Public = in.Public[:2]
-	if _, err := air.CheckConstraints(testair.FibonacciAir{}, in, 0); !errors.Is(err, air.ErrShape) {
+	if _, err := constraints.Check(testair.FibonacciAir{}, in, 0); !errors.Is(err, air.ErrShape) {
 		t.Errorf("publics: %v", err)
 	}
 	in = testair.FibTrace(0, 1, 4)
 	in.CommonMain.Width = 3
-	if _, err := air.CheckConstraints(testair.FibonacciAir{}, in, 0); !errors.Is(err, air.ErrShape) {
+	if _, err := constraints.Check(testair.FibonacciAir{}, in, 0); !errors.Is(err, air.ErrShape) {
 		t.Errorf("width: %v", err)
 	}
 	pin := testair.PreprocessedCachedTrace(testair.AlternatingSels(8), 2)
 	pin.CachedMains[1] = air.NewMatrix(1, 4)
-	if _, err := air.CheckConstraints(testair.PreprocessedCachedAir{Sels: testair.AlternatingSels(8), K: 2}, pin, 0); !errors.Is(err, air.ErrShape) {
+	if _, err := constraints.Check(testair.PreprocessedCachedAir{Sels: testair.AlternatingSels(8), K: 2}, pin, 0); !errors.Is(err, air.ErrShape) {
 		t.Errorf("height: %v", err)
 	}
 	pin = testair.PreprocessedCachedTrace(testair.AlternatingSels(8), 2)
-	if _, err := air.CheckConstraints(testair.PreprocessedCachedAir{Sels: testair.AlternatingSels(4), K: 2}, pin, 0); !errors.Is(err, air.ErrShape) {
+	if _, err := constraints.Check(testair.PreprocessedCachedAir{Sels: testair.AlternatingSels(4), K: 2}, pin, 0); !errors.Is(err, air.ErrShape) {
 		t.Errorf("preprocessed height: %v", err)
 	}
 }
@@ -176,7 +177,7 @@ func fixture11(partition bool) ([]air.Air, []air.TraceInput) {
 func TestCheckInteractionsBalanced(t *testing.T) {
 	for _, part := range []bool{false, true} {
 		airs, ins := fixture11(part)
-		im, err := air.CheckInteractions(airs, ins)
+		im, err := constraints.CheckInteractions(airs, ins)
 		if err != nil || len(im) != 0 {
 			t.Errorf("partition=%v: %v %v", part, im, err)
 		}
@@ -193,7 +194,7 @@ func TestCheckInteractionsBalanced(t *testing.T) {
 		airs = append(airs, testair.SelfInteractionAir{W: w, Bus: 5})
 		ins = append(ins, testair.SelfInteractionTrace(w, 16))
 	}
-	if im, err := air.CheckInteractions(airs, ins); err != nil || len(im) != 0 {
+	if im, err := constraints.CheckInteractions(airs, ins); err != nil || len(im) != 0 {
 		t.Errorf("self interaction: %v %v", im, err)
 	}
 }
@@ -201,7 +202,7 @@ func TestCheckInteractionsBalanced(t *testing.T) {
 func TestCheckInteractionsUnbalanced(t *testing.T) {
 	airs, ins := fixture11(false)
 	ins[1].CommonMain.Set(5, 0, field.New(544)) // receive 544 of 889 instead of 545
-	im, err := air.CheckInteractions(airs, ins)
+	im, err := constraints.CheckInteractions(airs, ins)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestCheckInteractionsUnbalanced(t *testing.T) {
 		t.Errorf("String() = %q", got.String())
 	}
 	// The receiver alone is unbalanced on every message with a non-zero count; ordered by first occurrence.
-	im, _ = air.CheckInteractions(airs[1:], ins[1:])
+	im, _ = constraints.CheckInteractions(airs[1:], ins[1:])
 	var msgs []field.Fp
 	for _, x := range im {
 		msgs = append(msgs, x.Message[0])
@@ -229,7 +230,7 @@ func TestCheckInteractionsUnbalanced(t *testing.T) {
 	send := testair.DummyInteractionAir{FieldWidth: 1, IsSend: true, Bus: 1}
 	recv := testair.DummyInteractionAir{FieldWidth: 1, Bus: 2}
 	rows := [][]uint32{{1, 42}}
-	im, _ = air.CheckInteractions([]air.Air{send, recv}, []air.TraceInput{testair.DummyInteractionTrace(send, rows), testair.DummyInteractionTrace(recv, rows)})
+	im, _ = constraints.CheckInteractions([]air.Air{send, recv}, []air.TraceInput{testair.DummyInteractionTrace(send, rows), testair.DummyInteractionTrace(recv, rows)})
 	if len(im) != 2 || im[0].Bus != 1 || im[1].Bus != 2 {
 		t.Errorf("two buses: %v", im)
 	}

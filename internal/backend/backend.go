@@ -56,12 +56,6 @@ func Device(dev *gpu.Device, log *zerolog.Logger) (*Composed, error) {
 	if be.Stacking == nil {
 		be.Stacking = fallbackStacking{bridge, ref}
 	}
-	if be.Whir == nil {
-		be.Whir = fallbackWhir{bridge, ref}
-	}
-	if be.Grinder == nil {
-		be.Grinder = fallbackGrinder{fb}
-	}
 	be.Meter = meter{own.Meter, fb}
 	return &Composed{Backend: &be, Device: db, Fallbacks: fb}, nil
 }

@@ -1,16 +1,13 @@
 package backend
 
 import (
-	"context"
 	"sync"
 
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
-	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // The counting decorator: each stage the device backend lacks is the reference's, with every
@@ -178,61 +175,3 @@ func (s stackingProver) Openings() ([][]field.Fp4, error) {
 	return counted(s.fb, "StackingProver.Openings", s.ref.Openings)
 }
 func (s stackingProver) Release() { s.ref.Release() }
-
-type fallbackWhir struct {
-	h   *hostBridge
-	ref cpuref.Backend
-}
-
-func (w fallbackWhir) NewWhirProver(p params.SystemParams, commits []stark.Committed, mu field.Fp4, uCube []field.Fp4) (stark.WhirProver, error) {
-	hc, err := w.h.host(p, commits)
-	if err != nil {
-		return nil, err
-	}
-	wp, err := counted(w.h.fb, "NewWhirProver", func() (stark.WhirProver, error) { return w.ref.NewWhirProver(p, hc, mu, uCube) })
-	if err != nil {
-		return nil, err
-	}
-	return whirProver{w.h.fb, wp}, nil
-}
-
-type whirProver struct {
-	fb  *Fallbacks
-	ref stark.WhirProver
-}
-
-func (w whirProver) SumcheckRound() (s1, s2 field.Fp4, err error) {
-	r, err := counted(w.fb, "WhirProver.SumcheckRound", func() ([2]field.Fp4, error) { a, b, err := w.ref.SumcheckRound(); return [2]field.Fp4{a, b}, err })
-	return r[0], r[1], err
-}
-func (w whirProver) Fold(alpha field.Fp4) error {
-	return countedErr(w.fb, "WhirProver.Fold", func() error { return w.ref.Fold(alpha) })
-}
-func (w whirProver) CommitFolded(logDomain int) (stark.Digest, error) {
-	return counted(w.fb, "WhirProver.CommitFolded", func() (stark.Digest, error) { return w.ref.CommitFolded(logDomain) })
-}
-func (w whirProver) EvalFolded(z field.Fp4) (field.Fp4, error) {
-	return counted(w.fb, "WhirProver.EvalFolded", func() (field.Fp4, error) { return w.ref.EvalFolded(z) })
-}
-func (w whirProver) FinalPoly() ([]field.Fp4, error) {
-	return counted(w.fb, "WhirProver.FinalPoly", w.ref.FinalPoly)
-}
-func (w whirProver) OpenInitial(ys []int) ([]stark.InitialOpening, error) {
-	return counted(w.fb, "WhirProver.OpenInitial", func() ([]stark.InitialOpening, error) { return w.ref.OpenInitial(ys) })
-}
-func (w whirProver) OpenCodeword(idx int, ys []int) ([]stark.CodewordOpening, error) {
-	return counted(w.fb, "WhirProver.OpenCodeword", func() ([]stark.CodewordOpening, error) { return w.ref.OpenCodeword(idx, ys) })
-}
-func (w whirProver) AccumulateWeight(coefs, points []field.Fp4) error {
-	return countedErr(w.fb, "WhirProver.AccumulateWeight", func() error { return w.ref.AccumulateWeight(coefs, points) })
-}
-func (w whirProver) Release() { w.ref.Release() }
-
-// fallbackGrinder is the host grinder, counted.
-type fallbackGrinder struct{ fb *Fallbacks }
-
-func (g fallbackGrinder) FindWitness(ctx context.Context, state [poseidon2.Width]field.Fp, absorbIdx, bits int) (field.Fp, error) {
-	return counted(g.fb, "Grind", func() (field.Fp, error) {
-		return transcript.HostGrinder{}.FindWitness(ctx, state, absorbIdx, bits)
-	})
-}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/metalprove/metalprove/examples/keccakf"
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 )
 
@@ -39,14 +40,14 @@ func checkSections(t *testing.T, secs []Section) (int, int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fs, err := air.CheckConstraints(a, in, 0)
+		fs, err := constraints.Check(a, in, 0)
 		if err != nil {
 			t.Fatalf("section %s: %v", s.Name, err)
 		}
 		nf += len(fs)
 		airs, ins = append(airs, a), append(ins, in)
 	}
-	im, err := air.CheckInteractions(airs, ins)
+	im, err := constraints.CheckInteractions(airs, ins)
 	if err != nil {
 		t.Fatal(err)
 	}

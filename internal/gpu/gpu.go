@@ -90,6 +90,9 @@ type Device struct {
 	be       driver.Backend
 	limits   driver.Limits
 	fallback string
+	// per kernel of the table (read-only after newDevice), and what every kernel allows
+	kernelLimits map[string]driver.KernelLimits
+	commonLimits driver.KernelLimits
 
 	mu    sync.Mutex
 	stats Stats
@@ -99,12 +102,48 @@ type Device struct {
 	pending bool
 }
 
-func newDevice(kind Kind, be driver.Backend, fallback string) *Device {
-	return &Device{
+// NewDevice makes a Device of an open backend (Open does this for the built-in backends; tests
+// use it to wrap one). It asks the backend for the limits of every kernel of the table
+// (driver.KernelLimiter), which makes a backend that compiles kernels lazily compile them now;
+// on error the backend is closed.
+func NewDevice(kind Kind, be driver.Backend) (*Device, error) {
+	return newDevice(kind, be, "")
+}
+
+func newDevice(kind Kind, be driver.Backend, fallback string) (*Device, error) {
+	d := &Device{
 		kind: kind, be: be, limits: be.Limits(), fallback: fallback,
-		stats: Stats{PerKernel: map[string]int{}},
-		live:  map[*Buffer]struct{}{},
+		kernelLimits: make(map[string]driver.KernelLimits, len(driver.Kernels)),
+		stats:        Stats{PerKernel: map[string]int{}},
+		live:         map[*Buffer]struct{}{},
 	}
+	dev := driver.KernelLimits{MaxThreadsPerGroup: d.limits.MaxThreadsPerGroup, SIMDWidth: d.limits.SIMDWidth}
+	d.commonLimits = dev
+	kl, _ := be.(driver.KernelLimiter)
+	for i := range driver.Kernels {
+		k := &driver.Kernels[i]
+		l := dev
+		if kl != nil {
+			var err error
+			if l, err = kl.KernelLimits(k); err != nil {
+				be.Close()
+				return nil, &Error{Op: "open", Kernel: k.Name, Err: err}
+			}
+			if l.MaxThreadsPerGroup <= 0 || (dev.MaxThreadsPerGroup > 0 && l.MaxThreadsPerGroup > dev.MaxThreadsPerGroup) {
+				l.MaxThreadsPerGroup = dev.MaxThreadsPerGroup
+			}
+			if l.SIMDWidth <= 0 {
+				l.SIMDWidth = dev.SIMDWidth
+			}
+		}
+		d.kernelLimits[k.Name] = l
+		c := &d.commonLimits
+		if l.MaxThreadsPerGroup > 0 && (c.MaxThreadsPerGroup <= 0 || l.MaxThreadsPerGroup < c.MaxThreadsPerGroup) {
+			c.MaxThreadsPerGroup = l.MaxThreadsPerGroup
+		}
+		c.StaticThreadgroupMemory = max(c.StaticThreadgroupMemory, l.StaticThreadgroupMemory)
+	}
+	return d, nil
 }
 
 // Kind is the backend in use (never KindAuto).
@@ -115,6 +154,17 @@ func (d *Device) Name() string { return d.be.Name() }
 
 // Limits are the device's limits.
 func (d *Device) Limits() driver.Limits { return d.limits }
+
+// KernelLimits are the limits of kernel name as compiled for this device (its Metal pipeline or
+// CUDA function): launchers clamp their group sizes to MaxThreadsPerGroup. For "" (or a name not
+// in the kernel table) they are the limits every kernel satisfies: the smallest
+// MaxThreadsPerGroup of all, the largest static threadgroup memory.
+func (d *Device) KernelLimits(name string) driver.KernelLimits {
+	if l, ok := d.kernelLimits[name]; ok {
+		return l
+	}
+	return d.commonLimits
+}
 
 // FallbackReason says why --device auto did not choose a GPU ("" when it did, or when a kind
 // was named explicitly).
@@ -295,18 +345,22 @@ func (d *Device) validateDispatch(k *driver.KernelInfo, groups, tpg Dim3, args [
 	if lim := d.limits.MaxThreadsPerGroup; lim > 0 && tpg.Count() > uint64(lim) {
 		return nil, fail("%d threads per threadgroup exceeds the device limit %d", tpg.Count(), lim)
 	}
+	kl := d.KernelLimits(k.Name)
+	if lim := kl.MaxThreadsPerGroup; lim > 0 && tpg.Count() > uint64(lim) {
+		return nil, fail("%d threads per threadgroup exceeds this kernel's limit %d on this device (its compiled pipeline's maximum)", tpg.Count(), lim)
+	}
 	if len(args) != k.NBuf {
 		return nil, fail("%d buffer arguments given, kernel has %d slots (%s)", len(args), k.NBuf, k.Pos)
 	}
 	if len(tgLen) != k.NTG {
 		return nil, fail("%d threadgroup lengths given, kernel has %d", len(tgLen), k.NTG)
 	}
-	var tgTotal uint64
+	tgTotal := uint64(kl.StaticThreadgroupMemory)
 	for _, l := range tgLen {
 		tgTotal += uint64(l+15) &^ 15
 	}
 	if lim := d.limits.MaxThreadgroupMemory; lim > 0 && tgTotal > uint64(lim) {
-		return nil, fail("%d bytes of threadgroup memory exceeds the device limit %d", tgTotal, lim)
+		return nil, fail("%d bytes of threadgroup memory (%d static) exceeds the device limit %d", tgTotal, kl.StaticThreadgroupMemory, lim)
 	}
 	out := make([]driver.Arg, len(args))
 	for _, p := range k.Params {

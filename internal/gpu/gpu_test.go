@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/gpu/driver"
+	"github.com/metalprove/metalprove/internal/gpu/host"
 )
 
 func openHost(t *testing.T) *gpu.Device {
@@ -152,4 +154,63 @@ func TestStatsAndBuffers(t *testing.T) {
 		t.Fatal("Close left buffers")
 	}
 	a.Free() // after Close: harmless
+}
+
+// limiter is the host backend with per-kernel limits: max threads per kernel (1024 for the
+// others), or err for the kernel called failing.
+type limiter struct {
+	*host.Backend
+	max     map[string]int
+	failing string
+	closed  bool
+}
+
+func (l *limiter) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error) {
+	if k.Name == l.failing {
+		return driver.KernelLimits{}, errors.New("not in the compiled library")
+	}
+	m, ok := l.max[k.Name]
+	if !ok {
+		m = 1024
+	}
+	return driver.KernelLimits{MaxThreadsPerGroup: m, SIMDWidth: 1, StaticThreadgroupMemory: 16}, nil
+}
+
+func (l *limiter) Close() error { l.closed = true; return l.Backend.Close() }
+
+func TestKernelLimits(t *testing.T) {
+	hb, err := host.Open(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := gpu.NewDevice(gpu.KindHost, &limiter{Backend: hb, max: map[string]int{"fo_add": 64, "fo_mul": 4096}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for name, want := range map[string]int{"fo_add": 64, "fo_mul": 1024 /* capped at the device's */, "fo_sub": 1024, "": 64, "no_such": 64} {
+		if l := d.KernelLimits(name); l.MaxThreadsPerGroup != want || l.StaticThreadgroupMemory != 16 {
+			t.Errorf("KernelLimits(%q) = %+v, want %d threads per group and 16 static bytes", name, l, want)
+		}
+	}
+	// Every kernel of the host device itself allows the device limit.
+	hd := openHost(t)
+	for _, k := range driver.Kernels {
+		if l := hd.KernelLimits(k.Name); l.MaxThreadsPerGroup != 1024 || l.SIMDWidth != 1 {
+			t.Fatalf("host KernelLimits(%s) = %+v", k.Name, l)
+		}
+	}
+}
+
+func TestNewDeviceFailsOnMissingKernel(t *testing.T) {
+	hb, err := host.Open(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &limiter{Backend: hb, failing: "ntt_pass"}
+	d, err := gpu.NewDevice(gpu.KindHost, l)
+	var ge *gpu.Error
+	if d != nil || !errors.As(err, &ge) || ge.Op != "open" || ge.Kernel != "ntt_pass" || !l.closed {
+		t.Fatalf("NewDevice = %v, %v (closed %v); want an open error naming ntt_pass and the backend closed", d, err, l.closed)
+	}
 }

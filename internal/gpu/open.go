@@ -58,7 +58,7 @@ func Open(kind Kind, opts Options) (*Device, error) {
 		if err != nil {
 			return nil, &Error{Op: "open", Err: fmt.Errorf("%s: %w", kind, err)}
 		}
-		return newDevice(kind, be, ""), nil
+		return newDevice(kind, be, "")
 	}
 	var reasons []string
 	candidates := []Kind{KindCUDA}
@@ -68,7 +68,10 @@ func Open(kind Kind, opts Options) (*Device, error) {
 	for _, k := range candidates {
 		be, err := openKind(k, opts)
 		if err == nil {
-			return newDevice(k, be, ""), nil
+			var d *Device
+			if d, err = newDevice(k, be, ""); err == nil {
+				return d, nil
+			}
 		}
 		reasons = append(reasons, fmt.Sprintf("%s: %v", k, err))
 	}
@@ -78,7 +81,7 @@ func Open(kind Kind, opts Options) (*Device, error) {
 		return nil, &Error{Op: "open", Err: fmt.Errorf("auto: no GPU (%s) and host: %w", reason, err)}
 	}
 	opts.Logger.Info().Str("reason", reason).Msg("no GPU device usable; using the host device")
-	return newDevice(KindHost, be, reason), nil
+	return newDevice(KindHost, be, reason)
 }
 
 func openKind(k Kind, opts Options) (driver.Backend, error) {

@@ -10,8 +10,8 @@ import (
 // The Metal backend is registered on every platform: off macOS (or without cgo) metal.Open says
 // so with an error matching ErrUnavailable.
 func init() {
-	register(KindMetal, func(Options) (driver.Backend, error) {
-		be, err := metal.Open()
+	register(KindMetal, func(o Options) (driver.Backend, error) {
+		be, err := metal.Open(metal.Options{Logger: o.Logger})
 		if err != nil {
 			return nil, metalError{err}
 		}

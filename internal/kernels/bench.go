@@ -18,8 +18,8 @@ func EncodeMulChain(b *gpu.Batch, dev *gpu.Device, out *gpu.Array[uint32], n, it
 	if n <= 0 || iters < 0 || iters >= 1<<31 {
 		return fmt.Errorf("kernels: MulChain: n %d, iters %d", n, iters)
 	}
-	g, t := shape(dev, n)
-	b.Dispatch("bench_mul_chain", g, t, []gpu.Arg{gpu.Buf(out.Buffer), gpu.U32(uint32(n), uint32(iters))})
+	g, t := shapeFor(dev, "bench_mul_chain", n)
+	dispatchBenchMulChain(b, g, t, out.Buffer, benchMulParams{n: uint32(n), iters: uint32(iters)})
 	return b.Err()
 }
 
@@ -35,7 +35,7 @@ func EncodeCopy(b *gpu.Batch, dev *gpu.Device, dst, src *gpu.Array[uint32], n in
 	if n == 0 {
 		return nil
 	}
-	g, t := shape(dev, n)
-	b.Dispatch("bench_copy", g, t, []gpu.Arg{gpu.Buf(src.Buffer), gpu.Buf(dst.Buffer), gpu.U32(uint32(n))})
+	g, t := shapeFor(dev, "bench_copy", n)
+	dispatchBenchCopy(b, g, t, src.Buffer, dst.Buffer, uint32(n))
 	return b.Err()
 }

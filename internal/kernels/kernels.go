@@ -1,7 +1,8 @@
 // Package kernels holds the typed Go launchers of the kernels in shaders/*.metal: one file per
 // shader family (ntt.go for shaders/ntt.metal, poseidon2.go, merkle.go), each documenting the
 // math and the buffer preconditions of what it launches. Launchers check sizes, choose dispatch
-// shapes for the device at hand (GPUs: 256-thread groups, a few groups per compute unit; the
+// shapes for the device at hand (GPUs: 256-thread groups, or fewer where the kernel's compiled
+// pipeline allows fewer (groupSize, shapeFor), a few groups per compute unit; the
 // host device, whose SIMD width is 1 (its SIMD lanes live inside the kernels: MSL_LANES in
 // shaders/include/prelude.h) and whose barriers cost ~20 ns per work item: large groups
 // for barrier-free kernels and one-thread groups for barrier kernels), encode into a gpu.Batch
@@ -54,24 +55,47 @@ func CanonicalSlice(v []uint32) []field.Fp {
 // isHost reports whether dev is a CPU device (SIMD width 1).
 func isHost(dev *gpu.Device) bool { return dev.Limits().SIMDWidth <= 1 }
 
-// shape returns a 1-D dispatch covering work items with a grid-stride kernel. On the host every
-// group is a contiguous run of up to 1024 items (cache friendly; barrier-free kernels run a group
-// as a plain loop); on a GPU, 256-thread groups, at most 64 per compute unit.
-func shape(dev *gpu.Device, work int) (groups, tpg gpu.Dim3) {
+// gpuGroup is the group size launchers ask for on GPUs (groupSize clamps it).
+const gpuGroup = 256
+
+// groupSize returns want clamped to what kernel allows on dev: its compiled pipeline's maximum
+// threads per group (Metal maxTotalThreadsPerThreadgroup, CUDA's per-function limit; lower than
+// the device's for register-heavy kernels), rounded down to a multiple of its SIMD width when
+// at least one SIMD group fits; at least 1. kernel "" clamps to what every kernel allows. Every
+// launcher's group size goes through groupSize (or shape, shapeFor), never a bare constant.
+func groupSize(dev *gpu.Device, kernel string, want int) int {
+	l := dev.KernelLimits(kernel)
+	t := max(want, 1)
+	if l.MaxThreadsPerGroup > 0 {
+		t = min(t, l.MaxThreadsPerGroup)
+	}
+	if w := l.SIMDWidth; w > 1 && t >= w {
+		t -= t % w
+	}
+	return t
+}
+
+// shape returns a 1-D dispatch covering work items with a grid-stride kernel, with a group size
+// every kernel allows on dev (shapeFor with kernel ""); launchers that know their kernel use
+// shapeFor.
+func shape(dev *gpu.Device, work int) (groups, tpg gpu.Dim3) { return shapeFor(dev, "", work) }
+
+// shapeFor returns a 1-D dispatch of kernel covering work items with a grid-stride loop. On the
+// host every group is a contiguous run of up to 1024 items (cache friendly; barrier-free kernels
+// run a group as a plain loop); on a GPU, groups of 256 threads (or the kernel's maximum, if
+// lower), at most 64·256 threads per compute unit.
+func shapeFor(dev *gpu.Device, kernel string, work int) (groups, tpg gpu.Dim3) {
 	work = max(work, 1)
 	lim := dev.Limits()
-	t := 256
+	want := gpuGroup
 	if isHost(dev) {
-		t = 1024
+		want = 1024
 	}
-	if lim.MaxThreadsPerGroup > 0 {
-		t = min(t, lim.MaxThreadsPerGroup)
-	}
-	t = min(t, work)
+	t := min(groupSize(dev, kernel, want), work)
 	g := (work + t - 1) / t
 	capG := 1 << 16
 	if !isHost(dev) && lim.ComputeUnits > 0 {
-		capG = 64 * lim.ComputeUnits
+		capG = 64 * gpuGroup * lim.ComputeUnits / t
 	}
 	g = min(g, capG)
 	return gpu.D1(uint32(g)), gpu.D1(uint32(t))
@@ -99,8 +123,8 @@ func EncodeToMont(b *gpu.Batch, dev *gpu.Device, a *gpu.Array[uint32], n int) er
 	if n == 0 {
 		return nil
 	}
-	g, t := shape(dev, n)
-	b.Dispatch("fo_to_mont", g, t, []gpu.Arg{gpu.Buf(a.Buffer), gpu.Buf(a.Buffer), gpu.U32(uint32(n))})
+	g, t := shapeFor(dev, "fo_to_mont", n)
+	dispatchFoToMont(b, g, t, a.Buffer, a.Buffer, uint32(n))
 	return b.Err()
 }
 
@@ -113,8 +137,8 @@ func EncodeFromMont(b *gpu.Batch, dev *gpu.Device, a *gpu.Array[uint32], n int) 
 	if n == 0 {
 		return nil
 	}
-	g, t := shape(dev, n)
-	b.Dispatch("fo_from_mont", g, t, []gpu.Arg{gpu.Buf(a.Buffer), gpu.Buf(a.Buffer), gpu.U32(uint32(n))})
+	g, t := shapeFor(dev, "fo_from_mont", n)
+	dispatchFoFromMont(b, g, t, a.Buffer, a.Buffer, uint32(n))
 	return b.Err()
 }
 

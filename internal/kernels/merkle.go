@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
@@ -11,16 +12,20 @@ import (
 // MerkleTree is a Merkle commitment built on the device by shaders/merkle.metal, equal to
 // cpuref.NewMerkleTree: leaf[r] = hash_slice(row r of the column-major matrix, in column order);
 // query group y < qs = height/2^k is tree_compress(leaf[y + t·qs], t < 2^k); a binary tree of
-// compress above the qs group digests. Layers stay on the device (Montgomery digests, 8 uints
-// each): Layer(0) has the qs group digests, the last layer the root. The matrix is borrowed
-// (the tree reads it for openings) and must outlive the tree.
+// compress above the qs group digests. The layers stay on the device in ONE buffer of 2qs − 1
+// Montgomery digests (8 uints each): layer d (qs >> d digests; layer 0 has the query-group
+// digests, the last layer the root) starts at digest 2qs − (2qs >> d), so one dispatch can
+// gather sibling paths across all layers. The matrix is borrowed (the tree reads it for
+// openings) and must outlive the tree.
 type MerkleTree struct {
 	dev                   *gpu.Device
 	matrix                *gpu.Array[uint32]
 	height, width, logRPQ int
-	layers                []*gpu.Array[uint32]
+	depth                 int                // layers below the root: log2 qs
+	layers                *gpu.Array[uint32] // nil once freed
 	// scratch holds the leaf digests and group levels below layer 0 until the tree's batch is
-	// known to be done (the first download: Root or Open), then it is freed.
+	// known to be done (the first download: Root, Open or a batch opening's Read), then it is
+	// freed.
 	scratch []*gpu.Array[uint32]
 }
 
@@ -38,6 +43,10 @@ func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRows
 	}
 	return t, nil
 }
+
+// layerOffset is the digest offset of layer d in the layers buffer of a tree with qs query
+// groups (layers of qs, qs/2, …, 1 digests, back to back).
+func layerOffset(qs, d int) int { return 2*qs - (2*qs)>>d }
 
 // EncodeMerkleTree encodes MerkleTree into b: the layers are allocated now and valid once b's
 // work is done (the tree's Root and Open wait for it). On an error the tree is freed.
@@ -57,31 +66,35 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 	}
 	dev := h.dev
 	qs := height >> logRowsPerQuery
-	t := &MerkleTree{dev: dev, matrix: matrix, height: height, width: width, logRPQ: logRowsPerQuery}
-	alloc := func(name string, n int, keep bool) (*gpu.Array[uint32], error) {
-		a, err := gpu.AllocArray[uint32](dev, name, 8*n)
-		if err != nil {
-			return nil, err
-		}
-		if keep {
-			t.layers = append(t.layers, a)
-		} else {
-			t.scratch = append(t.scratch, a)
-		}
-		return a, nil
-	}
+	t := &MerkleTree{dev: dev, matrix: matrix, height: height, width: width, logRPQ: logRowsPerQuery, depth: logH - logRowsPerQuery}
 	fail := func(err error) (*MerkleTree, error) {
 		t.Free()
 		return nil, err
 	}
-	// Leaves; with k = 0 they are layer 0.
-	leaves, err := alloc("merkle leaves", height, logRowsPerQuery == 0)
-	if err != nil {
-		return fail(err)
+	if t.layers, err = gpu.AllocArray[uint32](dev, "merkle layers", 8*(2*qs-1)); err != nil {
+		return nil, err
 	}
-	g, tp := shape(dev, height)
-	b.Dispatch("merkle_hash_rows", g, tp, []gpu.Arg{gpu.Buf(matrix.Buffer), gpu.Buf(leaves.Buffer), gpu.Buf(h.rc.Buffer),
-		gpu.U32(uint32(height), uint32(width))})
+	scratch := func(name string, n int) (*gpu.Array[uint32], error) {
+		a, err := gpu.AllocArray[uint32](dev, name, 8*n)
+		if err == nil {
+			t.scratch = append(t.scratch, a)
+		}
+		return a, err
+	}
+	// Leaves; with k = 0 they are layer 0.
+	leaves := t.layers
+	if logRowsPerQuery > 0 {
+		if leaves, err = scratch("merkle leaves", height); err != nil {
+			return fail(err)
+		}
+	}
+	step := chunkItems(height, (width+7)/8)
+	for r := 0; r < height; r += step {
+		end := min(r+step, height)
+		g, tp := shapeFor(dev, "merkle_hash_rows", end-r)
+		dispatchMerkleHashRows(b, g, tp, matrix.Buffer, leaves.Buffer, h.rc.Buffer,
+			merkleRowParams{height: uint32(height), width: uint32(width), rowBegin: uint32(r), rowEnd: uint32(end)})
+	}
 	// The k group levels, ping-ponging between the leaves and one scratch buffer; the last
 	// level writes layer 0.
 	cur := leaves
@@ -91,12 +104,10 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 		var dst *gpu.Array[uint32]
 		switch {
 		case lvl == logRowsPerQuery:
-			if dst, err = alloc("merkle layer 0", n, true); err != nil {
-				return fail(err)
-			}
+			dst = t.layers
 		case cur == leaves:
 			if other == nil {
-				if other, err = alloc("merkle group scratch", n, false); err != nil {
+				if other, err = scratch("merkle group scratch", n); err != nil {
 					return fail(err)
 				}
 			}
@@ -104,18 +115,12 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 		default:
 			dst = leaves
 		}
-		g, tp := shape(dev, n)
-		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(cur.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n), uint32(qs))})
+		encodeCompress(b, dev, cur, dst, h.rc, n, qs, 0, 0)
 		cur = dst
 	}
-	for n := qs / 2; n >= 1; n /= 2 {
-		dst, err := alloc(fmt.Sprintf("merkle layer %d", len(t.layers)), n, true)
-		if err != nil {
-			return fail(err)
-		}
-		g, tp := shape(dev, n)
-		b.Dispatch("merkle_compress", g, tp, []gpu.Arg{gpu.Buf(cur.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n), 1)})
-		cur = dst
+	for d := 1; d <= t.depth; d++ {
+		n := qs >> d
+		encodeCompress(b, dev, t.layers, t.layers, h.rc, n, 1, layerOffset(qs, d-1), layerOffset(qs, d))
 	}
 	if err := b.Err(); err != nil {
 		return fail(err)
@@ -123,10 +128,41 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 	return t, nil
 }
 
+// maxPermsPerDispatch bounds the Poseidon2 permutations of one Merkle dispatch: larger layers are
+// split into dispatches over ranges of rows (digests). A dispatch cannot be interrupted, and on a
+// Mac driving a display macOS stops command buffers that run too long (the Metal backend closes
+// command buffers between dispatches, never inside one). 2^24 permutations take about 8 ms on an
+// H100 (2.2·10^9/s measured) and, estimated from the ALU rates, a few hundred ms on the smallest
+// Apple GPU (unverified on Apple hardware). Only layers of more than 2^24 permutations are split
+// (2^22 rows of 42 columns: into two dispatches). A variable for tests.
+var maxPermsPerDispatch = 1 << 24
+
+// chunkItems returns how many of n items (rows, digests) of permsPerItem permutations each one
+// dispatch takes: a power of two ≥ 1024 (whole lane groups on the host device) within
+// maxPermsPerDispatch, or n.
+func chunkItems(n, permsPerItem int) int {
+	c := max(maxPermsPerDispatch/max(permsPerItem, 1), 1)
+	c = max(1<<(bits.Len(uint(c))-1), 1024)
+	return max(min(c, n), 1)
+}
+
+// encodeCompress encodes out[outOff + i] = compress(in[inOff + 2x·qs + y], in[inOff + (2x+1)·qs + y])
+// for i < n (x = i/qs, y = i mod qs; offsets in digests), in dispatches of at most
+// maxPermsPerDispatch digests.
+func encodeCompress(b *gpu.Batch, dev *gpu.Device, in, out, rc *gpu.Array[uint32], n, qs, inOff, outOff int) {
+	step := chunkItems(n, 1)
+	for i := 0; i < n; i += step {
+		end := min(i+step, n)
+		g, tp := shapeFor(dev, "merkle_compress", end-i)
+		dispatchMerkleCompress(b, g, tp, in.Buffer, out.Buffer, rc.Buffer, merkleCompressParams{begin: uint32(i), end: uint32(end),
+			qs: uint32(qs), inOff: uint32(inOff), outOff: uint32(outOff)})
+	}
+}
+
 // Free frees the layers (not the matrix).
 func (t *MerkleTree) Free() {
-	for _, l := range t.layers {
-		l.Free()
+	if t.layers != nil {
+		t.layers.Free()
 	}
 	t.layers = nil
 	t.freeScratch()
@@ -141,7 +177,7 @@ func (t *MerkleTree) freeScratch() {
 }
 
 // Depth is the number of layers below the root (log2 qs).
-func (t *MerkleTree) Depth() int { return len(t.layers) - 1 }
+func (t *MerkleTree) Depth() int { return t.depth }
 
 // QueryStride is qs = height / 2^k.
 func (t *MerkleTree) QueryStride() int { return t.height >> t.logRPQ }
@@ -159,7 +195,7 @@ func digestsOf(v []uint32) []poseidon2.Digest {
 // Root downloads the root (32 bytes), canonical.
 func (t *MerkleTree) Root() (poseidon2.Digest, error) {
 	var v [8]uint32
-	if err := t.layers[len(t.layers)-1].Read(v[:], 0); err != nil {
+	if err := t.layers.Read(v[:], 8*layerOffset(t.QueryStride(), t.depth)); err != nil {
 		return poseidon2.Digest{}, err
 	}
 	t.freeScratch()
@@ -168,13 +204,14 @@ func (t *MerkleTree) Root() (poseidon2.Digest, error) {
 
 // Layer downloads layer i (0: the query-group digests), canonical.
 func (t *MerkleTree) Layer(i int) ([]poseidon2.Digest, error) {
-	if i < 0 || i >= len(t.layers) {
-		return nil, fmt.Errorf("kernels: MerkleTree.Layer(%d): %d layers", i, len(t.layers))
+	if i < 0 || i > t.depth {
+		return nil, fmt.Errorf("kernels: MerkleTree.Layer(%d): %d layers", i, t.depth+1)
 	}
-	v, err := t.layers[i].ReadAll()
-	if err != nil {
+	v := make([]uint32, 8*(t.QueryStride()>>i))
+	if err := t.layers.Read(v, 8*layerOffset(t.QueryStride(), i)); err != nil {
 		return nil, err
 	}
+	t.freeScratch()
 	return digestsOf(v), nil
 }
 
@@ -200,9 +237,9 @@ func (t *MerkleTree) Open(y int) (*Opening, error) {
 	}
 	defer buf.Free()
 	b := t.dev.Batch()
-	g, tp := shape(t.dev, nrows*t.width)
-	b.Dispatch("merkle_gather_rows", g, tp, []gpu.Arg{gpu.Buf(t.matrix.Buffer), gpu.Buf(buf.Buffer),
-		gpu.U32(uint32(t.height), uint32(t.width), uint32(qs), uint32(y), uint32(nrows))})
+	g, tp := shapeFor(t.dev, "merkle_gather_rows", nrows*t.width)
+	dispatchMerkleGatherRows(b, g, tp, t.matrix.Buffer, buf.Buffer,
+		merkleGatherParams{height: uint32(t.height), width: uint32(t.width), qs: uint32(qs), y: uint32(y), nrows: uint32(nrows)})
 	if err := b.Wait(); err != nil {
 		return nil, err
 	}
@@ -220,13 +257,178 @@ func (t *MerkleTree) Open(y int) (*Opening, error) {
 		o.Rows[i] = row
 	}
 	idx := y
-	for _, l := range t.layers[:t.Depth()] {
+	for d := range t.depth {
 		var v [8]uint32
-		if err := l.Read(v[:], 8*(idx^1)); err != nil {
+		if err := t.layers.Read(v[:], 8*(layerOffset(qs, d)+(idx^1))); err != nil {
 			return nil, err
 		}
 		o.Proof = append(o.Proof, digestsOf(v[:])[0])
 		idx >>= 1
 	}
 	return o, nil
+}
+
+// BatchOpening answers several queries: Rows[q][t][col] (canonical) are the 2^k opened rows of
+// query q in order of t, Paths[q] its sibling digests from layer 0 up to, excluding, the root.
+type BatchOpening struct {
+	Rows  [][][]field.Fp
+	Paths [][]poseidon2.Digest
+}
+
+// QueryIndices are query indices uploaded once (as uint32) for the batched openings of one or
+// more trees (EncodeOpenBatch); each tree checks them against its own query stride.
+type QueryIndices struct {
+	ys  []int
+	buf *gpu.Array[uint32] // nil when there are no indices
+}
+
+// UploadQueryIndices uploads ys (each in [0, 2^31)) for EncodeOpenBatch.
+func UploadQueryIndices(dev *gpu.Device, ys []int) (*QueryIndices, error) {
+	v := make([]uint32, len(ys))
+	for i, y := range ys {
+		if y < 0 || y >= maxElems {
+			return nil, fmt.Errorf("kernels: query index %d (#%d) not in [0, 2^31)", y, i)
+		}
+		v[i] = uint32(y)
+	}
+	q := &QueryIndices{ys: append([]int(nil), ys...)}
+	if len(v) > 0 {
+		var err error
+		if q.buf, err = gpu.UploadArray(dev, "merkle query indices", v); err != nil {
+			return nil, err
+		}
+	}
+	return q, nil
+}
+
+// Len is the number of query indices.
+func (q *QueryIndices) Len() int { return len(q.ys) }
+
+// Free frees the device copy; call it once every batch using q is done.
+func (q *QueryIndices) Free() {
+	if q.buf != nil {
+		q.buf.Free()
+	}
+}
+
+// PendingOpening is a batched opening encoded into a batch (EncodeOpenBatch); Read returns it.
+type PendingOpening struct {
+	tree    *MerkleTree
+	queries int
+	// out holds the opened rows, queries·2^k·width canonical values (query, row, column), then
+	// the paths, queries·depth digests of 8 canonical values (query, layer).
+	out *gpu.Array[uint32]
+}
+
+// EncodeOpenBatch encodes the gathers of a batched opening at the indices q into b: one
+// dispatch for every query's rows, one for every query's sibling path, into one output buffer.
+// Several trees (of any shapes) can be opened in the same batch at the same indices; after the
+// batch (one sync, or none: Read's download waits for encoded work) each PendingOpening's Read
+// is a single download. Every index must be below the tree's query stride.
+func (t *MerkleTree) EncodeOpenBatch(b *gpu.Batch, q *QueryIndices) (*PendingOpening, error) {
+	if t.layers == nil {
+		return nil, fmt.Errorf("kernels: MerkleTree.EncodeOpenBatch: tree was freed")
+	}
+	qs := t.QueryStride()
+	for i, y := range q.ys {
+		if y < 0 || y >= qs {
+			return nil, fmt.Errorf("kernels: MerkleTree.EncodeOpenBatch: index %d (#%d) not in [0, %d)", y, i, qs)
+		}
+	}
+	nq := len(q.ys)
+	p := &PendingOpening{tree: t, queries: nq}
+	if nq == 0 {
+		return p, nil
+	}
+	nrows := 1 << t.logRPQ
+	rowElems := nq * nrows * t.width
+	pathElems := nq * t.depth * 8
+	if rowElems+pathElems >= maxElems {
+		return nil, fmt.Errorf("kernels: MerkleTree.EncodeOpenBatch: %d queries of %d rows × %d columns exceed 2^31 values", nq, nrows, t.width)
+	}
+	var err error
+	if p.out, err = gpu.AllocArray[uint32](t.dev, "merkle batch opening", rowElems+pathElems); err != nil {
+		return nil, err
+	}
+	g, tp := shapeFor(t.dev, "merkle_gather_query_rows", rowElems)
+	dispatchMerkleGatherQueryRows(b, g, tp, t.matrix.Buffer, q.buf.Buffer, p.out.Buffer, merkleGatherQueryRowsParams{height: uint32(t.height), width: uint32(t.width), qs: uint32(qs), nrows: uint32(nrows), queries: uint32(nq)})
+	if pathElems > 0 {
+		g, tp := shapeFor(t.dev, "merkle_gather_paths", pathElems)
+		dispatchMerkleGatherPaths(b, g, tp, t.layers.Buffer, q.buf.Buffer, p.out.Buffer, merkleGatherPathsParams{qs: uint32(qs), depth: uint32(t.depth), queries: uint32(nq), outOff: uint32(rowElems)})
+	}
+	if err := b.Err(); err != nil {
+		p.Free()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Read downloads the opening (one download; it waits for the batch if that was not waited
+// for) and frees the output buffer. Call it once.
+func (p *PendingOpening) Read() (*BatchOpening, error) {
+	t := p.tree
+	o := &BatchOpening{Rows: make([][][]field.Fp, p.queries), Paths: make([][]poseidon2.Digest, p.queries)}
+	if p.queries == 0 {
+		return o, nil
+	}
+	if p.out == nil {
+		return nil, fmt.Errorf("kernels: PendingOpening.Read: already read or freed")
+	}
+	flat, err := p.out.ReadAll()
+	p.Free()
+	if err != nil {
+		return nil, err
+	}
+	t.freeScratch()
+	nrows := 1 << t.logRPQ
+	vals := make([]field.Fp, p.queries*nrows*t.width)
+	for i := range vals {
+		vals[i] = field.Fp(flat[i])
+	}
+	paths := make([]poseidon2.Digest, p.queries*t.depth)
+	for i := range paths {
+		for e := range 8 {
+			paths[i][e] = field.Fp(flat[len(vals)+8*i+e])
+		}
+	}
+	for q := range p.queries {
+		rows := make([][]field.Fp, nrows)
+		for r := range rows {
+			at := (q*nrows + r) * t.width
+			rows[r] = vals[at : at+t.width : at+t.width]
+		}
+		o.Rows[q] = rows
+		o.Paths[q] = paths[q*t.depth : (q+1)*t.depth : (q+1)*t.depth]
+	}
+	return o, nil
+}
+
+// Free frees the output buffer (Read does); freeing twice is harmless.
+func (p *PendingOpening) Free() {
+	if p.out != nil {
+		p.out.Free()
+		p.out = nil
+	}
+}
+
+// OpenBatch returns the openings of the query indices ys, equal to Open(y) for each y: the
+// indices are uploaded once, two gather dispatches, one sync, one download.
+func (t *MerkleTree) OpenBatch(ys []int) (*BatchOpening, error) {
+	q, err := UploadQueryIndices(t.dev, ys)
+	if err != nil {
+		return nil, err
+	}
+	defer q.Free()
+	b := t.dev.Batch()
+	p, err := t.EncodeOpenBatch(b, q)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Free()
+	if p.queries > 0 {
+		if err := b.Wait(); err != nil {
+			return nil, err
+		}
+	}
+	return p.Read()
 }

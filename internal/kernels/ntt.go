@@ -312,13 +312,13 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width
 			groups, tpg = min(nblocks, 1<<16), 1
 		} else {
 			// 256 threads, not 512: measured faster on the H100 (2^20×16 190 → 183 µs,
-			// 2^22×16 762 → 730 µs; ntt_pass has 56 registers, 4 groups of 256 per SM).
-			tpg = min(1<<(lr+lt-1), 256, max(dev.Limits().MaxThreadsPerGroup, 1))
+			// 2^22×16 762 → 730 µs; ntt_pass has 56 registers, 4 groups of 256 per SM), or
+			// fewer where the pipeline allows fewer (groupSize); ntt_pass takes any group size.
+			tpg = groupSize(dev, "ntt_pass", min(1<<(lr+lt-1), gpuGroup))
 			groups = min(nblocks, 1<<16)
 		}
-		b.Dispatch("ntt_pass", gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)),
-			[]gpu.Arg{gpu.Buf(src.Buffer), gpu.Buf(dst.Buffer), gpu.Buf(tw.Buffer),
-				gpu.U32(uint32(logN), uint32(lr), uint32(logNs), uint32(lt), uint32(nblocks), s, lanes)},
+		dispatchNttPass(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), src.Buffer, dst.Buffer, tw.Buffer,
+			nttPassParams{logN: uint32(logN), logR: uint32(lr), logNs: uint32(logNs), logT: uint32(lt), nblocks: uint32(nblocks), scale: s, lanes: lanes},
 			uint32(4<<(lr+lt)))
 		logNs += lr
 		src, dst = dst, src
@@ -355,8 +355,8 @@ func (t *NTT) EncodeBitReverse(b *gpu.Batch, data *gpu.Array[uint32], height, wi
 	if logN == 0 || width <= 0 {
 		return nil
 	}
-	g, tp := shape(t.dev, total)
-	b.Dispatch("ntt_bitrev", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.U32(uint32(total), uint32(logN))})
+	g, tp := shapeFor(t.dev, "ntt_bitrev", total)
+	dispatchNttBitrev(b, g, tp, data.Buffer, nttBitrevParams{total: uint32(total), logN: uint32(logN)})
 	return b.Err()
 }
 
@@ -401,9 +401,9 @@ func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[uint32], spec BlockSpec
 	if subsetSum {
 		ss = 1
 	}
-	g, tp := shape(t.dev, spec.NBlocks)
-	b.Dispatch("ntt_blocks", g, tp, []gpu.Arg{gpu.Buf(data.Buffer), gpu.Buf(tw.Buffer),
-		gpu.U32(uint32(spec.NBlocks), uint32(l), uint32(spec.LogBlocksPerCol), uint32(spec.ColStride), scale, ss)})
+	g, tp := shapeFor(t.dev, "ntt_blocks", spec.NBlocks)
+	dispatchNttBlocks(b, g, tp, data.Buffer, tw.Buffer, nttBlocksParams{nblocks: uint32(spec.NBlocks), logBlock: uint32(l),
+		logBlocksCol: uint32(spec.LogBlocksPerCol), colStride: uint32(spec.ColStride), scale: scale, subsetSum: ss})
 	return b.Err()
 }
 
@@ -481,9 +481,8 @@ func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[uint32], height, wi
 	if canonical {
 		conv = 1
 	}
-	g, tp := shape(t.dev, n*width)
-	b.Dispatch("ntt_pad_columns", g, tp, []gpu.Arg{gpu.Buf(q.Buffer), gpu.Buf(out.Buffer),
-		gpu.U32(uint32(n*width), uint32(logM), uint32(logN), conv)})
+	g, tp := shapeFor(t.dev, "ntt_pad_columns", n*width)
+	dispatchNttPadColumns(b, g, tp, q.Buffer, out.Buffer, nttPadParams{total: uint32(n * width), logIn: uint32(logM), logOut: uint32(logN), toMont: conv})
 	if err := t.EncodeBlocks(b, out, BlockSpec{LogBlock: lSkip, NBlocks: width << (logM - lSkip), LogBlocksPerCol: logM - lSkip, ColStride: n}, true, true); err != nil {
 		return err
 	}

@@ -55,8 +55,8 @@ func (h *Poseidon2) EncodePermute(b *gpu.Batch, states *gpu.Array[uint32], n int
 	if n == 0 {
 		return nil
 	}
-	g, t := shape(h.dev, n)
-	b.Dispatch("p2_permute_states", g, t, []gpu.Arg{gpu.Buf(states.Buffer), gpu.Buf(h.rc.Buffer), gpu.U32(uint32(n))})
+	g, t := shapeFor(h.dev, "p2_permute_states", n)
+	dispatchP2PermuteStates(b, g, t, states.Buffer, h.rc.Buffer, uint32(n))
 	return b.Err()
 }
 

@@ -104,3 +104,65 @@ func TestMerkleTreeMatchesCpuref(t *testing.T) {
 		})
 	}
 }
+
+// TestMerkleTreeSplitDispatches: with a tiny permutation budget per dispatch the leaf hashing and
+// the compress layers are split into dispatches over row (digest) ranges; the tree is unchanged.
+func TestMerkleTreeSplitDispatches(t *testing.T) {
+	old := maxPermsPerDispatch
+	maxPermsPerDispatch = 1 // chunks of 1024 rows (digests)
+	defer func() { maxPermsPerDispatch = old }()
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r := rand.New(rand.NewPCG(17, 18))
+	m := air.NewMatrix(17, 1<<12)
+	copy(m.Values, fieldrand.Fps(r, len(m.Values)))
+	want, err := cpuref.NewMerkleTree(m, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := upload(t, m.Values)
+	before := testDev.Stats().PerKernel
+	tree, err := h.MerkleTree(a, m.Height, m.Width, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tree.Free()
+	after := testDev.Stats().PerKernel
+	// 4096 rows: 4 leaf dispatches; group levels of 2048 and 1024 digests: 2 + 1; then 512 … 1: 10.
+	if n := after["merkle_hash_rows"] - before["merkle_hash_rows"]; n != 4 {
+		t.Errorf("%d merkle_hash_rows dispatches, want 4", n)
+	}
+	if n := after["merkle_compress"] - before["merkle_compress"]; n != 13 {
+		t.Errorf("%d merkle_compress dispatches, want 13", n)
+	}
+	root, err := tree.Root()
+	if err != nil || root != want.Root() {
+		t.Fatalf("root %v (%v), want %v", root, err, want.Root())
+	}
+	l0, err := tree.Layer(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range l0 {
+		if l0[i] != want.DigestLayers[0][i] {
+			t.Fatalf("layer 0 digest %d differs", i)
+		}
+	}
+}
+
+func TestChunkItems(t *testing.T) {
+	for _, c := range []struct{ n, perms, want int }{
+		{1 << 22, 6, 1 << 21}, // 2^24 / 6 → 2^21 rows of 42 columns
+		{1 << 20, 6, 1 << 20}, // fits
+		{100, 1000, 100},      // a small matrix is never split
+		{1 << 20, 1 << 30, 1024},
+		{0, 1, 1},
+	} {
+		if got := chunkItems(c.n, c.perms); got != c.want {
+			t.Errorf("chunkItems(%d, %d) = %d, want %d", c.n, c.perms, got, c.want)
+		}
+	}
+}

@@ -25,8 +25,7 @@ func EncodeStackTrace(b *gpu.Batch, dev *gpu.Device, trace *gpu.Array[uint32], h
 	if err := checkArray("StackTrace", q, start+count); err != nil {
 		return err
 	}
-	g, t := shape(dev, count)
-	b.Dispatch("stack_trace", g, t, []gpu.Arg{gpu.Buf(trace.Buffer), gpu.Buf(q.Buffer),
-		gpu.U32(uint32(count), uint32(start), uint32(logStride))})
+	g, t := shapeFor(dev, "stack_trace", count)
+	dispatchStackTrace(b, g, t, trace.Buffer, q.Buffer, stackParams{count: uint32(count), dstStart: uint32(start), logStride: uint32(logStride)})
 	return b.Err()
 }

@@ -5,20 +5,47 @@ import (
 	"math/rand/v2"
 
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/backend"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/stark/backendtest"
 )
 
-// DeviceBackendChecks returns the checks of the device backend on dev: the commitment root of
-// random resident traces (mixed heights, some below 2^l_skip, a width-0 trace) equals cpuref's,
-// and the commit ran entirely on the device: no upload, one sync, one download (the 32-byte root).
+// DeviceBackendChecks returns the checks of the device backend on dev: the conformance suite
+// (internal/stark/backendtest: every stage beside the reference, round by round, with zero
+// fallbacks in the stages the device claims, and whole proofs byte for byte), and the steady
+// state of a commitment of random resident traces (mixed heights, some below 2^l_skip, a
+// width-0 trace): root equal to cpuref's, no upload, one sync, one download (the 32-byte root).
 // Names are "stark-device/<what> [<device kind>]". Each check frees what it allocates.
 func DeviceBackendChecks(dev *gpu.Device) []Check {
 	tag := " [" + string(dev.Kind()) + "]"
+	var out []Check
+	probe, err := backend.Device(dev, nil)
+	if err != nil {
+		return []Check{{Name: "stark-device/open" + tag, Run: func() error { return err }}}
+	}
+	suite := backendtest.Checks(backendtest.Subject{Backend: probe.Backend, Own: probe.Device.Stages()})
+	probe.Close()
+	for _, c := range suite {
+		name := c.Name
+		out = append(out, Check{Name: "stark-device/" + name + tag, Run: func() error {
+			be, err := backend.Device(dev, nil)
+			if err != nil {
+				return err
+			}
+			defer be.Close()
+			for _, cc := range backendtest.Checks(backendtest.Subject{Backend: be.Backend, Own: be.Device.Stages()}) {
+				if cc.Name == name {
+					return cc.Run()
+				}
+			}
+			return fmt.Errorf("no conformance check %q", name)
+		}})
+	}
 	type trace struct{ logH, width int }
 	cases := []struct {
 		name   string
@@ -31,7 +58,6 @@ func DeviceBackendChecks(dev *gpu.Device) []Check {
 		{"app100-2^11-mixed", "app-100bit", 11, []trace{{11, 5}, {8, 3}, {4, 2}, {3, 1}, {0, 2}}},
 		{"app100-2^14-wide", "app-100bit", 14, []trace{{14, 6}, {12, 9}, {5, 3}}},
 	}
-	var out []Check
 	for i, c := range cases {
 		out = append(out, Check{Name: "stark-device/commit-root-" + c.name + tag, Run: func() error {
 			p, _, err := params.Preset(c.preset, c.logH)

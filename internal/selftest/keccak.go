@@ -7,6 +7,7 @@ import (
 
 	"github.com/metalprove/metalprove/examples/keccakf"
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/stdrng"
 )
@@ -149,7 +150,7 @@ func checkKeccakAirShape() error {
 // Plonky3 input (32 rows: one block plus a partial zero-padding block).
 func checkKeccakAirConstraints() error {
 	h, cols := keccakf.GenerateTrace([][25]uint64{keccakPlonky3Input()})
-	f, err := air.CheckConstraints(keccakf.Air{}, keccakf.TraceInput(h, cols), 1)
+	f, err := constraints.Check(keccakf.Air{}, keccakf.TraceInput(h, cols), 1)
 	if err != nil {
 		return err
 	}
@@ -175,7 +176,7 @@ func checkKeccakAirMutation() error {
 	} {
 		cols := append([]field.Fp(nil), base...)
 		cols[m.col*h+m.row] = cols[m.col*h+m.row].Add(field.One)
-		f, err := air.CheckConstraints(keccakf.Air{}, keccakf.TraceInput(h, cols), 1)
+		f, err := constraints.Check(keccakf.Air{}, keccakf.TraceInput(h, cols), 1)
 		if err != nil {
 			return err
 		}

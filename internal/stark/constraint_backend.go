@@ -1,6 +1,7 @@
 package stark
 
 import (
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 )
@@ -19,11 +20,11 @@ type ConstraintChallenges struct {
 	Xi []field.Fp4
 	// Eq3b[t][k] is eq3b_{T,k} of interaction k of trace t (trace order).
 	Eq3b [][]field.Fp4
-	// Programs and Weights, when set (one per trace, trace order), are the traces' constraint
-	// programs and their weights for Lambda, Beta and Eq3b, already built by the stage code; a
-	// backend uses them read-only instead of building its own. Either may be nil.
-	Programs []*ConstraintProgram
-	Weights  []*ConstraintWeights
+	// Programs and Weights (one per trace, trace order) are the traces' constraint programs
+	// (compiled once per verifying key) and their weights for Lambda, Beta and Eq3b; a backend
+	// uses them read-only.
+	Programs []*constraints.Program
+	Weights  []*constraints.Weights
 }
 
 // ConstraintTriple holds one value list per polynomial family of a trace: the λ_c-batched

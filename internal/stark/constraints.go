@@ -6,6 +6,7 @@ import (
 	"math/bits"
 
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/transcript"
@@ -34,319 +35,19 @@ var (
 )
 
 // ---------------------------------------------------------------------------------------------
-// Constraint programs: a DAG with its variables resolved to slots.
+// Constraint programs (internal/constraints): compiled once per verifying key (Keygen), or here
+// for inputs built without one.
 
-// Program operations.
-const (
-	progLoad uint8 = iota // slot a
-	progConst
-	progAdd
-	progSub
-	progNeg
-	progMul
-)
-
-type progNode struct {
-	op   uint8
-	a, b int
-	c    field.Fp
-}
-
-// ConstraintProgram is one AIR's constraint DAG compiled for evaluation: every variable is a slot,
-// public values are constants. Slots: column c of opening part q (order [common main,
-// preprocessed, cached 0, …]) has slots 2·(PartStart[q]+c) (local row) and 2·(PartStart[q]+c)+1
-// (next row); then SlotIsFirst, SlotIsLast, SlotIsTransition.
-type ConstraintProgram struct {
-	nodes         []progNode
-	constraintIdx []int
-	interactions  []air.DAGInteraction
-	maxMsgLen     int
-	// PartWidths are the widths of the opening parts; PartStart their first column.
-	PartWidths, PartStart []int
-	// NumCols is the number of trace columns over all parts.
-	NumCols int
-	NeedRot bool
-	// Used[s] reports whether slot s is read by the DAG.
-	Used []bool
-}
-
-// NumSlots is 2·NumCols + 3.
-func (pg *ConstraintProgram) NumSlots() int { return 2*pg.NumCols + 3 }
-
-// SlotIsFirst, SlotIsLast and SlotIsTransition are the selector slots.
-func (pg *ConstraintProgram) SlotIsFirst() int      { return 2 * pg.NumCols }
-func (pg *ConstraintProgram) SlotIsLast() int       { return 2*pg.NumCols + 1 }
-func (pg *ConstraintProgram) SlotIsTransition() int { return 2*pg.NumCols + 2 }
-
-// NumConstraints is the length of the sorted constraint list.
-func (pg *ConstraintProgram) NumConstraints() int { return len(pg.constraintIdx) }
-
-// NumInteractions is the number of interactions.
-func (pg *ConstraintProgram) NumInteractions() int { return len(pg.interactions) }
-
-// NumNodes is the number of DAG nodes (the scratch length of the Eval methods).
-func (pg *ConstraintProgram) NumNodes() int { return len(pg.nodes) }
-
-// OpeningPartWidths returns the widths of the opening parts [common main, preprocessed (if any),
-// cached 0, …] (spec B §1.1).
-func OpeningPartWidths(w air.TraceWidth) []int {
-	out := []int{w.CommonMain}
-	if w.HasPreprocessed() {
-		out = append(out, w.Preprocessed)
+// programFor returns prog, or compiles vk's program when prog is nil.
+func programFor(vk *air.VerifyingKey, prog *constraints.Program) (*constraints.Program, error) {
+	if prog != nil {
+		return prog, nil
 	}
-	return append(out, w.CachedMains...)
-}
-
-// NewConstraintProgram compiles vk's DAG with the AIR's public values. It rejects a DAG that
-// reads a variable outside the AIR's widths, a missing public value or a challenge.
-func NewConstraintProgram(vk *air.VerifyingKey, public []field.Fp) (*ConstraintProgram, error) {
-	if vk == nil || vk.DAG == nil {
-		return nil, fmt.Errorf("%w: missing verifying key", ErrBatchConstraintInput)
+	pg, err := constraints.Compile(vk, constraints.All)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBatchConstraintInput, err)
 	}
-	w := vk.Width
-	if w.CommonMain <= 0 {
-		return nil, fmt.Errorf("%w: common main width %d (must be ≥ 1)", ErrBatchConstraintInput, w.CommonMain)
-	}
-	if len(public) != vk.NumPublicValues {
-		return nil, fmt.Errorf("%w: %d public values, want %d", ErrBatchConstraintInput, len(public), vk.NumPublicValues)
-	}
-	pg := &ConstraintProgram{NeedRot: vk.NeedRot, PartWidths: OpeningPartWidths(w)}
-	for _, pw := range pg.PartWidths {
-		if pw < 0 {
-			return nil, fmt.Errorf("%w: negative width", ErrBatchConstraintInput)
-		}
-		pg.PartStart = append(pg.PartStart, pg.NumCols)
-		pg.NumCols += pw
-	}
-	pg.Used = make([]bool, pg.NumSlots())
-	hasPre := 0
-	if w.HasPreprocessed() {
-		hasPre = 1
-	}
-	k := len(w.CachedMains)
-	g := vk.DAG
-	pg.nodes = make([]progNode, len(g.Nodes))
-	for i, n := range g.Nodes {
-		var pn progNode
-		switch n.Op {
-		case air.OpVariable:
-			v := n.Var
-			part := -1
-			switch v.Entry {
-			case air.EntryPreprocessed:
-				if hasPre == 1 {
-					part = 1
-				}
-			case air.EntryMain:
-				switch {
-				case v.PartIndex == k:
-					part = 0
-				case v.PartIndex >= 0 && v.PartIndex < k:
-					part = 1 + hasPre + v.PartIndex
-				}
-			case air.EntryPublic:
-				if v.Index < 0 || v.Index >= len(public) {
-					return nil, fmt.Errorf("%w: node %d reads public value %d of %d", ErrBatchConstraintInput, i, v.Index, len(public))
-				}
-				pn = progNode{op: progConst, c: public[v.Index]}
-				pg.nodes[i] = pn
-				continue
-			}
-			if part < 0 || v.Index < 0 || v.Index >= pg.PartWidths[part] || v.Offset < 0 || v.Offset > 1 ||
-				(v.Offset == 1 && !vk.NeedRot) {
-				return nil, fmt.Errorf("%w: node %d reads unsupported variable %v", ErrBatchConstraintInput, i, v)
-			}
-			pn = progNode{op: progLoad, a: 2*(pg.PartStart[part]+v.Index) + v.Offset}
-		case air.OpIsFirstRow:
-			pn = progNode{op: progLoad, a: pg.SlotIsFirst()}
-		case air.OpIsLastRow:
-			pn = progNode{op: progLoad, a: pg.SlotIsLast()}
-		case air.OpIsTransition:
-			pn = progNode{op: progLoad, a: pg.SlotIsTransition()}
-		case air.OpConstant:
-			pn = progNode{op: progConst, c: n.C}
-		case air.OpAdd, air.OpSub, air.OpMul:
-			if n.L < 0 || n.L >= i || n.R < 0 || n.R >= i {
-				return nil, fmt.Errorf("%w: node %d is not topologically ordered", ErrBatchConstraintInput, i)
-			}
-			op := map[air.Op]uint8{air.OpAdd: progAdd, air.OpSub: progSub, air.OpMul: progMul}[n.Op]
-			pn = progNode{op: op, a: n.L, b: n.R}
-		case air.OpNeg:
-			if n.L < 0 || n.L >= i {
-				return nil, fmt.Errorf("%w: node %d is not topologically ordered", ErrBatchConstraintInput, i)
-			}
-			pn = progNode{op: progNeg, a: n.L}
-		default:
-			return nil, fmt.Errorf("%w: node %d has unknown kind %d", ErrBatchConstraintInput, i, n.Op)
-		}
-		if pn.op == progLoad {
-			pg.Used[pn.a] = true
-		}
-		pg.nodes[i] = pn
-	}
-	for _, idx := range g.ConstraintIdx {
-		if idx < 0 || idx >= len(g.Nodes) {
-			return nil, fmt.Errorf("%w: constraint node %d out of range", ErrBatchConstraintInput, idx)
-		}
-	}
-	pg.constraintIdx = g.ConstraintIdx
-	for j, in := range g.Interactions {
-		if in.Count < 0 || in.Count >= len(g.Nodes) {
-			return nil, fmt.Errorf("%w: interaction %d count node out of range", ErrBatchConstraintInput, j)
-		}
-		for _, m := range in.Message {
-			if m < 0 || m >= len(g.Nodes) {
-				return nil, fmt.Errorf("%w: interaction %d message node out of range", ErrBatchConstraintInput, j)
-			}
-		}
-		pg.maxMsgLen = max(pg.maxMsgLen, len(in.Message))
-	}
-	pg.interactions = g.Interactions
 	return pg, nil
-}
-
-// EvalBase evaluates every node over F with the slot values slots; dst is reused when large
-// enough.
-func (pg *ConstraintProgram) EvalBase(slots []field.Fp, dst []field.Fp) []field.Fp {
-	if cap(dst) < len(pg.nodes) {
-		dst = make([]field.Fp, len(pg.nodes))
-	}
-	dst = dst[:len(pg.nodes)]
-	for i, n := range pg.nodes {
-		switch n.op {
-		case progLoad:
-			dst[i] = slots[n.a]
-		case progConst:
-			dst[i] = n.c
-		case progAdd:
-			dst[i] = dst[n.a].Add(dst[n.b])
-		case progSub:
-			dst[i] = dst[n.a].Sub(dst[n.b])
-		case progNeg:
-			dst[i] = dst[n.a].Neg()
-		case progMul:
-			dst[i] = dst[n.a].Mul(dst[n.b])
-		}
-	}
-	return dst
-}
-
-// EvalExt evaluates every node over EF.
-func (pg *ConstraintProgram) EvalExt(slots []field.Fp4, dst []field.Fp4) []field.Fp4 {
-	if cap(dst) < len(pg.nodes) {
-		dst = make([]field.Fp4, len(pg.nodes))
-	}
-	dst = dst[:len(pg.nodes)]
-	for i, n := range pg.nodes {
-		switch n.op {
-		case progLoad:
-			dst[i] = slots[n.a]
-		case progConst:
-			dst[i] = field.Lift(n.c)
-		case progAdd:
-			dst[i] = dst[n.a].Add(dst[n.b])
-		case progSub:
-			dst[i] = dst[n.a].Sub(dst[n.b])
-		case progNeg:
-			dst[i] = dst[n.a].Neg()
-		case progMul:
-			dst[i] = dst[n.a].Mul(dst[n.b])
-		}
-	}
-	return dst
-}
-
-// ConstraintWeights are the batching weights of one trace: λ_c powers per sorted constraint,
-// β powers for the fingerprint and eq3b per interaction.
-type ConstraintWeights struct {
-	LambdaPows, BetaPows, Eq3b []field.Fp4
-}
-
-// Weights returns the weights of this program for λ_c, β and the trace's eq3b values (one per
-// interaction).
-func (pg *ConstraintProgram) Weights(lambda, beta field.Fp4, eq3b []field.Fp4) (*ConstraintWeights, error) {
-	if len(eq3b) != len(pg.interactions) {
-		return nil, fmt.Errorf("%w: %d eq3b weights for %d interactions", ErrBatchConstraintInput, len(eq3b), len(pg.interactions))
-	}
-	return &ConstraintWeights{
-		LambdaPows: field.PowersFp4(lambda, len(pg.constraintIdx)),
-		BetaPows:   field.PowersFp4(beta, pg.maxMsgLen+1),
-		Eq3b:       eq3b,
-	}, nil
-}
-
-// CombineBase returns C = Σ_k λ^k·node[constraint_idx[k]], Num = Σ_k eq3b_k·count_k and
-// Den = Σ_k eq3b_k·(Σ_j β^j·m_{k,j} + β^{L_k}·(bus_k+1)) from base-field node values.
-func (pg *ConstraintProgram) CombineBase(nodes []field.Fp, w *ConstraintWeights) (zc, num, den field.Fp4) {
-	for k, idx := range pg.constraintIdx {
-		zc = zc.Add(w.LambdaPows[k].MulBase(nodes[idx]))
-	}
-	for k, in := range pg.interactions {
-		num = num.Add(w.Eq3b[k].MulBase(nodes[in.Count]))
-		var h field.Fp4
-		for j, m := range in.Message {
-			h = h.Add(w.BetaPows[j].MulBase(nodes[m]))
-		}
-		h = h.Add(w.BetaPows[len(in.Message)].MulBase(field.Fp(uint32(in.Bus) + 1)))
-		den = den.Add(w.Eq3b[k].Mul(h))
-	}
-	return zc, num, den
-}
-
-// CombineExt is CombineBase for extension-field node values.
-func (pg *ConstraintProgram) CombineExt(nodes []field.Fp4, w *ConstraintWeights) (zc, num, den field.Fp4) {
-	for k, idx := range pg.constraintIdx {
-		zc = zc.Add(w.LambdaPows[k].Mul(nodes[idx]))
-	}
-	for k, in := range pg.interactions {
-		num = num.Add(w.Eq3b[k].Mul(nodes[in.Count]))
-		var h field.Fp4
-		for j, m := range in.Message {
-			h = h.Add(w.BetaPows[j].Mul(nodes[m]))
-		}
-		h = h.Add(w.BetaPows[len(in.Message)].MulBase(field.Fp(uint32(in.Bus) + 1)))
-		den = den.Add(w.Eq3b[k].Mul(h))
-	}
-	return zc, num, den
-}
-
-// OpeningSlots fills slot values from one trace's column openings in proof layout and the
-// selector values (is_first, is_last); missing rotations read as zero. The layout must have been
-// checked.
-func (pg *ConstraintProgram) OpeningSlots(openings [][]field.Fp4, isFirst, isLast field.Fp4) []field.Fp4 {
-	slots := make([]field.Fp4, pg.NumSlots())
-	for q, pw := range pg.PartWidths {
-		for c := 0; c < pw; c++ {
-			s := 2 * (pg.PartStart[q] + c)
-			if pg.NeedRot {
-				slots[s] = openings[q][2*c]
-				slots[s+1] = openings[q][2*c+1]
-			} else {
-				slots[s] = openings[q][c]
-			}
-		}
-	}
-	slots[pg.SlotIsFirst()] = isFirst
-	slots[pg.SlotIsLast()] = isLast
-	slots[pg.SlotIsTransition()] = field.Fp4One.Sub(isLast)
-	return slots
-}
-
-// checkOpeningsShape checks one trace's column openings against the program's layout.
-func (pg *ConstraintProgram) checkOpeningsShape(openings [][]field.Fp4) error {
-	if len(openings) != len(pg.PartWidths) {
-		return fmt.Errorf("%d parts, want %d", len(openings), len(pg.PartWidths))
-	}
-	f := 1
-	if pg.NeedRot {
-		f = 2
-	}
-	for q, pw := range pg.PartWidths {
-		if len(openings[q]) != pw*f {
-			return fmt.Errorf("part %d has %d openings, want %d", q, len(openings[q]), pw*f)
-		}
-	}
-	return nil
 }
 
 // SelectorsAt returns (is_first, is_last) of a trace with n = log_height − l_skip at the prism
@@ -378,14 +79,15 @@ type bcShape struct {
 	nT, nLift     []int
 	nMax, nLogup  int
 	totalInteract uint64
-	progs         []*ConstraintProgram
+	progs         []*constraints.Program
+	publics       [][]field.Fp
 	eq3b          [][]field.Fp4
 	norm          []field.Fp
 }
 
 // newBCShape checks the parameters, keys and heights (trace order) against the GKR outcome and
 // computes the per-trace data of spec B §3.3, §3.6.
-func newBCShape(p params.SystemParams, vks []*air.VerifyingKey, publics [][]field.Fp, logHeights []int, g *GkrOutcome) (*bcShape, error) {
+func newBCShape(p params.SystemParams, vks []*air.VerifyingKey, progs []*constraints.Program, publics [][]field.Fp, logHeights []int, g *GkrOutcome) (*bcShape, error) {
 	if p.LSkip < 0 || p.LSkip > 20 || p.NStack < 0 || p.LSkip+p.NStack > 27 {
 		return nil, fmt.Errorf("%w: l_skip=%d n_stack=%d", ErrBatchConstraintInput, p.LSkip, p.NStack)
 	}
@@ -401,7 +103,8 @@ func newBCShape(p params.SystemParams, vks []*air.VerifyingKey, publics [][]fiel
 	sh := &bcShape{lSkip: p.LSkip, n: 1 << p.LSkip, d: p.MaxConstraintDegree}
 	T := len(vks)
 	sh.nT, sh.nLift = make([]int, T), make([]int, T)
-	sh.progs = make([]*ConstraintProgram, T)
+	sh.progs = make([]*constraints.Program, T)
+	sh.publics = publics
 	sh.norm = make([]field.Fp, T)
 	for t := 0; t < T; t++ {
 		h := logHeights[t]
@@ -411,9 +114,15 @@ func newBCShape(p params.SystemParams, vks []*air.VerifyingKey, publics [][]fiel
 		if t > 0 && h > logHeights[t-1] {
 			return nil, fmt.Errorf("%w: traces not sorted by height", ErrBatchConstraintInput)
 		}
-		pg, err := NewConstraintProgram(vks[t], publics[t])
+		if vks[t] == nil || vks[t].Width.CommonMain <= 0 {
+			return nil, fmt.Errorf("%w: trace %d has no common main columns", ErrBatchConstraintInput, t)
+		}
+		pg, err := programFor(vks[t], progs[t])
 		if err != nil {
 			return nil, fmt.Errorf("trace %d: %w", t, err)
+		}
+		if len(publics[t]) != pg.NumPublic {
+			return nil, fmt.Errorf("%w: trace %d has %d public values, want %d", ErrBatchConstraintInput, t, len(publics[t]), pg.NumPublic)
 		}
 		if int(vks[t].MaxConstraintDegree) > sh.d {
 			return nil, fmt.Errorf("%w: trace %d degree %d > %d", ErrBatchConstraintInput, t, vks[t].MaxConstraintDegree, sh.d)
@@ -423,7 +132,7 @@ func newBCShape(p params.SystemParams, vks []*air.VerifyingKey, publics [][]fiel
 		sh.nLift[t] = max(h-p.LSkip, 0)
 		sh.nMax = max(sh.nMax, sh.nLift[t])
 		sh.norm[t] = InvPow2(max(-sh.nT[t], 0))
-		sh.totalInteract += uint64(pg.NumInteractions()) << (p.LSkip + sh.nLift[t])
+		sh.totalInteract += uint64(len(pg.Interactions)) << (p.LSkip + sh.nLift[t])
 	}
 	if sh.totalInteract != 0 {
 		sh.nLogup = bits.Len64(sh.totalInteract) - p.LSkip
@@ -438,7 +147,7 @@ func newBCShape(p params.SystemParams, vks []*air.VerifyingKey, publics [][]fiel
 	sh.eq3b = make([][]field.Fp4, T)
 	var stacked uint64
 	for t, pg := range sh.progs {
-		k := pg.NumInteractions()
+		k := len(pg.Interactions)
 		sh.eq3b[t] = make([]field.Fp4, k)
 		shift := p.LSkip + sh.nLift[t]
 		nb := sh.nLogup - sh.nLift[t]
@@ -551,15 +260,14 @@ func eqAtSmall(xi field.Fp4, x int) field.Fp4 {
 
 // traceEval is μ-weighted contribution of one trace at its full point (spec B §6.2 step 10):
 // μ^{2T}·eqs·norm·Num + μ^{2T+1}·eqs·Den + μ^{2T_count+T}·eqz·C.
-func (sh *bcShape) traceEval(t int, openings [][]field.Fp4, r []field.Fp4, w *ConstraintWeights, muPows []field.Fp4, eqz, eqs field.Fp4) field.Fp4 {
+func (sh *bcShape) traceEval(t int, openings [][]field.Fp4, r []field.Fp4, w *constraints.Weights, muPows []field.Fp4, eqz, eqs field.Fp4) field.Fp4 {
 	pg := sh.progs[t]
 	first, last := SelectorsAt(sh.lSkip, sh.nT[t], r)
-	nodes := pg.EvalExt(pg.OpeningSlots(openings, first, last), nil)
-	c, num, den := pg.CombineExt(nodes, w)
+	c, _ := pg.CombineExt(w, pg.OpeningSlots(openings, first, last), sh.publics[t], nil)
 	T := len(sh.progs)
-	return muPows[2*t].Mul(eqs).Mul(num.MulBase(sh.norm[t])).
-		Add(muPows[2*t+1].Mul(eqs).Mul(den)).
-		Add(muPows[2*T+t].Mul(eqz).Mul(c))
+	return muPows[2*t].Mul(eqs).Mul(c.Num.MulBase(sh.norm[t])).
+		Add(muPows[2*t+1].Mul(eqs).Mul(c.Den)).
+		Add(muPows[2*T+t].Mul(eqz).Mul(c.Zc))
 }
 
 // observeOpenings observes the column openings (B7, B8): common mains of all traces first, then
@@ -591,18 +299,18 @@ func (sh *bcShape) observeOpenings(tr *transcript.Transcript, openings [][][]fie
 // Prover.
 
 // checkAirInputs validates the traces against their keys.
-func checkAirInputs(traces []*AirInput) (vks []*air.VerifyingKey, publics [][]field.Fp, logHeights []int, err error) {
+func checkAirInputs(traces []*AirInput) (vks []*air.VerifyingKey, progs []*constraints.Program, publics [][]field.Fp, logHeights []int, err error) {
 	for t, in := range traces {
 		if in == nil || in.VK == nil {
-			return nil, nil, nil, fmt.Errorf("%w: trace %d missing", ErrBatchConstraintInput, t)
+			return nil, nil, nil, nil, fmt.Errorf("%w: trace %d missing", ErrBatchConstraintInput, t)
 		}
 		w := in.VK.Width
 		if in.Common == nil {
-			return nil, nil, nil, fmt.Errorf("%w: trace %d has no common main trace", ErrBatchConstraintInput, t)
+			return nil, nil, nil, nil, fmt.Errorf("%w: trace %d has no common main trace", ErrBatchConstraintInput, t)
 		}
 		h := in.Height()
 		if h < 1 || h&(h-1) != 0 {
-			return nil, nil, nil, fmt.Errorf("%w: trace %d height %d", ErrBatchConstraintInput, t, h)
+			return nil, nil, nil, nil, fmt.Errorf("%w: trace %d height %d", ErrBatchConstraintInput, t, h)
 		}
 		check := func(m Trace, width int, what string) error {
 			if m.Width() != width || m.Height() != h {
@@ -611,40 +319,41 @@ func checkAirInputs(traces []*AirInput) (vks []*air.VerifyingKey, publics [][]fi
 			return nil
 		}
 		if err := check(in.Common, w.CommonMain, "common main"); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		if w.HasPreprocessed() != (in.Preprocessed != nil) {
-			return nil, nil, nil, fmt.Errorf("%w: trace %d preprocessed trace presence", ErrBatchConstraintInput, t)
+			return nil, nil, nil, nil, fmt.Errorf("%w: trace %d preprocessed trace presence", ErrBatchConstraintInput, t)
 		}
 		if in.Preprocessed != nil {
 			if err := check(in.Preprocessed, w.Preprocessed, "preprocessed"); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, nil, err
 			}
 		}
 		if len(in.Cached) != len(w.CachedMains) {
-			return nil, nil, nil, fmt.Errorf("%w: trace %d has %d cached parts, want %d", ErrBatchConstraintInput, t, len(in.Cached), len(w.CachedMains))
+			return nil, nil, nil, nil, fmt.Errorf("%w: trace %d has %d cached parts, want %d", ErrBatchConstraintInput, t, len(in.Cached), len(w.CachedMains))
 		}
 		for j := range in.Cached {
 			if err := check(in.Cached[j], w.CachedMains[j], fmt.Sprintf("cached part %d", j)); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, nil, err
 			}
 		}
 		vks = append(vks, in.VK)
+		progs = append(progs, in.Program)
 		publics = append(publics, in.Public)
 		logHeights = append(logHeights, in.LogHeight())
 	}
-	return vks, publics, logHeights, nil
+	return vks, progs, publics, logHeights, nil
 }
 
 // ProveBatchConstraints runs the batch constraint sumcheck prover (spec B §4.2 B1–B8) on traces
 // given in trace order, after the GKR stage (g.Xi already extended to l + n_global). It returns
 // the proof part and the opening claims for the stacked reduction (ColumnOpeningsToClaims).
 func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p params.SystemParams, traces []*AirInput, g *GkrOutcome) (BatchConstraintProof, *OpeningClaims, error) {
-	vks, publics, logHeights, err := checkAirInputs(traces)
+	vks, progs, publics, logHeights, err := checkAirInputs(traces)
 	if err != nil {
 		return BatchConstraintProof{}, nil, err
 	}
-	sh, err := newBCShape(p, vks, publics, logHeights, g)
+	sh, err := newBCShape(p, vks, progs, publics, logHeights, g)
 	if err != nil {
 		return BatchConstraintProof{}, nil, err
 	}
@@ -652,7 +361,7 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 	xi := g.Xi
 
 	lambda := tr.SampleExt() // B1
-	weights := make([]*ConstraintWeights, T)
+	weights := make([]*constraints.Weights, T)
 	for t, pg := range sh.progs {
 		if weights[t], err = pg.Weights(lambda, g.Beta, sh.eq3b[t]); err != nil {
 			return BatchConstraintProof{}, nil, err
@@ -739,7 +448,7 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 			if err != nil {
 				return err
 			}
-			if err := sh.progs[t].checkOpeningsShape(o); err != nil {
+			if err := sh.progs[t].CheckOpeningsShape(o); err != nil {
 				return fmt.Errorf("%w: backend openings of trace %d: %v", ErrBatchConstraintInput, t, err)
 			}
 			openings[t] = o
@@ -820,12 +529,13 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 func VerifyBatchConstraints(tr *transcript.Transcript, p params.SystemParams, traces []TraceShape, g *GkrOutcome, proof *BatchConstraintProof) (*OpeningClaims, error) {
 	T := len(traces)
 	vks := make([]*air.VerifyingKey, T)
+	progs := make([]*constraints.Program, T)
 	publics := make([][]field.Fp, T)
 	logHeights := make([]int, T)
 	for t, ts := range traces {
-		vks[t], publics[t], logHeights[t] = ts.VK, ts.Public, ts.LogHeight
+		vks[t], progs[t], publics[t], logHeights[t] = ts.VK, ts.Program, ts.Public, ts.LogHeight
 	}
-	sh, err := newBCShape(p, vks, publics, logHeights, g)
+	sh, err := newBCShape(p, vks, progs, publics, logHeights, g)
 	if err != nil {
 		return nil, err
 	}
@@ -854,7 +564,7 @@ func VerifyBatchConstraints(tr *transcript.Transcript, p params.SystemParams, tr
 		return nil, fmt.Errorf("%w: column openings for %d traces, want %d", ErrBatchConstraintShape, len(proof.ColumnOpenings), T)
 	}
 	for t, o := range proof.ColumnOpenings {
-		if err := sh.progs[t].checkOpeningsShape(o); err != nil {
+		if err := sh.progs[t].CheckOpeningsShape(o); err != nil {
 			return nil, fmt.Errorf("%w: trace %d: %v", ErrBatchConstraintShape, t, err)
 		}
 	}
@@ -962,7 +672,7 @@ func ColumnOpeningsToClaims(vks []*air.VerifyingKey, r []field.Fp4, openings [][
 		if vk == nil {
 			return nil, fmt.Errorf("%w: trace %d has no key", ErrBatchConstraintInput, t)
 		}
-		widths := OpeningPartWidths(vk.Width)
+		widths := constraints.OpeningPartWidths(vk.Width)
 		if len(openings[t]) != len(widths) {
 			return nil, fmt.Errorf("%w: trace %d has %d opening parts, want %d", ErrBatchConstraintInput, t, len(openings[t]), len(widths))
 		}

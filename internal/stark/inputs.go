@@ -2,6 +2,7 @@ package stark
 
 import (
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 )
 
@@ -12,6 +13,8 @@ type AirInput struct {
 	// AirIndex is the AIR's position in the verifying key.
 	AirIndex int
 	VK       *air.VerifyingKey
+	// Program is VK's constraint program (compiled at keygen); nil: compiled when needed.
+	Program *constraints.Program
 	// Common is the common main trace; its height is the trace height (a power of two). An AIR
 	// without common main columns has a width-0 trace of that height.
 	Common Trace
@@ -33,8 +36,10 @@ func (a *AirInput) LogHeight() int {
 
 // TraceShape is what the verifier knows of one present AIR, in trace order.
 type TraceShape struct {
-	AirIndex  int
-	VK        *air.VerifyingKey
+	AirIndex int
+	VK       *air.VerifyingKey
+	// Program is VK's constraint program (compiled at keygen); nil: compiled when needed.
+	Program   *constraints.Program
 	LogHeight int
 	Public    []field.Fp
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 )
@@ -20,10 +21,21 @@ var ErrKeygen = errors.New("stark: keygen")
 type VerifyingKey struct {
 	MVK     *air.MultiVerifyingKey0
 	PreHash Digest
+	// Programs are the AIRs' constraint programs (internal/constraints), compiled once here; a
+	// device backend uploads them once.
+	Programs []*constraints.Program
 }
 
 // Params returns the system parameters the key was made for.
 func (vk *VerifyingKey) Params() params.SystemParams { return vk.MVK.Params }
+
+// program is AIR i's compiled program (nil for a key built without them).
+func (vk *VerifyingKey) program(i int) *constraints.Program {
+	if i < len(vk.Programs) {
+		return vk.Programs[i]
+	}
+	return nil
+}
 
 // NumAirs is the number of AIRs of the key.
 func (vk *VerifyingKey) NumAirs() int { return len(vk.MVK.PerAir) }
@@ -114,7 +126,13 @@ func Keygen(p params.SystemParams, airs []air.Air, required []bool, be *Backend)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrKeygen, err)
 	}
-	pk.VK = &VerifyingKey{MVK: mvk, PreHash: mvk.PreHash()}
+	pk.VK = &VerifyingKey{MVK: mvk, PreHash: mvk.PreHash(), Programs: make([]*constraints.Program, len(airs))}
+	for i, avk := range mvk.PerAir {
+		if pk.VK.Programs[i], err = constraints.Compile(avk, constraints.All); err != nil {
+			pk.Free()
+			return nil, fmt.Errorf("%w: AIR %d (%s): %w", ErrKeygen, i, airs[i].Name(), err)
+		}
+	}
 	return pk, nil
 }
 

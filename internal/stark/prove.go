@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/poseidon2"
@@ -318,6 +319,23 @@ func checkInputs(pk *ProvingKey, inputs []AirTraces, p params.SystemParams) ([]i
 	return present, nil
 }
 
+// AirInputs validates loaded inputs against the key and returns the present AIRs in trace order
+// (B §3.1 item 2: height descending, ties by AIR index), as the stages after the preamble take
+// them.
+func AirInputs(pk *ProvingKey, inputs []AirTraces, p params.SystemParams) ([]*AirInput, error) {
+	order, err := checkInputs(pk, inputs, p)
+	if err != nil {
+		return nil, err
+	}
+	traces := make([]*AirInput, len(order))
+	for t, i := range order {
+		in := &inputs[i]
+		traces[t] = &AirInput{AirIndex: i, VK: pk.VK.MVK.PerAir[i], Program: pk.VK.program(i), Common: in.Common,
+			Preprocessed: pk.Preprocessed[i], Cached: in.Cached, Public: in.Public}
+	}
+	return traces, nil
+}
+
 // checkTraces runs the host checker on the present AIRs (AIR order), on the host matrices the
 // traces were loaded from.
 func checkTraces(pk *ProvingKey, inputs []AirTraces, maxFailures int) error {
@@ -340,7 +358,7 @@ func checkTraces(pk *ProvingKey, inputs []AirTraces, maxFailures int) error {
 			ti.CachedMains = append(ti.CachedMains, *c.Host())
 		}
 		if len(e.Failures) < maxFailures {
-			fs, err := air.CheckConstraints(pk.Airs[i], ti, maxFailures-len(e.Failures))
+			fs, err := constraints.Check(pk.Airs[i], ti, maxFailures-len(e.Failures))
 			if err != nil {
 				return inputErr("AIR %d: %v", i, err)
 			}
@@ -355,7 +373,7 @@ func checkTraces(pk *ProvingKey, inputs []AirTraces, maxFailures int) error {
 		}
 	}
 	if len(busAirs) > 0 {
-		ims, err := air.CheckInteractions(busAirs, busInputs)
+		ims, err := constraints.CheckInteractions(busAirs, busInputs)
 		if err != nil {
 			return inputErr("%v", err)
 		}
@@ -439,7 +457,7 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 	if err := be.check(); err != nil {
 		return nil, err
 	}
-	order, err := checkInputs(pk, inputs, p)
+	traces, err := AirInputs(pk, inputs, p)
 	if err != nil {
 		return nil, err
 	}
@@ -449,15 +467,9 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 			return nil, err
 		}
 	}
-
-	// Trace order (B §3.1 item 2) and the per-trace inputs of the stages.
 	vk := pk.VK
-	traces := make([]*AirInput, len(order))
-	commons := make([]Trace, len(order))
-	for t, i := range order {
-		in := &inputs[i]
-		traces[t] = &AirInput{AirIndex: i, VK: vk.MVK.PerAir[i], Common: in.Common, Preprocessed: pk.Preprocessed[i],
-			Cached: in.Cached, Public: in.Public}
+	commons := make([]Trace, len(traces))
+	for t, in := range traces {
 		commons[t] = in.Common
 	}
 	// Commitment list of the opening proof (B §5.1): common main, then per trace its

@@ -96,7 +96,7 @@ func checkProofShape(vk *VerifyingKey, proof *Proof, p params.SystemParams) (*ve
 		avk := vk.MVK.PerAir[i]
 		td := proof.TraceVData[i]
 		h := td.LogHeight
-		plan.shapes = append(plan.shapes, TraceShape{AirIndex: i, VK: avk, LogHeight: h, Public: proof.PublicValues[i]})
+		plan.shapes = append(plan.shapes, TraceShape{AirIndex: i, VK: avk, Program: vk.program(i), LogHeight: h, Public: proof.PublicValues[i]})
 		nMax = max(nMax, h-p.LSkip)
 		rot := 1
 		if avk.NeedRot {

@@ -14,6 +14,8 @@
 //	internal/gpu/host/kernels_host.gen.cpp  amalgamation + host trampolines + C table
 //	internal/gpu/cuda/kernels.gen.cu        amalgamation + extern "C" __global__ mslk_NAME wrappers
 //	internal/gpu/metal/shaders.gen.metal    the MSL source with includes inlined (Metal run time)
+//	internal/kernels/dispatch.gen.go        one typed dispatch function per kernel (launchers.go)
+//	shaders/include/field_consts.h          BabyBear/Fp4 constants from internal/field
 //
 // The non-Metal outputs start from one "amalgamation": the .metal files with their quoted
 // #includes inlined (each file once, with #line directives so diagnostics point at the original
@@ -469,6 +471,10 @@ func main() {
 		check(fmt.Errorf("no shaders/*.metal under %s", r))
 	}
 	incDirs := []string{filepath.Join(r, "shaders", "include")}
+	if *checkOut == "" {
+		// Before the headers are read: babybear.h and bb4.h include it.
+		write(filepath.Join(r, "shaders/include/field_consts.h"), genFieldHeader())
+	}
 
 	// Structs of every file and header (value sizes), then kernels.
 	st := structs{}
@@ -504,6 +510,7 @@ func main() {
 		return
 	}
 	write(filepath.Join(r, "internal/gpu/driver/kernels.gen.go"), genGo(kernels))
+	write(filepath.Join(r, "internal/kernels/dispatch.gen.go"), genLaunchers(kernels, st))
 	write(filepath.Join(r, "internal/gpu/host/kernels_host.gen.cpp"), banner+genHost(kernels, amalg))
 	write(filepath.Join(r, "internal/gpu/cuda/kernels.gen.cu"), banner+genCUDA(kernels, amalg))
 	write(filepath.Join(r, "internal/gpu/metal/shaders.gen.metal"), banner+metal.out.String())

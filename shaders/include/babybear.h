@@ -7,10 +7,7 @@
 #define BABYBEAR_H
 #include "prelude.h"
 
-#define BB_P 0x78000001u     // modulus
-#define BB_PINV 0x88000001u  // p^-1 mod 2^32
-#define BB_ONE 0x0ffffffeu   // 1 in Montgomery form: 2^32 mod p
-#define BB_R2 0x45dddde3u    // 2^64 mod p: bb_mul(x, BB_R2) converts x into Montgomery form
+#include "field_consts.h"  // BB_P, BB_PINV, BB_ONE, BB_R2 (generated from internal/field)
 #define BB_ZERO 0u
 
 MSL_FN uint bb_add(uint a, uint b) {

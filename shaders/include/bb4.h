@@ -10,8 +10,7 @@
 #define BB4_H
 #include "babybear.h"
 
-#define BB4_W 11u            // X^4 = W
-#define BB4_W_MONT 0x37ffffe9u  // W in Montgomery form: 11 * 2^32 mod p
+// BB4_W (X^4 = W) and BB4_W_MONT come from field_consts.h (generated from internal/field).
 
 #if defined(__METAL_VERSION__)
 typedef uint4 bb4;

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 )
 
@@ -15,7 +16,7 @@ func checkAll(t *testing.T, ins []Instance) (failures []air.Failure, imbalances 
 	var airs []air.Air
 	var traces []air.TraceInput
 	for _, in := range ins {
-		fs, err := air.CheckConstraints(in.Air, in.Trace, 0)
+		fs, err := constraints.Check(in.Air, in.Trace, 0)
 		if err != nil {
 			t.Fatalf("%s: %v", in.Air.Name(), err)
 		}
@@ -23,7 +24,7 @@ func checkAll(t *testing.T, ins []Instance) (failures []air.Failure, imbalances 
 		airs = append(airs, in.Air)
 		traces = append(traces, in.Trace)
 	}
-	im, err := air.CheckInteractions(airs, traces)
+	im, err := constraints.CheckInteractions(airs, traces)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestSplitMain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fs, err := air.CheckConstraints(in.Air, got, 0)
+		fs, err := constraints.Check(in.Air, got, 0)
 		if err != nil || len(fs) != 0 {
 			t.Errorf("%s: split trace: %v %v", in.Air.Name(), fs, err)
 		}

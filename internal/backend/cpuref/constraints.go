@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
@@ -21,15 +22,16 @@ var ErrConstraintProver = errors.New("cpuref: batch constraint prover misuse")
 var _ stark.ConstraintBackend = Backend{}
 
 type bcTrace struct {
-	pg     *stark.ConstraintProgram
-	w      *stark.ConstraintWeights
+	pg     *constraints.Program
+	w      *constraints.Weights
+	public []field.Fp
 	nLift  int
 	cols   [][]field.Fp  // per slot, lifted height (nil: not materialised)
 	tables [][]field.Fp4 // per slot after BindUnivariate, height 2^(ñ − binds)
 	slots  []field.Fp    // scratch
 	slotsE []field.Fp4   // scratch
-	nodes  []field.Fp    // scratch
-	nodesE []field.Fp4   // scratch
+	regs   []field.Fp    // scratch
+	regsE  []field.Fp4   // scratch
 	used   []int         // slots read by the DAG
 	stored []int         // slots materialised (openings need them even when unused)
 }
@@ -53,19 +55,21 @@ func (Backend) NewConstraintProver(p params.SystemParams, traces []*stark.AirInp
 	n := 1 << l
 	bp := &bcProver{l: l, n: n, d: p.MaxConstraintDegree, xi: ch.Xi, binds: -1}
 	for t, in := range traces {
-		// The stage code passes the programs and weights it built; build them only when absent.
-		var pg *stark.ConstraintProgram
+		var pg *constraints.Program
 		if ch.Programs != nil {
 			pg = ch.Programs[t]
 		}
 		if pg == nil {
+			pg = in.Program
+		}
+		if pg == nil {
 			var err error
-			if pg, err = stark.NewConstraintProgram(in.VK, in.Public); err != nil {
+			if pg, err = constraints.Compile(in.VK, constraints.All); err != nil {
 				return nil, err
 			}
 		}
-		var w *stark.ConstraintWeights
-		if ch.Weights != nil && ch.Programs != nil && ch.Programs[t] != nil {
+		var w *constraints.Weights
+		if ch.Weights != nil {
 			w = ch.Weights[t]
 		}
 		if w == nil {
@@ -80,7 +84,7 @@ func (Backend) NewConstraintProver(p params.SystemParams, traces []*stark.AirInp
 			return nil, fmt.Errorf("%w: ξ too short", ErrConstraintProver)
 		}
 		hl := n << nLift
-		bt := &bcTrace{pg: pg, w: w, nLift: nLift, cols: make([][]field.Fp, pg.NumSlots())}
+		bt := &bcTrace{pg: pg, w: w, public: in.Public, nLift: nLift, cols: make([][]field.Fp, pg.NumSlots())}
 		parts := []*air.Matrix{in.Common.Host()}
 		if in.Preprocessed != nil {
 			parts = append(parts, in.Preprocessed.Host())
@@ -178,11 +182,11 @@ func (bp *bcProver) UnivariateRound() ([]stark.ConstraintTriple, error) {
 				for _, s := range bt.used {
 					bt.slots[s] = ext[s][i]
 				}
-				bt.nodes = bt.pg.EvalBase(bt.slots, bt.nodes)
-				zc, num, den := bt.pg.CombineBase(bt.nodes, bt.w)
-				accZ[i] = accZ[i].Add(ex.Mul(zc))
-				accN[i] = accN[i].Add(ex.Mul(num))
-				accD[i] = accD[i].Add(ex.Mul(den))
+				var c constraints.Combined
+				c, bt.regs = bt.pg.CombineBase(bt.w, bt.slots, bt.public, bt.regs)
+				accZ[i] = accZ[i].Add(ex.Mul(c.Zc))
+				accN[i] = accN[i].Add(ex.Mul(c.Num))
+				accD[i] = accD[i].Add(ex.Mul(c.Den))
 			}
 		}
 		polys := [3][]field.Fp4{accZ, accN, accD}
@@ -276,11 +280,11 @@ func (bp *bcProver) Round() ([]stark.ConstraintTriple, error) {
 				for _, s := range bt.used {
 					bt.slotsE[s] = bt.slotsE[s].Add(diff[s])
 				}
-				bt.nodesE = bt.pg.EvalExt(bt.slotsE, bt.nodesE)
-				c, nm, dn := bt.pg.CombineExt(bt.nodesE, bt.w)
-				zc[x-1] = zc[x-1].Add(ey.Mul(c))
-				num[x-1] = num[x-1].Add(ey.Mul(nm))
-				den[x-1] = den[x-1].Add(ey.Mul(dn))
+				var c constraints.Combined
+				c, bt.regsE = bt.pg.CombineExt(bt.w, bt.slotsE, bt.public, bt.regsE)
+				zc[x-1] = zc[x-1].Add(ey.Mul(c.Zc))
+				num[x-1] = num[x-1].Add(ey.Mul(c.Num))
+				den[x-1] = den[x-1].Add(ey.Mul(c.Den))
 			}
 		}
 		out[t] = stark.ConstraintTriple{Zc: zc, Num: num, Den: den}

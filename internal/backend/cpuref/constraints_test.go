@@ -9,6 +9,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/air/testair"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
@@ -75,7 +76,7 @@ func TestConstraintRound0OnD(t *testing.T) {
 	// The programs and weights the stage code passes give the same round-0 polynomials.
 	pre := *ch
 	for ti, tr := range traces {
-		pg, err := stark.NewConstraintProgram(tr.VK, tr.Public)
+		pg, err := constraints.Compile(tr.VK, constraints.All)
 		if err != nil {
 			t.Fatal(err)
 		}

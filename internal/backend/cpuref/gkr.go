@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
@@ -29,75 +30,37 @@ type gkrProver struct {
 	eq, p0, q0, p1, q1  []field.Fp4
 }
 
-// newRowEval returns the row evaluator of an AirInput's unlifted rows.
-func newRowEval(t *stark.AirInput) (*air.RowEval, error) {
-	h := t.Height()
-	if h < 1 {
-		return nil, fmt.Errorf("%w: AIR %d: trace height %d", ErrGkrProver, t.AirIndex, h)
+// interactionLeaves evaluates every interaction of trace t on its rows with the interactions of
+// its constraint program: num[k][ρ] = count, den[k][ρ] = α + Σ_j β^j·m_j + β^len·(bus+1).
+func interactionLeaves(t *stark.AirInput, alpha, beta field.Fp4) (num [][]field.Fp, den [][]field.Fp4, err error) {
+	prog, err := constraints.Compile(t.VK, constraints.Interactions)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: AIR %d: %w", ErrGkrProver, t.AirIndex, err)
 	}
-	w := t.VK.Width
-	var parts []air.Matrix
-	if len(t.Cached) != len(w.CachedMains) {
-		return nil, fmt.Errorf("%w: AIR %d: %d cached parts, want %d", ErrGkrProver, t.AirIndex, len(t.Cached), len(w.CachedMains))
+	parts := []*air.Matrix{t.Common.Host()}
+	if t.Preprocessed != nil {
+		parts = append(parts, t.Preprocessed.Host())
 	}
 	for _, c := range t.Cached {
-		parts = append(parts, *c.Host())
+		parts = append(parts, c.Host())
 	}
-	if w.CommonMain != 0 {
-		parts = append(parts, *t.Common.Host())
-	}
-	mats := parts
-	if t.Preprocessed != nil {
-		mats = append(mats[:len(mats):len(mats)], *t.Preprocessed.Host())
-	}
-	for _, m := range mats {
-		if m.Height != h || m.Width < 0 || len(m.Values) != m.Width*m.Height {
-			return nil, fmt.Errorf("%w: AIR %d: a %d×%d part (%d values) in a trace of height %d", ErrGkrProver, t.AirIndex, m.Height, m.Width, len(m.Values), h)
-		}
-	}
-	v := &air.RowEval{Public: t.Public, Height: h}
-	for _, m := range parts {
-		v.Parts = append(v.Parts, air.Matrix{Width: m.Width, Height: m.Height, Values: m.Values})
-	}
-	if t.Preprocessed != nil {
-		v.Pre = t.Preprocessed.Host()
-	}
-	return v, nil
-}
-
-// interactionLeaves evaluates every interaction of trace t on its rows: num[k][ρ] = count,
-// den[k][ρ] = α + Σ_j β^j·m_j + β^len·(bus+1).
-func interactionLeaves(t *stark.AirInput, alpha, beta field.Fp4) (num [][]field.Fp, den [][]field.Fp4, err error) {
-	dag := t.VK.DAG
-	v, err := newRowEval(t)
+	rows, err := constraints.NewRows(prog, parts, t.Public)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: AIR %d: %w", ErrGkrProver, t.AirIndex, err)
 	}
-	maxLen := 0
-	for _, it := range dag.Interactions {
-		maxLen = max(maxLen, len(it.Message))
-		for _, n := range append(it.Message[:len(it.Message):len(it.Message)], it.Count) {
-			if n < 0 || n >= len(dag.Nodes) {
-				return nil, nil, fmt.Errorf("%w: AIR %d: interaction node %d out of range", ErrGkrProver, t.AirIndex, n)
-			}
-		}
-	}
-	betaPows := field.PowersFp4(beta, maxLen+1)
-	h := v.Height
-	num = make([][]field.Fp, len(dag.Interactions))
-	den = make([][]field.Fp4, len(dag.Interactions))
-	for k := range dag.Interactions {
+	betaPows := field.PowersFp4(beta, prog.MaxMsgLen+1)
+	h := rows.Height()
+	num = make([][]field.Fp, len(prog.Interactions))
+	den = make([][]field.Fp4, len(prog.Interactions))
+	for k := range prog.Interactions {
 		num[k] = make([]field.Fp, h)
 		den[k] = make([]field.Fp4, h)
 	}
-	var vals []field.Fp
+	vals := make([]field.Fp, len(prog.Outputs))
+	var slots, regs []field.Fp
 	for r := range h {
-		v.Row = r
-		vals = dag.EvalNodes(v, vals)
-		if v.Err != nil {
-			return nil, nil, fmt.Errorf("%w: AIR %d: %w", ErrGkrProver, t.AirIndex, v.Err)
-		}
-		for k, it := range dag.Interactions {
+		slots, regs = rows.Eval(r, slots, regs, func(o int, v field.Fp) { vals[o] = v })
+		for k, it := range prog.Interactions {
 			d := betaPows[len(it.Message)].MulBase(field.New(uint32(it.Bus) + 1))
 			for j, m := range it.Message {
 				d = d.Add(betaPows[j].MulBase(vals[m]))

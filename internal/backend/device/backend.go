@@ -44,6 +44,11 @@ type Backend struct {
 	mu     sync.Mutex
 	closed bool
 	live   map[freer]struct{}
+
+	// grind holds the proof-of-work search buffers (made on first use; grind.go), grindMu
+	// serialises the searches that use them.
+	grindMu sync.Mutex
+	grind   *kernels.Grind
 }
 
 // freer is a handle the backend frees on Close.
@@ -73,6 +78,9 @@ func (b *Backend) Stages() *stark.Backend {
 		Name:      "device (" + string(b.dev.Kind()) + ": " + b.dev.Name() + ")",
 		Loader:    b,
 		Committer: b,
+		Stacking:  b,
+		Whir:      b,
+		Grinder:   b,
 		Meter:     b,
 	}
 }
@@ -88,6 +96,12 @@ func (b *Backend) Close() {
 	for h := range live {
 		h.free()
 	}
+	b.grindMu.Lock()
+	if b.grind != nil {
+		b.grind.Close()
+		b.grind = nil
+	}
+	b.grindMu.Unlock()
 	b.hash.Close()
 	b.ntt.Close()
 }

@@ -69,6 +69,16 @@ func (c *Committed) live() error {
 	return nil
 }
 
+// liveTree returns the Merkle tree, or ErrFreed for a freed commitment.
+func (c *Committed) liveTree() (*kernels.MerkleTree, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tree == nil {
+		return nil, ErrFreed
+	}
+	return c.tree, nil
+}
+
 // StackedMatrix downloads Q (canonical): for tests and diagnostics, never on the proving path.
 func (c *Committed) StackedMatrix() (air.Matrix, error) {
 	if err := c.live(); err != nil {

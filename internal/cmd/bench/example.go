@@ -25,6 +25,7 @@ import (
 	"github.com/metalprove/metalprove/internal/cmd/prove"
 	"github.com/metalprove/metalprove/internal/cmd/trace"
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/gpu"
 	sp "github.com/metalprove/metalprove/internal/params"
@@ -321,7 +322,7 @@ func exampleRun(opts *Options) error {
 			task.Done()
 			return fmt.Errorf("bench: %s: %w", s.Name, err)
 		}
-		if fs, err := air.CheckConstraints(s.Air, ti, 1); err != nil || len(fs) > 0 {
+		if fs, err := constraints.Check(s.Air, ti, 1); err != nil || len(fs) > 0 {
 			task.Done()
 			if err == nil {
 				err = fmt.Errorf("row %d: constraint %d: %s", fs[0].Row, fs[0].Constraint, fs[0].Expr)
@@ -341,7 +342,7 @@ func exampleRun(opts *Options) error {
 		rep.AIRs = append(rep.AIRs, prove.AirRow{Name: s.Name, Width: s.Width(), Height: s.Height})
 	}
 	{
-		if ims, err := air.CheckInteractions(airs, tis); err != nil || len(ims) > 0 {
+		if ims, err := constraints.CheckInteractions(airs, tis); err != nil || len(ims) > 0 {
 			task.Done()
 			if err == nil {
 				err = errors.New(ims[0].String())

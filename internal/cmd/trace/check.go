@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/progress"
@@ -262,7 +260,7 @@ func checkFile(opts *CheckOptions) (*CheckReport, error) {
 	if len(busAirs) > 0 {
 		task.Step("interaction balance")
 		start := time.Now()
-		ims, err := air.CheckInteractions(busAirs, busInputs)
+		ims, err := constraints.CheckInteractions(busAirs, busInputs)
 		if err != nil {
 			return nil, fmt.Errorf("%s: interaction balance: %w", path, err)
 		}
@@ -351,224 +349,16 @@ type checkResult struct {
 	interactions int
 }
 
-// maxExprLen bounds a reported expression (as air.CheckConstraints does: constraints that reuse
-// a subtree, such as limb folds, print exponentially long).
-const maxExprLen = 400
-
-// checkRowsPerChunk is the number of rows a worker takes at a time (a variable for tests).
-var checkRowsPerChunk = 256
-
-// checkConstraints is air.CheckConstraints evaluated in parallel: rows are split into chunks that
-// runtime.GOMAXPROCS(0) workers evaluate through the constraint DAG. It returns the same failures,
-// in (row, constraint) order, at most maxFailures of them (all when maxFailures ≤ 0). The error
-// reports a trace that does not fit the AIR (wrapping air.ErrShape) or an AIR that cannot be
-// evaluated on the host.
+// checkConstraints runs constraints.Check on one section and counts its constraints and
+// interactions for the report.
 func checkConstraints(a air.Air, in air.TraceInput, maxFailures int) (*checkResult, error) {
 	sc, err := air.Symbolic(a)
 	if err != nil {
 		return nil, err
 	}
-	dag, rawIdx := air.BuildDAG(sc.Constraints, sc.Interactions)
-	ev, err := newEvaluator(a, in, dag)
+	fs, err := constraints.Check(a, in, maxFailures)
 	if err != nil {
 		return nil, err
 	}
-	res := &checkResult{constraints: len(sc.Constraints), interactions: len(sc.Interactions)}
-	if len(rawIdx) == 0 {
-		return res, nil
-	}
-	h := ev.height
-	chunk := checkRowsPerChunk
-	nChunks := (h + chunk - 1) / chunk
-	found := make([][]air.Failure, nChunks)
-	var next atomic.Int64
-	// stop: chunks from this index on need not be evaluated (an earlier chunk already holds
-	// maxFailures failures on its own).
-	var stop atomic.Int64
-	stop.Store(int64(nChunks))
-	workers := min(runtime.GOMAXPROCS(0), nChunks)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			vals := make([]field.Fp, len(dag.Nodes))
-			for {
-				c := int(next.Add(1) - 1)
-				if c >= nChunks || int64(c) >= stop.Load() {
-					return
-				}
-				var fs []air.Failure
-				for r := c * chunk; r < min((c+1)*chunk, h); r++ {
-					ev.evalRow(r, vals)
-					for ci, node := range rawIdx {
-						if !vals[node].IsZero() {
-							fs = append(fs, air.Failure{Air: a.Name(), Row: r, Constraint: ci, Node: node, Value: vals[node]})
-						}
-					}
-					if maxFailures > 0 && len(fs) >= maxFailures {
-						fs = fs[:maxFailures]
-						for {
-							s := stop.Load()
-							if int64(c) >= s || stop.CompareAndSwap(s, int64(c)) {
-								break
-							}
-						}
-						break
-					}
-				}
-				found[c] = fs
-			}
-		}()
-	}
-	wg.Wait()
-	for _, fs := range found {
-		for _, f := range fs {
-			if maxFailures > 0 && len(res.failures) >= maxFailures {
-				break
-			}
-			f.Expr = sc.Constraints[f.Constraint].Abbrev(maxExprLen)
-			res.failures = append(res.failures, f)
-		}
-	}
-	return res, nil
-}
-
-// evaluator evaluates the DAG on one row at a time, reading the trace directly. It is read-only
-// once built, so workers share it.
-type evaluator struct {
-	nodes  []air.Node
-	height int
-	// For a trace variable node i: cols[i] is its column and offs[i] its row offset; for a public
-	// value, consts[i] is its value.
-	cols   [][]field.Fp
-	offs   []int
-	consts []field.Fp
-}
-
-func newEvaluator(a air.Air, in air.TraceInput, dag *air.DAG) (*evaluator, error) {
-	w := a.Width()
-	shape := func(format string, args ...any) error {
-		return fmt.Errorf("%w: air %s: %s", air.ErrShape, a.Name(), fmt.Sprintf(format, args...))
-	}
-	if len(in.CachedMains) != len(w.CachedMains) {
-		return nil, shape("%d cached mains given, AIR has %d", len(in.CachedMains), len(w.CachedMains))
-	}
-	parts := append([]air.Matrix(nil), in.CachedMains...)
-	if w.CommonMain != 0 {
-		parts = append(parts, in.CommonMain)
-	}
-	if len(parts) == 0 {
-		return nil, shape("no main trace")
-	}
-	widths := w.MainWidths()
-	h := parts[0].Height
-	if h < 1 {
-		return nil, shape("trace height %d", h)
-	}
-	for i, m := range parts {
-		if m.Width != widths[i] || m.Height != h || len(m.Values) != m.Width*m.Height {
-			return nil, shape("main part %d is %dx%d (%d values), want width %d height %d", i, m.Height, m.Width, len(m.Values), widths[i], h)
-		}
-	}
-	pre := in.Preprocessed
-	if pre == nil && w.HasPreprocessed() {
-		pa, ok := a.(air.PreprocessedAir)
-		if !ok {
-			return nil, shape("preprocessed trace missing")
-		}
-		m := pa.PreprocessedTrace()
-		pre = &m
-	}
-	if w.HasPreprocessed() {
-		if pre.Width != w.Preprocessed || pre.Height != h || len(pre.Values) != pre.Width*pre.Height {
-			return nil, shape("preprocessed is %dx%d, want width %d height %d", pre.Height, pre.Width, w.Preprocessed, h)
-		}
-	} else if pre != nil {
-		return nil, shape("preprocessed trace given to an AIR without one")
-	}
-	if len(in.Public) != a.NumPublicValues() {
-		return nil, shape("%d public values, want %d", len(in.Public), a.NumPublicValues())
-	}
-	n := len(dag.Nodes)
-	ev := &evaluator{nodes: dag.Nodes, height: h, cols: make([][]field.Fp, n), offs: make([]int, n), consts: make([]field.Fp, n)}
-	column := func(m air.Matrix, c int) []field.Fp { return m.Values[c*h : (c+1)*h] }
-	for i, nd := range dag.Nodes {
-		if nd.Op != air.OpVariable {
-			continue
-		}
-		v := nd.Var
-		bad := func() error { return shape("variable %v out of range", v) }
-		switch v.Entry {
-		case air.EntryPreprocessed:
-			if pre == nil || v.Index < 0 || v.Index >= pre.Width {
-				return nil, bad()
-			}
-			ev.cols[i] = column(*pre, v.Index)
-		case air.EntryMain:
-			if v.PartIndex < 0 || v.PartIndex >= len(parts) || v.Index < 0 || v.Index >= parts[v.PartIndex].Width {
-				return nil, bad()
-			}
-			ev.cols[i] = column(parts[v.PartIndex], v.Index)
-		case air.EntryPublic:
-			if v.Index < 0 || v.Index >= len(in.Public) {
-				return nil, bad()
-			}
-			ev.consts[i] = in.Public[v.Index]
-			continue
-		default:
-			return nil, fmt.Errorf("air: challenge variable %v cannot be evaluated on the host", v)
-		}
-		if v.Offset < 0 || v.Offset > 1 {
-			return nil, bad()
-		}
-		ev.offs[i] = v.Offset
-	}
-	return ev, nil
-}
-
-// evalRow evaluates every node on row r into vals (len(vals) = number of nodes).
-func (ev *evaluator) evalRow(r int, vals []field.Fp) {
-	h := ev.height
-	first, last := field.Zero, field.Zero
-	if r == 0 {
-		first = field.One
-	}
-	if r == h-1 {
-		last = field.One
-	}
-	trans := field.One.Sub(last)
-	vals = vals[:len(ev.nodes)]
-	for i, n := range ev.nodes {
-		var v field.Fp
-		switch n.Op {
-		case air.OpVariable:
-			if col := ev.cols[i]; col != nil {
-				k := r + ev.offs[i]
-				if k >= h {
-					k -= h
-				}
-				v = col[k]
-			} else {
-				v = ev.consts[i]
-			}
-		case air.OpConstant:
-			v = n.C
-		case air.OpIsFirstRow:
-			v = first
-		case air.OpIsLastRow:
-			v = last
-		case air.OpIsTransition:
-			v = trans
-		case air.OpAdd:
-			v = vals[n.L].Add(vals[n.R])
-		case air.OpSub:
-			v = vals[n.L].Sub(vals[n.R])
-		case air.OpNeg:
-			v = vals[n.L].Neg()
-		case air.OpMul:
-			v = vals[n.L].Mul(vals[n.R])
-		}
-		vals[i] = v
-	}
+	return &checkResult{failures: fs, constraints: len(sc.Constraints), interactions: len(sc.Interactions)}, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/tracefile"
@@ -239,46 +239,10 @@ func TestCheckBadInput(t *testing.T) {
 	}
 }
 
-// TestParallelCheckerMatchesAir compares checkConstraints with air.CheckConstraints on corrupted
-// traces, for several chunk sizes and failure limits.
-func TestParallelCheckerMatchesAir(t *testing.T) {
-	saved := checkRowsPerChunk
-	defer func() { checkRowsPerChunk = saved }()
-	h, cols := keccakf.GenerateTrace(keccakf.RandomInputs(1, 3))
-	kin := keccakf.TraceInput(h, cols)
-	for _, rc := range [][2]int{{0, 0}, {5, 10}, {33, 100}, {90, keccakf.NumCols - 1}, {127, 700}} {
-		kin.CommonMain.Set(rc[0], rc[1], kin.CommonMain.At(rc[0], rc[1]).Add(field.New(3)))
-	}
-	pc := testair.PreprocessedCached(2, 64)
-	pc.Trace.CachedMains[1].Set(17, 0, field.New(5))
+// TestCheckShapeErrors: a section that does not fit its AIR is a shape error (exit 3 upstream).
+func TestCheckShapeErrors(t *testing.T) {
 	fib := testair.Fibonacci(2, 3, 64)
-	for r := 0; r < 64; r += 5 {
-		fib.Trace.CommonMain.Set(r, 0, field.New(uint32(r)))
-	}
 	sel := testair.FibonacciSelector(7, 3, 32)
-	sel.Trace.CommonMain.Set(31, 1, field.New(1))
-	cases := []struct {
-		a  air.Air
-		in air.TraceInput
-	}{{keccakf.Air{}, kin}, {pc.Air, pc.Trace}, {fib.Air, fib.Trace}, {sel.Air, sel.Trace}}
-	for _, chunk := range []int{1, 3, 16, 256} {
-		checkRowsPerChunk = chunk
-		for _, c := range cases {
-			for _, maxF := range []int{0, 1, 2, 7, 50} {
-				want, err := air.CheckConstraints(c.a, c.in, maxF)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := checkConstraints(c.a, c.in, maxF)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(want) == 0 || fmt.Sprint(got.failures) != fmt.Sprint(want) {
-					t.Errorf("%s chunk %d max %d: got %d failures %v\nwant %d %v", c.a.Name(), chunk, maxF, len(got.failures), got.failures, len(want), want)
-				}
-			}
-		}
-	}
 	// Shape errors wrap air.ErrShape.
 	bad := fib.Trace
 	bad.Public = bad.Public[:2]
@@ -300,7 +264,7 @@ func TestCheckMaxFailures(t *testing.T) {
 		{SectionHeader: tracefile.SectionHeader{Name: "fibonacci", Width: 2, Height: 64, PublicValues: fib.Trace.Public}, Data: fib.MainCells()},
 		{SectionHeader: tracefile.SectionHeader{Name: "fibonacci", Width: 2, Height: 64, PublicValues: fib.Trace.Public}, Data: fib.MainCells()},
 	})
-	all, _ := air.CheckConstraints(fib.Air, fib.Trace, 0)
+	all, _ := constraints.Check(fib.Air, fib.Trace, 0)
 	for _, maxF := range []int{1, 4, 10, 0} {
 		rep, err := runCheck(t, p, maxF)
 		if cmdutil.ExitCodeFor(err) != cmdutil.ExitCheckFailed {

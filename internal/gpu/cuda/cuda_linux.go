@@ -174,6 +174,8 @@ type backend struct {
 	closed      bool
 }
 
+var _ driver.KernelLimiter = (*backend)(nil)
+
 // Open opens CUDA device opts.Device: loads libcuda.so.1, retains the primary context, creates a
 // stream and loads the kernels (the embedded nvcc fatbin, else the cache, else compiled by NVRTC,
 // which is loaded then).
@@ -501,6 +503,26 @@ func (b *backend) function(name string) (C.CUfunction, error) {
 	}
 	b.funcs[name] = f
 	return f, nil
+}
+
+// KernelLimits resolves the kernel's function (package gpu asks for every kernel when the device
+// opens, so this happens then, with CUDA's lazy loading too) and reads its limits:
+// CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK (lower than the device's for kernels that need many
+// registers) and static shared memory.
+func (b *backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error) {
+	entry := KernelPrefix + k.Name
+	f, err := b.function(k.Name)
+	if err != nil {
+		return driver.KernelLimits{}, err
+	}
+	var maxThreads, static C.int
+	if r := C.mp_cu_func_attr(b.ctx, &maxThreads, C.MP_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f); r != 0 {
+		return driver.KernelLimits{}, cuErr("cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)", entry, r)
+	}
+	if r := C.mp_cu_func_attr(b.ctx, &static, C.MP_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f); r != 0 {
+		return driver.KernelLimits{}, cuErr("cuFuncGetAttribute(SHARED_SIZE_BYTES)", entry, r)
+	}
+	return driver.KernelLimits{MaxThreadsPerGroup: int(maxThreads), SIMDWidth: b.limits.SIMDWidth, StaticThreadgroupMemory: int(static)}, nil
 }
 
 func (b *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args []driver.Arg, tgLen []uint32) error {

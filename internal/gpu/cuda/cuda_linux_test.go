@@ -329,7 +329,7 @@ func TestGPUCompileError(t *testing.T) {
 }
 
 // TestGPUEmbedded compiles the embedded kernels.gen.cu (the real kernels once generated) and
-// checks that every kernel of the table has its entry point.
+// checks that every kernel of the table has its entry point, with plausible limits.
 func TestGPUEmbedded(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
@@ -340,8 +340,15 @@ func TestGPUEmbedded(t *testing.T) {
 		t.Skip("kernels.gen.cu is still the placeholder")
 	}
 	for i := range driver.Kernels {
-		if _, err := b.function(driver.Kernels[i].Name); err != nil {
-			t.Errorf("%s (%s): %v", driver.Kernels[i].Name, driver.Kernels[i].Pos, err)
+		k := &driver.Kernels[i]
+		l, err := b.KernelLimits(k)
+		if err != nil {
+			t.Errorf("%s (%s): %v", k.Name, k.Pos, err)
+			continue
+		}
+		t.Logf("%s: %+v", k.Name, l)
+		if l.MaxThreadsPerGroup < 32 || l.MaxThreadsPerGroup > b.limits.MaxThreadsPerGroup || l.SIMDWidth != b.limits.SIMDWidth {
+			t.Errorf("%s: implausible function limits %+v (device %+v)", k.Name, l, b.limits)
 		}
 	}
 	b.Close()

@@ -24,6 +24,7 @@ struct mp_cu {
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+  CUresult (*cuFuncGetAttribute)(int*, int, CUfunction);
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
@@ -99,6 +100,7 @@ int mp_cu_load(const char* name, char* err, int errlen) {
   SYM(t, cuModuleUnload, "cuModuleUnload");
   SYM(t, cuModuleGetFunction, "cuModuleGetFunction");
   SYM(t, cuFuncSetAttribute, "cuFuncSetAttribute");
+  SYM(t, cuFuncGetAttribute, "cuFuncGetAttribute");
   SYM(t, cuMemAlloc, "cuMemAlloc_v2");
   SYM(t, cuMemFree, "cuMemFree_v2");
   SYM(t, cuMemsetD8, "cuMemsetD8_v2");
@@ -188,6 +190,10 @@ CUresult mp_cu_module_function(CUcontext ctx, CUfunction* f, CUmodule m, const c
 CUresult mp_cu_func_max_dyn_smem(CUcontext ctx, CUfunction f, int bytes) {
   CTX(ctx);
   return cu.cuFuncSetAttribute(f, MP_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+}
+CUresult mp_cu_func_attr(CUcontext ctx, int* v, int attr, CUfunction f) {
+  CTX(ctx);
+  return cu.cuFuncGetAttribute(v, attr, f);
 }
 CUresult mp_cu_alloc_zeroed(CUcontext ctx, CUdeviceptr* p, size_t n, int* stage) {
   *stage = 0;

@@ -31,6 +31,8 @@ typedef unsigned long long CUdeviceptr;
 #define MP_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define MP_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
 // cuda.h, enum CUfunction_attribute_enum
+#define MP_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
+#define MP_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
 #define MP_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 // cuda.h, enum CUstream_flags_enum: CU_STREAM_DEFAULT = 0x0 (synchronises with the legacy
 // default stream, so cuMemsetD8 on it is ordered before later work on ours)
@@ -67,6 +69,7 @@ CUresult mp_cu_module_load(CUcontext ctx, CUmodule* m, const void* image);
 CUresult mp_cu_module_unload(CUcontext ctx, CUmodule m);
 CUresult mp_cu_module_function(CUcontext ctx, CUfunction* f, CUmodule m, const char* name);
 CUresult mp_cu_func_max_dyn_smem(CUcontext ctx, CUfunction f, int bytes);
+CUresult mp_cu_func_attr(CUcontext ctx, int* v, int attr, CUfunction f);
 CUresult mp_cu_alloc_zeroed(CUcontext ctx, CUdeviceptr* p, size_t n, int* stage);
 CUresult mp_cu_free(CUcontext ctx, CUdeviceptr p);
 CUresult mp_cu_upload(CUcontext ctx, CUstream s, CUdeviceptr dst, const void* src, size_t n, int* stage);

@@ -82,6 +82,29 @@ type Limits struct {
 // the project's one such sentinel: package gpu re-exports it.
 var ErrUnavailable = errors.New("device unavailable")
 
+// KernelLimits are the limits of one compiled kernel (a Metal compute pipeline, a CUDA function),
+// which may be tighter than the device's: a register-heavy kernel allows fewer threads per group.
+type KernelLimits struct {
+	// MaxThreadsPerGroup: Metal maxTotalThreadsPerThreadgroup, CUDA
+	// CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK; at most Limits.MaxThreadsPerGroup.
+	MaxThreadsPerGroup int
+	// SIMDWidth: Metal threadExecutionWidth, CUDA the warp size; 1 on the host device. Group sizes
+	// that are multiples of it fill every SIMD group.
+	SIMDWidth int
+	// StaticThreadgroupMemory is threadgroup memory the compiled kernel holds besides its
+	// [[threadgroup(i)]] arrays (Metal staticThreadgroupMemoryLength, CUDA static shared memory;
+	// 0 for kernels that follow KERNELS.md): it counts against Limits.MaxThreadgroupMemory.
+	StaticThreadgroupMemory int
+}
+
+// KernelLimiter is implemented by backends whose limits differ per kernel. Package gpu asks for
+// every kernel of the table once, when the device opens, so a backend that builds kernels
+// lazily builds them then (never inside a timed Dispatch); an error (a kernel missing from the
+// compiled library) fails the open. A backend without it allows Limits() for every kernel.
+type KernelLimiter interface {
+	KernelLimits(k *KernelInfo) (KernelLimits, error)
+}
+
 // ErrOutOfMemory is returned (wrapped) by Alloc when the device cannot satisfy a request.
 var ErrOutOfMemory = errors.New("out of device memory")
 

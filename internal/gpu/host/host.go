@@ -13,8 +13,11 @@ package host
 // -O3: the lane loops of the kernels are vectorised (prelude.h); -g0: debug information for the
 // generated kernels doubled the package's compile time (59 s → 34 s with GCC 12); -Wno-psabi:
 // GCC notes about vector arguments of always-inline helpers, which cross no ABI boundary.
+// The C++ runtime: libstdc++ on Linux; macOS SDKs ship only libc++ (no -lstdc++ there: "library
+// not found"). scripts/check-metal.sh checks the darwin flags. No -Werror in shipped flags.
 #cgo CXXFLAGS: -std=c++17 -O3 -g0 -Wno-psabi
-#cgo LDFLAGS: -pthread -lstdc++
+#cgo !darwin LDFLAGS: -pthread -lstdc++
+#cgo darwin LDFLAGS: -lc++
 #include <stdlib.h>
 #include <string.h>
 #include "hd_runtime.h"
@@ -51,7 +54,10 @@ type Backend struct {
 	ids     map[string]int // kernel name -> index in the C table
 }
 
-var _ driver.Backend = (*Backend)(nil)
+var (
+	_ driver.Backend       = (*Backend)(nil)
+	_ driver.KernelLimiter = (*Backend)(nil)
+)
 
 // Open starts the host device with threads worker threads (the caller's included; 0: one per
 // CPU). It fails if the C++ kernels and the Go kernel table disagree (rerun go generate).
@@ -131,6 +137,16 @@ func (h *Backend) Limits() driver.Limits {
 		MemoryBytes:          uint64(C.hd_physical_memory()),
 		ComputeUnits:         int(C.hd_workers()),
 	}
+}
+
+// KernelLimits: every kernel allows MaxThreadsPerGroup work items per group (the fibers of a
+// barrier kernel's group are made per dispatch, so no compiled property lowers it) and has no
+// static threadgroup memory; the SIMD width is 1 (SIMD lanes live inside the kernels).
+func (h *Backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error) {
+	if _, ok := h.ids[k.Name]; !ok {
+		return driver.KernelLimits{}, fmt.Errorf("host: no compiled kernel %s", k.Name)
+	}
+	return driver.KernelLimits{MaxThreadsPerGroup: MaxThreadsPerGroup, SIMDWidth: 1}, nil
 }
 
 // buffer is C memory aligned to 64 bytes.

@@ -1,8 +1,9 @@
 // bridge.h: the C API of the Objective-C Metal bridge (bridge.m), called from metal_darwin.go.
 //
 // The bridge is task-shaped, not a mirror of Metal: open a device, load the kernel library, make
-// compute pipelines, allocate shared buffers, encode dispatches and copies into one command buffer,
-// submit and wait. It is compiled with ARC (-fobjc-arc).
+// compute pipelines, allocate shared buffers, encode dispatches and copies into command buffers
+// (a batch may span several, committed in order to one queue: see mp_commit), submit and wait. It
+// is compiled with ARC (-fobjc-arc).
 //
 // Ownership. Objective-C objects cross into Go only as pointers to the opaque types below. Every
 // function that returns one (mp_context_create, mp_pipeline_create, mp_buffer_create) hands the
@@ -23,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// MPContext: an id<MTLDevice>, its command queue, the kernel library and the batch being encoded
-// (a command buffer with at most one open encoder).
+// MPContext: an id<MTLDevice>, its command queue, the kernel library, the command buffer being
+// encoded (with at most one open encoder) and those committed since the last mp_sync.
 typedef struct mp_context mp_context;
 // id<MTLComputePipelineState>.
 typedef struct mp_pipeline mp_pipeline;
@@ -71,17 +72,32 @@ mp_pipeline *mp_pipeline_create(mp_context *ctx, const char *name, mp_pipeline_i
 // A new shared buffer of len bytes; *contents is its CPU address (stable for its lifetime).
 mp_buffer *mp_buffer_create(mp_context *ctx, size_t len, void **contents, char **err);
 
-// Encode into the current batch (creating the command buffer and encoder when needed).
-// mp_dispatch: setComputePipelineState, one setBuffer/setBytes per slot, setThreadgroupMemoryLength
-// for each of tg_len[0..ntg) (rounded up to a multiple of 16), dispatchThreadgroups.
-int mp_dispatch(mp_context *ctx, mp_pipeline *p, const mp_slot *slots, int nslots, const uint8_t *values,
-                const uint32_t *tg_len, int ntg, const uint32_t groups[3], const uint32_t tpg[3], char **err);
-// A blit copy of n bytes (offsets and n must be multiples of 4 on macOS).
+// Encode into the current command buffer (creating it when needed: with
+// MTLCommandBufferErrorOptionEncoderExecutionStatus, so that a failure says which encoder faulted,
+// and labelled "metalprove command buffer N").
+// mp_dispatch: a compute encoder of its own labelled "<kernel> (dispatch K of command buffer N)",
+// setComputePipelineState, one setBuffer/setBytes per slot, setThreadgroupMemoryLength for each of
+// tg_len[0..ntg) (rounded up to a multiple of 16), dispatchThreadgroups, endEncoding. One encoder
+// per dispatch costs a little encoding time and lets a failed command buffer name its kernel.
+int mp_dispatch(mp_context *ctx, mp_pipeline *p, const char *kernel, const mp_slot *slots, int nslots,
+                const uint8_t *values, const uint32_t *tg_len, int ntg, const uint32_t groups[3],
+                const uint32_t tpg[3], char **err);
+// A blit copy of n bytes (offsets and n must be multiples of 4 on macOS); consecutive copies share
+// one blit encoder.
 int mp_copy(mp_context *ctx, mp_buffer *dst, size_t dst_off, mp_buffer *src, size_t src_off, size_t n, char **err);
-// 1 when work has been encoded since the last mp_sync.
+// Commit the command buffer being encoded, if any, without waiting: the next command starts a new
+// one. One queue runs its command buffers in commit order, and resources are tracked, so later
+// work sees the writes of earlier work. Splitting a long batch this way keeps each command buffer
+// short (macOS stops command buffers that run too long on a GPU that drives a display).
+void mp_commit(mp_context *ctx);
+// 1 when work has been encoded or committed since the last mp_sync.
 int mp_pending(mp_context *ctx);
-// End the encoder, commit, waitUntilCompleted; a failed command buffer's error becomes *err.
-int mp_sync(mp_context *ctx, char **err);
+// Commit, wait for the last command buffer, then check every committed one in order: the first
+// that failed becomes *err (its label, the NSError, and the labels of the encoders that faulted or
+// were affected). *max_gpu_seconds receives the longest GPUEndTime - GPUStartTime among them.
+int mp_sync(mp_context *ctx, double *max_gpu_seconds, char **err);
+// 1 when the device supports MTLGPUFamily family ([MTLDevice supportsFamily:]).
+int mp_device_supports_family(mp_context *ctx, int64_t family);
 
 // Give back a reference returned by mp_context_create, mp_pipeline_create or mp_buffer_create.
 // NULL is ignored.

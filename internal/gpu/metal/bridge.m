@@ -1,8 +1,9 @@
 //go:build darwin && cgo
 
 // bridge.m: the Objective-C side of the Metal backend. See bridge.h for the API and the ownership
-// rules. Compiled with -fobjc-arc -Werror by cgo on macOS; syntax-checked on Linux against the stub
-// headers in stubs/ by scripts/check-metal.sh.
+// rules. Compiled with -fobjc-arc -Wall by cgo on macOS (no -Werror in shipped flags: a newer SDK's
+// new warning must not break a user's build); checked with -Werror by
+// scripts/check-metal.sh, against the macOS SDK on a Mac and the stub headers in stubs/ elsewhere.
 
 #import <Foundation/Foundation.h>
 #import <Metal/Metal.h>
@@ -19,10 +20,14 @@ NS_ASSUME_NONNULL_BEGIN
 	id<MTLDevice> device;
 	id<MTLCommandQueue> queue;
 	id<MTLLibrary> _Nullable library;
-	// The batch being encoded: a command buffer and at most one open encoder.
+	// The command buffer being encoded, with at most one open encoder (a blit encoder: every
+	// dispatch has a compute encoder of its own, ended at once).
 	id<MTLCommandBuffer> _Nullable cmd;
-	id<MTLComputeCommandEncoder> _Nullable compute;
 	id<MTLBlitCommandEncoder> _Nullable blit;
+	// Committed since the last mp_sync, in commit order.
+	NSMutableArray<id<MTLCommandBuffer>> *committed;
+	// For labels: command buffers made, commands encoded into cmd.
+	unsigned long long ncmdbufs, ncommands;
 }
 @end
 
@@ -58,12 +63,8 @@ static void set_err(char **err, const char *what, NSError *_Nullable e) {
 
 static MPContext *ctx_of(mp_context *c) { return (__bridge MPContext *)(void *)c; }
 
-// end_encoders ends whichever encoder is open.
+// end_encoders ends the open encoder, if any.
 static void end_encoders(MPContext *c) {
-	if (c->compute != nil) {
-		[c->compute endEncoding];
-		c->compute = nil;
-	}
 	if (c->blit != nil) {
 		[c->blit endEncoding];
 		c->blit = nil;
@@ -72,14 +73,59 @@ static void end_encoders(MPContext *c) {
 
 static int ensure_cmd(MPContext *c, char **err) {
 	if (c->cmd == nil) {
-		// Default command buffers retain the resources they reference, so Free during a batch is safe.
-		c->cmd = [c->queue commandBuffer];
+		MTLCommandBufferDescriptor *d = [[MTLCommandBufferDescriptor alloc] init];
+		// Retained references (the default) make Free during a batch safe; the execution status of
+		// every encoder lets a failure name the kernel that faulted.
+		d.retainedReferences = YES;
+		d.errorOptions = MTLCommandBufferErrorOptionEncoderExecutionStatus;
+		c->cmd = [c->queue commandBufferWithDescriptor:d];
 		if (c->cmd == nil) {
-			set_err(err, "[MTLCommandQueue commandBuffer] returned nil", nil);
+			set_err(err, "[MTLCommandQueue commandBufferWithDescriptor:] returned nil", nil);
 			return -1;
 		}
+		c->ncmdbufs++;
+		c->ncommands = 0;
+		c->cmd.label = [NSString stringWithFormat:@"metalprove command buffer %llu", c->ncmdbufs];
 	}
 	return 0;
+}
+
+static const char *encoder_state(MTLCommandEncoderErrorState s) {
+	switch (s) {
+	case MTLCommandEncoderErrorStateCompleted:
+		return "completed";
+	case MTLCommandEncoderErrorStateAffected:
+		return "affected";
+	case MTLCommandEncoderErrorStatePending:
+		return "not run";
+	case MTLCommandEncoderErrorStateFaulted:
+		return "FAULTED";
+	default:
+		return "unknown";
+	}
+}
+
+// set_cb_err describes a command buffer that did not complete: its label, status and error, and
+// the encoders (each labelled with its kernel) that faulted or were affected, from the
+// MTLCommandBufferEncoderInfo records that MTLCommandBufferErrorOptionEncoderExecutionStatus asks for.
+static void set_cb_err(char **err, id<MTLCommandBuffer> cb) {
+	NSError *e = cb.error;
+	NSString *s = [NSString stringWithFormat:@"%@ ended in status %ld", cb.label, (long)cb.status];
+	if (e != nil) {
+		s = [NSString stringWithFormat:@"%@: %@ (%@ %ld)", s, e.localizedDescription, e.domain, (long)e.code];
+		id infos = e.userInfo[MTLCommandBufferEncoderInfoErrorKey];
+		if ([infos isKindOfClass:[NSArray class]]) {
+			NSArray *a = (NSArray *)infos;
+			for (NSUInteger i = 0; i < a.count; i++) {
+				id<MTLCommandBufferEncoderInfo> info = a[i];
+				if (info.errorState == MTLCommandEncoderErrorStateFaulted ||
+				    info.errorState == MTLCommandEncoderErrorStateAffected) {
+					s = [NSString stringWithFormat:@"%@; %s: %@", s, encoder_state(info.errorState), info.label];
+				}
+			}
+		}
+	}
+	*err = mp_strdup(s.UTF8String);
 }
 
 mp_context *mp_context_create(char **err) {
@@ -97,6 +143,7 @@ mp_context *mp_context_create(char **err) {
 		MPContext *c = [[MPContext alloc] init];
 		c->device = dev;
 		c->queue = q;
+		c->committed = [NSMutableArray array];
 		return (__bridge_retained void *)c;
 	}
 }
@@ -143,6 +190,16 @@ int mp_library_from_source(mp_context *ctx, const char *src, char **err) {
 			return -1;
 		}
 		MTLCompileOptions *opts = [[MTLCompileOptions alloc] init];
+		// Pinned to the language scripts/build-metallib.sh compiles the metallib with
+		// (-std=macos-metal2.4), so that the fallback compiles the kernels as the metallib does, on
+		// every SDK (the default is the newest version the OS supports). A Go test checks that the
+		// two agree.
+		if (@available(macOS 12.0, *)) {
+			opts.languageVersion = MTLLanguageVersion2_4;
+		} else {
+			set_err(err, "the kernels need Metal Shading Language 2.4 (macOS 12 or later)", nil);
+			return -1;
+		}
 		NSError *e = nil;
 		id<MTLLibrary> lib = [c->device newLibraryWithSource:s options:opts error:&e];
 		if (lib == nil) {
@@ -194,26 +251,25 @@ mp_buffer *mp_buffer_create(mp_context *ctx, size_t len, void **contents, char *
 	}
 }
 
-int mp_dispatch(mp_context *ctx, mp_pipeline *p, const mp_slot *slots, int nslots, const uint8_t *values,
-                const uint32_t *tg_len, int ntg, const uint32_t groups[3], const uint32_t tpg[3], char **err) {
+int mp_dispatch(mp_context *ctx, mp_pipeline *p, const char *kernel, const mp_slot *slots, int nslots,
+                const uint8_t *values, const uint32_t *tg_len, int ntg, const uint32_t groups[3],
+                const uint32_t tpg[3], char **err) {
 	@autoreleasepool {
 		MPContext *c = ctx_of(ctx);
-		if (c->blit != nil) {
-			[c->blit endEncoding];
-			c->blit = nil;
-		}
+		end_encoders(c);
 		if (ensure_cmd(c, err) != 0) {
 			return -1;
 		}
-		if (c->compute == nil) {
-			// A serial encoder: each dispatch sees the writes of the ones before it.
-			c->compute = [c->cmd computeCommandEncoder];
-			if (c->compute == nil) {
-				set_err(err, "[MTLCommandBuffer computeCommandEncoder] returned nil", nil);
-				return -1;
-			}
+		// An encoder per dispatch, labelled with its kernel: encoders run in order, and tracked
+		// resources make each see the writes of the ones before it, as dispatches of one serial
+		// encoder do.
+		id<MTLComputeCommandEncoder> enc = [c->cmd computeCommandEncoder];
+		if (enc == nil) {
+			set_err(err, "[MTLCommandBuffer computeCommandEncoder] returned nil", nil);
+			return -1;
 		}
-		id<MTLComputeCommandEncoder> enc = c->compute;
+		c->ncommands++;
+		enc.label = [NSString stringWithFormat:@"%s (dispatch %llu of command buffer %llu)", kernel, c->ncommands, c->ncmdbufs];
 		[enc setComputePipelineState:(__bridge id<MTLComputePipelineState>)(void *)p];
 		for (int i = 0; i < nslots; i++) {
 			if (slots[i].buf != NULL) {
@@ -228,6 +284,7 @@ int mp_dispatch(mp_context *ctx, mp_pipeline *p, const mp_slot *slots, int nslot
 		}
 		[enc dispatchThreadgroups:MTLSizeMake(groups[0], groups[1], groups[2])
 		    threadsPerThreadgroup:MTLSizeMake(tpg[0], tpg[1], tpg[2])];
+		[enc endEncoding];
 		return 0;
 	}
 }
@@ -235,10 +292,6 @@ int mp_dispatch(mp_context *ctx, mp_pipeline *p, const mp_slot *slots, int nslot
 int mp_copy(mp_context *ctx, mp_buffer *dst, size_t dst_off, mp_buffer *src, size_t src_off, size_t n, char **err) {
 	@autoreleasepool {
 		MPContext *c = ctx_of(ctx);
-		if (c->compute != nil) {
-			[c->compute endEncoding];
-			c->compute = nil;
-		}
 		if (ensure_cmd(c, err) != 0) {
 			return -1;
 		}
@@ -248,6 +301,8 @@ int mp_copy(mp_context *ctx, mp_buffer *dst, size_t dst_off, mp_buffer *src, siz
 				set_err(err, "[MTLCommandBuffer blitCommandEncoder] returned nil", nil);
 				return -1;
 			}
+			c->ncommands++;
+			c->blit.label = [NSString stringWithFormat:@"copies (command %llu of command buffer %llu)", c->ncommands, c->ncmdbufs];
 		}
 		[c->blit copyFromBuffer:(__bridge id<MTLBuffer>)(void *)src
 		           sourceOffset:src_off
@@ -258,29 +313,58 @@ int mp_copy(mp_context *ctx, mp_buffer *dst, size_t dst_off, mp_buffer *src, siz
 	}
 }
 
-int mp_pending(mp_context *ctx) { return ctx_of(ctx)->cmd != nil ? 1 : 0; }
-
-int mp_sync(mp_context *ctx, char **err) {
+void mp_commit(mp_context *ctx) {
 	@autoreleasepool {
 		MPContext *c = ctx_of(ctx);
 		if (c->cmd == nil) {
-			return 0;
+			return;
 		}
 		end_encoders(c);
 		id<MTLCommandBuffer> cb = c->cmd;
 		c->cmd = nil;
 		[cb commit];
-		[cb waitUntilCompleted];
-		if (cb.status == MTLCommandBufferStatusError) {
-			set_err(err, "command buffer failed", cb.error);
-			return -1;
+		[c->committed addObject:cb];
+	}
+}
+
+int mp_pending(mp_context *ctx) {
+	MPContext *c = ctx_of(ctx);
+	return c->cmd != nil || c->committed.count > 0 ? 1 : 0;
+}
+
+int mp_sync(mp_context *ctx, double *max_gpu_seconds, char **err) {
+	@autoreleasepool {
+		MPContext *c = ctx_of(ctx);
+		*max_gpu_seconds = 0;
+		mp_commit(ctx);
+		NSUInteger n = c->committed.count;
+		if (n == 0) {
+			return 0;
 		}
-		if (cb.status != MTLCommandBufferStatusCompleted) {
-			NSString *s = [NSString stringWithFormat:@"command buffer ended in status %ld", (long)cb.status];
-			set_err(err, s.UTF8String, nil);
-			return -1;
+		// The queue runs them in order: once the last has completed, so have the others (their
+		// waitUntilCompleted returns at once; it is called so that no status is read early).
+		[c->committed[n - 1] waitUntilCompleted];
+		int rc = 0;
+		for (NSUInteger i = 0; i < n; i++) {
+			id<MTLCommandBuffer> cb = c->committed[i];
+			[cb waitUntilCompleted];
+			if (rc == 0 && cb.status != MTLCommandBufferStatusCompleted) {
+				set_cb_err(err, cb);
+				rc = -1;
+			}
+			double t = cb.GPUEndTime - cb.GPUStartTime;
+			if (t > *max_gpu_seconds) {
+				*max_gpu_seconds = t;
+			}
 		}
-		return 0;
+		[c->committed removeAllObjects];
+		return rc;
+	}
+}
+
+int mp_device_supports_family(mp_context *ctx, int64_t family) {
+	@autoreleasepool {
+		return [ctx_of(ctx)->device supportsFamily:(MTLGPUFamily)family] ? 1 : 0;
 	}
 }
 

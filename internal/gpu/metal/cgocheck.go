@@ -2,7 +2,7 @@
 
 // cgocheck type-checks the darwin cgo files of this package on any OS, for scripts/check-metal.sh:
 //
-//	CC="clang --target=arm64-apple-macos13 -nostdlibinc -isystem internal/gpu/metal/stubs" \
+//	CC="clang --target=arm64-apple-macos12 -nostdlibinc -isystem internal/gpu/metal/stubs" \
 //	  go run internal/gpu/metal/cgocheck.go ./internal/gpu/metal
 //
 // `go vet` cannot do this off macOS: building runtime/cgo for darwin needs Apple's libc headers.

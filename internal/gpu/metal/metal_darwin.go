@@ -6,7 +6,7 @@ package metal
 // tool must link it for the system to provide a default device.
 
 /*
-#cgo CFLAGS: -fobjc-arc -Werror -Wall
+#cgo CFLAGS: -fobjc-arc -Wall
 #cgo LDFLAGS: -framework Metal -framework Foundation -framework CoreGraphics
 #include "bridge.h"
 */
@@ -18,25 +18,25 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"unsafe"
+
+	"github.com/rs/zerolog"
 
 	"github.com/metalprove/metalprove/internal/gpu/driver"
 )
 
-// metallibFS always holds metallib/README.md; `make` on macOS adds metallib/metalprove.metallib.
+// metallibFS always holds metallib/README.md; `make` on macOS adds metallib/metalprove.metallib
+// and its stamp (policy.go).
 //
 //go:embed metallib
 var metallibFS embed.FS
 
-const metallibPath = "metallib/metalprove.metallib"
-
-// shaderSource is the amalgamated MSL of shaders/*.metal, compiled when no metallib is embedded.
+// shaderSource is the amalgamated MSL of shaders/*.metal, compiled when no metallib built from it
+// is embedded.
 //
 //go:embed shaders.gen.metal
 var shaderSource string
-
-// SourceEnv, when set to 1, makes Open compile shaders.gen.metal even if a metallib is embedded.
-const SourceEnv = "METALPROVE_METAL_SOURCE"
 
 // simdWidth is the SIMD-group width of every Apple GPU (pipelines report it as threadExecutionWidth).
 const simdWidth = 32
@@ -47,12 +47,18 @@ const minGPUCores = 8
 
 type backend struct {
 	ctx     *C.mp_context
+	log     zerolog.Logger
+	budget  cbBudget // of the command buffer being encoded (policy.go)
+	commits int      // command buffers committed by the budget before a Sync (tests)
 	devName string
-	from    string // where the kernels came from: "metallib" or "source"
+	family  []string // supported MTLGPUFamily names (policy.go gpuFamilies)
+	from    string   // where the kernels came from: "metallib" or "source"
 	limits  driver.Limits
 	maxBuf  uint64
 	pipes   map[string]*pipeline
 }
+
+var _ driver.KernelLimiter = (*backend)(nil)
 
 type pipeline struct {
 	p    *C.mp_pipeline
@@ -77,14 +83,28 @@ func takeErr(e *C.char) string {
 	return s
 }
 
-// Open opens the system default Metal device and loads the kernels: the embedded metallib when
-// there is one (and METALPROVE_METAL_SOURCE is not 1), else the embedded source, compiled now.
-func Open() (driver.Backend, error) {
+// Open opens the system default Metal device and loads the kernels: the embedded metallib when it
+// was built from the embedded source (and METALPROVE_METAL_SOURCE is not 1), else the embedded
+// source, compiled now.
+func Open(opts Options) (driver.Backend, error) {
+	budget, err := newBudget(os.Getenv(cbBudgetEnv))
+	if err != nil {
+		return nil, err
+	}
 	be, err := newBackend()
 	if err != nil {
 		return nil, err
 	}
-	if err := be.loadKernels(); err != nil {
+	be.log, be.budget = opts.Logger, budget
+	if err := be.loadKernels(opts.Logger); err != nil {
+		be.Close()
+		return nil, err
+	}
+	names := make([]string, len(driver.Kernels))
+	for i := range driver.Kernels {
+		names[i] = driver.Kernels[i].Name
+	}
+	if err := be.buildPipelines(names); err != nil {
 		be.Close()
 		return nil, err
 	}
@@ -97,10 +117,12 @@ func newBackend() (*backend, error) {
 	if ctx == nil {
 		return nil, unavailableError("metal: " + takeErr(cerr))
 	}
-	be := &backend{ctx: ctx, pipes: map[string]*pipeline{}}
+	budget, _ := newBudget("")
+	be := &backend{ctx: ctx, pipes: map[string]*pipeline{}, budget: budget}
 	name := C.mp_device_name(ctx)
 	be.devName = C.GoString(name)
 	C.mp_free(unsafe.Pointer(name))
+	be.family = familyNames(func(id int64) bool { return C.mp_device_supports_family(ctx, C.int64_t(id)) != 0 })
 	var l C.mp_limits
 	C.mp_device_limits(ctx, &l)
 	be.maxBuf = uint64(l.max_buffer_length)
@@ -114,21 +136,31 @@ func newBackend() (*backend, error) {
 	return be, nil
 }
 
-func (be *backend) loadKernels() error {
+// loadKernels loads the embedded metallib when chooseLibrary accepts it (its stamp names the
+// embedded source), else compiles the embedded source, and logs which and why.
+func (be *backend) loadKernels(log zerolog.Logger) error {
 	lib, err := metallibFS.ReadFile(metallibPath)
-	if err == nil && len(lib) > 0 && os.Getenv(SourceEnv) != "1" {
-		libErr := be.loadMetallib(lib)
-		if libErr == nil {
-			return nil
-		}
-		if srcErr := be.loadSource(shaderSource); srcErr != nil {
-			return fmt.Errorf("%v; and falling back to the source: %w", libErr, srcErr)
-		}
-		return nil
-	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("metal: reading the embedded metallib: %w", err)
 	}
+	stamp, err := metallibFS.ReadFile(metallibStampPath)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("metal: reading the embedded metallib's stamp: %w", err)
+	}
+	c := chooseLibrary(lib, stamp, shaderSource, os.Getenv(SourceEnv) == "1")
+	if c.useMetallib {
+		libErr := be.loadMetallib(lib)
+		if libErr == nil {
+			log.Debug().Str("why", c.why).Msg("metal: kernels from the embedded metallib")
+			return nil
+		}
+		c = libraryChoice{warn: true, why: libErr.Error() + ": compiling the embedded source instead"}
+	}
+	ev := log.Info()
+	if c.warn {
+		ev = log.Warn()
+	}
+	ev.Str("why", c.why).Msg("metal: kernels compiled from the embedded source")
 	return be.loadSource(shaderSource)
 }
 
@@ -153,25 +185,61 @@ func (be *backend) loadSource(src string) error {
 	return nil
 }
 
-func (be *backend) Name() string { return be.devName + " (Metal, kernels from " + be.from + ")" }
+// Name is the device name, its GPU families and where the kernels came from, e.g.
+// "Apple M1 (Metal; families apple7 mac2; kernels from metallib)".
+func (be *backend) Name() string {
+	fam := strings.Join(be.family, " ")
+	if fam == "" {
+		fam = "none of " + fmt.Sprint(len(gpuFamilies)) + " known"
+	}
+	return be.devName + " (Metal; families " + fam + "; kernels from " + be.from + ")"
+}
 
 func (be *backend) Limits() driver.Limits { return be.limits }
 
-// pipeline returns the compute pipeline of kernel name, creating it on first use.
+// buildPipelines makes the compute pipeline of each kernel of names that has none yet. Open
+// builds every kernel of the table: making a pipeline compiles the kernel for this GPU
+// (milliseconds each, more without Metal's shader cache), which must not land inside the first
+// Dispatch of a kernel, in some timed region.
+func (be *backend) buildPipelines(names []string) error {
+	for _, name := range names {
+		if _, ok := be.pipes[name]; ok {
+			continue
+		}
+		cname := C.CString(name)
+		p := &pipeline{}
+		var cerr *C.char
+		p.p = C.mp_pipeline_create(be.ctx, cname, &p.info, &cerr)
+		C.mp_free(unsafe.Pointer(cname))
+		if p.p == nil {
+			return fmt.Errorf("metal: pipeline for kernel %s: %s", name, takeErr(cerr))
+		}
+		be.pipes[name] = p
+	}
+	return nil
+}
+
+// pipeline returns the compute pipeline of kernel name, built by buildPipelines (never here).
 func (be *backend) pipeline(name string) (*pipeline, error) {
 	if p, ok := be.pipes[name]; ok {
 		return p, nil
 	}
-	cname := C.CString(name)
-	defer C.mp_free(unsafe.Pointer(cname))
-	p := &pipeline{}
-	var cerr *C.char
-	p.p = C.mp_pipeline_create(be.ctx, cname, &p.info, &cerr)
-	if p.p == nil {
-		return nil, fmt.Errorf("metal: pipeline for kernel %s: %s", name, takeErr(cerr))
+	return nil, fmt.Errorf("metal: kernel %s has no pipeline (Open builds those of the kernel table)", name)
+}
+
+// KernelLimits are the limits of the kernel's pipeline: maxTotalThreadsPerThreadgroup (lower than
+// the device's maxThreadsPerThreadgroup for kernels that need many registers),
+// threadExecutionWidth and staticThreadgroupMemoryLength.
+func (be *backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error) {
+	p, err := be.pipeline(k.Name)
+	if err != nil {
+		return driver.KernelLimits{}, err
 	}
-	be.pipes[name] = p
-	return p, nil
+	return driver.KernelLimits{
+		MaxThreadsPerGroup:      int(p.info.max_threads),
+		SIMDWidth:               int(p.info.simd_width),
+		StaticThreadgroupMemory: int(p.info.static_tg_memory),
+	}, nil
 }
 
 // Alloc returns a shared buffer. Metal's newBufferWithLength allocates "a new zero-filled buffer".
@@ -225,6 +293,9 @@ func (be *backend) Upload(dst driver.Buffer, offset int, src []byte) error {
 	if err != nil {
 		return err
 	}
+	if err := checkSpan("upload", offset, len(src), len(b.data)); err != nil {
+		return err
+	}
 	if err := be.syncPending(); err != nil {
 		return err
 	}
@@ -237,6 +308,9 @@ func (be *backend) Download(dst []byte, src driver.Buffer, offset int) error {
 	if err != nil {
 		return err
 	}
+	if err := checkSpan("download", offset, len(dst), len(b.data)); err != nil {
+		return err
+	}
 	if err := be.syncPending(); err != nil {
 		return err
 	}
@@ -245,7 +319,7 @@ func (be *backend) Download(dst []byte, src driver.Buffer, offset int) error {
 }
 
 // Copy encodes a blit. macOS requires offsets and size to be multiples of 4, and overlapping
-// ranges of one buffer are not allowed in a blit: those cases sync and copy on the CPU.
+// ranges of one buffer are not allowed in a blit: those cases sync and copy on the CPU (canBlit).
 func (be *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, srcOffset int, n int) error {
 	d, err := asBuffer(dst)
 	if err != nil {
@@ -255,16 +329,25 @@ func (be *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, src
 	if err != nil {
 		return err
 	}
+	if err := checkSpan("copy to", dstOffset, n, len(d.data)); err != nil {
+		return err
+	}
+	if err := checkSpan("copy from", srcOffset, n, len(s.data)); err != nil {
+		return err
+	}
 	if n == 0 {
 		return nil
 	}
-	overlap := d == s && dstOffset < srcOffset+n && srcOffset < dstOffset+n
-	if (dstOffset|srcOffset|n)%4 != 0 || overlap {
+	if !canBlit(dstOffset, srcOffset, n, d == s) {
 		if err := be.syncPending(); err != nil {
 			return err
 		}
 		copy(d.data[dstOffset:dstOffset+n], s.data[srcOffset:srcOffset+n])
 		return nil
+	}
+	if be.budget.admit(2 * int64(n)) {
+		C.mp_commit(be.ctx)
+		be.commits++
 	}
 	var cerr *C.char
 	if C.mp_copy(be.ctx, d.b, C.size_t(dstOffset), s.b, C.size_t(srcOffset), C.size_t(n), &cerr) != 0 {
@@ -291,6 +374,8 @@ func (be *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args 
 			k.Name, tgTotal, p.info.static_tg_memory, lim)
 	}
 	slots := make([]C.mp_slot, len(args))
+	ids := make([]uintptr, len(args))
+	sizes := make([]int, len(args))
 	var values []byte
 	for i, a := range args {
 		switch {
@@ -300,6 +385,7 @@ func (be *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args 
 				return fmt.Errorf("kernel %s argument %d: %w", k.Name, i, err)
 			}
 			slots[i].buf = b.b
+			ids[i], sizes[i] = uintptr(unsafe.Pointer(b.b)), len(b.data)
 		case len(a.Bytes) > 0:
 			// setBytes is meant for small values (< 4 KiB); kernel parameter structs are a few words.
 			slots[i].value_off = C.uint32_t(len(values))
@@ -321,16 +407,33 @@ func (be *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args 
 	}
 	g := [3]C.uint32_t{C.uint32_t(groups.X), C.uint32_t(groups.Y), C.uint32_t(groups.Z)}
 	t := [3]C.uint32_t{C.uint32_t(tpg.X), C.uint32_t(tpg.Y), C.uint32_t(tpg.Z)}
+	if be.budget.admit(dispatchCost(ids, sizes)) {
+		C.mp_commit(be.ctx)
+		be.commits++
+	}
+	cname := C.CString(k.Name)
+	defer C.mp_free(unsafe.Pointer(cname))
 	var cerr *C.char
-	if C.mp_dispatch(be.ctx, p.p, slotPtr, C.int(len(slots)), valPtr, tgPtr, C.int(len(tgLen)), &g[0], &t[0], &cerr) != 0 {
+	if C.mp_dispatch(be.ctx, p.p, cname, slotPtr, C.int(len(slots)), valPtr, tgPtr, C.int(len(tgLen)), &g[0], &t[0], &cerr) != 0 {
 		return fmt.Errorf("metal: kernel %s: %s", k.Name, takeErr(cerr))
 	}
 	return nil
 }
 
+// Sync commits the command buffer being encoded and waits for every one committed since the last
+// Sync (the batch, split by the budget of policy.go). A failure names the command buffer and the
+// kernels whose encoders faulted. A command buffer that ran longer than watchdogWarnSeconds is
+// logged: macOS may stop longer ones on a GPU that drives a display.
 func (be *backend) Sync() error {
+	be.budget.reset()
 	var cerr *C.char
-	if C.mp_sync(be.ctx, &cerr) != 0 {
+	var longest C.double
+	rc := C.mp_sync(be.ctx, &longest, &cerr)
+	if float64(longest) > watchdogWarnSeconds {
+		be.log.Warn().Float64("seconds", float64(longest)).Str("budget_env", cbBudgetEnv).
+			Msg("metal: a command buffer ran long on the GPU; macOS stops those that run too long on a GPU driving a display")
+	}
+	if rc != 0 {
 		return fmt.Errorf("metal: %s", takeErr(cerr))
 	}
 	return nil

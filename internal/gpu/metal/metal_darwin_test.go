@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -33,6 +34,11 @@ kernel void mp_test_mirror_add(device const uint* a [[buffer(0)]], device uint* 
         out[gid] = tmp[tpg - 1 - lid] + p.k;
     }
 }
+
+// Writes far past the end of out: only dispatched under MTL_SHADER_VALIDATION=1.
+kernel void mp_test_oob(device uint* out [[buffer(0)]], uint gid [[thread_position_in_grid]]) {
+    out[gid + (1u << 24)] = gid;
+}
 `
 
 var mirrorAdd = &driver.KernelInfo{
@@ -45,11 +51,16 @@ var mirrorAdd = &driver.KernelInfo{
 	},
 }
 
+var oob = &driver.KernelInfo{
+	Name: "mp_test_oob", NBuf: 1,
+	Params: []driver.Param{{Name: "out", Kind: driver.ParamBuffer, Index: 0}},
+}
+
 func openTest(t *testing.T) *backend {
 	t.Helper()
 	be, err := newBackend()
 	if errors.Is(err, driver.ErrUnavailable) {
-		t.Skipf("no Metal device: %v", err)
+		noDevice(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +73,9 @@ func openTest(t *testing.T) *backend {
 	if err := be.loadSource(testSource); err != nil {
 		t.Fatal(err)
 	}
+	if err := be.buildPipelines([]string{mirrorAdd.Name, oob.Name}); err != nil {
+		t.Fatal(err)
+	}
 	return be
 }
 
@@ -71,6 +85,22 @@ func u32s(b []byte) []uint32 {
 		out[i] = binary.LittleEndian.Uint32(b[4*i:])
 	}
 	return out
+}
+
+// TestDeviceReport logs what the macOS workflow runs on (it runs this test first, with -v): the
+// device, its GPU families and limits. Hosted runners expose a paravirtual GPU.
+func TestDeviceReport(t *testing.T) {
+	be, err := newBackend()
+	if errors.Is(err, driver.ErrUnavailable) {
+		noDevice(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	be.from = "(not loaded)"
+	t.Logf("Metal device: %s", be.Name())
+	t.Logf("limits: %+v; maxBufferLength %d", be.Limits(), be.maxBuf)
 }
 
 func TestLimits(t *testing.T) {
@@ -205,15 +235,15 @@ func TestCompileErrorHasLog(t *testing.T) {
 	}
 }
 
-// TestOpenBuildsEveryKernel opens the backend as package gpu does (metallib or source) and makes
-// the pipeline of every kernel in the generated table.
+// TestOpenBuildsEveryKernel opens the backend as package gpu does (metallib or source): Open has
+// made the pipeline of every kernel in the generated table, and reports its limits.
 func TestOpenBuildsEveryKernel(t *testing.T) {
 	for _, env := range []string{"", "1"} {
 		t.Run("source="+env, func(t *testing.T) {
 			t.Setenv(SourceEnv, env)
-			dbe, err := Open()
+			dbe, err := Open(Options{})
 			if errors.Is(err, driver.ErrUnavailable) {
-				t.Skipf("no Metal device: %v", err)
+				noDevice(t, err)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -221,9 +251,19 @@ func TestOpenBuildsEveryKernel(t *testing.T) {
 			be := dbe.(*backend)
 			defer be.Close()
 			t.Logf("%s", be.Name())
+			if len(be.pipes) != len(driver.Kernels) {
+				t.Errorf("Open built %d pipelines, the kernel table has %d kernels", len(be.pipes), len(driver.Kernels))
+			}
 			for i := range driver.Kernels {
-				if _, err := be.pipeline(driver.Kernels[i].Name); err != nil {
+				k := &driver.Kernels[i]
+				l, err := be.KernelLimits(k)
+				if err != nil {
 					t.Error(err)
+					continue
+				}
+				t.Logf("%s: %+v", k.Name, l)
+				if l.MaxThreadsPerGroup < 32 || l.MaxThreadsPerGroup > be.Limits().MaxThreadsPerGroup || l.SIMDWidth < 1 {
+					t.Errorf("%s: implausible pipeline limits %+v", k.Name, l)
 				}
 			}
 		})
@@ -233,7 +273,7 @@ func TestOpenBuildsEveryKernel(t *testing.T) {
 func TestDoubleCloseAndFree(t *testing.T) {
 	be, err := newBackend()
 	if errors.Is(err, driver.ErrUnavailable) {
-		t.Skipf("no Metal device: %v", err)
+		noDevice(t, err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -250,4 +290,73 @@ func TestDoubleCloseAndFree(t *testing.T) {
 	if err := be.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestBatchSplitIntoCommandBuffers: with a 1 MiB budget every dispatch over 4 MiB of buffers goes
+// into a command buffer of its own, committed without waiting; Sync waits for all, and each
+// dispatch sees the writes of the one before it.
+func TestBatchSplitIntoCommandBuffers(t *testing.T) {
+	be := openTest(t)
+	var err error
+	if be.budget, err = newBudget("1"); err != nil {
+		t.Fatal(err)
+	}
+	const n, tpg, rounds = 1 << 19, 64, 5 // 2 MiB buffers, zero at first
+	a, _ := be.Alloc(4 * n)
+	b, _ := be.Alloc(4 * n)
+	defer be.Free(a)
+	defer be.Free(b)
+	params := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, n), 1)
+	src, dst := a, b
+	for range rounds {
+		args := []driver.Arg{{Buf: src}, {Buf: dst}, {Bytes: params}}
+		if err := be.Dispatch(mirrorAdd, driver.D1(n/tpg), driver.D1(tpg), args, []uint32{4 * tpg}); err != nil {
+			t.Fatal(err)
+		}
+		src, dst = dst, src
+	}
+	if err := be.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if be.commits != rounds-1 {
+		t.Errorf("%d command buffers committed before the sync, want %d", be.commits, rounds-1)
+	}
+	got := make([]byte, 4*n)
+	if err := be.Download(got, src, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range u32s(got) { // every round adds 1 to a constant array
+		if v != rounds {
+			t.Fatalf("out[%d] = %d, want %d", i, v, rounds)
+		}
+	}
+}
+
+// TestFailedCommandBufferNamesKernel: under Metal's shader validation an out-of-bounds store makes
+// the command buffer fail; the error names the kernel through its encoder's label.
+func TestFailedCommandBufferNamesKernel(t *testing.T) {
+	if os.Getenv("MTL_SHADER_VALIDATION") != "1" {
+		t.Skip("needs MTL_SHADER_VALIDATION=1 (the macOS workflow sets it)")
+	}
+	be := openTest(t)
+	out, _ := be.Alloc(16)
+	defer be.Free(out)
+	if err := be.Dispatch(oob, driver.D1(1), driver.D1(32), []driver.Arg{{Buf: out}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	err := be.Sync()
+	t.Logf("sync: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "mp_test_oob") {
+		t.Fatalf("err = %v, want a failed command buffer naming mp_test_oob", err)
+	}
+}
+
+// noDevice skips a test that needs a Metal device, or fails it when METALPROVE_REQUIRE_METAL=1
+// (the macOS workflow), so that a green run cannot mean that nothing ran.
+func noDevice(t *testing.T, err error) {
+	t.Helper()
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("no Metal device, and %s=1: %v", RequireEnv, err)
+	}
+	t.Skipf("no Metal device: %v", err)
 }

@@ -10,7 +10,7 @@ import (
 )
 
 func TestOpenUnavailable(t *testing.T) {
-	be, err := Open()
+	be, err := Open(Options{})
 	if be != nil || !errors.Is(err, driver.ErrUnavailable) || err.Error() != "metal: only available on macOS with cgo" {
 		t.Fatalf("Open() = %v, %v; want nil and the unavailable error", be, err)
 	}

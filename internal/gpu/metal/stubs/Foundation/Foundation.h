@@ -13,6 +13,9 @@
 #define NS_INLINE static __inline__ __attribute__((always_inline))
 #define CF_CONSUMED __attribute__((cf_consumed))
 #define CF_RETURNS_RETAINED __attribute__((cf_returns_retained))
+// <os/availability.h>, in the one form the stubs use: API_AVAILABLE(macos(V)).
+#define __MP_STUB_AVAILABLE_macos(v) __attribute__((availability(macos, introduced = v)))
+#define API_AVAILABLE(platform) __MP_STUB_AVAILABLE_##platform
 
 // <objc/objc.h> on arm64.
 typedef _Bool BOOL;
@@ -23,6 +26,7 @@ typedef _Bool BOOL;
 typedef long NSInteger;
 typedef unsigned long NSUInteger;
 typedef const void *CFTypeRef;
+typedef double CFTimeInterval; // <CoreFoundation/CFDate.h>
 
 NS_ASSUME_NONNULL_BEGIN
 
@@ -30,6 +34,7 @@ NS_ASSUME_NONNULL_BEGIN
 
 @protocol NSObject
 - (BOOL)isEqual:(id)object;
+- (BOOL)isKindOfClass:(Class)aClass;
 @end
 
 __attribute__((objc_root_class))
@@ -38,7 +43,23 @@ __attribute__((objc_root_class))
 }
 + (instancetype)alloc;
 + (instancetype)new;
++ (Class)class;
 - (instancetype)init;
+@end
+
+@interface NSArray<__covariant ObjectType> : NSObject
+@property(readonly) NSUInteger count;
+- (ObjectType)objectAtIndexedSubscript:(NSUInteger)idx;
+@end
+
+@interface NSMutableArray<ObjectType> : NSArray<ObjectType>
++ (instancetype)array;
+- (void)addObject:(ObjectType)anObject;
+- (void)removeAllObjects;
+@end
+
+@interface NSDictionary<__covariant KeyType, __covariant ObjectType> : NSObject
+- (nullable ObjectType)objectForKeyedSubscript:(KeyType)key;
 @end
 
 @interface NSString : NSObject
@@ -47,10 +68,13 @@ __attribute__((objc_root_class))
 @property(nullable, readonly) const char *UTF8String NS_RETURNS_INNER_POINTER;
 @end
 
+typedef NSString *NSErrorUserInfoKey;
+
 @interface NSError : NSObject
 @property(readonly, copy) NSString *domain;
 @property(readonly) NSInteger code;
 @property(readonly, copy) NSString *localizedDescription;
+@property(readonly, copy) NSDictionary<NSErrorUserInfoKey, id> *userInfo;
 @end
 
 // <Foundation/NSObject.h>

@@ -28,6 +28,26 @@ typedef NS_OPTIONS(NSUInteger, MTLResourceOptions){
     MTLResourceHazardTrackingModeDefault = 0 << MTLResourceHazardTrackingModeShift,
 };
 
+typedef NS_ENUM(NSInteger, MTLGPUFamily){
+    MTLGPUFamilyApple7 = 1007,
+    MTLGPUFamilyMac2 = 2002,
+    MTLGPUFamilyMetal3 API_AVAILABLE(macos(13.0)) = 5001,
+};
+
+typedef NS_OPTIONS(NSUInteger, MTLCommandBufferErrorOption){
+    MTLCommandBufferErrorOptionNone = 0,
+    MTLCommandBufferErrorOptionEncoderExecutionStatus = 1 << 0,
+} API_AVAILABLE(macos(11.0));
+
+typedef NS_ENUM(NSInteger, MTLCommandEncoderErrorState){
+    MTLCommandEncoderErrorStateUnknown = 0, MTLCommandEncoderErrorStateCompleted = 1,
+    MTLCommandEncoderErrorStateAffected = 2, MTLCommandEncoderErrorStatePending = 3,
+    MTLCommandEncoderErrorStateFaulted = 4,
+} API_AVAILABLE(macos(11.0));
+
+API_AVAILABLE(macos(11.0))
+extern NSErrorUserInfoKey const MTLCommandBufferEncoderInfoErrorKey;
+
 typedef NS_ENUM(NSUInteger, MTLCommandBufferStatus){
     MTLCommandBufferStatusNotEnqueued = 0, MTLCommandBufferStatusEnqueued = 1,
     MTLCommandBufferStatusCommitted = 2,   MTLCommandBufferStatusScheduled = 3,
@@ -37,7 +57,14 @@ typedef NS_ENUM(NSUInteger, MTLCommandBufferStatus){
 @protocol MTLDevice, MTLCommandQueue, MTLCommandBuffer, MTLLibrary, MTLFunction, MTLComputePipelineState,
     MTLBuffer, MTLComputeCommandEncoder, MTLBlitCommandEncoder;
 
+typedef NS_ENUM(NSUInteger, MTLLanguageVersion){
+    MTLLanguageVersion2_3 API_AVAILABLE(macos(11.0)) = (2 << 16) + 3,
+    MTLLanguageVersion2_4 API_AVAILABLE(macos(12.0)) = (2 << 16) + 4,
+    MTLLanguageVersion3_0 API_AVAILABLE(macos(13.0)) = (3 << 16) + 0,
+};
+
 @interface MTLCompileOptions : NSObject
+@property(readwrite, nonatomic) MTLLanguageVersion languageVersion;
 @end
 
 @protocol MTLResource <NSObject>
@@ -62,6 +89,7 @@ typedef NS_ENUM(NSUInteger, MTLCommandBufferStatus){
 @end
 
 @protocol MTLCommandEncoder <NSObject>
+@property(nullable, copy, atomic) NSString *label;
 - (void)endEncoding;
 @end
 
@@ -81,9 +109,24 @@ typedef NS_ENUM(NSUInteger, MTLCommandBufferStatus){
                    size:(NSUInteger)size;
 @end
 
+API_AVAILABLE(macos(11.0))
+@interface MTLCommandBufferDescriptor : NSObject
+@property(readwrite, nonatomic) BOOL retainedReferences;
+@property(readwrite, nonatomic) MTLCommandBufferErrorOption errorOptions;
+@end
+
+API_AVAILABLE(macos(11.0))
+@protocol MTLCommandBufferEncoderInfo <NSObject>
+@property(readonly, nonatomic) NSString *label;
+@property(readonly, nonatomic) MTLCommandEncoderErrorState errorState;
+@end
+
 @protocol MTLCommandBuffer <NSObject>
 @property(readonly) MTLCommandBufferStatus status;
 @property(nullable, readonly) NSError *error;
+@property(nullable, copy, atomic) NSString *label;
+@property(readonly) CFTimeInterval GPUStartTime API_AVAILABLE(macos(10.15));
+@property(readonly) CFTimeInterval GPUEndTime API_AVAILABLE(macos(10.15));
 - (nullable id<MTLComputeCommandEncoder>)computeCommandEncoder;
 - (nullable id<MTLBlitCommandEncoder>)blitCommandEncoder;
 - (void)commit;
@@ -92,6 +135,8 @@ typedef NS_ENUM(NSUInteger, MTLCommandBufferStatus){
 
 @protocol MTLCommandQueue <NSObject>
 - (nullable id<MTLCommandBuffer>)commandBuffer;
+- (nullable id<MTLCommandBuffer>)commandBufferWithDescriptor:(MTLCommandBufferDescriptor *)descriptor
+    API_AVAILABLE(macos(11.0));
 @end
 
 @protocol MTLDevice <NSObject>
@@ -101,6 +146,7 @@ typedef NS_ENUM(NSUInteger, MTLCommandBufferStatus){
 @property(readonly) uint64_t recommendedMaxWorkingSetSize;
 @property(readonly) BOOL hasUnifiedMemory;
 @property(readonly) NSUInteger maxBufferLength;
+- (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily API_AVAILABLE(macos(10.15));
 - (nullable id<MTLCommandQueue>)newCommandQueue;
 - (nullable id<MTLLibrary>)newLibraryWithData:(dispatch_data_t)data error:(__autoreleasing NSError **)error;
 - (nullable id<MTLLibrary>)newLibraryWithSource:(NSString *)source

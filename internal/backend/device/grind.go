@@ -1,0 +1,57 @@
+package device
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/poseidon2"
+	"github.com/metalprove/metalprove/internal/transcript"
+)
+
+// hostGrindMaxBits: searches of at most this many bits run on the CPU (transcript.HostGrinder).
+// A device search costs one round trip at least (state upload, two dispatches, one sync, a
+// 4-byte download): about 60 µs on the host device (this 2-core VM, go test -bench Grind with
+// small bits) and tens of µs on a GPU, while HostGrinder tests about 1 M candidates/s per core
+// and needs 2^bits of them on average: 2^6 take about as long as the round trip, the 5-bit
+// WHIR folding grinds about half. Both return the smallest witness, so the choice never
+// changes a proof.
+const hostGrindMaxBits = 6
+
+// FindWitness implements transcript.Grinder on the device (shaders/grind.metal through
+// kernels.Grind): slices of candidates in increasing order, one sync each, ctx checked between
+// slices. The search buffers are made on first use and reused; concurrent calls take turns.
+func (b *Backend) FindWitness(ctx context.Context, state [poseidon2.Width]field.Fp, absorbIdx, bits int) (field.Fp, error) {
+	if bits < 1 || bits > transcript.MaxBits {
+		return 0, fmt.Errorf("backend/device: proof-of-work bits %d outside [1, %d]", bits, transcript.MaxBits)
+	}
+	if absorbIdx < 0 || absorbIdx >= poseidon2.Rate {
+		return 0, fmt.Errorf("backend/device: absorb index %d outside [0, %d)", absorbIdx, poseidon2.Rate)
+	}
+	if bits <= hostGrindMaxBits {
+		return transcript.HostGrinder{}.FindWitness(ctx, state, absorbIdx, bits)
+	}
+	b.grindMu.Lock()
+	defer b.grindMu.Unlock()
+	if b.grind == nil {
+		b.mu.Lock()
+		closed := b.closed
+		b.mu.Unlock()
+		if closed {
+			return 0, ErrClosed
+		}
+		g, err := b.hash.NewGrind()
+		if err != nil {
+			return 0, err
+		}
+		b.grind = g
+	}
+	w, ok, err := b.grind.Search(ctx, state, absorbIdx, bits)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, transcript.ErrNoWitness
+	}
+	return w, nil
+}

@@ -1,0 +1,595 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/kernels"
+	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
+)
+
+// ErrProverState: a prover method was called out of order (or after Release).
+var ErrProverState = errors.New("backend/device: prover method called out of order")
+
+// stackingProver is the stacked opening reduction (spec B §5.3–5.4) on the device, computing
+// exactly what cpuref's stackingProver computes:
+//
+//   - UnivariateRound: the kernels reduce the stacked matrices Q to A, B, C (N = 2^l_skip Fp4
+//     each: the sums of the slices' blocks weighted by eq(r_1..r_nn, ·), its rotation and the
+//     batching weights, kernels.EncodeStackedUniPartials) and gather the blocks of the slices
+//     shorter than 2^l_skip; the host takes IDFTs of those few values and multiplies by the
+//     eq_D polynomials (2N − 1 coefficients). One sync.
+//   - BindUnivariate: q(u_0; x) = Σ_z L_z(u_0)·Q[x·N + z] and W(u_0; x) per slice from its eq
+//     table and two host scalars, into tables of every commitment side by side (Σ widths columns
+//     of 2^n_stack Fp4). No sync.
+//   - Round/Bind: the shared sumcheck family over those tables; Bind only records u, the next
+//     Round folds and sums in one pass (ping-pong buffers). One sync per Round, none per Bind.
+//   - Openings: the last fold of q into one row per column and its download. One sync.
+//
+// Every device buffer is allocated by NewStackingProver and freed by Release.
+type stackingProver struct {
+	be      *Backend
+	p       params.SystemParams
+	commits []*Committed
+	batch   *stark.StackingBatch
+	colOff  []int // first table column of each commitment
+	cols    int   // Σ widths
+
+	uni     []kernels.SliceRange // per commitment: its slices of log height ≥ l_skip (Count 0: none)
+	wRange  kernels.SliceRange   // every slice, for W
+	wInfo   []wSlice             // host data of wRange's slices, in order
+	shorts  []shortSlice         // slices of log height < l_skip, in gather order
+	gathers []gatherRun          // copies of short blocks into the result buffer
+	rows    int                  // partials rows of UnivariateRound
+
+	mu       sync.Mutex
+	released bool
+	bound    int        // variables bound: 0 before u_0, then 1 + rounds bound (as cpuref)
+	pending  *field.Fp4 // a bound u not yet folded into the tables
+	cur      int        // ping-pong side holding the current tables
+	logRows  int        // log rows of the current tables
+
+	slices, halves, etab, partials, result, lag, weights *gpu.Array[uint32]
+	qt, wt                                               [2]*gpu.Array[uint32]
+	sc                                                   *kernels.Sumcheck
+}
+
+// wSlice is what BindUnivariate needs of one slice to compute its W scalars.
+type wSlice struct {
+	c, i int // commitment, index in its layout's Cols
+	nn   int // log height − l_skip (may be negative)
+}
+
+// shortSlice is a slice of log height < l_skip: one block, gathered for the host.
+type shortSlice struct {
+	c, i, nn int
+	qStart   int // uint index of its block in Q
+}
+
+// gatherRun copies count blocks of commitment c's Q from qStart into the result buffer.
+type gatherRun struct {
+	c, qStart, count, at int // at: uint index in result
+}
+
+var _ stark.StackingProver = (*stackingProver)(nil)
+
+// NewStackingProver implements stark.StackingBackend on the device: it validates the inputs as
+// cpuref does, uploads the slice descriptors and the halves of the eq tables (a few KiB) and
+// encodes the eq tables' expansion (no sync).
+func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Committed, batch *stark.StackingBatch) (stark.StackingProver, error) {
+	cs, err := b.commits(commits)
+	if err != nil {
+		return nil, err
+	}
+	if batch == nil || len(batch.EqWeight) != len(cs) || len(batch.RotWeight) != len(cs) || len(batch.R) == 0 {
+		return nil, fmt.Errorf("%w: stacking batch does not match %d commitments", stark.ErrOpeningInput, len(cs))
+	}
+	if p.LSkip < 0 || p.LSkip > 5 || p.NStack < 0 {
+		return nil, fmt.Errorf("%w: l_skip=%d n_stack=%d", stark.ErrOpeningInput, p.LSkip, p.NStack)
+	}
+	l, ns := p.LSkip, p.NStack
+	n := 1 << l
+	sp := &stackingProver{be: b, p: p, commits: cs, batch: batch, colOff: make([]int, len(cs)), uni: make([]kernels.SliceRange, len(cs))}
+	for c, com := range cs {
+		lay := com.Layout()
+		if len(batch.EqWeight[c]) != len(lay.Cols) || len(batch.RotWeight[c]) != len(lay.Cols) {
+			return nil, fmt.Errorf("%w: commitment %d weights", stark.ErrOpeningInput, c)
+		}
+		for _, sc := range lay.Cols {
+			if nl := sc.Slice.LogHeight - l; nl+1 > len(batch.R) {
+				return nil, fmt.Errorf("%w: point r too short", stark.ErrOpeningInput)
+			}
+		}
+		if com.height != 1<<(l+ns) || com.lSkip != l {
+			return nil, fmt.Errorf("%w: stacked height %d", stark.ErrOpeningInput, com.height)
+		}
+		sp.colOff[c] = sp.cols
+		sp.cols += com.width
+	}
+	if 4*(sp.cols<<ns) >= 1<<31 {
+		return nil, fmt.Errorf("%w: %d stacked columns of 2^%d rows exceed 32-bit indexing", stark.ErrOpeningInput, sp.cols, ns)
+	}
+
+	// The eq tables e_nn = eq(r_1..r_nn, ·) of every slice height, side by side.
+	need := map[int]bool{}
+	for _, com := range cs {
+		for _, sc := range com.Layout().Cols {
+			need[max(sc.Slice.LogHeight-l, 0)] = true
+		}
+	}
+	nns := make([]int, 0, len(need))
+	for nn := range need {
+		nns = append(nns, nn)
+	}
+	sort.Ints(nns)
+	eOff := map[int]int{}
+	var halves []uint32
+	type expansion struct{ loOff, hiOff, outOff, logLo, logHi int }
+	var exps []expansion
+	etabLen := 0
+	for _, nn := range nns {
+		lo, hi, h := kernels.EqTables(batch.R[1 : nn+1])
+		exps = append(exps, expansion{len(halves) / 4, (len(halves) + len(lo)) / 4, etabLen, h, nn - h})
+		halves = append(append(halves, lo...), hi...)
+		eOff[nn] = etabLen
+		etabLen += 1 << nn
+	}
+
+	// Slice descriptors: per commitment its slices of log height ≥ l_skip (UnivariateRound), then
+	// every slice (BindUnivariate's W).
+	var words []uint32
+	var wSlices []kernels.StackedSlice
+	nx := 1 << ns
+	for c, com := range cs {
+		var us []kernels.StackedSlice
+		for i, sc := range com.Layout().Cols {
+			s := sc.Slice
+			nn := s.LogHeight - l
+			qStart := s.Col<<(l+ns) + s.Row
+			wStart := (sp.colOff[c]+s.Col)*nx + s.Row>>l
+			sp.wInfo = append(sp.wInfo, wSlice{c: c, i: i, nn: nn})
+			if nn >= 0 {
+				us = append(us, kernels.StackedSlice{QStart: qStart, EOff: eOff[nn], NN: nn, A: batch.EqWeight[c][i], BW: batch.RotWeight[c][i]})
+				wSlices = append(wSlices, kernels.StackedSlice{EOff: eOff[nn], NN: nn, WStart: wStart})
+			} else {
+				sp.shorts = append(sp.shorts, shortSlice{c: c, i: i, nn: nn, qStart: qStart})
+				wSlices = append(wSlices, kernels.StackedSlice{EOff: eOff[0], NN: 0, WStart: wStart})
+			}
+		}
+		if len(us) > 0 {
+			w, chunks, err := kernels.PackStackedSlices(us, l)
+			if err != nil {
+				return nil, err
+			}
+			sp.uni[c] = kernels.SliceRange{First: len(words) / 16, Count: len(us), Chunks: chunks}
+			words = append(words, w...)
+			sp.rows += min(chunks, kernels.StackedUniMaxRows(b.dev))
+		}
+	}
+	w, chunks, err := kernels.PackStackedSlices(wSlices, l)
+	if err != nil {
+		return nil, err
+	}
+	sp.wRange = kernels.SliceRange{First: len(words) / 16, Count: len(wSlices), Chunks: chunks}
+	words = append(words, w...)
+
+	// Short blocks: copied in runs of consecutive blocks after A, B, C in the result buffer.
+	width := kernels.StackedUniWidth(l)
+	for k, s := range sp.shorts {
+		at := width + k*n
+		if g := len(sp.gathers) - 1; g >= 0 && sp.gathers[g].c == s.c && sp.gathers[g].qStart+sp.gathers[g].count*n == s.qStart {
+			sp.gathers[g].count++
+			continue
+		}
+		sp.gathers = append(sp.gathers, gatherRun{c: s.c, qStart: s.qStart, count: 1, at: at})
+	}
+
+	fail := func(err error) (stark.StackingProver, error) {
+		sp.freeBuffers()
+		return nil, err
+	}
+	alloc := func(name string, n int) *gpu.Array[uint32] {
+		if err != nil {
+			return nil
+		}
+		var a *gpu.Array[uint32]
+		a, err = gpu.AllocArray[uint32](b.dev, "stacking "+name, max(n, 1))
+		return a
+	}
+	sp.etab = alloc("eq tables", 4*etabLen)
+	sp.partials = alloc("partials", sp.rows*width)
+	sp.result = alloc("round 0 sums", width+len(sp.shorts)*n)
+	sp.lag = alloc("lagrange weights", 4*n)
+	sp.weights = alloc("W weights", 8*len(wSlices))
+	sp.qt[0] = alloc("q table", 4*sp.cols*nx)
+	sp.wt[0] = alloc("W table", 4*sp.cols*nx)
+	sp.qt[1] = alloc("q table (folded)", 4*sp.cols*max(nx/2, 1))
+	sp.wt[1] = alloc("W table (folded)", 4*sp.cols*max(nx/2, 1))
+	if err != nil {
+		return fail(err)
+	}
+	if sp.slices, err = gpu.UploadArray(b.dev, "stacking slices", words); err != nil {
+		return fail(err)
+	}
+	hv, err := gpu.UploadArray(b.dev, "stacking eq halves", halves)
+	if err != nil {
+		return fail(err)
+	}
+	if sp.sc, err = kernels.NewSumcheck(b.dev); err != nil {
+		hv.Free()
+		return fail(err)
+	}
+	batchEnc := b.dev.Batch()
+	for _, e := range exps {
+		ex := kernels.EqExpand{Lo: hv, Hi: hv, Out: sp.etab, LoOff: e.loOff, HiOff: e.hiOff, OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1}
+		if err := ex.Encode(batchEnc, b.dev); err != nil {
+			hv.Free()
+			return fail(err)
+		}
+	}
+	// The halves are needed until the expansion has run: the first sync (UnivariateRound) comes
+	// later, so they are freed with the prover.
+	sp.halves = hv
+	if err := b.track(sp); err != nil {
+		return fail(err)
+	}
+	return sp, nil
+}
+
+// free is Backend.Close's release of a live prover.
+func (sp *stackingProver) free() {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	sp.released = true
+	sp.freeBuffers()
+}
+
+// freeBuffers releases every device buffer (idempotent).
+func (sp *stackingProver) freeBuffers() {
+	for _, a := range []*gpu.Array[uint32]{sp.slices, sp.halves, sp.etab, sp.partials, sp.result, sp.lag, sp.weights,
+		sp.qt[0], sp.qt[1], sp.wt[0], sp.wt[1]} {
+		if a != nil {
+			a.Free()
+		}
+	}
+	sp.slices, sp.halves, sp.etab, sp.partials, sp.result, sp.lag, sp.weights = nil, nil, nil, nil, nil, nil, nil
+	sp.qt, sp.wt = [2]*gpu.Array[uint32]{}, [2]*gpu.Array[uint32]{}
+	if sp.sc != nil {
+		sp.sc.Close()
+		sp.sc = nil
+	}
+}
+
+// Release frees the prover's device buffers; later calls fail with ErrProverState.
+func (sp *stackingProver) Release() {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.released {
+		return
+	}
+	sp.released = true
+	sp.be.untrack(sp)
+	sp.freeBuffers()
+}
+
+// live checks the prover and its commitments before a call.
+func (sp *stackingProver) live() error {
+	if sp.released {
+		return ErrProverState
+	}
+	for _, c := range sp.commits {
+		if err := c.live(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UnivariateRound returns s_0(Z) = Σ_x Σ_{c,m} q_{c,m}(Z; x)·W_{c,m}(Z; x) (2N − 1 coefficients).
+func (sp *stackingProver) UnivariateRound() ([]field.Fp4, error) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if err := sp.live(); err != nil {
+		return nil, err
+	}
+	if sp.bound != 0 {
+		return nil, ErrProverState
+	}
+	l := sp.p.LSkip
+	n := 1 << l
+	dev := sp.be.dev
+	width := kernels.StackedUniWidth(l)
+	b := dev.Batch()
+	row := 0
+	for c, r := range sp.uni {
+		if r.Count == 0 {
+			continue
+		}
+		r.Slices = sp.slices
+		g, err := kernels.EncodeStackedUniPartials(b, dev, sp.commits[c].q, r, sp.etab, sp.partials, row, l)
+		if err != nil {
+			return nil, err
+		}
+		row += g
+	}
+	if row > 0 {
+		if err := kernels.EncodeSumRows(b, dev, sp.partials, sp.result, row, width); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range sp.gathers {
+		b.Copy(sp.result.Buffer, 4*g.at, sp.commits[g.c].q.Buffer, 4*g.qStart, 4*g.count*n)
+	}
+	if err := b.Err(); err != nil {
+		return nil, err
+	}
+	sums := make([]uint32, width+len(sp.shorts)*n)
+	from := 0
+	if row == 0 {
+		from = width // no slice of log height ≥ l_skip: A = B = C = 0
+	}
+	if err := sp.result.Read(sums[from:], from); err != nil {
+		return nil, err
+	}
+
+	r := sp.batch.R
+	omega := field.TwoAdicGenerator(l)
+	r0w := r[0].MulBase(omega)
+	polyA := stark.EqUniCoeffs(l, r[0])
+	polyB := stark.EqUniCoeffs(l, r0w)
+	polyC := stark.EqUniCoeffs(l, field.Fp4One)
+	cScale := stark.EqUniAtOne(l, r0w)
+	for i := range polyC {
+		polyC[i] = polyC[i].Mul(cScale)
+	}
+	res := make([]field.Fp4, 2*n-1)
+	abc := kernels.Fp4SliceOfMont(sums[:width])
+	idft := newSmallIDFT(l)
+	polyMulAcc(res, idft.ext(abc[:n]), polyA)
+	polyMulAcc(res, idft.ext(abc[n:2*n]), polyB)
+	polyMulAcc(res, idft.ext(abc[2*n:]), polyC)
+	for k, s := range sp.shorts {
+		blk := kernels.CanonicalSlice(sums[width+k*n : width+(k+1)*n])
+		a, bw := sp.batch.EqWeight[s.c][s.i], sp.batch.RotWeight[s.c][s.i]
+		polyMulAcc(res, idft.base(blk), shortWeightPoly(l, s.nn, r[0], a, bw))
+	}
+	return res, nil
+}
+
+// shortWeightPoly is cpuref's weight polynomial of a slice of log height l + nn < l (nn < 0):
+// 2^(nn)·(a·eq_{D'}(r'; Z) + bw·eq_{D'}(r'·ω'; Z)) over the subgroup D' of order 2^(l+nn),
+// r' = r_0^(2^(−nn)), repeated to N coefficients.
+func shortWeightPoly(l, nn int, r0, a, bw field.Fp4) []field.Fp4 {
+	n := 1 << l
+	lp := l + nn
+	np := 1 << lp
+	sInv := stark.InvPow2(-nn)
+	rp := stark.ExpPow2(r0, -nn)
+	ca := stark.EqUniCoeffs(lp, rp)
+	var cb []field.Fp4
+	rot := !bw.IsZero()
+	if rot {
+		cb = stark.EqUniCoeffs(lp, rp.MulBase(field.TwoAdicGenerator(lp)))
+	}
+	w := make([]field.Fp4, n)
+	for j := 0; j < np; j++ {
+		v := a.Mul(ca[j])
+		if rot {
+			v = v.Add(bw.Mul(cb[j]))
+		}
+		v = v.MulBase(sInv)
+		for k := 0; k < n; k += np {
+			w[k+j] = v
+		}
+	}
+	return w
+}
+
+// polyMulAcc adds a·b (coefficient form) to dst.
+func polyMulAcc(dst, a, b []field.Fp4) {
+	for i, x := range a {
+		if x.IsZero() {
+			continue
+		}
+		for j, y := range b {
+			dst[i+j] = dst[i+j].Add(x.Mul(y))
+		}
+	}
+}
+
+// smallIDFT is the inverse DFT of length N = 2^l on the host (N ≤ 32: the quadratic formula
+// coef_j = (1/N)·Σ_z ω^(−jz)·v_z).
+type smallIDFT struct {
+	n    int
+	winv []field.Fp // ω^(−k), k < N
+	ninv field.Fp
+}
+
+func newSmallIDFT(l int) smallIDFT {
+	n := 1 << l
+	return smallIDFT{n: n, winv: field.Powers(field.TwoAdicGenerator(l).Inverse(), n), ninv: field.Fp(uint32(n)).Inverse()}
+}
+
+func (d smallIDFT) ext(v []field.Fp4) []field.Fp4 {
+	out := make([]field.Fp4, d.n)
+	for j := range d.n {
+		var acc field.Fp4
+		for z, x := range v {
+			acc = acc.Add(x.MulBase(d.winv[j*z%d.n]))
+		}
+		out[j] = acc.MulBase(d.ninv)
+	}
+	return out
+}
+
+func (d smallIDFT) base(v []field.Fp) []field.Fp4 {
+	out := make([]field.Fp4, d.n)
+	for j := range d.n {
+		var acc field.Fp
+		for z, x := range v {
+			acc = acc.Add(x.Mul(d.winv[j*z%d.n]))
+		}
+		out[j] = field.Lift(acc.Mul(d.ninv))
+	}
+	return out
+}
+
+// BindUnivariate builds the tables q(u_0; x) and W(u_0; x) on the device (no sync).
+func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if err := sp.live(); err != nil {
+		return err
+	}
+	if sp.bound != 0 {
+		return ErrProverState
+	}
+	l, ns := sp.p.LSkip, sp.p.NStack
+	r := sp.batch.R
+	omega := field.TwoAdicGenerator(l)
+	r0w := r[0].MulBase(omega)
+	a0 := stark.EqUni(l, u0, r[0])
+	b0 := stark.EqUni(l, u0, r0w)
+	c0 := stark.EqUniAtOne(l, u0).Mul(stark.EqUniAtOne(l, r0w))
+	// cpuref adds a·a0·e[xl] + bw·(b0·e[xl] + c0·(e[xl−1] − e[xl])) = α·e[xl] + β·e[xl−1].
+	weights := make([]field.Fp4, 0, 2*len(sp.wInfo))
+	for _, s := range sp.wInfo {
+		a, bw := sp.batch.EqWeight[s.c][s.i], sp.batch.RotWeight[s.c][s.i]
+		if s.nn >= 0 {
+			weights = append(weights, a.Mul(a0).Add(bw.Mul(b0.Sub(c0))), bw.Mul(c0))
+			continue
+		}
+		lp := l + s.nn
+		rp := stark.ExpPow2(r[0], -s.nn)
+		v := a.Mul(stark.EqUni(lp, u0, rp))
+		if !bw.IsZero() {
+			v = v.Add(bw.Mul(stark.EqUni(lp, u0, rp.MulBase(field.TwoAdicGenerator(lp)))))
+		}
+		weights = append(weights, v.Mul(stark.InUni(l, s.nn, u0)), field.Fp4{})
+	}
+	// Uploads first: nothing is pending after UnivariateRound's download.
+	if err := sp.weights.Write(0, kernels.MontFp4Slice(weights)); err != nil {
+		return err
+	}
+	if err := sp.lag.Write(0, kernels.MontFp4Slice(kernels.LagrangeWeights(l, u0))); err != nil {
+		return err
+	}
+	dev := sp.be.dev
+	b := dev.Batch()
+	nx := 1 << ns
+	for c, com := range sp.commits {
+		if err := kernels.EncodeStackedBindQ(b, dev, com.q, sp.lag, sp.qt[0], com.width*nx, l, sp.colOff[c]*nx); err != nil {
+			return err
+		}
+	}
+	wr := sp.wRange
+	wr.Slices = sp.slices
+	if err := kernels.EncodeStackedBindW(b, dev, wr, sp.weights, sp.etab, sp.wt[0], l); err != nil {
+		return err
+	}
+	sp.bound, sp.cur, sp.logRows, sp.pending = 1, 0, ns, nil
+	return nil
+}
+
+// tables are the current q and W tables.
+func (sp *stackingProver) tables(side, logRows int) kernels.ProductTables {
+	return kernels.ProductTables{F: sp.qt[side], W: sp.wt[side], Cols: sp.cols, LogRows: logRows, Stride: 1 << logRows}
+}
+
+// Round returns s_j(1), s_j(2): one batch (the pending fold and the sums) and a 32-byte download.
+func (sp *stackingProver) Round() (s1, s2 field.Fp4, err error) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if err := sp.live(); err != nil {
+		return s1, s2, err
+	}
+	if sp.bound < 1 || sp.bound > sp.p.NStack {
+		return s1, s2, ErrProverState
+	}
+	b := sp.be.dev.Batch()
+	if sp.pending != nil {
+		if err := sp.sc.EncodeFoldRound(b, sp.tables(sp.cur, sp.logRows), sp.tables(1-sp.cur, sp.logRows-1), *sp.pending); err != nil {
+			return s1, s2, err
+		}
+		sp.cur, sp.logRows, sp.pending = 1-sp.cur, sp.logRows-1, nil
+	} else if err := sp.sc.EncodeRound(b, sp.tables(sp.cur, sp.logRows)); err != nil {
+		return s1, s2, err
+	}
+	return sp.sc.ReadRound()
+}
+
+// Bind fixes the round's variable to u: recorded, folded by the next Round or Openings (a second
+// Bind before that encodes the first fold on its own; still no sync).
+func (sp *stackingProver) Bind(u field.Fp4) error {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if err := sp.live(); err != nil {
+		return err
+	}
+	if sp.bound < 1 || sp.bound > sp.p.NStack {
+		return ErrProverState
+	}
+	if sp.pending != nil {
+		if err := sp.foldPending(true); err != nil {
+			return err
+		}
+	}
+	sp.pending = &u
+	sp.bound++
+	return nil
+}
+
+// foldPending encodes the pending fold of q (and W when both) into the other side.
+func (sp *stackingProver) foldPending(both bool) error {
+	dev := sp.be.dev
+	b := dev.Batch()
+	lr := sp.logRows - 1
+	if err := kernels.EncodeFold(b, dev, sp.qt[sp.cur], 1<<sp.logRows, sp.qt[1-sp.cur], 1<<lr, sp.cols, lr, *sp.pending); err != nil {
+		return err
+	}
+	if both {
+		if err := kernels.EncodeFold(b, dev, sp.wt[sp.cur], 1<<sp.logRows, sp.wt[1-sp.cur], 1<<lr, sp.cols, lr, *sp.pending); err != nil {
+			return err
+		}
+		sp.cur, sp.logRows, sp.pending = 1-sp.cur, lr, nil
+	}
+	return nil
+}
+
+// Openings returns q_{c,m}(u): the last fold of q (one row per column) and one download.
+func (sp *stackingProver) Openings() ([][]field.Fp4, error) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if err := sp.live(); err != nil {
+		return nil, err
+	}
+	if sp.bound != sp.p.NStack+1 {
+		return nil, ErrProverState
+	}
+	side := sp.cur
+	if sp.pending != nil {
+		// The fold of q alone (W is not needed any more) into the other side, state unchanged:
+		// calling Openings again repeats it.
+		if err := sp.foldPending(false); err != nil {
+			return nil, err
+		}
+		side = 1 - sp.cur
+	} else if sp.logRows != 0 {
+		return nil, ErrProverState
+	}
+	v := make([]uint32, 4*sp.cols)
+	if err := sp.qt[side].Read(v, 0); err != nil {
+		return nil, err
+	}
+	all := kernels.Fp4SliceOfMont(v)
+	out := make([][]field.Fp4, len(sp.commits))
+	for c, com := range sp.commits {
+		out[c] = all[sp.colOff[c] : sp.colOff[c]+com.width]
+	}
+	return out, nil
+}

@@ -1,0 +1,462 @@
+package device_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/backend/cpuref"
+	"github.com/metalprove/metalprove/internal/backend/device"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
+)
+
+var testDev *gpu.Device
+
+func TestMain(m *testing.M) {
+	d, err := gpu.Open(gpu.KindHost, gpu.Options{})
+	if err != nil {
+		panic(err)
+	}
+	testDev = d
+	code := m.Run()
+	d.Close()
+	os.Exit(code)
+}
+
+type traceShape struct{ logH, width int }
+
+type stackingCase struct {
+	name    string
+	params  func() (params.SystemParams, error)
+	commits [][]traceShape // per commitment, in trace order
+}
+
+func preset(name string, logH int) func() (params.SystemParams, error) {
+	return func() (params.SystemParams, error) {
+		p, _, err := params.Preset(name, logH)
+		return p, err
+	}
+}
+
+func small(lSkip, nStack, k int) func() (params.SystemParams, error) {
+	return func() (params.SystemParams, error) { return params.TestParamsSmall(lSkip, nStack, k), nil }
+}
+
+var stackingCases = []stackingCase{
+	{"test-mixed-2-commits", preset("test", 0), [][]traceShape{
+		{{10, 3}, {9, 0}, {7, 2}, {2, 4}, {1, 2}, {0, 1}},
+		{{8, 5}, {3, 2}, {1, 3}},
+	}},
+	{"test-below-lskip-only", preset("test", 0), [][]traceShape{{{1, 5}, {0, 3}}}},
+	{"test-one-full-column", preset("test", 0), [][]traceShape{{{10, 1}}}},
+	{"app100-2^11-mixed", preset("app-100bit", 11), [][]traceShape{
+		{{11, 5}, {8, 3}, {4, 2}, {3, 1}, {0, 2}},
+		{{10, 4}},
+	}},
+	{"app100-2^14-wide", preset("app-100bit", 14), [][]traceShape{{{14, 6}, {12, 9}, {5, 3}}}},
+	{"app100-2^12-three-commits", preset("app-100bit", 12), [][]traceShape{
+		{{12, 2}, {6, 0}, {6, 7}, {2, 3}},
+		{{9, 3}, {4, 5}},
+		{{12, 1}, {11, 1}, {10, 1}, {9, 1}},
+	}},
+	{"lskip0", small(0, 6, 2), [][]traceShape{{{6, 2}, {4, 3}, {0, 2}}}},
+	{"lskip1", small(1, 5, 2), [][]traceShape{{{6, 1}, {3, 3}, {1, 2}, {0, 3}}}},
+	{"lskip3", small(3, 4, 3), [][]traceShape{{{7, 2}, {5, 3}, {3, 1}, {2, 2}, {0, 1}}}},
+	{"lskip5", small(5, 3, 2), [][]traceShape{{{8, 2}, {6, 3}, {5, 1}, {3, 2}, {1, 1}}}},
+	{"nstack0", small(2, 0, 1), [][]traceShape{{{2, 3}, {1, 2}, {0, 1}}}},
+}
+
+// commitBoth commits random traces of shapes on the device backend and on cpuref.
+func commitBoth(t *testing.T, be *device.Backend, p params.SystemParams, r *rand.Rand, shapes [][]traceShape) (dev, ref []stark.Committed) {
+	t.Helper()
+	refBe := cpuref.New()
+	for c, ts := range shapes {
+		var dts, rts []stark.Trace
+		for j, s := range ts {
+			m := &air.Matrix{Width: s.width, Height: 1 << s.logH, Values: fieldrand.Fps(r, s.width<<s.logH)}
+			dt, err := be.LoadTrace(fmt.Sprint("trace ", c, j), m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(dt.Free)
+			rt, err := refBe.Loader.LoadTrace("trace", m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dts, rts = append(dts, dt), append(rts, rt)
+		}
+		dc, err := be.Commit(p, dts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(dc.Free)
+		rc, err := refBe.Committer.Commit(p, rts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dc.Root() != rc.Root() {
+			t.Fatalf("commitment %d: roots differ", c)
+		}
+		dev, ref = append(dev, dc), append(ref, rc)
+	}
+	return dev, ref
+}
+
+// randomBatch draws r (1 + n_stack coordinates) and weights: eq weights random, rotation weights
+// zero for about half of the columns.
+func randomBatch(r *rand.Rand, p params.SystemParams, cs []stark.Committed) *stark.StackingBatch {
+	b := &stark.StackingBatch{R: make([]field.Fp4, p.NStack+1)}
+	for i := range b.R {
+		b.R[i] = fieldrand.Fp4(r)
+	}
+	for _, c := range cs {
+		n := len(c.Layout().Cols)
+		eq, rot := make([]field.Fp4, n), make([]field.Fp4, n)
+		for i := range n {
+			eq[i] = fieldrand.Fp4(r)
+			if r.IntN(2) == 0 {
+				rot[i] = fieldrand.Fp4(r)
+			}
+		}
+		b.EqWeight, b.RotWeight = append(b.EqWeight, eq), append(b.RotWeight, rot)
+	}
+	return b
+}
+
+// syncsOf runs f and returns the syncs it made.
+func syncsOf(t *testing.T, f func() error) int {
+	t.Helper()
+	before := testDev.Stats().Syncs
+	if err := f(); err != nil {
+		t.Fatal(err)
+	}
+	return testDev.Stats().Syncs - before
+}
+
+func TestStackingProverMatchesCpuref(t *testing.T) {
+	be, err := device.New(testDev, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	if be.Stages().Stacking == nil {
+		t.Fatal("the device backend does not list its Stacking stage")
+	}
+	for ci, tc := range stackingCases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := tc.params()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(uint64(ci), 0x57ac))
+			dcs, rcs := commitBoth(t, be, p, r, tc.commits)
+			batch := randomBatch(r, p, dcs)
+			mem := testDev.Stats().MemoryInUse
+			dsp, err := be.Stages().Stacking.NewStackingProver(p, dcs, batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rsp, err := cpuref.New().Stacking.NewStackingProver(p, rcs, batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rsp.Release()
+
+			var got []field.Fp4
+			if n := syncsOf(t, func() (err error) { got, err = dsp.UnivariateRound(); return err }); n != 1 {
+				t.Errorf("UnivariateRound: %d syncs, want 1", n)
+			}
+			want, err := rsp.UnivariateRound()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("UnivariateRound: %d coefficients, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("UnivariateRound: coefficient %d = %v, want %v", i, got[i], want[i])
+				}
+			}
+			u0 := fieldrand.Fp4(r)
+			if n := syncsOf(t, func() error { return dsp.BindUnivariate(u0) }); n != 0 {
+				t.Errorf("BindUnivariate: %d syncs, want 0", n)
+			}
+			if err := rsp.BindUnivariate(u0); err != nil {
+				t.Fatal(err)
+			}
+			for j := 1; j <= p.NStack; j++ {
+				var s1, s2 field.Fp4
+				if n := syncsOf(t, func() (err error) { s1, s2, err = dsp.Round(); return err }); n != 1 {
+					t.Errorf("round %d: %d syncs, want 1", j, n)
+				}
+				w1, w2, err := rsp.Round()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s1 != w1 || s2 != w2 {
+					t.Fatalf("round %d: (%v, %v), want (%v, %v)", j, s1, s2, w1, w2)
+				}
+				u := fieldrand.Fp4(r)
+				if n := syncsOf(t, func() error { return dsp.Bind(u) }); n != 0 {
+					t.Errorf("bind %d: %d syncs, want 0", j, n)
+				}
+				if err := rsp.Bind(u); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, _, err := dsp.Round(); !errors.Is(err, device.ErrProverState) {
+				t.Errorf("Round after the last bind: %v, want ErrProverState", err)
+			}
+			var gotOpen [][]field.Fp4
+			if n := syncsOf(t, func() (err error) { gotOpen, err = dsp.Openings(); return err }); n != 1 {
+				t.Errorf("Openings: %d syncs, want 1", n)
+			}
+			wantOpen, err := rsp.Openings()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(gotOpen) != fmt.Sprint(wantOpen) {
+				t.Fatalf("Openings: %v, want %v", gotOpen, wantOpen)
+			}
+			again, err := dsp.Openings()
+			if err != nil || fmt.Sprint(again) != fmt.Sprint(wantOpen) {
+				t.Fatalf("Openings again: %v, %v", again, err)
+			}
+			dsp.Release()
+			if m := testDev.Stats().MemoryInUse; m != mem {
+				t.Errorf("after Release: %d bytes in use, %d before the prover", m, mem)
+			}
+			if _, err := dsp.Openings(); !errors.Is(err, device.ErrProverState) {
+				t.Errorf("Openings after Release: %v, want ErrProverState", err)
+			}
+			dsp.Release() // twice is harmless
+		})
+	}
+}
+
+// TestStackingProverOrder: calls out of order fail with ErrProverState (as cpuref's), repeated
+// calls that cpuref allows give its values, and inputs cpuref rejects are rejected.
+func TestStackingProverOrder(t *testing.T) {
+	be, err := device.New(testDev, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	p, _, err := params.Preset("test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(99, 1))
+	dcs, rcs := commitBoth(t, be, p, r, [][]traceShape{{{9, 2}, {3, 2}, {1, 1}}})
+	batch := randomBatch(r, p, dcs)
+	sp, err := be.NewStackingProver(p, dcs, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Release()
+	ref, err := cpuref.New().Stacking.NewStackingProver(p, rcs, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sp.Round(); !errors.Is(err, device.ErrProverState) {
+		t.Errorf("Round before BindUnivariate: %v", err)
+	}
+	if err := sp.Bind(field.Fp4One); !errors.Is(err, device.ErrProverState) {
+		t.Errorf("Bind before BindUnivariate: %v", err)
+	}
+	if _, err := sp.Openings(); !errors.Is(err, device.ErrProverState) {
+		t.Errorf("Openings before the rounds: %v", err)
+	}
+	// BindUnivariate without UnivariateRound, two Binds in a row, Round twice: all as cpuref.
+	u := fieldrand.Fp4(r)
+	for _, x := range []stark.StackingProver{sp, ref} {
+		if err := x.BindUnivariate(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sp.UnivariateRound(); !errors.Is(err, device.ErrProverState) {
+		t.Errorf("UnivariateRound after BindUnivariate: %v", err)
+	}
+	if err := sp.BindUnivariate(u); !errors.Is(err, device.ErrProverState) {
+		t.Errorf("BindUnivariate twice: %v", err)
+	}
+	for j := 1; j <= p.NStack; j++ {
+		for k := 0; k < j%3; k++ { // 0, 1 or 2 Round calls before the bind
+			a1, a2, err := sp.Round()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b1, b2, err := ref.Round()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a1 != b1 || a2 != b2 {
+				t.Fatalf("round %d call %d differs", j, k)
+			}
+		}
+		u := fieldrand.Fp4(r)
+		if err := sp.Bind(u); err != nil {
+			t.Fatal(err)
+		}
+		if err := ref.Bind(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sp.Bind(u); !errors.Is(err, device.ErrProverState) {
+		t.Errorf("Bind past n_stack: %v", err)
+	}
+	got, err := sp.Openings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := ref.Openings()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatal("openings differ after an irregular call order")
+	}
+
+	// Invalid inputs.
+	bad := []*stark.StackingBatch{
+		nil,
+		{R: batch.R, EqWeight: batch.EqWeight},
+		{R: batch.R[:1], EqWeight: batch.EqWeight, RotWeight: batch.RotWeight},
+		{R: batch.R, EqWeight: [][]field.Fp4{batch.EqWeight[0][:1]}, RotWeight: batch.RotWeight},
+	}
+	for i, bb := range bad {
+		if _, err := be.NewStackingProver(p, dcs, bb); !errors.Is(err, stark.ErrOpeningInput) {
+			t.Errorf("bad batch %d: %v, want ErrOpeningInput", i, err)
+		}
+	}
+	if _, err := be.NewStackingProver(p, rcs, batch); !errors.Is(err, device.ErrForeignHandle) {
+		t.Errorf("cpuref commitments: %v, want ErrForeignHandle", err)
+	}
+	p2 := p
+	p2.NStack++
+	if _, err := be.NewStackingProver(p2, dcs, randomBatch(r, p2, dcs)); !errors.Is(err, stark.ErrOpeningInput) {
+		t.Errorf("other n_stack: %v, want ErrOpeningInput", err)
+	}
+}
+
+// TestStackingProverClose: the backend's Close frees a live prover; the prover then fails.
+func TestStackingProverClose(t *testing.T) {
+	be, err := device.New(testDev, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, _ := params.Preset("test", 0)
+	r := rand.New(rand.NewPCG(7, 7))
+	dcs, _ := commitBoth(t, be, p, r, [][]traceShape{{{9, 2}}})
+	sp, err := be.NewStackingProver(p, dcs, randomBatch(r, p, dcs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	be.Close()
+	if _, err := sp.UnivariateRound(); err == nil {
+		t.Error("UnivariateRound after Close: no error")
+	}
+	sp.Release()
+}
+
+// keccakfShape is the stacked layout of keccakf-1024 (metalprove trace --example keccakf --perms
+// 1024): one trace of 2633 columns × 2^15 rows under app-100bit at 2^21 (l_skip 4, n_stack 17),
+// stacked into 42 columns.
+func keccakfShape(b *testing.B) (params.SystemParams, *device.Backend, []stark.Committed, *stark.StackingBatch) {
+	b.Helper()
+	p, _, err := params.Preset("app-100bit", 21)
+	if err != nil {
+		b.Fatal(err)
+	}
+	be, err := device.New(testDev, device.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(be.Close)
+	r := rand.New(rand.NewPCG(1024, 2633))
+	m := &air.Matrix{Width: 2633, Height: 1 << 15, Values: fieldrand.Fps(r, 2633<<15)}
+	tr, err := be.LoadTrace("keccakf-shaped", m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := be.Commit(p, []stark.Trace{tr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr.Free()
+	cs := []stark.Committed{c}
+	return p, be, cs, randomBatch(r, p, cs)
+}
+
+// runStacking drives sp through a whole reduction and reports the time of each step (ms/op).
+func runStacking(b *testing.B, p params.SystemParams, newProver func() (stark.StackingProver, error)) {
+	r := rand.New(rand.NewPCG(5, 5))
+	var tNew, tUni, tBindUni, tRounds, tBinds, tOpen time.Duration
+	lap := func(d *time.Duration, start time.Time) time.Time {
+		now := time.Now()
+		*d += now.Sub(start)
+		return now
+	}
+	b.ResetTimer()
+	for range b.N {
+		t := time.Now()
+		sp, err := newProver()
+		if err != nil {
+			b.Fatal(err)
+		}
+		t = lap(&tNew, t)
+		if _, err := sp.UnivariateRound(); err != nil {
+			b.Fatal(err)
+		}
+		t = lap(&tUni, t)
+		if err := sp.BindUnivariate(fieldrand.Fp4(r)); err != nil {
+			b.Fatal(err)
+		}
+		t = lap(&tBindUni, t)
+		for range p.NStack {
+			if _, _, err := sp.Round(); err != nil {
+				b.Fatal(err)
+			}
+			t = lap(&tRounds, t)
+			if err := sp.Bind(fieldrand.Fp4(r)); err != nil {
+				b.Fatal(err)
+			}
+			t = lap(&tBinds, t)
+		}
+		if _, err := sp.Openings(); err != nil {
+			b.Fatal(err)
+		}
+		lap(&tOpen, t)
+		sp.Release()
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 / float64(b.N) }
+	b.ReportMetric(ms(tNew), "new-ms")
+	b.ReportMetric(ms(tUni), "univariate-ms")
+	b.ReportMetric(ms(tBindUni), "bind-univariate-ms")
+	b.ReportMetric(ms(tRounds), "rounds-ms")
+	b.ReportMetric(ms(tBinds), "binds-ms")
+	b.ReportMetric(ms(tOpen), "openings-ms")
+}
+
+// BenchmarkStackingKeccakf1024Device: the device prover on the keccakf-1024 layout.
+func BenchmarkStackingKeccakf1024Device(b *testing.B) {
+	p, be, cs, batch := keccakfShape(b)
+	runStacking(b, p, func() (stark.StackingProver, error) { return be.NewStackingProver(p, cs, batch) })
+}
+
+// BenchmarkStackingKeccakf1024Cpuref: cpuref's prover on the same stacked matrix (downloaded).
+func BenchmarkStackingKeccakf1024Cpuref(b *testing.B) {
+	p, _, cs, batch := keccakfShape(b)
+	q, err := cs[0].(*device.Committed).StackedMatrix()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc := []stark.Committed{&cpuref.Committed{Data: &cpuref.StackedPCSData{Layout: cs[0].Layout(), Matrix: q}}}
+	runStacking(b, p, func() (stark.StackingProver, error) { return cpuref.New().Stacking.NewStackingProver(p, rc, batch) })
+}

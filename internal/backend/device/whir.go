@@ -1,0 +1,471 @@
+package device
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/kernels"
+	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
+)
+
+// ErrWhirState: a WhirProver method was called out of order (more folds than variables, a
+// codeword index that does not exist, a call after Release).
+var ErrWhirState = errors.New("backend/device: WHIR prover method called out of order")
+
+// whirProver is the device WHIR prover (spec A §6.3), equal call for call to cpuref's. The
+// tables f and w are AoS Fp4 tables (4 Montgomery uints per entry) in ping-pong buffers (the
+// sumcheck family folds out of place); the coefficient table of the current f is computed once
+// per fold state (CommitFolded, EvalFolded and FinalPoly of a round share it); the committed
+// folded codewords are column-major 2^L × 4 base planes (the NTT and Merkle kernels take them),
+// kept with their trees for OpenCodeword.
+//
+// Syncs: one per call that returns values (SumcheckRound, CommitFolded, EvalFolded, FinalPoly,
+// OpenInitial, OpenCodeword); NewWhirProver, Fold and AccumulateWeight only encode work. Fold
+// records α: the next SumcheckRound folds and sums in one pass (kernels.Sumcheck.EncodeFoldRound),
+// any other call first encodes the plain fold.
+type whirProver struct {
+	be      *Backend
+	dev     *gpu.Device
+	k       int
+	commits []*Committed
+
+	sc *kernels.Sumcheck
+	// f[cur], w[cur] hold the current tables of 2^d entries; f[1−cur], w[1−cur] receive the fold.
+	// Buffers 0 hold 2^m entries, buffers 1 2^(m−1): the folds alternate between them.
+	f, w  [2]*gpu.Array[uint32]
+	cur   int
+	d     int
+	alpha *field.Fp4 // a recorded fold not yet encoded
+
+	coeffs      *gpu.Array[uint32] // coefficient table of the current f (when coeffsValid)
+	coeffsValid bool
+	horner      *gpu.Array[uint32] // EncodeHorner scratch
+
+	// Inputs of encoded work (they must outlive it): μ powers, the Möbius-eq halves of w, and
+	// AccumulateWeight's points and eq tables (grown on demand, reused).
+	mu, kLo, kHi       *gpu.Array[uint32]
+	points, eqLo, eqHi *gpu.Array[uint32]
+
+	codewords []*gpu.Array[uint32]
+	trees     []*kernels.MerkleTree
+	released  bool
+}
+
+var _ stark.WhirProver = (*whirProver)(nil)
+
+// NewWhirProver implements stark.WhirBackend: f = Σ_{c, j} μ^idx·CoeffsToEvals(RSMessage(l_skip,
+// Q_c[:, j])) and w = EvalsMobiusEqHypercube(uCube), built on the device without a sync. f: per
+// commitment one kernels.EncodeWhirBatch pass over Q (batching first, then the per-block IDFT
+// and the low subset-sum bits on the one Fp4 table), then the subset sum over the bits l_skip..m
+// (kernels.EncodeSubsetSum). w: the Möbius-eq tables of the two halves of uCube (host, 2^⌈m/2⌉
+// entries) expanded by kernels.EncodeEqExpand.
+func (b *Backend) NewWhirProver(p params.SystemParams, commits []stark.Committed, mu field.Fp4, uCube []field.Fp4) (stark.WhirProver, error) {
+	cs, err := b.commits(commits)
+	if err != nil {
+		return nil, err
+	}
+	m := p.LSkip + p.NStack
+	if len(uCube) != m {
+		return nil, fmt.Errorf("%w: point of length %d, want %d", stark.ErrOpeningInput, len(uCube), m)
+	}
+	if p.LSkip < 0 || p.LSkip > 5 || m > field.TwoAdicity || p.Whir.K < 0 {
+		return nil, fmt.Errorf("%w: l_skip %d, m %d (the device WHIR needs l_skip ≤ 5)", stark.ErrOpeningInput, p.LSkip, m)
+	}
+	total := 0
+	for _, c := range cs {
+		if c.height != 1<<m || c.lSkip != p.LSkip || c.logBlowup != p.LogBlowup || c.k != p.Whir.K {
+			return nil, fmt.Errorf("%w: commitment does not match the parameters", stark.ErrOpeningInput)
+		}
+		total += c.width
+	}
+	wp := &whirProver{be: b, dev: b.dev, k: p.Whir.K, commits: cs, d: m}
+	fail := func(err error) (stark.WhirProver, error) {
+		wp.Release()
+		return nil, err
+	}
+	if wp.sc, err = kernels.NewSumcheck(b.dev); err != nil {
+		return fail(err)
+	}
+	for i, n := range []int{1 << m, 1 << max(m-1, 0)} {
+		if wp.f[i], err = gpu.AllocArray[uint32](b.dev, "whir f", 4*n); err != nil {
+			return fail(err)
+		}
+		if wp.w[i], err = gpu.AllocArray[uint32](b.dev, "whir w", 4*n); err != nil {
+			return fail(err)
+		}
+	}
+	if wp.mu, err = gpu.UploadArray(b.dev, "whir μ powers", kernels.MontFp4Slice(field.PowersFp4(mu, max(total, 1)))); err != nil {
+		return fail(err)
+	}
+	logLo := m / 2
+	if wp.kLo, err = gpu.UploadArray(b.dev, "whir mobius eq lo", kernels.MontFp4Slice(stark.EvalsMobiusEqHypercube(uCube[:logLo]))); err != nil {
+		return fail(err)
+	}
+	if wp.kHi, err = gpu.UploadArray(b.dev, "whir mobius eq hi", kernels.MontFp4Slice(stark.EvalsMobiusEqHypercube(uCube[logLo:]))); err != nil {
+		return fail(err)
+	}
+	batch := b.dev.Batch()
+	off, first := 0, true
+	for _, c := range cs {
+		if c.width == 0 {
+			continue
+		}
+		if err := b.ntt.EncodeWhirBatch(batch, c.q, c.height, c.width, p.LSkip, wp.mu, off, wp.f[0], !first); err != nil {
+			return fail(err)
+		}
+		off += c.width
+		first = false
+	}
+	// The fresh f is zero when there is no column at all.
+	if err := kernels.EncodeSubsetSum(batch, b.dev, wp.f[0], wp.f[0], m+2, p.LSkip+2, m+2, false); err != nil {
+		return fail(err)
+	}
+	if err := kernels.EncodeEqExpand(batch, b.dev, wp.kLo, wp.kHi, wp.w[0], logLo, m-logLo, 1, false); err != nil {
+		return fail(err)
+	}
+	if err := batch.Err(); err != nil {
+		return fail(err)
+	}
+	return wp, nil
+}
+
+// tables returns the current (src) or the fold target (dst) table pair with 2^logRows rows.
+func (wp *whirProver) tables(i, logRows int) kernels.ProductTables {
+	return kernels.ProductTables{F: wp.f[i], W: wp.w[i], Cols: 1, LogRows: logRows, Stride: 1 << logRows}
+}
+
+// live reports ErrWhirState after Release.
+func (wp *whirProver) live() error {
+	if wp.released {
+		return fmt.Errorf("%w: prover was released", ErrWhirState)
+	}
+	return nil
+}
+
+// flush encodes a recorded fold of f and w into b.
+func (wp *whirProver) flush(b *gpu.Batch) error {
+	if wp.alpha == nil {
+		return nil
+	}
+	a := *wp.alpha
+	src, dst := wp.cur, 1-wp.cur
+	n := wp.d - 1
+	if err := kernels.EncodeFold(b, wp.dev, wp.f[src], 2<<n, wp.f[dst], 1<<n, 1, n, a); err != nil {
+		return err
+	}
+	if err := kernels.EncodeFold(b, wp.dev, wp.w[src], 2<<n, wp.w[dst], 1<<n, 1, n, a); err != nil {
+		return err
+	}
+	wp.cur, wp.d, wp.alpha = dst, n, nil
+	return nil
+}
+
+// vars is the variable count of the current tables once a recorded fold is applied.
+func (wp *whirProver) vars() int {
+	if wp.alpha != nil {
+		return wp.d - 1
+	}
+	return wp.d
+}
+
+// SumcheckRound returns s(1), s(2) of Σ_y f·w over the lowest variable (one sync, 32 bytes).
+func (wp *whirProver) SumcheckRound() (s1, s2 field.Fp4, err error) {
+	if err := wp.live(); err != nil {
+		return s1, s2, err
+	}
+	if wp.vars() < 1 {
+		return s1, s2, fmt.Errorf("%w: round on a table of one entry", ErrWhirState)
+	}
+	b := wp.dev.Batch()
+	if wp.alpha != nil {
+		src, dst := wp.cur, 1-wp.cur
+		if err := wp.sc.EncodeFoldRound(b, wp.tables(src, wp.d), wp.tables(dst, wp.d-1), *wp.alpha); err != nil {
+			return s1, s2, err
+		}
+		wp.cur, wp.d, wp.alpha = dst, wp.d-1, nil
+	} else if err := wp.sc.EncodeRound(b, wp.tables(wp.cur, wp.d)); err != nil {
+		return s1, s2, err
+	}
+	return wp.sc.ReadRound()
+}
+
+// Fold fixes the lowest variable of f and w to alpha. It records alpha (the fold is encoded by
+// the next call, fused with the next round's sums when that call is SumcheckRound): no sync.
+func (wp *whirProver) Fold(alpha field.Fp4) error {
+	if err := wp.live(); err != nil {
+		return err
+	}
+	if wp.vars() < 1 {
+		return fmt.Errorf("%w: fold of a table of one entry", ErrWhirState)
+	}
+	if wp.alpha != nil {
+		b := wp.dev.Batch()
+		if err := wp.flush(b); err != nil {
+			return err
+		}
+	}
+	wp.alpha = &alpha
+	wp.coeffsValid = false
+	return nil
+}
+
+// grow returns a, or a new zeroed array named name when a holds fewer than n uints (a freed).
+func (wp *whirProver) grow(a *gpu.Array[uint32], name string, n int) (*gpu.Array[uint32], error) {
+	if a != nil && a.Len() >= n {
+		return a, nil
+	}
+	if a != nil {
+		a.Free()
+	}
+	return gpu.AllocArray[uint32](wp.dev, name, n)
+}
+
+// encodeCoeffs encodes the coefficient table of the current f (the Möbius transform over all
+// its bits, cpuref's EvalsToCoeffs) into wp.coeffs unless it is there already.
+func (wp *whirProver) encodeCoeffs(b *gpu.Batch) error {
+	if err := wp.flush(b); err != nil {
+		return err
+	}
+	if wp.coeffsValid {
+		return nil
+	}
+	var err error
+	if wp.coeffs, err = wp.grow(wp.coeffs, "whir coefficients", 4<<wp.d); err != nil {
+		return err
+	}
+	if wp.d == 0 {
+		b.Copy(wp.coeffs.Buffer, 0, wp.f[wp.cur].Buffer, 0, 16)
+	} else if err := kernels.EncodeSubsetSum(b, wp.dev, wp.f[wp.cur], wp.coeffs, wp.d+2, 2, wp.d+2, true); err != nil {
+		return err
+	}
+	if err := b.Err(); err != nil {
+		return err
+	}
+	wp.coeffsValid = true
+	return nil
+}
+
+// CommitFolded RS-encodes the coefficient table (zero-padded to 2^logDomain, DFT of each Fp4
+// coordinate plane) and builds its Merkle tree with 2^k rows per query group: one batch, the
+// root its only download.
+func (wp *whirProver) CommitFolded(logDomain int) (stark.Digest, error) {
+	if err := wp.live(); err != nil {
+		return stark.Digest{}, err
+	}
+	d := wp.vars()
+	if logDomain < d || logDomain < wp.k || logDomain > field.TwoAdicity {
+		return stark.Digest{}, fmt.Errorf("%w: codeword of 2^%d for 2^%d coefficients, k = %d", ErrWhirState, logDomain, d, wp.k)
+	}
+	b := wp.dev.Batch()
+	if err := wp.encodeCoeffs(b); err != nil {
+		return stark.Digest{}, err
+	}
+	n := 1 << logDomain
+	cw, err := gpu.AllocArray[uint32](wp.dev, fmt.Sprintf("whir codeword %d", len(wp.codewords)), 4*n)
+	if err != nil {
+		return stark.Digest{}, err
+	}
+	if err := kernels.EncodeFp4ToPlanes(b, wp.dev, wp.coeffs, 1<<wp.d, cw, logDomain); err != nil {
+		cw.Free()
+		return stark.Digest{}, err
+	}
+	if err := wp.be.ntt.EncodeColumns(b, cw, n, 4, false); err != nil {
+		cw.Free()
+		return stark.Digest{}, err
+	}
+	tree, err := wp.be.hash.EncodeMerkleTree(b, cw, n, 4, wp.k)
+	if err != nil {
+		cw.Free()
+		return stark.Digest{}, err
+	}
+	wp.codewords = append(wp.codewords, cw)
+	wp.trees = append(wp.trees, tree)
+	return tree.Root()
+}
+
+// EvalFolded returns Σ_b coeffs[b]·z^b (device Horner passes, one sync, 16 bytes).
+func (wp *whirProver) EvalFolded(z field.Fp4) (field.Fp4, error) {
+	if err := wp.live(); err != nil {
+		return field.Fp4{}, err
+	}
+	b := wp.dev.Batch()
+	if err := wp.encodeCoeffs(b); err != nil {
+		return field.Fp4{}, err
+	}
+	n := 1 << wp.d
+	var err error
+	if wp.horner, err = wp.grow(wp.horner, "whir horner scratch", kernels.HornerScratchLen(n)); err != nil {
+		return field.Fp4{}, err
+	}
+	at, err := kernels.EncodeHorner(b, wp.dev, wp.coeffs, n, z, wp.horner)
+	if err != nil {
+		return field.Fp4{}, err
+	}
+	var v [4]uint32
+	if err := wp.horner.Read(v[:], 4*at); err != nil {
+		return field.Fp4{}, err
+	}
+	return kernels.Fp4OfMont(v[:]), nil
+}
+
+// FinalPoly downloads the coefficient table of the current f (one sync).
+func (wp *whirProver) FinalPoly() ([]field.Fp4, error) {
+	if err := wp.live(); err != nil {
+		return nil, err
+	}
+	b := wp.dev.Batch()
+	if err := wp.encodeCoeffs(b); err != nil {
+		return nil, err
+	}
+	v := make([]uint32, 4<<wp.d)
+	if err := wp.coeffs.Read(v, 0); err != nil {
+		return nil, err
+	}
+	return kernels.Fp4SliceOfMont(v), nil
+}
+
+// OpenInitial answers the round-0 queries on every initial commitment: the indices uploaded
+// once, per commitment one batched gather of rows and paths (kernels.EncodeOpenBatch), one sync
+// for all, one download per commitment.
+func (wp *whirProver) OpenInitial(ys []int) ([]stark.InitialOpening, error) {
+	if err := wp.live(); err != nil {
+		return nil, err
+	}
+	b := wp.dev.Batch()
+	if err := wp.flush(b); err != nil {
+		return nil, err
+	}
+	q, err := kernels.UploadQueryIndices(wp.dev, ys)
+	if err != nil {
+		return nil, err
+	}
+	defer q.Free()
+	pending := make([]*kernels.PendingOpening, len(wp.commits))
+	defer func() {
+		for _, p := range pending {
+			if p != nil {
+				p.Free()
+			}
+		}
+	}()
+	for c, com := range wp.commits {
+		tree, err := com.liveTree()
+		if err != nil {
+			return nil, err
+		}
+		if pending[c], err = tree.EncodeOpenBatch(b, q); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]stark.InitialOpening, len(ys))
+	for i := range out {
+		out[i] = stark.InitialOpening{Rows: make([][][]field.Fp, len(wp.commits)), Paths: make([][]stark.Digest, len(wp.commits))}
+	}
+	for c, p := range pending {
+		o, err := p.Read() // the first download waits for the batch: the call's one sync
+		if err != nil {
+			return nil, err
+		}
+		for i := range out {
+			out[i].Rows[c], out[i].Paths[c] = o.Rows[i], o.Paths[i]
+		}
+	}
+	return out, nil
+}
+
+// OpenCodeword answers the queries ys on codeword idx (one batched opening, one sync).
+func (wp *whirProver) OpenCodeword(idx int, ys []int) ([]stark.CodewordOpening, error) {
+	if err := wp.live(); err != nil {
+		return nil, err
+	}
+	if idx < 0 || idx >= len(wp.trees) {
+		return nil, fmt.Errorf("%w: codeword %d of %d", ErrWhirState, idx, len(wp.trees))
+	}
+	b := wp.dev.Batch()
+	if err := wp.flush(b); err != nil {
+		return nil, err
+	}
+	o, err := wp.trees[idx].OpenBatch(ys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]stark.CodewordOpening, len(ys))
+	for i := range out {
+		vals := make([]field.Fp4, len(o.Rows[i]))
+		for t, r := range o.Rows[i] {
+			vals[t] = field.Fp4{r[0], r[1], r[2], r[3]}
+		}
+		out[i] = stark.CodewordOpening{Values: vals, Path: o.Paths[i]}
+	}
+	return out, nil
+}
+
+// AccumulateWeight adds Σ_i coefs[i]·eq(pow_d(points[i]), ·) to w: the points and coefficients
+// uploaded (32 bytes each; the queue is idle after the opening that precedes this call), per
+// point the lo/hi halves of its eq table (kernels.EncodePowEqTables, 2^⌈d/2⌉ + 2^⌊d/2⌋ entries,
+// the coefficient folded into hi), then one expansion for all points (kernels.EncodeEqExpand):
+// one Fp4 product per point and entry of w. No sync.
+func (wp *whirProver) AccumulateWeight(coefs, points []field.Fp4) error {
+	if err := wp.live(); err != nil {
+		return err
+	}
+	if len(coefs) != len(points) {
+		return fmt.Errorf("%w: %d coefficients for %d points", ErrWhirState, len(coefs), len(points))
+	}
+	if len(points) == 0 {
+		return nil
+	}
+	b := wp.dev.Batch()
+	if err := wp.flush(b); err != nil {
+		return err
+	}
+	d, npts := wp.d, len(points)
+	logLo := d / 2
+	pc := make([]field.Fp4, 0, 2*npts)
+	for i, z := range points {
+		pc = append(pc, z, coefs[i])
+	}
+	var err error
+	if wp.points, err = wp.grow(wp.points, "whir weight points", 8*npts); err != nil {
+		return err
+	}
+	if err := wp.points.Write(0, kernels.MontFp4Slice(pc)); err != nil {
+		return err
+	}
+	if wp.eqLo, err = wp.grow(wp.eqLo, "whir weight eq lo", 4*npts<<logLo); err != nil {
+		return err
+	}
+	if wp.eqHi, err = wp.grow(wp.eqHi, "whir weight eq hi", 4*npts<<(d-logLo)); err != nil {
+		return err
+	}
+	if err := kernels.EncodePowEqTables(b, wp.dev, wp.points, npts, logLo, d-logLo, wp.eqLo, wp.eqHi); err != nil {
+		return err
+	}
+	return kernels.EncodeEqExpand(b, wp.dev, wp.eqLo, wp.eqHi, wp.w[wp.cur], logLo, d-logLo, npts, true)
+}
+
+// Release frees every buffer of the prover (the commitments stay).
+func (wp *whirProver) Release() {
+	if wp.released {
+		return
+	}
+	wp.released = true
+	for _, t := range wp.trees {
+		t.Free()
+	}
+	if wp.sc != nil {
+		wp.sc.Close()
+	}
+	bufs := []*gpu.Array[uint32]{wp.f[0], wp.f[1], wp.w[0], wp.w[1], wp.coeffs, wp.horner, wp.mu, wp.kLo, wp.kHi, wp.points, wp.eqLo, wp.eqHi}
+	for _, a := range append(bufs, wp.codewords...) {
+		if a != nil {
+			a.Free()
+		}
+	}
+	wp.trees, wp.codewords = nil, nil
+	wp.f, wp.w = [2]*gpu.Array[uint32]{}, [2]*gpu.Array[uint32]{}
+	wp.coeffs, wp.horner, wp.mu, wp.kLo, wp.kHi, wp.points, wp.eqLo, wp.eqHi = nil, nil, nil, nil, nil, nil, nil, nil
+}

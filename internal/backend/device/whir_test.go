@@ -1,0 +1,438 @@
+package device_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/backend/cpuref"
+	"github.com/metalprove/metalprove/internal/backend/device"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
+)
+
+// openHost returns a device backend on the host device and the device (for its counters).
+func openHost(t *testing.T) (*device.Backend, *gpu.Device) {
+	t.Helper()
+	dev, err := gpu.Open(gpu.KindHost, gpu.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be, err := device.New(dev, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		be.Close()
+		if n := len(dev.LiveBuffers()); n != 0 {
+			t.Errorf("%d device buffers live after Close: %v", n, dev.LiveBuffers())
+		}
+		dev.Close()
+	})
+	return be, dev
+}
+
+// randomTraces returns matrices of the given log heights (descending) and widths, random values
+// with the edge values mixed in.
+func randomTraces(r *rand.Rand, logHeights, widths []int) []air.Matrix {
+	out := make([]air.Matrix, len(widths))
+	for i, w := range widths {
+		m := air.NewMatrix(w, 1<<logHeights[i])
+		copy(m.Values, fieldrand.Fps(r, len(m.Values)))
+		out[i] = m
+	}
+	return out
+}
+
+// commitWhirPair commits the same traces on the device backend and on cpuref.
+func commitWhirPair(t *testing.T, be *device.Backend, p params.SystemParams, ms []air.Matrix) (dev, ref stark.Committed) {
+	t.Helper()
+	dts := make([]stark.Trace, len(ms))
+	rts := make([]stark.Trace, len(ms))
+	for i := range ms {
+		var err error
+		if dts[i], err = be.LoadTrace(fmt.Sprintf("trace %d", i), &ms[i]); err != nil {
+			t.Fatal(err)
+		}
+		if rts[i], err = (cpuref.Backend{}).LoadTrace("", &ms[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dc, err := be.Commit(p, dts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := cpuref.Backend{}.Commit(p, rts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dc.Root() != rc.Root() {
+		t.Fatal("commitment roots differ")
+	}
+	return dc, rc
+}
+
+// whirCase is a parameter set and, per commitment, the traces (log heights and widths).
+type whirCase struct {
+	name       string
+	p          params.SystemParams
+	logHeights [][]int
+	widths     [][]int
+}
+
+func whirCases(t *testing.T) []whirCase {
+	t.Helper()
+	test, _, err := params.Preset("test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app14, err := params.AppParams(14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app18, err := params.AppParams(18)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []whirCase{
+		// test preset: l_skip 2, n_stack 8, k 3, three rounds; traces below 2^l_skip rows too.
+		{"test/one", test, [][]int{{10, 7, 1, 0}}, [][]int{{3, 5, 2, 4}}},
+		{"test/three", test, [][]int{{9, 9}, {10}, {4, 1, 0}}, [][]int{{2, 3}, {1}, {6, 1, 9}}},
+		// app-100bit (l_skip 4, k 4) at small stacked heights: one round at 2^14, two at 2^18.
+		{"app14/two", app14, [][]int{{14, 12, 3}, {13}}, [][]int{{2, 5, 7}, {3}}},
+		{"app18/one", app18, [][]int{{18, 16, 2}}, [][]int{{1, 3, 4}}},
+		// other l_skip and k: 0, 1, 3, 5 and k 2, 4.
+		{"small/l0k2", params.TestParamsSmall(0, 6, 2), [][]int{{6, 2}}, [][]int{{3, 2}}},
+		{"small/l1k4", params.TestParamsSmall(1, 7, 4), [][]int{{8, 0}, {5}}, [][]int{{2, 3}, {4}}},
+		{"small/l3k2", params.TestParamsSmall(3, 5, 2), [][]int{{8, 2}}, [][]int{{2, 7}}},
+		{"small/l5k3", params.TestParamsSmall(5, 4, 3), [][]int{{9, 4, 0}, {9}}, [][]int{{1, 2, 3}, {2}}},
+	}
+	if testing.Short() {
+		cases = append(cases[:3], cases[4:]...)
+	}
+	return cases
+}
+
+// TestWhirProverMatchesCpuref drives the device and the reference WHIR provers through the
+// stage's call sequence (ProveWhir) with the same random challenges and compares every output,
+// and counts the syncs of each call.
+func TestWhirProverMatchesCpuref(t *testing.T) {
+	for _, c := range whirCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			be, dev := openHost(t)
+			r := rand.New(rand.NewPCG(41, uint64(len(c.name))))
+			p := c.p
+			var dcs, rcs []stark.Committed
+			for i := range c.widths {
+				dc, rc := commitWhirPair(t, be, p, randomTraces(r, c.logHeights[i], c.widths[i]))
+				dcs, rcs = append(dcs, dc), append(rcs, rc)
+			}
+			m := p.LSkip + p.NStack
+			mu := fieldrand.Fp4(r)
+			uCube := make([]field.Fp4, m)
+			for i := range uCube {
+				uCube[i] = fieldrand.Fp4(r)
+			}
+			ref, err := cpuref.Backend{}.NewWhirProver(p, rcs, mu, uCube)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ref.Release()
+			s0 := dev.Stats().Syncs
+			wp, err := be.NewWhirProver(p, dcs, mu, uCube)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer wp.Release()
+			if n := dev.Stats().Syncs - s0; n != 0 {
+				t.Errorf("NewWhirProver: %d syncs, want 0", n)
+			}
+			driveWhir(t, r, p, dev, wp, ref)
+		})
+	}
+}
+
+// whirSyncs runs f and fails unless it caused want syncs.
+func whirSyncs(t *testing.T, dev *gpu.Device, what string, want int, f func() error) {
+	t.Helper()
+	s0 := dev.Stats().Syncs
+	if err := f(); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if n := dev.Stats().Syncs - s0; n != want {
+		t.Errorf("%s: %d syncs, want %d", what, n, want)
+	}
+}
+
+// driveWhir is ProveWhir's sequence of prover calls with random challenges: per round k ×
+// (SumcheckRound, Fold), CommitFolded + EvalFolded (or FinalPoly in the last round), the
+// openings, AccumulateWeight.
+func driveWhir(t *testing.T, r *rand.Rand, p params.SystemParams, dev *gpu.Device, wp, ref stark.WhirProver) {
+	t.Helper()
+	k := p.Whir.K
+	lrs := p.LSkip + p.NStack + p.LogBlowup
+	for round, rc := range p.Whir.Rounds {
+		last := round == len(p.Whir.Rounds)-1
+		for j := range k {
+			what := fmt.Sprintf("round %d sumcheck %d", round, j)
+			var d1, d2 field.Fp4
+			whirSyncs(t, dev, what, 1, func() (err error) { d1, d2, err = wp.SumcheckRound(); return err })
+			r1, r2, err := ref.SumcheckRound()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d1 != r1 || d2 != r2 {
+				t.Fatalf("%s: device (%v, %v), cpuref (%v, %v)", what, d1, d2, r1, r2)
+			}
+			alpha := fieldrand.Fp4(r)
+			whirSyncs(t, dev, what+" fold", 0, func() error { return wp.Fold(alpha) })
+			if err := ref.Fold(alpha); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var z0 field.Fp4
+		if !last {
+			var root stark.Digest
+			whirSyncs(t, dev, "CommitFolded", 1, func() (err error) { root, err = wp.CommitFolded(lrs - 1); return err })
+			want, err := ref.CommitFolded(lrs - 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if root != want {
+				t.Fatalf("round %d: codeword roots differ", round)
+			}
+			z0 = fieldrand.Fp4(r)
+			var y0 field.Fp4
+			whirSyncs(t, dev, "EvalFolded", 1, func() (err error) { y0, err = wp.EvalFolded(z0); return err })
+			if want, err := ref.EvalFolded(z0); err != nil || y0 != want {
+				t.Fatalf("round %d: EvalFolded %v, cpuref %v (%v)", round, y0, want, err)
+			}
+		} else {
+			var fp []field.Fp4
+			whirSyncs(t, dev, "FinalPoly", 1, func() (err error) { fp, err = wp.FinalPoly(); return err })
+			want, err := ref.FinalPoly()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(fp, want) {
+				t.Fatalf("final polynomials differ")
+			}
+		}
+		qbits := lrs - k
+		idx := make([]int, rc.NumQueries)
+		for q := range idx {
+			idx[q] = r.IntN(1 << qbits)
+		}
+		if round == 0 {
+			var got []stark.InitialOpening
+			whirSyncs(t, dev, "OpenInitial", 1, func() (err error) { got, err = wp.OpenInitial(idx); return err })
+			want, err := ref.OpenInitial(idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("initial openings differ")
+			}
+		} else {
+			var got []stark.CodewordOpening
+			whirSyncs(t, dev, "OpenCodeword", 1, func() (err error) { got, err = wp.OpenCodeword(round-1, idx); return err })
+			want, err := ref.OpenCodeword(round-1, idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("round %d: codeword openings differ", round)
+			}
+		}
+		if !last {
+			gamma := fieldrand.Fp4(r)
+			omega := field.TwoAdicGenerator(qbits)
+			coefs := []field.Fp4{gamma}
+			points := []field.Fp4{z0}
+			gp := gamma
+			for _, y := range idx {
+				gp = gp.Mul(gamma)
+				coefs = append(coefs, gp)
+				points = append(points, field.Lift(omega.Exp(uint64(y))))
+			}
+			whirSyncs(t, dev, "AccumulateWeight", 0, func() error { return wp.AccumulateWeight(coefs, points) })
+			if err := ref.AccumulateWeight(coefs, points); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lrs--
+	}
+}
+
+// TestWhirProverIrregularSequence calls the prover methods in orders the stage does not use
+// (commit before any fold, folds without rounds, several evaluations per fold state, a weight
+// update right after a fold) and compares with cpuref; the coefficient table is computed once
+// per fold state.
+func TestWhirProverIrregularSequence(t *testing.T) {
+	be, dev := openHost(t)
+	r := rand.New(rand.NewPCG(43, 44))
+	p := params.TestParamsSmall(2, 6, 2)
+	dc, rc := commitWhirPair(t, be, p, randomTraces(r, []int{8, 3, 1}, []int{2, 3, 5}))
+	m := p.LSkip + p.NStack
+	mu := fieldrand.Fp4(r)
+	uCube := make([]field.Fp4, m)
+	for i := range uCube {
+		uCube[i] = fieldrand.Fp4(r)
+	}
+	ref, err := cpuref.Backend{}.NewWhirProver(p, []stark.Committed{rc}, mu, uCube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Release()
+	wp, err := be.NewWhirProver(p, []stark.Committed{dc}, mu, uCube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wp.Release()
+	check := func(what string, got, want any, gerr, werr error) {
+		t.Helper()
+		if gerr != nil || werr != nil {
+			t.Fatalf("%s: device error %v, cpuref error %v", what, gerr, werr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: device %v, cpuref %v", what, got, want)
+		}
+	}
+	eval := func(what string) {
+		t.Helper()
+		z := fieldrand.Fp4(r)
+		g, gerr := wp.EvalFolded(z)
+		w, werr := ref.EvalFolded(z)
+		check(what, g, w, gerr, werr)
+	}
+	round := func(what string) {
+		t.Helper()
+		g1, g2, gerr := wp.SumcheckRound()
+		w1, w2, werr := ref.SumcheckRound()
+		check(what, [2]field.Fp4{g1, g2}, [2]field.Fp4{w1, w2}, gerr, werr)
+	}
+	fold := func() {
+		t.Helper()
+		a := fieldrand.Fp4(r)
+		if err := wp.Fold(a); err != nil {
+			t.Fatal(err)
+		}
+		if err := ref.Fold(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	weight := func(n int) {
+		t.Helper()
+		coefs, points := make([]field.Fp4, n), make([]field.Fp4, n)
+		for i := range n {
+			coefs[i], points[i] = fieldrand.Fp4(r), fieldrand.Fp4(r)
+		}
+		if err := wp.AccumulateWeight(coefs, points); err != nil {
+			t.Fatal(err)
+		}
+		if err := ref.AccumulateWeight(coefs, points); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func(what string, logDomain int) {
+		t.Helper()
+		g, gerr := wp.CommitFolded(logDomain)
+		w, werr := ref.CommitFolded(logDomain)
+		check(what, g, w, gerr, werr)
+	}
+	passes := func() int { return dev.Stats().PerKernel["whir_subset_pass"] }
+
+	commit("commit before any fold", m)
+	n0 := passes()
+	eval("eval of the initial table")
+	eval("second eval")
+	if n := passes() - n0; n != 0 {
+		t.Errorf("EvalFolded after CommitFolded recomputed the coefficients (%d passes)", n)
+	}
+	weight(3)
+	round("round after a weight update")
+	fold()
+	fold()
+	weight(2) // right after a recorded fold
+	round("round after two folds")
+	fold()
+	eval("eval after a fold")
+	commit("second codeword", m+p.LogBlowup-2)
+	round("round")
+	g, gerr := wp.FinalPoly()
+	w, werr := ref.FinalPoly()
+	check("final poly", g, w, gerr, werr)
+	ys := []int{0, 3, 1, 3}
+	gi, gerr := wp.OpenInitial(ys)
+	wi, werr := ref.OpenInitial(ys)
+	check("initial openings", gi, wi, gerr, werr)
+	for idx := range 2 {
+		gc, gerr := wp.OpenCodeword(idx, ys)
+		wc, werr := ref.OpenCodeword(idx, ys)
+		check(fmt.Sprintf("codeword %d openings", idx), gc, wc, gerr, werr)
+	}
+	// Fold down to one entry, then the table-of-one cases.
+	for range m - 3 {
+		fold()
+	}
+	eval("eval of a constant")
+	commit("codeword of a constant", p.Whir.K)
+	g, gerr = wp.FinalPoly()
+	w, werr = ref.FinalPoly()
+	check("final poly of a constant", g, w, gerr, werr)
+	if _, _, err := wp.SumcheckRound(); err == nil {
+		t.Error("SumcheckRound on a table of one entry succeeded")
+	}
+	if err := wp.Fold(field.Fp4One); err == nil {
+		t.Error("Fold of a table of one entry succeeded")
+	}
+}
+
+func TestWhirProverRejects(t *testing.T) {
+	be, _ := openHost(t)
+	r := rand.New(rand.NewPCG(45, 46))
+	p := params.TestParamsSmall(2, 4, 2)
+	dc, rc := commitWhirPair(t, be, p, randomTraces(r, []int{6}, []int{3}))
+	uCube := make([]field.Fp4, p.LSkip+p.NStack)
+	if _, err := be.NewWhirProver(p, []stark.Committed{rc}, field.Fp4One, uCube); err == nil {
+		t.Error("a cpuref commitment was accepted")
+	}
+	if _, err := be.NewWhirProver(p, []stark.Committed{dc}, field.Fp4One, uCube[1:]); err == nil {
+		t.Error("a point of the wrong length was accepted")
+	}
+	other := p
+	other.NStack++
+	if _, err := be.NewWhirProver(other, []stark.Committed{dc}, field.Fp4One, make([]field.Fp4, other.LSkip+other.NStack)); err == nil {
+		t.Error("a commitment of another height was accepted")
+	}
+	wp, err := be.NewWhirProver(p, []stark.Committed{dc}, field.Fp4One, uCube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wp.OpenCodeword(0, []int{0}); err == nil {
+		t.Error("OpenCodeword without a codeword succeeded")
+	}
+	if _, err := wp.CommitFolded(p.LSkip + p.NStack - 1); err == nil {
+		t.Error("a codeword shorter than the table was accepted")
+	}
+	if _, err := wp.OpenInitial([]int{1 << 10}); err == nil {
+		t.Error("a query index beyond the tree was accepted")
+	}
+	if err := wp.AccumulateWeight([]field.Fp4{field.Fp4One}, nil); err == nil {
+		t.Error("mismatched weight inputs were accepted")
+	}
+	wp.Release()
+	wp.Release()
+	if _, _, err := wp.SumcheckRound(); err == nil {
+		t.Error("SumcheckRound after Release succeeded")
+	}
+	dc.Free()
+	if _, err := be.NewWhirProver(p, []stark.Committed{dc}, field.Fp4One, uCube); err == nil {
+		t.Error("a freed commitment was accepted")
+	}
+}

@@ -1,0 +1,172 @@
+package kernels
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/poseidon2"
+)
+
+// Grind launches shaders/grind.metal: the search for the smallest w in [0, p) such that, with
+// s = state and s[absorbIdx] = w, the canonical value of Permute(s)[7] has its low bits bits
+// zero (transcript.WitnessOK). grind_search tests a range of candidates and leaves one minimum
+// per threadgroup, grind_min reduces those to one value: both deterministic, without atomics.
+// Search scans slices of candidates in increasing order and stops at the first slice with a
+// hit, whose minimum is then the global one. A Grind owns a few small buffers and is not safe
+// for concurrent use.
+type Grind struct {
+	dev       *gpu.Device
+	rc        *gpu.Array[uint32] // borrowed from the Poseidon2 that made it
+	state     *gpu.Array[uint32] // 16 Montgomery elements
+	groupMin  *gpu.Array[uint32] // one slot per threadgroup of grind_search
+	result    *gpu.Array[uint32] // 1: the minimum of the last slice
+	maxGroups int
+	slice     int // tests: candidates per slice instead of SliceSize (0: SliceSize)
+}
+
+// grindNone is GRIND_NONE of shaders/grind.metal: no passing candidate.
+const grindNone = 0xffffffff
+
+// grindMaxCount bounds one slice: with the grid's candidates per step (≤ 2^28) it keeps the
+// kernel's 32-bit candidate indices from wrapping.
+const grindMaxCount = 1 << 30
+
+// Host dispatches: grind_search has a barrier, so every work item runs on a fiber (~20 ns per
+// switch); one-thread groups of MSL_LANES candidates each keep that negligible beside the 16
+// permutations, and 2^12 groups balance the host's workers.
+const (
+	hostGrindLanes     = 1 << hostLogLanes
+	hostGrindMaxGroups = 1 << 12
+	gpuGrindThreads    = 256
+)
+
+// NewGrind allocates the search buffers; it shares h's round constants (h must outlive it).
+func (h *Poseidon2) NewGrind() (*Grind, error) {
+	g := &Grind{dev: h.dev, rc: h.rc, maxGroups: hostGrindMaxGroups}
+	if !isHost(h.dev) {
+		g.maxGroups = 1 << 16
+		if cu := h.dev.Limits().ComputeUnits; cu > 0 {
+			g.maxGroups = min(g.maxGroups, 64*cu)
+		}
+	}
+	var err error
+	if g.state, err = gpu.AllocArray[uint32](h.dev, "grind state", poseidon2.Width); err != nil {
+		return nil, err
+	}
+	if g.groupMin, err = gpu.AllocArray[uint32](h.dev, "grind group minima", g.maxGroups); err != nil {
+		g.Close()
+		return nil, err
+	}
+	if g.result, err = gpu.AllocArray[uint32](h.dev, "grind result", 1); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// Close frees the buffers (not the round constants).
+func (g *Grind) Close() {
+	for _, a := range []*gpu.Array[uint32]{g.state, g.groupMin, g.result} {
+		if a != nil {
+			a.Free()
+		}
+	}
+}
+
+// SetState uploads the state (canonical) that the next searches start from, in Montgomery form.
+func (g *Grind) SetState(state [poseidon2.Width]field.Fp) error {
+	return g.state.Write(0, MontSlice(state[:]))
+}
+
+// searchShape returns grind_search's dispatch for count candidates.
+func (g *Grind) searchShape(count int) (groups, tpg int) {
+	if isHost(g.dev) {
+		return min((count+hostGrindLanes-1)/hostGrindLanes, g.maxGroups), 1
+	}
+	tpg = min(gpuGrindThreads, max(g.dev.Limits().MaxThreadsPerGroup, 1))
+	return min((count+tpg-1)/tpg, g.maxGroups), tpg
+}
+
+// EncodeSearch encodes the search of the candidates [base, base+count) for the state of the last
+// SetState, with the witness at absorbIdx (< 8) and mask 2^bits − 1 (0 ≤ bits ≤ 30): the result
+// (ReadResult) is the smallest passing candidate, or none. base + count ≤ p, 1 ≤ count ≤ 2^30.
+func (g *Grind) EncodeSearch(b *gpu.Batch, absorbIdx, bits int, base, count uint32) error {
+	if absorbIdx < 0 || absorbIdx >= 8 || bits < 0 || bits > 30 {
+		return fmt.Errorf("kernels: Grind: absorb index %d, %d bits", absorbIdx, bits)
+	}
+	if count == 0 || count > grindMaxCount || uint64(base)+uint64(count) > uint64(field.P) {
+		return fmt.Errorf("kernels: Grind: candidates [%d, %d + %d) not a non-empty range of at most 2^30 below p", base, base, count)
+	}
+	groups, tpg := g.searchShape(int(count))
+	dispatchGrindSearch(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), g.state.Buffer, g.rc.Buffer, g.groupMin.Buffer, grindParams{absorbIdx: uint32(absorbIdx), mask: uint32(1)<<bits - 1, base: base, count: count}, uint32(4*tpg))
+	// One group reduces the group minima: a single thread on the host (a plain loop over at
+	// most 2^12 values), a full group on GPUs.
+	mt := 1
+	if !isHost(g.dev) {
+		mt = min(gpuGrindThreads, max(g.dev.Limits().MaxThreadsPerGroup, 1))
+	}
+	dispatchGrindMin(b, gpu.D1(1), gpu.D1(uint32(mt)), g.groupMin.Buffer, g.result.Buffer, uint32(groups), uint32(4*mt))
+	return b.Err()
+}
+
+// ReadResult downloads the result of the last encoded search (waiting for it): the smallest
+// passing candidate and true, or false when the range had none.
+func (g *Grind) ReadResult() (uint32, bool, error) {
+	var v [1]uint32
+	if err := g.result.Read(v[:], 0); err != nil {
+		return 0, false, err
+	}
+	return v[0], v[0] != grindNone, nil
+}
+
+// SliceSize is the number of candidates Search tests per batch for bits. A search needs 2^bits
+// candidates on average (geometrically distributed), and about half a slice is tested past the
+// hit, while each slice costs one round trip (dispatch, sync, 4-byte download). On the host
+// device (~60 µs a round trip, ~9 M candidates/s on 2 cores) slices of 2^(bits−3), at least 2^8,
+// waste about 6 % on overshoot and a few round trips. On GPUs the grid runs ~2^21 threads, so
+// slices below that cost the same (the launch latency), and each thread stops at its first hit
+// only after ~2^bits of its own candidates: slices of 2^(bits+1) (a hit in 86 % of first slices),
+// at least 2^16 and at most 2^27 (tens of ms, so cancellation stays prompt at 30 bits).
+func (g *Grind) SliceSize(bits int) int {
+	if isHost(g.dev) {
+		return 1 << min(max(bits-3, 8), 24)
+	}
+	return 1 << min(max(bits+1, 16), 27)
+}
+
+// Search returns the smallest w in [0, p) passing the check for state and absorbIdx (see
+// Grind), and false if there is none. It tests slices of SliceSize(bits) candidates in
+// increasing order, one batch (one sync) each, stopping at the first slice with a hit; ctx is
+// checked between slices.
+func (g *Grind) Search(ctx context.Context, state [poseidon2.Width]field.Fp, absorbIdx, bits int) (field.Fp, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
+	}
+	if err := g.SetState(state); err != nil {
+		return 0, false, err
+	}
+	slice := uint64(g.SliceSize(bits))
+	if g.slice > 0 {
+		slice = uint64(g.slice)
+	}
+	for base := uint64(0); base < uint64(field.P); base += slice {
+		if err := ctx.Err(); err != nil {
+			return 0, false, err
+		}
+		count := min(slice, uint64(field.P)-base)
+		b := g.dev.Batch()
+		if err := g.EncodeSearch(b, absorbIdx, bits, uint32(base), uint32(count)); err != nil {
+			return 0, false, err
+		}
+		if err := b.Wait(); err != nil {
+			return 0, false, err
+		}
+		w, ok, err := g.ReadResult()
+		if err != nil || ok {
+			return field.Fp(w), ok, err
+		}
+	}
+	return 0, false, nil
+}

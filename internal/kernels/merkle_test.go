@@ -1,0 +1,201 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/backend/cpuref"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
+)
+
+// merkleCase builds a random width × 2^logH matrix (edge values in the first rows), its device
+// tree with 2^k rows per query and the reference tree.
+func merkleCase(t *testing.T, h *Poseidon2, r *rand.Rand, logH, width, k int) (*MerkleTree, *cpuref.MerkleTree) {
+	t.Helper()
+	m := air.NewMatrix(width, 1<<logH)
+	copy(m.Values, fieldrand.Fps(r, len(m.Values)))
+	for i, v := range []field.Fp{0, 1, field.Fp(field.P - 1)} {
+		if i < len(m.Values) {
+			m.Values[i] = v
+		}
+	}
+	want, err := cpuref.NewMerkleTree(m, 1<<k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := h.MerkleTree(upload(t, m.Values), m.Height, m.Width, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tree.Free)
+	return tree, want
+}
+
+// queryIndices returns the edge indices 0, 1, qs−2, qs−1, qs/2 (those < qs), a repeat and
+// random ones, in no particular order.
+func queryIndices(r *rand.Rand, qs int) []int {
+	var ys []int
+	for _, y := range []int{0, qs - 1, 1, qs / 2, qs - 2} {
+		if y >= 0 && y < qs {
+			ys = append(ys, y)
+		}
+	}
+	ys = append(ys, qs-1)
+	for range 7 {
+		ys = append(ys, r.IntN(qs))
+	}
+	return ys
+}
+
+func checkBatchOpening(t *testing.T, tree *MerkleTree, want *cpuref.MerkleTree, ys []int, got *BatchOpening) {
+	t.Helper()
+	if len(got.Rows) != len(ys) || len(got.Paths) != len(ys) {
+		t.Fatalf("%d rows, %d paths for %d queries", len(got.Rows), len(got.Paths), len(ys))
+	}
+	root := want.Root()
+	for q, y := range ys {
+		wo, err := want.Open(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got.Rows[q]) != fmt.Sprint(wo.Rows) {
+			t.Fatalf("query %d (y=%d): rows differ from cpuref", q, y)
+		}
+		if len(got.Paths[q]) != len(wo.Proof) || fmt.Sprint(got.Paths[q]) != fmt.Sprint(wo.Proof) {
+			t.Fatalf("query %d (y=%d): path differs from cpuref", q, y)
+		}
+		o, err := tree.Open(y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got.Rows[q]) != fmt.Sprint(o.Rows) || fmt.Sprint(got.Paths[q]) != fmt.Sprint(o.Proof) {
+			t.Fatalf("query %d (y=%d): differs from Open", q, y)
+		}
+		if err := cpuref.VerifyOpening(root, want.RowsPerQuery, want.Backing.Width,
+			&cpuref.MerkleOpening{Index: y, Rows: got.Rows[q], Proof: got.Paths[q]}); err != nil {
+			t.Fatalf("query %d (y=%d): %v", q, y, err)
+		}
+	}
+}
+
+func TestMerkleOpenBatch(t *testing.T) {
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r := rand.New(rand.NewPCG(17, 18))
+	for width := 1; width <= 50; width++ {
+		k := width % 5
+		for _, logH := range []int{k, k + 1, k + 3 + width%4} {
+			t.Run(fmt.Sprintf("2^%dx%d/k=%d", logH, width, k), func(t *testing.T) {
+				tree, want := merkleCase(t, h, r, logH, width, k)
+				ys := queryIndices(r, tree.QueryStride())
+				before := testDev.Stats()
+				got, err := tree.OpenBatch(ys)
+				if err != nil {
+					t.Fatal(err)
+				}
+				after := testDev.Stats()
+				if s, d := after.Syncs-before.Syncs, after.Downloads-before.Downloads; s != 1 || d != 1 {
+					t.Errorf("%d syncs, %d downloads; want 1 and 1", s, d)
+				}
+				if n := after.Dispatches - before.Dispatches; n > 2 {
+					t.Errorf("%d dispatches, want at most 2", n)
+				}
+				if u := after.Uploads - before.Uploads; u != 1 {
+					t.Errorf("%d uploads, want 1", u)
+				}
+				checkBatchOpening(t, tree, want, ys, got)
+			})
+		}
+	}
+}
+
+// TestMerkleEncodeOpenBatchSeveralTrees opens trees of different shapes at the same indices in
+// one batch: one upload of the indices, one sync, one download per tree.
+func TestMerkleEncodeOpenBatchSeveralTrees(t *testing.T) {
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r := rand.New(rand.NewPCG(19, 20))
+	type pair struct {
+		tree *MerkleTree
+		want *cpuref.MerkleTree
+	}
+	// Every tree has qs = 2^5 query groups.
+	var trees []pair
+	for _, c := range []struct{ logH, width, k int }{{5, 3, 0}, {7, 16, 2}, {9, 1, 4}, {6, 50, 1}} {
+		tree, want := merkleCase(t, h, r, c.logH, c.width, c.k)
+		trees = append(trees, pair{tree, want})
+	}
+	ys := queryIndices(r, 32)
+	before := testDev.Stats()
+	q, err := UploadQueryIndices(testDev, ys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Free()
+	b := testDev.Batch()
+	var pending []*PendingOpening
+	for _, p := range trees {
+		po, err := p.tree.EncodeOpenBatch(b, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pending = append(pending, po)
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var got []*BatchOpening
+	for _, po := range pending {
+		o, err := po.Read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, o)
+	}
+	after := testDev.Stats()
+	if s, d, u := after.Syncs-before.Syncs, after.Downloads-before.Downloads, after.Uploads-before.Uploads; s != 1 || d != len(trees) || u != 1 {
+		t.Errorf("%d syncs, %d downloads, %d uploads; want 1, %d, 1", s, d, u, len(trees))
+	}
+	for i, p := range trees {
+		checkBatchOpening(t, p.tree, p.want, ys, got[i])
+	}
+}
+
+func TestMerkleOpenBatchValidates(t *testing.T) {
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r := rand.New(rand.NewPCG(21, 22))
+	tree, _ := merkleCase(t, h, r, 6, 5, 2) // qs = 16
+	live := len(testDev.LiveBuffers())
+	for _, ys := range [][]int{{16}, {0, 3, -1}, {1 << 40}, {15, 16, 2}} {
+		if _, err := tree.OpenBatch(ys); err == nil {
+			t.Errorf("OpenBatch(%v): no error", ys)
+		}
+	}
+	if n := len(testDev.LiveBuffers()); n != live {
+		t.Errorf("%d live buffers after failed openings, %d before", n, live)
+	}
+	before := testDev.Stats()
+	o, err := tree.OpenBatch(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Rows) != 0 || len(o.Paths) != 0 {
+		t.Errorf("empty opening has %d rows, %d paths", len(o.Rows), len(o.Paths))
+	}
+	if s := testDev.Stats(); s.Syncs != before.Syncs || s.Dispatches != before.Dispatches {
+		t.Errorf("empty opening did device work")
+	}
+}

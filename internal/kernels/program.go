@@ -1,0 +1,155 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/constraints"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+// Program is a constraint program (internal/constraints) on a device, for the interpreter of
+// shaders/include/program.h: the encoded words, uploaded once (a device backend keeps one per
+// verifying key), and its counts. The constants and public values an evaluation reads are a
+// separate small buffer (ConstsAndPublic), since public values change with every proof.
+type Program struct {
+	Words                        *gpu.Array[uint32]
+	NumRegs, NumSlots, NumOutput int
+	NumConsts, NumPublic         int
+	// Kinds[o] is output o's kind (PROG_OUT_* of program.h), on the device.
+	Kinds  *gpu.Array[uint32]
+	consts []field.Fp
+}
+
+// UploadProgram encodes p and uploads it (two buffers named after name).
+func UploadProgram(dev *gpu.Device, name string, p *constraints.Program) (*Program, error) {
+	words, err := p.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if len(words) >= maxElems {
+		return nil, fmt.Errorf("kernels: program %s: %d words", name, len(words))
+	}
+	dp := &Program{NumRegs: p.NumRegs, NumSlots: p.NumSlots(), NumOutput: len(p.Outputs), NumConsts: len(p.Consts),
+		NumPublic: p.NumPublic, consts: p.Consts}
+	if dp.Words, err = gpu.UploadArray(dev, "program "+name, words); err != nil {
+		return nil, err
+	}
+	kinds := make([]uint32, max(len(p.Outputs), 1))
+	for o, out := range p.Outputs {
+		kinds[o] = uint32(out.Kind)
+	}
+	if dp.Kinds, err = gpu.UploadArray(dev, "program "+name+" output kinds", kinds); err != nil {
+		dp.Free()
+		return nil, err
+	}
+	return dp, nil
+}
+
+// Free releases the program's buffers.
+func (p *Program) Free() {
+	for _, a := range []*gpu.Array[uint32]{p.Words, p.Kinds} {
+		if a != nil {
+			a.Free()
+		}
+	}
+	p.Words, p.Kinds = nil, nil
+}
+
+// ConstsAndPublic returns the cp buffer of program.h for these public values: the Montgomery
+// constants, then the Montgomery public values (at least one word).
+func (p *Program) ConstsAndPublic(public []field.Fp) ([]uint32, error) {
+	if len(public) != p.NumPublic {
+		return nil, fmt.Errorf("kernels: program: %d public values, want %d", len(public), p.NumPublic)
+	}
+	out := make([]uint32, 0, max(len(p.consts)+len(public), 1))
+	for _, c := range p.consts {
+		out = append(out, MontOf(c))
+	}
+	for _, v := range public {
+		out = append(out, MontOf(v))
+	}
+	if len(out) == 0 {
+		out = append(out, 0)
+	}
+	return out, nil
+}
+
+// EvalBuffers are the per-dispatch buffers of an evaluation at points points: cp (ConstsAndPublic),
+// slots ([slot][point], base or Fp4 per entry) and regs (scratch, [reg][point]).
+type EvalBuffers struct {
+	CP, Slots, Regs *gpu.Array[uint32]
+	Points          int
+	Ext             bool
+}
+
+func (p *Program) check(op string, e *EvalBuffers) error {
+	w := 1
+	if e.Ext {
+		w = 4
+	}
+	if e.Points <= 0 {
+		return fmt.Errorf("kernels: %s: %d points", op, e.Points)
+	}
+	if err := checkArray(op, e.CP, max(p.NumConsts+p.NumPublic, 1)); err != nil {
+		return err
+	}
+	if err := checkArray(op, e.Slots, w*p.NumSlots*e.Points); err != nil {
+		return err
+	}
+	return checkArray(op, e.Regs, max(w*p.NumRegs*e.Points, 1))
+}
+
+// EncodeEvalOutputs encodes the evaluation of every output at every point (prog_eval_outputs, or
+// prog_eval_outputs4 with e.Ext): out[o·Points + t] (an Fp4 per entry with e.Ext).
+func (p *Program) EncodeEvalOutputs(b *gpu.Batch, dev *gpu.Device, e *EvalBuffers, out *gpu.Array[uint32]) error {
+	if err := p.check("EvalOutputs", e); err != nil {
+		return err
+	}
+	w := 1
+	if e.Ext {
+		w = 4
+	}
+	if err := checkArray("EvalOutputs", out, max(w*p.NumOutput*e.Points, 1)); err != nil {
+		return err
+	}
+	g, t := shapeFor(dev, "prog_eval_outputs4", e.Points)
+	if e.Ext {
+		dispatchProgEvalOutputs4(b, g, t, p.Words.Buffer, e.CP.Buffer, e.Slots.Buffer, e.Regs.Buffer, out.Buffer, progEvalParams{points: uint32(e.Points)})
+	} else {
+		dispatchProgEvalOutputs(b, g, t, p.Words.Buffer, e.CP.Buffer, e.Slots.Buffer, e.Regs.Buffer, out.Buffer, progEvalParams{points: uint32(e.Points)})
+	}
+	return b.Err()
+}
+
+// EncodeEvalCombine4 encodes the batched combination of every point over the extension field
+// (prog_eval_combine4; e.Ext must be set): out[3t .. 3t+3) = (Zc, Num, Den) as Fp4, weights one
+// Montgomery Fp4 per output (constraints.Weights.Out), denConst one Fp4 (added when hasDen).
+func (p *Program) EncodeEvalCombine4(b *gpu.Batch, dev *gpu.Device, e *EvalBuffers, weights, denConst, out *gpu.Array[uint32], hasDen bool) error {
+	if !e.Ext {
+		return fmt.Errorf("kernels: EvalCombine4: extension slots needed")
+	}
+	if err := p.check("EvalCombine4", e); err != nil {
+		return err
+	}
+	if err := checkArray("EvalCombine4", weights, 4*p.NumOutput); err != nil {
+		return err
+	}
+	if err := checkArray("EvalCombine4", denConst, 4); err != nil {
+		return err
+	}
+	if err := checkArray("EvalCombine4", out, 12*e.Points); err != nil {
+		return err
+	}
+	g, t := shapeFor(dev, "prog_eval_combine4", e.Points)
+	dispatchProgEvalCombine4(b, g, t, p.Words.Buffer, e.CP.Buffer, p.Kinds.Buffer, weights.Buffer, denConst.Buffer,
+		e.Slots.Buffer, e.Regs.Buffer, out.Buffer, progCombineParams{points: uint32(e.Points), hasDen: uint32(b2u(hasDen))})
+	return b.Err()
+}
+
+func b2u(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,202 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+// The stacked opening reduction's own kernels (shaders/stacked_reduction.metal): the round-0 sums
+// over a stacked matrix Q and the tables after u_0. The later rounds use the sumcheck family.
+//
+// Q (one commitment's stacked matrix, column-major, Montgomery, height 2^(lSkip+nStack)) is a
+// sequence of blocks of N = 2^lSkip values: block x of column m starts at uint (m·2^nStack + x)·N.
+// A slice of 2^NN blocks starts at a multiple of its length; its eq table e = eq(r_1..r_NN, ·)
+// lies in an Fp4 table buffer (etab) from EOff. Slices are cut into chunks of at most
+// 2^StackedChunkLog(lSkip) blocks (4096 values), numbered in slice order; a dispatch over a range
+// of slices takes their packed descriptors (PackStackedSlices).
+
+// StackedSlice describes one slice for the stacked-reduction kernels.
+type StackedSlice struct {
+	QStart int       // uint index in Q of the slice's first value (UniPartials)
+	EOff   int       // Fp4 index in etab of e[0]
+	NN     int       // log2 of the slice's block count
+	A, BW  field.Fp4 // weights of G0 and of G1 − G0 (UniPartials)
+	WStart int       // Fp4 index in the W table of the slice's first entry (BindW)
+}
+
+// Descriptor words (shaders/stacked_reduction.metal SR_*).
+const (
+	srSliceWords = 16
+	srQStart     = 0
+	srEOff       = 1
+	srNN         = 2
+	srChunk0     = 3
+	srA          = 4
+	srBW         = 8
+	srRot        = 12
+	srWStart     = 13
+)
+
+// StackedChunkLog is the log2 of the blocks per chunk: chunks of 2^12 values.
+func StackedChunkLog(lSkip int) int { return 12 - lSkip }
+
+// PackStackedSlices returns the descriptor words of slices (append them to one buffer; a
+// dispatch names its range by the index of its first slice) and the number of chunks they make.
+func PackStackedSlices(slices []StackedSlice, lSkip int) (words []uint32, chunks int, err error) {
+	if lSkip < 0 || lSkip > 5 {
+		return nil, 0, fmt.Errorf("kernels: stacked slices: l_skip %d not in [0, 5]", lSkip)
+	}
+	logCB := StackedChunkLog(lSkip)
+	words = make([]uint32, srSliceWords*len(slices))
+	for i, s := range slices {
+		if s.NN < 0 || s.NN > 30-lSkip || s.QStart < 0 || s.EOff < 0 || s.WStart < 0 ||
+			s.QStart+(N(lSkip)<<s.NN) >= maxElems || 4*(s.EOff+1<<s.NN) >= maxElems || 4*(s.WStart+1<<s.NN) >= maxElems {
+			return nil, 0, fmt.Errorf("kernels: stacked slice %d: %+v", i, s)
+		}
+		d := words[srSliceWords*i:]
+		d[srQStart], d[srEOff], d[srNN], d[srChunk0] = uint32(s.QStart), uint32(s.EOff), uint32(s.NN), uint32(chunks)
+		a, bw := MontFp4(s.A), MontFp4(s.BW)
+		copy(d[srA:], a[:])
+		copy(d[srBW:], bw[:])
+		if !s.BW.IsZero() {
+			d[srRot] = 1
+		}
+		d[srWStart] = uint32(s.WStart)
+		chunks += 1 << max(s.NN-logCB, 0)
+	}
+	if chunks >= maxElems {
+		return nil, 0, fmt.Errorf("kernels: stacked slices: %d chunks", chunks)
+	}
+	return words, chunks, nil
+}
+
+// N is 2^lSkip.
+func N(lSkip int) int { return 1 << lSkip }
+
+// SliceRange names count slices of a descriptor buffer from index First, making Chunks chunks.
+type SliceRange struct {
+	Slices               *gpu.Array[uint32]
+	First, Count, Chunks int
+}
+
+func (r SliceRange) check(op string) error {
+	if r.First < 0 || r.Count <= 0 || r.Chunks < r.Count {
+		return fmt.Errorf("kernels: %s: slices [%d, +%d), %d chunks", op, r.First, r.Count, r.Chunks)
+	}
+	return checkArray(op, r.Slices, srSliceWords*(r.First+r.Count))
+}
+
+// StackedUniWidth is the width in uints of one partials row of EncodeStackedUniPartials: A, B,
+// C, N Fp4 each.
+func StackedUniWidth(lSkip int) int { return 12 << lSkip }
+
+// StackedUniMaxRows is the most partials rows one EncodeStackedUniPartials dispatch writes.
+func StackedUniMaxRows(dev *gpu.Device) int { return maxReduceGroups(dev) }
+
+// EncodeStackedUniPartials encodes the first pass of round 0 over the slices of r (all of log
+// height ≥ lSkip, all in q): with G0_s[z] = Σ_xl e_s[xl]·Q[(x0+xl)·N + z] and G1_s[z] =
+// Σ_xl e_s[(xl−1) mod 2^NN]·Q[..] per slice s,
+//
+//	A[z] = Σ_s A_s·G0_s[z],  B[z] = Σ_s BW_s·G0_s[z],  C[z] = Σ_s BW_s·(G1_s[z] − G0_s[z]),
+//
+// as one partials row per group from row: EncodeSumRows over all rows (StackedUniWidth wide)
+// finishes the sums. It returns the number of rows written (≤ StackedUniMaxRows).
+func EncodeStackedUniPartials(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[uint32], r SliceRange, etab, partials *gpu.Array[uint32], row, lSkip int) (int, error) {
+	if err := r.check("StackedUniPartials"); err != nil {
+		return 0, err
+	}
+	if lSkip < 0 || lSkip > 5 || row < 0 {
+		return 0, fmt.Errorf("kernels: StackedUniPartials: l_skip %d, row %d", lSkip, row)
+	}
+	if q == nil || etab == nil {
+		return 0, fmt.Errorf("kernels: StackedUniPartials: nil buffer")
+	}
+	n := N(lSkip)
+	t := 256
+	if isHost(dev) {
+		t = max(1, n/16) // one item of 16 lanes per group (host barriers cost per item)
+	}
+	g := min(r.Chunks, maxReduceGroups(dev))
+	width := StackedUniWidth(lSkip)
+	if err := checkArray("StackedUniPartials", partials, (row+g)*width); err != nil {
+		return 0, err
+	}
+	lanes := 1
+	if isHost(dev) {
+		lanes = 16
+	}
+	dispatchSrUniPartials(b, gpu.D1(uint32(g)), gpu.D1(uint32(t)), q.Buffer, r.Slices.Buffer, etab.Buffer, partials.Buffer, srUniParams{sliceFirst: uint32(r.First), sliceCount: uint32(r.Count), chunks: uint32(r.Chunks), logN: uint32(lSkip), logCb: uint32(StackedChunkLog(lSkip)), row: uint32(row)}, uint32(48*t*lanes))
+	return g, b.Err()
+}
+
+// EncodeStackedBindQ encodes out[outOff + e] = Σ_{z<N} lag[z]·Q[e·N + z] for e < entries (Fp4
+// out and lag; lag holds N values): with the Lagrange weights of u_0 on the order-N subgroup
+// (LagrangeWeights) this is every block's IDFT coefficients evaluated at u_0, i.e. q(u_0; x).
+func EncodeStackedBindQ(b *gpu.Batch, dev *gpu.Device, q, lag, out *gpu.Array[uint32], entries, lSkip, outOff int) error {
+	if lSkip < 0 || lSkip > 5 || entries <= 0 || outOff < 0 {
+		return fmt.Errorf("kernels: StackedBindQ: %d entries, l_skip %d, offset %d", entries, lSkip, outOff)
+	}
+	if err := checkArray("StackedBindQ", q, entries<<lSkip); err != nil {
+		return err
+	}
+	if err := checkArray("StackedBindQ", lag, 4*N(lSkip)); err != nil {
+		return err
+	}
+	if err := checkArray("StackedBindQ", out, 4*(outOff+entries)); err != nil {
+		return err
+	}
+	g, t := shapeFor(dev, "sr_bind_q", entries)
+	dispatchSrBindQ(b, g, t, q.Buffer, lag.Buffer, out.Buffer, srBindQParams{entries: uint32(entries), logN: uint32(lSkip), outOff: uint32(outOff)})
+	return b.Err()
+}
+
+// EncodeStackedBindW encodes, for every slice s of r (its i-th, i = s − r.First), w[WStart_s +
+// xl] = α_i·e_s[xl] + β_i·e_s[(xl − 1) mod 2^NN] for xl < 2^NN, with α_i = weights[2i] and β_i =
+// weights[2i + 1] (Fp4). Entries no slice covers are not written.
+func EncodeStackedBindW(b *gpu.Batch, dev *gpu.Device, r SliceRange, weights, etab, w *gpu.Array[uint32], lSkip int) error {
+	if err := r.check("StackedBindW"); err != nil {
+		return err
+	}
+	if lSkip < 0 || lSkip > 5 {
+		return fmt.Errorf("kernels: StackedBindW: l_skip %d", lSkip)
+	}
+	if err := checkArray("StackedBindW", weights, 8*r.Count); err != nil {
+		return err
+	}
+	if etab == nil || w == nil {
+		return fmt.Errorf("kernels: StackedBindW: nil buffer")
+	}
+	cb := 1 << StackedChunkLog(lSkip)
+	g, t := shape(dev, r.Chunks*cb)
+	g = gpu.D1(min(g.X, uint32(r.Chunks)))
+	if t.X > uint32(cb) && !isHost(dev) {
+		t = gpu.D1(uint32(cb))
+	}
+	dispatchSrBindW(b, g, t, r.Slices.Buffer, weights.Buffer, etab.Buffer, w.Buffer, srBindWParams{sliceFirst: uint32(r.First), sliceCount: uint32(r.Count), chunks: uint32(r.Chunks), logCb: uint32(StackedChunkLog(lSkip))})
+	return b.Err()
+}
+
+// LagrangeWeights returns L_z(u) = (1/N)·Σ_{j<N} ω^(−jz)·u^j for z < N = 2^lSkip (ω =
+// field.TwoAdicGenerator(lSkip)): Σ_z L_z(u)·v_z is the polynomial with values v on the order-N
+// subgroup (IDFT coefficients) evaluated at u.
+func LagrangeWeights(lSkip int, u field.Fp4) []field.Fp4 {
+	n := N(lSkip)
+	winv := field.TwoAdicGenerator(lSkip).Inverse()
+	upow := field.PowersFp4(u, n)
+	ninv := field.Fp(uint32(n)).Inverse()
+	out := make([]field.Fp4, n)
+	wz := field.One // ω^(−z)
+	for z := range n {
+		var acc field.Fp4
+		wjz := field.One // ω^(−jz)
+		for j := range n {
+			acc = acc.Add(upow[j].MulBase(wjz))
+			wjz = wjz.Mul(wz)
+		}
+		out[z] = acc.MulBase(ninv)
+		wz = wz.Mul(winv)
+	}
+	return out
+}

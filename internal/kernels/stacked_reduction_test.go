@@ -1,0 +1,291 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/backend/cpuref"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+// stackedFixture is a random stacked matrix with slices placed as a stacked layout places them
+// (descending heights, each at a multiple of its length) and random eq tables per height.
+type stackedFixture struct {
+	lSkip, nStack, width int
+	q                    []field.Fp // column-major, canonical
+	etab                 []field.Fp4
+	slices               []StackedSlice
+}
+
+func newStackedFixture(r *rand.Rand, lSkip, nStack, width int, nns []int) stackedFixture {
+	f := stackedFixture{lSkip: lSkip, nStack: nStack, width: width, q: fieldrand.Fps(r, width<<(lSkip+nStack))}
+	eOff := map[int]int{}
+	blocks := 0 // next free block over all columns
+	for _, nn := range nns {
+		if _, ok := eOff[nn]; !ok {
+			eOff[nn] = len(f.etab)
+			f.etab = append(f.etab, randFp4s(r, 1<<nn)...)
+		}
+		s := StackedSlice{QStart: blocks << lSkip, EOff: eOff[nn], NN: nn, A: fieldrand.Fp4(r), WStart: blocks + 3}
+		if r.IntN(3) > 0 {
+			s.BW = fieldrand.Fp4(r)
+		}
+		f.slices = append(f.slices, s)
+		blocks += 1 << nn
+	}
+	return f
+}
+
+// refUni is the plain-Go formula of EncodeStackedUniPartials + EncodeSumRows: A, B, C.
+func (f stackedFixture) refUni(slices []StackedSlice) []field.Fp4 {
+	n := 1 << f.lSkip
+	out := make([]field.Fp4, 3*n)
+	for _, s := range slices {
+		for xl := 0; xl < 1<<s.NN; xl++ {
+			e0 := f.etab[s.EOff+xl]
+			e1 := f.etab[s.EOff+(xl-1)&(1<<s.NN-1)]
+			for z := range n {
+				v := f.q[s.QStart+xl*n+z]
+				out[z] = out[z].Add(s.A.Mul(e0).MulBase(v))
+				out[n+z] = out[n+z].Add(s.BW.Mul(e0).MulBase(v))
+				out[2*n+z] = out[2*n+z].Add(s.BW.Mul(e1.Sub(e0)).MulBase(v))
+			}
+		}
+	}
+	return out
+}
+
+func TestStackedUniPartials(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	cases := []struct {
+		lSkip, nStack, width int
+		nns                  [][]int // slices per dispatch (one dispatch per list, same Q)
+	}{
+		{0, 4, 2, [][]int{{4, 3, 2, 1, 0, 0}}},
+		{2, 3, 4, [][]int{{3, 3}, {2, 1, 1, 0, 0, 0}}},
+		{2, 10, 2, [][]int{{10}, {9, 8, 0}}},
+		{3, 6, 2, [][]int{{6, 5, 2, 2, 1, 1, 0}}},
+		{4, 9, 4, [][]int{{9, 9}, {8, 7, 7, 6, 0, 0}}},
+		{4, 12, 1, [][]int{{12}}},
+		{5, 7, 3, [][]int{{7, 6, 6}, {0, 1}}},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("l%d-n%d-w%d", c.lSkip, c.nStack, c.width), func(t *testing.T) {
+			var all []int
+			for _, l := range c.nns {
+				all = append(all, l...)
+			}
+			f := newStackedFixture(r, c.lSkip, c.nStack, c.width, all)
+			qa := upload(t, f.q)
+			ea := uploadFp4(t, f.etab)
+			var words []uint32
+			var ranges []SliceRange
+			rows := 0
+			at := 0
+			for _, l := range c.nns {
+				w, chunks, err := PackStackedSlices(f.slices[at:at+len(l)], c.lSkip)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ranges = append(ranges, SliceRange{First: len(words) / srSliceWords, Count: len(l), Chunks: chunks})
+				words = append(words, w...)
+				rows += min(chunks, StackedUniMaxRows(testDev))
+				at += len(l)
+			}
+			sa, err := gpu.UploadArray(testDev, "slices", words)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sa.Free()
+			width := StackedUniWidth(c.lSkip)
+			partials, err := gpu.AllocArray[uint32](testDev, "partials", rows*width)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer partials.Free()
+			out := allocFp4(t, 3<<c.lSkip)
+			b := testDev.Batch()
+			row := 0
+			for _, rg := range ranges {
+				rg.Slices = sa
+				g, err := EncodeStackedUniPartials(b, testDev, qa, rg, ea, partials, row, c.lSkip)
+				if err != nil {
+					t.Fatal(err)
+				}
+				row += g
+			}
+			if err := EncodeSumRows(b, testDev, partials, out, row, width); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			got := readFp4(t, out)
+			want := f.refUni(f.slices)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("%c[%d] = %v, want %v", "ABC"[i>>c.lSkip], i&(1<<c.lSkip-1), got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestStackedUniPartialsShapes runs sr_uni_partials with GPU-like group shapes on the host
+// device (256 threads: 16 lanes per thread, or fewer) against the launcher's.
+func TestStackedUniPartialsShapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	lSkip := 4
+	f := newStackedFixture(r, lSkip, 9, 2, []int{9, 8, 5, 5, 2, 0})
+	w, chunks, err := PackStackedSlices(f.slices, lSkip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qa, ea := upload(t, f.q), uploadFp4(t, f.etab)
+	sa, _ := gpu.UploadArray(testDev, "slices", w)
+	defer sa.Free()
+	want := f.refUni(f.slices)
+	width := StackedUniWidth(lSkip)
+	for _, sh := range []struct{ groups, tpg int }{{1, 1}, {3, 1}, {2, 16}, {5, 4}, {1, 2}} {
+		partials := allocFp4(t, sh.groups*width/4)
+		out := allocFp4(t, 3<<lSkip)
+		b := testDev.Batch()
+		b.Dispatch("sr_uni_partials", gpu.D1(uint32(sh.groups)), gpu.D1(uint32(sh.tpg)), []gpu.Arg{gpu.Buf(qa.Buffer), gpu.Buf(sa.Buffer),
+			gpu.Buf(ea.Buffer), gpu.Buf(partials.Buffer),
+			gpu.U32(0, uint32(len(f.slices)), uint32(chunks), uint32(lSkip), uint32(StackedChunkLog(lSkip)), 0)}, uint32(48*16*sh.tpg))
+		if err := EncodeSumRows(b, testDev, partials, out, sh.groups, width); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		got := readFp4(t, out)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%+v: entry %d = %v, want %v", sh, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+// hornerIDFT is cpuref's q(u; x): the IDFT coefficients of the block, evaluated at u.
+func hornerIDFT(t *testing.T, block []field.Fp, lSkip int, u field.Fp4) field.Fp4 {
+	c := append([]field.Fp(nil), block...)
+	if err := cpuref.IDFTBlocks(c, lSkip); err != nil {
+		t.Fatal(err)
+	}
+	var acc field.Fp4
+	for i := len(c) - 1; i >= 0; i-- {
+		acc = acc.Mul(u).AddBase(c[i])
+	}
+	return acc
+}
+
+func TestLagrangeWeights(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	for lSkip := range 6 {
+		n := 1 << lSkip
+		for _, u := range []field.Fp4{fieldrand.Fp4(r), {}, field.Fp4One, field.Lift(field.TwoAdicGenerator(lSkip))} {
+			v := fieldrand.Fps(r, n)
+			lag := LagrangeWeights(lSkip, u)
+			var got field.Fp4
+			for z := range n {
+				got = got.Add(lag[z].MulBase(v[z]))
+			}
+			if want := hornerIDFT(t, v, lSkip, u); got != want {
+				t.Fatalf("l_skip %d, u %v: Σ L_z·v_z = %v, Horner of the IDFT = %v", lSkip, u, got, want)
+			}
+		}
+	}
+}
+
+func TestStackedBindQ(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 28))
+	for _, c := range []struct{ lSkip, entries, off int }{{0, 5, 0}, {2, 33, 3}, {4, 100, 0}, {4, 1, 7}, {5, 40, 1}, {3, 1 << 12, 0}} {
+		n := 1 << c.lSkip
+		q := fieldrand.Fps(r, c.entries*n)
+		u := fieldrand.Fp4(r)
+		prev := randFp4s(r, c.off+c.entries+2)
+		out := uploadFp4(t, prev)
+		b := testDev.Batch()
+		if err := EncodeStackedBindQ(b, testDev, upload(t, q), uploadFp4(t, LagrangeWeights(c.lSkip, u)), out, c.entries, c.lSkip, c.off); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		got := readFp4(t, out)
+		for i := range prev {
+			want := prev[i]
+			if e := i - c.off; e >= 0 && e < c.entries {
+				want = hornerIDFT(t, q[e*n:(e+1)*n], c.lSkip, u)
+			}
+			if got[i] != want {
+				t.Fatalf("%+v: entry %d = %v, want %v", c, i, got[i], want)
+			}
+		}
+	}
+}
+
+func TestStackedBindW(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 30))
+	for _, c := range []struct {
+		lSkip int
+		nns   []int
+	}{{4, []int{9, 7, 7, 0, 0, 0}}, {2, []int{0}}, {0, []int{12, 3, 1}}, {5, []int{6, 2}}} {
+		f := newStackedFixture(r, c.lSkip, 12, 1, c.nns)
+		weights := randFp4s(r, 2*len(f.slices))
+		weights[1] = field.Fp4{} // β = 0: no rotation term
+		w, chunks, err := PackStackedSlices(f.slices, c.lSkip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A leading dummy slice makes the dispatch's First non-zero.
+		dummy, _, _ := PackStackedSlices([]StackedSlice{{}}, c.lSkip)
+		sa, err := gpu.UploadArray(testDev, "slices", append(dummy, w...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := 3
+		for _, s := range f.slices {
+			total += 1 << s.NN
+		}
+		prev := randFp4s(r, total+2)
+		out := uploadFp4(t, prev)
+		b := testDev.Batch()
+		if err := EncodeStackedBindW(b, testDev, SliceRange{Slices: sa, First: 1, Count: len(f.slices), Chunks: chunks}, uploadFp4(t, weights), uploadFp4(t, f.etab), out, c.lSkip); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		sa.Free()
+		want := append([]field.Fp4(nil), prev...)
+		for i, s := range f.slices {
+			for xl := 0; xl < 1<<s.NN; xl++ {
+				e0, e1 := f.etab[s.EOff+xl], f.etab[s.EOff+(xl-1)&(1<<s.NN-1)]
+				want[s.WStart+xl] = weights[2*i].Mul(e0).Add(weights[2*i+1].Mul(e1))
+			}
+		}
+		got := readFp4(t, out)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%+v: entry %d = %v, want %v", c, i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func TestPackStackedSlicesRejects(t *testing.T) {
+	for _, s := range []StackedSlice{{NN: -1}, {QStart: -1}, {NN: 27}} {
+		if _, _, err := PackStackedSlices([]StackedSlice{s}, 4); err == nil {
+			t.Errorf("%+v: no error", s)
+		}
+	}
+	if _, _, err := PackStackedSlices(nil, 6); err == nil {
+		t.Error("l_skip 6: no error")
+	}
+}

@@ -1,0 +1,316 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+// The shared product-sumcheck family (shaders/sumcheck.metal), used by the stacked opening
+// reduction and by WHIR: round sums, folds and eq tables over column-major Fp4 tables.
+//
+// An Fp4 value on the device is 4 consecutive Montgomery uints (bb4.h); Fp4 indices below count
+// such elements (uint index = 4·Fp4 index). A table set has Cols columns of 2^LogRows rows, column
+// c starting at Fp4 index c·Stride of its buffer.
+//
+// The typical round loop (one sync per round, none per bind):
+//
+//	sc := kernels.NewSumcheck(dev)            // per prover: owns the partials and the result
+//	b := dev.Batch()
+//	sc.EncodeRound(b, t)                       // first round: tables as built
+//	s1, s2, _ := sc.ReadRound()                // the round's only sync, 32 bytes
+//	// bind α: record it; the next round folds and sums in one pass:
+//	sc.EncodeFoldRound(b, t, next, α)          // t → next (ping-pong buffers)
+//	s1, s2, _ = sc.ReadRound()
+//	// after the last bind: EncodeFold (no round sums) and read what is needed.
+
+// ProductTables is a pair of table sets f and w of the same shape: Cols columns of 2^LogRows
+// Fp4 rows, column c at Fp4 index c·Stride of F and of W.
+type ProductTables struct {
+	F, W    *gpu.Array[uint32]
+	Cols    int
+	LogRows int
+	Stride  int
+}
+
+// check validates the shape against the buffers.
+func (t ProductTables) check(op string) error {
+	if t.Cols <= 0 || t.LogRows < 0 || t.LogRows > 30 || t.Stride < 1<<t.LogRows && t.Cols > 1 {
+		return fmt.Errorf("kernels: %s: %d columns of 2^%d rows, stride %d", op, t.Cols, t.LogRows, t.Stride)
+	}
+	need := 4 * ((t.Cols-1)*t.Stride + 1<<t.LogRows)
+	if err := checkArray(op, t.F, need); err != nil {
+		return err
+	}
+	return checkArray(op, t.W, need)
+}
+
+// Sumcheck runs the round reductions of one prover: it owns the per-group partials and the
+// 8-uint result (s1 then s2, Montgomery) of the last encoded round. Not for concurrent use.
+type Sumcheck struct {
+	dev       *gpu.Device
+	maxGroups int
+	partials  *gpu.Array[uint32]
+	result    *gpu.Array[uint32]
+}
+
+// NewSumcheck allocates the partials (8 uints per group of the largest dispatch) and the result.
+func NewSumcheck(dev *gpu.Device) (*Sumcheck, error) {
+	s := &Sumcheck{dev: dev, maxGroups: maxReduceGroups(dev)}
+	var err error
+	if s.partials, err = gpu.AllocArray[uint32](dev, "sumcheck partials", 8*s.maxGroups); err != nil {
+		return nil, err
+	}
+	if s.result, err = gpu.AllocArray[uint32](dev, "sumcheck result", 8); err != nil {
+		s.partials.Free()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close frees the buffers.
+func (s *Sumcheck) Close() {
+	if s.partials != nil {
+		s.partials.Free()
+		s.result.Free()
+		s.partials, s.result = nil, nil
+	}
+}
+
+// Result is the device buffer of the last encoded round: s1 (uints 0..3) and s2 (4..7),
+// Montgomery. ReadRound downloads it; a caller may also read it together with other buffers.
+func (s *Sumcheck) Result() *gpu.Array[uint32] { return s.result }
+
+// EncodeRound encodes the round sums of t (LogRows ≥ 1) into Result: s1 = Σ_c Σ_y
+// f_c[2y+1]·w_c[2y+1], s2 = Σ_c Σ_y (2f_c[2y+1] − f_c[2y])·(2w_c[2y+1] − w_c[2y]) (cpuref's
+// stackingProver.Round and whirProver.SumcheckRound). Two dispatches: per-group partials, then
+// their sum.
+func (s *Sumcheck) EncodeRound(b *gpu.Batch, t ProductTables) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	if err := t.check("Round"); err != nil {
+		return err
+	}
+	if t.LogRows < 1 {
+		return fmt.Errorf("kernels: Round: tables of one row have no round")
+	}
+	pairs := t.Cols << (t.LogRows - 1)
+	g, tp, tg := s.reduceShape(pairs)
+	dispatchScRoundPartials(b, g, tp, t.F.Buffer, t.W.Buffer, s.partials.Buffer, scRoundParams{logHalf: uint32(t.LogRows - 1), cols: uint32(t.Cols), stride: uint32(t.Stride)}, tg)
+	return s.encodeSum(b, int(g.X))
+}
+
+// EncodeFoldRound encodes the fold of src at alpha into dst (both f and w; dst.LogRows =
+// src.LogRows − 1 ≥ 1, same Cols) and the round sums of dst into Result, in one pass over src:
+// the bind of one round and the sums of the next. dst must not overlap src.
+func (s *Sumcheck) EncodeFoldRound(b *gpu.Batch, src, dst ProductTables, alpha field.Fp4) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	if err := src.check("FoldRound"); err != nil {
+		return err
+	}
+	if err := dst.check("FoldRound"); err != nil {
+		return err
+	}
+	if dst.Cols != src.Cols || dst.LogRows != src.LogRows-1 || dst.LogRows < 1 {
+		return fmt.Errorf("kernels: FoldRound: 2^%d×%d into 2^%d×%d (need one row variable less, at least 2 rows)", src.LogRows, src.Cols, dst.LogRows, dst.Cols)
+	}
+	if dst.F.Buffer == src.F.Buffer || dst.F.Buffer == src.W.Buffer || dst.W.Buffer == src.F.Buffer || dst.W.Buffer == src.W.Buffer {
+		return fmt.Errorf("kernels: FoldRound: the folded tables must not share a buffer with the source")
+	}
+	pairs := dst.Cols << (dst.LogRows - 1)
+	g, tp, tg := s.reduceShape(pairs)
+	a := MontFp4(alpha)
+	dispatchScFoldRoundPartials(b, g, tp, src.F.Buffer, src.W.Buffer, dst.F.Buffer, dst.W.Buffer, s.partials.Buffer, scFoldRoundParams{logHalf: uint32(dst.LogRows - 1), cols: uint32(dst.Cols), srcStride: uint32(src.Stride), dstStride: uint32(dst.Stride), a0: a[0], a1: a[1], a2: a[2], a3: a[3]}, tg)
+	return s.encodeSum(b, int(g.X))
+}
+
+// ReadRound downloads Result (32 bytes; the sync of the round when work is pending).
+func (s *Sumcheck) ReadRound() (s1, s2 field.Fp4, err error) {
+	if err := s.live(); err != nil {
+		return s1, s2, err
+	}
+	var v [8]uint32
+	if err := s.result.Read(v[:], 0); err != nil {
+		return s1, s2, err
+	}
+	return Fp4OfMont(v[0:4]), Fp4OfMont(v[4:8]), nil
+}
+
+func (s *Sumcheck) live() error {
+	if s.partials == nil {
+		return fmt.Errorf("kernels: Sumcheck used after Close")
+	}
+	return nil
+}
+
+// encodeSum adds the rows of partials into result.
+func (s *Sumcheck) encodeSum(b *gpu.Batch, rows int) error {
+	return EncodeSumRows(b, s.dev, s.partials, s.result, rows, 8)
+}
+
+// maxReduceGroups bounds the groups of a partials dispatch: on GPUs 4 groups of 256 threads per
+// compute unit, on the host 8 one-thread groups per worker (enough to balance the workers).
+func maxReduceGroups(dev *gpu.Device) int {
+	cu := max(dev.Limits().ComputeUnits, 1)
+	if isHost(dev) {
+		return 8 * cu
+	}
+	return 4 * cu
+}
+
+// reduceShape is the dispatch of a partials kernel over pairs work items (each thread takes runs
+// of MSL_LANES items on the host) and its threadgroup memory (32 bytes per thread).
+func (s *Sumcheck) reduceShape(pairs int) (groups, tpg gpu.Dim3, tgBytes uint32) {
+	t := 256
+	if isHost(s.dev) {
+		t = 1 // barrier kernels: one work item per group (host barriers cost per item)
+		pairs = (pairs + 15) / 16
+	}
+	if lim := s.dev.Limits().MaxThreadsPerGroup; lim > 0 {
+		t = min(t, lim)
+	}
+	g := min(max((pairs+t-1)/t, 1), s.maxGroups)
+	return gpu.D1(uint32(g)), gpu.D1(uint32(t)), uint32(32 * t)
+}
+
+// EncodeSumRows encodes out[k] = Σ_{r<rows} in[r·width + k] for k < width (Fp sums of each uint:
+// Fp4 rows add componentwise), one group (sc_sum_rows): the second pass of the partials kernels.
+func EncodeSumRows(b *gpu.Batch, dev *gpu.Device, in, out *gpu.Array[uint32], rows, width int) error {
+	if rows <= 0 || width <= 0 {
+		return fmt.Errorf("kernels: SumRows: %d rows of %d", rows, width)
+	}
+	if err := checkArray("SumRows", in, rows*width); err != nil {
+		return err
+	}
+	if err := checkArray("SumRows", out, width); err != nil {
+		return err
+	}
+	t := 256
+	if isHost(dev) {
+		t = 1
+	}
+	if lim := dev.Limits().MaxThreadsPerGroup; lim > 0 {
+		t = min(t, lim)
+	}
+	dispatchScSumRows(b, gpu.D1(1), gpu.D1(uint32(t)), in.Buffer, out.Buffer, scSumRowsParams{rows: uint32(rows), width: uint32(width)}, uint32(4*t))
+	return b.Err()
+}
+
+// EncodeFold encodes the fold of one table set at alpha, out of place: dst[c·dstStride + y] =
+// src[c·srcStride + 2y] + α·(src[.. + 2y+1] − src[.. + 2y]) for c < cols, y < 2^logRows, where
+// src has 2^(logRows+1) rows (cpuref foldTable). dst must not overlap src.
+func EncodeFold(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[uint32], srcStride int, dst *gpu.Array[uint32], dstStride, cols, logRows int, alpha field.Fp4) error {
+	if cols <= 0 || logRows < 0 || logRows > 29 || (cols > 1 && (srcStride < 2<<logRows || dstStride < 1<<logRows)) {
+		return fmt.Errorf("kernels: Fold: %d columns of 2^%d rows, strides %d → %d", cols, logRows+1, srcStride, dstStride)
+	}
+	if err := checkArray("Fold", src, 4*((cols-1)*srcStride+2<<logRows)); err != nil {
+		return err
+	}
+	if err := checkArray("Fold", dst, 4*((cols-1)*dstStride+1<<logRows)); err != nil {
+		return err
+	}
+	if src.Buffer == dst.Buffer {
+		return fmt.Errorf("kernels: Fold: in place")
+	}
+	a := MontFp4(alpha)
+	g, t := shapeFor(dev, "sc_fold", cols<<logRows)
+	dispatchScFold(b, g, t, src.Buffer, dst.Buffer, scFoldParams{logRows: uint32(logRows), cols: uint32(cols), srcStride: uint32(srcStride), dstStride: uint32(dstStride), a0: a[0], a1: a[1], a2: a[2], a3: a[3]})
+	return b.Err()
+}
+
+// EncodeEqExpand encodes out[b] (+)= Σ_{t<count} lo[t·2^logLo + (b mod 2^logLo)]·hi[t·2^logHi +
+// (b >> logLo)] for b < 2^(logLo+logHi) (Fp4 tables from index 0; += when accumulate). With
+// EqTables' halves this is eq(r, ·) over 2^len(r) points, built on the device from two tables of
+// about 2^(len(r)/2) entries; any product-form table (WHIR's Möbius eq, a scaled eq) factors the
+// same way. EqExpand.Encode places the tables at offsets.
+func EncodeEqExpand(b *gpu.Batch, dev *gpu.Device, lo, hi, out *gpu.Array[uint32], logLo, logHi, count int, accumulate bool) error {
+	return EqExpand{Lo: lo, Hi: hi, Out: out, LogLo: logLo, LogHi: logHi, Count: count, Accumulate: accumulate}.Encode(b, dev)
+}
+
+// EqExpand is EncodeEqExpand with every table at an offset (Fp4 indices): out[OutOff + b] (+)=
+// Σ_t Lo[LoOff + t·2^LogLo + (b mod 2^LogLo)]·Hi[HiOff + t·2^LogHi + (b >> LogLo)].
+type EqExpand struct {
+	Lo, Hi, Out          *gpu.Array[uint32]
+	LoOff, HiOff, OutOff int
+	LogLo, LogHi, Count  int
+	Accumulate           bool
+}
+
+// Encode encodes the expansion (sc_eq_expand).
+func (e EqExpand) Encode(b *gpu.Batch, dev *gpu.Device) error {
+	if e.LogLo < 0 || e.LogHi < 0 || e.LogLo+e.LogHi > 28 || e.Count <= 0 || e.LoOff < 0 || e.HiOff < 0 || e.OutOff < 0 {
+		return fmt.Errorf("kernels: EqExpand: 2^%d × 2^%d, %d products, offsets %d %d %d", e.LogLo, e.LogHi, e.Count, e.LoOff, e.HiOff, e.OutOff)
+	}
+	if err := checkArray("EqExpand", e.Lo, 4*(e.LoOff+e.Count<<e.LogLo)); err != nil {
+		return err
+	}
+	if err := checkArray("EqExpand", e.Hi, 4*(e.HiOff+e.Count<<e.LogHi)); err != nil {
+		return err
+	}
+	if err := checkArray("EqExpand", e.Out, 4*(e.OutOff+1<<(e.LogLo+e.LogHi))); err != nil {
+		return err
+	}
+	acc := uint32(0)
+	if e.Accumulate {
+		acc = 1
+	}
+	g, t := shapeFor(dev, "sc_eq_expand", 1<<(e.LogLo+e.LogHi))
+	dispatchScEqExpand(b, g, t, e.Lo.Buffer, e.Hi.Buffer, e.Out.Buffer, scEqExpandParams{logLo: uint32(e.LogLo), logTotal: uint32(e.LogLo + e.LogHi), count: uint32(e.Count), accumulate: acc, loOff: uint32(e.LoOff), hiOff: uint32(e.HiOff), outOff: uint32(e.OutOff)})
+	return b.Err()
+}
+
+// EqTables splits eq(r, ·) (bit i of an index ↔ r[i], stark.EvalsEqHypercube) into the halves
+// EncodeEqExpand multiplies: lo = eq(r[:h], ·), hi = eq(r[h:], ·) with h = len(r)/2, as
+// Montgomery uints. The host work is 2^h + 2^(len(r)−h) products.
+func EqTables(r []field.Fp4) (lo, hi []uint32, logLo int) {
+	h := len(r) / 2
+	return MontFp4Slice(evalsEq(r[:h])), MontFp4Slice(evalsEq(r[h:])), h
+}
+
+// evalsEq is stark.EvalsEqHypercube (repeated here: kernels does not import stark).
+func evalsEq(x []field.Fp4) []field.Fp4 {
+	out := make([]field.Fp4, 1<<len(x))
+	out[0] = field.Fp4One
+	for i, xi := range x {
+		h := 1 << i
+		one := field.Fp4One.Sub(xi)
+		for j := 0; j < h; j++ {
+			out[j+h] = out[j].Mul(xi)
+			out[j] = out[j].Mul(one)
+		}
+	}
+	return out
+}
+
+// MontFp4 returns the four Montgomery uints of x.
+func MontFp4(x field.Fp4) [4]uint32 {
+	return [4]uint32{MontOf(x[0]), MontOf(x[1]), MontOf(x[2]), MontOf(x[3])}
+}
+
+// Fp4OfMont returns the Fp4 value of four Montgomery uints.
+func Fp4OfMont(v []uint32) field.Fp4 {
+	return field.Fp4{CanonicalOf(v[0]), CanonicalOf(v[1]), CanonicalOf(v[2]), CanonicalOf(v[3])}
+}
+
+// MontFp4Slice converts Fp4 values to device layout (4 Montgomery uints each).
+func MontFp4Slice(v []field.Fp4) []uint32 {
+	out := make([]uint32, 4*len(v))
+	for i, x := range v {
+		m := MontFp4(x)
+		copy(out[4*i:], m[:])
+	}
+	return out
+}
+
+// Fp4SliceOfMont converts device-layout Fp4 values (4 Montgomery uints each) back.
+func Fp4SliceOfMont(v []uint32) []field.Fp4 {
+	out := make([]field.Fp4, len(v)/4)
+	for i := range out {
+		out[i] = Fp4OfMont(v[4*i : 4*i+4])
+	}
+	return out
+}

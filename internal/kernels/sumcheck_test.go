@@ -1,0 +1,390 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+// The plain-Go formulas of the sumcheck family.
+
+func refRound(f, w []field.Fp4, cols, logRows, stride int) (s1, s2 field.Fp4) {
+	for c := range cols {
+		for y := 0; y < 1<<(logRows-1); y++ {
+			f0, f1 := f[c*stride+2*y], f[c*stride+2*y+1]
+			w0, w1 := w[c*stride+2*y], w[c*stride+2*y+1]
+			s1 = s1.Add(f1.Mul(w1))
+			s2 = s2.Add(f1.Double().Sub(f0).Mul(w1.Double().Sub(w0)))
+		}
+	}
+	return s1, s2
+}
+
+// refFold folds cols columns of 2^(logRows+1) rows into dst (compact stride dstStride).
+func refFold(src []field.Fp4, srcStride, dstStride, cols, logRows int, a field.Fp4, dst []field.Fp4) {
+	for c := range cols {
+		for y := 0; y < 1<<logRows; y++ {
+			t0, t1 := src[c*srcStride+2*y], src[c*srcStride+2*y+1]
+			dst[c*dstStride+y] = t0.Add(a.Mul(t1.Sub(t0)))
+		}
+	}
+}
+
+func randFp4s(r *rand.Rand, n int) []field.Fp4 {
+	out := make([]field.Fp4, n)
+	for i := range out {
+		out[i] = fieldrand.Fp4(r)
+	}
+	return out
+}
+
+func uploadFp4(t *testing.T, v []field.Fp4) *gpu.Array[uint32] {
+	t.Helper()
+	a, err := gpu.UploadArray(testDev, "test fp4", MontFp4Slice(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Free)
+	return a
+}
+
+func allocFp4(t *testing.T, n int) *gpu.Array[uint32] {
+	t.Helper()
+	a, err := gpu.AllocArray[uint32](testDev, "test fp4 out", 4*n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Free)
+	return a
+}
+
+func readFp4(t *testing.T, a *gpu.Array[uint32]) []field.Fp4 {
+	t.Helper()
+	v, err := a.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Fp4SliceOfMont(v)
+}
+
+var sumcheckShapes = []struct{ cols, logRows, pad int }{
+	{1, 1, 0}, {1, 2, 0}, {3, 1, 0}, {2, 3, 5}, {5, 4, 0}, {1, 9, 0}, {7, 6, 3}, {4, 10, 0}, {33, 5, 1}, {2, 14, 0},
+}
+
+func TestSumcheckRoundAndFoldRound(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	sc, err := NewSumcheck(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	for _, s := range sumcheckShapes {
+		t.Run(fmt.Sprintf("%dx2^%d+%d", s.cols, s.logRows, s.pad), func(t *testing.T) {
+			stride := 1<<s.logRows + s.pad
+			f, w := randFp4s(r, s.cols*stride), randFp4s(r, s.cols*stride)
+			src := ProductTables{F: uploadFp4(t, f), W: uploadFp4(t, w), Cols: s.cols, LogRows: s.logRows, Stride: stride}
+			b := testDev.Batch()
+			if err := sc.EncodeRound(b, src); err != nil {
+				t.Fatal(err)
+			}
+			var s1, s2 field.Fp4
+			if n := syncs(t, func() (err error) { s1, s2, err = sc.ReadRound(); return err }); n != 1 {
+				t.Errorf("round: %d syncs, want 1", n)
+			}
+			w1, w2 := refRound(f, w, s.cols, s.logRows, stride)
+			if s1 != w1 || s2 != w2 {
+				t.Fatalf("round: got (%v, %v), want (%v, %v)", s1, s2, w1, w2)
+			}
+			if s.logRows < 2 {
+				return
+			}
+			// Fold at α then round, fused; compare the folded tables too.
+			alpha := fieldrand.Fp4(r)
+			dstStride := 1<<(s.logRows-1) + s.pad/2
+			dst := ProductTables{F: allocFp4(t, s.cols*dstStride), W: allocFp4(t, s.cols*dstStride), Cols: s.cols, LogRows: s.logRows - 1, Stride: dstStride}
+			b = testDev.Batch()
+			if err := sc.EncodeFoldRound(b, src, dst, alpha); err != nil {
+				t.Fatal(err)
+			}
+			if n := syncs(t, func() (err error) { s1, s2, err = sc.ReadRound(); return err }); n != 1 {
+				t.Errorf("fold round: %d syncs, want 1", n)
+			}
+			ff, fw := make([]field.Fp4, s.cols*dstStride), make([]field.Fp4, s.cols*dstStride)
+			refFold(f, stride, dstStride, s.cols, s.logRows-1, alpha, ff)
+			refFold(w, stride, dstStride, s.cols, s.logRows-1, alpha, fw)
+			w1, w2 = refRound(ff, fw, s.cols, s.logRows-1, dstStride)
+			if s1 != w1 || s2 != w2 {
+				t.Fatalf("fold round: got (%v, %v), want (%v, %v)", s1, s2, w1, w2)
+			}
+			gf, gw := readFp4(t, dst.F), readFp4(t, dst.W)
+			for c := range s.cols {
+				for y := 0; y < 1<<(s.logRows-1); y++ {
+					i := c*dstStride + y
+					if gf[i] != ff[i] || gw[i] != fw[i] {
+						t.Fatalf("folded column %d row %d: got (%v, %v), want (%v, %v)", c, y, gf[i], gw[i], ff[i], fw[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSumcheckRoundShapes runs the two passes with GPU-like and odd group shapes on the host
+// device (the launcher picks one-thread groups there).
+func TestSumcheckRoundShapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	cols, logRows := 3, 7
+	stride := 1 << logRows
+	f, w := randFp4s(r, cols*stride), randFp4s(r, cols*stride)
+	fa, wa := uploadFp4(t, f), uploadFp4(t, w)
+	want1, want2 := refRound(f, w, cols, logRows, stride)
+	for _, sh := range []struct{ groups, tpg, sumTPG int }{{1, 1, 1}, {1, 256, 256}, {3, 7, 5}, {64, 32, 3}, {5, 64, 8}, {2, 3, 16}, {200, 1, 64}} {
+		partials := allocFp4(t, 2*sh.groups)
+		out := allocFp4(t, 2)
+		b := testDev.Batch()
+		b.Dispatch("sc_round_partials", gpu.D1(uint32(sh.groups)), gpu.D1(uint32(sh.tpg)), []gpu.Arg{gpu.Buf(fa.Buffer), gpu.Buf(wa.Buffer),
+			gpu.Buf(partials.Buffer), gpu.U32(uint32(logRows-1), uint32(cols), uint32(stride))}, uint32(32*sh.tpg))
+		b.Dispatch("sc_sum_rows", gpu.D1(1), gpu.D1(uint32(sh.sumTPG)), []gpu.Arg{gpu.Buf(partials.Buffer), gpu.Buf(out.Buffer),
+			gpu.U32(uint32(sh.groups), 8)}, uint32(4*sh.sumTPG))
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		got := readFp4(t, out)
+		if got[0] != want1 || got[1] != want2 {
+			t.Fatalf("%+v: got (%v, %v), want (%v, %v)", sh, got[0], got[1], want1, want2)
+		}
+	}
+}
+
+func TestSumRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, c := range []struct{ rows, width, tpg int }{{1, 1, 1}, {5, 8, 1}, {7, 8, 256}, {300, 8, 256}, {9, 192, 256}, {33, 192, 64}, {4, 300, 256}, {3, 5, 7}} {
+		v := fieldrand.Fps(r, c.rows*c.width)
+		in := upload(t, v)
+		out, err := gpu.AllocArray[uint32](testDev, "sum rows out", c.width)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := testDev.Batch()
+		b.Dispatch("sc_sum_rows", gpu.D1(1), gpu.D1(uint32(c.tpg)), []gpu.Arg{gpu.Buf(in.Buffer), gpu.Buf(out.Buffer),
+			gpu.U32(uint32(c.rows), uint32(c.width))}, uint32(4*c.tpg))
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		got := readBack(t, out)
+		out.Free()
+		for k := range c.width {
+			var want field.Fp
+			for row := range c.rows {
+				want = want.Add(v[row*c.width+k])
+			}
+			if got[k] != want {
+				t.Fatalf("%+v: column %d: got %d, want %d", c, k, got[k], want)
+			}
+		}
+	}
+	// The launcher's shape.
+	v := fieldrand.Fps(r, 50*12)
+	in := upload(t, v)
+	out := upload(t, make([]field.Fp, 12))
+	b := testDev.Batch()
+	if err := EncodeSumRows(b, testDev, in, out, 50, 12); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	got := readBack(t, out)
+	for k := range 12 {
+		var want field.Fp
+		for row := range 50 {
+			want = want.Add(v[row*12+k])
+		}
+		if got[k] != want {
+			t.Fatalf("launcher: column %d: got %d, want %d", k, got[k], want)
+		}
+	}
+}
+
+func TestSumcheckFold(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, s := range []struct{ cols, logRows, srcPad, dstPad int }{{1, 0, 0, 0}, {3, 0, 1, 2}, {1, 1, 0, 0}, {4, 3, 2, 0}, {6, 8, 0, 3}, {2, 12, 0, 0}} {
+		srcStride, dstStride := 2<<s.logRows+s.srcPad, 1<<s.logRows+s.dstPad
+		src := randFp4s(r, s.cols*srcStride)
+		alpha := fieldrand.Fp4(r)
+		sa := uploadFp4(t, src)
+		prev := randFp4s(r, s.cols*dstStride) // rows past 2^logRows must survive
+		da := uploadFp4(t, prev)
+		b := testDev.Batch()
+		if err := EncodeFold(b, testDev, sa, srcStride, da, dstStride, s.cols, s.logRows, alpha); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		want := append([]field.Fp4(nil), prev...)
+		refFold(src, srcStride, dstStride, s.cols, s.logRows, alpha, want)
+		got := readFp4(t, da)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("%+v: element %d: got %v, want %v", s, i, got[i], want[i])
+			}
+		}
+	}
+	// alpha = 0 and 1 pick the even and odd rows.
+	src := randFp4s(r, 8)
+	sa := uploadFp4(t, src)
+	for _, a := range []field.Fp4{{}, field.Fp4One} {
+		da := allocFp4(t, 4)
+		b := testDev.Batch()
+		if err := EncodeFold(b, testDev, sa, 8, da, 4, 1, 2, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		got := readFp4(t, da)
+		off := 0
+		if a == field.Fp4One {
+			off = 1
+		}
+		for y := range 4 {
+			if got[y] != src[2*y+off] {
+				t.Fatalf("alpha %v: row %d: got %v, want %v", a, y, got[y], src[2*y+off])
+			}
+		}
+	}
+}
+
+func TestEqExpand(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, k := range []int{0, 1, 2, 3, 7, 12} {
+		x := randFp4s(r, k)
+		lo, hi, h := EqTables(x)
+		la, err := gpu.UploadArray(testDev, "lo", lo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ha, err := gpu.UploadArray(testDev, "hi", hi)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := allocFp4(t, 1<<k)
+		b := testDev.Batch()
+		if err := EncodeEqExpand(b, testDev, la, ha, out, h, k-h, 1, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		got := readFp4(t, out)
+		// eq(x, b) = Π_i (bit_i(b) ? x_i : 1 − x_i), the formula of stark.EvalsEqHypercube.
+		for bidx := range 1 << k {
+			want := field.Fp4One
+			for i := range k {
+				if bidx>>i&1 == 1 {
+					want = want.Mul(x[i])
+				} else {
+					want = want.Mul(field.Fp4One.Sub(x[i]))
+				}
+			}
+			if got[bidx] != want {
+				t.Fatalf("k=%d: eq[%d] = %v, want %v", k, bidx, got[bidx], want)
+			}
+		}
+		la.Free()
+		ha.Free()
+	}
+	// Several products, accumulated onto existing values.
+	logLo, logHi, count := 3, 2, 3
+	lo, hi := randFp4s(r, count<<logLo), randFp4s(r, count<<logHi)
+	prev := randFp4s(r, 1<<(logLo+logHi))
+	out := uploadFp4(t, prev)
+	b := testDev.Batch()
+	if err := EncodeEqExpand(b, testDev, uploadFp4(t, lo), uploadFp4(t, hi), out, logLo, logHi, count, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	got := readFp4(t, out)
+	for bidx := range 1 << (logLo + logHi) {
+		want := prev[bidx]
+		for c := range count {
+			want = want.Add(lo[c<<logLo+bidx&(1<<logLo-1)].Mul(hi[c<<logHi+bidx>>logLo]))
+		}
+		if got[bidx] != want {
+			t.Fatalf("accumulate: entry %d: got %v, want %v", bidx, got[bidx], want)
+		}
+	}
+	// Tables at offsets: two eq tables side by side in one buffer, the entries around them kept.
+	x4, x3 := randFp4s(r, 4), randFp4s(r, 3)
+	lo4, hi4, h4 := EqTables(x4)
+	lo3, hi3, h3 := EqTables(x3)
+	halves := append(append(append(append([]uint32(nil), lo4...), hi4...), lo3...), hi3...)
+	ha, err := gpu.UploadArray(testDev, "halves", halves)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ha.Free()
+	prev = randFp4s(r, 1+16+8+1)
+	out = uploadFp4(t, prev)
+	b = testDev.Batch()
+	for _, e := range []EqExpand{
+		{LoOff: 0, HiOff: len(lo4) / 4, OutOff: 1, LogLo: h4, LogHi: 4 - h4},
+		{LoOff: (len(lo4) + len(hi4)) / 4, HiOff: (len(lo4) + len(hi4) + len(lo3)) / 4, OutOff: 17, LogLo: h3, LogHi: 3 - h3},
+	} {
+		e.Lo, e.Hi, e.Out, e.Count = ha, ha, out, 1
+		if err := e.Encode(b, testDev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	got = readFp4(t, out)
+	want := append(append(append([]field.Fp4{prev[0]}, evalsEq(x4)...), evalsEq(x3)...), prev[25])
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("offsets: entry %d: got %v, want %v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestSumcheckRejects(t *testing.T) {
+	sc, err := NewSumcheck(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := allocFp4(t, 16)
+	c := allocFp4(t, 16)
+	b := testDev.Batch()
+	for name, tt := range map[string]ProductTables{
+		"one row":      {F: a, W: a, Cols: 1, LogRows: 0, Stride: 1},
+		"too large":    {F: a, W: a, Cols: 2, LogRows: 4, Stride: 16},
+		"short stride": {F: a, W: a, Cols: 2, LogRows: 2, Stride: 3},
+		"no columns":   {F: a, W: a, Cols: 0, LogRows: 1, Stride: 2},
+	} {
+		if err := sc.EncodeRound(b, tt); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	src := ProductTables{F: a, W: a, Cols: 2, LogRows: 3, Stride: 8}
+	if err := sc.EncodeFoldRound(b, src, ProductTables{F: c, W: a, Cols: 2, LogRows: 2, Stride: 4}, field.Fp4One); err == nil {
+		t.Error("fold round into its own source: no error")
+	}
+	if err := sc.EncodeFoldRound(b, src, ProductTables{F: c, W: c, Cols: 2, LogRows: 3, Stride: 8}, field.Fp4One); err == nil {
+		t.Error("fold round without a smaller table: no error")
+	}
+	if err := EncodeFold(b, testDev, a, 8, a, 4, 2, 2, field.Fp4One); err == nil {
+		t.Error("fold in place: no error")
+	}
+	sc.Close()
+	if _, _, err := sc.ReadRound(); err == nil {
+		t.Error("read after close: no error")
+	}
+}

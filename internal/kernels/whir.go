@@ -1,0 +1,216 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+// The launchers of shaders/whir.metal: the tables of the WHIR prover beyond the NTT, Merkle and
+// sumcheck families. Fp4 tables are AoS (element i = the Montgomery uints [4i, 4i+4), as
+// bb4_load reads them); base matrices column-major Montgomery.
+
+// maxSubsetPassBits is the most index bits one whir_subset_pass handles (32 values per item in
+// registers).
+const maxSubsetPassBits = 5
+
+// EncodeWhirBatch encodes, for the column-major Montgomery matrix q (height rows, width
+// columns), the Fp4 table (AoS, height elements)
+//
+//	f[r] (+)= T(Σ_j mu[muOff + j]·q[j][·])[r],
+//
+// where T acts on every block of 2^lSkip consecutive rows, coordinate by coordinate: the IDFT
+// over the subgroup of order 2^lSkip (natural order), then the subset-sum transform
+// (cpuref.CoeffsToEvals) twice on the block's bits. With accumulate the result is added to f
+// (several matrices: one call each), else f is overwritten. mu is an AoS Fp4 table of at least
+// muOff + width entries.
+//
+// That is Σ_j mu_j·CoeffsToEvals_low(RSMessage(lSkip, q_j)): the per-column work of the WHIR
+// batch (cpuref NewWhirProver) up to the subset sum over the bits from lSkip on, which
+// EncodeSubsetSum adds. One thread per block reads each value of q once. lSkip ≤ 5, height a
+// multiple of 2^lSkip. A method of NTT: the block IDFT uses its inverse twiddle table.
+func (t *NTT) EncodeWhirBatch(b *gpu.Batch, q *gpu.Array[uint32], height, width, lSkip int, mu *gpu.Array[uint32], muOff int, f *gpu.Array[uint32], accumulate bool) error {
+	if lSkip < 0 || lSkip > 5 || height <= 0 || height%(1<<lSkip) != 0 || width < 0 || muOff < 0 {
+		return fmt.Errorf("kernels: WhirBatch: %d×%d matrix, l_skip %d, μ offset %d", height, width, lSkip, muOff)
+	}
+	if err := checkArray("WhirBatch", q, height*width); err != nil {
+		return err
+	}
+	if err := checkArray("WhirBatch", mu, 4*(muOff+width)); err != nil {
+		return err
+	}
+	if err := checkArray("WhirBatch", f, 4*height); err != nil {
+		return err
+	}
+	_, inv, err := t.tables(lSkip)
+	if err != nil {
+		return err
+	}
+	acc := uint32(0)
+	if accumulate {
+		acc = 1
+	}
+	n := height >> lSkip
+	g, tp := shapeFor(t.dev, "whir_batch_blocks", n)
+	dispatchWhirBatchBlocks(b, g, tp, q.Buffer, mu.Buffer, inv.Buffer, f.Buffer, whirBatchParams{nblocks: uint32(n), logBlock: uint32(lSkip), height: uint32(height), width: uint32(width), muOff: uint32(muOff), scale: MontOf(field.Fp(uint32(1) << lSkip).Inverse()), accumulate: acc})
+	return b.Err()
+}
+
+// EncodeSubsetSum encodes the subset-sum transform (cpuref.CoeffsToEvals; with inverse the
+// Möbius transform, EvalsToCoeffs) over the index bits [lo, hi) of the table of 2^logN uints
+// src, into dst (dst = src: in place). An AoS Fp4 table of 2^d elements is logN = d + 2 with
+// element bit i at uint bit i + 2: the bits [2, d + 2) transform it coordinate-wise. Passes of up
+// to 5 bits, each one read and one write of the table (the first reads src, the rest work in
+// dst); lo = hi copies nothing (dst must then be src).
+func EncodeSubsetSum(b *gpu.Batch, dev *gpu.Device, src, dst *gpu.Array[uint32], logN, lo, hi int, inverse bool) error {
+	if logN < 0 || logN > 30 || lo < 0 || hi < lo || hi > logN {
+		return fmt.Errorf("kernels: SubsetSum: bits [%d, %d) of a table of 2^%d", lo, hi, logN)
+	}
+	if err := checkArray("SubsetSum", src, 1<<logN); err != nil {
+		return err
+	}
+	if err := checkArray("SubsetSum", dst, 1<<logN); err != nil {
+		return err
+	}
+	if lo == hi {
+		if src != dst {
+			return fmt.Errorf("kernels: SubsetSum: empty bit range with src ≠ dst")
+		}
+		return nil
+	}
+	sub := uint32(0)
+	if inverse {
+		sub = 1
+	}
+	// Passes as even as possible: 17 bits = 5 + 4 + 4 + 4.
+	bits := hi - lo
+	np := (bits + maxSubsetPassBits - 1) / maxSubsetPassBits
+	in := src
+	for i := range np {
+		nb := bits / np
+		if i < bits%np {
+			nb++
+		}
+		count := 1 << (logN - nb)
+		g, tp := shapeFor(dev, "whir_subset_pass", count)
+		dispatchWhirSubsetPass(b, g, tp, in.Buffer, dst.Buffer, whirSubsetParams{count: uint32(count), lo: uint32(lo), nb: uint32(nb), sub: sub})
+		lo += nb
+		in = dst
+	}
+	return b.Err()
+}
+
+// EncodeFp4ToPlanes encodes dst[c·2^logOut + i] = coordinate c of the AoS Fp4 src[i], i < n:
+// the table as the column-major 2^logOut × 4 base matrix that EncodeColumns and the Merkle tree
+// take. Rows n .. 2^logOut of dst are not written (a fresh, zeroed dst is the zero padding).
+func EncodeFp4ToPlanes(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[uint32], n int, dst *gpu.Array[uint32], logOut int) error {
+	if n < 0 || logOut < 0 || logOut > 29 || n > 1<<logOut {
+		return fmt.Errorf("kernels: Fp4ToPlanes: %d elements into planes of 2^%d", n, logOut)
+	}
+	if err := checkArray("Fp4ToPlanes", src, 4*n); err != nil {
+		return err
+	}
+	if err := checkArray("Fp4ToPlanes", dst, 4<<logOut); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	g, tp := shapeFor(dev, "whir_fp4_to_planes", 4*n)
+	dispatchWhirFp4ToPlanes(b, g, tp, src.Buffer, dst.Buffer, whirPlanesParams{n: uint32(n), logOut: uint32(logOut)})
+	return b.Err()
+}
+
+// hornerLogChunk is log2 of the coefficients one whir_horner item folds.
+const hornerLogChunk = 4
+
+// hornerPlan returns log2 of the chunk of each whir_horner pass for a table of n = 2^logN.
+func hornerPlan(logN int) []int {
+	var plan []int
+	for logN > 0 {
+		c := min(hornerLogChunk, logN)
+		plan = append(plan, c)
+		logN -= c
+	}
+	return plan
+}
+
+// HornerScratchLen is the uints of scratch EncodeHorner needs for n coefficients (a power of
+// two).
+func HornerScratchLen(n int) int {
+	logN, ok := field.Log2(n)
+	if !ok {
+		return 0
+	}
+	total := 0
+	for _, c := range hornerPlan(logN) {
+		logN -= c
+		total += 1 << logN
+	}
+	return 4 * max(total, 1)
+}
+
+// EncodeHorner encodes the evaluation Σ_{b<n} c[b]·z^b of the AoS Fp4 table c (n a power of two)
+// by passes of whir_horner over chunks of 16 (each pass a table 16 times shorter, evaluated at
+// z^16, z^256, …: exact, as every association is in a field). The result is Fp4 element at of
+// scratch (HornerScratchLen(n) uints); n = 1 copies c[0] there.
+func EncodeHorner(b *gpu.Batch, dev *gpu.Device, c *gpu.Array[uint32], n int, z field.Fp4, scratch *gpu.Array[uint32]) (at int, err error) {
+	logN, ok := field.Log2(n)
+	if !ok {
+		return 0, fmt.Errorf("kernels: Horner: %d coefficients (not a power of two)", n)
+	}
+	if err := checkArray("Horner", c, 4*n); err != nil {
+		return 0, err
+	}
+	if err := checkArray("Horner", scratch, HornerScratchLen(n)); err != nil {
+		return 0, err
+	}
+	if n == 1 {
+		b.Copy(scratch.Buffer, 0, c.Buffer, 0, 16)
+		return 0, b.Err()
+	}
+	src, srcOff, dstOff := c, 0, 0
+	for _, lc := range hornerPlan(logN) {
+		logN -= lc
+		nOut := 1 << logN
+		zm := MontFp4(z)
+		g, tp := shapeFor(dev, "whir_horner", nOut)
+		dispatchWhirHorner(b, g, tp, src.Buffer, scratch.Buffer, whirHornerParams{nOut: uint32(nOut), logChunk: uint32(lc), srcOff: uint32(srcOff), dstOff: uint32(dstOff), z0: zm[0], z1: zm[1], z2: zm[2], z3: zm[3]})
+		for range lc {
+			z = z.Square()
+		}
+		src, srcOff, at = scratch, dstOff, dstOff
+		dstOff += nOut
+	}
+	return at, b.Err()
+}
+
+// EncodePowEqTables encodes, for npts points given as the AoS Fp4 table pc = (z_0, coef_0, z_1,
+// coef_1, …), the lo and hi tables of coef_i·eq(pow_d(z_i), ·) (stark.EvalsEqHypercube of
+// stark.PowersOf2(z_i, d)) split at bit logLo, d = logLo + logHi:
+// lo[i·2^logLo + b] = Π_{j<logLo} eq_1(z_i^(2^j), bit_j(b)) and hi[i·2^logHi + b] =
+// coef_i·Π_{j<logHi} eq_1(z_i^(2^(logLo+j)), bit_j(b)), with eq_1(x, 1) = x, eq_1(x, 0) = 1 − x.
+// lo needs npts·2^logLo and hi npts·2^logHi Fp4 entries; the sumcheck family's EncodeEqExpand
+// with count = npts then adds Σ_i coef_i·eq(pow_d(z_i), ·) to a table. One item per entry
+// (≤ d squarings and products each).
+func EncodePowEqTables(b *gpu.Batch, dev *gpu.Device, pc *gpu.Array[uint32], npts, logLo, logHi int, lo, hi *gpu.Array[uint32]) error {
+	if npts < 0 || logLo < 0 || logHi < 0 || logLo+logHi > 28 {
+		return fmt.Errorf("kernels: PowEqTables: %d points, 2^%d × 2^%d", npts, logLo, logHi)
+	}
+	if err := checkArray("PowEqTables", pc, 8*npts); err != nil {
+		return err
+	}
+	if err := checkArray("PowEqTables", lo, 4*npts<<logLo); err != nil {
+		return err
+	}
+	if err := checkArray("PowEqTables", hi, 4*npts<<logHi); err != nil {
+		return err
+	}
+	if npts == 0 {
+		return nil
+	}
+	g, tp := shapeFor(dev, "whir_pow_eq_tables", npts<<logLo+npts<<logHi)
+	dispatchWhirPowEqTables(b, g, tp, pc.Buffer, lo.Buffer, hi.Buffer, whirEqTablesParams{npts: uint32(npts), logLo: uint32(logLo), logHi: uint32(logHi)})
+	return b.Err()
+}

@@ -1,0 +1,288 @@
+// stacked_reduction.metal - the stacked opening reduction's own kernels (spec B §5.3–5.4;
+// cpuref stackingProver): the round-0 sums over the stacked matrix Q and the tables q(u_0; x),
+// W(u_0; x) after u_0. The multilinear rounds use the sumcheck family (sumcheck.metal).
+//
+// Q is one commitment's stacked matrix, column-major, Montgomery, height H = 2^(l_skip+n_stack):
+// seen as a sequence of blocks of N = 2^l_skip values, block x of column m is Q[(m·2^n_stack + x)·N
+// ..]. A slice of log height ≥ l_skip covers 2^nn blocks (nn = log height − l_skip), starting at a
+// multiple of its length; e_nn = eq(r_1..r_nn, ·) is its eq table (etab: all tables of the proof
+// side by side, Fp4). Slices are split into chunks of at most 2^log_cb blocks, numbered in slice
+// order: chunk k belongs to the last slice whose chunk_first ≤ k.
+//
+// Slice descriptors (SR_SLICE_WORDS uints each, written by the Go launcher):
+#include "bb4.h"
+
+#define SR_SLICE_WORDS 16u
+#define SR_Q_START 0u   // uint index in Q of the slice's first value
+#define SR_E_OFF 1u     // Fp4 index in etab of e_nn[0]
+#define SR_NN 2u        // nn
+#define SR_CHUNK0 3u    // chunk_first
+#define SR_A 4u         // 4 uints: the eq weight a (Montgomery)
+#define SR_BW 8u        // 4 uints: the rotation weight bw
+#define SR_ROT 12u      // 1 when bw ≠ 0
+#define SR_W_START 13u  // Fp4 index in the W table of the slice's first entry
+
+// The slice of chunk k among slices [first, first + count) (binary search on chunk_first).
+MSL_FN uint sr_find_slice(device const uint* slices, uint first, uint count, uint k) {
+  uint lo = first;
+  uint hi = first + count;  // the answer lies in [lo, hi)
+  while (hi - lo > 1u) {
+    uint mid = (lo + hi) / 2u;
+    if (slices[mid * SR_SLICE_WORDS + SR_CHUNK0] <= k) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// Fp4 values per lane (host lanes, prelude.h; one value per thread on GPUs): component c of the
+// lanes in v[c].
+
+// acc += e·v: an Fp4 per lane times a base value per lane.
+MSL_FN void sr_acc_ext_base(thread lanes_uint* acc, thread const lanes_uint* e, lanes_uint v) {
+  for (uint c = 0u; c < 4u; c++) acc[c] = bb_add_lanes(acc[c], bb_mul_lanes(e[c], v));
+}
+
+// acc += a·g: a uniform Fp4 times an Fp4 per lane (X^4 = W).
+MSL_FN void sr_acc_uniform_ext(thread lanes_uint* acc, bb4 a, thread const lanes_uint* g) {
+  lanes_uint a0 = lanes_splat(a[0]);
+  lanes_uint a1 = lanes_splat(a[1]);
+  lanes_uint a2 = lanes_splat(a[2]);
+  lanes_uint a3 = lanes_splat(a[3]);
+  lanes_uint w1 = lanes_splat(bb_mul(a[1], BB4_W_MONT));
+  lanes_uint w2 = lanes_splat(bb_mul(a[2], BB4_W_MONT));
+  lanes_uint w3 = lanes_splat(bb_mul(a[3], BB4_W_MONT));
+  lanes_uint g0 = g[0];
+  lanes_uint g1 = g[1];
+  lanes_uint g2 = g[2];
+  lanes_uint g3 = g[3];
+  lanes_uint r0 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g0), bb_mul_lanes(w1, g3)),
+                               bb_add_lanes(bb_mul_lanes(w2, g2), bb_mul_lanes(w3, g1)));
+  lanes_uint r1 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g1), bb_mul_lanes(a1, g0)),
+                               bb_add_lanes(bb_mul_lanes(w2, g3), bb_mul_lanes(w3, g2)));
+  lanes_uint r2 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g2), bb_mul_lanes(a1, g1)),
+                               bb_add_lanes(bb_mul_lanes(a2, g0), bb_mul_lanes(w3, g3)));
+  lanes_uint r3 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g3), bb_mul_lanes(a1, g2)),
+                               bb_add_lanes(bb_mul_lanes(a2, g1), bb_mul_lanes(a3, g0)));
+  acc[0] = bb_add_lanes(acc[0], r0);
+  acc[1] = bb_add_lanes(acc[1], r1);
+  acc[2] = bb_add_lanes(acc[2], r2);
+  acc[3] = bb_add_lanes(acc[3], r3);
+}
+
+// The Fp4 etab[at] of every lane: splat when all lanes share at (uniform), else gathered.
+MSL_FN void sr_load_e_uniform(thread lanes_uint* e, device const uint* etab, uint at) {
+  for (uint c = 0u; c < 4u; c++) e[c] = lanes_splat(etab[4u * at + c]);
+}
+
+struct SrUniParams {
+  uint slice_first;  // this commitment's slices in the table
+  uint slice_count;
+  uint chunks;       // chunks of those slices
+  uint log_n;        // l_skip (N = 2^l_skip ≤ 32)
+  uint log_cb;       // log2 of the blocks per chunk
+  uint row;          // partials row of group 0 (rows: 12·N uints each)
+};
+
+// Round 0 of the stacked reduction (UnivariateRound), first pass, for one commitment's slices of
+// log height ≥ l_skip. With G0_s[z] = Σ_xl e[xl]·Q[(x0+xl)·N + z] and G1_s[z] = Σ_xl
+// e[(xl−1) mod 2^nn]·Q[(x0+xl)·N + z] per slice s (weights a_s, bw_s):
+//   A[z] = Σ_s a_s·G0_s[z],  B[z] = Σ_s bw_s·G0_s[z],  C[z] = Σ_s bw_s·(G1_s[z] − G0_s[z]),
+// the IDFT-free sums whose IDFTs are cpuref's qa, qb, qc (the IDFT is linear). Group g writes the
+// part of A, B, C over the chunks it visits to partials row (row + g): A[0..N), B, C, Fp4 each
+// (12·N uints). A group works on one chunk at a time: its tpg·MSL_LANES virtual threads (a
+// multiple of N) read the chunk's values in order, so virtual thread v always sees z = v mod N;
+// after a chunk each applies the slice weights to its G0, G1. scratch: 48 bytes per virtual
+// thread.
+kernel void sr_uni_partials(device const uint* q [[buffer(0)]],
+                            device const uint* slices [[buffer(1)]],
+                            device const uint* etab [[buffer(2)]],
+                            device uint* partials [[buffer(3)]],
+                            constant SrUniParams& p [[buffer(4)]],
+                            threadgroup uint* scratch [[threadgroup(0)]],
+                            uint tid [[thread_index_in_threadgroup]],
+                            uint group [[threadgroup_position_in_grid]],
+                            uint tpg [[threads_per_threadgroup]],
+                            uint ngroups [[threadgroups_per_grid]]) {
+  uint first = p.slice_first;
+  uint count = p.slice_count;
+  uint chunks = p.chunks;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint log_cb = p.log_cb;
+  uint vt = tpg * MSL_LANES;  // virtual threads of the group
+  lanes_uint acc_a[4];
+  lanes_uint acc_b[4];
+  lanes_uint acc_c[4];
+  for (uint c = 0u; c < 4u; c++) {
+    acc_a[c] = lanes_splat(0u);
+    acc_b[c] = lanes_splat(0u);
+    acc_c[c] = lanes_splat(0u);
+  }
+  for (uint k = group; k < chunks; k += ngroups) {
+    uint s = sr_find_slice(slices, first, count, k);
+    uint d = s * SR_SLICE_WORDS;
+    uint nn = slices[d + SR_NN];
+    uint mask = (1u << nn) - 1u;
+    uint e_off = slices[d + SR_E_OFF];
+    uint rot = slices[d + SR_ROT];
+    uint blk0 = (k - slices[d + SR_CHUNK0]) << log_cb;       // first block of the chunk in the slice
+    uint nvals = min(1u << log_cb, (1u << nn) - blk0) << log_n;  // values in the chunk
+    uint base = slices[d + SR_Q_START] + (blk0 << log_n);
+    lanes_uint g0[4];
+    lanes_uint g1[4];
+    for (uint c = 0u; c < 4u; c++) {
+      g0[c] = lanes_splat(0u);
+      g1[c] = lanes_splat(0u);
+    }
+    for (uint i0 = tid * MSL_LANES; i0 < nvals; i0 += vt) {
+      lanes_uint v;
+      lanes_uint e0[4];
+      lanes_uint e1[4];
+      if (n >= MSL_LANES && i0 + MSL_LANES <= nvals) {  // one block under every lane (always on GPUs)
+        v = lanes_ld_dev(q + base + i0);
+        uint xl = blk0 + (i0 >> log_n);
+        sr_load_e_uniform(e0, etab, e_off + xl);
+        if (rot != 0u) sr_load_e_uniform(e1, etab, e_off + ((xl - 1u) & mask));
+      } else {  // host: blocks shorter than the lanes, or a partial vector
+        uint tv[MSL_LANES];
+        uint te0[4u * MSL_LANES];
+        uint te1[4u * MSL_LANES];
+        for (uint l = 0u; l < MSL_LANES; l++) {
+          uint i = i0 + l;
+          bool live = i < nvals;
+          uint xl = blk0 + ((live ? i : 0u) >> log_n);
+          uint a0 = 4u * (e_off + xl);
+          uint a1 = 4u * (e_off + ((xl - 1u) & mask));
+          tv[l] = live ? q[base + i] : 0u;
+          for (uint c = 0u; c < 4u; c++) {
+            te0[c * MSL_LANES + l] = etab[a0 + c];
+            te1[c * MSL_LANES + l] = etab[a1 + c];
+          }
+        }
+        v = lanes_ld_th(tv);
+        for (uint c = 0u; c < 4u; c++) {
+          e0[c] = lanes_ld_th(te0 + c * MSL_LANES);
+          e1[c] = lanes_ld_th(te1 + c * MSL_LANES);
+        }
+      }
+      sr_acc_ext_base(g0, e0, v);
+      if (rot != 0u) sr_acc_ext_base(g1, e1, v);
+    }
+    bb4 a = bb4_make(slices[d + SR_A], slices[d + SR_A + 1u], slices[d + SR_A + 2u], slices[d + SR_A + 3u]);
+    sr_acc_uniform_ext(acc_a, a, g0);
+    if (rot != 0u) {
+      bb4 bw = bb4_make(slices[d + SR_BW], slices[d + SR_BW + 1u], slices[d + SR_BW + 2u], slices[d + SR_BW + 3u]);
+      sr_acc_uniform_ext(acc_b, bw, g0);
+      for (uint c = 0u; c < 4u; c++) g1[c] = bb_sub_lanes(g1[c], g0[c]);
+      sr_acc_uniform_ext(acc_c, bw, g1);
+    }
+  }
+  // Virtual thread v holds A, B, C at z = v mod N: 12 uints each in scratch, then one thread per
+  // output adds the vt / N virtual threads of its z.
+  for (uint l = 0u; l < MSL_LANES; l++) {
+    uint at = 12u * (tid * MSL_LANES + l);
+    for (uint c = 0u; c < 4u; c++) {
+      scratch[at + c] = lanes_get(acc_a[c], l);
+      scratch[at + 4u + c] = lanes_get(acc_b[c], l);
+      scratch[at + 8u + c] = lanes_get(acc_c[c], l);
+    }
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  uint width = 12u * n;
+  uint per_z = vt >> log_n;
+  uint row = p.row + group;
+  for (uint o = tid; o < width; o += tpg) {
+    uint t = o >> (log_n + 2u);          // 0: A, 1: B, 2: C
+    uint z = (o >> 2u) & (n - 1u);
+    uint c = o & 3u;
+    uint sum = 0u;
+    for (uint j = 0u; j < per_z; j++) sum = bb_add(sum, scratch[12u * ((j << log_n) + z) + 4u * t + c]);
+    partials[row * width + o] = sum;
+  }
+}
+
+struct SrBindQParams {
+  uint entries;  // width · 2^n_stack table entries (= blocks of Q)
+  uint log_n;    // l_skip
+  uint out_off;  // Fp4 index in the q table of the commitment's first entry
+};
+
+// q(u_0; x) for every block: out[out_off + e] = Σ_{z<N} L_z·Q[e·N + z], L_z = the Lagrange
+// weights of u_0 on the order-N subgroup (lag: N Fp4), so that out = Σ_j coef_j·u_0^j for the
+// block's IDFT coefficients (cpuref's Horner of them). Entry e = m·2^n_stack + x is block x of
+// column m. Lanes: MSL_LANES consecutive entries per work item.
+kernel void sr_bind_q(device const uint* q [[buffer(0)]],
+                      device const uint* lag [[buffer(1)]],
+                      device uint* out [[buffer(2)]],
+                      constant SrBindQParams& p [[buffer(3)]],
+                      uint gid [[thread_position_in_grid]],
+                      uint stride [[threads_per_grid]]) {
+  uint entries = p.entries;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint out_off = p.out_off;
+  uint lstride = lane_stride(stride);
+  for (uint e0 = lane_first(gid, entries); e0 < entries; e0 += lstride) {
+    uint nl = min(MSL_LANES, entries - e0);
+    lanes_uint acc[4];
+    for (uint c = 0u; c < 4u; c++) acc[c] = lanes_splat(0u);
+    for (uint z = 0u; z < n; z++) {
+      uint tv[MSL_LANES];
+      for (uint l = 0u; l < MSL_LANES; l++) tv[l] = l < nl ? q[((e0 + l) << log_n) + z] : 0u;
+      lanes_uint v = lanes_ld_th(tv);
+      lanes_uint lz[4];
+      sr_load_e_uniform(lz, lag, z);
+      sr_acc_ext_base(acc, lz, v);
+    }
+    for (uint l = 0u; l < nl; l++) {
+      for (uint c = 0u; c < 4u; c++) out[4u * (out_off + e0 + l) + c] = lanes_get(acc[c], l);
+    }
+  }
+}
+
+struct SrBindWParams {
+  uint slice_first;  // slices in the table
+  uint slice_count;
+  uint chunks;       // chunks of those slices
+  uint log_cb;       // log2 of the blocks per chunk
+};
+
+// W(u_0; x) for every slice: w[w_start + xl] = α_s·e[xl] + β_s·e[(xl − 1) mod 2^nn] for
+// xl < 2^nn, with (α_s, β_s) = weights[8(s − slice_first) ..] (two Fp4). A slice of log height < l_skip is given
+// as nn = 0 (e_0 = [1]) with α_s its one value and β_s = 0. Entries of the table that no slice
+// covers are left as they are (zero from allocation). A group takes one chunk at a time.
+kernel void sr_bind_w(device const uint* slices [[buffer(0)]],
+                      device const uint* weights [[buffer(1)]],
+                      device const uint* etab [[buffer(2)]],
+                      device uint* w [[buffer(3)]],
+                      constant SrBindWParams& p [[buffer(4)]],
+                      uint tid [[thread_index_in_threadgroup]],
+                      uint group [[threadgroup_position_in_grid]],
+                      uint tpg [[threads_per_threadgroup]],
+                      uint ngroups [[threadgroups_per_grid]]) {
+  uint first = p.slice_first;
+  uint count = p.slice_count;
+  uint chunks = p.chunks;
+  uint log_cb = p.log_cb;
+  for (uint k = group; k < chunks; k += ngroups) {
+    uint s = sr_find_slice(slices, first, count, k);
+    uint d = s * SR_SLICE_WORDS;
+    uint nn = slices[d + SR_NN];
+    uint mask = (1u << nn) - 1u;
+    uint e_off = slices[d + SR_E_OFF];
+    uint w_start = slices[d + SR_W_START];
+    uint blk0 = (k - slices[d + SR_CHUNK0]) << log_cb;
+    uint blk1 = min(blk0 + (1u << log_cb), 1u << nn);
+    bb4 alpha = bb4_load(weights, 2u * (s - first));
+    bb4 beta = bb4_load(weights, 2u * (s - first) + 1u);
+    bool rot = !bb4_is_zero(beta);
+    for (uint xl = blk0 + tid; xl < blk1; xl += tpg) {
+      bb4 v = bb4_mul(alpha, bb4_load(etab, e_off + xl));
+      if (rot) v = bb4_add(v, bb4_mul(beta, bb4_load(etab, e_off + ((xl - 1u) & mask))));
+      bb4_store(w, w_start + xl, v);
+    }
+  }
+}

@@ -1,0 +1,247 @@
+// sumcheck.metal - the shared kernels of the product sumchecks (the stacked opening reduction and
+// WHIR, spec B §5.4 and spec A §6.3): round sums, folds and eq tables over column-major Fp4 tables.
+//
+// A table set is `cols` columns of 2^n Fp4 rows; column c starts at Fp4 index c·stride of its
+// buffer (4 consecutive Montgomery uints per element, bb4.h). A product sumcheck over tables f and
+// w has the round polynomial s(X) = Σ_c Σ_y f_c(X, y)·w_c(X, y) over the lowest variable X, sent as
+//   s(1) = Σ_c Σ_{y<2^(n−1)} f_c[2y+1]·w_c[2y+1],
+//   s(2) = Σ_c Σ_y (2f_c[2y+1] − f_c[2y])·(2w_c[2y+1] − w_c[2y]),
+// and binding X = α folds every table: t'[y] = t[2y] + α·(t[2y+1] − t[2y]).
+//
+// Reductions are two-pass and deterministic: a partials kernel writes one row of sums per group,
+// sc_sum_rows adds the rows. Host device (MSL_LANES > 1): each thread takes SC_RUN = MSL_LANES
+// consecutive work items per step of its grid-stride loop, so that the few host threads read
+// contiguous runs; GPUs take one item per thread per step (coalesced).
+#include "bb4.h"
+
+#define SC_RUN MSL_LANES
+
+// The α of a fold as four Montgomery uints.
+MSL_FN bb4 sc_alpha(uint a0, uint a1, uint a2, uint a3) { return bb4_make(a0, a1, a2, a3); }
+
+// The round terms of one pair (t0, t1) of f and (v0, v1) of w, added to s1 and s2.
+MSL_FN void sc_pair_terms(bb4 f0, bb4 f1, bb4 w0, bb4 w1, thread bb4& s1, thread bb4& s2) {
+  s1 = bb4_add(s1, bb4_mul(f1, w1));
+  bb4 fd = bb4_sub(bb4_add(f1, f1), f0);
+  bb4 wd = bb4_sub(bb4_add(w1, w1), w0);
+  s2 = bb4_add(s2, bb4_mul(fd, wd));
+}
+
+// t0 + α·(t1 − t0).
+MSL_FN bb4 sc_lerp(bb4 t0, bb4 t1, bb4 alpha) { return bb4_add(t0, bb4_mul(alpha, bb4_sub(t1, t0))); }
+
+// Stores the thread's (s1, s2) in scratch (8 uints per thread), tree-reduces the group's rows and
+// writes the sum to partials[group·8 ..]. Called in uniform control flow (it has barriers); any
+// group size.
+MSL_FN void sc_group_reduce_pair(bb4 s1, bb4 s2, threadgroup uint* scratch, device uint* partials, uint tid, uint tpg,
+                                 uint group) {
+  bb4_store_tg(scratch, 2u * tid, s1);
+  bb4_store_tg(scratch, 2u * tid + 1u, s2);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) {
+      for (uint k = 0u; k < 8u; k++) scratch[8u * tid + k] = bb_add(scratch[8u * tid + k], scratch[8u * (tid + h) + k]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+  if (tid == 0u) {
+    for (uint k = 0u; k < 8u; k++) partials[8u * group + k] = scratch[k];
+  }
+}
+
+struct ScRoundParams {
+  uint log_half;  // n − 1: pairs per column (n ≥ 1)
+  uint cols;      // columns
+  uint stride;    // Fp4 index distance between columns of f and of w
+};
+
+// partials[group] = (s1, s2) over the pairs this group visits (8 uints: s1 then s2): pair
+// i = c·2^(n−1) + y < cols·2^(n−1). scratch: 32 bytes per thread. Add the rows with sc_sum_rows.
+kernel void sc_round_partials(device const uint* f [[buffer(0)]],
+                              device const uint* w [[buffer(1)]],
+                              device uint* partials [[buffer(2)]],
+                              constant ScRoundParams& p [[buffer(3)]],
+                              threadgroup uint* scratch [[threadgroup(0)]],
+                              uint tid [[thread_index_in_threadgroup]],
+                              uint group [[threadgroup_position_in_grid]],
+                              uint tpg [[threads_per_threadgroup]],
+                              uint ngroups [[threadgroups_per_grid]]) {
+  uint log_half = p.log_half;
+  uint half_mask = (1u << log_half) - 1u;
+  uint pairs = p.cols << log_half;
+  uint stride = p.stride;
+  uint units = (pairs + SC_RUN - 1u) / SC_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * SC_RUN);
+    for (uint i = u * SC_RUN; i < end; i++) {
+      uint at = (i >> log_half) * stride + 2u * (i & half_mask);
+      sc_pair_terms(bb4_load(f, at), bb4_load(f, at + 1u), bb4_load(w, at), bb4_load(w, at + 1u), s1, s2);
+    }
+  }
+  sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);
+}
+
+struct ScFoldRoundParams {
+  uint log_half;    // n' − 1 where n' = n − 1 is the log row count after the fold (n' ≥ 1)
+  uint cols;        // columns
+  uint src_stride;  // column stride of f and w (2^n rows each)
+  uint dst_stride;  // column stride of f_out and w_out (2^n' rows each)
+  uint a0, a1, a2, a3;  // α, Montgomery
+};
+
+// Fold then round, in one pass: f_out[y] = f[2y] + α(f[2y+1] − f[2y]) and the same for w (every
+// column, y < 2^n'), and partials[group] = (s1, s2) of the folded tables over the pairs this group
+// visits. Pair i = c·2^(n'−1) + y' reads rows 4y'..4y'+3 of f and w and writes rows 2y', 2y'+1 of
+// f_out and w_out. f_out, w_out must not overlap f, w.
+kernel void sc_fold_round_partials(device const uint* f [[buffer(0)]],
+                                   device const uint* w [[buffer(1)]],
+                                   device uint* f_out [[buffer(2)]],
+                                   device uint* w_out [[buffer(3)]],
+                                   device uint* partials [[buffer(4)]],
+                                   constant ScFoldRoundParams& p [[buffer(5)]],
+                                   threadgroup uint* scratch [[threadgroup(0)]],
+                                   uint tid [[thread_index_in_threadgroup]],
+                                   uint group [[threadgroup_position_in_grid]],
+                                   uint tpg [[threads_per_threadgroup]],
+                                   uint ngroups [[threadgroups_per_grid]]) {
+  uint log_half = p.log_half;
+  uint half_mask = (1u << log_half) - 1u;
+  uint pairs = p.cols << log_half;
+  uint ss = p.src_stride;
+  uint ds = p.dst_stride;
+  bb4 alpha = sc_alpha(p.a0, p.a1, p.a2, p.a3);
+  uint units = (pairs + SC_RUN - 1u) / SC_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * SC_RUN);
+    for (uint i = u * SC_RUN; i < end; i++) {
+      uint c = i >> log_half;
+      uint y = i & half_mask;
+      uint src = c * ss + 4u * y;
+      uint dst = c * ds + 2u * y;
+      bb4 f0 = sc_lerp(bb4_load(f, src), bb4_load(f, src + 1u), alpha);
+      bb4 f1 = sc_lerp(bb4_load(f, src + 2u), bb4_load(f, src + 3u), alpha);
+      bb4 w0 = sc_lerp(bb4_load(w, src), bb4_load(w, src + 1u), alpha);
+      bb4 w1 = sc_lerp(bb4_load(w, src + 2u), bb4_load(w, src + 3u), alpha);
+      bb4_store(f_out, dst, f0);
+      bb4_store(f_out, dst + 1u, f1);
+      bb4_store(w_out, dst, w0);
+      bb4_store(w_out, dst + 1u, w1);
+      sc_pair_terms(f0, f1, w0, w1, s1, s2);
+    }
+  }
+  sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);
+}
+
+struct ScFoldParams {
+  uint log_rows;    // log2 of the rows after the fold (the source has twice as many)
+  uint cols;        // columns
+  uint src_stride;  // column stride of src
+  uint dst_stride;  // column stride of dst
+  uint a0, a1, a2, a3;  // α, Montgomery
+};
+
+// dst[c·dst_stride + y] = src[c·src_stride + 2y] + α·(src[.. + 2y+1] − src[.. + 2y]) for every
+// column c and y < 2^log_rows (foldTable out of place). dst must not overlap src.
+kernel void sc_fold(device const uint* src [[buffer(0)]],
+                    device uint* dst [[buffer(1)]],
+                    constant ScFoldParams& p [[buffer(2)]],
+                    uint gid [[thread_position_in_grid]],
+                    uint stride [[threads_per_grid]]) {
+  uint log_rows = p.log_rows;
+  uint mask = (1u << log_rows) - 1u;
+  uint total = p.cols << log_rows;
+  uint ss = p.src_stride;
+  uint ds = p.dst_stride;
+  bb4 alpha = sc_alpha(p.a0, p.a1, p.a2, p.a3);
+  for (uint i = gid; i < total; i += stride) {
+    uint c = i >> log_rows;
+    uint y = i & mask;
+    uint at = c * ss + 2u * y;
+    bb4_store(dst, c * ds + y, sc_lerp(bb4_load(src, at), bb4_load(src, at + 1u), alpha));
+  }
+}
+
+struct ScSumRowsParams {
+  uint rows;   // rows to add
+  uint width;  // uints per row
+};
+
+// out[k] = Σ_{r < rows} in[r·width + k] (BabyBear sums, each uint on its own) for k < width: the
+// second pass of every reduction of this family (run it as a single group). When tpg ≥ width,
+// thread t < R·width (R = tpg / width) adds column t mod width over the rows ≡ t / width (mod R)
+// and the first width threads add the R part sums; otherwise each thread adds whole columns, tpg
+// at a time. scratch: 4 bytes per thread.
+kernel void sc_sum_rows(device const uint* in [[buffer(0)]],
+                        device uint* out [[buffer(1)]],
+                        constant ScSumRowsParams& p [[buffer(2)]],
+                        threadgroup uint* scratch [[threadgroup(0)]],
+                        uint tid [[thread_index_in_threadgroup]],
+                        uint tpg [[threads_per_threadgroup]]) {
+  uint rows = p.rows;
+  uint width = p.width;
+  uint lanes = tpg >= width ? tpg / width : 1u;  // R
+  uint cols = min(width, tpg);                    // columns per block
+  for (uint k0 = 0u; k0 < width; k0 += cols) {
+    uint k = k0 + tid % cols;
+    uint acc = 0u;
+    if (tid < lanes * cols && k < width) {
+      for (uint r = tid / cols; r < rows; r += lanes) acc = bb_add(acc, in[r * width + k]);
+    }
+    scratch[tid] = acc;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (tid < cols && k < width) {
+      uint s = 0u;
+      for (uint j = 0u; j < lanes; j++) s = bb_add(s, scratch[j * cols + tid]);
+      out[k] = s;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+}
+
+struct ScEqExpandParams {
+  uint log_lo;      // h: bits taken from lo
+  uint log_total;   // k: out has 2^k entries (k ≥ h)
+  uint count;       // tensor products summed (≥ 1)
+  uint accumulate;  // 1: add to out; 0: overwrite
+  uint lo_off;      // Fp4 index of lo's first entry
+  uint hi_off;      // Fp4 index of hi's first entry
+  uint out_off;     // Fp4 index of out's first entry
+};
+
+// out[b] (+)= Σ_{t < count} lo[t·2^h + (b mod 2^h)]·hi[t·2^(k−h) + (b >> h)] for b < 2^k (each
+// table from its offset). With lo = eq(r_1..r_h, ·) and hi = eq(r_{h+1}..r_k, ·) (bit i of an
+// index ↔ r_{i+1}, stark.EvalsEqHypercube) this is eq(r_1..r_k, ·); any table that factors over
+// the bits of its index (the Möbius eq of WHIR, a scaled eq) works the same way, and count > 1
+// sums several.
+kernel void sc_eq_expand(device const uint* lo [[buffer(0)]],
+                         device const uint* hi [[buffer(1)]],
+                         device uint* out [[buffer(2)]],
+                         constant ScEqExpandParams& p [[buffer(3)]],
+                         uint gid [[thread_position_in_grid]],
+                         uint stride [[threads_per_grid]]) {
+  uint h = p.log_lo;
+  uint k = p.log_total;
+  uint count = p.count;
+  uint acc_out = p.accumulate;
+  uint lo_off = p.lo_off;
+  uint hi_off = p.hi_off;
+  uint out_off = p.out_off;
+  uint total = 1u << k;
+  uint lo_len = 1u << h;
+  uint hi_len = 1u << (k - h);
+  for (uint b = gid; b < total; b += stride) {
+    bb4 acc = acc_out != 0u ? bb4_load(out, out_off + b) : bb4_zero();
+    uint bl = lo_off + (b & (lo_len - 1u));
+    uint bh = hi_off + (b >> h);
+    for (uint t = 0u; t < count; t++) {
+      acc = bb4_add(acc, bb4_mul(bb4_load(lo, t * lo_len + bl), bb4_load(hi, t * hi_len + bh)));
+    }
+    bb4_store(out, out_off + b, acc);
+  }
+}

@@ -1,0 +1,277 @@
+// whir.metal - the tables of the WHIR prover (spec A §6.3) that the NTT, Merkle and sumcheck
+// families do not cover: the μ-batching of the stacked matrices fused with the per-block RS
+// message transform, the subset-sum (zeta) and Möbius transforms over a range of index bits, the
+// split of an Fp4 table into base planes, polynomial evaluation (Horner) and the per-point lo/hi
+// halves of eq(pow_d(z_i), ·) weights (the sumcheck family's sc_eq_expand multiplies them out).
+//
+// All values are in Montgomery form. Fp4 tables are AoS: element i is the four uints
+// [4i, 4i+4) (bb4_load / bb4_store); base matrices are column-major. Every kernel walks its work
+// items with a grid-stride loop, so a launcher may dispatch any number of full groups; every index
+// stays below 2^31.
+#include "bb4.h"
+
+// ---------------------------------------------------------------- μ-batching of a stacked matrix
+
+struct WhirBatchParams {
+  uint nblocks;     // N / 2^l: blocks of 2^l consecutive rows
+  uint log_block;   // l = l_skip, ≤ 5
+  uint height;      // N: rows of Q (a multiple of 2^l)
+  uint width;       // columns of Q
+  uint mu_off;      // index in mu of column 0's weight
+  uint scale;       // 2^-l (the IDFT's factor)
+  uint accumulate;  // 1: add the result to f; 0: overwrite f
+};
+
+// One block of 2^L rows (B = 2^L; B and L constants at every call, so the loops unroll and acc
+// stays in registers): acc[t] = Σ_j mu[mu_off + j]·Q[j][r0 + t] (Fp4 × base), then per Fp4
+// coordinate the IDFT over the block (as ntt_blocks: natural order, inverse table tw, times 2^-L)
+// and the square of the subset-sum transform on the L block bits. That square is ⊗ (1 0; 2 1):
+// per bit, E[x | 2^i] += 2·E[x] — the subset sum of the RS message (cpuref.RSMessageInPlace) and
+// the low L bits of the following full CoeffsToEvals, at once.
+MSL_FN void whir_batch_block(device const uint* q, device const uint* mu, device const uint* tw, device uint* f,
+                             uint B, uint L, uint blk, uint height, uint width, uint mu_off, uint scale,
+                             uint accumulate) {
+  uint acc[128];  // acc[c·B + t]: coordinate-major, so the row loops are contiguous (host SIMD)
+  for (uint i = 0u; i < 4u * B; i++) acc[i] = 0u;
+  uint r0 = blk << L;
+  for (uint j = 0u; j < width; j++) {
+    bb4 m = bb4_load(mu, mu_off + j);
+    device const uint* col = q + (j * height + r0);
+    for (uint c = 0u; c < 4u; c++) {
+      uint mc = m[c];
+      for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_add(acc[c * B + t], bb_mul(mc, col[t]));
+    }
+  }
+  for (uint c = 0u; c < 4u; c++) {
+    uint v[32];
+    for (uint t = 0u; t < B; t++) {
+      uint r = t;
+      if (L != 0u) {  // bit reversal over L bits
+        r = 0u;
+        for (uint s = 0u; s < L; s++) r |= ((t >> s) & 1u) << (L - 1u - s);
+      }
+      v[t] = acc[c * B + r];
+    }
+    for (uint h = 1u; h < B; h <<= 1) {
+      for (uint s = 0u; s < B; s += 2u * h) {
+        for (uint j = 0u; j < h; j++) {
+          uint u = v[s + j];
+          uint w = bb_mul(v[s + j + h], tw[h + j]);
+          v[s + j] = bb_add(u, w);
+          v[s + j + h] = bb_sub(u, w);
+        }
+      }
+    }
+    for (uint h = 1u; h < B; h <<= 1) {
+      for (uint t = 0u; t < B; t++) {
+        if ((t & h) != 0u) v[t] = bb_add(v[t], bb_double(v[t - h]));
+      }
+    }
+    for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_mul(v[t], scale);
+  }
+  device uint* out = f + 4u * r0;
+  for (uint t = 0u; t < B; t++) {
+    for (uint c = 0u; c < 4u; c++) {
+      uint x = acc[c * B + t];
+      if (accumulate != 0u) x = bb_add(out[4u * t + c], x);
+      out[4u * t + c] = x;
+    }
+  }
+}
+
+// f[r] (+)= T(Σ_j mu[mu_off + j]·Q[j][·])[r] for every row r < N: the μ-batched Fp4 column of one
+// stacked matrix Q (column-major, N × width), with T per block of 2^l rows the IDFT over the
+// subgroup of order 2^l and the square of the subset-sum transform (whir_batch_block). Linear
+// in Q: one dispatch per matrix, the later ones accumulating, gives the batch of several. One
+// thread per block; tw is the NTT family's inverse twiddle table (at least 2^l entries).
+kernel void whir_batch_blocks(device const uint* q [[buffer(0)]],
+                              device const uint* mu [[buffer(1)]],
+                              device const uint* tw [[buffer(2)]],
+                              device uint* f [[buffer(3)]],
+                              constant WhirBatchParams& p [[buffer(4)]],
+                              uint gid [[thread_position_in_grid]],
+                              uint stride [[threads_per_grid]]) {
+  uint nblocks = p.nblocks;
+  uint l = p.log_block;
+  uint height = p.height;
+  uint width = p.width;
+  uint mu_off = p.mu_off;
+  uint scale = p.scale;
+  uint accumulate = p.accumulate;
+  for (uint b = gid; b < nblocks; b += stride) {
+    if (l == 4u) {
+      whir_batch_block(q, mu, tw, f, 16u, 4u, b, height, width, mu_off, scale, accumulate);
+    } else if (l == 2u) {
+      whir_batch_block(q, mu, tw, f, 4u, 2u, b, height, width, mu_off, scale, accumulate);
+    } else if (l == 3u) {
+      whir_batch_block(q, mu, tw, f, 8u, 3u, b, height, width, mu_off, scale, accumulate);
+    } else if (l == 1u) {
+      whir_batch_block(q, mu, tw, f, 2u, 1u, b, height, width, mu_off, scale, accumulate);
+    } else if (l == 0u) {
+      whir_batch_block(q, mu, tw, f, 1u, 0u, b, height, width, mu_off, scale, accumulate);
+    } else {
+      whir_batch_block(q, mu, tw, f, 32u, 5u, b, height, width, mu_off, scale, accumulate);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- subset-sum / Möbius passes
+
+struct WhirSubsetParams {
+  uint count;  // work items: 2^(log n − nb), n the uints of the table
+  uint lo;     // first index bit of the pass
+  uint nb;     // bits of the pass, 1..5
+  uint sub;    // 0: subset sum (zeta), E[x] += E[x − 2^i]; 1: Möbius, E[x] −= E[x − 2^i]
+};
+
+// The transform of NB (a constant at every call) index bits [lo, lo + NB) for work item g: the
+// 2^NB uints base + u·2^lo (base = g's bits below lo, and above them shifted past the pass's
+// bits), in registers.
+MSL_FN void whir_subset_item(device const uint* src, device uint* dst, uint NB, uint g, uint lo, uint sub) {
+  uint low = g & ((1u << lo) - 1u);
+  uint base = low + ((g >> lo) << (lo + NB));
+  uint v[32];
+  for (uint u = 0u; u < (1u << NB); u++) v[u] = src[base + (u << lo)];
+  for (uint i = 0u; i < NB; i++) {
+    uint h = 1u << i;
+    for (uint u = 0u; u < (1u << NB); u++) {
+      if ((u & h) != 0u) v[u] = sub != 0u ? bb_sub(v[u], v[u - h]) : bb_add(v[u], v[u - h]);
+    }
+  }
+  for (uint u = 0u; u < (1u << NB); u++) dst[base + (u << lo)] = v[u];
+}
+
+// One pass of the subset-sum (cpuref.CoeffsToEvals) or Möbius (EvalsToCoeffs) transform over the
+// index bits [lo, lo + nb) of a table of uints, src → dst (the same buffer for in place: every
+// item reads all its values before writing them). The bits of different passes commute, so
+// passes over disjoint bit ranges that cover [a, b) give the transform over the bits [a, b). An
+// AoS Fp4 table's element bit i is uint bit i + 2 (the transforms act coordinate-wise).
+kernel void whir_subset_pass(device const uint* src [[buffer(0)]],
+                             device uint* dst [[buffer(1)]],
+                             constant WhirSubsetParams& p [[buffer(2)]],
+                             uint gid [[thread_position_in_grid]],
+                             uint stride [[threads_per_grid]]) {
+  uint count = p.count;
+  uint lo = p.lo;
+  uint nb = p.nb;
+  uint sub = p.sub;
+  for (uint g = gid; g < count; g += stride) {
+    if (nb == 4u) {
+      whir_subset_item(src, dst, 4u, g, lo, sub);
+    } else if (nb == 5u) {
+      whir_subset_item(src, dst, 5u, g, lo, sub);
+    } else if (nb == 3u) {
+      whir_subset_item(src, dst, 3u, g, lo, sub);
+    } else if (nb == 2u) {
+      whir_subset_item(src, dst, 2u, g, lo, sub);
+    } else {
+      whir_subset_item(src, dst, 1u, g, lo, sub);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- Fp4 table → base planes
+
+struct WhirPlanesParams {
+  uint n;        // Fp4 elements of src
+  uint log_out;  // log2 of the plane height (2^log_out ≥ n)
+};
+
+// dst[c·2^log_out + i] = coordinate c of src[i], i < n, c < 4: the AoS table as a column-major
+// 2^log_out × 4 matrix (the rows from n on are not written: a freshly allocated, zeroed dst
+// gives the zero padding of an RS message).
+kernel void whir_fp4_to_planes(device const uint* src [[buffer(0)]],
+                               device uint* dst [[buffer(1)]],
+                               constant WhirPlanesParams& p [[buffer(2)]],
+                               uint gid [[thread_position_in_grid]],
+                               uint stride [[threads_per_grid]]) {
+  uint total = 4u * p.n;
+  uint log_out = p.log_out;
+  for (uint i = gid; i < total; i += stride) dst[((i & 3u) << log_out) + (i >> 2)] = src[i];
+}
+
+// ---------------------------------------------------------------- Horner
+
+struct WhirHornerParams {
+  uint n_out;      // Fp4 outputs
+  uint log_chunk;  // C = 2^log_chunk inputs per output
+  uint src_off;    // Fp4 element offsets into src and dst
+  uint dst_off;
+  uint z0, z1, z2, z3;  // the point z (Fp4)
+};
+
+// dst[t] = Σ_{i<C} src[t·C + i]·z^i for t < n_out (Fp4, Horner's rule). Applied again to its
+// output with z^C it continues the evaluation: Σ_b c[b]·z^b = Σ_t (Σ_i c[tC + i] z^i)·(z^C)^t.
+kernel void whir_horner(device const uint* src [[buffer(0)]],
+                        device uint* dst [[buffer(1)]],
+                        constant WhirHornerParams& p [[buffer(2)]],
+                        uint gid [[thread_position_in_grid]],
+                        uint stride [[threads_per_grid]]) {
+  uint n_out = p.n_out;
+  uint lc = p.log_chunk;
+  uint src_off = p.src_off;
+  uint dst_off = p.dst_off;
+  bb4 z = bb4_make(p.z0, p.z1, p.z2, p.z3);
+  for (uint t = gid; t < n_out; t += stride) {
+    uint base = src_off + (t << lc);
+    bb4 acc = bb4_zero();
+    for (uint i = 1u << lc; i > 0u; i--) acc = bb4_add(bb4_mul(acc, z), bb4_load(src, base + i - 1u));
+    bb4_store(dst, dst_off + t, acc);
+  }
+}
+
+// ---------------------------------------------------------------- eq weights of points
+
+struct WhirEqTablesParams {
+  uint npts;    // points
+  uint log_lo;  // dl: bits of the lo tables
+  uint log_hi;  // dh: bits of the hi tables
+};
+
+// For point i with (z_i, coef_i) = pc[2i], pc[2i + 1] (Fp4) and x_j = z_i^(2^j):
+//   lo[i·2^dl + b] = Π_{j<dl} (bit_j(b) ? x_j : 1 − x_j),
+//   hi[i·2^dh + b] = coef_i·Π_{j<dh} (bit_j(b) ? x_{dl+j} : 1 − x_{dl+j}),
+// so that coef_i·eq(pow_{dl+dh}(z_i), b) = lo[i][b mod 2^dl]·hi[i][b >> dl]
+// (stark.EvalsEqHypercube(stark.PowersOf2(z_i, d)), split at bit dl). One item per table entry.
+kernel void whir_pow_eq_tables(device const uint* pc [[buffer(0)]],
+                               device uint* lo [[buffer(1)]],
+                               device uint* hi [[buffer(2)]],
+                               constant WhirEqTablesParams& p [[buffer(3)]],
+                               uint gid [[thread_position_in_grid]],
+                               uint stride [[threads_per_grid]]) {
+  uint npts = p.npts;
+  uint dl = p.log_lo;
+  uint dh = p.log_hi;
+  uint nlo = npts << dl;
+  uint total = nlo + (npts << dh);
+  for (uint e = gid; e < total; e += stride) {
+    uint i, b, start, nbits;
+    if (e < nlo) {
+      i = e >> dl;
+      b = e & ((1u << dl) - 1u);
+      start = 0u;
+      nbits = dl;
+    } else {
+      i = (e - nlo) >> dh;
+      b = (e - nlo) & ((1u << dh) - 1u);
+      start = dl;
+      nbits = dh;
+    }
+    bb4 x = bb4_load(pc, 2u * i);
+    for (uint s = 0u; s < start; s++) x = bb4_square(x);
+    bb4 prod = e < nlo ? bb4_one() : bb4_load(pc, 2u * i + 1u);
+    for (uint j = 0u; j < nbits; j++) {
+      if (((b >> j) & 1u) != 0u) {
+        prod = bb4_mul(prod, x);
+      } else {
+        prod = bb4_mul(prod, bb4_sub(bb4_one(), x));
+      }
+      x = bb4_square(x);
+    }
+    if (e < nlo) {
+      bb4_store(lo, e, prod);
+    } else {
+      bb4_store(hi, e - nlo, prod);
+    }
+  }
+}
