@@ -115,12 +115,4 @@ func TestBenchKeccakfJSON(t *testing.T) {
 	if rep.Example != "keccakf" || rep.Perms != 4 || rep.PermsPerSecond <= 0 || rep.AIRs[0].Width != 2633 || rep.AIRs[0].Height != 128 {
 		t.Errorf("report %+v", rep)
 	}
-	if testing.Short() {
-		t.Skip("-short: the default bench (openvm-keccakf, stacked height 2^21) takes over a minute on the host device")
-	}
-	rep = benchJSON(t, "--example", "keccakf", "--device", "host")
-	checkReport(t, rep, bench.HostRuns)
-	if rep.Perms != bench.HostPerms || rep.Warmup != bench.HostWarmup || rep.Params != "preset openvm-keccakf" {
-		t.Errorf("host defaults: %+v", rep)
-	}
 }

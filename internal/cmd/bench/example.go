@@ -206,6 +206,16 @@ func PermsLimit(p sp.SystemParams, mem sysinfo.Memory) int {
 	return examples.PermsLimit(budget, 1<<p.LogStackedHeight())
 }
 
+// applyHostDefaults sets the host device's smaller --perms, --warmup and --runs when the bench
+// runs on the host device (kind) and none of them was chosen; it reports whether it did.
+func (opts *Options) applyHostDefaults(ex *examples.Example, kind gpu.Kind) bool {
+	if kind != gpu.KindHost || opts.SizesSet || !ex.Takes(examples.FlagPerms) {
+		return false
+	}
+	opts.Perms, opts.Warmup, opts.Runs = HostPerms, HostWarmup, HostRuns
+	return true
+}
+
 // checkPerms refuses, before anything is allocated, a --perms that the parameters' stacked
 // height or the machine's memory cannot take.
 func checkPerms(ex *examples.Example, opts *Options, p sp.SystemParams, source string) error {
@@ -269,8 +279,11 @@ func exampleRun(opts *Options) error {
 		return err
 	}
 	defer be.Close()
-	if dev := be.Device(); dev != nil && dev.Kind() == gpu.KindHost && !opts.SizesSet && ex.Takes(examples.FlagPerms) {
-		opts.Perms, opts.Warmup, opts.Runs = HostPerms, HostWarmup, HostRuns
+	kind := gpu.Kind("")
+	if dev := be.Device(); dev != nil {
+		kind = dev.Kind()
+	}
+	if opts.applyHostDefaults(ex, kind) {
 		if err := checkPerms(ex, opts, p, res.Source); err != nil {
 			return err
 		}
