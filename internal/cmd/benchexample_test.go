@@ -106,7 +106,8 @@ func TestBenchExampleJSON(t *testing.T) {
 }
 
 // TestBenchKeccakfJSON: the main job's JSON. Small parameters (the test preset) keep it fast;
-// with -short off, the default (openvm-keccakf, the host device's defaults) runs too.
+// the default run (openvm-keccakf at stacked height 2^21) is what `make bench` does, and the host
+// device's defaults are unit-tested in package bench (TestHostDefaults).
 func TestBenchKeccakfJSON(t *testing.T) {
 	cmdtest.ClearEnv(t)
 	rep := benchJSON(t, "--example", "keccakf", "--perms", "4", "--preset", "test", "--allow-insecure",
