@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check-msl.sh - everything about the kernels that can be verified without a Mac or a GPU:
 #   1. clang address-space check of the check copy of shaders/*.metal (scripts/mslgen -check), in
-#      two flavours (KERNELS.md): "cpp" = C++ with address_space(1/2/3); "ocl" = C++ for OpenCL
+#      two flavours (docs/KERNELS.md): "cpp" = C++ with address_space(1/2/3); "ocl" = C++ for OpenCL
 #      2021 without the generic address space (unqualified = private = Metal's thread);
 #   2. the deliberate mistakes of shaders/bad/check_cases.metal give the expected verdicts;
 #   3. internal/gpu/cuda/kernels.gen.cu compiles as CUDA (clang -x cuda with scripts/cuda_stub.h

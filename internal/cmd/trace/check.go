@@ -18,6 +18,8 @@ import (
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/progress"
+	"github.com/metalprove/metalprove/internal/sysinfo"
 )
 
 // DefaultMaxFailures is the default of --max-failures.
@@ -32,6 +34,8 @@ type CheckOptions struct {
 	// MaxFailures bounds the constraint failures, and separately the bus imbalances, reported
 	// (0: all).
 	MaxFailures int
+	// Progress shows the section being checked on a terminal.
+	Progress *progress.Display
 }
 
 // CheckReport is what `metalprove trace check --json` prints.
@@ -88,7 +92,7 @@ type BusCount struct {
 
 // NewCmdCheck returns the trace check command. runF, when not nil, replaces checkRun (for tests).
 func NewCmdCheck(f *cmdutil.Factory, runF func(*CheckOptions) error) *cobra.Command {
-	opts := &CheckOptions{IO: f.IO, Logger: &f.Logger}
+	opts := &CheckOptions{IO: f.IO, Logger: &f.Logger, Progress: f.Progress}
 	cmd := &cobra.Command{
 		Use:   "check FILE",
 		Short: "Check a trace file against the constraints and interactions of its AIRs",
@@ -111,6 +115,7 @@ names no known AIR, or when its width or public values do not fit its AIR.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts.Path = args[0]
+			opts.Progress = f.Progress
 			if opts.MaxFailures < 0 {
 				return cmdutil.Usagef("--max-failures %d: must be ≥ 0 (0: all)", opts.MaxFailures)
 			}
@@ -184,6 +189,8 @@ func checkFile(opts *CheckOptions) (*CheckReport, error) {
 	var busAirs []air.Air
 	var busInputs []air.TraceInput
 	var busSection []int
+	task := opts.Progress.Start("trace check "+path, 0, "")
+	defer task.Done()
 	for i := 0; ; i++ {
 		h, err := r.Next()
 		if err == io.EOF {
@@ -205,6 +212,11 @@ func checkFile(opts *CheckOptions) (*CheckReport, error) {
 		}
 		if len(h.PublicValues) != a.NumPublicValues() {
 			return nil, bad("%d public values, but AIR %s has %d", len(h.PublicValues), a.Name(), a.NumPublicValues())
+		}
+		task.Step(fmt.Sprintf("section %d %s (%d rows)", i, h.Name, h.Height))
+		if need, mem := 4*uint64(h.Width)*uint64(h.Height), MachineMemory(); mem.Available > 0 && need > mem.Available {
+			return nil, fmt.Errorf("%s: section %d %q: not enough memory: its %d×%d cells need %s, %s is available",
+				path, i, h.Name, h.Height, h.Width, sysinfo.Bytes(need), sysinfo.Bytes(mem.Available))
 		}
 		cells := make([]field.Fp, h.Width*h.Height)
 		if err := r.ReadColumns(cells); err != nil {
@@ -246,6 +258,7 @@ func checkFile(opts *CheckOptions) (*CheckReport, error) {
 		}
 	}
 	if len(busAirs) > 0 {
+		task.Step("interaction balance")
 		start := time.Now()
 		ims, err := constraints.CheckInteractions(busAirs, busInputs)
 		if err != nil {
