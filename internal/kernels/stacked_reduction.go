@@ -172,12 +172,11 @@ func EncodeStackedBindW(b *gpu.Batch, dev *gpu.Device, r SliceRange, weights, et
 	if etab == nil || w == nil {
 		return fmt.Errorf("kernels: StackedBindW: nil buffer")
 	}
-	cb := 1 << StackedChunkLog(lSkip)
-	g, t := shape(dev, r.Chunks*cb)
-	g = gpu.D1(min(g.X, uint32(r.Chunks)))
-	if t.X > uint32(cb) && !isHost(dev) {
-		t = gpu.D1(uint32(cb))
+	units := r.Chunks << StackedChunkLog(lSkip) >> 2 // 4 entries per item; the host runs 64 per item
+	if isHost(dev) {
+		units >>= 4
 	}
+	g, t := shape(dev, units)
 	b.Dispatch("sr_bind_w", g, t, []gpu.Arg{gpu.Buf(r.Slices.Buffer), gpu.Buf(weights.Buffer), gpu.Buf(etab.Buffer), gpu.Buf(w.Buffer),
 		gpu.U32(uint32(r.First), uint32(r.Count), uint32(r.Chunks), uint32(StackedChunkLog(lSkip)))})
 	return b.Err()
