@@ -7,7 +7,8 @@
 // ..]. A slice of log height ≥ l_skip covers 2^nn blocks (nn = log height − l_skip), starting at a
 // multiple of its length; e_nn = eq(r_1..r_nn, ·) is its eq table (etab: all tables of the proof
 // side by side, Fp4). Slices are split into chunks of at most 2^log_cb blocks, numbered in slice
-// order: chunk k belongs to the last slice whose chunk_first ≤ k.
+// order: chunk k belongs to the last slice whose chunk_first ≤ k. A dispatch covers the slices
+// [slice_first, slice_first + slice_count) and their chunks chunk0, chunk0 + 1, … (chunks of them).
 //
 // Slice descriptors (SR_SLICE_WORDS uints each, written by the Go launcher):
 #include "bb4_lanes.h"
@@ -53,6 +54,7 @@ MSL_FN void sr_load_e_uniform(thread lanes_uint* e, device const uint* etab, uin
 struct SrUniParams {
   uint slice_first;  // this commitment's slices in the table
   uint slice_count;
+  uint chunk0;       // the first chunk of slice_first
   uint chunks;       // chunks of those slices
   uint log_n;        // l_skip (N = 2^l_skip ≤ 32)
   uint log_cb;       // log2 of the blocks per chunk
@@ -81,6 +83,7 @@ kernel void sr_uni_partials(device const uint* q [[buffer(0)]],
                             uint ngroups [[threadgroups_per_grid]]) {
   uint first = p.slice_first;
   uint count = p.slice_count;
+  uint chunk0 = p.chunk0;
   uint chunks = p.chunks;
   uint log_n = p.log_n;
   uint n = 1u << log_n;
@@ -94,7 +97,8 @@ kernel void sr_uni_partials(device const uint* q [[buffer(0)]],
     acc_b[c] = lanes_splat(0u);
     acc_c[c] = lanes_splat(0u);
   }
-  for (uint k = group; k < chunks; k += ngroups) {
+  for (uint kk = group; kk < chunks; kk += ngroups) {
+    uint k = chunk0 + kk;
     uint s = sr_find_slice(slices, first, count, k);
     uint d = s * SR_SLICE_WORDS;
     uint nn = slices[d + SR_NN];
@@ -235,6 +239,7 @@ kernel void sr_bind_q(device const uint* q [[buffer(0)]],
 struct SrBindWParams {
   uint slice_first;  // slices in the table
   uint slice_count;
+  uint chunk0;       // the first chunk of slice_first
   uint chunks;       // chunks of those slices
   uint log_cb;       // log2 of the blocks per chunk
 };
@@ -259,8 +264,9 @@ kernel void sr_bind_w(device const uint* slices [[buffer(0)]],
   uint unit = 4u * MSL_LANES;
   uint log_upc = log_cb - log_unit;
   uint units = p.chunks << log_upc;
+  uint chunk0 = p.chunk0;
   for (uint u = gid; u < units; u += stride) {
-    uint k = u >> log_upc;
+    uint k = chunk0 + (u >> log_upc);
     uint s = sr_find_slice(slices, first, count, k);
     uint d = s * SR_SLICE_WORDS;
     uint size = 1u << slices[d + SR_NN];

@@ -14,7 +14,7 @@ import (
 // sequence of blocks of N = 2^lSkip values: block x of column m starts at uint (m·2^nStack + x)·N.
 // A slice of 2^NN blocks starts at a multiple of its length; its eq table e = eq(r_1..r_NN, ·)
 // lies in an Fp4 table buffer (etab) from EOff. Slices are cut into chunks of at most
-// 2^StackedChunkLog(lSkip) blocks (4096 values), numbered in slice order; a dispatch over a range
+// 2^StackedChunkLog(lSkip) blocks (16384 values), numbered in slice order; a dispatch over a range
 // of slices takes their packed descriptors (PackStackedSlices).
 
 // StackedSlice describes one slice for the stacked-reduction kernels.
@@ -39,8 +39,12 @@ const (
 	srWStart     = 13
 )
 
-// StackedChunkLog is the log2 of the blocks per chunk: chunks of 2^12 values.
-func StackedChunkLog(lSkip int) int { return 12 - lSkip }
+// StackedChunkLog is the log2 of the blocks per chunk: chunks of 2^14 values (on a GPU, 64 per
+// thread of a 256-thread group between two applications of the slice weights).
+func StackedChunkLog(lSkip int) int { return 14 - lSkip }
+
+// StackedSliceChunks is the number of chunks of a slice of 2^nn blocks.
+func StackedSliceChunks(nn, lSkip int) int { return 1 << max(nn-StackedChunkLog(lSkip), 0) }
 
 // PackStackedSlices returns the descriptor words of slices (append them to one buffer; a
 // dispatch names its range by the index of its first slice) and the number of chunks they make.
@@ -48,7 +52,6 @@ func PackStackedSlices(slices []StackedSlice, lSkip int) (words []uint32, chunks
 	if lSkip < 0 || lSkip > 5 {
 		return nil, 0, fmt.Errorf("kernels: stacked slices: l_skip %d not in [0, 5]", lSkip)
 	}
-	logCB := StackedChunkLog(lSkip)
 	words = make([]uint32, srSliceWords*len(slices))
 	for i, s := range slices {
 		if s.NN < 0 || s.NN > 30-lSkip || s.QStart < 0 || s.EOff < 0 || s.WStart < 0 ||
@@ -64,7 +67,7 @@ func PackStackedSlices(slices []StackedSlice, lSkip int) (words []uint32, chunks
 			d[srRot] = 1
 		}
 		d[srWStart] = uint32(s.WStart)
-		chunks += 1 << max(s.NN-logCB, 0)
+		chunks += StackedSliceChunks(s.NN, lSkip)
 	}
 	if chunks >= maxElems {
 		return nil, 0, fmt.Errorf("kernels: stacked slices: %d chunks", chunks)
@@ -75,15 +78,16 @@ func PackStackedSlices(slices []StackedSlice, lSkip int) (words []uint32, chunks
 // N is 2^lSkip.
 func N(lSkip int) int { return 1 << lSkip }
 
-// SliceRange names count slices of a descriptor buffer from index First, making Chunks chunks.
+// SliceRange names Count slices of a descriptor buffer from index First: their chunks are
+// FirstChunk (the chunk number of slice First in its packed list) and the Chunks − 1 after it.
 type SliceRange struct {
-	Slices               *gpu.Array[uint32]
-	First, Count, Chunks int
+	Slices                           *gpu.Array[uint32]
+	First, Count, FirstChunk, Chunks int
 }
 
 func (r SliceRange) check(op string) error {
-	if r.First < 0 || r.Count <= 0 || r.Chunks < r.Count {
-		return fmt.Errorf("kernels: %s: slices [%d, +%d), %d chunks", op, r.First, r.Count, r.Chunks)
+	if r.First < 0 || r.Count <= 0 || r.Chunks < r.Count || r.FirstChunk < 0 || r.FirstChunk+r.Chunks >= maxElems {
+		return fmt.Errorf("kernels: %s: slices [%d, +%d), chunks [%d, +%d)", op, r.First, r.Count, r.FirstChunk, r.Chunks)
 	}
 	return checkArray(op, r.Slices, srSliceWords*(r.First+r.Count))
 }
@@ -129,7 +133,7 @@ func EncodeStackedUniPartials(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[uint32
 	}
 	b.Dispatch("sr_uni_partials", gpu.D1(uint32(g)), gpu.D1(uint32(t)), []gpu.Arg{gpu.Buf(q.Buffer), gpu.Buf(r.Slices.Buffer),
 		gpu.Buf(etab.Buffer), gpu.Buf(partials.Buffer),
-		gpu.U32(uint32(r.First), uint32(r.Count), uint32(r.Chunks), uint32(lSkip), uint32(StackedChunkLog(lSkip)), uint32(row))},
+		gpu.U32(uint32(r.First), uint32(r.Count), uint32(r.FirstChunk), uint32(r.Chunks), uint32(lSkip), uint32(StackedChunkLog(lSkip)), uint32(row))},
 		uint32(48*t*lanes))
 	return g, b.Err()
 }
@@ -178,7 +182,7 @@ func EncodeStackedBindW(b *gpu.Batch, dev *gpu.Device, r SliceRange, weights, et
 	}
 	g, t := shape(dev, units)
 	b.Dispatch("sr_bind_w", g, t, []gpu.Arg{gpu.Buf(r.Slices.Buffer), gpu.Buf(weights.Buffer), gpu.Buf(etab.Buffer), gpu.Buf(w.Buffer),
-		gpu.U32(uint32(r.First), uint32(r.Count), uint32(r.Chunks), uint32(StackedChunkLog(lSkip)))})
+		gpu.U32(uint32(r.First), uint32(r.Count), uint32(r.FirstChunk), uint32(r.Chunks), uint32(StackedChunkLog(lSkip)))})
 	return b.Err()
 }
 

@@ -1773,7 +1773,8 @@ MSL_KERNEL void msl_kernel_p2_permute_states(MSL_DEVICE uint* states            
 // ..]. A slice of log height ≥ l_skip covers 2^nn blocks (nn = log height − l_skip), starting at a
 // multiple of its length; e_nn = eq(r_1..r_nn, ·) is its eq table (etab: all tables of the proof
 // side by side, Fp4). Slices are split into chunks of at most 2^log_cb blocks, numbered in slice
-// order: chunk k belongs to the last slice whose chunk_first ≤ k.
+// order: chunk k belongs to the last slice whose chunk_first ≤ k. A dispatch covers the slices
+// [slice_first, slice_first + slice_count) and their chunks chunk0, chunk0 + 1, … (chunks of them).
 //
 // Slice descriptors (SR_SLICE_WORDS uints each, written by the Go launcher):
 #line 1 "shaders/include/bb4_lanes.h"
@@ -1905,7 +1906,7 @@ MSL_FN void bb4l_store_pairs(MSL_DEVICE uint* p0, MSL_DEVICE uint* p1, MSL_THREA
 }
 
 #endif  // BB4_LANES_H
-#line 14 "shaders/stacked_reduction.metal"
+#line 15 "shaders/stacked_reduction.metal"
 
 #define SR_SLICE_WORDS 16u
 #define SR_Q_START 0u   // uint index in Q of the slice's first value
@@ -1948,6 +1949,7 @@ MSL_FN void sr_load_e_uniform(MSL_THREAD lanes_uint* e, MSL_DEVICE const uint* e
 struct SrUniParams {
   uint slice_first;  // this commitment's slices in the table
   uint slice_count;
+  uint chunk0;       // the first chunk of slice_first
   uint chunks;       // chunks of those slices
   uint log_n;        // l_skip (N = 2^l_skip ≤ 32)
   uint log_cb;       // log2 of the blocks per chunk
@@ -1976,6 +1978,7 @@ MSL_KERNEL void msl_kernel_sr_uni_partials(MSL_DEVICE const uint* q             
                             uint ngroups                          ) {
   uint first = p.slice_first;
   uint count = p.slice_count;
+  uint chunk0 = p.chunk0;
   uint chunks = p.chunks;
   uint log_n = p.log_n;
   uint n = 1u << log_n;
@@ -1989,7 +1992,8 @@ MSL_KERNEL void msl_kernel_sr_uni_partials(MSL_DEVICE const uint* q             
     acc_b[c] = lanes_splat(0u);
     acc_c[c] = lanes_splat(0u);
   }
-  for (uint k = group; k < chunks; k += ngroups) {
+  for (uint kk = group; kk < chunks; kk += ngroups) {
+    uint k = chunk0 + kk;
     uint s = sr_find_slice(slices, first, count, k);
     uint d = s * SR_SLICE_WORDS;
     uint nn = slices[d + SR_NN];
@@ -2130,6 +2134,7 @@ MSL_KERNEL void msl_kernel_sr_bind_q(MSL_DEVICE const uint* q              ,
 struct SrBindWParams {
   uint slice_first;  // slices in the table
   uint slice_count;
+  uint chunk0;       // the first chunk of slice_first
   uint chunks;       // chunks of those slices
   uint log_cb;       // log2 of the blocks per chunk
 };
@@ -2154,8 +2159,9 @@ MSL_KERNEL void msl_kernel_sr_bind_w(MSL_DEVICE const uint* slices              
   uint unit = 4u * MSL_LANES;
   uint log_upc = log_cb - log_unit;
   uint units = p.chunks << log_upc;
+  uint chunk0 = p.chunk0;
   for (uint u = gid; u < units; u += stride) {
-    uint k = u >> log_upc;
+    uint k = chunk0 + (u >> log_upc);
     uint s = sr_find_slice(slices, first, count, k);
     uint d = s * SR_SLICE_WORDS;
     uint size = 1u << slices[d + SR_NN];
@@ -2817,8 +2823,8 @@ HD_SIMD_CLONES static void hd_group_sr_uni_partials(const hd_launch* Lp, hd_u3 g
   (void)tg;
   HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_uni_partials(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
-static_assert(sizeof(MSL_CONSTANT SrUniParams) == 24, "sr_uni_partials: value size of p");
-static const unsigned hd_valsize_sr_uni_partials[] = {0, 0, 0, 0, 24, 0};
+static_assert(sizeof(MSL_CONSTANT SrUniParams) == 28, "sr_uni_partials: value size of p");
+static const unsigned hd_valsize_sr_uni_partials[] = {0, 0, 0, 0, 28, 0};
 
 HD_SIMD_CLONES static void hd_group_sr_bind_q(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
@@ -2842,8 +2848,8 @@ HD_SIMD_CLONES static void hd_group_sr_bind_w(const hd_launch* Lp, hd_u3 gp, uns
   (void)tg;
   HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_bind_w(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static_assert(sizeof(MSL_CONSTANT SrBindWParams) == 16, "sr_bind_w: value size of p");
-static const unsigned hd_valsize_sr_bind_w[] = {0, 0, 0, 0, 16, 0};
+static_assert(sizeof(MSL_CONSTANT SrBindWParams) == 20, "sr_bind_w: value size of p");
+static const unsigned hd_valsize_sr_bind_w[] = {0, 0, 0, 0, 20, 0};
 
 static void hd_group_stack_trace(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
