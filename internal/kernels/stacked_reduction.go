@@ -55,7 +55,7 @@ func PackStackedSlices(slices []StackedSlice, lSkip int) (words []uint32, chunks
 	words = make([]uint32, srSliceWords*len(slices))
 	for i, s := range slices {
 		if s.NN < 0 || s.NN > 30-lSkip || s.QStart < 0 || s.EOff < 0 || s.WStart < 0 ||
-			s.QStart+(N(lSkip)<<s.NN) >= maxElems || 4*(s.EOff+1<<s.NN) >= maxElems || 4*(s.WStart+1<<s.NN) >= maxElems {
+			s.QStart+(1<<(lSkip+s.NN)) >= maxElems || 4*(s.EOff+1<<s.NN) >= maxElems || 4*(s.WStart+1<<s.NN) >= maxElems {
 			return nil, 0, fmt.Errorf("kernels: stacked slice %d: %+v", i, s)
 		}
 		d := words[srSliceWords*i:]
@@ -74,9 +74,6 @@ func PackStackedSlices(slices []StackedSlice, lSkip int) (words []uint32, chunks
 	}
 	return words, chunks, nil
 }
-
-// N is 2^lSkip.
-func N(lSkip int) int { return 1 << lSkip }
 
 // SliceRange names Count slices of a descriptor buffer from index First: their chunks are
 // FirstChunk (the chunk number of slice First in its packed list) and the Chunks − 1 after it.
@@ -117,7 +114,7 @@ func EncodeStackedUniPartials(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[uint32
 	if q == nil || etab == nil {
 		return 0, fmt.Errorf("kernels: StackedUniPartials: nil buffer")
 	}
-	n := N(lSkip)
+	n := 1 << lSkip
 	t := 256
 	if isHost(dev) {
 		t = max(1, n/16) // one item of 16 lanes per group (host barriers cost per item)
@@ -148,7 +145,7 @@ func EncodeStackedBindQ(b *gpu.Batch, dev *gpu.Device, q, lag, out *gpu.Array[ui
 	if err := checkArray("StackedBindQ", q, entries<<lSkip); err != nil {
 		return err
 	}
-	if err := checkArray("StackedBindQ", lag, 4*N(lSkip)); err != nil {
+	if err := checkArray("StackedBindQ", lag, 4<<lSkip); err != nil {
 		return err
 	}
 	if err := checkArray("StackedBindQ", out, 4*(outOff+entries)); err != nil {
@@ -190,7 +187,7 @@ func EncodeStackedBindW(b *gpu.Batch, dev *gpu.Device, r SliceRange, weights, et
 // field.TwoAdicGenerator(lSkip)): Σ_z L_z(u)·v_z is the polynomial with values v on the order-N
 // subgroup (IDFT coefficients) evaluated at u.
 func LagrangeWeights(lSkip int, u field.Fp4) []field.Fp4 {
-	n := N(lSkip)
+	n := 1 << lSkip
 	winv := field.TwoAdicGenerator(lSkip).Inverse()
 	upow := field.PowersFp4(u, n)
 	ninv := field.Fp(uint32(n)).Inverse()
