@@ -157,7 +157,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_uni_partials", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:74", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "sr_uni_partials", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:71", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -169,7 +169,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:199", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:196", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lag", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -177,7 +177,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:253", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:250", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},

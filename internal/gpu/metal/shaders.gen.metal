@@ -1932,10 +1932,7 @@ MSL_FN uint sr_find_slice(device const uint* slices, uint first, uint count, uin
   return lo;
 }
 
-// Fp4 values per lane (host lanes, prelude.h; one value per thread on GPUs): component c of the
-// lanes in v[c].
-
-// acc += e·v: an Fp4 per lane times a base value per lane.
+// acc += e·v: an Fp4 per lane (bb4_lanes.h: component c in e[c]) times a base value per lane.
 MSL_FN void sr_acc_ext_base(thread lanes_uint* acc, thread const lanes_uint* e, lanes_uint v) {
   for (uint c = 0u; c < 4u; c++) acc[c] = bb_add_lanes(acc[c], bb_mul_lanes(e[c], v));
 }
