@@ -173,6 +173,7 @@ func (v progCombineParams) arg() gpu.Arg {
 type srUniParams struct {
 	sliceFirst uint32
 	sliceCount uint32
+	chunk0     uint32
 	chunks     uint32
 	logN       uint32
 	logCb      uint32
@@ -180,7 +181,7 @@ type srUniParams struct {
 }
 
 func (v srUniParams) arg() gpu.Arg {
-	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunks, v.logN, v.logCb, v.row)
+	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logN, v.logCb, v.row)
 }
 
 // srBindQParams is the value struct SrBindQParams of the shaders: uint fields in declaration order.
@@ -198,12 +199,13 @@ func (v srBindQParams) arg() gpu.Arg {
 type srBindWParams struct {
 	sliceFirst uint32
 	sliceCount uint32
+	chunk0     uint32
 	chunks     uint32
 	logCb      uint32
 }
 
 func (v srBindWParams) arg() gpu.Arg {
-	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunks, v.logCb)
+	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logCb)
 }
 
 // stackParams is the value struct StackParams of the shaders: uint fields in declaration order.
@@ -484,17 +486,17 @@ func dispatchProgEvalCombine4(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Bu
 	return enc.Dispatch("prog_eval_combine4", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(denConst), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
 }
 
-// dispatchSrUniPartials encodes kernel sr_uni_partials (shaders/stacked_reduction.metal:99).
+// dispatchSrUniPartials encodes kernel sr_uni_partials (shaders/stacked_reduction.metal:71).
 func dispatchSrUniPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, slices *gpu.Buffer, etab *gpu.Buffer, partials *gpu.Buffer, p srUniParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sr_uni_partials", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(slices), gpu.Buf(etab), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchSrBindQ encodes kernel sr_bind_q (shaders/stacked_reduction.metal:217).
+// dispatchSrBindQ encodes kernel sr_bind_q (shaders/stacked_reduction.metal:196).
 func dispatchSrBindQ(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, lag *gpu.Buffer, out *gpu.Buffer, p srBindQParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_q", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(lag), gpu.Buf(out), p.arg()})
 }
 
-// dispatchSrBindW encodes kernel sr_bind_w (shaders/stacked_reduction.metal:257).
+// dispatchSrBindW encodes kernel sr_bind_w (shaders/stacked_reduction.metal:250).
 func dispatchSrBindW(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, weights *gpu.Buffer, etab *gpu.Buffer, w *gpu.Buffer, p srBindWParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_w", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(weights), gpu.Buf(etab), gpu.Buf(w), p.arg()})
 }
@@ -509,22 +511,22 @@ func dispatchScRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer
 	return enc.Dispatch("sc_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchScFoldRoundPartials encodes kernel sc_fold_round_partials (shaders/sumcheck.metal:100).
+// dispatchScFoldRoundPartials encodes kernel sc_fold_round_partials (shaders/sumcheck.metal:130).
 func dispatchScFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer, w *gpu.Buffer, fOut *gpu.Buffer, wOut *gpu.Buffer, partials *gpu.Buffer, p scFoldRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(fOut), gpu.Buf(wOut), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchScFold encodes kernel sc_fold (shaders/sumcheck.metal:151).
+// dispatchScFold encodes kernel sc_fold (shaders/sumcheck.metal:223).
 func dispatchScFold(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p scFoldParams) *gpu.Batch {
 	return enc.Dispatch("sc_fold", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchScSumRows encodes kernel sc_sum_rows (shaders/sumcheck.metal:180).
+// dispatchScSumRows encodes kernel sc_sum_rows (shaders/sumcheck.metal:252).
 func dispatchScSumRows(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumRowsParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_rows", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/sumcheck.metal:222).
+// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/sumcheck.metal:294).
 func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }

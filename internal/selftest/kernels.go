@@ -42,7 +42,7 @@ func KernelChecks(dev *gpu.Device) []Check {
 	for _, c := range []struct{ logH, width, k int }{{0, 1, 0}, {5, 9, 3}, {10, 42, 4}, {16, 42, 4}} {
 		add(fmt.Sprintf("merkle-2^%dx%d-k%d", c.logH, c.width, c.k), func() error { return checkMerkle(dev, c.logH, c.width, c.k) })
 	}
-	return out
+	return append(out, sumcheckChecks(dev, tag)...)
 }
 
 func sameFp(what string, got, want []field.Fp) error {

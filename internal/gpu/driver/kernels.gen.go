@@ -226,19 +226,19 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_uni_partials", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:99", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "sr_uni_partials", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:71", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
 		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 3},
-		{Name: "p", Type: "constant SrUniParams&", Kind: ParamValue, Index: 4, ValueSize: 24},
+		{Name: "p", Type: "constant SrUniParams&", Kind: ParamValue, Index: 4, ValueSize: 28},
 		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threadgroup_position_in_grid"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:217", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:196", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lag", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -246,16 +246,14 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:257", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:250", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
 		{Name: "w", Type: "device uint*", Kind: ParamBuffer, Index: 3},
-		{Name: "p", Type: "constant SrBindWParams&", Kind: ParamValue, Index: 4, ValueSize: 16},
-		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_index_in_threadgroup"},
-		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threadgroup_position_in_grid"},
-		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
-		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
+		{Name: "p", Type: "constant SrBindWParams&", Kind: ParamValue, Index: 4, ValueSize: 20},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
 	{Name: "stack_trace", Family: "stacking", Pos: "shaders/stacking.metal:18", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "trace", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
@@ -275,7 +273,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sc_fold_round_partials", Family: "sumcheck", Pos: "shaders/sumcheck.metal:100", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "sc_fold_round_partials", Family: "sumcheck", Pos: "shaders/sumcheck.metal:130", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "f", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "w", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "f_out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -288,14 +286,14 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sc_fold", Family: "sumcheck", Pos: "shaders/sumcheck.metal:151", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "sc_fold", Family: "sumcheck", Pos: "shaders/sumcheck.metal:223", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScFoldParams&", Kind: ParamValue, Index: 2, ValueSize: 32},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sc_sum_rows", Family: "sumcheck", Pos: "shaders/sumcheck.metal:180", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "sc_sum_rows", Family: "sumcheck", Pos: "shaders/sumcheck.metal:252", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScSumRowsParams&", Kind: ParamValue, Index: 2, ValueSize: 8},
@@ -303,7 +301,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sc_eq_expand", Family: "sumcheck", Pos: "shaders/sumcheck.metal:222", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sc_eq_expand", Family: "sumcheck", Pos: "shaders/sumcheck.metal:294", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "lo", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "hi", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},

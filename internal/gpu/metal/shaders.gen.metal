@@ -2194,10 +2194,140 @@ kernel void prog_eval_combine4(device const uint* prog [[buffer(0)]],
 // ..]. A slice of log height ≥ l_skip covers 2^nn blocks (nn = log height − l_skip), starting at a
 // multiple of its length; e_nn = eq(r_1..r_nn, ·) is its eq table (etab: all tables of the proof
 // side by side, Fp4). Slices are split into chunks of at most 2^log_cb blocks, numbered in slice
-// order: chunk k belongs to the last slice whose chunk_first ≤ k.
+// order: chunk k belongs to the last slice whose chunk_first ≤ k. A dispatch covers the slices
+// [slice_first, slice_first + slice_count) and their chunks chunk0, chunk0 + 1, … (chunks of them).
 //
 // Slice descriptors (SR_SLICE_WORDS uints each, written by the Go launcher):
-#line 14 "shaders/stacked_reduction.metal"
+#line 1 "shaders/include/bb4_lanes.h"
+// bb4_lanes.h - Fp4 arithmetic on lane vectors (prelude.h "Lanes"): one Fp4 value per lane, held
+// as four lanes_uint v[0..4) (component c of every lane in v[c], Montgomery). On GPUs a lane
+// vector is one uint and these are bb4.h's formulas on a thread's own value; on the host they are
+// SIMD over MSL_LANES values.
+//
+// Loading Fp4 tables (4 uints per element, AoS) into lanes: bb4l_load_block reads 16·MSL_LANES
+// consecutive uints and transposes them, so that afterwards v[4a + c] holds, in lane l, component c
+// of element 4l + a of the block (a < 4). With MSL_LANES = 1 the block is 4 elements and v[4a + c]
+// is simply component c of element a.
+#ifndef BB4_LANES_H
+#define BB4_LANES_H
+#line 13 "shaders/include/bb4_lanes.h"
+
+// lanes_splat of a value just loaded. On x86-64 hosts GCC 12 builds lanes_splat of a loaded value
+// through the stack (a store-forwarding stall) or as 16 masked inserts; a 64-bit splat of
+// x·(2^32 + 1) through an empty asm (as bb_mul_lanes broadcasts p) is one broadcast.
+MSL_FN lanes_uint bbl_splat(uint x) {
+#if defined(MSL_TARGET_HOST) && defined(__x86_64__) && LANES_SHUFFLE
+  ulong xx = (ulong)x * 0x100000001uL;
+  __asm__("" : "+r"(xx));
+  lanes_ulong v = {xx};
+  v = __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+  return (lanes_uint)v;
+#else
+  return lanes_splat(x);
+#endif
+}
+
+// Sum of the lanes of v (bb_add).
+MSL_FN uint bbl_sum(lanes_uint v) {
+  uint s = 0u;
+  for (uint l = 0u; l < MSL_LANES; l++) s = bb_add(s, lanes_get(v, l));
+  return s;
+}
+
+// r = a + b, a − b, 2a − b (each an Fp4 per lane; r may alias a or b).
+MSL_FN void bb4l_add(thread lanes_uint* r, thread const lanes_uint* a, thread const lanes_uint* b) {
+  for (uint c = 0u; c < 4u; c++) r[c] = bb_add_lanes(a[c], b[c]);
+}
+MSL_FN void bb4l_sub(thread lanes_uint* r, thread const lanes_uint* a, thread const lanes_uint* b) {
+  for (uint c = 0u; c < 4u; c++) r[c] = bb_sub_lanes(a[c], b[c]);
+}
+MSL_FN void bb4l_double_sub(thread lanes_uint* r, thread const lanes_uint* a, thread const lanes_uint* b) {
+  for (uint c = 0u; c < 4u; c++) r[c] = bb_sub_lanes(bb_add_lanes(a[c], a[c]), b[c]);
+}
+
+// r = a·b per lane (bb4_mul: 16 products + 3 by W). r must not alias a or b.
+MSL_FN void bb4l_mul(thread lanes_uint* r, thread const lanes_uint* a, thread const lanes_uint* b) {
+  lanes_uint w = bbl_splat(BB4_W_MONT);
+  lanes_uint h0 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a[1], b[3]), bb_mul_lanes(a[2], b[2])), bb_mul_lanes(a[3], b[1]));
+  lanes_uint h1 = bb_add_lanes(bb_mul_lanes(a[2], b[3]), bb_mul_lanes(a[3], b[2]));
+  lanes_uint h2 = bb_mul_lanes(a[3], b[3]);
+  r[0] = bb_add_lanes(bb_mul_lanes(a[0], b[0]), bb_mul_lanes(h0, w));
+  r[1] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a[0], b[1]), bb_mul_lanes(a[1], b[0])), bb_mul_lanes(h1, w));
+  r[2] = bb_add_lanes(bb_add_lanes(bb_add_lanes(bb_mul_lanes(a[0], b[2]), bb_mul_lanes(a[1], b[1])), bb_mul_lanes(a[2], b[0])),
+                      bb_mul_lanes(h2, w));
+  r[3] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a[0], b[3]), bb_mul_lanes(a[1], b[2])),
+                      bb_add_lanes(bb_mul_lanes(a[2], b[1]), bb_mul_lanes(a[3], b[0])));
+}
+
+// acc += a·b per lane.
+MSL_FN void bb4l_mul_acc(thread lanes_uint* acc, thread const lanes_uint* a, thread const lanes_uint* b) {
+  lanes_uint t[4];
+  bb4l_mul(t, a, b);
+  bb4l_add(acc, acc, t);
+}
+
+// u[0..7) = the splats of a uniform Fp4 a for bb4l_mul_uniform: a[0..4) and W·a[1..4) (an array,
+// not a struct: C++ for OpenCL, the address-space check, cannot copy class objects).
+MSL_FN void bb4l_uniform_of(thread lanes_uint* u, bb4 a) {
+  for (uint c = 0u; c < 4u; c++) u[c] = bbl_splat(a[c]);
+  for (uint c = 1u; c < 4u; c++) u[3u + c] = bbl_splat(bb_mul(a[c], BB4_W_MONT));
+}
+
+// r = a·g per lane for one Fp4 a in every lane (16 products; u from bb4l_uniform_of). r must not
+// alias g.
+MSL_FN void bb4l_mul_uniform(thread lanes_uint* r, thread const lanes_uint* u, thread const lanes_uint* g) {
+  lanes_uint a0 = u[0];
+  lanes_uint a1 = u[1];
+  lanes_uint a2 = u[2];
+  lanes_uint a3 = u[3];
+  lanes_uint w1 = u[4];
+  lanes_uint w2 = u[5];
+  lanes_uint w3 = u[6];
+  r[0] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g[0]), bb_mul_lanes(w1, g[3])),
+                      bb_add_lanes(bb_mul_lanes(w2, g[2]), bb_mul_lanes(w3, g[1])));
+  r[1] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g[1]), bb_mul_lanes(a1, g[0])),
+                      bb_add_lanes(bb_mul_lanes(w2, g[3]), bb_mul_lanes(w3, g[2])));
+  r[2] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g[2]), bb_mul_lanes(a1, g[1])),
+                      bb_add_lanes(bb_mul_lanes(a2, g[0]), bb_mul_lanes(w3, g[3])));
+  r[3] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g[3]), bb_mul_lanes(a1, g[2])),
+                      bb_add_lanes(bb_mul_lanes(a2, g[1]), bb_mul_lanes(a3, g[0])));
+}
+
+// acc += a·g per lane, a uniform.
+MSL_FN void bb4l_mul_uniform_acc(thread lanes_uint* acc, thread const lanes_uint* u, thread const lanes_uint* g) {
+  lanes_uint t[4];
+  bb4l_mul_uniform(t, u, g);
+  bb4l_add(acc, acc, t);
+}
+
+// v[0..16) = the 16·MSL_LANES uints from p, transposed (see the top of this file).
+MSL_FN void bb4l_load_block(thread lanes_uint* v, device const uint* p) {
+  for (uint k = 0u; k < 16u; k++) v[k] = lanes_ld_dev(p + k * MSL_LANES);
+  lanes_transpose(v);
+}
+
+// The inverse for a block whose elements come in pairs: given x[4b + c] = component c of lane l's
+// element b (b < 4), writes lane l's elements 0, 1 at p0 + 8l and elements 2, 3 at p1 + 8l
+// (8 uints each). x is overwritten.
+MSL_FN void bb4l_store_pairs(device uint* p0, device uint* p1, thread lanes_uint* x) {
+  if (MSL_LANES == 1u) {
+    for (uint k = 0u; k < 8u; k++) {
+      p0[k] = lanes_get(x[k], 0u);
+      p1[k] = lanes_get(x[8u + k], 0u);
+    }
+  } else {
+    lanes_transpose(x);  // x[l] = lane l's 16 uints: elements 0..3
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      for (uint k = 0u; k < 8u; k++) {
+        p0[8u * l + k] = lanes_get(x[l], k);
+        p1[8u * l + k] = lanes_get(x[l], 8u + k);
+      }
+    }
+  }
+}
+
+#endif  // BB4_LANES_H
+#line 15 "shaders/stacked_reduction.metal"
 
 #define SR_SLICE_WORDS 16u
 #define SR_Q_START 0u   // uint index in Q of the slice's first value
@@ -2224,49 +2354,20 @@ MSL_FN uint sr_find_slice(device const uint* slices, uint first, uint count, uin
   return lo;
 }
 
-// Fp4 values per lane (host lanes, prelude.h; one value per thread on GPUs): component c of the
-// lanes in v[c].
-
-// acc += e·v: an Fp4 per lane times a base value per lane.
+// acc += e·v: an Fp4 per lane (bb4_lanes.h: component c in e[c]) times a base value per lane.
 MSL_FN void sr_acc_ext_base(thread lanes_uint* acc, thread const lanes_uint* e, lanes_uint v) {
   for (uint c = 0u; c < 4u; c++) acc[c] = bb_add_lanes(acc[c], bb_mul_lanes(e[c], v));
 }
 
-// acc += a·g: a uniform Fp4 times an Fp4 per lane (X^4 = W).
-MSL_FN void sr_acc_uniform_ext(thread lanes_uint* acc, bb4 a, thread const lanes_uint* g) {
-  lanes_uint a0 = lanes_splat(a[0]);
-  lanes_uint a1 = lanes_splat(a[1]);
-  lanes_uint a2 = lanes_splat(a[2]);
-  lanes_uint a3 = lanes_splat(a[3]);
-  lanes_uint w1 = lanes_splat(bb_mul(a[1], BB4_W_MONT));
-  lanes_uint w2 = lanes_splat(bb_mul(a[2], BB4_W_MONT));
-  lanes_uint w3 = lanes_splat(bb_mul(a[3], BB4_W_MONT));
-  lanes_uint g0 = g[0];
-  lanes_uint g1 = g[1];
-  lanes_uint g2 = g[2];
-  lanes_uint g3 = g[3];
-  lanes_uint r0 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g0), bb_mul_lanes(w1, g3)),
-                               bb_add_lanes(bb_mul_lanes(w2, g2), bb_mul_lanes(w3, g1)));
-  lanes_uint r1 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g1), bb_mul_lanes(a1, g0)),
-                               bb_add_lanes(bb_mul_lanes(w2, g3), bb_mul_lanes(w3, g2)));
-  lanes_uint r2 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g2), bb_mul_lanes(a1, g1)),
-                               bb_add_lanes(bb_mul_lanes(a2, g0), bb_mul_lanes(w3, g3)));
-  lanes_uint r3 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g3), bb_mul_lanes(a1, g2)),
-                               bb_add_lanes(bb_mul_lanes(a2, g1), bb_mul_lanes(a3, g0)));
-  acc[0] = bb_add_lanes(acc[0], r0);
-  acc[1] = bb_add_lanes(acc[1], r1);
-  acc[2] = bb_add_lanes(acc[2], r2);
-  acc[3] = bb_add_lanes(acc[3], r3);
-}
-
-// The Fp4 etab[at] of every lane: splat when all lanes share at (uniform), else gathered.
+// The Fp4 etab[at] in every lane.
 MSL_FN void sr_load_e_uniform(thread lanes_uint* e, device const uint* etab, uint at) {
-  for (uint c = 0u; c < 4u; c++) e[c] = lanes_splat(etab[4u * at + c]);
+  for (uint c = 0u; c < 4u; c++) e[c] = bbl_splat(etab[4u * at + c]);
 }
 
 struct SrUniParams {
   uint slice_first;  // this commitment's slices in the table
   uint slice_count;
+  uint chunk0;       // the first chunk of slice_first
   uint chunks;       // chunks of those slices
   uint log_n;        // l_skip (N = 2^l_skip ≤ 32)
   uint log_cb;       // log2 of the blocks per chunk
@@ -2295,6 +2396,7 @@ kernel void sr_uni_partials(device const uint* q [[buffer(0)]],
                             uint ngroups [[threadgroups_per_grid]]) {
   uint first = p.slice_first;
   uint count = p.slice_count;
+  uint chunk0 = p.chunk0;
   uint chunks = p.chunks;
   uint log_n = p.log_n;
   uint n = 1u << log_n;
@@ -2308,7 +2410,8 @@ kernel void sr_uni_partials(device const uint* q [[buffer(0)]],
     acc_b[c] = lanes_splat(0u);
     acc_c[c] = lanes_splat(0u);
   }
-  for (uint k = group; k < chunks; k += ngroups) {
+  for (uint kk = group; kk < chunks; kk += ngroups) {
+    uint k = chunk0 + kk;
     uint s = sr_find_slice(slices, first, count, k);
     uint d = s * SR_SLICE_WORDS;
     uint nn = slices[d + SR_NN];
@@ -2359,12 +2462,16 @@ kernel void sr_uni_partials(device const uint* q [[buffer(0)]],
       if (rot != 0u) sr_acc_ext_base(g1, e1, v);
     }
     bb4 a = bb4_make(slices[d + SR_A], slices[d + SR_A + 1u], slices[d + SR_A + 2u], slices[d + SR_A + 3u]);
-    sr_acc_uniform_ext(acc_a, a, g0);
+    lanes_uint ul[7];
+    bb4l_uniform_of(ul, a);
+    bb4l_mul_uniform_acc(acc_a, ul, g0);
     if (rot != 0u) {
       bb4 bw = bb4_make(slices[d + SR_BW], slices[d + SR_BW + 1u], slices[d + SR_BW + 2u], slices[d + SR_BW + 3u]);
-      sr_acc_uniform_ext(acc_b, bw, g0);
-      for (uint c = 0u; c < 4u; c++) g1[c] = bb_sub_lanes(g1[c], g0[c]);
-      sr_acc_uniform_ext(acc_c, bw, g1);
+      lanes_uint bwl[7];
+      bb4l_uniform_of(bwl, bw);
+      bb4l_mul_uniform_acc(acc_b, bwl, g0);
+      bb4l_sub(g1, g1, g0);
+      bb4l_mul_uniform_acc(acc_c, bwl, g1);
     }
   }
   // Virtual thread v holds A, B, C at z = v mod N: 12 uints each in scratch, then one thread per
@@ -2400,7 +2507,8 @@ struct SrBindQParams {
 // q(u_0; x) for every block: out[out_off + e] = Σ_{z<N} L_z·Q[e·N + z], L_z = the Lagrange
 // weights of u_0 on the order-N subgroup (lag: N Fp4), so that out = Σ_j coef_j·u_0^j for the
 // block's IDFT coefficients (cpuref's Horner of them). Entry e = m·2^n_stack + x is block x of
-// column m. Lanes: MSL_LANES consecutive entries per work item.
+// column m. Lanes: MSL_LANES consecutive entries per work item (when N = MSL_LANES the 16 blocks
+// are one transposed load: value z of every lane's block in one vector).
 kernel void sr_bind_q(device const uint* q [[buffer(0)]],
                       device const uint* lag [[buffer(1)]],
                       device uint* out [[buffer(2)]],
@@ -2416,13 +2524,24 @@ kernel void sr_bind_q(device const uint* q [[buffer(0)]],
     uint nl = min(MSL_LANES, entries - e0);
     lanes_uint acc[4];
     for (uint c = 0u; c < 4u; c++) acc[c] = lanes_splat(0u);
-    for (uint z = 0u; z < n; z++) {
-      uint tv[MSL_LANES];
-      for (uint l = 0u; l < MSL_LANES; l++) tv[l] = l < nl ? q[((e0 + l) << log_n) + z] : 0u;
-      lanes_uint v = lanes_ld_th(tv);
-      lanes_uint lz[4];
-      sr_load_e_uniform(lz, lag, z);
-      sr_acc_ext_base(acc, lz, v);
+    if (MSL_LANES == 16u && n == 16u && nl == 16u) {
+      lanes_uint v[16];
+      for (uint k = 0u; k < 16u; k++) v[k] = lanes_ld_dev(q + (e0 << log_n) + k * MSL_LANES);
+      lanes_transpose(v);  // v[z]: value z of every lane's block
+      for (uint z = 0u; z < 16u; z++) {
+        lanes_uint lz[4];
+        sr_load_e_uniform(lz, lag, z);
+        sr_acc_ext_base(acc, lz, v[z]);
+      }
+    } else {
+      for (uint z = 0u; z < n; z++) {
+        uint tv[MSL_LANES];
+        for (uint l = 0u; l < MSL_LANES; l++) tv[l] = l < nl ? q[((e0 + l) << log_n) + z] : 0u;
+        lanes_uint v = lanes_ld_th(tv);
+        lanes_uint lz[4];
+        sr_load_e_uniform(lz, lag, z);
+        sr_acc_ext_base(acc, lz, v);
+      }
     }
     for (uint l = 0u; l < nl; l++) {
       for (uint c = 0u; c < 4u; c++) out[4u * (out_off + e0 + l) + c] = lanes_get(acc[c], l);
@@ -2433,43 +2552,67 @@ kernel void sr_bind_q(device const uint* q [[buffer(0)]],
 struct SrBindWParams {
   uint slice_first;  // slices in the table
   uint slice_count;
+  uint chunk0;       // the first chunk of slice_first
   uint chunks;       // chunks of those slices
   uint log_cb;       // log2 of the blocks per chunk
 };
 
 // W(u_0; x) for every slice: w[w_start + xl] = α_s·e[xl] + β_s·e[(xl − 1) mod 2^nn] for
-// xl < 2^nn, with (α_s, β_s) = weights[8(s − slice_first) ..] (two Fp4). A slice of log height < l_skip is given
-// as nn = 0 (e_0 = [1]) with α_s its one value and β_s = 0. Entries of the table that no slice
-// covers are left as they are (zero from allocation). A group takes one chunk at a time.
+// xl < 2^nn, with (α_s, β_s) = weights[8(s − slice_first) ..] (two Fp4). A slice of log height
+// < l_skip is given as nn = 0 (e_0 = [1]) with α_s its one value and β_s = 0. Entries of the
+// table that no slice covers are left as they are (zero from allocation). Work unit: 4·MSL_LANES
+// consecutive entries of one chunk (one slice look-up per unit), as transposed blocks
+// (bb4_lanes.h) when the slice holds whole units and xl − 1 does not wrap, else one by one.
 kernel void sr_bind_w(device const uint* slices [[buffer(0)]],
                       device const uint* weights [[buffer(1)]],
                       device const uint* etab [[buffer(2)]],
                       device uint* w [[buffer(3)]],
                       constant SrBindWParams& p [[buffer(4)]],
-                      uint tid [[thread_index_in_threadgroup]],
-                      uint group [[threadgroup_position_in_grid]],
-                      uint tpg [[threads_per_threadgroup]],
-                      uint ngroups [[threadgroups_per_grid]]) {
+                      uint gid [[thread_position_in_grid]],
+                      uint stride [[threads_per_grid]]) {
   uint first = p.slice_first;
   uint count = p.slice_count;
-  uint chunks = p.chunks;
   uint log_cb = p.log_cb;
-  for (uint k = group; k < chunks; k += ngroups) {
+  uint log_unit = MSL_LOG_LANES + 2u;  // entries per unit: 4·MSL_LANES (≤ 64 ≤ 2^log_cb)
+  uint unit = 4u * MSL_LANES;
+  uint log_upc = log_cb - log_unit;
+  uint units = p.chunks << log_upc;
+  uint chunk0 = p.chunk0;
+  for (uint u = gid; u < units; u += stride) {
+    uint k = chunk0 + (u >> log_upc);
     uint s = sr_find_slice(slices, first, count, k);
     uint d = s * SR_SLICE_WORDS;
-    uint nn = slices[d + SR_NN];
-    uint mask = (1u << nn) - 1u;
+    uint size = 1u << slices[d + SR_NN];
+    uint blk0 = ((k - slices[d + SR_CHUNK0]) << log_cb) + ((u & ((1u << log_upc) - 1u)) << log_unit);
+    if (blk0 >= size) continue;
+    uint mask = size - 1u;
     uint e_off = slices[d + SR_E_OFF];
     uint w_start = slices[d + SR_W_START];
-    uint blk0 = (k - slices[d + SR_CHUNK0]) << log_cb;
-    uint blk1 = min(blk0 + (1u << log_cb), 1u << nn);
     bb4 alpha = bb4_load(weights, 2u * (s - first));
     bb4 beta = bb4_load(weights, 2u * (s - first) + 1u);
     bool rot = !bb4_is_zero(beta);
-    for (uint xl = blk0 + tid; xl < blk1; xl += tpg) {
-      bb4 v = bb4_mul(alpha, bb4_load(etab, e_off + xl));
-      if (rot) v = bb4_add(v, bb4_mul(beta, bb4_load(etab, e_off + ((xl - 1u) & mask))));
-      bb4_store(w, w_start + xl, v);
+    if (size >= unit && blk0 > 0u) {
+      lanes_uint cur[16];
+      lanes_uint r[16];
+      bb4l_load_block(cur, etab + 4u * (e_off + blk0));
+      lanes_uint al[7];
+      bb4l_uniform_of(al, alpha);
+      for (uint a = 0u; a < 4u; a++) bb4l_mul_uniform(r + 4u * a, al, cur + 4u * a);
+      if (rot) {
+        bb4l_load_block(cur, etab + 4u * (e_off + blk0 - 1u));  // e[xl − 1]
+        lanes_uint be[7];
+        bb4l_uniform_of(be, beta);
+        for (uint a = 0u; a < 4u; a++) bb4l_mul_uniform_acc(r + 4u * a, be, cur + 4u * a);
+      }
+      lanes_transpose(r);  // back to 16 consecutive uints per vector
+      for (uint j = 0u; j < 16u; j++) lanes_st_dev(w + 4u * (w_start + blk0) + j * MSL_LANES, r[j]);
+    } else {
+      uint blk1 = min(blk0 + unit, size);
+      for (uint xl = blk0; xl < blk1; xl++) {
+        bb4 v = bb4_mul(alpha, bb4_load(etab, e_off + xl));
+        if (rot) v = bb4_add(v, bb4_mul(beta, bb4_load(etab, e_off + ((xl - 1u) & mask))));
+        bb4_store(w, w_start + xl, v);
+      }
     }
   }
 }
@@ -2516,12 +2659,12 @@ kernel void stack_trace(device const uint* trace [[buffer(0)]],
 // and binding X = α folds every table: t'[y] = t[2y] + α·(t[2y+1] − t[2y]).
 //
 // Reductions are two-pass and deterministic: a partials kernel writes one row of sums per group,
-// sc_sum_rows adds the rows. Host device (MSL_LANES > 1): each thread takes SC_RUN = MSL_LANES
-// consecutive work items per step of its grid-stride loop, so that the few host threads read
-// contiguous runs; GPUs take one item per thread per step (coalesced).
-#line 16 "shaders/sumcheck.metal"
-
-#define SC_RUN MSL_LANES
+// sc_sum_rows adds the rows. The round kernels work on blocks of 16·MSL_LANES uints
+// (bb4_lanes.h: an Fp4 per lane, SIMD on the host device; four Fp4 per thread on GPUs) when a
+// column holds whole blocks, else on single pairs (MSL_LANES consecutive pairs per step of a
+// thread's grid-stride loop, so that the few host threads read contiguous runs). Host kernels
+// must name MSL_LANES in their body to get their SIMD builds (scripts/mslgen).
+#line 18 "shaders/sumcheck.metal"
 
 // The α of a fold as four Montgomery uints.
 MSL_FN bb4 sc_alpha(uint a0, uint a1, uint a2, uint a3) { return bb4_make(a0, a1, a2, a3); }
@@ -2576,17 +2719,47 @@ kernel void sc_round_partials(device const uint* f [[buffer(0)]],
                               uint tpg [[threads_per_threadgroup]],
                               uint ngroups [[threadgroups_per_grid]]) {
   uint log_half = p.log_half;
-  uint half_mask = (1u << log_half) - 1u;
-  uint pairs = p.cols << log_half;
+  uint cols = p.cols;
   uint stride = p.stride;
-  uint units = (pairs + SC_RUN - 1u) / SC_RUN;
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
-  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
-    uint end = min(pairs, (u + 1u) * SC_RUN);
-    for (uint i = u * SC_RUN; i < end; i++) {
-      uint at = (i >> log_half) * stride + 2u * (i & half_mask);
-      sc_pair_terms(bb4_load(f, at), bb4_load(f, at + 1u), bb4_load(w, at), bb4_load(w, at + 1u), s1, s2);
+  uint log_unit = MSL_LOG_LANES + 1u;  // pairs per block: 2·MSL_LANES (4·MSL_LANES rows)
+  if (log_half >= log_unit) {
+    lanes_uint v1[4];
+    lanes_uint v2[4];
+    for (uint c = 0u; c < 4u; c++) {
+      v1[c] = lanes_splat(0u);
+      v2[c] = lanes_splat(0u);
+    }
+    uint log_upc = log_half - log_unit;
+    uint units = cols << log_upc;
+    for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+      uint base = 4u * ((u >> log_upc) * stride + ((u & ((1u << log_upc) - 1u)) << (log_unit + 1u)));
+      lanes_uint fv[16];
+      lanes_uint wv[16];
+      bb4l_load_block(fv, f + base);
+      bb4l_load_block(wv, w + base);
+      for (uint q = 0u; q < 2u; q++) {  // the pairs (elements 0, 1) and (2, 3) of every lane
+        bb4l_mul_acc(v1, fv + 8u * q + 4u, wv + 8u * q + 4u);
+        lanes_uint fd[4];
+        lanes_uint wd[4];
+        bb4l_double_sub(fd, fv + 8u * q + 4u, fv + 8u * q);
+        bb4l_double_sub(wd, wv + 8u * q + 4u, wv + 8u * q);
+        bb4l_mul_acc(v2, fd, wd);
+      }
+    }
+    s1 = bb4_make(bbl_sum(v1[0]), bbl_sum(v1[1]), bbl_sum(v1[2]), bbl_sum(v1[3]));
+    s2 = bb4_make(bbl_sum(v2[0]), bbl_sum(v2[1]), bbl_sum(v2[2]), bbl_sum(v2[3]));
+  } else {
+    uint half_mask = (1u << log_half) - 1u;
+    uint pairs = cols << log_half;
+    uint units = (pairs + MSL_LANES - 1u) / MSL_LANES;
+    for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+      uint end = min(pairs, (u + 1u) * MSL_LANES);
+      for (uint i = u * MSL_LANES; i < end; i++) {
+        uint at = (i >> log_half) * stride + 2u * (i & half_mask);
+        sc_pair_terms(bb4_load(f, at), bb4_load(f, at + 1u), bb4_load(w, at), bb4_load(w, at + 1u), s1, s2);
+      }
     }
   }
   sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);
@@ -2616,30 +2789,72 @@ kernel void sc_fold_round_partials(device const uint* f [[buffer(0)]],
                                    uint tpg [[threads_per_threadgroup]],
                                    uint ngroups [[threadgroups_per_grid]]) {
   uint log_half = p.log_half;
-  uint half_mask = (1u << log_half) - 1u;
-  uint pairs = p.cols << log_half;
+  uint cols = p.cols;
   uint ss = p.src_stride;
   uint ds = p.dst_stride;
   bb4 alpha = sc_alpha(p.a0, p.a1, p.a2, p.a3);
-  uint units = (pairs + SC_RUN - 1u) / SC_RUN;
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
-  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
-    uint end = min(pairs, (u + 1u) * SC_RUN);
-    for (uint i = u * SC_RUN; i < end; i++) {
-      uint c = i >> log_half;
-      uint y = i & half_mask;
-      uint src = c * ss + 4u * y;
-      uint dst = c * ds + 2u * y;
-      bb4 f0 = sc_lerp(bb4_load(f, src), bb4_load(f, src + 1u), alpha);
-      bb4 f1 = sc_lerp(bb4_load(f, src + 2u), bb4_load(f, src + 3u), alpha);
-      bb4 w0 = sc_lerp(bb4_load(w, src), bb4_load(w, src + 1u), alpha);
-      bb4 w1 = sc_lerp(bb4_load(w, src + 2u), bb4_load(w, src + 3u), alpha);
-      bb4_store(f_out, dst, f0);
-      bb4_store(f_out, dst + 1u, f1);
-      bb4_store(w_out, dst, w0);
-      bb4_store(w_out, dst + 1u, w1);
-      sc_pair_terms(f0, f1, w0, w1, s1, s2);
+  uint log_unit = MSL_LOG_LANES;  // output pairs per block: MSL_LANES (4·MSL_LANES source rows)
+  if (log_half >= log_unit) {
+    lanes_uint al[7];
+    bb4l_uniform_of(al, alpha);
+    lanes_uint v1[4];
+    lanes_uint v2[4];
+    for (uint c = 0u; c < 4u; c++) {
+      v1[c] = lanes_splat(0u);
+      v2[c] = lanes_splat(0u);
+    }
+    uint log_upc = log_half - log_unit;
+    uint units = cols << log_upc;
+    for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+      uint c = u >> log_upc;
+      uint j = u & ((1u << log_upc) - 1u);
+      uint src = 4u * (c * ss + (j << (log_unit + 2u)));
+      uint dst = 4u * (c * ds + (j << (log_unit + 1u)));
+      lanes_uint fv[16];
+      lanes_uint wv[16];
+      bb4l_load_block(fv, f + src);  // lane l: source rows 4(y + l) .. 4(y + l) + 3
+      bb4l_load_block(wv, w + src);
+      lanes_uint x[16];  // folded rows 2(y + l), 2(y + l) + 1 of f, then of w
+      for (uint k = 0u; k < 4u; k++) {
+        thread lanes_uint* t0 = k < 2u ? fv + 8u * k : wv + 8u * (k - 2u);
+        lanes_uint d[4];
+        bb4l_sub(d, t0 + 4u, t0);
+        bb4l_mul_uniform(x + 4u * k, al, d);
+        bb4l_add(x + 4u * k, x + 4u * k, t0);
+      }
+      bb4l_mul_acc(v1, x + 4u, x + 12u);
+      lanes_uint fd[4];
+      lanes_uint wd[4];
+      bb4l_double_sub(fd, x + 4u, x);
+      bb4l_double_sub(wd, x + 12u, x + 8u);
+      bb4l_mul_acc(v2, fd, wd);
+      bb4l_store_pairs(f_out + dst, w_out + dst, x);
+    }
+    s1 = bb4_make(bbl_sum(v1[0]), bbl_sum(v1[1]), bbl_sum(v1[2]), bbl_sum(v1[3]));
+    s2 = bb4_make(bbl_sum(v2[0]), bbl_sum(v2[1]), bbl_sum(v2[2]), bbl_sum(v2[3]));
+  } else {
+    uint half_mask = (1u << log_half) - 1u;
+    uint pairs = cols << log_half;
+    uint units = (pairs + MSL_LANES - 1u) / MSL_LANES;
+    for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+      uint end = min(pairs, (u + 1u) * MSL_LANES);
+      for (uint i = u * MSL_LANES; i < end; i++) {
+        uint c = i >> log_half;
+        uint y = i & half_mask;
+        uint src = c * ss + 4u * y;
+        uint dst = c * ds + 2u * y;
+        bb4 f0 = sc_lerp(bb4_load(f, src), bb4_load(f, src + 1u), alpha);
+        bb4 f1 = sc_lerp(bb4_load(f, src + 2u), bb4_load(f, src + 3u), alpha);
+        bb4 w0 = sc_lerp(bb4_load(w, src), bb4_load(w, src + 1u), alpha);
+        bb4 w1 = sc_lerp(bb4_load(w, src + 2u), bb4_load(w, src + 3u), alpha);
+        bb4_store(f_out, dst, f0);
+        bb4_store(f_out, dst + 1u, f1);
+        bb4_store(w_out, dst, w0);
+        bb4_store(w_out, dst + 1u, w1);
+        sc_pair_terms(f0, f1, w0, w1, s1, s2);
+      }
     }
   }
   sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);
