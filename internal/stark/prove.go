@@ -89,6 +89,9 @@ type StageReport struct {
 	Stage string        `json:"stage"`
 	Wall  time.Duration `json:"wall_ns"`
 	Counters
+	// Parts break a stage down where it has parts (openings: stacking, whir), each with its own
+	// wall time and counters (MemoryPeak: the stage's).
+	Parts []StageReport `json:"parts,omitempty"`
 }
 
 // stages runs the stages of one proof, reporting each.
@@ -96,6 +99,9 @@ type stages struct {
 	ctx   context.Context
 	opts  *ProveOptions
 	meter Meter
+	parts []StageReport // of the stage running
+	// grinding is the wall time spent in proof-of-work searches since the last reset.
+	grinding time.Duration
 }
 
 func newStages(opts *ProveOptions, be *Backend) *stages {
@@ -114,14 +120,43 @@ func (s *stages) run(name string, f func() error) error {
 	if s.opts.OnStageStart != nil {
 		s.opts.OnStageStart(name)
 	}
-	var before Counters
 	if s.meter != nil {
 		s.meter.ResetPeak()
+	}
+	s.parts = nil
+	rep, err := s.measure(name, f)
+	if err != nil {
+		return err
+	}
+	rep.Parts, s.parts = s.parts, nil
+	if s.opts.OnStage != nil {
+		s.opts.OnStage(rep)
+	}
+	return nil
+}
+
+// part runs one part of the running stage and records it in the stage's report.
+func (s *stages) part(name string, f func() error) error {
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	rep, err := s.measure(name, f)
+	if err == nil {
+		s.parts = append(s.parts, rep)
+	}
+	return err
+}
+
+// measure runs f and returns its wall time and counters (MemoryPeak: the peak since the stage
+// began).
+func (s *stages) measure(name string, f func() error) (StageReport, error) {
+	var before Counters
+	if s.meter != nil {
 		before = s.meter.Counters()
 	}
 	start := time.Now()
 	if err := f(); err != nil {
-		return err
+		return StageReport{}, err
 	}
 	rep := StageReport{Stage: name, Wall: time.Since(start)}
 	if s.meter != nil {
@@ -135,10 +170,7 @@ func (s *stages) run(name string, f func() error) error {
 			Fallbacks:       after.Fallbacks - before.Fallbacks,
 		}
 	}
-	if s.opts.OnStage != nil {
-		s.opts.OnStage(rep)
-	}
-	return nil
+	return rep, nil
 }
 
 // TraceCheckError lists what the host checker found wrong.
@@ -546,9 +578,27 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 		return nil, err
 	}
 
+	// Openings (ProveOpenings), reported as two parts: the stacked reduction and WHIR.
 	err = st.run(StageOpenings, func() error {
-		var err error
-		proof.Stacking, proof.Whir, err = ProveOpenings(&Backend{Stacking: be.Stacking, Whir: be.Whir, Grinder: st.grinder(be)}, &tr, p, commits, claims)
+		var u []field.Fp4
+		err := st.part("stacking", func() error {
+			var err error
+			proof.Stacking, u, err = ProveStacking(be.Stacking, &tr, p, commits, claims)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		st.grinding = 0
+		err = st.part("whir", func() error {
+			var err error
+			proof.Whir, err = ProveWhir(be.Whir, st.grinder(be), &tr, p, commits, UCube(p.LSkip, u))
+			return err
+		})
+		if err == nil {
+			// The proof-of-work searches inside WHIR (μ, folding, queries): part of its time.
+			st.parts = append(st.parts, StageReport{Stage: "whir grinding", Wall: st.grinding})
+		}
 		return err
 	})
 	if err != nil {
@@ -557,17 +607,19 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 	return proof, nil
 }
 
-// grinder is be's Grinder with the proof's context.
-func (s *stages) grinder(be *Backend) transcript.Grinder { return ctxGrinder{s.ctx, be.Grinder} }
+// grinder is be's Grinder with the proof's context, its time added to s.grinding.
+func (s *stages) grinder(be *Backend) transcript.Grinder { return ctxGrinder{s, be.Grinder} }
 
 // ctxGrinder searches with the proof's context instead of the stage code's.
 type ctxGrinder struct {
-	ctx context.Context
-	g   transcript.Grinder
+	s *stages
+	g transcript.Grinder
 }
 
 func (c ctxGrinder) FindWitness(_ context.Context, state [poseidon2.Width]field.Fp, absorbIdx, bits int) (field.Fp, error) {
-	return c.g.FindWitness(c.ctx, state, absorbIdx, bits)
+	start := time.Now()
+	defer func() { c.s.grinding += time.Since(start) }()
+	return c.g.FindWitness(c.s.ctx, state, absorbIdx, bits)
 }
 
 // check reports a backend that lacks a stage.

@@ -112,6 +112,9 @@ type StageStats struct {
 	BytesFromDevice int64  `json:"bytes_from_device"`
 	PeakMemory      int64  `json:"peak_memory_bytes"`
 	Fallbacks       int    `json:"fallbacks"`
+	// Parts break a stage down where it has parts (openings: stacking, whir), aggregated the same
+	// way.
+	Parts []StageStats `json:"parts,omitempty"`
 }
 
 func spread(xs []float64) Spread {
@@ -157,6 +160,19 @@ func stats(name string, rs []stark.StageReport) StageStats {
 	st.WallMS = spread(wall)
 	st.Dispatches, st.Syncs, st.Fallbacks = medianOf(disp), medianOf(syncs), medianOf(fb)
 	st.BytesToDevice, st.BytesFromDevice, st.PeakMemory = medianOf(to), medianOf(from), medianOf(peak)
+	var partNames []string
+	parts := map[string][]stark.StageReport{}
+	for _, r := range rs {
+		for _, pr := range r.Parts {
+			if _, ok := parts[pr.Stage]; !ok {
+				partNames = append(partNames, pr.Stage)
+			}
+			parts[pr.Stage] = append(parts[pr.Stage], pr)
+		}
+	}
+	for _, n := range partNames {
+		st.Parts = append(st.Parts, stats(n, parts[n]))
+	}
 	return st
 }
 
@@ -585,6 +601,10 @@ func writeExampleTable(out io.Writer, rep *ExampleReport) error {
 	row(rep.Load, " (once)")
 	for _, s := range rep.Stages {
 		row(s, "")
+		for _, pt := range s.Parts {
+			pt.Stage = "· " + pt.Stage
+			row(pt, "")
+		}
 	}
 	fmt.Fprintf(w, "prove (total)\t%.1f\t%.1f\t%.1f\t\t\t\t\t\t%d\t\n", rep.ProveMS.Median, rep.ProveMS.Min, rep.ProveMS.Max, rep.Fallbacks)
 	fmt.Fprintf(w, "verify (CPU)\t%.1f\t%.1f\t%.1f\t\t\t\t\t\t\t\n", rep.VerifyMS.Median, rep.VerifyMS.Min, rep.VerifyMS.Max)

@@ -132,11 +132,17 @@ type StageRow struct {
 	BytesFromDevice int64   `json:"bytes_from_device"`
 	PeakMemory      int64   `json:"peak_memory_bytes"`
 	Fallbacks       int     `json:"fallbacks"`
+	// Parts break the stage down (openings: stacking, whir).
+	Parts []StageRow `json:"parts,omitempty"`
 }
 
 func stageRow(r stark.StageReport) StageRow {
-	return StageRow{Stage: r.Stage, WallMS: ms(r.Wall), Dispatches: r.Dispatches, Syncs: r.Syncs,
+	row := StageRow{Stage: r.Stage, WallMS: ms(r.Wall), Dispatches: r.Dispatches, Syncs: r.Syncs,
 		BytesToDevice: r.BytesToDevice, BytesFromDevice: r.BytesFromDevice, PeakMemory: r.MemoryPeak, Fallbacks: r.Fallbacks}
+	for _, p := range r.Parts {
+		row.Parts = append(row.Parts, stageRow(p))
+	}
+	return row
 }
 
 // AirRow is one AIR of the proof.
