@@ -9,7 +9,7 @@ import (
 	"github.com/metalprove/metalprove/internal/poseidon2"
 )
 
-// Grind launches shaders/grind.metal: the search for the smallest w in [0, p) such that, with
+// Grind launches shaders/common/grind.metal: the search for the smallest w in [0, p) such that, with
 // s = state and s[absorbIdx] = w, the canonical value of Permute(s)[7] has its low bits bits
 // zero (transcript.WitnessOK). grind_search tests a range of candidates and leaves one minimum
 // per threadgroup, grind_min reduces those to one value: both deterministic, without atomics.
@@ -26,7 +26,7 @@ type Grind struct {
 	slice     int // tests: candidates per slice instead of SliceSize (0: SliceSize)
 }
 
-// grindNone is GRIND_NONE of shaders/grind.metal: no passing candidate.
+// grindNone is GRIND_NONE of shaders/common/grind.metal: no passing candidate.
 const grindNone = 0xffffffff
 
 // grindMaxCount bounds one slice: with the grid's candidates per step (≤ 2^28) it keeps the

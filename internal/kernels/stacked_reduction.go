@@ -7,7 +7,7 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
-// The stacked opening reduction's own kernels (shaders/stacked_reduction.metal): the round-0 sums
+// The stacked opening reduction's own kernels (shaders/openings/stacked_reduction.metal): the round-0 sums
 // over a stacked matrix Q and the tables after u_0. The later rounds use the sumcheck family.
 //
 // Q (one commitment's stacked matrix, column-major, Montgomery, height 2^(lSkip+nStack)) is a
@@ -26,7 +26,7 @@ type StackedSlice struct {
 	WStart int       // Fp4 index in the W table of the slice's first entry (BindW)
 }
 
-// Descriptor words (shaders/stacked_reduction.metal SR_*).
+// Descriptor words (shaders/openings/stacked_reduction.metal SR_*).
 const (
 	srSliceWords = 16
 	srQStart     = 0

@@ -7,7 +7,7 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
-// The shared product-sumcheck family (shaders/sumcheck.metal), used by the stacked opening
+// The shared product-sumcheck family (shaders/common/sumcheck.metal), used by the stacked opening
 // reduction and by WHIR: round sums, folds and eq tables over column-major Fp4 tables.
 //
 // An Fp4 value on the device is 4 consecutive Montgomery uints (bb4.h); Fp4 indices below count

@@ -18,7 +18,7 @@ import (
 // never changes a proof.
 const hostGrindMaxBits = 6
 
-// FindWitness implements transcript.Grinder on the device (shaders/grind.metal through
+// FindWitness implements transcript.Grinder on the device (shaders/common/grind.metal through
 // kernels.Grind): slices of candidates in increasing order, one sync each, ctx checked between
 // slices. The search buffers are made on first use and reused; concurrent calls take turns.
 func (b *Backend) FindWitness(ctx context.Context, state [poseidon2.Width]field.Fp, absorbIdx, bits int) (field.Fp, error) {
