@@ -47,9 +47,6 @@ func Device(dev *gpu.Device, log *zerolog.Logger) (*Composed, error) {
 	ref := cpuref.Backend{}
 	be := *own
 	bridge := &hostBridge{fb: fb, copies: map[*device.Committed]*cpuref.Committed{}}
-	if be.Gkr == nil {
-		be.Gkr = fallbackGkr{fb, ref}
-	}
 	if be.Constraints == nil {
 		be.Constraints = fallbackConstraints{fb, ref}
 	}

@@ -24,6 +24,77 @@ func (v foScaleParams) arg() gpu.Arg {
 	return gpu.U32(v.n, v.c)
 }
 
+// gkrLeafParams is the value struct GkrLeafParams of the shaders: uint fields in declaration order.
+type gkrLeafParams struct {
+	points  uint32
+	row0    uint32
+	height  uint32
+	selSlot uint32
+	nInter  uint32
+	reps    uint32
+	norm    uint32
+}
+
+func (v gkrLeafParams) arg() gpu.Arg {
+	return gpu.U32(v.points, v.row0, v.height, v.selSlot, v.nInter, v.reps, v.norm)
+}
+
+// gkrPadParams is the value struct GkrPadParams of the shaders: uint fields in declaration order.
+type gkrPadParams struct {
+	from uint32
+	to   uint32
+	a0   uint32
+	a1   uint32
+	a2   uint32
+	a3   uint32
+}
+
+func (v gkrPadParams) arg() gpu.Arg {
+	return gpu.U32(v.from, v.to, v.a0, v.a1, v.a2, v.a3)
+}
+
+// gkrLayerParams is the value struct GkrLayerParams of the shaders: uint fields in declaration order.
+type gkrLayerParams struct {
+	n uint32
+}
+
+func (v gkrLayerParams) arg() gpu.Arg {
+	return gpu.U32(v.n)
+}
+
+// gkrRoundParams is the value struct GkrRoundParams of the shaders: uint fields in declaration order.
+type gkrRoundParams struct {
+	logPairs uint32
+	eqOff    uint32
+	l0       uint32
+	l1       uint32
+	l2       uint32
+	l3       uint32
+}
+
+func (v gkrRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.logPairs, v.eqOff, v.l0, v.l1, v.l2, v.l3)
+}
+
+// gkrFoldRoundParams is the value struct GkrFoldRoundParams of the shaders: uint fields in declaration order.
+type gkrFoldRoundParams struct {
+	logPairs uint32
+	eqSrc    uint32
+	eqDst    uint32
+	l0       uint32
+	l1       uint32
+	l2       uint32
+	l3       uint32
+	r0       uint32
+	r1       uint32
+	r2       uint32
+	r3       uint32
+}
+
+func (v gkrFoldRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.logPairs, v.eqSrc, v.eqDst, v.l0, v.l1, v.l2, v.l3, v.r0, v.r1, v.r2, v.r3)
+}
+
 // grindParams is the value struct GrindParams of the shaders: uint fields in declaration order.
 type grindParams struct {
 	absorbIdx uint32
@@ -167,6 +238,44 @@ type progCombineParams struct {
 
 func (v progCombineParams) arg() gpu.Arg {
 	return gpu.U32(v.points, v.hasDen)
+}
+
+// rowsSlotsParams is the value struct RowsSlotsParams of the shaders: uint fields in declaration order.
+type rowsSlotsParams struct {
+	colsOff   uint32
+	ncols     uint32
+	partStart uint32
+	height    uint32
+	row0      uint32
+	logPoints uint32
+}
+
+func (v rowsSlotsParams) arg() gpu.Arg {
+	return gpu.U32(v.colsOff, v.ncols, v.partStart, v.height, v.row0, v.logPoints)
+}
+
+// rowsCheckParams is the value struct RowsCheckParams of the shaders: uint fields in declaration order.
+type rowsCheckParams struct {
+	points  uint32
+	row0    uint32
+	height  uint32
+	selSlot uint32
+	outRow  uint32
+}
+
+func (v rowsCheckParams) arg() gpu.Arg {
+	return gpu.U32(v.points, v.row0, v.height, v.selSlot, v.outRow)
+}
+
+// rowsMinParams is the value struct RowsMinParams of the shaders: uint fields in declaration order.
+type rowsMinParams struct {
+	first uint32
+	count uint32
+	at    uint32
+}
+
+func (v rowsMinParams) arg() gpu.Arg {
+	return gpu.U32(v.first, v.count, v.at)
 }
 
 // srUniParams is the value struct SrUniParams of the shaders: uint fields in declaration order.
@@ -409,6 +518,31 @@ func dispatchFoSum(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, partial
 	return enc.Dispatch("fo_sum", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(partial), gpu.U32(n)}, scratchBytes)
 }
 
+// dispatchGkrLeaves encodes kernel gkr_leaves (shaders/gkr.metal:53).
+func dispatchGkrLeaves(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, outs *gpu.Buffer, inter *gpu.Buffer, consts *gpu.Buffer, leaves *gpu.Buffer, p gkrLeafParams) *gpu.Batch {
+	return enc.Dispatch("gkr_leaves", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(outs), gpu.Buf(inter), gpu.Buf(consts), gpu.Buf(leaves), p.arg()})
+}
+
+// dispatchGkrPad encodes kernel gkr_pad (shaders/gkr.metal:101).
+func dispatchGkrPad(enc *gpu.Batch, groups, tpg gpu.Dim3, leaves *gpu.Buffer, p gkrPadParams) *gpu.Batch {
+	return enc.Dispatch("gkr_pad", groups, tpg, []gpu.Arg{gpu.Buf(leaves), p.arg()})
+}
+
+// dispatchGkrLayer encodes kernel gkr_layer (shaders/gkr.metal:116).
+func dispatchGkrLayer(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p gkrLayerParams) *gpu.Batch {
+	return enc.Dispatch("gkr_layer", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
+}
+
+// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/gkr.metal:191).
+func dispatchGkrRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, frac *gpu.Buffer, partials *gpu.Buffer, p gkrRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(frac), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/gkr.metal:231).
+func dispatchGkrFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, dst *gpu.Buffer, partials *gpu.Buffer, p gkrFoldRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(dst), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
 // dispatchGrindSearch encodes kernel grind_search (shaders/grind.metal:24).
 func dispatchGrindSearch(enc *gpu.Batch, groups, tpg gpu.Dim3, state *gpu.Buffer, rc *gpu.Buffer, groupMin *gpu.Buffer, p grindParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("grind_search", groups, tpg, []gpu.Arg{gpu.Buf(state), gpu.Buf(rc), gpu.Buf(groupMin), p.arg()}, scratchBytes)
@@ -482,6 +616,21 @@ func dispatchProgEvalOutputs4(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Bu
 // dispatchProgEvalCombine4 encodes kernel prog_eval_combine4 (shaders/program.metal:68).
 func dispatchProgEvalCombine4(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, denConst *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, out *gpu.Buffer, p progCombineParams) *gpu.Batch {
 	return enc.Dispatch("prog_eval_combine4", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(denConst), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
+}
+
+// dispatchRowsFillSlots encodes kernel rows_fill_slots (shaders/rows.metal:29).
+func dispatchRowsFillSlots(enc *gpu.Batch, groups, tpg gpu.Dim3, part *gpu.Buffer, cols *gpu.Buffer, slots *gpu.Buffer, p rowsSlotsParams) *gpu.Batch {
+	return enc.Dispatch("rows_fill_slots", groups, tpg, []gpu.Arg{gpu.Buf(part), gpu.Buf(cols), gpu.Buf(slots), p.arg()})
+}
+
+// dispatchRowsCheckPartials encodes kernel rows_check_partials (shaders/rows.metal:76).
+func dispatchRowsCheckPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p rowsCheckParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("rows_check_partials", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchRowsMinPairs encodes kernel rows_min_pairs (shaders/rows.metal:119).
+func dispatchRowsMinPairs(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p rowsMinParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("rows_min_pairs", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
 // dispatchSrUniPartials encodes kernel sr_uni_partials (shaders/stacked_reduction.metal:99).

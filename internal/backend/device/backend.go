@@ -44,6 +44,8 @@ type Backend struct {
 	mu     sync.Mutex
 	closed bool
 	live   map[freer]struct{}
+	// progs holds the constraint programs uploaded so far (programs.go; guarded by mu).
+	progs programCache
 
 	// grind holds the proof-of-work search buffers (made on first use; grind.go), grindMu
 	// serialises the searches that use them.
@@ -78,6 +80,7 @@ func (b *Backend) Stages() *stark.Backend {
 		Name:      "device (" + string(b.dev.Kind()) + ": " + b.dev.Name() + ")",
 		Loader:    b,
 		Committer: b,
+		Gkr:       b,
 		Stacking:  b,
 		Whir:      b,
 		Grinder:   b,
@@ -102,6 +105,7 @@ func (b *Backend) Close() {
 		b.grind = nil
 	}
 	b.grindMu.Unlock()
+	b.freePrograms()
 	b.hash.Close()
 	b.ntt.Close()
 }

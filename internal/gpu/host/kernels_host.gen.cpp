@@ -758,6 +758,486 @@ MSL_KERNEL void msl_kernel_fo_sum(MSL_DEVICE const uint* in              ,
   }
   if (tid == 0u) partial[group] = scratch[0];
 }
+#line 1 "shaders/gkr.metal"
+// gkr.metal - LogUp-GKR (spec B §3.4–§3.5; cpuref gkr.go): the leaves from the interactions of
+// resident traces, the fraction tree, and the layer sumchecks.
+//
+// A fraction (p, q) is 8 uints: p then q, each an Fp4 (4 Montgomery uints, bb4.h); fraction i of a
+// buffer at [8i, 8i + 8). Layer j of the tree is a buffer of 2^j fractions (layer 0 the root,
+// layer L the leaves); layer j − 1 has p = p_a·q_b + p_b·q_a, q = q_a·q_b of the pairs
+// (a, b) = (2y, 2y + 1) of layer j.
+//
+// The sumcheck of layer j runs over tables eq, p0, q0, p1, q1 of R = 2^(j−1) rows: row y of (p0, q0)
+// is fraction 2y of layer j and row y of (p1, q1) fraction 2y + 1. The kernels keep that
+// interleaved layout for the folded tables: "tables of R rows" are 2R fractions (row y: fractions
+// 2y, 2y + 1) and R eq values. A round sums, over the pairs (2y, 2y + 1) of rows,
+//   s(x) = Σ_y e(x)·(p0(x)·q1(x) + p1(x)·q0(x) + λ·q0(x)·q1(x)),  x = 1, 2, 3,
+// each column at x being lo + x·(hi − lo); binding x = r folds every column to lo + r·(hi − lo).
+// Reductions are two-pass and deterministic: a partials kernel writes s(1), s(2), s(3) (12 uints)
+// per group, sc_sum_rows (sumcheck.metal) adds the rows. On the host device (MSL_LANES > 1) each
+// thread takes GKR_RUN consecutive pairs per step of its grid-stride loop.
+#line 1 "shaders/include/rows.h"
+// rows.h - constraint programs (program.h) evaluated on the rows of resident traces: one point per
+// row, its slots gathered from the trace parts (rows.metal rows_fill_slots) and its selector slots
+// written by the evaluating kernel (rows_put_selectors). Row r of a trace of height h (a power of
+// two) reads column c of each part at rows r and (r + 1) mod h; is_first = [r = 0], is_last =
+// [r = h − 1], is_transition = 1 − is_last (constraints.Rows on the host).
+#ifndef ROWS_H
+#define ROWS_H
+#line 1 "shaders/include/program.h"
+// program.h - the interpreter of constraint programs (internal/constraints bytecode, Version 1):
+// straight-line register code, walked by every thread of a dispatch in lockstep (the control flow
+// depends only on the program, so it stays uniform), each thread at its own evaluation point.
+//
+// Program words (constraints.Program.Encode):
+//   header  Version, NumRegs, len(Code), len(Consts), len(Outputs), NumSlots, NumPublic, 0
+//   code    3 words per instruction: op<<24 | dst, operand A, operand B
+//   consts  canonical (a launcher uploads their Montgomery form separately, see below)
+// An operand's top two bits give its kind: register, slot (a trace value at the point), constant,
+// public value; the low 30 bits its index.
+//
+// Memory of one dispatch of T threads, thread t:
+//   slots  [slot][t]: slot values at the thread's point, written by the caller first (base field:
+//          one uint; extension: one bb4, 4 consecutive uints, per entry)
+//   regs   [reg][t]: scratch, the program's registers (only the live values: the program reuses
+//          registers, see internal/constraints)
+//   cp     the Montgomery constants (len(Consts)) then the public values (NumPublic)
+// All values are in Montgomery form. Outputs are handed to an emit functor as they are computed:
+// `emit(output index, value)`.
+#ifndef PROGRAM_H
+#define PROGRAM_H
+#line 23 "shaders/include/program.h"
+
+#define PROG_VERSION 1u
+#define PROG_HEADER 8u
+#define PROG_OP_ADD 0u
+#define PROG_OP_SUB 1u
+#define PROG_OP_NEG 2u
+#define PROG_OP_MUL 3u
+#define PROG_OP_EMIT 4u
+#define PROG_KIND_REG 0u
+#define PROG_KIND_SLOT 1u
+#define PROG_KIND_CONST 2u
+#define PROG_KIND_PUBLIC 3u
+#define PROG_INDEX_MASK 0x3fffffffu
+
+// Output kinds (constraints.OutputKind), as a launcher encodes them in an output table.
+#define PROG_OUT_CONSTRAINT 0u
+#define PROG_OUT_COUNT 1u
+#define PROG_OUT_MESSAGE 2u
+
+// The value of operand o for thread t of T (base field).
+MSL_FN uint prog_operand(uint o, MSL_DEVICE const uint* regs, MSL_DEVICE const uint* slots, MSL_DEVICE const uint* cp,
+                         uint nconst, uint t, uint T) {
+  uint idx = o & PROG_INDEX_MASK;
+  switch (o >> 30) {
+    case PROG_KIND_REG:
+      return regs[idx * T + t];
+    case PROG_KIND_SLOT:
+      return slots[idx * T + t];
+    case PROG_KIND_CONST:
+      return cp[idx];
+    default:
+      return cp[nconst + idx];
+  }
+}
+
+// The value of operand o for thread t of T (extension field; constants and public values lift).
+MSL_FN bb4 prog_operand4(uint o, MSL_DEVICE const uint* regs, MSL_DEVICE const uint* slots, MSL_DEVICE const uint* cp,
+                         uint nconst, uint t, uint T) {
+  uint idx = o & PROG_INDEX_MASK;
+  switch (o >> 30) {
+    case PROG_KIND_REG:
+      return bb4_load(regs, idx * T + t);
+    case PROG_KIND_SLOT:
+      return bb4_load(slots, idx * T + t);
+    case PROG_KIND_CONST:
+      return bb4_lift(cp[idx]);
+    default:
+      return bb4_lift(cp[nconst + idx]);
+  }
+}
+
+// Runs the program for thread t over the base field.
+template <typename Emit>
+MSL_FN void prog_run(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
+                     uint t, uint T, MSL_THREAD Emit& emit) {
+  uint ncode = prog[2];
+  uint nconst = prog[3];
+  for (uint i = 0u; i < ncode; i++) {
+    uint base = PROG_HEADER + 3u * i;
+    uint w0 = prog[base];
+    uint op = w0 >> 24;
+    uint dst = w0 & 0xffffffu;
+    uint a = prog_operand(prog[base + 1u], regs, slots, cp, nconst, t, T);
+    if (op == PROG_OP_EMIT) {
+      emit.put(dst, a);
+      continue;
+    }
+    uint r;
+    if (op == PROG_OP_NEG) {
+      r = bb_neg(a);
+    } else {
+      uint b = prog_operand(prog[base + 2u], regs, slots, cp, nconst, t, T);
+      r = op == PROG_OP_ADD ? bb_add(a, b) : op == PROG_OP_SUB ? bb_sub(a, b) : bb_mul(a, b);
+    }
+    regs[dst * T + t] = r;
+  }
+}
+
+// Runs the program for thread t over the extension field.
+template <typename Emit>
+MSL_FN void prog_run4(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
+                      uint t, uint T, MSL_THREAD Emit& emit) {
+  uint ncode = prog[2];
+  uint nconst = prog[3];
+  for (uint i = 0u; i < ncode; i++) {
+    uint base = PROG_HEADER + 3u * i;
+    uint w0 = prog[base];
+    uint op = w0 >> 24;
+    uint dst = w0 & 0xffffffu;
+    bb4 a = prog_operand4(prog[base + 1u], regs, slots, cp, nconst, t, T);
+    if (op == PROG_OP_EMIT) {
+      emit.put(dst, a);
+      continue;
+    }
+    bb4 r;
+    if (op == PROG_OP_NEG) {
+      r = bb4_neg(a);
+    } else {
+      bb4 b = prog_operand4(prog[base + 2u], regs, slots, cp, nconst, t, T);
+      r = op == PROG_OP_ADD ? bb4_add(a, b) : op == PROG_OP_SUB ? bb4_sub(a, b) : bb4_mul(a, b);
+    }
+    bb4_store(regs, dst * T + t, r);
+  }
+}
+
+// The batched combination of one point (constraints.Combined): outputs weighted by a per-proof
+// table (constraints.Weights.Out, Montgomery Fp4 per output) and summed by kind (the output
+// table holds each output's kind). The caller adds Weights.DenConst to den when the AIR has
+// interactions.
+struct ProgCombine {
+  MSL_DEVICE const uint* kinds;
+  MSL_DEVICE const uint* weights;
+  bb4 zc, num, den;
+  MSL_METHOD void put(uint o, uint v) { add(o, bb4_mul_base(bb4_load(weights, o), v)); }
+  MSL_METHOD void put(uint o, bb4 v) { add(o, bb4_mul(bb4_load(weights, o), v)); }
+  MSL_METHOD void add(uint o, bb4 wv) {
+    uint k = kinds[o];
+    if (k == PROG_OUT_CONSTRAINT) {
+      zc = bb4_add(zc, wv);
+    } else if (k == PROG_OUT_COUNT) {
+      num = bb4_add(num, wv);
+    } else {
+      den = bb4_add(den, wv);
+    }
+  }
+};
+
+#endif  // PROGRAM_H
+#line 9 "shaders/include/rows.h"
+
+// "No failure": the (row, output) pair of a point, thread or group whose constraints all vanish.
+#define ROWS_NONE 0xffffffffu
+
+// Writes the three selector slots (first at slot sel: is_first, is_last, is_transition) of point
+// t of T, which is row r of a trace of height h.
+MSL_FN void rows_put_selectors(MSL_DEVICE uint* slots, uint sel, uint t, uint T, uint r, uint h) {
+  uint last = r == h - 1u ? BB_ONE : 0u;
+  slots[sel * T + t] = r == 0u ? BB_ONE : 0u;
+  slots[(sel + 1u) * T + t] = last;
+  slots[(sel + 2u) * T + t] = bb_sub(BB_ONE, last);
+}
+
+// Lexicographic (row, output) minimum: true when (r1, o1) < (r0, o0).
+MSL_FN bool rows_pair_less(uint r1, uint o1, uint r0, uint o0) { return r1 < r0 || (r1 == r0 && o1 < o0); }
+
+// Stores the thread's (row, output) in scratch (2 uints per thread), reduces the group's pairs to
+// their minimum and writes it to out[2·at ..]. Called in uniform control flow (barriers); any
+// group size.
+MSL_FN void rows_group_min(uint row, uint out, MSL_THREADGROUP uint* scratch, MSL_DEVICE uint* dst, uint at, uint tid, uint tpg) {
+  scratch[2u * tid] = row;
+  scratch[2u * tid + 1u] = out;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) {
+      uint r1 = scratch[2u * (tid + h)];
+      uint o1 = scratch[2u * (tid + h) + 1u];
+      if (rows_pair_less(r1, o1, scratch[2u * tid], scratch[2u * tid + 1u])) {
+        scratch[2u * tid] = r1;
+        scratch[2u * tid + 1u] = o1;
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+  if (tid == 0u) {
+    dst[2u * at] = scratch[0];
+    dst[2u * at + 1u] = scratch[1];
+  }
+}
+
+#endif  // ROWS_H
+#line 19 "shaders/gkr.metal"
+
+#define GKR_RUN MSL_LANES
+
+MSL_FN bb4 gkr_p(MSL_DEVICE const uint* f, uint i) { return bb4_load(f, 2u * i); }
+MSL_FN bb4 gkr_q(MSL_DEVICE const uint* f, uint i) { return bb4_load(f, 2u * i + 1u); }
+MSL_FN void gkr_store(MSL_DEVICE uint* f, uint i, bb4 p, bb4 q) {
+  bb4_store(f, 2u * i, p);
+  bb4_store(f, 2u * i + 1u, q);
+}
+
+// The emit functor of the leaves: output o of point t into outs[o·T + t] (base field).
+struct GkrStoreOutputs {
+  MSL_DEVICE uint* out;
+  uint t, T;
+  MSL_METHOD void put(uint o, uint v) { out[o * T + t] = v; }
+};
+
+struct GkrLeafParams {
+  uint points;    // T rows in this run
+  uint row0;      // first row
+  uint height;    // h
+  uint sel_slot;  // the program's first selector slot
+  uint n_inter;   // interactions of the trace
+  uint reps;      // copies of each row in its block: 2^LogSize / h
+  uint norm;      // reps^-1 (Montgomery)
+};
+
+// The leaves of rows row0 .. row0 + T − 1 of one trace, from its interactions-only program (outputs:
+// each interaction's count and message fields). inter describes interaction k in 4 words at 4k:
+// count output, index in inter of its message output list, message length, leaf base (its block's
+// first leaf); consts holds Fp4 values: d_k = α + β^len_k·(bus_k + 1) at k, then β^j at n_inter + j.
+// Row r of interaction k gives the fraction (norm·count, d_k + Σ_j β^j·m_j) at leaves
+// base + r + m·h for m < reps. The slots of the used columns must be filled (rows_fill_slots);
+// outs is scratch of NumOutput·T uints.
+MSL_KERNEL void msl_kernel_gkr_leaves(MSL_DEVICE const uint* prog              ,
+                       MSL_DEVICE const uint* cp              ,
+                       MSL_DEVICE uint* slots              ,
+                       MSL_DEVICE uint* regs              ,
+                       MSL_DEVICE uint* outs              ,
+                       MSL_DEVICE const uint* inter              ,
+                       MSL_DEVICE const uint* consts              ,
+                       MSL_DEVICE uint* leaves              ,
+                       MSL_CONSTANT GkrLeafParams& p              ,
+                       uint gid                            ,
+                       uint stride                     ) {
+  uint T = p.points;
+  uint row0 = p.row0;
+  uint h = p.height;
+  uint sel = p.sel_slot;
+  uint n_inter = p.n_inter;
+  uint reps = p.reps;
+  uint norm = p.norm;
+  for (uint t = gid; t < T; t += stride) {
+    uint r = row0 + t;
+    rows_put_selectors(slots, sel, t, T, r, h);
+    GkrStoreOutputs e;
+    e.out = outs;
+    e.t = t;
+    e.T = T;
+    prog_run(prog, cp, slots, regs, t, T, e);
+    for (uint k = 0u; k < n_inter; k++) {
+      uint count_out = inter[4u * k];
+      uint msg = inter[4u * k + 1u];
+      uint len = inter[4u * k + 2u];
+      uint base = inter[4u * k + 3u] + r;
+      bb4 d = bb4_load(consts, k);
+      for (uint j = 0u; j < len; j++) {
+        d = bb4_add(d, bb4_mul_base(bb4_load(consts, n_inter + j), outs[inter[msg + j] * T + t]));
+      }
+      bb4 num = bb4_lift(bb_mul(outs[count_out * T + t], norm));
+      for (uint m = 0u; m < reps; m++) gkr_store(leaves, base + m * h, num, d);
+    }
+  }
+}
+
+struct GkrPadParams {
+  uint from;            // first padding leaf
+  uint to;              // end of the padding
+  uint a0, a1, a2, a3;  // α (Montgomery)
+};
+
+// leaves[i] = (0, α) for from ≤ i < to: the padding after the interaction blocks.
+MSL_KERNEL void msl_kernel_gkr_pad(MSL_DEVICE uint* leaves              ,
+                    MSL_CONSTANT GkrPadParams& p              ,
+                    uint gid                            ,
+                    uint stride                     ) {
+  uint from = p.from;
+  uint to = p.to;
+  bb4 alpha = bb4_make(p.a0, p.a1, p.a2, p.a3);
+  for (uint i = from + gid; i < to; i += stride) gkr_store(leaves, i, bb4_zero(), alpha);
+}
+
+struct GkrLayerParams {
+  uint n;  // fractions of dst
+};
+
+// dst[y] = src[2y] + src[2y+1] as fractions: (p_a·q_b + p_b·q_a, q_a·q_b), y < n.
+MSL_KERNEL void msl_kernel_gkr_layer(MSL_DEVICE const uint* src              ,
+                      MSL_DEVICE uint* dst              ,
+                      MSL_CONSTANT GkrLayerParams& p              ,
+                      uint gid                            ,
+                      uint stride                     ) {
+  uint n = p.n;
+  for (uint y = gid; y < n; y += stride) {
+    bb4 pa = gkr_p(src, 2u * y);
+    bb4 qa = gkr_q(src, 2u * y);
+    bb4 pb = gkr_p(src, 2u * y + 1u);
+    bb4 qb = gkr_q(src, 2u * y + 1u);
+    gkr_store(dst, y, bb4_add(bb4_mul(pa, qb), bb4_mul(pb, qa)), bb4_mul(qa, qb));
+  }
+}
+
+// e·(p0·q1 + p1·q0 + λ·q0·q1), as e·(p0·q1 + q0·(p1 + λ·q1)).
+MSL_FN bb4 gkr_term(bb4 e, bb4 p0, bb4 q0, bb4 p1, bb4 q1, bb4 lambda) {
+  return bb4_mul(e, bb4_add(bb4_mul(p0, q1), bb4_mul(q0, bb4_add(p1, bb4_mul(lambda, q1)))));
+}
+
+// t0 + r·(t1 − t0).
+MSL_FN bb4 gkr_lerp(bb4 t0, bb4 t1, bb4 r) { return bb4_add(t0, bb4_mul(r, bb4_sub(t1, t0))); }
+
+// Adds the terms of one pair of rows (lo: row 2y, hi: row 2y + 1) at x = 1, 2, 3 to s1, s2, s3.
+MSL_FN void gkr_pair_terms(bb4 e_lo, bb4 p0_lo, bb4 q0_lo, bb4 p1_lo, bb4 q1_lo, bb4 e_hi, bb4 p0_hi, bb4 q0_hi,
+                           bb4 p1_hi, bb4 q1_hi, bb4 lambda, MSL_THREAD bb4& s1, MSL_THREAD bb4& s2, MSL_THREAD bb4& s3) {
+  s1 = bb4_add(s1, gkr_term(e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda));
+  bb4 de = bb4_sub(e_hi, e_lo);
+  bb4 dp0 = bb4_sub(p0_hi, p0_lo);
+  bb4 dq0 = bb4_sub(q0_hi, q0_lo);
+  bb4 dp1 = bb4_sub(p1_hi, p1_lo);
+  bb4 dq1 = bb4_sub(q1_hi, q1_lo);
+  bb4 e = bb4_add(e_hi, de);  // x = 2
+  bb4 p0 = bb4_add(p0_hi, dp0);
+  bb4 q0 = bb4_add(q0_hi, dq0);
+  bb4 p1 = bb4_add(p1_hi, dp1);
+  bb4 q1 = bb4_add(q1_hi, dq1);
+  s2 = bb4_add(s2, gkr_term(e, p0, q0, p1, q1, lambda));
+  e = bb4_add(e, de);  // x = 3
+  p0 = bb4_add(p0, dp0);
+  q0 = bb4_add(q0, dq0);
+  p1 = bb4_add(p1, dp1);
+  q1 = bb4_add(q1, dq1);
+  s3 = bb4_add(s3, gkr_term(e, p0, q0, p1, q1, lambda));
+}
+
+// Stores the thread's (s1, s2, s3) in scratch (12 uints per thread), tree-reduces the group's rows
+// and writes the sum to partials[12·group ..]. Called in uniform control flow; any group size.
+MSL_FN void gkr_group_reduce(bb4 s1, bb4 s2, bb4 s3, MSL_THREADGROUP uint* scratch, MSL_DEVICE uint* partials, uint tid,
+                             uint tpg, uint group) {
+  bb4_store_tg(scratch, 3u * tid, s1);
+  bb4_store_tg(scratch, 3u * tid + 1u, s2);
+  bb4_store_tg(scratch, 3u * tid + 2u, s3);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) {
+      for (uint k = 0u; k < 12u; k++) scratch[12u * tid + k] = bb_add(scratch[12u * tid + k], scratch[12u * (tid + h) + k]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+  if (tid == 0u) {
+    for (uint k = 0u; k < 12u; k++) partials[12u * group + k] = scratch[k];
+  }
+}
+
+struct GkrRoundParams {
+  uint log_pairs;       // pairs of rows: 2^log_pairs (tables of 2^(log_pairs+1) rows)
+  uint eq_off;          // Fp4 index of the eq table's row 0
+  uint l0, l1, l2, l3;  // λ (Montgomery)
+};
+
+// partials[group] = (s1, s2, s3) of the round over the pairs this group visits, tables as built
+// (the first round of a layer: frac is the layer itself). scratch: 48 bytes per thread.
+MSL_KERNEL void msl_kernel_gkr_round_partials(MSL_DEVICE const uint* eq              ,
+                               MSL_DEVICE const uint* frac              ,
+                               MSL_DEVICE uint* partials              ,
+                               MSL_CONSTANT GkrRoundParams& p              ,
+                               MSL_THREADGROUP uint* scratch                   ,
+                               uint tid                                ,
+                               uint group                                 ,
+                               uint tpg                            ,
+                               uint ngroups                          ) {
+  uint pairs = 1u << p.log_pairs;
+  uint eq_off = p.eq_off;
+  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  bb4 s3 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * GKR_RUN);
+    for (uint y = u * GKR_RUN; y < end; y++) {
+      uint f = 4u * y;
+      gkr_pair_terms(bb4_load(eq, eq_off + 2u * y), gkr_p(frac, f), gkr_q(frac, f), gkr_p(frac, f + 1u),
+                     gkr_q(frac, f + 1u), bb4_load(eq, eq_off + 2u * y + 1u), gkr_p(frac, f + 2u),
+                     gkr_q(frac, f + 2u), gkr_p(frac, f + 3u), gkr_q(frac, f + 3u), lambda, s1, s2, s3);
+    }
+  }
+  gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
+}
+
+struct GkrFoldRoundParams {
+  uint log_pairs;       // pairs of rows of the folded tables: 2^log_pairs
+  uint eq_src;          // Fp4 index of the source eq table (2^(log_pairs+2) rows)
+  uint eq_dst;          // Fp4 index of the folded eq table (2^(log_pairs+1) rows)
+  uint l0, l1, l2, l3;  // λ
+  uint r0, r1, r2, r3;  // the bound value r
+};
+
+// Fold then round, in one pass: src (tables of 4P rows, P = 2^log_pairs) folded at r into dst
+// (2P rows) and eq[eq_src ..] into eq[eq_dst ..] (the two ranges must not overlap), and
+// partials[group] = (s1, s2, s3) of the folded tables over the pairs this group visits. Pair i
+// reads source rows 4i .. 4i + 3 and writes rows 2i, 2i + 1. dst must not overlap src.
+MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq              ,
+                                    MSL_DEVICE const uint* src              ,
+                                    MSL_DEVICE uint* dst              ,
+                                    MSL_DEVICE uint* partials              ,
+                                    MSL_CONSTANT GkrFoldRoundParams& p              ,
+                                    MSL_THREADGROUP uint* scratch                   ,
+                                    uint tid                                ,
+                                    uint group                                 ,
+                                    uint tpg                            ,
+                                    uint ngroups                          ) {
+  uint pairs = 1u << p.log_pairs;
+  uint es = p.eq_src;
+  uint ed = p.eq_dst;
+  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  bb4 r = bb4_make(p.r0, p.r1, p.r2, p.r3);
+  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  bb4 s3 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * GKR_RUN);
+    for (uint i = u * GKR_RUN; i < end; i++) {
+      bb4 e_lo = gkr_lerp(bb4_load(eq, es + 4u * i), bb4_load(eq, es + 4u * i + 1u), r);
+      bb4 e_hi = gkr_lerp(bb4_load(eq, es + 4u * i + 2u), bb4_load(eq, es + 4u * i + 3u), r);
+      bb4_store(eq, ed + 2u * i, e_lo);
+      bb4_store(eq, ed + 2u * i + 1u, e_hi);
+      // Source row k, column c is fraction 2k + c: rows 4i .. 4i + 3 are fractions 8i .. 8i + 7.
+      uint s = 8u * i;
+      bb4 p0_lo = gkr_lerp(gkr_p(src, s), gkr_p(src, s + 2u), r);
+      bb4 q0_lo = gkr_lerp(gkr_q(src, s), gkr_q(src, s + 2u), r);
+      bb4 p1_lo = gkr_lerp(gkr_p(src, s + 1u), gkr_p(src, s + 3u), r);
+      bb4 q1_lo = gkr_lerp(gkr_q(src, s + 1u), gkr_q(src, s + 3u), r);
+      bb4 p0_hi = gkr_lerp(gkr_p(src, s + 4u), gkr_p(src, s + 6u), r);
+      bb4 q0_hi = gkr_lerp(gkr_q(src, s + 4u), gkr_q(src, s + 6u), r);
+      bb4 p1_hi = gkr_lerp(gkr_p(src, s + 5u), gkr_p(src, s + 7u), r);
+      bb4 q1_hi = gkr_lerp(gkr_q(src, s + 5u), gkr_q(src, s + 7u), r);
+      uint d = 4u * i;
+      gkr_store(dst, d, p0_lo, q0_lo);
+      gkr_store(dst, d + 1u, p1_lo, q1_lo);
+      gkr_store(dst, d + 2u, p0_hi, q0_hi);
+      gkr_store(dst, d + 3u, p1_hi, q1_hi);
+      gkr_pair_terms(e_lo, p0_lo, q0_lo, p1_lo, q1_lo, e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda, s1, s2, s3);
+    }
+  }
+  gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
+}
 #line 1 "shaders/grind.metal"
 // grind.metal - proof-of-work witness search: the smallest candidate w in a range whose
 // Poseidon2 permutation passes, as transcript.WitnessOK: with s = state, s[absorb_idx] = w,
@@ -1945,157 +2425,6 @@ MSL_KERNEL void msl_kernel_p2_permute_states(MSL_DEVICE uint* states            
 // whose slot values are given: every output of every point, or the batched combination
 // (Zc, Num, Den) of every point. The device stages evaluate programs through the same header with
 // slot values they compute themselves; these kernels are the interpreter on its own.
-#line 1 "shaders/include/program.h"
-// program.h - the interpreter of constraint programs (internal/constraints bytecode, Version 1):
-// straight-line register code, walked by every thread of a dispatch in lockstep (the control flow
-// depends only on the program, so it stays uniform), each thread at its own evaluation point.
-//
-// Program words (constraints.Program.Encode):
-//   header  Version, NumRegs, len(Code), len(Consts), len(Outputs), NumSlots, NumPublic, 0
-//   code    3 words per instruction: op<<24 | dst, operand A, operand B
-//   consts  canonical (a launcher uploads their Montgomery form separately, see below)
-// An operand's top two bits give its kind: register, slot (a trace value at the point), constant,
-// public value; the low 30 bits its index.
-//
-// Memory of one dispatch of T threads, thread t:
-//   slots  [slot][t]: slot values at the thread's point, written by the caller first (base field:
-//          one uint; extension: one bb4, 4 consecutive uints, per entry)
-//   regs   [reg][t]: scratch, the program's registers (only the live values: the program reuses
-//          registers, see internal/constraints)
-//   cp     the Montgomery constants (len(Consts)) then the public values (NumPublic)
-// All values are in Montgomery form. Outputs are handed to an emit functor as they are computed:
-// `emit(output index, value)`.
-#ifndef PROGRAM_H
-#define PROGRAM_H
-#line 23 "shaders/include/program.h"
-
-#define PROG_VERSION 1u
-#define PROG_HEADER 8u
-#define PROG_OP_ADD 0u
-#define PROG_OP_SUB 1u
-#define PROG_OP_NEG 2u
-#define PROG_OP_MUL 3u
-#define PROG_OP_EMIT 4u
-#define PROG_KIND_REG 0u
-#define PROG_KIND_SLOT 1u
-#define PROG_KIND_CONST 2u
-#define PROG_KIND_PUBLIC 3u
-#define PROG_INDEX_MASK 0x3fffffffu
-
-// Output kinds (constraints.OutputKind), as a launcher encodes them in an output table.
-#define PROG_OUT_CONSTRAINT 0u
-#define PROG_OUT_COUNT 1u
-#define PROG_OUT_MESSAGE 2u
-
-// The value of operand o for thread t of T (base field).
-MSL_FN uint prog_operand(uint o, MSL_DEVICE const uint* regs, MSL_DEVICE const uint* slots, MSL_DEVICE const uint* cp,
-                         uint nconst, uint t, uint T) {
-  uint idx = o & PROG_INDEX_MASK;
-  switch (o >> 30) {
-    case PROG_KIND_REG:
-      return regs[idx * T + t];
-    case PROG_KIND_SLOT:
-      return slots[idx * T + t];
-    case PROG_KIND_CONST:
-      return cp[idx];
-    default:
-      return cp[nconst + idx];
-  }
-}
-
-// The value of operand o for thread t of T (extension field; constants and public values lift).
-MSL_FN bb4 prog_operand4(uint o, MSL_DEVICE const uint* regs, MSL_DEVICE const uint* slots, MSL_DEVICE const uint* cp,
-                         uint nconst, uint t, uint T) {
-  uint idx = o & PROG_INDEX_MASK;
-  switch (o >> 30) {
-    case PROG_KIND_REG:
-      return bb4_load(regs, idx * T + t);
-    case PROG_KIND_SLOT:
-      return bb4_load(slots, idx * T + t);
-    case PROG_KIND_CONST:
-      return bb4_lift(cp[idx]);
-    default:
-      return bb4_lift(cp[nconst + idx]);
-  }
-}
-
-// Runs the program for thread t over the base field.
-template <typename Emit>
-MSL_FN void prog_run(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
-                     uint t, uint T, MSL_THREAD Emit& emit) {
-  uint ncode = prog[2];
-  uint nconst = prog[3];
-  for (uint i = 0u; i < ncode; i++) {
-    uint base = PROG_HEADER + 3u * i;
-    uint w0 = prog[base];
-    uint op = w0 >> 24;
-    uint dst = w0 & 0xffffffu;
-    uint a = prog_operand(prog[base + 1u], regs, slots, cp, nconst, t, T);
-    if (op == PROG_OP_EMIT) {
-      emit.put(dst, a);
-      continue;
-    }
-    uint r;
-    if (op == PROG_OP_NEG) {
-      r = bb_neg(a);
-    } else {
-      uint b = prog_operand(prog[base + 2u], regs, slots, cp, nconst, t, T);
-      r = op == PROG_OP_ADD ? bb_add(a, b) : op == PROG_OP_SUB ? bb_sub(a, b) : bb_mul(a, b);
-    }
-    regs[dst * T + t] = r;
-  }
-}
-
-// Runs the program for thread t over the extension field.
-template <typename Emit>
-MSL_FN void prog_run4(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
-                      uint t, uint T, MSL_THREAD Emit& emit) {
-  uint ncode = prog[2];
-  uint nconst = prog[3];
-  for (uint i = 0u; i < ncode; i++) {
-    uint base = PROG_HEADER + 3u * i;
-    uint w0 = prog[base];
-    uint op = w0 >> 24;
-    uint dst = w0 & 0xffffffu;
-    bb4 a = prog_operand4(prog[base + 1u], regs, slots, cp, nconst, t, T);
-    if (op == PROG_OP_EMIT) {
-      emit.put(dst, a);
-      continue;
-    }
-    bb4 r;
-    if (op == PROG_OP_NEG) {
-      r = bb4_neg(a);
-    } else {
-      bb4 b = prog_operand4(prog[base + 2u], regs, slots, cp, nconst, t, T);
-      r = op == PROG_OP_ADD ? bb4_add(a, b) : op == PROG_OP_SUB ? bb4_sub(a, b) : bb4_mul(a, b);
-    }
-    bb4_store(regs, dst * T + t, r);
-  }
-}
-
-// The batched combination of one point (constraints.Combined): outputs weighted by a per-proof
-// table (constraints.Weights.Out, Montgomery Fp4 per output) and summed by kind (the output
-// table holds each output's kind). The caller adds Weights.DenConst to den when the AIR has
-// interactions.
-struct ProgCombine {
-  MSL_DEVICE const uint* kinds;
-  MSL_DEVICE const uint* weights;
-  bb4 zc, num, den;
-  MSL_METHOD void put(uint o, uint v) { add(o, bb4_mul_base(bb4_load(weights, o), v)); }
-  MSL_METHOD void put(uint o, bb4 v) { add(o, bb4_mul(bb4_load(weights, o), v)); }
-  MSL_METHOD void add(uint o, bb4 wv) {
-    uint k = kinds[o];
-    if (k == PROG_OUT_CONSTRAINT) {
-      zc = bb4_add(zc, wv);
-    } else if (k == PROG_OUT_COUNT) {
-      num = bb4_add(num, wv);
-    } else {
-      den = bb4_add(den, wv);
-    }
-  }
-};
-
-#endif  // PROGRAM_H
 #line 6 "shaders/program.metal"
 
 struct ProgEvalParams {
@@ -2184,6 +2513,145 @@ MSL_KERNEL void msl_kernel_prog_eval_combine4(MSL_DEVICE const uint* prog       
     bb4_store(out, 3u * t + 1u, c.num);
     bb4_store(out, 3u * t + 2u, c.den);
   }
+}
+#line 1 "shaders/rows.metal"
+// rows.metal - constraint programs on the rows of resident traces (include/rows.h): the slot values
+// of a run of rows gathered from one trace part, and the trace check of every constraint on every
+// row, which finds the smallest failing (row, output) with a deterministic two-pass minimum (no
+// atomics). A run is T = 2^log_points consecutive rows row0 .. row0 + T − 1 of a trace of height h;
+// point t of the program.h scratch is row row0 + t.
+#line 7 "shaders/rows.metal"
+
+// A used column of a part (rows_fill_slots' cols table): the column index with flags saying which
+// of its two slots the program reads.
+#define ROWS_COL_MASK 0x3fffffffu
+#define ROWS_LOCAL 0x40000000u  // slot 2·(part_start + c): row r
+#define ROWS_NEXT 0x80000000u   // slot 2·(part_start + c) + 1: row (r + 1) mod h
+
+#define ROWS_RUN MSL_LANES
+
+struct RowsSlotsParams {
+  uint cols_off;    // the part's first entry in cols
+  uint ncols;       // its entries
+  uint part_start;  // the part's first column among all parts (constraints.Program.PartStart)
+  uint height;      // h, a power of two
+  uint row0;        // first row of the run
+  uint log_points;  // T = 2^log_points ≤ h
+};
+
+// slots[s·T + t] (Montgomery) for the slots s of the used columns of one part (cols[cols_off ..],
+// ncols entries): part is the part's column-major trace, CANONICAL values (as loaded), h rows per
+// column. Work item i = k·T + t: used column k, point t (consecutive items read consecutive rows and
+// write consecutive slots).
+MSL_KERNEL void msl_kernel_rows_fill_slots(MSL_DEVICE const uint* part              ,
+                            MSL_DEVICE const uint* cols              ,
+                            MSL_DEVICE uint* slots              ,
+                            MSL_CONSTANT RowsSlotsParams& p              ,
+                            uint gid                            ,
+                            uint stride                     ) {
+  uint log_t = p.log_points;
+  uint T = 1u << log_t;
+  uint n = p.ncols << log_t;
+  uint h = p.height;
+  uint row0 = p.row0;
+  uint start = p.part_start;
+  uint off = p.cols_off;
+  for (uint i = gid; i < n; i += stride) {
+    uint w = cols[off + (i >> log_t)];
+    uint t = i & (T - 1u);
+    uint c = w & ROWS_COL_MASK;
+    uint r = row0 + t;
+    uint s = 2u * (start + c);
+    if ((w & ROWS_LOCAL) != 0u) slots[s * T + t] = bb_to_mont(part[c * h + r]);
+    if ((w & ROWS_NEXT) != 0u) slots[(s + 1u) * T + t] = bb_to_mont(part[c * h + ((r + 1u) & (h - 1u))]);
+  }
+}
+
+// The emit functor of the check: the smallest output whose value is not zero (base field;
+// emits arrive in code order, not output order).
+struct RowsFirstNonZero {
+  uint first;
+  MSL_METHOD void put(uint o, uint v) {
+    if (v != 0u && o < first) first = o;
+  }
+};
+
+struct RowsCheckParams {
+  uint points;    // T
+  uint row0;      // first row
+  uint height;    // h
+  uint sel_slot;  // the program's first selector slot (constraints.Program.SlotIsFirst)
+  uint out_row;   // pair index in partials of this dispatch's group 0
+};
+
+// partials[2·(out_row + g) ..] = the smallest (row, output) of group g's points whose program
+// outputs (the constraints) do not all vanish, (ROWS_NONE, ROWS_NONE) if none. The slots of the
+// used columns must be filled (rows_fill_slots); this kernel writes the selectors. A thread visits
+// its points in increasing order, in runs of ROWS_RUN consecutive points (the host's threads then
+// write whole cache lines of the scratch), and stops at its first failing one. scratch: 8 bytes per
+// thread.
+MSL_KERNEL void msl_kernel_rows_check_partials(MSL_DEVICE const uint* prog              ,
+                                MSL_DEVICE const uint* cp              ,
+                                MSL_DEVICE uint* slots              ,
+                                MSL_DEVICE uint* regs              ,
+                                MSL_DEVICE uint* partials              ,
+                                MSL_CONSTANT RowsCheckParams& p              ,
+                                MSL_THREADGROUP uint* scratch                   ,
+                                uint tid                                ,
+                                uint group                                 ,
+                                uint tpg                            ,
+                                uint ngroups                          ) {
+  uint T = p.points;
+  uint row0 = p.row0;
+  uint h = p.height;
+  uint sel = p.sel_slot;
+  uint units = (T + ROWS_RUN - 1u) / ROWS_RUN;
+  uint best_row = ROWS_NONE;
+  uint best_out = ROWS_NONE;
+  for (uint u = group * tpg + tid; u < units && best_row == ROWS_NONE; u += tpg * ngroups) {
+    uint end = min(T, (u + 1u) * ROWS_RUN);
+    for (uint t = u * ROWS_RUN; t < end; t++) {
+      rows_put_selectors(slots, sel, t, T, row0 + t, h);
+      RowsFirstNonZero e;
+      e.first = ROWS_NONE;
+      prog_run(prog, cp, slots, regs, t, T, e);
+      if (e.first != ROWS_NONE) {
+        best_row = row0 + t;
+        best_out = e.first;
+        break;
+      }
+    }
+  }
+  rows_group_min(best_row, best_out, scratch, partials, p.out_row + group, tid, tpg);
+}
+
+struct RowsMinParams {
+  uint first;  // first pair of in
+  uint count;  // pairs to reduce
+  uint at;     // pair index in out
+};
+
+// out[2·at ..] = the lexicographic minimum of the pairs in[2·first ..], count of them: the second
+// pass of rows_check_partials (run as a single group). scratch: 8 bytes per thread.
+MSL_KERNEL void msl_kernel_rows_min_pairs(MSL_DEVICE const uint* in              ,
+                           MSL_DEVICE uint* out              ,
+                           MSL_CONSTANT RowsMinParams& p              ,
+                           MSL_THREADGROUP uint* scratch                   ,
+                           uint tid                                ,
+                           uint tpg                            ) {
+  uint first = p.first;
+  uint count = p.count;
+  uint row = ROWS_NONE;
+  uint out_idx = ROWS_NONE;
+  for (uint k = tid; k < count; k += tpg) {
+    uint r = in[2u * (first + k)];
+    uint o = in[2u * (first + k) + 1u];
+    if (rows_pair_less(r, o, row, out_idx)) {
+      row = r;
+      out_idx = o;
+    }
+  }
+  rows_group_min(row, out_idx, scratch, out, p.at, tid, tpg);
 }
 #line 1 "shaders/stacked_reduction.metal"
 // stacked_reduction.metal - the stacked opening reduction's own kernels (spec B §5.3–5.4;
@@ -3182,6 +3650,92 @@ static void hd_group_fo_sum(const hd_launch* Lp, hd_u3 gp, unsigned char* const*
 static_assert(sizeof(MSL_CONSTANT uint) == 4, "fo_sum: value size of n");
 static const unsigned hd_valsize_fo_sum[] = {0, 0, 4, 0};
 
+static void hd_group_gkr_leaves(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE uint* const a7 = (MSL_DEVICE uint*)L->bufs[7];
+  MSL_CONSTANT GkrLeafParams a8 = *(MSL_CONSTANT GkrLeafParams*)L->bufs[8];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_gkr_leaves(a0, a1, a2, a3, a4, a5, a6, a7, a8, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT GkrLeafParams) == 28, "gkr_leaves: value size of p");
+static const unsigned hd_valsize_gkr_leaves[] = {0, 0, 0, 0, 0, 0, 0, 0, 28, 0};
+
+static void hd_group_gkr_pad(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_CONSTANT GkrPadParams a1 = *(MSL_CONSTANT GkrPadParams*)L->bufs[1];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_gkr_pad(a0, a1, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT GkrPadParams) == 24, "gkr_pad: value size of p");
+static const unsigned hd_valsize_gkr_pad[] = {0, 24, 0};
+
+static void hd_group_gkr_layer(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT GkrLayerParams a2 = *(MSL_CONSTANT GkrLayerParams*)L->bufs[2];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_gkr_layer(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT GkrLayerParams) == 4, "gkr_layer: value size of p");
+static const unsigned hd_valsize_gkr_layer[] = {0, 0, 4, 0};
+
+static void hd_item_gkr_round_partials(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT GkrRoundParams a3 = *(MSL_CONSTANT GkrRoundParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  msl_kernel_gkr_round_partials(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static void hd_group_gkr_round_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT GkrRoundParams a3 = *(MSL_CONSTANT GkrRoundParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_gkr_round_partials(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT GkrRoundParams) == 24, "gkr_round_partials: value size of p");
+static const unsigned hd_valsize_gkr_round_partials[] = {0, 0, 0, 24, 0};
+
+static void hd_item_gkr_fold_round_partials(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT GkrFoldRoundParams a4 = *(MSL_CONSTANT GkrFoldRoundParams*)L->bufs[4];
+  MSL_THREADGROUP uint* const a5 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  msl_kernel_gkr_fold_round_partials(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static void hd_group_gkr_fold_round_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT GkrFoldRoundParams a4 = *(MSL_CONSTANT GkrFoldRoundParams*)L->bufs[4];
+  MSL_THREADGROUP uint* const a5 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_gkr_fold_round_partials(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT GkrFoldRoundParams) == 44, "gkr_fold_round_partials: value size of p");
+static const unsigned hd_valsize_gkr_fold_round_partials[] = {0, 0, 0, 0, 44, 0};
+
 static void hd_item_grind_search(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_CONSTANT uint* const a0 = (MSL_CONSTANT uint*)L->bufs[0];
@@ -3395,6 +3949,66 @@ static void hd_group_prog_eval_combine4(const hd_launch* Lp, hd_u3 gp, unsigned 
 }
 static_assert(sizeof(MSL_CONSTANT ProgCombineParams) == 8, "prog_eval_combine4: value size of p");
 static const unsigned hd_valsize_prog_eval_combine4[] = {0, 0, 0, 0, 0, 0, 0, 0, 8, 0};
+
+static void hd_group_rows_fill_slots(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT RowsSlotsParams a3 = *(MSL_CONSTANT RowsSlotsParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_rows_fill_slots(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT RowsSlotsParams) == 24, "rows_fill_slots: value size of p");
+static const unsigned hd_valsize_rows_fill_slots[] = {0, 0, 0, 24, 0};
+
+static void hd_item_rows_check_partials(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_CONSTANT RowsCheckParams a5 = *(MSL_CONSTANT RowsCheckParams*)L->bufs[5];
+  MSL_THREADGROUP uint* const a6 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  msl_kernel_rows_check_partials(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static void hd_group_rows_check_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_CONSTANT RowsCheckParams a5 = *(MSL_CONSTANT RowsCheckParams*)L->bufs[5];
+  MSL_THREADGROUP uint* const a6 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_rows_check_partials(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT RowsCheckParams) == 20, "rows_check_partials: value size of p");
+static const unsigned hd_valsize_rows_check_partials[] = {0, 0, 0, 0, 0, 20, 0};
+
+static void hd_item_rows_min_pairs(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT RowsMinParams a2 = *(MSL_CONSTANT RowsMinParams*)L->bufs[2];
+  MSL_THREADGROUP uint* const a3 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  msl_kernel_rows_min_pairs(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
+}
+static void hd_group_rows_min_pairs(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT RowsMinParams a2 = *(MSL_CONSTANT RowsMinParams*)L->bufs[2];
+  MSL_THREADGROUP uint* const a3 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_rows_min_pairs(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT RowsMinParams) == 12, "rows_min_pairs: value size of p");
+static const unsigned hd_valsize_rows_min_pairs[] = {0, 0, 12, 0};
 
 static void hd_item_sr_uni_partials(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
@@ -3622,6 +4236,11 @@ extern "C" const hd_kernel hd_kernels[] = {
     {"fo_ext_mul", nullptr, hd_group_fo_ext_mul, 0, 4, hd_valsize_fo_ext_mul, 0},
     {"fo_ext_mul_base", nullptr, hd_group_fo_ext_mul_base, 0, 4, hd_valsize_fo_ext_mul_base, 0},
     {"fo_sum", hd_item_fo_sum, hd_group_fo_sum, 1, 3, hd_valsize_fo_sum, 1},
+    {"gkr_leaves", nullptr, hd_group_gkr_leaves, 0, 9, hd_valsize_gkr_leaves, 0},
+    {"gkr_pad", nullptr, hd_group_gkr_pad, 0, 2, hd_valsize_gkr_pad, 0},
+    {"gkr_layer", nullptr, hd_group_gkr_layer, 0, 3, hd_valsize_gkr_layer, 0},
+    {"gkr_round_partials", hd_item_gkr_round_partials, hd_group_gkr_round_partials, 1, 4, hd_valsize_gkr_round_partials, 1},
+    {"gkr_fold_round_partials", hd_item_gkr_fold_round_partials, hd_group_gkr_fold_round_partials, 1, 5, hd_valsize_gkr_fold_round_partials, 1},
     {"grind_search", hd_item_grind_search, hd_group_grind_search, 1, 4, hd_valsize_grind_search, 1},
     {"grind_min", hd_item_grind_min, hd_group_grind_min, 1, 3, hd_valsize_grind_min, 1},
     {"merkle_hash_rows", nullptr, hd_group_merkle_hash_rows, 0, 4, hd_valsize_merkle_hash_rows, 0},
@@ -3637,6 +4256,9 @@ extern "C" const hd_kernel hd_kernels[] = {
     {"prog_eval_outputs", nullptr, hd_group_prog_eval_outputs, 0, 6, hd_valsize_prog_eval_outputs, 0},
     {"prog_eval_outputs4", nullptr, hd_group_prog_eval_outputs4, 0, 6, hd_valsize_prog_eval_outputs4, 0},
     {"prog_eval_combine4", nullptr, hd_group_prog_eval_combine4, 0, 9, hd_valsize_prog_eval_combine4, 0},
+    {"rows_fill_slots", nullptr, hd_group_rows_fill_slots, 0, 4, hd_valsize_rows_fill_slots, 0},
+    {"rows_check_partials", hd_item_rows_check_partials, hd_group_rows_check_partials, 1, 6, hd_valsize_rows_check_partials, 1},
+    {"rows_min_pairs", hd_item_rows_min_pairs, hd_group_rows_min_pairs, 1, 3, hd_valsize_rows_min_pairs, 1},
     {"sr_uni_partials", hd_item_sr_uni_partials, hd_group_sr_uni_partials, 1, 5, hd_valsize_sr_uni_partials, 1},
     {"sr_bind_q", nullptr, hd_group_sr_bind_q, 0, 4, hd_valsize_sr_bind_q, 0},
     {"sr_bind_w", nullptr, hd_group_sr_bind_w, 0, 5, hd_valsize_sr_bind_w, 0},
@@ -3652,4 +4274,4 @@ extern "C" const hd_kernel hd_kernels[] = {
     {"whir_horner", nullptr, hd_group_whir_horner, 0, 3, hd_valsize_whir_horner, 0},
     {"whir_pow_eq_tables", nullptr, hd_group_whir_pow_eq_tables, 0, 4, hd_valsize_whir_pow_eq_tables, 0},
 };
-extern "C" const int hd_nkernels = 41;
+extern "C" const int hd_nkernels = 49;
