@@ -84,6 +84,7 @@ func (b *Backend) Stages() *stark.Backend {
 		Stacking:  b,
 		Whir:      b,
 		Grinder:   b,
+		Checker:   b,
 		Meter:     b,
 	}
 }

@@ -33,7 +33,8 @@ const maxGkrLayers = 27
 //   - LayerClaims downloads the last tables (two rows, 128 bytes) and folds them at the last r on
 //     the host (layer 1: its two fractions as built).
 //
-// Every buffer is allocated by NewGkrProver (the eq halves by BeginLayer) and freed by Release.
+// Every buffer is allocated by NewGkrProver (the eq tables and halves by BeginLayer) and freed by
+// Release.
 type gkrProver struct {
 	be *Backend
 	L  int
@@ -118,11 +119,6 @@ func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, 
 	g.layers = make([]*gpu.Array[uint32], L+1)
 	for j := range g.layers {
 		if g.layers[j], err = gpu.AllocArray[uint32](b.dev, fmt.Sprintf("gkr layer %d", j), kernels.GkrFractionWords<<j); err != nil {
-			return fail(err)
-		}
-	}
-	if L > 1 {
-		if g.eq, err = gpu.AllocArray[uint32](b.dev, "gkr eq tables", 4<<L); err != nil {
 			return fail(err)
 		}
 	}
@@ -332,6 +328,12 @@ func (g *gkrProver) BeginLayer(j int, xi []field.Fp4, lambda field.Fp4) error {
 	g.layer, g.rounds, g.done, g.begun, g.cur, g.lambda, g.pending = j, j-1, 0, j, j, lambda, nil
 	if j == 1 {
 		return nil
+	}
+	if g.eq == nil { // first layer with rounds (the trace check never gets here)
+		var err error
+		if g.eq, err = gpu.AllocArray[uint32](g.be.dev, "gkr eq tables", 4<<g.L); err != nil {
+			return err
+		}
 	}
 	lo, hi, logLo := kernels.EqTables(xi)
 	hv, err := gpu.UploadArray(g.be.dev, "gkr eq halves", append(lo, hi...))
