@@ -134,9 +134,9 @@ type ZcTrace struct {
 	NLift     int
 	Parts     []ZcPart
 
-	logN, logM int
-	nslots     int
-	hasDen     bool
+	logN, logM  int
+	nslots      int
+	hasDen      bool
 	cp, weights *gpu.Array[uint32]
 
 	// Round 0: source columns (local or rotated slot read), part by part, each part's run from a

@@ -417,4 +417,3 @@ func TestZerocheckRoundMatchesGo(t *testing.T) {
 		}
 	}
 }
-
