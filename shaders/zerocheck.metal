@@ -302,7 +302,7 @@ MSL_FN void zc_accumulate(device uint* partials, uint row, bb4 e, bb4 zc, bb4 nu
   bb4_store(pr, 2u, bb4_add(bb4_load(pr, 2u), bb4_mul(e, den)));
 }
 
-// Round 0 over the slice: for every point (x, i) (x = x0 + pp / M, in-block index q = pp mod M =
+// Round 0 over the slice (the kernel checks p.lanes): for every point (x, i) (x = x0 + pp / M, in-block index q = pp mod M =
 // g·N + b, i = g + (M/N)·b), e(x)·(Zc, Num, Den)(x, i) is added to partial row gid·U + j (j: the
 // point's index in its unit), so that rows ≡ q (mod M) hold point class q (G·U ≡ 0 mod M).
 template <typename Eval>
@@ -311,7 +311,6 @@ MSL_FN void zc_uni_body(thread Eval& ev, device const uint* prog, device const u
                         device const uint* srcmap, device const uint* tw, device const uint* lrow,
                         device const uint* sel, device const uint* eq, device uint* slots, device uint* regs,
                         device uint* partials, constant ZcUniParams& p, uint gid, uint G) {
-  if (p.lanes != MSL_LANES) return;
   uint U = p.unit;
   uint groups = U / MSL_LANES;
   uint log_m = p.log_m;
@@ -370,7 +369,8 @@ kernel void zc_uni_eval(device const uint* prog [[buffer(0)]],
                         constant ZcUniParams& p [[buffer(14)]],
                         uint gid [[thread_position_in_grid]],
                         uint G [[threads_per_grid]]) {
-  ProgInterpreter ev;  // MSL_LANES: lane code (host SIMD clones)
+  if (p.lanes != MSL_LANES) return;
+  ProgInterpreter ev;
   zc_uni_body(ev, prog, cp, kinds, weights, coefs, deltas, srcmap, tw, lrow, sel, eq, slots, regs, partials, p, gid, G);
 }
 
@@ -479,7 +479,7 @@ struct ZcRoundParams {
   uint lanes;     // MSL_LANES the launcher assumed
 };
 
-// For every pair y (lanes across consecutive y) and X = 1..d+1: the used slots s (table τ, used[2k]
+// For every pair y (lanes across consecutive y; the kernel checks p.lanes) and X = 1..d+1: the used slots s (table τ, used[2k]
 // = s, used[2k+1] = τ) take t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]), the program runs over Fp4 and
 // e'(y)·(Zc, Num, Den) is added to partial row (gid·MSL_LANES + lane)·(d+1) + X − 1.
 template <typename Eval>
@@ -487,7 +487,6 @@ MSL_FN void zc_round_body(thread Eval& ev, device const uint* prog, device const
                           device const uint* weights, device const uint* used, device const uint* tables,
                           device const uint* eq, device uint* slots, device uint* diffs, device uint* regs,
                           device uint* partials, constant ZcRoundParams& p, uint gid, uint G) {
-  if (p.lanes != MSL_LANES) return;
   uint pairs = 1u << (p.log_rows - 1u);
   uint stride = p.stride;
   uint nused = p.nused;
@@ -554,6 +553,7 @@ kernel void zc_round_eval(device const uint* prog [[buffer(0)]],
                           constant ZcRoundParams& p [[buffer(11)]],
                           uint gid [[thread_position_in_grid]],
                           uint G [[threads_per_grid]]) {
-  ProgInterpreter ev;  // MSL_LANES: lane code (host SIMD clones)
+  if (p.lanes != MSL_LANES) return;
+  ProgInterpreter ev;
   zc_round_body(ev, prog, cp, kinds, weights, used, tables, eq, slots, diffs, regs, partials, p, gid, G);
 }

@@ -22,12 +22,21 @@
 #define PROGRAM_LANES_H
 #include "program.h"
 
+// Methods of the evaluator and emit structs: always inlined on the host, like every MSL_FN helper
+// (an out-of-line copy would be compiled for the baseline ISA only, not for the SIMD clones of the
+// kernel that calls it: hd_glue.h).
+#if defined(MSL_TARGET_HOST)
+#define PROG_LANES_METHOD inline __attribute__((always_inline))
+#else
+#define PROG_LANES_METHOD MSL_METHOD
+#endif
+
 // bb4l: one Fp4 value per lane, as four lane vectors (coefficient k of every lane in v[k]).
 #if MSL_LANES > 1
 struct bb4l {
   lanes_uint c[4];
-  MSL_METHOD lanes_uint& operator[](uint k) { return c[k]; }
-  MSL_METHOD lanes_uint operator[](uint k) const { return c[k]; }
+  PROG_LANES_METHOD lanes_uint& operator[](uint k) { return c[k]; }
+  PROG_LANES_METHOD lanes_uint operator[](uint k) const { return c[k]; }
 };
 MSL_FN bb4l bb4l_make(lanes_uint c0, lanes_uint c1, lanes_uint c2, lanes_uint c3) {
   bb4l r;
@@ -196,12 +205,12 @@ MSL_FN void prog_run4_lanes(device const uint* prog, device const uint* cp, devi
 // emit every output once, in output order).
 struct ProgInterpreter {
   template <typename Emit>
-  MSL_METHOD void base(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
+  PROG_LANES_METHOD void base(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
                        uint t, uint T, thread Emit& emit) {
     prog_run_lanes(prog, cp, slots, regs, t, T, emit);
   }
   template <typename Emit>
-  MSL_METHOD void ext(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
+  PROG_LANES_METHOD void ext(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
                       uint t, uint T, thread Emit& emit) {
     prog_run4_lanes(prog, cp, slots, regs, t, T, emit);
   }
@@ -213,9 +222,9 @@ struct ProgCombineLanes {
   device const uint* kinds;
   device const uint* weights;
   bb4l zc, num, den;
-  MSL_METHOD void put(uint o, lanes_uint v) { add(o, bb4l_scale(bb4_load(weights, o), v)); }
-  MSL_METHOD void put(uint o, bb4l v) { add(o, bb4l_mul(bb4l_splat(bb4_load(weights, o)), v)); }
-  MSL_METHOD void add(uint o, bb4l wv) {
+  PROG_LANES_METHOD void put(uint o, lanes_uint v) { add(o, bb4l_scale(bb4_load(weights, o), v)); }
+  PROG_LANES_METHOD void put(uint o, bb4l v) { add(o, bb4l_mul(bb4l_splat(bb4_load(weights, o)), v)); }
+  PROG_LANES_METHOD void add(uint o, bb4l wv) {
     uint k = kinds[o];
     if (k == PROG_OUT_CONSTRAINT) {
       zc = bb4l_add(zc, wv);

@@ -359,7 +359,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:356", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
+	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:355", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -393,7 +393,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:543", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:542", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},

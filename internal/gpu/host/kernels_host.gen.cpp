@@ -3084,12 +3084,21 @@ MSL_KERNEL void msl_kernel_whir_pow_eq_tables(MSL_DEVICE const uint* pc         
 #define PROGRAM_LANES_H
 #line 24 "shaders/include/program_lanes.h"
 
+// Methods of the evaluator and emit structs: always inlined on the host, like every MSL_FN helper
+// (an out-of-line copy would be compiled for the baseline ISA only, not for the SIMD clones of the
+// kernel that calls it: hd_glue.h).
+#if defined(MSL_TARGET_HOST)
+#define PROG_LANES_METHOD inline __attribute__((always_inline))
+#else
+#define PROG_LANES_METHOD MSL_METHOD
+#endif
+
 // bb4l: one Fp4 value per lane, as four lane vectors (coefficient k of every lane in v[k]).
 #if MSL_LANES > 1
 struct bb4l {
   lanes_uint c[4];
-  MSL_METHOD lanes_uint& operator[](uint k) { return c[k]; }
-  MSL_METHOD lanes_uint operator[](uint k) const { return c[k]; }
+  PROG_LANES_METHOD lanes_uint& operator[](uint k) { return c[k]; }
+  PROG_LANES_METHOD lanes_uint operator[](uint k) const { return c[k]; }
 };
 MSL_FN bb4l bb4l_make(lanes_uint c0, lanes_uint c1, lanes_uint c2, lanes_uint c3) {
   bb4l r;
@@ -3258,12 +3267,12 @@ MSL_FN void prog_run4_lanes(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* 
 // emit every output once, in output order).
 struct ProgInterpreter {
   template <typename Emit>
-  MSL_METHOD void base(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
+  PROG_LANES_METHOD void base(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
                        uint t, uint T, MSL_THREAD Emit& emit) {
     prog_run_lanes(prog, cp, slots, regs, t, T, emit);
   }
   template <typename Emit>
-  MSL_METHOD void ext(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
+  PROG_LANES_METHOD void ext(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
                       uint t, uint T, MSL_THREAD Emit& emit) {
     prog_run4_lanes(prog, cp, slots, regs, t, T, emit);
   }
@@ -3275,9 +3284,9 @@ struct ProgCombineLanes {
   MSL_DEVICE const uint* kinds;
   MSL_DEVICE const uint* weights;
   bb4l zc, num, den;
-  MSL_METHOD void put(uint o, lanes_uint v) { add(o, bb4l_scale(bb4_load(weights, o), v)); }
-  MSL_METHOD void put(uint o, bb4l v) { add(o, bb4l_mul(bb4l_splat(bb4_load(weights, o)), v)); }
-  MSL_METHOD void add(uint o, bb4l wv) {
+  PROG_LANES_METHOD void put(uint o, lanes_uint v) { add(o, bb4l_scale(bb4_load(weights, o), v)); }
+  PROG_LANES_METHOD void put(uint o, bb4l v) { add(o, bb4l_mul(bb4l_splat(bb4_load(weights, o)), v)); }
+  PROG_LANES_METHOD void add(uint o, bb4l wv) {
     uint k = kinds[o];
     if (k == PROG_OUT_CONSTRAINT) {
       zc = bb4l_add(zc, wv);
@@ -3569,7 +3578,7 @@ MSL_FN void zc_accumulate(MSL_DEVICE uint* partials, uint row, bb4 e, bb4 zc, bb
   bb4_store(pr, 2u, bb4_add(bb4_load(pr, 2u), bb4_mul(e, den)));
 }
 
-// Round 0 over the slice: for every point (x, i) (x = x0 + pp / M, in-block index q = pp mod M =
+// Round 0 over the slice (the kernel checks p.lanes): for every point (x, i) (x = x0 + pp / M, in-block index q = pp mod M =
 // g·N + b, i = g + (M/N)·b), e(x)·(Zc, Num, Den)(x, i) is added to partial row gid·U + j (j: the
 // point's index in its unit), so that rows ≡ q (mod M) hold point class q (G·U ≡ 0 mod M).
 template <typename Eval>
@@ -3578,7 +3587,6 @@ MSL_FN void zc_uni_body(MSL_THREAD Eval& ev, MSL_DEVICE const uint* prog, MSL_DE
                         MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow,
                         MSL_DEVICE const uint* sel, MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs,
                         MSL_DEVICE uint* partials, MSL_CONSTANT ZcUniParams& p, uint gid, uint G) {
-  if (p.lanes != MSL_LANES) return;
   uint U = p.unit;
   uint groups = U / MSL_LANES;
   uint log_m = p.log_m;
@@ -3637,7 +3645,8 @@ MSL_KERNEL void msl_kernel_zc_uni_eval(MSL_DEVICE const uint* prog              
                         MSL_CONSTANT ZcUniParams& p               ,
                         uint gid                            ,
                         uint G                     ) {
-  ProgInterpreter ev;  // MSL_LANES: lane code (host SIMD clones)
+  if (p.lanes != MSL_LANES) return;
+  ProgInterpreter ev;
   zc_uni_body(ev, prog, cp, kinds, weights, coefs, deltas, srcmap, tw, lrow, sel, eq, slots, regs, partials, p, gid, G);
 }
 
@@ -3746,7 +3755,7 @@ struct ZcRoundParams {
   uint lanes;     // MSL_LANES the launcher assumed
 };
 
-// For every pair y (lanes across consecutive y) and X = 1..d+1: the used slots s (table τ, used[2k]
+// For every pair y (lanes across consecutive y; the kernel checks p.lanes) and X = 1..d+1: the used slots s (table τ, used[2k]
 // = s, used[2k+1] = τ) take t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]), the program runs over Fp4 and
 // e'(y)·(Zc, Num, Den) is added to partial row (gid·MSL_LANES + lane)·(d+1) + X − 1.
 template <typename Eval>
@@ -3754,7 +3763,6 @@ MSL_FN void zc_round_body(MSL_THREAD Eval& ev, MSL_DEVICE const uint* prog, MSL_
                           MSL_DEVICE const uint* weights, MSL_DEVICE const uint* used, MSL_DEVICE const uint* tables,
                           MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* diffs, MSL_DEVICE uint* regs,
                           MSL_DEVICE uint* partials, MSL_CONSTANT ZcRoundParams& p, uint gid, uint G) {
-  if (p.lanes != MSL_LANES) return;
   uint pairs = 1u << (p.log_rows - 1u);
   uint stride = p.stride;
   uint nused = p.nused;
@@ -3821,7 +3829,8 @@ MSL_KERNEL void msl_kernel_zc_round_eval(MSL_DEVICE const uint* prog            
                           MSL_CONSTANT ZcRoundParams& p               ,
                           uint gid                            ,
                           uint G                     ) {
-  ProgInterpreter ev;  // MSL_LANES: lane code (host SIMD clones)
+  if (p.lanes != MSL_LANES) return;
+  ProgInterpreter ev;
   zc_round_body(ev, prog, cp, kinds, weights, used, tables, eq, slots, diffs, regs, partials, p, gid, G);
 }
 
@@ -4416,7 +4425,7 @@ HD_SIMD_CLONES static void hd_group_zc_coeffs(const hd_launch* Lp, hd_u3 gp, uns
 static_assert(sizeof(MSL_CONSTANT ZcCoeffsParams) == 40, "zc_coeffs: value size of p");
 static const unsigned hd_valsize_zc_coeffs[] = {0, 0, 0, 0, 0, 40, 0};
 
-static void hd_group_zc_uni_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_zc_uni_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -4462,7 +4471,7 @@ static void hd_group_zc_bind_selectors(const hd_launch* Lp, hd_u3 gp, unsigned c
 static_assert(sizeof(MSL_CONSTANT ZcBindSelParams) == 68, "zc_bind_selectors: value size of p");
 static const unsigned hd_valsize_zc_bind_selectors[] = {0, 68, 0};
 
-static void hd_group_zc_round_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_zc_round_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];

@@ -3083,12 +3083,21 @@ kernel void whir_pow_eq_tables(device const uint* pc [[buffer(0)]],
 #define PROGRAM_LANES_H
 #line 24 "shaders/include/program_lanes.h"
 
+// Methods of the evaluator and emit structs: always inlined on the host, like every MSL_FN helper
+// (an out-of-line copy would be compiled for the baseline ISA only, not for the SIMD clones of the
+// kernel that calls it: hd_glue.h).
+#if defined(MSL_TARGET_HOST)
+#define PROG_LANES_METHOD inline __attribute__((always_inline))
+#else
+#define PROG_LANES_METHOD MSL_METHOD
+#endif
+
 // bb4l: one Fp4 value per lane, as four lane vectors (coefficient k of every lane in v[k]).
 #if MSL_LANES > 1
 struct bb4l {
   lanes_uint c[4];
-  MSL_METHOD lanes_uint& operator[](uint k) { return c[k]; }
-  MSL_METHOD lanes_uint operator[](uint k) const { return c[k]; }
+  PROG_LANES_METHOD lanes_uint& operator[](uint k) { return c[k]; }
+  PROG_LANES_METHOD lanes_uint operator[](uint k) const { return c[k]; }
 };
 MSL_FN bb4l bb4l_make(lanes_uint c0, lanes_uint c1, lanes_uint c2, lanes_uint c3) {
   bb4l r;
@@ -3257,12 +3266,12 @@ MSL_FN void prog_run4_lanes(device const uint* prog, device const uint* cp, devi
 // emit every output once, in output order).
 struct ProgInterpreter {
   template <typename Emit>
-  MSL_METHOD void base(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
+  PROG_LANES_METHOD void base(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
                        uint t, uint T, thread Emit& emit) {
     prog_run_lanes(prog, cp, slots, regs, t, T, emit);
   }
   template <typename Emit>
-  MSL_METHOD void ext(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
+  PROG_LANES_METHOD void ext(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
                       uint t, uint T, thread Emit& emit) {
     prog_run4_lanes(prog, cp, slots, regs, t, T, emit);
   }
@@ -3274,9 +3283,9 @@ struct ProgCombineLanes {
   device const uint* kinds;
   device const uint* weights;
   bb4l zc, num, den;
-  MSL_METHOD void put(uint o, lanes_uint v) { add(o, bb4l_scale(bb4_load(weights, o), v)); }
-  MSL_METHOD void put(uint o, bb4l v) { add(o, bb4l_mul(bb4l_splat(bb4_load(weights, o)), v)); }
-  MSL_METHOD void add(uint o, bb4l wv) {
+  PROG_LANES_METHOD void put(uint o, lanes_uint v) { add(o, bb4l_scale(bb4_load(weights, o), v)); }
+  PROG_LANES_METHOD void put(uint o, bb4l v) { add(o, bb4l_mul(bb4l_splat(bb4_load(weights, o)), v)); }
+  PROG_LANES_METHOD void add(uint o, bb4l wv) {
     uint k = kinds[o];
     if (k == PROG_OUT_CONSTRAINT) {
       zc = bb4l_add(zc, wv);
@@ -3568,7 +3577,7 @@ MSL_FN void zc_accumulate(device uint* partials, uint row, bb4 e, bb4 zc, bb4 nu
   bb4_store(pr, 2u, bb4_add(bb4_load(pr, 2u), bb4_mul(e, den)));
 }
 
-// Round 0 over the slice: for every point (x, i) (x = x0 + pp / M, in-block index q = pp mod M =
+// Round 0 over the slice (the kernel checks p.lanes): for every point (x, i) (x = x0 + pp / M, in-block index q = pp mod M =
 // g·N + b, i = g + (M/N)·b), e(x)·(Zc, Num, Den)(x, i) is added to partial row gid·U + j (j: the
 // point's index in its unit), so that rows ≡ q (mod M) hold point class q (G·U ≡ 0 mod M).
 template <typename Eval>
@@ -3577,7 +3586,6 @@ MSL_FN void zc_uni_body(thread Eval& ev, device const uint* prog, device const u
                         device const uint* srcmap, device const uint* tw, device const uint* lrow,
                         device const uint* sel, device const uint* eq, device uint* slots, device uint* regs,
                         device uint* partials, constant ZcUniParams& p, uint gid, uint G) {
-  if (p.lanes != MSL_LANES) return;
   uint U = p.unit;
   uint groups = U / MSL_LANES;
   uint log_m = p.log_m;
@@ -3636,7 +3644,8 @@ kernel void zc_uni_eval(device const uint* prog [[buffer(0)]],
                         constant ZcUniParams& p [[buffer(14)]],
                         uint gid [[thread_position_in_grid]],
                         uint G [[threads_per_grid]]) {
-  ProgInterpreter ev;  // MSL_LANES: lane code (host SIMD clones)
+  if (p.lanes != MSL_LANES) return;
+  ProgInterpreter ev;
   zc_uni_body(ev, prog, cp, kinds, weights, coefs, deltas, srcmap, tw, lrow, sel, eq, slots, regs, partials, p, gid, G);
 }
 
@@ -3745,7 +3754,7 @@ struct ZcRoundParams {
   uint lanes;     // MSL_LANES the launcher assumed
 };
 
-// For every pair y (lanes across consecutive y) and X = 1..d+1: the used slots s (table τ, used[2k]
+// For every pair y (lanes across consecutive y; the kernel checks p.lanes) and X = 1..d+1: the used slots s (table τ, used[2k]
 // = s, used[2k+1] = τ) take t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]), the program runs over Fp4 and
 // e'(y)·(Zc, Num, Den) is added to partial row (gid·MSL_LANES + lane)·(d+1) + X − 1.
 template <typename Eval>
@@ -3753,7 +3762,6 @@ MSL_FN void zc_round_body(thread Eval& ev, device const uint* prog, device const
                           device const uint* weights, device const uint* used, device const uint* tables,
                           device const uint* eq, device uint* slots, device uint* diffs, device uint* regs,
                           device uint* partials, constant ZcRoundParams& p, uint gid, uint G) {
-  if (p.lanes != MSL_LANES) return;
   uint pairs = 1u << (p.log_rows - 1u);
   uint stride = p.stride;
   uint nused = p.nused;
@@ -3820,6 +3828,7 @@ kernel void zc_round_eval(device const uint* prog [[buffer(0)]],
                           constant ZcRoundParams& p [[buffer(11)]],
                           uint gid [[thread_position_in_grid]],
                           uint G [[threads_per_grid]]) {
-  ProgInterpreter ev;  // MSL_LANES: lane code (host SIMD clones)
+  if (p.lanes != MSL_LANES) return;
+  ProgInterpreter ev;
   zc_round_body(ev, prog, cp, kinds, weights, used, tables, eq, slots, diffs, regs, partials, p, gid, G);
 }
