@@ -333,12 +333,9 @@ MSL_FN void zc_uni_body(thread Eval& ev, device const uint* prog, device const u
     zc_fill_selectors(u, p, sel, slots, gid, G);
     for (uint m = 0u; m < groups; m++) {
       ProgCombineLanes c;
-      c.kinds = kinds;
-      c.weights = weights;
-      c.zc = bb4l_zero();
-      c.num = bb4l_zero();
-      c.den = has_den ? den_const : bb4l_zero();
+      c.start(kinds, weights, has_den ? den_const : bb4l_zero());
       ev.base(prog, cp, slots + zc_region(p.nslots, m, gid, G, groups), rbase, t, T, c);
+      c.finish();
       for (uint l = 0u; l < MSL_LANES; l++) {
         uint j = m * MSL_LANES + l;
         uint pp = u * U + j;
@@ -521,12 +518,9 @@ MSL_FN void zc_round_body(thread Eval& ev, device const uint* prog, device const
         bb4l_store(sv, T, bb4l_add(bb4l_load(sv, T), bb4l_load(dbase + 4u * k * T + t, T)));
       }
       ProgCombineLanes c;
-      c.kinds = kinds;
-      c.weights = weights;
-      c.zc = bb4l_zero();
-      c.num = bb4l_zero();
-      c.den = has_den ? den_const : bb4l_zero();
+      c.start(kinds, weights, has_den ? den_const : bb4l_zero());
       ev.ext(prog, cp, sbase, rbase, t, T, c);
+      c.finish();
       for (uint l = 0u; l < MSL_LANES; l++) {
         uint y = y0 + l;
         if (y >= pairs) break;

@@ -43,6 +43,11 @@ type zcRef struct {
 }
 
 func newZcRef(r *rand.Rand, pg *constraints.Program, logN, logH int) *zcRef {
+	return newZcRefWith(r, pg, logN, logH, func() field.Fp { return fieldrand.Fp(r) })
+}
+
+// newZcRefWith is newZcRef with trace values drawn by value.
+func newZcRefWith(r *rand.Rand, pg *constraints.Program, logN, logH int, value func() field.Fp) *zcRef {
 	h, n := 1<<logH, 1<<logN
 	z := &zcRef{pg: pg, logN: logN, nLift: max(logH-logN, 0), logH: logH, height: h, public: fieldrand.Fps(r, pg.NumPublic)}
 	z.w = &constraints.Weights{Out: make([]field.Fp4, len(pg.Outputs)), DenConst: fieldrand.Fp4(r)}
@@ -52,7 +57,10 @@ func newZcRef(r *rand.Rand, pg *constraints.Program, logN, logH int) *zcRef {
 	hl := n << z.nLift
 	z.cols = make([][]field.Fp, pg.NumSlots())
 	for q, pw := range pg.PartWidths {
-		vals := fieldrand.Fps(r, pw*h)
+		vals := make([]field.Fp, pw*h)
+		for i := range vals {
+			vals[i] = value()
+		}
 		z.parts = append(z.parts, vals)
 		for c := 0; c < pw; c++ {
 			src := vals[c*h : (c+1)*h]
@@ -414,6 +422,95 @@ func TestZerocheckRoundMatchesGo(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// zcWideAir has many outputs of each kind (40 constraints, 20 message fields): every term of the
+// combination sums can be (p−1)² at once.
+type zcWideAir struct{}
+
+func (zcWideAir) Name() string          { return "zerocheck-wide" }
+func (zcWideAir) Width() air.TraceWidth { return air.TraceWidth{CommonMain: 40} }
+func (zcWideAir) NumPublicValues() int  { return 0 }
+func (zcWideAir) Eval(b *air.Builder) {
+	local := b.Main(0)
+	for _, x := range local {
+		b.AssertZero(x)
+	}
+	b.PushInteraction(1, local[:20], local[20], 1)
+	b.PushInteraction(2, local[21:39], local[39], 1)
+}
+
+// TestZerocheckCombineExtremes: outputs and weights whose Montgomery forms are all p−1 (the
+// largest products of the host's unreduced 64-bit sums), in round 0 and in a round j ≥ 1.
+func TestZerocheckCombineExtremes(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	pg, _ := compileProgram(t, zcWideAir{})
+	top := CanonicalOf(field.P - 1) // Montgomery form p−1
+	topFp4 := field.Fp4{top, top, top, top}
+	ref := newZcRefWith(r, pg, 2, 6, func() field.Fp { return top })
+	for o := range ref.w.Out {
+		ref.w.Out[o] = topFp4
+	}
+	ref.w.DenConst = topFp4
+	for _, opts := range []ZcOptions{{}, {PointMode: true}} {
+		dv := newZcDevice(t, ref, logM(2, 3), 4, opts)
+		e := make([]field.Fp4, 1<<ref.nLift)
+		for i := range e {
+			e[i] = topFp4
+		}
+		eq := uploadWords(t, "eq", MontFp4Slice(e))
+		out := allocWords(t, dv.zc.UniWidth())
+		b := testDev.Batch()
+		if err := dv.zc.EncodeUniRound(b, dv.trace, eq, 0, out, 0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := out.ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ref.uni(logM(2, 3), e)
+		requireNonZero(t, want[:])
+		for q := 0; q < 1<<logM(2, 3); q++ {
+			for k := 0; k < 3; k++ {
+				if g := Fp4OfMont(got[12*q+4*k:]); g != want[k][dv.dom.PointOf(q)] {
+					t.Fatalf("round 0 (%+v): class %d sum %d = %v, want %v", opts, q, k, g, want[k][dv.dom.PointOf(q)])
+				}
+			}
+		}
+		// A round over tables whose every coefficient is p−1 in Montgomery form.
+		rows := 1 << ref.nLift
+		tables := make([][]field.Fp4, pg.NumSlots())
+		words := make([]uint32, 4*dv.trace.NumTables()*rows)
+		for s := range tables {
+			if tau := dv.trace.TableOf(s); tau >= 0 {
+				tables[s] = make([]field.Fp4, rows)
+				for y := range tables[s] {
+					tables[s][y] = topFp4
+					if y%2 == 1 {
+						tables[s][y] = field.Fp4{top, 0, top, 1} // t[2y+1] − t[2y] ≠ 0
+					}
+				}
+				copy(words[4*tau*rows:], MontFp4Slice(tables[s]))
+			}
+		}
+		ta := uploadWords(t, "tables", words)
+		rout := allocWords(t, dv.zc.RoundWidth())
+		b = testDev.Batch()
+		if err := dv.zc.EncodeRound(b, dv.trace, ta, rows, ref.nLift, eq, 0, rout, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = rout.ReadAll(); err != nil {
+			t.Fatal(err)
+		}
+		rw := ref.round(tables, e[:rows/2], 4)
+		for x := 0; x < 4; x++ {
+			for k := 0; k < 3; k++ {
+				if g := Fp4OfMont(got[12*x+4*k:]); g != rw[k][x] {
+					t.Fatalf("round (%+v): X = %d sum %d = %v, want %v", opts, x+1, k, g, rw[k][x])
+				}
+			}
 		}
 	}
 }

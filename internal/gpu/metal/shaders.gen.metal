@@ -3278,11 +3278,134 @@ struct ProgInterpreter {
 };
 
 // The batched combination of one point per lane (ProgCombine of program.h on lanes): outputs
-// weighted by weights (Montgomery Fp4 per output) and summed by kind (kinds: PROG_OUT_* per output).
+// weighted by weights (Montgomery Fp4 per output) and summed by kind (kinds: PROG_OUT_* per output;
+// kind k's sum is zc, num, den for k = 0, 1, 2). Use: start, the evaluator's puts, finish.
+//
+// On the host the sums are kept as unreduced 64-bit products (PROG_LAZY: the even and the odd
+// lanes of each coefficient of each kind), folded below 2^60.01 before they could overflow and
+// Montgomery-reduced once per point by finish: a third of the vector instructions of a Montgomery
+// product per term. Bounds: a product of two values < p is < 2^61.9; after a fold
+// (lo + hi·(2^32 mod p)) a sum is < 2^60.01, so three base products (or the four of one Fp4
+// coefficient) fit below 2^64; the final sum is < p·2^32, as the reduction needs. GPUs (no fast
+// 64-bit multiply on Apple) keep Montgomery products.
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE
+#define PROG_LAZY 1
+#else
+#define PROG_LAZY 0
+#endif
+
+#if PROG_LAZY
+// v's even and odd lanes as 64-bit lanes.
+MSL_FN lanes_ulong prog_even(lanes_uint v) { return (lanes_ulong)v & ((lanes_ulong){} + 0xffffffffuL); }
+MSL_FN lanes_ulong prog_odd(lanes_uint v) { return (lanes_ulong)v >> 32; }
+// A splat of w < 2^32 whose high halves are visibly zero (so products are 32×32-bit multiplies).
+MSL_FN lanes_ulong prog_wide(uint w) { return ((lanes_ulong){} + (ulong)w) & ((lanes_ulong){} + 0xffffffffuL); }
+// x ≡ lo + hi·2^32 ≡ lo + hi·(2^32 mod p): below 2^60.01.
+MSL_FN lanes_ulong prog_fold(lanes_ulong x) {
+  lanes_ulong lo32 = (lanes_ulong){} + 0xffffffffuL;
+  return (x & lo32) + (x >> 32) * ((lanes_ulong){} + (ulong)BB_ONE);
+}
+// Montgomery reduction of 64-bit sums x < p·2^32 (even and odd lanes) to x·2^−32 mod p per lane.
+MSL_FN lanes_uint prog_reduce(lanes_ulong e, lanes_ulong o) {
+  lanes_ulong lo32 = (lanes_ulong){} + 0xffffffffuL;
+  lanes_ulong p64 = (lanes_ulong){} + (ulong)BB_P;
+  lanes_ulong pinv = (lanes_ulong){} + (ulong)BB_PINV;
+  lanes_ulong me = ((e & lo32) * pinv) & lo32;
+  lanes_ulong mo = ((o & lo32) * pinv) & lo32;
+  lanes_ulong re = (e >> 32) + p64 - ((me * p64) >> 32);  // in (0, 2p)
+  lanes_ulong ro = (o >> 32) + p64 - ((mo * p64) >> 32);
+  lanes_uint r = __builtin_shufflevector((lanes_uint)re, (lanes_uint)ro, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12,
+                                         28, 14, 30);
+  lanes_uint s = r - BB_P;
+  return r < s ? r : s;
+}
+#endif
+
 struct ProgCombineLanes {
   device const uint* kinds;
   device const uint* weights;
   bb4l zc, num, den;
+#if PROG_LAZY
+  lanes_ulong acc[3][4][2];  // [kind][coefficient][even, odd lanes]
+  uint count[3];             // products added per accumulator since its last fold
+#endif
+  // Starts a point: den0 is den's initial value (the constant denominator term, or zero).
+  PROG_LANES_METHOD void start(device const uint* k, device const uint* w, bb4l den0) {
+    kinds = k;
+    weights = w;
+    zc = bb4l_zero();
+    num = bb4l_zero();
+    den = den0;
+#if PROG_LAZY
+    for (uint i = 0u; i < 3u; i++) {
+      count[i] = 0u;
+      for (uint c = 0u; c < 4u; c++) {
+        acc[i][c][0] = (lanes_ulong){};
+        acc[i][c][1] = (lanes_ulong){};
+      }
+    }
+#endif
+  }
+#if PROG_LAZY
+  PROG_LANES_METHOD void fold(uint k) {
+    for (uint c = 0u; c < 4u; c++) {
+      acc[k][c][0] = prog_fold(acc[k][c][0]);
+      acc[k][c][1] = prog_fold(acc[k][c][1]);
+    }
+    count[k] = 0u;
+  }
+  PROG_LANES_METHOD void put(uint o, lanes_uint v) {
+    uint k = min(kinds[o], 2u);
+    if (count[k] >= 3u) fold(k);
+    lanes_ulong ve = prog_even(v);
+    lanes_ulong vo = prog_odd(v);
+    for (uint c = 0u; c < 4u; c++) {
+      lanes_ulong w = prog_wide(weights[4u * o + c]);
+      acc[k][c][0] += ve * w;
+      acc[k][c][1] += vo * w;
+    }
+    count[k]++;
+  }
+  // (w·v)_c = Σ_j w_j·v_{c−j} with the wrapped terms (j > c) times W: four products per
+  // coefficient, accumulated, then folded.
+  PROG_LANES_METHOD void put(uint o, bb4l v) {
+    uint k = min(kinds[o], 2u);
+    if (count[k] != 0u) fold(k);
+    uint w[4];
+    uint ww[4];
+    for (uint j = 0u; j < 4u; j++) {
+      w[j] = weights[4u * o + j];
+      ww[j] = bb_mul(w[j], BB4_W_MONT);
+    }
+    lanes_ulong ve[4];
+    lanes_ulong vo[4];
+    for (uint j = 0u; j < 4u; j++) {
+      ve[j] = prog_even(v[j]);
+      vo[j] = prog_odd(v[j]);
+    }
+    for (uint c = 0u; c < 4u; c++) {
+      for (uint j = 0u; j < 4u; j++) {
+        uint i = (c + 4u - j) & 3u;
+        lanes_ulong wj = prog_wide(j <= c ? w[j] : ww[j]);
+        acc[k][c][0] += ve[i] * wj;
+        acc[k][c][1] += vo[i] * wj;
+      }
+    }
+    count[k] = 4u;  // the next put folds first
+  }
+  // Ends a point: the lazy sums, reduced, added to zc, num, den.
+  PROG_LANES_METHOD void finish() {
+    bb4l r[3];
+    for (uint k = 0u; k < 3u; k++) {
+      for (uint c = 0u; c < 4u; c++) {
+        r[k][c] = prog_reduce(prog_fold(acc[k][c][0]), prog_fold(acc[k][c][1]));
+      }
+    }
+    zc = bb4l_add(zc, r[0]);
+    num = bb4l_add(num, r[1]);
+    den = bb4l_add(den, r[2]);
+  }
+#else
   PROG_LANES_METHOD void put(uint o, lanes_uint v) { add(o, bb4l_scale(bb4_load(weights, o), v)); }
   PROG_LANES_METHOD void put(uint o, bb4l v) { add(o, bb4l_mul(bb4l_splat(bb4_load(weights, o)), v)); }
   PROG_LANES_METHOD void add(uint o, bb4l wv) {
@@ -3295,6 +3418,8 @@ struct ProgCombineLanes {
       den = bb4l_add(den, wv);
     }
   }
+  PROG_LANES_METHOD void finish() {}
+#endif
 };
 
 #endif  // PROGRAM_LANES_H
@@ -3608,12 +3733,9 @@ MSL_FN void zc_uni_body(thread Eval& ev, device const uint* prog, device const u
     zc_fill_selectors(u, p, sel, slots, gid, G);
     for (uint m = 0u; m < groups; m++) {
       ProgCombineLanes c;
-      c.kinds = kinds;
-      c.weights = weights;
-      c.zc = bb4l_zero();
-      c.num = bb4l_zero();
-      c.den = has_den ? den_const : bb4l_zero();
+      c.start(kinds, weights, has_den ? den_const : bb4l_zero());
       ev.base(prog, cp, slots + zc_region(p.nslots, m, gid, G, groups), rbase, t, T, c);
+      c.finish();
       for (uint l = 0u; l < MSL_LANES; l++) {
         uint j = m * MSL_LANES + l;
         uint pp = u * U + j;
@@ -3796,12 +3918,9 @@ MSL_FN void zc_round_body(thread Eval& ev, device const uint* prog, device const
         bb4l_store(sv, T, bb4l_add(bb4l_load(sv, T), bb4l_load(dbase + 4u * k * T + t, T)));
       }
       ProgCombineLanes c;
-      c.kinds = kinds;
-      c.weights = weights;
-      c.zc = bb4l_zero();
-      c.num = bb4l_zero();
-      c.den = has_den ? den_const : bb4l_zero();
+      c.start(kinds, weights, has_den ? den_const : bb4l_zero());
       ev.ext(prog, cp, sbase, rbase, t, T, c);
+      c.finish();
       for (uint l = 0u; l < MSL_LANES; l++) {
         uint y = y0 + l;
         if (y >= pairs) break;
