@@ -1,25 +1,27 @@
 package device
 
 import (
-	"fmt"
-
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/kernels"
 )
 
-// Constraint programs on the device: each program is uploaded once per backend and kept until
-// Close (the stages of every proof reuse it). Stages that need only some of an AIR's outputs
-// (the GKR leaves: its interactions; the trace check: its constraints) compile that program once
-// per verifying key.
+// Programs evaluated on trace rows (rows.go). Every program is uploaded once per backend through
+// Backend.program (constraints.go); the stages that need only some of an AIR's outputs (the GKR
+// leaves: its interactions; the trace check: its constraints) compile that program once per
+// verifying key, and each program's table of the trace columns it reads is uploaded once. All of
+// it lives until Close.
 
-// programCache holds the uploaded programs, the per-key programs compiled for some outputs and
-// the tables of the columns programs read from trace rows.
-type programCache struct {
-	uploaded map[*constraints.Program]*kernels.Program
+// rowProgramCache holds the per-key programs compiled for some outputs and the column tables.
+type rowProgramCache struct {
 	compiled map[compiledKey]*constraints.Program
 	columns  map[*constraints.Program]*usedColumns
+}
+
+type compiledKey struct {
+	vk   *air.VerifyingKey
+	outs constraints.Outputs
 }
 
 // usedColumns is a program's kernels.UsedColumns table, on the device (nil when it reads no
@@ -29,58 +31,24 @@ type usedColumns struct {
 	words *gpu.Array[uint32]
 }
 
-type compiledKey struct {
-	vk   *air.VerifyingKey
-	outs constraints.Outputs
-}
-
-// program returns p on the device, uploading it on first use.
-func (b *Backend) program(p *constraints.Program) (*kernels.Program, error) {
-	if p == nil {
-		return nil, fmt.Errorf("backend/device: nil constraint program")
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return nil, ErrClosed
-	}
-	if dp, ok := b.progs.uploaded[p]; ok {
-		return dp, nil
-	}
-	dp, err := kernels.UploadProgram(b.dev, fmt.Sprintf("%d instructions", len(p.Code)), p)
-	if err != nil {
-		return nil, err
-	}
-	if b.progs.uploaded == nil {
-		b.progs.uploaded = map[*constraints.Program]*kernels.Program{}
-	}
-	b.progs.uploaded[p] = dp
-	return dp, nil
-}
-
 // programFor returns vk's program compiled for outs (constraints.Compile), compiling it on first
 // use, and the program on the device.
 func (b *Backend) programFor(vk *air.VerifyingKey, outs constraints.Outputs) (*constraints.Program, *kernels.Program, error) {
 	key := compiledKey{vk, outs}
-	b.mu.Lock()
-	p, ok := b.progs.compiled[key]
-	b.mu.Unlock()
+	b.progMu.Lock()
+	p, ok := b.rowProgs.compiled[key]
 	if !ok {
 		var err error
 		if p, err = constraints.Compile(vk, outs); err != nil {
+			b.progMu.Unlock()
 			return nil, nil, err
 		}
-		b.mu.Lock()
-		if q, ok := b.progs.compiled[key]; ok {
-			p = q // compiled meanwhile by another goroutine: keep one
-		} else {
-			if b.progs.compiled == nil {
-				b.progs.compiled = map[compiledKey]*constraints.Program{}
-			}
-			b.progs.compiled[key] = p
+		if b.rowProgs.compiled == nil {
+			b.rowProgs.compiled = map[compiledKey]*constraints.Program{}
 		}
-		b.mu.Unlock()
+		b.rowProgs.compiled[key] = p
 	}
+	b.progMu.Unlock()
 	dp, err := b.program(p)
 	if err != nil {
 		return nil, nil, err
@@ -90,13 +58,16 @@ func (b *Backend) programFor(vk *air.VerifyingKey, outs constraints.Outputs) (*c
 
 // columnsOf returns the table of the trace columns p reads, uploading it on first use.
 func (b *Backend) columnsOf(p *constraints.Program) (*usedColumns, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return nil, ErrClosed
-	}
-	if u, ok := b.progs.columns[p]; ok {
+	b.progMu.Lock()
+	defer b.progMu.Unlock()
+	if u, ok := b.rowProgs.columns[p]; ok {
 		return u, nil
+	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
 	}
 	u := &usedColumns{UsedColumns: kernels.UsedColumnsOf(p)}
 	if len(u.Words) > 0 {
@@ -105,25 +76,22 @@ func (b *Backend) columnsOf(p *constraints.Program) (*usedColumns, error) {
 			return nil, err
 		}
 	}
-	if b.progs.columns == nil {
-		b.progs.columns = map[*constraints.Program]*usedColumns{}
+	if b.rowProgs.columns == nil {
+		b.rowProgs.columns = map[*constraints.Program]*usedColumns{}
 	}
-	b.progs.columns[p] = u
+	b.rowProgs.columns[p] = u
 	return u, nil
 }
 
-// freePrograms frees every uploaded program and table (Close).
-func (b *Backend) freePrograms() {
-	b.mu.Lock()
-	pc := b.progs
-	b.progs = programCache{}
-	b.mu.Unlock()
-	for _, dp := range pc.uploaded {
-		dp.Free()
-	}
-	for _, u := range pc.columns {
+// freeRowPrograms frees the column tables and forgets the compiled programs (Close; the uploaded
+// programs are freePrograms').
+func (b *Backend) freeRowPrograms() {
+	b.progMu.Lock()
+	defer b.progMu.Unlock()
+	for _, u := range b.rowProgs.columns {
 		if u.words != nil {
 			u.words.Free()
 		}
 	}
+	b.rowProgs = rowProgramCache{}
 }
