@@ -347,3 +347,67 @@ func TestReadmeFlow(t *testing.T) {
 		t.Fatalf("bench: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
+
+// corruptTrace writes a copy of the trace file at path with one cell of section sec changed (add
+// d at column col, row row) and returns its path.
+func corruptTrace(t *testing.T, path string, sec, col, row int, d uint32) string {
+	t.Helper()
+	secs, err := tracefile.ReadAll(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &secs[sec]
+	s.Data[col*s.Height+row] = s.Data[col*s.Height+row].Add(field.New(d))
+	bad := filepath.Join(t.TempDir(), "bad.trace")
+	if err := tracefile.WriteAll(bad, secs); err != nil {
+		t.Fatal(err)
+	}
+	return bad
+}
+
+// TestProveRejectsInvalidTrace: prove checks the trace before proving, on the device (here the
+// host device) as on --cpuref: one wrong cell is refused with exit 4 naming the AIR, row and
+// constraint, an unbalanced bus naming the bus and message, and no proof file is written.
+func TestProveRejectsInvalidTrace(t *testing.T) {
+	dir := t.TempDir()
+	fib := filepath.Join(dir, "fib.trace")
+	if code, _, errOut := metalprove(t, "trace", "--example", "fibonacci", "--rows", "64", "-o", fib); code != 0 {
+		t.Fatalf("trace fibonacci: exit %d, stderr %q", code, errOut)
+	}
+	pair := filepath.Join(dir, "pair.trace")
+	if code, _, errOut := metalprove(t, "trace", "--example", "interaction-pair", "--rows", "64", "-o", pair); code != 0 {
+		t.Fatalf("trace interaction-pair: exit %d, stderr %q", code, errOut)
+	}
+	for _, tc := range []struct {
+		name, path string
+		want       []string
+	}{
+		// The right of row 20 changed: row 19's transition constraint 3 fails first.
+		{"wrong cell", corruptTrace(t, fib, 0, 1, 20, 1), []string{"AIR 0 (fibonacci): row 19: constraint 3 = ", "AIR 0 (fibonacci): row 20: constraint 2 = "}},
+		// The receiver's count of row 5 changed: no constraint fails, bus 0 does not balance.
+		{"unbalanced bus", corruptTrace(t, pair, 1, 0, 5, 2), []string{"interactions do not balance: bus 0 message ["}},
+	} {
+		var msgs []string
+		for _, backend := range [][]string{{"--device", "host"}, {"--cpuref"}} {
+			out := filepath.Join(dir, "out.proof")
+			args := append([]string{"prove", "--trace", tc.path, "--preset", "test", "--allow-insecure", "-o", out}, backend...)
+			code, stdout, errOut := metalprove(t, args...)
+			if code != 4 || stdout != "" {
+				t.Errorf("%s %v: exit %d, stdout %q, stderr %q; want exit 4", tc.name, backend, code, stdout, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("%s %v: stderr lacks %q:\n%s", tc.name, backend, w, errOut)
+				}
+			}
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s %v: a proof file was written (%v)", tc.name, backend, err)
+			}
+			line := errOut[strings.Index(errOut, "stark: trace does not satisfy"):]
+			msgs = append(msgs, line[:strings.IndexByte(line+"\n", '\n')])
+		}
+		if msgs[0] != msgs[1] {
+			t.Errorf("%s: device and host checkers differ:\n%s\n%s", tc.name, msgs[0], msgs[1])
+		}
+	}
+}

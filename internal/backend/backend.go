@@ -46,9 +46,6 @@ func Device(dev *gpu.Device, log *zerolog.Logger) (*Composed, error) {
 	own := db.Stages()
 	ref := cpuref.Backend{}
 	be := *own
-	if be.Gkr == nil {
-		be.Gkr = fallbackGkr{fb, ref}
-	}
 	if be.Constraints == nil {
 		be.Constraints = fallbackConstraints{fb, ref}
 	}

@@ -21,42 +21,6 @@ func countedErr(f *Fallbacks, op string, call func() error) error {
 	return call()
 }
 
-type fallbackGkr struct {
-	fb  *Fallbacks
-	ref cpuref.Backend
-}
-
-func (g fallbackGkr) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, layout *stark.GkrLayout, alpha, beta field.Fp4) (stark.GkrProver, error) {
-	gp, err := counted(g.fb, "NewGkrProver", func() (stark.GkrProver, error) { return g.ref.NewGkrProver(p, traces, layout, alpha, beta) })
-	if err != nil {
-		return nil, err
-	}
-	return gkrProver{g.fb, gp}, nil
-}
-
-type gkrProver struct {
-	fb  *Fallbacks
-	ref stark.GkrProver
-}
-
-func (g gkrProver) Root() (p, q field.Fp4, err error) {
-	r, err := counted(g.fb, "GkrProver.Root", func() ([2]field.Fp4, error) { p, q, err := g.ref.Root(); return [2]field.Fp4{p, q}, err })
-	return r[0], r[1], err
-}
-func (g gkrProver) BeginLayer(j int, xi []field.Fp4, lambda field.Fp4) error {
-	return countedErr(g.fb, "GkrProver.BeginLayer", func() error { return g.ref.BeginLayer(j, xi, lambda) })
-}
-func (g gkrProver) Round() ([3]field.Fp4, error) {
-	return counted(g.fb, "GkrProver.Round", g.ref.Round)
-}
-func (g gkrProver) Bind(r field.Fp4) error {
-	return countedErr(g.fb, "GkrProver.Bind", func() error { return g.ref.Bind(r) })
-}
-func (g gkrProver) LayerClaims() (stark.GkrLayerClaims, error) {
-	return counted(g.fb, "GkrProver.LayerClaims", g.ref.LayerClaims)
-}
-func (g gkrProver) Release() { g.ref.Release() }
-
 type fallbackConstraints struct {
 	fb  *Fallbacks
 	ref cpuref.Backend

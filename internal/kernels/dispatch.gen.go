@@ -225,12 +225,13 @@ func (v scFoldParams) arg() gpu.Arg {
 
 // scSumRowsParams is the value struct ScSumRowsParams of the shaders: uint fields in declaration order.
 type scSumRowsParams struct {
-	rows  uint32
-	width uint32
+	rows   uint32
+	width  uint32
+	outOff uint32
 }
 
 func (v scSumRowsParams) arg() gpu.Arg {
-	return gpu.U32(v.rows, v.width)
+	return gpu.U32(v.rows, v.width, v.outOff)
 }
 
 // scEqExpandParams is the value struct ScEqExpandParams of the shaders: uint fields in declaration order.
@@ -349,6 +350,216 @@ type whirEqTablesParams struct {
 
 func (v whirEqTablesParams) arg() gpu.Arg {
 	return gpu.U32(v.npts, v.logLo, v.logHi)
+}
+
+// gkrLeafParams is the value struct GkrLeafParams of the shaders: uint fields in declaration order.
+type gkrLeafParams struct {
+	points  uint32
+	row0    uint32
+	height  uint32
+	selSlot uint32
+	nInter  uint32
+	reps    uint32
+	norm    uint32
+}
+
+func (v gkrLeafParams) arg() gpu.Arg {
+	return gpu.U32(v.points, v.row0, v.height, v.selSlot, v.nInter, v.reps, v.norm)
+}
+
+// gkrPadParams is the value struct GkrPadParams of the shaders: uint fields in declaration order.
+type gkrPadParams struct {
+	from uint32
+	to   uint32
+	a0   uint32
+	a1   uint32
+	a2   uint32
+	a3   uint32
+}
+
+func (v gkrPadParams) arg() gpu.Arg {
+	return gpu.U32(v.from, v.to, v.a0, v.a1, v.a2, v.a3)
+}
+
+// gkrLayerParams is the value struct GkrLayerParams of the shaders: uint fields in declaration order.
+type gkrLayerParams struct {
+	n uint32
+}
+
+func (v gkrLayerParams) arg() gpu.Arg {
+	return gpu.U32(v.n)
+}
+
+// gkrRoundParams is the value struct GkrRoundParams of the shaders: uint fields in declaration order.
+type gkrRoundParams struct {
+	logPairs uint32
+	eqOff    uint32
+	l0       uint32
+	l1       uint32
+	l2       uint32
+	l3       uint32
+}
+
+func (v gkrRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.logPairs, v.eqOff, v.l0, v.l1, v.l2, v.l3)
+}
+
+// gkrFoldRoundParams is the value struct GkrFoldRoundParams of the shaders: uint fields in declaration order.
+type gkrFoldRoundParams struct {
+	logPairs uint32
+	eqSrc    uint32
+	eqDst    uint32
+	l0       uint32
+	l1       uint32
+	l2       uint32
+	l3       uint32
+	r0       uint32
+	r1       uint32
+	r2       uint32
+	r3       uint32
+}
+
+func (v gkrFoldRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.logPairs, v.eqSrc, v.eqDst, v.l0, v.l1, v.l2, v.l3, v.r0, v.r1, v.r2, v.r3)
+}
+
+// rowsSlotsParams is the value struct RowsSlotsParams of the shaders: uint fields in declaration order.
+type rowsSlotsParams struct {
+	colsOff   uint32
+	ncols     uint32
+	partStart uint32
+	height    uint32
+	row0      uint32
+	logPoints uint32
+}
+
+func (v rowsSlotsParams) arg() gpu.Arg {
+	return gpu.U32(v.colsOff, v.ncols, v.partStart, v.height, v.row0, v.logPoints)
+}
+
+// rowsCheckParams is the value struct RowsCheckParams of the shaders: uint fields in declaration order.
+type rowsCheckParams struct {
+	points  uint32
+	row0    uint32
+	height  uint32
+	selSlot uint32
+	outRow  uint32
+}
+
+func (v rowsCheckParams) arg() gpu.Arg {
+	return gpu.U32(v.points, v.row0, v.height, v.selSlot, v.outRow)
+}
+
+// rowsMinParams is the value struct RowsMinParams of the shaders: uint fields in declaration order.
+type rowsMinParams struct {
+	first uint32
+	count uint32
+	at    uint32
+}
+
+func (v rowsMinParams) arg() gpu.Arg {
+	return gpu.U32(v.first, v.count, v.at)
+}
+
+// zcCoeffsParams is the value struct ZcCoeffsParams of the shaders: uint fields in declaration order.
+type zcCoeffsParams struct {
+	logH        uint32
+	logN        uint32
+	logM        uint32
+	x0          uint32
+	sliceBlocks uint32
+	col0        uint32
+	count       uint32
+	ncols       uint32
+	invN        uint32
+	lanes       uint32
+}
+
+func (v zcCoeffsParams) arg() gpu.Arg {
+	return gpu.U32(v.logH, v.logN, v.logM, v.x0, v.sliceBlocks, v.col0, v.count, v.ncols, v.invN, v.lanes)
+}
+
+// zcUniParams is the value struct ZcUniParams of the shaders: uint fields in declaration order.
+type zcUniParams struct {
+	logN        uint32
+	logM        uint32
+	blocks      uint32
+	x0          uint32
+	sliceBlocks uint32
+	unit        uint32
+	cosetMode   uint32
+	ncols       uint32
+	nslots      uint32
+	nregs       uint32
+	selFirst    uint32
+	selLast     uint32
+	selTrans    uint32
+	hasDen      uint32
+	nout        uint32
+	zero        uint32
+	eqOff       uint32
+	lanes       uint32
+}
+
+func (v zcUniParams) arg() gpu.Arg {
+	return gpu.U32(v.logN, v.logM, v.blocks, v.x0, v.sliceBlocks, v.unit, v.cosetMode, v.ncols, v.nslots, v.nregs, v.selFirst, v.selLast, v.selTrans, v.hasDen, v.nout, v.zero, v.eqOff, v.lanes)
+}
+
+// zcBindParams is the value struct ZcBindParams of the shaders: uint fields in declaration order.
+type zcBindParams struct {
+	logH   uint32
+	logN   uint32
+	blocks uint32
+	width  uint32
+	stride uint32
+	lanes  uint32
+}
+
+func (v zcBindParams) arg() gpu.Arg {
+	return gpu.U32(v.logH, v.logN, v.blocks, v.width, v.stride, v.lanes)
+}
+
+// zcBindSelParams is the value struct ZcBindSelParams of the shaders: uint fields in declaration order.
+type zcBindSelParams struct {
+	blocks uint32
+	stride uint32
+	tFirst uint32
+	tLast  uint32
+	tTrans uint32
+	f0     uint32
+	f1     uint32
+	f2     uint32
+	f3     uint32
+	l0     uint32
+	l1     uint32
+	l2     uint32
+	l3     uint32
+	s0     uint32
+	s1     uint32
+	s2     uint32
+	s3     uint32
+}
+
+func (v zcBindSelParams) arg() gpu.Arg {
+	return gpu.U32(v.blocks, v.stride, v.tFirst, v.tLast, v.tTrans, v.f0, v.f1, v.f2, v.f3, v.l0, v.l1, v.l2, v.l3, v.s0, v.s1, v.s2, v.s3)
+}
+
+// zcRoundParams is the value struct ZcRoundParams of the shaders: uint fields in declaration order.
+type zcRoundParams struct {
+	logRows uint32
+	stride  uint32
+	nused   uint32
+	nslots  uint32
+	nregs   uint32
+	points  uint32
+	hasDen  uint32
+	nout    uint32
+	eqOff   uint32
+	lanes   uint32
+}
+
+func (v zcRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.logRows, v.stride, v.nused, v.nslots, v.nregs, v.points, v.hasDen, v.nout, v.eqOff, v.lanes)
 }
 
 // dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:21).
@@ -506,12 +717,12 @@ func dispatchScFold(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *
 	return enc.Dispatch("sc_fold", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:252).
+// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:253).
 func dispatchScSumRows(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumRowsParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_rows", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:294).
+// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:296).
 func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }
@@ -554,4 +765,69 @@ func dispatchWhirHorner(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, d
 // dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:236).
 func dispatchWhirPowEqTables(enc *gpu.Batch, groups, tpg gpu.Dim3, pc *gpu.Buffer, lo *gpu.Buffer, hi *gpu.Buffer, p whirEqTablesParams) *gpu.Batch {
 	return enc.Dispatch("whir_pow_eq_tables", groups, tpg, []gpu.Arg{gpu.Buf(pc), gpu.Buf(lo), gpu.Buf(hi), p.arg()})
+}
+
+// dispatchGkrLeaves encodes kernel gkr_leaves (shaders/rap/gkr.metal:53).
+func dispatchGkrLeaves(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, outs *gpu.Buffer, inter *gpu.Buffer, consts *gpu.Buffer, leaves *gpu.Buffer, p gkrLeafParams) *gpu.Batch {
+	return enc.Dispatch("gkr_leaves", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(outs), gpu.Buf(inter), gpu.Buf(consts), gpu.Buf(leaves), p.arg()})
+}
+
+// dispatchGkrPad encodes kernel gkr_pad (shaders/rap/gkr.metal:101).
+func dispatchGkrPad(enc *gpu.Batch, groups, tpg gpu.Dim3, leaves *gpu.Buffer, p gkrPadParams) *gpu.Batch {
+	return enc.Dispatch("gkr_pad", groups, tpg, []gpu.Arg{gpu.Buf(leaves), p.arg()})
+}
+
+// dispatchGkrLayer encodes kernel gkr_layer (shaders/rap/gkr.metal:116).
+func dispatchGkrLayer(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p gkrLayerParams) *gpu.Batch {
+	return enc.Dispatch("gkr_layer", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
+}
+
+// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/rap/gkr.metal:191).
+func dispatchGkrRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, frac *gpu.Buffer, partials *gpu.Buffer, p gkrRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(frac), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/rap/gkr.metal:231).
+func dispatchGkrFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, dst *gpu.Buffer, partials *gpu.Buffer, p gkrFoldRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(dst), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchRowsFillSlots encodes kernel rows_fill_slots (shaders/rap/rows.metal:29).
+func dispatchRowsFillSlots(enc *gpu.Batch, groups, tpg gpu.Dim3, part *gpu.Buffer, cols *gpu.Buffer, slots *gpu.Buffer, p rowsSlotsParams) *gpu.Batch {
+	return enc.Dispatch("rows_fill_slots", groups, tpg, []gpu.Arg{gpu.Buf(part), gpu.Buf(cols), gpu.Buf(slots), p.arg()})
+}
+
+// dispatchRowsCheckPartials encodes kernel rows_check_partials (shaders/rap/rows.metal:76).
+func dispatchRowsCheckPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p rowsCheckParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("rows_check_partials", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchRowsMinPairs encodes kernel rows_min_pairs (shaders/rap/rows.metal:119).
+func dispatchRowsMinPairs(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p rowsMinParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("rows_min_pairs", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
+}
+
+// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/rap/zerocheck.metal:99).
+func dispatchZcCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams) *gpu.Batch {
+	return enc.Dispatch("zc_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()})
+}
+
+// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/rap/zerocheck.metal:352).
+func dispatchZcUniEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniParams) *gpu.Batch {
+	return enc.Dispatch("zc_uni_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
+}
+
+// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/rap/zerocheck.metal:390).
+func dispatchZcBindUni(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, w *gpu.Buffer, colmap *gpu.Buffer, tables *gpu.Buffer, p zcBindParams) *gpu.Batch {
+	return enc.Dispatch("zc_bind_uni", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(w), gpu.Buf(colmap), gpu.Buf(tables), p.arg()})
+}
+
+// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/rap/zerocheck.metal:446).
+func dispatchZcBindSelectors(enc *gpu.Batch, groups, tpg gpu.Dim3, tables *gpu.Buffer, p zcBindSelParams) *gpu.Batch {
+	return enc.Dispatch("zc_bind_selectors", groups, tpg, []gpu.Arg{gpu.Buf(tables), p.arg()})
+}
+
+// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/rap/zerocheck.metal:536).
+func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, diffs *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
+	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(diffs), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

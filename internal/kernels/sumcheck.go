@@ -177,20 +177,25 @@ func (s *Sumcheck) reduceShape(kernel string, pairs int) (groups, tpg gpu.Dim3, 
 // EncodeSumRows encodes out[k] = Σ_{r<rows} in[r·width + k] for k < width (Fp sums of each uint:
 // Fp4 rows add componentwise), one group (sc_sum_rows): the second pass of the partials kernels.
 func EncodeSumRows(b *gpu.Batch, dev *gpu.Device, in, out *gpu.Array[uint32], rows, width int) error {
-	if rows <= 0 || width <= 0 {
-		return fmt.Errorf("kernels: SumRows: %d rows of %d", rows, width)
+	return EncodeSumRowsAt(b, dev, in, out, 0, rows, width)
+}
+
+// EncodeSumRowsAt is EncodeSumRows into out from index outOff: out[outOff + k] = Σ_r in[r·width + k].
+func EncodeSumRowsAt(b *gpu.Batch, dev *gpu.Device, in, out *gpu.Array[uint32], outOff, rows, width int) error {
+	if rows <= 0 || width <= 0 || outOff < 0 {
+		return fmt.Errorf("kernels: SumRows: %d rows of %d into offset %d", rows, width, outOff)
 	}
 	if err := checkArray("SumRows", in, rows*width); err != nil {
 		return err
 	}
-	if err := checkArray("SumRows", out, width); err != nil {
+	if err := checkArray("SumRows", out, outOff+width); err != nil {
 		return err
 	}
 	t := groupSize(dev, "sc_sum_rows", gpuGroup)
 	if isHost(dev) {
 		t = 1
 	}
-	dispatchScSumRows(b, gpu.D1(1), gpu.D1(uint32(t)), in.Buffer, out.Buffer, scSumRowsParams{rows: uint32(rows), width: uint32(width)}, uint32(4*t))
+	dispatchScSumRows(b, gpu.D1(1), gpu.D1(uint32(t)), in.Buffer, out.Buffer, scSumRowsParams{rows: uint32(rows), width: uint32(width), outOff: uint32(outOff)}, uint32(4*t))
 	return b.Err()
 }
 

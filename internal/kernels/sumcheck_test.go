@@ -149,7 +149,7 @@ func TestSumcheckRoundShapes(t *testing.T) {
 		b.Dispatch("sc_round_partials", gpu.D1(uint32(sh.groups)), gpu.D1(uint32(sh.tpg)), []gpu.Arg{gpu.Buf(fa.Buffer), gpu.Buf(wa.Buffer),
 			gpu.Buf(partials.Buffer), gpu.U32(uint32(logRows-1), uint32(cols), uint32(stride))}, uint32(32*sh.tpg))
 		b.Dispatch("sc_sum_rows", gpu.D1(1), gpu.D1(uint32(sh.sumTPG)), []gpu.Arg{gpu.Buf(partials.Buffer), gpu.Buf(out.Buffer),
-			gpu.U32(uint32(sh.groups), 8)}, uint32(4*sh.sumTPG))
+			gpu.U32(uint32(sh.groups), 8, 0)}, uint32(4*sh.sumTPG))
 		if err := b.Wait(); err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +171,7 @@ func TestSumRows(t *testing.T) {
 		}
 		b := testDev.Batch()
 		b.Dispatch("sc_sum_rows", gpu.D1(1), gpu.D1(uint32(c.tpg)), []gpu.Arg{gpu.Buf(in.Buffer), gpu.Buf(out.Buffer),
-			gpu.U32(uint32(c.rows), uint32(c.width))}, uint32(4*c.tpg))
+			gpu.U32(uint32(c.rows), uint32(c.width), 0)}, uint32(4*c.tpg))
 		if err := b.Wait(); err != nil {
 			t.Fatal(err)
 		}

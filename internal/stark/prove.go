@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/metalprove/metalprove/internal/air"
-	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/poseidon2"
@@ -24,7 +23,7 @@ var (
 	// ErrProveInput: the proving inputs do not fit the proving key (count, widths, heights,
 	// public values, parameters).
 	ErrProveInput = errors.New("stark: invalid proving input")
-	// ErrInvalidTrace: the host checker found a constraint that does not vanish or a bus that
+	// ErrInvalidTrace: the trace checker found a constraint that does not vanish or a bus that
 	// does not balance (the error is a *TraceCheckError).
 	ErrInvalidTrace = errors.New("stark: trace does not satisfy its AIR")
 )
@@ -65,9 +64,9 @@ const (
 
 // ProveOptions tune Prove. A nil *ProveOptions means DefaultProveOptions().
 type ProveOptions struct {
-	// CheckConstraints runs the host constraint and interaction checker on every present trace
-	// before proving, and refuses invalid traces with a *TraceCheckError. Turning it off lets an
-	// invalid trace through: the proof it yields does not verify.
+	// CheckConstraints runs the backend's trace checker (Backend.Checker; HostChecker when nil)
+	// on every present trace before proving, and refuses invalid traces with a *TraceCheckError.
+	// Turning it off lets an invalid trace through: the proof it yields does not verify.
 	CheckConstraints bool
 	// MaxFailures bounds the failures reported by the checker (≤ 0: 10).
 	MaxFailures int
@@ -173,7 +172,7 @@ func (s *stages) measure(name string, f func() error) (StageReport, error) {
 	return rep, nil
 }
 
-// TraceCheckError lists what the host checker found wrong.
+// TraceCheckError lists what the trace checker found wrong.
 type TraceCheckError struct {
 	// AirIndex[i] is the AIR index of Failures[i] (verifying-key order).
 	AirIndex   []int
@@ -368,58 +367,6 @@ func AirInputs(pk *ProvingKey, inputs []AirTraces, p params.SystemParams) ([]*Ai
 	return traces, nil
 }
 
-// checkTraces runs the host checker on the present AIRs (AIR order), on the host matrices the
-// traces were loaded from.
-func checkTraces(pk *ProvingKey, inputs []AirTraces, maxFailures int) error {
-	if maxFailures <= 0 {
-		maxFailures = 10
-	}
-	e := &TraceCheckError{}
-	var busAirs []air.Air
-	var busInputs []air.TraceInput
-	for i := range inputs {
-		in := &inputs[i]
-		if !in.Present() {
-			continue
-		}
-		ti := air.TraceInput{CommonMain: *in.Common.Host(), Public: in.Public}
-		if pre := pk.Preprocessed[i]; pre != nil {
-			ti.Preprocessed = pre.Host()
-		}
-		for _, c := range in.Cached {
-			ti.CachedMains = append(ti.CachedMains, *c.Host())
-		}
-		if len(e.Failures) < maxFailures {
-			fs, err := constraints.Check(pk.Airs[i], ti, maxFailures-len(e.Failures))
-			if err != nil {
-				return inputErr("AIR %d: %v", i, err)
-			}
-			for _, f := range fs {
-				e.Failures = append(e.Failures, f)
-				e.AirIndex = append(e.AirIndex, i)
-			}
-		}
-		if len(pk.VK.MVK.PerAir[i].DAG.Interactions) > 0 {
-			busAirs = append(busAirs, pk.Airs[i])
-			busInputs = append(busInputs, ti)
-		}
-	}
-	if len(busAirs) > 0 {
-		ims, err := constraints.CheckInteractions(busAirs, busInputs)
-		if err != nil {
-			return inputErr("%v", err)
-		}
-		if len(ims) > maxFailures {
-			ims = ims[:maxFailures]
-		}
-		e.Imbalances = ims
-	}
-	if len(e.Failures) > 0 || len(e.Imbalances) > 0 {
-		return e
-	}
-	return nil
-}
-
 // observePreamble is P0–P2 of spec B §3.2 (prover and verifier): the vk prehash, the common-main
 // commitment and, per AIR in vk order, presence, preprocessed commit or log height, cached
 // commitments and public values.
@@ -495,7 +442,11 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 	}
 	st := newStages(opts, be)
 	if opts.CheckConstraints {
-		if err := st.run(StageCheck, func() error { return checkTraces(pk, inputs, opts.MaxFailures) }); err != nil {
+		checker := be.Checker
+		if checker == nil {
+			checker = HostChecker{}
+		}
+		if err := st.run(StageCheck, func() error { return checker.CheckTraces(pk, inputs, opts.MaxFailures) }); err != nil {
 			return nil, err
 		}
 	}

@@ -240,11 +240,12 @@ kernel void sc_fold(device const uint* src [[buffer(0)]],
 }
 
 struct ScSumRowsParams {
-  uint rows;   // rows to add
-  uint width;  // uints per row
+  uint rows;     // rows to add
+  uint width;    // uints per row
+  uint out_off;  // index of out's first word
 };
 
-// out[k] = Σ_{r < rows} in[r·width + k] (BabyBear sums, each uint on its own) for k < width: the
+// out[out_off + k] = Σ_{r < rows} in[r·width + k] (BabyBear sums, each uint on its own) for k < width: the
 // second pass of every reduction of this family (run it as a single group). When tpg ≥ width,
 // thread t < R·width (R = tpg / width) adds column t mod width over the rows ≡ t / width (mod R)
 // and the first width threads add the R part sums; otherwise each thread adds whole columns, tpg
@@ -257,6 +258,7 @@ kernel void sc_sum_rows(device const uint* in [[buffer(0)]],
                         uint tpg [[threads_per_threadgroup]]) {
   uint rows = p.rows;
   uint width = p.width;
+  uint out_off = p.out_off;
   uint lanes = tpg >= width ? tpg / width : 1u;  // R
   uint cols = min(width, tpg);                    // columns per block
   for (uint k0 = 0u; k0 < width; k0 += cols) {
@@ -270,7 +272,7 @@ kernel void sc_sum_rows(device const uint* in [[buffer(0)]],
     if (tid < cols && k < width) {
       uint s = 0u;
       for (uint j = 0u; j < lanes; j++) s = bb_add(s, scratch[j * cols + tid]);
-      out[k] = s;
+      out[out_off + k] = s;
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }

@@ -1,10 +1,11 @@
 // Package device is the prover's backend on a gpu.Device: one file per stage (traces.go: the
-// transport step; commit.go: stacking, RS encoding and the Merkle tree; stacking.go: the stacked
-// opening reduction; whir.go; grind.go), each running kernels through internal/kernels on data
-// that stays on the device from load to the end of a proof. Only small values cross to the host:
-// roots, round polynomials, openings, witnesses. It never imports the reference backend
-// (internal/backend/cpuref): the two are siblings, compared by the conformance suite
-// (internal/stark/backendtest).
+// transport step; commit.go: stacking, RS encoding and the Merkle tree; gkr.go: LogUp-GKR;
+// constraints.go: the batch constraint sumcheck; stacking.go: the stacked opening reduction;
+// whir.go; grind.go; check.go: the pre-proof trace check), each running kernels through
+// internal/kernels on data that stays on the device from load to the end of a proof. Only small
+// values cross to the host: roots, round polynomials, openings, witnesses. It never imports the
+// reference backend (internal/backend/cpuref): the two are siblings, compared by the conformance
+// suite (internal/stark/backendtest).
 package device
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/stark"
@@ -49,6 +51,14 @@ type Backend struct {
 	// serialises the searches that use them.
 	grindMu sync.Mutex
 	grind   *kernels.Grind
+
+	// progs holds the constraint programs uploaded so far (program, constraints.go), by the
+	// verifying key's program; progMu guards it.
+	progMu sync.Mutex
+	progs  map[*constraints.Program]*kernels.Program
+	// rowProgs holds the programs compiled for some outputs of a key and the column tables of
+	// programs evaluated on trace rows (programs.go); progMu guards it.
+	rowProgs rowProgramCache
 }
 
 // freer is a handle the backend frees on Close.
@@ -75,13 +85,16 @@ func (b *Backend) Device() *gpu.Device { return b.dev }
 // implement yet are nil (internal/backend composes them).
 func (b *Backend) Stages() *stark.Backend {
 	return &stark.Backend{
-		Name:      "device (" + string(b.dev.Kind()) + ": " + b.dev.Name() + ")",
-		Loader:    b,
-		Committer: b,
-		Stacking:  b,
-		Whir:      b,
-		Grinder:   b,
-		Meter:     b,
+		Name:        "device (" + string(b.dev.Kind()) + ": " + b.dev.Name() + ")",
+		Loader:      b,
+		Committer:   b,
+		Gkr:         b,
+		Constraints: b,
+		Stacking:    b,
+		Whir:        b,
+		Grinder:     b,
+		Checker:     b,
+		Meter:       b,
 	}
 }
 
@@ -102,6 +115,8 @@ func (b *Backend) Close() {
 		b.grind = nil
 	}
 	b.grindMu.Unlock()
+	b.freePrograms()
+	b.freeRowPrograms()
 	b.hash.Close()
 	b.ntt.Close()
 }

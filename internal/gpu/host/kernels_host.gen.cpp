@@ -2588,11 +2588,12 @@ MSL_KERNEL void msl_kernel_sc_fold(MSL_DEVICE const uint* src              ,
 }
 
 struct ScSumRowsParams {
-  uint rows;   // rows to add
-  uint width;  // uints per row
+  uint rows;     // rows to add
+  uint width;    // uints per row
+  uint out_off;  // index of out's first word
 };
 
-// out[k] = Σ_{r < rows} in[r·width + k] (BabyBear sums, each uint on its own) for k < width: the
+// out[out_off + k] = Σ_{r < rows} in[r·width + k] (BabyBear sums, each uint on its own) for k < width: the
 // second pass of every reduction of this family (run it as a single group). When tpg ≥ width,
 // thread t < R·width (R = tpg / width) adds column t mod width over the rows ≡ t / width (mod R)
 // and the first width threads add the R part sums; otherwise each thread adds whole columns, tpg
@@ -2605,6 +2606,7 @@ MSL_KERNEL void msl_kernel_sc_sum_rows(MSL_DEVICE const uint* in              ,
                         uint tpg                            ) {
   uint rows = p.rows;
   uint width = p.width;
+  uint out_off = p.out_off;
   uint lanes = tpg >= width ? tpg / width : 1u;  // R
   uint cols = min(width, tpg);                    // columns per block
   for (uint k0 = 0u; k0 < width; k0 += cols) {
@@ -2618,7 +2620,7 @@ MSL_KERNEL void msl_kernel_sc_sum_rows(MSL_DEVICE const uint* in              ,
     if (tid < cols && k < width) {
       uint s = 0u;
       for (uint j = 0u; j < lanes; j++) s = bb_add(s, scratch[j * cols + tid]);
-      out[k] = s;
+      out[out_off + k] = s;
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
@@ -3246,6 +3248,1393 @@ MSL_KERNEL void msl_kernel_whir_pow_eq_tables(MSL_DEVICE const uint* pc         
     }
   }
 }
+#line 1 "shaders/rap/gkr.metal"
+// gkr.metal - LogUp-GKR (spec B §3.4–§3.5; cpuref gkr.go): the leaves from the interactions of
+// resident traces, the fraction tree, and the layer sumchecks.
+//
+// A fraction (p, q) is 8 uints: p then q, each an Fp4 (4 Montgomery uints, bb4.h); fraction i of a
+// buffer at [8i, 8i + 8). Layer j of the tree is a buffer of 2^j fractions (layer 0 the root,
+// layer L the leaves); layer j − 1 has p = p_a·q_b + p_b·q_a, q = q_a·q_b of the pairs
+// (a, b) = (2y, 2y + 1) of layer j.
+//
+// The sumcheck of layer j runs over tables eq, p0, q0, p1, q1 of R = 2^(j−1) rows: row y of (p0, q0)
+// is fraction 2y of layer j and row y of (p1, q1) fraction 2y + 1. The kernels keep that
+// interleaved layout for the folded tables: "tables of R rows" are 2R fractions (row y: fractions
+// 2y, 2y + 1) and R eq values. A round sums, over the pairs (2y, 2y + 1) of rows,
+//   s(x) = Σ_y e(x)·(p0(x)·q1(x) + p1(x)·q0(x) + λ·q0(x)·q1(x)),  x = 1, 2, 3,
+// each column at x being lo + x·(hi − lo); binding x = r folds every column to lo + r·(hi − lo).
+// Reductions are two-pass and deterministic: a partials kernel writes s(1), s(2), s(3) (12 uints)
+// per group, sc_sum_rows (sumcheck.metal) adds the rows. On the host device (MSL_LANES > 1) each
+// thread takes GKR_RUN consecutive pairs per step of its grid-stride loop.
+#line 1 "shaders/include/rows.h"
+// rows.h - constraint programs (program.h) evaluated on the rows of resident traces: one point per
+// row, its slots gathered from the trace parts (rows.metal rows_fill_slots) and its selector slots
+// written by the evaluating kernel (rows_put_selectors). Row r of a trace of height h (a power of
+// two) reads column c of each part at rows r and (r + 1) mod h; is_first = [r = 0], is_last =
+// [r = h − 1], is_transition = 1 − is_last (constraints.Rows on the host).
+#ifndef ROWS_H
+#define ROWS_H
+#line 9 "shaders/include/rows.h"
+
+// "No failure": the (row, output) pair of a point, thread or group whose constraints all vanish.
+#define ROWS_NONE 0xffffffffu
+
+// Writes the three selector slots (first at slot sel: is_first, is_last, is_transition) of point
+// t of T, which is row r of a trace of height h.
+MSL_FN void rows_put_selectors(MSL_DEVICE uint* slots, uint sel, uint t, uint T, uint r, uint h) {
+  uint last = r == h - 1u ? BB_ONE : 0u;
+  slots[sel * T + t] = r == 0u ? BB_ONE : 0u;
+  slots[(sel + 1u) * T + t] = last;
+  slots[(sel + 2u) * T + t] = bb_sub(BB_ONE, last);
+}
+
+// Lexicographic (row, output) minimum: true when (r1, o1) < (r0, o0).
+MSL_FN bool rows_pair_less(uint r1, uint o1, uint r0, uint o0) { return r1 < r0 || (r1 == r0 && o1 < o0); }
+
+// Stores the thread's (row, output) in scratch (2 uints per thread), reduces the group's pairs to
+// their minimum and writes it to out[2·at ..]. Called in uniform control flow (barriers); any
+// group size.
+MSL_FN void rows_group_min(uint row, uint out, MSL_THREADGROUP uint* scratch, MSL_DEVICE uint* dst, uint at, uint tid, uint tpg) {
+  scratch[2u * tid] = row;
+  scratch[2u * tid + 1u] = out;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) {
+      uint r1 = scratch[2u * (tid + h)];
+      uint o1 = scratch[2u * (tid + h) + 1u];
+      if (rows_pair_less(r1, o1, scratch[2u * tid], scratch[2u * tid + 1u])) {
+        scratch[2u * tid] = r1;
+        scratch[2u * tid + 1u] = o1;
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+  if (tid == 0u) {
+    dst[2u * at] = scratch[0];
+    dst[2u * at + 1u] = scratch[1];
+  }
+}
+
+#endif  // ROWS_H
+#line 19 "shaders/rap/gkr.metal"
+
+#define GKR_RUN MSL_LANES
+
+MSL_FN bb4 gkr_p(MSL_DEVICE const uint* f, uint i) { return bb4_load(f, 2u * i); }
+MSL_FN bb4 gkr_q(MSL_DEVICE const uint* f, uint i) { return bb4_load(f, 2u * i + 1u); }
+MSL_FN void gkr_store(MSL_DEVICE uint* f, uint i, bb4 p, bb4 q) {
+  bb4_store(f, 2u * i, p);
+  bb4_store(f, 2u * i + 1u, q);
+}
+
+// The emit functor of the leaves: output o of point t into outs[o·T + t] (base field).
+struct GkrStoreOutputs {
+  MSL_DEVICE uint* out;
+  uint t, T;
+  MSL_METHOD void put(uint o, uint v) { out[o * T + t] = v; }
+};
+
+struct GkrLeafParams {
+  uint points;    // T rows in this run
+  uint row0;      // first row
+  uint height;    // h
+  uint sel_slot;  // the program's first selector slot
+  uint n_inter;   // interactions of the trace
+  uint reps;      // copies of each row in its block: 2^LogSize / h
+  uint norm;      // reps^-1 (Montgomery)
+};
+
+// The leaves of rows row0 .. row0 + T − 1 of one trace, from its interactions-only program (outputs:
+// each interaction's count and message fields). inter describes interaction k in 4 words at 4k:
+// count output, index in inter of its message output list, message length, leaf base (its block's
+// first leaf); consts holds Fp4 values: d_k = α + β^len_k·(bus_k + 1) at k, then β^j at n_inter + j.
+// Row r of interaction k gives the fraction (norm·count, d_k + Σ_j β^j·m_j) at leaves
+// base + r + m·h for m < reps. The slots of the used columns must be filled (rows_fill_slots);
+// outs is scratch of NumOutput·T uints.
+MSL_KERNEL void msl_kernel_gkr_leaves(MSL_DEVICE const uint* prog              ,
+                       MSL_DEVICE const uint* cp              ,
+                       MSL_DEVICE uint* slots              ,
+                       MSL_DEVICE uint* regs              ,
+                       MSL_DEVICE uint* outs              ,
+                       MSL_DEVICE const uint* inter              ,
+                       MSL_DEVICE const uint* consts              ,
+                       MSL_DEVICE uint* leaves              ,
+                       MSL_CONSTANT GkrLeafParams& p              ,
+                       uint gid                            ,
+                       uint stride                     ) {
+  uint T = p.points;
+  uint row0 = p.row0;
+  uint h = p.height;
+  uint sel = p.sel_slot;
+  uint n_inter = p.n_inter;
+  uint reps = p.reps;
+  uint norm = p.norm;
+  for (uint t = gid; t < T; t += stride) {
+    uint r = row0 + t;
+    rows_put_selectors(slots, sel, t, T, r, h);
+    GkrStoreOutputs e;
+    e.out = outs;
+    e.t = t;
+    e.T = T;
+    prog_run(prog, cp, slots, regs, t, T, e);
+    for (uint k = 0u; k < n_inter; k++) {
+      uint count_out = inter[4u * k];
+      uint msg = inter[4u * k + 1u];
+      uint len = inter[4u * k + 2u];
+      uint base = inter[4u * k + 3u] + r;
+      bb4 d = bb4_load(consts, k);
+      for (uint j = 0u; j < len; j++) {
+        d = bb4_add(d, bb4_mul_base(bb4_load(consts, n_inter + j), outs[inter[msg + j] * T + t]));
+      }
+      bb4 num = bb4_lift(bb_mul(outs[count_out * T + t], norm));
+      for (uint m = 0u; m < reps; m++) gkr_store(leaves, base + m * h, num, d);
+    }
+  }
+}
+
+struct GkrPadParams {
+  uint from;            // first padding leaf
+  uint to;              // end of the padding
+  uint a0, a1, a2, a3;  // α (Montgomery)
+};
+
+// leaves[i] = (0, α) for from ≤ i < to: the padding after the interaction blocks.
+MSL_KERNEL void msl_kernel_gkr_pad(MSL_DEVICE uint* leaves              ,
+                    MSL_CONSTANT GkrPadParams& p              ,
+                    uint gid                            ,
+                    uint stride                     ) {
+  uint from = p.from;
+  uint to = p.to;
+  bb4 alpha = bb4_make(p.a0, p.a1, p.a2, p.a3);
+  for (uint i = from + gid; i < to; i += stride) gkr_store(leaves, i, bb4_zero(), alpha);
+}
+
+struct GkrLayerParams {
+  uint n;  // fractions of dst
+};
+
+// dst[y] = src[2y] + src[2y+1] as fractions: (p_a·q_b + p_b·q_a, q_a·q_b), y < n.
+MSL_KERNEL void msl_kernel_gkr_layer(MSL_DEVICE const uint* src              ,
+                      MSL_DEVICE uint* dst              ,
+                      MSL_CONSTANT GkrLayerParams& p              ,
+                      uint gid                            ,
+                      uint stride                     ) {
+  uint n = p.n;
+  for (uint y = gid; y < n; y += stride) {
+    bb4 pa = gkr_p(src, 2u * y);
+    bb4 qa = gkr_q(src, 2u * y);
+    bb4 pb = gkr_p(src, 2u * y + 1u);
+    bb4 qb = gkr_q(src, 2u * y + 1u);
+    gkr_store(dst, y, bb4_add(bb4_mul(pa, qb), bb4_mul(pb, qa)), bb4_mul(qa, qb));
+  }
+}
+
+// e·(p0·q1 + p1·q0 + λ·q0·q1), as e·(p0·q1 + q0·(p1 + λ·q1)).
+MSL_FN bb4 gkr_term(bb4 e, bb4 p0, bb4 q0, bb4 p1, bb4 q1, bb4 lambda) {
+  return bb4_mul(e, bb4_add(bb4_mul(p0, q1), bb4_mul(q0, bb4_add(p1, bb4_mul(lambda, q1)))));
+}
+
+// t0 + r·(t1 − t0).
+MSL_FN bb4 gkr_lerp(bb4 t0, bb4 t1, bb4 r) { return bb4_add(t0, bb4_mul(r, bb4_sub(t1, t0))); }
+
+// Adds the terms of one pair of rows (lo: row 2y, hi: row 2y + 1) at x = 1, 2, 3 to s1, s2, s3.
+MSL_FN void gkr_pair_terms(bb4 e_lo, bb4 p0_lo, bb4 q0_lo, bb4 p1_lo, bb4 q1_lo, bb4 e_hi, bb4 p0_hi, bb4 q0_hi,
+                           bb4 p1_hi, bb4 q1_hi, bb4 lambda, MSL_THREAD bb4& s1, MSL_THREAD bb4& s2, MSL_THREAD bb4& s3) {
+  s1 = bb4_add(s1, gkr_term(e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda));
+  bb4 de = bb4_sub(e_hi, e_lo);
+  bb4 dp0 = bb4_sub(p0_hi, p0_lo);
+  bb4 dq0 = bb4_sub(q0_hi, q0_lo);
+  bb4 dp1 = bb4_sub(p1_hi, p1_lo);
+  bb4 dq1 = bb4_sub(q1_hi, q1_lo);
+  bb4 e = bb4_add(e_hi, de);  // x = 2
+  bb4 p0 = bb4_add(p0_hi, dp0);
+  bb4 q0 = bb4_add(q0_hi, dq0);
+  bb4 p1 = bb4_add(p1_hi, dp1);
+  bb4 q1 = bb4_add(q1_hi, dq1);
+  s2 = bb4_add(s2, gkr_term(e, p0, q0, p1, q1, lambda));
+  e = bb4_add(e, de);  // x = 3
+  p0 = bb4_add(p0, dp0);
+  q0 = bb4_add(q0, dq0);
+  p1 = bb4_add(p1, dp1);
+  q1 = bb4_add(q1, dq1);
+  s3 = bb4_add(s3, gkr_term(e, p0, q0, p1, q1, lambda));
+}
+
+// Stores the thread's (s1, s2, s3) in scratch (12 uints per thread), tree-reduces the group's rows
+// and writes the sum to partials[12·group ..]. Called in uniform control flow; any group size.
+MSL_FN void gkr_group_reduce(bb4 s1, bb4 s2, bb4 s3, MSL_THREADGROUP uint* scratch, MSL_DEVICE uint* partials, uint tid,
+                             uint tpg, uint group) {
+  bb4_store_tg(scratch, 3u * tid, s1);
+  bb4_store_tg(scratch, 3u * tid + 1u, s2);
+  bb4_store_tg(scratch, 3u * tid + 2u, s3);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) {
+      for (uint k = 0u; k < 12u; k++) scratch[12u * tid + k] = bb_add(scratch[12u * tid + k], scratch[12u * (tid + h) + k]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+  if (tid == 0u) {
+    for (uint k = 0u; k < 12u; k++) partials[12u * group + k] = scratch[k];
+  }
+}
+
+struct GkrRoundParams {
+  uint log_pairs;       // pairs of rows: 2^log_pairs (tables of 2^(log_pairs+1) rows)
+  uint eq_off;          // Fp4 index of the eq table's row 0
+  uint l0, l1, l2, l3;  // λ (Montgomery)
+};
+
+// partials[group] = (s1, s2, s3) of the round over the pairs this group visits, tables as built
+// (the first round of a layer: frac is the layer itself). scratch: 48 bytes per thread.
+MSL_KERNEL void msl_kernel_gkr_round_partials(MSL_DEVICE const uint* eq              ,
+                               MSL_DEVICE const uint* frac              ,
+                               MSL_DEVICE uint* partials              ,
+                               MSL_CONSTANT GkrRoundParams& p              ,
+                               MSL_THREADGROUP uint* scratch                   ,
+                               uint tid                                ,
+                               uint group                                 ,
+                               uint tpg                            ,
+                               uint ngroups                          ) {
+  uint pairs = 1u << p.log_pairs;
+  uint eq_off = p.eq_off;
+  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  bb4 s3 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * GKR_RUN);
+    for (uint y = u * GKR_RUN; y < end; y++) {
+      uint f = 4u * y;
+      gkr_pair_terms(bb4_load(eq, eq_off + 2u * y), gkr_p(frac, f), gkr_q(frac, f), gkr_p(frac, f + 1u),
+                     gkr_q(frac, f + 1u), bb4_load(eq, eq_off + 2u * y + 1u), gkr_p(frac, f + 2u),
+                     gkr_q(frac, f + 2u), gkr_p(frac, f + 3u), gkr_q(frac, f + 3u), lambda, s1, s2, s3);
+    }
+  }
+  gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
+}
+
+struct GkrFoldRoundParams {
+  uint log_pairs;       // pairs of rows of the folded tables: 2^log_pairs
+  uint eq_src;          // Fp4 index of the source eq table (2^(log_pairs+2) rows)
+  uint eq_dst;          // Fp4 index of the folded eq table (2^(log_pairs+1) rows)
+  uint l0, l1, l2, l3;  // λ
+  uint r0, r1, r2, r3;  // the bound value r
+};
+
+// Fold then round, in one pass: src (tables of 4P rows, P = 2^log_pairs) folded at r into dst
+// (2P rows) and eq[eq_src ..] into eq[eq_dst ..] (the two ranges must not overlap), and
+// partials[group] = (s1, s2, s3) of the folded tables over the pairs this group visits. Pair i
+// reads source rows 4i .. 4i + 3 and writes rows 2i, 2i + 1. dst must not overlap src.
+MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq              ,
+                                    MSL_DEVICE const uint* src              ,
+                                    MSL_DEVICE uint* dst              ,
+                                    MSL_DEVICE uint* partials              ,
+                                    MSL_CONSTANT GkrFoldRoundParams& p              ,
+                                    MSL_THREADGROUP uint* scratch                   ,
+                                    uint tid                                ,
+                                    uint group                                 ,
+                                    uint tpg                            ,
+                                    uint ngroups                          ) {
+  uint pairs = 1u << p.log_pairs;
+  uint es = p.eq_src;
+  uint ed = p.eq_dst;
+  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  bb4 r = bb4_make(p.r0, p.r1, p.r2, p.r3);
+  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  bb4 s3 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * GKR_RUN);
+    for (uint i = u * GKR_RUN; i < end; i++) {
+      bb4 e_lo = gkr_lerp(bb4_load(eq, es + 4u * i), bb4_load(eq, es + 4u * i + 1u), r);
+      bb4 e_hi = gkr_lerp(bb4_load(eq, es + 4u * i + 2u), bb4_load(eq, es + 4u * i + 3u), r);
+      bb4_store(eq, ed + 2u * i, e_lo);
+      bb4_store(eq, ed + 2u * i + 1u, e_hi);
+      // Source row k, column c is fraction 2k + c: rows 4i .. 4i + 3 are fractions 8i .. 8i + 7.
+      uint s = 8u * i;
+      bb4 p0_lo = gkr_lerp(gkr_p(src, s), gkr_p(src, s + 2u), r);
+      bb4 q0_lo = gkr_lerp(gkr_q(src, s), gkr_q(src, s + 2u), r);
+      bb4 p1_lo = gkr_lerp(gkr_p(src, s + 1u), gkr_p(src, s + 3u), r);
+      bb4 q1_lo = gkr_lerp(gkr_q(src, s + 1u), gkr_q(src, s + 3u), r);
+      bb4 p0_hi = gkr_lerp(gkr_p(src, s + 4u), gkr_p(src, s + 6u), r);
+      bb4 q0_hi = gkr_lerp(gkr_q(src, s + 4u), gkr_q(src, s + 6u), r);
+      bb4 p1_hi = gkr_lerp(gkr_p(src, s + 5u), gkr_p(src, s + 7u), r);
+      bb4 q1_hi = gkr_lerp(gkr_q(src, s + 5u), gkr_q(src, s + 7u), r);
+      uint d = 4u * i;
+      gkr_store(dst, d, p0_lo, q0_lo);
+      gkr_store(dst, d + 1u, p1_lo, q1_lo);
+      gkr_store(dst, d + 2u, p0_hi, q0_hi);
+      gkr_store(dst, d + 3u, p1_hi, q1_hi);
+      gkr_pair_terms(e_lo, p0_lo, q0_lo, p1_lo, q1_lo, e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda, s1, s2, s3);
+    }
+  }
+  gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
+}
+#line 1 "shaders/rap/rows.metal"
+// rows.metal - constraint programs on the rows of resident traces (include/rows.h): the slot values
+// of a run of rows gathered from one trace part, and the trace check of every constraint on every
+// row, which finds the smallest failing (row, output) with a deterministic two-pass minimum (no
+// atomics). A run is T = 2^log_points consecutive rows row0 .. row0 + T − 1 of a trace of height h;
+// point t of the program.h scratch is row row0 + t.
+#line 7 "shaders/rap/rows.metal"
+
+// A used column of a part (rows_fill_slots' cols table): the column index with flags saying which
+// of its two slots the program reads.
+#define ROWS_COL_MASK 0x3fffffffu
+#define ROWS_LOCAL 0x40000000u  // slot 2·(part_start + c): row r
+#define ROWS_NEXT 0x80000000u   // slot 2·(part_start + c) + 1: row (r + 1) mod h
+
+#define ROWS_RUN MSL_LANES
+
+struct RowsSlotsParams {
+  uint cols_off;    // the part's first entry in cols
+  uint ncols;       // its entries
+  uint part_start;  // the part's first column among all parts (constraints.Program.PartStart)
+  uint height;      // h, a power of two
+  uint row0;        // first row of the run
+  uint log_points;  // T = 2^log_points ≤ h
+};
+
+// slots[s·T + t] (Montgomery) for the slots s of the used columns of one part (cols[cols_off ..],
+// ncols entries): part is the part's column-major trace, CANONICAL values (as loaded), h rows per
+// column. Work item i = k·T + t: used column k, point t (consecutive items read consecutive rows and
+// write consecutive slots).
+MSL_KERNEL void msl_kernel_rows_fill_slots(MSL_DEVICE const uint* part              ,
+                            MSL_DEVICE const uint* cols              ,
+                            MSL_DEVICE uint* slots              ,
+                            MSL_CONSTANT RowsSlotsParams& p              ,
+                            uint gid                            ,
+                            uint stride                     ) {
+  uint log_t = p.log_points;
+  uint T = 1u << log_t;
+  uint n = p.ncols << log_t;
+  uint h = p.height;
+  uint row0 = p.row0;
+  uint start = p.part_start;
+  uint off = p.cols_off;
+  for (uint i = gid; i < n; i += stride) {
+    uint w = cols[off + (i >> log_t)];
+    uint t = i & (T - 1u);
+    uint c = w & ROWS_COL_MASK;
+    uint r = row0 + t;
+    uint s = 2u * (start + c);
+    if ((w & ROWS_LOCAL) != 0u) slots[s * T + t] = bb_to_mont(part[c * h + r]);
+    if ((w & ROWS_NEXT) != 0u) slots[(s + 1u) * T + t] = bb_to_mont(part[c * h + ((r + 1u) & (h - 1u))]);
+  }
+}
+
+// The emit functor of the check: the smallest output whose value is not zero (base field;
+// emits arrive in code order, not output order).
+struct RowsFirstNonZero {
+  uint first;
+  MSL_METHOD void put(uint o, uint v) {
+    if (v != 0u && o < first) first = o;
+  }
+};
+
+struct RowsCheckParams {
+  uint points;    // T
+  uint row0;      // first row
+  uint height;    // h
+  uint sel_slot;  // the program's first selector slot (constraints.Program.SlotIsFirst)
+  uint out_row;   // pair index in partials of this dispatch's group 0
+};
+
+// partials[2·(out_row + g) ..] = the smallest (row, output) of group g's points whose program
+// outputs (the constraints) do not all vanish, (ROWS_NONE, ROWS_NONE) if none. The slots of the
+// used columns must be filled (rows_fill_slots); this kernel writes the selectors. A thread visits
+// its points in increasing order, in runs of ROWS_RUN consecutive points (the host's threads then
+// write whole cache lines of the scratch), and stops at its first failing one. scratch: 8 bytes per
+// thread.
+MSL_KERNEL void msl_kernel_rows_check_partials(MSL_DEVICE const uint* prog              ,
+                                MSL_DEVICE const uint* cp              ,
+                                MSL_DEVICE uint* slots              ,
+                                MSL_DEVICE uint* regs              ,
+                                MSL_DEVICE uint* partials              ,
+                                MSL_CONSTANT RowsCheckParams& p              ,
+                                MSL_THREADGROUP uint* scratch                   ,
+                                uint tid                                ,
+                                uint group                                 ,
+                                uint tpg                            ,
+                                uint ngroups                          ) {
+  uint T = p.points;
+  uint row0 = p.row0;
+  uint h = p.height;
+  uint sel = p.sel_slot;
+  uint units = (T + ROWS_RUN - 1u) / ROWS_RUN;
+  uint best_row = ROWS_NONE;
+  uint best_out = ROWS_NONE;
+  for (uint u = group * tpg + tid; u < units && best_row == ROWS_NONE; u += tpg * ngroups) {
+    uint end = min(T, (u + 1u) * ROWS_RUN);
+    for (uint t = u * ROWS_RUN; t < end; t++) {
+      rows_put_selectors(slots, sel, t, T, row0 + t, h);
+      RowsFirstNonZero e;
+      e.first = ROWS_NONE;
+      prog_run(prog, cp, slots, regs, t, T, e);
+      if (e.first != ROWS_NONE) {
+        best_row = row0 + t;
+        best_out = e.first;
+        break;
+      }
+    }
+  }
+  rows_group_min(best_row, best_out, scratch, partials, p.out_row + group, tid, tpg);
+}
+
+struct RowsMinParams {
+  uint first;  // first pair of in
+  uint count;  // pairs to reduce
+  uint at;     // pair index in out
+};
+
+// out[2·at ..] = the lexicographic minimum of the pairs in[2·first ..], count of them: the second
+// pass of rows_check_partials (run as a single group). scratch: 8 bytes per thread.
+MSL_KERNEL void msl_kernel_rows_min_pairs(MSL_DEVICE const uint* in              ,
+                           MSL_DEVICE uint* out              ,
+                           MSL_CONSTANT RowsMinParams& p              ,
+                           MSL_THREADGROUP uint* scratch                   ,
+                           uint tid                                ,
+                           uint tpg                            ) {
+  uint first = p.first;
+  uint count = p.count;
+  uint row = ROWS_NONE;
+  uint out_idx = ROWS_NONE;
+  for (uint k = tid; k < count; k += tpg) {
+    uint r = in[2u * (first + k)];
+    uint o = in[2u * (first + k) + 1u];
+    if (rows_pair_less(r, o, row, out_idx)) {
+      row = r;
+      out_idx = o;
+    }
+  }
+  rows_group_min(row, out_idx, scratch, out, p.at, tid, tpg);
+}
+#line 1 "shaders/rap/zerocheck.metal"
+// zerocheck.metal - the batch constraint sumcheck (zerocheck and LogUp numerators/denominators,
+// spec B §4; internal/kernels/zerocheck.go has the math and the buffer preconditions). Every kernel
+// evaluates one AIR's constraint program (program_lanes.h) on values it computes itself:
+//
+//   zc_coeffs        round 0, pre-pass: the coefficients of every block of N = 2^l rows of the
+//                    source columns (the trace columns whose local or rotated slot the program
+//                    reads) and each block's rotation correction δ = v_next − v_first.
+//   zc_uni_eval      round 0: the slot values at the M points ω_M^i of every block (from the
+//                    coefficients), the program, the batched combination weighted by e(x), summed
+//                    per point i into partial rows (sc_sum_rows adds them).
+//   zc_bind_uni      BindUnivariate: t(r0, x) = Σ_j w_j·t(ω^j, x) of every column and rotation.
+//   zc_bind_selectors  the same for the three selector columns (closed forms).
+//   zc_round_eval    rounds j ≥ 1: slot values t[2y] + X·(t[2y+1] − t[2y]) for X = 1..d+1, the
+//                    program over Fp4, the combination weighted by e'(y), summed per X.
+//
+// The program runs through an evaluator given as a template parameter (ProgInterpreter of
+// program_lanes.h): the kernel bodies are templates, the kernels instantiate them with the
+// interpreter; a generated evaluator for one AIR gets its own two kernels from the same bodies.
+//
+// Scratch (slot values and registers of the evaluator): on the host device every thread owns a
+// contiguous region (its lanes' values side by side, [entry][lane]: the evaluator's working set stays
+// in the core's caches); on GPUs the threads are interleaved ([entry][thread]: neighbouring threads
+// touch neighbouring words). zc_region gives a region's first word; within it entry e of lane l is
+// at e·T + t + l (T = zc_T(G), t = zc_t(gid)). No barriers, no atomics: partial sums are per-thread
+// rows, added by sc_sum_rows (two passes, deterministic).
+#line 1 "shaders/include/program_lanes.h"
+// program_lanes.h - the constraint-program interpreter of program.h over lane vectors: every
+// instruction is decoded once for the MSL_LANES points of a work item (prelude.h, "Lanes") and
+// applied to all of them, so that on the host device the decoding is shared by 16 points and the
+// field arithmetic runs as SIMD vectors. On GPUs (MSL_LANES = 1) lanes_uint is uint, bb4l is bb4,
+// and the functions below are prog_run and prog_run4 with one difference in the extension
+// layout (structure of arrays, see below).
+//
+// Memory, for an evaluation of T "columns" (lanes of all work items, side by side), at column t
+// (the first lane of the work item: lanes are columns t .. t+MSL_LANES−1):
+//   base field  slots[idx·T + t + lane], regs[idx·T + t + lane] (as in program.h)
+//   extension   coefficient c of entry idx at [(4·idx + c)·T + t + lane] (structure of arrays:
+//               the lanes of one coefficient are neighbours, for SIMD loads; on GPUs neighbouring
+//               threads read neighbouring words)
+// Constants and public values are broadcast to every lane (lifted into Fp4 by the extension
+// interpreter). Outputs go to `emit.put(o, v)` with v a lanes_uint (base) or a bb4l (extension).
+//
+// Evaluators: prog_run_lanes / prog_run4_lanes walk the bytecode. A kernel that evaluates one
+// program takes its evaluator as a template parameter with the two member functions of
+// ProgInterpreter (below), so a straight-line evaluator generated for one AIR (same signature, same
+// memory layout, same emit calls in output order) plugs in without touching the kernel.
+#ifndef PROGRAM_LANES_H
+#define PROGRAM_LANES_H
+#line 24 "shaders/include/program_lanes.h"
+
+// Methods of the evaluator and emit structs: always inlined on the host, like every MSL_FN helper
+// (an out-of-line copy would be compiled for the baseline ISA only, not for the SIMD clones of the
+// kernel that calls it: hd_glue.h).
+#if defined(MSL_TARGET_HOST)
+#define PROG_LANES_METHOD inline __attribute__((always_inline))
+#else
+#define PROG_LANES_METHOD MSL_METHOD
+#endif
+
+// bb4l: one Fp4 value per lane, as four lane vectors (coefficient k of every lane in v[k]).
+#if MSL_LANES > 1
+struct bb4l {
+  lanes_uint c[4];
+  PROG_LANES_METHOD lanes_uint& operator[](uint k) { return c[k]; }
+  PROG_LANES_METHOD lanes_uint operator[](uint k) const { return c[k]; }
+};
+MSL_FN bb4l bb4l_make(lanes_uint c0, lanes_uint c1, lanes_uint c2, lanes_uint c3) {
+  bb4l r;
+  r.c[0] = c0;
+  r.c[1] = c1;
+  r.c[2] = c2;
+  r.c[3] = c3;
+  return r;
+}
+#else
+typedef bb4 bb4l;
+MSL_FN bb4l bb4l_make(lanes_uint c0, lanes_uint c1, lanes_uint c2, lanes_uint c3) { return bb4_make(c0, c1, c2, c3); }
+#endif
+
+MSL_FN lanes_uint bb_neg_lanes(lanes_uint a) { return bb_sub_lanes(lanes_splat(0u), a); }
+
+// a broadcast to every lane.
+MSL_FN bb4l bb4l_splat(bb4 a) {
+  return bb4l_make(lanes_splat(a[0]), lanes_splat(a[1]), lanes_splat(a[2]), lanes_splat(a[3]));
+}
+MSL_FN bb4l bb4l_lift(lanes_uint a) {
+  lanes_uint z = lanes_splat(0u);
+  return bb4l_make(a, z, z, z);
+}
+MSL_FN bb4l bb4l_zero() { return bb4l_lift(lanes_splat(0u)); }
+
+MSL_FN bb4l bb4l_add(bb4l a, bb4l b) {
+  return bb4l_make(bb_add_lanes(a[0], b[0]), bb_add_lanes(a[1], b[1]), bb_add_lanes(a[2], b[2]),
+                   bb_add_lanes(a[3], b[3]));
+}
+MSL_FN bb4l bb4l_sub(bb4l a, bb4l b) {
+  return bb4l_make(bb_sub_lanes(a[0], b[0]), bb_sub_lanes(a[1], b[1]), bb_sub_lanes(a[2], b[2]),
+                   bb_sub_lanes(a[3], b[3]));
+}
+MSL_FN bb4l bb4l_neg(bb4l a) {
+  return bb4l_make(bb_neg_lanes(a[0]), bb_neg_lanes(a[1]), bb_neg_lanes(a[2]), bb_neg_lanes(a[3]));
+}
+
+// Schoolbook product reduced with X^4 = W (bb4_mul on lanes).
+MSL_FN bb4l bb4l_mul(bb4l a, bb4l b) {
+  lanes_uint w = lanes_splat(BB4_W_MONT);
+  lanes_uint h0 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a[1], b[3]), bb_mul_lanes(a[2], b[2])), bb_mul_lanes(a[3], b[1]));
+  lanes_uint h1 = bb_add_lanes(bb_mul_lanes(a[2], b[3]), bb_mul_lanes(a[3], b[2]));
+  lanes_uint h2 = bb_mul_lanes(a[3], b[3]);
+  lanes_uint r0 = bb_add_lanes(bb_mul_lanes(a[0], b[0]), bb_mul_lanes(h0, w));
+  lanes_uint r1 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a[0], b[1]), bb_mul_lanes(a[1], b[0])), bb_mul_lanes(h1, w));
+  lanes_uint r2 = bb_add_lanes(bb_add_lanes(bb_add_lanes(bb_mul_lanes(a[0], b[2]), bb_mul_lanes(a[1], b[1])), bb_mul_lanes(a[2], b[0])),
+                               bb_mul_lanes(h2, w));
+  lanes_uint r3 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a[0], b[3]), bb_mul_lanes(a[1], b[2])),
+                               bb_add_lanes(bb_mul_lanes(a[2], b[1]), bb_mul_lanes(a[3], b[0])));
+  return bb4l_make(r0, r1, r2, r3);
+}
+
+// w·v for an Fp4 w shared by the lanes and a base value per lane.
+MSL_FN bb4l bb4l_scale(bb4 w, lanes_uint v) {
+  return bb4l_make(bb_mul_lanes(lanes_splat(w[0]), v), bb_mul_lanes(lanes_splat(w[1]), v),
+                   bb_mul_lanes(lanes_splat(w[2]), v), bb_mul_lanes(lanes_splat(w[3]), v));
+}
+
+// Entry at p in the structure-of-arrays layout: coefficient c at p + c·stride (lanes consecutive).
+MSL_FN bb4l bb4l_load(MSL_DEVICE const uint* p, uint stride) {
+  return bb4l_make(lanes_ld_dev(p), lanes_ld_dev(p + stride), lanes_ld_dev(p + 2u * stride), lanes_ld_dev(p + 3u * stride));
+}
+MSL_FN void bb4l_store(MSL_DEVICE uint* p, uint stride, bb4l v) {
+  lanes_st_dev(p, v[0]);
+  lanes_st_dev(p + stride, v[1]);
+  lanes_st_dev(p + 2u * stride, v[2]);
+  lanes_st_dev(p + 3u * stride, v[3]);
+}
+
+// Lane l of an Fp4 lane value.
+MSL_FN bb4 bb4l_get(bb4l v, uint l) {
+  return bb4_make(lanes_get(v[0], l), lanes_get(v[1], l), lanes_get(v[2], l), lanes_get(v[3], l));
+}
+
+// The value of operand o for the lanes at column t of T (base field).
+MSL_FN lanes_uint prog_operand_lanes(uint o, MSL_DEVICE const uint* regs, MSL_DEVICE const uint* slots, MSL_DEVICE const uint* cp,
+                                     uint nconst, uint t, uint T) {
+  uint idx = o & PROG_INDEX_MASK;
+  switch (o >> 30) {
+    case PROG_KIND_REG:
+      return lanes_ld_dev(regs + idx * T + t);
+    case PROG_KIND_SLOT:
+      return lanes_ld_dev(slots + idx * T + t);
+    case PROG_KIND_CONST:
+      return lanes_splat(cp[idx]);
+    default:
+      return lanes_splat(cp[nconst + idx]);
+  }
+}
+
+// The value of operand o for the lanes at column t of T (extension field, structure of arrays).
+MSL_FN bb4l prog_operand4_lanes(uint o, MSL_DEVICE const uint* regs, MSL_DEVICE const uint* slots, MSL_DEVICE const uint* cp,
+                                uint nconst, uint t, uint T) {
+  uint idx = o & PROG_INDEX_MASK;
+  switch (o >> 30) {
+    case PROG_KIND_REG:
+      return bb4l_load(regs + 4u * idx * T + t, T);
+    case PROG_KIND_SLOT:
+      return bb4l_load(slots + 4u * idx * T + t, T);
+    case PROG_KIND_CONST:
+      return bb4l_lift(lanes_splat(cp[idx]));
+    default:
+      return bb4l_lift(lanes_splat(cp[nconst + idx]));
+  }
+}
+
+// Runs the program for the lanes at column t of T over the base field.
+template <typename Emit>
+MSL_FN void prog_run_lanes(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
+                           uint t, uint T, MSL_THREAD Emit& emit) {
+  uint ncode = prog[2];
+  uint nconst = prog[3];
+  for (uint i = 0u; i < ncode; i++) {
+    uint base = PROG_HEADER + 3u * i;
+    uint w0 = prog[base];
+    uint op = w0 >> 24;
+    uint dst = w0 & 0xffffffu;
+    lanes_uint a = prog_operand_lanes(prog[base + 1u], regs, slots, cp, nconst, t, T);
+    if (op == PROG_OP_EMIT) {
+      emit.put(dst, a);
+      continue;
+    }
+    lanes_uint r;
+    if (op == PROG_OP_NEG) {
+      r = bb_neg_lanes(a);
+    } else {
+      lanes_uint b = prog_operand_lanes(prog[base + 2u], regs, slots, cp, nconst, t, T);
+      r = op == PROG_OP_ADD ? bb_add_lanes(a, b) : op == PROG_OP_SUB ? bb_sub_lanes(a, b) : bb_mul_lanes(a, b);
+    }
+    lanes_st_dev(regs + dst * T + t, r);
+  }
+}
+
+// Runs the program for the lanes at column t of T over the extension field.
+template <typename Emit>
+MSL_FN void prog_run4_lanes(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
+                            uint t, uint T, MSL_THREAD Emit& emit) {
+  uint ncode = prog[2];
+  uint nconst = prog[3];
+  for (uint i = 0u; i < ncode; i++) {
+    uint base = PROG_HEADER + 3u * i;
+    uint w0 = prog[base];
+    uint op = w0 >> 24;
+    uint dst = w0 & 0xffffffu;
+    bb4l a = prog_operand4_lanes(prog[base + 1u], regs, slots, cp, nconst, t, T);
+    if (op == PROG_OP_EMIT) {
+      emit.put(dst, a);
+      continue;
+    }
+    bb4l r;
+    if (op == PROG_OP_NEG) {
+      r = bb4l_neg(a);
+    } else {
+      bb4l b = prog_operand4_lanes(prog[base + 2u], regs, slots, cp, nconst, t, T);
+      r = op == PROG_OP_ADD ? bb4l_add(a, b) : op == PROG_OP_SUB ? bb4l_sub(a, b) : bb4l_mul(a, b);
+    }
+    bb4l_store(regs + 4u * dst * T + t, T, r);
+  }
+}
+
+// The evaluator interface of the kernels that run one program (zerocheck.metal): `base` over the
+// base field, `ext` over the extension field, each with prog_run_lanes' signature and layout. A
+// generated evaluator for one AIR is another struct with these two members (it may ignore prog and
+// cp's constants, but must read slots and write regs, if it uses them, as described above, and
+// emit every output once, in output order).
+struct ProgInterpreter {
+  template <typename Emit>
+  PROG_LANES_METHOD void base(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
+                       uint t, uint T, MSL_THREAD Emit& emit) {
+    prog_run_lanes(prog, cp, slots, regs, t, T, emit);
+  }
+  template <typename Emit>
+  PROG_LANES_METHOD void ext(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
+                      uint t, uint T, MSL_THREAD Emit& emit) {
+    prog_run4_lanes(prog, cp, slots, regs, t, T, emit);
+  }
+};
+
+// The batched combination of one point per lane (ProgCombine of program.h on lanes): outputs
+// weighted by weights (Montgomery Fp4 per output) and summed by kind (kinds: PROG_OUT_* per output;
+// kind k's sum is zc, num, den for k = 0, 1, 2). Use: start, the evaluator's puts, finish.
+//
+// On the host the sums are kept as unreduced 64-bit products (PROG_LAZY: the even and the odd
+// lanes of each coefficient of each kind), folded below 2^60.01 before they could overflow and
+// Montgomery-reduced once per point by finish: a third of the vector instructions of a Montgomery
+// product per term. Bounds: a product of two values < p is < 2^61.9; after a fold
+// (lo + hi·(2^32 mod p)) a sum is < 2^60.01, so three base products (or the four of one Fp4
+// coefficient) fit below 2^64; the final sum is < p·2^32, as the reduction needs. GPUs (no fast
+// 64-bit multiply on Apple) keep Montgomery products.
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE
+#define PROG_LAZY 1
+#else
+#define PROG_LAZY 0
+#endif
+
+#if PROG_LAZY
+// v's even and odd lanes as 64-bit lanes.
+MSL_FN lanes_ulong prog_even(lanes_uint v) { return (lanes_ulong)v & ((lanes_ulong){} + 0xffffffffuL); }
+MSL_FN lanes_ulong prog_odd(lanes_uint v) { return (lanes_ulong)v >> 32; }
+// A splat of w < 2^32 whose high halves are visibly zero (so products are 32×32-bit multiplies).
+MSL_FN lanes_ulong prog_wide(uint w) { return ((lanes_ulong){} + (ulong)w) & ((lanes_ulong){} + 0xffffffffuL); }
+// x ≡ lo + hi·2^32 ≡ lo + hi·(2^32 mod p): below 2^60.01.
+MSL_FN lanes_ulong prog_fold(lanes_ulong x) {
+  lanes_ulong lo32 = (lanes_ulong){} + 0xffffffffuL;
+  return (x & lo32) + (x >> 32) * ((lanes_ulong){} + (ulong)BB_ONE);
+}
+// Montgomery reduction of 64-bit sums x < p·2^32 (even and odd lanes) to x·2^−32 mod p per lane.
+MSL_FN lanes_uint prog_reduce(lanes_ulong e, lanes_ulong o) {
+  lanes_ulong lo32 = (lanes_ulong){} + 0xffffffffuL;
+  lanes_ulong p64 = (lanes_ulong){} + (ulong)BB_P;
+  lanes_ulong pinv = (lanes_ulong){} + (ulong)BB_PINV;
+  lanes_ulong me = ((e & lo32) * pinv) & lo32;
+  lanes_ulong mo = ((o & lo32) * pinv) & lo32;
+  lanes_ulong re = (e >> 32) + p64 - ((me * p64) >> 32);  // in (0, 2p)
+  lanes_ulong ro = (o >> 32) + p64 - ((mo * p64) >> 32);
+  lanes_uint r = __builtin_shufflevector((lanes_uint)re, (lanes_uint)ro, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12,
+                                         28, 14, 30);
+  lanes_uint s = r - BB_P;
+  return r < s ? r : s;
+}
+#endif
+
+struct ProgCombineLanes {
+  MSL_DEVICE const uint* kinds;
+  MSL_DEVICE const uint* weights;
+  bb4l zc, num, den;
+#if PROG_LAZY
+  lanes_ulong acc[3][4][2];  // [kind][coefficient][even, odd lanes]
+  uint count[3];             // products added per accumulator since its last fold
+#endif
+  // Starts a point: den0 is den's initial value (the constant denominator term, or zero).
+  PROG_LANES_METHOD void start(MSL_DEVICE const uint* k, MSL_DEVICE const uint* w, bb4l den0) {
+    kinds = k;
+    weights = w;
+    zc = bb4l_zero();
+    num = bb4l_zero();
+    den = den0;
+#if PROG_LAZY
+    for (uint i = 0u; i < 3u; i++) {
+      count[i] = 0u;
+      for (uint c = 0u; c < 4u; c++) {
+        acc[i][c][0] = (lanes_ulong){};
+        acc[i][c][1] = (lanes_ulong){};
+      }
+    }
+#endif
+  }
+#if PROG_LAZY
+  PROG_LANES_METHOD void fold(uint k) {
+    for (uint c = 0u; c < 4u; c++) {
+      acc[k][c][0] = prog_fold(acc[k][c][0]);
+      acc[k][c][1] = prog_fold(acc[k][c][1]);
+    }
+    count[k] = 0u;
+  }
+  PROG_LANES_METHOD void put(uint o, lanes_uint v) {
+    uint k = min(kinds[o], 2u);
+    if (count[k] >= 3u) fold(k);
+    lanes_ulong ve = prog_even(v);
+    lanes_ulong vo = prog_odd(v);
+    for (uint c = 0u; c < 4u; c++) {
+      lanes_ulong w = prog_wide(weights[4u * o + c]);
+      acc[k][c][0] += ve * w;
+      acc[k][c][1] += vo * w;
+    }
+    count[k]++;
+  }
+  // (w·v)_c = Σ_j w_j·v_{c−j} with the wrapped terms (j > c) times W: four products per
+  // coefficient, accumulated, then folded.
+  PROG_LANES_METHOD void put(uint o, bb4l v) {
+    uint k = min(kinds[o], 2u);
+    if (count[k] != 0u) fold(k);
+    uint w[4];
+    uint ww[4];
+    for (uint j = 0u; j < 4u; j++) {
+      w[j] = weights[4u * o + j];
+      ww[j] = bb_mul(w[j], BB4_W_MONT);
+    }
+    lanes_ulong ve[4];
+    lanes_ulong vo[4];
+    for (uint j = 0u; j < 4u; j++) {
+      ve[j] = prog_even(v[j]);
+      vo[j] = prog_odd(v[j]);
+    }
+    for (uint c = 0u; c < 4u; c++) {
+      for (uint j = 0u; j < 4u; j++) {
+        uint i = (c + 4u - j) & 3u;
+        lanes_ulong wj = prog_wide(j <= c ? w[j] : ww[j]);
+        acc[k][c][0] += ve[i] * wj;
+        acc[k][c][1] += vo[i] * wj;
+      }
+    }
+    count[k] = 4u;  // the next put folds first
+  }
+  // Ends a point: the lazy sums, reduced, added to zc, num, den.
+  PROG_LANES_METHOD void finish() {
+    bb4l r[3];
+    for (uint k = 0u; k < 3u; k++) {
+      for (uint c = 0u; c < 4u; c++) {
+        r[k][c] = prog_reduce(prog_fold(acc[k][c][0]), prog_fold(acc[k][c][1]));
+      }
+    }
+    zc = bb4l_add(zc, r[0]);
+    num = bb4l_add(num, r[1]);
+    den = bb4l_add(den, r[2]);
+  }
+#else
+  PROG_LANES_METHOD void put(uint o, lanes_uint v) { add(o, bb4l_scale(bb4_load(weights, o), v)); }
+  PROG_LANES_METHOD void put(uint o, bb4l v) { add(o, bb4l_mul(bb4l_splat(bb4_load(weights, o)), v)); }
+  PROG_LANES_METHOD void add(uint o, bb4l wv) {
+    uint k = kinds[o];
+    if (k == PROG_OUT_CONSTRAINT) {
+      zc = bb4l_add(zc, wv);
+    } else if (k == PROG_OUT_COUNT) {
+      num = bb4l_add(num, wv);
+    } else {
+      den = bb4l_add(den, wv);
+    }
+  }
+  PROG_LANES_METHOD void finish() {}
+#endif
+};
+
+#endif  // PROGRAM_LANES_H
+#line 27 "shaders/rap/zerocheck.metal"
+
+#define ZC_NONE 0xffffffffu
+#define ZC_MAX_N 32u  // largest block (l_skip ≤ 5): thread arrays of the coset DFTs
+
+// Interleave of the scratch arrays (see above).
+MSL_FN uint zc_T(uint G) { return MSL_LANES > 1u ? MSL_LANES : G; }
+MSL_FN uint zc_t(uint gid) { return MSL_LANES > 1u ? 0u : gid; }
+
+// First word of lane group m (of groups per thread) of thread gid in an array of n entries per point.
+MSL_FN uint zc_region(uint n, uint m, uint gid, uint G, uint groups) {
+  if (MSL_LANES > 1u) return (gid * groups + m) * n * MSL_LANES;
+  return m * n * G;
+}
+
+MSL_FN uint zc_reverse_bits(uint i, uint bits) {
+  uint r = 0u;
+  for (uint k = 0u; k < bits; k++) {
+    r = (r << 1) | ((i >> k) & 1u);
+  }
+  return r;
+}
+
+// In-place DFT of n = 2^logn lane vectors: v[b] ← Σ_k v[k]·ω^{±bk} with ω = ω_M^step = tw[step]
+// (tw: the M powers of ω_M, M = mask + 1; step = M/n), ω^{−1} when inverse. Radix-2 after a bit
+// reversal; the lanes are independent transforms.
+MSL_FN void zc_dft(MSL_THREAD lanes_uint* v, uint logn, MSL_DEVICE const uint* tw, uint mask, uint step, bool inverse) {
+  uint n = 1u << logn;
+  for (uint i = 0u; i < n; i++) {
+    uint r = zc_reverse_bits(i, logn);
+    if (r > i) {
+      lanes_uint tmp = v[i];
+      v[i] = v[r];
+      v[r] = tmp;
+    }
+  }
+  for (uint len = 2u; len <= n; len <<= 1) {
+    uint hlen = len >> 1;
+    uint tstep = step * (n / len);
+    for (uint s = 0u; s < n; s += len) {
+      for (uint k = 0u; k < hlen; k++) {
+        uint e = (k * tstep) & mask;
+        if (inverse) e = (mask + 1u - e) & mask;
+        lanes_uint a = v[s + k];
+        lanes_uint b = bb_mul_lanes(v[s + k + hlen], lanes_splat(tw[e]));
+        v[s + k] = bb_add_lanes(a, b);
+        v[s + k + hlen] = bb_sub_lanes(a, b);
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Round 0, pre-pass.
+
+struct ZcCoeffsParams {
+  uint log_h;         // the part has h = 2^log_h rows (column c at c·h), canonical values
+  uint log_n;         // N = 2^log_n rows per block
+  uint log_m;         // M = 2^log_m (the twiddle table's size)
+  uint x0;            // first block of the slice (blocks of the lifted height N·X, periodic)
+  uint slice_blocks;  // blocks of the slice: coefs and deltas hold them from block 0
+  uint col0;          // first source column of this part (a multiple of MSL_LANES)
+  uint count;         // source columns of this part
+  uint ncols;         // row length of coefs and deltas (source columns of all parts, padded)
+  uint inv_n;         // 1/N·R² mod p: scales canonical coefficients into Montgomery form
+  uint lanes;         // MSL_LANES the launcher assumed (the kernel does nothing on a mismatch)
+};
+
+// For block x = x0 + xl of the slice and source column s = col0 + c (c < count; part column
+// part_cols[s]): coefs[(xl·N + k)·ncols + s] = c_k, the coefficients of the block's interpolant
+// over the N-th roots of unity (Montgomery), and deltas[xl·ncols + s] = v_next − v_first (the first
+// value of the next block, cyclically, minus the block's first). Block rows are x·N + j mod h.
+// Padding columns (c ≥ count, up to the next multiple of MSL_LANES) get zeros.
+MSL_KERNEL void msl_kernel_zc_coeffs(MSL_DEVICE const uint* values              ,
+                      MSL_DEVICE const uint* part_cols              ,
+                      MSL_DEVICE const uint* tw              ,
+                      MSL_DEVICE uint* coefs              ,
+                      MSL_DEVICE uint* deltas              ,
+                      MSL_CONSTANT ZcCoeffsParams& p              ,
+                      uint gid                            ,
+                      uint G                     ) {
+  if (p.lanes != MSL_LANES) return;
+  uint log_h = p.log_h;
+  uint hmask = (1u << log_h) - 1u;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint mmask = (1u << p.log_m) - 1u;
+  uint step = 1u << (p.log_m - log_n);
+  uint x0 = p.x0;
+  uint col0 = p.col0;
+  uint count = p.count;
+  uint ncols = p.ncols;
+  lanes_uint inv_n = lanes_splat(p.inv_n);
+  uint cgroups = (count + MSL_LANES - 1u) / MSL_LANES;
+  uint items = p.slice_blocks * cgroups;
+  for (uint it = gid; it < items; it += G) {
+    uint xl = it / cgroups;
+    uint c = (it % cgroups) * MSL_LANES;
+    uint x = x0 + xl;
+    uint base[MSL_LANES];
+    bool live[MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      live[l] = c + l < count;
+      base[l] = live[l] ? part_cols[col0 + c + l] << log_h : 0u;
+    }
+    lanes_uint v[ZC_MAX_N];
+    uint tmp[MSL_LANES];
+    for (uint j = 0u; j < n; j++) {
+      uint row = ((x << log_n) + j) & hmask;
+      for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + row] : 0u;
+      v[j] = lanes_ld_th(tmp);
+    }
+    uint next = ((x + 1u) << log_n) & hmask;
+    for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + next] : 0u;
+    lanes_uint delta = bb_mul_lanes(bb_sub_lanes(lanes_ld_th(tmp), v[0]), lanes_splat(BB_R2));
+    lanes_st_dev(deltas + xl * ncols + col0 + c, delta);
+    zc_dft(v, log_n, tw, mmask, step, true);
+    for (uint k = 0u; k < n; k++) {
+      lanes_st_dev(coefs + ((xl << log_n) + k) * ncols + col0 + c, bb_mul_lanes(v[k], inv_n));
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Round 0.
+
+struct ZcUniParams {
+  uint log_n;         // N = 2^log_n rows per block
+  uint log_m;         // M = 2^log_m points per block (M ≥ N)
+  uint blocks;        // X: blocks of the lifted trace
+  uint x0;            // first block of this slice
+  uint slice_blocks;  // blocks of the slice (coefs and deltas hold them from block 0)
+  uint unit;          // U: points per work unit (a multiple of MSL_LANES; G·U ≡ 0 mod M)
+  uint coset_mode;    // 1: per-coset DFTs, lanes across columns (U = max(N, MSL_LANES)); 0: one point per lane (U = MSL_LANES)
+  uint ncols;         // row length of coefs and deltas (a multiple of MSL_LANES)
+  uint nslots;        // the program's slots (scratch entries per point)
+  uint nregs;         // the program's registers
+  uint sel_first;     // slot of is_first, or ZC_NONE when the program does not read it
+  uint sel_last;
+  uint sel_trans;
+  uint has_den;       // add the constant denominator term (weights[nout]) to every point's den
+  uint nout;          // outputs of the program
+  uint zero;          // zero this thread's partial rows first (the first slice of a trace)
+  uint eq_off;        // Fp4 index of e(0) in eq
+  uint lanes;         // MSL_LANES the launcher assumed
+};
+
+// The slot values of the U points of unit u, one point per lane: Σ_k c_k·ω_M^{ik} (rotation:
+// at i + M/N, plus δ·L_{N−1}(ω_M^i)).
+MSL_FN void zc_fill_points(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas,
+                           MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow, MSL_DEVICE uint* slots,
+                           uint gid, uint G) {
+  uint log_n = p.log_n;
+  uint log_m = p.log_m;
+  uint n = 1u << log_n;
+  uint mmask = (1u << log_m) - 1u;
+  uint cosets = 1u << (log_m - log_n);
+  uint ncols = p.ncols;
+  uint U = p.unit;
+  uint points = p.slice_blocks << log_m;
+  uint T = zc_T(G);
+  MSL_DEVICE uint* region = slots + zc_region(p.nslots, 0u, gid, G, 1u) + zc_t(gid);
+  for (uint l = 0u; l < MSL_LANES; l++) {
+    uint pp = u * U + l;
+    if (pp >= points) break;
+    uint xl = pp >> log_m;
+    uint q = pp & mmask;
+    uint i = (q >> log_n) + cosets * (q & (n - 1u));
+    uint ir = (i + cosets) & mmask;
+    MSL_DEVICE const uint* crow = coefs + (xl << log_n) * ncols;
+    for (uint c = 0u; c < ncols; c++) {
+      uint sl = srcmap[2u * c];
+      uint sr = srcmap[2u * c + 1u];
+      if (sl != ZC_NONE) {
+        uint acc = 0u;
+        for (uint k = 0u; k < n; k++) acc = bb_add(acc, bb_mul(crow[k * ncols + c], tw[(i * k) & mmask]));
+        region[sl * T + l] = acc;
+      }
+      if (sr != ZC_NONE) {
+        uint acc = bb_mul(deltas[xl * ncols + c], lrow[i]);
+        for (uint k = 0u; k < n; k++) acc = bb_add(acc, bb_mul(crow[k * ncols + c], tw[(ir * k) & mmask]));
+        region[sr * T + l] = acc;
+      }
+    }
+  }
+}
+
+// The slot values of the U points of unit u by cosets of the N-th roots of unity: the points
+// ω_M^{g + (M/N)·b}, b < N, of coset g are the DFT of the twisted coefficients c_k·ω_M^{gk} (lanes
+// across MSL_LANES source columns); the rotation is the same coset at b + 1 plus δ·L_{N−1}.
+MSL_FN void zc_fill_cosets(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas,
+                           MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow, MSL_DEVICE uint* slots,
+                           uint gid, uint G) {
+  uint log_n = p.log_n;
+  uint log_m = p.log_m;
+  uint n = 1u << log_n;
+  uint mmask = (1u << log_m) - 1u;
+  uint cosets = 1u << (log_m - log_n);
+  uint ncols = p.ncols;
+  uint nslots = p.nslots;
+  uint U = p.unit;
+  uint groups = U / MSL_LANES;
+  uint per = U >> log_n;  // cosets per unit (1 when N ≥ MSL_LANES)
+  uint points = p.slice_blocks << log_m;
+  uint T = zc_T(G);
+  uint t = zc_t(gid);
+  for (uint c0 = 0u; c0 < ncols; c0 += MSL_LANES) {
+    for (uint kc = 0u; kc < per; kc++) {
+      uint p0 = u * U + (kc << log_n);
+      if (p0 >= points) break;
+      uint xl = p0 >> log_m;
+      uint g = (p0 & mmask) >> log_n;
+      lanes_uint v[ZC_MAX_N];
+      MSL_DEVICE const uint* crow = coefs + (xl << log_n) * ncols + c0;
+      for (uint k = 0u; k < n; k++) {
+        lanes_uint ck = lanes_ld_dev(crow + k * ncols);
+        v[k] = g != 0u ? bb_mul_lanes(ck, lanes_splat(tw[(g * k) & mmask])) : ck;
+      }
+      zc_dft(v, log_n, tw, mmask, cosets, false);
+      lanes_uint delta = lanes_ld_dev(deltas + xl * ncols + c0);
+      for (uint c = 0u; c < MSL_LANES; c++) {
+        uint sl = srcmap[2u * (c0 + c)];
+        uint sr = srcmap[2u * (c0 + c) + 1u];
+        if (sl == ZC_NONE && sr == ZC_NONE) continue;
+        uint dc = lanes_get(delta, c);
+        for (uint b = 0u; b < n; b++) {
+          uint j = (kc << log_n) + b;
+          MSL_DEVICE uint* dst = slots + zc_region(nslots, j / MSL_LANES, gid, G, groups) + t + j % MSL_LANES;
+          if (sl != ZC_NONE) dst[sl * T] = lanes_get(v[b], c);
+          if (sr != ZC_NONE) {
+            dst[sr * T] = bb_add(lanes_get(v[(b + 1u) & (n - 1u)], c), bb_mul(dc, lrow[g + cosets * b]));
+          }
+        }
+      }
+    }
+  }
+}
+
+// The selector slots of the U points of unit u: is_first = [x = 0]·sel[i], is_last =
+// [x = X−1]·sel[M + i], is_transition = 1 − is_last.
+MSL_FN void zc_fill_selectors(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const uint* sel, MSL_DEVICE uint* slots, uint gid,
+                              uint G) {
+  uint sf = p.sel_first;
+  uint sl = p.sel_last;
+  uint st = p.sel_trans;
+  if (sf == ZC_NONE && sl == ZC_NONE && st == ZC_NONE) return;
+  uint log_n = p.log_n;
+  uint log_m = p.log_m;
+  uint n = 1u << log_n;
+  uint m = 1u << log_m;
+  uint cosets = 1u << (log_m - log_n);
+  uint U = p.unit;
+  uint groups = U / MSL_LANES;
+  uint points = p.slice_blocks << log_m;
+  uint T = zc_T(G);
+  uint t = zc_t(gid);
+  for (uint j = 0u; j < U; j++) {
+    uint pp = u * U + j;
+    if (pp >= points) break;
+    uint x = p.x0 + (pp >> log_m);
+    uint q = pp & (m - 1u);
+    uint i = (q >> log_n) + cosets * (q & (n - 1u));
+    uint first = x == 0u ? sel[i] : 0u;
+    uint last = x == p.blocks - 1u ? sel[m + i] : 0u;
+    MSL_DEVICE uint* dst = slots + zc_region(p.nslots, j / MSL_LANES, gid, G, groups) + t + j % MSL_LANES;
+    if (sf != ZC_NONE) dst[sf * T] = first;
+    if (sl != ZC_NONE) dst[sl * T] = last;
+    if (st != ZC_NONE) dst[st * T] = bb_sub(BB_ONE, last);
+  }
+}
+
+// partials[row·12 + 4k ..] += e·v_k for (v_0, v_1, v_2) = (zc, num, den) of one lane.
+MSL_FN void zc_accumulate(MSL_DEVICE uint* partials, uint row, bb4 e, bb4 zc, bb4 num, bb4 den) {
+  MSL_DEVICE uint* pr = partials + 12u * row;
+  bb4_store(pr, 0u, bb4_add(bb4_load(pr, 0u), bb4_mul(e, zc)));
+  bb4_store(pr, 1u, bb4_add(bb4_load(pr, 1u), bb4_mul(e, num)));
+  bb4_store(pr, 2u, bb4_add(bb4_load(pr, 2u), bb4_mul(e, den)));
+}
+
+// Round 0 over the slice (the kernel checks p.lanes): for every point (x, i) (x = x0 + pp / M, in-block index q = pp mod M =
+// g·N + b, i = g + (M/N)·b), e(x)·(Zc, Num, Den)(x, i) is added to partial row gid·U + j (j: the
+// point's index in its unit), so that rows ≡ q (mod M) hold point class q (G·U ≡ 0 mod M).
+template <typename Eval>
+MSL_FN void zc_uni_body(MSL_THREAD Eval& ev, MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* kinds,
+                        MSL_DEVICE const uint* weights, MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas,
+                        MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow,
+                        MSL_DEVICE const uint* sel, MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs,
+                        MSL_DEVICE uint* partials, MSL_CONSTANT ZcUniParams& p, uint gid, uint G) {
+  uint U = p.unit;
+  uint groups = U / MSL_LANES;
+  uint log_m = p.log_m;
+  uint points = p.slice_blocks << log_m;
+  uint units = (points + U - 1u) / U;
+  uint T = zc_T(G);
+  uint t = zc_t(gid);
+  if (p.zero != 0u) {
+    for (uint k = 0u; k < 12u * U; k++) partials[12u * gid * U + k] = 0u;
+  }
+  MSL_DEVICE uint* rbase = regs + zc_region(p.nregs, 0u, gid, G, 1u);
+  bool has_den = p.has_den != 0u;
+  bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
+  for (uint u = gid; u < units; u += G) {
+    if (p.coset_mode != 0u) {
+      zc_fill_cosets(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
+    } else {
+      zc_fill_points(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
+    }
+    zc_fill_selectors(u, p, sel, slots, gid, G);
+    for (uint m = 0u; m < groups; m++) {
+      ProgCombineLanes c;
+      c.start(kinds, weights, has_den ? den_const : bb4l_zero());
+      ev.base(prog, cp, slots + zc_region(p.nslots, m, gid, G, groups), rbase, t, T, c);
+      c.finish();
+      for (uint l = 0u; l < MSL_LANES; l++) {
+        uint j = m * MSL_LANES + l;
+        uint pp = u * U + j;
+        if (pp >= points) break;
+        bb4 e = bb4_load(eq, p.eq_off + p.x0 + (pp >> log_m));
+        zc_accumulate(partials, gid * U + j, e, bb4l_get(c.zc, l), bb4l_get(c.num, l), bb4l_get(c.den, l));
+      }
+    }
+  }
+}
+
+// Round 0 with the bytecode interpreter (zc_uni_body). weights: Montgomery Fp4 per output, then
+// the constant denominator term.
+MSL_KERNEL void msl_kernel_zc_uni_eval(MSL_DEVICE const uint* prog              ,
+                        MSL_DEVICE const uint* cp              ,
+                        MSL_DEVICE const uint* kinds              ,
+                        MSL_DEVICE const uint* weights              ,
+                        MSL_DEVICE const uint* coefs              ,
+                        MSL_DEVICE const uint* deltas              ,
+                        MSL_DEVICE const uint* srcmap              ,
+                        MSL_DEVICE const uint* tw              ,
+                        MSL_DEVICE const uint* lrow              ,
+                        MSL_DEVICE const uint* sel              ,
+                        MSL_DEVICE const uint* eq               ,
+                        MSL_DEVICE uint* slots               ,
+                        MSL_DEVICE uint* regs               ,
+                        MSL_DEVICE uint* partials               ,
+                        MSL_CONSTANT ZcUniParams& p               ,
+                        uint gid                            ,
+                        uint G                     ) {
+  if (p.lanes != MSL_LANES) return;
+  ProgInterpreter ev;
+  zc_uni_body(ev, prog, cp, kinds, weights, coefs, deltas, srcmap, tw, lrow, sel, eq, slots, regs, partials, p, gid, G);
+}
+
+// ------------------------------------------------------------------------------------------------
+// BindUnivariate.
+
+struct ZcBindParams {
+  uint log_h;   // the part has h = 2^log_h rows (canonical values, column c at c·h)
+  uint log_n;   // N = 2^log_n
+  uint blocks;  // X: blocks of the lifted trace (tables have X rows)
+  uint width;   // columns of the part
+  uint stride;  // Fp4 index distance between tables
+  uint lanes;   // MSL_LANES the launcher assumed
+};
+
+// tables[τ·stride + x] = Σ_{j<N} w_j·v[(x·N + j) mod h] for τ = colmap[2c] (column c), and with
+// v[(x·N + j + 1) mod h] for τ = colmap[2c + 1] (its rotation; ZC_NONE: none). w: N Fp4 weights in
+// R²-scaled Montgomery form (w·R² mod p per coefficient), so the canonical trace values need no
+// conversion. Lanes across consecutive blocks x.
+MSL_KERNEL void msl_kernel_zc_bind_uni(MSL_DEVICE const uint* values              ,
+                        MSL_DEVICE const uint* w              ,
+                        MSL_DEVICE const uint* colmap              ,
+                        MSL_DEVICE uint* tables              ,
+                        MSL_CONSTANT ZcBindParams& p              ,
+                        uint gid                            ,
+                        uint G                     ) {
+  if (p.lanes != MSL_LANES) return;
+  uint log_h = p.log_h;
+  uint hmask = (1u << log_h) - 1u;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint X = p.blocks;
+  uint stride = p.stride;
+  uint xgroups = (X + MSL_LANES - 1u) / MSL_LANES;
+  uint items = p.width * xgroups;
+  for (uint it = gid; it < items; it += G) {
+    uint c = it / xgroups;
+    uint x0 = (it % xgroups) * MSL_LANES;
+    uint tl = colmap[2u * c];
+    uint tr = colmap[2u * c + 1u];
+    MSL_DEVICE const uint* col = values + (c << log_h);
+    bb4l accl = bb4l_zero();
+    bb4l accr = bb4l_zero();
+    uint tmp[MSL_LANES];
+    for (uint j = 0u; j <= n; j++) {
+      for (uint l = 0u; l < MSL_LANES; l++) {
+        uint x = min(x0 + l, X - 1u);
+        tmp[l] = col[((x << log_n) + j) & hmask];
+      }
+      lanes_uint v = lanes_ld_th(tmp);
+      if (j < n) accl = bb4l_add(accl, bb4l_scale(bb4_load(w, j), v));
+      if (j > 0u && tr != ZC_NONE) accr = bb4l_add(accr, bb4l_scale(bb4_load(w, j - 1u), v));
+    }
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      uint x = x0 + l;
+      if (x >= X) break;
+      if (tl != ZC_NONE) bb4_store(tables, tl * stride + x, bb4l_get(accl, l));
+      if (tr != ZC_NONE) bb4_store(tables, tr * stride + x, bb4l_get(accr, l));
+    }
+  }
+}
+
+struct ZcBindSelParams {
+  uint blocks;   // X
+  uint stride;   // Fp4 index distance between tables
+  uint t_first;  // tables of is_first, is_last, is_transition
+  uint t_last;
+  uint t_trans;
+  uint f0, f1, f2, f3;  // is_first at x = 0 (Montgomery Fp4)
+  uint l0, l1, l2, l3;  // is_last at x = X−1
+  uint s0, s1, s2, s3;  // Σ_j w_j: is_transition = Σ_j w_j − is_last
+};
+
+// The bound selector tables: is_first[x] = [x = 0]·F, is_last[x] = [x = X−1]·L, is_transition[x] =
+// S − is_last[x].
+MSL_KERNEL void msl_kernel_zc_bind_selectors(MSL_DEVICE uint* tables              ,
+                              MSL_CONSTANT ZcBindSelParams& p              ,
+                              uint gid                            ,
+                              uint G                     ) {
+  uint X = p.blocks;
+  uint stride = p.stride;
+  bb4 f = bb4_make(p.f0, p.f1, p.f2, p.f3);
+  bb4 l = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  bb4 s = bb4_make(p.s0, p.s1, p.s2, p.s3);
+  for (uint x = gid; x < X; x += G) {
+    bb4 last = x == X - 1u ? l : bb4_zero();
+    bb4_store(tables, p.t_first * stride + x, x == 0u ? f : bb4_zero());
+    bb4_store(tables, p.t_last * stride + x, last);
+    bb4_store(tables, p.t_trans * stride + x, bb4_sub(s, last));
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Rounds j ≥ 1.
+
+struct ZcRoundParams {
+  uint log_rows;  // n ≥ 1: the tables have 2^n rows (pairs y < 2^(n−1))
+  uint stride;    // Fp4 index distance between tables
+  uint nused;     // entries of used
+  uint nslots;    // the program's slots
+  uint nregs;     // the program's registers
+  uint points;    // d + 1: evaluation points X = 1..d+1
+  uint has_den;
+  uint nout;
+  uint eq_off;    // Fp4 index of e'(0) in eq
+  uint lanes;     // MSL_LANES the launcher assumed
+};
+
+// For every pair y (lanes across consecutive y; the kernel checks p.lanes) and X = 1..d+1: the used slots s (table τ, used[2k]
+// = s, used[2k+1] = τ) take t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]), the program runs over Fp4 and
+// e'(y)·(Zc, Num, Den) is added to partial row (gid·MSL_LANES + lane)·(d+1) + X − 1.
+template <typename Eval>
+MSL_FN void zc_round_body(MSL_THREAD Eval& ev, MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* kinds,
+                          MSL_DEVICE const uint* weights, MSL_DEVICE const uint* used, MSL_DEVICE const uint* tables,
+                          MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* diffs, MSL_DEVICE uint* regs,
+                          MSL_DEVICE uint* partials, MSL_CONSTANT ZcRoundParams& p, uint gid, uint G) {
+  uint pairs = 1u << (p.log_rows - 1u);
+  uint stride = p.stride;
+  uint nused = p.nused;
+  uint npts = p.points;
+  uint units = (pairs + MSL_LANES - 1u) / MSL_LANES;
+  uint T = zc_T(G);
+  uint t = zc_t(gid);
+  for (uint k = 0u; k < 12u * npts * MSL_LANES; k++) partials[12u * npts * MSL_LANES * gid + k] = 0u;
+  MSL_DEVICE uint* sbase = slots + zc_region(4u * p.nslots, 0u, gid, G, 1u);
+  MSL_DEVICE uint* dbase = diffs + zc_region(4u * nused, 0u, gid, G, 1u);
+  MSL_DEVICE uint* rbase = regs + zc_region(4u * p.nregs, 0u, gid, G, 1u);
+  bool has_den = p.has_den != 0u;
+  bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
+  for (uint u = gid; u < units; u += G) {
+    uint y0 = u * MSL_LANES;
+    for (uint k = 0u; k < nused; k++) {
+      uint s = used[2u * k];
+      MSL_DEVICE const uint* tab = tables + 4u * used[2u * k + 1u] * stride;
+      for (uint l = 0u; l < MSL_LANES; l++) {
+        uint y = min(y0 + l, pairs - 1u);
+        bb4 a = bb4_load(tab, 2u * y);
+        bb4 b = bb4_load(tab, 2u * y + 1u);
+        for (uint c = 0u; c < 4u; c++) {
+          sbase[(4u * s + c) * T + t + l] = a[c];
+          dbase[(4u * k + c) * T + t + l] = bb_sub(b[c], a[c]);
+        }
+      }
+    }
+    for (uint x = 0u; x < npts; x++) {
+      for (uint k = 0u; k < nused; k++) {
+        MSL_DEVICE uint* sv = sbase + 4u * used[2u * k] * T + t;
+        bb4l_store(sv, T, bb4l_add(bb4l_load(sv, T), bb4l_load(dbase + 4u * k * T + t, T)));
+      }
+      ProgCombineLanes c;
+      c.start(kinds, weights, has_den ? den_const : bb4l_zero());
+      ev.ext(prog, cp, sbase, rbase, t, T, c);
+      c.finish();
+      for (uint l = 0u; l < MSL_LANES; l++) {
+        uint y = y0 + l;
+        if (y >= pairs) break;
+        bb4 e = bb4_load(eq, p.eq_off + y);
+        zc_accumulate(partials, (gid * MSL_LANES + l) * npts + x, e, bb4l_get(c.zc, l), bb4l_get(c.num, l),
+                      bb4l_get(c.den, l));
+      }
+    }
+  }
+}
+
+// Rounds j ≥ 1 with the bytecode interpreter (zc_round_body).
+MSL_KERNEL void msl_kernel_zc_round_eval(MSL_DEVICE const uint* prog              ,
+                          MSL_DEVICE const uint* cp              ,
+                          MSL_DEVICE const uint* kinds              ,
+                          MSL_DEVICE const uint* weights              ,
+                          MSL_DEVICE const uint* used              ,
+                          MSL_DEVICE const uint* tables              ,
+                          MSL_DEVICE const uint* eq              ,
+                          MSL_DEVICE uint* slots              ,
+                          MSL_DEVICE uint* diffs              ,
+                          MSL_DEVICE uint* regs              ,
+                          MSL_DEVICE uint* partials               ,
+                          MSL_CONSTANT ZcRoundParams& p               ,
+                          uint gid                            ,
+                          uint G                     ) {
+  if (p.lanes != MSL_LANES) return;
+  ProgInterpreter ev;
+  zc_round_body(ev, prog, cp, kinds, weights, used, tables, eq, slots, diffs, regs, partials, p, gid, G);
+}
 
 #line 1 "<mslgen host>"
 #include "hd_glue.h"
@@ -3701,8 +5090,8 @@ static void hd_group_sc_sum_rows(const hd_launch* Lp, hd_u3 gp, unsigned char* c
   (void)tg;
   HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_sum_rows(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
 }
-static_assert(sizeof(MSL_CONSTANT ScSumRowsParams) == 8, "sc_sum_rows: value size of p");
-static const unsigned hd_valsize_sc_sum_rows[] = {0, 0, 8, 0};
+static_assert(sizeof(MSL_CONSTANT ScSumRowsParams) == 12, "sc_sum_rows: value size of p");
+static const unsigned hd_valsize_sc_sum_rows[] = {0, 0, 12, 0};
 
 static void hd_group_sc_eq_expand(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
@@ -3824,6 +5213,232 @@ static void hd_group_whir_pow_eq_tables(const hd_launch* Lp, hd_u3 gp, unsigned 
 static_assert(sizeof(MSL_CONSTANT WhirEqTablesParams) == 12, "whir_pow_eq_tables: value size of p");
 static const unsigned hd_valsize_whir_pow_eq_tables[] = {0, 0, 0, 12, 0};
 
+static void hd_group_gkr_leaves(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE uint* const a7 = (MSL_DEVICE uint*)L->bufs[7];
+  MSL_CONSTANT GkrLeafParams a8 = *(MSL_CONSTANT GkrLeafParams*)L->bufs[8];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_gkr_leaves(a0, a1, a2, a3, a4, a5, a6, a7, a8, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT GkrLeafParams) == 28, "gkr_leaves: value size of p");
+static const unsigned hd_valsize_gkr_leaves[] = {0, 0, 0, 0, 0, 0, 0, 0, 28, 0};
+
+static void hd_group_gkr_pad(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_CONSTANT GkrPadParams a1 = *(MSL_CONSTANT GkrPadParams*)L->bufs[1];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_gkr_pad(a0, a1, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT GkrPadParams) == 24, "gkr_pad: value size of p");
+static const unsigned hd_valsize_gkr_pad[] = {0, 24, 0};
+
+static void hd_group_gkr_layer(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT GkrLayerParams a2 = *(MSL_CONSTANT GkrLayerParams*)L->bufs[2];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_gkr_layer(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT GkrLayerParams) == 4, "gkr_layer: value size of p");
+static const unsigned hd_valsize_gkr_layer[] = {0, 0, 4, 0};
+
+static void hd_item_gkr_round_partials(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT GkrRoundParams a3 = *(MSL_CONSTANT GkrRoundParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  msl_kernel_gkr_round_partials(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static void hd_group_gkr_round_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT GkrRoundParams a3 = *(MSL_CONSTANT GkrRoundParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_gkr_round_partials(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT GkrRoundParams) == 24, "gkr_round_partials: value size of p");
+static const unsigned hd_valsize_gkr_round_partials[] = {0, 0, 0, 24, 0};
+
+static void hd_item_gkr_fold_round_partials(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT GkrFoldRoundParams a4 = *(MSL_CONSTANT GkrFoldRoundParams*)L->bufs[4];
+  MSL_THREADGROUP uint* const a5 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  msl_kernel_gkr_fold_round_partials(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static void hd_group_gkr_fold_round_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT GkrFoldRoundParams a4 = *(MSL_CONSTANT GkrFoldRoundParams*)L->bufs[4];
+  MSL_THREADGROUP uint* const a5 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_gkr_fold_round_partials(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT GkrFoldRoundParams) == 44, "gkr_fold_round_partials: value size of p");
+static const unsigned hd_valsize_gkr_fold_round_partials[] = {0, 0, 0, 0, 44, 0};
+
+static void hd_group_rows_fill_slots(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT RowsSlotsParams a3 = *(MSL_CONSTANT RowsSlotsParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_rows_fill_slots(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT RowsSlotsParams) == 24, "rows_fill_slots: value size of p");
+static const unsigned hd_valsize_rows_fill_slots[] = {0, 0, 0, 24, 0};
+
+static void hd_item_rows_check_partials(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_CONSTANT RowsCheckParams a5 = *(MSL_CONSTANT RowsCheckParams*)L->bufs[5];
+  MSL_THREADGROUP uint* const a6 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  msl_kernel_rows_check_partials(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static void hd_group_rows_check_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_CONSTANT RowsCheckParams a5 = *(MSL_CONSTANT RowsCheckParams*)L->bufs[5];
+  MSL_THREADGROUP uint* const a6 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_rows_check_partials(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT RowsCheckParams) == 20, "rows_check_partials: value size of p");
+static const unsigned hd_valsize_rows_check_partials[] = {0, 0, 0, 0, 0, 20, 0};
+
+static void hd_item_rows_min_pairs(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT RowsMinParams a2 = *(MSL_CONSTANT RowsMinParams*)L->bufs[2];
+  MSL_THREADGROUP uint* const a3 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  msl_kernel_rows_min_pairs(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
+}
+static void hd_group_rows_min_pairs(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT RowsMinParams a2 = *(MSL_CONSTANT RowsMinParams*)L->bufs[2];
+  MSL_THREADGROUP uint* const a3 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_rows_min_pairs(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT RowsMinParams) == 12, "rows_min_pairs: value size of p");
+static const unsigned hd_valsize_rows_min_pairs[] = {0, 0, 12, 0};
+
+HD_SIMD_CLONES static void hd_group_zc_coeffs(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_CONSTANT ZcCoeffsParams a5 = *(MSL_CONSTANT ZcCoeffsParams*)L->bufs[5];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_coeffs(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT ZcCoeffsParams) == 40, "zc_coeffs: value size of p");
+static const unsigned hd_valsize_zc_coeffs[] = {0, 0, 0, 0, 0, 40, 0};
+
+HD_SIMD_CLONES static void hd_group_zc_uni_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE const uint* const a8 = (MSL_DEVICE const uint*)L->bufs[8];
+  MSL_DEVICE const uint* const a9 = (MSL_DEVICE const uint*)L->bufs[9];
+  MSL_DEVICE const uint* const a10 = (MSL_DEVICE const uint*)L->bufs[10];
+  MSL_DEVICE uint* const a11 = (MSL_DEVICE uint*)L->bufs[11];
+  MSL_DEVICE uint* const a12 = (MSL_DEVICE uint*)L->bufs[12];
+  MSL_DEVICE uint* const a13 = (MSL_DEVICE uint*)L->bufs[13];
+  MSL_CONSTANT ZcUniParams a14 = *(MSL_CONSTANT ZcUniParams*)L->bufs[14];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_eval(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT ZcUniParams) == 72, "zc_uni_eval: value size of p");
+static const unsigned hd_valsize_zc_uni_eval[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 72, 0};
+
+HD_SIMD_CLONES static void hd_group_zc_bind_uni(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT ZcBindParams a4 = *(MSL_CONSTANT ZcBindParams*)L->bufs[4];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_bind_uni(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT ZcBindParams) == 24, "zc_bind_uni: value size of p");
+static const unsigned hd_valsize_zc_bind_uni[] = {0, 0, 0, 0, 24, 0};
+
+static void hd_group_zc_bind_selectors(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_CONSTANT ZcBindSelParams a1 = *(MSL_CONSTANT ZcBindSelParams*)L->bufs[1];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_bind_selectors(a0, a1, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT ZcBindSelParams) == 68, "zc_bind_selectors: value size of p");
+static const unsigned hd_valsize_zc_bind_selectors[] = {0, 68, 0};
+
+HD_SIMD_CLONES static void hd_group_zc_round_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE uint* const a7 = (MSL_DEVICE uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
+  MSL_DEVICE uint* const a10 = (MSL_DEVICE uint*)L->bufs[10];
+  MSL_CONSTANT ZcRoundParams a11 = *(MSL_CONSTANT ZcRoundParams*)L->bufs[11];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_round_eval(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT ZcRoundParams) == 40, "zc_round_eval: value size of p");
+static const unsigned hd_valsize_zc_round_eval[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 40, 0};
+
 extern "C" const hd_kernel hd_kernels[] = {
     {"merkle_hash_rows", nullptr, hd_group_merkle_hash_rows, 0, 4, hd_valsize_merkle_hash_rows, 0},
     {"merkle_compress", nullptr, hd_group_merkle_compress, 0, 4, hd_valsize_merkle_compress, 0},
@@ -3866,5 +5481,18 @@ extern "C" const hd_kernel hd_kernels[] = {
     {"whir_fp4_to_planes", nullptr, hd_group_whir_fp4_to_planes, 0, 3, hd_valsize_whir_fp4_to_planes, 0},
     {"whir_horner", nullptr, hd_group_whir_horner, 0, 3, hd_valsize_whir_horner, 0},
     {"whir_pow_eq_tables", nullptr, hd_group_whir_pow_eq_tables, 0, 4, hd_valsize_whir_pow_eq_tables, 0},
+    {"gkr_leaves", nullptr, hd_group_gkr_leaves, 0, 9, hd_valsize_gkr_leaves, 0},
+    {"gkr_pad", nullptr, hd_group_gkr_pad, 0, 2, hd_valsize_gkr_pad, 0},
+    {"gkr_layer", nullptr, hd_group_gkr_layer, 0, 3, hd_valsize_gkr_layer, 0},
+    {"gkr_round_partials", hd_item_gkr_round_partials, hd_group_gkr_round_partials, 1, 4, hd_valsize_gkr_round_partials, 1},
+    {"gkr_fold_round_partials", hd_item_gkr_fold_round_partials, hd_group_gkr_fold_round_partials, 1, 5, hd_valsize_gkr_fold_round_partials, 1},
+    {"rows_fill_slots", nullptr, hd_group_rows_fill_slots, 0, 4, hd_valsize_rows_fill_slots, 0},
+    {"rows_check_partials", hd_item_rows_check_partials, hd_group_rows_check_partials, 1, 6, hd_valsize_rows_check_partials, 1},
+    {"rows_min_pairs", hd_item_rows_min_pairs, hd_group_rows_min_pairs, 1, 3, hd_valsize_rows_min_pairs, 1},
+    {"zc_coeffs", nullptr, hd_group_zc_coeffs, 0, 6, hd_valsize_zc_coeffs, 0},
+    {"zc_uni_eval", nullptr, hd_group_zc_uni_eval, 0, 15, hd_valsize_zc_uni_eval, 0},
+    {"zc_bind_uni", nullptr, hd_group_zc_bind_uni, 0, 5, hd_valsize_zc_bind_uni, 0},
+    {"zc_bind_selectors", nullptr, hd_group_zc_bind_selectors, 0, 2, hd_valsize_zc_bind_selectors, 0},
+    {"zc_round_eval", nullptr, hd_group_zc_round_eval, 0, 12, hd_valsize_zc_round_eval, 0},
 };
-extern "C" const int hd_nkernels = 41;
+extern "C" const int hd_nkernels = 54;

@@ -1,0 +1,545 @@
+package device
+
+import (
+	"fmt"
+	"math/bits"
+	"sort"
+	"sync"
+
+	"github.com/metalprove/metalprove/internal/constraints"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/kernels"
+	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
+)
+
+// constraintProver is the batch constraint sumcheck (spec B §4) on the device, computing exactly
+// what cpuref's constraint prover computes (internal/kernels/zerocheck.go has the math):
+//
+//   - UnivariateRound: per trace, the coefficient pre-pass and the round-0 evaluation at the M
+//     points of every block, reduced to 3·M Fp4 sums (kernels.Zerocheck.EncodeUniRound); one
+//     download for all traces; the host takes the M-point IDFTs and checks the degree bound.
+//   - BindUnivariate: every stored slot of every trace becomes an Fp4 table of 2^ñ rows (the N
+//     weights eq_D(r0, ω^j) computed on the host and uploaded). No sync.
+//   - Round: the folds of the previous Bind (the sumcheck family's EncodeFold, ping-pong tables),
+//     then the evaluation at X = 1..d+1 of every trace with ñ_T ≥ j; one download.
+//   - Bind: records r (the next Round or Openings folds). No sync, no dispatch.
+//   - Openings: the trace's pending folds down to one row, one download.
+//
+// The eq tables e(x) of round 0 and e'(y) of every round are expanded on the device at
+// construction (ξ is known then), so no upload waits for pending work later. Every buffer is
+// allocated by NewConstraintProver and freed by Release.
+type constraintProver struct {
+	be      *Backend
+	l, n, d int
+	logM    int
+
+	dom    *kernels.ZcDomain
+	zc     *kernels.Zerocheck
+	traces []*zcTrace
+	owned  []*kernels.Program // programs uploaded for this prover only (not from a key)
+
+	eq, halves         *gpu.Array[uint32]
+	uniOut, roundOut   *gpu.Array[uint32]
+	bindW              *gpu.Array[uint32]
+	rs                 []field.Fp4 // the r of every Bind so far
+	binds              int         // −1 before BindUnivariate, then the Binds so far
+	mu                 sync.Mutex
+	released           bool
+	uniWidth, rndWidth int
+}
+
+// zcTrace is one trace of a constraintProver.
+type zcTrace struct {
+	pg    *constraints.Program
+	zt    *kernels.ZcTrace
+	nLift int
+	eqOff []int // per round j = 0..ñ: Fp4 index of eq(ξ_{l+j..l+ñ−1}, ·) in the eq buffer
+	tabs  [2]*gpu.Array[uint32]
+	cur   int // ping-pong side holding the current tables
+	log   int // log2 of their rows (the stride is 2^log)
+	folds int // Binds folded into the tables
+}
+
+var _ stark.ConstraintProver = (*constraintProver)(nil)
+
+// NewConstraintProver implements stark.ConstraintBackend on the device. It validates the inputs
+// as cpuref does, uploads each trace's maps and weights (the programs once per backend, see
+// program) and encodes the eq tables' expansion (no sync).
+func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.AirInput, ch *stark.ConstraintChallenges) (stark.ConstraintProver, error) {
+	if ch == nil || len(ch.Eq3b) != len(traces) {
+		return nil, fmt.Errorf("%w: challenges for %d traces expected", ErrProverState, len(traces))
+	}
+	if (ch.Programs != nil && len(ch.Programs) != len(traces)) || (ch.Weights != nil && len(ch.Weights) != len(traces)) {
+		return nil, fmt.Errorf("%w: programs or weights for %d traces expected", ErrProverState, len(traces))
+	}
+	l, d := p.LSkip, p.MaxConstraintDegree
+	if l < 0 || l > kernels.ZcMaxLogN || d < 1 || d > 64 {
+		return nil, fmt.Errorf("%w: l_skip %d (at most %d on the device), max constraint degree %d", stark.ErrBatchConstraintInput, l, kernels.ZcMaxLogN, d)
+	}
+	n := 1 << l
+	logM := bits.Len(uint(d * (n - 1))) // M = next_pow2(d(N−1)+1)
+	cp := &constraintProver{be: b, l: l, n: n, d: d, logM: logM, binds: -1}
+	fail := func(err error) (stark.ConstraintProver, error) {
+		cp.freeBuffers()
+		return nil, err
+	}
+	var err error
+	if cp.dom, err = kernels.NewZcDomain(b.dev, l, logM); err != nil {
+		return fail(err)
+	}
+	var zts []*kernels.ZcTrace
+	for t, in := range traces {
+		zt, err := cp.newTrace(t, in, ch)
+		if err != nil {
+			return fail(err)
+		}
+		zts = append(zts, zt.zt)
+	}
+	if cp.zc, err = kernels.NewZerocheck(b.dev, cp.dom, d+1, zts, kernels.ZcOptions{}); err != nil {
+		return fail(err)
+	}
+	cp.uniWidth, cp.rndWidth = cp.zc.UniWidth(), cp.zc.RoundWidth()
+
+	// eq(ξ_{l+j..l+ñ−1}, ·) for every lift ñ and round j ≤ ñ, expanded from halves.
+	type expansion struct{ loOff, hiOff, outOff, logLo, logHi int }
+	var halves []uint32
+	var exps []expansion
+	eqLen := 0
+	eqAt := map[[2]int]int{}
+	lifts := map[int]bool{}
+	for _, tr := range cp.traces {
+		lifts[tr.nLift] = true
+	}
+	var nl []int
+	for k := range lifts {
+		nl = append(nl, k)
+	}
+	sort.Ints(nl)
+	for _, nLift := range nl {
+		for j := 0; j <= nLift; j++ {
+			lo, hi, h := kernels.EqTables(ch.Xi[l+j : l+nLift])
+			exps = append(exps, expansion{len(halves) / 4, (len(halves) + len(lo)) / 4, eqLen, h, nLift - j - h})
+			halves = append(append(halves, lo...), hi...)
+			eqAt[[2]int{nLift, j}] = eqLen
+			eqLen += 1 << (nLift - j)
+		}
+	}
+	for _, tr := range cp.traces {
+		for j := 0; j <= tr.nLift; j++ {
+			tr.eqOff = append(tr.eqOff, eqAt[[2]int{tr.nLift, j}])
+		}
+	}
+	alloc := func(name string, n int) *gpu.Array[uint32] {
+		if err != nil {
+			return nil
+		}
+		var a *gpu.Array[uint32]
+		a, err = gpu.AllocArray[uint32](b.dev, "constraints "+name, max(n, 1))
+		return a
+	}
+	cp.eq = alloc("eq tables", 4*eqLen)
+	cp.uniOut = alloc("round 0 sums", len(traces)*cp.uniWidth)
+	cp.roundOut = alloc("round sums", len(traces)*cp.rndWidth)
+	cp.bindW = alloc("bind weights", 4*n)
+	for _, tr := range cp.traces {
+		x := tr.zt.Blocks()
+		tr.tabs[0] = alloc("tables", 4*tr.zt.NumTables()*x)
+		if x > 1 {
+			tr.tabs[1] = alloc("tables (folded)", 4*tr.zt.NumTables()*x/2)
+		}
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if cp.halves, err = gpu.UploadArray(b.dev, "constraints eq halves", halves); err != nil {
+		return fail(err)
+	}
+	enc := b.dev.Batch()
+	for _, e := range exps {
+		ex := kernels.EqExpand{Lo: cp.halves, Hi: cp.halves, Out: cp.eq, LoOff: e.loOff, HiOff: e.hiOff, OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1}
+		if err := ex.Encode(enc, b.dev); err != nil {
+			return fail(err)
+		}
+	}
+	if err := b.track(cp); err != nil {
+		return fail(err)
+	}
+	return cp, nil
+}
+
+// newTrace validates trace t (as cpuref does) and uploads its maps and weights.
+func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.ConstraintChallenges) (*zcTrace, error) {
+	if in == nil || in.Common == nil {
+		return nil, fmt.Errorf("%w: trace %d missing", stark.ErrBatchConstraintInput, t)
+	}
+	var pg *constraints.Program
+	if ch.Programs != nil {
+		pg = ch.Programs[t]
+	}
+	if pg == nil {
+		pg = in.Program
+	}
+	if pg == nil {
+		var err error
+		if pg, err = constraints.Compile(in.VK, constraints.All); err != nil {
+			return nil, err
+		}
+	}
+	var w *constraints.Weights
+	if ch.Weights != nil {
+		w = ch.Weights[t]
+	}
+	if w == nil {
+		var err error
+		if w, err = pg.Weights(ch.Lambda, ch.Beta, ch.Eq3b[t]); err != nil {
+			return nil, err
+		}
+	}
+	h := in.Common.Height()
+	logH, ok := field.Log2(h)
+	if !ok || h < 1 {
+		return nil, fmt.Errorf("%w: trace %d height %d", stark.ErrBatchConstraintInput, t, h)
+	}
+	nLift := max(logH-cp.l, 0)
+	if len(ch.Xi) < cp.l+nLift {
+		return nil, fmt.Errorf("%w: ξ too short", ErrProverState)
+	}
+	handles := []stark.Trace{in.Common}
+	if in.Preprocessed != nil {
+		handles = append(handles, in.Preprocessed)
+	}
+	handles = append(handles, in.Cached...)
+	if len(handles) != len(pg.PartWidths) {
+		return nil, fmt.Errorf("%w: trace %d parts do not match its key", ErrProverState, t)
+	}
+	dts, err := cp.be.traces(handles)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]kernels.ZcPart, len(dts))
+	for q, dt := range dts {
+		if dt.Width() != pg.PartWidths[q] || dt.Height() != h {
+			return nil, fmt.Errorf("%w: trace %d part %d shape", ErrProverState, t, q)
+		}
+		v, err := dt.values()
+		if err != nil {
+			return nil, err
+		}
+		parts[q] = kernels.ZcPart{Values: v, Width: dt.Width()}
+	}
+	var prog *kernels.Program
+	if pg == in.Program {
+		prog, err = cp.be.program(pg)
+	} else {
+		if prog, err = kernels.UploadProgram(cp.be.dev, fmt.Sprint("trace ", t), pg); err == nil {
+			cp.owned = append(cp.owned, prog)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	zt, err := kernels.NewZcTrace(cp.be.dev, cp.dom, pg, prog, logH, parts, in.Public, w.Out, w.DenConst)
+	if err != nil {
+		return nil, fmt.Errorf("%w: trace %d: %w", stark.ErrBatchConstraintInput, t, err)
+	}
+	tr := &zcTrace{pg: pg, zt: zt, nLift: nLift, log: nLift}
+	cp.traces = append(cp.traces, tr)
+	return tr, nil
+}
+
+// free is Backend.Close's release of a live prover.
+func (cp *constraintProver) free() {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	cp.released = true
+	cp.freeBuffers()
+}
+
+// freeBuffers releases every device buffer (idempotent).
+func (cp *constraintProver) freeBuffers() {
+	for _, a := range []*gpu.Array[uint32]{cp.eq, cp.halves, cp.uniOut, cp.roundOut, cp.bindW} {
+		if a != nil {
+			a.Free()
+		}
+	}
+	cp.eq, cp.halves, cp.uniOut, cp.roundOut, cp.bindW = nil, nil, nil, nil, nil
+	for _, tr := range cp.traces {
+		for i, a := range tr.tabs {
+			if a != nil {
+				a.Free()
+				tr.tabs[i] = nil
+			}
+		}
+		tr.zt.Free()
+	}
+	cp.traces = nil
+	for _, pr := range cp.owned {
+		pr.Free()
+	}
+	cp.owned = nil
+	if cp.zc != nil {
+		cp.zc.Close()
+		cp.zc = nil
+	}
+	if cp.dom != nil {
+		cp.dom.Free()
+		cp.dom = nil
+	}
+}
+
+// Release frees the prover's device buffers; later calls fail with ErrProverState.
+func (cp *constraintProver) Release() {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.released {
+		return
+	}
+	cp.released = true
+	cp.be.untrack(cp)
+	cp.freeBuffers()
+}
+
+// UnivariateRound implements stark.ConstraintProver (one sync).
+func (cp *constraintProver) UnivariateRound() ([]stark.ConstraintTriple, error) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.released || cp.binds != -1 {
+		return nil, ErrProverState
+	}
+	dev := cp.be.dev
+	b := dev.Batch()
+	for t, tr := range cp.traces {
+		if err := cp.zc.EncodeUniRound(b, tr.zt, cp.eq, tr.eqOff[0], cp.uniOut, t*cp.uniWidth); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.Err(); err != nil {
+		return nil, err
+	}
+	words := make([]uint32, len(cp.traces)*cp.uniWidth)
+	if err := cp.uniOut.Read(words, 0); err != nil {
+		return nil, err
+	}
+	m := 1 << cp.logM
+	plen := cp.d*(cp.n-1) + 1
+	out := make([]stark.ConstraintTriple, len(cp.traces))
+	for t := range cp.traces {
+		var polys [3][]field.Fp4
+		for k := range polys {
+			a := make([]field.Fp4, m)
+			for q := 0; q < m; q++ {
+				a[cp.dom.PointOf(q)] = kernels.Fp4OfMont(words[t*cp.uniWidth+12*q+4*k:])
+			}
+			idftFp4(a, cp.logM)
+			for _, c := range a[plen:] {
+				if !c.IsZero() {
+					return nil, fmt.Errorf("%w: trace %d round-0 polynomial %d exceeds degree d(N−1)", stark.ErrBatchConstraintInput, t, k)
+				}
+			}
+			polys[k] = a[:plen]
+		}
+		out[t] = stark.ConstraintTriple{Zc: polys[0], Num: polys[1], Den: polys[2]}
+	}
+	return out, nil
+}
+
+// idftFp4 is the inverse DFT of 2^logM extension values (coefficient order out), in place.
+func idftFp4(a []field.Fp4, logM int) {
+	m := len(a)
+	for i := 0; i < m; i++ {
+		if r := int(bits.Reverse(uint(i)) >> (bits.UintSize - logM)); logM > 0 && r > i {
+			a[i], a[r] = a[r], a[i]
+		}
+	}
+	winv := field.TwoAdicGenerator(logM).Inverse()
+	for ln := 2; ln <= m; ln <<= 1 {
+		wl := winv.Exp(uint64(m / ln))
+		for s := 0; s < m; s += ln {
+			w := field.One
+			for k := 0; k < ln/2; k++ {
+				x, y := a[s+k], a[s+k+ln/2].MulBase(w)
+				a[s+k], a[s+k+ln/2] = x.Add(y), x.Sub(y)
+				w = w.Mul(wl)
+			}
+		}
+	}
+	inv := field.Fp(uint32(m)).Inverse()
+	for i := range a {
+		a[i] = a[i].MulBase(inv)
+	}
+}
+
+// BindUnivariate implements stark.ConstraintProver: t(r0, x) = Σ_j eq_D(r0, ω^j)·t(ω^j, x) for
+// every stored slot (no sync).
+func (cp *constraintProver) BindUnivariate(r0 field.Fp4) error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.released || cp.binds != -1 {
+		return ErrProverState
+	}
+	w := make([]field.Fp4, cp.n)
+	omega := field.TwoAdicGenerator(cp.l)
+	pw := field.One
+	for j := range w {
+		w[j] = stark.EqUni(cp.l, r0, field.Lift(pw))
+		pw = pw.Mul(omega)
+	}
+	if err := cp.bindW.Write(0, kernels.ZcBindWeights(w)); err != nil {
+		return err
+	}
+	b := cp.be.dev.Batch()
+	for _, tr := range cp.traces {
+		first, last, sum := kernels.ZcSelectorBind(cp.l, tr.zt.LogHeight, w)
+		if err := cp.zc.EncodeBindUni(b, tr.zt, cp.bindW, first, last, sum, tr.tabs[0], tr.zt.Blocks()); err != nil {
+			return err
+		}
+	}
+	cp.binds = 0
+	return b.Err()
+}
+
+// fold encodes the Binds not yet folded into tr's tables, at most up to its ñ.
+func (cp *constraintProver) fold(b *gpu.Batch, tr *zcTrace) error {
+	for tr.folds < min(cp.binds, tr.nLift) {
+		src, dst := tr.tabs[tr.cur], tr.tabs[1-tr.cur]
+		if err := kernels.EncodeFold(b, cp.be.dev, src, 1<<tr.log, dst, 1<<(tr.log-1), tr.zt.NumTables(), tr.log-1, cp.rs[tr.folds]); err != nil {
+			return err
+		}
+		tr.cur, tr.log, tr.folds = 1-tr.cur, tr.log-1, tr.folds+1
+	}
+	return nil
+}
+
+// Round implements stark.ConstraintProver (one sync).
+func (cp *constraintProver) Round() ([]stark.ConstraintTriple, error) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.released || cp.binds < 0 {
+		return nil, ErrProverState
+	}
+	j := cp.binds + 1
+	out := make([]stark.ConstraintTriple, len(cp.traces))
+	b := cp.be.dev.Batch()
+	active := false
+	for t, tr := range cp.traces {
+		if tr.nLift < j {
+			continue
+		}
+		if err := cp.fold(b, tr); err != nil {
+			return nil, err
+		}
+		if err := cp.zc.EncodeRound(b, tr.zt, tr.tabs[tr.cur], 1<<tr.log, tr.log, cp.eq, tr.eqOff[j], cp.roundOut, t*cp.rndWidth); err != nil {
+			return nil, err
+		}
+		active = true
+	}
+	if err := b.Err(); err != nil || !active {
+		return out, err
+	}
+	words := make([]uint32, len(cp.traces)*cp.rndWidth)
+	if err := cp.roundOut.Read(words, 0); err != nil {
+		return nil, err
+	}
+	pts := cp.d + 1
+	for t, tr := range cp.traces {
+		if tr.nLift < j {
+			continue
+		}
+		var vals [3][]field.Fp4
+		for k := range vals {
+			vals[k] = make([]field.Fp4, pts)
+			for x := range pts {
+				vals[k][x] = kernels.Fp4OfMont(words[t*cp.rndWidth+12*x+4*k:])
+			}
+		}
+		out[t] = stark.ConstraintTriple{Zc: vals[0], Num: vals[1], Den: vals[2]}
+	}
+	return out, nil
+}
+
+// Bind implements stark.ConstraintProver: r is folded into the tables by the next Round (or
+// Openings). No sync, no dispatch.
+func (cp *constraintProver) Bind(r field.Fp4) error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.released || cp.binds < 0 {
+		return ErrProverState
+	}
+	cp.rs = append(cp.rs, r)
+	cp.binds++
+	return nil
+}
+
+// Openings implements stark.ConstraintProver (one download).
+func (cp *constraintProver) Openings(t int) ([][]field.Fp4, error) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.released || t < 0 || t >= len(cp.traces) {
+		return nil, ErrProverState
+	}
+	tr := cp.traces[t]
+	if cp.binds < tr.nLift {
+		return nil, fmt.Errorf("%w: trace %d not fully bound", ErrProverState, t)
+	}
+	b := cp.be.dev.Batch()
+	if err := cp.fold(b, tr); err != nil {
+		return nil, err
+	}
+	if err := b.Err(); err != nil {
+		return nil, err
+	}
+	words := make([]uint32, 4*tr.zt.NumTables())
+	if err := tr.tabs[tr.cur].Read(words, 0); err != nil {
+		return nil, err
+	}
+	pg := tr.pg
+	out := make([][]field.Fp4, len(pg.PartWidths))
+	for q, pw := range pg.PartWidths {
+		out[q] = make([]field.Fp4, 0, 2*pw)
+		for c := 0; c < pw; c++ {
+			s := 2 * (pg.PartStart[q] + c)
+			out[q] = append(out[q], kernels.Fp4OfMont(words[4*tr.zt.TableOf(s):]))
+			if pg.NeedRot {
+				out[q] = append(out[q], kernels.Fp4OfMont(words[4*tr.zt.TableOf(s+1):]))
+			}
+		}
+	}
+	return out, nil
+}
+
+// program returns p uploaded on the backend's device: once per program (a verifying key's
+// programs live as long as the key), freed by Close.
+func (b *Backend) program(p *constraints.Program) (*kernels.Program, error) {
+	b.progMu.Lock()
+	defer b.progMu.Unlock()
+	if dp := b.progs[p]; dp != nil {
+		return dp, nil
+	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	dp, err := kernels.UploadProgram(b.dev, fmt.Sprintf("constraints %p", p), p)
+	if err != nil {
+		return nil, err
+	}
+	if b.progs == nil {
+		b.progs = map[*constraints.Program]*kernels.Program{}
+	}
+	b.progs[p] = dp
+	return dp, nil
+}
+
+// freePrograms frees the uploaded programs (Close).
+func (b *Backend) freePrograms() {
+	b.progMu.Lock()
+	defer b.progMu.Unlock()
+	for _, dp := range b.progs {
+		dp.Free()
+	}
+	b.progs = nil
+}

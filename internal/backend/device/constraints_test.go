@@ -1,0 +1,396 @@
+package device_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/air/testair"
+	"github.com/metalprove/metalprove/internal/backend/cpuref"
+	"github.com/metalprove/metalprove/internal/backend/device"
+	"github.com/metalprove/metalprove/internal/examples"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
+)
+
+// constraintSet is a set of AIR instances proved together (trace values replaced by random ones:
+// the prover does not need valid traces, and random values make every sum non-zero).
+type constraintSet struct {
+	name   string
+	params func() (params.SystemParams, error)
+	ins    func() []testair.Instance
+}
+
+func keccakInstance(perms int) testair.Instance {
+	ex, err := examples.Lookup("keccakf")
+	if err != nil {
+		panic(err)
+	}
+	secs, err := ex.Generate(examples.Options{Perms: perms})
+	if err != nil {
+		panic(err)
+	}
+	ti, err := secs[0].TraceInput()
+	if err != nil {
+		panic(err)
+	}
+	return testair.Instance{Air: secs[0].Air, Trace: ti}
+}
+
+var constraintSets = []constraintSet{
+	// Every program shape of spec B §8: rotations, selectors, public values, preprocessed and
+	// cached parts, interactions, traces shorter than 2^l_skip (heights 1 and 2), height 1.
+	{"test-airs", preset("test", 0), func() []testair.Instance {
+		ins := []testair.Instance{testair.Fibonacci(0, 1, 64), testair.Fibonacci(0, 1, 16), testair.FibonacciSelector(7, 3, 8),
+			testair.PreprocessedCached(2, 16)}
+		ins = append(ins, testair.InteractionsFixture11(true)...)
+		ins = append(ins, testair.SelfInteraction([]int{3, 7}, 32, 5)...)
+		return append(ins, testair.ShortTraces()...)
+	}},
+	{"app-keccak-4", preset("app-100bit", 12), func() []testair.Instance {
+		return []testair.Instance{keccakInstance(4), testair.Fibonacci(0, 1, 16), testair.Fibonacci(0, 1, 1),
+			testair.Fibonacci(0, 1, 4)}
+	}},
+	{"lskip0", small(0, 8, 2), func() []testair.Instance {
+		return append([]testair.Instance{testair.Fibonacci(0, 1, 32), testair.Fibonacci(0, 1, 1)}, testair.InteractionsFixture11(true)...)
+	}},
+	{"lskip1", small(1, 7, 2), func() []testair.Instance {
+		return append([]testair.Instance{testair.Fibonacci(0, 1, 8)}, testair.SelfInteraction([]int{2}, 16, 1)...)
+	}},
+	{"lskip5", small(5, 3, 2), func() []testair.Instance {
+		return append([]testair.Instance{testair.Fibonacci(0, 1, 128), testair.Fibonacci(0, 1, 8), testair.PreprocessedCached(1, 32)},
+			testair.SelfInteraction([]int{4}, 64, 2)...)
+	}},
+}
+
+// randomize replaces an instance's trace values (common and cached parts) with random ones.
+func randomize(r *rand.Rand, in testair.Instance) stark.AirProvingInput {
+	rnd := func(m air.Matrix) air.Matrix {
+		out := air.NewMatrix(m.Width, m.Height)
+		copy(out.Values, fieldrand.Fps(r, len(out.Values)))
+		return out
+	}
+	ai := stark.AirProvingInput{Common: rnd(in.Trace.CommonMain), Public: fieldrand.Fps(r, len(in.Trace.Public))}
+	ai.Common.Height = in.Height()
+	for _, c := range in.Trace.CachedMains {
+		ai.Cached = append(ai.Cached, rnd(c))
+	}
+	return ai
+}
+
+// constraintInputs builds the keys and loads the inputs on one backend; the result is in trace
+// order.
+func constraintInputs(t testing.TB, be *stark.Backend, p params.SystemParams, ins []testair.Instance, inputs []stark.AirProvingInput) []*stark.AirInput {
+	t.Helper()
+	var airs []air.Air
+	for _, in := range ins {
+		airs = append(airs, in.Air)
+	}
+	pk, err := stark.Keygen(p, airs, nil, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pk.Free)
+	ld, err := stark.LoadInputs(be, pk, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stark.FreeTraces(ld) })
+	out, err := stark.AirInputs(pk, ld, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// randomChallenges draws λ, β, ξ and eq3b and computes the programs' weights, as the stage does.
+func randomChallenges(t testing.TB, r *rand.Rand, p params.SystemParams, in []*stark.AirInput) *stark.ConstraintChallenges {
+	t.Helper()
+	nMax := 0
+	for _, a := range in {
+		nMax = max(nMax, a.LogHeight()-p.LSkip)
+	}
+	ch := &stark.ConstraintChallenges{Lambda: fieldrand.Fp4(r), Beta: fieldrand.Fp4(r)}
+	for range p.LSkip + nMax + 1 {
+		ch.Xi = append(ch.Xi, fieldrand.Fp4(r))
+	}
+	for _, a := range in {
+		eq := make([]field.Fp4, len(a.Program.Interactions))
+		for i := range eq {
+			eq[i] = fieldrand.Fp4(r)
+		}
+		w, err := a.Program.Weights(ch.Lambda, ch.Beta, eq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch.Eq3b = append(ch.Eq3b, eq)
+		ch.Programs = append(ch.Programs, a.Program)
+		ch.Weights = append(ch.Weights, w)
+	}
+	return ch
+}
+
+func sameTriples(t *testing.T, what string, got, want []stark.ConstraintTriple) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d traces, want %d", what, len(got), len(want))
+	}
+	for tr := range want {
+		for _, f := range []struct {
+			name string
+			g, w []field.Fp4
+		}{{"Zc", got[tr].Zc, want[tr].Zc}, {"Num", got[tr].Num, want[tr].Num}, {"Den", got[tr].Den, want[tr].Den}} {
+			if len(f.g) != len(f.w) {
+				t.Fatalf("%s trace %d %s: %d values, want %d", what, tr, f.name, len(f.g), len(f.w))
+			}
+			for i := range f.w {
+				if f.g[i] != f.w[i] {
+					t.Fatalf("%s trace %d %s[%d] = %v, want %v", what, tr, f.name, i, f.g[i], f.w[i])
+				}
+			}
+		}
+	}
+}
+
+// TestConstraintProverMatchesCpuref drives the device constraint prover and cpuref's through a
+// whole batch constraint sumcheck (ProveBatchConstraints' call sequence, random challenges) and
+// compares every output; UnivariateRound and every Round sync once, BindUnivariate and Bind never,
+// Openings at most once; Release frees every buffer but the programs (once per backend).
+func TestConstraintProverMatchesCpuref(t *testing.T) {
+	be, err := device.New(testDev, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	if be.Stages().Constraints == nil {
+		t.Fatal("the device backend does not list its Constraints stage")
+	}
+	for si, set := range constraintSets {
+		t.Run(set.name, func(t *testing.T) {
+			p, err := set.params()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := rand.New(rand.NewPCG(uint64(si), 0xc0))
+			ins := set.ins()
+			var inputs []stark.AirProvingInput
+			for _, in := range ins {
+				inputs = append(inputs, randomize(r, in))
+			}
+			dIn := constraintInputs(t, be.Stages(), p, ins, inputs)
+			rIn := constraintInputs(t, cpuref.New(), p, ins, inputs)
+			ch := randomChallenges(t, r, p, dIn)
+			chR := *ch
+			chR.Programs = nil
+			for _, a := range rIn {
+				chR.Programs = append(chR.Programs, a.Program)
+			}
+			// The programs are uploaded once per backend (kept until Close): a first prover
+			// uploads them, the memory of the second must come back entirely at Release.
+			warm, err := be.NewConstraintProver(p, dIn, ch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			warm.Release()
+			mem := testDev.Stats().MemoryInUse
+			dp, err := be.NewConstraintProver(p, dIn, ch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rp, err := cpuref.Backend{}.NewConstraintProver(p, rIn, &chR)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rp.Release()
+
+			var got []stark.ConstraintTriple
+			if n := syncsOf(t, func() (err error) { got, err = dp.UnivariateRound(); return err }); n != 1 {
+				t.Errorf("UnivariateRound: %d syncs, want 1", n)
+			}
+			want, err := rp.UnivariateRound()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameTriples(t, "round 0", got, want)
+			nMax := 0
+			for _, a := range dIn {
+				nMax = max(nMax, a.LogHeight()-p.LSkip)
+			}
+			openings := func(j int) {
+				for tr, a := range dIn {
+					if max(a.LogHeight()-p.LSkip, 0) != j {
+						continue
+					}
+					var o [][]field.Fp4
+					if n := syncsOf(t, func() (err error) { o, err = dp.Openings(tr); return err }); n > 1 {
+						t.Errorf("Openings(%d): %d syncs, want at most 1", tr, n)
+					}
+					or, err := rp.Openings(tr)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(o) != len(or) {
+						t.Fatalf("openings of trace %d: %d parts, want %d", tr, len(o), len(or))
+					}
+					for q := range or {
+						if fmt.Sprint(o[q]) != fmt.Sprint(or[q]) {
+							t.Fatalf("openings of trace %d part %d = %v, want %v", tr, q, o[q], or[q])
+						}
+					}
+				}
+			}
+			r0 := fieldrand.Fp4(r)
+			if n := syncsOf(t, func() error { return dp.BindUnivariate(r0) }); n != 0 {
+				t.Errorf("BindUnivariate: %d syncs, want 0", n)
+			}
+			if err := rp.BindUnivariate(r0); err != nil {
+				t.Fatal(err)
+			}
+			openings(0)
+			for j := 1; j <= nMax; j++ {
+				if n := syncsOf(t, func() (err error) { got, err = dp.Round(); return err }); n != 1 {
+					t.Errorf("round %d: %d syncs, want 1", j, n)
+				}
+				if want, err = rp.Round(); err != nil {
+					t.Fatal(err)
+				}
+				sameTriples(t, fmt.Sprint("round ", j), got, want)
+				rj := fieldrand.Fp4(r)
+				if n := syncsOf(t, func() error { return dp.Bind(rj) }); n != 0 {
+					t.Errorf("Bind %d: %d syncs, want 0", j, n)
+				}
+				if err := rp.Bind(rj); err != nil {
+					t.Fatal(err)
+				}
+				openings(j)
+			}
+			dp.Release()
+			if _, err := dp.Round(); err == nil {
+				t.Error("Round after Release: no error")
+			}
+			if m := testDev.Stats().MemoryInUse; m != mem {
+				t.Errorf("Release left %d bytes in use (before: %d)", m-mem, mem)
+			}
+		})
+	}
+}
+
+// TestConstraintProverMisuse: calls out of protocol order and foreign traces are errors.
+func TestConstraintProverMisuse(t *testing.T) {
+	be, err := device.New(testDev, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	p, _, err := params.Preset("test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := []testair.Instance{testair.Fibonacci(0, 1, 16)}
+	inputs := []stark.AirProvingInput{{Common: ins[0].Trace.CommonMain, Public: ins[0].Trace.Public}}
+	dIn := constraintInputs(t, be.Stages(), p, ins, inputs)
+	r := rand.New(rand.NewPCG(7, 7))
+	ch := randomChallenges(t, r, p, dIn)
+	if _, err := be.NewConstraintProver(p, dIn, &stark.ConstraintChallenges{}); err == nil {
+		t.Error("missing challenges: no error")
+	}
+	rIn := constraintInputs(t, cpuref.New(), p, ins, inputs)
+	if _, err := be.NewConstraintProver(p, rIn, ch); err == nil {
+		t.Error("cpuref traces: no error")
+	}
+	dp, err := be.NewConstraintProver(p, dIn, ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Release()
+	if _, err := dp.Round(); err == nil {
+		t.Error("Round before BindUnivariate: no error")
+	}
+	if err := dp.Bind(field.Fp4One); err == nil {
+		t.Error("Bind before BindUnivariate: no error")
+	}
+	if _, err := dp.Openings(0); err == nil {
+		t.Error("Openings before the binds: no error")
+	}
+	if _, err := dp.UnivariateRound(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dp.BindUnivariate(field.Fp4One); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dp.UnivariateRound(); err == nil {
+		t.Error("UnivariateRound after BindUnivariate: no error")
+	}
+	if _, err := dp.Openings(1); err == nil {
+		t.Error("Openings of a trace that does not exist: no error")
+	}
+}
+
+// BenchmarkConstraintProver runs one batch constraint sumcheck (the prover calls of
+// ProveBatchConstraints, random challenges) on Keccak-f traces of CONSTRAINTS_BENCH_PERMS
+// permutations (default 16; app-100bit), on the host device and on cpuref, and reports the
+// milliseconds of round 0 and of the rest:
+//
+//	CONSTRAINTS_BENCH_PERMS=128 go test ./internal/backend/device -run '^$' -bench ConstraintProver -benchtime 1x
+func BenchmarkConstraintProver(b *testing.B) {
+	perms := envInt("CONSTRAINTS_BENCH_PERMS", 16)
+	in := keccakInstance(perms)
+	lh := 0
+	for 1<<lh < in.Height() {
+		lh++
+	}
+	p, _, err := params.Preset("app-100bit", max(lh, 12))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	inputs := []stark.AirProvingInput{{Common: in.Trace.CommonMain, Public: in.Trace.Public}}
+	run := func(b *testing.B, be *stark.Backend) {
+		ins := constraintInputs(b, be, p, []testair.Instance{in}, inputs)
+		ch := randomChallenges(b, r, p, ins)
+		var uni, rest time.Duration
+		for range b.N {
+			start := time.Now()
+			cp, err := be.Constraints.NewConstraintProver(p, ins, ch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := cp.UnivariateRound(); err != nil {
+				b.Fatal(err)
+			}
+			mid := time.Now()
+			if err := cp.BindUnivariate(fieldrand.Fp4(r)); err != nil {
+				b.Fatal(err)
+			}
+			for j := 1; j <= lh-p.LSkip; j++ {
+				if _, err := cp.Round(); err != nil {
+					b.Fatal(err)
+				}
+				if err := cp.Bind(fieldrand.Fp4(r)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := cp.Openings(0); err != nil {
+				b.Fatal(err)
+			}
+			cp.Release()
+			uni += mid.Sub(start)
+			rest += time.Since(mid)
+		}
+		b.ReportMetric(float64(uni.Milliseconds())/float64(b.N), "round0-ms")
+		b.ReportMetric(float64(rest.Milliseconds())/float64(b.N), "rest-ms")
+	}
+	b.Run(fmt.Sprintf("host/keccakf-%d", perms), func(b *testing.B) {
+		be, err := device.New(testDev, device.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer be.Close()
+		run(b, be.Stages())
+	})
+	b.Run(fmt.Sprintf("cpuref/keccakf-%d", perms), func(b *testing.B) { run(b, cpuref.New()) })
+}

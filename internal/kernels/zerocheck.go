@@ -1,0 +1,674 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/constraints"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+// The zerocheck family (shaders/rap/zerocheck.metal): the device side of a batch constraint sumcheck
+// over one AIR's constraint program (internal/constraints; spec B §4), trace by trace.
+//
+// Geometry. A trace of height h = 2^LogHeight is lifted to X·N rows (N = 2^LogN, X = 2^NLift,
+// NLift = max(LogHeight − LogN, 0); row r of the lift is row r mod h) and cut into X blocks of N
+// rows. A slot is a column (local or rotated: row r+1) or a selector column (is_first = [r ≡ 0 mod
+// h], is_last = [r ≡ h−1 mod h], is_transition = 1 − is_last).
+//
+// Round 0 (EncodeUniRound). For every block x and every point ω_M^i (M = 2^LogM ≥ N) the slots
+// take the values of their block interpolants f_x (degree < N through the block's rows at the
+// N-th roots of unity), the program runs over the base field, and
+//
+//	S_k[i] = Σ_x e(x)·C_k(x, i),  k ∈ {Zc, Num, Den},
+//
+// C being the weighted combination of the outputs (constraints.Weights: Zc = Σ λ^K·constraint_K,
+// Num = Σ eq3b_K·count_K, Den = Σ eq3b_K·β^J·field_KJ + DenConst when the AIR has interactions)
+// and e a table of X Fp4 values. Values at the points: a pre-pass (zc_coeffs) computes every
+// block's coefficients c_k (IDFT of N rows) of the columns whose local or rotated slot the program
+// reads; f_x(ω_M^i) = Σ_k c_k·ω_M^{ik}, either one point at a time (point mode: N products per
+// slot value; GPUs) or one coset of the N-th roots at a time (coset mode: the points
+// ω_M^{g + (M/N)·b}, b < N, are the N-point DFT of c_k·ω_M^{gk}; the host device, lanes across
+// columns). The rotated column's interpolant is rot_x(Z) = f_x(ω_N·Z) + (v_next − v_first)·
+// L_{N−1}(Z) (v_first: the block's first row, v_next: the next block's first row, cyclically;
+// L_{N−1} the Lagrange polynomial of ω_N^{N−1} on the N-th roots): both sides agree on the N-th
+// roots and have degree < N. The selectors are [x = 0]·F(ω_M^i), [x = X−1]·L(ω_M^i) and 1 − the
+// latter, F and L the interpolants of the first and last block's selector rows. The sums come back
+// in point-class order q = g·N + b (i = g + (M/N)·b: ZcDomain.PointOf), 12 uints per class (Zc,
+// Num, Den as Montgomery Fp4).
+//
+// BindUnivariate (EncodeBindUni): every stored slot becomes an Fp4 table of X rows,
+// t(x) = Σ_{j<N} w_j·t(ω^j, x) (w: N Fp4 weights).
+//
+// Rounds j ≥ 1 (EncodeRound): over tables of 2^n rows (n ≥ 1), for pairs y < 2^(n−1) and X =
+// 1..P, the slots take t[2y] + X·(t[2y+1] − t[2y]), the program runs over Fp4 and
+// R_k[X] = Σ_y e'(y)·C_k(X, y) (e': 2^(n−1) Fp4 values). Folding the tables between rounds is the
+// sumcheck family's EncodeFold.
+//
+// Device buffers: traces canonical and column-major (as loaded); everything else Montgomery. An
+// Fp4 table set is NumTables() columns of Fp4 (4 uints each) at a stride; tables are numbered by
+// the program's stored slots (ZcTrace.TableOf). Sums come out of sc_sum_rows at an offset of the
+// caller's result buffer.
+
+// ZcMaxLogN is the largest LogN (l_skip) the kernels take: their coset DFTs live in thread arrays
+// of 2^5 entries.
+const ZcMaxLogN = 5
+
+// zcNone marks a slot or table that does not exist (ZC_NONE).
+const zcNone = ^uint32(0)
+
+// zcLanes is MSL_LANES on dev.
+func zcLanes(dev *gpu.Device) int {
+	if isHost(dev) {
+		return 1 << hostLogLanes
+	}
+	return 1
+}
+
+// ZcDomain holds the round-0 tables of N = 2^LogN rows per block and M = 2^LogM points: the powers
+// ω_M^e (e < M) and L_{N−1}(ω_M^i) (i < M), Montgomery, uploaded once.
+type ZcDomain struct {
+	LogN, LogM int
+	Tw, LRow   *gpu.Array[uint32]
+}
+
+// NewZcDomain computes and uploads the tables (LogN ≤ ZcMaxLogN ≤ LogM ≤ 20).
+func NewZcDomain(dev *gpu.Device, logN, logM int) (*ZcDomain, error) {
+	if logN < 0 || logN > ZcMaxLogN || logM < logN || logM > 20 {
+		return nil, fmt.Errorf("kernels: ZcDomain: N = 2^%d, M = 2^%d", logN, logM)
+	}
+	m, n := 1<<logM, 1<<logN
+	pw := field.Powers(field.TwoAdicGenerator(logM), m)
+	invN := field.Fp(uint32(n)).Inverse()
+	lrow := make([]field.Fp, m)
+	for i := range lrow {
+		// L_{N−1}(z) = (1/N)·Σ_k (z·ω_N)^k at z = ω_M^i.
+		var s field.Fp
+		e := (i + m/n) % m
+		for k := 0; k < n; k++ {
+			s = s.Add(pw[(e*k)%m])
+		}
+		lrow[i] = s.Mul(invN)
+	}
+	d := &ZcDomain{LogN: logN, LogM: logM}
+	var err error
+	if d.Tw, err = UploadMont(dev, "zerocheck twiddles", pw); err != nil {
+		return nil, err
+	}
+	if d.LRow, err = UploadMont(dev, "zerocheck L_{N-1}", lrow); err != nil {
+		d.Free()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Free releases the tables.
+func (d *ZcDomain) Free() {
+	for _, a := range []*gpu.Array[uint32]{d.Tw, d.LRow} {
+		if a != nil {
+			a.Free()
+		}
+	}
+	d.Tw, d.LRow = nil, nil
+}
+
+// PointOf returns the point index i (ω_M^i) of round-0 class q = g·N + b: i = g + (M/N)·b.
+func (d *ZcDomain) PointOf(q int) int {
+	n := 1 << d.LogN
+	return q/n + (1<<(d.LogM-d.LogN))*(q%n)
+}
+
+// ZcPart is one part of a trace (common main, preprocessed, cached: the program's part order): its
+// canonical column-major values on the device (nil for width 0) and its width.
+type ZcPart struct {
+	Values *gpu.Array[uint32]
+	Width  int
+}
+
+// ZcTrace is one trace's data for the zerocheck kernels: its program and parts, the maps derived
+// from the program (which columns round 0 reads, which slots are stored as tables, which are read)
+// and the proof's weights, all on the device.
+type ZcTrace struct {
+	Prog      *Program
+	LogHeight int
+	NLift     int
+	Parts     []ZcPart
+
+	logN, logM  int
+	nslots      int
+	hasDen      bool
+	cp, weights *gpu.Array[uint32]
+
+	// Round 0: source columns (local or rotated slot read), part by part, each part's run from a
+	// multiple of 16 (so lane groups never straddle parts); srcmap holds (local slot, rotated
+	// slot) per source column (zcNone: not read), partCols the part column of each.
+	ncols        int
+	srcRuns      []zcRun
+	srcmap, cols *gpu.Array[uint32]
+	sel          *gpu.Array[uint32] // 2M: the first and last blocks' selector values at the M points
+	selSlots     [3]uint32          // is_first, is_last, is_transition slots, or zcNone
+
+	// Tables: every stored slot (all columns, their rotations when the program needs them, the
+	// three selectors) in slot order.
+	tableOf   []int // per slot: its table, or −1
+	numTables int
+	colmaps   []*gpu.Array[uint32] // per part: (local table, rotated table) per column
+	used      *gpu.Array[uint32]   // (slot, table) per slot the program reads
+	nused     int
+}
+
+type zcRun struct{ col0, count int }
+
+// zcAlign is the alignment of each part's run of source columns (MSL_LANES on the host; GPUs
+// need none but share the layout).
+const zcAlign = 1 << hostLogLanes
+
+// NewZcTrace uploads one trace's maps and weights: pg is the host program (prog its upload), the
+// parts in pg's part order (widths pg.PartWidths, height 2^logHeight each), public its public
+// values, weights its output weights (constraints.Weights.Out) and denConst the constant
+// denominator term. dom gives N and M.
+func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *Program, logHeight int, parts []ZcPart,
+	public []field.Fp, weights []field.Fp4, denConst field.Fp4) (*ZcTrace, error) {
+	if pg == nil || prog == nil || dom == nil {
+		return nil, fmt.Errorf("kernels: ZcTrace: missing program or domain")
+	}
+	if len(parts) != len(pg.PartWidths) {
+		return nil, fmt.Errorf("kernels: ZcTrace: %d parts, program has %d", len(parts), len(pg.PartWidths))
+	}
+	if logHeight < 0 || logHeight > 27 {
+		return nil, fmt.Errorf("kernels: ZcTrace: log height %d", logHeight)
+	}
+	if len(weights) != len(pg.Outputs) || prog.NumOutput != len(pg.Outputs) || prog.NumSlots != pg.NumSlots() {
+		return nil, fmt.Errorf("kernels: ZcTrace: %d weights for %d outputs", len(weights), len(pg.Outputs))
+	}
+	h := 1 << logHeight
+	for q, part := range parts {
+		if part.Width != pg.PartWidths[q] {
+			return nil, fmt.Errorf("kernels: ZcTrace: part %d has width %d, program %d", q, part.Width, pg.PartWidths[q])
+		}
+		if part.Width > 0 {
+			if err := checkArray("ZcTrace", part.Values, part.Width*h); err != nil {
+				return nil, err
+			}
+		}
+	}
+	z := &ZcTrace{Prog: prog, LogHeight: logHeight, NLift: max(logHeight-dom.LogN, 0), Parts: parts, logN: dom.LogN,
+		logM: dom.LogM, nslots: pg.NumSlots(), hasDen: len(pg.Interactions) > 0}
+	fail := func(err error) (*ZcTrace, error) {
+		z.Free()
+		return nil, err
+	}
+	var err error
+	up := func(name string, v []uint32) *gpu.Array[uint32] {
+		if err != nil {
+			return nil
+		}
+		if len(v) == 0 {
+			v = []uint32{0}
+		}
+		var a *gpu.Array[uint32]
+		a, err = gpu.UploadArray(dev, "zerocheck "+name, v)
+		return a
+	}
+	cpw, cerr := prog.ConstsAndPublic(public)
+	if cerr != nil {
+		return fail(cerr)
+	}
+	z.cp = up("consts", cpw)
+	z.weights = up("weights", append(MontFp4Slice(weights), MontFp4Slice([]field.Fp4{denConst})...))
+
+	// Round 0: source columns.
+	var srcmap, cols []uint32
+	for q, pw := range pg.PartWidths {
+		for len(srcmap)/2%zcAlign != 0 {
+			srcmap, cols = append(srcmap, zcNone, zcNone), append(cols, 0)
+		}
+		run := zcRun{col0: len(cols)}
+		for c := 0; c < pw; c++ {
+			s := 2 * (pg.PartStart[q] + c)
+			loc, rot := zcNone, zcNone
+			if pg.Used[s] {
+				loc = uint32(s)
+			}
+			if pg.Used[s+1] {
+				rot = uint32(s + 1)
+			}
+			if loc == zcNone && rot == zcNone {
+				continue
+			}
+			srcmap, cols = append(srcmap, loc, rot), append(cols, uint32(c))
+		}
+		run.count = len(cols) - run.col0
+		z.srcRuns = append(z.srcRuns, run)
+	}
+	for len(cols)%zcAlign != 0 || len(cols) == 0 {
+		srcmap, cols = append(srcmap, zcNone, zcNone), append(cols, 0)
+	}
+	z.ncols = len(cols)
+	z.srcmap = up("source slots", srcmap)
+	z.cols = up("source columns", cols)
+	for k, s := range []int{pg.SlotIsFirst(), pg.SlotIsLast(), pg.SlotIsTransition()} {
+		z.selSlots[k] = zcNone
+		if pg.Used[s] {
+			z.selSlots[k] = uint32(s)
+		}
+	}
+	z.sel = up("selectors", zcSelectorValues(dom.LogN, dom.LogM, logHeight))
+
+	// Tables.
+	z.tableOf = make([]int, pg.NumSlots())
+	for s := range z.tableOf {
+		stored := s >= 2*pg.NumCols || s%2 == 0 || pg.NeedRot
+		z.tableOf[s] = -1
+		if stored {
+			z.tableOf[s] = z.numTables
+			z.numTables++
+		}
+	}
+	var used []uint32
+	for s, u := range pg.Used {
+		if !u {
+			continue
+		}
+		if z.tableOf[s] < 0 {
+			return fail(fmt.Errorf("kernels: ZcTrace: slot %d is read but not stored", s))
+		}
+		used = append(used, uint32(s), uint32(z.tableOf[s]))
+	}
+	z.nused = len(used) / 2
+	z.used = up("used slots", used)
+	for q, pw := range pg.PartWidths {
+		cm := make([]uint32, 0, 2*pw)
+		for c := 0; c < pw; c++ {
+			s := 2 * (pg.PartStart[q] + c)
+			rot := zcNone
+			if z.tableOf[s+1] >= 0 {
+				rot = uint32(z.tableOf[s+1])
+			}
+			cm = append(cm, uint32(z.tableOf[s]), rot)
+		}
+		z.colmaps = append(z.colmaps, up(fmt.Sprint("part ", q, " tables"), cm))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return z, nil
+}
+
+// Free releases the trace's uploads (not the parts, not the program).
+func (z *ZcTrace) Free() {
+	arrs := []*gpu.Array[uint32]{z.cp, z.weights, z.srcmap, z.cols, z.sel, z.used}
+	arrs = append(arrs, z.colmaps...)
+	for _, a := range arrs {
+		if a != nil {
+			a.Free()
+		}
+	}
+	z.cp, z.weights, z.srcmap, z.cols, z.sel, z.used, z.colmaps = nil, nil, nil, nil, nil, nil, nil
+}
+
+// NumTables is the number of Fp4 tables BindUnivariate makes (the stored slots).
+func (z *ZcTrace) NumTables() int { return z.numTables }
+
+// TableOf is slot s's table, or −1 when the slot is not stored.
+func (z *ZcTrace) TableOf(s int) int { return z.tableOf[s] }
+
+// Blocks is X = 2^NLift.
+func (z *ZcTrace) Blocks() int { return 1 << z.NLift }
+
+// zcSelectorValues returns the values at the M points ω_M^i of the interpolants of the first and
+// the last block of is_first and is_last of a trace of height 2^logH (Montgomery; 2M words).
+func zcSelectorValues(logN, logM, logH int) []uint32 {
+	n, m, h := 1<<logN, 1<<logM, 1<<logH
+	x := max(h/n, 1)
+	first, last := make([]field.Fp, n), make([]field.Fp, n)
+	for j := 0; j < n; j++ {
+		if j%h == 0 {
+			first[j] = field.One
+		}
+		if ((x-1)*n+j)%h == h-1 {
+			last[j] = field.One
+		}
+	}
+	out := make([]uint32, 0, 2*m)
+	for _, v := range [][]field.Fp{first, last} {
+		for _, y := range zcExtend(v, logM) {
+			out = append(out, MontOf(y))
+		}
+	}
+	return out
+}
+
+// zcExtend returns the values at the 2^logM-th roots of unity of the polynomial of degree < len(v)
+// through (ω_N^j, v[j]) (plain O(N·M) arithmetic on the host).
+func zcExtend(v []field.Fp, logM int) []field.Fp {
+	n, m := len(v), 1<<logM
+	logN, _ := field.Log2(n)
+	wn := field.Powers(field.TwoAdicGenerator(logN), n)
+	wm := field.Powers(field.TwoAdicGenerator(logM), m)
+	invN := field.Fp(uint32(n)).Inverse()
+	coef := make([]field.Fp, n)
+	for k := range coef {
+		var s field.Fp
+		for j, y := range v {
+			s = s.Add(y.Mul(wn[(n-(j*k)%n)%n]))
+		}
+		coef[k] = s.Mul(invN)
+	}
+	out := make([]field.Fp, m)
+	for i := range out {
+		var s field.Fp
+		for k, c := range coef {
+			s = s.Add(c.Mul(wm[(i*k)%m]))
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// ZcOptions force the kernels' strategies (tests run the GPU paths on the host device).
+type ZcOptions struct {
+	// PointMode: round 0 computes slot values one point at a time (the GPU strategy) rather than
+	// by coset DFTs (the host default).
+	PointMode bool
+	// UniThreads, RoundThreads: the threads of the round-0 and round dispatches (0: chosen per
+	// device). UniThreads is rounded up to a multiple of M/U.
+	UniThreads, RoundThreads int
+	// SliceBlocks: blocks per round-0 slice (a power of two; 0: chosen from ScratchBytes).
+	SliceBlocks int
+	// ScratchBytes bounds each scratch buffer (0: 256 MiB).
+	ScratchBytes int
+}
+
+// Zerocheck runs the kernels of the traces of one sumcheck; it owns the scratch they share (slot
+// values, registers, partial rows, round-0 coefficients), sized for the largest trace.
+type Zerocheck struct {
+	dev    *gpu.Device
+	dom    *ZcDomain
+	points int // P = d + 1 evaluation points of the rounds j ≥ 1
+	lanes  int
+	opts   ZcOptions
+
+	uni   map[*ZcTrace]zcUniPlan
+	round map[*ZcTrace]zcRoundPlan
+
+	slots, regs, diffs, partials, coefs, deltas *gpu.Array[uint32]
+}
+
+// zcUniPlan is the round-0 dispatch of one trace.
+type zcUniPlan struct {
+	unit, threads, tpg, sliceBlocks int
+	coset                           bool
+}
+
+// zcRoundPlan is the round dispatch of one trace.
+type zcRoundPlan struct{ threads, tpg int }
+
+// NewZerocheck plans the dispatches of traces on dom (points: the evaluation points of the rounds
+// j ≥ 1, d + 1) and allocates the shared scratch.
+func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace, opts ZcOptions) (*Zerocheck, error) {
+	if dom == nil || points < 1 || points > 1<<10 {
+		return nil, fmt.Errorf("kernels: Zerocheck: %d points", points)
+	}
+	if opts.ScratchBytes <= 0 {
+		opts.ScratchBytes = 256 << 20
+	}
+	z := &Zerocheck{dev: dev, dom: dom, points: points, lanes: zcLanes(dev), opts: opts,
+		uni: map[*ZcTrace]zcUniPlan{}, round: map[*ZcTrace]zcRoundPlan{}}
+	budget := opts.ScratchBytes / 4 // words
+	n, m := 1<<dom.LogN, 1<<dom.LogM
+	L := z.lanes
+	var nSlots, nRegs, nDiffs, nPartials, nCoefs, nDeltas int
+	for _, t := range traces {
+		if t.logN != dom.LogN || t.logM != dom.LogM {
+			return nil, fmt.Errorf("kernels: Zerocheck: trace built for another domain")
+		}
+		// Round 0.
+		up := zcUniPlan{coset: isHost(dev) && !opts.PointMode}
+		up.unit = L
+		if up.coset {
+			up.unit = max(n, L)
+		}
+		align := max(m/up.unit, 1) // G·U ≡ 0 mod M
+		x := t.Blocks()
+		units := (x*m + up.unit - 1) / up.unit
+		perThread := up.unit*t.nslots + L*t.Prog.NumRegs
+		if isHost(dev) {
+			up.tpg = 1
+			up.threads = 8 * max(dev.Limits().ComputeUnits, 1)
+		} else {
+			up.tpg = groupSize(dev, "zc_uni_eval", gpuGroup)
+			align = max(align, up.tpg)
+			up.threads = min(budget/max(perThread, 1), units)
+		}
+		if opts.UniThreads > 0 {
+			up.threads = opts.UniThreads
+		}
+		up.threads = max((up.threads+align-1)/align*align, align)
+		if up.threads%up.tpg != 0 {
+			return nil, fmt.Errorf("kernels: Zerocheck: %d threads in groups of %d", up.threads, up.tpg)
+		}
+		perBlock := (n + 1) * t.ncols
+		sb := 1
+		for sb < x && 2*sb*perBlock <= budget {
+			sb *= 2
+		}
+		for sb < x && sb*m < up.unit {
+			sb *= 2
+		}
+		if opts.SliceBlocks > 0 {
+			sb = min(max(opts.SliceBlocks, (up.unit+m-1)/m), x)
+		}
+		up.sliceBlocks = sb
+		z.uni[t] = up
+		nSlots = max(nSlots, up.threads*up.unit*t.nslots)
+		nRegs = max(nRegs, up.threads*L*t.Prog.NumRegs)
+		nPartials = max(nPartials, 12*up.threads*up.unit)
+		nCoefs = max(nCoefs, sb*n*t.ncols)
+		nDeltas = max(nDeltas, sb*t.ncols)
+
+		// Rounds j ≥ 1.
+		if t.NLift == 0 {
+			continue
+		}
+		rp := zcRoundPlan{}
+		pairs := (x/2 + L - 1) / L
+		if isHost(dev) {
+			rp.tpg = 1
+			rp.threads = min(8*max(dev.Limits().ComputeUnits, 1), pairs)
+		} else {
+			rp.tpg = groupSize(dev, "zc_round_eval", gpuGroup)
+			per := 4 * (t.nslots + t.nused + t.Prog.NumRegs)
+			rp.threads = min(budget/max(per, 1), pairs)
+		}
+		if opts.RoundThreads > 0 {
+			rp.threads = opts.RoundThreads
+		}
+		rp.threads = max((rp.threads+rp.tpg-1)/rp.tpg*rp.tpg, rp.tpg)
+		z.round[t] = rp
+		nSlots = max(nSlots, rp.threads*L*4*t.nslots)
+		nDiffs = max(nDiffs, rp.threads*L*4*t.nused)
+		nRegs = max(nRegs, rp.threads*L*4*t.Prog.NumRegs)
+		nPartials = max(nPartials, rp.threads*L*points*12)
+	}
+	var err error
+	alloc := func(name string, n int) *gpu.Array[uint32] {
+		if err != nil {
+			return nil
+		}
+		if n >= maxElems {
+			err = fmt.Errorf("kernels: Zerocheck: %s of %d words exceeds 32-bit indexing", name, n)
+			return nil
+		}
+		var a *gpu.Array[uint32]
+		a, err = gpu.AllocArray[uint32](dev, "zerocheck "+name, max(n, 1))
+		return a
+	}
+	z.slots = alloc("slots", nSlots)
+	z.regs = alloc("registers", nRegs)
+	z.diffs = alloc("differences", nDiffs)
+	z.partials = alloc("partials", nPartials)
+	z.coefs = alloc("coefficients", nCoefs)
+	z.deltas = alloc("deltas", nDeltas)
+	if err != nil {
+		z.Close()
+		return nil, err
+	}
+	return z, nil
+}
+
+// Close frees the scratch.
+func (z *Zerocheck) Close() {
+	for _, a := range []*gpu.Array[uint32]{z.slots, z.regs, z.diffs, z.partials, z.coefs, z.deltas} {
+		if a != nil {
+			a.Free()
+		}
+	}
+	z.slots, z.regs, z.diffs, z.partials, z.coefs, z.deltas = nil, nil, nil, nil, nil, nil
+}
+
+// UniWidth is the number of uints EncodeUniRound writes: 12 per point class (Zc, Num, Den).
+func (z *Zerocheck) UniWidth() int { return 12 << z.dom.LogM }
+
+// RoundWidth is the number of uints EncodeRound writes: 12 per evaluation point.
+func (z *Zerocheck) RoundWidth() int { return 12 * z.points }
+
+// EncodeUniRound encodes round 0 of trace t: out[outOff + 12q + 4k ..] = S_k of point class q
+// (Montgomery Fp4; k = Zc, Num, Den), e(x) = eq[eqOff + x] (Fp4 index) for x < X.
+func (z *Zerocheck) EncodeUniRound(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[uint32], eqOff int, out *gpu.Array[uint32], outOff int) error {
+	up, ok := z.uni[t]
+	if !ok || z.slots == nil {
+		return fmt.Errorf("kernels: UniRound: trace not planned (or Zerocheck closed)")
+	}
+	x := t.Blocks()
+	if err := checkArray("UniRound", eq, 4*(eqOff+x)); err != nil {
+		return err
+	}
+	dev, dom := z.dev, z.dom
+	n := 1 << dom.LogN
+	invN := MontOf(field.Fp(MontOf(field.Fp(uint32(n)).Inverse())))
+	for x0 := 0; x0 < x; x0 += up.sliceBlocks {
+		sb := min(up.sliceBlocks, x-x0)
+		for q, part := range t.Parts {
+			run := t.srcRuns[q]
+			if run.count == 0 {
+				continue
+			}
+			items := sb * ((run.count + z.lanes - 1) / z.lanes)
+			g, tp := shapeFor(dev, "zc_coeffs", items)
+			dispatchZcCoeffs(b, g, tp, part.Values.Buffer, t.cols.Buffer, dom.Tw.Buffer, z.coefs.Buffer, z.deltas.Buffer,
+				zcCoeffsParams{logH: uint32(t.LogHeight), logN: uint32(dom.LogN), logM: uint32(dom.LogM), x0: uint32(x0),
+					sliceBlocks: uint32(sb), col0: uint32(run.col0), count: uint32(run.count), ncols: uint32(t.ncols),
+					invN: invN, lanes: uint32(z.lanes)})
+		}
+		coset := uint32(0)
+		if up.coset {
+			coset = 1
+		}
+		zero := uint32(0)
+		if x0 == 0 {
+			zero = 1
+		}
+		dispatchZcUniEval(b, gpu.D1(uint32(up.threads/up.tpg)), gpu.D1(uint32(up.tpg)), t.Prog.Words.Buffer, t.cp.Buffer,
+			t.Prog.Kinds.Buffer, t.weights.Buffer, z.coefs.Buffer, z.deltas.Buffer, t.srcmap.Buffer, dom.Tw.Buffer,
+			dom.LRow.Buffer, t.sel.Buffer, eq.Buffer, z.slots.Buffer, z.regs.Buffer, z.partials.Buffer,
+			zcUniParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x), x0: uint32(x0),
+				sliceBlocks: uint32(sb), unit: uint32(up.unit), cosetMode: coset, ncols: uint32(t.ncols),
+				nslots: uint32(t.nslots), nregs: uint32(t.Prog.NumRegs), selFirst: t.selSlots[0], selLast: t.selSlots[1],
+				selTrans: t.selSlots[2], hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: zero,
+				eqOff: uint32(eqOff), lanes: uint32(z.lanes)})
+	}
+	m := 1 << dom.LogM
+	return EncodeSumRowsAt(b, dev, z.partials, out, outOff, up.threads*up.unit/m, 12*m)
+}
+
+// EncodeBindUni encodes BindUnivariate of trace t into tables (NumTables() tables of X Fp4 rows,
+// table τ at Fp4 index τ·stride): w holds the N weights w_j (Fp4) in R²-scaled Montgomery form
+// (ZcBindWeights), first, last and sum the selector constants (the bound is_first at x = 0, the
+// bound is_last at x = X−1, Σ_j w_j).
+func (z *Zerocheck) EncodeBindUni(b *gpu.Batch, t *ZcTrace, w *gpu.Array[uint32], first, last, sum field.Fp4, tables *gpu.Array[uint32], stride int) error {
+	x := t.Blocks()
+	if stride < x {
+		return fmt.Errorf("kernels: BindUni: stride %d < %d rows", stride, x)
+	}
+	if err := checkArray("BindUni", tables, 4*((t.numTables-1)*stride+x)); err != nil {
+		return err
+	}
+	if err := checkArray("BindUni", w, 4<<z.dom.LogN); err != nil {
+		return err
+	}
+	dev := z.dev
+	for q, part := range t.Parts {
+		if part.Width == 0 {
+			continue
+		}
+		items := part.Width * ((x + z.lanes - 1) / z.lanes)
+		g, tp := shapeFor(dev, "zc_bind_uni", items)
+		dispatchZcBindUni(b, g, tp, part.Values.Buffer, w.Buffer, t.colmaps[q].Buffer, tables.Buffer,
+			zcBindParams{logH: uint32(t.LogHeight), logN: uint32(z.dom.LogN), blocks: uint32(x), width: uint32(part.Width),
+				stride: uint32(stride), lanes: uint32(z.lanes)})
+	}
+	f, l, s := MontFp4(first), MontFp4(last), MontFp4(sum)
+	g, tp := shapeFor(dev, "zc_bind_selectors", x)
+	nc := t.nslots - 3
+	dispatchZcBindSelectors(b, g, tp, tables.Buffer, zcBindSelParams{blocks: uint32(x), stride: uint32(stride),
+		tFirst: uint32(t.tableOf[nc]), tLast: uint32(t.tableOf[nc+1]), tTrans: uint32(t.tableOf[nc+2]),
+		f0: f[0], f1: f[1], f2: f[2], f3: f[3], l0: l[0], l1: l[1], l2: l[2], l3: l[3], s0: s[0], s1: s[1], s2: s[2], s3: s[3]})
+	return b.Err()
+}
+
+// ZcBindWeights returns the BindUnivariate weights in the form EncodeBindUni reads: each
+// coefficient times R² (Montgomery of the Montgomery form), so that products with canonical trace
+// values come out in Montgomery form.
+func ZcBindWeights(w []field.Fp4) []uint32 {
+	out := make([]uint32, 0, 4*len(w))
+	for _, x := range w {
+		for _, c := range x {
+			out = append(out, MontOf(field.Fp(MontOf(c))))
+		}
+	}
+	return out
+}
+
+// EncodeRound encodes a round j ≥ 1 of trace t over its tables (NumTables() tables of 2^logRows
+// Fp4 rows at Fp4 index τ·stride, logRows ≥ 1): out[outOff + 12(X−1) + 4k ..] = R_k[X] for X =
+// 1..P, e'(y) = eq[eqOff + y] for y < 2^(logRows−1).
+func (z *Zerocheck) EncodeRound(b *gpu.Batch, t *ZcTrace, tables *gpu.Array[uint32], stride, logRows int, eq *gpu.Array[uint32], eqOff int, out *gpu.Array[uint32], outOff int) error {
+	rp, ok := z.round[t]
+	if !ok || z.slots == nil {
+		return fmt.Errorf("kernels: Round: trace not planned (or Zerocheck closed)")
+	}
+	if logRows < 1 || logRows > t.NLift || (t.numTables > 1 && stride < 1<<logRows) {
+		return fmt.Errorf("kernels: Round: 2^%d rows at stride %d (trace of 2^%d blocks)", logRows, stride, t.NLift)
+	}
+	if err := checkArray("Round", tables, 4*((t.numTables-1)*stride+1<<logRows)); err != nil {
+		return err
+	}
+	if err := checkArray("Round", eq, 4*(eqOff+1<<(logRows-1))); err != nil {
+		return err
+	}
+	dispatchZcRoundEval(b, gpu.D1(uint32(rp.threads/rp.tpg)), gpu.D1(uint32(rp.tpg)), t.Prog.Words.Buffer, t.cp.Buffer,
+		t.Prog.Kinds.Buffer, t.weights.Buffer, t.used.Buffer, tables.Buffer, eq.Buffer, z.slots.Buffer, z.diffs.Buffer,
+		z.regs.Buffer, z.partials.Buffer,
+		zcRoundParams{logRows: uint32(logRows), stride: uint32(stride), nused: uint32(t.nused), nslots: uint32(t.nslots),
+			nregs: uint32(t.Prog.NumRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
+			nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), lanes: uint32(z.lanes)})
+	return EncodeSumRowsAt(b, z.dev, z.partials, out, outOff, rp.threads*z.lanes, 12*z.points)
+}
+
+// ZcSelectorBind returns the constants of EncodeBindUni for a trace of height 2^logH and the
+// weights w (N of them): the bound is_first of block 0, the bound is_last of block X−1, and Σ w_j.
+func ZcSelectorBind(logN, logH int, w []field.Fp4) (first, last, sum field.Fp4) {
+	n, h := 1<<logN, 1<<logH
+	x := max(h/n, 1)
+	for j, wj := range w {
+		if j%h == 0 {
+			first = first.Add(wj)
+		}
+		if ((x-1)*n+j)%h == h-1 {
+			last = last.Add(wj)
+		}
+		sum = sum.Add(wj)
+	}
+	return first, last, sum
+}

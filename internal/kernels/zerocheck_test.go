@@ -1,0 +1,516 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/air/testair"
+	"github.com/metalprove/metalprove/internal/constraints"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
+)
+
+// zcAirs are test AIRs covering every program shape: rotations and selectors (Fibonacci),
+// preprocessed and cached parts (PreprocessedCached, FibonacciSelector), interactions with and
+// without rotations.
+func zcAirs() []air.Air {
+	ins := []testair.Instance{testair.Fibonacci(0, 1, 16), testair.FibonacciSelector(7, 3, 8), testair.PreprocessedCached(2, 16)}
+	ins = append(ins, testair.InteractionsFixture11(true)...)
+	ins = append(ins, testair.SelfInteraction([]int{3}, 4, 5)...)
+	var out []air.Air
+	seen := map[string]bool{}
+	for _, in := range ins {
+		if !seen[in.Air.Name()] {
+			seen[in.Air.Name()] = true
+			out = append(out, in.Air)
+		}
+	}
+	return out
+}
+
+// zcRef is a plain-Go model of one trace, the reference backend's way: every stored slot
+// materialised at the lifted height.
+type zcRef struct {
+	pg           *constraints.Program
+	w            *constraints.Weights
+	public       []field.Fp
+	logN, nLift  int
+	cols         [][]field.Fp // per slot (nil: not stored)
+	parts        [][]field.Fp // per part, column-major canonical values
+	logH, height int
+}
+
+func newZcRef(r *rand.Rand, pg *constraints.Program, logN, logH int) *zcRef {
+	return newZcRefWith(r, pg, logN, logH, func() field.Fp { return fieldrand.Fp(r) })
+}
+
+// newZcRefWith is newZcRef with trace values drawn by value.
+func newZcRefWith(r *rand.Rand, pg *constraints.Program, logN, logH int, value func() field.Fp) *zcRef {
+	h, n := 1<<logH, 1<<logN
+	z := &zcRef{pg: pg, logN: logN, nLift: max(logH-logN, 0), logH: logH, height: h, public: fieldrand.Fps(r, pg.NumPublic)}
+	z.w = &constraints.Weights{Out: make([]field.Fp4, len(pg.Outputs)), DenConst: fieldrand.Fp4(r)}
+	for o := range z.w.Out {
+		z.w.Out[o] = fieldrand.Fp4(r)
+	}
+	hl := n << z.nLift
+	z.cols = make([][]field.Fp, pg.NumSlots())
+	for q, pw := range pg.PartWidths {
+		vals := make([]field.Fp, pw*h)
+		for i := range vals {
+			vals[i] = value()
+		}
+		z.parts = append(z.parts, vals)
+		for c := 0; c < pw; c++ {
+			src := vals[c*h : (c+1)*h]
+			s := 2 * (pg.PartStart[q] + c)
+			loc, rot := make([]field.Fp, hl), make([]field.Fp, hl)
+			for i := range loc {
+				loc[i], rot[i] = src[i&(h-1)], src[(i+1)&(h-1)]
+			}
+			z.cols[s] = loc
+			if pg.NeedRot {
+				z.cols[s+1] = rot
+			}
+		}
+	}
+	first, last, trans := make([]field.Fp, hl), make([]field.Fp, hl), make([]field.Fp, hl)
+	for i := range first {
+		if i&(h-1) == 0 {
+			first[i] = field.One
+		}
+		if i&(h-1) == h-1 {
+			last[i] = field.One
+		} else {
+			trans[i] = field.One
+		}
+	}
+	z.cols[pg.SlotIsFirst()], z.cols[pg.SlotIsLast()], z.cols[pg.SlotIsTransition()] = first, last, trans
+	return z
+}
+
+// lagrangeAt returns L_j(z) for the N-th roots of unity ω^j, by the product formula.
+func lagrangeAt(logN int, z field.Fp) []field.Fp {
+	n := 1 << logN
+	om := field.Powers(field.TwoAdicGenerator(logN), n)
+	out := make([]field.Fp, n)
+	for j := range out {
+		num, den := field.One, field.One
+		for k := 0; k < n; k++ {
+			if k != j {
+				num = num.Mul(z.Sub(om[k]))
+				den = den.Mul(om[j].Sub(om[k]))
+			}
+		}
+		out[j] = num.Mul(den.Inverse())
+	}
+	return out
+}
+
+// uni returns S_k[i] (k = Zc, Num, Den; i < M) of round 0 with the block weights e.
+func (z *zcRef) uni(logM int, e []field.Fp4) [3][]field.Fp4 {
+	n, m := 1<<z.logN, 1<<logM
+	pts := field.Powers(field.TwoAdicGenerator(logM), m)
+	lag := make([][]field.Fp, m)
+	for i := range lag {
+		lag[i] = lagrangeAt(z.logN, pts[i])
+	}
+	var out [3][]field.Fp4
+	for k := range out {
+		out[k] = make([]field.Fp4, m)
+	}
+	slots := make([]field.Fp, z.pg.NumSlots())
+	var regs []field.Fp
+	for x, ex := range e {
+		for i := 0; i < m; i++ {
+			for s, u := range z.pg.Used {
+				if !u {
+					continue
+				}
+				var v field.Fp
+				for j := 0; j < n; j++ {
+					v = v.Add(lag[i][j].Mul(z.cols[s][x*n+j]))
+				}
+				slots[s] = v
+			}
+			var c constraints.Combined
+			c, regs = z.pg.CombineBase(z.w, slots, z.public, regs)
+			out[0][i] = out[0][i].Add(ex.Mul(c.Zc))
+			out[1][i] = out[1][i].Add(ex.Mul(c.Num))
+			out[2][i] = out[2][i].Add(ex.Mul(c.Den))
+		}
+	}
+	return out
+}
+
+// bind returns the tables of BindUnivariate (per slot, nil when not stored).
+func (z *zcRef) bind(w []field.Fp4) [][]field.Fp4 {
+	n := 1 << z.logN
+	out := make([][]field.Fp4, len(z.cols))
+	for s, col := range z.cols {
+		if col == nil {
+			continue
+		}
+		tab := make([]field.Fp4, len(col)/n)
+		for x := range tab {
+			for j, wj := range w {
+				tab[x] = tab[x].Add(wj.MulBase(col[x*n+j]))
+			}
+		}
+		out[s] = tab
+	}
+	return out
+}
+
+// round returns R_k[X−1] over tables (per slot) with the pair weights e (cpuref's Round).
+func (z *zcRef) round(tables [][]field.Fp4, e []field.Fp4, points int) [3][]field.Fp4 {
+	var out [3][]field.Fp4
+	for k := range out {
+		out[k] = make([]field.Fp4, points)
+	}
+	slots := make([]field.Fp4, len(tables))
+	diff := make([]field.Fp4, len(tables))
+	var regs []field.Fp4
+	for y, ey := range e {
+		for s, u := range z.pg.Used {
+			if u {
+				slots[s] = tables[s][2*y]
+				diff[s] = tables[s][2*y+1].Sub(tables[s][2*y])
+			}
+		}
+		for x := 0; x < points; x++ {
+			for s, u := range z.pg.Used {
+				if u {
+					slots[s] = slots[s].Add(diff[s])
+				}
+			}
+			var c constraints.Combined
+			c, regs = z.pg.CombineExt(z.w, slots, z.public, regs)
+			out[0][x] = out[0][x].Add(ey.Mul(c.Zc))
+			out[1][x] = out[1][x].Add(ey.Mul(c.Num))
+			out[2][x] = out[2][x].Add(ey.Mul(c.Den))
+		}
+	}
+	return out
+}
+
+// requireNonZero fails when every sum of the reference is zero (a comparison that proves nothing).
+func requireNonZero(t *testing.T, sums [][]field.Fp4) {
+	t.Helper()
+	for _, s := range sums {
+		for _, v := range s {
+			if !v.IsZero() {
+				return
+			}
+		}
+	}
+	t.Fatal("the reference sums are all zero")
+}
+
+// zcDevice is one trace's device side for the tests.
+type zcDevice struct {
+	dom   *ZcDomain
+	prog  *Program
+	trace *ZcTrace
+	zc    *Zerocheck
+}
+
+func newZcDevice(t *testing.T, ref *zcRef, logM, points int, opts ZcOptions) *zcDevice {
+	t.Helper()
+	dom, err := NewZcDomain(testDev, ref.logN, logM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dom.Free)
+	prog, err := UploadProgram(testDev, "zerocheck test", ref.pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prog.Free)
+	var parts []ZcPart
+	for q, vals := range ref.parts {
+		p := ZcPart{Width: ref.pg.PartWidths[q]}
+		if p.Width > 0 {
+			w := make([]uint32, len(vals))
+			for i, v := range vals {
+				w[i] = uint32(v)
+			}
+			p.Values = uploadWords(t, "part", w)
+		}
+		parts = append(parts, p)
+	}
+	tr, err := NewZcTrace(testDev, dom, ref.pg, prog, ref.logH, parts, ref.public, ref.w.Out, ref.w.DenConst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tr.Free)
+	zc, err := NewZerocheck(testDev, dom, points, []*ZcTrace{tr}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(zc.Close)
+	return &zcDevice{dom: dom, prog: prog, trace: tr, zc: zc}
+}
+
+func logM(logN, d int) int {
+	m := 0
+	for 1<<m < d*((1<<logN)-1)+1 {
+		m++
+	}
+	return m
+}
+
+// TestZerocheckUniMatchesGo: round 0 equals the plain-Go model (materialised lifted columns,
+// Lagrange interpolation at every point) for every test AIR, traces shorter and longer than
+// 2^l_skip, both strategies (coset DFTs and one point per lane), small slices and odd thread
+// counts, at an output offset.
+func TestZerocheckUniMatchesGo(t *testing.T) {
+	type cfg struct {
+		logN, d int
+		logHs   []int
+		opts    ZcOptions
+	}
+	cfgs := []cfg{
+		{2, 3, []int{0, 1, 2, 4}, ZcOptions{}},
+		{2, 3, []int{3, 5}, ZcOptions{PointMode: true}},
+		{2, 2, []int{0, 3, 4}, ZcOptions{}}, // M = 8 < 16 lanes: units span blocks
+		{4, 3, []int{2, 4, 6}, ZcOptions{}},
+		{4, 3, []int{6}, ZcOptions{SliceBlocks: 1, UniThreads: 3}},
+		{4, 3, []int{5}, ZcOptions{PointMode: true, SliceBlocks: 2, UniThreads: 5}},
+		{0, 3, []int{0, 3}, ZcOptions{}},
+		{1, 3, []int{0, 2}, ZcOptions{PointMode: true}},
+		{5, 2, []int{5, 6}, ZcOptions{}},
+		{3, 4, []int{2, 5}, ZcOptions{UniThreads: 1}},
+	}
+	r := rand.New(rand.NewPCG(31, 32))
+	for ci, c := range cfgs {
+		for _, a := range zcAirs() {
+			pg, _ := compileProgram(t, a)
+			for _, logH := range c.logHs {
+				t.Run(fmt.Sprintf("cfg%d/%s/h%d", ci, a.Name(), logH), func(t *testing.T) {
+					ref := newZcRef(r, pg, c.logN, logH)
+					lm := logM(c.logN, c.d)
+					dv := newZcDevice(t, ref, lm, c.d+1, c.opts)
+					x := 1 << ref.nLift
+					e := make([]field.Fp4, x)
+					for i := range e {
+						e[i] = fieldrand.Fp4(r)
+					}
+					const eqOff, outOff = 3, 8
+					eq := uploadWords(t, "eq", append(make([]uint32, 4*eqOff), MontFp4Slice(e)...))
+					out := allocWords(t, outOff+dv.zc.UniWidth())
+					b := testDev.Batch()
+					if err := dv.zc.EncodeUniRound(b, dv.trace, eq, eqOff, out, outOff); err != nil {
+						t.Fatal(err)
+					}
+					got, err := out.ReadAll()
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := ref.uni(lm, e)
+					requireNonZero(t, want[:])
+					for q := 0; q < 1<<lm; q++ {
+						i := dv.dom.PointOf(q)
+						for k := 0; k < 3; k++ {
+							g := Fp4OfMont(got[outOff+12*q+4*k:])
+							if g != want[k][i] {
+								t.Fatalf("class %d (point %d) sum %d = %v, want %v", q, i, k, g, want[k][i])
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestZerocheckBindMatchesGo: BindUnivariate's tables (columns, rotations, selectors) equal
+// Σ_j w_j·t(ω^j, x) of the lifted columns.
+func TestZerocheckBindMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, c := range []struct{ logN, logH int }{{2, 0}, {2, 1}, {2, 2}, {2, 5}, {4, 3}, {4, 9}, {0, 3}, {5, 7}} {
+		for _, a := range zcAirs() {
+			pg, _ := compileProgram(t, a)
+			t.Run(fmt.Sprintf("%s/n%d/h%d", a.Name(), c.logN, c.logH), func(t *testing.T) {
+				ref := newZcRef(r, pg, c.logN, c.logH)
+				dv := newZcDevice(t, ref, logM(c.logN, 3), 4, ZcOptions{})
+				w := make([]field.Fp4, 1<<c.logN)
+				for j := range w {
+					w[j] = fieldrand.Fp4(r)
+				}
+				x := 1 << ref.nLift
+				stride := x + 3
+				tables := allocWords(t, 4*dv.trace.NumTables()*stride)
+				wa := uploadWords(t, "bind weights", ZcBindWeights(w))
+				first, last, sum := ZcSelectorBind(c.logN, c.logH, w)
+				b := testDev.Batch()
+				if err := dv.zc.EncodeBindUni(b, dv.trace, wa, first, last, sum, tables, stride); err != nil {
+					t.Fatal(err)
+				}
+				got, err := tables.ReadAll()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := ref.bind(w)
+				for s, tab := range want {
+					tau := dv.trace.TableOf(s)
+					if (tab == nil) != (tau < 0) {
+						t.Fatalf("slot %d: stored %v, table %d", s, tab != nil, tau)
+					}
+					for xx, v := range tab {
+						if g := Fp4OfMont(got[4*(tau*stride+xx):]); g != v {
+							t.Fatalf("slot %d (table %d) row %d = %v, want %v", s, tau, xx, g, v)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestZerocheckRoundMatchesGo: a round j ≥ 1 over random tables equals cpuref's Round formula, for
+// several table heights (down to one pair), thread counts and point counts.
+func TestZerocheckRoundMatchesGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, c := range []struct{ logN, logH, logRows, points, threads int }{
+		{2, 6, 4, 4, 0}, {2, 6, 1, 4, 0}, {2, 9, 7, 3, 5}, {4, 8, 2, 4, 1}, {4, 10, 6, 5, 0}, {0, 6, 6, 4, 3},
+	} {
+		for _, a := range zcAirs() {
+			pg, _ := compileProgram(t, a)
+			t.Run(fmt.Sprintf("%s/h%d/rows%d/p%d", a.Name(), c.logH, c.logRows, c.points), func(t *testing.T) {
+				ref := newZcRef(r, pg, c.logN, c.logH)
+				dv := newZcDevice(t, ref, logM(c.logN, 3), c.points, ZcOptions{RoundThreads: c.threads})
+				rows := 1 << c.logRows
+				stride := rows + 1
+				tables := make([][]field.Fp4, pg.NumSlots())
+				words := make([]uint32, 4*dv.trace.NumTables()*stride)
+				for s := range tables {
+					tau := dv.trace.TableOf(s)
+					if tau < 0 {
+						continue
+					}
+					tables[s] = make([]field.Fp4, rows)
+					for y := range tables[s] {
+						tables[s][y] = fieldrand.Fp4(r)
+						m := MontFp4(tables[s][y])
+						copy(words[4*(tau*stride+y):], m[:])
+					}
+				}
+				e := make([]field.Fp4, rows/2)
+				for i := range e {
+					e[i] = fieldrand.Fp4(r)
+				}
+				ta := uploadWords(t, "tables", words)
+				eq := uploadWords(t, "eq", append(make([]uint32, 4), MontFp4Slice(e)...))
+				out := allocWords(t, 4+dv.zc.RoundWidth())
+				b := testDev.Batch()
+				if err := dv.zc.EncodeRound(b, dv.trace, ta, stride, c.logRows, eq, 1, out, 4); err != nil {
+					t.Fatal(err)
+				}
+				got, err := out.ReadAll()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := ref.round(tables, e, c.points)
+				requireNonZero(t, want[:])
+				for x := 0; x < c.points; x++ {
+					for k := 0; k < 3; k++ {
+						if g := Fp4OfMont(got[4+12*x+4*k:]); g != want[k][x] {
+							t.Fatalf("X = %d sum %d = %v, want %v", x+1, k, g, want[k][x])
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// zcWideAir has many outputs of each kind (40 constraints, 20 message fields): every term of the
+// combination sums can be (p−1)² at once.
+type zcWideAir struct{}
+
+func (zcWideAir) Name() string          { return "zerocheck-wide" }
+func (zcWideAir) Width() air.TraceWidth { return air.TraceWidth{CommonMain: 40} }
+func (zcWideAir) NumPublicValues() int  { return 0 }
+func (zcWideAir) Eval(b *air.Builder) {
+	local := b.Main(0)
+	for _, x := range local {
+		b.AssertZero(x)
+	}
+	b.PushInteraction(1, local[:20], local[20], 1)
+	b.PushInteraction(2, local[21:39], local[39], 1)
+}
+
+// TestZerocheckCombineExtremes: outputs and weights whose Montgomery forms are all p−1 (the
+// largest products of the host's unreduced 64-bit sums), in round 0 and in a round j ≥ 1.
+func TestZerocheckCombineExtremes(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	pg, _ := compileProgram(t, zcWideAir{})
+	top := CanonicalOf(field.P - 1) // Montgomery form p−1
+	topFp4 := field.Fp4{top, top, top, top}
+	ref := newZcRefWith(r, pg, 2, 6, func() field.Fp { return top })
+	for o := range ref.w.Out {
+		ref.w.Out[o] = topFp4
+	}
+	ref.w.DenConst = topFp4
+	for _, opts := range []ZcOptions{{}, {PointMode: true}} {
+		dv := newZcDevice(t, ref, logM(2, 3), 4, opts)
+		e := make([]field.Fp4, 1<<ref.nLift)
+		for i := range e {
+			e[i] = topFp4
+		}
+		eq := uploadWords(t, "eq", MontFp4Slice(e))
+		out := allocWords(t, dv.zc.UniWidth())
+		b := testDev.Batch()
+		if err := dv.zc.EncodeUniRound(b, dv.trace, eq, 0, out, 0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := out.ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := ref.uni(logM(2, 3), e)
+		requireNonZero(t, want[:])
+		for q := 0; q < 1<<logM(2, 3); q++ {
+			for k := 0; k < 3; k++ {
+				if g := Fp4OfMont(got[12*q+4*k:]); g != want[k][dv.dom.PointOf(q)] {
+					t.Fatalf("round 0 (%+v): class %d sum %d = %v, want %v", opts, q, k, g, want[k][dv.dom.PointOf(q)])
+				}
+			}
+		}
+		// A round over tables whose every coefficient is p−1 in Montgomery form.
+		rows := 1 << ref.nLift
+		tables := make([][]field.Fp4, pg.NumSlots())
+		words := make([]uint32, 4*dv.trace.NumTables()*rows)
+		for s := range tables {
+			if tau := dv.trace.TableOf(s); tau >= 0 {
+				tables[s] = make([]field.Fp4, rows)
+				for y := range tables[s] {
+					tables[s][y] = topFp4
+					if y%2 == 1 {
+						tables[s][y] = field.Fp4{top, 0, top, 1} // t[2y+1] − t[2y] ≠ 0
+					}
+				}
+				copy(words[4*tau*rows:], MontFp4Slice(tables[s]))
+			}
+		}
+		ta := uploadWords(t, "tables", words)
+		rout := allocWords(t, dv.zc.RoundWidth())
+		b = testDev.Batch()
+		if err := dv.zc.EncodeRound(b, dv.trace, ta, rows, ref.nLift, eq, 0, rout, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err = rout.ReadAll(); err != nil {
+			t.Fatal(err)
+		}
+		rw := ref.round(tables, e[:rows/2], 4)
+		for x := 0; x < 4; x++ {
+			for k := 0; k < 3; k++ {
+				if g := Fp4OfMont(got[12*x+4*k:]); g != rw[k][x] {
+					t.Fatalf("round (%+v): X = %d sum %d = %v, want %v", opts, x+1, k, g, rw[k][x])
+				}
+			}
+		}
+	}
+}

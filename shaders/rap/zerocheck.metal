@@ -1,0 +1,553 @@
+// zerocheck.metal - the batch constraint sumcheck (zerocheck and LogUp numerators/denominators,
+// spec B §4; internal/kernels/zerocheck.go has the math and the buffer preconditions). Every kernel
+// evaluates one AIR's constraint program (program_lanes.h) on values it computes itself:
+//
+//   zc_coeffs        round 0, pre-pass: the coefficients of every block of N = 2^l rows of the
+//                    source columns (the trace columns whose local or rotated slot the program
+//                    reads) and each block's rotation correction δ = v_next − v_first.
+//   zc_uni_eval      round 0: the slot values at the M points ω_M^i of every block (from the
+//                    coefficients), the program, the batched combination weighted by e(x), summed
+//                    per point i into partial rows (sc_sum_rows adds them).
+//   zc_bind_uni      BindUnivariate: t(r0, x) = Σ_j w_j·t(ω^j, x) of every column and rotation.
+//   zc_bind_selectors  the same for the three selector columns (closed forms).
+//   zc_round_eval    rounds j ≥ 1: slot values t[2y] + X·(t[2y+1] − t[2y]) for X = 1..d+1, the
+//                    program over Fp4, the combination weighted by e'(y), summed per X.
+//
+// The program runs through an evaluator given as a template parameter (ProgInterpreter of
+// program_lanes.h): the kernel bodies are templates, the kernels instantiate them with the
+// interpreter; a generated evaluator for one AIR gets its own two kernels from the same bodies.
+//
+// Scratch (slot values and registers of the evaluator): on the host device every thread owns a
+// contiguous region (its lanes' values side by side, [entry][lane]: the evaluator's working set stays
+// in the core's caches); on GPUs the threads are interleaved ([entry][thread]: neighbouring threads
+// touch neighbouring words). zc_region gives a region's first word; within it entry e of lane l is
+// at e·T + t + l (T = zc_T(G), t = zc_t(gid)). No barriers, no atomics: partial sums are per-thread
+// rows, added by sc_sum_rows (two passes, deterministic).
+#include "program_lanes.h"
+
+#define ZC_NONE 0xffffffffu
+#define ZC_MAX_N 32u  // largest block (l_skip ≤ 5): thread arrays of the coset DFTs
+
+// Interleave of the scratch arrays (see above).
+MSL_FN uint zc_T(uint G) { return MSL_LANES > 1u ? MSL_LANES : G; }
+MSL_FN uint zc_t(uint gid) { return MSL_LANES > 1u ? 0u : gid; }
+
+// First word of lane group m (of groups per thread) of thread gid in an array of n entries per point.
+MSL_FN uint zc_region(uint n, uint m, uint gid, uint G, uint groups) {
+  if (MSL_LANES > 1u) return (gid * groups + m) * n * MSL_LANES;
+  return m * n * G;
+}
+
+MSL_FN uint zc_reverse_bits(uint i, uint bits) {
+  uint r = 0u;
+  for (uint k = 0u; k < bits; k++) {
+    r = (r << 1) | ((i >> k) & 1u);
+  }
+  return r;
+}
+
+// In-place DFT of n = 2^logn lane vectors: v[b] ← Σ_k v[k]·ω^{±bk} with ω = ω_M^step = tw[step]
+// (tw: the M powers of ω_M, M = mask + 1; step = M/n), ω^{−1} when inverse. Radix-2 after a bit
+// reversal; the lanes are independent transforms.
+MSL_FN void zc_dft(thread lanes_uint* v, uint logn, device const uint* tw, uint mask, uint step, bool inverse) {
+  uint n = 1u << logn;
+  for (uint i = 0u; i < n; i++) {
+    uint r = zc_reverse_bits(i, logn);
+    if (r > i) {
+      lanes_uint tmp = v[i];
+      v[i] = v[r];
+      v[r] = tmp;
+    }
+  }
+  for (uint len = 2u; len <= n; len <<= 1) {
+    uint hlen = len >> 1;
+    uint tstep = step * (n / len);
+    for (uint s = 0u; s < n; s += len) {
+      for (uint k = 0u; k < hlen; k++) {
+        uint e = (k * tstep) & mask;
+        if (inverse) e = (mask + 1u - e) & mask;
+        lanes_uint a = v[s + k];
+        lanes_uint b = bb_mul_lanes(v[s + k + hlen], lanes_splat(tw[e]));
+        v[s + k] = bb_add_lanes(a, b);
+        v[s + k + hlen] = bb_sub_lanes(a, b);
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Round 0, pre-pass.
+
+struct ZcCoeffsParams {
+  uint log_h;         // the part has h = 2^log_h rows (column c at c·h), canonical values
+  uint log_n;         // N = 2^log_n rows per block
+  uint log_m;         // M = 2^log_m (the twiddle table's size)
+  uint x0;            // first block of the slice (blocks of the lifted height N·X, periodic)
+  uint slice_blocks;  // blocks of the slice: coefs and deltas hold them from block 0
+  uint col0;          // first source column of this part (a multiple of MSL_LANES)
+  uint count;         // source columns of this part
+  uint ncols;         // row length of coefs and deltas (source columns of all parts, padded)
+  uint inv_n;         // 1/N·R² mod p: scales canonical coefficients into Montgomery form
+  uint lanes;         // MSL_LANES the launcher assumed (the kernel does nothing on a mismatch)
+};
+
+// For block x = x0 + xl of the slice and source column s = col0 + c (c < count; part column
+// part_cols[s]): coefs[(xl·N + k)·ncols + s] = c_k, the coefficients of the block's interpolant
+// over the N-th roots of unity (Montgomery), and deltas[xl·ncols + s] = v_next − v_first (the first
+// value of the next block, cyclically, minus the block's first). Block rows are x·N + j mod h.
+// Padding columns (c ≥ count, up to the next multiple of MSL_LANES) get zeros.
+kernel void zc_coeffs(device const uint* values [[buffer(0)]],
+                      device const uint* part_cols [[buffer(1)]],
+                      device const uint* tw [[buffer(2)]],
+                      device uint* coefs [[buffer(3)]],
+                      device uint* deltas [[buffer(4)]],
+                      constant ZcCoeffsParams& p [[buffer(5)]],
+                      uint gid [[thread_position_in_grid]],
+                      uint G [[threads_per_grid]]) {
+  if (p.lanes != MSL_LANES) return;
+  uint log_h = p.log_h;
+  uint hmask = (1u << log_h) - 1u;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint mmask = (1u << p.log_m) - 1u;
+  uint step = 1u << (p.log_m - log_n);
+  uint x0 = p.x0;
+  uint col0 = p.col0;
+  uint count = p.count;
+  uint ncols = p.ncols;
+  lanes_uint inv_n = lanes_splat(p.inv_n);
+  uint cgroups = (count + MSL_LANES - 1u) / MSL_LANES;
+  uint items = p.slice_blocks * cgroups;
+  for (uint it = gid; it < items; it += G) {
+    uint xl = it / cgroups;
+    uint c = (it % cgroups) * MSL_LANES;
+    uint x = x0 + xl;
+    uint base[MSL_LANES];
+    bool live[MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      live[l] = c + l < count;
+      base[l] = live[l] ? part_cols[col0 + c + l] << log_h : 0u;
+    }
+    lanes_uint v[ZC_MAX_N];
+    uint tmp[MSL_LANES];
+    for (uint j = 0u; j < n; j++) {
+      uint row = ((x << log_n) + j) & hmask;
+      for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + row] : 0u;
+      v[j] = lanes_ld_th(tmp);
+    }
+    uint next = ((x + 1u) << log_n) & hmask;
+    for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + next] : 0u;
+    lanes_uint delta = bb_mul_lanes(bb_sub_lanes(lanes_ld_th(tmp), v[0]), lanes_splat(BB_R2));
+    lanes_st_dev(deltas + xl * ncols + col0 + c, delta);
+    zc_dft(v, log_n, tw, mmask, step, true);
+    for (uint k = 0u; k < n; k++) {
+      lanes_st_dev(coefs + ((xl << log_n) + k) * ncols + col0 + c, bb_mul_lanes(v[k], inv_n));
+    }
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Round 0.
+
+struct ZcUniParams {
+  uint log_n;         // N = 2^log_n rows per block
+  uint log_m;         // M = 2^log_m points per block (M ≥ N)
+  uint blocks;        // X: blocks of the lifted trace
+  uint x0;            // first block of this slice
+  uint slice_blocks;  // blocks of the slice (coefs and deltas hold them from block 0)
+  uint unit;          // U: points per work unit (a multiple of MSL_LANES; G·U ≡ 0 mod M)
+  uint coset_mode;    // 1: per-coset DFTs, lanes across columns (U = max(N, MSL_LANES)); 0: one point per lane (U = MSL_LANES)
+  uint ncols;         // row length of coefs and deltas (a multiple of MSL_LANES)
+  uint nslots;        // the program's slots (scratch entries per point)
+  uint nregs;         // the program's registers
+  uint sel_first;     // slot of is_first, or ZC_NONE when the program does not read it
+  uint sel_last;
+  uint sel_trans;
+  uint has_den;       // add the constant denominator term (weights[nout]) to every point's den
+  uint nout;          // outputs of the program
+  uint zero;          // zero this thread's partial rows first (the first slice of a trace)
+  uint eq_off;        // Fp4 index of e(0) in eq
+  uint lanes;         // MSL_LANES the launcher assumed
+};
+
+// The slot values of the U points of unit u, one point per lane: Σ_k c_k·ω_M^{ik} (rotation:
+// at i + M/N, plus δ·L_{N−1}(ω_M^i)).
+MSL_FN void zc_fill_points(uint u, constant ZcUniParams& p, device const uint* coefs, device const uint* deltas,
+                           device const uint* srcmap, device const uint* tw, device const uint* lrow, device uint* slots,
+                           uint gid, uint G) {
+  uint log_n = p.log_n;
+  uint log_m = p.log_m;
+  uint n = 1u << log_n;
+  uint mmask = (1u << log_m) - 1u;
+  uint cosets = 1u << (log_m - log_n);
+  uint ncols = p.ncols;
+  uint U = p.unit;
+  uint points = p.slice_blocks << log_m;
+  uint T = zc_T(G);
+  device uint* region = slots + zc_region(p.nslots, 0u, gid, G, 1u) + zc_t(gid);
+  for (uint l = 0u; l < MSL_LANES; l++) {
+    uint pp = u * U + l;
+    if (pp >= points) break;
+    uint xl = pp >> log_m;
+    uint q = pp & mmask;
+    uint i = (q >> log_n) + cosets * (q & (n - 1u));
+    uint ir = (i + cosets) & mmask;
+    device const uint* crow = coefs + (xl << log_n) * ncols;
+    for (uint c = 0u; c < ncols; c++) {
+      uint sl = srcmap[2u * c];
+      uint sr = srcmap[2u * c + 1u];
+      if (sl != ZC_NONE) {
+        uint acc = 0u;
+        for (uint k = 0u; k < n; k++) acc = bb_add(acc, bb_mul(crow[k * ncols + c], tw[(i * k) & mmask]));
+        region[sl * T + l] = acc;
+      }
+      if (sr != ZC_NONE) {
+        uint acc = bb_mul(deltas[xl * ncols + c], lrow[i]);
+        for (uint k = 0u; k < n; k++) acc = bb_add(acc, bb_mul(crow[k * ncols + c], tw[(ir * k) & mmask]));
+        region[sr * T + l] = acc;
+      }
+    }
+  }
+}
+
+// The slot values of the U points of unit u by cosets of the N-th roots of unity: the points
+// ω_M^{g + (M/N)·b}, b < N, of coset g are the DFT of the twisted coefficients c_k·ω_M^{gk} (lanes
+// across MSL_LANES source columns); the rotation is the same coset at b + 1 plus δ·L_{N−1}.
+MSL_FN void zc_fill_cosets(uint u, constant ZcUniParams& p, device const uint* coefs, device const uint* deltas,
+                           device const uint* srcmap, device const uint* tw, device const uint* lrow, device uint* slots,
+                           uint gid, uint G) {
+  uint log_n = p.log_n;
+  uint log_m = p.log_m;
+  uint n = 1u << log_n;
+  uint mmask = (1u << log_m) - 1u;
+  uint cosets = 1u << (log_m - log_n);
+  uint ncols = p.ncols;
+  uint nslots = p.nslots;
+  uint U = p.unit;
+  uint groups = U / MSL_LANES;
+  uint per = U >> log_n;  // cosets per unit (1 when N ≥ MSL_LANES)
+  uint points = p.slice_blocks << log_m;
+  uint T = zc_T(G);
+  uint t = zc_t(gid);
+  for (uint c0 = 0u; c0 < ncols; c0 += MSL_LANES) {
+    for (uint kc = 0u; kc < per; kc++) {
+      uint p0 = u * U + (kc << log_n);
+      if (p0 >= points) break;
+      uint xl = p0 >> log_m;
+      uint g = (p0 & mmask) >> log_n;
+      lanes_uint v[ZC_MAX_N];
+      device const uint* crow = coefs + (xl << log_n) * ncols + c0;
+      for (uint k = 0u; k < n; k++) {
+        lanes_uint ck = lanes_ld_dev(crow + k * ncols);
+        v[k] = g != 0u ? bb_mul_lanes(ck, lanes_splat(tw[(g * k) & mmask])) : ck;
+      }
+      zc_dft(v, log_n, tw, mmask, cosets, false);
+      lanes_uint delta = lanes_ld_dev(deltas + xl * ncols + c0);
+      for (uint c = 0u; c < MSL_LANES; c++) {
+        uint sl = srcmap[2u * (c0 + c)];
+        uint sr = srcmap[2u * (c0 + c) + 1u];
+        if (sl == ZC_NONE && sr == ZC_NONE) continue;
+        uint dc = lanes_get(delta, c);
+        for (uint b = 0u; b < n; b++) {
+          uint j = (kc << log_n) + b;
+          device uint* dst = slots + zc_region(nslots, j / MSL_LANES, gid, G, groups) + t + j % MSL_LANES;
+          if (sl != ZC_NONE) dst[sl * T] = lanes_get(v[b], c);
+          if (sr != ZC_NONE) {
+            dst[sr * T] = bb_add(lanes_get(v[(b + 1u) & (n - 1u)], c), bb_mul(dc, lrow[g + cosets * b]));
+          }
+        }
+      }
+    }
+  }
+}
+
+// The selector slots of the U points of unit u: is_first = [x = 0]·sel[i], is_last =
+// [x = X−1]·sel[M + i], is_transition = 1 − is_last.
+MSL_FN void zc_fill_selectors(uint u, constant ZcUniParams& p, device const uint* sel, device uint* slots, uint gid,
+                              uint G) {
+  uint sf = p.sel_first;
+  uint sl = p.sel_last;
+  uint st = p.sel_trans;
+  if (sf == ZC_NONE && sl == ZC_NONE && st == ZC_NONE) return;
+  uint log_n = p.log_n;
+  uint log_m = p.log_m;
+  uint n = 1u << log_n;
+  uint m = 1u << log_m;
+  uint cosets = 1u << (log_m - log_n);
+  uint U = p.unit;
+  uint groups = U / MSL_LANES;
+  uint points = p.slice_blocks << log_m;
+  uint T = zc_T(G);
+  uint t = zc_t(gid);
+  for (uint j = 0u; j < U; j++) {
+    uint pp = u * U + j;
+    if (pp >= points) break;
+    uint x = p.x0 + (pp >> log_m);
+    uint q = pp & (m - 1u);
+    uint i = (q >> log_n) + cosets * (q & (n - 1u));
+    uint first = x == 0u ? sel[i] : 0u;
+    uint last = x == p.blocks - 1u ? sel[m + i] : 0u;
+    device uint* dst = slots + zc_region(p.nslots, j / MSL_LANES, gid, G, groups) + t + j % MSL_LANES;
+    if (sf != ZC_NONE) dst[sf * T] = first;
+    if (sl != ZC_NONE) dst[sl * T] = last;
+    if (st != ZC_NONE) dst[st * T] = bb_sub(BB_ONE, last);
+  }
+}
+
+// partials[row·12 + 4k ..] += e·v_k for (v_0, v_1, v_2) = (zc, num, den) of one lane.
+MSL_FN void zc_accumulate(device uint* partials, uint row, bb4 e, bb4 zc, bb4 num, bb4 den) {
+  device uint* pr = partials + 12u * row;
+  bb4_store(pr, 0u, bb4_add(bb4_load(pr, 0u), bb4_mul(e, zc)));
+  bb4_store(pr, 1u, bb4_add(bb4_load(pr, 1u), bb4_mul(e, num)));
+  bb4_store(pr, 2u, bb4_add(bb4_load(pr, 2u), bb4_mul(e, den)));
+}
+
+// Round 0 over the slice (the kernel checks p.lanes): for every point (x, i) (x = x0 + pp / M, in-block index q = pp mod M =
+// g·N + b, i = g + (M/N)·b), e(x)·(Zc, Num, Den)(x, i) is added to partial row gid·U + j (j: the
+// point's index in its unit), so that rows ≡ q (mod M) hold point class q (G·U ≡ 0 mod M).
+template <typename Eval>
+MSL_FN void zc_uni_body(thread Eval& ev, device const uint* prog, device const uint* cp, device const uint* kinds,
+                        device const uint* weights, device const uint* coefs, device const uint* deltas,
+                        device const uint* srcmap, device const uint* tw, device const uint* lrow,
+                        device const uint* sel, device const uint* eq, device uint* slots, device uint* regs,
+                        device uint* partials, constant ZcUniParams& p, uint gid, uint G) {
+  uint U = p.unit;
+  uint groups = U / MSL_LANES;
+  uint log_m = p.log_m;
+  uint points = p.slice_blocks << log_m;
+  uint units = (points + U - 1u) / U;
+  uint T = zc_T(G);
+  uint t = zc_t(gid);
+  if (p.zero != 0u) {
+    for (uint k = 0u; k < 12u * U; k++) partials[12u * gid * U + k] = 0u;
+  }
+  device uint* rbase = regs + zc_region(p.nregs, 0u, gid, G, 1u);
+  bool has_den = p.has_den != 0u;
+  bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
+  for (uint u = gid; u < units; u += G) {
+    if (p.coset_mode != 0u) {
+      zc_fill_cosets(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
+    } else {
+      zc_fill_points(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
+    }
+    zc_fill_selectors(u, p, sel, slots, gid, G);
+    for (uint m = 0u; m < groups; m++) {
+      ProgCombineLanes c;
+      c.start(kinds, weights, has_den ? den_const : bb4l_zero());
+      ev.base(prog, cp, slots + zc_region(p.nslots, m, gid, G, groups), rbase, t, T, c);
+      c.finish();
+      for (uint l = 0u; l < MSL_LANES; l++) {
+        uint j = m * MSL_LANES + l;
+        uint pp = u * U + j;
+        if (pp >= points) break;
+        bb4 e = bb4_load(eq, p.eq_off + p.x0 + (pp >> log_m));
+        zc_accumulate(partials, gid * U + j, e, bb4l_get(c.zc, l), bb4l_get(c.num, l), bb4l_get(c.den, l));
+      }
+    }
+  }
+}
+
+// Round 0 with the bytecode interpreter (zc_uni_body). weights: Montgomery Fp4 per output, then
+// the constant denominator term.
+kernel void zc_uni_eval(device const uint* prog [[buffer(0)]],
+                        device const uint* cp [[buffer(1)]],
+                        device const uint* kinds [[buffer(2)]],
+                        device const uint* weights [[buffer(3)]],
+                        device const uint* coefs [[buffer(4)]],
+                        device const uint* deltas [[buffer(5)]],
+                        device const uint* srcmap [[buffer(6)]],
+                        device const uint* tw [[buffer(7)]],
+                        device const uint* lrow [[buffer(8)]],
+                        device const uint* sel [[buffer(9)]],
+                        device const uint* eq [[buffer(10)]],
+                        device uint* slots [[buffer(11)]],
+                        device uint* regs [[buffer(12)]],
+                        device uint* partials [[buffer(13)]],
+                        constant ZcUniParams& p [[buffer(14)]],
+                        uint gid [[thread_position_in_grid]],
+                        uint G [[threads_per_grid]]) {
+  if (p.lanes != MSL_LANES) return;
+  ProgInterpreter ev;
+  zc_uni_body(ev, prog, cp, kinds, weights, coefs, deltas, srcmap, tw, lrow, sel, eq, slots, regs, partials, p, gid, G);
+}
+
+// ------------------------------------------------------------------------------------------------
+// BindUnivariate.
+
+struct ZcBindParams {
+  uint log_h;   // the part has h = 2^log_h rows (canonical values, column c at c·h)
+  uint log_n;   // N = 2^log_n
+  uint blocks;  // X: blocks of the lifted trace (tables have X rows)
+  uint width;   // columns of the part
+  uint stride;  // Fp4 index distance between tables
+  uint lanes;   // MSL_LANES the launcher assumed
+};
+
+// tables[τ·stride + x] = Σ_{j<N} w_j·v[(x·N + j) mod h] for τ = colmap[2c] (column c), and with
+// v[(x·N + j + 1) mod h] for τ = colmap[2c + 1] (its rotation; ZC_NONE: none). w: N Fp4 weights in
+// R²-scaled Montgomery form (w·R² mod p per coefficient), so the canonical trace values need no
+// conversion. Lanes across consecutive blocks x.
+kernel void zc_bind_uni(device const uint* values [[buffer(0)]],
+                        device const uint* w [[buffer(1)]],
+                        device const uint* colmap [[buffer(2)]],
+                        device uint* tables [[buffer(3)]],
+                        constant ZcBindParams& p [[buffer(4)]],
+                        uint gid [[thread_position_in_grid]],
+                        uint G [[threads_per_grid]]) {
+  if (p.lanes != MSL_LANES) return;
+  uint log_h = p.log_h;
+  uint hmask = (1u << log_h) - 1u;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint X = p.blocks;
+  uint stride = p.stride;
+  uint xgroups = (X + MSL_LANES - 1u) / MSL_LANES;
+  uint items = p.width * xgroups;
+  for (uint it = gid; it < items; it += G) {
+    uint c = it / xgroups;
+    uint x0 = (it % xgroups) * MSL_LANES;
+    uint tl = colmap[2u * c];
+    uint tr = colmap[2u * c + 1u];
+    device const uint* col = values + (c << log_h);
+    bb4l accl = bb4l_zero();
+    bb4l accr = bb4l_zero();
+    uint tmp[MSL_LANES];
+    for (uint j = 0u; j <= n; j++) {
+      for (uint l = 0u; l < MSL_LANES; l++) {
+        uint x = min(x0 + l, X - 1u);
+        tmp[l] = col[((x << log_n) + j) & hmask];
+      }
+      lanes_uint v = lanes_ld_th(tmp);
+      if (j < n) accl = bb4l_add(accl, bb4l_scale(bb4_load(w, j), v));
+      if (j > 0u && tr != ZC_NONE) accr = bb4l_add(accr, bb4l_scale(bb4_load(w, j - 1u), v));
+    }
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      uint x = x0 + l;
+      if (x >= X) break;
+      if (tl != ZC_NONE) bb4_store(tables, tl * stride + x, bb4l_get(accl, l));
+      if (tr != ZC_NONE) bb4_store(tables, tr * stride + x, bb4l_get(accr, l));
+    }
+  }
+}
+
+struct ZcBindSelParams {
+  uint blocks;   // X
+  uint stride;   // Fp4 index distance between tables
+  uint t_first;  // tables of is_first, is_last, is_transition
+  uint t_last;
+  uint t_trans;
+  uint f0, f1, f2, f3;  // is_first at x = 0 (Montgomery Fp4)
+  uint l0, l1, l2, l3;  // is_last at x = X−1
+  uint s0, s1, s2, s3;  // Σ_j w_j: is_transition = Σ_j w_j − is_last
+};
+
+// The bound selector tables: is_first[x] = [x = 0]·F, is_last[x] = [x = X−1]·L, is_transition[x] =
+// S − is_last[x].
+kernel void zc_bind_selectors(device uint* tables [[buffer(0)]],
+                              constant ZcBindSelParams& p [[buffer(1)]],
+                              uint gid [[thread_position_in_grid]],
+                              uint G [[threads_per_grid]]) {
+  uint X = p.blocks;
+  uint stride = p.stride;
+  bb4 f = bb4_make(p.f0, p.f1, p.f2, p.f3);
+  bb4 l = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  bb4 s = bb4_make(p.s0, p.s1, p.s2, p.s3);
+  for (uint x = gid; x < X; x += G) {
+    bb4 last = x == X - 1u ? l : bb4_zero();
+    bb4_store(tables, p.t_first * stride + x, x == 0u ? f : bb4_zero());
+    bb4_store(tables, p.t_last * stride + x, last);
+    bb4_store(tables, p.t_trans * stride + x, bb4_sub(s, last));
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Rounds j ≥ 1.
+
+struct ZcRoundParams {
+  uint log_rows;  // n ≥ 1: the tables have 2^n rows (pairs y < 2^(n−1))
+  uint stride;    // Fp4 index distance between tables
+  uint nused;     // entries of used
+  uint nslots;    // the program's slots
+  uint nregs;     // the program's registers
+  uint points;    // d + 1: evaluation points X = 1..d+1
+  uint has_den;
+  uint nout;
+  uint eq_off;    // Fp4 index of e'(0) in eq
+  uint lanes;     // MSL_LANES the launcher assumed
+};
+
+// For every pair y (lanes across consecutive y; the kernel checks p.lanes) and X = 1..d+1: the used slots s (table τ, used[2k]
+// = s, used[2k+1] = τ) take t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]), the program runs over Fp4 and
+// e'(y)·(Zc, Num, Den) is added to partial row (gid·MSL_LANES + lane)·(d+1) + X − 1.
+template <typename Eval>
+MSL_FN void zc_round_body(thread Eval& ev, device const uint* prog, device const uint* cp, device const uint* kinds,
+                          device const uint* weights, device const uint* used, device const uint* tables,
+                          device const uint* eq, device uint* slots, device uint* diffs, device uint* regs,
+                          device uint* partials, constant ZcRoundParams& p, uint gid, uint G) {
+  uint pairs = 1u << (p.log_rows - 1u);
+  uint stride = p.stride;
+  uint nused = p.nused;
+  uint npts = p.points;
+  uint units = (pairs + MSL_LANES - 1u) / MSL_LANES;
+  uint T = zc_T(G);
+  uint t = zc_t(gid);
+  for (uint k = 0u; k < 12u * npts * MSL_LANES; k++) partials[12u * npts * MSL_LANES * gid + k] = 0u;
+  device uint* sbase = slots + zc_region(4u * p.nslots, 0u, gid, G, 1u);
+  device uint* dbase = diffs + zc_region(4u * nused, 0u, gid, G, 1u);
+  device uint* rbase = regs + zc_region(4u * p.nregs, 0u, gid, G, 1u);
+  bool has_den = p.has_den != 0u;
+  bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
+  for (uint u = gid; u < units; u += G) {
+    uint y0 = u * MSL_LANES;
+    for (uint k = 0u; k < nused; k++) {
+      uint s = used[2u * k];
+      device const uint* tab = tables + 4u * used[2u * k + 1u] * stride;
+      for (uint l = 0u; l < MSL_LANES; l++) {
+        uint y = min(y0 + l, pairs - 1u);
+        bb4 a = bb4_load(tab, 2u * y);
+        bb4 b = bb4_load(tab, 2u * y + 1u);
+        for (uint c = 0u; c < 4u; c++) {
+          sbase[(4u * s + c) * T + t + l] = a[c];
+          dbase[(4u * k + c) * T + t + l] = bb_sub(b[c], a[c]);
+        }
+      }
+    }
+    for (uint x = 0u; x < npts; x++) {
+      for (uint k = 0u; k < nused; k++) {
+        device uint* sv = sbase + 4u * used[2u * k] * T + t;
+        bb4l_store(sv, T, bb4l_add(bb4l_load(sv, T), bb4l_load(dbase + 4u * k * T + t, T)));
+      }
+      ProgCombineLanes c;
+      c.start(kinds, weights, has_den ? den_const : bb4l_zero());
+      ev.ext(prog, cp, sbase, rbase, t, T, c);
+      c.finish();
+      for (uint l = 0u; l < MSL_LANES; l++) {
+        uint y = y0 + l;
+        if (y >= pairs) break;
+        bb4 e = bb4_load(eq, p.eq_off + y);
+        zc_accumulate(partials, (gid * MSL_LANES + l) * npts + x, e, bb4l_get(c.zc, l), bb4l_get(c.num, l),
+                      bb4l_get(c.den, l));
+      }
+    }
+  }
+}
+
+// Rounds j ≥ 1 with the bytecode interpreter (zc_round_body).
+kernel void zc_round_eval(device const uint* prog [[buffer(0)]],
+                          device const uint* cp [[buffer(1)]],
+                          device const uint* kinds [[buffer(2)]],
+                          device const uint* weights [[buffer(3)]],
+                          device const uint* used [[buffer(4)]],
+                          device const uint* tables [[buffer(5)]],
+                          device const uint* eq [[buffer(6)]],
+                          device uint* slots [[buffer(7)]],
+                          device uint* diffs [[buffer(8)]],
+                          device uint* regs [[buffer(9)]],
+                          device uint* partials [[buffer(10)]],
+                          constant ZcRoundParams& p [[buffer(11)]],
+                          uint gid [[thread_position_in_grid]],
+                          uint G [[threads_per_grid]]) {
+  if (p.lanes != MSL_LANES) return;
+  ProgInterpreter ev;
+  zc_round_body(ev, prog, cp, kinds, weights, used, tables, eq, slots, diffs, regs, partials, p, gid, G);
+}
