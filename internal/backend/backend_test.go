@@ -57,7 +57,7 @@ func TestConformanceHostDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	runChecks(t, backendtest.Subject{Backend: c.Backend, Own: c.Device.Stages()})
+	runChecks(t, backendtest.Subject{Backend: c.Stages()})
 }
 
 // faultyDriver corrupts the first value written by one kernel: it runs the kernel and then
@@ -94,7 +94,7 @@ func TestConformanceCatchesBrokenKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	checks := backendtest.Checks(backendtest.Subject{Backend: c.Backend, Own: c.Device.Stages()})
+	checks := backendtest.Checks(backendtest.Subject{Backend: c.Stages()})
 	failed := 0
 	for _, ch := range checks {
 		if !strings.HasPrefix(ch.Name, "conformance/"+backendtest.StageCommitter+"/") {

@@ -28,7 +28,7 @@ func DeviceBackendChecks(dev *gpu.Device) []Check {
 	if err != nil {
 		return []Check{{Name: "stark-device/open" + tag, Run: func() error { return err }}}
 	}
-	suite := backendtest.Checks(backendtest.Subject{Backend: probe.Backend, Own: probe.Device.Stages()})
+	suite := backendtest.Checks(backendtest.Subject{Backend: probe.Stages()})
 	probe.Close()
 	for _, c := range suite {
 		name := c.Name
@@ -38,7 +38,7 @@ func DeviceBackendChecks(dev *gpu.Device) []Check {
 				return err
 			}
 			defer be.Close()
-			for _, cc := range backendtest.Checks(backendtest.Subject{Backend: be.Backend, Own: be.Device.Stages()}) {
+			for _, cc := range backendtest.Checks(backendtest.Subject{Backend: be.Stages()}) {
 				if cc.Name == name {
 					return cc.Run()
 				}

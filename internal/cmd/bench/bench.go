@@ -117,7 +117,7 @@ so figures compare side by side), else the config file's params section.
   {example, perms, rows, seed, airs: [{name, width, height}], params, params_digest, device, kind,
    backend, warmup, runs, generate_ms, check_ms, keygen_ms,
    load: STAGE, stages: [STAGE], prove_ms: SPREAD, verify_ms: SPREAD, perms_per_second,
-   proof_bytes, identical_proofs, fallbacks, fallback_ops, trace_out}
+   proof_bytes, identical_proofs, fallbacks, trace_out}
   STAGE = {stage, wall_ms: SPREAD, dispatches, syncs, bytes_to_device, bytes_from_device,
            peak_memory_bytes, fallbacks} (counters: medians per proof)
   SPREAD = {median, min, max} (milliseconds, over the timed runs)

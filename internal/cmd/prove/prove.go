@@ -26,6 +26,7 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/backend"
+	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/gpu"
@@ -368,41 +369,26 @@ func LoadTrace(path string) (*Statement, error) {
 // Backend is an opened proving backend.
 type Backend struct {
 	*stark.Backend
-	dev      *gpu.Device
-	composed *backend.Composed
+	dev    *gpu.Device
+	device *device.Backend
 }
 
-// Fallbacks is the number of device-backend calls that ran on the CPU reference (0 for cpuref).
+// Fallbacks is the number of calls that ran on another backend than the one claimed for their
+// stage (the Meter's counter: 0 now that every stage runs on the device; 0 for cpuref).
 func (b *Backend) Fallbacks() int {
-	if b.composed == nil {
+	if b.Meter == nil {
 		return 0
 	}
-	return b.composed.Fallbacks.Total()
-}
-
-// FallbackOps lists the operations that fell back.
-func (b *Backend) FallbackOps() []string {
-	if b.composed == nil {
-		return nil
-	}
-	return b.composed.Fallbacks.Ops()
+	return b.Meter.Counters().Fallbacks
 }
 
 // Device is the opened device (nil for cpuref).
 func (b *Backend) Device() *gpu.Device { return b.dev }
 
-// FallbackSummary is one line naming the operations that fell back ("" when none).
-func (b *Backend) FallbackSummary() string {
-	if b.composed == nil {
-		return ""
-	}
-	return b.composed.Fallbacks.Summary()
-}
-
 // Close releases the backend and its device.
 func (b *Backend) Close() {
-	if b.composed != nil {
-		b.composed.Close()
+	if b.device != nil {
+		b.device.Close()
 	}
 	if b.dev != nil {
 		b.dev.Close()
@@ -423,12 +409,12 @@ func OpenBackend(settings *cmdutil.Settings, reference bool, log *zerolog.Logger
 	if err != nil {
 		return nil, &cmdutil.DeviceError{Err: fmt.Errorf("device %s: %w", kind, err)}
 	}
-	c, err := backend.Device(dev, log)
+	db, err := backend.Device(dev, log)
 	if err != nil {
 		dev.Close()
 		return nil, &cmdutil.DeviceError{Err: fmt.Errorf("device %s: %w", kind, err)}
 	}
-	return &Backend{Backend: c.Backend, dev: dev, composed: c}, nil
+	return &Backend{Backend: db.Stages(), dev: dev, device: db}, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -566,9 +552,6 @@ func proveRun(opts *Options) error {
 		return ProveError(ctx, opts.Trace, err)
 	}
 	rep.Fallbacks = be.Fallbacks()
-	if sum := be.FallbackSummary(); sum != "" {
-		log.Warn().Msg("device backend: stages without device kernels ran on the CPU reference: " + sum)
-	}
 
 	task.Step("writing the proof")
 	start = time.Now()

@@ -3,7 +3,7 @@
 // (internal/backend/cpuref), and every output — each commitment root, each round of each
 // sumcheck, each opening, each proof-of-work witness — is compared as it is produced, so a broken
 // kernel shows at its first wrong round rather than as a different proof file. For the stages the
-// subject claims as its own, the suite also asserts that no call fell back to another backend.
+// subject runs, the suite also asserts that no call fell back to another backend.
 // The checks return errors (no testing.T) so that `go test` and `metalprove selftest` (and with
 // it scripts/gpu-check.sh on a CUDA machine) run the same suite.
 package backendtest
@@ -29,12 +29,9 @@ import (
 
 // Subject is a backend under test.
 type Subject struct {
-	// Backend is what the stages run on (possibly a composition).
+	// Backend is what the stages run on. When it has a Meter, the suite also asserts that no call
+	// of any stage fell back to another backend.
 	Backend *stark.Backend
-	// Own lists the stages the backend claims as its own (its non-nil fields): for those the
-	// suite asserts zero fallbacks (Backend.Meter's Fallbacks counter must not move). Nil means
-	// every stage of Backend.
-	Own *stark.Backend
 }
 
 // Check is one conformance check.
@@ -81,33 +78,7 @@ func Checks(s Subject) []Check {
 	return out
 }
 
-// claims reports whether stage is s's own.
-func (s Subject) claims(stage string) bool {
-	own := s.Own
-	if own == nil {
-		own = s.Backend
-	}
-	switch stage {
-	case StageCommitter:
-		return own.Loader != nil && own.Committer != nil
-	case StageGkr:
-		return own.Gkr != nil
-	case StageConstraints:
-		return own.Constraints != nil
-	case StageStacking:
-		return own.Stacking != nil
-	case StageWhir:
-		return own.Whir != nil
-	case StageGrinder:
-		return own.Grinder != nil
-	case StageProve:
-		return own.Loader != nil && own.Committer != nil && own.Gkr != nil && own.Constraints != nil &&
-			own.Stacking != nil && own.Whir != nil && own.Grinder != nil
-	}
-	return false
-}
-
-// guard runs f and, for a claimed stage, checks the fallback counter did not move.
+// guard runs f and checks that the fallback counter did not move.
 func (s Subject) guard(stage string, f func() error) error {
 	var before int
 	if s.Backend.Meter != nil {
@@ -116,9 +87,9 @@ func (s Subject) guard(stage string, f func() error) error {
 	if err := f(); err != nil {
 		return err
 	}
-	if s.Backend.Meter != nil && s.claims(stage) {
+	if s.Backend.Meter != nil {
 		if n := s.Backend.Meter.Counters().Fallbacks - before; n != 0 {
-			return fmt.Errorf("%s: the backend claims this stage but made %d fallback calls", stage, n)
+			return fmt.Errorf("%s: %d calls fell back to another backend", stage, n)
 		}
 	}
 	return nil
