@@ -2645,6 +2645,52 @@ kernel void sc_fold_round_partials(device const uint* f [[buffer(0)]],
   sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);
 }
 
+// sc_fold's lane path: rows i0 .. i0 + MSL_LANES − 1 of one column per step (2^log_rows ≥
+// MSL_LANES, so a lane group never straddles columns): the pairs are gathered into coefficient
+// vectors, folded and scattered back.
+MSL_FN void sc_fold_lanes(device const uint* src, device uint* dst, uint log_rows, uint total, uint ss, uint ds,
+                          bb4 alpha, uint gid, uint stride) {
+  uint mask = (1u << log_rows) - 1u;
+  lanes_uint al[4];
+  for (uint k = 0u; k < 4u; k++) al[k] = lanes_splat(alpha[k]);
+  lanes_uint w = lanes_splat(BB4_W_MONT);
+  for (uint i0 = lane_first(gid, total); i0 < total; i0 += lane_stride(stride)) {
+    uint c = i0 >> log_rows;
+    uint y = i0 & mask;
+    device const uint* s = src + 4u * (c * ss + 2u * y);
+    uint t0[4][MSL_LANES];
+    uint t1[4][MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      for (uint k = 0u; k < 4u; k++) {
+        t0[k][l] = s[8u * l + k];
+        t1[k][l] = s[8u * l + 4u + k];
+      }
+    }
+    lanes_uint a[4];
+    lanes_uint d[4];
+    for (uint k = 0u; k < 4u; k++) {
+      a[k] = lanes_ld_th(t0[k]);
+      d[k] = bb_sub_lanes(lanes_ld_th(t1[k]), a[k]);
+    }
+    // a + α·d, α shared by the lanes (bb4_mul on lanes).
+    lanes_uint h0 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(al[1], d[3]), bb_mul_lanes(al[2], d[2])), bb_mul_lanes(al[3], d[1]));
+    lanes_uint h1 = bb_add_lanes(bb_mul_lanes(al[2], d[3]), bb_mul_lanes(al[3], d[2]));
+    lanes_uint h2 = bb_mul_lanes(al[3], d[3]);
+    lanes_uint r[4];
+    r[0] = bb_add_lanes(bb_mul_lanes(al[0], d[0]), bb_mul_lanes(h0, w));
+    r[1] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(al[0], d[1]), bb_mul_lanes(al[1], d[0])), bb_mul_lanes(h1, w));
+    r[2] = bb_add_lanes(bb_add_lanes(bb_add_lanes(bb_mul_lanes(al[0], d[2]), bb_mul_lanes(al[1], d[1])), bb_mul_lanes(al[2], d[0])),
+                        bb_mul_lanes(h2, w));
+    r[3] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(al[0], d[3]), bb_mul_lanes(al[1], d[2])),
+                        bb_add_lanes(bb_mul_lanes(al[2], d[1]), bb_mul_lanes(al[3], d[0])));
+    device uint* o = dst + 4u * (c * ds + y);
+    for (uint k = 0u; k < 4u; k++) {
+      lanes_uint v = bb_add_lanes(a[k], r[k]);
+      for (uint l = 0u; l < MSL_LANES; l++) o[4u * l + k] = lanes_get(v, l);
+    }
+  }
+}
+
 struct ScFoldParams {
   uint log_rows;    // log2 of the rows after the fold (the source has twice as many)
   uint cols;        // columns
@@ -2666,6 +2712,12 @@ kernel void sc_fold(device const uint* src [[buffer(0)]],
   uint ss = p.src_stride;
   uint ds = p.dst_stride;
   bb4 alpha = sc_alpha(p.a0, p.a1, p.a2, p.a3);
+  if (MSL_LANES > 1u && (1u << log_rows) >= MSL_LANES) {
+    // Host device: MSL_LANES consecutive rows of one column per step, as lane vectors (the
+    // scalar loop below is several times slower on a CPU).
+    sc_fold_lanes(src, dst, log_rows, total, ss, ds, alpha, gid, stride);
+    return;
+  }
   for (uint i = gid; i < total; i += stride) {
     uint c = i >> log_rows;
     uint y = i & mask;
