@@ -167,6 +167,7 @@ struct ZcUniParams {
   uint nout;          // outputs of the program
   uint zero;          // zero this thread's partial rows first (the first slice of a trace)
   uint eq_off;        // Fp4 index of e(0) in eq
+  uint wide;          // host, coset mode, N ≥ MSL_LANES: store the cosets through 16×16 transposes
   uint lanes;         // MSL_LANES the launcher assumed
 };
 
@@ -213,9 +214,71 @@ MSL_FN void zc_fill_points(uint u, constant ZcUniParams& p, device const uint* c
 // The slot values of the U points of unit u by cosets of the N-th roots of unity: the points
 // ω_M^{g + (M/N)·b}, b < N, of coset g are the DFT of the twisted coefficients c_k·ω_M^{gk} (lanes
 // across MSL_LANES source columns); the rotation is the same coset at b + 1 plus δ·L_{N−1}.
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE
+// zc_fill_cosets on the host for N a multiple of MSL_LANES (one coset per unit): the DFT outputs
+// (vectors across 16 columns, one per b) are transposed 16×16 into vectors across b (one per
+// column) and stored whole; the rotation is the same vector moved by one lane.
+MSL_FN void zc_fill_cosets_wide(uint u, constant ZcUniParams& p, device const uint* coefs, device const uint* deltas,
+                                device const uint* srcmap, device const uint* tw, device const uint* lrow,
+                                device uint* slots, uint gid, uint G) {
+  uint log_n = p.log_n;
+  uint log_m = p.log_m;
+  uint n = 1u << log_n;
+  uint mmask = (1u << log_m) - 1u;
+  uint cosets = 1u << (log_m - log_n);
+  uint ncols = p.ncols;
+  uint nslots = p.nslots;
+  uint groups = n / MSL_LANES;
+  uint p0 = u << log_n;
+  if (p0 >= (p.slice_blocks << log_m)) return;
+  uint xl = p0 >> log_m;
+  uint g = (p0 & mmask) >> log_n;
+  lanes_uint lr[ZC_MAX_N / MSL_LANES];
+  for (uint m = 0u; m < groups; m++) {
+    uint tmp[MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = lrow[g + cosets * (m * MSL_LANES + l)];
+    lr[m] = lanes_ld_th(tmp);
+  }
+  for (uint c0 = 0u; c0 < ncols; c0 += MSL_LANES) {
+    bool any = false;
+    for (uint c = 0u; c < 2u * MSL_LANES; c++) any = any || srcmap[2u * c0 + c] != ZC_NONE;
+    if (!any) continue;
+    lanes_uint v[ZC_MAX_N];
+    device const uint* crow = coefs + (xl << log_n) * ncols + c0;
+    for (uint k = 0u; k < n; k++) {
+      lanes_uint ck = lanes_ld_dev(crow + k * ncols);
+      v[k] = g != 0u ? bb_mul_lanes(ck, lanes_splat(tw[(g * k) & mmask])) : ck;
+    }
+    zc_dft(v, log_n, tw, mmask, cosets, false);
+    lanes_uint delta = lanes_ld_dev(deltas + xl * ncols + c0);
+    for (uint m = 0u; m < groups; m++) lanes_transpose(v + m * MSL_LANES);
+    for (uint c = 0u; c < MSL_LANES; c++) {
+      uint sl = srcmap[2u * (c0 + c)];
+      uint sr = srcmap[2u * (c0 + c) + 1u];
+      for (uint m = 0u; m < groups; m++) {
+        device uint* dst = slots + zc_region(nslots, m, gid, G, groups);
+        lanes_uint loc = v[m * MSL_LANES + c];
+        if (sl != ZC_NONE) lanes_st_dev(dst + sl * MSL_LANES, loc);
+        if (sr != ZC_NONE) {
+          lanes_uint nxt = v[((m + 1u) % groups) * MSL_LANES + c];
+          lanes_uint rot = __builtin_shufflevector(loc, nxt, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+          lanes_st_dev(dst + sr * MSL_LANES, bb_add_lanes(rot, bb_mul_lanes(lanes_splat(lanes_get(delta, c)), lr[m])));
+        }
+      }
+    }
+  }
+}
+#endif
+
 MSL_FN void zc_fill_cosets(uint u, constant ZcUniParams& p, device const uint* coefs, device const uint* deltas,
                            device const uint* srcmap, device const uint* tw, device const uint* lrow, device uint* slots,
                            uint gid, uint G) {
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE
+  if (p.log_n >= MSL_LOG_LANES && p.wide != 0u) {
+    zc_fill_cosets_wide(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
+    return;
+  }
+#endif
   uint log_n = p.log_n;
   uint log_m = p.log_m;
   uint n = 1u << log_n;

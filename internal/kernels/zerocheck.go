@@ -376,6 +376,9 @@ type ZcOptions struct {
 	UniThreads, RoundThreads int
 	// SliceBlocks: blocks per round-0 slice (a power of two; 0: chosen from ScratchBytes).
 	SliceBlocks int
+	// NoTranspose: the host's coset mode stores slot values one by one rather than through 16×16
+	// transposes (when N ≥ 16), to test that path.
+	NoTranspose bool
 	// ScratchBytes bounds each scratch buffer (0: 256 MiB).
 	ScratchBytes int
 }
@@ -576,7 +579,7 @@ func (z *Zerocheck) EncodeUniRound(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[uint3
 				sliceBlocks: uint32(sb), unit: uint32(up.unit), cosetMode: coset, ncols: uint32(t.ncols),
 				nslots: uint32(t.nslots), nregs: uint32(t.Prog.NumRegs), selFirst: t.selSlots[0], selLast: t.selSlots[1],
 				selTrans: t.selSlots[2], hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: zero,
-				eqOff: uint32(eqOff), lanes: uint32(z.lanes)})
+				eqOff: uint32(eqOff), wide: uint32(b2u(!z.opts.NoTranspose)), lanes: uint32(z.lanes)})
 	}
 	m := 1 << dom.LogM
 	return EncodeSumRowsAt(b, dev, z.partials, out, outOff, up.threads*up.unit/m, 12*m)

@@ -277,6 +277,8 @@ func TestZerocheckUniMatchesGo(t *testing.T) {
 		{2, 2, []int{0, 3, 4}, ZcOptions{}}, // M = 8 < 16 lanes: units span blocks
 		{4, 3, []int{2, 4, 6}, ZcOptions{}},
 		{4, 3, []int{6}, ZcOptions{SliceBlocks: 1, UniThreads: 3}},
+		{4, 3, []int{0, 6}, ZcOptions{NoTranspose: true}},
+		{5, 3, []int{3, 7}, ZcOptions{NoTranspose: true, UniThreads: 2}},
 		{4, 3, []int{5}, ZcOptions{PointMode: true, SliceBlocks: 2, UniThreads: 5}},
 		{0, 3, []int{0, 3}, ZcOptions{}},
 		{1, 3, []int{0, 2}, ZcOptions{PointMode: true}},

@@ -3225,60 +3225,59 @@ MSL_FN bb4 bb4l_get(bb4l v, uint l) {
   return bb4_make(lanes_get(v[0], l), lanes_get(v[1], l), lanes_get(v[2], l), lanes_get(v[3], l));
 }
 
-// The value of operand o for the lanes at column t of T (base field).
+// The value of operand o for the lanes at column t of T (base field). Registers and slots differ
+// only in their base (selected, not branched on); constants and public values are broadcast.
 MSL_FN lanes_uint prog_operand_lanes(uint o, device const uint* regs, device const uint* slots, device const uint* cp,
                                      uint nconst, uint t, uint T) {
   uint idx = o & PROG_INDEX_MASK;
-  switch (o >> 30) {
-    case PROG_KIND_REG:
-      return lanes_ld_dev(regs + idx * T + t);
-    case PROG_KIND_SLOT:
-      return lanes_ld_dev(slots + idx * T + t);
-    case PROG_KIND_CONST:
-      return lanes_splat(cp[idx]);
-    default:
-      return lanes_splat(cp[nconst + idx]);
-  }
+  uint kind = o >> 30;
+  if (kind >= PROG_KIND_CONST) return lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]);
+  device const uint* base = kind == PROG_KIND_REG ? regs : slots;
+  return lanes_ld_dev(base + idx * T + t);
 }
 
 // The value of operand o for the lanes at column t of T (extension field, structure of arrays).
 MSL_FN bb4l prog_operand4_lanes(uint o, device const uint* regs, device const uint* slots, device const uint* cp,
                                 uint nconst, uint t, uint T) {
   uint idx = o & PROG_INDEX_MASK;
-  switch (o >> 30) {
-    case PROG_KIND_REG:
-      return bb4l_load(regs + 4u * idx * T + t, T);
-    case PROG_KIND_SLOT:
-      return bb4l_load(slots + 4u * idx * T + t, T);
-    case PROG_KIND_CONST:
-      return bb4l_lift(lanes_splat(cp[idx]));
-    default:
-      return bb4l_lift(lanes_splat(cp[nconst + idx]));
-  }
+  uint kind = o >> 30;
+  if (kind >= PROG_KIND_CONST) return bb4l_lift(lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]));
+  device const uint* base = kind == PROG_KIND_REG ? regs : slots;
+  return bb4l_load(base + 4u * idx * T + t, T);
 }
 
-// Runs the program for the lanes at column t of T over the base field.
+// Runs the program for the lanes at column t of T over the base field. (Negation reads constant 0
+// as a dummy second operand: cp always holds a word.)
 template <typename Emit>
 MSL_FN void prog_run_lanes(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
                            uint t, uint T, thread Emit& emit) {
   uint ncode = prog[2];
   uint nconst = prog[3];
-  for (uint i = 0u; i < ncode; i++) {
-    uint base = PROG_HEADER + 3u * i;
-    uint w0 = prog[base];
+  device const uint* code = prog + PROG_HEADER;
+  for (uint i = 0u; i < ncode; i++, code += 3) {
+    uint w0 = code[0];
     uint op = w0 >> 24;
     uint dst = w0 & 0xffffffu;
-    lanes_uint a = prog_operand_lanes(prog[base + 1u], regs, slots, cp, nconst, t, T);
+    lanes_uint a = prog_operand_lanes(code[1], regs, slots, cp, nconst, t, T);
     if (op == PROG_OP_EMIT) {
       emit.put(dst, a);
       continue;
     }
+    lanes_uint b = prog_operand_lanes(op == PROG_OP_NEG ? (PROG_KIND_CONST << 30) : code[2], regs, slots, cp, nconst, t, T);
     lanes_uint r;
-    if (op == PROG_OP_NEG) {
-      r = bb_neg_lanes(a);
-    } else {
-      lanes_uint b = prog_operand_lanes(prog[base + 2u], regs, slots, cp, nconst, t, T);
-      r = op == PROG_OP_ADD ? bb_add_lanes(a, b) : op == PROG_OP_SUB ? bb_sub_lanes(a, b) : bb_mul_lanes(a, b);
+    switch (op) {
+      case PROG_OP_ADD:
+        r = bb_add_lanes(a, b);
+        break;
+      case PROG_OP_SUB:
+        r = bb_sub_lanes(a, b);
+        break;
+      case PROG_OP_NEG:
+        r = bb_neg_lanes(a);
+        break;
+      default:
+        r = bb_mul_lanes(a, b);
+        break;
     }
     lanes_st_dev(regs + dst * T + t, r);
   }
@@ -3290,12 +3289,12 @@ MSL_FN void prog_run4_lanes(device const uint* prog, device const uint* cp, devi
                             uint t, uint T, thread Emit& emit) {
   uint ncode = prog[2];
   uint nconst = prog[3];
-  for (uint i = 0u; i < ncode; i++) {
-    uint base = PROG_HEADER + 3u * i;
-    uint w0 = prog[base];
+  device const uint* code = prog + PROG_HEADER;
+  for (uint i = 0u; i < ncode; i++, code += 3) {
+    uint w0 = code[0];
     uint op = w0 >> 24;
     uint dst = w0 & 0xffffffu;
-    bb4l a = prog_operand4_lanes(prog[base + 1u], regs, slots, cp, nconst, t, T);
+    bb4l a = prog_operand4_lanes(code[1], regs, slots, cp, nconst, t, T);
     if (op == PROG_OP_EMIT) {
       emit.put(dst, a);
       continue;
@@ -3304,8 +3303,18 @@ MSL_FN void prog_run4_lanes(device const uint* prog, device const uint* cp, devi
     if (op == PROG_OP_NEG) {
       r = bb4l_neg(a);
     } else {
-      bb4l b = prog_operand4_lanes(prog[base + 2u], regs, slots, cp, nconst, t, T);
-      r = op == PROG_OP_ADD ? bb4l_add(a, b) : op == PROG_OP_SUB ? bb4l_sub(a, b) : bb4l_mul(a, b);
+      bb4l b = prog_operand4_lanes(code[2], regs, slots, cp, nconst, t, T);
+      switch (op) {
+        case PROG_OP_ADD:
+          r = bb4l_add(a, b);
+          break;
+        case PROG_OP_SUB:
+          r = bb4l_sub(a, b);
+          break;
+        default:
+          r = bb4l_mul(a, b);
+          break;
+      }
     }
     bb4l_store(regs + 4u * dst * T + t, T, r);
   }
@@ -3619,6 +3628,7 @@ struct ZcUniParams {
   uint nout;          // outputs of the program
   uint zero;          // zero this thread's partial rows first (the first slice of a trace)
   uint eq_off;        // Fp4 index of e(0) in eq
+  uint wide;          // host, coset mode, N ≥ MSL_LANES: store the cosets through 16×16 transposes
   uint lanes;         // MSL_LANES the launcher assumed
 };
 
@@ -3665,9 +3675,71 @@ MSL_FN void zc_fill_points(uint u, constant ZcUniParams& p, device const uint* c
 // The slot values of the U points of unit u by cosets of the N-th roots of unity: the points
 // ω_M^{g + (M/N)·b}, b < N, of coset g are the DFT of the twisted coefficients c_k·ω_M^{gk} (lanes
 // across MSL_LANES source columns); the rotation is the same coset at b + 1 plus δ·L_{N−1}.
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE
+// zc_fill_cosets on the host for N a multiple of MSL_LANES (one coset per unit): the DFT outputs
+// (vectors across 16 columns, one per b) are transposed 16×16 into vectors across b (one per
+// column) and stored whole; the rotation is the same vector moved by one lane.
+MSL_FN void zc_fill_cosets_wide(uint u, constant ZcUniParams& p, device const uint* coefs, device const uint* deltas,
+                                device const uint* srcmap, device const uint* tw, device const uint* lrow,
+                                device uint* slots, uint gid, uint G) {
+  uint log_n = p.log_n;
+  uint log_m = p.log_m;
+  uint n = 1u << log_n;
+  uint mmask = (1u << log_m) - 1u;
+  uint cosets = 1u << (log_m - log_n);
+  uint ncols = p.ncols;
+  uint nslots = p.nslots;
+  uint groups = n / MSL_LANES;
+  uint p0 = u << log_n;
+  if (p0 >= (p.slice_blocks << log_m)) return;
+  uint xl = p0 >> log_m;
+  uint g = (p0 & mmask) >> log_n;
+  lanes_uint lr[ZC_MAX_N / MSL_LANES];
+  for (uint m = 0u; m < groups; m++) {
+    uint tmp[MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = lrow[g + cosets * (m * MSL_LANES + l)];
+    lr[m] = lanes_ld_th(tmp);
+  }
+  for (uint c0 = 0u; c0 < ncols; c0 += MSL_LANES) {
+    bool any = false;
+    for (uint c = 0u; c < 2u * MSL_LANES; c++) any = any || srcmap[2u * c0 + c] != ZC_NONE;
+    if (!any) continue;
+    lanes_uint v[ZC_MAX_N];
+    device const uint* crow = coefs + (xl << log_n) * ncols + c0;
+    for (uint k = 0u; k < n; k++) {
+      lanes_uint ck = lanes_ld_dev(crow + k * ncols);
+      v[k] = g != 0u ? bb_mul_lanes(ck, lanes_splat(tw[(g * k) & mmask])) : ck;
+    }
+    zc_dft(v, log_n, tw, mmask, cosets, false);
+    lanes_uint delta = lanes_ld_dev(deltas + xl * ncols + c0);
+    for (uint m = 0u; m < groups; m++) lanes_transpose(v + m * MSL_LANES);
+    for (uint c = 0u; c < MSL_LANES; c++) {
+      uint sl = srcmap[2u * (c0 + c)];
+      uint sr = srcmap[2u * (c0 + c) + 1u];
+      for (uint m = 0u; m < groups; m++) {
+        device uint* dst = slots + zc_region(nslots, m, gid, G, groups);
+        lanes_uint loc = v[m * MSL_LANES + c];
+        if (sl != ZC_NONE) lanes_st_dev(dst + sl * MSL_LANES, loc);
+        if (sr != ZC_NONE) {
+          lanes_uint nxt = v[((m + 1u) % groups) * MSL_LANES + c];
+          lanes_uint rot = __builtin_shufflevector(loc, nxt, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+          lanes_st_dev(dst + sr * MSL_LANES, bb_add_lanes(rot, bb_mul_lanes(lanes_splat(lanes_get(delta, c)), lr[m])));
+        }
+      }
+    }
+  }
+}
+#endif
+
 MSL_FN void zc_fill_cosets(uint u, constant ZcUniParams& p, device const uint* coefs, device const uint* deltas,
                            device const uint* srcmap, device const uint* tw, device const uint* lrow, device uint* slots,
                            uint gid, uint G) {
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE
+  if (p.log_n >= MSL_LOG_LANES && p.wide != 0u) {
+    zc_fill_cosets_wide(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
+    return;
+  }
+#endif
   uint log_n = p.log_n;
   uint log_m = p.log_m;
   uint n = 1u << log_n;
