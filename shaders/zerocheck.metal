@@ -11,7 +11,8 @@
 //   zc_bind_uni      BindUnivariate: t(r0, x) = Σ_j w_j·t(ω^j, x) of every column and rotation.
 //   zc_bind_selectors  the same for the three selector columns (closed forms).
 //   zc_round_eval    rounds j ≥ 1: slot values t[2y] + X·(t[2y+1] − t[2y]) for X = 1..d+1, the
-//                    program over Fp4, the combination weighted by e'(y), summed per X.
+//                    program over Fp4, the combination weighted by e'(y), summed per X (lanes across
+//                    pairs and X, so the last rounds' few pairs still fill the lanes).
 //
 // The program runs through an evaluator given as a template parameter (ProgInterpreter of
 // program_lanes.h): the kernel bodies are templates, the kernels instantiate them with the
@@ -539,58 +540,68 @@ struct ZcRoundParams {
   uint lanes;     // MSL_LANES the launcher assumed
 };
 
-// For every pair y (lanes across consecutive y; the kernel checks p.lanes) and X = 1..d+1: the used slots s (table τ, used[2k]
-// = s, used[2k+1] = τ) take t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]), the program runs over Fp4 and
-// e'(y)·(Zc, Num, Den) is added to partial row (gid·MSL_LANES + lane)·(d+1) + X − 1.
+// For every pair y and X = 1..d+1 the used slots s (table τ; used[2k] = s, used[2k+1] = τ) take
+// t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]), the program runs over Fp4 and e'(y)·(Zc, Num, Den) is added
+// to partial row (gid·MSL_LANES + lane)·(d+1) + X − 1. Work items f = (X − 1)·pairs + y, lanes
+// across consecutive f: consecutive pairs of one X while there are enough pairs, all of them with
+// several X in the last rounds (the kernel checks p.lanes).
 template <typename Eval>
 MSL_FN void zc_round_body(thread Eval& ev, device const uint* prog, device const uint* cp, device const uint* kinds,
                           device const uint* weights, device const uint* used, device const uint* tables,
-                          device const uint* eq, device uint* slots, device uint* diffs, device uint* regs,
-                          device uint* partials, constant ZcRoundParams& p, uint gid, uint G) {
-  uint pairs = 1u << (p.log_rows - 1u);
+                          device const uint* eq, device uint* slots, device uint* regs, device uint* partials,
+                          constant ZcRoundParams& p, uint gid, uint G) {
+  uint log_pairs = p.log_rows - 1u;
+  uint pairs = 1u << log_pairs;
   uint stride = p.stride;
   uint nused = p.nused;
   uint npts = p.points;
-  uint units = (pairs + MSL_LANES - 1u) / MSL_LANES;
+  uint total = pairs * npts;
+  uint units = (total + MSL_LANES - 1u) / MSL_LANES;
   uint T = zc_T(G);
   uint t = zc_t(gid);
   for (uint k = 0u; k < 12u * npts * MSL_LANES; k++) partials[12u * npts * MSL_LANES * gid + k] = 0u;
   device uint* sbase = slots + zc_region(4u * p.nslots, 0u, gid, G, 1u);
-  device uint* dbase = diffs + zc_region(4u * nused, 0u, gid, G, 1u);
   device uint* rbase = regs + zc_region(4u * p.nregs, 0u, gid, G, 1u);
   bool has_den = p.has_den != 0u;
   bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
   for (uint u = gid; u < units; u += G) {
-    uint y0 = u * MSL_LANES;
+    uint ys[MSL_LANES];
+    uint xs[MSL_LANES];
+    uint xm[MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      uint f = min(u * MSL_LANES + l, total - 1u);
+      ys[l] = f & (pairs - 1u);
+      xs[l] = f >> log_pairs;  // X − 1
+      xm[l] = bb_to_mont(xs[l] + 1u);
+    }
+    lanes_uint xv = lanes_ld_th(xm);
     for (uint k = 0u; k < nused; k++) {
-      uint s = used[2u * k];
       device const uint* tab = tables + 4u * used[2u * k + 1u] * stride;
+      uint ta[4][MSL_LANES];
+      uint tb[4][MSL_LANES];
       for (uint l = 0u; l < MSL_LANES; l++) {
-        uint y = min(y0 + l, pairs - 1u);
-        bb4 a = bb4_load(tab, 2u * y);
-        bb4 b = bb4_load(tab, 2u * y + 1u);
+        device const uint* pr = tab + 8u * ys[l];
         for (uint c = 0u; c < 4u; c++) {
-          sbase[(4u * s + c) * T + t + l] = a[c];
-          dbase[(4u * k + c) * T + t + l] = bb_sub(b[c], a[c]);
+          ta[c][l] = pr[c];
+          tb[c][l] = pr[4u + c];
         }
       }
+      device uint* sv = sbase + 4u * used[2u * k] * T + t;
+      for (uint c = 0u; c < 4u; c++) {
+        lanes_uint a = lanes_ld_th(ta[c]);
+        lanes_uint d = bb_sub_lanes(lanes_ld_th(tb[c]), a);
+        lanes_st_dev(sv + c * T, bb_add_lanes(a, bb_mul_lanes(d, xv)));
+      }
     }
-    for (uint x = 0u; x < npts; x++) {
-      for (uint k = 0u; k < nused; k++) {
-        device uint* sv = sbase + 4u * used[2u * k] * T + t;
-        bb4l_store(sv, T, bb4l_add(bb4l_load(sv, T), bb4l_load(dbase + 4u * k * T + t, T)));
-      }
-      ProgCombineLanes c;
-      c.start(kinds, weights, has_den ? den_const : bb4l_zero());
-      ev.ext(prog, cp, sbase, rbase, t, T, c);
-      c.finish();
-      for (uint l = 0u; l < MSL_LANES; l++) {
-        uint y = y0 + l;
-        if (y >= pairs) break;
-        bb4 e = bb4_load(eq, p.eq_off + y);
-        zc_accumulate(partials, (gid * MSL_LANES + l) * npts + x, e, bb4l_get(c.zc, l), bb4l_get(c.num, l),
-                      bb4l_get(c.den, l));
-      }
+    ProgCombineLanes c;
+    c.start(kinds, weights, has_den ? den_const : bb4l_zero());
+    ev.ext(prog, cp, sbase, rbase, t, T, c);
+    c.finish();
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      if (u * MSL_LANES + l >= total) break;
+      bb4 e = bb4_load(eq, p.eq_off + ys[l]);
+      zc_accumulate(partials, (gid * MSL_LANES + l) * npts + xs[l], e, bb4l_get(c.zc, l), bb4l_get(c.num, l),
+                    bb4l_get(c.den, l));
     }
   }
 }
@@ -604,13 +615,12 @@ kernel void zc_round_eval(device const uint* prog [[buffer(0)]],
                           device const uint* tables [[buffer(5)]],
                           device const uint* eq [[buffer(6)]],
                           device uint* slots [[buffer(7)]],
-                          device uint* diffs [[buffer(8)]],
-                          device uint* regs [[buffer(9)]],
-                          device uint* partials [[buffer(10)]],
-                          constant ZcRoundParams& p [[buffer(11)]],
+                          device uint* regs [[buffer(8)]],
+                          device uint* partials [[buffer(9)]],
+                          constant ZcRoundParams& p [[buffer(10)]],
                           uint gid [[thread_position_in_grid]],
                           uint G [[threads_per_grid]]) {
   if (p.lanes != MSL_LANES) return;
   ProgInterpreter ev;
-  zc_round_body(ev, prog, cp, kinds, weights, used, tables, eq, slots, diffs, regs, partials, p, gid, G);
+  zc_round_body(ev, prog, cp, kinds, weights, used, tables, eq, slots, regs, partials, p, gid, G);
 }

@@ -657,27 +657,27 @@ func dispatchWhirPowEqTables(enc *gpu.Batch, groups, tpg gpu.Dim3, pc *gpu.Buffe
 	return enc.Dispatch("whir_pow_eq_tables", groups, tpg, []gpu.Arg{gpu.Buf(pc), gpu.Buf(lo), gpu.Buf(hi), p.arg()})
 }
 
-// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/zerocheck.metal:99).
+// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/zerocheck.metal:100).
 func dispatchZcCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams) *gpu.Batch {
 	return enc.Dispatch("zc_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()})
 }
 
-// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/zerocheck.metal:415).
+// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/zerocheck.metal:416).
 func dispatchZcUniEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/zerocheck.metal:453).
+// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/zerocheck.metal:454).
 func dispatchZcBindUni(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, w *gpu.Buffer, colmap *gpu.Buffer, tables *gpu.Buffer, p zcBindParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_uni", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(w), gpu.Buf(colmap), gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/zerocheck.metal:509).
+// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/zerocheck.metal:510).
 func dispatchZcBindSelectors(enc *gpu.Batch, groups, tpg gpu.Dim3, tables *gpu.Buffer, p zcBindSelParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_selectors", groups, tpg, []gpu.Arg{gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/zerocheck.metal:599).
-func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, diffs *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
-	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(diffs), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
+// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/zerocheck.metal:610).
+func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
+	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

@@ -395,7 +395,7 @@ type Zerocheck struct {
 	uni   map[*ZcTrace]zcUniPlan
 	round map[*ZcTrace]zcRoundPlan
 
-	slots, regs, diffs, partials, coefs, deltas *gpu.Array[uint32]
+	slots, regs, partials, coefs, deltas *gpu.Array[uint32]
 }
 
 // zcUniPlan is the round-0 dispatch of one trace.
@@ -421,7 +421,7 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 	budget := opts.ScratchBytes / 4 // words
 	n, m := 1<<dom.LogN, 1<<dom.LogM
 	L := z.lanes
-	var nSlots, nRegs, nDiffs, nPartials, nCoefs, nDeltas int
+	var nSlots, nRegs, nPartials, nCoefs, nDeltas int
 	for _, t := range traces {
 		if t.logN != dom.LogN || t.logM != dom.LogM {
 			return nil, fmt.Errorf("kernels: Zerocheck: trace built for another domain")
@@ -475,14 +475,14 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 			continue
 		}
 		rp := zcRoundPlan{}
-		pairs := (x/2 + L - 1) / L
+		units = (x/2*points + L - 1) / L // the first round's (pair, X) lane groups
 		if isHost(dev) {
 			rp.tpg = 1
-			rp.threads = min(8*max(dev.Limits().ComputeUnits, 1), pairs)
+			rp.threads = min(8*max(dev.Limits().ComputeUnits, 1), units)
 		} else {
 			rp.tpg = groupSize(dev, "zc_round_eval", gpuGroup)
-			per := 4 * (t.nslots + t.nused + t.Prog.NumRegs)
-			rp.threads = min(budget/max(per, 1), pairs)
+			per := 4 * (t.nslots + t.Prog.NumRegs)
+			rp.threads = min(budget/max(per, 1), units)
 		}
 		if opts.RoundThreads > 0 {
 			rp.threads = opts.RoundThreads
@@ -490,7 +490,6 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		rp.threads = max((rp.threads+rp.tpg-1)/rp.tpg*rp.tpg, rp.tpg)
 		z.round[t] = rp
 		nSlots = max(nSlots, rp.threads*L*4*t.nslots)
-		nDiffs = max(nDiffs, rp.threads*L*4*t.nused)
 		nRegs = max(nRegs, rp.threads*L*4*t.Prog.NumRegs)
 		nPartials = max(nPartials, rp.threads*L*points*12)
 	}
@@ -509,7 +508,6 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 	}
 	z.slots = alloc("slots", nSlots)
 	z.regs = alloc("registers", nRegs)
-	z.diffs = alloc("differences", nDiffs)
 	z.partials = alloc("partials", nPartials)
 	z.coefs = alloc("coefficients", nCoefs)
 	z.deltas = alloc("deltas", nDeltas)
@@ -522,12 +520,12 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 
 // Close frees the scratch.
 func (z *Zerocheck) Close() {
-	for _, a := range []*gpu.Array[uint32]{z.slots, z.regs, z.diffs, z.partials, z.coefs, z.deltas} {
+	for _, a := range []*gpu.Array[uint32]{z.slots, z.regs, z.partials, z.coefs, z.deltas} {
 		if a != nil {
 			a.Free()
 		}
 	}
-	z.slots, z.regs, z.diffs, z.partials, z.coefs, z.deltas = nil, nil, nil, nil, nil, nil
+	z.slots, z.regs, z.partials, z.coefs, z.deltas = nil, nil, nil, nil, nil
 }
 
 // UniWidth is the number of uints EncodeUniRound writes: 12 per point class (Zc, Num, Den).
@@ -651,8 +649,8 @@ func (z *Zerocheck) EncodeRound(b *gpu.Batch, t *ZcTrace, tables *gpu.Array[uint
 		return err
 	}
 	dispatchZcRoundEval(b, gpu.D1(uint32(rp.threads/rp.tpg)), gpu.D1(uint32(rp.tpg)), t.Prog.Words.Buffer, t.cp.Buffer,
-		t.Prog.Kinds.Buffer, t.weights.Buffer, t.used.Buffer, tables.Buffer, eq.Buffer, z.slots.Buffer, z.diffs.Buffer,
-		z.regs.Buffer, z.partials.Buffer,
+		t.Prog.Kinds.Buffer, t.weights.Buffer, t.used.Buffer, tables.Buffer, eq.Buffer, z.slots.Buffer, z.regs.Buffer,
+		z.partials.Buffer,
 		zcRoundParams{logRows: uint32(logRows), stride: uint32(stride), nused: uint32(t.nused), nslots: uint32(t.nslots),
 			nregs: uint32(t.Prog.NumRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
 			nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), lanes: uint32(z.lanes)})

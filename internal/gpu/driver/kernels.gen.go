@@ -349,7 +349,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_coeffs", Family: "zerocheck", Pos: "shaders/zerocheck.metal:99", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
+	{Name: "zc_coeffs", Family: "zerocheck", Pos: "shaders/zerocheck.metal:100", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
 		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "part_cols", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -359,7 +359,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:415", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
+	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:416", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -378,7 +378,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 15, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 16, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_bind_uni", Family: "zerocheck", Pos: "shaders/zerocheck.metal:453", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "zc_bind_uni", Family: "zerocheck", Pos: "shaders/zerocheck.metal:454", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "w", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "colmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -387,13 +387,13 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/zerocheck.metal:509", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/zerocheck.metal:510", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "tables", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant ZcBindSelParams&", Kind: ParamValue, Index: 1, ValueSize: 68},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:599", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:610", UsesBarrier: false, NBuf: 11, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -402,11 +402,10 @@ var Kernels = []KernelInfo{
 		{Name: "tables", Type: "device const uint*", Kind: ParamBuffer, Index: 5},
 		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 6},
 		{Name: "slots", Type: "device uint*", Kind: ParamBuffer, Index: 7},
-		{Name: "diffs", Type: "device uint*", Kind: ParamBuffer, Index: 8},
-		{Name: "regs", Type: "device uint*", Kind: ParamBuffer, Index: 9},
-		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 10},
-		{Name: "p", Type: "constant ZcRoundParams&", Kind: ParamValue, Index: 11, ValueSize: 40},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "thread_position_in_grid"},
-		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_grid"},
+		{Name: "regs", Type: "device uint*", Kind: ParamBuffer, Index: 8},
+		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 9},
+		{Name: "p", Type: "constant ZcRoundParams&", Kind: ParamValue, Index: 10, ValueSize: 40},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "thread_position_in_grid"},
+		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threads_per_grid"},
 	}},
 }
