@@ -376,6 +376,7 @@ type zcUniParams struct {
 	x0          uint32
 	sliceBlocks uint32
 	unit        uint32
+	item        uint32
 	cosetMode   uint32
 	ncols       uint32
 	nslots      uint32
@@ -392,7 +393,7 @@ type zcUniParams struct {
 }
 
 func (v zcUniParams) arg() gpu.Arg {
-	return gpu.U32(v.logN, v.logM, v.blocks, v.x0, v.sliceBlocks, v.unit, v.cosetMode, v.ncols, v.nslots, v.nregs, v.selFirst, v.selLast, v.selTrans, v.hasDen, v.nout, v.zero, v.eqOff, v.wide, v.lanes)
+	return gpu.U32(v.logN, v.logM, v.blocks, v.x0, v.sliceBlocks, v.unit, v.item, v.cosetMode, v.ncols, v.nslots, v.nregs, v.selFirst, v.selLast, v.selTrans, v.hasDen, v.nout, v.zero, v.eqOff, v.wide, v.lanes)
 }
 
 // zcBindParams is the value struct ZcBindParams of the shaders: uint fields in declaration order.
@@ -662,22 +663,22 @@ func dispatchZcCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, 
 	return enc.Dispatch("zc_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()})
 }
 
-// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/zerocheck.metal:416).
+// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/zerocheck.metal:426).
 func dispatchZcUniEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/zerocheck.metal:454).
+// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/zerocheck.metal:464).
 func dispatchZcBindUni(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, w *gpu.Buffer, colmap *gpu.Buffer, tables *gpu.Buffer, p zcBindParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_uni", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(w), gpu.Buf(colmap), gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/zerocheck.metal:510).
+// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/zerocheck.metal:520).
 func dispatchZcBindSelectors(enc *gpu.Batch, groups, tpg gpu.Dim3, tables *gpu.Buffer, p zcBindSelParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_selectors", groups, tpg, []gpu.Arg{gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/zerocheck.metal:610).
+// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/zerocheck.metal:619).
 func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
 	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

@@ -372,10 +372,13 @@ type ZcOptions struct {
 	// by coset DFTs (the host default).
 	PointMode bool
 	// UniThreads, RoundThreads: the threads of the round-0 and round dispatches (0: chosen per
-	// device). UniThreads is rounded up to a multiple of M/U.
+	// device). On GPUs UniThreads is rounded up to a multiple of M and of the group size.
 	UniThreads, RoundThreads int
 	// SliceBlocks: blocks per round-0 slice (a power of two; 0: chosen from ScratchBytes).
 	SliceBlocks int
+	// UnitItems: a thread's step is one unit, threads aligned so that G·U ≡ 0 mod M (the GPU plan),
+	// rather than whole blocks (the host plan).
+	UnitItems bool
 	// NoTranspose: the host's coset mode stores slot values one by one rather than through 16×16
 	// transposes (when N ≥ 16), to test that path.
 	NoTranspose bool
@@ -400,8 +403,8 @@ type Zerocheck struct {
 
 // zcUniPlan is the round-0 dispatch of one trace.
 type zcUniPlan struct {
-	unit, threads, tpg, sliceBlocks int
-	coset                           bool
+	unit, item, threads, tpg, sliceBlocks int
+	coset                                 bool
 }
 
 // zcRoundPlan is the round dispatch of one trace.
@@ -432,23 +435,29 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		if up.coset {
 			up.unit = max(n, L)
 		}
-		align := max(m/up.unit, 1) // G·U ≡ 0 mod M
 		x := t.Blocks()
-		units := (x*m + up.unit - 1) / up.unit
 		perThread := up.unit*t.nslots + L*t.Prog.NumRegs
-		if isHost(dev) {
+		align := 1
+		if isHost(dev) && !opts.UnitItems {
+			// A thread takes whole blocks (its partial rows cover every point class).
+			up.item = max(m, up.unit)
 			up.tpg = 1
-			up.threads = 8 * max(dev.Limits().ComputeUnits, 1)
+			up.threads = 16 * max(dev.Limits().ComputeUnits, 1)
 		} else {
-			up.tpg = groupSize(dev, "zc_uni_eval", gpuGroup)
-			align = max(align, up.tpg)
-			up.threads = min(budget/max(perThread, 1), units)
+			// One point per thread and step: G ≡ 0 mod M keeps each thread on one point class.
+			up.item = up.unit
+			up.tpg = 1
+			if !isHost(dev) {
+				up.tpg = groupSize(dev, "zc_uni_eval", gpuGroup)
+			}
+			align = max(m/up.unit, up.tpg)
+			up.threads = min(budget/max(perThread, 1), (x*m+up.item-1)/up.item)
 		}
 		if opts.UniThreads > 0 {
 			up.threads = opts.UniThreads
 		}
 		up.threads = max((up.threads+align-1)/align*align, align)
-		if up.threads%up.tpg != 0 {
+		if up.threads%up.tpg != 0 || up.threads*up.item%m != 0 {
 			return nil, fmt.Errorf("kernels: Zerocheck: %d threads in groups of %d", up.threads, up.tpg)
 		}
 		perBlock := (n + 1) * t.ncols
@@ -456,17 +465,17 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		for sb < x && 2*sb*perBlock <= budget {
 			sb *= 2
 		}
-		for sb < x && sb*m < up.unit {
+		for sb < x && sb*m < up.item {
 			sb *= 2
 		}
 		if opts.SliceBlocks > 0 {
-			sb = min(max(opts.SliceBlocks, (up.unit+m-1)/m), x)
+			sb = min(max(opts.SliceBlocks, (up.item+m-1)/m), x)
 		}
 		up.sliceBlocks = sb
 		z.uni[t] = up
 		nSlots = max(nSlots, up.threads*up.unit*t.nslots)
 		nRegs = max(nRegs, up.threads*L*t.Prog.NumRegs)
-		nPartials = max(nPartials, 12*up.threads*up.unit)
+		nPartials = max(nPartials, 12*up.threads*up.item)
 		nCoefs = max(nCoefs, sb*n*t.ncols)
 		nDeltas = max(nDeltas, sb*t.ncols)
 
@@ -475,7 +484,7 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 			continue
 		}
 		rp := zcRoundPlan{}
-		units = (x/2*points + L - 1) / L // the first round's (pair, X) lane groups
+		units := (x/2*points + L - 1) / L // the first round's (pair, X) lane groups
 		if isHost(dev) {
 			rp.tpg = 1
 			rp.threads = min(8*max(dev.Limits().ComputeUnits, 1), units)
@@ -574,13 +583,13 @@ func (z *Zerocheck) EncodeUniRound(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[uint3
 			t.Prog.Kinds.Buffer, t.weights.Buffer, z.coefs.Buffer, z.deltas.Buffer, t.srcmap.Buffer, dom.Tw.Buffer,
 			dom.LRow.Buffer, t.sel.Buffer, eq.Buffer, z.slots.Buffer, z.regs.Buffer, z.partials.Buffer,
 			zcUniParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x), x0: uint32(x0),
-				sliceBlocks: uint32(sb), unit: uint32(up.unit), cosetMode: coset, ncols: uint32(t.ncols),
+				sliceBlocks: uint32(sb), unit: uint32(up.unit), item: uint32(up.item), cosetMode: coset, ncols: uint32(t.ncols),
 				nslots: uint32(t.nslots), nregs: uint32(t.Prog.NumRegs), selFirst: t.selSlots[0], selLast: t.selSlots[1],
 				selTrans: t.selSlots[2], hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: zero,
 				eqOff: uint32(eqOff), wide: uint32(b2u(!z.opts.NoTranspose)), lanes: uint32(z.lanes)})
 	}
 	m := 1 << dom.LogM
-	return EncodeSumRowsAt(b, dev, z.partials, out, outOff, up.threads*up.unit/m, 12*m)
+	return EncodeSumRowsAt(b, dev, z.partials, out, outOff, up.threads*up.item/m, 12*m)
 }
 
 // EncodeBindUni encodes BindUnivariate of trace t into tables (NumTables() tables of X Fp4 rows,

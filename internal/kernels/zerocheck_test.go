@@ -274,6 +274,10 @@ func TestZerocheckUniMatchesGo(t *testing.T) {
 	cfgs := []cfg{
 		{2, 3, []int{0, 1, 2, 4}, ZcOptions{}},
 		{2, 3, []int{3, 5}, ZcOptions{PointMode: true}},
+		{2, 3, []int{0, 2, 5}, ZcOptions{PointMode: true, UnitItems: true}},
+		{4, 3, []int{3, 6}, ZcOptions{PointMode: true, UnitItems: true, UniThreads: 5, SliceBlocks: 2}},
+		{4, 3, []int{6}, ZcOptions{UnitItems: true, UniThreads: 3}},
+		{2, 2, []int{0, 4}, ZcOptions{UnitItems: true}},
 		{2, 2, []int{0, 3, 4}, ZcOptions{}}, // M = 8 < 16 lanes: units span blocks
 		{4, 3, []int{2, 4, 6}, ZcOptions{}},
 		{4, 3, []int{6}, ZcOptions{SliceBlocks: 1, UniThreads: 3}},

@@ -3620,7 +3620,8 @@ struct ZcUniParams {
   uint blocks;        // X: blocks of the lifted trace
   uint x0;            // first block of this slice
   uint slice_blocks;  // blocks of the slice (coefs and deltas hold them from block 0)
-  uint unit;          // U: points per work unit (a multiple of MSL_LANES; G·U ≡ 0 mod M)
+  uint unit;          // U: points per work unit (one fill of the slot scratch; a multiple of MSL_LANES)
+  uint item;          // W: points per step of a thread (a multiple of U; G·W ≡ 0 mod M)
   uint coset_mode;    // 1: per-coset DFTs, lanes across columns (U = max(N, MSL_LANES)); 0: one point per lane (U = MSL_LANES)
   uint ncols;         // row length of coefs and deltas (a multiple of MSL_LANES)
   uint nslots;        // the program's slots (scratch entries per point)
@@ -3830,9 +3831,12 @@ MSL_FN void zc_accumulate(MSL_DEVICE uint* partials, uint row, bb4 e, bb4 zc, bb
   bb4_store(pr, 2u, bb4_add(bb4_load(pr, 2u), bb4_mul(e, den)));
 }
 
-// Round 0 over the slice (the kernel checks p.lanes): for every point (x, i) (x = x0 + pp / M, in-block index q = pp mod M =
-// g·N + b, i = g + (M/N)·b), e(x)·(Zc, Num, Den)(x, i) is added to partial row gid·U + j (j: the
-// point's index in its unit), so that rows ≡ q (mod M) hold point class q (G·U ≡ 0 mod M).
+// Round 0 over the slice (the kernel checks p.lanes). Points pp < slice_blocks·M (block x = x0 +
+// pp / M, in-block index q = pp mod M = g·N + b, point i = g + (M/N)·b) are taken in items of W
+// points (a thread's step of the grid-stride loop; W = max(M, U) on the host, so that a thread
+// works through one block's cosets with the block's coefficients in its caches), each in units
+// of U points (one fill of the slot scratch). e(x)·(Zc, Num, Den)(x, i) is added to partial row
+// gid·W + (pp mod W): as G·W ≡ 0 (mod M), rows ≡ q (mod M) hold point class q.
 template <typename Eval>
 MSL_FN void zc_uni_body(MSL_THREAD Eval& ev, MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* kinds,
                         MSL_DEVICE const uint* weights, MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas,
@@ -3840,36 +3844,42 @@ MSL_FN void zc_uni_body(MSL_THREAD Eval& ev, MSL_DEVICE const uint* prog, MSL_DE
                         MSL_DEVICE const uint* sel, MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs,
                         MSL_DEVICE uint* partials, MSL_CONSTANT ZcUniParams& p, uint gid, uint G) {
   uint U = p.unit;
+  uint W = p.item;
+  uint per = W / U;
   uint groups = U / MSL_LANES;
   uint log_m = p.log_m;
   uint points = p.slice_blocks << log_m;
-  uint units = (points + U - 1u) / U;
+  uint items = (points + W - 1u) / W;
   uint T = zc_T(G);
   uint t = zc_t(gid);
   if (p.zero != 0u) {
-    for (uint k = 0u; k < 12u * U; k++) partials[12u * gid * U + k] = 0u;
+    for (uint k = 0u; k < 12u * W; k++) partials[12u * gid * W + k] = 0u;
   }
   MSL_DEVICE uint* rbase = regs + zc_region(p.nregs, 0u, gid, G, 1u);
   bool has_den = p.has_den != 0u;
   bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
-  for (uint u = gid; u < units; u += G) {
-    if (p.coset_mode != 0u) {
-      zc_fill_cosets(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
-    } else {
-      zc_fill_points(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
-    }
-    zc_fill_selectors(u, p, sel, slots, gid, G);
-    for (uint m = 0u; m < groups; m++) {
-      ProgCombineLanes c;
-      c.start(kinds, weights, has_den ? den_const : bb4l_zero());
-      ev.base(prog, cp, slots + zc_region(p.nslots, m, gid, G, groups), rbase, t, T, c);
-      c.finish();
-      for (uint l = 0u; l < MSL_LANES; l++) {
-        uint j = m * MSL_LANES + l;
-        uint pp = u * U + j;
-        if (pp >= points) break;
-        bb4 e = bb4_load(eq, p.eq_off + p.x0 + (pp >> log_m));
-        zc_accumulate(partials, gid * U + j, e, bb4l_get(c.zc, l), bb4l_get(c.num, l), bb4l_get(c.den, l));
+  for (uint it = gid; it < items; it += G) {
+    for (uint su = 0u; su < per; su++) {
+      uint u = it * per + su;
+      if (u * U >= points) break;
+      if (p.coset_mode != 0u) {
+        zc_fill_cosets(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
+      } else {
+        zc_fill_points(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
+      }
+      zc_fill_selectors(u, p, sel, slots, gid, G);
+      for (uint m = 0u; m < groups; m++) {
+        ProgCombineLanes c;
+        c.start(kinds, weights, has_den ? den_const : bb4l_zero());
+        ev.base(prog, cp, slots + zc_region(p.nslots, m, gid, G, groups), rbase, t, T, c);
+        c.finish();
+        for (uint l = 0u; l < MSL_LANES; l++) {
+          uint j = m * MSL_LANES + l;
+          uint pp = u * U + j;
+          if (pp >= points) break;
+          bb4 e = bb4_load(eq, p.eq_off + p.x0 + (pp >> log_m));
+          zc_accumulate(partials, gid * W + su * U + j, e, bb4l_get(c.zc, l), bb4l_get(c.num, l), bb4l_get(c.den, l));
+        }
       }
     }
   }
@@ -4006,16 +4016,15 @@ struct ZcRoundParams {
 
 // For every pair y and X = 1..d+1 the used slots s (table τ; used[2k] = s, used[2k+1] = τ) take
 // t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]), the program runs over Fp4 and e'(y)·(Zc, Num, Den) is added
-// to partial row (gid·MSL_LANES + lane)·(d+1) + X − 1. Work items f = (X − 1)·pairs + y, lanes
-// across consecutive f: consecutive pairs of one X while there are enough pairs, all of them with
-// several X in the last rounds (the kernel checks p.lanes).
+// to partial row (gid·MSL_LANES + lane)·(d+1) + X − 1. Work items f = y·(d+1) + X − 1, lanes
+// across consecutive f (the lanes of a group read a few consecutive pairs: each table row is read
+// from memory once; the last rounds' few pairs still fill the lanes; the kernel checks p.lanes).
 template <typename Eval>
 MSL_FN void zc_round_body(MSL_THREAD Eval& ev, MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* kinds,
                           MSL_DEVICE const uint* weights, MSL_DEVICE const uint* used, MSL_DEVICE const uint* tables,
                           MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials,
                           MSL_CONSTANT ZcRoundParams& p, uint gid, uint G) {
-  uint log_pairs = p.log_rows - 1u;
-  uint pairs = 1u << log_pairs;
+  uint pairs = 1u << (p.log_rows - 1u);
   uint stride = p.stride;
   uint nused = p.nused;
   uint npts = p.points;
@@ -4034,8 +4043,8 @@ MSL_FN void zc_round_body(MSL_THREAD Eval& ev, MSL_DEVICE const uint* prog, MSL_
     uint xm[MSL_LANES];
     for (uint l = 0u; l < MSL_LANES; l++) {
       uint f = min(u * MSL_LANES + l, total - 1u);
-      ys[l] = f & (pairs - 1u);
-      xs[l] = f >> log_pairs;  // X − 1
+      ys[l] = f / npts;
+      xs[l] = f - ys[l] * npts;  // X − 1
       xm[l] = bb_to_mont(xs[l] + 1u);
     }
     lanes_uint xv = lanes_ld_th(xm);

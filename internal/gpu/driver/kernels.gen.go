@@ -359,7 +359,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:416", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
+	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:426", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -374,11 +374,11 @@ var Kernels = []KernelInfo{
 		{Name: "slots", Type: "device uint*", Kind: ParamBuffer, Index: 11},
 		{Name: "regs", Type: "device uint*", Kind: ParamBuffer, Index: 12},
 		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 13},
-		{Name: "p", Type: "constant ZcUniParams&", Kind: ParamValue, Index: 14, ValueSize: 76},
+		{Name: "p", Type: "constant ZcUniParams&", Kind: ParamValue, Index: 14, ValueSize: 80},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 15, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 16, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_bind_uni", Family: "zerocheck", Pos: "shaders/zerocheck.metal:454", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "zc_bind_uni", Family: "zerocheck", Pos: "shaders/zerocheck.metal:464", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "w", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "colmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -387,13 +387,13 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/zerocheck.metal:510", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/zerocheck.metal:520", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "tables", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant ZcBindSelParams&", Kind: ParamValue, Index: 1, ValueSize: 68},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:610", UsesBarrier: false, NBuf: 11, NTG: 0, Params: []Param{
+	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:619", UsesBarrier: false, NBuf: 11, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
