@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build-metallib.sh (macOS only; `make` runs it): compiles internal/gpu/metal/shaders.gen.metal (the
-# shaders/*.metal kernels with their includes inlined and #line directives, so diagnostics name the
+# shaders/<stage>/*.metal kernels with their includes inlined and #line directives, so diagnostics name the
 # original files; the very text the Metal backend compiles at start-up when it has no usable
 # metallib) with `xcrun -sdk macosx metal`, and links it with `xcrun -sdk macosx metallib` into
 # internal/gpu/metal/metallib/metalprove.metallib, which the backend embeds. Beside it goes the

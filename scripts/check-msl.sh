@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check-msl.sh - everything about the kernels that can be verified without a Mac or a GPU:
-#   1. clang address-space check of the check copy of shaders/*.metal (scripts/mslgen -check), in
-#      two flavours (KERNELS.md): "cpp" = C++ with address_space(1/2/3); "ocl" = C++ for OpenCL
+#   1. clang address-space check of the check copy of shaders/<stage>/*.metal (scripts/mslgen -check), in
+#      two flavours (docs/KERNELS.md): "cpp" = C++ with address_space(1/2/3); "ocl" = C++ for OpenCL
 #      2021 without the generic address space (unqualified = private = Metal's thread);
 #   2. the deliberate mistakes of shaders/bad/check_cases.metal give the expected verdicts;
 #   3. internal/gpu/cuda/kernels.gen.cu compiles as CUDA (clang -x cuda with scripts/cuda_stub.h
@@ -37,8 +37,8 @@ fi
 
 for fl in $flavours; do
 	cmd=CHECK_${fl^^}
-	if msg=$(${!cmd} "$OUT/shaders.check.cpp" 2>&1) && [[ -z $msg ]]; then ok "check[$fl] shaders/*.metal"; else
-		bad "check[$fl] shaders/*.metal"
+	if msg=$(${!cmd} "$OUT/shaders.check.cpp" 2>&1) && [[ -z $msg ]]; then ok "check[$fl] shaders/<stage>/*.metal"; else
+		bad "check[$fl] shaders/<stage>/*.metal"
 		echo "$msg"
 	fi
 done

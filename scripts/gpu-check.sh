@@ -4,8 +4,15 @@
 #                                cgo; needs only libc, libdl, libpthread at run time)
 #   scripts/gpu-check.sh run     there, from the repository root with .gpu carried: prints the GPU,
 #                                runs `selftest --device cuda` (every kernel against the pure-Go
-#                                reference) and `bench --kernels --device cuda`, writing JSON and
-#                                logs to $OUT (or ./gpu-out when OUT is unset).
+#                                reference, and the conformance suite: every proving stage beside
+#                                cpuref, round by round, whole proofs byte for byte) and
+#                                `bench --kernels --device cuda`, writing JSON and logs to $OUT (or
+#                                ./gpu-out when OUT is unset).
+#   scripts/gpu-check.sh bench   there, after run (or alone): the main job, `bench --example keccakf`
+#                                on CUDA for PERMS (default "1024") under PRESETS (default
+#                                "app-100bit openvm-keccakf"), JSON to $OUT; then one proof of
+#                                128 permutations on CUDA and on the host device (16 cores there),
+#                                whose proof files must be byte-identical and verify.
 # With the device tool: run `scripts/gpu-check.sh build`, then run `bash scripts/gpu-check.sh run`
 # with carry [".gpu"]. Nothing here is needed by CI.
 set -uo pipefail
@@ -29,8 +36,33 @@ run)
 	"$bin" --device cuda bench --kernels
 	exit $status
 	;;
+bench)
+	out=${OUT:-gpu-out}
+	mkdir -p "$out"
+	bin=.gpu/metalprove
+	status=0
+	for preset in ${PRESETS:-app-100bit openvm-keccakf}; do
+		for perms in ${PERMS:-1024}; do
+			"$bin" --device cuda --log-format json bench --example keccakf --perms "$perms" --preset "$preset" \
+				--warmup 1 --runs "${RUNS:-5}" --json >"$out/bench-keccakf-$perms-$preset.json" 2>"$out/bench-keccakf-$perms-$preset.log" || status=$?
+			python3 -c 'import json,sys
+r=json.load(open(sys.argv[1]))
+print(sys.argv[2], sys.argv[3], "prove median %.2f ms" % r["prove_ms"]["median"], "fallbacks", r["fallbacks"])
+for s in [r["load"]]+r["stages"]:
+    print("  %-12s %9.2f ms  disp %5d  syncs %4d  h2d %12d  d2h %10d  peak %12d  fb %d" % (s["stage"], s["wall_ms"]["median"], s["dispatches"], s["syncs"], s["bytes_to_device"], s["bytes_from_device"], s["peak_memory_bytes"], s["fallbacks"]))' \
+				"$out/bench-keccakf-$perms-$preset.json" "$perms" "$preset" || status=1
+		done
+	done
+	"$bin" trace --example keccakf --perms 128 -o /tmp/k128.trace >/dev/null 2>&1 || status=$?
+	"$bin" --device cuda prove --trace /tmp/k128.trace -o "$out/k128-cuda.proof" --json >"$out/prove-k128-cuda.json" 2>"$out/prove-k128-cuda.log" || status=$?
+	"$bin" --device host prove --trace /tmp/k128.trace -o /tmp/k128-host.proof >/dev/null 2>&1 || status=$?
+	if cmp "$out/k128-cuda.proof" /tmp/k128-host.proof; then echo "k128: CUDA and host-device proofs byte-identical"; else status=1; fi
+	"$bin" verify "$out/k128-cuda.proof" || status=$?
+	rm -f "$out/k128-cuda.proof"
+	exit $status
+	;;
 *)
-	echo "usage: scripts/gpu-check.sh build|run" >&2
+	echo "usage: scripts/gpu-check.sh build|run|bench" >&2
 	exit 2
 	;;
 esac

@@ -11,9 +11,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/sysinfo"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
@@ -223,5 +226,188 @@ func TestTraceCheck(t *testing.T) {
 	// A flag that does not apply to the example: exit 2.
 	if code, _, errOut = metalprove(t, "trace", "--example", "keccakf", "--perms", "2", "--rows", "8", "-o", bad); code != 2 || !strings.Contains(errOut, "--rows") {
 		t.Errorf("--rows for keccakf: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestSIGINT sends SIGINT to long-running commands as a user presses Ctrl-C: exit 130, one line
+// on stderr, no output and no temporary file left, within a few seconds (the process exits at
+// the next stage boundary, or after cmd.InterruptGrace when a stage runs on).
+func TestSIGINT(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs proofs for seconds")
+	}
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "k2.bin")
+	if code, _, errOut := metalprove(t, "trace", "--example", "keccakf", "--perms", "2", "-o", tr); code != 0 {
+		t.Fatalf("trace: exit %d: %s", code, errOut)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		// ready is a stderr line that says the work is under way.
+		ready string
+	}{
+		{"prove", []string{"prove", "--trace", tr, "--device", "host", "-o", filepath.Join(dir, "k2.proof")}, "stage started"},
+		{"bench", []string{"bench", "--example", "keccakf", "--perms", "2", "--device", "host", "--log-level", "debug", "--trace-out", filepath.Join(dir, "t.json")}, "stage started"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(binary, c.args...)
+			var out bytes.Buffer
+			stderr := &lockedBuffer{}
+			cmd.Stdout, cmd.Stderr = &out, stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for !strings.Contains(stderr.String(), c.ready) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(300 * time.Millisecond)
+			sent := time.Now()
+			cmd.Process.Signal(os.Interrupt)
+			err := cmd.Wait()
+			took := time.Since(sent)
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+				t.Fatalf("exit %v, want 130; stderr:\n%s", err, stderr)
+			}
+			if took > 5*time.Second {
+				t.Errorf("took %v to stop", took)
+			}
+			if !strings.HasSuffix(stderr.String(), "metalprove: interrupted; no output written\n") || strings.Count(stderr.String(), "interrupted") != 1 {
+				t.Errorf("stderr does not end with one interrupt line:\n%s", stderr)
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				if e.Name() != "k2.bin" {
+					t.Errorf("left behind: %s", e.Name())
+				}
+			}
+		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer written by a child process's stderr copier and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestHugePermsRealMemory: on this machine's real memory, 174762 permutations (a 44.2 GB trace)
+// are refused at once with the size needed, and nothing is written.
+func TestHugePermsRealMemory(t *testing.T) {
+	if m := sysinfo.ReadMemory(); m.Available == 0 || m.Available > 44e9 {
+		t.Skipf("this machine has %d bytes available: a 44.2 GB trace fits", m.Available)
+	}
+	dir := t.TempDir()
+	start := time.Now()
+	code, out, errOut := metalprove(t, "trace", "--example", "keccakf", "--perms", "174762", "-o", filepath.Join(dir, "k.bin"))
+	if code != 2 || out != "" || !strings.Contains(errOut, "44.2 GB") || !strings.Contains(errOut, "--perms 174762") ||
+		strings.Contains(errOut, "fatal error") || strings.Contains(errOut, "goroutine") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
+}
+
+// TestReadmeFlow is the README's main flow after `make install`: trace, prove without -o (the
+// proof lands beside the trace and its path is printed), verify, bench --example.
+func TestReadmeFlow(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "keccakf.bin")
+	if code, _, errOut := metalprove(t, "trace", "--example", "keccakf", "--perms", "4", "-o", tr); code != 0 {
+		t.Fatalf("trace: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := metalprove(t, "prove", "--trace", tr, "--preset", "test", "--allow-insecure")
+	pf := filepath.Join(dir, "keccakf.proof")
+	if code != 0 || !strings.HasPrefix(out, pf+": ") || !strings.Contains(errOut, "stage started") {
+		t.Fatalf("prove: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, errOut = metalprove(t, "verify", pf, "--allow-insecure"); code != 0 || !strings.Contains(out, "keccakf (height 128)") {
+		t.Fatalf("verify: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, errOut = metalprove(t, "bench", "--example", "keccakf", "--perms", "4", "--preset", "test", "--allow-insecure", "--runs", "2", "--device", "host")
+	if code != 0 || !strings.Contains(out, "permutations/s") || !strings.Contains(out, "openings") {
+		t.Fatalf("bench: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// corruptTrace writes a copy of the trace file at path with one cell of section sec changed (add
+// d at column col, row row) and returns its path.
+func corruptTrace(t *testing.T, path string, sec, col, row int, d uint32) string {
+	t.Helper()
+	secs, err := tracefile.ReadAll(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &secs[sec]
+	s.Data[col*s.Height+row] = s.Data[col*s.Height+row].Add(field.New(d))
+	bad := filepath.Join(t.TempDir(), "bad.trace")
+	if err := tracefile.WriteAll(bad, secs); err != nil {
+		t.Fatal(err)
+	}
+	return bad
+}
+
+// TestProveRejectsInvalidTrace: prove checks the trace before proving, on the device (here the
+// host device) as on --cpuref: one wrong cell is refused with exit 4 naming the AIR, row and
+// constraint, an unbalanced bus naming the bus and message, and no proof file is written.
+func TestProveRejectsInvalidTrace(t *testing.T) {
+	dir := t.TempDir()
+	fib := filepath.Join(dir, "fib.trace")
+	if code, _, errOut := metalprove(t, "trace", "--example", "fibonacci", "--rows", "64", "-o", fib); code != 0 {
+		t.Fatalf("trace fibonacci: exit %d, stderr %q", code, errOut)
+	}
+	pair := filepath.Join(dir, "pair.trace")
+	if code, _, errOut := metalprove(t, "trace", "--example", "interaction-pair", "--rows", "64", "-o", pair); code != 0 {
+		t.Fatalf("trace interaction-pair: exit %d, stderr %q", code, errOut)
+	}
+	for _, tc := range []struct {
+		name, path string
+		want       []string
+	}{
+		// The right of row 20 changed: row 19's transition constraint 3 fails first.
+		{"wrong cell", corruptTrace(t, fib, 0, 1, 20, 1), []string{"AIR 0 (fibonacci): row 19: constraint 3 = ", "AIR 0 (fibonacci): row 20: constraint 2 = "}},
+		// The receiver's count of row 5 changed: no constraint fails, bus 0 does not balance.
+		{"unbalanced bus", corruptTrace(t, pair, 1, 0, 5, 2), []string{"interactions do not balance: bus 0 message ["}},
+	} {
+		var msgs []string
+		for _, backend := range [][]string{{"--device", "host"}, {"--cpuref"}} {
+			out := filepath.Join(dir, "out.proof")
+			args := append([]string{"prove", "--trace", tc.path, "--preset", "test", "--allow-insecure", "-o", out}, backend...)
+			code, stdout, errOut := metalprove(t, args...)
+			if code != 4 || stdout != "" {
+				t.Errorf("%s %v: exit %d, stdout %q, stderr %q; want exit 4", tc.name, backend, code, stdout, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("%s %v: stderr lacks %q:\n%s", tc.name, backend, w, errOut)
+				}
+			}
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s %v: a proof file was written (%v)", tc.name, backend, err)
+			}
+			line := errOut[strings.Index(errOut, "stark: trace does not satisfy"):]
+			msgs = append(msgs, line[:strings.IndexByte(line+"\n", '\n')])
+		}
+		if msgs[0] != msgs[1] {
+			t.Errorf("%s: device and host checkers differ:\n%s\n%s", tc.name, msgs[0], msgs[1])
+		}
 	}
 }

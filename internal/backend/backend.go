@@ -35,8 +35,8 @@ type Composed struct {
 func (c *Composed) Close() { c.Device.Close() }
 
 // Device returns the prover backend on dev: the device backend's stages, and the reference's
-// for the stages it lacks, each call to those counted in Fallbacks (and logged once per
-// operation, at warn level, to log).
+// for the stages it lacks (until GKR and the constraint sumcheck have device kernels), each call
+// to those counted in Fallbacks (and logged once per operation, at debug level, to log).
 func Device(dev *gpu.Device, log *zerolog.Logger) (*Composed, error) {
 	db, err := device.New(dev, device.Options{Logger: log})
 	if err != nil {
@@ -46,15 +46,8 @@ func Device(dev *gpu.Device, log *zerolog.Logger) (*Composed, error) {
 	own := db.Stages()
 	ref := cpuref.Backend{}
 	be := *own
-	bridge := &hostBridge{fb: fb, copies: map[*device.Committed]*cpuref.Committed{}}
-	if be.Gkr == nil {
-		be.Gkr = fallbackGkr{fb, ref}
-	}
 	if be.Constraints == nil {
 		be.Constraints = fallbackConstraints{fb, ref}
-	}
-	if be.Stacking == nil {
-		be.Stacking = fallbackStacking{bridge, ref}
 	}
 	be.Meter = meter{own.Meter, fb}
 	return &Composed{Backend: &be, Device: db, Fallbacks: fb}, nil

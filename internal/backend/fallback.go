@@ -1,10 +1,7 @@
 package backend
 
 import (
-	"sync"
-
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
-	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
@@ -23,42 +20,6 @@ func countedErr(f *Fallbacks, op string, call func() error) error {
 	f.count(op)
 	return call()
 }
-
-type fallbackGkr struct {
-	fb  *Fallbacks
-	ref cpuref.Backend
-}
-
-func (g fallbackGkr) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, layout *stark.GkrLayout, alpha, beta field.Fp4) (stark.GkrProver, error) {
-	gp, err := counted(g.fb, "NewGkrProver", func() (stark.GkrProver, error) { return g.ref.NewGkrProver(p, traces, layout, alpha, beta) })
-	if err != nil {
-		return nil, err
-	}
-	return gkrProver{g.fb, gp}, nil
-}
-
-type gkrProver struct {
-	fb  *Fallbacks
-	ref stark.GkrProver
-}
-
-func (g gkrProver) Root() (p, q field.Fp4, err error) {
-	r, err := counted(g.fb, "GkrProver.Root", func() ([2]field.Fp4, error) { p, q, err := g.ref.Root(); return [2]field.Fp4{p, q}, err })
-	return r[0], r[1], err
-}
-func (g gkrProver) BeginLayer(j int, xi []field.Fp4, lambda field.Fp4) error {
-	return countedErr(g.fb, "GkrProver.BeginLayer", func() error { return g.ref.BeginLayer(j, xi, lambda) })
-}
-func (g gkrProver) Round() ([3]field.Fp4, error) {
-	return counted(g.fb, "GkrProver.Round", g.ref.Round)
-}
-func (g gkrProver) Bind(r field.Fp4) error {
-	return countedErr(g.fb, "GkrProver.Bind", func() error { return g.ref.Bind(r) })
-}
-func (g gkrProver) LayerClaims() (stark.GkrLayerClaims, error) {
-	return counted(g.fb, "GkrProver.LayerClaims", g.ref.LayerClaims)
-}
-func (g gkrProver) Release() { g.ref.Release() }
 
 type fallbackConstraints struct {
 	fb  *Fallbacks
@@ -94,84 +55,3 @@ func (c constraintProver) Openings(t int) ([][]field.Fp4, error) {
 	return counted(c.fb, "ConstraintProver.Openings", func() ([][]field.Fp4, error) { return c.ref.Openings(t) })
 }
 func (c constraintProver) Release() { c.ref.Release() }
-
-// hostBridge gives the reference stages host copies of device commitments: Q downloaded once
-// per commitment, its codeword and tree recomputed on the host (counted as one fallback each).
-type hostBridge struct {
-	fb     *Fallbacks
-	mu     sync.Mutex
-	copies map[*device.Committed]*cpuref.Committed
-}
-
-func (h *hostBridge) host(p params.SystemParams, cs []stark.Committed) ([]stark.Committed, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([]stark.Committed, len(cs))
-	for i, c := range cs {
-		dc, ok := c.(*device.Committed)
-		if !ok {
-			return nil, device.ErrForeignHandle
-		}
-		if hc := h.copies[dc]; hc != nil {
-			out[i] = hc
-			continue
-		}
-		h.fb.count("HostCopy")
-		q, err := dc.StackedMatrix()
-		if err != nil {
-			return nil, err
-		}
-		cw, err := cpuref.RSEncodeMatrix(p.LSkip, p.LogBlowup, q)
-		if err != nil {
-			return nil, err
-		}
-		tree, err := cpuref.NewMerkleTree(cw, 1<<p.Whir.K)
-		if err != nil {
-			return nil, err
-		}
-		hc := &cpuref.Committed{Data: &cpuref.StackedPCSData{Layout: dc.Layout(), Matrix: q, Tree: tree}}
-		h.copies[dc] = hc
-		out[i] = hc
-	}
-	return out, nil
-}
-
-type fallbackStacking struct {
-	h   *hostBridge
-	ref cpuref.Backend
-}
-
-func (s fallbackStacking) NewStackingProver(p params.SystemParams, commits []stark.Committed, b *stark.StackingBatch) (stark.StackingProver, error) {
-	hc, err := s.h.host(p, commits)
-	if err != nil {
-		return nil, err
-	}
-	sp, err := counted(s.h.fb, "NewStackingProver", func() (stark.StackingProver, error) { return s.ref.NewStackingProver(p, hc, b) })
-	if err != nil {
-		return nil, err
-	}
-	return stackingProver{s.h.fb, sp}, nil
-}
-
-type stackingProver struct {
-	fb  *Fallbacks
-	ref stark.StackingProver
-}
-
-func (s stackingProver) UnivariateRound() ([]field.Fp4, error) {
-	return counted(s.fb, "StackingProver.UnivariateRound", s.ref.UnivariateRound)
-}
-func (s stackingProver) BindUnivariate(u0 field.Fp4) error {
-	return countedErr(s.fb, "StackingProver.BindUnivariate", func() error { return s.ref.BindUnivariate(u0) })
-}
-func (s stackingProver) Round() (s1, s2 field.Fp4, err error) {
-	r, err := counted(s.fb, "StackingProver.Round", func() ([2]field.Fp4, error) { a, b, err := s.ref.Round(); return [2]field.Fp4{a, b}, err })
-	return r[0], r[1], err
-}
-func (s stackingProver) Bind(u field.Fp4) error {
-	return countedErr(s.fb, "StackingProver.Bind", func() error { return s.ref.Bind(u) })
-}
-func (s stackingProver) Openings() ([][]field.Fp4, error) {
-	return counted(s.fb, "StackingProver.Openings", s.ref.Openings)
-}
-func (s stackingProver) Release() { s.ref.Release() }

@@ -5,11 +5,13 @@ import (
 
 	"github.com/metalprove/metalprove/internal/cmd/bench"
 	"github.com/metalprove/metalprove/internal/cmd/params"
+	"github.com/metalprove/metalprove/internal/cmd/proof"
 	"github.com/metalprove/metalprove/internal/cmd/prove"
 	"github.com/metalprove/metalprove/internal/cmd/selftest"
 	"github.com/metalprove/metalprove/internal/cmd/trace"
 	"github.com/metalprove/metalprove/internal/cmd/verify"
 	"github.com/metalprove/metalprove/internal/cmd/version"
+	"github.com/metalprove/metalprove/internal/cmd/vk"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 )
 
@@ -19,10 +21,12 @@ func subcommands(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
 		bench.NewCmdBench(f, nil),
 		params.NewCmdParams(f, nil),
+		proof.NewCmdProof(f, nil),
 		prove.NewCmdProve(f, nil),
 		selftest.NewCmdSelftest(f, nil),
 		trace.NewCmdTrace(f, nil),
 		verify.NewCmdVerify(f, nil),
 		version.NewCmdVersion(f, nil),
+		vk.NewCmdVK(f, nil),
 	}
 }

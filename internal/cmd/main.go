@@ -1,32 +1,128 @@
 // Package cmd wires the command tree to the process: it builds the factory, runs the root
-// command and turns the returned error into a message on stderr and an exit code.
+// command and turns the returned error into a message on stderr and an exit code. It also owns
+// the process's answer to SIGINT and SIGTERM.
 package cmd
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/metalprove/metalprove/internal/atomicfile"
 	"github.com/metalprove/metalprove/internal/cmd/root"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 )
 
-// Main runs metalprove with os.Args and returns the exit code.
+// InterruptGrace is how long a command has, after SIGINT or SIGTERM cancelled its context, to
+// stop by itself (between proving stages, between rows) before the process removes the
+// temporary files of writes in progress and exits anyway. A second signal exits at once.
+const InterruptGrace = 2 * time.Second
+
+// interruptedMsg is the one line printed on stderr when a command is interrupted.
+const interruptedMsg = "metalprove: interrupted; no output written"
+
+// Main runs metalprove with os.Args and returns the exit code. SIGINT and SIGTERM cancel the
+// command's context; the command stops, removes its temporary files and Main returns
+// ExitInterrupted with one line on stderr, whatever the command was doing.
 func Main(version string) cmdutil.ExitCode {
 	ios := cmdutil.System()
-	return Run(cmdutil.NewFactory(version, ios), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var exiting sync.Mutex
+	go func() {
+		<-sigs
+		cancel()
+		select {
+		case <-sigs:
+		case <-time.After(InterruptGrace):
+		}
+		// The command did not stop in time: remove what it was writing and exit. Holding the
+		// lock keeps Main from returning (and exiting) meanwhile.
+		exiting.Lock()
+		atomicfile.Stop()
+		printInterrupted(ios.ErrOut)
+		os.Exit(int(cmdutil.ExitInterrupted))
+	}()
+	code := RunContext(ctx, cmdutil.NewFactory(version, ios), nil)
+	exiting.Lock()
+	return code
+}
+
+// interruptPrinted makes the interrupt message one line even when the watchdog and the command
+// both report it.
+var interruptPrinted atomic.Bool
+
+func printInterrupted(w io.Writer) {
+	if interruptPrinted.CompareAndSwap(false, true) {
+		fmt.Fprintln(w, interruptedMsg)
+	}
 }
 
 // Run executes the command tree with args (nil: os.Args[1:]) and returns the exit code. Errors are
 // printed once, on stderr, prefixed by "metalprove: ".
 func Run(f *cmdutil.Factory, args []string) cmdutil.ExitCode {
+	return RunContext(context.Background(), f, args)
+}
+
+// RunContext is Run with a context whose cancellation interrupts the command: the command
+// stops, and RunContext prints one line and returns ExitInterrupted. A panic becomes an internal error (exit 1) with one message, not a
+// stack dump (METALPROVE_TRACEBACK=1 prints the stack too).
+func RunContext(ctx context.Context, f *cmdutil.Factory, args []string) (code cmdutil.ExitCode) {
+	interruptPrinted.Store(false)
+	// Once interrupted, no output file is committed any more, whichever command runs.
+	atomicfile.Resume()
+	if ctx.Err() != nil {
+		atomicfile.Stop()
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			atomicfile.Stop()
+		case <-done:
+		}
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			if ctx.Err() != nil {
+				printInterrupted(f.IO.ErrOut)
+				code = cmdutil.ExitInterrupted
+				return
+			}
+			fmt.Fprintf(f.IO.ErrOut, "metalprove: internal error: %v\n", r)
+			if os.Getenv("METALPROVE_TRACEBACK") != "" {
+				f.IO.ErrOut.Write(debug.Stack())
+			}
+			code = cmdutil.ExitError
+		}
+	}()
 	rootCmd := NewCommandTree(f)
 	if args != nil {
 		rootCmd.SetArgs(args)
 	}
-	err := rootCmd.Execute()
+	err := rootCmd.ExecuteContext(ctx)
+	if ctx.Err() != nil || errors.Is(err, cmdutil.ErrInterrupted) {
+		// Whatever the command returned (its own message, a cancelled stage), the answer to an
+		// interrupt is one line and one exit code.
+		printInterrupted(f.IO.ErrOut)
+		return cmdutil.ExitInterrupted
+	}
 	if err != nil {
-		fmt.Fprintf(f.IO.ErrOut, "metalprove: %v\n", err)
+		fmt.Fprintf(f.IO.ErrOut, "metalprove: %s\n", f.Settings.Explain(err.Error()))
 		if code := cmdutil.ExitCodeFor(err); code == cmdutil.ExitUsage {
 			fmt.Fprintln(f.IO.ErrOut, "Run 'metalprove --help' for usage.")
 		}

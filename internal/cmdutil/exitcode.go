@@ -21,9 +21,17 @@ const (
 	// ExitCheckFailed: a check ran and did not pass: a selftest check failed, or a proof was
 	// rejected by the verifier.
 	ExitCheckFailed ExitCode = 4
-	// ExitDevice: the requested device is unavailable or failed (driver missing, out of memory).
+	// ExitDevice: the requested device is unavailable or failed (driver missing, out of device
+	// memory).
 	ExitDevice ExitCode = 5
+	// ExitInterrupted: the command was interrupted (SIGINT, Ctrl-C, or SIGTERM) and stopped,
+	// leaving no output file behind: 128 + SIGINT, as shells report a process killed by it.
+	ExitInterrupted ExitCode = 130
 )
+
+// ErrInterrupted is the error of a command stopped by SIGINT or SIGTERM; it maps to
+// ExitInterrupted.
+var ErrInterrupted = errors.New("interrupted")
 
 // UsageError marks a mistake in how the command was called; it maps to ExitUsage.
 type UsageError struct{ Err error }
@@ -66,6 +74,8 @@ func ExitCodeFor(err error) ExitCode {
 		device *DeviceError
 	)
 	switch {
+	case errors.Is(err, ErrInterrupted):
+		return ExitInterrupted
 	case errors.As(err, &usage):
 		return ExitUsage
 	case errors.As(err, &bad):

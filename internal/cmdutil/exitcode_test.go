@@ -20,6 +20,7 @@ func TestExitCodeFor(t *testing.T) {
 		{&DeviceError{Err: base}, ExitDevice},
 		{fmt.Errorf("context: %w", &DeviceError{Err: base}), ExitDevice},
 		{fmt.Errorf("context: %w", Usagef("y")), ExitUsage},
+		{fmt.Errorf("prove: %w", ErrInterrupted), ExitInterrupted},
 	}
 	for _, tt := range tests {
 		if got := ExitCodeFor(tt.err); got != tt.want {

@@ -103,21 +103,33 @@ func (r *Rows) Eval(i int, slots, regs []field.Fp, emit func(o int, v field.Fp))
 	return slots, Eval(p, slots, r.public, liftBase, emit, regs)
 }
 
-// prepareCheck compiles a's constraints and binds them to its trace.
-func prepareCheck(a air.Air, in air.TraceInput, outs Outputs) (*checked, error) {
+// CheckKey returns the part of a's verifying key that its constraint programs need — widths,
+// public values, rotation and the DAG — as the checks build it (no parameters, no preprocessed
+// commitment), with the DAG's node of each constraint in assert order. A device that checks
+// traces compiles its programs from it.
+func CheckKey(a air.Air) (*air.VerifyingKey, error) {
+	vk, _, _, err := checkKey(a)
+	return vk, err
+}
+
+func checkKey(a air.Air) (*air.VerifyingKey, *air.SymbolicConstraints, []int, error) {
+	sc, err := air.Symbolic(a)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dag, raw := air.BuildDAG(sc.Constraints, sc.Interactions)
+	vk := &air.VerifyingKey{Width: a.Width(), NumPublicValues: a.NumPublicValues(), NeedRot: dag.MaxRotation() == 1, DAG: dag}
+	return vk, sc, raw, nil
+}
+
+// CheckParts returns the opening parts of a trace of a as the checks evaluate them: the common
+// main (of the trace height when a has no common main columns), the preprocessed trace (a's own
+// when in has none) and the cached mains. It checks the number of parts and of public values;
+// errors wrap air.ErrShape.
+func CheckParts(a air.Air, in air.TraceInput) ([]*air.Matrix, error) {
 	w := a.Width()
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%w: air %s: %s", air.ErrShape, a.Name(), fmt.Sprintf(format, args...))
-	}
-	sc, err := air.Symbolic(a)
-	if err != nil {
-		return nil, err
-	}
-	dag, raw := air.BuildDAG(sc.Constraints, sc.Interactions)
-	vk := &air.VerifyingKey{Width: w, NumPublicValues: a.NumPublicValues(), NeedRot: dag.MaxRotation() == 1, DAG: dag}
-	prog, err := Compile(vk, outs)
-	if err != nil {
-		return nil, fmt.Errorf("air %s: %w", a.Name(), err)
 	}
 	if len(in.CachedMains) != len(w.CachedMains) {
 		return nil, fail("%d cached mains given, AIR has %d", len(in.CachedMains), len(w.CachedMains))
@@ -151,11 +163,28 @@ func prepareCheck(a air.Air, in air.TraceInput, outs Outputs) (*checked, error) 
 	if len(in.Public) != a.NumPublicValues() {
 		return nil, fail("%d public values, want %d", len(in.Public), a.NumPublicValues())
 	}
+	return parts, nil
+}
+
+// prepareCheck compiles a's constraints and binds them to its trace.
+func prepareCheck(a air.Air, in air.TraceInput, outs Outputs) (*checked, error) {
+	vk, sc, raw, err := checkKey(a)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := Compile(vk, outs)
+	if err != nil {
+		return nil, fmt.Errorf("air %s: %w", a.Name(), err)
+	}
+	parts, err := CheckParts(a, in)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := NewRows(prog, parts, in.Public)
 	if err != nil {
 		return nil, fmt.Errorf("air %s: %w", a.Name(), err)
 	}
-	return &checked{name: a.Name(), sc: sc, dag: dag, rawIdx: raw, prog: prog, rows: rows}, nil
+	return &checked{name: a.Name(), sc: sc, dag: vk.DAG, rawIdx: raw, prog: prog, rows: rows}, nil
 }
 
 // checkRowsPerChunk is the number of rows a worker takes at a time (a variable for tests).
@@ -166,11 +195,21 @@ var checkRowsPerChunk = 256
 // maxFailures of them (all when maxFailures ≤ 0). Rows are evaluated in parallel. The error
 // reports a trace that does not fit the AIR (wrapping air.ErrShape), not failing constraints.
 func Check(a air.Air, in air.TraceInput, maxFailures int) ([]air.Failure, error) {
+	return CheckFrom(a, in, maxFailures, 0)
+}
+
+// CheckFrom is Check on the rows from start on (0 ≤ start; none when start ≥ the height). When no
+// constraint fails on the rows before start — a device found the first failing row — it returns
+// exactly what Check returns, evaluating only the rows from there.
+func CheckFrom(a air.Air, in air.TraceInput, maxFailures, start int) ([]air.Failure, error) {
+	if start < 0 {
+		return nil, fmt.Errorf("constraints: check from row %d", start)
+	}
 	c, err := prepareCheck(a, in, Constraints)
 	if err != nil {
 		return nil, err
 	}
-	if len(c.rawIdx) == 0 {
+	if len(c.rawIdx) == 0 || start >= c.rows.Height() {
 		return nil, nil
 	}
 	// Assert indices of each sorted constraint (several asserts may share a node).
@@ -184,7 +223,7 @@ func Check(a air.Air, in air.TraceInput, maxFailures int) ([]air.Failure, error)
 	}
 	h := c.rows.Height()
 	chunk := checkRowsPerChunk
-	nChunks := (h + chunk - 1) / chunk
+	nChunks := (h - start + chunk - 1) / chunk
 	found := make([][]air.Failure, nChunks)
 	var next atomic.Int64
 	// stop: chunks from this index on need not be evaluated (an earlier chunk already holds
@@ -202,7 +241,7 @@ func Check(a air.Air, in air.TraceInput, maxFailures int) ([]air.Failure, error)
 					return
 				}
 				var fs []air.Failure
-				for r := ch * chunk; r < min((ch+1)*chunk, h); r++ {
+				for r := start + ch*chunk; r < min(start+(ch+1)*chunk, h); r++ {
 					var row []air.Failure
 					slots, regs = c.rows.Eval(r, slots, regs, func(o int, v field.Fp) {
 						if v.IsZero() {

@@ -114,6 +114,23 @@ func TestCheckMatchesReference(t *testing.T) {
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Errorf("%s chunk %d max %d: got %d failures %v\nwant %d %v", c.a.Name(), chunk, maxF, len(got), got, len(want), want)
 				}
+				// From the first failing row (a device's answer): the same failures. From a later
+				// row: those of the rows from there.
+				for _, start := range []int{all[0].Row, all[0].Row + 1, all[len(all)-1].Row, c.in.CommonMain.Height + 3} {
+					var from []air.Failure
+					for _, f := range all {
+						if f.Row >= start && (maxF <= 0 || len(from) < maxF) {
+							from = append(from, f)
+						}
+					}
+					got, err := CheckFrom(c.a, c.in, maxF, start)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprint(got) != fmt.Sprint(from) {
+						t.Errorf("%s chunk %d max %d from row %d: got %v\nwant %v", c.a.Name(), chunk, maxF, start, got, from)
+					}
+				}
 			}
 		}
 	}

@@ -74,8 +74,31 @@ type Example struct {
 // Takes reports whether flag applies to the example.
 func (e *Example) Takes(flag string) bool { return slices.Contains(e.Flags, flag) }
 
-// MaxPerms is the largest Options.Perms accepted by keccakf.
+// MaxPerms is the largest Options.Perms the keccakf generator accepts (the trace file format's
+// bound is lower: a section holds at most tracefile.DefaultMaxSectionBytes). What fits on a
+// machine is lower still: see PermsLimit.
 const MaxPerms = 1 << 22
+
+// KeccakfTraceBytes is the size of the keccakf trace of perms permutations in memory (and,
+// give or take a header, on disk): 2633 columns × next_power_of_two(24·perms) rows × 4 bytes.
+func KeccakfTraceBytes(perms int) uint64 {
+	return uint64(keccakf.NumCols) * uint64(keccakf.Height(perms)) * 4
+}
+
+// PermsLimit is the largest keccakf permutation count whose trace takes at most budget bytes,
+// and at most maxHeight rows when maxHeight > 0 (a prover's stacked height); 0 when not even
+// one permutation fits. The trace height is a power of two, so the limit is height/24 for the
+// largest height that fits.
+func PermsLimit(budget uint64, maxHeight int) int {
+	h := keccakf.Height(1)
+	if KeccakfTraceBytes(1) > budget {
+		return 0
+	}
+	for 2*h/keccakf.NumRounds <= MaxPerms && uint64(keccakf.NumCols)*uint64(2*h)*4 <= budget && (maxHeight <= 0 || 2*h <= maxHeight) {
+		h *= 2
+	}
+	return min(h/keccakf.NumRounds, MaxPerms)
+}
 
 // Validate checks that opts only sets options that apply and that they are in range. Messages
 // name the command-line flag (--rows, --perms, --seed).

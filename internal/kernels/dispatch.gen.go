@@ -4,38 +4,6 @@ package kernels
 
 import "github.com/metalprove/metalprove/internal/gpu"
 
-// benchMulParams is the value struct BenchMulParams of the shaders: uint fields in declaration order.
-type benchMulParams struct {
-	n     uint32
-	iters uint32
-}
-
-func (v benchMulParams) arg() gpu.Arg {
-	return gpu.U32(v.n, v.iters)
-}
-
-// foScaleParams is the value struct FoScaleParams of the shaders: uint fields in declaration order.
-type foScaleParams struct {
-	n uint32
-	c uint32
-}
-
-func (v foScaleParams) arg() gpu.Arg {
-	return gpu.U32(v.n, v.c)
-}
-
-// grindParams is the value struct GrindParams of the shaders: uint fields in declaration order.
-type grindParams struct {
-	absorbIdx uint32
-	mask      uint32
-	base      uint32
-	count     uint32
-}
-
-func (v grindParams) arg() gpu.Arg {
-	return gpu.U32(v.absorbIdx, v.mask, v.base, v.count)
-}
-
 // merkleRowParams is the value struct MerkleRowParams of the shaders: uint fields in declaration order.
 type merkleRowParams struct {
 	height   uint32
@@ -150,6 +118,49 @@ func (v nttPadParams) arg() gpu.Arg {
 	return gpu.U32(v.total, v.logIn, v.logOut, v.toMont)
 }
 
+// stackParams is the value struct StackParams of the shaders: uint fields in declaration order.
+type stackParams struct {
+	count     uint32
+	dstStart  uint32
+	logStride uint32
+}
+
+func (v stackParams) arg() gpu.Arg {
+	return gpu.U32(v.count, v.dstStart, v.logStride)
+}
+
+// benchMulParams is the value struct BenchMulParams of the shaders: uint fields in declaration order.
+type benchMulParams struct {
+	n     uint32
+	iters uint32
+}
+
+func (v benchMulParams) arg() gpu.Arg {
+	return gpu.U32(v.n, v.iters)
+}
+
+// foScaleParams is the value struct FoScaleParams of the shaders: uint fields in declaration order.
+type foScaleParams struct {
+	n uint32
+	c uint32
+}
+
+func (v foScaleParams) arg() gpu.Arg {
+	return gpu.U32(v.n, v.c)
+}
+
+// grindParams is the value struct GrindParams of the shaders: uint fields in declaration order.
+type grindParams struct {
+	absorbIdx uint32
+	mask      uint32
+	base      uint32
+	count     uint32
+}
+
+func (v grindParams) arg() gpu.Arg {
+	return gpu.U32(v.absorbIdx, v.mask, v.base, v.count)
+}
+
 // progEvalParams is the value struct ProgEvalParams of the shaders: uint fields in declaration order.
 type progEvalParams struct {
 	points uint32
@@ -167,54 +178,6 @@ type progCombineParams struct {
 
 func (v progCombineParams) arg() gpu.Arg {
 	return gpu.U32(v.points, v.hasDen)
-}
-
-// srUniParams is the value struct SrUniParams of the shaders: uint fields in declaration order.
-type srUniParams struct {
-	sliceFirst uint32
-	sliceCount uint32
-	chunks     uint32
-	logN       uint32
-	logCb      uint32
-	row        uint32
-}
-
-func (v srUniParams) arg() gpu.Arg {
-	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunks, v.logN, v.logCb, v.row)
-}
-
-// srBindQParams is the value struct SrBindQParams of the shaders: uint fields in declaration order.
-type srBindQParams struct {
-	entries uint32
-	logN    uint32
-	outOff  uint32
-}
-
-func (v srBindQParams) arg() gpu.Arg {
-	return gpu.U32(v.entries, v.logN, v.outOff)
-}
-
-// srBindWParams is the value struct SrBindWParams of the shaders: uint fields in declaration order.
-type srBindWParams struct {
-	sliceFirst uint32
-	sliceCount uint32
-	chunks     uint32
-	logCb      uint32
-}
-
-func (v srBindWParams) arg() gpu.Arg {
-	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunks, v.logCb)
-}
-
-// stackParams is the value struct StackParams of the shaders: uint fields in declaration order.
-type stackParams struct {
-	count     uint32
-	dstStart  uint32
-	logStride uint32
-}
-
-func (v stackParams) arg() gpu.Arg {
-	return gpu.U32(v.count, v.dstStart, v.logStride)
 }
 
 // scRoundParams is the value struct ScRoundParams of the shaders: uint fields in declaration order.
@@ -286,6 +249,45 @@ func (v scEqExpandParams) arg() gpu.Arg {
 	return gpu.U32(v.logLo, v.logTotal, v.count, v.accumulate, v.loOff, v.hiOff, v.outOff)
 }
 
+// srUniParams is the value struct SrUniParams of the shaders: uint fields in declaration order.
+type srUniParams struct {
+	sliceFirst uint32
+	sliceCount uint32
+	chunk0     uint32
+	chunks     uint32
+	logN       uint32
+	logCb      uint32
+	row        uint32
+}
+
+func (v srUniParams) arg() gpu.Arg {
+	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logN, v.logCb, v.row)
+}
+
+// srBindQParams is the value struct SrBindQParams of the shaders: uint fields in declaration order.
+type srBindQParams struct {
+	entries uint32
+	logN    uint32
+	outOff  uint32
+}
+
+func (v srBindQParams) arg() gpu.Arg {
+	return gpu.U32(v.entries, v.logN, v.outOff)
+}
+
+// srBindWParams is the value struct SrBindWParams of the shaders: uint fields in declaration order.
+type srBindWParams struct {
+	sliceFirst uint32
+	sliceCount uint32
+	chunk0     uint32
+	chunks     uint32
+	logCb      uint32
+}
+
+func (v srBindWParams) arg() gpu.Arg {
+	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logCb)
+}
+
 // whirBatchParams is the value struct WhirBatchParams of the shaders: uint fields in declaration order.
 type whirBatchParams struct {
 	nblocks    uint32
@@ -348,6 +350,115 @@ type whirEqTablesParams struct {
 
 func (v whirEqTablesParams) arg() gpu.Arg {
 	return gpu.U32(v.npts, v.logLo, v.logHi)
+}
+
+// gkrLeafParams is the value struct GkrLeafParams of the shaders: uint fields in declaration order.
+type gkrLeafParams struct {
+	points  uint32
+	row0    uint32
+	height  uint32
+	selSlot uint32
+	nInter  uint32
+	reps    uint32
+	norm    uint32
+}
+
+func (v gkrLeafParams) arg() gpu.Arg {
+	return gpu.U32(v.points, v.row0, v.height, v.selSlot, v.nInter, v.reps, v.norm)
+}
+
+// gkrPadParams is the value struct GkrPadParams of the shaders: uint fields in declaration order.
+type gkrPadParams struct {
+	from uint32
+	to   uint32
+	a0   uint32
+	a1   uint32
+	a2   uint32
+	a3   uint32
+}
+
+func (v gkrPadParams) arg() gpu.Arg {
+	return gpu.U32(v.from, v.to, v.a0, v.a1, v.a2, v.a3)
+}
+
+// gkrLayerParams is the value struct GkrLayerParams of the shaders: uint fields in declaration order.
+type gkrLayerParams struct {
+	n uint32
+}
+
+func (v gkrLayerParams) arg() gpu.Arg {
+	return gpu.U32(v.n)
+}
+
+// gkrRoundParams is the value struct GkrRoundParams of the shaders: uint fields in declaration order.
+type gkrRoundParams struct {
+	logPairs uint32
+	eqOff    uint32
+	l0       uint32
+	l1       uint32
+	l2       uint32
+	l3       uint32
+}
+
+func (v gkrRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.logPairs, v.eqOff, v.l0, v.l1, v.l2, v.l3)
+}
+
+// gkrFoldRoundParams is the value struct GkrFoldRoundParams of the shaders: uint fields in declaration order.
+type gkrFoldRoundParams struct {
+	logPairs uint32
+	eqSrc    uint32
+	eqDst    uint32
+	l0       uint32
+	l1       uint32
+	l2       uint32
+	l3       uint32
+	r0       uint32
+	r1       uint32
+	r2       uint32
+	r3       uint32
+}
+
+func (v gkrFoldRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.logPairs, v.eqSrc, v.eqDst, v.l0, v.l1, v.l2, v.l3, v.r0, v.r1, v.r2, v.r3)
+}
+
+// rowsSlotsParams is the value struct RowsSlotsParams of the shaders: uint fields in declaration order.
+type rowsSlotsParams struct {
+	colsOff   uint32
+	ncols     uint32
+	partStart uint32
+	height    uint32
+	row0      uint32
+	logPoints uint32
+}
+
+func (v rowsSlotsParams) arg() gpu.Arg {
+	return gpu.U32(v.colsOff, v.ncols, v.partStart, v.height, v.row0, v.logPoints)
+}
+
+// rowsCheckParams is the value struct RowsCheckParams of the shaders: uint fields in declaration order.
+type rowsCheckParams struct {
+	points  uint32
+	row0    uint32
+	height  uint32
+	selSlot uint32
+	outRow  uint32
+}
+
+func (v rowsCheckParams) arg() gpu.Arg {
+	return gpu.U32(v.points, v.row0, v.height, v.selSlot, v.outRow)
+}
+
+// rowsMinParams is the value struct RowsMinParams of the shaders: uint fields in declaration order.
+type rowsMinParams struct {
+	first uint32
+	count uint32
+	at    uint32
+}
+
+func (v rowsMinParams) arg() gpu.Arg {
+	return gpu.U32(v.first, v.count, v.at)
 }
 
 // zcCoeffsParams is the value struct ZcCoeffsParams of the shaders: uint fields in declaration order.
@@ -453,232 +564,272 @@ func (v zcRoundParams) arg() gpu.Arg {
 	return gpu.U32(v.logRows, v.stride, v.nused, v.nslots, v.nregs, v.points, v.hasDen, v.nout, v.eqOff, v.lanes)
 }
 
-// dispatchBenchMulChain encodes kernel bench_mul_chain (shaders/bench.metal:14).
-func dispatchBenchMulChain(enc *gpu.Batch, groups, tpg gpu.Dim3, out *gpu.Buffer, p benchMulParams) *gpu.Batch {
-	return enc.Dispatch("bench_mul_chain", groups, tpg, []gpu.Arg{gpu.Buf(out), p.arg()})
-}
-
-// dispatchBenchCopy encodes kernel bench_copy (shaders/bench.metal:47).
-func dispatchBenchCopy(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, n uint32) *gpu.Batch {
-	return enc.Dispatch("bench_copy", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.U32(n)})
-}
-
-// dispatchFoToMont encodes kernel fo_to_mont (shaders/field_ops.metal:11).
-func dispatchFoToMont(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
-	return enc.Dispatch("fo_to_mont", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), gpu.U32(n)})
-}
-
-// dispatchFoFromMont encodes kernel fo_from_mont (shaders/field_ops.metal:21).
-func dispatchFoFromMont(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
-	return enc.Dispatch("fo_from_mont", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), gpu.U32(n)})
-}
-
-// dispatchFoAdd encodes kernel fo_add (shaders/field_ops.metal:31).
-func dispatchFoAdd(enc *gpu.Batch, groups, tpg gpu.Dim3, a *gpu.Buffer, b *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
-	return enc.Dispatch("fo_add", groups, tpg, []gpu.Arg{gpu.Buf(a), gpu.Buf(b), gpu.Buf(out), gpu.U32(n)})
-}
-
-// dispatchFoSub encodes kernel fo_sub (shaders/field_ops.metal:42).
-func dispatchFoSub(enc *gpu.Batch, groups, tpg gpu.Dim3, a *gpu.Buffer, b *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
-	return enc.Dispatch("fo_sub", groups, tpg, []gpu.Arg{gpu.Buf(a), gpu.Buf(b), gpu.Buf(out), gpu.U32(n)})
-}
-
-// dispatchFoMul encodes kernel fo_mul (shaders/field_ops.metal:53).
-func dispatchFoMul(enc *gpu.Batch, groups, tpg gpu.Dim3, a *gpu.Buffer, b *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
-	return enc.Dispatch("fo_mul", groups, tpg, []gpu.Arg{gpu.Buf(a), gpu.Buf(b), gpu.Buf(out), gpu.U32(n)})
-}
-
-// dispatchFoScale encodes kernel fo_scale (shaders/field_ops.metal:69).
-func dispatchFoScale(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p foScaleParams) *gpu.Batch {
-	return enc.Dispatch("fo_scale", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()})
-}
-
-// dispatchFoExtAdd encodes kernel fo_ext_add (shaders/field_ops.metal:80).
-func dispatchFoExtAdd(enc *gpu.Batch, groups, tpg gpu.Dim3, a *gpu.Buffer, b *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
-	return enc.Dispatch("fo_ext_add", groups, tpg, []gpu.Arg{gpu.Buf(a), gpu.Buf(b), gpu.Buf(out), gpu.U32(n)})
-}
-
-// dispatchFoExtMul encodes kernel fo_ext_mul (shaders/field_ops.metal:91).
-func dispatchFoExtMul(enc *gpu.Batch, groups, tpg gpu.Dim3, a *gpu.Buffer, b *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
-	return enc.Dispatch("fo_ext_mul", groups, tpg, []gpu.Arg{gpu.Buf(a), gpu.Buf(b), gpu.Buf(out), gpu.U32(n)})
-}
-
-// dispatchFoExtMulBase encodes kernel fo_ext_mul_base (shaders/field_ops.metal:102).
-func dispatchFoExtMulBase(enc *gpu.Batch, groups, tpg gpu.Dim3, a *gpu.Buffer, b *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
-	return enc.Dispatch("fo_ext_mul_base", groups, tpg, []gpu.Arg{gpu.Buf(a), gpu.Buf(b), gpu.Buf(out), gpu.U32(n)})
-}
-
-// dispatchFoSum encodes kernel fo_sum (shaders/field_ops.metal:116).
-func dispatchFoSum(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, partial *gpu.Buffer, n uint32, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("fo_sum", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(partial), gpu.U32(n)}, scratchBytes)
-}
-
-// dispatchGrindSearch encodes kernel grind_search (shaders/grind.metal:24).
-func dispatchGrindSearch(enc *gpu.Batch, groups, tpg gpu.Dim3, state *gpu.Buffer, rc *gpu.Buffer, groupMin *gpu.Buffer, p grindParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("grind_search", groups, tpg, []gpu.Arg{gpu.Buf(state), gpu.Buf(rc), gpu.Buf(groupMin), p.arg()}, scratchBytes)
-}
-
-// dispatchGrindMin encodes kernel grind_min (shaders/grind.metal:76).
-func dispatchGrindMin(enc *gpu.Batch, groups, tpg gpu.Dim3, groupMin *gpu.Buffer, out *gpu.Buffer, n uint32, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("grind_min", groups, tpg, []gpu.Arg{gpu.Buf(groupMin), gpu.Buf(out), gpu.U32(n)}, scratchBytes)
-}
-
-// dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/merkle.metal:21).
+// dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:21).
 func dispatchMerkleHashRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, digests *gpu.Buffer, rc *gpu.Buffer, p merkleRowParams) *gpu.Batch {
 	return enc.Dispatch("merkle_hash_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(digests), gpu.Buf(rc), p.arg()})
 }
 
-// dispatchMerkleCompress encodes kernel merkle_compress (shaders/merkle.metal:71).
+// dispatchMerkleCompress encodes kernel merkle_compress (shaders/commit/merkle.metal:71).
 func dispatchMerkleCompress(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, rc *gpu.Buffer, p merkleCompressParams) *gpu.Batch {
 	return enc.Dispatch("merkle_compress", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), gpu.Buf(rc), p.arg()})
 }
 
-// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/merkle.metal:118).
+// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/commit/merkle.metal:118).
 func dispatchMerkleGatherRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, out *gpu.Buffer, p merkleGatherParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(out), p.arg()})
 }
 
-// dispatchMerkleGatherQueryRows encodes kernel merkle_gather_query_rows (shaders/merkle.metal:146).
+// dispatchMerkleGatherQueryRows encodes kernel merkle_gather_query_rows (shaders/commit/merkle.metal:146).
 func dispatchMerkleGatherQueryRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, ys *gpu.Buffer, out *gpu.Buffer, p merkleGatherQueryRowsParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_query_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(ys), gpu.Buf(out), p.arg()})
 }
 
-// dispatchMerkleGatherPaths encodes kernel merkle_gather_paths (shaders/merkle.metal:176).
+// dispatchMerkleGatherPaths encodes kernel merkle_gather_paths (shaders/commit/merkle.metal:176).
 func dispatchMerkleGatherPaths(enc *gpu.Batch, groups, tpg gpu.Dim3, layers *gpu.Buffer, ys *gpu.Buffer, out *gpu.Buffer, p merkleGatherPathsParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_paths", groups, tpg, []gpu.Arg{gpu.Buf(layers), gpu.Buf(ys), gpu.Buf(out), p.arg()})
 }
 
-// dispatchNttBitrev encodes kernel ntt_bitrev (shaders/ntt.metal:38).
+// dispatchNttBitrev encodes kernel ntt_bitrev (shaders/commit/ntt.metal:38).
 func dispatchNttBitrev(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, p nttBitrevParams) *gpu.Batch {
 	return enc.Dispatch("ntt_bitrev", groups, tpg, []gpu.Arg{gpu.Buf(data), p.arg()})
 }
 
-// dispatchNttPass encodes kernel ntt_pass (shaders/ntt.metal:502).
+// dispatchNttPass encodes kernel ntt_pass (shaders/commit/ntt.metal:502).
 func dispatchNttPass(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, tw *gpu.Buffer, p nttPassParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("ntt_pass", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(tw), p.arg()}, shBytes)
 }
 
-// dispatchNttBlocks encodes kernel ntt_blocks (shaders/ntt.metal:659).
+// dispatchNttBlocks encodes kernel ntt_blocks (shaders/commit/ntt.metal:659).
 func dispatchNttBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, tw *gpu.Buffer, p nttBlocksParams) *gpu.Batch {
 	return enc.Dispatch("ntt_blocks", groups, tpg, []gpu.Arg{gpu.Buf(data), gpu.Buf(tw), p.arg()})
 }
 
-// dispatchNttPadColumns encodes kernel ntt_pad_columns (shaders/ntt.metal:708).
+// dispatchNttPadColumns encodes kernel ntt_pad_columns (shaders/commit/ntt.metal:708).
 func dispatchNttPadColumns(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p nttPadParams) *gpu.Batch {
 	return enc.Dispatch("ntt_pad_columns", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()})
 }
 
-// dispatchP2PermuteStates encodes kernel p2_permute_states (shaders/poseidon2.metal:9).
+// dispatchP2PermuteStates encodes kernel p2_permute_states (shaders/commit/poseidon2.metal:9).
 func dispatchP2PermuteStates(enc *gpu.Batch, groups, tpg gpu.Dim3, states *gpu.Buffer, rc *gpu.Buffer, n uint32) *gpu.Batch {
 	return enc.Dispatch("p2_permute_states", groups, tpg, []gpu.Arg{gpu.Buf(states), gpu.Buf(rc), gpu.U32(n)})
 }
 
-// dispatchProgEvalOutputs encodes kernel prog_eval_outputs (shaders/program.metal:25).
-func dispatchProgEvalOutputs(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, out *gpu.Buffer, p progEvalParams) *gpu.Batch {
-	return enc.Dispatch("prog_eval_outputs", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
-}
-
-// dispatchProgEvalOutputs4 encodes kernel prog_eval_outputs4 (shaders/program.metal:43).
-func dispatchProgEvalOutputs4(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, out *gpu.Buffer, p progEvalParams) *gpu.Batch {
-	return enc.Dispatch("prog_eval_outputs4", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
-}
-
-// dispatchProgEvalCombine4 encodes kernel prog_eval_combine4 (shaders/program.metal:68).
-func dispatchProgEvalCombine4(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, denConst *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, out *gpu.Buffer, p progCombineParams) *gpu.Batch {
-	return enc.Dispatch("prog_eval_combine4", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(denConst), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
-}
-
-// dispatchSrUniPartials encodes kernel sr_uni_partials (shaders/stacked_reduction.metal:99).
-func dispatchSrUniPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, slices *gpu.Buffer, etab *gpu.Buffer, partials *gpu.Buffer, p srUniParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("sr_uni_partials", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(slices), gpu.Buf(etab), gpu.Buf(partials), p.arg()}, scratchBytes)
-}
-
-// dispatchSrBindQ encodes kernel sr_bind_q (shaders/stacked_reduction.metal:217).
-func dispatchSrBindQ(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, lag *gpu.Buffer, out *gpu.Buffer, p srBindQParams) *gpu.Batch {
-	return enc.Dispatch("sr_bind_q", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(lag), gpu.Buf(out), p.arg()})
-}
-
-// dispatchSrBindW encodes kernel sr_bind_w (shaders/stacked_reduction.metal:257).
-func dispatchSrBindW(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, weights *gpu.Buffer, etab *gpu.Buffer, w *gpu.Buffer, p srBindWParams) *gpu.Batch {
-	return enc.Dispatch("sr_bind_w", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(weights), gpu.Buf(etab), gpu.Buf(w), p.arg()})
-}
-
-// dispatchStackTrace encodes kernel stack_trace (shaders/stacking.metal:18).
+// dispatchStackTrace encodes kernel stack_trace (shaders/commit/stacking.metal:18).
 func dispatchStackTrace(enc *gpu.Batch, groups, tpg gpu.Dim3, trace *gpu.Buffer, q *gpu.Buffer, p stackParams) *gpu.Batch {
 	return enc.Dispatch("stack_trace", groups, tpg, []gpu.Arg{gpu.Buf(trace), gpu.Buf(q), p.arg()})
 }
 
-// dispatchScRoundPartials encodes kernel sc_round_partials (shaders/sumcheck.metal:62).
+// dispatchBenchMulChain encodes kernel bench_mul_chain (shaders/common/bench.metal:14).
+func dispatchBenchMulChain(enc *gpu.Batch, groups, tpg gpu.Dim3, out *gpu.Buffer, p benchMulParams) *gpu.Batch {
+	return enc.Dispatch("bench_mul_chain", groups, tpg, []gpu.Arg{gpu.Buf(out), p.arg()})
+}
+
+// dispatchBenchCopy encodes kernel bench_copy (shaders/common/bench.metal:47).
+func dispatchBenchCopy(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, n uint32) *gpu.Batch {
+	return enc.Dispatch("bench_copy", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.U32(n)})
+}
+
+// dispatchFoToMont encodes kernel fo_to_mont (shaders/common/field_ops.metal:11).
+func dispatchFoToMont(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
+	return enc.Dispatch("fo_to_mont", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), gpu.U32(n)})
+}
+
+// dispatchFoFromMont encodes kernel fo_from_mont (shaders/common/field_ops.metal:21).
+func dispatchFoFromMont(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
+	return enc.Dispatch("fo_from_mont", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), gpu.U32(n)})
+}
+
+// dispatchFoAdd encodes kernel fo_add (shaders/common/field_ops.metal:31).
+func dispatchFoAdd(enc *gpu.Batch, groups, tpg gpu.Dim3, a *gpu.Buffer, b *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
+	return enc.Dispatch("fo_add", groups, tpg, []gpu.Arg{gpu.Buf(a), gpu.Buf(b), gpu.Buf(out), gpu.U32(n)})
+}
+
+// dispatchFoSub encodes kernel fo_sub (shaders/common/field_ops.metal:42).
+func dispatchFoSub(enc *gpu.Batch, groups, tpg gpu.Dim3, a *gpu.Buffer, b *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
+	return enc.Dispatch("fo_sub", groups, tpg, []gpu.Arg{gpu.Buf(a), gpu.Buf(b), gpu.Buf(out), gpu.U32(n)})
+}
+
+// dispatchFoMul encodes kernel fo_mul (shaders/common/field_ops.metal:53).
+func dispatchFoMul(enc *gpu.Batch, groups, tpg gpu.Dim3, a *gpu.Buffer, b *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
+	return enc.Dispatch("fo_mul", groups, tpg, []gpu.Arg{gpu.Buf(a), gpu.Buf(b), gpu.Buf(out), gpu.U32(n)})
+}
+
+// dispatchFoScale encodes kernel fo_scale (shaders/common/field_ops.metal:69).
+func dispatchFoScale(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p foScaleParams) *gpu.Batch {
+	return enc.Dispatch("fo_scale", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()})
+}
+
+// dispatchFoExtAdd encodes kernel fo_ext_add (shaders/common/field_ops.metal:80).
+func dispatchFoExtAdd(enc *gpu.Batch, groups, tpg gpu.Dim3, a *gpu.Buffer, b *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
+	return enc.Dispatch("fo_ext_add", groups, tpg, []gpu.Arg{gpu.Buf(a), gpu.Buf(b), gpu.Buf(out), gpu.U32(n)})
+}
+
+// dispatchFoExtMul encodes kernel fo_ext_mul (shaders/common/field_ops.metal:91).
+func dispatchFoExtMul(enc *gpu.Batch, groups, tpg gpu.Dim3, a *gpu.Buffer, b *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
+	return enc.Dispatch("fo_ext_mul", groups, tpg, []gpu.Arg{gpu.Buf(a), gpu.Buf(b), gpu.Buf(out), gpu.U32(n)})
+}
+
+// dispatchFoExtMulBase encodes kernel fo_ext_mul_base (shaders/common/field_ops.metal:102).
+func dispatchFoExtMulBase(enc *gpu.Batch, groups, tpg gpu.Dim3, a *gpu.Buffer, b *gpu.Buffer, out *gpu.Buffer, n uint32) *gpu.Batch {
+	return enc.Dispatch("fo_ext_mul_base", groups, tpg, []gpu.Arg{gpu.Buf(a), gpu.Buf(b), gpu.Buf(out), gpu.U32(n)})
+}
+
+// dispatchFoSum encodes kernel fo_sum (shaders/common/field_ops.metal:116).
+func dispatchFoSum(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, partial *gpu.Buffer, n uint32, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("fo_sum", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(partial), gpu.U32(n)}, scratchBytes)
+}
+
+// dispatchGrindSearch encodes kernel grind_search (shaders/common/grind.metal:24).
+func dispatchGrindSearch(enc *gpu.Batch, groups, tpg gpu.Dim3, state *gpu.Buffer, rc *gpu.Buffer, groupMin *gpu.Buffer, p grindParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("grind_search", groups, tpg, []gpu.Arg{gpu.Buf(state), gpu.Buf(rc), gpu.Buf(groupMin), p.arg()}, scratchBytes)
+}
+
+// dispatchGrindMin encodes kernel grind_min (shaders/common/grind.metal:76).
+func dispatchGrindMin(enc *gpu.Batch, groups, tpg gpu.Dim3, groupMin *gpu.Buffer, out *gpu.Buffer, n uint32, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("grind_min", groups, tpg, []gpu.Arg{gpu.Buf(groupMin), gpu.Buf(out), gpu.U32(n)}, scratchBytes)
+}
+
+// dispatchProgEvalOutputs encodes kernel prog_eval_outputs (shaders/common/program.metal:25).
+func dispatchProgEvalOutputs(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, out *gpu.Buffer, p progEvalParams) *gpu.Batch {
+	return enc.Dispatch("prog_eval_outputs", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
+}
+
+// dispatchProgEvalOutputs4 encodes kernel prog_eval_outputs4 (shaders/common/program.metal:43).
+func dispatchProgEvalOutputs4(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, out *gpu.Buffer, p progEvalParams) *gpu.Batch {
+	return enc.Dispatch("prog_eval_outputs4", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
+}
+
+// dispatchProgEvalCombine4 encodes kernel prog_eval_combine4 (shaders/common/program.metal:68).
+func dispatchProgEvalCombine4(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, denConst *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, out *gpu.Buffer, p progCombineParams) *gpu.Batch {
+	return enc.Dispatch("prog_eval_combine4", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(denConst), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
+}
+
+// dispatchScRoundPartials encodes kernel sc_round_partials (shaders/common/sumcheck.metal:62).
 func dispatchScRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer, w *gpu.Buffer, partials *gpu.Buffer, p scRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchScFoldRoundPartials encodes kernel sc_fold_round_partials (shaders/sumcheck.metal:100).
+// dispatchScFoldRoundPartials encodes kernel sc_fold_round_partials (shaders/common/sumcheck.metal:130).
 func dispatchScFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer, w *gpu.Buffer, fOut *gpu.Buffer, wOut *gpu.Buffer, partials *gpu.Buffer, p scFoldRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(fOut), gpu.Buf(wOut), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchScFold encodes kernel sc_fold (shaders/sumcheck.metal:196).
+// dispatchScFold encodes kernel sc_fold (shaders/common/sumcheck.metal:268).
 func dispatchScFold(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p scFoldParams) *gpu.Batch {
 	return enc.Dispatch("sc_fold", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchScSumRows encodes kernel sc_sum_rows (shaders/sumcheck.metal:234).
+// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:306).
 func dispatchScSumRows(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumRowsParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_rows", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/sumcheck.metal:277).
+// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:349).
 func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }
 
-// dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/whir.metal:87).
+// dispatchSrUniPartials encodes kernel sr_uni_partials (shaders/openings/stacked_reduction.metal:71).
+func dispatchSrUniPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, slices *gpu.Buffer, etab *gpu.Buffer, partials *gpu.Buffer, p srUniParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("sr_uni_partials", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(slices), gpu.Buf(etab), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchSrBindQ encodes kernel sr_bind_q (shaders/openings/stacked_reduction.metal:196).
+func dispatchSrBindQ(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, lag *gpu.Buffer, out *gpu.Buffer, p srBindQParams) *gpu.Batch {
+	return enc.Dispatch("sr_bind_q", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(lag), gpu.Buf(out), p.arg()})
+}
+
+// dispatchSrBindW encodes kernel sr_bind_w (shaders/openings/stacked_reduction.metal:250).
+func dispatchSrBindW(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, weights *gpu.Buffer, etab *gpu.Buffer, w *gpu.Buffer, p srBindWParams) *gpu.Batch {
+	return enc.Dispatch("sr_bind_w", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(weights), gpu.Buf(etab), gpu.Buf(w), p.arg()})
+}
+
+// dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/openings/whir.metal:87).
 func dispatchWhirBatchBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, mu *gpu.Buffer, tw *gpu.Buffer, f *gpu.Buffer, p whirBatchParams) *gpu.Batch {
 	return enc.Dispatch("whir_batch_blocks", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(mu), gpu.Buf(tw), gpu.Buf(f), p.arg()})
 }
 
-// dispatchWhirSubsetPass encodes kernel whir_subset_pass (shaders/whir.metal:149).
+// dispatchWhirSubsetPass encodes kernel whir_subset_pass (shaders/openings/whir.metal:149).
 func dispatchWhirSubsetPass(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirSubsetParams) *gpu.Batch {
 	return enc.Dispatch("whir_subset_pass", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirFp4ToPlanes encodes kernel whir_fp4_to_planes (shaders/whir.metal:183).
+// dispatchWhirFp4ToPlanes encodes kernel whir_fp4_to_planes (shaders/openings/whir.metal:183).
 func dispatchWhirFp4ToPlanes(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirPlanesParams) *gpu.Batch {
 	return enc.Dispatch("whir_fp4_to_planes", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirHorner encodes kernel whir_horner (shaders/whir.metal:205).
+// dispatchWhirHorner encodes kernel whir_horner (shaders/openings/whir.metal:205).
 func dispatchWhirHorner(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirHornerParams) *gpu.Batch {
 	return enc.Dispatch("whir_horner", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/whir.metal:236).
+// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:236).
 func dispatchWhirPowEqTables(enc *gpu.Batch, groups, tpg gpu.Dim3, pc *gpu.Buffer, lo *gpu.Buffer, hi *gpu.Buffer, p whirEqTablesParams) *gpu.Batch {
 	return enc.Dispatch("whir_pow_eq_tables", groups, tpg, []gpu.Arg{gpu.Buf(pc), gpu.Buf(lo), gpu.Buf(hi), p.arg()})
 }
 
-// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/zerocheck.metal:100).
+// dispatchGkrLeaves encodes kernel gkr_leaves (shaders/rap/gkr.metal:53).
+func dispatchGkrLeaves(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, outs *gpu.Buffer, inter *gpu.Buffer, consts *gpu.Buffer, leaves *gpu.Buffer, p gkrLeafParams) *gpu.Batch {
+	return enc.Dispatch("gkr_leaves", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(outs), gpu.Buf(inter), gpu.Buf(consts), gpu.Buf(leaves), p.arg()})
+}
+
+// dispatchGkrPad encodes kernel gkr_pad (shaders/rap/gkr.metal:101).
+func dispatchGkrPad(enc *gpu.Batch, groups, tpg gpu.Dim3, leaves *gpu.Buffer, p gkrPadParams) *gpu.Batch {
+	return enc.Dispatch("gkr_pad", groups, tpg, []gpu.Arg{gpu.Buf(leaves), p.arg()})
+}
+
+// dispatchGkrLayer encodes kernel gkr_layer (shaders/rap/gkr.metal:116).
+func dispatchGkrLayer(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p gkrLayerParams) *gpu.Batch {
+	return enc.Dispatch("gkr_layer", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
+}
+
+// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/rap/gkr.metal:191).
+func dispatchGkrRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, frac *gpu.Buffer, partials *gpu.Buffer, p gkrRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(frac), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/rap/gkr.metal:231).
+func dispatchGkrFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, dst *gpu.Buffer, partials *gpu.Buffer, p gkrFoldRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(dst), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchRowsFillSlots encodes kernel rows_fill_slots (shaders/rap/rows.metal:29).
+func dispatchRowsFillSlots(enc *gpu.Batch, groups, tpg gpu.Dim3, part *gpu.Buffer, cols *gpu.Buffer, slots *gpu.Buffer, p rowsSlotsParams) *gpu.Batch {
+	return enc.Dispatch("rows_fill_slots", groups, tpg, []gpu.Arg{gpu.Buf(part), gpu.Buf(cols), gpu.Buf(slots), p.arg()})
+}
+
+// dispatchRowsCheckPartials encodes kernel rows_check_partials (shaders/rap/rows.metal:76).
+func dispatchRowsCheckPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p rowsCheckParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("rows_check_partials", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchRowsMinPairs encodes kernel rows_min_pairs (shaders/rap/rows.metal:119).
+func dispatchRowsMinPairs(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p rowsMinParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("rows_min_pairs", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
+}
+
+// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/rap/zerocheck.metal:100).
 func dispatchZcCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams) *gpu.Batch {
 	return enc.Dispatch("zc_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()})
 }
 
-// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/zerocheck.metal:426).
+// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/rap/zerocheck.metal:426).
 func dispatchZcUniEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/zerocheck.metal:464).
+// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/rap/zerocheck.metal:464).
 func dispatchZcBindUni(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, w *gpu.Buffer, colmap *gpu.Buffer, tables *gpu.Buffer, p zcBindParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_uni", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(w), gpu.Buf(colmap), gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/zerocheck.metal:520).
+// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/rap/zerocheck.metal:520).
 func dispatchZcBindSelectors(enc *gpu.Batch, groups, tpg gpu.Dim3, tables *gpu.Buffer, p zcBindSelParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_selectors", groups, tpg, []gpu.Arg{gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/zerocheck.metal:619).
+// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/rap/zerocheck.metal:619).
 func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
 	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/metalprove/metalprove/internal/poseidon2"
 )
 
-// Grind launches shaders/grind.metal: the search for the smallest w in [0, p) such that, with
+// Grind launches shaders/common/grind.metal: the search for the smallest w in [0, p) such that, with
 // s = state and s[absorbIdx] = w, the canonical value of Permute(s)[7] has its low bits bits
 // zero (transcript.WitnessOK). grind_search tests a range of candidates and leaves one minimum
 // per threadgroup, grind_min reduces those to one value: both deterministic, without atomics.
@@ -26,7 +26,7 @@ type Grind struct {
 	slice     int // tests: candidates per slice instead of SliceSize (0: SliceSize)
 }
 
-// grindNone is GRIND_NONE of shaders/grind.metal: no passing candidate.
+// grindNone is GRIND_NONE of shaders/common/grind.metal: no passing candidate.
 const grindNone = 0xffffffff
 
 // grindMaxCount bounds one slice: with the grid's candidates per step (≤ 2^28) it keeps the
@@ -124,7 +124,7 @@ func (g *Grind) ReadResult() (uint32, bool, error) {
 // SliceSize is the number of candidates Search tests per batch for bits. A search needs 2^bits
 // candidates on average (geometrically distributed), and about half a slice is tested past the
 // hit, while each slice costs one round trip (dispatch, sync, 4-byte download). On the host
-// device (~60 µs a round trip, ~9 M candidates/s on 2 cores) slices of 2^(bits−3), at least 2^8,
+// device (~50 µs a round trip, ~9.7 M candidates/s on 2 cores) slices of 2^(bits−3), at least 2^8,
 // waste about 6 % on overshoot and a few round trips. On GPUs the grid runs ~2^21 threads, so
 // slices below that cost the same (the launch latency), and each thread stops at its first hit
 // only after ~2^bits of its own candidates: slices of 2^(bits+1) (a hit in 86 % of first slices),

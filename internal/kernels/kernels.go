@@ -1,5 +1,5 @@
 // Package kernels holds the typed Go launchers of the kernels in shaders/*.metal: one file per
-// shader family (ntt.go for shaders/ntt.metal, poseidon2.go, merkle.go), each documenting the
+// shader family (ntt.go for shaders/commit/ntt.metal, poseidon2.go, merkle.go), each documenting the
 // math and the buffer preconditions of what it launches. Launchers check sizes, choose dispatch
 // shapes for the device at hand (GPUs: 256-thread groups, or fewer where the kernel's compiled
 // pipeline allows fewer (groupSize, shapeFor), a few groups per compute unit; the

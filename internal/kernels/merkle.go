@@ -9,7 +9,7 @@ import (
 	"github.com/metalprove/metalprove/internal/poseidon2"
 )
 
-// MerkleTree is a Merkle commitment built on the device by shaders/merkle.metal, equal to
+// MerkleTree is a Merkle commitment built on the device by shaders/commit/merkle.metal, equal to
 // cpuref.NewMerkleTree: leaf[r] = hash_slice(row r of the column-major matrix, in column order);
 // query group y < qs = height/2^k is tree_compress(leaf[y + t·qs], t < 2^k); a binary tree of
 // compress above the qs group digests. The layers stay on the device in ONE buffer of 2qs − 1

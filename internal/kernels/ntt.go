@@ -9,7 +9,7 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
-// NTT launches the kernels of shaders/ntt.metal: batched DFT/IDFT over the columns of a
+// NTT launches the kernels of shaders/commit/ntt.metal: batched DFT/IDFT over the columns of a
 // column-major matrix (natural order in and out, exactly cpuref.DFTColumns/IDFTColumns with
 // g_n = field.TwoAdicGenerator(log n); the inverse includes the 1/n factor), the batched small
 // transform of the RS message (cpuref.RSMessageInPlace) and the RS encoding of a matrix

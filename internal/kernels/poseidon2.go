@@ -7,7 +7,7 @@ import (
 	"github.com/metalprove/metalprove/internal/poseidon2"
 )
 
-// Poseidon2 launches shaders/poseidon2.metal (and is the hasher merkle.go builds trees with):
+// Poseidon2 launches shaders/commit/poseidon2.metal (and is the hasher merkle.go builds trees with):
 // the Poseidon2-BabyBear-16 permutation of internal/poseidon2, on Montgomery lanes. It owns the
 // round-constant buffer (RoundConstants, 157 uints, layout in shaders/include/poseidon2.h),
 // uploaded once by NewPoseidon2.

@@ -153,25 +153,3 @@ func b2u(v bool) int {
 	}
 	return 0
 }
-
-// MontFp4s converts extension values to Montgomery words (4 per value).
-func MontFp4s(v []field.Fp4) []uint32 {
-	out := make([]uint32, 0, 4*len(v))
-	for _, x := range v {
-		for _, c := range x {
-			out = append(out, MontOf(c))
-		}
-	}
-	return out
-}
-
-// CanonicalFp4s converts Montgomery words (4 per value) to extension values.
-func CanonicalFp4s(w []uint32) []field.Fp4 {
-	out := make([]field.Fp4, len(w)/4)
-	for i := range out {
-		for c := range 4 {
-			out[i][c] = CanonicalOf(w[4*i+c])
-		}
-	}
-	return out
-}

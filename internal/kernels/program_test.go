@@ -121,7 +121,7 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 			slots4[pt] = make([]field.Fp4, p.NumSlots())
 			for s := range slots4[pt] {
 				slots4[pt][s] = fieldrand.Fp4(r)
-				copy(flat4[4*(s*T+pt):], MontFp4s(slots4[pt][s:s+1]))
+				copy(flat4[4*(s*T+pt):], MontFp4Slice(slots4[pt][s:s+1]))
 			}
 		}
 		e4 := &EvalBuffers{CP: cp, Slots: uploadWords(t, "slots4", flat4), Regs: allocWords(t, 4*p.NumRegs*T), Points: T, Ext: true}
@@ -134,8 +134,8 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		weights := uploadWords(t, "weights", append(MontFp4s(w.Out), 0, 0, 0, 0))
-		den := uploadWords(t, "den", MontFp4s([]field.Fp4{w.DenConst}))
+		weights := uploadWords(t, "weights", append(MontFp4Slice(w.Out), 0, 0, 0, 0))
+		den := uploadWords(t, "den", MontFp4Slice([]field.Fp4{w.DenConst}))
 		comb := allocWords(t, 12*T)
 		b = testDev.Batch()
 		if err := dp.EncodeEvalOutputs(b, testDev, e4, out4); err != nil {
@@ -149,7 +149,7 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 		}
 		ow, _ := out4.ReadAll()
 		cw, _ := comb.ReadAll()
-		got4, gotC := CanonicalFp4s(ow), CanonicalFp4s(cw)
+		got4, gotC := Fp4SliceOfMont(ow), Fp4SliceOfMont(cw)
 		for pt := range T {
 			constraints.Eval(p, slots4[pt], public, field.Lift, func(o int, v field.Fp4) {
 				if got4[o*T+pt] != v {

@@ -7,14 +7,14 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
-// The stacked opening reduction's own kernels (shaders/stacked_reduction.metal): the round-0 sums
+// The stacked opening reduction's own kernels (shaders/openings/stacked_reduction.metal): the round-0 sums
 // over a stacked matrix Q and the tables after u_0. The later rounds use the sumcheck family.
 //
 // Q (one commitment's stacked matrix, column-major, Montgomery, height 2^(lSkip+nStack)) is a
 // sequence of blocks of N = 2^lSkip values: block x of column m starts at uint (m·2^nStack + x)·N.
 // A slice of 2^NN blocks starts at a multiple of its length; its eq table e = eq(r_1..r_NN, ·)
 // lies in an Fp4 table buffer (etab) from EOff. Slices are cut into chunks of at most
-// 2^StackedChunkLog(lSkip) blocks (4096 values), numbered in slice order; a dispatch over a range
+// 2^StackedChunkLog(lSkip) blocks (16384 values), numbered in slice order; a dispatch over a range
 // of slices takes their packed descriptors (PackStackedSlices).
 
 // StackedSlice describes one slice for the stacked-reduction kernels.
@@ -26,7 +26,7 @@ type StackedSlice struct {
 	WStart int       // Fp4 index in the W table of the slice's first entry (BindW)
 }
 
-// Descriptor words (shaders/stacked_reduction.metal SR_*).
+// Descriptor words (shaders/openings/stacked_reduction.metal SR_*).
 const (
 	srSliceWords = 16
 	srQStart     = 0
@@ -39,8 +39,12 @@ const (
 	srWStart     = 13
 )
 
-// StackedChunkLog is the log2 of the blocks per chunk: chunks of 2^12 values.
-func StackedChunkLog(lSkip int) int { return 12 - lSkip }
+// StackedChunkLog is the log2 of the blocks per chunk: chunks of 2^14 values (on a GPU, 64 per
+// thread of a 256-thread group between two applications of the slice weights).
+func StackedChunkLog(lSkip int) int { return 14 - lSkip }
+
+// StackedSliceChunks is the number of chunks of a slice of 2^nn blocks.
+func StackedSliceChunks(nn, lSkip int) int { return 1 << max(nn-StackedChunkLog(lSkip), 0) }
 
 // PackStackedSlices returns the descriptor words of slices (append them to one buffer; a
 // dispatch names its range by the index of its first slice) and the number of chunks they make.
@@ -48,11 +52,10 @@ func PackStackedSlices(slices []StackedSlice, lSkip int) (words []uint32, chunks
 	if lSkip < 0 || lSkip > 5 {
 		return nil, 0, fmt.Errorf("kernels: stacked slices: l_skip %d not in [0, 5]", lSkip)
 	}
-	logCB := StackedChunkLog(lSkip)
 	words = make([]uint32, srSliceWords*len(slices))
 	for i, s := range slices {
 		if s.NN < 0 || s.NN > 30-lSkip || s.QStart < 0 || s.EOff < 0 || s.WStart < 0 ||
-			s.QStart+(N(lSkip)<<s.NN) >= maxElems || 4*(s.EOff+1<<s.NN) >= maxElems || 4*(s.WStart+1<<s.NN) >= maxElems {
+			s.QStart+(1<<(lSkip+s.NN)) >= maxElems || 4*(s.EOff+1<<s.NN) >= maxElems || 4*(s.WStart+1<<s.NN) >= maxElems {
 			return nil, 0, fmt.Errorf("kernels: stacked slice %d: %+v", i, s)
 		}
 		d := words[srSliceWords*i:]
@@ -64,7 +67,7 @@ func PackStackedSlices(slices []StackedSlice, lSkip int) (words []uint32, chunks
 			d[srRot] = 1
 		}
 		d[srWStart] = uint32(s.WStart)
-		chunks += 1 << max(s.NN-logCB, 0)
+		chunks += StackedSliceChunks(s.NN, lSkip)
 	}
 	if chunks >= maxElems {
 		return nil, 0, fmt.Errorf("kernels: stacked slices: %d chunks", chunks)
@@ -72,18 +75,16 @@ func PackStackedSlices(slices []StackedSlice, lSkip int) (words []uint32, chunks
 	return words, chunks, nil
 }
 
-// N is 2^lSkip.
-func N(lSkip int) int { return 1 << lSkip }
-
-// SliceRange names count slices of a descriptor buffer from index First, making Chunks chunks.
+// SliceRange names Count slices of a descriptor buffer from index First: their chunks are
+// FirstChunk (the chunk number of slice First in its packed list) and the Chunks − 1 after it.
 type SliceRange struct {
-	Slices               *gpu.Array[uint32]
-	First, Count, Chunks int
+	Slices                           *gpu.Array[uint32]
+	First, Count, FirstChunk, Chunks int
 }
 
 func (r SliceRange) check(op string) error {
-	if r.First < 0 || r.Count <= 0 || r.Chunks < r.Count {
-		return fmt.Errorf("kernels: %s: slices [%d, +%d), %d chunks", op, r.First, r.Count, r.Chunks)
+	if r.First < 0 || r.Count <= 0 || r.Chunks < r.Count || r.FirstChunk < 0 || r.FirstChunk+r.Chunks >= maxElems {
+		return fmt.Errorf("kernels: %s: slices [%d, +%d), chunks [%d, +%d)", op, r.First, r.Count, r.FirstChunk, r.Chunks)
 	}
 	return checkArray(op, r.Slices, srSliceWords*(r.First+r.Count))
 }
@@ -113,8 +114,8 @@ func EncodeStackedUniPartials(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[uint32
 	if q == nil || etab == nil {
 		return 0, fmt.Errorf("kernels: StackedUniPartials: nil buffer")
 	}
-	n := N(lSkip)
-	t := 256
+	n := 1 << lSkip
+	t := groupSize(dev, "sr_uni_partials", gpuGroup)
 	if isHost(dev) {
 		t = max(1, n/16) // one item of 16 lanes per group (host barriers cost per item)
 	}
@@ -127,7 +128,7 @@ func EncodeStackedUniPartials(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[uint32
 	if isHost(dev) {
 		lanes = 16
 	}
-	dispatchSrUniPartials(b, gpu.D1(uint32(g)), gpu.D1(uint32(t)), q.Buffer, r.Slices.Buffer, etab.Buffer, partials.Buffer, srUniParams{sliceFirst: uint32(r.First), sliceCount: uint32(r.Count), chunks: uint32(r.Chunks), logN: uint32(lSkip), logCb: uint32(StackedChunkLog(lSkip)), row: uint32(row)}, uint32(48*t*lanes))
+	dispatchSrUniPartials(b, gpu.D1(uint32(g)), gpu.D1(uint32(t)), q.Buffer, r.Slices.Buffer, etab.Buffer, partials.Buffer, srUniParams{sliceFirst: uint32(r.First), sliceCount: uint32(r.Count), chunk0: uint32(r.FirstChunk), chunks: uint32(r.Chunks), logN: uint32(lSkip), logCb: uint32(StackedChunkLog(lSkip)), row: uint32(row)}, uint32(48*t*lanes))
 	return g, b.Err()
 }
 
@@ -141,7 +142,7 @@ func EncodeStackedBindQ(b *gpu.Batch, dev *gpu.Device, q, lag, out *gpu.Array[ui
 	if err := checkArray("StackedBindQ", q, entries<<lSkip); err != nil {
 		return err
 	}
-	if err := checkArray("StackedBindQ", lag, 4*N(lSkip)); err != nil {
+	if err := checkArray("StackedBindQ", lag, 4<<lSkip); err != nil {
 		return err
 	}
 	if err := checkArray("StackedBindQ", out, 4*(outOff+entries)); err != nil {
@@ -168,13 +169,12 @@ func EncodeStackedBindW(b *gpu.Batch, dev *gpu.Device, r SliceRange, weights, et
 	if etab == nil || w == nil {
 		return fmt.Errorf("kernels: StackedBindW: nil buffer")
 	}
-	cb := 1 << StackedChunkLog(lSkip)
-	g, t := shape(dev, r.Chunks*cb)
-	g = gpu.D1(min(g.X, uint32(r.Chunks)))
-	if t.X > uint32(cb) && !isHost(dev) {
-		t = gpu.D1(uint32(cb))
+	units := r.Chunks << StackedChunkLog(lSkip) >> 2 // 4 entries per item; the host runs 64 per item
+	if isHost(dev) {
+		units >>= 4
 	}
-	dispatchSrBindW(b, g, t, r.Slices.Buffer, weights.Buffer, etab.Buffer, w.Buffer, srBindWParams{sliceFirst: uint32(r.First), sliceCount: uint32(r.Count), chunks: uint32(r.Chunks), logCb: uint32(StackedChunkLog(lSkip))})
+	g, t := shapeFor(dev, "sr_bind_w", units)
+	dispatchSrBindW(b, g, t, r.Slices.Buffer, weights.Buffer, etab.Buffer, w.Buffer, srBindWParams{sliceFirst: uint32(r.First), sliceCount: uint32(r.Count), chunk0: uint32(r.FirstChunk), chunks: uint32(r.Chunks), logCb: uint32(StackedChunkLog(lSkip))})
 	return b.Err()
 }
 
@@ -182,7 +182,7 @@ func EncodeStackedBindW(b *gpu.Batch, dev *gpu.Device, r SliceRange, weights, et
 // field.TwoAdicGenerator(lSkip)): Σ_z L_z(u)·v_z is the polynomial with values v on the order-N
 // subgroup (IDFT coefficients) evaluated at u.
 func LagrangeWeights(lSkip int, u field.Fp4) []field.Fp4 {
-	n := N(lSkip)
+	n := 1 << lSkip
 	winv := field.TwoAdicGenerator(lSkip).Inverse()
 	upow := field.PowersFp4(u, n)
 	ninv := field.Fp(uint32(n)).Inverse()

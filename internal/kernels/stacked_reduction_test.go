@@ -81,19 +81,22 @@ func TestStackedUniPartials(t *testing.T) {
 			f := newStackedFixture(r, c.lSkip, c.nStack, c.width, all)
 			qa := upload(t, f.q)
 			ea := uploadFp4(t, f.etab)
-			var words []uint32
+			// One packed list; one dispatch per sub-list, from its first chunk.
+			words, _, err := PackStackedSlices(f.slices, c.lSkip)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var ranges []SliceRange
 			rows := 0
-			at := 0
+			at, chunk := 0, 0
 			for _, l := range c.nns {
-				w, chunks, err := PackStackedSlices(f.slices[at:at+len(l)], c.lSkip)
-				if err != nil {
-					t.Fatal(err)
+				rg := SliceRange{First: at, Count: len(l), FirstChunk: chunk}
+				for _, nn := range l {
+					rg.Chunks += StackedSliceChunks(nn, c.lSkip)
 				}
-				ranges = append(ranges, SliceRange{First: len(words) / srSliceWords, Count: len(l), Chunks: chunks})
-				words = append(words, w...)
-				rows += min(chunks, StackedUniMaxRows(testDev))
-				at += len(l)
+				ranges = append(ranges, rg)
+				rows += min(rg.Chunks, StackedUniMaxRows(testDev))
+				at, chunk = at+len(l), chunk+rg.Chunks
 			}
 			sa, err := gpu.UploadArray(testDev, "slices", words)
 			if err != nil {
@@ -155,7 +158,7 @@ func TestStackedUniPartialsShapes(t *testing.T) {
 		b := testDev.Batch()
 		b.Dispatch("sr_uni_partials", gpu.D1(uint32(sh.groups)), gpu.D1(uint32(sh.tpg)), []gpu.Arg{gpu.Buf(qa.Buffer), gpu.Buf(sa.Buffer),
 			gpu.Buf(ea.Buffer), gpu.Buf(partials.Buffer),
-			gpu.U32(0, uint32(len(f.slices)), uint32(chunks), uint32(lSkip), uint32(StackedChunkLog(lSkip)), 0)}, uint32(48*16*sh.tpg))
+			gpu.U32(0, uint32(len(f.slices)), 0, uint32(chunks), uint32(lSkip), uint32(StackedChunkLog(lSkip)), 0)}, uint32(48*16*sh.tpg))
 		if err := EncodeSumRows(b, testDev, partials, out, sh.groups, width); err != nil {
 			t.Fatal(err)
 		}

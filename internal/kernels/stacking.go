@@ -7,7 +7,7 @@ import (
 )
 
 // EncodeStackTrace encodes the placement of one resident trace into the stacked matrix q
-// (shaders/stacking.metal stack_trace; spec A §5.3): trace is column-major and canonical
+// (shaders/commit/stacking.metal stack_trace; spec A §5.3): trace is column-major and canonical
 // (height h, width w, as uploaded), q column-major in Montgomery form. Column j's values go to
 // q[start + j·h·2^logStride + i·2^logStride], i < h, with zeros on the rows between them; start
 // and logStride come from stark.StackedLayout.Placement of the trace's first column.

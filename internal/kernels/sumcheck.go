@@ -7,7 +7,7 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
-// The shared product-sumcheck family (shaders/sumcheck.metal), used by the stacked opening
+// The shared product-sumcheck family (shaders/common/sumcheck.metal), used by the stacked opening
 // reduction and by WHIR: round sums, folds and eq tables over column-major Fp4 tables.
 //
 // An Fp4 value on the device is 4 consecutive Montgomery uints (bb4.h); Fp4 indices below count
@@ -97,7 +97,7 @@ func (s *Sumcheck) EncodeRound(b *gpu.Batch, t ProductTables) error {
 		return fmt.Errorf("kernels: Round: tables of one row have no round")
 	}
 	pairs := t.Cols << (t.LogRows - 1)
-	g, tp, tg := s.reduceShape(pairs)
+	g, tp, tg := s.reduceShape("sc_round_partials", pairs)
 	dispatchScRoundPartials(b, g, tp, t.F.Buffer, t.W.Buffer, s.partials.Buffer, scRoundParams{logHalf: uint32(t.LogRows - 1), cols: uint32(t.Cols), stride: uint32(t.Stride)}, tg)
 	return s.encodeSum(b, int(g.X))
 }
@@ -122,7 +122,7 @@ func (s *Sumcheck) EncodeFoldRound(b *gpu.Batch, src, dst ProductTables, alpha f
 		return fmt.Errorf("kernels: FoldRound: the folded tables must not share a buffer with the source")
 	}
 	pairs := dst.Cols << (dst.LogRows - 1)
-	g, tp, tg := s.reduceShape(pairs)
+	g, tp, tg := s.reduceShape("sc_fold_round_partials", pairs)
 	a := MontFp4(alpha)
 	dispatchScFoldRoundPartials(b, g, tp, src.F.Buffer, src.W.Buffer, dst.F.Buffer, dst.W.Buffer, s.partials.Buffer, scFoldRoundParams{logHalf: uint32(dst.LogRows - 1), cols: uint32(dst.Cols), srcStride: uint32(src.Stride), dstStride: uint32(dst.Stride), a0: a[0], a1: a[1], a2: a[2], a3: a[3]}, tg)
 	return s.encodeSum(b, int(g.X))
@@ -164,14 +164,11 @@ func maxReduceGroups(dev *gpu.Device) int {
 
 // reduceShape is the dispatch of a partials kernel over pairs work items (each thread takes runs
 // of MSL_LANES items on the host) and its threadgroup memory (32 bytes per thread).
-func (s *Sumcheck) reduceShape(pairs int) (groups, tpg gpu.Dim3, tgBytes uint32) {
-	t := 256
+func (s *Sumcheck) reduceShape(kernel string, pairs int) (groups, tpg gpu.Dim3, tgBytes uint32) {
+	t := groupSize(s.dev, kernel, gpuGroup)
 	if isHost(s.dev) {
 		t = 1 // barrier kernels: one work item per group (host barriers cost per item)
 		pairs = (pairs + 15) / 16
-	}
-	if lim := s.dev.Limits().MaxThreadsPerGroup; lim > 0 {
-		t = min(t, lim)
 	}
 	g := min(max((pairs+t-1)/t, 1), s.maxGroups)
 	return gpu.D1(uint32(g)), gpu.D1(uint32(t)), uint32(32 * t)
@@ -194,12 +191,9 @@ func EncodeSumRowsAt(b *gpu.Batch, dev *gpu.Device, in, out *gpu.Array[uint32], 
 	if err := checkArray("SumRows", out, outOff+width); err != nil {
 		return err
 	}
-	t := 256
+	t := groupSize(dev, "sc_sum_rows", gpuGroup)
 	if isHost(dev) {
 		t = 1
-	}
-	if lim := dev.Limits().MaxThreadsPerGroup; lim > 0 {
-		t = min(t, lim)
 	}
 	dispatchScSumRows(b, gpu.D1(1), gpu.D1(uint32(t)), in.Buffer, out.Buffer, scSumRowsParams{rows: uint32(rows), width: uint32(width), outOff: uint32(outOff)}, uint32(4*t))
 	return b.Err()

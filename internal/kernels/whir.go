@@ -7,7 +7,7 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
-// The launchers of shaders/whir.metal: the tables of the WHIR prover beyond the NTT, Merkle and
+// The launchers of shaders/openings/whir.metal: the tables of the WHIR prover beyond the NTT, Merkle and
 // sumcheck families. Fp4 tables are AoS (element i = the Montgomery uints [4i, 4i+4), as
 // bb4_load reads them); base matrices column-major Montgomery.
 

@@ -79,6 +79,8 @@ func TestPresetRows(t *testing.T) {
 		logFinal, logupPow, maxDegree int
 	}{
 		{"app-100bit", 24, 1, 4, 20, 2048, 5, 15, 20, UniqueDecoding(), []int{193, 88, 81, 81}, 8, 18, 3},
+		// OpenVM's keccakf example (v2.0.1): app_params_with_100_bits_security(21).
+		{"openvm-keccakf", 0, 1, 4, 17, 2048, 5, 15, 20, UniqueDecoding(), []int{193, 88, 81}, 9, 18, 3},
 		{"leaf", 0, 2, 4, 17, 2048, 4, 13, 20, UniqueDecoding(), []int{118, 84, 81}, 9, 18, 4},
 		{"internal", 0, 3, 2, 17, 512, 18, 20, 20, ListDecoding(2), []int{68, 30, 20}, 7, 19, 4},
 		{"root", 0, 4, 2, 18, 18, 15, 15, 15, ListDecoding(1), []int{61, 30, 20}, 8, 18, 4},
@@ -114,10 +116,13 @@ func TestPresetRows(t *testing.T) {
 			t.Errorf("%s: CheckSecurity(allow) = %v", c.name, err)
 		}
 	}
+	if p, _, _ := Preset("openvm-keccakf", 0); !p.Equal(OpenVMKeccakfParams()) {
+		t.Error("openvm-keccakf preset")
+	}
 	if p, _, _ := Preset("test", 0); !p.Equal(TestParamsSmall(2, 8, 3)) {
 		t.Error("test preset is not test_system_params_small(2, 8, 3)")
 	}
-	if !slices.Equal(PresetNames(), []string{"app-100bit", "leaf", "internal", "root", "hook", "test"}) {
+	if !slices.Equal(PresetNames(), []string{"app-100bit", "openvm-keccakf", "leaf", "internal", "root", "hook", "test"}) {
 		t.Errorf("PresetNames = %v", PresetNames())
 	}
 	for _, h := range []int{10, 25, -1} {

@@ -90,6 +90,23 @@ func HookParams() SystemParams {
 		RecursionMaxConstraintDegree, DefaultWhirQueryPhasePowBits, DefaultKWhir)
 }
 
+// OpenVMKeccakfLogStackedHeight is the stacked height of OpenVM's GPU Keccak-f example.
+const OpenVMKeccakfLogStackedHeight = 21
+
+// OpenVMKeccakfParams are the parameters of OpenVM's own GPU Keccak-f example (stark-backend
+// v2.0.1, crates/cuda-backend/examples/keccakf.rs, make_params): app_params_with_100_bits_security(21),
+// i.e. l_skip 4, n_stack 17, w_stack 2048, log_blowup 1, WHIR k 4 with log_final_poly_len 9
+// (derived from the maximum 10), query PoW 20, folding PoW 5, μ PoW 15, unique decoding, LogUp
+// 100-bit (PoW 18), a 100-bit target. The example's older revisions (before v2.0.0-beta.1) used
+// w_stack 64 and log_final_poly_len 8 with an earlier WhirConfig; see docs/SPEC-NOTES.md.
+func OpenVMKeccakfParams() SystemParams {
+	p, err := AppParams(OpenVMKeccakfLogStackedHeight)
+	if err != nil {
+		panic(err) // 21 is in range
+	}
+	return p
+}
+
 // TestParamsSmall is test_system_params_small(l_skip, n_stack, k) of OpenVM test_utils: 5-bit
 // security target, insecure by design, for fast tests.
 func TestParamsSmall(lSkip, nStack, kWhir int) SystemParams {
@@ -121,6 +138,8 @@ func fixed(p func() SystemParams) func(int) (SystemParams, error) {
 var presets = []preset{
 	{PresetInfo{"app-100bit", "app_params_with_100_bits_security(log_stacked_height): App VM, 100-bit target",
 		SecurityBitsTarget, AppVMBounds}, AppParams},
+	{PresetInfo{"openvm-keccakf", "the parameters of OpenVM's GPU Keccak-f example (stark-backend v2.0.1 cuda-backend/examples/keccakf.rs): app_params_with_100_bits_security(21), 100-bit target",
+		SecurityBitsTarget, AppVMBounds}, fixed(OpenVMKeccakfParams)},
 	{PresetInfo{"leaf", "leaf_params_with_100_bits_security: leaf aggregation, 100-bit target",
 		SecurityBitsTarget, recursionBounds("leaf recursion bounds", 20)}, fixed(LeafParams)},
 	{PresetInfo{"internal", "internal_params_with_100_bits_security: internal aggregation, 100-bit target",

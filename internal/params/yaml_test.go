@@ -10,8 +10,8 @@ import (
 
 func TestLoadConfigs(t *testing.T) {
 	for _, c := range []struct{ file, preset string }{
-		{"../../../configs/app-100bit.yaml", "app-100bit"},
-		{"../../../configs/test.yaml", "test"},
+		{"../../configs/app-100bit.yaml", "app-100bit"},
+		{"../../configs/test.yaml", "test"},
 	} {
 		got, spec, err := LoadFile(c.file)
 		if err != nil {

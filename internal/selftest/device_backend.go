@@ -72,7 +72,7 @@ func DeviceBackendChecks(dev *gpu.Device) []Check {
 			return checkDeviceCommit(dev, p, traces)
 		}})
 	}
-	return out
+	return append(out, stackingChecks(dev, tag)...)
 }
 
 func checkDeviceCommit(dev *gpu.Device, p params.SystemParams, traces []air.Matrix) error {

@@ -42,7 +42,7 @@ func KernelChecks(dev *gpu.Device) []Check {
 	for _, c := range []struct{ logH, width, k int }{{0, 1, 0}, {5, 9, 3}, {10, 42, 4}, {16, 42, 4}} {
 		add(fmt.Sprintf("merkle-2^%dx%d-k%d", c.logH, c.width, c.k), func() error { return checkMerkle(dev, c.logH, c.width, c.k) })
 	}
-	return out
+	return append(out, sumcheckChecks(dev, tag)...)
 }
 
 func sameFp(what string, got, want []field.Fp) error {
@@ -215,5 +215,22 @@ func checkMerkle(dev *gpu.Device, logH, width, k int) error {
 	if err != nil {
 		return err
 	}
-	return cpuref.VerifyOpening(root, 1<<k, width, &cpuref.MerkleOpening{Index: o.Index, Rows: o.Rows, Proof: o.Proof})
+	if err := cpuref.VerifyOpening(root, 1<<k, width, &cpuref.MerkleOpening{Index: o.Index, Rows: o.Rows, Proof: o.Proof}); err != nil {
+		return err
+	}
+	ys := []int{0, y, tree.QueryStride() - 1, y}
+	bo, err := tree.OpenBatch(ys)
+	if err != nil {
+		return err
+	}
+	for q, y := range ys {
+		wo, err := want.Open(y)
+		if err != nil {
+			return err
+		}
+		if fmt.Sprint(bo.Rows[q], bo.Paths[q]) != fmt.Sprint(wo.Rows, wo.Proof) {
+			return fmt.Errorf("OpenBatch: query %d (index %d) differs from cpuref", q, y)
+		}
+	}
+	return nil
 }

@@ -26,6 +26,9 @@ type Backend struct {
 	Stacking    StackingBackend
 	Whir        WhirBackend
 	Grinder     transcript.Grinder
+	// Checker is the pre-proof trace check (ProveOptions.CheckConstraints); nil means
+	// HostChecker.
+	Checker Checker
 	// Meter, when set, gives the counters of per-stage reports (ProveOptions.OnStage).
 	Meter Meter
 }
@@ -143,6 +146,17 @@ type WhirProver interface {
 	AccumulateWeight(coefs, points []field.Fp4) error
 	// Release frees backend resources.
 	Release()
+}
+
+// Checker is the pre-proof trace check: every constraint of every present AIR on every row, and
+// the balance of the interactions of all AIRs.
+type Checker interface {
+	// CheckTraces checks the present traces of inputs (AIR order, loaded on the backend) against
+	// pk's AIRs. It returns nil for valid traces, a *TraceCheckError exactly as HostChecker's
+	// (at most maxFailures constraint failures in (AIR, row, constraint) order, ≤ 0 meaning 10,
+	// and at most maxFailures imbalances), or another error: an input that does not fit pk
+	// (ErrProveInput), a device error.
+	CheckTraces(pk *ProvingKey, inputs []AirTraces, maxFailures int) error
 }
 
 // Counters are a backend's cumulative work counters, read by Meter.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/metalprove/metalprove/internal/air"
-	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/poseidon2"
@@ -24,7 +23,7 @@ var (
 	// ErrProveInput: the proving inputs do not fit the proving key (count, widths, heights,
 	// public values, parameters).
 	ErrProveInput = errors.New("stark: invalid proving input")
-	// ErrInvalidTrace: the host checker found a constraint that does not vanish or a bus that
+	// ErrInvalidTrace: the trace checker found a constraint that does not vanish or a bus that
 	// does not balance (the error is a *TraceCheckError).
 	ErrInvalidTrace = errors.New("stark: trace does not satisfy its AIR")
 )
@@ -65,9 +64,9 @@ const (
 
 // ProveOptions tune Prove. A nil *ProveOptions means DefaultProveOptions().
 type ProveOptions struct {
-	// CheckConstraints runs the host constraint and interaction checker on every present trace
-	// before proving, and refuses invalid traces with a *TraceCheckError. Turning it off lets an
-	// invalid trace through: the proof it yields does not verify.
+	// CheckConstraints runs the backend's trace checker (Backend.Checker; HostChecker when nil)
+	// on every present trace before proving, and refuses invalid traces with a *TraceCheckError.
+	// Turning it off lets an invalid trace through: the proof it yields does not verify.
 	CheckConstraints bool
 	// MaxFailures bounds the failures reported by the checker (≤ 0: 10).
 	MaxFailures int
@@ -89,6 +88,9 @@ type StageReport struct {
 	Stage string        `json:"stage"`
 	Wall  time.Duration `json:"wall_ns"`
 	Counters
+	// Parts break a stage down where it has parts (openings: stacking, whir), each with its own
+	// wall time and counters (MemoryPeak: the stage's).
+	Parts []StageReport `json:"parts,omitempty"`
 }
 
 // stages runs the stages of one proof, reporting each.
@@ -96,6 +98,9 @@ type stages struct {
 	ctx   context.Context
 	opts  *ProveOptions
 	meter Meter
+	parts []StageReport // of the stage running
+	// grinding is the wall time spent in proof-of-work searches since the last reset.
+	grinding time.Duration
 }
 
 func newStages(opts *ProveOptions, be *Backend) *stages {
@@ -114,14 +119,43 @@ func (s *stages) run(name string, f func() error) error {
 	if s.opts.OnStageStart != nil {
 		s.opts.OnStageStart(name)
 	}
-	var before Counters
 	if s.meter != nil {
 		s.meter.ResetPeak()
+	}
+	s.parts = nil
+	rep, err := s.measure(name, f)
+	if err != nil {
+		return err
+	}
+	rep.Parts, s.parts = s.parts, nil
+	if s.opts.OnStage != nil {
+		s.opts.OnStage(rep)
+	}
+	return nil
+}
+
+// part runs one part of the running stage and records it in the stage's report.
+func (s *stages) part(name string, f func() error) error {
+	if err := s.ctx.Err(); err != nil {
+		return err
+	}
+	rep, err := s.measure(name, f)
+	if err == nil {
+		s.parts = append(s.parts, rep)
+	}
+	return err
+}
+
+// measure runs f and returns its wall time and counters (MemoryPeak: the peak since the stage
+// began).
+func (s *stages) measure(name string, f func() error) (StageReport, error) {
+	var before Counters
+	if s.meter != nil {
 		before = s.meter.Counters()
 	}
 	start := time.Now()
 	if err := f(); err != nil {
-		return err
+		return StageReport{}, err
 	}
 	rep := StageReport{Stage: name, Wall: time.Since(start)}
 	if s.meter != nil {
@@ -135,13 +169,10 @@ func (s *stages) run(name string, f func() error) error {
 			Fallbacks:       after.Fallbacks - before.Fallbacks,
 		}
 	}
-	if s.opts.OnStage != nil {
-		s.opts.OnStage(rep)
-	}
-	return nil
+	return rep, nil
 }
 
-// TraceCheckError lists what the host checker found wrong.
+// TraceCheckError lists what the trace checker found wrong.
 type TraceCheckError struct {
 	// AirIndex[i] is the AIR index of Failures[i] (verifying-key order).
 	AirIndex   []int
@@ -336,58 +367,6 @@ func AirInputs(pk *ProvingKey, inputs []AirTraces, p params.SystemParams) ([]*Ai
 	return traces, nil
 }
 
-// checkTraces runs the host checker on the present AIRs (AIR order), on the host matrices the
-// traces were loaded from.
-func checkTraces(pk *ProvingKey, inputs []AirTraces, maxFailures int) error {
-	if maxFailures <= 0 {
-		maxFailures = 10
-	}
-	e := &TraceCheckError{}
-	var busAirs []air.Air
-	var busInputs []air.TraceInput
-	for i := range inputs {
-		in := &inputs[i]
-		if !in.Present() {
-			continue
-		}
-		ti := air.TraceInput{CommonMain: *in.Common.Host(), Public: in.Public}
-		if pre := pk.Preprocessed[i]; pre != nil {
-			ti.Preprocessed = pre.Host()
-		}
-		for _, c := range in.Cached {
-			ti.CachedMains = append(ti.CachedMains, *c.Host())
-		}
-		if len(e.Failures) < maxFailures {
-			fs, err := constraints.Check(pk.Airs[i], ti, maxFailures-len(e.Failures))
-			if err != nil {
-				return inputErr("AIR %d: %v", i, err)
-			}
-			for _, f := range fs {
-				e.Failures = append(e.Failures, f)
-				e.AirIndex = append(e.AirIndex, i)
-			}
-		}
-		if len(pk.VK.MVK.PerAir[i].DAG.Interactions) > 0 {
-			busAirs = append(busAirs, pk.Airs[i])
-			busInputs = append(busInputs, ti)
-		}
-	}
-	if len(busAirs) > 0 {
-		ims, err := constraints.CheckInteractions(busAirs, busInputs)
-		if err != nil {
-			return inputErr("%v", err)
-		}
-		if len(ims) > maxFailures {
-			ims = ims[:maxFailures]
-		}
-		e.Imbalances = ims
-	}
-	if len(e.Failures) > 0 || len(e.Imbalances) > 0 {
-		return e
-	}
-	return nil
-}
-
 // observePreamble is P0–P2 of spec B §3.2 (prover and verifier): the vk prehash, the common-main
 // commitment and, per AIR in vk order, presence, preprocessed commit or log height, cached
 // commitments and public values.
@@ -463,7 +442,11 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 	}
 	st := newStages(opts, be)
 	if opts.CheckConstraints {
-		if err := st.run(StageCheck, func() error { return checkTraces(pk, inputs, opts.MaxFailures) }); err != nil {
+		checker := be.Checker
+		if checker == nil {
+			checker = HostChecker{}
+		}
+		if err := st.run(StageCheck, func() error { return checker.CheckTraces(pk, inputs, opts.MaxFailures) }); err != nil {
 			return nil, err
 		}
 	}
@@ -546,9 +529,27 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 		return nil, err
 	}
 
+	// Openings (ProveOpenings), reported as two parts: the stacked reduction and WHIR.
 	err = st.run(StageOpenings, func() error {
-		var err error
-		proof.Stacking, proof.Whir, err = ProveOpenings(&Backend{Stacking: be.Stacking, Whir: be.Whir, Grinder: st.grinder(be)}, &tr, p, commits, claims)
+		var u []field.Fp4
+		err := st.part("stacking", func() error {
+			var err error
+			proof.Stacking, u, err = ProveStacking(be.Stacking, &tr, p, commits, claims)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		st.grinding = 0
+		err = st.part("whir", func() error {
+			var err error
+			proof.Whir, err = ProveWhir(be.Whir, st.grinder(be), &tr, p, commits, UCube(p.LSkip, u))
+			return err
+		})
+		if err == nil {
+			// The proof-of-work searches inside WHIR (μ, folding, queries): part of its time.
+			st.parts = append(st.parts, StageReport{Stage: "whir grinding", Wall: st.grinding})
+		}
 		return err
 	})
 	if err != nil {
@@ -557,17 +558,19 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 	return proof, nil
 }
 
-// grinder is be's Grinder with the proof's context.
-func (s *stages) grinder(be *Backend) transcript.Grinder { return ctxGrinder{s.ctx, be.Grinder} }
+// grinder is be's Grinder with the proof's context, its time added to s.grinding.
+func (s *stages) grinder(be *Backend) transcript.Grinder { return ctxGrinder{s, be.Grinder} }
 
 // ctxGrinder searches with the proof's context instead of the stage code's.
 type ctxGrinder struct {
-	ctx context.Context
-	g   transcript.Grinder
+	s *stages
+	g transcript.Grinder
 }
 
 func (c ctxGrinder) FindWitness(_ context.Context, state [poseidon2.Width]field.Fp, absorbIdx, bits int) (field.Fp, error) {
-	return c.g.FindWitness(c.ctx, state, absorbIdx, bits)
+	start := time.Now()
+	defer func() { c.s.grinding += time.Since(start) }()
+	return c.g.FindWitness(c.s.ctx, state, absorbIdx, bits)
 }
 
 // check reports a backend that lacks a stage.

@@ -271,9 +271,6 @@ func (w *Writer) Commit() error {
 		if _, err := w.f.WriteAt(hdr, 0); err != nil {
 			return w.fail(fmt.Errorf("tracefile: %w", err))
 		}
-		if err := w.f.Chmod(0o644); err != nil {
-			return w.fail(fmt.Errorf("tracefile: %w", err))
-		}
 		if err := w.f.Commit(); err != nil {
 			return w.fail(fmt.Errorf("tracefile: %w", err))
 		}

@@ -1,4 +1,4 @@
-// Command mslgen reads the MSL kernels of shaders/*.metal and emits the code that lets the same
+// Command mslgen reads the MSL kernels of shaders/<stage>/*.metal and emits the code that lets the same
 // kernels run on the CPU host device, on CUDA and through the clang address-space check, plus
 // the Go table of kernels and their argument slots. It is run by go generate in
 // internal/gpu/driver:
@@ -6,7 +6,7 @@
 //	mslgen [-root dir]                   write the four generated files (below)
 //	mslgen [-root dir] -check out.cpp [file.metal...]
 //	                                     write only the clang check copy of the given files
-//	                                     (default: shaders/*.metal)
+//	                                     (default: every kernel file, see shaderFiles)
 //
 // Outputs, paths relative to the module root:
 //
@@ -450,7 +450,7 @@ func findRoot() string {
 
 func main() {
 	root := flag.String("root", "", "module root (default: the directory of the nearest go.mod)")
-	checkOut := flag.String("check", "", "write only the clang check copy of the given .metal files (default shaders/*.metal) to this file")
+	checkOut := flag.String("check", "", "write only the clang check copy of the given .metal files (default: every kernel file) to this file")
 	flag.Parse()
 	if *root == "" {
 		*root = findRoot()
@@ -463,12 +463,10 @@ func main() {
 		check(err)
 	}
 	if len(files) == 0 {
-		files, err = filepath.Glob(filepath.Join(r, "shaders", "*.metal")) // not shaders/bad/
-		check(err)
-		sort.Strings(files)
+		files = shaderFiles(r)
 	}
 	if len(files) == 0 {
-		check(fmt.Errorf("no shaders/*.metal under %s", r))
+		check(fmt.Errorf("no shaders/<stage>/*.metal under %s", r))
 	}
 	incDirs := []string{filepath.Join(r, "shaders", "include")}
 	if *checkOut == "" {
@@ -514,6 +512,27 @@ func main() {
 	write(filepath.Join(r, "internal/gpu/host/kernels_host.gen.cpp"), banner+genHost(kernels, amalg))
 	write(filepath.Join(r, "internal/gpu/cuda/kernels.gen.cu"), banner+genCUDA(kernels, amalg))
 	write(filepath.Join(r, "internal/gpu/metal/shaders.gen.metal"), banner+metal.out.String())
+}
+
+// shaderFiles lists the kernel files: shaders/<stage>/*.metal, grouped by the prover stage they
+// serve (common, commit, rap, openings), plus any shaders/*.metal; never shaders/include (headers)
+// or shaders/bad (deliberate mistakes for scripts/check-msl.sh). Sorted by path.
+func shaderFiles(root string) []string {
+	dir := filepath.Join(root, "shaders")
+	files, err := filepath.Glob(filepath.Join(dir, "*.metal"))
+	check(err)
+	ents, err := os.ReadDir(dir)
+	check(err)
+	for _, e := range ents {
+		if !e.IsDir() || e.Name() == "include" || e.Name() == "bad" {
+			continue
+		}
+		sub, err := filepath.Glob(filepath.Join(dir, e.Name(), "*.metal"))
+		check(err)
+		files = append(files, sub...)
+	}
+	sort.Strings(files)
+	return files
 }
 
 // collectIncludes reads the structs of every header, so value structs may live in headers.
@@ -682,7 +701,7 @@ func genCUDA(ks []Kernel, amalg string) string {
 func genGo(ks []Kernel) string {
 	var b strings.Builder
 	b.WriteString(banner)
-	b.WriteString("\npackage driver\n\n// Kernels lists every kernel of shaders/*.metal in file and declaration order.\nvar Kernels = []KernelInfo{\n")
+	b.WriteString("\npackage driver\n\n// Kernels lists every kernel of shaders/<stage>/*.metal in file and declaration order.\nvar Kernels = []KernelInfo{\n")
 	for _, k := range ks {
 		fmt.Fprintf(&b, "\t{Name: %q, Family: %q, Pos: %q, UsesBarrier: %v, NBuf: %d, NTG: %d, Params: []Param{\n",
 			k.Name, k.Family, k.Pos, k.UsesBarrier, k.NBuf, k.NTG)

@@ -32,7 +32,7 @@ var (
 func New() *stark.Backend {
 	b := Backend{}
 	return &stark.Backend{Name: "cpuref", Loader: b, Committer: b, Gkr: b, Constraints: b, Stacking: b, Whir: b,
-		Grinder: transcript.HostGrinder{}}
+		Grinder: transcript.HostGrinder{}, Checker: stark.HostChecker{}}
 }
 
 // Trace is the reference backend's trace: the host matrix itself.

@@ -1,10 +1,11 @@
 // Package device is the prover's backend on a gpu.Device: one file per stage (traces.go: the
-// transport step; commit.go: stacking, RS encoding and the Merkle tree; constraints.go: the batch
-// constraint sumcheck; stacking.go: the stacked opening reduction; whir.go; grind.go), each
-// running kernels through internal/kernels on data that stays on the device from load to the end
-// of a proof. Only small values cross to the host: roots, round polynomials, openings, witnesses.
-// It never imports the reference backend (internal/backend/cpuref): the two are siblings,
-// compared by the conformance suite (internal/stark/backendtest).
+// transport step; commit.go: stacking, RS encoding and the Merkle tree; gkr.go: LogUp-GKR;
+// constraints.go: the batch constraint sumcheck; stacking.go: the stacked opening reduction;
+// whir.go; grind.go; check.go: the pre-proof trace check), each running kernels through
+// internal/kernels on data that stays on the device from load to the end of a proof. Only small
+// values cross to the host: roots, round polynomials, openings, witnesses. It never imports the
+// reference backend (internal/backend/cpuref): the two are siblings, compared by the conformance
+// suite (internal/stark/backendtest).
 package device
 
 import (
@@ -55,6 +56,9 @@ type Backend struct {
 	// verifying key's program; progMu guards it.
 	progMu sync.Mutex
 	progs  map[*constraints.Program]*kernels.Program
+	// rowProgs holds the programs compiled for some outputs of a key and the column tables of
+	// programs evaluated on trace rows (programs.go); progMu guards it.
+	rowProgs rowProgramCache
 }
 
 // freer is a handle the backend frees on Close.
@@ -84,10 +88,12 @@ func (b *Backend) Stages() *stark.Backend {
 		Name:        "device (" + string(b.dev.Kind()) + ": " + b.dev.Name() + ")",
 		Loader:      b,
 		Committer:   b,
+		Gkr:         b,
 		Constraints: b,
 		Stacking:    b,
 		Whir:        b,
 		Grinder:     b,
+		Checker:     b,
 		Meter:       b,
 	}
 }
@@ -110,6 +116,7 @@ func (b *Backend) Close() {
 	}
 	b.grindMu.Unlock()
 	b.freePrograms()
+	b.freeRowPrograms()
 	b.hash.Close()
 	b.ntt.Close()
 }

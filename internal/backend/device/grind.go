@@ -11,14 +11,14 @@ import (
 
 // hostGrindMaxBits: searches of at most this many bits run on the CPU (transcript.HostGrinder).
 // A device search costs one round trip at least (state upload, two dispatches, one sync, a
-// 4-byte download): about 60 µs on the host device (this 2-core VM, go test -bench Grind with
-// small bits) and tens of µs on a GPU, while HostGrinder tests about 1 M candidates/s per core
-// and needs 2^bits of them on average: 2^6 take about as long as the round trip, the 5-bit
-// WHIR folding grinds about half. Both return the smallest witness, so the choice never
-// changes a proof.
+// 4-byte download): about 50 µs on the host device (this 2-core VM; docs/perf-notes/grind.md)
+// and tens of µs on a GPU, while HostGrinder tests about 1 M candidates/s per core and needs
+// 2^bits of them on average: measured, the two break even between 6 and 7 bits, and the 5-bit
+// WHIR folding grinds take 40 µs on the CPU. Both return the smallest witness, so the choice
+// never changes a proof.
 const hostGrindMaxBits = 6
 
-// FindWitness implements transcript.Grinder on the device (shaders/grind.metal through
+// FindWitness implements transcript.Grinder on the device (shaders/common/grind.metal through
 // kernels.Grind): slices of candidates in increasing order, one sync each, ctx checked between
 // slices. The search buffers are made on first use and reused; concurrent calls take turns.
 func (b *Backend) FindWitness(ctx context.Context, state [poseidon2.Width]field.Fp, absorbIdx, bits int) (field.Fp, error) {

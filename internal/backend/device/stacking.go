@@ -41,7 +41,7 @@ type stackingProver struct {
 	cols    int   // Σ widths
 
 	uni     []kernels.SliceRange // per commitment: its slices of log height ≥ l_skip (Count 0: none)
-	wRange  kernels.SliceRange   // every slice, for W
+	wRange  kernels.SliceRange   // every slice (of every commitment), for W
 	wInfo   []wSlice             // host data of wRange's slices, in order
 	shorts  []shortSlice         // slices of log height < l_skip, in gather order
 	gathers []gatherRun          // copies of short blocks into the result buffer
@@ -140,43 +140,47 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 		etabLen += 1 << nn
 	}
 
-	// Slice descriptors: per commitment its slices of log height ≥ l_skip (UnivariateRound), then
-	// every slice (BindUnivariate's W).
-	var words []uint32
-	var wSlices []kernels.StackedSlice
+	// Slice descriptors, one list in layout order: every slice for W (a slice of log height <
+	// l_skip as one block with e_0 = [1]); UnivariateRound reads each commitment's slices of log
+	// height ≥ l_skip, the first ones of its part of the list.
+	var all []kernels.StackedSlice
 	nx := 1 << ns
+	chunk := 0
 	for c, com := range cs {
-		var us []kernels.StackedSlice
+		r := kernels.SliceRange{First: len(all), FirstChunk: chunk}
 		for i, sc := range com.Layout().Cols {
 			s := sc.Slice
 			nn := s.LogHeight - l
 			qStart := s.Col<<(l+ns) + s.Row
 			wStart := (sp.colOff[c]+s.Col)*nx + s.Row>>l
 			sp.wInfo = append(sp.wInfo, wSlice{c: c, i: i, nn: nn})
-			if nn >= 0 {
-				us = append(us, kernels.StackedSlice{QStart: qStart, EOff: eOff[nn], NN: nn, A: batch.EqWeight[c][i], BW: batch.RotWeight[c][i]})
-				wSlices = append(wSlices, kernels.StackedSlice{EOff: eOff[nn], NN: nn, WStart: wStart})
-			} else {
+			if nn < 0 {
 				sp.shorts = append(sp.shorts, shortSlice{c: c, i: i, nn: nn, qStart: qStart})
-				wSlices = append(wSlices, kernels.StackedSlice{EOff: eOff[0], NN: 0, WStart: wStart})
+				all = append(all, kernels.StackedSlice{EOff: eOff[0], NN: 0, WStart: wStart})
+				chunk += kernels.StackedSliceChunks(0, l)
+				continue
 			}
+			if len(all) != r.First+r.Count {
+				return nil, fmt.Errorf("backend/device: commitment %d: a slice of log height ≥ l_skip follows a shorter one", c)
+			}
+			all = append(all, kernels.StackedSlice{QStart: qStart, EOff: eOff[nn], NN: nn, A: batch.EqWeight[c][i], BW: batch.RotWeight[c][i], WStart: wStart})
+			r.Count++
+			r.Chunks += kernels.StackedSliceChunks(nn, l)
+			chunk += kernels.StackedSliceChunks(nn, l)
 		}
-		if len(us) > 0 {
-			w, chunks, err := kernels.PackStackedSlices(us, l)
-			if err != nil {
-				return nil, err
-			}
-			sp.uni[c] = kernels.SliceRange{First: len(words) / 16, Count: len(us), Chunks: chunks}
-			words = append(words, w...)
-			sp.rows += min(chunks, kernels.StackedUniMaxRows(b.dev))
+		if r.Count > 0 {
+			sp.uni[c] = r
+			sp.rows += min(r.Chunks, kernels.StackedUniMaxRows(b.dev))
 		}
 	}
-	w, chunks, err := kernels.PackStackedSlices(wSlices, l)
+	words, chunks, err := kernels.PackStackedSlices(all, l)
 	if err != nil {
 		return nil, err
 	}
-	sp.wRange = kernels.SliceRange{First: len(words) / 16, Count: len(wSlices), Chunks: chunks}
-	words = append(words, w...)
+	if chunks != chunk {
+		return nil, fmt.Errorf("backend/device: %d chunks packed, %d counted", chunks, chunk)
+	}
+	sp.wRange = kernels.SliceRange{First: 0, Count: len(all), Chunks: chunks}
 
 	// Short blocks: copied in runs of consecutive blocks after A, B, C in the result buffer.
 	width := kernels.StackedUniWidth(l)
@@ -205,7 +209,7 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	sp.partials = alloc("partials", sp.rows*width)
 	sp.result = alloc("round 0 sums", width+len(sp.shorts)*n)
 	sp.lag = alloc("lagrange weights", 4*n)
-	sp.weights = alloc("W weights", 8*len(wSlices))
+	sp.weights = alloc("W weights", 8*len(all))
 	sp.qt[0] = alloc("q table", 4*sp.cols*nx)
 	sp.wt[0] = alloc("W table", 4*sp.cols*nx)
 	sp.qt[1] = alloc("q table (folded)", 4*sp.cols*max(nx/2, 1))

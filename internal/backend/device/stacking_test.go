@@ -20,8 +20,14 @@ import (
 
 var testDev *gpu.Device
 
+// TestMain opens the host device, or the kind named by METALPROVE_TEST_DEVICE (e.g. cuda, for a
+// test binary run on a GPU machine).
 func TestMain(m *testing.M) {
-	d, err := gpu.Open(gpu.KindHost, gpu.Options{})
+	kind := gpu.KindHost
+	if k := os.Getenv("METALPROVE_TEST_DEVICE"); k != "" {
+		kind = gpu.Kind(k)
+	}
+	d, err := gpu.Open(kind, gpu.Options{})
 	if err != nil {
 		panic(err)
 	}

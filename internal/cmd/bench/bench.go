@@ -1,14 +1,17 @@
-// Package bench implements `metalprove bench --kernels`: per-kernel throughput on a device next
-// to two ceilings measured on the same device in the same run (device-to-device copy bandwidth
-// and the BabyBear multiply rate), and, on the host device, the pure-Go reference for the same
-// operations.
+// Package bench implements `metalprove bench`: --example NAME proves a built-in example's trace
+// on the device several times and reports per-stage figures (example.go); --kernels reports
+// per-kernel throughput on a device next to two ceilings measured on the same device in the
+// same run (device-to-device copy bandwidth and the BabyBear multiply rate), and, on the host
+// device, the pure-Go reference for the same operations.
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,11 +19,16 @@ import (
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
+	"github.com/metalprove/metalprove/internal/cmd/prove"
+	"github.com/metalprove/metalprove/internal/cmd/trace"
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/kernels"
+	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/poseidon2"
+	"github.com/metalprove/metalprove/internal/progress"
 )
 
 // Options are the inputs of the bench command.
@@ -36,6 +44,31 @@ type Options struct {
 	// MerkleLog is log2 of the Merkle bench's rows (0: SizeLog).
 	MerkleLog int
 	Runs      int
+
+	// Example is the built-in example to prove (--example); Perms, Rows, Seed and SeedSet its
+	// options, as for 'metalprove trace'.
+	Example string
+	Perms   int
+	Rows    int
+	Seed    uint64
+	SeedSet bool
+	// Warmup proofs precede the Runs timed ones.
+	Warmup int
+	// SizesSet reports that --perms, --warmup or --runs was given (on the command line, in the
+	// environment or the config file): the host device's smaller defaults do not apply.
+	SizesSet bool
+	// Preset names the parameters ("" : the config file's params section, else DefaultPreset).
+	Preset        string
+	AllowInsecure bool
+	// Reference proves on the CPU reference backend; DeviceExplicit says --device was given.
+	Reference      bool
+	DeviceExplicit bool
+	// TraceOut is a file to write Chrome trace events of one timed proof to ("" : none).
+	TraceOut string
+
+	// Context is cancelled on SIGINT; Progress draws on a terminal.
+	Context  context.Context
+	Progress *progress.Display
 }
 
 // Result is one benchmarked operation.
@@ -67,43 +100,99 @@ type Report struct {
 func NewCmdBench(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: f.IO, Logger: &f.Logger, Settings: f.Settings}
 	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Benchmark the kernels against the device's measured ceilings",
-		Long: `Benchmark on the --device: every kernel family (NTT columns, Poseidon2 permutations, Merkle
-trees) reported as throughput and as a fraction of two ceilings measured in the same run on the
-same device: copy bandwidth (Batch.Copy, 2 bytes moved per byte copied) and the BabyBear
-Montgomery multiply rate (dependent bb_mul chains over many threads). Each figure is the median
-of --runs runs after one warm-up, one device sync per run included.
+		Use:   "bench --example NAME [--perms N] | bench --kernels",
+		Short: "Benchmark proving a built-in example on the device, or the kernels alone",
+		Long: `--example NAME: the main job. Generate the example's trace (as 'metalprove trace' does:
+--perms, default ` + fmt.Sprint(DefaultPerms) + ` for keccakf, --rows, --seed), check it once, build the key, load
+the traces onto the --device once, then prove them --warmup times (default 1) and --runs times
+(default 5), verifying every proof. Printed: per stage (load once; commit, gkr, constraints,
+openings per proof) the median / min / max wall time, kernel dispatches, host syncs, bytes to
+and from the device, peak device memory and reference fallbacks; the median / min / max of the
+whole proof and of its verification; permutations per second (keccakf); the proof size; the
+device name and driver. The figures come from the per-stage instrumentation of 'prove --json'.
+Parameters: --preset (default ` + DefaultPreset + `, the parameters of OpenVM's GPU Keccak-f example,
+so figures compare side by side), else the config file's params section.
 
-Sizes (S = --size-log): NTT 2^S and 2^(S+2) rows × 16 columns, 2^S Poseidon2 permutations,
-Merkle tree over 2^M rows × 42 columns with 2^4 rows per query (M = --merkle-log, default S).
-NTT GB/s counts one read and one write of the matrix per pass the launcher makes (kernels.NTT.Passes),
-so "of copy" is the bandwidth each pass achieves over Batch.Copy's. The default S is 20 on a GPU and
-16 on the host device (a CPU emulating the GPU: full sizes take minutes). On the host device the
-pure-Go reference (internal/backend/cpuref) runs the same operations and the Go/device time ratio is
-printed. Only --kernels is implemented so far.`,
-		Example: `  metalprove bench --kernels --device host
-  metalprove bench --kernels --device cuda --json
-  metalprove bench --kernels --size-log 18`,
+--json prints one object instead of the table:
+  {example, perms, rows, seed, airs: [{name, width, height}], params, params_digest, device, kind,
+   backend, warmup, runs, generate_ms, check_ms, keygen_ms,
+   load: STAGE, stages: [STAGE], prove_ms: SPREAD, verify_ms: SPREAD, perms_per_second,
+   proof_bytes, identical_proofs, fallbacks, fallback_ops, trace_out}
+  STAGE = {stage, wall_ms: SPREAD, dispatches, syncs, bytes_to_device, bytes_from_device,
+           peak_memory_bytes, fallbacks} (counters: medians per proof)
+  SPREAD = {median, min, max} (milliseconds, over the timed runs)
+--trace-out FILE writes Chrome trace events (the "traceEvents" JSON that Perfetto and
+chrome://tracing open) of the load and of the first timed proof: one complete event per stage
+with its counters as args, and the verification.
+
+--perms is bounded by the stacked height of the parameters (2^21 rows: 87381 permutations for
+openvm-keccakf) and by memory: a request that cannot fit is refused before anything is allocated.
+On the host device (a CPU emulating the GPU, where one keccakf proof takes tens of seconds) the
+defaults are --perms ` + fmt.Sprint(HostPerms) + `, --warmup ` + fmt.Sprint(HostWarmup) + ` and --runs ` + fmt.Sprint(HostRuns) + `, so that the bench finishes in about two
+minutes on 2 cores; the log says so, and any of the three flags given restores the others' defaults.
+
+--kernels: every kernel family (NTT columns, Poseidon2 permutations, Merkle trees) reported as
+throughput and as a fraction of two ceilings measured in the same run on the same device: copy
+bandwidth (Batch.Copy, 2 bytes moved per byte copied) and the BabyBear Montgomery multiply rate
+(dependent bb_mul chains over many threads). Each figure is the median of --runs runs after one
+warm-up, one device sync per run included. Sizes (S = --size-log): NTT 2^S and 2^(S+2) rows × 16
+columns, 2^S Poseidon2 permutations, Merkle tree over 2^M rows × 42 columns with 2^4 rows per
+query (M = --merkle-log, default S). NTT GB/s counts one read and one write of the matrix per pass
+the launcher makes (kernels.NTT.Passes), so "of copy" is the bandwidth each pass achieves over
+Batch.Copy's. The default S is 20 on a GPU and 16 on the host device (a CPU emulating the GPU:
+full sizes take minutes). On the host device the pure-Go reference (internal/backend/cpuref) runs
+the same operations and the Go/device time ratio is printed.
+
+Exit status: 0 on success; 2 for bad flags or a request that cannot fit; 4 when a proof does not
+verify; 5 when the device is unavailable or out of memory; 130 when interrupted.`,
+		Example: `  metalprove bench --example keccakf
+  metalprove bench --example keccakf --perms 4096 --runs 10 --json
+  metalprove bench --example keccakf --perms 64 --trace-out keccakf-trace.json
+  metalprove bench --kernels --device host
+  metalprove bench --kernels --device cuda --json`,
 		Args: cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error {
+		RunE: func(c *cobra.Command, _ []string) error {
+			opts.SeedSet = c.Flags().Changed("seed")
+			for _, name := range []string{"perms", "warmup", "runs"} {
+				opts.SizesSet = opts.SizesSet || c.Flags().Changed(name) || !f.Settings.FromCommandLine(name)
+			}
+			opts.Context = c.Context()
+			opts.Progress = f.Progress
+			opts.DeviceExplicit = prove.DeviceExplicit(c, f.Settings)
 			if runF != nil {
 				return runF(opts)
 			}
 			return benchRun(opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.Kernels, "kernels", false, "benchmark the kernels (required for now)")
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object instead of a table")
-	cmd.Flags().IntVar(&opts.SizeLog, "size-log", 0, "log2 of the base size (default 20 on a GPU, 16 on the host device)")
-	cmd.Flags().IntVar(&opts.MerkleLog, "merkle-log", 0, "log2 of the rows of the Merkle bench (default: --size-log), e.g. 22")
-	cmd.Flags().IntVar(&opts.Runs, "runs", 5, "timed runs per operation (median reported), after one warm-up")
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Example, "example", "", "prove this built-in example: "+strings.Join(examples.Names(), "|"))
+	fl.IntVar(&opts.Perms, "perms", 0, fmt.Sprintf("keccakf: number of permutations (default %d, %d on the host device; at most %d on this machine with %s)",
+		DefaultPerms, HostPerms, PermsLimit(sp.OpenVMKeccakfParams(), prove.MachineMemory()), DefaultPreset))
+	fl.IntVar(&opts.Rows, "rows", 0, "test AIRs: trace height, a power of two (default: the example's)")
+	fl.Uint64Var(&opts.Seed, "seed", trace.DefaultSeed, "seed of the random inputs (keccakf, interaction-pair)")
+	fl.IntVar(&opts.Warmup, "warmup", 1, "--example: untimed proofs before the timed runs")
+	fl.StringVar(&opts.Preset, "preset", "", "--example: preset: "+strings.Join(sp.PresetNames(), "|")+" (default: the config file's params section, else "+DefaultPreset+")")
+	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "--example: accept parameters with a security target below 100 bits")
+	fl.BoolVar(&opts.Reference, "cpuref", false, "--example: prove on the CPU reference backend (not with --device)")
+	fl.StringVar(&opts.TraceOut, "trace-out", "", "--example: write Chrome trace events (Perfetto) of one timed proof to this file")
+	fl.BoolVar(&opts.Kernels, "kernels", false, "benchmark the kernels against the device's ceilings")
+	fl.BoolVar(&opts.JSON, "json", false, "print one JSON object instead of a table")
+	fl.IntVar(&opts.SizeLog, "size-log", 0, "--kernels: log2 of the base size (default 20 on a GPU, 16 on the host device)")
+	fl.IntVar(&opts.MerkleLog, "merkle-log", 0, "--kernels: log2 of the rows of the Merkle bench (default: --size-log), e.g. 22")
+	fl.IntVar(&opts.Runs, "runs", 5, "timed runs (median reported), after the warm-up")
 	return cmd
 }
 
 func benchRun(opts *Options) error {
+	if opts.Example != "" {
+		return exampleRun(opts)
+	}
 	if !opts.Kernels {
-		return cmdutil.Usagef("bench: only --kernels is implemented; pass --kernels")
+		return cmdutil.Usagef("bench: pass --example NAME (%s) or --kernels", strings.Join(examples.Names(), ", "))
+	}
+	if opts.Perms != 0 || opts.Rows != 0 || opts.SeedSet || opts.TraceOut != "" || opts.Reference || opts.Preset != "" {
+		return cmdutil.Usagef("--perms, --rows, --seed, --preset, --cpuref and --trace-out apply to --example only")
 	}
 	if opts.Runs < 1 {
 		return cmdutil.Usagef("--runs %d: must be ≥ 1", opts.Runs)

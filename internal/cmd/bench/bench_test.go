@@ -7,6 +7,8 @@ import (
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
+	"github.com/metalprove/metalprove/internal/examples"
+	"github.com/metalprove/metalprove/internal/gpu"
 )
 
 func TestBenchFlagsAndUsage(t *testing.T) {
@@ -40,5 +42,32 @@ func TestBenchRunsOnHost(t *testing.T) {
 	}
 	if out.Len() == 0 {
 		t.Fatal("no output")
+	}
+}
+
+// TestHostDefaults: on the host device, bench --example keccakf proves fewer permutations
+// fewer times unless --perms, --warmup or --runs was chosen; on a GPU the defaults stay.
+func TestHostDefaults(t *testing.T) {
+	k, _ := examples.Lookup("keccakf")
+	fib, _ := examples.Lookup("fibonacci")
+	for _, c := range []struct {
+		ex   *examples.Example
+		kind gpu.Kind
+		set  bool
+		want bool
+	}{
+		{k, gpu.KindHost, false, true},
+		{k, gpu.KindHost, true, false},
+		{k, gpu.KindCUDA, false, false},
+		{k, gpu.KindMetal, false, false},
+		{k, "", false, false}, // --cpuref
+		{fib, gpu.KindHost, false, false},
+	} {
+		o := &Options{Perms: DefaultPerms, Warmup: 1, Runs: 5, SizesSet: c.set}
+		got := o.applyHostDefaults(c.ex, c.kind)
+		if got != c.want || got && (o.Perms != HostPerms || o.Warmup != HostWarmup || o.Runs != HostRuns) ||
+			!got && (o.Perms != DefaultPerms || o.Warmup != 1 || o.Runs != 5) {
+			t.Errorf("%s on %q (set %v): applied %v, options %+v", c.ex.Name, c.kind, c.set, got, o)
+		}
 	}
 }

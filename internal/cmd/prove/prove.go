@@ -1,17 +1,23 @@
 // Package prove implements `metalprove prove`: it reads a trace file, finds each section's AIR
 // (internal/examples), builds the proving key, proves all sections together as one multi-AIR
-// proof and writes the proof file (stark.MarshalProofFileMeta, written atomically: the proof envelope preceded by
-// metadata naming the AIRs, so that `metalprove verify` can rebuild the verifying key).
+// proof and writes the proof file (stark.MarshalProofFileMeta, written atomically: the proof
+// envelope preceded by metadata naming the AIRs, so that `metalprove verify` can rebuild the
+// verifying key). It also holds what `bench` shares with it: parameter resolution, trace
+// loading, backend opening and the per-stage reporting (StageWatch).
 package prove
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -19,13 +25,14 @@ import (
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/air/testair"
-	"github.com/metalprove/metalprove/internal/atomicfile"
 	"github.com/metalprove/metalprove/internal/backend"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/gpu"
 	sp "github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/progress"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/sysinfo"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
@@ -48,8 +55,47 @@ type Options struct {
 	NoCheck bool
 	// Reference proves on the CPU reference backend instead of the device backend.
 	Reference bool
-	JSON      bool
+	// DeviceExplicit reports that --device was given (on the command line or by
+	// METALPROVE_DEVICE): it conflicts with --cpuref.
+	DeviceExplicit bool
+	JSON           bool
+
+	// Context is cancelled on SIGINT (nil: never).
+	Context context.Context
+	// Progress draws the stages on a terminal.
+	Progress *progress.Display
 }
+
+// DefaultOutput is the proof file written for trace when -o is not given: the trace's path with
+// its extension replaced by ".proof" (keccakf.bin → keccakf.proof), beside the trace.
+func DefaultOutput(trace string) string {
+	ext := filepath.Ext(trace)
+	if ext == trace || strings.ContainsRune(ext, filepath.Separator) {
+		ext = ""
+	}
+	return strings.TrimSuffix(trace, ext) + ".proof"
+}
+
+// ProveMemoryFactor estimates the host (and, on a GPU, device) memory a proof takes as a
+// multiple of its traces' size: measured 4.9 GB peak resident for a 345 MB keccakf trace (1024
+// permutations, app-100bit) on the host device. A proof whose estimate exceeds the machine's
+// total memory is refused before anything is allocated.
+const ProveMemoryFactor = 16
+
+// CheckMemory refuses a proof of traces of traceBytes whose estimate (ProveMemoryFactor ×
+// traceBytes, plus 256 MiB) exceeds the machine's total memory; what names the traces.
+func CheckMemory(what string, traceBytes uint64) error {
+	need := ProveMemoryFactor*traceBytes + 256<<20
+	mem := MachineMemory()
+	if mem.Total > 0 && need > mem.Total {
+		return fmt.Errorf("not enough memory: proving %s (%s of traces) needs about %s, this machine has %s",
+			what, sysinfo.Bytes(traceBytes), sysinfo.Bytes(need), sysinfo.Bytes(mem.Total))
+	}
+	return nil
+}
+
+// MachineMemory reads the machine's memory (a variable for tests).
+var MachineMemory = sysinfo.ReadMemory
 
 // Report is what `metalprove prove --json` prints.
 type Report struct {
@@ -86,11 +132,17 @@ type StageRow struct {
 	BytesFromDevice int64   `json:"bytes_from_device"`
 	PeakMemory      int64   `json:"peak_memory_bytes"`
 	Fallbacks       int     `json:"fallbacks"`
+	// Parts break the stage down (openings: stacking, whir).
+	Parts []StageRow `json:"parts,omitempty"`
 }
 
 func stageRow(r stark.StageReport) StageRow {
-	return StageRow{Stage: r.Stage, WallMS: ms(r.Wall), Dispatches: r.Dispatches, Syncs: r.Syncs,
+	row := StageRow{Stage: r.Stage, WallMS: ms(r.Wall), Dispatches: r.Dispatches, Syncs: r.Syncs,
 		BytesToDevice: r.BytesToDevice, BytesFromDevice: r.BytesFromDevice, PeakMemory: r.MemoryPeak, Fallbacks: r.Fallbacks}
+	for _, p := range r.Parts {
+		row.Parts = append(row.Parts, stageRow(p))
+	}
+	return row
 }
 
 // AirRow is one AIR of the proof.
@@ -104,37 +156,52 @@ type AirRow struct {
 func NewCmdProve(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: f.IO, Logger: &f.Logger, Settings: f.Settings}
 	cmd := &cobra.Command{
-		Use:   "prove --trace FILE -o PROOF",
+		Use:   "prove --trace FILE [-o PROOF]",
 		Short: "Prove a trace file: one multi-AIR SWIRL proof of all its sections",
 		Long: `Read a trace file (metalprove trace), find each section's AIR by the section's name
 (keccakf or a test AIR), build the proving key (AIRs in section order, all present), check every
 trace against its AIR's constraints and the interactions for balance (skip with --no-check), prove
-and write the proof file atomically.
+and write the proof file atomically. Without -o the proof goes beside the trace, its extension
+replaced by .proof (keccakf.bin → keccakf.proof); the path is printed.
+
+Before any proving work the output is checked: it must not be the trace or the config file, nor a
+directory, and its directory must exist and be writable. The proof file appears only once complete
+(mode 0644 under the umask); an error or an interrupt (Ctrl-C, exit status 130) leaves nothing.
+
+Progress: each stage is logged at info level when it starts and ends (a long stage is logged
+again every few seconds while it runs); on a terminal one line shows the stage and its elapsed
+time instead (none with --quiet or --log-format json).
 
 Parameters: --preset NAME (` + strings.Join(sp.PresetNames(), ", ") + `), else the --config file's
 params section, else ` + DefaultPreset + `. Presets and config files with a security target below 100
 bits (the test preset) need --allow-insecure.
 
-Backend: the device backend (internal/stark/device) on --device (auto: a GPU if one is usable, else
-the host device); operations without device kernels run on the CPU reference and are counted as
-fallbacks in the log and the --json report. --cpuref proves on the CPU reference backend alone.
+Backend: the device backend (internal/backend/device) on --device (auto: a GPU if one is usable,
+else the host device); operations without device kernels run on the CPU reference and are counted
+as fallbacks (one summary line in the log, and the --json report). --cpuref proves on the CPU
+reference backend alone; it cannot be combined with --device.
 
 The proof file holds the proof (spec encoding) in an envelope with the parameters' digest, preceded
 by metadata naming the AIRs and their heights and the preset: 'metalprove verify PROOF' rebuilds the
 verifying key from them.
 
-Exit status: 0 on success; 2 for bad flags; 3 when the trace file is malformed or names an unknown
-AIR; 4 when a trace fails its constraints or interactions; 5 when the device is unavailable.`,
-		Example: `  metalprove trace --example keccakf --perms 16 -o k16.bin
-  metalprove prove --trace k16.bin -o p16.bin
-  metalprove prove --trace fib.bin -o fib.proof --preset test --allow-insecure --json`,
+Exit status: 0 on success; 1 on an I/O error or when the proof cannot fit in memory; 2 for bad
+flags or an output that cannot be written; 3 when the trace file is malformed or names an unknown
+AIR; 4 when a trace fails its constraints or interactions; 5 when the device is unavailable or out
+of memory; 130 when interrupted.`,
+		Example: `  metalprove trace --example keccakf --perms 16 -o k16.trace
+  metalprove prove --trace k16.trace                 # writes k16.proof
+  metalprove prove --trace fib.trace -o fib.proof --preset test --allow-insecure --json`,
 		Args: cobra.NoArgs,
-		RunE: func(_ *cobra.Command, _ []string) error {
+		RunE: func(c *cobra.Command, _ []string) error {
 			if opts.Trace == "" {
 				return cmdutil.Usagef("--trace is required")
 			}
-			if opts.Output == "" {
-				return cmdutil.Usagef("-o/--output is required")
+			opts.Context = c.Context()
+			opts.Progress = f.Progress
+			opts.DeviceExplicit = DeviceExplicit(c, f.Settings)
+			if opts.Reference && opts.DeviceExplicit {
+				return cmdutil.Usagef("--cpuref and --device %s conflict: --cpuref proves on the CPU reference backend, without a device", f.Settings.Device)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -144,14 +211,23 @@ AIR; 4 when a trace fails its constraints or interactions; 5 when the device is 
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Trace, "trace", "", "trace file to prove (required)")
-	fl.StringVarP(&opts.Output, "output", "o", "", "proof file to write (required)")
+	fl.StringVarP(&opts.Output, "output", "o", "", "proof file to write (default: the trace's path with the extension .proof)")
 	fl.StringVar(&opts.Preset, "preset", "", "preset: "+strings.Join(sp.PresetNames(), "|")+
 		" (default: the config file's params section if any, else "+DefaultPreset+")")
 	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "accept parameters with a security target below 100 bits")
 	fl.BoolVar(&opts.NoCheck, "no-check", false, "skip the host constraint and interaction checks (an invalid trace then gives a proof that does not verify)")
-	fl.BoolVar(&opts.Reference, "cpuref", false, "prove on the CPU reference backend instead of the device backend")
+	fl.BoolVar(&opts.Reference, "cpuref", false, "prove on the CPU reference backend instead of the device backend (not with --device)")
 	fl.BoolVar(&opts.JSON, "json", false, "print one JSON summary object")
 	return cmd
+}
+
+// DeviceExplicit reports whether --device was chosen for this run: on the command line or by
+// METALPROVE_DEVICE (a config file's device is a default that --cpuref overrides).
+func DeviceExplicit(c *cobra.Command, s *cmdutil.Settings) bool {
+	if fl := c.Flags().Lookup("device"); fl != nil && fl.Changed {
+		return true
+	}
+	return s != nil && strings.HasPrefix(s.Origins["device"], "METALPROVE_DEVICE")
 }
 
 // Resolved are the parameters a command runs with.
@@ -205,11 +281,43 @@ type Statement struct {
 	Inputs []stark.AirProvingInput
 	Meta   []stark.ProofMetaAir
 	Widths []int
+	// CellBytes is the size of all traces (4 bytes a cell).
+	CellBytes uint64
+}
+
+// TraceCellBytes reads the section headers of a trace file (not its cells) and returns the size
+// of all its cells.
+func TraceCellBytes(path string) (uint64, error) {
+	r, err := tracefile.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	var n uint64
+	for {
+		h, err := r.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err == nil {
+			err = r.SkipCells()
+		}
+		if err != nil {
+			return 0, err
+		}
+		n += 4 * uint64(h.Width) * uint64(h.Height)
+	}
 }
 
 // LoadTrace reads a trace file and resolves each section's AIR. File problems and sections that
-// do not fit their AIR are BadInputErrors.
+// do not fit their AIR are BadInputErrors; a file whose cells do not fit in the memory available
+// is refused before they are read.
 func LoadTrace(path string) (*Statement, error) {
+	if n, err := TraceCellBytes(path); err == nil {
+		if mem := MachineMemory(); mem.Available > 0 && n > mem.Available {
+			return nil, fmt.Errorf("%s: not enough memory: its cells need %s, %s is available", path, sysinfo.Bytes(n), sysinfo.Bytes(mem.Available))
+		}
+	}
 	secs, err := tracefile.ReadAll(path)
 	if err != nil {
 		var fe *tracefile.FormatError
@@ -252,6 +360,7 @@ func LoadTrace(path string) (*Statement, error) {
 		st.Inputs = append(st.Inputs, in)
 		st.Meta = append(st.Meta, stark.ProofMetaAir{Name: s.Name, Height: s.Height})
 		st.Widths = append(st.Widths, s.Width)
+		st.CellBytes += 4 * uint64(len(s.Data))
 	}
 	return st, nil
 }
@@ -277,6 +386,17 @@ func (b *Backend) FallbackOps() []string {
 		return nil
 	}
 	return b.composed.Fallbacks.Ops()
+}
+
+// Device is the opened device (nil for cpuref).
+func (b *Backend) Device() *gpu.Device { return b.dev }
+
+// FallbackSummary is one line naming the operations that fell back ("" when none).
+func (b *Backend) FallbackSummary() string {
+	if b.composed == nil {
+		return ""
+	}
+	return b.composed.Fallbacks.Summary()
 }
 
 // Close releases the backend and its device.
@@ -313,79 +433,144 @@ func OpenBackend(settings *cmdutil.Settings, reference bool, log *zerolog.Logger
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// ProveError classifies an error of stark.Prove or ProveTraces for the exit status: a trace that
+// fails its checks (4), an input that does not fit the key (3), the device out of memory or
+// failing (5), an interrupt (130).
+func ProveError(ctx context.Context, what string, err error) error {
+	var tce *stark.TraceCheckError
+	switch {
+	case ctx != nil && ctx.Err() != nil, errors.Is(err, context.Canceled):
+		return fmt.Errorf("%s: %w", what, cmdutil.ErrInterrupted)
+	case errors.As(err, &tce):
+		return &cmdutil.CheckFailedError{Err: fmt.Errorf("%s: %w", what, err)}
+	case errors.Is(err, stark.ErrProveInput):
+		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", what, err)}
+	case errors.Is(err, stark.ErrGkrRootNumerator):
+		return &cmdutil.CheckFailedError{Err: fmt.Errorf("%s: interactions do not balance: %w", what, err)}
+	case errors.Is(err, gpu.ErrOutOfMemory):
+		return &cmdutil.DeviceError{Err: fmt.Errorf("prove %s: %w", what, err)}
+	}
+	var ge *gpu.Error
+	if errors.As(err, &ge) {
+		return &cmdutil.DeviceError{Err: fmt.Errorf("prove %s: %w", what, err)}
+	}
+	return fmt.Errorf("prove %s: %w", what, err)
+}
+
 func proveRun(opts *Options) error {
 	log := opts.Logger
 	if log == nil {
 		l := zerolog.Nop()
 		log = &l
 	}
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	cfg := ""
 	if opts.Settings != nil {
 		cfg = opts.Settings.ConfigFile
+	}
+	if opts.Reference && opts.DeviceExplicit {
+		return cmdutil.Usagef("--cpuref and --device conflict: --cpuref proves on the CPU reference backend, without a device")
 	}
 	res, err := ResolveParams(opts.Preset, cfg, "", opts.AllowInsecure)
 	if err != nil {
 		return err
 	}
 	p := res.Params
-	rep := &Report{Trace: opts.Trace, Output: opts.Output, Params: res.Source, TimesMS: map[string]float64{}}
+	output := opts.Output
+	if output == "" {
+		output = DefaultOutput(opts.Trace)
+	}
+	if _, err := os.Stat(opts.Trace); err != nil {
+		return &cmdutil.BadInputError{Err: fmt.Errorf("--trace %s: %w", opts.Trace, unwrapPath(err))}
+	}
+	// The output is checked (and its temporary file created) before any proving work.
+	out, err := cmdutil.CreateOutput("-o", output, opts.Trace, cfg)
+	if err != nil {
+		return err
+	}
+	defer out.Abort()
+
+	rep := &Report{Trace: opts.Trace, Output: output, Params: res.Source, TimesMS: map[string]float64{}}
 	dg := stark.ParamsDigest(p)
 	rep.ParamsDigest = hex.EncodeToString(dg[:])
 	timed := func(name string, d time.Duration) {
 		rep.TimesMS[name] = ms(d)
 		rep.TotalMS += ms(d)
-		log.Info().Str("stage", name).Str("elapsed", d.Round(time.Microsecond).String()).Msg("prove stage done")
 	}
 
+	nStages := 5 // load, commit, gkr, constraints, openings
+	if !opts.NoCheck {
+		nStages++
+	}
+	task := opts.Progress.Start("prove "+opts.Trace, int64(nStages), "stages")
+	defer task.Done()
+	task.Step("reading the trace")
+	if n, err := TraceCellBytes(opts.Trace); err == nil {
+		if err := CheckMemory(opts.Trace, n); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	st, err := LoadTrace(opts.Trace)
 	if err != nil {
 		return err
 	}
 	timed("read", time.Since(start))
+	log.Info().Str("trace", opts.Trace).Int("airs", len(st.Airs)).Str("bytes", sysinfo.Bytes(st.CellBytes)).
+		Str("elapsed", time.Since(start).Round(time.Millisecond).String()).Msg("trace read")
 	for i, a := range st.Airs {
 		rep.AIRs = append(rep.AIRs, AirRow{Name: a.Name(), Width: st.Widths[i], Height: st.Meta[i].Height})
 	}
+	if ctx.Err() != nil {
+		return cmdutil.ErrInterrupted
+	}
 
+	task.Step("opening the device")
 	be, err := OpenBackend(opts.Settings, opts.Reference, log)
 	if err != nil {
 		return err
 	}
 	defer be.Close()
 	rep.Backend = be.Name
-	log.Info().Str("backend", be.Name).Str("params", res.Source).Int("airs", len(st.Airs)).Msg("proving")
+	log.Info().Str("backend", be.Name).Str("params", res.Source).Int("airs", len(st.Airs)).Str("output", output).Msg("proving")
 
+	task.Step("keygen")
 	start = time.Now()
 	pk, err := stark.Keygen(p, st.Airs, nil, be.Backend)
 	if err != nil {
+		if errors.Is(err, gpu.ErrOutOfMemory) {
+			return &cmdutil.DeviceError{Err: fmt.Errorf("keygen: %w", err)}
+		}
 		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Trace, err)}
 	}
+	defer pk.Free()
 	timed("keygen", time.Since(start))
 
 	po := stark.DefaultProveOptions()
 	po.CheckConstraints = !opts.NoCheck
+	po.Context = ctx
+	watch := NewStageWatch(log, task, !opts.Progress.Enabled())
+	defer watch.Close()
+	po.OnStageStart = watch.Start
 	po.OnStage = func(r stark.StageReport) {
+		watch.Done(r)
 		timed(r.Stage, r.Wall)
 		rep.Stages = append(rep.Stages, stageRow(r))
 	}
 	proof, err := stark.Prove(pk, st.Inputs, p, be.Backend, po)
+	watch.Close()
 	if err != nil {
-		var tce *stark.TraceCheckError
-		switch {
-		case errors.As(err, &tce):
-			return &cmdutil.CheckFailedError{Err: fmt.Errorf("%s: %w", opts.Trace, err)}
-		case errors.Is(err, stark.ErrProveInput):
-			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Trace, err)}
-		case errors.Is(err, stark.ErrGkrRootNumerator):
-			return &cmdutil.CheckFailedError{Err: fmt.Errorf("%s: interactions do not balance: %w", opts.Trace, err)}
-		}
-		return fmt.Errorf("prove %s: %w", opts.Trace, err)
+		return ProveError(ctx, opts.Trace, err)
 	}
 	rep.Fallbacks = be.Fallbacks()
-	if rep.Fallbacks > 0 {
-		log.Warn().Int("calls", rep.Fallbacks).Strs("ops", be.FallbackOps()).Msg("device backend: operations ran on the CPU reference")
+	if sum := be.FallbackSummary(); sum != "" {
+		log.Warn().Msg("device backend: stages without device kernels ran on the CPU reference: " + sum)
 	}
 
+	task.Step("writing the proof")
 	start = time.Now()
 	meta := &stark.ProofMeta{Params: "preset", Preset: res.Preset, AIRs: st.Meta}
 	if res.Preset == "" {
@@ -401,12 +586,16 @@ func proveRun(opts *Options) error {
 		return fmt.Errorf("encode proof: %w", err)
 	}
 	rep.ProofBytes = len(env) - stark.EnvelopeOverhead
-	if err := atomicfile.WriteFile(opts.Output, file); err != nil {
-		return fmt.Errorf("write proof file %s: %w", opts.Output, err)
+	if _, err := out.Write(file); err != nil {
+		return fmt.Errorf("write proof file %s: %w", output, unwrapPath(err))
 	}
+	if err := out.Commit(); err != nil {
+		return fmt.Errorf("write proof file %s: %w", output, unwrapPath(err))
+	}
+	task.Done()
 	rep.FileBytes = len(file)
 	timed("write", time.Since(start))
-	log.Info().Str("proof", opts.Output).Int("proof_bytes", rep.ProofBytes).Int("file_bytes", rep.FileBytes).
+	log.Info().Str("proof", output).Int("proof_bytes", rep.ProofBytes).Int("file_bytes", rep.FileBytes).
 		Str("total", time.Duration(rep.TotalMS*float64(time.Millisecond)).Round(time.Millisecond).String()).Msg("proof written")
 	if opts.JSON {
 		enc := json.NewEncoder(opts.IO.Out)
@@ -414,6 +603,119 @@ func proveRun(opts *Options) error {
 		return enc.Encode(rep)
 	}
 	return printReport(opts.IO.Out, rep)
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// StageWatch reports the stages of proofs as they run: a log record at info level when each
+// starts and ends, the stage on the progress line, and, when heartbeat is set (no progress line),
+// a record every HeartbeatEvery while a stage runs, so that the log never stays silent for long.
+type StageWatch struct {
+	log       *zerolog.Logger
+	task      *progress.Task
+	heartbeat bool
+	// Prefix is added to the stage names shown and logged ("run 2/5").
+	Prefix string
+	// Level is the level of the stage start and done records (info by default; the heartbeat
+	// of a long stage is always at info).
+	Level zerolog.Level
+
+	mu    sync.Mutex
+	stage string
+	start time.Time
+	// last is when the running stage was last logged.
+	last time.Time
+	stop chan struct{}
+}
+
+// HeartbeatEvery is the interval of "still running" records of a long stage.
+const HeartbeatEvery = 5 * time.Second
+
+// NewStageWatch returns a watch logging to log and drawing on task (either may be nil).
+func NewStageWatch(log *zerolog.Logger, task *progress.Task, heartbeat bool) *StageWatch {
+	if log == nil {
+		l := zerolog.Nop()
+		log = &l
+	}
+	w := &StageWatch{log: log, task: task, heartbeat: heartbeat, Level: zerolog.InfoLevel}
+	if heartbeat {
+		w.stop = make(chan struct{})
+		go w.beat()
+	}
+	return w
+}
+
+func (w *StageWatch) beat() {
+	t := time.NewTicker(HeartbeatEvery / 5)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case now := <-t.C:
+			w.mu.Lock()
+			if w.stage != "" && now.Sub(w.last) >= HeartbeatEvery {
+				w.last = now
+				ev := w.log.Info().Str("stage", w.stage).Str("elapsed", now.Sub(w.start).Round(time.Second).String())
+				if w.Prefix != "" {
+					ev = ev.Str("run", w.Prefix)
+				}
+				ev.Msg("stage still running")
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+// Start is ProveOptions.OnStageStart.
+func (w *StageWatch) Start(stage string) {
+	w.mu.Lock()
+	w.stage, w.start = stage, time.Now()
+	w.last = w.start
+	w.mu.Unlock()
+	ev := w.log.WithLevel(w.Level).Str("stage", stage)
+	if w.Prefix != "" {
+		ev = ev.Str("run", w.Prefix)
+	}
+	ev.Msg("stage started")
+	name := stage
+	if w.Prefix != "" {
+		name = w.Prefix + " " + stage
+	}
+	w.task.Step(name)
+}
+
+// Done is ProveOptions.OnStage.
+func (w *StageWatch) Done(r stark.StageReport) {
+	w.mu.Lock()
+	w.stage = ""
+	w.mu.Unlock()
+	ev := w.log.WithLevel(w.Level).Str("stage", r.Stage).Str("elapsed", r.Wall.Round(time.Microsecond).String())
+	if w.Prefix != "" {
+		ev = ev.Str("run", w.Prefix)
+	}
+	if r.Fallbacks > 0 {
+		ev = ev.Int("fallbacks", r.Fallbacks)
+	}
+	ev.Msg("stage done")
+	w.task.Add(1)
+}
+
+// Close stops the heartbeat; it may be called more than once.
+func (w *StageWatch) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stage = ""
+	if w.stop != nil {
+		close(w.stop)
+		w.stop = nil
+	}
 }
 
 func printReport(out io.Writer, rep *Report) error {

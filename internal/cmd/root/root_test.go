@@ -30,6 +30,7 @@ type result struct {
 	ran    bool
 	err    error
 	errOut *bytes.Buffer
+	f      *cmdutil.Factory
 }
 
 // execute runs the root command with a probe subcommand ("probe", with a local flag
@@ -47,15 +48,22 @@ func execute(t *testing.T, args ...string) result {
 		return nil
 	}}
 	probe.Flags().StringVar(&r.local, "local-opt", "dflt", "a subcommand flag")
-	cmd := NewCmdRoot(f, probe)
+	probe.Flags().IntVar(new(int), "count", 1, "an integer flag")
+	// other has a flag of the same name as probe's: a value set for one must not reach the other.
+	other := &cobra.Command{Use: "other", Args: cobra.NoArgs, RunE: func(*cobra.Command, []string) error { return nil }}
+	other.Flags().StringVar(new(string), "local-opt", "", "the other command's flag")
+	group := &cobra.Command{Use: "group"}
+	group.AddCommand(&cobra.Command{Use: "sub", RunE: func(*cobra.Command, []string) error { return nil }})
+	cmd := NewCmdRoot(f, probe, other, group)
 	cmd.SetArgs(args)
 	r.err = cmd.Execute()
 	r.errOut = errOut
+	r.f = f
 	return r
 }
 
 func TestPrecedence(t *testing.T) {
-	const config = "device: metal\nlog_level: warn\nlocal_opt: from-config\n"
+	const config = "device: metal\nlog_level: warn\ncommands:\n  probe:\n    local_opt: from-config\n"
 	tests := []struct {
 		name               string
 		config             bool
@@ -145,8 +153,13 @@ func TestUsageErrors(t *testing.T) {
 		{name: "missing config file", args: []string{"probe", "--config", "/nonexistent/metalprove.yaml"}, want: []string{"/nonexistent/metalprove.yaml"}},
 		{name: "missing config file from env", env: map[string]string{"METALPROVE_CONFIG": "/nonexistent/env.yaml"}, args: []string{"probe"}, want: []string{"/nonexistent/env.yaml"}},
 		{name: "bad device", args: []string{"--device", "nope", "probe"}, want: []string{"--device", "nope"}},
-		{name: "bad device from env", env: map[string]string{"METALPROVE_DEVICE": "gpu"}, args: []string{"probe"}, want: []string{"--device", "gpu"}},
-		{name: "bad device from config", config: "device: tpu\n", args: []string{"probe"}, want: []string{"--device", "tpu"}},
+		{name: "bad device from env", env: map[string]string{"METALPROVE_DEVICE": "gpu"}, args: []string{"probe"}, want: []string{"METALPROVE_DEVICE (environment)", "gpu"}},
+		{name: "bad device from config", config: "device: tpu\n", args: []string{"probe"}, want: []string{"key device of config file", "tpu"}},
+		{name: "command flag at the top level", config: "local_opt: x\n", args: []string{"probe"}, want: []string{`key "local_opt" is a flag of other, probe`, "commands:"}},
+		{name: "unknown command section", config: "commands:\n  prob:\n    local_opt: x\n", args: []string{"probe"}, want: []string{`commands.prob`, `unknown command "prob"`, "group sub"}},
+		{name: "unknown key in a command section", config: "commands:\n  probe:\n    output: x\n", args: []string{"probe"}, want: []string{"unknown key commands.probe.output", "local_opt"}},
+		{name: "bad value in a command section", config: "commands:\n  probe:\n    count: many\n", args: []string{"probe"}, want: []string{"key commands.probe.count", "many"}},
+		{name: "bad value from env", env: map[string]string{"METALPROVE_COUNT": "many"}, args: []string{"probe"}, want: []string{"METALPROVE_COUNT", "many"}},
 		{name: "bad log level", args: []string{"probe", "--log-level", "loud"}, want: []string{"--log-level", "loud"}},
 		{name: "numeric log level", args: []string{"probe", "--log-level", "5"}, want: []string{"--log-level"}},
 		{name: "empty log level", args: []string{"probe", "--log-level="}, want: []string{"--log-level"}},
@@ -173,9 +186,11 @@ func TestUsageErrors(t *testing.T) {
 			if r.ran {
 				t.Error("the command ran despite the error")
 			}
+			// The message as cmd.Run prints it: flags set from a config file named by their key.
+			msg := r.f.Settings.Explain(r.err.Error())
 			for _, w := range tt.want {
-				if !strings.Contains(r.err.Error(), w) {
-					t.Errorf("error %q does not contain %q", r.err, w)
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
 				}
 			}
 		})
@@ -199,5 +214,35 @@ func TestLogger(t *testing.T) {
 	}
 	if r.errOut.Len() != 0 {
 		t.Errorf("--log-level warn logged: %s", r.errOut)
+	}
+}
+
+// TestConfigScopedPerCommand: a key set for one command applies to it and to no other.
+func TestConfigScopedPerCommand(t *testing.T) {
+	cmdtest.ClearEnv(t)
+	config := writeConfig(t, "commands:\n  other:\n    local_opt: for-other\n  group sub:\n")
+	r := execute(t, "probe", "--config", config)
+	if r.err != nil || r.local != "dflt" {
+		t.Errorf("probe got local-opt %q (err %v) from the other command's section", r.local, r.err)
+	}
+	if _, ok := r.settings.Origins["local-opt"]; ok {
+		t.Errorf("origins %v", r.settings.Origins)
+	}
+	config = writeConfig(t, "commands:\n  probe:\n    local_opt: mine\n")
+	r = execute(t, "probe", "--config", config)
+	if r.err != nil || r.local != "mine" || !strings.Contains(r.settings.Origins["local-opt"], "commands.probe.local_opt") {
+		t.Errorf("probe: local-opt %q, origins %v, err %v", r.local, r.settings.Origins, r.err)
+	}
+}
+
+func TestQuiet(t *testing.T) {
+	cmdtest.ClearEnv(t)
+	r := execute(t, "probe", "--quiet")
+	if r.err != nil || r.errOut.Len() != 0 {
+		t.Errorf("--quiet: err %v, stderr %q", r.err, r.errOut)
+	}
+	r = execute(t, "probe", "-q", "--log-level", "info")
+	if r.err != nil || !strings.Contains(r.errOut.String(), "probe info") {
+		t.Errorf("-q --log-level info: err %v, stderr %q", r.err, r.errOut)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/progress"
+	"github.com/metalprove/metalprove/internal/sysinfo"
 )
 
 // DefaultMaxFailures is the default of --max-failures.
@@ -32,6 +34,10 @@ type CheckOptions struct {
 	// MaxFailures bounds the constraint failures, and separately the bus imbalances, reported
 	// (0: all).
 	MaxFailures int
+	// Progress shows the section being checked on a terminal.
+	Progress *progress.Display
+	// Device is the --device setting ("": auto) of the device that evaluates the rows.
+	Device string
 }
 
 // CheckReport is what `metalprove trace check --json` prints.
@@ -88,16 +94,16 @@ type BusCount struct {
 
 // NewCmdCheck returns the trace check command. runF, when not nil, replaces checkRun (for tests).
 func NewCmdCheck(f *cmdutil.Factory, runF func(*CheckOptions) error) *cobra.Command {
-	opts := &CheckOptions{IO: f.IO, Logger: &f.Logger}
+	opts := &CheckOptions{IO: f.IO, Logger: &f.Logger, Progress: f.Progress}
 	cmd := &cobra.Command{
 		Use:   "check FILE",
 		Short: "Check a trace file against the constraints and interactions of its AIRs",
 		Long: `Decode a trace file and check it: each section's AIR is found by the section's name
 (keccakf, or a test AIR such as fibonacci or dummy-interaction-send-w1-bus0: see 'metalprove trace
 --help'), its width and number of public values must be the AIR's, every constraint is evaluated
-on every row (the next row of the last row is row 0; rows are checked in parallel on all CPUs),
-and the interactions of all sections of the file must balance: for every bus and message, the
-counts sum to zero.
+on every row (the next row of the last row is row 0; rows are evaluated on the device of
+--device, auto: a GPU when one is usable, else the host device), and the interactions of all
+sections of the file must balance: for every bus and message, the counts sum to zero.
 
 The first failures (at most --max-failures of them, 10 by default) are printed with the section,
 AIR, row, constraint index (in the AIR's assert order) and the constraint's expression; the
@@ -105,12 +111,17 @@ imbalanced bus messages likewise. Then a per-section summary.
 
 Exit status: 0 when every check passes; 4 when a constraint fails or a bus does not balance; 3
 when the file is missing or malformed (the section and byte offset are named), when a section
-names no known AIR, or when its width or public values do not fit its AIR.`,
+names no known AIR, or when its width or public values do not fit its AIR; 5 when the device is
+unavailable.`,
 		Example: `  metalprove trace check keccakf.trace
   metalprove trace check fib.trace --json --max-failures 100`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts.Path = args[0]
+			opts.Progress = f.Progress
+			if f.Settings != nil {
+				opts.Device = f.Settings.Device
+			}
 			if opts.MaxFailures < 0 {
 				return cmdutil.Usagef("--max-failures %d: must be ≥ 0 (0: all)", opts.MaxFailures)
 			}
@@ -179,11 +190,18 @@ func checkFile(opts *CheckOptions) (*CheckReport, error) {
 	}
 	defer tf.Close()
 	r, wrap := tf.r, tf.wrap
+	chk, err := openSectionChecker(opts.Device, *log)
+	if err != nil {
+		return nil, err
+	}
+	defer chk.close()
 	rep := &CheckReport{Path: path, Sections: []SectionCheck{}, Failures: []ConstraintFailure{}, Imbalances: []BusImbalance{}}
 	// Sections with interactions are kept for the balance check across the file.
 	var busAirs []air.Air
 	var busInputs []air.TraceInput
 	var busSection []int
+	task := opts.Progress.Start("trace check "+path, 0, "")
+	defer task.Done()
 	for i := 0; ; i++ {
 		h, err := r.Next()
 		if err == io.EOF {
@@ -206,6 +224,11 @@ func checkFile(opts *CheckOptions) (*CheckReport, error) {
 		if len(h.PublicValues) != a.NumPublicValues() {
 			return nil, bad("%d public values, but AIR %s has %d", len(h.PublicValues), a.Name(), a.NumPublicValues())
 		}
+		task.Step(fmt.Sprintf("section %d %s (%d rows)", i, h.Name, h.Height))
+		if need, mem := 4*uint64(h.Width)*uint64(h.Height), MachineMemory(); mem.Available > 0 && need > mem.Available {
+			return nil, fmt.Errorf("%s: section %d %q: not enough memory: its %d×%d cells need %s, %s is available",
+				path, i, h.Name, h.Height, h.Width, sysinfo.Bytes(need), sysinfo.Bytes(mem.Available))
+		}
 		cells := make([]field.Fp, h.Width*h.Height)
 		if err := r.ReadColumns(cells); err != nil {
 			return nil, wrap(err)
@@ -219,7 +242,7 @@ func checkFile(opts *CheckOptions) (*CheckReport, error) {
 			limit = max(opts.MaxFailures-len(rep.Failures), 1)
 		}
 		start := time.Now()
-		res, err := checkConstraints(a, in, limit)
+		res, err := chk.checkConstraints(a, in, limit)
 		if err != nil {
 			if errors.Is(err, air.ErrShape) {
 				return nil, bad("%v", err)
@@ -246,8 +269,9 @@ func checkFile(opts *CheckOptions) (*CheckReport, error) {
 		}
 	}
 	if len(busAirs) > 0 {
+		task.Step("interaction balance")
 		start := time.Now()
-		ims, err := constraints.CheckInteractions(busAirs, busInputs)
+		ims, err := chk.checkInteractions(busAirs, busInputs)
 		if err != nil {
 			return nil, fmt.Errorf("%s: interaction balance: %w", path, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -311,5 +312,39 @@ func TestNewCmdCheck(t *testing.T) {
 	cmd := NewCmdTrace(cmdutil.NewFactory("dev", ios), nil)
 	if sub, _, err := cmd.Find([]string{"check", "x"}); err != nil || sub.Name() != "check" {
 		t.Errorf("trace check not found: %v", err)
+	}
+}
+
+// TestCheckDeviceMatchesHost: the reports of the device check (the device finds the first failing
+// rows and the LogUp balance, the host reports from there) equal those of the host alone, for
+// valid files, corrupted cells in several sections and imbalances, under several limits.
+func TestCheckDeviceMatchesHost(t *testing.T) {
+	mix := generate(t, "mixture", 0)
+	pair := generate(t, "interaction-pair", 0)
+	paths := map[string]string{
+		"mixture":          mix,
+		"pair":             pair,
+		"keccakf":          corruptCell(t, generate(t, "keccakf", 2), 0, keccakf.ColAPrime(0, 1, 2), 41, 3),
+		"fibonacci":        corruptCell(t, corruptCell(t, mix, 0, 1, 7, 1), 0, 0, 12, 2),
+		"two sections":     corruptCell(t, corruptCell(t, mix, 0, 1, 9, 1), 5, 1, 3, 1),
+		"pair imbalance":   corruptCell(t, pair, 1, 0, 5, 2),
+		"mixed imbalance":  corruptCell(t, corruptCell(t, mix, 1, 0, 2, 1), 0, 0, 3, 1),
+		"self-interaction": corruptCell(t, mix, 7, 3, 6, 1),
+	}
+	for name, path := range paths {
+		for _, maxF := range []int{0, 1, DefaultMaxFailures} {
+			dev, derr := runCheck(t, path, maxF)
+			hostOnlyCheck = true
+			host, herr := runCheck(t, path, maxF)
+			hostOnlyCheck = false
+			if valid := name == "mixture" || name == "pair"; dev == nil || (dev.Passed != valid && name != "self-interaction") {
+				t.Fatalf("%s: report %+v, want passed = %v", name, dev, valid)
+			}
+			dj, _ := json.Marshal(dev)
+			hj, _ := json.Marshal(host)
+			if string(dj) != string(hj) || cmdutil.ExitCodeFor(derr) != cmdutil.ExitCodeFor(herr) || fmt.Sprint(derr) != fmt.Sprint(herr) {
+				t.Errorf("%s max %d: device %s (%v)\nhost %s (%v)", name, maxF, dj, derr, hj, herr)
+			}
+		}
 	}
 }

@@ -11,12 +11,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"os/signal"
+	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -25,15 +22,42 @@ import (
 	"github.com/metalprove/metalprove/examples/keccakf"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
+	"github.com/metalprove/metalprove/internal/progress"
+	"github.com/metalprove/metalprove/internal/sysinfo"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
 const (
 	// DefaultSeed is the seed of OpenVM's keccakf example (StdRng::seed_from_u64(42)).
 	DefaultSeed = 42
-	// MaxPerms is the largest --perms accepted.
+	// MaxPerms is the largest --perms the generator and the file format could take; what fits on
+	// the machine (PermsLimit) is lower.
 	MaxPerms = examples.MaxPerms
 )
+
+// PermsLimit is the largest --perms this machine can generate and write: the trace must fit in
+// the memory available (mem) and in one trace file section. The disk is checked per request.
+func PermsLimit(mem sysinfo.Memory) int {
+	budget := uint64(tracefile.DefaultMaxSectionBytes)
+	if mem.Available > 0 {
+		budget = min(budget, mem.Available)
+	}
+	return examples.PermsLimit(budget, 0)
+}
+
+// MachineMemory reads the machine's memory (a variable for tests).
+var MachineMemory = sysinfo.ReadMemory
+
+// permsHelp states the --perms limit of this machine.
+func permsHelp() string {
+	mem := MachineMemory()
+	lim := PermsLimit(mem)
+	if mem.Available == 0 {
+		return fmt.Sprintf("keccakf: number of permutations, 1..%d (required)", lim)
+	}
+	return fmt.Sprintf("keccakf: number of permutations (required), 1..%d on this machine: the trace of %d (%s) is the largest that fits in the %s of memory available",
+		lim, lim, sysinfo.Bytes(examples.KeccakfTraceBytes(lim)), sysinfo.Bytes(mem.Available))
+}
 
 // Options are the inputs of the trace command.
 type Options struct {
@@ -41,9 +65,13 @@ type Options struct {
 	// Logger points at the factory's logger, which the root command configures after the
 	// command line is parsed.
 	Logger *zerolog.Logger
-	// Context is cancelled to stop the command (nil: context.Background()); SIGINT and SIGTERM
-	// also stop it, removing the partial output.
+	// Context is cancelled to stop the command (nil: context.Background()); the root command
+	// cancels it on SIGINT and SIGTERM. The partial output is then removed.
 	Context context.Context
+	// Progress shows the generation and the writing on a terminal.
+	Progress *progress.Display
+	// ConfigFile is the config file read (an output there would destroy it).
+	ConfigFile string
 
 	Example string
 	Perms   int
@@ -112,7 +140,9 @@ height, a power of two) where their height is free, and --seed where they draw r
 flag that does not apply to the chosen example is an error.
 
 The file is written atomically: it appears at FILE only once complete; an error or an interrupt
-(Ctrl-C) leaves nothing at FILE. Nothing is printed on stdout unless --json is given; timings are
+(Ctrl-C, exit status 130) leaves nothing at FILE. Before generating anything the command checks
+that FILE's directory exists and is writable, and that the trace fits in the memory available and
+on the disk (--perms states this machine's limit), and refuses otherwise, naming what it needs. Nothing is printed on stdout unless --json is given; timings are
 logged at level info on stderr. 'metalprove trace check FILE' checks the file against the AIRs.`,
 		Example: `  metalprove trace --example keccakf --perms 1024 -o keccakf.trace
   metalprove trace --example keccakf --perms 2 --seed 7 -o k.trace --json
@@ -123,6 +153,8 @@ logged at level info on stderr. 'metalprove trace check FILE' checks the file ag
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.Context = c.Context()
+			opts.Progress = f.Progress
+			opts.ConfigFile = f.Settings.ConfigFile
 			opts.SeedSet = c.Flags().Changed("seed")
 			if c.Flags().Changed("rows") && opts.Rows == 0 {
 				return cmdutil.Usagef("--rows 0: must be a power of two")
@@ -135,7 +167,7 @@ logged at level info on stderr. 'metalprove trace check FILE' checks the file ag
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Example, "example", "", "example to generate: "+strings.Join(examples.Names(), "|")+" (required)")
-	fl.IntVar(&opts.Perms, "perms", 0, fmt.Sprintf("keccakf: number of permutations, 1..%d (required)", MaxPerms))
+	fl.IntVar(&opts.Perms, "perms", 0, permsHelp())
 	fl.IntVar(&opts.Rows, "rows", 0, "test AIRs: trace height, a power of two (default: the example's)")
 	fl.Uint64Var(&opts.Seed, "seed", DefaultSeed, "seed of the random inputs (keccakf, interaction-pair)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "trace file to write (required)")
@@ -166,10 +198,39 @@ func (opts *Options) validate() (*examples.Example, error) {
 				opts.Perms, keccakf.NumCols, height, b, tracefile.DefaultMaxSectionBytes, maxPermsForFile())
 		}
 	}
-	if st, err := os.Stat(opts.Output); err == nil && st.IsDir() {
-		return nil, cmdutil.Usagef("-o %s: is a directory", opts.Output)
+	if err := cmdutil.CheckOutput("-o", opts.Output, opts.ConfigFile); err != nil {
+		return nil, err
+	}
+	if ex.Name == "keccakf" {
+		if err := CheckKeccakfFits(opts.Perms, 1, filepath.Dir(opts.Output)); err != nil {
+			return nil, err
+		}
 	}
 	return ex, nil
+}
+
+// CheckKeccakfFits refuses, before anything is allocated, a keccakf trace of perms permutations
+// that does not fit: factor × its size must fit in the memory available (factor 1 to generate
+// it; more to prove it) and, when dir is not empty, its size on the disk of dir. The error
+// names the sizes needed and available, and this machine's limit.
+func CheckKeccakfFits(perms int, factor uint64, dir string) error {
+	need := examples.KeccakfTraceBytes(perms)
+	mem := MachineMemory()
+	if mem.Available > 0 && need*factor > mem.Available {
+		what := "the trace"
+		if factor > 1 {
+			what = fmt.Sprintf("the trace (%s) and proving it", sysinfo.Bytes(need))
+		}
+		return cmdutil.Usagef("--perms %d: %s need about %s of memory, %s is available (at most %d permutations here)",
+			perms, what, sysinfo.Bytes(need*factor), sysinfo.Bytes(mem.Available), examples.PermsLimit(mem.Available/factor, 0))
+	}
+	if dir != "" {
+		if free, err := sysinfo.DiskFree(dir); err == nil && need+(1<<20) > free {
+			return cmdutil.Usagef("--perms %d: the trace file needs %s of disk space, %s is free in %s",
+				perms, sysinfo.Bytes(need), sysinfo.Bytes(free), dir)
+		}
+	}
+	return nil
 }
 
 func (opts *Options) exampleOptions() examples.Options {
@@ -185,7 +246,7 @@ func maxPermsForFile() int {
 	return h / keccakf.NumRounds
 }
 
-var errInterrupted = errors.New("interrupted; no file written")
+var errInterrupted = fmt.Errorf("%w; no file written", cmdutil.ErrInterrupted)
 
 func traceRun(opts *Options) (err error) {
 	ex, err := opts.validate()
@@ -196,14 +257,12 @@ func traceRun(opts *Options) (err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	log := opts.Logger
 
 	// Create the (temporary) file first, so that a bad path fails before the generation.
 	w, err := tracefile.Create(opts.Output)
 	if err != nil {
-		return err
+		return cmdutil.OutputError("-o", opts.Output, err)
 	}
 	defer w.Abort() // removes the temporary file unless Commit succeeded
 
@@ -230,6 +289,8 @@ func traceRun(opts *Options) (err error) {
 	var secs []examples.Section
 	var genErr error
 	done := make(chan struct{})
+	task := opts.Progress.Start("trace "+ex.Name, 0, "")
+	task.Step("generating")
 	go func() {
 		defer close(done)
 		secs, genErr = ex.Generate(opts.exampleOptions())
@@ -237,8 +298,10 @@ func traceRun(opts *Options) (err error) {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		task.Done()
 		return errInterrupted
 	}
+	task.Done()
 	if genErr != nil {
 		return genErr
 	}
@@ -250,6 +313,12 @@ func traceRun(opts *Options) (err error) {
 		Str("elapsed", time.Since(start).Round(time.Microsecond).String()).Msg("trace generated")
 
 	start = time.Now()
+	columns := 0
+	for _, s := range secs {
+		columns += s.Width()
+	}
+	task = opts.Progress.Start("trace "+ex.Name+": writing "+opts.Output, int64(columns), "columns")
+	defer task.Done()
 	for _, s := range secs {
 		h := tracefile.SectionHeader{Name: s.Name, Width: s.Width(), Height: s.Height, PublicValues: s.Public}
 		if err := w.BeginSection(h); err != nil {
@@ -262,11 +331,13 @@ func traceRun(opts *Options) (err error) {
 			if err := w.WriteColumn(s.Cells[c*h.Height : (c+1)*h.Height]); err != nil {
 				return err
 			}
+			task.Add(1)
 		}
 	}
 	if err := w.Commit(); err != nil {
 		return err
 	}
+	task.Done()
 	log.Info().Str("path", opts.Output).Str("elapsed", time.Since(start).Round(time.Microsecond).String()).Msg("trace file written")
 
 	if !opts.JSON {

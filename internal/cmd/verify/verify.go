@@ -1,14 +1,20 @@
 // Package verify implements `metalprove verify`: it reads a proof file written by `metalprove
-// prove`, rebuilds the verifying key from the AIRs its metadata names (or from the sections of a
-// trace file) with the CPU reference backend, and verifies the proof.
+// prove` (or, with --openvm, the bare codec bytes of a proof made by OpenVM's own prover),
+// rebuilds the verifying key from the AIRs its metadata names (or from the sections of a trace
+// file) with the CPU reference backend, and verifies the proof.
 package verify
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -30,6 +36,9 @@ type Options struct {
 	Settings *cmdutil.Settings
 
 	Proof string
+	// OpenVM, when set, is a file of bare proof codec bytes (Proof::encode, as OpenVM's prover
+	// writes them) to verify instead of a proof file; Trace must name the AIRs.
+	OpenVM string
 	// Trace, when set, names the AIRs by the sections of this trace file instead of the proof
 	// file's metadata.
 	Trace         string
@@ -50,14 +59,17 @@ type Report struct {
 	AIRsFrom   string             `json:"airs_from"`
 	ProofBytes int                `json:"proof_bytes"`
 	TimesMS    map[string]float64 `json:"times_ms"`
+	// ExitCode is the command's exit status (0 valid, 4 rejected, 3 malformed input, …): with
+	// --json one object is printed whatever the outcome.
+	ExitCode int `json:"exit_code"`
 }
 
 // NewCmdVerify returns the verify command. runF, when not nil, replaces verifyRun (for tests).
 func NewCmdVerify(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: f.IO, Logger: &f.Logger, Settings: f.Settings}
 	cmd := &cobra.Command{
-		Use:   "verify PROOF",
-		Short: "Verify a proof file written by metalprove prove",
+		Use:   "verify PROOF | verify --openvm FILE --trace TRACE [--preset P]",
+		Short: "Verify a proof file written by metalprove prove, or a proof made by OpenVM",
 		Long: `Verify a proof file. The verifying key is rebuilt, not read: the proof file's metadata
 names the AIRs (in key order) and their trace heights, and the preset the proof was made with;
 each AIR is found by name as 'metalprove trace check' finds a section's AIR, and its key is
@@ -69,14 +81,34 @@ proof file, else ` + prove.DefaultPreset + `. Targets below 100 bits (the test p
 --allow-insecure. The proof file records the digest of the parameters it was made with; other
 parameters reject it.
 
+--openvm FILE verifies the bare codec bytes of a proof (Proof::encode of OpenVM stark-backend
+v2.0.1, as 'metalprove proof export' writes them and OpenVM's prover makes them): such a file
+names neither AIRs nor parameters, so --trace gives the AIRs and their heights and --preset (or
+the config file) the parameters.
+
+The text output names the AIRs and the heights verified. With --json one object is printed
+whatever the outcome: valid, error and exit_code, also for a malformed file (exit 3).
+
 Exit status: 0 when the proof is valid; 4 when it is rejected (the stage and reason are printed);
-3 when the file is missing, truncated or malformed, or names an unknown AIR; 2 for bad flags.`,
-		Example: `  metalprove verify p16.bin
+3 when the file is missing, truncated or malformed (not a metalprove proof file: bad magic), or
+names an unknown AIR; 2 for bad flags.`,
+		Example: `  metalprove verify k16.proof
   metalprove verify fib.proof --preset test --allow-insecure --json
-  metalprove verify bare.proof --trace k16.bin`,
-		Args: cobra.ExactArgs(1),
+  metalprove verify bare.proof --trace k16.trace
+  metalprove verify --openvm keccakf-16.proof --trace k16.trace --preset app-100bit`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			opts.Proof = args[0]
+			switch {
+			case opts.OpenVM != "" && len(args) > 0:
+				return cmdutil.Usagef("give either a proof file or --openvm FILE, not both")
+			case opts.OpenVM != "" && opts.Trace == "":
+				return cmdutil.Usagef("--openvm needs --trace FILE: bare OpenVM proof bytes do not name their AIRs")
+			case opts.OpenVM == "" && len(args) == 0:
+				return cmdutil.Usagef("verify needs a proof file (or --openvm FILE --trace TRACE)")
+			}
+			if len(args) > 0 {
+				opts.Proof = args[0]
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -84,6 +116,7 @@ Exit status: 0 when the proof is valid; 4 when it is rejected (the stage and rea
 		},
 	}
 	fl := cmd.Flags()
+	fl.StringVar(&opts.OpenVM, "openvm", "", "verify this file of bare OpenVM proof codec bytes (needs --trace for the AIRs)")
 	fl.StringVar(&opts.Trace, "trace", "", "take the AIRs from this trace file's sections instead of the proof's metadata")
 	fl.StringVar(&opts.Preset, "preset", "", "preset (default: the config file's params section, else the proof file's preset)")
 	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "accept parameters with a security target below 100 bits")
@@ -91,8 +124,8 @@ Exit status: 0 when the proof is valid; 4 when it is rejected (the stage and rea
 	return cmd
 }
 
-// traceAirs lists the sections of a trace file (names and heights) without reading the cells.
-func traceAirs(path string) ([]stark.ProofMetaAir, error) {
+// TraceAirs lists the sections of a trace file (names and heights) without reading the cells.
+func TraceAirs(path string) ([]stark.ProofMetaAir, error) {
 	r, err := tracefile.Open(path)
 	if err != nil {
 		return nil, &cmdutil.BadInputError{Err: err}
@@ -119,21 +152,134 @@ func traceAirs(path string) ([]stark.ProofMetaAir, error) {
 }
 
 func verifyRun(opts *Options) error {
+	rep := &Report{Proof: opts.Proof, TimesMS: map[string]float64{}, AIRsFrom: "metadata"}
+	if opts.OpenVM != "" {
+		rep.Proof = opts.OpenVM
+	}
+	err := verify(opts, rep)
+	rep.Valid = err == nil
+	rep.ExitCode = int(cmdutil.ExitCodeFor(err))
+	if err != nil {
+		rep.Error = err.Error()
+		if opts.Settings != nil {
+			rep.Error = opts.Settings.Explain(rep.Error)
+		}
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(rep); jerr != nil && err == nil {
+			return jerr
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(opts.IO.Out, "%s: valid proof of %s (AIRs from %s) under %s; %d bytes; verified in %.1f ms\n",
+		rep.Proof, AirList(rep.AIRs), rep.AIRsFrom, rep.Params, rep.ProofBytes, rep.TimesMS["verify"])
+	return err
+}
+
+// AirList names AIRs and their heights: "1 AIR: keccakf (height 32768)", "3 AIRs: a (8), b (16), c (4)".
+func AirList(airs []stark.ProofMetaAir) string {
+	const maxShown = 8
+	var parts []string
+	for i, a := range airs {
+		if i == maxShown {
+			parts = append(parts, fmt.Sprintf("… %d more", len(airs)-maxShown))
+			break
+		}
+		if len(airs) == 1 {
+			parts = append(parts, fmt.Sprintf("%s (height %d)", a.Name, a.Height))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s (%d)", a.Name, a.Height))
+		}
+	}
+	noun := "AIRs"
+	if len(airs) == 1 {
+		noun = "AIR"
+	}
+	return fmt.Sprintf("%d %s: %s", len(airs), noun, strings.Join(parts, ", "))
+}
+
+// CheckMagic refuses a file that does not start as a metalprove proof file (metadata block or
+// bare envelope): "not a metalprove proof file: bad magic". A file that starts like bare OpenVM
+// codec bytes is named as such, with the flags that verify it.
+func CheckMagic(path string, b []byte) error {
+	if bytes.HasPrefix(b, []byte(stark.ProofMetaMagic)) || bytes.HasPrefix(b, []byte(stark.EnvelopeMagic)) {
+		return nil
+	}
+	n := min(len(b), 8)
+	msg := fmt.Sprintf("%s: not a metalprove proof file: bad magic %q (want %q or %q)", path, b[:n], stark.ProofMetaMagic, stark.EnvelopeMagic)
+	if len(b) >= 4 && binary.LittleEndian.Uint32(b) == stark.CodecVersion {
+		msg += fmt.Sprintf("; it starts like bare OpenVM proof bytes (codec version %d): verify it with --openvm %s --trace TRACE --preset P", stark.CodecVersion, path)
+	}
+	return &cmdutil.BadInputError{Err: errors.New(msg)}
+}
+
+// ReadBounded reads a whole input file of at most limit bytes; errors are BadInputErrors naming
+// path.
+func ReadBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", path, unwrapPath(err))}
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", path, unwrapPath(err))}
+	}
+	if int64(len(b)) > limit {
+		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: larger than %d bytes", path, limit)}
+	}
+	return b, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// verify fills rep and returns nil for a valid proof.
+func verify(opts *Options, rep *Report) error {
 	log := opts.Logger
 	if log == nil {
 		l := zerolog.Nop()
 		log = &l
 	}
-	rep := &Report{Proof: opts.Proof, TimesMS: map[string]float64{}, AIRsFrom: "metadata"}
 	start := time.Now()
-	meta, env, err := stark.ReadProofFileRaw(opts.Proof)
-	if err != nil {
-		return &cmdutil.BadInputError{Err: err}
+	var meta *stark.ProofMeta
+	var env []byte
+	if opts.OpenVM == "" {
+		b, err := ReadBounded(opts.Proof, stark.MaxProofFileSize+2<<20)
+		if err != nil {
+			return err
+		}
+		if err := CheckMagic(opts.Proof, b); err != nil {
+			return err
+		}
+		if meta, env, err = stark.SplitProofFile(b); err != nil {
+			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Proof, err)}
+		}
+	} else {
+		b, err := ReadBounded(opts.OpenVM, stark.MaxProofFileSize)
+		if err != nil {
+			return err
+		}
+		if bytes.HasPrefix(b, []byte(stark.ProofMetaMagic)) || bytes.HasPrefix(b, []byte(stark.EnvelopeMagic)) {
+			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: a metalprove proof file, not bare OpenVM proof bytes: verify it without --openvm (or 'metalprove proof export' it first)", opts.OpenVM)}
+		}
+		env = b
 	}
-	airsMeta := []stark.ProofMetaAir(nil)
+	var airsMeta []stark.ProofMetaAir
 	switch {
 	case opts.Trace != "":
-		if airsMeta, err = traceAirs(opts.Trace); err != nil {
+		var err error
+		if airsMeta, err = TraceAirs(opts.Trace); err != nil {
 			return err
 		}
 		rep.AIRsFrom = opts.Trace
@@ -170,33 +316,41 @@ func verifyRun(opts *Options) error {
 	airs := make([]air.Air, len(airsMeta))
 	for i, am := range airsMeta {
 		if airs[i], err = examples.AirForHeight(am.Name, am.Height); err != nil {
-			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: AIR %d: %w", opts.Proof, i, err)}
+			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: AIR %d: %w", rep.Proof, i, err)}
 		}
 	}
 	rep.TimesMS["read"] = float64(time.Since(start).Microseconds()) / 1000
 
-	// The envelope records the digest of the prover's parameters (offset 12, envelope.go): a
-	// mismatch is a proof for other parameters, a rejection rather than a malformed file.
-	if len(env) >= 44 && bytes.HasPrefix(env, []byte(stark.EnvelopeMagic)) && !bytes.Equal(env[12:44], dg[:]) {
-		return fail(opts, rep, fmt.Errorf("%w: the proof was made for parameters with digest %x, not %s (%x)", stark.ErrParamsMismatch, env[12:44], res.Source, dg))
+	var proof *stark.Proof
+	if opts.OpenVM != "" {
+		lim := stark.LimitsFor(p)
+		if proof, err = stark.DecodeProof(env, &lim); err != nil {
+			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: not a proof for %s: %w", opts.OpenVM, res.Source, err)}
+		}
+		rep.ProofBytes = len(env)
+	} else {
+		// The envelope records the digest of the prover's parameters (offset 12, envelope.go): a
+		// mismatch is a proof for other parameters, a rejection rather than a malformed file.
+		if len(env) >= 44 && bytes.HasPrefix(env, []byte(stark.EnvelopeMagic)) && !bytes.Equal(env[12:44], dg[:]) {
+			return rejected(rep, fmt.Errorf("%w: the proof was made for parameters with digest %x, not %s (%x)", stark.ErrParamsMismatch, env[12:44], res.Source, dg))
+		}
+		if proof, err = stark.UnmarshalProofFile(env, p); err != nil {
+			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Proof, err)}
+		}
+		// UnmarshalProofFile checked the envelope's length field: the rest is the spec encoding.
+		rep.ProofBytes = len(env) - stark.EnvelopeOverhead
 	}
-	proof, err := stark.UnmarshalProofFile(env, p)
-	if err != nil {
-		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Proof, err)}
-	}
-	// UnmarshalProofFile checked the envelope's length field: the rest is the spec encoding.
-	rep.ProofBytes = len(env) - stark.EnvelopeOverhead
 
 	start = time.Now()
 	pk, err := stark.Keygen(p, airs, nil, cpuref.New())
 	if err != nil {
-		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Proof, err)}
+		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", rep.Proof, err)}
 	}
 	rep.TimesMS["keygen"] = float64(time.Since(start).Microseconds()) / 1000
 	if len(proof.TraceVData) == len(airsMeta) {
 		for i, td := range proof.TraceVData {
 			if td != nil && td.LogHeight >= 0 && td.LogHeight < 31 && 1<<td.LogHeight != airsMeta[i].Height {
-				return fail(opts, rep, fmt.Errorf("AIR %d (%s): the proof has height 2^%d, the AIR list says %d", i, airsMeta[i].Name, td.LogHeight, airsMeta[i].Height))
+				return rejected(rep, fmt.Errorf("AIR %d (%s): the proof has height 2^%d, the AIR list says %d", i, airsMeta[i].Name, td.LogHeight, airsMeta[i].Height))
 			}
 		}
 	}
@@ -206,34 +360,12 @@ func verifyRun(opts *Options) error {
 	rep.TimesMS["verify"] = float64(time.Since(start).Microseconds()) / 1000
 	log.Info().Str("elapsed", time.Since(start).Round(time.Microsecond).String()).Bool("valid", err == nil).Msg("verified")
 	if err != nil {
-		return fail(opts, rep, err)
+		return rejected(rep, err)
 	}
-	rep.Valid = true
-	return report(opts, rep)
+	return nil
 }
 
-// fail reports a rejected proof (exit 4).
-func fail(opts *Options, rep *Report, err error) error {
-	rep.Valid = false
-	rep.Error = err.Error()
-	if opts.JSON {
-		if rerr := report(opts, rep); rerr != nil {
-			return rerr
-		}
-	}
-	return &cmdutil.CheckFailedError{Err: fmt.Errorf("%s: proof rejected: %w", opts.Proof, err)}
-}
-
-func report(opts *Options, rep *Report) error {
-	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	if !rep.Valid {
-		return nil
-	}
-	_, err := fmt.Fprintf(opts.IO.Out, "%s: valid proof of %d AIRs (AIRs from %s) under %s; %d bytes; verified in %.1f ms\n",
-		rep.Proof, len(rep.AIRs), rep.AIRsFrom, rep.Params, rep.ProofBytes, rep.TimesMS["verify"])
-	return err
+// rejected is a proof the verifier rejected (exit 4).
+func rejected(rep *Report, err error) error {
+	return &cmdutil.CheckFailedError{Err: fmt.Errorf("%s: proof rejected: %w", rep.Proof, err)}
 }

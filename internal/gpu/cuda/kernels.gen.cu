@@ -2,8 +2,30 @@
 // Compiled by NVRTC alone (no #include). Parameters of mslk_NAME: every [[buffer(i)]] in
 // increasing i (pointer, or the `constant T&` struct by value), then unsigned tg_off_j per
 // [[threadgroup(j)]]: byte offsets into the dynamic shared memory, 16-byte aligned.
-#line 1 "shaders/bench.metal"
-// bench.metal - kernels that measure device ceilings for `metalprove bench --kernels`.
+#line 1 "shaders/commit/merkle.metal"
+// merkle.metal - Merkle commitments of column-major matrices with Poseidon2 (Montgomery form),
+// as cpuref.NewMerkleTree: leaf[r] = hash_slice(row r); query group y = tree_compress of the
+// leaves y + t·qs (t < 2^k), built level by level; a binary tree above the group digests.
+// A digest is 8 consecutive uints; digest i of a layer is at [8i, 8i+8).
+#line 1 "shaders/include/poseidon2.h"
+// poseidon2.h - the Poseidon2 permutation over BabyBear, width 16 (Plonky3 v0.4.3
+// default_babybear_poseidon2_16, spec A §2), on Montgomery-form elements. Mirrors
+// internal/poseidon2.Permute: initial M_E, 4 full rounds, 13 partial rounds, 4 full rounds.
+//
+// Round constants come in a buffer `rc` of P2_RC_LEN uints, all in Montgomery form:
+//   rc[P2_RC_EXT_INIT + 16·r + i]   r < 4: constants of the initial full rounds
+//   rc[P2_RC_INTERNAL + r]          r < 13: constant of partial round r (added to element 0)
+//   rc[P2_RC_EXT_FINAL + 16·r + i]  r < 4: constants of the final full rounds
+//   rc[P2_RC_DIAG + i]              i < 16: the diagonal V of M_I = J + diag(V)
+// (internal/kernels.Poseidon2Constants builds it from internal/poseidon2.)
+//
+// Lanes (prelude.h): the functions permute MSL_LANES states at once. A state array `s` holds
+// P2_WIDTH·MSL_LANES uints, element k of lane l at s[k·MSL_LANES + l] (lane-major; declare it as
+// `uint s[P2_STATE]`). Every step is a loop over elements (or groups of four) around an innermost
+// loop over lanes, so that the host compiler vectorises across lanes; constants are read once and
+// shared by all lanes. With MSL_LANES = 1 (GPUs) this is the plain scalar permutation.
+#ifndef POSEIDON2_H
+#define POSEIDON2_H
 #line 1 "shaders/include/babybear.h"
 // babybear.h - BabyBear field, p = 2^31 - 2^27 + 1 = 0x78000001, in Montgomery form (R = 2^32).
 // Written once in the subset of MSL that prelude.h provides for CUDA and the host: only uint
@@ -457,335 +479,6 @@ MSL_FN void lanes_transpose(MSL_THREAD lanes_uint* v) {}
 #endif
 
 #endif  // BABYBEAR_H
-#line 3 "shaders/bench.metal"
-
-struct BenchMulParams {
-  uint n;      // threads doing work (output slots)
-  uint iters;  // loop iterations; each does 4 dependent-chain Montgomery products
-};
-
-// out[i] = the end of four interleaved dependent chains of bb_mul (4·iters products per item):
-// the BabyBear multiply rate of the device (the result is stored so nothing is optimised away).
-// Lanes (prelude.h): every MSL_LANES-th work item runs the items i0 .. i0+MSL_LANES as one lane
-// vector, with the vector product the host's lane kernels use (bb_mul_lanes), so that on the host
-// device this is the SIMD multiply rate those kernels are measured against. On GPUs it is bb_mul.
-MSL_KERNEL void msl_kernel_bench_mul_chain(MSL_DEVICE uint* out              ,
-                            MSL_CONSTANT BenchMulParams& p              ,
-                            uint gid                            ,
-                            uint stride                     ) {
-  uint n = p.n;
-  uint iters = p.iters;
-  uint lstride = lane_stride(stride);
-  for (uint i0 = lane_first(gid, n); i0 < n; i0 += lstride) {
-    uint x[4u * MSL_LANES];
-    for (uint l = 0u; l < MSL_LANES; l++) {
-      x[l] = bb_to_mont(i0 + l + 1u);
-      x[MSL_LANES + l] = bb_to_mont(i0 + l + 2u);
-      x[2u * MSL_LANES + l] = bb_to_mont(i0 + l + 3u);
-      x[3u * MSL_LANES + l] = bb_to_mont(i0 + l + 5u);
-    }
-    lanes_uint a = lanes_ld_th(x);
-    lanes_uint b = lanes_ld_th(x + MSL_LANES);
-    lanes_uint c = lanes_ld_th(x + 2u * MSL_LANES);
-    lanes_uint d = lanes_ld_th(x + 3u * MSL_LANES);
-    lanes_uint m = lanes_splat(0x12345678u);
-    for (uint k = 0u; k < iters; k++) {
-      a = bb_mul_lanes(a, m);
-      b = bb_mul_lanes(b, m);
-      c = bb_mul_lanes(c, m);
-      d = bb_mul_lanes(d, m);
-    }
-    lanes_uint r = bb_add_lanes(bb_add_lanes(a, b), bb_add_lanes(c, d));
-    uint nl = min(MSL_LANES, n - i0);
-    for (uint l = 0u; l < nl; l++) out[i0 + l] = lanes_get(r, l);
-  }
-}
-
-// dst[i] = src[i] for i < n: the device's copy bandwidth through a kernel (8 bytes per element).
-MSL_KERNEL void msl_kernel_bench_copy(MSL_DEVICE const uint* src              ,
-                       MSL_DEVICE uint* dst              ,
-                       MSL_CONSTANT uint& n              ,
-                       uint gid                            ,
-                       uint stride                     ) {
-  uint cnt = n;
-  for (uint i = gid; i < cnt; i += stride) dst[i] = src[i];
-}
-#line 1 "shaders/field_ops.metal"
-// field_ops.metal - elementwise BabyBear vector operations and a sum reduction.
-//
-// Fp values are one uint each, Fp4 values four consecutive uints (c0..c3), all in Montgomery form
-// except where a kernel converts. Every kernel takes the element count n and walks the grid with
-// a stride loop (i += threads_per_grid), so a launcher may dispatch any number of full groups;
-// n < 2^31. Output buffers may alias inputs element for element (in-place operation): each
-// element is read before it is written, by the same thread.
-#line 1 "shaders/include/bb4.h"
-// bb4.h - the quartic extension Fp4 = Fp[X]/(X^4 - 11) of BabyBear (internal/field.Fp4), on
-// Montgomery limbs. An element c0 + c1 X + c2 X^2 + c3 X^3 is a thread value `bb4` (four uints,
-// coefficient k is a[k]); in buffers it is four consecutive uints (Montgomery form), element i
-// at [4i, 4i+4). Load and store with bb4_load / bb4_store (no whole-struct device loads).
-//
-// bb4 is Metal's uint4 on Metal, a clang ext_vector in the OpenCL check flavour (C++ for OpenCL
-// without a generic address space cannot copy a class object: its implicit copy and move
-// constructors take __generic references), and a small struct with operator[] elsewhere.
-#ifndef BB4_H
-#define BB4_H
-#line 12 "shaders/include/bb4.h"
-
-// BB4_W (X^4 = W) and BB4_W_MONT come from field_consts.h (generated from internal/field).
-
-#if defined(__METAL_VERSION__)
-typedef uint4 bb4;
-#elif defined(MSL_TARGET_CHECK) && defined(__OPENCL_CPP_VERSION__)
-typedef uint bb4 __attribute__((ext_vector_type(4)));
-#else
-struct bb4 {
-  uint c[4];
-  MSL_METHOD uint& operator[](uint k) { return c[k]; }
-  MSL_METHOD uint operator[](uint k) const { return c[k]; }
-};
-#endif
-
-MSL_FN bb4 bb4_make(uint c0, uint c1, uint c2, uint c3) {
-  bb4 r;
-  r[0] = c0;
-  r[1] = c1;
-  r[2] = c2;
-  r[3] = c3;
-  return r;
-}
-
-MSL_FN bb4 bb4_zero() { return bb4_make(0u, 0u, 0u, 0u); }
-MSL_FN bb4 bb4_one() { return bb4_make(BB_ONE, 0u, 0u, 0u); }
-MSL_FN bb4 bb4_lift(uint a) { return bb4_make(a, 0u, 0u, 0u); }  // base element into Fp4
-
-// Element i of a device buffer of Fp4 values (4 uints each).
-MSL_FN bb4 bb4_load(MSL_DEVICE const uint* p, uint i) {
-  return bb4_make(p[4u * i], p[4u * i + 1u], p[4u * i + 2u], p[4u * i + 3u]);
-}
-
-MSL_FN void bb4_store(MSL_DEVICE uint* p, uint i, bb4 v) {
-  p[4u * i] = v[0];
-  p[4u * i + 1u] = v[1];
-  p[4u * i + 2u] = v[2];
-  p[4u * i + 3u] = v[3];
-}
-
-// The same for threadgroup memory (separate names: overloads that differ only by address space
-// collapse on host and CUDA).
-MSL_FN bb4 bb4_load_tg(MSL_THREADGROUP const uint* p, uint i) {
-  return bb4_make(p[4u * i], p[4u * i + 1u], p[4u * i + 2u], p[4u * i + 3u]);
-}
-
-MSL_FN void bb4_store_tg(MSL_THREADGROUP uint* p, uint i, bb4 v) {
-  p[4u * i] = v[0];
-  p[4u * i + 1u] = v[1];
-  p[4u * i + 2u] = v[2];
-  p[4u * i + 3u] = v[3];
-}
-
-MSL_FN bb4 bb4_add(bb4 a, bb4 b) {
-  return bb4_make(bb_add(a[0], b[0]), bb_add(a[1], b[1]), bb_add(a[2], b[2]),
-                  bb_add(a[3], b[3]));
-}
-
-MSL_FN bb4 bb4_sub(bb4 a, bb4 b) {
-  return bb4_make(bb_sub(a[0], b[0]), bb_sub(a[1], b[1]), bb_sub(a[2], b[2]),
-                  bb_sub(a[3], b[3]));
-}
-
-MSL_FN bb4 bb4_neg(bb4 a) { return bb4_make(bb_neg(a[0]), bb_neg(a[1]), bb_neg(a[2]), bb_neg(a[3])); }
-
-MSL_FN bb4 bb4_mul_base(bb4 a, uint b) {
-  return bb4_make(bb_mul(a[0], b), bb_mul(a[1], b), bb_mul(a[2], b), bb_mul(a[3], b));
-}
-
-MSL_FN bb4 bb4_add_base(bb4 a, uint b) { return bb4_make(bb_add(a[0], b), a[1], a[2], a[3]); }
-
-// Schoolbook product reduced with X^4 = W: 16 base products + 3 by W.
-MSL_FN bb4 bb4_mul(bb4 a, bb4 b) {
-  uint a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
-  uint b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
-  uint h0 = bb_add(bb_add(bb_mul(a1, b3), bb_mul(a2, b2)), bb_mul(a3, b1));  // X^4 terms
-  uint h1 = bb_add(bb_mul(a2, b3), bb_mul(a3, b2));                          // X^5
-  uint h2 = bb_mul(a3, b3);                                                  // X^6
-  uint r0 = bb_add(bb_mul(a0, b0), bb_mul(h0, BB4_W_MONT));
-  uint r1 = bb_add(bb_add(bb_mul(a0, b1), bb_mul(a1, b0)), bb_mul(h1, BB4_W_MONT));
-  uint r2 = bb_add(bb_add(bb_add(bb_mul(a0, b2), bb_mul(a1, b1)), bb_mul(a2, b0)), bb_mul(h2, BB4_W_MONT));
-  uint r3 = bb_add(bb_add(bb_mul(a0, b3), bb_mul(a1, b2)), bb_add(bb_mul(a2, b1), bb_mul(a3, b0)));
-  return bb4_make(r0, r1, r2, r3);
-}
-
-MSL_FN bb4 bb4_square(bb4 a) { return bb4_mul(a, a); }
-
-MSL_FN bb4 bb4_pow(bb4 a, uint e) {
-  bb4 r = bb4_one();
-  while (e != 0u) {
-    if ((e & 1u) != 0u) r = bb4_mul(r, a);
-    a = bb4_mul(a, a);
-    e >>= 1;
-  }
-  return r;
-}
-
-MSL_FN bool bb4_is_zero(bb4 a) { return (a[0] | a[1] | a[2] | a[3]) == 0u; }
-
-#endif  // BB4_H
-#line 9 "shaders/field_ops.metal"
-
-// out[i] = canonical in[i] into Montgomery form (in may equal out).
-MSL_KERNEL void msl_kernel_fo_to_mont(MSL_DEVICE const uint* in              ,
-                       MSL_DEVICE uint* out              ,
-                       MSL_CONSTANT uint& n              ,
-                       uint gid                            ,
-                       uint stride                     ) {
-  uint cnt = n;
-  for (uint i = gid; i < cnt; i += stride) out[i] = bb_to_mont(in[i]);
-}
-
-// out[i] = Montgomery in[i] back to canonical (in may equal out).
-MSL_KERNEL void msl_kernel_fo_from_mont(MSL_DEVICE const uint* in              ,
-                         MSL_DEVICE uint* out              ,
-                         MSL_CONSTANT uint& n              ,
-                         uint gid                            ,
-                         uint stride                     ) {
-  uint cnt = n;
-  for (uint i = gid; i < cnt; i += stride) out[i] = bb_from_mont(in[i]);
-}
-
-// out[i] = a[i] + b[i].
-MSL_KERNEL void msl_kernel_fo_add(MSL_DEVICE const uint* a              ,
-                   MSL_DEVICE const uint* b              ,
-                   MSL_DEVICE uint* out              ,
-                   MSL_CONSTANT uint& n              ,
-                   uint gid                            ,
-                   uint stride                     ) {
-  uint cnt = n;
-  for (uint i = gid; i < cnt; i += stride) out[i] = bb_add(a[i], b[i]);
-}
-
-// out[i] = a[i] - b[i].
-MSL_KERNEL void msl_kernel_fo_sub(MSL_DEVICE const uint* a              ,
-                   MSL_DEVICE const uint* b              ,
-                   MSL_DEVICE uint* out              ,
-                   MSL_CONSTANT uint& n              ,
-                   uint gid                            ,
-                   uint stride                     ) {
-  uint cnt = n;
-  for (uint i = gid; i < cnt; i += stride) out[i] = bb_sub(a[i], b[i]);
-}
-
-// out[i] = a[i] * b[i] (Montgomery product: Montgomery inputs give a Montgomery output).
-MSL_KERNEL void msl_kernel_fo_mul(MSL_DEVICE const uint* a              ,
-                   MSL_DEVICE const uint* b              ,
-                   MSL_DEVICE uint* out              ,
-                   MSL_CONSTANT uint& n              ,
-                   uint gid                            ,
-                   uint stride                     ) {
-  uint cnt = n;
-  for (uint i = gid; i < cnt; i += stride) out[i] = bb_mul(a[i], b[i]);
-}
-
-struct FoScaleParams {
-  uint n;  // element count
-  uint c;  // the scalar, Montgomery form
-};
-
-// out[i] = c * in[i].
-MSL_KERNEL void msl_kernel_fo_scale(MSL_DEVICE const uint* in              ,
-                     MSL_DEVICE uint* out              ,
-                     MSL_CONSTANT FoScaleParams& p              ,
-                     uint gid                            ,
-                     uint stride                     ) {
-  uint cnt = p.n;
-  uint c = p.c;
-  for (uint i = gid; i < cnt; i += stride) out[i] = bb_mul(in[i], c);
-}
-
-// Fp4: out[i] = a[i] + b[i] over n elements of 4 uints.
-MSL_KERNEL void msl_kernel_fo_ext_add(MSL_DEVICE const uint* a              ,
-                       MSL_DEVICE const uint* b              ,
-                       MSL_DEVICE uint* out              ,
-                       MSL_CONSTANT uint& n              ,
-                       uint gid                            ,
-                       uint stride                     ) {
-  uint cnt = n;
-  for (uint i = gid; i < cnt; i += stride) bb4_store(out, i, bb4_add(bb4_load(a, i), bb4_load(b, i)));
-}
-
-// Fp4: out[i] = a[i] * b[i] (X^4 = 11).
-MSL_KERNEL void msl_kernel_fo_ext_mul(MSL_DEVICE const uint* a              ,
-                       MSL_DEVICE const uint* b              ,
-                       MSL_DEVICE uint* out              ,
-                       MSL_CONSTANT uint& n              ,
-                       uint gid                            ,
-                       uint stride                     ) {
-  uint cnt = n;
-  for (uint i = gid; i < cnt; i += stride) bb4_store(out, i, bb4_mul(bb4_load(a, i), bb4_load(b, i)));
-}
-
-// Fp4 times Fp: out[i] = a[i] * b[i] with a in Fp4 (4 uints each) and b in Fp (1 uint each).
-MSL_KERNEL void msl_kernel_fo_ext_mul_base(MSL_DEVICE const uint* a              ,
-                            MSL_DEVICE const uint* b              ,
-                            MSL_DEVICE uint* out              ,
-                            MSL_CONSTANT uint& n              ,
-                            uint gid                            ,
-                            uint stride                     ) {
-  uint cnt = n;
-  for (uint i = gid; i < cnt; i += stride) bb4_store(out, i, bb4_mul_base(bb4_load(a, i), b[i]));
-}
-
-// partial[g] = sum of the elements visited by group g (grid-stride loop), tree-reduced in
-// threadgroup memory (scratch: 4 * threads_per_threadgroup bytes). Works for any group size
-// (not only powers of two). Summing all of in[0, n) takes repeated passes, or one pass with a
-// single group.
-MSL_KERNEL void msl_kernel_fo_sum(MSL_DEVICE const uint* in              ,
-                   MSL_DEVICE uint* partial              ,
-                   MSL_CONSTANT uint& n              ,
-                   MSL_THREADGROUP uint* scratch                   ,
-                   uint tid                                ,
-                   uint group                                 ,
-                   uint tpg                            ,
-                   uint ngroups                          ) {
-  uint cnt = n;
-  uint acc = 0u;
-  for (uint i = group * tpg + tid; i < cnt; i += tpg * ngroups) acc = bb_add(acc, in[i]);
-  scratch[tid] = acc;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  // Fold the upper part onto the lower: w is the active width, h = ceil(w/2).
-  for (uint w = tpg; w > 1u;) {
-    uint h = (w + 1u) / 2u;
-    if (tid + h < w) scratch[tid] = bb_add(scratch[tid], scratch[tid + h]);
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    w = h;
-  }
-  if (tid == 0u) partial[group] = scratch[0];
-}
-#line 1 "shaders/grind.metal"
-// grind.metal - proof-of-work witness search: the smallest candidate w in a range whose
-// Poseidon2 permutation passes, as transcript.WitnessOK: with s = state, s[absorb_idx] = w,
-// accept iff canonical(Permute(s)[7]) & mask == 0 (mask = 2^bits − 1). No atomics: every thread
-// keeps its smallest hit (its candidates ascend, so that is its first), a threadgroup minimum
-// goes to a per-group slot, and grind_min reduces those slots. NONE = 0xffffffff (no hit; every
-// candidate is < p < 2^31).
-#line 1 "shaders/include/poseidon2.h"
-// poseidon2.h - the Poseidon2 permutation over BabyBear, width 16 (Plonky3 v0.4.3
-// default_babybear_poseidon2_16, spec A §2), on Montgomery-form elements. Mirrors
-// internal/poseidon2.Permute: initial M_E, 4 full rounds, 13 partial rounds, 4 full rounds.
-//
-// Round constants come in a buffer `rc` of P2_RC_LEN uints, all in Montgomery form:
-//   rc[P2_RC_EXT_INIT + 16·r + i]   r < 4: constants of the initial full rounds
-//   rc[P2_RC_INTERNAL + r]          r < 13: constant of partial round r (added to element 0)
-//   rc[P2_RC_EXT_FINAL + 16·r + i]  r < 4: constants of the final full rounds
-//   rc[P2_RC_DIAG + i]              i < 16: the diagonal V of M_I = J + diag(V)
-// (internal/kernels.Poseidon2Constants builds it from internal/poseidon2.)
-//
-// Lanes (prelude.h): the functions permute MSL_LANES states at once. A state array `s` holds
-// P2_WIDTH·MSL_LANES uints, element k of lane l at s[k·MSL_LANES + l] (lane-major; declare it as
-// `uint s[P2_STATE]`). Every step is a loop over elements (or groups of four) around an innermost
-// loop over lanes, so that the host compiler vectorises across lanes; constants are read once and
-// shared by all lanes. With MSL_LANES = 1 (GPUs) this is the plain scalar permutation.
-#ifndef POSEIDON2_H
-#define POSEIDON2_H
 #line 20 "shaders/include/poseidon2.h"
 
 #define P2_WIDTH 16u
@@ -902,98 +595,7 @@ MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
 }
 
 #endif  // POSEIDON2_H
-#line 8 "shaders/grind.metal"
-
-#define GRIND_NONE 0xffffffffu
-
-struct GrindParams {
-  uint absorb_idx;  // position of the witness in the state, < 8
-  uint mask;        // 2^bits − 1
-  uint base;        // first candidate
-  uint count;       // candidates base .. base + count − 1 (base + count ≤ p)
-};
-
-// group_min[g] = the smallest passing candidate among those visited by group g, or GRIND_NONE.
-// state: the 16 state elements in Montgomery form. Thread j (grid position) visits the candidate
-// lane groups i0 = j·MSL_LANES, then steps by the whole grid (threads_per_grid · MSL_LANES), in
-// ascending order, and stops at its first hit. Lanes (prelude.h): on the host one work item
-// tests MSL_LANES consecutive candidates base + i0 + l with one lane-major permutation. The
-// launcher keeps threads_per_grid · MSL_LANES + count below 2^32. scratch: 4 · tpg bytes.
-MSL_KERNEL void msl_kernel_grind_search(MSL_CONSTANT uint* state              ,
-                         MSL_CONSTANT uint* rc              ,
-                         MSL_DEVICE uint* group_min              ,
-                         MSL_CONSTANT GrindParams& p              ,
-                         MSL_THREADGROUP uint* scratch                   ,
-                         uint gid                            ,
-                         uint stride                     ,
-                         uint tid                                ,
-                         uint group                                 ,
-                         uint tpg                            ) {
-  uint idx = p.absorb_idx;
-  uint mask = p.mask;
-  uint base = p.base;
-  uint count = p.count;
-  uint st[P2_WIDTH];
-  for (uint k = 0u; k < P2_WIDTH; k++) st[k] = state[k];
-  uint best = GRIND_NONE;
-  uint s[P2_STATE];
-  uint lstride = stride * MSL_LANES;
-  for (uint i0 = gid * MSL_LANES; i0 < count; i0 += lstride) {
-    // Lanes past count test candidates that are ignored below (at most MSL_LANES − 1 of them).
-    uint w[MSL_LANES];
-    MSL_FOR_LANES(l) w[l] = bb_to_mont(base + i0 + l);
-    // A select rather than s[idx·MSL_LANES + l] = w[l]: with constant indices (k unrolled) the
-    // state stays in registers on GPUs.
-    MSL_UNROLL
-    for (uint k = 0u; k < P2_WIDTH; k++) {
-      uint v = st[k];
-      bool here = k == idx;
-      MSL_FOR_LANES(l) s[k * MSL_LANES + l] = here ? w[l] : v;
-    }
-    p2_permute(s, rc);
-    uint nl = min(MSL_LANES, count - i0);
-    for (uint l = 0u; l < nl; l++) {
-      if ((bb_from_mont(s[7u * MSL_LANES + l]) & mask) == 0u) {
-        best = base + i0 + l;
-        break;
-      }
-    }
-    if (best != GRIND_NONE) break;
-  }
-  scratch[tid] = best;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  if (tid == 0u) {
-    uint m = GRIND_NONE;
-    for (uint t = 0u; t < tpg; t++) m = min(m, scratch[t]);
-    group_min[group] = m;
-  }
-}
-
-// out[0] = min(group_min[0 .. n)), by one threadgroup (scratch: 4 · tpg bytes); GRIND_NONE when
-// n = 0 or no group had a hit. Dispatch exactly one group.
-MSL_KERNEL void msl_kernel_grind_min(MSL_DEVICE const uint* group_min              ,
-                      MSL_DEVICE uint* out              ,
-                      MSL_CONSTANT uint& n              ,
-                      MSL_THREADGROUP uint* scratch                   ,
-                      uint tid                                ,
-                      uint tpg                            ) {
-  uint cnt = n;
-  uint m = GRIND_NONE;
-  for (uint i = tid; i < cnt; i += tpg) m = min(m, group_min[i]);
-  scratch[tid] = m;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  if (tid == 0u) {
-    uint r = GRIND_NONE;
-    for (uint t = 0u; t < tpg; t++) r = min(r, scratch[t]);
-    out[0] = r;
-  }
-}
-#line 1 "shaders/merkle.metal"
-// merkle.metal - Merkle commitments of column-major matrices with Poseidon2 (Montgomery form),
-// as cpuref.NewMerkleTree: leaf[r] = hash_slice(row r); query group y = tree_compress of the
-// leaves y + t·qs (t < 2^k), built level by level; a binary tree above the group digests.
-// A digest is 8 consecutive uints; digest i of a layer is at [8i, 8i+8).
-#line 6 "shaders/merkle.metal"
+#line 6 "shaders/commit/merkle.metal"
 
 struct MerkleRowParams {
   uint height;     // rows (column length: the distance between two columns)
@@ -1183,7 +785,7 @@ MSL_KERNEL void msl_kernel_merkle_gather_paths(MSL_DEVICE const uint* layers    
     out[out_off + i] = bb_from_mont(layers[digest * 8u + e]);
   }
 }
-#line 1 "shaders/ntt.metal"
+#line 1 "shaders/commit/ntt.metal"
 // ntt.metal - batched number-theoretic transforms over BabyBear (Montgomery form).
 //
 // Data: a flat buffer of `total` uints holding consecutive transforms ("columns") of n = 2^log_n
@@ -1202,7 +804,7 @@ MSL_KERNEL void msl_kernel_merkle_gather_paths(MSL_DEVICE const uint* layers    
 // launcher passes n^-1 to the last dispatch of an inverse transform.
 //
 // total < 2^31 and every index stays in 32 bits.
-#line 20 "shaders/ntt.metal"
+#line 20 "shaders/commit/ntt.metal"
 
 struct NttBitrevParams {
   uint total;  // elements in the buffer (a multiple of 2^log_n)
@@ -1912,10 +1514,10 @@ MSL_KERNEL void msl_kernel_ntt_pad_columns(MSL_DEVICE const uint* in            
     out[g] = r;
   }
 }
-#line 1 "shaders/poseidon2.metal"
+#line 1 "shaders/commit/poseidon2.metal"
 // poseidon2.metal - batched Poseidon2 permutations (width 16, Montgomery form).
 // Round constants: see include/poseidon2.h.
-#line 4 "shaders/poseidon2.metal"
+#line 4 "shaders/commit/poseidon2.metal"
 
 // states[16·i .. 16·i+16) ← Permute(states[16·i ..]) for i < n, in place.
 // Lanes (prelude.h): every MSL_LANES-th work item permutes the states i0 .. i0+MSL_LANES (lane l:
@@ -1942,7 +1544,436 @@ MSL_KERNEL void msl_kernel_p2_permute_states(MSL_DEVICE uint* states            
     }
   }
 }
-#line 1 "shaders/program.metal"
+#line 1 "shaders/commit/stacking.metal"
+// stacking.metal - the stacked matrix Q of spec A §5.3 (stacked_matrix), filled on the device
+// from resident traces: one dispatch per trace places all its columns.
+//
+// Traces are resident as uploaded (canonical, column-major); Q is column-major in Montgomery form.
+// The columns of one trace occupy consecutive runs of Q (stark.StackedLayout.Placement): column j
+// starts slice_len = h·2^log_stride values after column j − 1, across stacked columns too, and a
+// trace shorter than 2^l_skip rows is spread with stride 2^log_stride, zeros between.
+#line 9 "shaders/commit/stacking.metal"
+
+struct StackParams {
+  uint count;       // values written: width · h · 2^log_stride (< 2^31 − dst_start)
+  uint dst_start;   // index in Q of column 0's first value
+  uint log_stride;  // l_skip − log2(h) when h < 2^l_skip, else 0
+};
+
+// q[dst_start + i] = i mod 2^log_stride == 0 ? Montgomery(trace[i >> log_stride]) : 0, for
+// i < count: every value of the trace's slices, the zero rows of strided slices included.
+MSL_KERNEL void msl_kernel_stack_trace(MSL_DEVICE const uint* trace              ,
+                        MSL_DEVICE uint* q              ,
+                        MSL_CONSTANT StackParams& p              ,
+                        uint gid                            ,
+                        uint stride                     ) {
+  uint count = p.count;
+  uint start = p.dst_start;
+  uint ls = p.log_stride;
+  uint gap = (1u << ls) - 1u;
+  for (uint i = gid; i < count; i += stride) {
+    q[start + i] = (i & gap) == 0u ? bb_to_mont(trace[i >> ls]) : 0u;
+  }
+}
+#line 1 "shaders/common/bench.metal"
+// bench.metal - kernels that measure device ceilings for `metalprove bench --kernels`.
+#line 3 "shaders/common/bench.metal"
+
+struct BenchMulParams {
+  uint n;      // threads doing work (output slots)
+  uint iters;  // loop iterations; each does 4 dependent-chain Montgomery products
+};
+
+// out[i] = the end of four interleaved dependent chains of bb_mul (4·iters products per item):
+// the BabyBear multiply rate of the device (the result is stored so nothing is optimised away).
+// Lanes (prelude.h): every MSL_LANES-th work item runs the items i0 .. i0+MSL_LANES as one lane
+// vector, with the vector product the host's lane kernels use (bb_mul_lanes), so that on the host
+// device this is the SIMD multiply rate those kernels are measured against. On GPUs it is bb_mul.
+MSL_KERNEL void msl_kernel_bench_mul_chain(MSL_DEVICE uint* out              ,
+                            MSL_CONSTANT BenchMulParams& p              ,
+                            uint gid                            ,
+                            uint stride                     ) {
+  uint n = p.n;
+  uint iters = p.iters;
+  uint lstride = lane_stride(stride);
+  for (uint i0 = lane_first(gid, n); i0 < n; i0 += lstride) {
+    uint x[4u * MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      x[l] = bb_to_mont(i0 + l + 1u);
+      x[MSL_LANES + l] = bb_to_mont(i0 + l + 2u);
+      x[2u * MSL_LANES + l] = bb_to_mont(i0 + l + 3u);
+      x[3u * MSL_LANES + l] = bb_to_mont(i0 + l + 5u);
+    }
+    lanes_uint a = lanes_ld_th(x);
+    lanes_uint b = lanes_ld_th(x + MSL_LANES);
+    lanes_uint c = lanes_ld_th(x + 2u * MSL_LANES);
+    lanes_uint d = lanes_ld_th(x + 3u * MSL_LANES);
+    lanes_uint m = lanes_splat(0x12345678u);
+    for (uint k = 0u; k < iters; k++) {
+      a = bb_mul_lanes(a, m);
+      b = bb_mul_lanes(b, m);
+      c = bb_mul_lanes(c, m);
+      d = bb_mul_lanes(d, m);
+    }
+    lanes_uint r = bb_add_lanes(bb_add_lanes(a, b), bb_add_lanes(c, d));
+    uint nl = min(MSL_LANES, n - i0);
+    for (uint l = 0u; l < nl; l++) out[i0 + l] = lanes_get(r, l);
+  }
+}
+
+// dst[i] = src[i] for i < n: the device's copy bandwidth through a kernel (8 bytes per element).
+MSL_KERNEL void msl_kernel_bench_copy(MSL_DEVICE const uint* src              ,
+                       MSL_DEVICE uint* dst              ,
+                       MSL_CONSTANT uint& n              ,
+                       uint gid                            ,
+                       uint stride                     ) {
+  uint cnt = n;
+  for (uint i = gid; i < cnt; i += stride) dst[i] = src[i];
+}
+#line 1 "shaders/common/field_ops.metal"
+// field_ops.metal - elementwise BabyBear vector operations and a sum reduction.
+//
+// Fp values are one uint each, Fp4 values four consecutive uints (c0..c3), all in Montgomery form
+// except where a kernel converts. Every kernel takes the element count n and walks the grid with
+// a stride loop (i += threads_per_grid), so a launcher may dispatch any number of full groups;
+// n < 2^31. Output buffers may alias inputs element for element (in-place operation): each
+// element is read before it is written, by the same thread.
+#line 1 "shaders/include/bb4.h"
+// bb4.h - the quartic extension Fp4 = Fp[X]/(X^4 - 11) of BabyBear (internal/field.Fp4), on
+// Montgomery limbs. An element c0 + c1 X + c2 X^2 + c3 X^3 is a thread value `bb4` (four uints,
+// coefficient k is a[k]); in buffers it is four consecutive uints (Montgomery form), element i
+// at [4i, 4i+4). Load and store with bb4_load / bb4_store (no whole-struct device loads).
+//
+// bb4 is Metal's uint4 on Metal, a clang ext_vector in the OpenCL check flavour (C++ for OpenCL
+// without a generic address space cannot copy a class object: its implicit copy and move
+// constructors take __generic references), and a small struct with operator[] elsewhere.
+#ifndef BB4_H
+#define BB4_H
+#line 12 "shaders/include/bb4.h"
+
+// BB4_W (X^4 = W) and BB4_W_MONT come from field_consts.h (generated from internal/field).
+
+#if defined(__METAL_VERSION__)
+typedef uint4 bb4;
+#elif defined(MSL_TARGET_CHECK) && defined(__OPENCL_CPP_VERSION__)
+typedef uint bb4 __attribute__((ext_vector_type(4)));
+#else
+struct bb4 {
+  uint c[4];
+  MSL_METHOD uint& operator[](uint k) { return c[k]; }
+  MSL_METHOD uint operator[](uint k) const { return c[k]; }
+};
+#endif
+
+MSL_FN bb4 bb4_make(uint c0, uint c1, uint c2, uint c3) {
+  bb4 r;
+  r[0] = c0;
+  r[1] = c1;
+  r[2] = c2;
+  r[3] = c3;
+  return r;
+}
+
+MSL_FN bb4 bb4_zero() { return bb4_make(0u, 0u, 0u, 0u); }
+MSL_FN bb4 bb4_one() { return bb4_make(BB_ONE, 0u, 0u, 0u); }
+MSL_FN bb4 bb4_lift(uint a) { return bb4_make(a, 0u, 0u, 0u); }  // base element into Fp4
+
+// Element i of a device buffer of Fp4 values (4 uints each).
+MSL_FN bb4 bb4_load(MSL_DEVICE const uint* p, uint i) {
+  return bb4_make(p[4u * i], p[4u * i + 1u], p[4u * i + 2u], p[4u * i + 3u]);
+}
+
+MSL_FN void bb4_store(MSL_DEVICE uint* p, uint i, bb4 v) {
+  p[4u * i] = v[0];
+  p[4u * i + 1u] = v[1];
+  p[4u * i + 2u] = v[2];
+  p[4u * i + 3u] = v[3];
+}
+
+// The same for threadgroup memory (separate names: overloads that differ only by address space
+// collapse on host and CUDA).
+MSL_FN bb4 bb4_load_tg(MSL_THREADGROUP const uint* p, uint i) {
+  return bb4_make(p[4u * i], p[4u * i + 1u], p[4u * i + 2u], p[4u * i + 3u]);
+}
+
+MSL_FN void bb4_store_tg(MSL_THREADGROUP uint* p, uint i, bb4 v) {
+  p[4u * i] = v[0];
+  p[4u * i + 1u] = v[1];
+  p[4u * i + 2u] = v[2];
+  p[4u * i + 3u] = v[3];
+}
+
+MSL_FN bb4 bb4_add(bb4 a, bb4 b) {
+  return bb4_make(bb_add(a[0], b[0]), bb_add(a[1], b[1]), bb_add(a[2], b[2]),
+                  bb_add(a[3], b[3]));
+}
+
+MSL_FN bb4 bb4_sub(bb4 a, bb4 b) {
+  return bb4_make(bb_sub(a[0], b[0]), bb_sub(a[1], b[1]), bb_sub(a[2], b[2]),
+                  bb_sub(a[3], b[3]));
+}
+
+MSL_FN bb4 bb4_neg(bb4 a) { return bb4_make(bb_neg(a[0]), bb_neg(a[1]), bb_neg(a[2]), bb_neg(a[3])); }
+
+MSL_FN bb4 bb4_mul_base(bb4 a, uint b) {
+  return bb4_make(bb_mul(a[0], b), bb_mul(a[1], b), bb_mul(a[2], b), bb_mul(a[3], b));
+}
+
+MSL_FN bb4 bb4_add_base(bb4 a, uint b) { return bb4_make(bb_add(a[0], b), a[1], a[2], a[3]); }
+
+// Schoolbook product reduced with X^4 = W: 16 base products + 3 by W.
+MSL_FN bb4 bb4_mul(bb4 a, bb4 b) {
+  uint a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+  uint b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
+  uint h0 = bb_add(bb_add(bb_mul(a1, b3), bb_mul(a2, b2)), bb_mul(a3, b1));  // X^4 terms
+  uint h1 = bb_add(bb_mul(a2, b3), bb_mul(a3, b2));                          // X^5
+  uint h2 = bb_mul(a3, b3);                                                  // X^6
+  uint r0 = bb_add(bb_mul(a0, b0), bb_mul(h0, BB4_W_MONT));
+  uint r1 = bb_add(bb_add(bb_mul(a0, b1), bb_mul(a1, b0)), bb_mul(h1, BB4_W_MONT));
+  uint r2 = bb_add(bb_add(bb_add(bb_mul(a0, b2), bb_mul(a1, b1)), bb_mul(a2, b0)), bb_mul(h2, BB4_W_MONT));
+  uint r3 = bb_add(bb_add(bb_mul(a0, b3), bb_mul(a1, b2)), bb_add(bb_mul(a2, b1), bb_mul(a3, b0)));
+  return bb4_make(r0, r1, r2, r3);
+}
+
+MSL_FN bb4 bb4_square(bb4 a) { return bb4_mul(a, a); }
+
+MSL_FN bb4 bb4_pow(bb4 a, uint e) {
+  bb4 r = bb4_one();
+  while (e != 0u) {
+    if ((e & 1u) != 0u) r = bb4_mul(r, a);
+    a = bb4_mul(a, a);
+    e >>= 1;
+  }
+  return r;
+}
+
+MSL_FN bool bb4_is_zero(bb4 a) { return (a[0] | a[1] | a[2] | a[3]) == 0u; }
+
+#endif  // BB4_H
+#line 9 "shaders/common/field_ops.metal"
+
+// out[i] = canonical in[i] into Montgomery form (in may equal out).
+MSL_KERNEL void msl_kernel_fo_to_mont(MSL_DEVICE const uint* in              ,
+                       MSL_DEVICE uint* out              ,
+                       MSL_CONSTANT uint& n              ,
+                       uint gid                            ,
+                       uint stride                     ) {
+  uint cnt = n;
+  for (uint i = gid; i < cnt; i += stride) out[i] = bb_to_mont(in[i]);
+}
+
+// out[i] = Montgomery in[i] back to canonical (in may equal out).
+MSL_KERNEL void msl_kernel_fo_from_mont(MSL_DEVICE const uint* in              ,
+                         MSL_DEVICE uint* out              ,
+                         MSL_CONSTANT uint& n              ,
+                         uint gid                            ,
+                         uint stride                     ) {
+  uint cnt = n;
+  for (uint i = gid; i < cnt; i += stride) out[i] = bb_from_mont(in[i]);
+}
+
+// out[i] = a[i] + b[i].
+MSL_KERNEL void msl_kernel_fo_add(MSL_DEVICE const uint* a              ,
+                   MSL_DEVICE const uint* b              ,
+                   MSL_DEVICE uint* out              ,
+                   MSL_CONSTANT uint& n              ,
+                   uint gid                            ,
+                   uint stride                     ) {
+  uint cnt = n;
+  for (uint i = gid; i < cnt; i += stride) out[i] = bb_add(a[i], b[i]);
+}
+
+// out[i] = a[i] - b[i].
+MSL_KERNEL void msl_kernel_fo_sub(MSL_DEVICE const uint* a              ,
+                   MSL_DEVICE const uint* b              ,
+                   MSL_DEVICE uint* out              ,
+                   MSL_CONSTANT uint& n              ,
+                   uint gid                            ,
+                   uint stride                     ) {
+  uint cnt = n;
+  for (uint i = gid; i < cnt; i += stride) out[i] = bb_sub(a[i], b[i]);
+}
+
+// out[i] = a[i] * b[i] (Montgomery product: Montgomery inputs give a Montgomery output).
+MSL_KERNEL void msl_kernel_fo_mul(MSL_DEVICE const uint* a              ,
+                   MSL_DEVICE const uint* b              ,
+                   MSL_DEVICE uint* out              ,
+                   MSL_CONSTANT uint& n              ,
+                   uint gid                            ,
+                   uint stride                     ) {
+  uint cnt = n;
+  for (uint i = gid; i < cnt; i += stride) out[i] = bb_mul(a[i], b[i]);
+}
+
+struct FoScaleParams {
+  uint n;  // element count
+  uint c;  // the scalar, Montgomery form
+};
+
+// out[i] = c * in[i].
+MSL_KERNEL void msl_kernel_fo_scale(MSL_DEVICE const uint* in              ,
+                     MSL_DEVICE uint* out              ,
+                     MSL_CONSTANT FoScaleParams& p              ,
+                     uint gid                            ,
+                     uint stride                     ) {
+  uint cnt = p.n;
+  uint c = p.c;
+  for (uint i = gid; i < cnt; i += stride) out[i] = bb_mul(in[i], c);
+}
+
+// Fp4: out[i] = a[i] + b[i] over n elements of 4 uints.
+MSL_KERNEL void msl_kernel_fo_ext_add(MSL_DEVICE const uint* a              ,
+                       MSL_DEVICE const uint* b              ,
+                       MSL_DEVICE uint* out              ,
+                       MSL_CONSTANT uint& n              ,
+                       uint gid                            ,
+                       uint stride                     ) {
+  uint cnt = n;
+  for (uint i = gid; i < cnt; i += stride) bb4_store(out, i, bb4_add(bb4_load(a, i), bb4_load(b, i)));
+}
+
+// Fp4: out[i] = a[i] * b[i] (X^4 = 11).
+MSL_KERNEL void msl_kernel_fo_ext_mul(MSL_DEVICE const uint* a              ,
+                       MSL_DEVICE const uint* b              ,
+                       MSL_DEVICE uint* out              ,
+                       MSL_CONSTANT uint& n              ,
+                       uint gid                            ,
+                       uint stride                     ) {
+  uint cnt = n;
+  for (uint i = gid; i < cnt; i += stride) bb4_store(out, i, bb4_mul(bb4_load(a, i), bb4_load(b, i)));
+}
+
+// Fp4 times Fp: out[i] = a[i] * b[i] with a in Fp4 (4 uints each) and b in Fp (1 uint each).
+MSL_KERNEL void msl_kernel_fo_ext_mul_base(MSL_DEVICE const uint* a              ,
+                            MSL_DEVICE const uint* b              ,
+                            MSL_DEVICE uint* out              ,
+                            MSL_CONSTANT uint& n              ,
+                            uint gid                            ,
+                            uint stride                     ) {
+  uint cnt = n;
+  for (uint i = gid; i < cnt; i += stride) bb4_store(out, i, bb4_mul_base(bb4_load(a, i), b[i]));
+}
+
+// partial[g] = sum of the elements visited by group g (grid-stride loop), tree-reduced in
+// threadgroup memory (scratch: 4 * threads_per_threadgroup bytes). Works for any group size
+// (not only powers of two). Summing all of in[0, n) takes repeated passes, or one pass with a
+// single group.
+MSL_KERNEL void msl_kernel_fo_sum(MSL_DEVICE const uint* in              ,
+                   MSL_DEVICE uint* partial              ,
+                   MSL_CONSTANT uint& n              ,
+                   MSL_THREADGROUP uint* scratch                   ,
+                   uint tid                                ,
+                   uint group                                 ,
+                   uint tpg                            ,
+                   uint ngroups                          ) {
+  uint cnt = n;
+  uint acc = 0u;
+  for (uint i = group * tpg + tid; i < cnt; i += tpg * ngroups) acc = bb_add(acc, in[i]);
+  scratch[tid] = acc;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  // Fold the upper part onto the lower: w is the active width, h = ceil(w/2).
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) scratch[tid] = bb_add(scratch[tid], scratch[tid + h]);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+  if (tid == 0u) partial[group] = scratch[0];
+}
+#line 1 "shaders/common/grind.metal"
+// grind.metal - proof-of-work witness search: the smallest candidate w in a range whose
+// Poseidon2 permutation passes, as transcript.WitnessOK: with s = state, s[absorb_idx] = w,
+// accept iff canonical(Permute(s)[7]) & mask == 0 (mask = 2^bits − 1). No atomics: every thread
+// keeps its smallest hit (its candidates ascend, so that is its first), a threadgroup minimum
+// goes to a per-group slot, and grind_min reduces those slots. NONE = 0xffffffff (no hit; every
+// candidate is < p < 2^31).
+#line 8 "shaders/common/grind.metal"
+
+#define GRIND_NONE 0xffffffffu
+
+struct GrindParams {
+  uint absorb_idx;  // position of the witness in the state, < 8
+  uint mask;        // 2^bits − 1
+  uint base;        // first candidate
+  uint count;       // candidates base .. base + count − 1 (base + count ≤ p)
+};
+
+// group_min[g] = the smallest passing candidate among those visited by group g, or GRIND_NONE.
+// state: the 16 state elements in Montgomery form. Thread j (grid position) visits the candidate
+// lane groups i0 = j·MSL_LANES, then steps by the whole grid (threads_per_grid · MSL_LANES), in
+// ascending order, and stops at its first hit. Lanes (prelude.h): on the host one work item
+// tests MSL_LANES consecutive candidates base + i0 + l with one lane-major permutation. The
+// launcher keeps threads_per_grid · MSL_LANES + count below 2^32. scratch: 4 · tpg bytes.
+MSL_KERNEL void msl_kernel_grind_search(MSL_CONSTANT uint* state              ,
+                         MSL_CONSTANT uint* rc              ,
+                         MSL_DEVICE uint* group_min              ,
+                         MSL_CONSTANT GrindParams& p              ,
+                         MSL_THREADGROUP uint* scratch                   ,
+                         uint gid                            ,
+                         uint stride                     ,
+                         uint tid                                ,
+                         uint group                                 ,
+                         uint tpg                            ) {
+  uint idx = p.absorb_idx;
+  uint mask = p.mask;
+  uint base = p.base;
+  uint count = p.count;
+  uint st[P2_WIDTH];
+  for (uint k = 0u; k < P2_WIDTH; k++) st[k] = state[k];
+  uint best = GRIND_NONE;
+  uint s[P2_STATE];
+  uint lstride = stride * MSL_LANES;
+  for (uint i0 = gid * MSL_LANES; i0 < count; i0 += lstride) {
+    // Lanes past count test candidates that are ignored below (at most MSL_LANES − 1 of them).
+    uint w[MSL_LANES];
+    MSL_FOR_LANES(l) w[l] = bb_to_mont(base + i0 + l);
+    // A select rather than s[idx·MSL_LANES + l] = w[l]: with constant indices (k unrolled) the
+    // state stays in registers on GPUs.
+    MSL_UNROLL
+    for (uint k = 0u; k < P2_WIDTH; k++) {
+      uint v = st[k];
+      bool here = k == idx;
+      MSL_FOR_LANES(l) s[k * MSL_LANES + l] = here ? w[l] : v;
+    }
+    p2_permute(s, rc);
+    uint nl = min(MSL_LANES, count - i0);
+    for (uint l = 0u; l < nl; l++) {
+      if ((bb_from_mont(s[7u * MSL_LANES + l]) & mask) == 0u) {
+        best = base + i0 + l;
+        break;
+      }
+    }
+    if (best != GRIND_NONE) break;
+  }
+  scratch[tid] = best;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (tid == 0u) {
+    uint m = GRIND_NONE;
+    for (uint t = 0u; t < tpg; t++) m = min(m, scratch[t]);
+    group_min[group] = m;
+  }
+}
+
+// out[0] = min(group_min[0 .. n)), by one threadgroup (scratch: 4 · tpg bytes); GRIND_NONE when
+// n = 0 or no group had a hit. Dispatch exactly one group.
+MSL_KERNEL void msl_kernel_grind_min(MSL_DEVICE const uint* group_min              ,
+                      MSL_DEVICE uint* out              ,
+                      MSL_CONSTANT uint& n              ,
+                      MSL_THREADGROUP uint* scratch                   ,
+                      uint tid                                ,
+                      uint tpg                            ) {
+  uint cnt = n;
+  uint m = GRIND_NONE;
+  for (uint i = tid; i < cnt; i += tpg) m = min(m, group_min[i]);
+  scratch[tid] = m;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (tid == 0u) {
+    uint r = GRIND_NONE;
+    for (uint t = 0u; t < tpg; t++) r = min(r, scratch[t]);
+    out[0] = r;
+  }
+}
+#line 1 "shaders/common/program.metal"
 // program.metal - the constraint-program interpreter (include/program.h) at T independent points
 // whose slot values are given: every output of every point, or the batched combination
 // (Zc, Num, Den) of every point. The device stages evaluate programs through the same header with
@@ -2098,7 +2129,7 @@ struct ProgCombine {
 };
 
 #endif  // PROGRAM_H
-#line 6 "shaders/program.metal"
+#line 6 "shaders/common/program.metal"
 
 struct ProgEvalParams {
   uint points;  // T: points (threads' work items); slots and regs are laid out [index][point]
@@ -2187,327 +2218,7 @@ MSL_KERNEL void msl_kernel_prog_eval_combine4(MSL_DEVICE const uint* prog       
     bb4_store(out, 3u * t + 2u, c.den);
   }
 }
-#line 1 "shaders/stacked_reduction.metal"
-// stacked_reduction.metal - the stacked opening reduction's own kernels (spec B §5.3–5.4;
-// cpuref stackingProver): the round-0 sums over the stacked matrix Q and the tables q(u_0; x),
-// W(u_0; x) after u_0. The multilinear rounds use the sumcheck family (sumcheck.metal).
-//
-// Q is one commitment's stacked matrix, column-major, Montgomery, height H = 2^(l_skip+n_stack):
-// seen as a sequence of blocks of N = 2^l_skip values, block x of column m is Q[(m·2^n_stack + x)·N
-// ..]. A slice of log height ≥ l_skip covers 2^nn blocks (nn = log height − l_skip), starting at a
-// multiple of its length; e_nn = eq(r_1..r_nn, ·) is its eq table (etab: all tables of the proof
-// side by side, Fp4). Slices are split into chunks of at most 2^log_cb blocks, numbered in slice
-// order: chunk k belongs to the last slice whose chunk_first ≤ k.
-//
-// Slice descriptors (SR_SLICE_WORDS uints each, written by the Go launcher):
-#line 14 "shaders/stacked_reduction.metal"
-
-#define SR_SLICE_WORDS 16u
-#define SR_Q_START 0u   // uint index in Q of the slice's first value
-#define SR_E_OFF 1u     // Fp4 index in etab of e_nn[0]
-#define SR_NN 2u        // nn
-#define SR_CHUNK0 3u    // chunk_first
-#define SR_A 4u         // 4 uints: the eq weight a (Montgomery)
-#define SR_BW 8u        // 4 uints: the rotation weight bw
-#define SR_ROT 12u      // 1 when bw ≠ 0
-#define SR_W_START 13u  // Fp4 index in the W table of the slice's first entry
-
-// The slice of chunk k among slices [first, first + count) (binary search on chunk_first).
-MSL_FN uint sr_find_slice(MSL_DEVICE const uint* slices, uint first, uint count, uint k) {
-  uint lo = first;
-  uint hi = first + count;  // the answer lies in [lo, hi)
-  while (hi - lo > 1u) {
-    uint mid = (lo + hi) / 2u;
-    if (slices[mid * SR_SLICE_WORDS + SR_CHUNK0] <= k) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
-}
-
-// Fp4 values per lane (host lanes, prelude.h; one value per thread on GPUs): component c of the
-// lanes in v[c].
-
-// acc += e·v: an Fp4 per lane times a base value per lane.
-MSL_FN void sr_acc_ext_base(MSL_THREAD lanes_uint* acc, MSL_THREAD const lanes_uint* e, lanes_uint v) {
-  for (uint c = 0u; c < 4u; c++) acc[c] = bb_add_lanes(acc[c], bb_mul_lanes(e[c], v));
-}
-
-// acc += a·g: a uniform Fp4 times an Fp4 per lane (X^4 = W).
-MSL_FN void sr_acc_uniform_ext(MSL_THREAD lanes_uint* acc, bb4 a, MSL_THREAD const lanes_uint* g) {
-  lanes_uint a0 = lanes_splat(a[0]);
-  lanes_uint a1 = lanes_splat(a[1]);
-  lanes_uint a2 = lanes_splat(a[2]);
-  lanes_uint a3 = lanes_splat(a[3]);
-  lanes_uint w1 = lanes_splat(bb_mul(a[1], BB4_W_MONT));
-  lanes_uint w2 = lanes_splat(bb_mul(a[2], BB4_W_MONT));
-  lanes_uint w3 = lanes_splat(bb_mul(a[3], BB4_W_MONT));
-  lanes_uint g0 = g[0];
-  lanes_uint g1 = g[1];
-  lanes_uint g2 = g[2];
-  lanes_uint g3 = g[3];
-  lanes_uint r0 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g0), bb_mul_lanes(w1, g3)),
-                               bb_add_lanes(bb_mul_lanes(w2, g2), bb_mul_lanes(w3, g1)));
-  lanes_uint r1 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g1), bb_mul_lanes(a1, g0)),
-                               bb_add_lanes(bb_mul_lanes(w2, g3), bb_mul_lanes(w3, g2)));
-  lanes_uint r2 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g2), bb_mul_lanes(a1, g1)),
-                               bb_add_lanes(bb_mul_lanes(a2, g0), bb_mul_lanes(w3, g3)));
-  lanes_uint r3 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g3), bb_mul_lanes(a1, g2)),
-                               bb_add_lanes(bb_mul_lanes(a2, g1), bb_mul_lanes(a3, g0)));
-  acc[0] = bb_add_lanes(acc[0], r0);
-  acc[1] = bb_add_lanes(acc[1], r1);
-  acc[2] = bb_add_lanes(acc[2], r2);
-  acc[3] = bb_add_lanes(acc[3], r3);
-}
-
-// The Fp4 etab[at] of every lane: splat when all lanes share at (uniform), else gathered.
-MSL_FN void sr_load_e_uniform(MSL_THREAD lanes_uint* e, MSL_DEVICE const uint* etab, uint at) {
-  for (uint c = 0u; c < 4u; c++) e[c] = lanes_splat(etab[4u * at + c]);
-}
-
-struct SrUniParams {
-  uint slice_first;  // this commitment's slices in the table
-  uint slice_count;
-  uint chunks;       // chunks of those slices
-  uint log_n;        // l_skip (N = 2^l_skip ≤ 32)
-  uint log_cb;       // log2 of the blocks per chunk
-  uint row;          // partials row of group 0 (rows: 12·N uints each)
-};
-
-// Round 0 of the stacked reduction (UnivariateRound), first pass, for one commitment's slices of
-// log height ≥ l_skip. With G0_s[z] = Σ_xl e[xl]·Q[(x0+xl)·N + z] and G1_s[z] = Σ_xl
-// e[(xl−1) mod 2^nn]·Q[(x0+xl)·N + z] per slice s (weights a_s, bw_s):
-//   A[z] = Σ_s a_s·G0_s[z],  B[z] = Σ_s bw_s·G0_s[z],  C[z] = Σ_s bw_s·(G1_s[z] − G0_s[z]),
-// the IDFT-free sums whose IDFTs are cpuref's qa, qb, qc (the IDFT is linear). Group g writes the
-// part of A, B, C over the chunks it visits to partials row (row + g): A[0..N), B, C, Fp4 each
-// (12·N uints). A group works on one chunk at a time: its tpg·MSL_LANES virtual threads (a
-// multiple of N) read the chunk's values in order, so virtual thread v always sees z = v mod N;
-// after a chunk each applies the slice weights to its G0, G1. scratch: 48 bytes per virtual
-// thread.
-MSL_KERNEL void msl_kernel_sr_uni_partials(MSL_DEVICE const uint* q              ,
-                            MSL_DEVICE const uint* slices              ,
-                            MSL_DEVICE const uint* etab              ,
-                            MSL_DEVICE uint* partials              ,
-                            MSL_CONSTANT SrUniParams& p              ,
-                            MSL_THREADGROUP uint* scratch                   ,
-                            uint tid                                ,
-                            uint group                                 ,
-                            uint tpg                            ,
-                            uint ngroups                          ) {
-  uint first = p.slice_first;
-  uint count = p.slice_count;
-  uint chunks = p.chunks;
-  uint log_n = p.log_n;
-  uint n = 1u << log_n;
-  uint log_cb = p.log_cb;
-  uint vt = tpg * MSL_LANES;  // virtual threads of the group
-  lanes_uint acc_a[4];
-  lanes_uint acc_b[4];
-  lanes_uint acc_c[4];
-  for (uint c = 0u; c < 4u; c++) {
-    acc_a[c] = lanes_splat(0u);
-    acc_b[c] = lanes_splat(0u);
-    acc_c[c] = lanes_splat(0u);
-  }
-  for (uint k = group; k < chunks; k += ngroups) {
-    uint s = sr_find_slice(slices, first, count, k);
-    uint d = s * SR_SLICE_WORDS;
-    uint nn = slices[d + SR_NN];
-    uint mask = (1u << nn) - 1u;
-    uint e_off = slices[d + SR_E_OFF];
-    uint rot = slices[d + SR_ROT];
-    uint blk0 = (k - slices[d + SR_CHUNK0]) << log_cb;       // first block of the chunk in the slice
-    uint nvals = min(1u << log_cb, (1u << nn) - blk0) << log_n;  // values in the chunk
-    uint base = slices[d + SR_Q_START] + (blk0 << log_n);
-    lanes_uint g0[4];
-    lanes_uint g1[4];
-    for (uint c = 0u; c < 4u; c++) {
-      g0[c] = lanes_splat(0u);
-      g1[c] = lanes_splat(0u);
-    }
-    for (uint i0 = tid * MSL_LANES; i0 < nvals; i0 += vt) {
-      lanes_uint v;
-      lanes_uint e0[4];
-      lanes_uint e1[4];
-      if (n >= MSL_LANES && i0 + MSL_LANES <= nvals) {  // one block under every lane (always on GPUs)
-        v = lanes_ld_dev(q + base + i0);
-        uint xl = blk0 + (i0 >> log_n);
-        sr_load_e_uniform(e0, etab, e_off + xl);
-        if (rot != 0u) sr_load_e_uniform(e1, etab, e_off + ((xl - 1u) & mask));
-      } else {  // host: blocks shorter than the lanes, or a partial vector
-        uint tv[MSL_LANES];
-        uint te0[4u * MSL_LANES];
-        uint te1[4u * MSL_LANES];
-        for (uint l = 0u; l < MSL_LANES; l++) {
-          uint i = i0 + l;
-          bool live = i < nvals;
-          uint xl = blk0 + ((live ? i : 0u) >> log_n);
-          uint a0 = 4u * (e_off + xl);
-          uint a1 = 4u * (e_off + ((xl - 1u) & mask));
-          tv[l] = live ? q[base + i] : 0u;
-          for (uint c = 0u; c < 4u; c++) {
-            te0[c * MSL_LANES + l] = etab[a0 + c];
-            te1[c * MSL_LANES + l] = etab[a1 + c];
-          }
-        }
-        v = lanes_ld_th(tv);
-        for (uint c = 0u; c < 4u; c++) {
-          e0[c] = lanes_ld_th(te0 + c * MSL_LANES);
-          e1[c] = lanes_ld_th(te1 + c * MSL_LANES);
-        }
-      }
-      sr_acc_ext_base(g0, e0, v);
-      if (rot != 0u) sr_acc_ext_base(g1, e1, v);
-    }
-    bb4 a = bb4_make(slices[d + SR_A], slices[d + SR_A + 1u], slices[d + SR_A + 2u], slices[d + SR_A + 3u]);
-    sr_acc_uniform_ext(acc_a, a, g0);
-    if (rot != 0u) {
-      bb4 bw = bb4_make(slices[d + SR_BW], slices[d + SR_BW + 1u], slices[d + SR_BW + 2u], slices[d + SR_BW + 3u]);
-      sr_acc_uniform_ext(acc_b, bw, g0);
-      for (uint c = 0u; c < 4u; c++) g1[c] = bb_sub_lanes(g1[c], g0[c]);
-      sr_acc_uniform_ext(acc_c, bw, g1);
-    }
-  }
-  // Virtual thread v holds A, B, C at z = v mod N: 12 uints each in scratch, then one thread per
-  // output adds the vt / N virtual threads of its z.
-  for (uint l = 0u; l < MSL_LANES; l++) {
-    uint at = 12u * (tid * MSL_LANES + l);
-    for (uint c = 0u; c < 4u; c++) {
-      scratch[at + c] = lanes_get(acc_a[c], l);
-      scratch[at + 4u + c] = lanes_get(acc_b[c], l);
-      scratch[at + 8u + c] = lanes_get(acc_c[c], l);
-    }
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  uint width = 12u * n;
-  uint per_z = vt >> log_n;
-  uint row = p.row + group;
-  for (uint o = tid; o < width; o += tpg) {
-    uint t = o >> (log_n + 2u);          // 0: A, 1: B, 2: C
-    uint z = (o >> 2u) & (n - 1u);
-    uint c = o & 3u;
-    uint sum = 0u;
-    for (uint j = 0u; j < per_z; j++) sum = bb_add(sum, scratch[12u * ((j << log_n) + z) + 4u * t + c]);
-    partials[row * width + o] = sum;
-  }
-}
-
-struct SrBindQParams {
-  uint entries;  // width · 2^n_stack table entries (= blocks of Q)
-  uint log_n;    // l_skip
-  uint out_off;  // Fp4 index in the q table of the commitment's first entry
-};
-
-// q(u_0; x) for every block: out[out_off + e] = Σ_{z<N} L_z·Q[e·N + z], L_z = the Lagrange
-// weights of u_0 on the order-N subgroup (lag: N Fp4), so that out = Σ_j coef_j·u_0^j for the
-// block's IDFT coefficients (cpuref's Horner of them). Entry e = m·2^n_stack + x is block x of
-// column m. Lanes: MSL_LANES consecutive entries per work item.
-MSL_KERNEL void msl_kernel_sr_bind_q(MSL_DEVICE const uint* q              ,
-                      MSL_DEVICE const uint* lag              ,
-                      MSL_DEVICE uint* out              ,
-                      MSL_CONSTANT SrBindQParams& p              ,
-                      uint gid                            ,
-                      uint stride                     ) {
-  uint entries = p.entries;
-  uint log_n = p.log_n;
-  uint n = 1u << log_n;
-  uint out_off = p.out_off;
-  uint lstride = lane_stride(stride);
-  for (uint e0 = lane_first(gid, entries); e0 < entries; e0 += lstride) {
-    uint nl = min(MSL_LANES, entries - e0);
-    lanes_uint acc[4];
-    for (uint c = 0u; c < 4u; c++) acc[c] = lanes_splat(0u);
-    for (uint z = 0u; z < n; z++) {
-      uint tv[MSL_LANES];
-      for (uint l = 0u; l < MSL_LANES; l++) tv[l] = l < nl ? q[((e0 + l) << log_n) + z] : 0u;
-      lanes_uint v = lanes_ld_th(tv);
-      lanes_uint lz[4];
-      sr_load_e_uniform(lz, lag, z);
-      sr_acc_ext_base(acc, lz, v);
-    }
-    for (uint l = 0u; l < nl; l++) {
-      for (uint c = 0u; c < 4u; c++) out[4u * (out_off + e0 + l) + c] = lanes_get(acc[c], l);
-    }
-  }
-}
-
-struct SrBindWParams {
-  uint slice_first;  // slices in the table
-  uint slice_count;
-  uint chunks;       // chunks of those slices
-  uint log_cb;       // log2 of the blocks per chunk
-};
-
-// W(u_0; x) for every slice: w[w_start + xl] = α_s·e[xl] + β_s·e[(xl − 1) mod 2^nn] for
-// xl < 2^nn, with (α_s, β_s) = weights[8(s − slice_first) ..] (two Fp4). A slice of log height < l_skip is given
-// as nn = 0 (e_0 = [1]) with α_s its one value and β_s = 0. Entries of the table that no slice
-// covers are left as they are (zero from allocation). A group takes one chunk at a time.
-MSL_KERNEL void msl_kernel_sr_bind_w(MSL_DEVICE const uint* slices              ,
-                      MSL_DEVICE const uint* weights              ,
-                      MSL_DEVICE const uint* etab              ,
-                      MSL_DEVICE uint* w              ,
-                      MSL_CONSTANT SrBindWParams& p              ,
-                      uint tid                                ,
-                      uint group                                 ,
-                      uint tpg                            ,
-                      uint ngroups                          ) {
-  uint first = p.slice_first;
-  uint count = p.slice_count;
-  uint chunks = p.chunks;
-  uint log_cb = p.log_cb;
-  for (uint k = group; k < chunks; k += ngroups) {
-    uint s = sr_find_slice(slices, first, count, k);
-    uint d = s * SR_SLICE_WORDS;
-    uint nn = slices[d + SR_NN];
-    uint mask = (1u << nn) - 1u;
-    uint e_off = slices[d + SR_E_OFF];
-    uint w_start = slices[d + SR_W_START];
-    uint blk0 = (k - slices[d + SR_CHUNK0]) << log_cb;
-    uint blk1 = min(blk0 + (1u << log_cb), 1u << nn);
-    bb4 alpha = bb4_load(weights, 2u * (s - first));
-    bb4 beta = bb4_load(weights, 2u * (s - first) + 1u);
-    bool rot = !bb4_is_zero(beta);
-    for (uint xl = blk0 + tid; xl < blk1; xl += tpg) {
-      bb4 v = bb4_mul(alpha, bb4_load(etab, e_off + xl));
-      if (rot) v = bb4_add(v, bb4_mul(beta, bb4_load(etab, e_off + ((xl - 1u) & mask))));
-      bb4_store(w, w_start + xl, v);
-    }
-  }
-}
-#line 1 "shaders/stacking.metal"
-// stacking.metal - the stacked matrix Q of spec A §5.3 (stacked_matrix), filled on the device
-// from resident traces: one dispatch per trace places all its columns.
-//
-// Traces are resident as uploaded (canonical, column-major); Q is column-major in Montgomery form.
-// The columns of one trace occupy consecutive runs of Q (stark.StackedLayout.Placement): column j
-// starts slice_len = h·2^log_stride values after column j − 1, across stacked columns too, and a
-// trace shorter than 2^l_skip rows is spread with stride 2^log_stride, zeros between.
-#line 9 "shaders/stacking.metal"
-
-struct StackParams {
-  uint count;       // values written: width · h · 2^log_stride (< 2^31 − dst_start)
-  uint dst_start;   // index in Q of column 0's first value
-  uint log_stride;  // l_skip − log2(h) when h < 2^l_skip, else 0
-};
-
-// q[dst_start + i] = i mod 2^log_stride == 0 ? Montgomery(trace[i >> log_stride]) : 0, for
-// i < count: every value of the trace's slices, the zero rows of strided slices included.
-MSL_KERNEL void msl_kernel_stack_trace(MSL_DEVICE const uint* trace              ,
-                        MSL_DEVICE uint* q              ,
-                        MSL_CONSTANT StackParams& p              ,
-                        uint gid                            ,
-                        uint stride                     ) {
-  uint count = p.count;
-  uint start = p.dst_start;
-  uint ls = p.log_stride;
-  uint gap = (1u << ls) - 1u;
-  for (uint i = gid; i < count; i += stride) {
-    q[start + i] = (i & gap) == 0u ? bb_to_mont(trace[i >> ls]) : 0u;
-  }
-}
-#line 1 "shaders/sumcheck.metal"
+#line 1 "shaders/common/sumcheck.metal"
 // sumcheck.metal - the shared kernels of the product sumchecks (the stacked opening reduction and
 // WHIR, spec B §5.4 and spec A §6.3): round sums, folds and eq tables over column-major Fp4 tables.
 //
@@ -2519,12 +2230,141 @@ MSL_KERNEL void msl_kernel_stack_trace(MSL_DEVICE const uint* trace             
 // and binding X = α folds every table: t'[y] = t[2y] + α·(t[2y+1] − t[2y]).
 //
 // Reductions are two-pass and deterministic: a partials kernel writes one row of sums per group,
-// sc_sum_rows adds the rows. Host device (MSL_LANES > 1): each thread takes SC_RUN = MSL_LANES
-// consecutive work items per step of its grid-stride loop, so that the few host threads read
-// contiguous runs; GPUs take one item per thread per step (coalesced).
-#line 16 "shaders/sumcheck.metal"
+// sc_sum_rows adds the rows. The round kernels work on blocks of 16·MSL_LANES uints
+// (bb4_lanes.h: an Fp4 per lane, SIMD on the host device; four Fp4 per thread on GPUs) when a
+// column holds whole blocks, else on single pairs (MSL_LANES consecutive pairs per step of a
+// thread's grid-stride loop, so that the few host threads read contiguous runs). Host kernels
+// must name MSL_LANES in their body to get their SIMD builds (scripts/mslgen).
+#line 1 "shaders/include/bb4_lanes.h"
+// bb4_lanes.h - Fp4 arithmetic on lane vectors (prelude.h "Lanes"): one Fp4 value per lane, held
+// as four lanes_uint v[0..4) (component c of every lane in v[c], Montgomery). On GPUs a lane
+// vector is one uint and these are bb4.h's formulas on a thread's own value; on the host they are
+// SIMD over MSL_LANES values.
+//
+// Loading Fp4 tables (4 uints per element, AoS) into lanes: bb4l_load_block reads 16·MSL_LANES
+// consecutive uints and transposes them, so that afterwards v[4a + c] holds, in lane l, component c
+// of element 4l + a of the block (a < 4). With MSL_LANES = 1 the block is 4 elements and v[4a + c]
+// is simply component c of element a.
+#ifndef BB4_LANES_H
+#define BB4_LANES_H
+#line 13 "shaders/include/bb4_lanes.h"
 
-#define SC_RUN MSL_LANES
+// lanes_splat of a value just loaded. On x86-64 hosts GCC 12 builds lanes_splat of a loaded value
+// through the stack (a store-forwarding stall) or as 16 masked inserts; a 64-bit splat of
+// x·(2^32 + 1) through an empty asm (as bb_mul_lanes broadcasts p) is one broadcast.
+MSL_FN lanes_uint bbl_splat(uint x) {
+#if defined(MSL_TARGET_HOST) && defined(__x86_64__) && LANES_SHUFFLE
+  ulong xx = (ulong)x * 0x100000001uL;
+  __asm__("" : "+r"(xx));
+  lanes_ulong v = {xx};
+  v = __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+  return (lanes_uint)v;
+#else
+  return lanes_splat(x);
+#endif
+}
+
+// Sum of the lanes of v (bb_add).
+MSL_FN uint bbl_sum(lanes_uint v) {
+  uint s = 0u;
+  for (uint l = 0u; l < MSL_LANES; l++) s = bb_add(s, lanes_get(v, l));
+  return s;
+}
+
+// r = a + b, a − b, 2a − b (each an Fp4 per lane; r may alias a or b).
+MSL_FN void bb4l_add(MSL_THREAD lanes_uint* r, MSL_THREAD const lanes_uint* a, MSL_THREAD const lanes_uint* b) {
+  for (uint c = 0u; c < 4u; c++) r[c] = bb_add_lanes(a[c], b[c]);
+}
+MSL_FN void bb4l_sub(MSL_THREAD lanes_uint* r, MSL_THREAD const lanes_uint* a, MSL_THREAD const lanes_uint* b) {
+  for (uint c = 0u; c < 4u; c++) r[c] = bb_sub_lanes(a[c], b[c]);
+}
+MSL_FN void bb4l_double_sub(MSL_THREAD lanes_uint* r, MSL_THREAD const lanes_uint* a, MSL_THREAD const lanes_uint* b) {
+  for (uint c = 0u; c < 4u; c++) r[c] = bb_sub_lanes(bb_add_lanes(a[c], a[c]), b[c]);
+}
+
+// r = a·b per lane (bb4_mul: 16 products + 3 by W). r must not alias a or b.
+MSL_FN void bb4l_mul(MSL_THREAD lanes_uint* r, MSL_THREAD const lanes_uint* a, MSL_THREAD const lanes_uint* b) {
+  lanes_uint w = bbl_splat(BB4_W_MONT);
+  lanes_uint h0 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a[1], b[3]), bb_mul_lanes(a[2], b[2])), bb_mul_lanes(a[3], b[1]));
+  lanes_uint h1 = bb_add_lanes(bb_mul_lanes(a[2], b[3]), bb_mul_lanes(a[3], b[2]));
+  lanes_uint h2 = bb_mul_lanes(a[3], b[3]);
+  r[0] = bb_add_lanes(bb_mul_lanes(a[0], b[0]), bb_mul_lanes(h0, w));
+  r[1] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a[0], b[1]), bb_mul_lanes(a[1], b[0])), bb_mul_lanes(h1, w));
+  r[2] = bb_add_lanes(bb_add_lanes(bb_add_lanes(bb_mul_lanes(a[0], b[2]), bb_mul_lanes(a[1], b[1])), bb_mul_lanes(a[2], b[0])),
+                      bb_mul_lanes(h2, w));
+  r[3] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a[0], b[3]), bb_mul_lanes(a[1], b[2])),
+                      bb_add_lanes(bb_mul_lanes(a[2], b[1]), bb_mul_lanes(a[3], b[0])));
+}
+
+// acc += a·b per lane.
+MSL_FN void bb4l_mul_acc(MSL_THREAD lanes_uint* acc, MSL_THREAD const lanes_uint* a, MSL_THREAD const lanes_uint* b) {
+  lanes_uint t[4];
+  bb4l_mul(t, a, b);
+  bb4l_add(acc, acc, t);
+}
+
+// u[0..7) = the splats of a uniform Fp4 a for bb4l_mul_uniform: a[0..4) and W·a[1..4) (an array,
+// not a struct: C++ for OpenCL, the address-space check, cannot copy class objects).
+MSL_FN void bb4l_uniform_of(MSL_THREAD lanes_uint* u, bb4 a) {
+  for (uint c = 0u; c < 4u; c++) u[c] = bbl_splat(a[c]);
+  for (uint c = 1u; c < 4u; c++) u[3u + c] = bbl_splat(bb_mul(a[c], BB4_W_MONT));
+}
+
+// r = a·g per lane for one Fp4 a in every lane (16 products; u from bb4l_uniform_of). r must not
+// alias g.
+MSL_FN void bb4l_mul_uniform(MSL_THREAD lanes_uint* r, MSL_THREAD const lanes_uint* u, MSL_THREAD const lanes_uint* g) {
+  lanes_uint a0 = u[0];
+  lanes_uint a1 = u[1];
+  lanes_uint a2 = u[2];
+  lanes_uint a3 = u[3];
+  lanes_uint w1 = u[4];
+  lanes_uint w2 = u[5];
+  lanes_uint w3 = u[6];
+  r[0] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g[0]), bb_mul_lanes(w1, g[3])),
+                      bb_add_lanes(bb_mul_lanes(w2, g[2]), bb_mul_lanes(w3, g[1])));
+  r[1] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g[1]), bb_mul_lanes(a1, g[0])),
+                      bb_add_lanes(bb_mul_lanes(w2, g[3]), bb_mul_lanes(w3, g[2])));
+  r[2] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g[2]), bb_mul_lanes(a1, g[1])),
+                      bb_add_lanes(bb_mul_lanes(a2, g[0]), bb_mul_lanes(w3, g[3])));
+  r[3] = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g[3]), bb_mul_lanes(a1, g[2])),
+                      bb_add_lanes(bb_mul_lanes(a2, g[1]), bb_mul_lanes(a3, g[0])));
+}
+
+// acc += a·g per lane, a uniform.
+MSL_FN void bb4l_mul_uniform_acc(MSL_THREAD lanes_uint* acc, MSL_THREAD const lanes_uint* u, MSL_THREAD const lanes_uint* g) {
+  lanes_uint t[4];
+  bb4l_mul_uniform(t, u, g);
+  bb4l_add(acc, acc, t);
+}
+
+// v[0..16) = the 16·MSL_LANES uints from p, transposed (see the top of this file).
+MSL_FN void bb4l_load_block(MSL_THREAD lanes_uint* v, MSL_DEVICE const uint* p) {
+  for (uint k = 0u; k < 16u; k++) v[k] = lanes_ld_dev(p + k * MSL_LANES);
+  lanes_transpose(v);
+}
+
+// The inverse for a block whose elements come in pairs: given x[4b + c] = component c of lane l's
+// element b (b < 4), writes lane l's elements 0, 1 at p0 + 8l and elements 2, 3 at p1 + 8l
+// (8 uints each). x is overwritten.
+MSL_FN void bb4l_store_pairs(MSL_DEVICE uint* p0, MSL_DEVICE uint* p1, MSL_THREAD lanes_uint* x) {
+  if (MSL_LANES == 1u) {
+    for (uint k = 0u; k < 8u; k++) {
+      p0[k] = lanes_get(x[k], 0u);
+      p1[k] = lanes_get(x[8u + k], 0u);
+    }
+  } else {
+    lanes_transpose(x);  // x[l] = lane l's 16 uints: elements 0..3
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      for (uint k = 0u; k < 8u; k++) {
+        p0[8u * l + k] = lanes_get(x[l], k);
+        p1[8u * l + k] = lanes_get(x[l], 8u + k);
+      }
+    }
+  }
+}
+
+#endif  // BB4_LANES_H
+#line 18 "shaders/common/sumcheck.metal"
 
 // The α of a fold as four Montgomery uints.
 MSL_FN bb4 sc_alpha(uint a0, uint a1, uint a2, uint a3) { return bb4_make(a0, a1, a2, a3); }
@@ -2579,17 +2419,47 @@ MSL_KERNEL void msl_kernel_sc_round_partials(MSL_DEVICE const uint* f           
                               uint tpg                            ,
                               uint ngroups                          ) {
   uint log_half = p.log_half;
-  uint half_mask = (1u << log_half) - 1u;
-  uint pairs = p.cols << log_half;
+  uint cols = p.cols;
   uint stride = p.stride;
-  uint units = (pairs + SC_RUN - 1u) / SC_RUN;
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
-  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
-    uint end = min(pairs, (u + 1u) * SC_RUN);
-    for (uint i = u * SC_RUN; i < end; i++) {
-      uint at = (i >> log_half) * stride + 2u * (i & half_mask);
-      sc_pair_terms(bb4_load(f, at), bb4_load(f, at + 1u), bb4_load(w, at), bb4_load(w, at + 1u), s1, s2);
+  uint log_unit = MSL_LOG_LANES + 1u;  // pairs per block: 2·MSL_LANES (4·MSL_LANES rows)
+  if (log_half >= log_unit) {
+    lanes_uint v1[4];
+    lanes_uint v2[4];
+    for (uint c = 0u; c < 4u; c++) {
+      v1[c] = lanes_splat(0u);
+      v2[c] = lanes_splat(0u);
+    }
+    uint log_upc = log_half - log_unit;
+    uint units = cols << log_upc;
+    for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+      uint base = 4u * ((u >> log_upc) * stride + ((u & ((1u << log_upc) - 1u)) << (log_unit + 1u)));
+      lanes_uint fv[16];
+      lanes_uint wv[16];
+      bb4l_load_block(fv, f + base);
+      bb4l_load_block(wv, w + base);
+      for (uint q = 0u; q < 2u; q++) {  // the pairs (elements 0, 1) and (2, 3) of every lane
+        bb4l_mul_acc(v1, fv + 8u * q + 4u, wv + 8u * q + 4u);
+        lanes_uint fd[4];
+        lanes_uint wd[4];
+        bb4l_double_sub(fd, fv + 8u * q + 4u, fv + 8u * q);
+        bb4l_double_sub(wd, wv + 8u * q + 4u, wv + 8u * q);
+        bb4l_mul_acc(v2, fd, wd);
+      }
+    }
+    s1 = bb4_make(bbl_sum(v1[0]), bbl_sum(v1[1]), bbl_sum(v1[2]), bbl_sum(v1[3]));
+    s2 = bb4_make(bbl_sum(v2[0]), bbl_sum(v2[1]), bbl_sum(v2[2]), bbl_sum(v2[3]));
+  } else {
+    uint half_mask = (1u << log_half) - 1u;
+    uint pairs = cols << log_half;
+    uint units = (pairs + MSL_LANES - 1u) / MSL_LANES;
+    for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+      uint end = min(pairs, (u + 1u) * MSL_LANES);
+      for (uint i = u * MSL_LANES; i < end; i++) {
+        uint at = (i >> log_half) * stride + 2u * (i & half_mask);
+        sc_pair_terms(bb4_load(f, at), bb4_load(f, at + 1u), bb4_load(w, at), bb4_load(w, at + 1u), s1, s2);
+      }
     }
   }
   sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);
@@ -2619,30 +2489,72 @@ MSL_KERNEL void msl_kernel_sc_fold_round_partials(MSL_DEVICE const uint* f      
                                    uint tpg                            ,
                                    uint ngroups                          ) {
   uint log_half = p.log_half;
-  uint half_mask = (1u << log_half) - 1u;
-  uint pairs = p.cols << log_half;
+  uint cols = p.cols;
   uint ss = p.src_stride;
   uint ds = p.dst_stride;
   bb4 alpha = sc_alpha(p.a0, p.a1, p.a2, p.a3);
-  uint units = (pairs + SC_RUN - 1u) / SC_RUN;
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
-  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
-    uint end = min(pairs, (u + 1u) * SC_RUN);
-    for (uint i = u * SC_RUN; i < end; i++) {
-      uint c = i >> log_half;
-      uint y = i & half_mask;
-      uint src = c * ss + 4u * y;
-      uint dst = c * ds + 2u * y;
-      bb4 f0 = sc_lerp(bb4_load(f, src), bb4_load(f, src + 1u), alpha);
-      bb4 f1 = sc_lerp(bb4_load(f, src + 2u), bb4_load(f, src + 3u), alpha);
-      bb4 w0 = sc_lerp(bb4_load(w, src), bb4_load(w, src + 1u), alpha);
-      bb4 w1 = sc_lerp(bb4_load(w, src + 2u), bb4_load(w, src + 3u), alpha);
-      bb4_store(f_out, dst, f0);
-      bb4_store(f_out, dst + 1u, f1);
-      bb4_store(w_out, dst, w0);
-      bb4_store(w_out, dst + 1u, w1);
-      sc_pair_terms(f0, f1, w0, w1, s1, s2);
+  uint log_unit = MSL_LOG_LANES;  // output pairs per block: MSL_LANES (4·MSL_LANES source rows)
+  if (log_half >= log_unit) {
+    lanes_uint al[7];
+    bb4l_uniform_of(al, alpha);
+    lanes_uint v1[4];
+    lanes_uint v2[4];
+    for (uint c = 0u; c < 4u; c++) {
+      v1[c] = lanes_splat(0u);
+      v2[c] = lanes_splat(0u);
+    }
+    uint log_upc = log_half - log_unit;
+    uint units = cols << log_upc;
+    for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+      uint c = u >> log_upc;
+      uint j = u & ((1u << log_upc) - 1u);
+      uint src = 4u * (c * ss + (j << (log_unit + 2u)));
+      uint dst = 4u * (c * ds + (j << (log_unit + 1u)));
+      lanes_uint fv[16];
+      lanes_uint wv[16];
+      bb4l_load_block(fv, f + src);  // lane l: source rows 4(y + l) .. 4(y + l) + 3
+      bb4l_load_block(wv, w + src);
+      lanes_uint x[16];  // folded rows 2(y + l), 2(y + l) + 1 of f, then of w
+      for (uint k = 0u; k < 4u; k++) {
+        MSL_THREAD lanes_uint* t0 = k < 2u ? fv + 8u * k : wv + 8u * (k - 2u);
+        lanes_uint d[4];
+        bb4l_sub(d, t0 + 4u, t0);
+        bb4l_mul_uniform(x + 4u * k, al, d);
+        bb4l_add(x + 4u * k, x + 4u * k, t0);
+      }
+      bb4l_mul_acc(v1, x + 4u, x + 12u);
+      lanes_uint fd[4];
+      lanes_uint wd[4];
+      bb4l_double_sub(fd, x + 4u, x);
+      bb4l_double_sub(wd, x + 12u, x + 8u);
+      bb4l_mul_acc(v2, fd, wd);
+      bb4l_store_pairs(f_out + dst, w_out + dst, x);
+    }
+    s1 = bb4_make(bbl_sum(v1[0]), bbl_sum(v1[1]), bbl_sum(v1[2]), bbl_sum(v1[3]));
+    s2 = bb4_make(bbl_sum(v2[0]), bbl_sum(v2[1]), bbl_sum(v2[2]), bbl_sum(v2[3]));
+  } else {
+    uint half_mask = (1u << log_half) - 1u;
+    uint pairs = cols << log_half;
+    uint units = (pairs + MSL_LANES - 1u) / MSL_LANES;
+    for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+      uint end = min(pairs, (u + 1u) * MSL_LANES);
+      for (uint i = u * MSL_LANES; i < end; i++) {
+        uint c = i >> log_half;
+        uint y = i & half_mask;
+        uint src = c * ss + 4u * y;
+        uint dst = c * ds + 2u * y;
+        bb4 f0 = sc_lerp(bb4_load(f, src), bb4_load(f, src + 1u), alpha);
+        bb4 f1 = sc_lerp(bb4_load(f, src + 2u), bb4_load(f, src + 3u), alpha);
+        bb4 w0 = sc_lerp(bb4_load(w, src), bb4_load(w, src + 1u), alpha);
+        bb4 w1 = sc_lerp(bb4_load(w, src + 2u), bb4_load(w, src + 3u), alpha);
+        bb4_store(f_out, dst, f0);
+        bb4_store(f_out, dst + 1u, f1);
+        bb4_store(w_out, dst, w0);
+        bb4_store(w_out, dst + 1u, w1);
+        sc_pair_terms(f0, f1, w0, w1, s1, s2);
+      }
     }
   }
   sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);
@@ -2810,7 +2722,310 @@ MSL_KERNEL void msl_kernel_sc_eq_expand(MSL_DEVICE const uint* lo              ,
     bb4_store(out, out_off + b, acc);
   }
 }
-#line 1 "shaders/whir.metal"
+#line 1 "shaders/openings/stacked_reduction.metal"
+// stacked_reduction.metal - the stacked opening reduction's own kernels (spec B §5.3–5.4;
+// cpuref stackingProver): the round-0 sums over the stacked matrix Q and the tables q(u_0; x),
+// W(u_0; x) after u_0. The multilinear rounds use the sumcheck family (sumcheck.metal).
+//
+// Q is one commitment's stacked matrix, column-major, Montgomery, height H = 2^(l_skip+n_stack):
+// seen as a sequence of blocks of N = 2^l_skip values, block x of column m is Q[(m·2^n_stack + x)·N
+// ..]. A slice of log height ≥ l_skip covers 2^nn blocks (nn = log height − l_skip), starting at a
+// multiple of its length; e_nn = eq(r_1..r_nn, ·) is its eq table (etab: all tables of the proof
+// side by side, Fp4). Slices are split into chunks of at most 2^log_cb blocks, numbered in slice
+// order: chunk k belongs to the last slice whose chunk_first ≤ k. A dispatch covers the slices
+// [slice_first, slice_first + slice_count) and their chunks chunk0, chunk0 + 1, … (chunks of them).
+//
+// Slice descriptors (SR_SLICE_WORDS uints each, written by the Go launcher):
+#line 15 "shaders/openings/stacked_reduction.metal"
+
+#define SR_SLICE_WORDS 16u
+#define SR_Q_START 0u   // uint index in Q of the slice's first value
+#define SR_E_OFF 1u     // Fp4 index in etab of e_nn[0]
+#define SR_NN 2u        // nn
+#define SR_CHUNK0 3u    // chunk_first
+#define SR_A 4u         // 4 uints: the eq weight a (Montgomery)
+#define SR_BW 8u        // 4 uints: the rotation weight bw
+#define SR_ROT 12u      // 1 when bw ≠ 0
+#define SR_W_START 13u  // Fp4 index in the W table of the slice's first entry
+
+// The slice of chunk k among slices [first, first + count) (binary search on chunk_first).
+MSL_FN uint sr_find_slice(MSL_DEVICE const uint* slices, uint first, uint count, uint k) {
+  uint lo = first;
+  uint hi = first + count;  // the answer lies in [lo, hi)
+  while (hi - lo > 1u) {
+    uint mid = (lo + hi) / 2u;
+    if (slices[mid * SR_SLICE_WORDS + SR_CHUNK0] <= k) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// acc += e·v: an Fp4 per lane (bb4_lanes.h: component c in e[c]) times a base value per lane.
+MSL_FN void sr_acc_ext_base(MSL_THREAD lanes_uint* acc, MSL_THREAD const lanes_uint* e, lanes_uint v) {
+  for (uint c = 0u; c < 4u; c++) acc[c] = bb_add_lanes(acc[c], bb_mul_lanes(e[c], v));
+}
+
+// The Fp4 etab[at] in every lane.
+MSL_FN void sr_load_e_uniform(MSL_THREAD lanes_uint* e, MSL_DEVICE const uint* etab, uint at) {
+  for (uint c = 0u; c < 4u; c++) e[c] = bbl_splat(etab[4u * at + c]);
+}
+
+struct SrUniParams {
+  uint slice_first;  // this commitment's slices in the table
+  uint slice_count;
+  uint chunk0;       // the first chunk of slice_first
+  uint chunks;       // chunks of those slices
+  uint log_n;        // l_skip (N = 2^l_skip ≤ 32)
+  uint log_cb;       // log2 of the blocks per chunk
+  uint row;          // partials row of group 0 (rows: 12·N uints each)
+};
+
+// Round 0 of the stacked reduction (UnivariateRound), first pass, for one commitment's slices of
+// log height ≥ l_skip. With G0_s[z] = Σ_xl e[xl]·Q[(x0+xl)·N + z] and G1_s[z] = Σ_xl
+// e[(xl−1) mod 2^nn]·Q[(x0+xl)·N + z] per slice s (weights a_s, bw_s):
+//   A[z] = Σ_s a_s·G0_s[z],  B[z] = Σ_s bw_s·G0_s[z],  C[z] = Σ_s bw_s·(G1_s[z] − G0_s[z]),
+// the IDFT-free sums whose IDFTs are cpuref's qa, qb, qc (the IDFT is linear). Group g writes the
+// part of A, B, C over the chunks it visits to partials row (row + g): A[0..N), B, C, Fp4 each
+// (12·N uints). A group works on one chunk at a time: its tpg·MSL_LANES virtual threads (a
+// multiple of N) read the chunk's values in order, so virtual thread v always sees z = v mod N;
+// after a chunk each applies the slice weights to its G0, G1. scratch: 48 bytes per virtual
+// thread.
+MSL_KERNEL void msl_kernel_sr_uni_partials(MSL_DEVICE const uint* q              ,
+                            MSL_DEVICE const uint* slices              ,
+                            MSL_DEVICE const uint* etab              ,
+                            MSL_DEVICE uint* partials              ,
+                            MSL_CONSTANT SrUniParams& p              ,
+                            MSL_THREADGROUP uint* scratch                   ,
+                            uint tid                                ,
+                            uint group                                 ,
+                            uint tpg                            ,
+                            uint ngroups                          ) {
+  uint first = p.slice_first;
+  uint count = p.slice_count;
+  uint chunk0 = p.chunk0;
+  uint chunks = p.chunks;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint log_cb = p.log_cb;
+  uint vt = tpg * MSL_LANES;  // virtual threads of the group
+  lanes_uint acc_a[4];
+  lanes_uint acc_b[4];
+  lanes_uint acc_c[4];
+  for (uint c = 0u; c < 4u; c++) {
+    acc_a[c] = lanes_splat(0u);
+    acc_b[c] = lanes_splat(0u);
+    acc_c[c] = lanes_splat(0u);
+  }
+  for (uint kk = group; kk < chunks; kk += ngroups) {
+    uint k = chunk0 + kk;
+    uint s = sr_find_slice(slices, first, count, k);
+    uint d = s * SR_SLICE_WORDS;
+    uint nn = slices[d + SR_NN];
+    uint mask = (1u << nn) - 1u;
+    uint e_off = slices[d + SR_E_OFF];
+    uint rot = slices[d + SR_ROT];
+    uint blk0 = (k - slices[d + SR_CHUNK0]) << log_cb;       // first block of the chunk in the slice
+    uint nvals = min(1u << log_cb, (1u << nn) - blk0) << log_n;  // values in the chunk
+    uint base = slices[d + SR_Q_START] + (blk0 << log_n);
+    lanes_uint g0[4];
+    lanes_uint g1[4];
+    for (uint c = 0u; c < 4u; c++) {
+      g0[c] = lanes_splat(0u);
+      g1[c] = lanes_splat(0u);
+    }
+    for (uint i0 = tid * MSL_LANES; i0 < nvals; i0 += vt) {
+      lanes_uint v;
+      lanes_uint e0[4];
+      lanes_uint e1[4];
+      if (n >= MSL_LANES && i0 + MSL_LANES <= nvals) {  // one block under every lane (always on GPUs)
+        v = lanes_ld_dev(q + base + i0);
+        uint xl = blk0 + (i0 >> log_n);
+        sr_load_e_uniform(e0, etab, e_off + xl);
+        if (rot != 0u) sr_load_e_uniform(e1, etab, e_off + ((xl - 1u) & mask));
+      } else {  // host: blocks shorter than the lanes, or a partial vector
+        uint tv[MSL_LANES];
+        uint te0[4u * MSL_LANES];
+        uint te1[4u * MSL_LANES];
+        for (uint l = 0u; l < MSL_LANES; l++) {
+          uint i = i0 + l;
+          bool live = i < nvals;
+          uint xl = blk0 + ((live ? i : 0u) >> log_n);
+          uint a0 = 4u * (e_off + xl);
+          uint a1 = 4u * (e_off + ((xl - 1u) & mask));
+          tv[l] = live ? q[base + i] : 0u;
+          for (uint c = 0u; c < 4u; c++) {
+            te0[c * MSL_LANES + l] = etab[a0 + c];
+            te1[c * MSL_LANES + l] = etab[a1 + c];
+          }
+        }
+        v = lanes_ld_th(tv);
+        for (uint c = 0u; c < 4u; c++) {
+          e0[c] = lanes_ld_th(te0 + c * MSL_LANES);
+          e1[c] = lanes_ld_th(te1 + c * MSL_LANES);
+        }
+      }
+      sr_acc_ext_base(g0, e0, v);
+      if (rot != 0u) sr_acc_ext_base(g1, e1, v);
+    }
+    bb4 a = bb4_make(slices[d + SR_A], slices[d + SR_A + 1u], slices[d + SR_A + 2u], slices[d + SR_A + 3u]);
+    lanes_uint ul[7];
+    bb4l_uniform_of(ul, a);
+    bb4l_mul_uniform_acc(acc_a, ul, g0);
+    if (rot != 0u) {
+      bb4 bw = bb4_make(slices[d + SR_BW], slices[d + SR_BW + 1u], slices[d + SR_BW + 2u], slices[d + SR_BW + 3u]);
+      lanes_uint bwl[7];
+      bb4l_uniform_of(bwl, bw);
+      bb4l_mul_uniform_acc(acc_b, bwl, g0);
+      bb4l_sub(g1, g1, g0);
+      bb4l_mul_uniform_acc(acc_c, bwl, g1);
+    }
+  }
+  // Virtual thread v holds A, B, C at z = v mod N: 12 uints each in scratch, then one thread per
+  // output adds the vt / N virtual threads of its z.
+  for (uint l = 0u; l < MSL_LANES; l++) {
+    uint at = 12u * (tid * MSL_LANES + l);
+    for (uint c = 0u; c < 4u; c++) {
+      scratch[at + c] = lanes_get(acc_a[c], l);
+      scratch[at + 4u + c] = lanes_get(acc_b[c], l);
+      scratch[at + 8u + c] = lanes_get(acc_c[c], l);
+    }
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  uint width = 12u * n;
+  uint per_z = vt >> log_n;
+  uint row = p.row + group;
+  for (uint o = tid; o < width; o += tpg) {
+    uint t = o >> (log_n + 2u);          // 0: A, 1: B, 2: C
+    uint z = (o >> 2u) & (n - 1u);
+    uint c = o & 3u;
+    uint sum = 0u;
+    for (uint j = 0u; j < per_z; j++) sum = bb_add(sum, scratch[12u * ((j << log_n) + z) + 4u * t + c]);
+    partials[row * width + o] = sum;
+  }
+}
+
+struct SrBindQParams {
+  uint entries;  // width · 2^n_stack table entries (= blocks of Q)
+  uint log_n;    // l_skip
+  uint out_off;  // Fp4 index in the q table of the commitment's first entry
+};
+
+// q(u_0; x) for every block: out[out_off + e] = Σ_{z<N} L_z·Q[e·N + z], L_z = the Lagrange
+// weights of u_0 on the order-N subgroup (lag: N Fp4), so that out = Σ_j coef_j·u_0^j for the
+// block's IDFT coefficients (cpuref's Horner of them). Entry e = m·2^n_stack + x is block x of
+// column m. Lanes: MSL_LANES consecutive entries per work item (when N = MSL_LANES the 16 blocks
+// are one transposed load: value z of every lane's block in one vector).
+MSL_KERNEL void msl_kernel_sr_bind_q(MSL_DEVICE const uint* q              ,
+                      MSL_DEVICE const uint* lag              ,
+                      MSL_DEVICE uint* out              ,
+                      MSL_CONSTANT SrBindQParams& p              ,
+                      uint gid                            ,
+                      uint stride                     ) {
+  uint entries = p.entries;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint out_off = p.out_off;
+  uint lstride = lane_stride(stride);
+  for (uint e0 = lane_first(gid, entries); e0 < entries; e0 += lstride) {
+    uint nl = min(MSL_LANES, entries - e0);
+    lanes_uint acc[4];
+    for (uint c = 0u; c < 4u; c++) acc[c] = lanes_splat(0u);
+    if (MSL_LANES == 16u && n == 16u && nl == 16u) {
+      lanes_uint v[16];
+      for (uint k = 0u; k < 16u; k++) v[k] = lanes_ld_dev(q + (e0 << log_n) + k * MSL_LANES);
+      lanes_transpose(v);  // v[z]: value z of every lane's block
+      for (uint z = 0u; z < 16u; z++) {
+        lanes_uint lz[4];
+        sr_load_e_uniform(lz, lag, z);
+        sr_acc_ext_base(acc, lz, v[z]);
+      }
+    } else {
+      for (uint z = 0u; z < n; z++) {
+        uint tv[MSL_LANES];
+        for (uint l = 0u; l < MSL_LANES; l++) tv[l] = l < nl ? q[((e0 + l) << log_n) + z] : 0u;
+        lanes_uint v = lanes_ld_th(tv);
+        lanes_uint lz[4];
+        sr_load_e_uniform(lz, lag, z);
+        sr_acc_ext_base(acc, lz, v);
+      }
+    }
+    for (uint l = 0u; l < nl; l++) {
+      for (uint c = 0u; c < 4u; c++) out[4u * (out_off + e0 + l) + c] = lanes_get(acc[c], l);
+    }
+  }
+}
+
+struct SrBindWParams {
+  uint slice_first;  // slices in the table
+  uint slice_count;
+  uint chunk0;       // the first chunk of slice_first
+  uint chunks;       // chunks of those slices
+  uint log_cb;       // log2 of the blocks per chunk
+};
+
+// W(u_0; x) for every slice: w[w_start + xl] = α_s·e[xl] + β_s·e[(xl − 1) mod 2^nn] for
+// xl < 2^nn, with (α_s, β_s) = weights[8(s − slice_first) ..] (two Fp4). A slice of log height
+// < l_skip is given as nn = 0 (e_0 = [1]) with α_s its one value and β_s = 0. Entries of the
+// table that no slice covers are left as they are (zero from allocation). Work unit: 4·MSL_LANES
+// consecutive entries of one chunk (one slice look-up per unit), as transposed blocks
+// (bb4_lanes.h) when the slice holds whole units and xl − 1 does not wrap, else one by one.
+MSL_KERNEL void msl_kernel_sr_bind_w(MSL_DEVICE const uint* slices              ,
+                      MSL_DEVICE const uint* weights              ,
+                      MSL_DEVICE const uint* etab              ,
+                      MSL_DEVICE uint* w              ,
+                      MSL_CONSTANT SrBindWParams& p              ,
+                      uint gid                            ,
+                      uint stride                     ) {
+  uint first = p.slice_first;
+  uint count = p.slice_count;
+  uint log_cb = p.log_cb;
+  uint log_unit = MSL_LOG_LANES + 2u;  // entries per unit: 4·MSL_LANES (≤ 64 ≤ 2^log_cb)
+  uint unit = 4u * MSL_LANES;
+  uint log_upc = log_cb - log_unit;
+  uint units = p.chunks << log_upc;
+  uint chunk0 = p.chunk0;
+  for (uint u = gid; u < units; u += stride) {
+    uint k = chunk0 + (u >> log_upc);
+    uint s = sr_find_slice(slices, first, count, k);
+    uint d = s * SR_SLICE_WORDS;
+    uint size = 1u << slices[d + SR_NN];
+    uint blk0 = ((k - slices[d + SR_CHUNK0]) << log_cb) + ((u & ((1u << log_upc) - 1u)) << log_unit);
+    if (blk0 >= size) continue;
+    uint mask = size - 1u;
+    uint e_off = slices[d + SR_E_OFF];
+    uint w_start = slices[d + SR_W_START];
+    bb4 alpha = bb4_load(weights, 2u * (s - first));
+    bb4 beta = bb4_load(weights, 2u * (s - first) + 1u);
+    bool rot = !bb4_is_zero(beta);
+    if (size >= unit && blk0 > 0u) {
+      lanes_uint cur[16];
+      lanes_uint r[16];
+      bb4l_load_block(cur, etab + 4u * (e_off + blk0));
+      lanes_uint al[7];
+      bb4l_uniform_of(al, alpha);
+      for (uint a = 0u; a < 4u; a++) bb4l_mul_uniform(r + 4u * a, al, cur + 4u * a);
+      if (rot) {
+        bb4l_load_block(cur, etab + 4u * (e_off + blk0 - 1u));  // e[xl − 1]
+        lanes_uint be[7];
+        bb4l_uniform_of(be, beta);
+        for (uint a = 0u; a < 4u; a++) bb4l_mul_uniform_acc(r + 4u * a, be, cur + 4u * a);
+      }
+      lanes_transpose(r);  // back to 16 consecutive uints per vector
+      for (uint j = 0u; j < 16u; j++) lanes_st_dev(w + 4u * (w_start + blk0) + j * MSL_LANES, r[j]);
+    } else {
+      uint blk1 = min(blk0 + unit, size);
+      for (uint xl = blk0; xl < blk1; xl++) {
+        bb4 v = bb4_mul(alpha, bb4_load(etab, e_off + xl));
+        if (rot) v = bb4_add(v, bb4_mul(beta, bb4_load(etab, e_off + ((xl - 1u) & mask))));
+        bb4_store(w, w_start + xl, v);
+      }
+    }
+  }
+}
+#line 1 "shaders/openings/whir.metal"
 // whir.metal - the tables of the WHIR prover (spec A §6.3) that the NTT, Merkle and sumcheck
 // families do not cover: the μ-batching of the stacked matrices fused with the per-block RS
 // message transform, the subset-sum (zeta) and Möbius transforms over a range of index bits, the
@@ -2821,7 +3036,7 @@ MSL_KERNEL void msl_kernel_sc_eq_expand(MSL_DEVICE const uint* lo              ,
 // [4i, 4i+4) (bb4_load / bb4_store); base matrices are column-major. Every kernel walks its work
 // items with a grid-stride loop, so a launcher may dispatch any number of full groups; every index
 // stays below 2^31.
-#line 12 "shaders/whir.metal"
+#line 12 "shaders/openings/whir.metal"
 
 // ---------------------------------------------------------------- μ-batching of a stacked matrix
 
@@ -3088,7 +3303,475 @@ MSL_KERNEL void msl_kernel_whir_pow_eq_tables(MSL_DEVICE const uint* pc         
     }
   }
 }
-#line 1 "shaders/zerocheck.metal"
+#line 1 "shaders/rap/gkr.metal"
+// gkr.metal - LogUp-GKR (spec B §3.4–§3.5; cpuref gkr.go): the leaves from the interactions of
+// resident traces, the fraction tree, and the layer sumchecks.
+//
+// A fraction (p, q) is 8 uints: p then q, each an Fp4 (4 Montgomery uints, bb4.h); fraction i of a
+// buffer at [8i, 8i + 8). Layer j of the tree is a buffer of 2^j fractions (layer 0 the root,
+// layer L the leaves); layer j − 1 has p = p_a·q_b + p_b·q_a, q = q_a·q_b of the pairs
+// (a, b) = (2y, 2y + 1) of layer j.
+//
+// The sumcheck of layer j runs over tables eq, p0, q0, p1, q1 of R = 2^(j−1) rows: row y of (p0, q0)
+// is fraction 2y of layer j and row y of (p1, q1) fraction 2y + 1. The kernels keep that
+// interleaved layout for the folded tables: "tables of R rows" are 2R fractions (row y: fractions
+// 2y, 2y + 1) and R eq values. A round sums, over the pairs (2y, 2y + 1) of rows,
+//   s(x) = Σ_y e(x)·(p0(x)·q1(x) + p1(x)·q0(x) + λ·q0(x)·q1(x)),  x = 1, 2, 3,
+// each column at x being lo + x·(hi − lo); binding x = r folds every column to lo + r·(hi − lo).
+// Reductions are two-pass and deterministic: a partials kernel writes s(1), s(2), s(3) (12 uints)
+// per group, sc_sum_rows (sumcheck.metal) adds the rows. On the host device (MSL_LANES > 1) each
+// thread takes GKR_RUN consecutive pairs per step of its grid-stride loop.
+#line 1 "shaders/include/rows.h"
+// rows.h - constraint programs (program.h) evaluated on the rows of resident traces: one point per
+// row, its slots gathered from the trace parts (rows.metal rows_fill_slots) and its selector slots
+// written by the evaluating kernel (rows_put_selectors). Row r of a trace of height h (a power of
+// two) reads column c of each part at rows r and (r + 1) mod h; is_first = [r = 0], is_last =
+// [r = h − 1], is_transition = 1 − is_last (constraints.Rows on the host).
+#ifndef ROWS_H
+#define ROWS_H
+#line 9 "shaders/include/rows.h"
+
+// "No failure": the (row, output) pair of a point, thread or group whose constraints all vanish.
+#define ROWS_NONE 0xffffffffu
+
+// Writes the three selector slots (first at slot sel: is_first, is_last, is_transition) of point
+// t of T, which is row r of a trace of height h.
+MSL_FN void rows_put_selectors(MSL_DEVICE uint* slots, uint sel, uint t, uint T, uint r, uint h) {
+  uint last = r == h - 1u ? BB_ONE : 0u;
+  slots[sel * T + t] = r == 0u ? BB_ONE : 0u;
+  slots[(sel + 1u) * T + t] = last;
+  slots[(sel + 2u) * T + t] = bb_sub(BB_ONE, last);
+}
+
+// Lexicographic (row, output) minimum: true when (r1, o1) < (r0, o0).
+MSL_FN bool rows_pair_less(uint r1, uint o1, uint r0, uint o0) { return r1 < r0 || (r1 == r0 && o1 < o0); }
+
+// Stores the thread's (row, output) in scratch (2 uints per thread), reduces the group's pairs to
+// their minimum and writes it to out[2·at ..]. Called in uniform control flow (barriers); any
+// group size.
+MSL_FN void rows_group_min(uint row, uint out, MSL_THREADGROUP uint* scratch, MSL_DEVICE uint* dst, uint at, uint tid, uint tpg) {
+  scratch[2u * tid] = row;
+  scratch[2u * tid + 1u] = out;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) {
+      uint r1 = scratch[2u * (tid + h)];
+      uint o1 = scratch[2u * (tid + h) + 1u];
+      if (rows_pair_less(r1, o1, scratch[2u * tid], scratch[2u * tid + 1u])) {
+        scratch[2u * tid] = r1;
+        scratch[2u * tid + 1u] = o1;
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+  if (tid == 0u) {
+    dst[2u * at] = scratch[0];
+    dst[2u * at + 1u] = scratch[1];
+  }
+}
+
+#endif  // ROWS_H
+#line 19 "shaders/rap/gkr.metal"
+
+#define GKR_RUN MSL_LANES
+
+MSL_FN bb4 gkr_p(MSL_DEVICE const uint* f, uint i) { return bb4_load(f, 2u * i); }
+MSL_FN bb4 gkr_q(MSL_DEVICE const uint* f, uint i) { return bb4_load(f, 2u * i + 1u); }
+MSL_FN void gkr_store(MSL_DEVICE uint* f, uint i, bb4 p, bb4 q) {
+  bb4_store(f, 2u * i, p);
+  bb4_store(f, 2u * i + 1u, q);
+}
+
+// The emit functor of the leaves: output o of point t into outs[o·T + t] (base field).
+struct GkrStoreOutputs {
+  MSL_DEVICE uint* out;
+  uint t, T;
+  MSL_METHOD void put(uint o, uint v) { out[o * T + t] = v; }
+};
+
+struct GkrLeafParams {
+  uint points;    // T rows in this run
+  uint row0;      // first row
+  uint height;    // h
+  uint sel_slot;  // the program's first selector slot
+  uint n_inter;   // interactions of the trace
+  uint reps;      // copies of each row in its block: 2^LogSize / h
+  uint norm;      // reps^-1 (Montgomery)
+};
+
+// The leaves of rows row0 .. row0 + T − 1 of one trace, from its interactions-only program (outputs:
+// each interaction's count and message fields). inter describes interaction k in 4 words at 4k:
+// count output, index in inter of its message output list, message length, leaf base (its block's
+// first leaf); consts holds Fp4 values: d_k = α + β^len_k·(bus_k + 1) at k, then β^j at n_inter + j.
+// Row r of interaction k gives the fraction (norm·count, d_k + Σ_j β^j·m_j) at leaves
+// base + r + m·h for m < reps. The slots of the used columns must be filled (rows_fill_slots);
+// outs is scratch of NumOutput·T uints.
+MSL_KERNEL void msl_kernel_gkr_leaves(MSL_DEVICE const uint* prog              ,
+                       MSL_DEVICE const uint* cp              ,
+                       MSL_DEVICE uint* slots              ,
+                       MSL_DEVICE uint* regs              ,
+                       MSL_DEVICE uint* outs              ,
+                       MSL_DEVICE const uint* inter              ,
+                       MSL_DEVICE const uint* consts              ,
+                       MSL_DEVICE uint* leaves              ,
+                       MSL_CONSTANT GkrLeafParams& p              ,
+                       uint gid                            ,
+                       uint stride                     ) {
+  uint T = p.points;
+  uint row0 = p.row0;
+  uint h = p.height;
+  uint sel = p.sel_slot;
+  uint n_inter = p.n_inter;
+  uint reps = p.reps;
+  uint norm = p.norm;
+  for (uint t = gid; t < T; t += stride) {
+    uint r = row0 + t;
+    rows_put_selectors(slots, sel, t, T, r, h);
+    GkrStoreOutputs e;
+    e.out = outs;
+    e.t = t;
+    e.T = T;
+    prog_run(prog, cp, slots, regs, t, T, e);
+    for (uint k = 0u; k < n_inter; k++) {
+      uint count_out = inter[4u * k];
+      uint msg = inter[4u * k + 1u];
+      uint len = inter[4u * k + 2u];
+      uint base = inter[4u * k + 3u] + r;
+      bb4 d = bb4_load(consts, k);
+      for (uint j = 0u; j < len; j++) {
+        d = bb4_add(d, bb4_mul_base(bb4_load(consts, n_inter + j), outs[inter[msg + j] * T + t]));
+      }
+      bb4 num = bb4_lift(bb_mul(outs[count_out * T + t], norm));
+      for (uint m = 0u; m < reps; m++) gkr_store(leaves, base + m * h, num, d);
+    }
+  }
+}
+
+struct GkrPadParams {
+  uint from;            // first padding leaf
+  uint to;              // end of the padding
+  uint a0, a1, a2, a3;  // α (Montgomery)
+};
+
+// leaves[i] = (0, α) for from ≤ i < to: the padding after the interaction blocks.
+MSL_KERNEL void msl_kernel_gkr_pad(MSL_DEVICE uint* leaves              ,
+                    MSL_CONSTANT GkrPadParams& p              ,
+                    uint gid                            ,
+                    uint stride                     ) {
+  uint from = p.from;
+  uint to = p.to;
+  bb4 alpha = bb4_make(p.a0, p.a1, p.a2, p.a3);
+  for (uint i = from + gid; i < to; i += stride) gkr_store(leaves, i, bb4_zero(), alpha);
+}
+
+struct GkrLayerParams {
+  uint n;  // fractions of dst
+};
+
+// dst[y] = src[2y] + src[2y+1] as fractions: (p_a·q_b + p_b·q_a, q_a·q_b), y < n.
+MSL_KERNEL void msl_kernel_gkr_layer(MSL_DEVICE const uint* src              ,
+                      MSL_DEVICE uint* dst              ,
+                      MSL_CONSTANT GkrLayerParams& p              ,
+                      uint gid                            ,
+                      uint stride                     ) {
+  uint n = p.n;
+  for (uint y = gid; y < n; y += stride) {
+    bb4 pa = gkr_p(src, 2u * y);
+    bb4 qa = gkr_q(src, 2u * y);
+    bb4 pb = gkr_p(src, 2u * y + 1u);
+    bb4 qb = gkr_q(src, 2u * y + 1u);
+    gkr_store(dst, y, bb4_add(bb4_mul(pa, qb), bb4_mul(pb, qa)), bb4_mul(qa, qb));
+  }
+}
+
+// e·(p0·q1 + p1·q0 + λ·q0·q1), as e·(p0·q1 + q0·(p1 + λ·q1)).
+MSL_FN bb4 gkr_term(bb4 e, bb4 p0, bb4 q0, bb4 p1, bb4 q1, bb4 lambda) {
+  return bb4_mul(e, bb4_add(bb4_mul(p0, q1), bb4_mul(q0, bb4_add(p1, bb4_mul(lambda, q1)))));
+}
+
+// t0 + r·(t1 − t0).
+MSL_FN bb4 gkr_lerp(bb4 t0, bb4 t1, bb4 r) { return bb4_add(t0, bb4_mul(r, bb4_sub(t1, t0))); }
+
+// Adds the terms of one pair of rows (lo: row 2y, hi: row 2y + 1) at x = 1, 2, 3 to s1, s2, s3.
+MSL_FN void gkr_pair_terms(bb4 e_lo, bb4 p0_lo, bb4 q0_lo, bb4 p1_lo, bb4 q1_lo, bb4 e_hi, bb4 p0_hi, bb4 q0_hi,
+                           bb4 p1_hi, bb4 q1_hi, bb4 lambda, MSL_THREAD bb4& s1, MSL_THREAD bb4& s2, MSL_THREAD bb4& s3) {
+  s1 = bb4_add(s1, gkr_term(e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda));
+  bb4 de = bb4_sub(e_hi, e_lo);
+  bb4 dp0 = bb4_sub(p0_hi, p0_lo);
+  bb4 dq0 = bb4_sub(q0_hi, q0_lo);
+  bb4 dp1 = bb4_sub(p1_hi, p1_lo);
+  bb4 dq1 = bb4_sub(q1_hi, q1_lo);
+  bb4 e = bb4_add(e_hi, de);  // x = 2
+  bb4 p0 = bb4_add(p0_hi, dp0);
+  bb4 q0 = bb4_add(q0_hi, dq0);
+  bb4 p1 = bb4_add(p1_hi, dp1);
+  bb4 q1 = bb4_add(q1_hi, dq1);
+  s2 = bb4_add(s2, gkr_term(e, p0, q0, p1, q1, lambda));
+  e = bb4_add(e, de);  // x = 3
+  p0 = bb4_add(p0, dp0);
+  q0 = bb4_add(q0, dq0);
+  p1 = bb4_add(p1, dp1);
+  q1 = bb4_add(q1, dq1);
+  s3 = bb4_add(s3, gkr_term(e, p0, q0, p1, q1, lambda));
+}
+
+// Stores the thread's (s1, s2, s3) in scratch (12 uints per thread), tree-reduces the group's rows
+// and writes the sum to partials[12·group ..]. Called in uniform control flow; any group size.
+MSL_FN void gkr_group_reduce(bb4 s1, bb4 s2, bb4 s3, MSL_THREADGROUP uint* scratch, MSL_DEVICE uint* partials, uint tid,
+                             uint tpg, uint group) {
+  bb4_store_tg(scratch, 3u * tid, s1);
+  bb4_store_tg(scratch, 3u * tid + 1u, s2);
+  bb4_store_tg(scratch, 3u * tid + 2u, s3);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) {
+      for (uint k = 0u; k < 12u; k++) scratch[12u * tid + k] = bb_add(scratch[12u * tid + k], scratch[12u * (tid + h) + k]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+  if (tid == 0u) {
+    for (uint k = 0u; k < 12u; k++) partials[12u * group + k] = scratch[k];
+  }
+}
+
+struct GkrRoundParams {
+  uint log_pairs;       // pairs of rows: 2^log_pairs (tables of 2^(log_pairs+1) rows)
+  uint eq_off;          // Fp4 index of the eq table's row 0
+  uint l0, l1, l2, l3;  // λ (Montgomery)
+};
+
+// partials[group] = (s1, s2, s3) of the round over the pairs this group visits, tables as built
+// (the first round of a layer: frac is the layer itself). scratch: 48 bytes per thread.
+MSL_KERNEL void msl_kernel_gkr_round_partials(MSL_DEVICE const uint* eq              ,
+                               MSL_DEVICE const uint* frac              ,
+                               MSL_DEVICE uint* partials              ,
+                               MSL_CONSTANT GkrRoundParams& p              ,
+                               MSL_THREADGROUP uint* scratch                   ,
+                               uint tid                                ,
+                               uint group                                 ,
+                               uint tpg                            ,
+                               uint ngroups                          ) {
+  uint pairs = 1u << p.log_pairs;
+  uint eq_off = p.eq_off;
+  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  bb4 s3 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * GKR_RUN);
+    for (uint y = u * GKR_RUN; y < end; y++) {
+      uint f = 4u * y;
+      gkr_pair_terms(bb4_load(eq, eq_off + 2u * y), gkr_p(frac, f), gkr_q(frac, f), gkr_p(frac, f + 1u),
+                     gkr_q(frac, f + 1u), bb4_load(eq, eq_off + 2u * y + 1u), gkr_p(frac, f + 2u),
+                     gkr_q(frac, f + 2u), gkr_p(frac, f + 3u), gkr_q(frac, f + 3u), lambda, s1, s2, s3);
+    }
+  }
+  gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
+}
+
+struct GkrFoldRoundParams {
+  uint log_pairs;       // pairs of rows of the folded tables: 2^log_pairs
+  uint eq_src;          // Fp4 index of the source eq table (2^(log_pairs+2) rows)
+  uint eq_dst;          // Fp4 index of the folded eq table (2^(log_pairs+1) rows)
+  uint l0, l1, l2, l3;  // λ
+  uint r0, r1, r2, r3;  // the bound value r
+};
+
+// Fold then round, in one pass: src (tables of 4P rows, P = 2^log_pairs) folded at r into dst
+// (2P rows) and eq[eq_src ..] into eq[eq_dst ..] (the two ranges must not overlap), and
+// partials[group] = (s1, s2, s3) of the folded tables over the pairs this group visits. Pair i
+// reads source rows 4i .. 4i + 3 and writes rows 2i, 2i + 1. dst must not overlap src.
+MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq              ,
+                                    MSL_DEVICE const uint* src              ,
+                                    MSL_DEVICE uint* dst              ,
+                                    MSL_DEVICE uint* partials              ,
+                                    MSL_CONSTANT GkrFoldRoundParams& p              ,
+                                    MSL_THREADGROUP uint* scratch                   ,
+                                    uint tid                                ,
+                                    uint group                                 ,
+                                    uint tpg                            ,
+                                    uint ngroups                          ) {
+  uint pairs = 1u << p.log_pairs;
+  uint es = p.eq_src;
+  uint ed = p.eq_dst;
+  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  bb4 r = bb4_make(p.r0, p.r1, p.r2, p.r3);
+  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  bb4 s3 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * GKR_RUN);
+    for (uint i = u * GKR_RUN; i < end; i++) {
+      bb4 e_lo = gkr_lerp(bb4_load(eq, es + 4u * i), bb4_load(eq, es + 4u * i + 1u), r);
+      bb4 e_hi = gkr_lerp(bb4_load(eq, es + 4u * i + 2u), bb4_load(eq, es + 4u * i + 3u), r);
+      bb4_store(eq, ed + 2u * i, e_lo);
+      bb4_store(eq, ed + 2u * i + 1u, e_hi);
+      // Source row k, column c is fraction 2k + c: rows 4i .. 4i + 3 are fractions 8i .. 8i + 7.
+      uint s = 8u * i;
+      bb4 p0_lo = gkr_lerp(gkr_p(src, s), gkr_p(src, s + 2u), r);
+      bb4 q0_lo = gkr_lerp(gkr_q(src, s), gkr_q(src, s + 2u), r);
+      bb4 p1_lo = gkr_lerp(gkr_p(src, s + 1u), gkr_p(src, s + 3u), r);
+      bb4 q1_lo = gkr_lerp(gkr_q(src, s + 1u), gkr_q(src, s + 3u), r);
+      bb4 p0_hi = gkr_lerp(gkr_p(src, s + 4u), gkr_p(src, s + 6u), r);
+      bb4 q0_hi = gkr_lerp(gkr_q(src, s + 4u), gkr_q(src, s + 6u), r);
+      bb4 p1_hi = gkr_lerp(gkr_p(src, s + 5u), gkr_p(src, s + 7u), r);
+      bb4 q1_hi = gkr_lerp(gkr_q(src, s + 5u), gkr_q(src, s + 7u), r);
+      uint d = 4u * i;
+      gkr_store(dst, d, p0_lo, q0_lo);
+      gkr_store(dst, d + 1u, p1_lo, q1_lo);
+      gkr_store(dst, d + 2u, p0_hi, q0_hi);
+      gkr_store(dst, d + 3u, p1_hi, q1_hi);
+      gkr_pair_terms(e_lo, p0_lo, q0_lo, p1_lo, q1_lo, e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda, s1, s2, s3);
+    }
+  }
+  gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
+}
+#line 1 "shaders/rap/rows.metal"
+// rows.metal - constraint programs on the rows of resident traces (include/rows.h): the slot values
+// of a run of rows gathered from one trace part, and the trace check of every constraint on every
+// row, which finds the smallest failing (row, output) with a deterministic two-pass minimum (no
+// atomics). A run is T = 2^log_points consecutive rows row0 .. row0 + T − 1 of a trace of height h;
+// point t of the program.h scratch is row row0 + t.
+#line 7 "shaders/rap/rows.metal"
+
+// A used column of a part (rows_fill_slots' cols table): the column index with flags saying which
+// of its two slots the program reads.
+#define ROWS_COL_MASK 0x3fffffffu
+#define ROWS_LOCAL 0x40000000u  // slot 2·(part_start + c): row r
+#define ROWS_NEXT 0x80000000u   // slot 2·(part_start + c) + 1: row (r + 1) mod h
+
+#define ROWS_RUN MSL_LANES
+
+struct RowsSlotsParams {
+  uint cols_off;    // the part's first entry in cols
+  uint ncols;       // its entries
+  uint part_start;  // the part's first column among all parts (constraints.Program.PartStart)
+  uint height;      // h, a power of two
+  uint row0;        // first row of the run
+  uint log_points;  // T = 2^log_points ≤ h
+};
+
+// slots[s·T + t] (Montgomery) for the slots s of the used columns of one part (cols[cols_off ..],
+// ncols entries): part is the part's column-major trace, CANONICAL values (as loaded), h rows per
+// column. Work item i = k·T + t: used column k, point t (consecutive items read consecutive rows and
+// write consecutive slots).
+MSL_KERNEL void msl_kernel_rows_fill_slots(MSL_DEVICE const uint* part              ,
+                            MSL_DEVICE const uint* cols              ,
+                            MSL_DEVICE uint* slots              ,
+                            MSL_CONSTANT RowsSlotsParams& p              ,
+                            uint gid                            ,
+                            uint stride                     ) {
+  uint log_t = p.log_points;
+  uint T = 1u << log_t;
+  uint n = p.ncols << log_t;
+  uint h = p.height;
+  uint row0 = p.row0;
+  uint start = p.part_start;
+  uint off = p.cols_off;
+  for (uint i = gid; i < n; i += stride) {
+    uint w = cols[off + (i >> log_t)];
+    uint t = i & (T - 1u);
+    uint c = w & ROWS_COL_MASK;
+    uint r = row0 + t;
+    uint s = 2u * (start + c);
+    if ((w & ROWS_LOCAL) != 0u) slots[s * T + t] = bb_to_mont(part[c * h + r]);
+    if ((w & ROWS_NEXT) != 0u) slots[(s + 1u) * T + t] = bb_to_mont(part[c * h + ((r + 1u) & (h - 1u))]);
+  }
+}
+
+// The emit functor of the check: the smallest output whose value is not zero (base field;
+// emits arrive in code order, not output order).
+struct RowsFirstNonZero {
+  uint first;
+  MSL_METHOD void put(uint o, uint v) {
+    if (v != 0u && o < first) first = o;
+  }
+};
+
+struct RowsCheckParams {
+  uint points;    // T
+  uint row0;      // first row
+  uint height;    // h
+  uint sel_slot;  // the program's first selector slot (constraints.Program.SlotIsFirst)
+  uint out_row;   // pair index in partials of this dispatch's group 0
+};
+
+// partials[2·(out_row + g) ..] = the smallest (row, output) of group g's points whose program
+// outputs (the constraints) do not all vanish, (ROWS_NONE, ROWS_NONE) if none. The slots of the
+// used columns must be filled (rows_fill_slots); this kernel writes the selectors. A thread visits
+// its points in increasing order, in runs of ROWS_RUN consecutive points (the host's threads then
+// write whole cache lines of the scratch), and stops at its first failing one. scratch: 8 bytes per
+// thread.
+MSL_KERNEL void msl_kernel_rows_check_partials(MSL_DEVICE const uint* prog              ,
+                                MSL_DEVICE const uint* cp              ,
+                                MSL_DEVICE uint* slots              ,
+                                MSL_DEVICE uint* regs              ,
+                                MSL_DEVICE uint* partials              ,
+                                MSL_CONSTANT RowsCheckParams& p              ,
+                                MSL_THREADGROUP uint* scratch                   ,
+                                uint tid                                ,
+                                uint group                                 ,
+                                uint tpg                            ,
+                                uint ngroups                          ) {
+  uint T = p.points;
+  uint row0 = p.row0;
+  uint h = p.height;
+  uint sel = p.sel_slot;
+  uint units = (T + ROWS_RUN - 1u) / ROWS_RUN;
+  uint best_row = ROWS_NONE;
+  uint best_out = ROWS_NONE;
+  for (uint u = group * tpg + tid; u < units && best_row == ROWS_NONE; u += tpg * ngroups) {
+    uint end = min(T, (u + 1u) * ROWS_RUN);
+    for (uint t = u * ROWS_RUN; t < end; t++) {
+      rows_put_selectors(slots, sel, t, T, row0 + t, h);
+      RowsFirstNonZero e;
+      e.first = ROWS_NONE;
+      prog_run(prog, cp, slots, regs, t, T, e);
+      if (e.first != ROWS_NONE) {
+        best_row = row0 + t;
+        best_out = e.first;
+        break;
+      }
+    }
+  }
+  rows_group_min(best_row, best_out, scratch, partials, p.out_row + group, tid, tpg);
+}
+
+struct RowsMinParams {
+  uint first;  // first pair of in
+  uint count;  // pairs to reduce
+  uint at;     // pair index in out
+};
+
+// out[2·at ..] = the lexicographic minimum of the pairs in[2·first ..], count of them: the second
+// pass of rows_check_partials (run as a single group). scratch: 8 bytes per thread.
+MSL_KERNEL void msl_kernel_rows_min_pairs(MSL_DEVICE const uint* in              ,
+                           MSL_DEVICE uint* out              ,
+                           MSL_CONSTANT RowsMinParams& p              ,
+                           MSL_THREADGROUP uint* scratch                   ,
+                           uint tid                                ,
+                           uint tpg                            ) {
+  uint first = p.first;
+  uint count = p.count;
+  uint row = ROWS_NONE;
+  uint out_idx = ROWS_NONE;
+  for (uint k = tid; k < count; k += tpg) {
+    uint r = in[2u * (first + k)];
+    uint o = in[2u * (first + k) + 1u];
+    if (rows_pair_less(r, o, row, out_idx)) {
+      row = r;
+      out_idx = o;
+    }
+  }
+  rows_group_min(row, out_idx, scratch, out, p.at, tid, tpg);
+}
+#line 1 "shaders/rap/zerocheck.metal"
 // zerocheck.metal - the batch constraint sumcheck (zerocheck and LogUp numerators/denominators,
 // spec B §4; internal/kernels/zerocheck.go has the math and the buffer preconditions). Every kernel
 // evaluates one AIR's constraint program (program_lanes.h) on values it computes itself:
@@ -3489,7 +4172,7 @@ struct ProgCombineLanes {
 };
 
 #endif  // PROGRAM_LANES_H
-#line 28 "shaders/zerocheck.metal"
+#line 28 "shaders/rap/zerocheck.metal"
 
 #define ZC_NONE 0xffffffffu
 #define ZC_MAX_N 32u  // largest block (l_skip ≤ 5): thread arrays of the coset DFTs
@@ -4130,6 +4813,112 @@ static __device__ __forceinline__ __attribute__((unused)) msl_u3 msl_bi_thread_i
   return msl_u3{threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z), 0, 0};
 }
 
+extern "C" __global__ void mslk_merkle_hash_rows(MSL_DEVICE const uint* m, MSL_DEVICE uint* digests, MSL_CONSTANT uint* rc, MSL_CONSTANT MerkleRowParams p) {
+  msl_kernel_merkle_hash_rows(
+      m,
+      digests,
+      rc,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_merkle_compress(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT uint* rc, MSL_CONSTANT MerkleCompressParams p) {
+  msl_kernel_merkle_compress(
+      in,
+      out,
+      rc,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_merkle_gather_rows(MSL_DEVICE const uint* m, MSL_DEVICE uint* out, MSL_CONSTANT MerkleGatherParams p) {
+  msl_kernel_merkle_gather_rows(
+      m,
+      out,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_merkle_gather_query_rows(MSL_DEVICE const uint* m, MSL_DEVICE const uint* ys, MSL_DEVICE uint* out, MSL_CONSTANT MerkleGatherQueryRowsParams p) {
+  msl_kernel_merkle_gather_query_rows(
+      m,
+      ys,
+      out,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_merkle_gather_paths(MSL_DEVICE const uint* layers, MSL_DEVICE const uint* ys, MSL_DEVICE uint* out, MSL_CONSTANT MerkleGatherPathsParams p) {
+  msl_kernel_merkle_gather_paths(
+      layers,
+      ys,
+      out,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_ntt_bitrev(MSL_DEVICE uint* data, MSL_CONSTANT NttBitrevParams p) {
+  msl_kernel_ntt_bitrev(
+      data,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_ntt_pass(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_DEVICE const uint* tw, MSL_CONSTANT NttPassParams p, unsigned tg_off_0) {
+  msl_kernel_ntt_pass(
+      src,
+      dst,
+      tw,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
+extern "C" __global__ void mslk_ntt_blocks(MSL_DEVICE uint* data, MSL_DEVICE const uint* tw, MSL_CONSTANT NttBlocksParams p) {
+  msl_kernel_ntt_blocks(
+      data,
+      tw,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_ntt_pad_columns(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT NttPadParams p) {
+  msl_kernel_ntt_pad_columns(
+      in,
+      out,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_p2_permute_states(MSL_DEVICE uint* states, MSL_CONSTANT uint* rc, MSL_CONSTANT uint n) {
+  msl_kernel_p2_permute_states(
+      states,
+      rc,
+      n,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_stack_trace(MSL_DEVICE const uint* trace, MSL_DEVICE uint* q, MSL_CONSTANT StackParams p) {
+  msl_kernel_stack_trace(
+      trace,
+      q,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
 extern "C" __global__ void mslk_bench_mul_chain(MSL_DEVICE uint* out, MSL_CONSTANT BenchMulParams p) {
   msl_kernel_bench_mul_chain(
       out,
@@ -4270,103 +5059,6 @@ extern "C" __global__ void mslk_grind_min(MSL_DEVICE const uint* group_min, MSL_
       msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
 }
 
-extern "C" __global__ void mslk_merkle_hash_rows(MSL_DEVICE const uint* m, MSL_DEVICE uint* digests, MSL_CONSTANT uint* rc, MSL_CONSTANT MerkleRowParams p) {
-  msl_kernel_merkle_hash_rows(
-      m,
-      digests,
-      rc,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_merkle_compress(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT uint* rc, MSL_CONSTANT MerkleCompressParams p) {
-  msl_kernel_merkle_compress(
-      in,
-      out,
-      rc,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_merkle_gather_rows(MSL_DEVICE const uint* m, MSL_DEVICE uint* out, MSL_CONSTANT MerkleGatherParams p) {
-  msl_kernel_merkle_gather_rows(
-      m,
-      out,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_merkle_gather_query_rows(MSL_DEVICE const uint* m, MSL_DEVICE const uint* ys, MSL_DEVICE uint* out, MSL_CONSTANT MerkleGatherQueryRowsParams p) {
-  msl_kernel_merkle_gather_query_rows(
-      m,
-      ys,
-      out,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_merkle_gather_paths(MSL_DEVICE const uint* layers, MSL_DEVICE const uint* ys, MSL_DEVICE uint* out, MSL_CONSTANT MerkleGatherPathsParams p) {
-  msl_kernel_merkle_gather_paths(
-      layers,
-      ys,
-      out,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_ntt_bitrev(MSL_DEVICE uint* data, MSL_CONSTANT NttBitrevParams p) {
-  msl_kernel_ntt_bitrev(
-      data,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_ntt_pass(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_DEVICE const uint* tw, MSL_CONSTANT NttPassParams p, unsigned tg_off_0) {
-  msl_kernel_ntt_pass(
-      src,
-      dst,
-      tw,
-      p,
-      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
-      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
-}
-
-extern "C" __global__ void mslk_ntt_blocks(MSL_DEVICE uint* data, MSL_DEVICE const uint* tw, MSL_CONSTANT NttBlocksParams p) {
-  msl_kernel_ntt_blocks(
-      data,
-      tw,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_ntt_pad_columns(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT NttPadParams p) {
-  msl_kernel_ntt_pad_columns(
-      in,
-      out,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_p2_permute_states(MSL_DEVICE uint* states, MSL_CONSTANT uint* rc, MSL_CONSTANT uint n) {
-  msl_kernel_p2_permute_states(
-      states,
-      rc,
-      n,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
 extern "C" __global__ void mslk_prog_eval_outputs(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* out, MSL_CONSTANT ProgEvalParams p) {
   msl_kernel_prog_eval_outputs(
       prog,
@@ -4401,52 +5093,6 @@ extern "C" __global__ void mslk_prog_eval_combine4(MSL_DEVICE const uint* prog, 
       slots,
       regs,
       out,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_sr_uni_partials(MSL_DEVICE const uint* q, MSL_DEVICE const uint* slices, MSL_DEVICE const uint* etab, MSL_DEVICE uint* partials, MSL_CONSTANT SrUniParams p, unsigned tg_off_0) {
-  msl_kernel_sr_uni_partials(
-      q,
-      slices,
-      etab,
-      partials,
-      p,
-      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
-      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
-}
-
-extern "C" __global__ void mslk_sr_bind_q(MSL_DEVICE const uint* q, MSL_DEVICE const uint* lag, MSL_DEVICE uint* out, MSL_CONSTANT SrBindQParams p) {
-  msl_kernel_sr_bind_q(
-      q,
-      lag,
-      out,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_sr_bind_w(MSL_DEVICE const uint* slices, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* etab, MSL_DEVICE uint* w, MSL_CONSTANT SrBindWParams p) {
-  msl_kernel_sr_bind_w(
-      slices,
-      weights,
-      etab,
-      w,
-      p,
-      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
-}
-
-extern "C" __global__ void mslk_stack_trace(MSL_DEVICE const uint* trace, MSL_DEVICE uint* q, MSL_CONSTANT StackParams p) {
-  msl_kernel_stack_trace(
-      trace,
-      q,
       p,
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),
       msl_cvt<uint>(msl_bi_threads_per_grid()));
@@ -4509,6 +5155,41 @@ extern "C" __global__ void mslk_sc_eq_expand(MSL_DEVICE const uint* lo, MSL_DEVI
       msl_cvt<uint>(msl_bi_threads_per_grid()));
 }
 
+extern "C" __global__ void mslk_sr_uni_partials(MSL_DEVICE const uint* q, MSL_DEVICE const uint* slices, MSL_DEVICE const uint* etab, MSL_DEVICE uint* partials, MSL_CONSTANT SrUniParams p, unsigned tg_off_0) {
+  msl_kernel_sr_uni_partials(
+      q,
+      slices,
+      etab,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
+extern "C" __global__ void mslk_sr_bind_q(MSL_DEVICE const uint* q, MSL_DEVICE const uint* lag, MSL_DEVICE uint* out, MSL_CONSTANT SrBindQParams p) {
+  msl_kernel_sr_bind_q(
+      q,
+      lag,
+      out,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_sr_bind_w(MSL_DEVICE const uint* slices, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* etab, MSL_DEVICE uint* w, MSL_CONSTANT SrBindWParams p) {
+  msl_kernel_sr_bind_w(
+      slices,
+      weights,
+      etab,
+      w,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
 extern "C" __global__ void mslk_whir_batch_blocks(MSL_DEVICE const uint* q, MSL_DEVICE const uint* mu, MSL_DEVICE const uint* tw, MSL_DEVICE uint* f, MSL_CONSTANT WhirBatchParams p) {
   msl_kernel_whir_batch_blocks(
       q,
@@ -4555,6 +5236,100 @@ extern "C" __global__ void mslk_whir_pow_eq_tables(MSL_DEVICE const uint* pc, MS
       p,
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),
       msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_gkr_leaves(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* outs, MSL_DEVICE const uint* inter, MSL_DEVICE const uint* consts, MSL_DEVICE uint* leaves, MSL_CONSTANT GkrLeafParams p) {
+  msl_kernel_gkr_leaves(
+      prog,
+      cp,
+      slots,
+      regs,
+      outs,
+      inter,
+      consts,
+      leaves,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_gkr_pad(MSL_DEVICE uint* leaves, MSL_CONSTANT GkrPadParams p) {
+  msl_kernel_gkr_pad(
+      leaves,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_gkr_layer(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT GkrLayerParams p) {
+  msl_kernel_gkr_layer(
+      src,
+      dst,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_gkr_round_partials(MSL_DEVICE const uint* eq, MSL_DEVICE const uint* frac, MSL_DEVICE uint* partials, MSL_CONSTANT GkrRoundParams p, unsigned tg_off_0) {
+  msl_kernel_gkr_round_partials(
+      eq,
+      frac,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
+extern "C" __global__ void mslk_gkr_fold_round_partials(MSL_DEVICE uint* eq, MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_DEVICE uint* partials, MSL_CONSTANT GkrFoldRoundParams p, unsigned tg_off_0) {
+  msl_kernel_gkr_fold_round_partials(
+      eq,
+      src,
+      dst,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
+extern "C" __global__ void mslk_rows_fill_slots(MSL_DEVICE const uint* part, MSL_DEVICE const uint* cols, MSL_DEVICE uint* slots, MSL_CONSTANT RowsSlotsParams p) {
+  msl_kernel_rows_fill_slots(
+      part,
+      cols,
+      slots,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_rows_check_partials(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT RowsCheckParams p, unsigned tg_off_0) {
+  msl_kernel_rows_check_partials(
+      prog,
+      cp,
+      slots,
+      regs,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
+extern "C" __global__ void mslk_rows_min_pairs(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT RowsMinParams p, unsigned tg_off_0) {
+  msl_kernel_rows_min_pairs(
+      in,
+      out,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
 }
 
 extern "C" __global__ void mslk_zc_coeffs(MSL_DEVICE const uint* values, MSL_DEVICE const uint* part_cols, MSL_DEVICE const uint* tw, MSL_DEVICE uint* coefs, MSL_DEVICE uint* deltas, MSL_CONSTANT ZcCoeffsParams p) {

@@ -2,36 +2,120 @@
 
 package driver
 
-// Kernels lists every kernel of shaders/*.metal in file and declaration order.
+// Kernels lists every kernel of shaders/<stage>/*.metal in file and declaration order.
 var Kernels = []KernelInfo{
-	{Name: "bench_mul_chain", Family: "bench", Pos: "shaders/bench.metal:14", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "merkle_hash_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:21", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "digests", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant MerkleRowParams&", Kind: ParamValue, Index: 3, ValueSize: 16},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
+	}},
+	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/commit/merkle.metal:71", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant MerkleCompressParams&", Kind: ParamValue, Index: 3, ValueSize: 20},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
+	}},
+	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:118", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "p", Type: "constant MerkleGatherParams&", Kind: ParamValue, Index: 2, ValueSize: 20},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
+	}},
+	{Name: "merkle_gather_query_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:146", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant MerkleGatherQueryRowsParams&", Kind: ParamValue, Index: 3, ValueSize: 20},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
+	}},
+	{Name: "merkle_gather_paths", Family: "merkle", Pos: "shaders/commit/merkle.metal:176", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+		{Name: "layers", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant MerkleGatherPathsParams&", Kind: ParamValue, Index: 3, ValueSize: 16},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
+	}},
+	{Name: "ntt_bitrev", Family: "ntt", Pos: "shaders/commit/ntt.metal:38", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+		{Name: "data", Type: "device uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "p", Type: "constant NttBitrevParams&", Kind: ParamValue, Index: 1, ValueSize: 8},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
+	}},
+	{Name: "ntt_pass", Family: "ntt", Pos: "shaders/commit/ntt.metal:502", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant NttPassParams&", Kind: ParamValue, Index: 3, ValueSize: 28},
+		{Name: "sh", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
+		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
+	}},
+	{Name: "ntt_blocks", Family: "ntt", Pos: "shaders/commit/ntt.metal:659", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+		{Name: "data", Type: "device uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "p", Type: "constant NttBlocksParams&", Kind: ParamValue, Index: 2, ValueSize: 24},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
+	}},
+	{Name: "ntt_pad_columns", Family: "ntt", Pos: "shaders/commit/ntt.metal:708", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "p", Type: "constant NttPadParams&", Kind: ParamValue, Index: 2, ValueSize: 16},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
+	}},
+	{Name: "p2_permute_states", Family: "poseidon2", Pos: "shaders/commit/poseidon2.metal:9", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+		{Name: "states", Type: "device uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "n", Type: "constant uint&", Kind: ParamValue, Index: 2, ValueSize: 4},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
+	}},
+	{Name: "stack_trace", Family: "stacking", Pos: "shaders/commit/stacking.metal:18", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+		{Name: "trace", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "q", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "p", Type: "constant StackParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
+	}},
+	{Name: "bench_mul_chain", Family: "bench", Pos: "shaders/common/bench.metal:14", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant BenchMulParams&", Kind: ParamValue, Index: 1, ValueSize: 8},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "bench_copy", Family: "bench", Pos: "shaders/bench.metal:47", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "bench_copy", Family: "bench", Pos: "shaders/common/bench.metal:47", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "n", Type: "constant uint&", Kind: ParamValue, Index: 2, ValueSize: 4},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "fo_to_mont", Family: "field_ops", Pos: "shaders/field_ops.metal:11", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "fo_to_mont", Family: "field_ops", Pos: "shaders/common/field_ops.metal:11", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "n", Type: "constant uint&", Kind: ParamValue, Index: 2, ValueSize: 4},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "fo_from_mont", Family: "field_ops", Pos: "shaders/field_ops.metal:21", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "fo_from_mont", Family: "field_ops", Pos: "shaders/common/field_ops.metal:21", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "n", Type: "constant uint&", Kind: ParamValue, Index: 2, ValueSize: 4},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "fo_add", Family: "field_ops", Pos: "shaders/field_ops.metal:31", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "fo_add", Family: "field_ops", Pos: "shaders/common/field_ops.metal:31", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "a", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "b", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -39,7 +123,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "fo_sub", Family: "field_ops", Pos: "shaders/field_ops.metal:42", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "fo_sub", Family: "field_ops", Pos: "shaders/common/field_ops.metal:42", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "a", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "b", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -47,7 +131,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "fo_mul", Family: "field_ops", Pos: "shaders/field_ops.metal:53", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "fo_mul", Family: "field_ops", Pos: "shaders/common/field_ops.metal:53", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "a", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "b", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -55,14 +139,14 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "fo_scale", Family: "field_ops", Pos: "shaders/field_ops.metal:69", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "fo_scale", Family: "field_ops", Pos: "shaders/common/field_ops.metal:69", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant FoScaleParams&", Kind: ParamValue, Index: 2, ValueSize: 8},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "fo_ext_add", Family: "field_ops", Pos: "shaders/field_ops.metal:80", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "fo_ext_add", Family: "field_ops", Pos: "shaders/common/field_ops.metal:80", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "a", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "b", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -70,7 +154,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "fo_ext_mul", Family: "field_ops", Pos: "shaders/field_ops.metal:91", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "fo_ext_mul", Family: "field_ops", Pos: "shaders/common/field_ops.metal:91", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "a", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "b", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -78,7 +162,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "fo_ext_mul_base", Family: "field_ops", Pos: "shaders/field_ops.metal:102", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "fo_ext_mul_base", Family: "field_ops", Pos: "shaders/common/field_ops.metal:102", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "a", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "b", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -86,7 +170,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "fo_sum", Family: "field_ops", Pos: "shaders/field_ops.metal:116", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "fo_sum", Family: "field_ops", Pos: "shaders/common/field_ops.metal:116", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "partial", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "n", Type: "constant uint&", Kind: ParamValue, Index: 2, ValueSize: 4},
@@ -96,7 +180,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "grind_search", Family: "grind", Pos: "shaders/grind.metal:24", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+	{Name: "grind_search", Family: "grind", Pos: "shaders/common/grind.metal:24", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
 		{Name: "state", Type: "constant uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "group_min", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -108,7 +192,7 @@ var Kernels = []KernelInfo{
 		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroup_position_in_grid"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "grind_min", Family: "grind", Pos: "shaders/grind.metal:76", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "grind_min", Family: "grind", Pos: "shaders/common/grind.metal:76", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "group_min", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "n", Type: "constant uint&", Kind: ParamValue, Index: 2, ValueSize: 4},
@@ -116,84 +200,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "merkle_hash_rows", Family: "merkle", Pos: "shaders/merkle.metal:21", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
-		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "digests", Type: "device uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant MerkleRowParams&", Kind: ParamValue, Index: 3, ValueSize: 16},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
-	}},
-	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/merkle.metal:71", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
-		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant MerkleCompressParams&", Kind: ParamValue, Index: 3, ValueSize: 20},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
-	}},
-	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/merkle.metal:118", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
-		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "p", Type: "constant MerkleGatherParams&", Kind: ParamValue, Index: 2, ValueSize: 20},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
-	}},
-	{Name: "merkle_gather_query_rows", Family: "merkle", Pos: "shaders/merkle.metal:146", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
-		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant MerkleGatherQueryRowsParams&", Kind: ParamValue, Index: 3, ValueSize: 20},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
-	}},
-	{Name: "merkle_gather_paths", Family: "merkle", Pos: "shaders/merkle.metal:176", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
-		{Name: "layers", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant MerkleGatherPathsParams&", Kind: ParamValue, Index: 3, ValueSize: 16},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
-	}},
-	{Name: "ntt_bitrev", Family: "ntt", Pos: "shaders/ntt.metal:38", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
-		{Name: "data", Type: "device uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "p", Type: "constant NttBitrevParams&", Kind: ParamValue, Index: 1, ValueSize: 8},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
-	}},
-	{Name: "ntt_pass", Family: "ntt", Pos: "shaders/ntt.metal:502", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
-		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant NttPassParams&", Kind: ParamValue, Index: 3, ValueSize: 28},
-		{Name: "sh", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
-		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_index_in_threadgroup"},
-		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threadgroup_position_in_grid"},
-		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
-		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
-	}},
-	{Name: "ntt_blocks", Family: "ntt", Pos: "shaders/ntt.metal:659", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
-		{Name: "data", Type: "device uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "p", Type: "constant NttBlocksParams&", Kind: ParamValue, Index: 2, ValueSize: 24},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
-	}},
-	{Name: "ntt_pad_columns", Family: "ntt", Pos: "shaders/ntt.metal:708", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
-		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "p", Type: "constant NttPadParams&", Kind: ParamValue, Index: 2, ValueSize: 16},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
-	}},
-	{Name: "p2_permute_states", Family: "poseidon2", Pos: "shaders/poseidon2.metal:9", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
-		{Name: "states", Type: "device uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "n", Type: "constant uint&", Kind: ParamValue, Index: 2, ValueSize: 4},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
-	}},
-	{Name: "prog_eval_outputs", Family: "program", Pos: "shaders/program.metal:25", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
+	{Name: "prog_eval_outputs", Family: "program", Pos: "shaders/common/program.metal:25", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "slots", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -203,7 +210,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_grid"},
 	}},
-	{Name: "prog_eval_outputs4", Family: "program", Pos: "shaders/program.metal:43", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
+	{Name: "prog_eval_outputs4", Family: "program", Pos: "shaders/common/program.metal:43", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "slots", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -213,7 +220,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_grid"},
 	}},
-	{Name: "prog_eval_combine4", Family: "program", Pos: "shaders/program.metal:68", UsesBarrier: false, NBuf: 9, NTG: 0, Params: []Param{
+	{Name: "prog_eval_combine4", Family: "program", Pos: "shaders/common/program.metal:68", UsesBarrier: false, NBuf: 9, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -226,45 +233,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_uni_partials", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:99", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
-		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 3},
-		{Name: "p", Type: "constant SrUniParams&", Kind: ParamValue, Index: 4, ValueSize: 24},
-		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
-		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
-		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threadgroup_position_in_grid"},
-		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
-		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroups_per_grid"},
-	}},
-	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:217", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
-		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "lag", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant SrBindQParams&", Kind: ParamValue, Index: 3, ValueSize: 12},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
-	}},
-	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/stacked_reduction.metal:257", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
-		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "w", Type: "device uint*", Kind: ParamBuffer, Index: 3},
-		{Name: "p", Type: "constant SrBindWParams&", Kind: ParamValue, Index: 4, ValueSize: 16},
-		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_index_in_threadgroup"},
-		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threadgroup_position_in_grid"},
-		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
-		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
-	}},
-	{Name: "stack_trace", Family: "stacking", Pos: "shaders/stacking.metal:18", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
-		{Name: "trace", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "q", Type: "device uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "p", Type: "constant StackParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
-	}},
-	{Name: "sc_round_partials", Family: "sumcheck", Pos: "shaders/sumcheck.metal:62", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+	{Name: "sc_round_partials", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:62", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
 		{Name: "f", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "w", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -275,7 +244,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sc_fold_round_partials", Family: "sumcheck", Pos: "shaders/sumcheck.metal:100", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "sc_fold_round_partials", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:130", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "f", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "w", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "f_out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -288,14 +257,14 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sc_fold", Family: "sumcheck", Pos: "shaders/sumcheck.metal:196", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "sc_fold", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:268", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScFoldParams&", Kind: ParamValue, Index: 2, ValueSize: 32},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sc_sum_rows", Family: "sumcheck", Pos: "shaders/sumcheck.metal:234", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "sc_sum_rows", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:306", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScSumRowsParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
@@ -303,7 +272,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sc_eq_expand", Family: "sumcheck", Pos: "shaders/sumcheck.metal:277", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sc_eq_expand", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:349", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "lo", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "hi", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -311,7 +280,36 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_batch_blocks", Family: "whir", Pos: "shaders/whir.metal:87", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "sr_uni_partials", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:71", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "p", Type: "constant SrUniParams&", Kind: ParamValue, Index: 4, ValueSize: 28},
+		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
+		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroups_per_grid"},
+	}},
+	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:196", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "lag", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant SrBindQParams&", Kind: ParamValue, Index: 3, ValueSize: 12},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
+	}},
+	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:250", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "w", Type: "device uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "p", Type: "constant SrBindWParams&", Kind: ParamValue, Index: 4, ValueSize: 20},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
+	}},
+	{Name: "whir_batch_blocks", Family: "whir", Pos: "shaders/openings/whir.metal:87", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "mu", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -320,28 +318,28 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_subset_pass", Family: "whir", Pos: "shaders/whir.metal:149", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_subset_pass", Family: "whir", Pos: "shaders/openings/whir.metal:149", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirSubsetParams&", Kind: ParamValue, Index: 2, ValueSize: 16},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_fp4_to_planes", Family: "whir", Pos: "shaders/whir.metal:183", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_fp4_to_planes", Family: "whir", Pos: "shaders/openings/whir.metal:183", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirPlanesParams&", Kind: ParamValue, Index: 2, ValueSize: 8},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_horner", Family: "whir", Pos: "shaders/whir.metal:205", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_horner", Family: "whir", Pos: "shaders/openings/whir.metal:205", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirHornerParams&", Kind: ParamValue, Index: 2, ValueSize: 32},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/whir.metal:236", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/openings/whir.metal:236", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "pc", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lo", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "hi", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -349,7 +347,85 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_coeffs", Family: "zerocheck", Pos: "shaders/zerocheck.metal:100", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
+	{Name: "gkr_leaves", Family: "gkr", Pos: "shaders/rap/gkr.metal:53", UsesBarrier: false, NBuf: 9, NTG: 0, Params: []Param{
+		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "slots", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "regs", Type: "device uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "outs", Type: "device uint*", Kind: ParamBuffer, Index: 4},
+		{Name: "inter", Type: "device const uint*", Kind: ParamBuffer, Index: 5},
+		{Name: "consts", Type: "device const uint*", Kind: ParamBuffer, Index: 6},
+		{Name: "leaves", Type: "device uint*", Kind: ParamBuffer, Index: 7},
+		{Name: "p", Type: "constant GkrLeafParams&", Kind: ParamValue, Index: 8, ValueSize: 28},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threads_per_grid"},
+	}},
+	{Name: "gkr_pad", Family: "gkr", Pos: "shaders/rap/gkr.metal:101", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+		{Name: "leaves", Type: "device uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "p", Type: "constant GkrPadParams&", Kind: ParamValue, Index: 1, ValueSize: 24},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
+	}},
+	{Name: "gkr_layer", Family: "gkr", Pos: "shaders/rap/gkr.metal:116", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "p", Type: "constant GkrLayerParams&", Kind: ParamValue, Index: 2, ValueSize: 4},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
+	}},
+	{Name: "gkr_round_partials", Family: "gkr", Pos: "shaders/rap/gkr.metal:191", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "frac", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant GkrRoundParams&", Kind: ParamValue, Index: 3, ValueSize: 24},
+		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
+		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
+	}},
+	{Name: "gkr_fold_round_partials", Family: "gkr", Pos: "shaders/rap/gkr.metal:231", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+		{Name: "eq", Type: "device uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "p", Type: "constant GkrFoldRoundParams&", Kind: ParamValue, Index: 4, ValueSize: 44},
+		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
+		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroups_per_grid"},
+	}},
+	{Name: "rows_fill_slots", Family: "rows", Pos: "shaders/rap/rows.metal:29", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+		{Name: "part", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "cols", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "slots", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant RowsSlotsParams&", Kind: ParamValue, Index: 3, ValueSize: 24},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
+	}},
+	{Name: "rows_check_partials", Family: "rows", Pos: "shaders/rap/rows.metal:76", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "slots", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "regs", Type: "device uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 4},
+		{Name: "p", Type: "constant RowsCheckParams&", Kind: ParamValue, Index: 5, ValueSize: 20},
+		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
+		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroups_per_grid"},
+	}},
+	{Name: "rows_min_pairs", Family: "rows", Pos: "shaders/rap/rows.metal:119", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "p", Type: "constant RowsMinParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
+		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_index_in_threadgroup"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
+	}},
+	{Name: "zc_coeffs", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:100", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
 		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "part_cols", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -359,7 +435,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:426", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
+	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:426", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -378,7 +454,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 15, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 16, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_bind_uni", Family: "zerocheck", Pos: "shaders/zerocheck.metal:464", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "zc_bind_uni", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:464", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "w", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "colmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -387,13 +463,13 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/zerocheck.metal:520", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:520", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "tables", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant ZcBindSelParams&", Kind: ParamValue, Index: 1, ValueSize: 68},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/zerocheck.metal:619", UsesBarrier: false, NBuf: 11, NTG: 0, Params: []Param{
+	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:619", UsesBarrier: false, NBuf: 11, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},

@@ -7,10 +7,11 @@
 // ..]. A slice of log height ≥ l_skip covers 2^nn blocks (nn = log height − l_skip), starting at a
 // multiple of its length; e_nn = eq(r_1..r_nn, ·) is its eq table (etab: all tables of the proof
 // side by side, Fp4). Slices are split into chunks of at most 2^log_cb blocks, numbered in slice
-// order: chunk k belongs to the last slice whose chunk_first ≤ k.
+// order: chunk k belongs to the last slice whose chunk_first ≤ k. A dispatch covers the slices
+// [slice_first, slice_first + slice_count) and their chunks chunk0, chunk0 + 1, … (chunks of them).
 //
 // Slice descriptors (SR_SLICE_WORDS uints each, written by the Go launcher):
-#include "bb4.h"
+#include "bb4_lanes.h"
 
 #define SR_SLICE_WORDS 16u
 #define SR_Q_START 0u   // uint index in Q of the slice's first value
@@ -37,49 +38,20 @@ MSL_FN uint sr_find_slice(device const uint* slices, uint first, uint count, uin
   return lo;
 }
 
-// Fp4 values per lane (host lanes, prelude.h; one value per thread on GPUs): component c of the
-// lanes in v[c].
-
-// acc += e·v: an Fp4 per lane times a base value per lane.
+// acc += e·v: an Fp4 per lane (bb4_lanes.h: component c in e[c]) times a base value per lane.
 MSL_FN void sr_acc_ext_base(thread lanes_uint* acc, thread const lanes_uint* e, lanes_uint v) {
   for (uint c = 0u; c < 4u; c++) acc[c] = bb_add_lanes(acc[c], bb_mul_lanes(e[c], v));
 }
 
-// acc += a·g: a uniform Fp4 times an Fp4 per lane (X^4 = W).
-MSL_FN void sr_acc_uniform_ext(thread lanes_uint* acc, bb4 a, thread const lanes_uint* g) {
-  lanes_uint a0 = lanes_splat(a[0]);
-  lanes_uint a1 = lanes_splat(a[1]);
-  lanes_uint a2 = lanes_splat(a[2]);
-  lanes_uint a3 = lanes_splat(a[3]);
-  lanes_uint w1 = lanes_splat(bb_mul(a[1], BB4_W_MONT));
-  lanes_uint w2 = lanes_splat(bb_mul(a[2], BB4_W_MONT));
-  lanes_uint w3 = lanes_splat(bb_mul(a[3], BB4_W_MONT));
-  lanes_uint g0 = g[0];
-  lanes_uint g1 = g[1];
-  lanes_uint g2 = g[2];
-  lanes_uint g3 = g[3];
-  lanes_uint r0 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g0), bb_mul_lanes(w1, g3)),
-                               bb_add_lanes(bb_mul_lanes(w2, g2), bb_mul_lanes(w3, g1)));
-  lanes_uint r1 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g1), bb_mul_lanes(a1, g0)),
-                               bb_add_lanes(bb_mul_lanes(w2, g3), bb_mul_lanes(w3, g2)));
-  lanes_uint r2 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g2), bb_mul_lanes(a1, g1)),
-                               bb_add_lanes(bb_mul_lanes(a2, g0), bb_mul_lanes(w3, g3)));
-  lanes_uint r3 = bb_add_lanes(bb_add_lanes(bb_mul_lanes(a0, g3), bb_mul_lanes(a1, g2)),
-                               bb_add_lanes(bb_mul_lanes(a2, g1), bb_mul_lanes(a3, g0)));
-  acc[0] = bb_add_lanes(acc[0], r0);
-  acc[1] = bb_add_lanes(acc[1], r1);
-  acc[2] = bb_add_lanes(acc[2], r2);
-  acc[3] = bb_add_lanes(acc[3], r3);
-}
-
-// The Fp4 etab[at] of every lane: splat when all lanes share at (uniform), else gathered.
+// The Fp4 etab[at] in every lane.
 MSL_FN void sr_load_e_uniform(thread lanes_uint* e, device const uint* etab, uint at) {
-  for (uint c = 0u; c < 4u; c++) e[c] = lanes_splat(etab[4u * at + c]);
+  for (uint c = 0u; c < 4u; c++) e[c] = bbl_splat(etab[4u * at + c]);
 }
 
 struct SrUniParams {
   uint slice_first;  // this commitment's slices in the table
   uint slice_count;
+  uint chunk0;       // the first chunk of slice_first
   uint chunks;       // chunks of those slices
   uint log_n;        // l_skip (N = 2^l_skip ≤ 32)
   uint log_cb;       // log2 of the blocks per chunk
@@ -108,6 +80,7 @@ kernel void sr_uni_partials(device const uint* q [[buffer(0)]],
                             uint ngroups [[threadgroups_per_grid]]) {
   uint first = p.slice_first;
   uint count = p.slice_count;
+  uint chunk0 = p.chunk0;
   uint chunks = p.chunks;
   uint log_n = p.log_n;
   uint n = 1u << log_n;
@@ -121,7 +94,8 @@ kernel void sr_uni_partials(device const uint* q [[buffer(0)]],
     acc_b[c] = lanes_splat(0u);
     acc_c[c] = lanes_splat(0u);
   }
-  for (uint k = group; k < chunks; k += ngroups) {
+  for (uint kk = group; kk < chunks; kk += ngroups) {
+    uint k = chunk0 + kk;
     uint s = sr_find_slice(slices, first, count, k);
     uint d = s * SR_SLICE_WORDS;
     uint nn = slices[d + SR_NN];
@@ -172,12 +146,16 @@ kernel void sr_uni_partials(device const uint* q [[buffer(0)]],
       if (rot != 0u) sr_acc_ext_base(g1, e1, v);
     }
     bb4 a = bb4_make(slices[d + SR_A], slices[d + SR_A + 1u], slices[d + SR_A + 2u], slices[d + SR_A + 3u]);
-    sr_acc_uniform_ext(acc_a, a, g0);
+    lanes_uint ul[7];
+    bb4l_uniform_of(ul, a);
+    bb4l_mul_uniform_acc(acc_a, ul, g0);
     if (rot != 0u) {
       bb4 bw = bb4_make(slices[d + SR_BW], slices[d + SR_BW + 1u], slices[d + SR_BW + 2u], slices[d + SR_BW + 3u]);
-      sr_acc_uniform_ext(acc_b, bw, g0);
-      for (uint c = 0u; c < 4u; c++) g1[c] = bb_sub_lanes(g1[c], g0[c]);
-      sr_acc_uniform_ext(acc_c, bw, g1);
+      lanes_uint bwl[7];
+      bb4l_uniform_of(bwl, bw);
+      bb4l_mul_uniform_acc(acc_b, bwl, g0);
+      bb4l_sub(g1, g1, g0);
+      bb4l_mul_uniform_acc(acc_c, bwl, g1);
     }
   }
   // Virtual thread v holds A, B, C at z = v mod N: 12 uints each in scratch, then one thread per
@@ -213,7 +191,8 @@ struct SrBindQParams {
 // q(u_0; x) for every block: out[out_off + e] = Σ_{z<N} L_z·Q[e·N + z], L_z = the Lagrange
 // weights of u_0 on the order-N subgroup (lag: N Fp4), so that out = Σ_j coef_j·u_0^j for the
 // block's IDFT coefficients (cpuref's Horner of them). Entry e = m·2^n_stack + x is block x of
-// column m. Lanes: MSL_LANES consecutive entries per work item.
+// column m. Lanes: MSL_LANES consecutive entries per work item (when N = MSL_LANES the 16 blocks
+// are one transposed load: value z of every lane's block in one vector).
 kernel void sr_bind_q(device const uint* q [[buffer(0)]],
                       device const uint* lag [[buffer(1)]],
                       device uint* out [[buffer(2)]],
@@ -229,13 +208,24 @@ kernel void sr_bind_q(device const uint* q [[buffer(0)]],
     uint nl = min(MSL_LANES, entries - e0);
     lanes_uint acc[4];
     for (uint c = 0u; c < 4u; c++) acc[c] = lanes_splat(0u);
-    for (uint z = 0u; z < n; z++) {
-      uint tv[MSL_LANES];
-      for (uint l = 0u; l < MSL_LANES; l++) tv[l] = l < nl ? q[((e0 + l) << log_n) + z] : 0u;
-      lanes_uint v = lanes_ld_th(tv);
-      lanes_uint lz[4];
-      sr_load_e_uniform(lz, lag, z);
-      sr_acc_ext_base(acc, lz, v);
+    if (MSL_LANES == 16u && n == 16u && nl == 16u) {
+      lanes_uint v[16];
+      for (uint k = 0u; k < 16u; k++) v[k] = lanes_ld_dev(q + (e0 << log_n) + k * MSL_LANES);
+      lanes_transpose(v);  // v[z]: value z of every lane's block
+      for (uint z = 0u; z < 16u; z++) {
+        lanes_uint lz[4];
+        sr_load_e_uniform(lz, lag, z);
+        sr_acc_ext_base(acc, lz, v[z]);
+      }
+    } else {
+      for (uint z = 0u; z < n; z++) {
+        uint tv[MSL_LANES];
+        for (uint l = 0u; l < MSL_LANES; l++) tv[l] = l < nl ? q[((e0 + l) << log_n) + z] : 0u;
+        lanes_uint v = lanes_ld_th(tv);
+        lanes_uint lz[4];
+        sr_load_e_uniform(lz, lag, z);
+        sr_acc_ext_base(acc, lz, v);
+      }
     }
     for (uint l = 0u; l < nl; l++) {
       for (uint c = 0u; c < 4u; c++) out[4u * (out_off + e0 + l) + c] = lanes_get(acc[c], l);
@@ -246,43 +236,67 @@ kernel void sr_bind_q(device const uint* q [[buffer(0)]],
 struct SrBindWParams {
   uint slice_first;  // slices in the table
   uint slice_count;
+  uint chunk0;       // the first chunk of slice_first
   uint chunks;       // chunks of those slices
   uint log_cb;       // log2 of the blocks per chunk
 };
 
 // W(u_0; x) for every slice: w[w_start + xl] = α_s·e[xl] + β_s·e[(xl − 1) mod 2^nn] for
-// xl < 2^nn, with (α_s, β_s) = weights[8(s − slice_first) ..] (two Fp4). A slice of log height < l_skip is given
-// as nn = 0 (e_0 = [1]) with α_s its one value and β_s = 0. Entries of the table that no slice
-// covers are left as they are (zero from allocation). A group takes one chunk at a time.
+// xl < 2^nn, with (α_s, β_s) = weights[8(s − slice_first) ..] (two Fp4). A slice of log height
+// < l_skip is given as nn = 0 (e_0 = [1]) with α_s its one value and β_s = 0. Entries of the
+// table that no slice covers are left as they are (zero from allocation). Work unit: 4·MSL_LANES
+// consecutive entries of one chunk (one slice look-up per unit), as transposed blocks
+// (bb4_lanes.h) when the slice holds whole units and xl − 1 does not wrap, else one by one.
 kernel void sr_bind_w(device const uint* slices [[buffer(0)]],
                       device const uint* weights [[buffer(1)]],
                       device const uint* etab [[buffer(2)]],
                       device uint* w [[buffer(3)]],
                       constant SrBindWParams& p [[buffer(4)]],
-                      uint tid [[thread_index_in_threadgroup]],
-                      uint group [[threadgroup_position_in_grid]],
-                      uint tpg [[threads_per_threadgroup]],
-                      uint ngroups [[threadgroups_per_grid]]) {
+                      uint gid [[thread_position_in_grid]],
+                      uint stride [[threads_per_grid]]) {
   uint first = p.slice_first;
   uint count = p.slice_count;
-  uint chunks = p.chunks;
   uint log_cb = p.log_cb;
-  for (uint k = group; k < chunks; k += ngroups) {
+  uint log_unit = MSL_LOG_LANES + 2u;  // entries per unit: 4·MSL_LANES (≤ 64 ≤ 2^log_cb)
+  uint unit = 4u * MSL_LANES;
+  uint log_upc = log_cb - log_unit;
+  uint units = p.chunks << log_upc;
+  uint chunk0 = p.chunk0;
+  for (uint u = gid; u < units; u += stride) {
+    uint k = chunk0 + (u >> log_upc);
     uint s = sr_find_slice(slices, first, count, k);
     uint d = s * SR_SLICE_WORDS;
-    uint nn = slices[d + SR_NN];
-    uint mask = (1u << nn) - 1u;
+    uint size = 1u << slices[d + SR_NN];
+    uint blk0 = ((k - slices[d + SR_CHUNK0]) << log_cb) + ((u & ((1u << log_upc) - 1u)) << log_unit);
+    if (blk0 >= size) continue;
+    uint mask = size - 1u;
     uint e_off = slices[d + SR_E_OFF];
     uint w_start = slices[d + SR_W_START];
-    uint blk0 = (k - slices[d + SR_CHUNK0]) << log_cb;
-    uint blk1 = min(blk0 + (1u << log_cb), 1u << nn);
     bb4 alpha = bb4_load(weights, 2u * (s - first));
     bb4 beta = bb4_load(weights, 2u * (s - first) + 1u);
     bool rot = !bb4_is_zero(beta);
-    for (uint xl = blk0 + tid; xl < blk1; xl += tpg) {
-      bb4 v = bb4_mul(alpha, bb4_load(etab, e_off + xl));
-      if (rot) v = bb4_add(v, bb4_mul(beta, bb4_load(etab, e_off + ((xl - 1u) & mask))));
-      bb4_store(w, w_start + xl, v);
+    if (size >= unit && blk0 > 0u) {
+      lanes_uint cur[16];
+      lanes_uint r[16];
+      bb4l_load_block(cur, etab + 4u * (e_off + blk0));
+      lanes_uint al[7];
+      bb4l_uniform_of(al, alpha);
+      for (uint a = 0u; a < 4u; a++) bb4l_mul_uniform(r + 4u * a, al, cur + 4u * a);
+      if (rot) {
+        bb4l_load_block(cur, etab + 4u * (e_off + blk0 - 1u));  // e[xl − 1]
+        lanes_uint be[7];
+        bb4l_uniform_of(be, beta);
+        for (uint a = 0u; a < 4u; a++) bb4l_mul_uniform_acc(r + 4u * a, be, cur + 4u * a);
+      }
+      lanes_transpose(r);  // back to 16 consecutive uints per vector
+      for (uint j = 0u; j < 16u; j++) lanes_st_dev(w + 4u * (w_start + blk0) + j * MSL_LANES, r[j]);
+    } else {
+      uint blk1 = min(blk0 + unit, size);
+      for (uint xl = blk0; xl < blk1; xl++) {
+        bb4 v = bb4_mul(alpha, bb4_load(etab, e_off + xl));
+        if (rot) v = bb4_add(v, bb4_mul(beta, bb4_load(etab, e_off + ((xl - 1u) & mask))));
+        bb4_store(w, w_start + xl, v);
+      }
     }
   }
 }

@@ -9,12 +9,12 @@
 // and binding X = α folds every table: t'[y] = t[2y] + α·(t[2y+1] − t[2y]).
 //
 // Reductions are two-pass and deterministic: a partials kernel writes one row of sums per group,
-// sc_sum_rows adds the rows. Host device (MSL_LANES > 1): each thread takes SC_RUN = MSL_LANES
-// consecutive work items per step of its grid-stride loop, so that the few host threads read
-// contiguous runs; GPUs take one item per thread per step (coalesced).
-#include "bb4.h"
-
-#define SC_RUN MSL_LANES
+// sc_sum_rows adds the rows. The round kernels work on blocks of 16·MSL_LANES uints
+// (bb4_lanes.h: an Fp4 per lane, SIMD on the host device; four Fp4 per thread on GPUs) when a
+// column holds whole blocks, else on single pairs (MSL_LANES consecutive pairs per step of a
+// thread's grid-stride loop, so that the few host threads read contiguous runs). Host kernels
+// must name MSL_LANES in their body to get their SIMD builds (scripts/mslgen).
+#include "bb4_lanes.h"
 
 // The α of a fold as four Montgomery uints.
 MSL_FN bb4 sc_alpha(uint a0, uint a1, uint a2, uint a3) { return bb4_make(a0, a1, a2, a3); }
@@ -69,17 +69,47 @@ kernel void sc_round_partials(device const uint* f [[buffer(0)]],
                               uint tpg [[threads_per_threadgroup]],
                               uint ngroups [[threadgroups_per_grid]]) {
   uint log_half = p.log_half;
-  uint half_mask = (1u << log_half) - 1u;
-  uint pairs = p.cols << log_half;
+  uint cols = p.cols;
   uint stride = p.stride;
-  uint units = (pairs + SC_RUN - 1u) / SC_RUN;
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
-  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
-    uint end = min(pairs, (u + 1u) * SC_RUN);
-    for (uint i = u * SC_RUN; i < end; i++) {
-      uint at = (i >> log_half) * stride + 2u * (i & half_mask);
-      sc_pair_terms(bb4_load(f, at), bb4_load(f, at + 1u), bb4_load(w, at), bb4_load(w, at + 1u), s1, s2);
+  uint log_unit = MSL_LOG_LANES + 1u;  // pairs per block: 2·MSL_LANES (4·MSL_LANES rows)
+  if (log_half >= log_unit) {
+    lanes_uint v1[4];
+    lanes_uint v2[4];
+    for (uint c = 0u; c < 4u; c++) {
+      v1[c] = lanes_splat(0u);
+      v2[c] = lanes_splat(0u);
+    }
+    uint log_upc = log_half - log_unit;
+    uint units = cols << log_upc;
+    for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+      uint base = 4u * ((u >> log_upc) * stride + ((u & ((1u << log_upc) - 1u)) << (log_unit + 1u)));
+      lanes_uint fv[16];
+      lanes_uint wv[16];
+      bb4l_load_block(fv, f + base);
+      bb4l_load_block(wv, w + base);
+      for (uint q = 0u; q < 2u; q++) {  // the pairs (elements 0, 1) and (2, 3) of every lane
+        bb4l_mul_acc(v1, fv + 8u * q + 4u, wv + 8u * q + 4u);
+        lanes_uint fd[4];
+        lanes_uint wd[4];
+        bb4l_double_sub(fd, fv + 8u * q + 4u, fv + 8u * q);
+        bb4l_double_sub(wd, wv + 8u * q + 4u, wv + 8u * q);
+        bb4l_mul_acc(v2, fd, wd);
+      }
+    }
+    s1 = bb4_make(bbl_sum(v1[0]), bbl_sum(v1[1]), bbl_sum(v1[2]), bbl_sum(v1[3]));
+    s2 = bb4_make(bbl_sum(v2[0]), bbl_sum(v2[1]), bbl_sum(v2[2]), bbl_sum(v2[3]));
+  } else {
+    uint half_mask = (1u << log_half) - 1u;
+    uint pairs = cols << log_half;
+    uint units = (pairs + MSL_LANES - 1u) / MSL_LANES;
+    for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+      uint end = min(pairs, (u + 1u) * MSL_LANES);
+      for (uint i = u * MSL_LANES; i < end; i++) {
+        uint at = (i >> log_half) * stride + 2u * (i & half_mask);
+        sc_pair_terms(bb4_load(f, at), bb4_load(f, at + 1u), bb4_load(w, at), bb4_load(w, at + 1u), s1, s2);
+      }
     }
   }
   sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);
@@ -109,30 +139,72 @@ kernel void sc_fold_round_partials(device const uint* f [[buffer(0)]],
                                    uint tpg [[threads_per_threadgroup]],
                                    uint ngroups [[threadgroups_per_grid]]) {
   uint log_half = p.log_half;
-  uint half_mask = (1u << log_half) - 1u;
-  uint pairs = p.cols << log_half;
+  uint cols = p.cols;
   uint ss = p.src_stride;
   uint ds = p.dst_stride;
   bb4 alpha = sc_alpha(p.a0, p.a1, p.a2, p.a3);
-  uint units = (pairs + SC_RUN - 1u) / SC_RUN;
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
-  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
-    uint end = min(pairs, (u + 1u) * SC_RUN);
-    for (uint i = u * SC_RUN; i < end; i++) {
-      uint c = i >> log_half;
-      uint y = i & half_mask;
-      uint src = c * ss + 4u * y;
-      uint dst = c * ds + 2u * y;
-      bb4 f0 = sc_lerp(bb4_load(f, src), bb4_load(f, src + 1u), alpha);
-      bb4 f1 = sc_lerp(bb4_load(f, src + 2u), bb4_load(f, src + 3u), alpha);
-      bb4 w0 = sc_lerp(bb4_load(w, src), bb4_load(w, src + 1u), alpha);
-      bb4 w1 = sc_lerp(bb4_load(w, src + 2u), bb4_load(w, src + 3u), alpha);
-      bb4_store(f_out, dst, f0);
-      bb4_store(f_out, dst + 1u, f1);
-      bb4_store(w_out, dst, w0);
-      bb4_store(w_out, dst + 1u, w1);
-      sc_pair_terms(f0, f1, w0, w1, s1, s2);
+  uint log_unit = MSL_LOG_LANES;  // output pairs per block: MSL_LANES (4·MSL_LANES source rows)
+  if (log_half >= log_unit) {
+    lanes_uint al[7];
+    bb4l_uniform_of(al, alpha);
+    lanes_uint v1[4];
+    lanes_uint v2[4];
+    for (uint c = 0u; c < 4u; c++) {
+      v1[c] = lanes_splat(0u);
+      v2[c] = lanes_splat(0u);
+    }
+    uint log_upc = log_half - log_unit;
+    uint units = cols << log_upc;
+    for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+      uint c = u >> log_upc;
+      uint j = u & ((1u << log_upc) - 1u);
+      uint src = 4u * (c * ss + (j << (log_unit + 2u)));
+      uint dst = 4u * (c * ds + (j << (log_unit + 1u)));
+      lanes_uint fv[16];
+      lanes_uint wv[16];
+      bb4l_load_block(fv, f + src);  // lane l: source rows 4(y + l) .. 4(y + l) + 3
+      bb4l_load_block(wv, w + src);
+      lanes_uint x[16];  // folded rows 2(y + l), 2(y + l) + 1 of f, then of w
+      for (uint k = 0u; k < 4u; k++) {
+        thread lanes_uint* t0 = k < 2u ? fv + 8u * k : wv + 8u * (k - 2u);
+        lanes_uint d[4];
+        bb4l_sub(d, t0 + 4u, t0);
+        bb4l_mul_uniform(x + 4u * k, al, d);
+        bb4l_add(x + 4u * k, x + 4u * k, t0);
+      }
+      bb4l_mul_acc(v1, x + 4u, x + 12u);
+      lanes_uint fd[4];
+      lanes_uint wd[4];
+      bb4l_double_sub(fd, x + 4u, x);
+      bb4l_double_sub(wd, x + 12u, x + 8u);
+      bb4l_mul_acc(v2, fd, wd);
+      bb4l_store_pairs(f_out + dst, w_out + dst, x);
+    }
+    s1 = bb4_make(bbl_sum(v1[0]), bbl_sum(v1[1]), bbl_sum(v1[2]), bbl_sum(v1[3]));
+    s2 = bb4_make(bbl_sum(v2[0]), bbl_sum(v2[1]), bbl_sum(v2[2]), bbl_sum(v2[3]));
+  } else {
+    uint half_mask = (1u << log_half) - 1u;
+    uint pairs = cols << log_half;
+    uint units = (pairs + MSL_LANES - 1u) / MSL_LANES;
+    for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+      uint end = min(pairs, (u + 1u) * MSL_LANES);
+      for (uint i = u * MSL_LANES; i < end; i++) {
+        uint c = i >> log_half;
+        uint y = i & half_mask;
+        uint src = c * ss + 4u * y;
+        uint dst = c * ds + 2u * y;
+        bb4 f0 = sc_lerp(bb4_load(f, src), bb4_load(f, src + 1u), alpha);
+        bb4 f1 = sc_lerp(bb4_load(f, src + 2u), bb4_load(f, src + 3u), alpha);
+        bb4 w0 = sc_lerp(bb4_load(w, src), bb4_load(w, src + 1u), alpha);
+        bb4 w1 = sc_lerp(bb4_load(w, src + 2u), bb4_load(w, src + 3u), alpha);
+        bb4_store(f_out, dst, f0);
+        bb4_store(f_out, dst + 1u, f1);
+        bb4_store(w_out, dst, w0);
+        bb4_store(w_out, dst + 1u, w1);
+        sc_pair_terms(f0, f1, w0, w1, s1, s2);
+      }
     }
   }
   sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);

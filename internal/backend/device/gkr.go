@@ -1,0 +1,417 @@
+package device
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/metalprove/metalprove/internal/constraints"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/kernels"
+	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
+)
+
+// maxGkrLayers bounds L on the device: the leaf layer (2^L fractions of 8 uints) must be indexable
+// with 32 bits.
+const maxGkrLayers = 27
+
+// gkrProver is LogUp-GKR (spec B §3.4–§3.5) on the device, computing exactly what cpuref's
+// gkrProver computes:
+//
+//   - NewGkrProver evaluates every trace's interactions-only program on its resident rows into
+//     the leaf layer (kernels.GkrLeaves: the blocks of the layout, short traces repeated with
+//     scaled numerators, padding (0, α)), then builds the tree layer by layer. No sync.
+//   - Root downloads layer 0 (the stage's first sync) and frees the leaves' scratch.
+//   - BeginLayer(j) expands eq(ξ, ·) on the device; the tables of layer j are the layer itself
+//     (row y: fractions 2y and 2y + 1). Round sums the layer's tables (first round) or folds the
+//     last bound value into smaller tables and sums them in one pass: the folded tables of layer j
+//     go into the buffers of layers j − 1, j − 2, …, 2, which the stage no longer needs (it runs
+//     layers 1, 2, …, L in order; BeginLayer refuses to go back). Bind only records r. One sync
+//     per Round.
+//   - LayerClaims downloads the last tables (two rows, 128 bytes) and folds them at the last r on
+//     the host (layer 1: its two fractions as built).
+//
+// Every buffer is allocated by NewGkrProver (the eq tables and halves by BeginLayer) and freed by
+// Release.
+type gkrProver struct {
+	be *Backend
+	L  int
+
+	mu       sync.Mutex
+	released bool
+	// layers[j] holds 2^j fractions; eq holds the eq tables, the one of R rows at Fp4 index R.
+	layers  []*gpu.Array[uint32]
+	eq      *gpu.Array[uint32]
+	sc      *kernels.GkrSumcheck
+	halves  []*gpu.Array[uint32] // eq halves uploaded by BeginLayer
+	evals   []*rowEval           // leaf evaluation inputs (until Root)
+	uploads []*gpu.Array[uint32] // leaf tables (until Root)
+	scratch *rowScratch          // leaf scratch (until Root)
+	root    *[2]field.Fp4
+
+	layer, rounds, done int // current layer, its rounds, rounds bound
+	begun               int // highest layer begun: the buffers below it hold folded tables
+	cur                 int // the layer buffer holding the current tables (2^(cur−1) rows)
+	lambda              field.Fp4
+	pending             *field.Fp4 // a bound value not yet folded into the tables
+}
+
+var _ stark.GkrProver = (*gkrProver)(nil)
+
+// gkrTrace is one trace's part of the leaves: its blocks' first leaves (per interaction) and the
+// repetitions of its rows.
+type gkrTrace struct {
+	t     int
+	bases []int
+	reps  int
+}
+
+// NewGkrProver implements stark.GkrBackend on the device.
+func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, layout *stark.GkrLayout, alpha, beta field.Fp4) (stark.GkrProver, error) {
+	if layout == nil || layout.Total == 0 {
+		return nil, fmt.Errorf("%w: empty layout", stark.ErrGkrInput)
+	}
+	L := layout.NumLayers()
+	if L < 1 || L > maxGkrLayers || layout.Total > 1<<L {
+		return nil, fmt.Errorf("%w: %d layers for %d interaction leaves (the device allows 2^%d leaves)", stark.ErrGkrInput, L, layout.Total, maxGkrLayers)
+	}
+	plan, err := planGkrLeaves(traces, layout, L)
+	if err != nil {
+		return nil, err
+	}
+	g := &gkrProver{be: b, L: L, layer: -1}
+	fail := func(err error) (stark.GkrProver, error) {
+		g.freeBuffers()
+		return nil, err
+	}
+
+	// Uploads first (programs, constants, tables), then the buffers, then the dispatches.
+	tables := make([]kernels.GkrLeaves, len(plan))
+	for i, pt := range plan {
+		in := traces[pt.t]
+		e, err := b.newRowEval(in, constraints.Interactions, func(dp *kernels.Program) int { return dp.NumOutput })
+		if err != nil {
+			return fail(fmt.Errorf("%w: %w", stark.ErrGkrInput, err))
+		}
+		g.evals = append(g.evals, e)
+		if len(e.prog.Interactions) != len(pt.bases) {
+			return fail(fmt.Errorf("%w: AIR %d: %d interaction blocks, its program has %d interactions", stark.ErrGkrInput, in.AirIndex, len(pt.bases), len(e.prog.Interactions)))
+		}
+		words, err := kernels.GkrInteractionTable(e.prog, pt.bases)
+		if err != nil {
+			return fail(err)
+		}
+		inter, err := gpu.UploadArray(b.dev, "gkr interactions", words)
+		if err != nil {
+			return fail(err)
+		}
+		g.uploads = append(g.uploads, inter)
+		consts, err := gpu.UploadArray(b.dev, "gkr leaf constants", kernels.GkrLeafConsts(e.prog, alpha, beta))
+		if err != nil {
+			return fail(err)
+		}
+		g.uploads = append(g.uploads, consts)
+		tables[i] = kernels.GkrLeaves{Inter: inter, Consts: consts, NumInteractions: len(pt.bases), MaxMsgLen: e.prog.MaxMsgLen,
+			Reps: pt.reps, LeafEnd: slices.Max(pt.bases) + pt.reps*e.height}
+	}
+	g.layers = make([]*gpu.Array[uint32], L+1)
+	for j := range g.layers {
+		if g.layers[j], err = gpu.AllocArray[uint32](b.dev, fmt.Sprintf("gkr layer %d", j), kernels.GkrFractionWords<<j); err != nil {
+			return fail(err)
+		}
+	}
+	if g.sc, err = kernels.NewGkrSumcheck(b.dev); err != nil {
+		return fail(err)
+	}
+	if g.scratch, err = allocRowScratch(b.dev, g.evals, func(e *rowEval) int { return e.dp.NumOutput << e.logPoints }); err != nil {
+		return fail(err)
+	}
+
+	batch := b.dev.Batch()
+	leaves := g.layers[L]
+	for i, e := range g.evals {
+		lv := tables[i]
+		lv.Outs, lv.Leaves = g.scratch.extra, leaves
+		if err := e.encodeRuns(batch, b.dev, g.scratch.slots, g.scratch.regs, func(run kernels.RowRun) error {
+			lv.Run = run
+			return lv.Encode(batch, b.dev)
+		}); err != nil {
+			return fail(err)
+		}
+	}
+	for _, gap := range leafGaps(layout, L) {
+		if err := kernels.EncodeGkrPad(batch, b.dev, leaves, gap[0], gap[1], alpha); err != nil {
+			return fail(err)
+		}
+	}
+	for j := L - 1; j >= 0; j-- {
+		if err := kernels.EncodeGkrLayer(batch, b.dev, g.layers[j+1], g.layers[j], 1<<j); err != nil {
+			return fail(err)
+		}
+	}
+	if err := batch.Err(); err != nil {
+		return fail(err)
+	}
+	if err := b.track(g); err != nil {
+		return fail(err)
+	}
+	return g, nil
+}
+
+// planGkrLeaves groups the layout's blocks by trace and checks them as cpuref does, plus what
+// the leaf kernel assumes of a layout (stark.NewGkrLayout's): every interaction of a trace has one
+// block, all of the trace's size, and blocks do not overlap.
+func planGkrLeaves(traces []*stark.AirInput, layout *stark.GkrLayout, L int) ([]gkrTrace, error) {
+	var plan []gkrTrace
+	at := map[int]int{} // trace → plan index
+	for _, blk := range layout.Blocks {
+		if blk.Trace < 0 || blk.Trace >= len(traces) || traces[blk.Trace] == nil || traces[blk.Trace].VK == nil ||
+			traces[blk.Trace].VK.DAG == nil || traces[blk.Trace].Common == nil {
+			return nil, fmt.Errorf("%w: block of trace %d", stark.ErrGkrInput, blk.Trace)
+		}
+		t := traces[blk.Trace]
+		h := t.Height()
+		nInter := len(t.VK.DAG.Interactions)
+		if blk.Interaction < 0 || blk.Interaction >= nInter || blk.LogSize < 0 || blk.LogSize > L {
+			return nil, fmt.Errorf("%w: block (%d, %d) of log size %d", stark.ErrGkrInput, blk.Trace, blk.Interaction, blk.LogSize)
+		}
+		size := 1 << blk.LogSize
+		if h < 1 || blk.Row < 0 || blk.Row > 1<<L-size || size%h != 0 {
+			return nil, fmt.Errorf("%w: block (%d, %d) at row %d of size %d for height %d", stark.ErrGkrInput, blk.Trace, blk.Interaction, blk.Row, size, h)
+		}
+		i, ok := at[blk.Trace]
+		if !ok {
+			i = len(plan)
+			at[blk.Trace] = i
+			bases := make([]int, nInter)
+			for k := range bases {
+				bases[k] = -1
+			}
+			plan = append(plan, gkrTrace{t: blk.Trace, bases: bases, reps: size / h})
+		}
+		pt := &plan[i]
+		if pt.reps != size/h || pt.bases[blk.Interaction] >= 0 {
+			return nil, fmt.Errorf("%w: trace %d: blocks of different sizes, or two blocks of interaction %d", stark.ErrGkrInput, blk.Trace, blk.Interaction)
+		}
+		pt.bases[blk.Interaction] = blk.Row
+	}
+	for _, pt := range plan {
+		if slices.Contains(pt.bases, -1) {
+			return nil, fmt.Errorf("%w: trace %d: an interaction has no block", stark.ErrGkrInput, pt.t)
+		}
+	}
+	blocks := slices.Clone(layout.Blocks)
+	slices.SortFunc(blocks, func(a, b stark.GkrBlock) int { return a.Row - b.Row })
+	for i := 1; i < len(blocks); i++ {
+		if blocks[i].Row < blocks[i-1].Row+1<<blocks[i-1].LogSize {
+			return nil, fmt.Errorf("%w: blocks at rows %d and %d overlap", stark.ErrGkrInput, blocks[i-1].Row, blocks[i].Row)
+		}
+	}
+	return plan, nil
+}
+
+// leafGaps returns the leaf ranges [from, to) no block covers (the padding), in order.
+func leafGaps(layout *stark.GkrLayout, L int) [][2]int {
+	blocks := slices.Clone(layout.Blocks)
+	slices.SortFunc(blocks, func(a, b stark.GkrBlock) int { return a.Row - b.Row })
+	var gaps [][2]int
+	next := 0
+	for _, blk := range blocks {
+		if blk.Row > next {
+			gaps = append(gaps, [2]int{next, blk.Row})
+		}
+		next = blk.Row + 1<<blk.LogSize
+	}
+	if next < 1<<L {
+		gaps = append(gaps, [2]int{next, 1 << L})
+	}
+	return gaps
+}
+
+// free is Backend.Close's release of a live prover.
+func (g *gkrProver) free() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.released = true
+	g.freeBuffers()
+}
+
+// freeBuilding frees what only the leaves needed (once they are computed).
+func (g *gkrProver) freeBuilding() {
+	for _, e := range g.evals {
+		e.free()
+	}
+	for _, a := range g.uploads {
+		a.Free()
+	}
+	g.evals, g.uploads = nil, nil
+	if g.scratch != nil {
+		g.scratch.free()
+		g.scratch = nil
+	}
+}
+
+// freeBuffers releases every device buffer (idempotent).
+func (g *gkrProver) freeBuffers() {
+	g.freeBuilding()
+	for _, a := range g.layers {
+		if a != nil {
+			a.Free()
+		}
+	}
+	for _, a := range g.halves {
+		a.Free()
+	}
+	g.layers, g.halves = nil, nil
+	if g.eq != nil {
+		g.eq.Free()
+		g.eq = nil
+	}
+	if g.sc != nil {
+		g.sc.Close()
+		g.sc = nil
+	}
+}
+
+// Release frees the prover's device buffers; later calls fail with ErrProverState.
+func (g *gkrProver) Release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.released {
+		return
+	}
+	g.released = true
+	g.be.untrack(g)
+	g.freeBuffers()
+}
+
+func (g *gkrProver) Root() (p, q field.Fp4, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.released {
+		return p, q, ErrProverState
+	}
+	if g.root == nil {
+		f, err := readFractions(g.layers[0], 1)
+		if err != nil {
+			return p, q, err
+		}
+		g.root = &[2]field.Fp4{f[0], f[1]}
+		g.freeBuilding() // the download waited for the leaves
+	}
+	return g.root[0], g.root[1], nil
+}
+
+// readFractions downloads the first n fractions of a layer: p_0, q_0, p_1, q_1, …
+func readFractions(a *gpu.Array[uint32], n int) ([]field.Fp4, error) {
+	v := make([]uint32, kernels.GkrFractionWords*n)
+	if err := a.Read(v, 0); err != nil {
+		return nil, err
+	}
+	return kernels.Fp4SliceOfMont(v), nil
+}
+
+func (g *gkrProver) BeginLayer(j int, xi []field.Fp4, lambda field.Fp4) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.released {
+		return ErrProverState
+	}
+	if j < 1 || j > g.L || len(xi) != j-1 {
+		return fmt.Errorf("%w: BeginLayer(%d) with %d coordinates (%d layers)", stark.ErrGkrInput, j, len(xi), g.L)
+	}
+	if j < g.begun {
+		return fmt.Errorf("%w: BeginLayer(%d) after layer %d (the layers' buffers below %d hold its folded tables)", ErrProverState, j, g.begun, g.begun)
+	}
+	g.layer, g.rounds, g.done, g.begun, g.cur, g.lambda, g.pending = j, j-1, 0, j, j, lambda, nil
+	if j == 1 {
+		return nil
+	}
+	if g.eq == nil { // first layer with rounds (the trace check never gets here)
+		var err error
+		if g.eq, err = gpu.AllocArray[uint32](g.be.dev, "gkr eq tables", 4<<g.L); err != nil {
+			return err
+		}
+	}
+	lo, hi, logLo := kernels.EqTables(xi)
+	hv, err := gpu.UploadArray(g.be.dev, "gkr eq halves", append(lo, hi...))
+	if err != nil {
+		return err
+	}
+	g.halves = append(g.halves, hv)
+	b := g.be.dev.Batch()
+	return kernels.EqExpand{Lo: hv, Hi: hv, HiOff: len(lo) / 4, Out: g.eq, OutOff: 1 << (j - 1), LogLo: logLo, LogHi: j - 1 - logLo, Count: 1}.Encode(b, g.be.dev)
+}
+
+// encodeFold encodes the fold of the pending value into the next smaller tables and their round
+// sums.
+func (g *gkrProver) encodeFold(b *gpu.Batch) error {
+	c := g.cur
+	err := g.sc.EncodeFoldRound(b, g.eq, 1<<(c-1), 1<<(c-2), g.layers[c], g.layers[c-1], c-2, g.lambda, *g.pending)
+	g.cur, g.pending = c-1, nil
+	return err
+}
+
+func (g *gkrProver) Round() ([3]field.Fp4, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.released || g.layer < 1 || g.done >= g.rounds {
+		return [3]field.Fp4{}, fmt.Errorf("%w: Round with no round left", ErrProverState)
+	}
+	b := g.be.dev.Batch()
+	var err error
+	if g.pending != nil {
+		err = g.encodeFold(b)
+	} else {
+		err = g.sc.EncodeRound(b, g.eq, 1<<(g.cur-1), g.layers[g.cur], g.cur-1, g.lambda)
+	}
+	if err != nil {
+		return [3]field.Fp4{}, err
+	}
+	return g.sc.ReadRound()
+}
+
+func (g *gkrProver) Bind(r field.Fp4) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.released || g.layer < 1 || g.done >= g.rounds {
+		return fmt.Errorf("%w: Bind with no round left", ErrProverState)
+	}
+	if g.pending != nil {
+		// Two binds in a row: fold the earlier value now (its round sums go unread).
+		if err := g.encodeFold(g.be.dev.Batch()); err != nil {
+			return err
+		}
+	}
+	g.pending = &r
+	g.done++
+	return nil
+}
+
+func (g *gkrProver) LayerClaims() (stark.GkrLayerClaims, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.released || g.layer < 1 || g.done != g.rounds {
+		return stark.GkrLayerClaims{}, fmt.Errorf("%w: LayerClaims before the layer's rounds are bound", ErrProverState)
+	}
+	if g.layer == 1 {
+		f, err := readFractions(g.layers[1], 2)
+		if err != nil {
+			return stark.GkrLayerClaims{}, err
+		}
+		return stark.GkrLayerClaims{PXi0: f[0], QXi0: f[1], PXi1: f[2], QXi1: f[3]}, nil
+	}
+	// The tables have two rows (layer buffer 2: row y is fractions 2y, 2y + 1) and r is pending.
+	if g.cur != 2 || g.pending == nil {
+		return stark.GkrLayerClaims{}, fmt.Errorf("%w: layer %d ends with tables in buffer %d", ErrProverState, g.layer, g.cur)
+	}
+	f, err := readFractions(g.layers[2], 4)
+	if err != nil {
+		return stark.GkrLayerClaims{}, err
+	}
+	r := *g.pending
+	lerp := func(lo, hi field.Fp4) field.Fp4 { return lo.Add(r.Mul(hi.Sub(lo))) }
+	return stark.GkrLayerClaims{PXi0: lerp(f[0], f[4]), QXi0: lerp(f[1], f[5]), PXi1: lerp(f[2], f[6]), QXi1: lerp(f[3], f[7])}, nil
+}

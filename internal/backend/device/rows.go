@@ -1,0 +1,153 @@
+package device
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/metalprove/metalprove/internal/constraints"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/kernels"
+	"github.com/metalprove/metalprove/internal/stark"
+)
+
+// Constraint programs on the rows of resident traces (the kernels' rows family), shared by the
+// GKR leaves (gkr.go) and the trace check (check.go): a trace's rows are evaluated in runs of
+// 2^logPoints rows, each run's slots gathered from the parts before the evaluating kernel.
+
+// rowEval is one trace bound to a program for evaluation on its rows.
+type rowEval struct {
+	prog  *constraints.Program
+	dp    *kernels.Program
+	cols  *usedColumns
+	parts []*gpu.Array[uint32] // opening-part order; nil for a width-0 part
+	// cp is the program's constants and public values (uploaded; freed by free).
+	cp                *gpu.Array[uint32]
+	height, logPoints int
+}
+
+// newRowEval binds in's parts on b to its verifying key's program compiled for outs and uploads
+// the program's constants and public values. Its errors name the AIR; the callers say which stage
+// they belong to. extra is the scratch the evaluating kernel needs per
+// point besides slots and registers (it sets the run length, kernels.RowPoints).
+func (b *Backend) newRowEval(in *stark.AirInput, outs constraints.Outputs, extra func(*kernels.Program) int) (*rowEval, error) {
+	if in == nil || in.VK == nil || in.VK.DAG == nil || in.Common == nil {
+		return nil, fmt.Errorf("trace without verifying key or common main trace")
+	}
+	prog, dp, err := b.programFor(in.VK, outs)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := b.columnsOf(prog)
+	if err != nil {
+		return nil, err
+	}
+	ts := []stark.Trace{in.Common}
+	if in.Preprocessed != nil {
+		ts = append(ts, in.Preprocessed)
+	}
+	ts = append(ts, in.Cached...)
+	if len(ts) != len(prog.PartWidths) {
+		return nil, fmt.Errorf("AIR %d: %d trace parts, its program has %d", in.AirIndex, len(ts), len(prog.PartWidths))
+	}
+	dts, err := b.traces(ts)
+	if err != nil {
+		return nil, err
+	}
+	h := in.Common.Height()
+	if h < 1 || h&(h-1) != 0 {
+		return nil, fmt.Errorf("AIR %d: height %d is not a power of two", in.AirIndex, h)
+	}
+	e := &rowEval{prog: prog, dp: dp, cols: cols, height: h}
+	for q, t := range dts {
+		if t.Width() != prog.PartWidths[q] || t.Height() != h {
+			return nil, fmt.Errorf("AIR %d: part %d is %d×%d, want %d×%d", in.AirIndex, q, t.Height(), t.Width(), h, prog.PartWidths[q])
+		}
+		buf, err := t.values()
+		if err != nil {
+			return nil, err
+		}
+		e.parts = append(e.parts, buf)
+	}
+	words, err := dp.ConstsAndPublic(in.Public)
+	if err != nil {
+		return nil, fmt.Errorf("AIR %d: %w", in.AirIndex, err)
+	}
+	if e.cp, err = gpu.UploadArray(b.dev, "program constants and public values", words); err != nil {
+		return nil, err
+	}
+	e.logPoints = bits.TrailingZeros(uint(kernels.RowPoints(b.dev, dp, h, extra(dp))))
+	return e, nil
+}
+
+func (e *rowEval) free() {
+	if e.cp != nil {
+		e.cp.Free()
+		e.cp = nil
+	}
+}
+
+// points is the run length T.
+func (e *rowEval) points() int { return 1 << e.logPoints }
+
+// scratch returns the slots and registers (uints) of one run.
+func (e *rowEval) scratch() (slots, regs int) {
+	return e.dp.NumSlots << e.logPoints, max(e.dp.NumRegs, 1) << e.logPoints
+}
+
+// encodeRuns encodes, run after run, the slots of every part's used columns and then f(run).
+func (e *rowEval) encodeRuns(b *gpu.Batch, dev *gpu.Device, slots, regs *gpu.Array[uint32], f func(kernels.RowRun) error) error {
+	for row0 := 0; row0 < e.height; row0 += e.points() {
+		run := kernels.RowRun{Prog: e.dp, CP: e.cp, Slots: slots, Regs: regs, Height: e.height, Row0: row0, LogPoints: e.logPoints}
+		for q, part := range e.parts {
+			if n := e.cols.Count[q]; n > 0 {
+				if err := run.EncodeFillSlots(b, dev, part, e.cols.words, e.cols.Off[q], n, e.prog.PartStart[q]); err != nil {
+					return err
+				}
+			}
+		}
+		if err := f(run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rowScratch is the scratch of the runs of several traces, evaluated one after another.
+type rowScratch struct {
+	slots, regs, extra *gpu.Array[uint32]
+}
+
+// allocRowScratch allocates scratch for the largest run of evals (extra: uints per run beyond
+// slots and registers, 0 for none).
+func allocRowScratch(dev *gpu.Device, evals []*rowEval, extra func(*rowEval) int) (*rowScratch, error) {
+	var ns, nr, ne int
+	for _, e := range evals {
+		s, r := e.scratch()
+		ns, nr, ne = max(ns, s), max(nr, r), max(ne, extra(e))
+	}
+	sc := &rowScratch{}
+	var err error
+	if sc.slots, err = gpu.AllocArray[uint32](dev, "row slots", max(ns, 1)); err != nil {
+		return nil, err
+	}
+	if sc.regs, err = gpu.AllocArray[uint32](dev, "row registers", max(nr, 1)); err != nil {
+		sc.free()
+		return nil, err
+	}
+	if ne > 0 {
+		if sc.extra, err = gpu.AllocArray[uint32](dev, "row outputs", ne); err != nil {
+			sc.free()
+			return nil, err
+		}
+	}
+	return sc, nil
+}
+
+func (sc *rowScratch) free() {
+	for _, a := range []*gpu.Array[uint32]{sc.slots, sc.regs, sc.extra} {
+		if a != nil {
+			a.Free()
+		}
+	}
+	*sc = rowScratch{}
+}

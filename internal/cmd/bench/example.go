@@ -1,0 +1,630 @@
+package bench
+
+// bench --example: the main job as users run it. Generate an example's trace, check it, build
+// the proving key, load the traces onto the device once (stark.LoadInputs), then prove them
+// --warmup + --runs times (stark.ProveTraces), verifying every proof, and report per stage the
+// median / min / max wall time and the device counters of the same per-stage instrumentation as
+// `prove --json` (stark.StageReport).
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/cmd/prove"
+	"github.com/metalprove/metalprove/internal/cmd/trace"
+	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/constraints"
+	"github.com/metalprove/metalprove/internal/examples"
+	"github.com/metalprove/metalprove/internal/gpu"
+	sp "github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/sysinfo"
+)
+
+const (
+	// DefaultPerms is the default --perms of bench --example keccakf.
+	DefaultPerms = 1024
+	// DefaultPreset is the parameters bench proves with: OpenVM's GPU Keccak-f example's, so that
+	// figures compare side by side with that implementation.
+	DefaultPreset = "openvm-keccakf"
+	// HostPerms, HostWarmup and HostRuns are the defaults on the host device, where one keccakf
+	// proof at stacked height 2^21 takes about 25 s on 2 cores (WHIR on the CPU reference
+	// dominates, whatever the permutation count): the bench then finishes in about two minutes.
+	HostPerms, HostWarmup, HostRuns = 16, 0, 3
+)
+
+// ExampleReport is what `bench --example NAME --json` prints (one object). Times are in
+// milliseconds; a Spread is the median, minimum and maximum over the timed runs.
+type ExampleReport struct {
+	Example string `json:"example"`
+	// Perms is the number of Keccak-f permutations (keccakf), Rows the trace height option of a
+	// test AIR example (0: its default), Seed the inputs' seed.
+	Perms int    `json:"perms,omitempty"`
+	Rows  int    `json:"rows,omitempty"`
+	Seed  uint64 `json:"seed"`
+	// AIRs are the proven AIRs with their trace widths and heights.
+	AIRs []prove.AirRow `json:"airs"`
+	// Params names the parameters ("preset openvm-keccakf"); ParamsDigest is the SHA-256 of their
+	// postcard bytes.
+	Params       string `json:"params"`
+	ParamsDigest string `json:"params_digest"`
+	// Device is the device's name (GPU model and driver, or the host device's threads) and Kind
+	// its backend (metal, cuda, host); Backend the prover backend ("device (…)" or "cpuref").
+	Device  string `json:"device"`
+	Kind    string `json:"kind"`
+	Backend string `json:"backend"`
+	Warmup  int    `json:"warmup"`
+	Runs    int    `json:"runs"`
+	// GenerateMS, CheckMS and KeygenMS are the one-off steps before proving: trace generation,
+	// the host constraint and interaction check, keygen (preprocessed commitments on the device).
+	GenerateMS float64 `json:"generate_ms"`
+	CheckMS    float64 `json:"check_ms"`
+	KeygenMS   float64 `json:"keygen_ms"`
+	// Load is the transport step, done once: the traces uploaded to the device.
+	Load StageStats `json:"load"`
+	// Stages are the proving stages of each run (commit, gkr, constraints, openings).
+	Stages []StageStats `json:"stages"`
+	// ProveMS is the wall time of a whole proof (stark.ProveTraces), VerifyMS of its verification
+	// (CPU, pure Go).
+	ProveMS  Spread `json:"prove_ms"`
+	VerifyMS Spread `json:"verify_ms"`
+	// PermsPerSecond is Perms over the median proof time (keccakf only).
+	PermsPerSecond float64 `json:"perms_per_second,omitempty"`
+	// ProofBytes is the size of a proof (codec bytes, Proof::encode).
+	ProofBytes int `json:"proof_bytes"`
+	// Identical reports that every run gave the same proof bytes (deterministic proving).
+	Identical bool `json:"identical_proofs"`
+	// Fallbacks is the number of device-backend calls per proof that ran on the CPU reference
+	// (stages not yet ported to the device); FallbackOps names them.
+	Fallbacks   int      `json:"fallbacks"`
+	FallbackOps []string `json:"fallback_ops,omitempty"`
+	// TraceOut is the Chrome trace events file written (--trace-out), "" when none.
+	TraceOut string `json:"trace_out,omitempty"`
+}
+
+// Spread is the median, minimum and maximum of a measurement over the timed runs.
+type Spread struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+}
+
+// StageStats is one stage over the timed runs: wall time spread, and the medians of its device
+// counters per proof (dispatches, host syncs, bytes each way, peak device memory, fallbacks).
+type StageStats struct {
+	Stage           string `json:"stage"`
+	WallMS          Spread `json:"wall_ms"`
+	Dispatches      int    `json:"dispatches"`
+	Syncs           int    `json:"syncs"`
+	BytesToDevice   int64  `json:"bytes_to_device"`
+	BytesFromDevice int64  `json:"bytes_from_device"`
+	PeakMemory      int64  `json:"peak_memory_bytes"`
+	Fallbacks       int    `json:"fallbacks"`
+	// Parts break a stage down where it has parts (openings: stacking, whir), aggregated the same
+	// way.
+	Parts []StageStats `json:"parts,omitempty"`
+}
+
+func spread(xs []float64) Spread {
+	if len(xs) == 0 {
+		return Spread{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return Spread{Median: median(s), Min: s[0], Max: s[len(s)-1]}
+}
+
+// median of sorted s (the mean of the two middle values for an even count).
+func median[T int | int64 | float64](s []T) T {
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func medianOf[T int | int64 | float64](xs []T) T {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return median(s)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// stats aggregates the reports of one stage over the runs.
+func stats(name string, rs []stark.StageReport) StageStats {
+	st := StageStats{Stage: name}
+	var wall []float64
+	var disp, syncs, fb []int
+	var to, from, peak []int64
+	for _, r := range rs {
+		wall = append(wall, ms(r.Wall))
+		disp, syncs, fb = append(disp, r.Dispatches), append(syncs, r.Syncs), append(fb, r.Fallbacks)
+		to, from, peak = append(to, r.BytesToDevice), append(from, r.BytesFromDevice), append(peak, r.MemoryPeak)
+	}
+	st.WallMS = spread(wall)
+	st.Dispatches, st.Syncs, st.Fallbacks = medianOf(disp), medianOf(syncs), medianOf(fb)
+	st.BytesToDevice, st.BytesFromDevice, st.PeakMemory = medianOf(to), medianOf(from), medianOf(peak)
+	var partNames []string
+	parts := map[string][]stark.StageReport{}
+	for _, r := range rs {
+		for _, pr := range r.Parts {
+			if _, ok := parts[pr.Stage]; !ok {
+				partNames = append(partNames, pr.Stage)
+			}
+			parts[pr.Stage] = append(parts[pr.Stage], pr)
+		}
+	}
+	for _, n := range partNames {
+		st.Parts = append(st.Parts, stats(n, parts[n]))
+	}
+	return st
+}
+
+// validateExample checks the --example options before any work and returns the example.
+func (opts *Options) validateExample() (*examples.Example, error) {
+	if opts.Kernels {
+		return nil, cmdutil.Usagef("--kernels and --example %s: choose one", opts.Example)
+	}
+	ex, err := examples.Lookup(opts.Example)
+	if err != nil {
+		return nil, cmdutil.Usagef("--example %q: unknown example; known: %s", opts.Example, strings.Join(examples.Names(), ", "))
+	}
+	eo := opts.exampleOptions()
+	if ex.Takes(examples.FlagPerms) && eo.Perms == 0 {
+		eo.Perms = DefaultPerms // the default, decided once the device is known
+	}
+	if err := ex.Validate(eo); err != nil {
+		return nil, &cmdutil.UsageError{Err: err}
+	}
+	if opts.Runs < 1 {
+		return nil, cmdutil.Usagef("--runs %d: must be ≥ 1", opts.Runs)
+	}
+	if opts.Warmup < 0 {
+		return nil, cmdutil.Usagef("--warmup %d: must be ≥ 0", opts.Warmup)
+	}
+	if opts.SizeLog != 0 || opts.MerkleLog != 0 {
+		return nil, cmdutil.Usagef("--size-log and --merkle-log apply to --kernels only")
+	}
+	if opts.Reference && opts.DeviceExplicit {
+		return nil, cmdutil.Usagef("--cpuref and --device conflict: --cpuref proves on the CPU reference backend, without a device")
+	}
+	return ex, nil
+}
+
+func (opts *Options) exampleOptions() examples.Options {
+	return examples.Options{Perms: opts.Perms, Rows: opts.Rows, Seed: opts.Seed, SeedSet: opts.SeedSet}
+}
+
+// PermsLimit is the largest --perms bench can prove with parameters p on a machine with memory
+// mem: the trace height may not exceed the stacked height, and the trace and its proof must fit
+// in memory (prove.ProveMemoryFactor).
+func PermsLimit(p sp.SystemParams, mem sysinfo.Memory) int {
+	budget := uint64(1) << 62
+	if mem.Total > 0 {
+		budget = mem.Total / (prove.ProveMemoryFactor + 1)
+	}
+	return examples.PermsLimit(budget, 1<<p.LogStackedHeight())
+}
+
+// applyHostDefaults sets the host device's smaller --perms, --warmup and --runs when the bench
+// runs on the host device (kind) and none of them was chosen; it reports whether it did.
+func (opts *Options) applyHostDefaults(ex *examples.Example, kind gpu.Kind) bool {
+	if kind != gpu.KindHost || opts.SizesSet || !ex.Takes(examples.FlagPerms) {
+		return false
+	}
+	opts.Perms, opts.Warmup, opts.Runs = HostPerms, HostWarmup, HostRuns
+	return true
+}
+
+// checkPerms refuses, before anything is allocated, a --perms that the parameters' stacked
+// height or the machine's memory cannot take.
+func checkPerms(ex *examples.Example, opts *Options, p sp.SystemParams, source string) error {
+	if !ex.Takes(examples.FlagPerms) {
+		return nil
+	}
+	if lim := PermsLimit(p, prove.MachineMemory()); opts.Perms > lim {
+		h := 1 << p.LogStackedHeight()
+		return cmdutil.Usagef("--perms %d: at most %d here: the trace height may not exceed the stacked height 2^%d of %s (%d permutations), and the trace (%s) and its proof (about %d× that) must fit in memory (%s)",
+			opts.Perms, lim, p.LogStackedHeight(), source, h/24, sysinfo.Bytes(examples.KeccakfTraceBytes(opts.Perms)),
+			prove.ProveMemoryFactor, sysinfo.Bytes(prove.MachineMemory().Total))
+	}
+	return trace.CheckKeccakfFits(opts.Perms, prove.ProveMemoryFactor+1, "")
+}
+
+func exampleRun(opts *Options) error {
+	ex, err := opts.validateExample()
+	if err != nil {
+		return err
+	}
+	log := opts.Logger
+	if log == nil {
+		l := zerolog.Nop()
+		log = &l
+	}
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cfg := ""
+	if opts.Settings != nil {
+		cfg = opts.Settings.ConfigFile
+	}
+	res, err := prove.ResolveParams(opts.Preset, cfg, DefaultPreset, opts.AllowInsecure)
+	if err != nil {
+		return err
+	}
+	p := res.Params
+	if ex.Takes(examples.FlagPerms) && opts.Perms == 0 {
+		opts.Perms = DefaultPerms
+	}
+	if err := checkPerms(ex, opts, p, res.Source); err != nil {
+		return err
+	}
+	var traceOut interface {
+		io.Writer
+		Commit() error
+		Abort()
+	}
+	if opts.TraceOut != "" {
+		f, err := cmdutil.CreateOutput("--trace-out", opts.TraceOut, cfg)
+		if err != nil {
+			return err
+		}
+		defer f.Abort()
+		traceOut = f
+	}
+
+	be, err := prove.OpenBackend(opts.Settings, opts.Reference, log)
+	if err != nil {
+		return err
+	}
+	defer be.Close()
+	kind := gpu.Kind("")
+	if dev := be.Device(); dev != nil {
+		kind = dev.Kind()
+	}
+	if opts.applyHostDefaults(ex, kind) {
+		if err := checkPerms(ex, opts, p, res.Source); err != nil {
+			return err
+		}
+		log.Info().Int("perms", opts.Perms).Int("warmup", opts.Warmup).Int("runs", opts.Runs).
+			Msgf("host device (the CPU emulating a GPU): bench uses --perms %d --warmup %d --runs %d so that it finishes in about two minutes on 2 cores; a GPU runs %d permutations (pass --perms, --warmup or --runs to choose)",
+				HostPerms, HostWarmup, HostRuns, DefaultPerms)
+	}
+	rep := &ExampleReport{Example: ex.Name, Perms: opts.Perms, Rows: opts.Rows, Seed: opts.Seed, Params: res.Source,
+		Backend: be.Name, Warmup: opts.Warmup, Runs: opts.Runs, TraceOut: opts.TraceOut}
+	dg := stark.ParamsDigest(p)
+	rep.ParamsDigest = hex.EncodeToString(dg[:])
+	if dev := be.Device(); dev != nil {
+		rep.Device, rep.Kind = dev.Name(), string(dev.Kind())
+	} else {
+		rep.Device, rep.Kind = "CPU (pure Go reference)", "cpuref"
+	}
+	interrupted := func() error { return fmt.Errorf("bench: %w", cmdutil.ErrInterrupted) }
+
+	// The trace.
+	ev := log.Info().Str("example", ex.Name)
+	if ex.Takes(examples.FlagPerms) {
+		ev = ev.Int("perms", opts.Perms)
+	}
+	ev.Str("device", rep.Device).Str("params", res.Source).Int("warmup", opts.Warmup).Int("runs", opts.Runs).Msg("bench: generating the trace")
+	task := opts.Progress.Start("bench "+ex.Name, 0, "")
+	task.Step("generating the trace")
+	start := time.Now()
+	secs, err := ex.Generate(opts.exampleOptions())
+	if err != nil {
+		task.Done()
+		return &cmdutil.UsageError{Err: err}
+	}
+	rep.GenerateMS = ms(time.Since(start))
+	if ctx.Err() != nil {
+		task.Done()
+		return interrupted()
+	}
+
+	// The host check, once (bench measures proving, not checking).
+	task.Step("checking the trace")
+	start = time.Now()
+	airs := make([]air.Air, len(secs))
+	inputs := make([]stark.AirProvingInput, len(secs))
+	tis := make([]air.TraceInput, len(secs))
+	for i, s := range secs {
+		airs[i] = s.Air
+		ti, err := s.TraceInput()
+		if err != nil {
+			task.Done()
+			return fmt.Errorf("bench: %s: %w", s.Name, err)
+		}
+		if fs, err := constraints.Check(s.Air, ti, 1); err != nil || len(fs) > 0 {
+			task.Done()
+			if err == nil {
+				err = fmt.Errorf("row %d: constraint %d: %s", fs[0].Row, fs[0].Constraint, fs[0].Expr)
+			}
+			return &cmdutil.CheckFailedError{Err: fmt.Errorf("bench: the generated %s trace fails its constraints: %w", s.Name, err)}
+		}
+		if s.Height > 1<<p.LogStackedHeight() {
+			task.Done()
+			return cmdutil.Usagef("--example %s: the %s trace has height %d, above the stacked height 2^%d of %s: choose fewer rows or other parameters",
+				ex.Name, s.Name, s.Height, p.LogStackedHeight(), res.Source)
+		}
+		tis[i] = ti
+		in := stark.AirProvingInput{Common: ti.CommonMain, Public: ti.Public}
+		in.Common.Height = s.Height
+		in.Cached = ti.CachedMains
+		inputs[i] = in
+		rep.AIRs = append(rep.AIRs, prove.AirRow{Name: s.Name, Width: s.Width(), Height: s.Height})
+	}
+	{
+		if ims, err := constraints.CheckInteractions(airs, tis); err != nil || len(ims) > 0 {
+			task.Done()
+			if err == nil {
+				err = errors.New(ims[0].String())
+			}
+			return &cmdutil.CheckFailedError{Err: fmt.Errorf("bench: the generated %s interactions do not balance: %w", ex.Name, err)}
+		}
+	}
+	rep.CheckMS = ms(time.Since(start))
+
+	task.Step("keygen")
+	start = time.Now()
+	pk, err := stark.Keygen(p, airs, nil, be.Backend)
+	if err != nil {
+		task.Done()
+		return prove.ProveError(ctx, "bench keygen", err)
+	}
+	defer pk.Free()
+	rep.KeygenMS = ms(time.Since(start))
+	log.Info().Float64("generate_ms", rep.GenerateMS).Float64("check_ms", rep.CheckMS).Float64("keygen_ms", rep.KeygenMS).
+		Msg("bench: trace generated and checked, key built")
+
+	// Load once.
+	task.Step("loading the trace onto the device")
+	var before stark.Counters
+	if be.Meter != nil {
+		be.Meter.ResetPeak()
+		before = be.Meter.Counters()
+	}
+	start = time.Now()
+	traces, err := stark.LoadInputs(be.Backend, pk, inputs)
+	if err != nil {
+		task.Done()
+		return prove.ProveError(ctx, "bench load", err)
+	}
+	defer stark.FreeTraces(traces)
+	load := stark.StageReport{Stage: stark.StageLoad, Wall: time.Since(start)}
+	if be.Meter != nil {
+		after := be.Meter.Counters()
+		load.Counters = stark.Counters{Dispatches: after.Dispatches - before.Dispatches, Syncs: after.Syncs - before.Syncs,
+			BytesToDevice: after.BytesToDevice - before.BytesToDevice, BytesFromDevice: after.BytesFromDevice - before.BytesFromDevice,
+			MemoryPeak: after.MemoryPeak, Fallbacks: after.Fallbacks - before.Fallbacks}
+	}
+	rep.Load = stats(stark.StageLoad, []stark.StageReport{load})
+	task.Done()
+
+	// Warm-up and timed runs, each proof verified.
+	total := opts.Warmup + opts.Runs
+	task = opts.Progress.Start("bench "+ex.Name, int64(total), "proofs")
+	defer task.Done()
+	watch := prove.NewStageWatch(log, task, !opts.Progress.Enabled())
+	watch.Level = zerolog.DebugLevel
+	defer watch.Close()
+	perStage := map[string][]stark.StageReport{}
+	var order []string
+	var proveT, verifyT []float64
+	var first []byte
+	var events []traceEvent
+	rep.Identical = true
+	fallbacksBefore := be.Fallbacks()
+	for i := range total {
+		warm := i < opts.Warmup
+		name := fmt.Sprintf("run %d/%d", i-opts.Warmup+1, opts.Runs)
+		if warm {
+			name = fmt.Sprintf("warm-up %d/%d", i+1, opts.Warmup)
+		}
+		watch.Prefix = name
+		var reports []stark.StageReport
+		var runStart time.Time
+		po := &stark.ProveOptions{Context: ctx, OnStageStart: watch.Start, OnStage: func(r stark.StageReport) {
+			watch.Done(r)
+			reports = append(reports, r)
+			if !warm && i == opts.Warmup && opts.TraceOut != "" {
+				events = append(events, stageEvent(r, time.Since(runStart)-r.Wall))
+			}
+		}}
+		runStart = time.Now()
+		proof, err := stark.ProveTraces(pk, traces, p, be.Backend, po)
+		proveWall := time.Since(runStart)
+		if err != nil {
+			return prove.ProveError(ctx, "bench "+name, err)
+		}
+		task.Step(name + " verify")
+		vStart := time.Now()
+		if err := stark.Verify(pk.VK, proof, p); err != nil {
+			return &cmdutil.CheckFailedError{Err: fmt.Errorf("bench %s: the proof does not verify: %w", name, err)}
+		}
+		verifyWall := time.Since(vStart)
+		b, err := proof.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("bench %s: encode proof: %w", name, err)
+		}
+		if first == nil {
+			first = b
+			rep.ProofBytes = len(b)
+		} else if !bytes.Equal(first, b) {
+			rep.Identical = false
+		}
+		log.Info().Str("run", name).Str("prove", proveWall.Round(time.Millisecond).String()).
+			Str("verify", verifyWall.Round(time.Millisecond).String()).Int("proof_bytes", len(b)).Msg("bench: proof verified")
+		task.Add(1)
+		if ctx.Err() != nil {
+			return interrupted()
+		}
+		if warm {
+			continue
+		}
+		proveT = append(proveT, ms(proveWall))
+		verifyT = append(verifyT, ms(verifyWall))
+		for _, r := range reports {
+			if _, ok := perStage[r.Stage]; !ok {
+				order = append(order, r.Stage)
+			}
+			perStage[r.Stage] = append(perStage[r.Stage], r)
+		}
+		if i == opts.Warmup && opts.TraceOut != "" {
+			events = append(events, traceEvent{Name: "verify", Cat: "verify", Ph: "X", TS: us(proveWall), Dur: us(verifyWall), PID: 1, TID: 1,
+				Args: map[string]any{"valid": true}})
+		}
+	}
+	watch.Close()
+	task.Done()
+	for _, name := range order {
+		rep.Stages = append(rep.Stages, stats(name, perStage[name]))
+	}
+	rep.ProveMS, rep.VerifyMS = spread(proveT), spread(verifyT)
+	if opts.Perms > 0 && rep.ProveMS.Median > 0 {
+		rep.PermsPerSecond = float64(opts.Perms) / (rep.ProveMS.Median / 1000)
+	}
+	rep.Fallbacks = (be.Fallbacks() - fallbacksBefore) / total
+	rep.FallbackOps = be.FallbackOps()
+	if sum := be.FallbackSummary(); sum != "" {
+		log.Warn().Msg("device backend: stages without device kernels ran on the CPU reference: " + sum)
+	}
+
+	if traceOut != nil {
+		if err := writeTraceEvents(traceOut, rep, load, events); err != nil {
+			return fmt.Errorf("--trace-out %s: %w", opts.TraceOut, err)
+		}
+		if err := traceOut.Commit(); err != nil {
+			return fmt.Errorf("--trace-out %s: %w", opts.TraceOut, err)
+		}
+		log.Info().Str("path", opts.TraceOut).Msg("bench: Chrome trace events written (open in Perfetto or chrome://tracing)")
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.IO.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return writeExampleTable(opts.IO.Out, rep)
+}
+
+// traceEvent is one Chrome trace event ("traceEvents" format; complete events, ph "X", times in
+// microseconds), which Perfetto and chrome://tracing open.
+type traceEvent struct {
+	Name string         `json:"name"`
+	Cat  string         `json:"cat,omitempty"`
+	Ph   string         `json:"ph"`
+	TS   int64          `json:"ts"`
+	Dur  int64          `json:"dur,omitempty"`
+	PID  int            `json:"pid"`
+	TID  int            `json:"tid"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+func us(d time.Duration) int64 { return d.Microseconds() }
+
+// stageEvent is the complete event of a stage that started at offset into its run.
+func stageEvent(r stark.StageReport, offset time.Duration) traceEvent {
+	return traceEvent{Name: r.Stage, Cat: "stage", Ph: "X", TS: us(offset), Dur: us(r.Wall), PID: 1, TID: 1,
+		Args: map[string]any{
+			"dispatches": r.Dispatches, "syncs": r.Syncs, "bytes_to_device": r.BytesToDevice,
+			"bytes_from_device": r.BytesFromDevice, "peak_memory_bytes": r.MemoryPeak, "fallbacks": r.Fallbacks,
+		}}
+}
+
+// writeTraceEvents writes the first timed run (and the load before it) as Chrome trace events.
+func writeTraceEvents(w io.Writer, rep *ExampleReport, load stark.StageReport, run []traceEvent) error {
+	process := fmt.Sprintf("metalprove bench %s on %s", rep.Example, rep.Device)
+	evs := []traceEvent{
+		{Name: "process_name", Ph: "M", PID: 1, Args: map[string]any{"name": process}},
+		{Name: "thread_name", Ph: "M", PID: 1, TID: 0, Args: map[string]any{"name": "load (once)"}},
+		{Name: "thread_name", Ph: "M", PID: 1, TID: 1, Args: map[string]any{"name": "first timed proof"}},
+	}
+	// The load first (at 0), then the proof's stages, shifted after it.
+	le := stageEvent(load, 0)
+	le.TID = 0
+	evs = append(evs, le)
+	for _, e := range run {
+		e.TS += us(load.Wall)
+		evs = append(evs, e)
+	}
+	doc := struct {
+		TraceEvents     []traceEvent   `json:"traceEvents"`
+		DisplayTimeUnit string         `json:"displayTimeUnit"`
+		OtherData       map[string]any `json:"otherData"`
+	}{evs, "ms", map[string]any{"example": rep.Example, "perms": rep.Perms, "params": rep.Params, "device": rep.Device, "backend": rep.Backend}}
+	enc := json.NewEncoder(w)
+	return enc.Encode(doc)
+}
+
+func fmtBytes(n int64) string {
+	if n == 0 {
+		return "0"
+	}
+	return sysinfo.Bytes(uint64(n))
+}
+
+func writeExampleTable(out io.Writer, rep *ExampleReport) error {
+	what := rep.Example
+	if rep.Perms > 0 {
+		what = fmt.Sprintf("%s, %d permutations", rep.Example, rep.Perms)
+	}
+	var airs []string
+	for _, a := range rep.AIRs {
+		airs = append(airs, fmt.Sprintf("%s %d×%d", a.Name, a.Height, a.Width))
+	}
+	fmt.Fprintf(out, "bench %s (%s) under %s\n", what, strings.Join(airs, ", "), rep.Params)
+	fmt.Fprintf(out, "device: %s (%s); backend %s\n", rep.Device, rep.Kind, rep.Backend)
+	fmt.Fprintf(out, "%d warm-up + %d timed proofs, each verified; trace generated in %.0f ms, checked in %.0f ms, keygen %.0f ms\n\n",
+		rep.Warmup, rep.Runs, rep.GenerateMS, rep.CheckMS, rep.KeygenMS)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "stage\tmedian ms\tmin ms\tmax ms\tdispatches\tsyncs\tto device\tfrom device\tpeak memory\tfallbacks\t\n")
+	row := func(s StageStats, note string) {
+		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%d\t%d\t%s\t%s\t%s\t%d\t\n", s.Stage+note, s.WallMS.Median, s.WallMS.Min, s.WallMS.Max,
+			s.Dispatches, s.Syncs, fmtBytes(s.BytesToDevice), fmtBytes(s.BytesFromDevice), fmtBytes(s.PeakMemory), s.Fallbacks)
+	}
+	row(rep.Load, " (once)")
+	for _, s := range rep.Stages {
+		row(s, "")
+		for _, pt := range s.Parts {
+			pt.Stage = "· " + pt.Stage
+			row(pt, "")
+		}
+	}
+	fmt.Fprintf(w, "prove (total)\t%.1f\t%.1f\t%.1f\t\t\t\t\t\t%d\t\n", rep.ProveMS.Median, rep.ProveMS.Min, rep.ProveMS.Max, rep.Fallbacks)
+	fmt.Fprintf(w, "verify (CPU)\t%.1f\t%.1f\t%.1f\t\t\t\t\t\t\t\n", rep.VerifyMS.Median, rep.VerifyMS.Min, rep.VerifyMS.Max)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	if rep.PermsPerSecond > 0 {
+		fmt.Fprintf(out, "%.1f permutations/s (median proof); ", rep.PermsPerSecond)
+	}
+	same := "identical in every run"
+	if !rep.Identical {
+		same = "NOT identical across runs"
+	}
+	fmt.Fprintf(out, "proof %d bytes, %s\n", rep.ProofBytes, same)
+	if rep.Fallbacks > 0 {
+		fmt.Fprintf(out, "%d device-backend calls per proof ran on the CPU reference (stages not yet on the device)\n", rep.Fallbacks)
+	}
+	if rep.TraceOut != "" {
+		fmt.Fprintf(out, "Chrome trace events of the first timed proof: %s (open in https://ui.perfetto.dev)\n", rep.TraceOut)
+	}
+	return nil
+}

@@ -1,0 +1,274 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/constraints"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+// The LogUp-GKR family (shaders/rap/gkr.metal): the leaves of the fraction tree from the interactions
+// of resident traces, the tree's layers and the rounds of the layer sumchecks (cpuref gkr.go
+// computes the same values on the host).
+//
+// A fraction (p, q) is GkrFractionWords uints: p then q, each an Fp4 (4 Montgomery uints); a layer
+// of the tree is a buffer of fractions. The layer sumcheck of layer j works on "tables of R rows":
+// 2R fractions, row y being fractions 2y (p0, q0) and 2y + 1 (p1, q1), with R eq values: the layer
+// itself is the tables of R = 2^(j−1) rows, and the folds keep that layout. A round's value is
+//
+//	s(x) = Σ_y eq(x, y)·(p0·q1 + p1·q0 + λ·q0·q1)(x, y),  x = 1, 2, 3,
+//
+// over the lowest row variable x (each column at x is lo + x·(hi − lo) of rows 2y, 2y + 1); binding
+// x = r folds each column to lo + r·(hi − lo). GkrSumcheck runs a layer's rounds: EncodeRound for
+// the first (the layer as built), then EncodeFoldRound, which folds the previous round's r into
+// smaller tables and sums the next round in one pass; one 48-byte download per round.
+
+// GkrFractionWords is the number of uints of a fraction (p, q).
+const GkrFractionWords = 8
+
+// GkrLeaves is the leaf evaluation of one run of rows of a trace: its interactions-only program
+// (constraints.Interactions outputs) runs on the rows, and row r of interaction k gives the
+// fraction (norm·count, α + Σ_j β^j·m_j + β^len·(bus + 1)) at leaves base_k + r + m·h for m < Reps
+// (norm = Reps^−1: a trace shorter than its block repeats with scaled numerators).
+type GkrLeaves struct {
+	Run RowRun
+	// Outs is scratch of NumOutput·T uints.
+	Outs *gpu.Array[uint32]
+	// Inter is GkrInteractionTable on the device, Consts GkrLeafConsts, for NumInteractions
+	// interactions whose longest message has MaxMsgLen fields.
+	Inter, Consts              *gpu.Array[uint32]
+	NumInteractions, MaxMsgLen int
+	// Reps is 2^LogSize / h of the trace's blocks (≥ 1).
+	Reps int
+	// Leaves is the leaf layer; LeafEnd bounds the leaves the trace's blocks cover
+	// (max_k base_k + Reps·h).
+	Leaves  *gpu.Array[uint32]
+	LeafEnd int
+}
+
+// GkrInteractionTable returns gkr_leaves' description of p's interactions, whose blocks start at
+// leaf bases[k]: 4 words per interaction (count output, index of its message list in the table,
+// message length, base), then the message output lists.
+func GkrInteractionTable(p *constraints.Program, bases []int) ([]uint32, error) {
+	n := len(p.Interactions)
+	if len(bases) != n {
+		return nil, fmt.Errorf("kernels: GKR: %d block bases for %d interactions", len(bases), n)
+	}
+	out := make([]uint32, 4*n, 4*n+n*p.MaxMsgLen)
+	for k, it := range p.Interactions {
+		if bases[k] < 0 || bases[k] >= maxElems/GkrFractionWords {
+			return nil, fmt.Errorf("kernels: GKR: block base %d", bases[k])
+		}
+		out[4*k], out[4*k+1], out[4*k+2], out[4*k+3] = uint32(it.Count), uint32(len(out)), uint32(len(it.Message)), uint32(bases[k])
+		for _, m := range it.Message {
+			out = append(out, uint32(m))
+		}
+	}
+	return out, nil
+}
+
+// GkrLeafConsts returns gkr_leaves' Fp4 constants for p's interactions (Montgomery): d_k = α +
+// β^len_k·(bus_k + 1) for each interaction k, then β^j for j < MaxMsgLen.
+func GkrLeafConsts(p *constraints.Program, alpha, beta field.Fp4) []uint32 {
+	pows := field.PowersFp4(beta, p.MaxMsgLen+1)
+	v := make([]field.Fp4, 0, len(p.Interactions)+p.MaxMsgLen)
+	for _, it := range p.Interactions {
+		v = append(v, pows[len(it.Message)].MulBase(field.New(uint32(it.Bus)+1)).Add(alpha))
+	}
+	v = append(v, pows[:p.MaxMsgLen]...)
+	if len(v) == 0 {
+		v = append(v, field.Fp4{})
+	}
+	return MontFp4Slice(v)
+}
+
+// Encode encodes the leaves of the run (gkr_leaves). The slots of every part must be filled
+// (RowRun.EncodeFillSlots); gkr_leaves writes the selectors.
+func (l GkrLeaves) Encode(b *gpu.Batch, dev *gpu.Device) error {
+	r := l.Run
+	if err := r.check("GkrLeaves"); err != nil {
+		return err
+	}
+	T := r.Points()
+	if l.NumInteractions <= 0 || l.Reps < 1 || l.LeafEnd < l.Reps*r.Height {
+		return fmt.Errorf("kernels: GkrLeaves: %d interactions, %d repetitions, leaves end at %d", l.NumInteractions, l.Reps, l.LeafEnd)
+	}
+	if err := checkArray("GkrLeaves", l.Outs, r.Prog.NumOutput*T); err != nil {
+		return err
+	}
+	if err := checkArray("GkrLeaves", l.Inter, 4*l.NumInteractions); err != nil {
+		return err
+	}
+	if err := checkArray("GkrLeaves", l.Consts, 4*(l.NumInteractions+l.MaxMsgLen)); err != nil {
+		return err
+	}
+	if err := checkArray("GkrLeaves", l.Leaves, GkrFractionWords*l.LeafEnd); err != nil {
+		return err
+	}
+	norm := field.New(uint32(l.Reps)).Inverse()
+	g, t := shapeFor(dev, "gkr_leaves", T)
+	dispatchGkrLeaves(b, g, t, r.Prog.Words.Buffer, r.CP.Buffer, r.Slots.Buffer, r.Regs.Buffer, l.Outs.Buffer, l.Inter.Buffer, l.Consts.Buffer,
+		l.Leaves.Buffer, gkrLeafParams{points: uint32(T), row0: uint32(r.Row0), height: uint32(r.Height), selSlot: uint32(r.Prog.NumSlots - 3),
+			nInter: uint32(l.NumInteractions), reps: uint32(l.Reps), norm: MontOf(norm)})
+	return b.Err()
+}
+
+// EncodeGkrPad encodes leaves[i] = (0, α) for from ≤ i < to (gkr_pad): the padding leaves.
+func EncodeGkrPad(b *gpu.Batch, dev *gpu.Device, leaves *gpu.Array[uint32], from, to int, alpha field.Fp4) error {
+	if from < 0 || to < from {
+		return fmt.Errorf("kernels: GkrPad: leaves [%d, %d)", from, to)
+	}
+	if err := checkArray("GkrPad", leaves, GkrFractionWords*to); err != nil {
+		return err
+	}
+	if to == from {
+		return nil
+	}
+	a := MontFp4(alpha)
+	g, t := shapeFor(dev, "gkr_pad", to-from)
+	dispatchGkrPad(b, g, t, leaves.Buffer, gkrPadParams{from: uint32(from), to: uint32(to), a0: a[0], a1: a[1], a2: a[2], a3: a[3]})
+	return b.Err()
+}
+
+// EncodeGkrLayer encodes one layer of the fraction tree (gkr_layer): dst[y] = src[2y] + src[2y+1]
+// as fractions, (p_a·q_b + p_b·q_a, q_a·q_b), for y < n. dst must not overlap src.
+func EncodeGkrLayer(b *gpu.Batch, dev *gpu.Device, src, dst *gpu.Array[uint32], n int) error {
+	if n <= 0 {
+		return fmt.Errorf("kernels: GkrLayer: %d fractions", n)
+	}
+	if err := checkArray("GkrLayer", src, GkrFractionWords*2*n); err != nil {
+		return err
+	}
+	if err := checkArray("GkrLayer", dst, GkrFractionWords*n); err != nil {
+		return err
+	}
+	if src.Buffer == dst.Buffer {
+		return fmt.Errorf("kernels: GkrLayer: in place")
+	}
+	g, t := shapeFor(dev, "gkr_layer", n)
+	dispatchGkrLayer(b, g, t, src.Buffer, dst.Buffer, gkrLayerParams{n: uint32(n)})
+	return b.Err()
+}
+
+// GkrSumcheck runs the rounds of layer sumchecks: it owns the per-group partials and the 12-uint
+// result (s(1), s(2), s(3), Montgomery) of the last encoded round. Not for concurrent use.
+type GkrSumcheck struct {
+	dev       *gpu.Device
+	maxGroups int
+	partials  *gpu.Array[uint32]
+	result    *gpu.Array[uint32]
+}
+
+// NewGkrSumcheck allocates the partials (12 uints per group of the largest dispatch) and the result.
+func NewGkrSumcheck(dev *gpu.Device) (*GkrSumcheck, error) {
+	s := &GkrSumcheck{dev: dev, maxGroups: maxReduceGroups(dev)}
+	var err error
+	if s.partials, err = gpu.AllocArray[uint32](dev, "gkr sumcheck partials", 12*s.maxGroups); err != nil {
+		return nil, err
+	}
+	if s.result, err = gpu.AllocArray[uint32](dev, "gkr sumcheck result", 12); err != nil {
+		s.partials.Free()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close frees the buffers.
+func (s *GkrSumcheck) Close() {
+	if s.partials != nil {
+		s.partials.Free()
+		s.result.Free()
+		s.partials, s.result = nil, nil
+	}
+}
+
+func (s *GkrSumcheck) live() error {
+	if s.partials == nil {
+		return fmt.Errorf("kernels: GkrSumcheck used after Close")
+	}
+	return nil
+}
+
+// shape is the dispatch of a partials kernel over pairs pairs of rows: on GPUs groups of up to 256
+// threads, on the host one-thread groups (barriers cost per work item) taking runs of MSL_LANES
+// pairs; at most maxGroups groups.
+func (s *GkrSumcheck) shape(kernel string, pairs int) (groups, tpg gpu.Dim3, tgBytes uint32) {
+	t := groupSize(s.dev, kernel, gpuGroup)
+	if isHost(s.dev) {
+		t = 1
+		pairs = (pairs + 1<<hostLogLanes - 1) >> hostLogLanes
+	}
+	g := min(max((pairs+t-1)/t, 1), s.maxGroups)
+	return gpu.D1(uint32(g)), gpu.D1(uint32(t)), uint32(48 * t)
+}
+
+// EncodeRound encodes the round sums of tables of 2^logRows rows (logRows ≥ 1) as built: frac holds
+// their 2^(logRows+1) fractions from index 0, eq their eq values from Fp4 index eqOff.
+func (s *GkrSumcheck) EncodeRound(b *gpu.Batch, eq *gpu.Array[uint32], eqOff int, frac *gpu.Array[uint32], logRows int, lambda field.Fp4) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	if logRows < 1 || logRows > 28 || eqOff < 0 {
+		return fmt.Errorf("kernels: GkrRound: tables of 2^%d rows, eq at %d", logRows, eqOff)
+	}
+	if err := checkArray("GkrRound", eq, 4*(eqOff+1<<logRows)); err != nil {
+		return err
+	}
+	if err := checkArray("GkrRound", frac, GkrFractionWords<<(logRows+1)); err != nil {
+		return err
+	}
+	g, t, tg := s.shape("gkr_round_partials", 1<<(logRows-1))
+	l := MontFp4(lambda)
+	dispatchGkrRoundPartials(b, g, t, eq.Buffer, frac.Buffer, s.partials.Buffer, gkrRoundParams{logPairs: uint32(logRows - 1), eqOff: uint32(eqOff),
+		l0: l[0], l1: l[1], l2: l[2], l3: l[3]}, tg)
+	return EncodeSumRows(b, s.dev, s.partials, s.result, int(g.X), 12)
+}
+
+// EncodeFoldRound encodes the fold at r of src (tables of 2^(logRows+1) rows, eq values from
+// eqSrc) into dst (2^logRows rows, logRows ≥ 1; eq values written from eqDst) and the round sums
+// of the folded tables, in one pass. The eq ranges must not overlap, nor dst and src.
+func (s *GkrSumcheck) EncodeFoldRound(b *gpu.Batch, eq *gpu.Array[uint32], eqSrc, eqDst int, src, dst *gpu.Array[uint32], logRows int, lambda, r field.Fp4) error {
+	if err := s.live(); err != nil {
+		return err
+	}
+	if logRows < 1 || logRows > 27 || eqSrc < 0 || eqDst < 0 {
+		return fmt.Errorf("kernels: GkrFoldRound: tables of 2^%d rows, eq at %d and %d", logRows, eqSrc, eqDst)
+	}
+	if eqSrc < eqDst+1<<logRows && eqDst < eqSrc+2<<logRows {
+		return fmt.Errorf("kernels: GkrFoldRound: eq ranges overlap")
+	}
+	if err := checkArray("GkrFoldRound", eq, 4*max(eqSrc+2<<logRows, eqDst+1<<logRows)); err != nil {
+		return err
+	}
+	if err := checkArray("GkrFoldRound", src, GkrFractionWords<<(logRows+2)); err != nil {
+		return err
+	}
+	if err := checkArray("GkrFoldRound", dst, GkrFractionWords<<(logRows+1)); err != nil {
+		return err
+	}
+	if src.Buffer == dst.Buffer {
+		return fmt.Errorf("kernels: GkrFoldRound: the folded tables must not share the source's buffer")
+	}
+	g, t, tg := s.shape("gkr_fold_round_partials", 1<<(logRows-1))
+	l, rm := MontFp4(lambda), MontFp4(r)
+	dispatchGkrFoldRoundPartials(b, g, t, eq.Buffer, src.Buffer, dst.Buffer, s.partials.Buffer, gkrFoldRoundParams{logPairs: uint32(logRows - 1),
+		eqSrc: uint32(eqSrc), eqDst: uint32(eqDst), l0: l[0], l1: l[1], l2: l[2], l3: l[3], r0: rm[0], r1: rm[1], r2: rm[2], r3: rm[3]}, tg)
+	return EncodeSumRows(b, s.dev, s.partials, s.result, int(g.X), 12)
+}
+
+// ReadRound downloads the last encoded round's s(1), s(2), s(3) (48 bytes; the round's sync).
+func (s *GkrSumcheck) ReadRound() ([3]field.Fp4, error) {
+	var out [3]field.Fp4
+	if err := s.live(); err != nil {
+		return out, err
+	}
+	var v [12]uint32
+	if err := s.result.Read(v[:], 0); err != nil {
+		return out, err
+	}
+	for i := range out {
+		out[i] = Fp4OfMont(v[4*i : 4*i+4])
+	}
+	return out, nil
+}

@@ -1,0 +1,313 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/air/testair"
+	"github.com/metalprove/metalprove/internal/constraints"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+// fp4Edge returns a random Fp4, or for small i one made of 0, 1 and p − 1.
+func fp4Edge(r *rand.Rand, i int) field.Fp4 {
+	edge := []field.Fp{0, 1, field.Fp(field.P - 1)}
+	if i < 9 {
+		return field.Fp4{edge[i%3], edge[i/3], edge[(i+1)%3], edge[(i+2)%3]}
+	}
+	return fieldrand.Fp4(r)
+}
+
+func fp4s(r *rand.Rand, n int) []field.Fp4 {
+	out := make([]field.Fp4, n)
+	for i := range out {
+		out[i] = fp4Edge(r, i)
+	}
+	return out
+}
+
+// TestGkrLeavesMatchGo: gkr_leaves writes, for every row and interaction, the fraction (norm·count,
+// α + Σ β^j·m_j + β^len·(bus+1)) of the host evaluation at base + r + m·h for every repetition m,
+// and nothing else; for runs of several lengths, with edge values in the traces.
+func TestGkrLeavesMatchGo(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	ins := append(testair.InteractionsFixture11(false), testair.InteractionsFixture11(true)...)
+	ins = append(ins, testair.SelfInteraction([]int{3, 5}, 16, 2)...)
+	ins = append(ins, testair.InteractionPair(16, 1)...)
+	ins = append(ins, testair.SelfInteraction([]int{2}, 1, 7)...)
+	for _, in := range ins {
+		parts := instanceParts(in)
+		if in.Height() > 1 { // edge values in one column: the counts and fields change, the sums do not matter
+			m := *parts[0]
+			m.Values = append([]field.Fp(nil), m.Values...)
+			for i := range min(3, in.Height()) {
+				m.Values[i] = []field.Fp{0, 1, field.Fp(field.P - 1)}[i]
+			}
+			parts[0] = &m
+		}
+		f := newRowsFixture(t, in, parts, constraints.Interactions)
+		p := f.prog
+		h := f.height
+		for _, reps := range []int{1, 4} {
+			for _, logPoints := range []int{0, 1, 30} {
+				lp := min(logPoints, log2(h))
+				name := fmt.Sprintf("%s/reps %d/runs of 2^%d", in.Air.Name(), reps, lp)
+				alpha, beta := fieldrand.Fp4(r), fieldrand.Fp4(r)
+				K := len(p.Interactions)
+				bases := make([]int, K)
+				for k := range bases {
+					bases[k] = 3 + (K-1-k)*reps*h // blocks in reverse order, not at 0
+				}
+				nLeaves := 3 + K*reps*h + 2
+				init := fp4s(r, 2*nLeaves)
+				leaves := uploadWords(t, "leaves", MontFp4Slice(init))
+				words, err := GkrInteractionTable(p, bases)
+				if err != nil {
+					t.Fatal(err)
+				}
+				T := 1 << lp
+				lv := GkrLeaves{Outs: allocWords(t, len(p.Outputs)*T), Inter: uploadWords(t, "inter", words),
+					Consts: uploadWords(t, "consts", GkrLeafConsts(p, alpha, beta)), NumInteractions: K, MaxMsgLen: p.MaxMsgLen,
+					Reps: reps, Leaves: leaves, LeafEnd: 3 + K*reps*h}
+				slots := allocWords(t, f.dp.NumSlots*T)
+				regs := allocWords(t, max(f.dp.NumRegs, 1)*T)
+				b := testDev.Batch()
+				for row0 := 0; row0 < h; row0 += T {
+					lv.Run = f.encodeRun(t, b, slots, regs, row0, lp)
+					if err := lv.Encode(b, testDev); err != nil {
+						t.Fatal(err)
+					}
+				}
+				w, err := leaves.ReadAll()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := Fp4SliceOfMont(w)
+				want := append([]field.Fp4(nil), init...)
+				norm := field.New(uint32(reps)).Inverse()
+				pows := field.PowersFp4(beta, p.MaxMsgLen+1)
+				vals := make([]field.Fp, len(p.Outputs))
+				var sl, rg []field.Fp
+				for row := range h {
+					sl, rg = f.rows.Eval(row, sl, rg, func(o int, v field.Fp) { vals[o] = v })
+					for k, it := range p.Interactions {
+						d := pows[len(it.Message)].MulBase(field.New(uint32(it.Bus) + 1)).Add(alpha)
+						for j, m := range it.Message {
+							d = d.Add(pows[j].MulBase(vals[m]))
+						}
+						for m := range reps {
+							i := bases[k] + row + m*h
+							want[2*i], want[2*i+1] = field.Lift(vals[it.Count].Mul(norm)), d
+						}
+					}
+				}
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%s: leaf %d %s = %v, want %v", name, i/2, []string{"p", "q"}[i%2], got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGkrPadAndLayer: gkr_pad writes (0, α) on its range only; gkr_layer adds fraction pairs.
+func TestGkrPadAndLayer(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 54))
+	for _, n := range []int{1, 2, 5, 64, 1000} {
+		src := fp4s(r, 4*n)
+		a := uploadWords(t, "src", MontFp4Slice(src))
+		dst := allocWords(t, GkrFractionWords*n)
+		b := testDev.Batch()
+		if err := EncodeGkrLayer(b, testDev, a, dst, n); err != nil {
+			t.Fatal(err)
+		}
+		w, _ := dst.ReadAll()
+		got := Fp4SliceOfMont(w)
+		for y := range n {
+			pa, qa, pb, qb := src[4*y], src[4*y+1], src[4*y+2], src[4*y+3]
+			if p, q := pa.Mul(qb).Add(pb.Mul(qa)), qa.Mul(qb); got[2*y] != p || got[2*y+1] != q {
+				t.Fatalf("layer of %d: fraction %d = (%v, %v), want (%v, %v)", n, y, got[2*y], got[2*y+1], p, q)
+			}
+		}
+		from, to := n/3, n-n/4
+		alpha := fieldrand.Fp4(r)
+		b = testDev.Batch()
+		if err := EncodeGkrPad(b, testDev, a, from, to, alpha); err != nil {
+			t.Fatal(err)
+		}
+		w, _ = a.ReadAll()
+		got = Fp4SliceOfMont(w)
+		for i := range 2 * n {
+			want := [2]field.Fp4{src[2*i], src[2*i+1]}
+			if i >= from && i < to {
+				want = [2]field.Fp4{{}, alpha}
+			}
+			if got[2*i] != want[0] || got[2*i+1] != want[1] {
+				t.Fatalf("pad [%d, %d) of %d: fraction %d = (%v, %v), want %v", from, to, 2*n, i, got[2*i], got[2*i+1], want)
+			}
+		}
+	}
+	b := testDev.Batch()
+	a := allocWords(t, 16)
+	if EncodeGkrLayer(b, testDev, a, a, 1) == nil || EncodeGkrLayer(b, testDev, a, allocWords(t, 8), 2) == nil ||
+		EncodeGkrPad(b, testDev, a, 1, 3, field.Fp4{}) == nil {
+		t.Error("out-of-range or in-place launches accepted")
+	}
+}
+
+// gkrTables is the host reference of a layer sumcheck: columns eq, p0, q0, p1, q1 (cpuref's).
+type gkrTables struct{ eq, p0, q0, p1, q1 []field.Fp4 }
+
+func (g *gkrTables) round(lambda field.Fp4) [3]field.Fp4 {
+	var s [3]field.Fp4
+	cols := [5][]field.Fp4{g.eq, g.p0, g.q0, g.p1, g.q1}
+	for y := range len(g.eq) / 2 {
+		for i, x := range []field.Fp4{field.Fp4One, field.Lift(field.New(2)), field.Lift(field.New(3))} {
+			var v [5]field.Fp4
+			for c, col := range cols {
+				v[c] = col[2*y].Add(x.Mul(col[2*y+1].Sub(col[2*y])))
+			}
+			s[i] = s[i].Add(v[0].Mul(v[1].Mul(v[4]).Add(v[3].Mul(v[2])).Add(lambda.Mul(v[2].Mul(v[4])))))
+		}
+	}
+	return s
+}
+
+func (g *gkrTables) bind(r field.Fp4) {
+	for _, col := range []*[]field.Fp4{&g.eq, &g.p0, &g.q0, &g.p1, &g.q1} {
+		t := *col
+		for y := range len(t) / 2 {
+			t[y] = t[2*y].Add(r.Mul(t[2*y+1].Sub(t[2*y])))
+		}
+		*col = t[:len(t)/2]
+	}
+}
+
+// TestGkrRoundsMatchGo: the first round over a layer as built, then fold-and-round passes, give the
+// host's round values, and the folded tables are the host's, for tables of 2 to 2^9 rows (edge
+// values included), on the host's shapes and on GPU-like shapes.
+func TestGkrRoundsMatchGo(t *testing.T) {
+	limited, _ := openLimited(t, map[string]int{"gkr_round_partials": 64, "gkr_fold_round_partials": 96})
+	for _, dev := range []*gpu.Device{testDev, limited} {
+		r := rand.New(rand.NewPCG(55, 56))
+		sc, err := NewGkrSumcheck(dev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Close()
+		for logRows := 1; logRows <= 9; logRows++ {
+			R := 1 << logRows
+			frac := fp4s(r, 4*R) // row y: (p0, q0) fraction 2y, (p1, q1) fraction 2y + 1
+			eq := fp4s(r, R)
+			host := &gkrTables{eq: append([]field.Fp4(nil), eq...)}
+			for y := range R {
+				host.p0 = append(host.p0, frac[4*y])
+				host.q0 = append(host.q0, frac[4*y+1])
+				host.p1 = append(host.p1, frac[4*y+2])
+				host.q1 = append(host.q1, frac[4*y+3])
+			}
+			// Layers of the tables: layer k holds tables of 2^(k−1) rows; eq tables at Fp4 index R'.
+			layers := make([]*gpu.Array[uint32], logRows+2)
+			for k := 1; k <= logRows+1; k++ {
+				layers[k] = allocOn(t, dev, GkrFractionWords<<k)
+			}
+			if err := layers[logRows+1].Write(0, MontFp4Slice(frac)); err != nil {
+				t.Fatal(err)
+			}
+			eqBuf := allocOn(t, dev, 4*2*R)
+			if err := eqBuf.Write(4*R, MontFp4Slice(eq)); err != nil {
+				t.Fatal(err)
+			}
+			lambda := fp4Edge(r, logRows)
+			b := dev.Batch()
+			if err := sc.EncodeRound(b, eqBuf, R, layers[logRows+1], logRows, lambda); err != nil {
+				t.Fatal(err)
+			}
+			for cur := logRows + 1; ; cur-- {
+				got, err := sc.ReadRound()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := host.round(lambda); got != want {
+					t.Fatalf("tables of 2^%d rows, round with 2^%d rows: %v, want %v", logRows, cur-1, got, want)
+				}
+				if cur == 2 {
+					break
+				}
+				rr := fp4Edge(r, cur+3)
+				host.bind(rr)
+				b = dev.Batch()
+				if err := sc.EncodeFoldRound(b, eqBuf, 1<<(cur-1), 1<<(cur-2), layers[cur], layers[cur-1], cur-2, lambda, rr); err != nil {
+					t.Fatal(err)
+				}
+				if cur-1 == 2 { // the last folded tables against the host's
+					w, _ := layers[2].ReadAll()
+					got := Fp4SliceOfMont(w)
+					for y := range 2 {
+						want := []field.Fp4{host.p0[y], host.q0[y], host.p1[y], host.q1[y]}
+						for c := range 4 {
+							if got[4*y+c] != want[c] {
+								t.Fatalf("tables of 2^%d rows: folded row %d column %d = %v, want %v", logRows, y, c, got[4*y+c], want[c])
+							}
+						}
+					}
+					e, _ := eqBuf.ReadAll()
+					if ge := Fp4SliceOfMont(e[8:16]); ge[0] != host.eq[0] || ge[1] != host.eq[1] {
+						t.Fatalf("tables of 2^%d rows: folded eq %v, want %v", logRows, ge, host.eq)
+					}
+				}
+			}
+		}
+		b := dev.Batch()
+		a := allocOn(t, dev, 64)
+		if sc.EncodeRound(b, a, 0, a, 0, field.Fp4{}) == nil || sc.EncodeFoldRound(b, a, 0, 1, a, allocOn(t, dev, 64), 1, field.Fp4{}, field.Fp4{}) == nil ||
+			sc.EncodeFoldRound(b, a, 4, 2, a, a, 1, field.Fp4{}, field.Fp4{}) == nil {
+			t.Error("bad round launches accepted")
+		}
+	}
+}
+
+// TestGkrTables: the interaction table and constants are laid out as gkr_leaves reads them.
+func TestGkrTables(t *testing.T) {
+	ins := testair.SelfInteraction([]int{3}, 4, 6)
+	_, vk := compileProgram(t, ins[0].Air)
+	p, err := constraints.Compile(vk, constraints.Interactions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bases := make([]int, len(p.Interactions))
+	for k := range bases {
+		bases[k] = 10 * k
+	}
+	w, err := GkrInteractionTable(p, bases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, it := range p.Interactions {
+		d := w[4*k : 4*k+4]
+		if int(d[0]) != it.Count || int(d[2]) != len(it.Message) || int(d[3]) != bases[k] {
+			t.Fatalf("interaction %d: %v", k, d)
+		}
+		for j, m := range it.Message {
+			if int(w[int(d[1])+j]) != m {
+				t.Fatalf("interaction %d field %d: output %d, want %d", k, j, w[int(d[1])+j], m)
+			}
+		}
+	}
+	if _, err := GkrInteractionTable(p, bases[1:]); err == nil {
+		t.Error("missing base accepted")
+	}
+	alpha, beta := field.Fp4{1, 2, 3, 4}, field.Fp4{5, 6, 7, 8}
+	c := Fp4SliceOfMont(GkrLeafConsts(p, alpha, beta))
+	if len(c) != len(p.Interactions)+p.MaxMsgLen || c[len(p.Interactions)+1] != beta {
+		t.Fatalf("constants %v", c)
+	}
+	it := p.Interactions[0]
+	if want := field.PowersFp4(beta, len(it.Message)+1)[len(it.Message)].MulBase(field.New(uint32(it.Bus) + 1)).Add(alpha); c[0] != want {
+		t.Errorf("d_0 = %v, want %v", c[0], want)
+	}
+}

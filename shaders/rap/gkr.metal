@@ -1,0 +1,276 @@
+// gkr.metal - LogUp-GKR (spec B §3.4–§3.5; cpuref gkr.go): the leaves from the interactions of
+// resident traces, the fraction tree, and the layer sumchecks.
+//
+// A fraction (p, q) is 8 uints: p then q, each an Fp4 (4 Montgomery uints, bb4.h); fraction i of a
+// buffer at [8i, 8i + 8). Layer j of the tree is a buffer of 2^j fractions (layer 0 the root,
+// layer L the leaves); layer j − 1 has p = p_a·q_b + p_b·q_a, q = q_a·q_b of the pairs
+// (a, b) = (2y, 2y + 1) of layer j.
+//
+// The sumcheck of layer j runs over tables eq, p0, q0, p1, q1 of R = 2^(j−1) rows: row y of (p0, q0)
+// is fraction 2y of layer j and row y of (p1, q1) fraction 2y + 1. The kernels keep that
+// interleaved layout for the folded tables: "tables of R rows" are 2R fractions (row y: fractions
+// 2y, 2y + 1) and R eq values. A round sums, over the pairs (2y, 2y + 1) of rows,
+//   s(x) = Σ_y e(x)·(p0(x)·q1(x) + p1(x)·q0(x) + λ·q0(x)·q1(x)),  x = 1, 2, 3,
+// each column at x being lo + x·(hi − lo); binding x = r folds every column to lo + r·(hi − lo).
+// Reductions are two-pass and deterministic: a partials kernel writes s(1), s(2), s(3) (12 uints)
+// per group, sc_sum_rows (sumcheck.metal) adds the rows. On the host device (MSL_LANES > 1) each
+// thread takes GKR_RUN consecutive pairs per step of its grid-stride loop.
+#include "rows.h"
+
+#define GKR_RUN MSL_LANES
+
+MSL_FN bb4 gkr_p(device const uint* f, uint i) { return bb4_load(f, 2u * i); }
+MSL_FN bb4 gkr_q(device const uint* f, uint i) { return bb4_load(f, 2u * i + 1u); }
+MSL_FN void gkr_store(device uint* f, uint i, bb4 p, bb4 q) {
+  bb4_store(f, 2u * i, p);
+  bb4_store(f, 2u * i + 1u, q);
+}
+
+// The emit functor of the leaves: output o of point t into outs[o·T + t] (base field).
+struct GkrStoreOutputs {
+  device uint* out;
+  uint t, T;
+  MSL_METHOD void put(uint o, uint v) { out[o * T + t] = v; }
+};
+
+struct GkrLeafParams {
+  uint points;    // T rows in this run
+  uint row0;      // first row
+  uint height;    // h
+  uint sel_slot;  // the program's first selector slot
+  uint n_inter;   // interactions of the trace
+  uint reps;      // copies of each row in its block: 2^LogSize / h
+  uint norm;      // reps^-1 (Montgomery)
+};
+
+// The leaves of rows row0 .. row0 + T − 1 of one trace, from its interactions-only program (outputs:
+// each interaction's count and message fields). inter describes interaction k in 4 words at 4k:
+// count output, index in inter of its message output list, message length, leaf base (its block's
+// first leaf); consts holds Fp4 values: d_k = α + β^len_k·(bus_k + 1) at k, then β^j at n_inter + j.
+// Row r of interaction k gives the fraction (norm·count, d_k + Σ_j β^j·m_j) at leaves
+// base + r + m·h for m < reps. The slots of the used columns must be filled (rows_fill_slots);
+// outs is scratch of NumOutput·T uints.
+kernel void gkr_leaves(device const uint* prog [[buffer(0)]],
+                       device const uint* cp [[buffer(1)]],
+                       device uint* slots [[buffer(2)]],
+                       device uint* regs [[buffer(3)]],
+                       device uint* outs [[buffer(4)]],
+                       device const uint* inter [[buffer(5)]],
+                       device const uint* consts [[buffer(6)]],
+                       device uint* leaves [[buffer(7)]],
+                       constant GkrLeafParams& p [[buffer(8)]],
+                       uint gid [[thread_position_in_grid]],
+                       uint stride [[threads_per_grid]]) {
+  uint T = p.points;
+  uint row0 = p.row0;
+  uint h = p.height;
+  uint sel = p.sel_slot;
+  uint n_inter = p.n_inter;
+  uint reps = p.reps;
+  uint norm = p.norm;
+  for (uint t = gid; t < T; t += stride) {
+    uint r = row0 + t;
+    rows_put_selectors(slots, sel, t, T, r, h);
+    GkrStoreOutputs e;
+    e.out = outs;
+    e.t = t;
+    e.T = T;
+    prog_run(prog, cp, slots, regs, t, T, e);
+    for (uint k = 0u; k < n_inter; k++) {
+      uint count_out = inter[4u * k];
+      uint msg = inter[4u * k + 1u];
+      uint len = inter[4u * k + 2u];
+      uint base = inter[4u * k + 3u] + r;
+      bb4 d = bb4_load(consts, k);
+      for (uint j = 0u; j < len; j++) {
+        d = bb4_add(d, bb4_mul_base(bb4_load(consts, n_inter + j), outs[inter[msg + j] * T + t]));
+      }
+      bb4 num = bb4_lift(bb_mul(outs[count_out * T + t], norm));
+      for (uint m = 0u; m < reps; m++) gkr_store(leaves, base + m * h, num, d);
+    }
+  }
+}
+
+struct GkrPadParams {
+  uint from;            // first padding leaf
+  uint to;              // end of the padding
+  uint a0, a1, a2, a3;  // α (Montgomery)
+};
+
+// leaves[i] = (0, α) for from ≤ i < to: the padding after the interaction blocks.
+kernel void gkr_pad(device uint* leaves [[buffer(0)]],
+                    constant GkrPadParams& p [[buffer(1)]],
+                    uint gid [[thread_position_in_grid]],
+                    uint stride [[threads_per_grid]]) {
+  uint from = p.from;
+  uint to = p.to;
+  bb4 alpha = bb4_make(p.a0, p.a1, p.a2, p.a3);
+  for (uint i = from + gid; i < to; i += stride) gkr_store(leaves, i, bb4_zero(), alpha);
+}
+
+struct GkrLayerParams {
+  uint n;  // fractions of dst
+};
+
+// dst[y] = src[2y] + src[2y+1] as fractions: (p_a·q_b + p_b·q_a, q_a·q_b), y < n.
+kernel void gkr_layer(device const uint* src [[buffer(0)]],
+                      device uint* dst [[buffer(1)]],
+                      constant GkrLayerParams& p [[buffer(2)]],
+                      uint gid [[thread_position_in_grid]],
+                      uint stride [[threads_per_grid]]) {
+  uint n = p.n;
+  for (uint y = gid; y < n; y += stride) {
+    bb4 pa = gkr_p(src, 2u * y);
+    bb4 qa = gkr_q(src, 2u * y);
+    bb4 pb = gkr_p(src, 2u * y + 1u);
+    bb4 qb = gkr_q(src, 2u * y + 1u);
+    gkr_store(dst, y, bb4_add(bb4_mul(pa, qb), bb4_mul(pb, qa)), bb4_mul(qa, qb));
+  }
+}
+
+// e·(p0·q1 + p1·q0 + λ·q0·q1), as e·(p0·q1 + q0·(p1 + λ·q1)).
+MSL_FN bb4 gkr_term(bb4 e, bb4 p0, bb4 q0, bb4 p1, bb4 q1, bb4 lambda) {
+  return bb4_mul(e, bb4_add(bb4_mul(p0, q1), bb4_mul(q0, bb4_add(p1, bb4_mul(lambda, q1)))));
+}
+
+// t0 + r·(t1 − t0).
+MSL_FN bb4 gkr_lerp(bb4 t0, bb4 t1, bb4 r) { return bb4_add(t0, bb4_mul(r, bb4_sub(t1, t0))); }
+
+// Adds the terms of one pair of rows (lo: row 2y, hi: row 2y + 1) at x = 1, 2, 3 to s1, s2, s3.
+MSL_FN void gkr_pair_terms(bb4 e_lo, bb4 p0_lo, bb4 q0_lo, bb4 p1_lo, bb4 q1_lo, bb4 e_hi, bb4 p0_hi, bb4 q0_hi,
+                           bb4 p1_hi, bb4 q1_hi, bb4 lambda, thread bb4& s1, thread bb4& s2, thread bb4& s3) {
+  s1 = bb4_add(s1, gkr_term(e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda));
+  bb4 de = bb4_sub(e_hi, e_lo);
+  bb4 dp0 = bb4_sub(p0_hi, p0_lo);
+  bb4 dq0 = bb4_sub(q0_hi, q0_lo);
+  bb4 dp1 = bb4_sub(p1_hi, p1_lo);
+  bb4 dq1 = bb4_sub(q1_hi, q1_lo);
+  bb4 e = bb4_add(e_hi, de);  // x = 2
+  bb4 p0 = bb4_add(p0_hi, dp0);
+  bb4 q0 = bb4_add(q0_hi, dq0);
+  bb4 p1 = bb4_add(p1_hi, dp1);
+  bb4 q1 = bb4_add(q1_hi, dq1);
+  s2 = bb4_add(s2, gkr_term(e, p0, q0, p1, q1, lambda));
+  e = bb4_add(e, de);  // x = 3
+  p0 = bb4_add(p0, dp0);
+  q0 = bb4_add(q0, dq0);
+  p1 = bb4_add(p1, dp1);
+  q1 = bb4_add(q1, dq1);
+  s3 = bb4_add(s3, gkr_term(e, p0, q0, p1, q1, lambda));
+}
+
+// Stores the thread's (s1, s2, s3) in scratch (12 uints per thread), tree-reduces the group's rows
+// and writes the sum to partials[12·group ..]. Called in uniform control flow; any group size.
+MSL_FN void gkr_group_reduce(bb4 s1, bb4 s2, bb4 s3, threadgroup uint* scratch, device uint* partials, uint tid,
+                             uint tpg, uint group) {
+  bb4_store_tg(scratch, 3u * tid, s1);
+  bb4_store_tg(scratch, 3u * tid + 1u, s2);
+  bb4_store_tg(scratch, 3u * tid + 2u, s3);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) {
+      for (uint k = 0u; k < 12u; k++) scratch[12u * tid + k] = bb_add(scratch[12u * tid + k], scratch[12u * (tid + h) + k]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+  if (tid == 0u) {
+    for (uint k = 0u; k < 12u; k++) partials[12u * group + k] = scratch[k];
+  }
+}
+
+struct GkrRoundParams {
+  uint log_pairs;       // pairs of rows: 2^log_pairs (tables of 2^(log_pairs+1) rows)
+  uint eq_off;          // Fp4 index of the eq table's row 0
+  uint l0, l1, l2, l3;  // λ (Montgomery)
+};
+
+// partials[group] = (s1, s2, s3) of the round over the pairs this group visits, tables as built
+// (the first round of a layer: frac is the layer itself). scratch: 48 bytes per thread.
+kernel void gkr_round_partials(device const uint* eq [[buffer(0)]],
+                               device const uint* frac [[buffer(1)]],
+                               device uint* partials [[buffer(2)]],
+                               constant GkrRoundParams& p [[buffer(3)]],
+                               threadgroup uint* scratch [[threadgroup(0)]],
+                               uint tid [[thread_index_in_threadgroup]],
+                               uint group [[threadgroup_position_in_grid]],
+                               uint tpg [[threads_per_threadgroup]],
+                               uint ngroups [[threadgroups_per_grid]]) {
+  uint pairs = 1u << p.log_pairs;
+  uint eq_off = p.eq_off;
+  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  bb4 s3 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * GKR_RUN);
+    for (uint y = u * GKR_RUN; y < end; y++) {
+      uint f = 4u * y;
+      gkr_pair_terms(bb4_load(eq, eq_off + 2u * y), gkr_p(frac, f), gkr_q(frac, f), gkr_p(frac, f + 1u),
+                     gkr_q(frac, f + 1u), bb4_load(eq, eq_off + 2u * y + 1u), gkr_p(frac, f + 2u),
+                     gkr_q(frac, f + 2u), gkr_p(frac, f + 3u), gkr_q(frac, f + 3u), lambda, s1, s2, s3);
+    }
+  }
+  gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
+}
+
+struct GkrFoldRoundParams {
+  uint log_pairs;       // pairs of rows of the folded tables: 2^log_pairs
+  uint eq_src;          // Fp4 index of the source eq table (2^(log_pairs+2) rows)
+  uint eq_dst;          // Fp4 index of the folded eq table (2^(log_pairs+1) rows)
+  uint l0, l1, l2, l3;  // λ
+  uint r0, r1, r2, r3;  // the bound value r
+};
+
+// Fold then round, in one pass: src (tables of 4P rows, P = 2^log_pairs) folded at r into dst
+// (2P rows) and eq[eq_src ..] into eq[eq_dst ..] (the two ranges must not overlap), and
+// partials[group] = (s1, s2, s3) of the folded tables over the pairs this group visits. Pair i
+// reads source rows 4i .. 4i + 3 and writes rows 2i, 2i + 1. dst must not overlap src.
+kernel void gkr_fold_round_partials(device uint* eq [[buffer(0)]],
+                                    device const uint* src [[buffer(1)]],
+                                    device uint* dst [[buffer(2)]],
+                                    device uint* partials [[buffer(3)]],
+                                    constant GkrFoldRoundParams& p [[buffer(4)]],
+                                    threadgroup uint* scratch [[threadgroup(0)]],
+                                    uint tid [[thread_index_in_threadgroup]],
+                                    uint group [[threadgroup_position_in_grid]],
+                                    uint tpg [[threads_per_threadgroup]],
+                                    uint ngroups [[threadgroups_per_grid]]) {
+  uint pairs = 1u << p.log_pairs;
+  uint es = p.eq_src;
+  uint ed = p.eq_dst;
+  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  bb4 r = bb4_make(p.r0, p.r1, p.r2, p.r3);
+  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  bb4 s3 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * GKR_RUN);
+    for (uint i = u * GKR_RUN; i < end; i++) {
+      bb4 e_lo = gkr_lerp(bb4_load(eq, es + 4u * i), bb4_load(eq, es + 4u * i + 1u), r);
+      bb4 e_hi = gkr_lerp(bb4_load(eq, es + 4u * i + 2u), bb4_load(eq, es + 4u * i + 3u), r);
+      bb4_store(eq, ed + 2u * i, e_lo);
+      bb4_store(eq, ed + 2u * i + 1u, e_hi);
+      // Source row k, column c is fraction 2k + c: rows 4i .. 4i + 3 are fractions 8i .. 8i + 7.
+      uint s = 8u * i;
+      bb4 p0_lo = gkr_lerp(gkr_p(src, s), gkr_p(src, s + 2u), r);
+      bb4 q0_lo = gkr_lerp(gkr_q(src, s), gkr_q(src, s + 2u), r);
+      bb4 p1_lo = gkr_lerp(gkr_p(src, s + 1u), gkr_p(src, s + 3u), r);
+      bb4 q1_lo = gkr_lerp(gkr_q(src, s + 1u), gkr_q(src, s + 3u), r);
+      bb4 p0_hi = gkr_lerp(gkr_p(src, s + 4u), gkr_p(src, s + 6u), r);
+      bb4 q0_hi = gkr_lerp(gkr_q(src, s + 4u), gkr_q(src, s + 6u), r);
+      bb4 p1_hi = gkr_lerp(gkr_p(src, s + 5u), gkr_p(src, s + 7u), r);
+      bb4 q1_hi = gkr_lerp(gkr_q(src, s + 5u), gkr_q(src, s + 7u), r);
+      uint d = 4u * i;
+      gkr_store(dst, d, p0_lo, q0_lo);
+      gkr_store(dst, d + 1u, p1_lo, q1_lo);
+      gkr_store(dst, d + 2u, p0_hi, q0_hi);
+      gkr_store(dst, d + 3u, p1_hi, q1_hi);
+      gkr_pair_terms(e_lo, p0_lo, q0_lo, p1_lo, q1_lo, e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda, s1, s2, s3);
+    }
+  }
+  gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
+}
