@@ -809,27 +809,27 @@ func dispatchRowsMinPairs(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, 
 	return enc.Dispatch("rows_min_pairs", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/rap/zerocheck.metal:100).
+// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/rap/zerocheck.metal:122).
 func dispatchZcCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams) *gpu.Batch {
 	return enc.Dispatch("zc_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()})
 }
 
-// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/rap/zerocheck.metal:426).
+// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/rap/zerocheck.metal:453).
 func dispatchZcUniEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/rap/zerocheck.metal:464).
+// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/rap/zerocheck.metal:491).
 func dispatchZcBindUni(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, w *gpu.Buffer, colmap *gpu.Buffer, tables *gpu.Buffer, p zcBindParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_uni", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(w), gpu.Buf(colmap), gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/rap/zerocheck.metal:520).
+// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/rap/zerocheck.metal:558).
 func dispatchZcBindSelectors(enc *gpu.Batch, groups, tpg gpu.Dim3, tables *gpu.Buffer, p zcBindSelParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_selectors", groups, tpg, []gpu.Arg{gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/rap/zerocheck.metal:619).
+// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/rap/zerocheck.metal:657).
 func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
 	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

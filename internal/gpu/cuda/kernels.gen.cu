@@ -4224,6 +4224,27 @@ MSL_FN void zc_dft(MSL_THREAD lanes_uint* v, uint logn, MSL_DEVICE const uint* t
   }
 }
 
+// Whether zc_load_rows can load n consecutive rows of every lane: host device, 16 lanes, n a
+// multiple of 16 (the rows of a block lie side by side when h ≥ N).
+MSL_FN bool zc_rows_by_vectors(uint n, uint h) {
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE && MSL_LANES == 16u
+  return n >= 16u && n % 16u == 0u && h >= n;
+#else
+  return false;
+#endif
+}
+
+// v[j] (j < n), lane l = p[offs[l] + j]: n consecutive words of each lane's run, loaded 16 at a
+// time and transposed 16×16 (zc_rows_by_vectors must hold; the runs must not wrap).
+MSL_FN void zc_load_rows(MSL_THREAD lanes_uint* v, MSL_DEVICE const uint* p, MSL_THREAD const uint* offs, uint n) {
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE && MSL_LANES == 16u
+  for (uint m = 0u; m < n; m += 16u) {
+    for (uint l = 0u; l < 16u; l++) v[m + l] = lanes_ld_dev(p + offs[l] + m);
+    lanes_transpose(v + m);
+  }
+#endif
+}
+
 // ------------------------------------------------------------------------------------------------
 // Round 0, pre-pass.
 
@@ -4244,7 +4265,8 @@ struct ZcCoeffsParams {
 // part_cols[s]): coefs[(xl·N + k)·ncols + s] = c_k, the coefficients of the block's interpolant
 // over the N-th roots of unity (Montgomery), and deltas[xl·ncols + s] = v_next − v_first (the first
 // value of the next block, cyclically, minus the block's first). Block rows are x·N + j mod h.
-// Padding columns (c ≥ count, up to the next multiple of MSL_LANES) get zeros.
+// Padding columns (c ≥ count, up to the next multiple of MSL_LANES) get unspecified values (no slot
+// reads them).
 MSL_KERNEL void msl_kernel_zc_coeffs(MSL_DEVICE const uint* values              ,
                       MSL_DEVICE const uint* part_cols              ,
                       MSL_DEVICE const uint* tw              ,
@@ -4279,10 +4301,15 @@ MSL_KERNEL void msl_kernel_zc_coeffs(MSL_DEVICE const uint* values              
     }
     lanes_uint v[ZC_MAX_N];
     uint tmp[MSL_LANES];
-    for (uint j = 0u; j < n; j++) {
-      uint row = ((x << log_n) + j) & hmask;
-      for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + row] : 0u;
-      v[j] = lanes_ld_th(tmp);
+    if (zc_rows_by_vectors(n, hmask + 1u)) {
+      for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = (live[l] ? base[l] : base[0]) + (x << log_n);
+      zc_load_rows(v, values, tmp, n);
+    } else {
+      for (uint j = 0u; j < n; j++) {
+        uint row = ((x << log_n) + j) & hmask;
+        for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + row] : 0u;
+        v[j] = lanes_ld_th(tmp);
+      }
     }
     uint next = ((x + 1u) << log_n) & hmask;
     for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + next] : 0u;
@@ -4634,12 +4661,23 @@ MSL_KERNEL void msl_kernel_zc_bind_uni(MSL_DEVICE const uint* values            
     bb4l accl = bb4l_zero();
     bb4l accr = bb4l_zero();
     uint tmp[MSL_LANES];
+    bool by_vectors = zc_rows_by_vectors(n, hmask + 1u);
+    lanes_uint rows[ZC_MAX_N];
+    if (by_vectors) {
+      for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = min(x0 + l, X - 1u) << log_n;
+      zc_load_rows(rows, col, tmp, n);
+    }
     for (uint j = 0u; j <= n; j++) {
-      for (uint l = 0u; l < MSL_LANES; l++) {
-        uint x = min(x0 + l, X - 1u);
-        tmp[l] = col[((x << log_n) + j) & hmask];
+      lanes_uint v;
+      if (by_vectors && j < n) {
+        v = rows[j];
+      } else {
+        for (uint l = 0u; l < MSL_LANES; l++) {
+          uint x = min(x0 + l, X - 1u);
+          tmp[l] = col[((x << log_n) + j) & hmask];
+        }
+        v = lanes_ld_th(tmp);
       }
-      lanes_uint v = lanes_ld_th(tmp);
       if (j < n) accl = bb4l_add(accl, bb4l_scale(bb4_load(w, j), v));
       if (j > 0u && tr != ZC_NONE) accr = bb4l_add(accr, bb4l_scale(bb4_load(w, j - 1u), v));
     }
