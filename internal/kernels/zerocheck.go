@@ -460,9 +460,16 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		if up.threads%up.tpg != 0 || up.threads*up.item%m != 0 {
 			return nil, fmt.Errorf("kernels: Zerocheck: %d threads in groups of %d", up.threads, up.tpg)
 		}
+		// Slices of the coefficient pre-pass: on the host small ones (a slice's coefficients are
+		// read back by the evaluation right after, from the caches); on GPUs as large as the
+		// budget allows.
+		coefBudget := budget
+		if isHost(dev) {
+			coefBudget = budget / 16
+		}
 		perBlock := (n + 1) * t.ncols
 		sb := 1
-		for sb < x && 2*sb*perBlock <= budget {
+		for sb < x && 2*sb*perBlock <= coefBudget {
 			sb *= 2
 		}
 		for sb < x && sb*m < up.item {
