@@ -57,9 +57,10 @@ const ZcMaxLogN = 5
 // zcNone marks a slot or table that does not exist (ZC_NONE).
 const zcNone = ^uint32(0)
 
-// zcLanes is MSL_LANES on dev.
+// zcLanes is MSL_LANES on dev: the kernels of a host device (even one posing as a GPU in tests)
+// are compiled with lanes.
 func zcLanes(dev *gpu.Device) int {
-	if isHost(dev) {
+	if dev.Kind() == gpu.KindHost {
 		return 1 << hostLogLanes
 	}
 	return 1
@@ -593,7 +594,8 @@ func (z *Zerocheck) EncodeUniRound(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[uint3
 				sliceBlocks: uint32(sb), unit: uint32(up.unit), item: uint32(up.item), cosetMode: coset, ncols: uint32(t.ncols),
 				nslots: uint32(t.nslots), nregs: uint32(t.Prog.NumRegs), selFirst: t.selSlots[0], selLast: t.selSlots[1],
 				selTrans: t.selSlots[2], hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: zero,
-				eqOff: uint32(eqOff), wide: uint32(b2u(!z.opts.NoTranspose)), lanes: uint32(z.lanes)})
+				eqOff: uint32(eqOff), wide: uint32(b2u(!z.opts.NoTranspose)), interleave: uint32(b2u(!isHost(dev))),
+				lanes: uint32(z.lanes)})
 	}
 	m := 1 << dom.LogM
 	return EncodeSumRowsAt(b, dev, z.partials, out, outOff, up.threads*up.item/m, 12*m)
@@ -669,7 +671,7 @@ func (z *Zerocheck) EncodeRound(b *gpu.Batch, t *ZcTrace, tables *gpu.Array[uint
 		z.partials.Buffer,
 		zcRoundParams{logRows: uint32(logRows), stride: uint32(stride), nused: uint32(t.nused), nslots: uint32(t.nslots),
 			nregs: uint32(t.Prog.NumRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
-			nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), lanes: uint32(z.lanes)})
+			nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), interleave: uint32(b2u(!isHost(z.dev))), lanes: uint32(z.lanes)})
 	return EncodeSumRowsAt(b, z.dev, z.partials, out, outOff, rp.threads*z.lanes, 12*z.points)
 }
 

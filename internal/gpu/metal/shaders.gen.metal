@@ -3789,12 +3789,13 @@ kernel void rows_min_pairs(device const uint* in [[buffer(0)]],
 // program_lanes.h): the kernel bodies are templates, the kernels instantiate them with the
 // interpreter; a generated evaluator for one AIR gets its own two kernels from the same bodies.
 //
-// Scratch (slot values and registers of the evaluator): on the host device every thread owns a
-// contiguous region (its lanes' values side by side, [entry][lane]: the evaluator's working set stays
-// in the core's caches); on GPUs the threads are interleaved ([entry][thread]: neighbouring threads
-// touch neighbouring words). zc_region gives a region's first word; within it entry e of lane l is
-// at e·T + t + l (T = zc_T(G), t = zc_t(gid)). No barriers, no atomics: partial sums are per-thread
-// rows, added by sc_sum_rows (two passes, deterministic).
+// Scratch (slot values and registers of the evaluator), laid out as the launcher says
+// (interleave): on the host device every thread owns a contiguous region (its lanes' values side
+// by side, [entry][lane]: the evaluator's working set stays in the core's caches; interleave 0); on
+// GPUs the threads are interleaved ([entry][thread][lane]: neighbouring threads touch neighbouring
+// words; interleave 1). zc_region gives a region's first word; within it entry e of lane l is at
+// e·T + t + l (T = zc_T, t = zc_t). No barriers, no atomics: partial sums are per-thread rows,
+// added by sc_sum_rows (two passes, deterministic).
 #line 1 "shaders/include/program_lanes.h"
 // program_lanes.h - the constraint-program interpreter of program.h over lane vectors: every
 // instruction is decoded once for the MSL_LANES points of a work item (prelude.h, "Lanes") and
@@ -4169,19 +4170,19 @@ struct ProgCombineLanes {
 };
 
 #endif  // PROGRAM_LANES_H
-#line 28 "shaders/rap/zerocheck.metal"
+#line 29 "shaders/rap/zerocheck.metal"
 
 #define ZC_NONE 0xffffffffu
 #define ZC_MAX_N 32u  // largest block (l_skip ≤ 5): thread arrays of the coset DFTs
 
-// Interleave of the scratch arrays (see above).
-MSL_FN uint zc_T(uint G) { return MSL_LANES > 1u ? MSL_LANES : G; }
-MSL_FN uint zc_t(uint gid) { return MSL_LANES > 1u ? 0u : gid; }
+// Layout of the scratch arrays (see above): il is the launcher's interleave.
+MSL_FN uint zc_T(uint G, uint il) { return il != 0u ? G * MSL_LANES : MSL_LANES; }
+MSL_FN uint zc_t(uint gid, uint il) { return il != 0u ? gid * MSL_LANES : 0u; }
 
 // First word of lane group m (of groups per thread) of thread gid in an array of n entries per point.
-MSL_FN uint zc_region(uint n, uint m, uint gid, uint G, uint groups) {
-  if (MSL_LANES > 1u) return (gid * groups + m) * n * MSL_LANES;
-  return m * n * G;
+MSL_FN uint zc_region(uint n, uint m, uint gid, uint G, uint groups, uint il) {
+  if (il != 0u) return m * n * G * MSL_LANES;
+  return (gid * groups + m) * n * MSL_LANES;
 }
 
 MSL_FN uint zc_reverse_bits(uint i, uint bits) {
@@ -4342,6 +4343,7 @@ struct ZcUniParams {
   uint zero;          // zero this thread's partial rows first (the first slice of a trace)
   uint eq_off;        // Fp4 index of e(0) in eq
   uint wide;          // host, coset mode, N ≥ MSL_LANES: store the cosets through 16×16 transposes
+  uint interleave;    // scratch layout: 0 per-thread regions (host), 1 threads interleaved (GPUs)
   uint lanes;         // MSL_LANES the launcher assumed
 };
 
@@ -4350,6 +4352,7 @@ struct ZcUniParams {
 MSL_FN void zc_fill_points(uint u, constant ZcUniParams& p, device const uint* coefs, device const uint* deltas,
                            device const uint* srcmap, device const uint* tw, device const uint* lrow, device uint* slots,
                            uint gid, uint G) {
+  uint il = p.interleave;
   uint log_n = p.log_n;
   uint log_m = p.log_m;
   uint n = 1u << log_n;
@@ -4358,8 +4361,8 @@ MSL_FN void zc_fill_points(uint u, constant ZcUniParams& p, device const uint* c
   uint ncols = p.ncols;
   uint U = p.unit;
   uint points = p.slice_blocks << log_m;
-  uint T = zc_T(G);
-  device uint* region = slots + zc_region(p.nslots, 0u, gid, G, 1u) + zc_t(gid);
+  uint T = zc_T(G, il);
+  device uint* region = slots + zc_region(p.nslots, 0u, gid, G, 1u, il) + zc_t(gid, il);
   for (uint l = 0u; l < MSL_LANES; l++) {
     uint pp = u * U + l;
     if (pp >= points) break;
@@ -4395,6 +4398,7 @@ MSL_FN void zc_fill_points(uint u, constant ZcUniParams& p, device const uint* c
 MSL_FN void zc_fill_cosets_wide(uint u, constant ZcUniParams& p, device const uint* coefs, device const uint* deltas,
                                 device const uint* srcmap, device const uint* tw, device const uint* lrow,
                                 device uint* slots, uint gid, uint G) {
+  uint il = p.interleave;
   uint log_n = p.log_n;
   uint log_m = p.log_m;
   uint n = 1u << log_n;
@@ -4403,6 +4407,8 @@ MSL_FN void zc_fill_cosets_wide(uint u, constant ZcUniParams& p, device const ui
   uint ncols = p.ncols;
   uint nslots = p.nslots;
   uint groups = n / MSL_LANES;
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
   uint p0 = u << log_n;
   if (p0 >= (p.slice_blocks << log_m)) return;
   uint xl = p0 >> log_m;
@@ -4430,13 +4436,13 @@ MSL_FN void zc_fill_cosets_wide(uint u, constant ZcUniParams& p, device const ui
       uint sl = srcmap[2u * (c0 + c)];
       uint sr = srcmap[2u * (c0 + c) + 1u];
       for (uint m = 0u; m < groups; m++) {
-        device uint* dst = slots + zc_region(nslots, m, gid, G, groups);
+        device uint* dst = slots + zc_region(nslots, m, gid, G, groups, il) + t;
         lanes_uint loc = v[m * MSL_LANES + c];
-        if (sl != ZC_NONE) lanes_st_dev(dst + sl * MSL_LANES, loc);
+        if (sl != ZC_NONE) lanes_st_dev(dst + sl * T, loc);
         if (sr != ZC_NONE) {
           lanes_uint nxt = v[((m + 1u) % groups) * MSL_LANES + c];
           lanes_uint rot = __builtin_shufflevector(loc, nxt, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
-          lanes_st_dev(dst + sr * MSL_LANES, bb_add_lanes(rot, bb_mul_lanes(lanes_splat(lanes_get(delta, c)), lr[m])));
+          lanes_st_dev(dst + sr * T, bb_add_lanes(rot, bb_mul_lanes(lanes_splat(lanes_get(delta, c)), lr[m])));
         }
       }
     }
@@ -4453,6 +4459,7 @@ MSL_FN void zc_fill_cosets(uint u, constant ZcUniParams& p, device const uint* c
     return;
   }
 #endif
+  uint il = p.interleave;
   uint log_n = p.log_n;
   uint log_m = p.log_m;
   uint n = 1u << log_n;
@@ -4464,8 +4471,8 @@ MSL_FN void zc_fill_cosets(uint u, constant ZcUniParams& p, device const uint* c
   uint groups = U / MSL_LANES;
   uint per = U >> log_n;  // cosets per unit (1 when N ≥ MSL_LANES)
   uint points = p.slice_blocks << log_m;
-  uint T = zc_T(G);
-  uint t = zc_t(gid);
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
   for (uint c0 = 0u; c0 < ncols; c0 += MSL_LANES) {
     for (uint kc = 0u; kc < per; kc++) {
       uint p0 = u * U + (kc << log_n);
@@ -4487,7 +4494,7 @@ MSL_FN void zc_fill_cosets(uint u, constant ZcUniParams& p, device const uint* c
         uint dc = lanes_get(delta, c);
         for (uint b = 0u; b < n; b++) {
           uint j = (kc << log_n) + b;
-          device uint* dst = slots + zc_region(nslots, j / MSL_LANES, gid, G, groups) + t + j % MSL_LANES;
+          device uint* dst = slots + zc_region(nslots, j / MSL_LANES, gid, G, groups, il) + t + j % MSL_LANES;
           if (sl != ZC_NONE) dst[sl * T] = lanes_get(v[b], c);
           if (sr != ZC_NONE) {
             dst[sr * T] = bb_add(lanes_get(v[(b + 1u) & (n - 1u)], c), bb_mul(dc, lrow[g + cosets * b]));
@@ -4502,6 +4509,7 @@ MSL_FN void zc_fill_cosets(uint u, constant ZcUniParams& p, device const uint* c
 // [x = X−1]·sel[M + i], is_transition = 1 − is_last.
 MSL_FN void zc_fill_selectors(uint u, constant ZcUniParams& p, device const uint* sel, device uint* slots, uint gid,
                               uint G) {
+  uint il = p.interleave;
   uint sf = p.sel_first;
   uint sl = p.sel_last;
   uint st = p.sel_trans;
@@ -4514,8 +4522,8 @@ MSL_FN void zc_fill_selectors(uint u, constant ZcUniParams& p, device const uint
   uint U = p.unit;
   uint groups = U / MSL_LANES;
   uint points = p.slice_blocks << log_m;
-  uint T = zc_T(G);
-  uint t = zc_t(gid);
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
   for (uint j = 0u; j < U; j++) {
     uint pp = u * U + j;
     if (pp >= points) break;
@@ -4524,7 +4532,7 @@ MSL_FN void zc_fill_selectors(uint u, constant ZcUniParams& p, device const uint
     uint i = (q >> log_n) + cosets * (q & (n - 1u));
     uint first = x == 0u ? sel[i] : 0u;
     uint last = x == p.blocks - 1u ? sel[m + i] : 0u;
-    device uint* dst = slots + zc_region(p.nslots, j / MSL_LANES, gid, G, groups) + t + j % MSL_LANES;
+    device uint* dst = slots + zc_region(p.nslots, j / MSL_LANES, gid, G, groups, il) + t + j % MSL_LANES;
     if (sf != ZC_NONE) dst[sf * T] = first;
     if (sl != ZC_NONE) dst[sl * T] = last;
     if (st != ZC_NONE) dst[st * T] = bb_sub(BB_ONE, last);
@@ -4551,6 +4559,7 @@ MSL_FN void zc_uni_body(thread Eval& ev, device const uint* prog, device const u
                         device const uint* srcmap, device const uint* tw, device const uint* lrow,
                         device const uint* sel, device const uint* eq, device uint* slots, device uint* regs,
                         device uint* partials, constant ZcUniParams& p, uint gid, uint G) {
+  uint il = p.interleave;
   uint U = p.unit;
   uint W = p.item;
   uint per = W / U;
@@ -4558,12 +4567,12 @@ MSL_FN void zc_uni_body(thread Eval& ev, device const uint* prog, device const u
   uint log_m = p.log_m;
   uint points = p.slice_blocks << log_m;
   uint items = (points + W - 1u) / W;
-  uint T = zc_T(G);
-  uint t = zc_t(gid);
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
   if (p.zero != 0u) {
     for (uint k = 0u; k < 12u * W; k++) partials[12u * gid * W + k] = 0u;
   }
-  device uint* rbase = regs + zc_region(p.nregs, 0u, gid, G, 1u);
+  device uint* rbase = regs + zc_region(p.nregs, 0u, gid, G, 1u, il);
   bool has_den = p.has_den != 0u;
   bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
   for (uint it = gid; it < items; it += G) {
@@ -4579,7 +4588,7 @@ MSL_FN void zc_uni_body(thread Eval& ev, device const uint* prog, device const u
       for (uint m = 0u; m < groups; m++) {
         ProgCombineLanes c;
         c.start(kinds, weights, has_den ? den_const : bb4l_zero());
-        ev.base(prog, cp, slots + zc_region(p.nslots, m, gid, G, groups), rbase, t, T, c);
+        ev.base(prog, cp, slots + zc_region(p.nslots, m, gid, G, groups, il), rbase, t, T, c);
         c.finish();
         for (uint l = 0u; l < MSL_LANES; l++) {
           uint j = m * MSL_LANES + l;
@@ -4729,8 +4738,9 @@ struct ZcRoundParams {
   uint points;    // d + 1: evaluation points X = 1..d+1
   uint has_den;
   uint nout;
-  uint eq_off;    // Fp4 index of e'(0) in eq
-  uint lanes;     // MSL_LANES the launcher assumed
+  uint eq_off;      // Fp4 index of e'(0) in eq
+  uint interleave;  // scratch layout, as in ZcUniParams
+  uint lanes;       // MSL_LANES the launcher assumed
 };
 
 // For every pair y and X = 1..d+1 the used slots s (table τ; used[2k] = s, used[2k+1] = τ) take
@@ -4743,17 +4753,18 @@ MSL_FN void zc_round_body(thread Eval& ev, device const uint* prog, device const
                           device const uint* weights, device const uint* used, device const uint* tables,
                           device const uint* eq, device uint* slots, device uint* regs, device uint* partials,
                           constant ZcRoundParams& p, uint gid, uint G) {
+  uint il = p.interleave;
   uint pairs = 1u << (p.log_rows - 1u);
   uint stride = p.stride;
   uint nused = p.nused;
   uint npts = p.points;
   uint total = pairs * npts;
   uint units = (total + MSL_LANES - 1u) / MSL_LANES;
-  uint T = zc_T(G);
-  uint t = zc_t(gid);
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
   for (uint k = 0u; k < 12u * npts * MSL_LANES; k++) partials[12u * npts * MSL_LANES * gid + k] = 0u;
-  device uint* sbase = slots + zc_region(4u * p.nslots, 0u, gid, G, 1u);
-  device uint* rbase = regs + zc_region(4u * p.nregs, 0u, gid, G, 1u);
+  device uint* sbase = slots + zc_region(4u * p.nslots, 0u, gid, G, 1u, il);
+  device uint* rbase = regs + zc_region(4u * p.nregs, 0u, gid, G, 1u, il);
   bool has_den = p.has_den != 0u;
   bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
   for (uint u = gid; u < units; u += G) {
