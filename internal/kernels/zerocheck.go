@@ -49,6 +49,14 @@ import (
 // Fp4 table set is NumTables() columns of Fp4 (4 uints each) at a stride; tables are numbered by
 // the program's stored slots (ZcTrace.TableOf). Sums come out of sc_sum_rows at an offset of the
 // caller's result buffer.
+//
+// Evaluators. zc_uni_eval and zc_round_eval instantiate the kernel bodies zc_uni_body and
+// zc_round_body with ProgInterpreter (shaders/include/program_lanes.h: the bytecode interpreter).
+// An evaluator generated for one AIR (straight-line code for its program) is a struct with the same
+// two member templates, base and ext (memory layout, constants and emit calls as documented
+// there); it gets its own two kernels, each a copy of zc_uni_eval / zc_round_eval naming it instead
+// of ProgInterpreter, and EncodeUniRound / EncodeRound dispatch those kernels for traces of that
+// program (the buffers and parameters are the same).
 
 // ZcMaxLogN is the largest LogN (l_skip) the kernels take: their coset DFTs live in thread arrays
 // of 2^5 entries.
@@ -73,7 +81,7 @@ type ZcDomain struct {
 	Tw, LRow   *gpu.Array[uint32]
 }
 
-// NewZcDomain computes and uploads the tables (LogN ≤ ZcMaxLogN ≤ LogM ≤ 20).
+// NewZcDomain computes and uploads the tables (LogN ≤ ZcMaxLogN, LogN ≤ LogM ≤ 20).
 func NewZcDomain(dev *gpu.Device, logN, logM int) (*ZcDomain, error) {
 	if logN < 0 || logN > ZcMaxLogN || logM < logN || logM > 20 {
 		return nil, fmt.Errorf("kernels: ZcDomain: N = 2^%d, M = 2^%d", logN, logM)
