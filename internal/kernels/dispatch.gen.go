@@ -487,6 +487,7 @@ type zcUniParams struct {
 	x0          uint32
 	sliceBlocks uint32
 	unit        uint32
+	item        uint32
 	cosetMode   uint32
 	ncols       uint32
 	nslots      uint32
@@ -498,11 +499,13 @@ type zcUniParams struct {
 	nout        uint32
 	zero        uint32
 	eqOff       uint32
+	wide        uint32
+	interleave  uint32
 	lanes       uint32
 }
 
 func (v zcUniParams) arg() gpu.Arg {
-	return gpu.U32(v.logN, v.logM, v.blocks, v.x0, v.sliceBlocks, v.unit, v.cosetMode, v.ncols, v.nslots, v.nregs, v.selFirst, v.selLast, v.selTrans, v.hasDen, v.nout, v.zero, v.eqOff, v.lanes)
+	return gpu.U32(v.logN, v.logM, v.blocks, v.x0, v.sliceBlocks, v.unit, v.item, v.cosetMode, v.ncols, v.nslots, v.nregs, v.selFirst, v.selLast, v.selTrans, v.hasDen, v.nout, v.zero, v.eqOff, v.wide, v.interleave, v.lanes)
 }
 
 // zcBindParams is the value struct ZcBindParams of the shaders: uint fields in declaration order.
@@ -546,20 +549,21 @@ func (v zcBindSelParams) arg() gpu.Arg {
 
 // zcRoundParams is the value struct ZcRoundParams of the shaders: uint fields in declaration order.
 type zcRoundParams struct {
-	logRows uint32
-	stride  uint32
-	nused   uint32
-	nslots  uint32
-	nregs   uint32
-	points  uint32
-	hasDen  uint32
-	nout    uint32
-	eqOff   uint32
-	lanes   uint32
+	logRows    uint32
+	stride     uint32
+	nused      uint32
+	nslots     uint32
+	nregs      uint32
+	points     uint32
+	hasDen     uint32
+	nout       uint32
+	eqOff      uint32
+	interleave uint32
+	lanes      uint32
 }
 
 func (v zcRoundParams) arg() gpu.Arg {
-	return gpu.U32(v.logRows, v.stride, v.nused, v.nslots, v.nregs, v.points, v.hasDen, v.nout, v.eqOff, v.lanes)
+	return gpu.U32(v.logRows, v.stride, v.nused, v.nslots, v.nregs, v.points, v.hasDen, v.nout, v.eqOff, v.interleave, v.lanes)
 }
 
 // dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:21).
@@ -712,17 +716,17 @@ func dispatchScFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Bu
 	return enc.Dispatch("sc_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(fOut), gpu.Buf(wOut), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchScFold encodes kernel sc_fold (shaders/common/sumcheck.metal:223).
+// dispatchScFold encodes kernel sc_fold (shaders/common/sumcheck.metal:268).
 func dispatchScFold(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p scFoldParams) *gpu.Batch {
 	return enc.Dispatch("sc_fold", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:253).
+// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:306).
 func dispatchScSumRows(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumRowsParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_rows", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:296).
+// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:349).
 func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }
@@ -807,27 +811,27 @@ func dispatchRowsMinPairs(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, 
 	return enc.Dispatch("rows_min_pairs", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/rap/zerocheck.metal:99).
+// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/rap/zerocheck.metal:123).
 func dispatchZcCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams) *gpu.Batch {
 	return enc.Dispatch("zc_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()})
 }
 
-// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/rap/zerocheck.metal:352).
+// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/rap/zerocheck.metal:462).
 func dispatchZcUniEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/rap/zerocheck.metal:390).
+// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/rap/zerocheck.metal:500).
 func dispatchZcBindUni(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, w *gpu.Buffer, colmap *gpu.Buffer, tables *gpu.Buffer, p zcBindParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_uni", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(w), gpu.Buf(colmap), gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/rap/zerocheck.metal:446).
+// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/rap/zerocheck.metal:567).
 func dispatchZcBindSelectors(enc *gpu.Batch, groups, tpg gpu.Dim3, tables *gpu.Buffer, p zcBindSelParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_selectors", groups, tpg, []gpu.Arg{gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/rap/zerocheck.metal:536).
-func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, diffs *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
-	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(diffs), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
+// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/rap/zerocheck.metal:668).
+func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
+	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

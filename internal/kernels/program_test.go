@@ -23,7 +23,7 @@ func programAirs() []air.Air {
 	return append(out, keccakf.Air{})
 }
 
-func compileProgram(t *testing.T, a air.Air) (*constraints.Program, *air.VerifyingKey) {
+func compileProgram(t testing.TB, a air.Air) (*constraints.Program, *air.VerifyingKey) {
 	t.Helper()
 	var pre *air.PreprocessedVK
 	if a.Width().HasPreprocessed() {

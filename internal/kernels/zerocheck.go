@@ -49,6 +49,14 @@ import (
 // Fp4 table set is NumTables() columns of Fp4 (4 uints each) at a stride; tables are numbered by
 // the program's stored slots (ZcTrace.TableOf). Sums come out of sc_sum_rows at an offset of the
 // caller's result buffer.
+//
+// Evaluators. zc_uni_eval and zc_round_eval instantiate the kernel bodies zc_uni_body and
+// zc_round_body with ProgInterpreter (shaders/include/program_lanes.h: the bytecode interpreter).
+// An evaluator generated for one AIR (straight-line code for its program) is a struct with the same
+// two member templates, base and ext (memory layout, constants and emit calls as documented
+// there); it gets its own two kernels, each a copy of zc_uni_eval / zc_round_eval naming it instead
+// of ProgInterpreter, and EncodeUniRound / EncodeRound dispatch those kernels for traces of that
+// program (the buffers and parameters are the same).
 
 // ZcMaxLogN is the largest LogN (l_skip) the kernels take: their coset DFTs live in thread arrays
 // of 2^5 entries.
@@ -57,9 +65,10 @@ const ZcMaxLogN = 5
 // zcNone marks a slot or table that does not exist (ZC_NONE).
 const zcNone = ^uint32(0)
 
-// zcLanes is MSL_LANES on dev.
+// zcLanes is MSL_LANES on dev: the kernels of a host device (even one posing as a GPU in tests)
+// are compiled with lanes.
 func zcLanes(dev *gpu.Device) int {
-	if isHost(dev) {
+	if dev.Kind() == gpu.KindHost {
 		return 1 << hostLogLanes
 	}
 	return 1
@@ -72,7 +81,7 @@ type ZcDomain struct {
 	Tw, LRow   *gpu.Array[uint32]
 }
 
-// NewZcDomain computes and uploads the tables (LogN ≤ ZcMaxLogN ≤ LogM ≤ 20).
+// NewZcDomain computes and uploads the tables (LogN ≤ ZcMaxLogN, LogN ≤ LogM ≤ 20).
 func NewZcDomain(dev *gpu.Device, logN, logM int) (*ZcDomain, error) {
 	if logN < 0 || logN > ZcMaxLogN || logM < logN || logM > 20 {
 		return nil, fmt.Errorf("kernels: ZcDomain: N = 2^%d, M = 2^%d", logN, logM)
@@ -372,10 +381,16 @@ type ZcOptions struct {
 	// by coset DFTs (the host default).
 	PointMode bool
 	// UniThreads, RoundThreads: the threads of the round-0 and round dispatches (0: chosen per
-	// device). UniThreads is rounded up to a multiple of M/U.
+	// device). On GPUs UniThreads is rounded up to a multiple of M and of the group size.
 	UniThreads, RoundThreads int
 	// SliceBlocks: blocks per round-0 slice (a power of two; 0: chosen from ScratchBytes).
 	SliceBlocks int
+	// UnitItems: a thread's step is one unit, threads aligned so that G·U ≡ 0 mod M (the GPU plan),
+	// rather than whole blocks (the host plan).
+	UnitItems bool
+	// NoTranspose: the host's coset mode stores slot values one by one rather than through 16×16
+	// transposes (when N ≥ 16), to test that path.
+	NoTranspose bool
 	// ScratchBytes bounds each scratch buffer (0: 256 MiB).
 	ScratchBytes int
 }
@@ -392,13 +407,13 @@ type Zerocheck struct {
 	uni   map[*ZcTrace]zcUniPlan
 	round map[*ZcTrace]zcRoundPlan
 
-	slots, regs, diffs, partials, coefs, deltas *gpu.Array[uint32]
+	slots, regs, partials, coefs, deltas *gpu.Array[uint32]
 }
 
 // zcUniPlan is the round-0 dispatch of one trace.
 type zcUniPlan struct {
-	unit, threads, tpg, sliceBlocks int
-	coset                           bool
+	unit, item, threads, tpg, sliceBlocks int
+	coset                                 bool
 }
 
 // zcRoundPlan is the round dispatch of one trace.
@@ -418,7 +433,7 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 	budget := opts.ScratchBytes / 4 // words
 	n, m := 1<<dom.LogN, 1<<dom.LogM
 	L := z.lanes
-	var nSlots, nRegs, nDiffs, nPartials, nCoefs, nDeltas int
+	var nSlots, nRegs, nPartials, nCoefs, nDeltas int
 	for _, t := range traces {
 		if t.logN != dom.LogN || t.logM != dom.LogM {
 			return nil, fmt.Errorf("kernels: Zerocheck: trace built for another domain")
@@ -429,41 +444,54 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		if up.coset {
 			up.unit = max(n, L)
 		}
-		align := max(m/up.unit, 1) // G·U ≡ 0 mod M
 		x := t.Blocks()
-		units := (x*m + up.unit - 1) / up.unit
 		perThread := up.unit*t.nslots + L*t.Prog.NumRegs
-		if isHost(dev) {
+		align := 1
+		if isHost(dev) && !opts.UnitItems {
+			// A thread takes whole blocks (its partial rows cover every point class).
+			up.item = max(m, up.unit)
 			up.tpg = 1
-			up.threads = 8 * max(dev.Limits().ComputeUnits, 1)
+			up.threads = 16 * max(dev.Limits().ComputeUnits, 1)
 		} else {
-			up.tpg = groupSize(dev, "zc_uni_eval", gpuGroup)
-			align = max(align, up.tpg)
-			up.threads = min(budget/max(perThread, 1), units)
+			// One point per thread and step: G ≡ 0 mod M keeps each thread on one point class.
+			up.item = up.unit
+			up.tpg = 1
+			if !isHost(dev) {
+				up.tpg = groupSize(dev, "zc_uni_eval", gpuGroup)
+			}
+			align = max(m/up.unit, up.tpg)
+			up.threads = min(budget/max(perThread, 1), (x*m+up.item-1)/up.item)
 		}
 		if opts.UniThreads > 0 {
 			up.threads = opts.UniThreads
 		}
 		up.threads = max((up.threads+align-1)/align*align, align)
-		if up.threads%up.tpg != 0 {
+		if up.threads%up.tpg != 0 || up.threads*up.item%m != 0 {
 			return nil, fmt.Errorf("kernels: Zerocheck: %d threads in groups of %d", up.threads, up.tpg)
+		}
+		// Slices of the coefficient pre-pass: on the host small ones (a slice's coefficients are
+		// read back by the evaluation right after, from the caches); on GPUs as large as the
+		// budget allows.
+		coefBudget := budget
+		if isHost(dev) {
+			coefBudget = budget / 16
 		}
 		perBlock := (n + 1) * t.ncols
 		sb := 1
-		for sb < x && 2*sb*perBlock <= budget {
+		for sb < x && 2*sb*perBlock <= coefBudget {
 			sb *= 2
 		}
-		for sb < x && sb*m < up.unit {
+		for sb < x && sb*m < up.item {
 			sb *= 2
 		}
 		if opts.SliceBlocks > 0 {
-			sb = min(max(opts.SliceBlocks, (up.unit+m-1)/m), x)
+			sb = min(max(opts.SliceBlocks, (up.item+m-1)/m), x)
 		}
 		up.sliceBlocks = sb
 		z.uni[t] = up
 		nSlots = max(nSlots, up.threads*up.unit*t.nslots)
 		nRegs = max(nRegs, up.threads*L*t.Prog.NumRegs)
-		nPartials = max(nPartials, 12*up.threads*up.unit)
+		nPartials = max(nPartials, 12*up.threads*up.item)
 		nCoefs = max(nCoefs, sb*n*t.ncols)
 		nDeltas = max(nDeltas, sb*t.ncols)
 
@@ -472,14 +500,14 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 			continue
 		}
 		rp := zcRoundPlan{}
-		pairs := (x/2 + L - 1) / L
+		units := (x/2*points + L - 1) / L // the first round's (pair, X) lane groups
 		if isHost(dev) {
 			rp.tpg = 1
-			rp.threads = min(8*max(dev.Limits().ComputeUnits, 1), pairs)
+			rp.threads = min(8*max(dev.Limits().ComputeUnits, 1), units)
 		} else {
 			rp.tpg = groupSize(dev, "zc_round_eval", gpuGroup)
-			per := 4 * (t.nslots + t.nused + t.Prog.NumRegs)
-			rp.threads = min(budget/max(per, 1), pairs)
+			per := 4 * (t.nslots + t.Prog.NumRegs)
+			rp.threads = min(budget/max(per, 1), units)
 		}
 		if opts.RoundThreads > 0 {
 			rp.threads = opts.RoundThreads
@@ -487,7 +515,6 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		rp.threads = max((rp.threads+rp.tpg-1)/rp.tpg*rp.tpg, rp.tpg)
 		z.round[t] = rp
 		nSlots = max(nSlots, rp.threads*L*4*t.nslots)
-		nDiffs = max(nDiffs, rp.threads*L*4*t.nused)
 		nRegs = max(nRegs, rp.threads*L*4*t.Prog.NumRegs)
 		nPartials = max(nPartials, rp.threads*L*points*12)
 	}
@@ -506,7 +533,6 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 	}
 	z.slots = alloc("slots", nSlots)
 	z.regs = alloc("registers", nRegs)
-	z.diffs = alloc("differences", nDiffs)
 	z.partials = alloc("partials", nPartials)
 	z.coefs = alloc("coefficients", nCoefs)
 	z.deltas = alloc("deltas", nDeltas)
@@ -519,12 +545,12 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 
 // Close frees the scratch.
 func (z *Zerocheck) Close() {
-	for _, a := range []*gpu.Array[uint32]{z.slots, z.regs, z.diffs, z.partials, z.coefs, z.deltas} {
+	for _, a := range []*gpu.Array[uint32]{z.slots, z.regs, z.partials, z.coefs, z.deltas} {
 		if a != nil {
 			a.Free()
 		}
 	}
-	z.slots, z.regs, z.diffs, z.partials, z.coefs, z.deltas = nil, nil, nil, nil, nil, nil
+	z.slots, z.regs, z.partials, z.coefs, z.deltas = nil, nil, nil, nil, nil
 }
 
 // UniWidth is the number of uints EncodeUniRound writes: 12 per point class (Zc, Num, Den).
@@ -573,13 +599,14 @@ func (z *Zerocheck) EncodeUniRound(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[uint3
 			t.Prog.Kinds.Buffer, t.weights.Buffer, z.coefs.Buffer, z.deltas.Buffer, t.srcmap.Buffer, dom.Tw.Buffer,
 			dom.LRow.Buffer, t.sel.Buffer, eq.Buffer, z.slots.Buffer, z.regs.Buffer, z.partials.Buffer,
 			zcUniParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x), x0: uint32(x0),
-				sliceBlocks: uint32(sb), unit: uint32(up.unit), cosetMode: coset, ncols: uint32(t.ncols),
+				sliceBlocks: uint32(sb), unit: uint32(up.unit), item: uint32(up.item), cosetMode: coset, ncols: uint32(t.ncols),
 				nslots: uint32(t.nslots), nregs: uint32(t.Prog.NumRegs), selFirst: t.selSlots[0], selLast: t.selSlots[1],
 				selTrans: t.selSlots[2], hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: zero,
-				eqOff: uint32(eqOff), lanes: uint32(z.lanes)})
+				eqOff: uint32(eqOff), wide: uint32(b2u(!z.opts.NoTranspose)), interleave: uint32(b2u(!isHost(dev))),
+				lanes: uint32(z.lanes)})
 	}
 	m := 1 << dom.LogM
-	return EncodeSumRowsAt(b, dev, z.partials, out, outOff, up.threads*up.unit/m, 12*m)
+	return EncodeSumRowsAt(b, dev, z.partials, out, outOff, up.threads*up.item/m, 12*m)
 }
 
 // EncodeBindUni encodes BindUnivariate of trace t into tables (NumTables() tables of X Fp4 rows,
@@ -648,11 +675,11 @@ func (z *Zerocheck) EncodeRound(b *gpu.Batch, t *ZcTrace, tables *gpu.Array[uint
 		return err
 	}
 	dispatchZcRoundEval(b, gpu.D1(uint32(rp.threads/rp.tpg)), gpu.D1(uint32(rp.tpg)), t.Prog.Words.Buffer, t.cp.Buffer,
-		t.Prog.Kinds.Buffer, t.weights.Buffer, t.used.Buffer, tables.Buffer, eq.Buffer, z.slots.Buffer, z.diffs.Buffer,
-		z.regs.Buffer, z.partials.Buffer,
+		t.Prog.Kinds.Buffer, t.weights.Buffer, t.used.Buffer, tables.Buffer, eq.Buffer, z.slots.Buffer, z.regs.Buffer,
+		z.partials.Buffer,
 		zcRoundParams{logRows: uint32(logRows), stride: uint32(stride), nused: uint32(t.nused), nslots: uint32(t.nslots),
 			nregs: uint32(t.Prog.NumRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
-			nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), lanes: uint32(z.lanes)})
+			nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), interleave: uint32(b2u(!isHost(z.dev))), lanes: uint32(z.lanes)})
 	return EncodeSumRowsAt(b, z.dev, z.partials, out, outOff, rp.threads*z.lanes, 12*z.points)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/gpu"
 )
 
 // zcAirs are test AIRs covering every program shape: rotations and selectors (Fibonacci),
@@ -218,12 +219,28 @@ type zcDevice struct {
 
 func newZcDevice(t *testing.T, ref *zcRef, logM, points int, opts ZcOptions) *zcDevice {
 	t.Helper()
-	dom, err := NewZcDomain(testDev, ref.logN, logM)
+	return newZcDeviceOn(t, testDev, ref, logM, points, opts)
+}
+
+// upWords uploads w to dev for the test's duration.
+func upWords(t *testing.T, dev *gpu.Device, w []uint32) *gpu.Array[uint32] {
+	t.Helper()
+	a, err := gpu.UploadArray(dev, "test input", w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Free)
+	return a
+}
+
+func newZcDeviceOn(t *testing.T, dev *gpu.Device, ref *zcRef, logM, points int, opts ZcOptions) *zcDevice {
+	t.Helper()
+	dom, err := NewZcDomain(dev, ref.logN, logM)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(dom.Free)
-	prog, err := UploadProgram(testDev, "zerocheck test", ref.pg)
+	prog, err := UploadProgram(dev, "zerocheck test", ref.pg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,16 +253,16 @@ func newZcDevice(t *testing.T, ref *zcRef, logM, points int, opts ZcOptions) *zc
 			for i, v := range vals {
 				w[i] = uint32(v)
 			}
-			p.Values = uploadWords(t, "part", w)
+			p.Values = upWords(t, dev, w)
 		}
 		parts = append(parts, p)
 	}
-	tr, err := NewZcTrace(testDev, dom, ref.pg, prog, ref.logH, parts, ref.public, ref.w.Out, ref.w.DenConst)
+	tr, err := NewZcTrace(dev, dom, ref.pg, prog, ref.logH, parts, ref.public, ref.w.Out, ref.w.DenConst)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.Free)
-	zc, err := NewZerocheck(testDev, dom, points, []*ZcTrace{tr}, opts)
+	zc, err := NewZerocheck(dev, dom, points, []*ZcTrace{tr}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,9 +291,15 @@ func TestZerocheckUniMatchesGo(t *testing.T) {
 	cfgs := []cfg{
 		{2, 3, []int{0, 1, 2, 4}, ZcOptions{}},
 		{2, 3, []int{3, 5}, ZcOptions{PointMode: true}},
+		{2, 3, []int{0, 2, 5}, ZcOptions{PointMode: true, UnitItems: true}},
+		{4, 3, []int{3, 6}, ZcOptions{PointMode: true, UnitItems: true, UniThreads: 5, SliceBlocks: 2}},
+		{4, 3, []int{6}, ZcOptions{UnitItems: true, UniThreads: 3}},
+		{2, 2, []int{0, 4}, ZcOptions{UnitItems: true}},
 		{2, 2, []int{0, 3, 4}, ZcOptions{}}, // M = 8 < 16 lanes: units span blocks
 		{4, 3, []int{2, 4, 6}, ZcOptions{}},
 		{4, 3, []int{6}, ZcOptions{SliceBlocks: 1, UniThreads: 3}},
+		{4, 3, []int{0, 6}, ZcOptions{NoTranspose: true}},
+		{5, 3, []int{3, 7}, ZcOptions{NoTranspose: true, UniThreads: 2}},
 		{4, 3, []int{5}, ZcOptions{PointMode: true, SliceBlocks: 2, UniThreads: 5}},
 		{0, 3, []int{0, 3}, ZcOptions{}},
 		{1, 3, []int{0, 2}, ZcOptions{PointMode: true}},
@@ -512,5 +535,79 @@ func TestZerocheckCombineExtremes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestZerocheckGPUShapes runs round 0, BindUnivariate and a round on the host device posing as a
+// GPU (limits_test.go): the launchers take their GPU plans (one point per lane and step, threads
+// interleaved in the scratch, groups of the kernels' limits) and must still match the plain-Go
+// model.
+func TestZerocheckGPUShapes(t *testing.T) {
+	dev, lb := openLimited(t, map[string]int{"zc_uni_eval": 64, "zc_round_eval": 32})
+	r := rand.New(rand.NewPCG(81, 82))
+	for _, c := range []struct{ logN, d, logH int }{{2, 3, 5}, {2, 3, 1}, {4, 3, 6}, {2, 2, 4}} {
+		for _, a := range zcAirs() {
+			pg, _ := compileProgram(t, a)
+			t.Run(fmt.Sprintf("%s/n%d/h%d", a.Name(), c.logN, c.logH), func(t *testing.T) {
+				ref := newZcRef(r, pg, c.logN, c.logH)
+				lm := logM(c.logN, c.d)
+				dv := newZcDeviceOn(t, dev, ref, lm, c.d+1, ZcOptions{})
+				if up := dv.zc.uni[dv.trace]; up.coset || up.tpg != 64 {
+					t.Fatalf("round-0 plan %+v: want the GPU plan in groups of 64", up)
+				}
+				x := 1 << ref.nLift
+				e := make([]field.Fp4, x)
+				for i := range e {
+					e[i] = fieldrand.Fp4(r)
+				}
+				eq := upWords(t, dev, MontFp4Slice(e))
+				out := upWords(t, dev, make([]uint32, dv.zc.UniWidth()+dv.zc.RoundWidth()))
+				b := dev.Batch()
+				if err := dv.zc.EncodeUniRound(b, dv.trace, eq, 0, out, 0); err != nil {
+					t.Fatal(err)
+				}
+				w := make([]field.Fp4, 1<<c.logN)
+				for j := range w {
+					w[j] = fieldrand.Fp4(r)
+				}
+				tables := upWords(t, dev, make([]uint32, 4*dv.trace.NumTables()*x))
+				first, last, sum := ZcSelectorBind(c.logN, c.logH, w)
+				if err := dv.zc.EncodeBindUni(b, dv.trace, upWords(t, dev, ZcBindWeights(w)), first, last, sum, tables, x); err != nil {
+					t.Fatal(err)
+				}
+				if ref.nLift > 0 {
+					if err := dv.zc.EncodeRound(b, dv.trace, tables, x, ref.nLift, eq, 0, out, dv.zc.UniWidth()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				got, err := out.ReadAll()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := ref.uni(lm, e)
+				for q := 0; q < 1<<lm; q++ {
+					for k := 0; k < 3; k++ {
+						if g := Fp4OfMont(got[12*q+4*k:]); g != want[k][dv.dom.PointOf(q)] {
+							t.Fatalf("round 0: class %d sum %d = %v, want %v", q, k, g, want[k][dv.dom.PointOf(q)])
+						}
+					}
+				}
+				if ref.nLift == 0 {
+					return
+				}
+				bound := ref.bind(w)
+				rw := ref.round(bound, e[:x/2], c.d+1)
+				for xx := 0; xx <= c.d; xx++ {
+					for k := 0; k < 3; k++ {
+						if g := Fp4OfMont(got[dv.zc.UniWidth()+12*xx+4*k:]); g != rw[k][xx] {
+							t.Fatalf("round 1: X = %d sum %d = %v, want %v", xx+1, k, g, rw[k][xx])
+						}
+					}
+				}
+			})
+		}
+	}
+	if lb.largest["zc_uni_eval"] > 64 || lb.largest["zc_round_eval"] > 32 {
+		t.Errorf("groups above the kernels' limits: %v", lb.largest)
 	}
 }

@@ -112,60 +112,59 @@ MSL_FN bb4 bb4l_get(bb4l v, uint l) {
   return bb4_make(lanes_get(v[0], l), lanes_get(v[1], l), lanes_get(v[2], l), lanes_get(v[3], l));
 }
 
-// The value of operand o for the lanes at column t of T (base field).
+// The value of operand o for the lanes at column t of T (base field). Registers and slots differ
+// only in their base (selected, not branched on); constants and public values are broadcast.
 MSL_FN lanes_uint prog_operand_lanes(uint o, device const uint* regs, device const uint* slots, device const uint* cp,
                                      uint nconst, uint t, uint T) {
   uint idx = o & PROG_INDEX_MASK;
-  switch (o >> 30) {
-    case PROG_KIND_REG:
-      return lanes_ld_dev(regs + idx * T + t);
-    case PROG_KIND_SLOT:
-      return lanes_ld_dev(slots + idx * T + t);
-    case PROG_KIND_CONST:
-      return lanes_splat(cp[idx]);
-    default:
-      return lanes_splat(cp[nconst + idx]);
-  }
+  uint kind = o >> 30;
+  if (kind >= PROG_KIND_CONST) return lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]);
+  device const uint* base = kind == PROG_KIND_REG ? regs : slots;
+  return lanes_ld_dev(base + idx * T + t);
 }
 
 // The value of operand o for the lanes at column t of T (extension field, structure of arrays).
 MSL_FN bb4l prog_operand4_lanes(uint o, device const uint* regs, device const uint* slots, device const uint* cp,
                                 uint nconst, uint t, uint T) {
   uint idx = o & PROG_INDEX_MASK;
-  switch (o >> 30) {
-    case PROG_KIND_REG:
-      return bb4l_load(regs + 4u * idx * T + t, T);
-    case PROG_KIND_SLOT:
-      return bb4l_load(slots + 4u * idx * T + t, T);
-    case PROG_KIND_CONST:
-      return bb4l_lift(lanes_splat(cp[idx]));
-    default:
-      return bb4l_lift(lanes_splat(cp[nconst + idx]));
-  }
+  uint kind = o >> 30;
+  if (kind >= PROG_KIND_CONST) return bb4l_lift(lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]));
+  device const uint* base = kind == PROG_KIND_REG ? regs : slots;
+  return bb4l_load(base + 4u * idx * T + t, T);
 }
 
-// Runs the program for the lanes at column t of T over the base field.
+// Runs the program for the lanes at column t of T over the base field. (Negation reads constant 0
+// as a dummy second operand: cp always holds a word.)
 template <typename Emit>
 MSL_FN void prog_run_lanes(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
                            uint t, uint T, thread Emit& emit) {
   uint ncode = prog[2];
   uint nconst = prog[3];
-  for (uint i = 0u; i < ncode; i++) {
-    uint base = PROG_HEADER + 3u * i;
-    uint w0 = prog[base];
+  device const uint* code = prog + PROG_HEADER;
+  for (uint i = 0u; i < ncode; i++, code += 3) {
+    uint w0 = code[0];
     uint op = w0 >> 24;
     uint dst = w0 & 0xffffffu;
-    lanes_uint a = prog_operand_lanes(prog[base + 1u], regs, slots, cp, nconst, t, T);
+    lanes_uint a = prog_operand_lanes(code[1], regs, slots, cp, nconst, t, T);
     if (op == PROG_OP_EMIT) {
       emit.put(dst, a);
       continue;
     }
+    lanes_uint b = prog_operand_lanes(op == PROG_OP_NEG ? (PROG_KIND_CONST << 30) : code[2], regs, slots, cp, nconst, t, T);
     lanes_uint r;
-    if (op == PROG_OP_NEG) {
-      r = bb_neg_lanes(a);
-    } else {
-      lanes_uint b = prog_operand_lanes(prog[base + 2u], regs, slots, cp, nconst, t, T);
-      r = op == PROG_OP_ADD ? bb_add_lanes(a, b) : op == PROG_OP_SUB ? bb_sub_lanes(a, b) : bb_mul_lanes(a, b);
+    switch (op) {
+      case PROG_OP_ADD:
+        r = bb_add_lanes(a, b);
+        break;
+      case PROG_OP_SUB:
+        r = bb_sub_lanes(a, b);
+        break;
+      case PROG_OP_NEG:
+        r = bb_neg_lanes(a);
+        break;
+      default:
+        r = bb_mul_lanes(a, b);
+        break;
     }
     lanes_st_dev(regs + dst * T + t, r);
   }
@@ -177,12 +176,12 @@ MSL_FN void prog_run4_lanes(device const uint* prog, device const uint* cp, devi
                             uint t, uint T, thread Emit& emit) {
   uint ncode = prog[2];
   uint nconst = prog[3];
-  for (uint i = 0u; i < ncode; i++) {
-    uint base = PROG_HEADER + 3u * i;
-    uint w0 = prog[base];
+  device const uint* code = prog + PROG_HEADER;
+  for (uint i = 0u; i < ncode; i++, code += 3) {
+    uint w0 = code[0];
     uint op = w0 >> 24;
     uint dst = w0 & 0xffffffu;
-    bb4l a = prog_operand4_lanes(prog[base + 1u], regs, slots, cp, nconst, t, T);
+    bb4l a = prog_operand4_lanes(code[1], regs, slots, cp, nconst, t, T);
     if (op == PROG_OP_EMIT) {
       emit.put(dst, a);
       continue;
@@ -191,8 +190,18 @@ MSL_FN void prog_run4_lanes(device const uint* prog, device const uint* cp, devi
     if (op == PROG_OP_NEG) {
       r = bb4l_neg(a);
     } else {
-      bb4l b = prog_operand4_lanes(prog[base + 2u], regs, slots, cp, nconst, t, T);
-      r = op == PROG_OP_ADD ? bb4l_add(a, b) : op == PROG_OP_SUB ? bb4l_sub(a, b) : bb4l_mul(a, b);
+      bb4l b = prog_operand4_lanes(code[2], regs, slots, cp, nconst, t, T);
+      switch (op) {
+        case PROG_OP_ADD:
+          r = bb4l_add(a, b);
+          break;
+        case PROG_OP_SUB:
+          r = bb4l_sub(a, b);
+          break;
+        default:
+          r = bb4l_mul(a, b);
+          break;
+      }
     }
     bb4l_store(regs + 4u * dst * T + t, T, r);
   }

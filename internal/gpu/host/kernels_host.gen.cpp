@@ -2558,6 +2558,51 @@ MSL_KERNEL void msl_kernel_sc_fold_round_partials(MSL_DEVICE const uint* f      
   sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);
 }
 
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE && MSL_LANES == 16u
+// sc_fold's host path: a lane vector holds four Fp4 values side by side (their 16 words, as in
+// memory), so rows are loaded and stored whole. α·v for four values: coefficient c of α·v is
+// Σ_j α_j·v_{c−j} (times W when j > c), i.e. Σ_j A_j ⊙ rot_j(v), rot_j moving each value's
+// coefficients by j and A_j holding α_j or W·α_j per coefficient.
+MSL_FN lanes_uint sc_fp4_rot1(lanes_uint v) {
+  return __builtin_shufflevector(v, v, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14);
+}
+MSL_FN lanes_uint sc_fp4_rot2(lanes_uint v) {
+  return __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+}
+MSL_FN lanes_uint sc_fp4_rot3(lanes_uint v) {
+  return __builtin_shufflevector(v, v, 1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8, 13, 14, 15, 12);
+}
+
+// Rows 4k .. 4k+3 of every column (2^log_rows ≥ 4 rows after the fold): pairs (2y, 2y+1) are split
+// into even and odd values by two shuffles, folded, and stored as one vector.
+MSL_FN void sc_fold_host(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, uint log_rows, uint total, uint ss, uint ds,
+                         bb4 alpha, uint gid, uint stride) {
+  uint mask = (1u << log_rows) - 1u;
+  lanes_uint a[4];
+  for (uint j = 0u; j < 4u; j++) {
+    uint aw = bb_mul(alpha[j], BB4_W_MONT);
+    uint t[MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) t[l] = j <= l % 4u ? alpha[j] : aw;
+    a[j] = lanes_ld_th(t);
+  }
+  uint first = (gid & 3u) == 0u ? gid : total;
+  uint step = (stride + 3u) & ~3u;
+  for (uint i0 = first; i0 < total; i0 += step) {
+    uint c = i0 >> log_rows;
+    uint y = i0 & mask;
+    MSL_DEVICE const uint* s = src + 4u * (c * ss + 2u * y);
+    lanes_uint v0 = lanes_ld_dev(s);
+    lanes_uint v1 = lanes_ld_dev(s + MSL_LANES);
+    lanes_uint e = __builtin_shufflevector(v0, v1, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+    lanes_uint o = __builtin_shufflevector(v0, v1, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    lanes_uint d = bb_sub_lanes(o, e);
+    lanes_uint r = bb_add_lanes(bb_mul_lanes(a[0], d), bb_mul_lanes(a[1], sc_fp4_rot1(d)));
+    r = bb_add_lanes(r, bb_add_lanes(bb_mul_lanes(a[2], sc_fp4_rot2(d)), bb_mul_lanes(a[3], sc_fp4_rot3(d))));
+    lanes_st_dev(dst + 4u * (c * ds + y), bb_add_lanes(e, r));
+  }
+}
+#endif
+
 struct ScFoldParams {
   uint log_rows;    // log2 of the rows after the fold (the source has twice as many)
   uint cols;        // columns
@@ -2579,6 +2624,14 @@ MSL_KERNEL void msl_kernel_sc_fold(MSL_DEVICE const uint* src              ,
   uint ss = p.src_stride;
   uint ds = p.dst_stride;
   bb4 alpha = sc_alpha(p.a0, p.a1, p.a2, p.a3);
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE && MSL_LANES == 16u
+  if (log_rows >= 2u) {
+    // Host device: four rows per step as one lane vector (the scalar loop below is several times
+    // slower on a CPU).
+    sc_fold_host(src, dst, log_rows, total, ss, ds, alpha, gid, stride);
+    return;
+  }
+#endif
   for (uint i = gid; i < total; i += stride) {
     uint c = i >> log_rows;
     uint y = i & mask;
@@ -3730,18 +3783,20 @@ MSL_KERNEL void msl_kernel_rows_min_pairs(MSL_DEVICE const uint* in             
 //   zc_bind_uni      BindUnivariate: t(r0, x) = Σ_j w_j·t(ω^j, x) of every column and rotation.
 //   zc_bind_selectors  the same for the three selector columns (closed forms).
 //   zc_round_eval    rounds j ≥ 1: slot values t[2y] + X·(t[2y+1] − t[2y]) for X = 1..d+1, the
-//                    program over Fp4, the combination weighted by e'(y), summed per X.
+//                    program over Fp4, the combination weighted by e'(y), summed per X (lanes across
+//                    pairs and X, so the last rounds' few pairs still fill the lanes).
 //
 // The program runs through an evaluator given as a template parameter (ProgInterpreter of
 // program_lanes.h): the kernel bodies are templates, the kernels instantiate them with the
 // interpreter; a generated evaluator for one AIR gets its own two kernels from the same bodies.
 //
-// Scratch (slot values and registers of the evaluator): on the host device every thread owns a
-// contiguous region (its lanes' values side by side, [entry][lane]: the evaluator's working set stays
-// in the core's caches); on GPUs the threads are interleaved ([entry][thread]: neighbouring threads
-// touch neighbouring words). zc_region gives a region's first word; within it entry e of lane l is
-// at e·T + t + l (T = zc_T(G), t = zc_t(gid)). No barriers, no atomics: partial sums are per-thread
-// rows, added by sc_sum_rows (two passes, deterministic).
+// Scratch (slot values and registers of the evaluator), laid out as the launcher says
+// (interleave): on the host device every thread owns a contiguous region (its lanes' values side
+// by side, [entry][lane]: the evaluator's working set stays in the core's caches; interleave 0); on
+// GPUs the threads are interleaved ([entry][thread][lane]: neighbouring threads touch neighbouring
+// words; interleave 1). zc_region gives a region's first word; within it entry e of lane l is at
+// e·T + t + l (T = zc_T, t = zc_t). No barriers, no atomics: partial sums are per-thread rows,
+// added by sc_sum_rows (two passes, deterministic).
 #line 1 "shaders/include/program_lanes.h"
 // program_lanes.h - the constraint-program interpreter of program.h over lane vectors: every
 // instruction is decoded once for the MSL_LANES points of a work item (prelude.h, "Lanes") and
@@ -3857,60 +3912,59 @@ MSL_FN bb4 bb4l_get(bb4l v, uint l) {
   return bb4_make(lanes_get(v[0], l), lanes_get(v[1], l), lanes_get(v[2], l), lanes_get(v[3], l));
 }
 
-// The value of operand o for the lanes at column t of T (base field).
+// The value of operand o for the lanes at column t of T (base field). Registers and slots differ
+// only in their base (selected, not branched on); constants and public values are broadcast.
 MSL_FN lanes_uint prog_operand_lanes(uint o, MSL_DEVICE const uint* regs, MSL_DEVICE const uint* slots, MSL_DEVICE const uint* cp,
                                      uint nconst, uint t, uint T) {
   uint idx = o & PROG_INDEX_MASK;
-  switch (o >> 30) {
-    case PROG_KIND_REG:
-      return lanes_ld_dev(regs + idx * T + t);
-    case PROG_KIND_SLOT:
-      return lanes_ld_dev(slots + idx * T + t);
-    case PROG_KIND_CONST:
-      return lanes_splat(cp[idx]);
-    default:
-      return lanes_splat(cp[nconst + idx]);
-  }
+  uint kind = o >> 30;
+  if (kind >= PROG_KIND_CONST) return lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]);
+  MSL_DEVICE const uint* base = kind == PROG_KIND_REG ? regs : slots;
+  return lanes_ld_dev(base + idx * T + t);
 }
 
 // The value of operand o for the lanes at column t of T (extension field, structure of arrays).
 MSL_FN bb4l prog_operand4_lanes(uint o, MSL_DEVICE const uint* regs, MSL_DEVICE const uint* slots, MSL_DEVICE const uint* cp,
                                 uint nconst, uint t, uint T) {
   uint idx = o & PROG_INDEX_MASK;
-  switch (o >> 30) {
-    case PROG_KIND_REG:
-      return bb4l_load(regs + 4u * idx * T + t, T);
-    case PROG_KIND_SLOT:
-      return bb4l_load(slots + 4u * idx * T + t, T);
-    case PROG_KIND_CONST:
-      return bb4l_lift(lanes_splat(cp[idx]));
-    default:
-      return bb4l_lift(lanes_splat(cp[nconst + idx]));
-  }
+  uint kind = o >> 30;
+  if (kind >= PROG_KIND_CONST) return bb4l_lift(lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]));
+  MSL_DEVICE const uint* base = kind == PROG_KIND_REG ? regs : slots;
+  return bb4l_load(base + 4u * idx * T + t, T);
 }
 
-// Runs the program for the lanes at column t of T over the base field.
+// Runs the program for the lanes at column t of T over the base field. (Negation reads constant 0
+// as a dummy second operand: cp always holds a word.)
 template <typename Emit>
 MSL_FN void prog_run_lanes(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
                            uint t, uint T, MSL_THREAD Emit& emit) {
   uint ncode = prog[2];
   uint nconst = prog[3];
-  for (uint i = 0u; i < ncode; i++) {
-    uint base = PROG_HEADER + 3u * i;
-    uint w0 = prog[base];
+  MSL_DEVICE const uint* code = prog + PROG_HEADER;
+  for (uint i = 0u; i < ncode; i++, code += 3) {
+    uint w0 = code[0];
     uint op = w0 >> 24;
     uint dst = w0 & 0xffffffu;
-    lanes_uint a = prog_operand_lanes(prog[base + 1u], regs, slots, cp, nconst, t, T);
+    lanes_uint a = prog_operand_lanes(code[1], regs, slots, cp, nconst, t, T);
     if (op == PROG_OP_EMIT) {
       emit.put(dst, a);
       continue;
     }
+    lanes_uint b = prog_operand_lanes(op == PROG_OP_NEG ? (PROG_KIND_CONST << 30) : code[2], regs, slots, cp, nconst, t, T);
     lanes_uint r;
-    if (op == PROG_OP_NEG) {
-      r = bb_neg_lanes(a);
-    } else {
-      lanes_uint b = prog_operand_lanes(prog[base + 2u], regs, slots, cp, nconst, t, T);
-      r = op == PROG_OP_ADD ? bb_add_lanes(a, b) : op == PROG_OP_SUB ? bb_sub_lanes(a, b) : bb_mul_lanes(a, b);
+    switch (op) {
+      case PROG_OP_ADD:
+        r = bb_add_lanes(a, b);
+        break;
+      case PROG_OP_SUB:
+        r = bb_sub_lanes(a, b);
+        break;
+      case PROG_OP_NEG:
+        r = bb_neg_lanes(a);
+        break;
+      default:
+        r = bb_mul_lanes(a, b);
+        break;
     }
     lanes_st_dev(regs + dst * T + t, r);
   }
@@ -3922,12 +3976,12 @@ MSL_FN void prog_run4_lanes(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* 
                             uint t, uint T, MSL_THREAD Emit& emit) {
   uint ncode = prog[2];
   uint nconst = prog[3];
-  for (uint i = 0u; i < ncode; i++) {
-    uint base = PROG_HEADER + 3u * i;
-    uint w0 = prog[base];
+  MSL_DEVICE const uint* code = prog + PROG_HEADER;
+  for (uint i = 0u; i < ncode; i++, code += 3) {
+    uint w0 = code[0];
     uint op = w0 >> 24;
     uint dst = w0 & 0xffffffu;
-    bb4l a = prog_operand4_lanes(prog[base + 1u], regs, slots, cp, nconst, t, T);
+    bb4l a = prog_operand4_lanes(code[1], regs, slots, cp, nconst, t, T);
     if (op == PROG_OP_EMIT) {
       emit.put(dst, a);
       continue;
@@ -3936,8 +3990,18 @@ MSL_FN void prog_run4_lanes(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* 
     if (op == PROG_OP_NEG) {
       r = bb4l_neg(a);
     } else {
-      bb4l b = prog_operand4_lanes(prog[base + 2u], regs, slots, cp, nconst, t, T);
-      r = op == PROG_OP_ADD ? bb4l_add(a, b) : op == PROG_OP_SUB ? bb4l_sub(a, b) : bb4l_mul(a, b);
+      bb4l b = prog_operand4_lanes(code[2], regs, slots, cp, nconst, t, T);
+      switch (op) {
+        case PROG_OP_ADD:
+          r = bb4l_add(a, b);
+          break;
+        case PROG_OP_SUB:
+          r = bb4l_sub(a, b);
+          break;
+        default:
+          r = bb4l_mul(a, b);
+          break;
+      }
     }
     bb4l_store(regs + 4u * dst * T + t, T, r);
   }
@@ -4107,19 +4171,19 @@ struct ProgCombineLanes {
 };
 
 #endif  // PROGRAM_LANES_H
-#line 27 "shaders/rap/zerocheck.metal"
+#line 29 "shaders/rap/zerocheck.metal"
 
 #define ZC_NONE 0xffffffffu
 #define ZC_MAX_N 32u  // largest block (l_skip ≤ 5): thread arrays of the coset DFTs
 
-// Interleave of the scratch arrays (see above).
-MSL_FN uint zc_T(uint G) { return MSL_LANES > 1u ? MSL_LANES : G; }
-MSL_FN uint zc_t(uint gid) { return MSL_LANES > 1u ? 0u : gid; }
+// Layout of the scratch arrays (see above): il is the launcher's interleave.
+MSL_FN uint zc_T(uint G, uint il) { return il != 0u ? G * MSL_LANES : MSL_LANES; }
+MSL_FN uint zc_t(uint gid, uint il) { return il != 0u ? gid * MSL_LANES : 0u; }
 
 // First word of lane group m (of groups per thread) of thread gid in an array of n entries per point.
-MSL_FN uint zc_region(uint n, uint m, uint gid, uint G, uint groups) {
-  if (MSL_LANES > 1u) return (gid * groups + m) * n * MSL_LANES;
-  return m * n * G;
+MSL_FN uint zc_region(uint n, uint m, uint gid, uint G, uint groups, uint il) {
+  if (il != 0u) return m * n * G * MSL_LANES;
+  return (gid * groups + m) * n * MSL_LANES;
 }
 
 MSL_FN uint zc_reverse_bits(uint i, uint bits) {
@@ -4159,6 +4223,27 @@ MSL_FN void zc_dft(MSL_THREAD lanes_uint* v, uint logn, MSL_DEVICE const uint* t
   }
 }
 
+// Whether zc_load_rows can load n consecutive rows of every lane: host device, 16 lanes, n a
+// multiple of 16 (the rows of a block lie side by side when h ≥ N).
+MSL_FN bool zc_rows_by_vectors(uint n, uint h) {
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE && MSL_LANES == 16u
+  return n >= 16u && n % 16u == 0u && h >= n;
+#else
+  return false;
+#endif
+}
+
+// v[j] (j < n), lane l = p[offs[l] + j]: n consecutive words of each lane's run, loaded 16 at a
+// time and transposed 16×16 (zc_rows_by_vectors must hold; the runs must not wrap).
+MSL_FN void zc_load_rows(MSL_THREAD lanes_uint* v, MSL_DEVICE const uint* p, MSL_THREAD const uint* offs, uint n) {
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE && MSL_LANES == 16u
+  for (uint m = 0u; m < n; m += 16u) {
+    for (uint l = 0u; l < 16u; l++) v[m + l] = lanes_ld_dev(p + offs[l] + m);
+    lanes_transpose(v + m);
+  }
+#endif
+}
+
 // ------------------------------------------------------------------------------------------------
 // Round 0, pre-pass.
 
@@ -4179,7 +4264,8 @@ struct ZcCoeffsParams {
 // part_cols[s]): coefs[(xl·N + k)·ncols + s] = c_k, the coefficients of the block's interpolant
 // over the N-th roots of unity (Montgomery), and deltas[xl·ncols + s] = v_next − v_first (the first
 // value of the next block, cyclically, minus the block's first). Block rows are x·N + j mod h.
-// Padding columns (c ≥ count, up to the next multiple of MSL_LANES) get zeros.
+// Padding columns (c ≥ count, up to the next multiple of MSL_LANES) get unspecified values (no slot
+// reads them).
 MSL_KERNEL void msl_kernel_zc_coeffs(MSL_DEVICE const uint* values              ,
                       MSL_DEVICE const uint* part_cols              ,
                       MSL_DEVICE const uint* tw              ,
@@ -4214,10 +4300,15 @@ MSL_KERNEL void msl_kernel_zc_coeffs(MSL_DEVICE const uint* values              
     }
     lanes_uint v[ZC_MAX_N];
     uint tmp[MSL_LANES];
-    for (uint j = 0u; j < n; j++) {
-      uint row = ((x << log_n) + j) & hmask;
-      for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + row] : 0u;
-      v[j] = lanes_ld_th(tmp);
+    if (zc_rows_by_vectors(n, hmask + 1u)) {
+      for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = (live[l] ? base[l] : base[0]) + (x << log_n);
+      zc_load_rows(v, values, tmp, n);
+    } else {
+      for (uint j = 0u; j < n; j++) {
+        uint row = ((x << log_n) + j) & hmask;
+        for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + row] : 0u;
+        v[j] = lanes_ld_th(tmp);
+      }
     }
     uint next = ((x + 1u) << log_n) & hmask;
     for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + next] : 0u;
@@ -4239,7 +4330,8 @@ struct ZcUniParams {
   uint blocks;        // X: blocks of the lifted trace
   uint x0;            // first block of this slice
   uint slice_blocks;  // blocks of the slice (coefs and deltas hold them from block 0)
-  uint unit;          // U: points per work unit (a multiple of MSL_LANES; G·U ≡ 0 mod M)
+  uint unit;          // U: points per work unit (one fill of the slot scratch; a multiple of MSL_LANES)
+  uint item;          // W: points per step of a thread (a multiple of U; G·W ≡ 0 mod M)
   uint coset_mode;    // 1: per-coset DFTs, lanes across columns (U = max(N, MSL_LANES)); 0: one point per lane (U = MSL_LANES)
   uint ncols;         // row length of coefs and deltas (a multiple of MSL_LANES)
   uint nslots;        // the program's slots (scratch entries per point)
@@ -4251,6 +4343,8 @@ struct ZcUniParams {
   uint nout;          // outputs of the program
   uint zero;          // zero this thread's partial rows first (the first slice of a trace)
   uint eq_off;        // Fp4 index of e(0) in eq
+  uint wide;          // host, coset mode, N ≥ MSL_LANES: store the cosets through 16×16 transposes
+  uint interleave;    // scratch layout: 0 per-thread regions (host), 1 threads interleaved (GPUs)
   uint lanes;         // MSL_LANES the launcher assumed
 };
 
@@ -4259,6 +4353,7 @@ struct ZcUniParams {
 MSL_FN void zc_fill_points(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas,
                            MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow, MSL_DEVICE uint* slots,
                            uint gid, uint G) {
+  uint il = p.interleave;
   uint log_n = p.log_n;
   uint log_m = p.log_m;
   uint n = 1u << log_n;
@@ -4267,8 +4362,8 @@ MSL_FN void zc_fill_points(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const
   uint ncols = p.ncols;
   uint U = p.unit;
   uint points = p.slice_blocks << log_m;
-  uint T = zc_T(G);
-  MSL_DEVICE uint* region = slots + zc_region(p.nslots, 0u, gid, G, 1u) + zc_t(gid);
+  uint T = zc_T(G, il);
+  MSL_DEVICE uint* region = slots + zc_region(p.nslots, 0u, gid, G, 1u, il) + zc_t(gid, il);
   for (uint l = 0u; l < MSL_LANES; l++) {
     uint pp = u * U + l;
     if (pp >= points) break;
@@ -4297,9 +4392,75 @@ MSL_FN void zc_fill_points(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const
 // The slot values of the U points of unit u by cosets of the N-th roots of unity: the points
 // ω_M^{g + (M/N)·b}, b < N, of coset g are the DFT of the twisted coefficients c_k·ω_M^{gk} (lanes
 // across MSL_LANES source columns); the rotation is the same coset at b + 1 plus δ·L_{N−1}.
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE
+// zc_fill_cosets on the host for N a multiple of MSL_LANES (one coset per unit): the DFT outputs
+// (vectors across 16 columns, one per b) are transposed 16×16 into vectors across b (one per
+// column) and stored whole; the rotation is the same vector moved by one lane.
+MSL_FN void zc_fill_cosets_wide(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas,
+                                MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow,
+                                MSL_DEVICE uint* slots, uint gid, uint G) {
+  uint il = p.interleave;
+  uint log_n = p.log_n;
+  uint log_m = p.log_m;
+  uint n = 1u << log_n;
+  uint mmask = (1u << log_m) - 1u;
+  uint cosets = 1u << (log_m - log_n);
+  uint ncols = p.ncols;
+  uint nslots = p.nslots;
+  uint groups = n / MSL_LANES;
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
+  uint p0 = u << log_n;
+  if (p0 >= (p.slice_blocks << log_m)) return;
+  uint xl = p0 >> log_m;
+  uint g = (p0 & mmask) >> log_n;
+  lanes_uint lr[ZC_MAX_N / MSL_LANES];
+  for (uint m = 0u; m < groups; m++) {
+    uint tmp[MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = lrow[g + cosets * (m * MSL_LANES + l)];
+    lr[m] = lanes_ld_th(tmp);
+  }
+  for (uint c0 = 0u; c0 < ncols; c0 += MSL_LANES) {
+    bool any = false;
+    for (uint c = 0u; c < 2u * MSL_LANES; c++) any = any || srcmap[2u * c0 + c] != ZC_NONE;
+    if (!any) continue;
+    lanes_uint v[ZC_MAX_N];
+    MSL_DEVICE const uint* crow = coefs + (xl << log_n) * ncols + c0;
+    for (uint k = 0u; k < n; k++) {
+      lanes_uint ck = lanes_ld_dev(crow + k * ncols);
+      v[k] = g != 0u ? bb_mul_lanes(ck, lanes_splat(tw[(g * k) & mmask])) : ck;
+    }
+    zc_dft(v, log_n, tw, mmask, cosets, false);
+    lanes_uint delta = lanes_ld_dev(deltas + xl * ncols + c0);
+    for (uint m = 0u; m < groups; m++) lanes_transpose(v + m * MSL_LANES);
+    for (uint c = 0u; c < MSL_LANES; c++) {
+      uint sl = srcmap[2u * (c0 + c)];
+      uint sr = srcmap[2u * (c0 + c) + 1u];
+      for (uint m = 0u; m < groups; m++) {
+        MSL_DEVICE uint* dst = slots + zc_region(nslots, m, gid, G, groups, il) + t;
+        lanes_uint loc = v[m * MSL_LANES + c];
+        if (sl != ZC_NONE) lanes_st_dev(dst + sl * T, loc);
+        if (sr != ZC_NONE) {
+          lanes_uint nxt = v[((m + 1u) % groups) * MSL_LANES + c];
+          lanes_uint rot = __builtin_shufflevector(loc, nxt, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+          lanes_st_dev(dst + sr * T, bb_add_lanes(rot, bb_mul_lanes(lanes_splat(lanes_get(delta, c)), lr[m])));
+        }
+      }
+    }
+  }
+}
+#endif
+
 MSL_FN void zc_fill_cosets(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas,
                            MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow, MSL_DEVICE uint* slots,
                            uint gid, uint G) {
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE
+  if (p.log_n >= MSL_LOG_LANES && p.wide != 0u) {
+    zc_fill_cosets_wide(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
+    return;
+  }
+#endif
+  uint il = p.interleave;
   uint log_n = p.log_n;
   uint log_m = p.log_m;
   uint n = 1u << log_n;
@@ -4311,8 +4472,8 @@ MSL_FN void zc_fill_cosets(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const
   uint groups = U / MSL_LANES;
   uint per = U >> log_n;  // cosets per unit (1 when N ≥ MSL_LANES)
   uint points = p.slice_blocks << log_m;
-  uint T = zc_T(G);
-  uint t = zc_t(gid);
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
   for (uint c0 = 0u; c0 < ncols; c0 += MSL_LANES) {
     for (uint kc = 0u; kc < per; kc++) {
       uint p0 = u * U + (kc << log_n);
@@ -4334,7 +4495,7 @@ MSL_FN void zc_fill_cosets(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const
         uint dc = lanes_get(delta, c);
         for (uint b = 0u; b < n; b++) {
           uint j = (kc << log_n) + b;
-          MSL_DEVICE uint* dst = slots + zc_region(nslots, j / MSL_LANES, gid, G, groups) + t + j % MSL_LANES;
+          MSL_DEVICE uint* dst = slots + zc_region(nslots, j / MSL_LANES, gid, G, groups, il) + t + j % MSL_LANES;
           if (sl != ZC_NONE) dst[sl * T] = lanes_get(v[b], c);
           if (sr != ZC_NONE) {
             dst[sr * T] = bb_add(lanes_get(v[(b + 1u) & (n - 1u)], c), bb_mul(dc, lrow[g + cosets * b]));
@@ -4349,6 +4510,7 @@ MSL_FN void zc_fill_cosets(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const
 // [x = X−1]·sel[M + i], is_transition = 1 − is_last.
 MSL_FN void zc_fill_selectors(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const uint* sel, MSL_DEVICE uint* slots, uint gid,
                               uint G) {
+  uint il = p.interleave;
   uint sf = p.sel_first;
   uint sl = p.sel_last;
   uint st = p.sel_trans;
@@ -4361,8 +4523,8 @@ MSL_FN void zc_fill_selectors(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE co
   uint U = p.unit;
   uint groups = U / MSL_LANES;
   uint points = p.slice_blocks << log_m;
-  uint T = zc_T(G);
-  uint t = zc_t(gid);
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
   for (uint j = 0u; j < U; j++) {
     uint pp = u * U + j;
     if (pp >= points) break;
@@ -4371,7 +4533,7 @@ MSL_FN void zc_fill_selectors(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE co
     uint i = (q >> log_n) + cosets * (q & (n - 1u));
     uint first = x == 0u ? sel[i] : 0u;
     uint last = x == p.blocks - 1u ? sel[m + i] : 0u;
-    MSL_DEVICE uint* dst = slots + zc_region(p.nslots, j / MSL_LANES, gid, G, groups) + t + j % MSL_LANES;
+    MSL_DEVICE uint* dst = slots + zc_region(p.nslots, j / MSL_LANES, gid, G, groups, il) + t + j % MSL_LANES;
     if (sf != ZC_NONE) dst[sf * T] = first;
     if (sl != ZC_NONE) dst[sl * T] = last;
     if (st != ZC_NONE) dst[st * T] = bb_sub(BB_ONE, last);
@@ -4386,46 +4548,56 @@ MSL_FN void zc_accumulate(MSL_DEVICE uint* partials, uint row, bb4 e, bb4 zc, bb
   bb4_store(pr, 2u, bb4_add(bb4_load(pr, 2u), bb4_mul(e, den)));
 }
 
-// Round 0 over the slice (the kernel checks p.lanes): for every point (x, i) (x = x0 + pp / M, in-block index q = pp mod M =
-// g·N + b, i = g + (M/N)·b), e(x)·(Zc, Num, Den)(x, i) is added to partial row gid·U + j (j: the
-// point's index in its unit), so that rows ≡ q (mod M) hold point class q (G·U ≡ 0 mod M).
+// Round 0 over the slice (the kernel checks p.lanes). Points pp < slice_blocks·M (block x = x0 +
+// pp / M, in-block index q = pp mod M = g·N + b, point i = g + (M/N)·b) are taken in items of W
+// points (a thread's step of the grid-stride loop; W = max(M, U) on the host, so that a thread
+// works through one block's cosets with the block's coefficients in its caches), each in units
+// of U points (one fill of the slot scratch). e(x)·(Zc, Num, Den)(x, i) is added to partial row
+// gid·W + (pp mod W): as G·W ≡ 0 (mod M), rows ≡ q (mod M) hold point class q.
 template <typename Eval>
 MSL_FN void zc_uni_body(MSL_THREAD Eval& ev, MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* kinds,
                         MSL_DEVICE const uint* weights, MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas,
                         MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow,
                         MSL_DEVICE const uint* sel, MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs,
                         MSL_DEVICE uint* partials, MSL_CONSTANT ZcUniParams& p, uint gid, uint G) {
+  uint il = p.interleave;
   uint U = p.unit;
+  uint W = p.item;
+  uint per = W / U;
   uint groups = U / MSL_LANES;
   uint log_m = p.log_m;
   uint points = p.slice_blocks << log_m;
-  uint units = (points + U - 1u) / U;
-  uint T = zc_T(G);
-  uint t = zc_t(gid);
+  uint items = (points + W - 1u) / W;
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
   if (p.zero != 0u) {
-    for (uint k = 0u; k < 12u * U; k++) partials[12u * gid * U + k] = 0u;
+    for (uint k = 0u; k < 12u * W; k++) partials[12u * gid * W + k] = 0u;
   }
-  MSL_DEVICE uint* rbase = regs + zc_region(p.nregs, 0u, gid, G, 1u);
+  MSL_DEVICE uint* rbase = regs + zc_region(p.nregs, 0u, gid, G, 1u, il);
   bool has_den = p.has_den != 0u;
   bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
-  for (uint u = gid; u < units; u += G) {
-    if (p.coset_mode != 0u) {
-      zc_fill_cosets(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
-    } else {
-      zc_fill_points(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
-    }
-    zc_fill_selectors(u, p, sel, slots, gid, G);
-    for (uint m = 0u; m < groups; m++) {
-      ProgCombineLanes c;
-      c.start(kinds, weights, has_den ? den_const : bb4l_zero());
-      ev.base(prog, cp, slots + zc_region(p.nslots, m, gid, G, groups), rbase, t, T, c);
-      c.finish();
-      for (uint l = 0u; l < MSL_LANES; l++) {
-        uint j = m * MSL_LANES + l;
-        uint pp = u * U + j;
-        if (pp >= points) break;
-        bb4 e = bb4_load(eq, p.eq_off + p.x0 + (pp >> log_m));
-        zc_accumulate(partials, gid * U + j, e, bb4l_get(c.zc, l), bb4l_get(c.num, l), bb4l_get(c.den, l));
+  for (uint it = gid; it < items; it += G) {
+    for (uint su = 0u; su < per; su++) {
+      uint u = it * per + su;
+      if (u * U >= points) break;
+      if (p.coset_mode != 0u) {
+        zc_fill_cosets(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
+      } else {
+        zc_fill_points(u, p, coefs, deltas, srcmap, tw, lrow, slots, gid, G);
+      }
+      zc_fill_selectors(u, p, sel, slots, gid, G);
+      for (uint m = 0u; m < groups; m++) {
+        ProgCombineLanes c;
+        c.start(kinds, weights, has_den ? den_const : bb4l_zero());
+        ev.base(prog, cp, slots + zc_region(p.nslots, m, gid, G, groups, il), rbase, t, T, c);
+        c.finish();
+        for (uint l = 0u; l < MSL_LANES; l++) {
+          uint j = m * MSL_LANES + l;
+          uint pp = u * U + j;
+          if (pp >= points) break;
+          bb4 e = bb4_load(eq, p.eq_off + p.x0 + (pp >> log_m));
+          zc_accumulate(partials, gid * W + su * U + j, e, bb4l_get(c.zc, l), bb4l_get(c.num, l), bb4l_get(c.den, l));
+        }
       }
     }
   }
@@ -4496,12 +4668,23 @@ MSL_KERNEL void msl_kernel_zc_bind_uni(MSL_DEVICE const uint* values            
     bb4l accl = bb4l_zero();
     bb4l accr = bb4l_zero();
     uint tmp[MSL_LANES];
+    bool by_vectors = zc_rows_by_vectors(n, hmask + 1u);
+    lanes_uint rows[ZC_MAX_N];
+    if (by_vectors) {
+      for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = min(x0 + l, X - 1u) << log_n;
+      zc_load_rows(rows, col, tmp, n);
+    }
     for (uint j = 0u; j <= n; j++) {
-      for (uint l = 0u; l < MSL_LANES; l++) {
-        uint x = min(x0 + l, X - 1u);
-        tmp[l] = col[((x << log_n) + j) & hmask];
+      lanes_uint v;
+      if (by_vectors && j < n) {
+        v = rows[j];
+      } else {
+        for (uint l = 0u; l < MSL_LANES; l++) {
+          uint x = min(x0 + l, X - 1u);
+          tmp[l] = col[((x << log_n) + j) & hmask];
+        }
+        v = lanes_ld_th(tmp);
       }
-      lanes_uint v = lanes_ld_th(tmp);
       if (j < n) accl = bb4l_add(accl, bb4l_scale(bb4_load(w, j), v));
       if (j > 0u && tr != ZC_NONE) accr = bb4l_add(accr, bb4l_scale(bb4_load(w, j - 1u), v));
     }
@@ -4556,62 +4739,73 @@ struct ZcRoundParams {
   uint points;    // d + 1: evaluation points X = 1..d+1
   uint has_den;
   uint nout;
-  uint eq_off;    // Fp4 index of e'(0) in eq
-  uint lanes;     // MSL_LANES the launcher assumed
+  uint eq_off;      // Fp4 index of e'(0) in eq
+  uint interleave;  // scratch layout, as in ZcUniParams
+  uint lanes;       // MSL_LANES the launcher assumed
 };
 
-// For every pair y (lanes across consecutive y; the kernel checks p.lanes) and X = 1..d+1: the used slots s (table τ, used[2k]
-// = s, used[2k+1] = τ) take t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]), the program runs over Fp4 and
-// e'(y)·(Zc, Num, Den) is added to partial row (gid·MSL_LANES + lane)·(d+1) + X − 1.
+// For every pair y and X = 1..d+1 the used slots s (table τ; used[2k] = s, used[2k+1] = τ) take
+// t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]), the program runs over Fp4 and e'(y)·(Zc, Num, Den) is added
+// to partial row (gid·MSL_LANES + lane)·(d+1) + X − 1. Work items f = y·(d+1) + X − 1, lanes
+// across consecutive f (the lanes of a group read a few consecutive pairs: each table row is read
+// from memory once; the last rounds' few pairs still fill the lanes; the kernel checks p.lanes).
 template <typename Eval>
 MSL_FN void zc_round_body(MSL_THREAD Eval& ev, MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* kinds,
                           MSL_DEVICE const uint* weights, MSL_DEVICE const uint* used, MSL_DEVICE const uint* tables,
-                          MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* diffs, MSL_DEVICE uint* regs,
-                          MSL_DEVICE uint* partials, MSL_CONSTANT ZcRoundParams& p, uint gid, uint G) {
+                          MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials,
+                          MSL_CONSTANT ZcRoundParams& p, uint gid, uint G) {
+  uint il = p.interleave;
   uint pairs = 1u << (p.log_rows - 1u);
   uint stride = p.stride;
   uint nused = p.nused;
   uint npts = p.points;
-  uint units = (pairs + MSL_LANES - 1u) / MSL_LANES;
-  uint T = zc_T(G);
-  uint t = zc_t(gid);
+  uint total = pairs * npts;
+  uint units = (total + MSL_LANES - 1u) / MSL_LANES;
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
   for (uint k = 0u; k < 12u * npts * MSL_LANES; k++) partials[12u * npts * MSL_LANES * gid + k] = 0u;
-  MSL_DEVICE uint* sbase = slots + zc_region(4u * p.nslots, 0u, gid, G, 1u);
-  MSL_DEVICE uint* dbase = diffs + zc_region(4u * nused, 0u, gid, G, 1u);
-  MSL_DEVICE uint* rbase = regs + zc_region(4u * p.nregs, 0u, gid, G, 1u);
+  MSL_DEVICE uint* sbase = slots + zc_region(4u * p.nslots, 0u, gid, G, 1u, il);
+  MSL_DEVICE uint* rbase = regs + zc_region(4u * p.nregs, 0u, gid, G, 1u, il);
   bool has_den = p.has_den != 0u;
   bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
   for (uint u = gid; u < units; u += G) {
-    uint y0 = u * MSL_LANES;
+    uint ys[MSL_LANES];
+    uint xs[MSL_LANES];
+    uint xm[MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      uint f = min(u * MSL_LANES + l, total - 1u);
+      ys[l] = f / npts;
+      xs[l] = f - ys[l] * npts;  // X − 1
+      xm[l] = bb_to_mont(xs[l] + 1u);
+    }
+    lanes_uint xv = lanes_ld_th(xm);
     for (uint k = 0u; k < nused; k++) {
-      uint s = used[2u * k];
       MSL_DEVICE const uint* tab = tables + 4u * used[2u * k + 1u] * stride;
+      uint ta[4][MSL_LANES];
+      uint tb[4][MSL_LANES];
       for (uint l = 0u; l < MSL_LANES; l++) {
-        uint y = min(y0 + l, pairs - 1u);
-        bb4 a = bb4_load(tab, 2u * y);
-        bb4 b = bb4_load(tab, 2u * y + 1u);
+        MSL_DEVICE const uint* pr = tab + 8u * ys[l];
         for (uint c = 0u; c < 4u; c++) {
-          sbase[(4u * s + c) * T + t + l] = a[c];
-          dbase[(4u * k + c) * T + t + l] = bb_sub(b[c], a[c]);
+          ta[c][l] = pr[c];
+          tb[c][l] = pr[4u + c];
         }
       }
+      MSL_DEVICE uint* sv = sbase + 4u * used[2u * k] * T + t;
+      for (uint c = 0u; c < 4u; c++) {
+        lanes_uint a = lanes_ld_th(ta[c]);
+        lanes_uint d = bb_sub_lanes(lanes_ld_th(tb[c]), a);
+        lanes_st_dev(sv + c * T, bb_add_lanes(a, bb_mul_lanes(d, xv)));
+      }
     }
-    for (uint x = 0u; x < npts; x++) {
-      for (uint k = 0u; k < nused; k++) {
-        MSL_DEVICE uint* sv = sbase + 4u * used[2u * k] * T + t;
-        bb4l_store(sv, T, bb4l_add(bb4l_load(sv, T), bb4l_load(dbase + 4u * k * T + t, T)));
-      }
-      ProgCombineLanes c;
-      c.start(kinds, weights, has_den ? den_const : bb4l_zero());
-      ev.ext(prog, cp, sbase, rbase, t, T, c);
-      c.finish();
-      for (uint l = 0u; l < MSL_LANES; l++) {
-        uint y = y0 + l;
-        if (y >= pairs) break;
-        bb4 e = bb4_load(eq, p.eq_off + y);
-        zc_accumulate(partials, (gid * MSL_LANES + l) * npts + x, e, bb4l_get(c.zc, l), bb4l_get(c.num, l),
-                      bb4l_get(c.den, l));
-      }
+    ProgCombineLanes c;
+    c.start(kinds, weights, has_den ? den_const : bb4l_zero());
+    ev.ext(prog, cp, sbase, rbase, t, T, c);
+    c.finish();
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      if (u * MSL_LANES + l >= total) break;
+      bb4 e = bb4_load(eq, p.eq_off + ys[l]);
+      zc_accumulate(partials, (gid * MSL_LANES + l) * npts + xs[l], e, bb4l_get(c.zc, l), bb4l_get(c.num, l),
+                    bb4l_get(c.den, l));
     }
   }
 }
@@ -4625,15 +4819,14 @@ MSL_KERNEL void msl_kernel_zc_round_eval(MSL_DEVICE const uint* prog            
                           MSL_DEVICE const uint* tables              ,
                           MSL_DEVICE const uint* eq              ,
                           MSL_DEVICE uint* slots              ,
-                          MSL_DEVICE uint* diffs              ,
                           MSL_DEVICE uint* regs              ,
-                          MSL_DEVICE uint* partials               ,
+                          MSL_DEVICE uint* partials              ,
                           MSL_CONSTANT ZcRoundParams& p               ,
                           uint gid                            ,
                           uint G                     ) {
   if (p.lanes != MSL_LANES) return;
   ProgInterpreter ev;
-  zc_round_body(ev, prog, cp, kinds, weights, used, tables, eq, slots, diffs, regs, partials, p, gid, G);
+  zc_round_body(ev, prog, cp, kinds, weights, used, tables, eq, slots, regs, partials, p, gid, G);
 }
 
 #line 1 "<mslgen host>"
@@ -5061,7 +5254,7 @@ HD_SIMD_CLONES static void hd_group_sc_fold_round_partials(const hd_launch* Lp, 
 static_assert(sizeof(MSL_CONSTANT ScFoldRoundParams) == 32, "sc_fold_round_partials: value size of p");
 static const unsigned hd_valsize_sc_fold_round_partials[] = {0, 0, 0, 0, 0, 32, 0};
 
-static void hd_group_sc_fold(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_SIMD_CLONES static void hd_group_sc_fold(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -5393,8 +5586,8 @@ HD_SIMD_CLONES static void hd_group_zc_uni_eval(const hd_launch* Lp, hd_u3 gp, u
   (void)tg;
   HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_eval(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static_assert(sizeof(MSL_CONSTANT ZcUniParams) == 72, "zc_uni_eval: value size of p");
-static const unsigned hd_valsize_zc_uni_eval[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 72, 0};
+static_assert(sizeof(MSL_CONSTANT ZcUniParams) == 84, "zc_uni_eval: value size of p");
+static const unsigned hd_valsize_zc_uni_eval[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 84, 0};
 
 HD_SIMD_CLONES static void hd_group_zc_bind_uni(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
@@ -5431,13 +5624,12 @@ HD_SIMD_CLONES static void hd_group_zc_round_eval(const hd_launch* Lp, hd_u3 gp,
   MSL_DEVICE uint* const a7 = (MSL_DEVICE uint*)L->bufs[7];
   MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
   MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
-  MSL_DEVICE uint* const a10 = (MSL_DEVICE uint*)L->bufs[10];
-  MSL_CONSTANT ZcRoundParams a11 = *(MSL_CONSTANT ZcRoundParams*)L->bufs[11];
+  MSL_CONSTANT ZcRoundParams a10 = *(MSL_CONSTANT ZcRoundParams*)L->bufs[10];
   (void)tg;
-  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_round_eval(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_round_eval(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-static_assert(sizeof(MSL_CONSTANT ZcRoundParams) == 40, "zc_round_eval: value size of p");
-static const unsigned hd_valsize_zc_round_eval[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 40, 0};
+static_assert(sizeof(MSL_CONSTANT ZcRoundParams) == 44, "zc_round_eval: value size of p");
+static const unsigned hd_valsize_zc_round_eval[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 44, 0};
 
 extern "C" const hd_kernel hd_kernels[] = {
     {"merkle_hash_rows", nullptr, hd_group_merkle_hash_rows, 0, 4, hd_valsize_merkle_hash_rows, 0},
@@ -5493,6 +5685,6 @@ extern "C" const hd_kernel hd_kernels[] = {
     {"zc_uni_eval", nullptr, hd_group_zc_uni_eval, 0, 15, hd_valsize_zc_uni_eval, 0},
     {"zc_bind_uni", nullptr, hd_group_zc_bind_uni, 0, 5, hd_valsize_zc_bind_uni, 0},
     {"zc_bind_selectors", nullptr, hd_group_zc_bind_selectors, 0, 2, hd_valsize_zc_bind_selectors, 0},
-    {"zc_round_eval", nullptr, hd_group_zc_round_eval, 0, 12, hd_valsize_zc_round_eval, 0},
+    {"zc_round_eval", nullptr, hd_group_zc_round_eval, 0, 11, hd_valsize_zc_round_eval, 0},
 };
 extern "C" const int hd_nkernels = 54;
