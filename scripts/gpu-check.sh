@@ -53,6 +53,20 @@ for s in [r["load"]]+r["stages"]:
 				"$out/bench-keccakf-$perms-$preset.json" "$perms" "$preset" || status=1
 		done
 	done
+	# An interaction-heavy statement (LogUp-GKR): interaction-pair at 2^20 sender rows.
+	"$bin" --device cuda --log-format json bench --example interaction-pair --rows "${PAIR_ROWS:-1048576}" --preset app-100bit \
+		--warmup 1 --runs 3 --json >"$out/bench-pair.json" 2>"$out/bench-pair.log" || status=$?
+	python3 -c 'import json,sys
+r=json.load(open(sys.argv[1]))
+print("interaction-pair prove median %.2f ms, check %.2f ms" % (r["prove_ms"]["median"], r["check_ms"]))
+for s in r["stages"]:
+    print("  %-12s %9.2f ms  disp %5d  syncs %4d  peak %12d" % (s["stage"], s["wall_ms"]["median"], s["dispatches"], s["syncs"], s["peak_memory_bytes"]))' "$out/bench-pair.json" || status=1
+	# The pre-proof check of keccakf-1024 on the device, as prove runs it.
+	"$bin" trace --example keccakf --perms 1024 -o /tmp/k1024.trace >/dev/null 2>&1 || status=$?
+	"$bin" --device cuda prove --trace /tmp/k1024.trace -o /tmp/k1024.proof --json >"$out/prove-k1024-cuda.json" 2>"$out/prove-k1024-cuda.log" || status=$?
+	python3 -c 'import json,sys
+r=json.load(open(sys.argv[1]))
+print("prove k1024 (one process):", ", ".join("%s %.2f ms" % (s["stage"], s["wall_ms"]) for s in r["stages"]))' "$out/prove-k1024-cuda.json" || status=1
 	"$bin" trace --example keccakf --perms 128 -o /tmp/k128.trace >/dev/null 2>&1 || status=$?
 	"$bin" --device cuda prove --trace /tmp/k128.trace -o "$out/k128-cuda.proof" --json >"$out/prove-k128-cuda.json" 2>"$out/prove-k128-cuda.log" || status=$?
 	"$bin" --device host prove --trace /tmp/k128.trace -o /tmp/k128-host.proof >/dev/null 2>&1 || status=$?

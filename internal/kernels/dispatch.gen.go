@@ -234,6 +234,17 @@ func (v scSumRowsParams) arg() gpu.Arg {
 	return gpu.U32(v.rows, v.width, v.outOff)
 }
 
+// scSumBlocksParams is the value struct ScSumBlocksParams of the shaders: uint fields in declaration order.
+type scSumBlocksParams struct {
+	rows  uint32
+	width uint32
+	chunk uint32
+}
+
+func (v scSumBlocksParams) arg() gpu.Arg {
+	return gpu.U32(v.rows, v.width, v.chunk)
+}
+
 // scEqExpandParams is the value struct ScEqExpandParams of the shaders: uint fields in declaration order.
 type scEqExpandParams struct {
 	logLo      uint32
@@ -721,12 +732,17 @@ func dispatchScFold(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *
 	return enc.Dispatch("sc_fold", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:306).
+// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:329).
 func dispatchScSumRows(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumRowsParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_rows", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:349).
+// dispatchScSumRowBlocks encodes kernel sc_sum_row_blocks (shaders/common/sumcheck.metal:347).
+func dispatchScSumRowBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumBlocksParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("sc_sum_row_blocks", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
+}
+
+// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:374).
 func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }

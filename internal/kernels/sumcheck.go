@@ -180,6 +180,33 @@ func EncodeSumRows(b *gpu.Batch, dev *gpu.Device, in, out *gpu.Array[uint32], ro
 	return EncodeSumRowsAt(b, dev, in, out, 0, rows, width)
 }
 
+// SumRowsMidRows is the number of rows of the mid buffer EncodeSumRowsVia uses (the first level's
+// groups, at most).
+const SumRowsMidRows = 1024
+
+// EncodeSumRowsVia is EncodeSumRowsAt for many rows: on a GPU, when there are more rows than a
+// few per group, a first level (sc_sum_row_blocks) sums chunks of rows in up to SumRowsMidRows
+// groups into mid (SumRowsMidRows·width words), and one group adds those; a single group alone
+// reads the rows at one compute unit's bandwidth (a 13 MB partials buffer: milliseconds).
+func EncodeSumRowsVia(b *gpu.Batch, dev *gpu.Device, in, mid, out *gpu.Array[uint32], outOff, rows, width int) error {
+	groups := min(SumRowsMidRows, (rows+63)/64)
+	if isHost(dev) || mid == nil || groups < 2 {
+		return EncodeSumRowsAt(b, dev, in, out, outOff, rows, width)
+	}
+	if err := checkArray("SumRowsVia", in, rows*width); err != nil {
+		return err
+	}
+	if err := checkArray("SumRowsVia", mid, groups*width); err != nil {
+		return err
+	}
+	chunk := (rows + groups - 1) / groups
+	groups = (rows + chunk - 1) / chunk
+	t := groupSize(dev, "sc_sum_row_blocks", gpuGroup)
+	dispatchScSumRowBlocks(b, gpu.D1(uint32(groups)), gpu.D1(uint32(t)), in.Buffer, mid.Buffer,
+		scSumBlocksParams{rows: uint32(rows), width: uint32(width), chunk: uint32(chunk)}, uint32(4*t))
+	return EncodeSumRowsAt(b, dev, mid, out, outOff, groups, width)
+}
+
 // EncodeSumRowsAt is EncodeSumRows into out from index outOff: out[outOff + k] = Σ_r in[r·width + k].
 func EncodeSumRowsAt(b *gpu.Batch, dev *gpu.Device, in, out *gpu.Array[uint32], outOff, rows, width int) error {
 	if rows <= 0 || width <= 0 || outOff < 0 {

@@ -389,3 +389,55 @@ func TestSumcheckRejects(t *testing.T) {
 		t.Error("read after close: no error")
 	}
 }
+
+// TestSumRowsViaTwoLevels: the two-level sum of many rows (sc_sum_row_blocks, then sc_sum_rows),
+// taken on GPUs, on the host device posing as a GPU, against plain sums, for row counts around
+// the group chunking and widths below and above the group size.
+func TestSumRowsViaTwoLevels(t *testing.T) {
+	dev, lb := openLimited(t, nil)
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, c := range []struct{ rows, width int }{{1, 5}, {63, 12}, {65, 12}, {1000, 48}, {64*1024 + 7, 12}, {3000, 768}} {
+		vals := fieldrand.Fps(r, c.rows*c.width)
+		for i := 0; i < min(len(vals), 16); i++ {
+			vals[i] = field.Fp(field.P - 1)
+		}
+		in, err := gpu.UploadArray(dev, "rows", MontSlice(vals))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mid, err := gpu.AllocArray[uint32](dev, "mid", SumRowsMidRows*c.width)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := gpu.AllocArray[uint32](dev, "out", c.width+3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := dev.Batch()
+		if err := EncodeSumRowsVia(b, dev, in, mid, out, 3, c.rows, c.width); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadCanonical(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range c.width {
+			var want field.Fp
+			for row := range c.rows {
+				want = want.Add(vals[row*c.width+k])
+			}
+			if got[3+k] != want {
+				t.Fatalf("%d rows × %d: column %d = %v, want %v", c.rows, c.width, k, got[3+k], want)
+			}
+		}
+		in.Free()
+		mid.Free()
+		out.Free()
+	}
+	if lb.largest["sc_sum_row_blocks"] == 0 {
+		t.Fatal("the two-level path never ran")
+	}
+}

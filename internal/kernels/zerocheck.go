@@ -408,6 +408,8 @@ type Zerocheck struct {
 	round map[*ZcTrace]zcRoundPlan
 
 	slots, regs, partials, coefs, deltas *gpu.Array[uint32]
+	// mid holds the first level of the two-level sums of the partials (GPUs: EncodeSumRowsVia).
+	mid *gpu.Array[uint32]
 }
 
 // zcUniPlan is the round-0 dispatch of one trace.
@@ -461,6 +463,11 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 			}
 			align = max(m/up.unit, up.tpg)
 			up.threads = min(budget/max(perThread, 1), (x*m+up.item-1)/up.item)
+			if !isHost(dev) {
+				// Enough threads to fill the device twice over; more only multiply the
+				// partial rows (12·M words per thread) that the sums must read.
+				up.threads = min(up.threads, 8*gpuGroup*max(dev.Limits().ComputeUnits, 1))
+			}
 		}
 		if opts.UniThreads > 0 {
 			up.threads = opts.UniThreads
@@ -534,6 +541,9 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 	z.slots = alloc("slots", nSlots)
 	z.regs = alloc("registers", nRegs)
 	z.partials = alloc("partials", nPartials)
+	if !isHost(dev) {
+		z.mid = alloc("partial sums", SumRowsMidRows*max(12<<dom.LogM, 12*points))
+	}
 	z.coefs = alloc("coefficients", nCoefs)
 	z.deltas = alloc("deltas", nDeltas)
 	if err != nil {
@@ -545,12 +555,12 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 
 // Close frees the scratch.
 func (z *Zerocheck) Close() {
-	for _, a := range []*gpu.Array[uint32]{z.slots, z.regs, z.partials, z.coefs, z.deltas} {
+	for _, a := range []*gpu.Array[uint32]{z.slots, z.regs, z.partials, z.mid, z.coefs, z.deltas} {
 		if a != nil {
 			a.Free()
 		}
 	}
-	z.slots, z.regs, z.partials, z.coefs, z.deltas = nil, nil, nil, nil, nil
+	z.slots, z.regs, z.partials, z.mid, z.coefs, z.deltas = nil, nil, nil, nil, nil, nil
 }
 
 // UniWidth is the number of uints EncodeUniRound writes: 12 per point class (Zc, Num, Den).
@@ -606,7 +616,7 @@ func (z *Zerocheck) EncodeUniRound(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[uint3
 				lanes: uint32(z.lanes)})
 	}
 	m := 1 << dom.LogM
-	return EncodeSumRowsAt(b, dev, z.partials, out, outOff, up.threads*up.item/m, 12*m)
+	return EncodeSumRowsVia(b, dev, z.partials, z.mid, out, outOff, up.threads*up.item/m, 12*m)
 }
 
 // EncodeBindUni encodes BindUnivariate of trace t into tables (NumTables() tables of X Fp4 rows,
@@ -680,7 +690,7 @@ func (z *Zerocheck) EncodeRound(b *gpu.Batch, t *ZcTrace, tables *gpu.Array[uint
 		zcRoundParams{logRows: uint32(logRows), stride: uint32(stride), nused: uint32(t.nused), nslots: uint32(t.nslots),
 			nregs: uint32(t.Prog.NumRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
 			nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), interleave: uint32(b2u(!isHost(z.dev))), lanes: uint32(z.lanes)})
-	return EncodeSumRowsAt(b, z.dev, z.partials, out, outOff, rp.threads*z.lanes, 12*z.points)
+	return EncodeSumRowsVia(b, z.dev, z.partials, z.mid, out, outOff, rp.threads*z.lanes, 12*z.points)
 }
 
 // ZcSelectorBind returns the constants of EncodeBindUni for a trace of height 2^logH and the

@@ -264,7 +264,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sc_sum_rows", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:306", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "sc_sum_rows", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:329", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScSumRowsParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
@@ -272,7 +272,16 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sc_eq_expand", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:349", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sc_sum_row_blocks", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:347", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "p", Type: "constant ScSumBlocksParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
+		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_index_in_threadgroup"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threadgroup_position_in_grid"},
+	}},
+	{Name: "sc_eq_expand", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:374", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "lo", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "hi", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},

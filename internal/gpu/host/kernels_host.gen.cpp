@@ -2651,22 +2651,17 @@ struct ScSumRowsParams {
 // thread t < R·width (R = tpg / width) adds column t mod width over the rows ≡ t / width (mod R)
 // and the first width threads add the R part sums; otherwise each thread adds whole columns, tpg
 // at a time. scratch: 4 bytes per thread.
-MSL_KERNEL void msl_kernel_sc_sum_rows(MSL_DEVICE const uint* in              ,
-                        MSL_DEVICE uint* out              ,
-                        MSL_CONSTANT ScSumRowsParams& p              ,
-                        MSL_THREADGROUP uint* scratch                   ,
-                        uint tid                                ,
-                        uint tpg                            ) {
-  uint rows = p.rows;
-  uint width = p.width;
-  uint out_off = p.out_off;
+// out[out_off + k] = Σ_{r0 ≤ r < r1} in[r·width + k] for k < width, by one group (the body of
+// sc_sum_rows and sc_sum_row_blocks).
+MSL_FN void sc_sum_rows_range(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, uint r0, uint r1, uint width, uint out_off,
+                              MSL_THREADGROUP uint* scratch, uint tid, uint tpg) {
   uint lanes = tpg >= width ? tpg / width : 1u;  // R
   uint cols = min(width, tpg);                    // columns per block
   for (uint k0 = 0u; k0 < width; k0 += cols) {
     uint k = k0 + tid % cols;
     uint acc = 0u;
     if (tid < lanes * cols && k < width) {
-      for (uint r = tid / cols; r < rows; r += lanes) acc = bb_add(acc, in[r * width + k]);
+      for (uint r = r0 + tid / cols; r < r1; r += lanes) acc = bb_add(acc, in[r * width + k]);
     }
     scratch[tid] = acc;
     threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -2677,6 +2672,36 @@ MSL_KERNEL void msl_kernel_sc_sum_rows(MSL_DEVICE const uint* in              ,
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
+}
+
+MSL_KERNEL void msl_kernel_sc_sum_rows(MSL_DEVICE const uint* in              ,
+                        MSL_DEVICE uint* out              ,
+                        MSL_CONSTANT ScSumRowsParams& p              ,
+                        MSL_THREADGROUP uint* scratch                   ,
+                        uint tid                                ,
+                        uint tpg                            ) {
+  sc_sum_rows_range(in, out, 0u, p.rows, p.width, p.out_off, scratch, tid, tpg);
+}
+
+struct ScSumBlocksParams {
+  uint rows;   // rows to add
+  uint width;  // uints per row
+  uint chunk;  // rows per group
+};
+
+// out[g·width + k] = Σ of rows [g·chunk, min((g+1)·chunk, rows)) of in, for each group g: the
+// first level of a two-level sum of many rows (one group alone reads them at one compute unit's
+// bandwidth), whose second level is sc_sum_rows over the groups' rows.
+MSL_KERNEL void msl_kernel_sc_sum_row_blocks(MSL_DEVICE const uint* in              ,
+                              MSL_DEVICE uint* out              ,
+                              MSL_CONSTANT ScSumBlocksParams& p              ,
+                              MSL_THREADGROUP uint* scratch                   ,
+                              uint tid                                ,
+                              uint tpg                            ,
+                              uint group                                 ) {
+  uint r0 = group * p.chunk;
+  uint r1 = min(r0 + p.chunk, p.rows);
+  sc_sum_rows_range(in, out, r0, max(r0, r1), p.width, group * p.width, scratch, tid, tpg);
 }
 
 struct ScEqExpandParams {
@@ -5286,6 +5311,27 @@ static void hd_group_sc_sum_rows(const hd_launch* Lp, hd_u3 gp, unsigned char* c
 static_assert(sizeof(MSL_CONSTANT ScSumRowsParams) == 12, "sc_sum_rows: value size of p");
 static const unsigned hd_valsize_sc_sum_rows[] = {0, 0, 12, 0};
 
+static void hd_item_sc_sum_row_blocks(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT ScSumBlocksParams a2 = *(MSL_CONSTANT ScSumBlocksParams*)L->bufs[2];
+  MSL_THREADGROUP uint* const a3 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  msl_kernel_sc_sum_row_blocks(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)));
+}
+static void hd_group_sc_sum_row_blocks(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT ScSumBlocksParams a2 = *(MSL_CONSTANT ScSumBlocksParams*)L->bufs[2];
+  MSL_THREADGROUP uint* const a3 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_sum_row_blocks(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT ScSumBlocksParams) == 12, "sc_sum_row_blocks: value size of p");
+static const unsigned hd_valsize_sc_sum_row_blocks[] = {0, 0, 12, 0};
+
 static void hd_group_sc_eq_expand(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
@@ -5664,6 +5710,7 @@ extern "C" const hd_kernel hd_kernels[] = {
     {"sc_fold_round_partials", hd_item_sc_fold_round_partials, hd_group_sc_fold_round_partials, 1, 6, hd_valsize_sc_fold_round_partials, 1},
     {"sc_fold", nullptr, hd_group_sc_fold, 0, 3, hd_valsize_sc_fold, 0},
     {"sc_sum_rows", hd_item_sc_sum_rows, hd_group_sc_sum_rows, 1, 3, hd_valsize_sc_sum_rows, 1},
+    {"sc_sum_row_blocks", hd_item_sc_sum_row_blocks, hd_group_sc_sum_row_blocks, 1, 3, hd_valsize_sc_sum_row_blocks, 1},
     {"sc_eq_expand", nullptr, hd_group_sc_eq_expand, 0, 4, hd_valsize_sc_eq_expand, 0},
     {"sr_uni_partials", hd_item_sr_uni_partials, hd_group_sr_uni_partials, 1, 5, hd_valsize_sr_uni_partials, 1},
     {"sr_bind_q", nullptr, hd_group_sr_bind_q, 0, 4, hd_valsize_sr_bind_q, 0},
@@ -5687,4 +5734,4 @@ extern "C" const hd_kernel hd_kernels[] = {
     {"zc_bind_selectors", nullptr, hd_group_zc_bind_selectors, 0, 2, hd_valsize_zc_bind_selectors, 0},
     {"zc_round_eval", nullptr, hd_group_zc_round_eval, 0, 11, hd_valsize_zc_round_eval, 0},
 };
-extern "C" const int hd_nkernels = 54;
+extern "C" const int hd_nkernels = 55;

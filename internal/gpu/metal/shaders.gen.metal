@@ -2650,22 +2650,17 @@ struct ScSumRowsParams {
 // thread t < R·width (R = tpg / width) adds column t mod width over the rows ≡ t / width (mod R)
 // and the first width threads add the R part sums; otherwise each thread adds whole columns, tpg
 // at a time. scratch: 4 bytes per thread.
-kernel void sc_sum_rows(device const uint* in [[buffer(0)]],
-                        device uint* out [[buffer(1)]],
-                        constant ScSumRowsParams& p [[buffer(2)]],
-                        threadgroup uint* scratch [[threadgroup(0)]],
-                        uint tid [[thread_index_in_threadgroup]],
-                        uint tpg [[threads_per_threadgroup]]) {
-  uint rows = p.rows;
-  uint width = p.width;
-  uint out_off = p.out_off;
+// out[out_off + k] = Σ_{r0 ≤ r < r1} in[r·width + k] for k < width, by one group (the body of
+// sc_sum_rows and sc_sum_row_blocks).
+MSL_FN void sc_sum_rows_range(device const uint* in, device uint* out, uint r0, uint r1, uint width, uint out_off,
+                              threadgroup uint* scratch, uint tid, uint tpg) {
   uint lanes = tpg >= width ? tpg / width : 1u;  // R
   uint cols = min(width, tpg);                    // columns per block
   for (uint k0 = 0u; k0 < width; k0 += cols) {
     uint k = k0 + tid % cols;
     uint acc = 0u;
     if (tid < lanes * cols && k < width) {
-      for (uint r = tid / cols; r < rows; r += lanes) acc = bb_add(acc, in[r * width + k]);
+      for (uint r = r0 + tid / cols; r < r1; r += lanes) acc = bb_add(acc, in[r * width + k]);
     }
     scratch[tid] = acc;
     threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -2676,6 +2671,36 @@ kernel void sc_sum_rows(device const uint* in [[buffer(0)]],
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
   }
+}
+
+kernel void sc_sum_rows(device const uint* in [[buffer(0)]],
+                        device uint* out [[buffer(1)]],
+                        constant ScSumRowsParams& p [[buffer(2)]],
+                        threadgroup uint* scratch [[threadgroup(0)]],
+                        uint tid [[thread_index_in_threadgroup]],
+                        uint tpg [[threads_per_threadgroup]]) {
+  sc_sum_rows_range(in, out, 0u, p.rows, p.width, p.out_off, scratch, tid, tpg);
+}
+
+struct ScSumBlocksParams {
+  uint rows;   // rows to add
+  uint width;  // uints per row
+  uint chunk;  // rows per group
+};
+
+// out[g·width + k] = Σ of rows [g·chunk, min((g+1)·chunk, rows)) of in, for each group g: the
+// first level of a two-level sum of many rows (one group alone reads them at one compute unit's
+// bandwidth), whose second level is sc_sum_rows over the groups' rows.
+kernel void sc_sum_row_blocks(device const uint* in [[buffer(0)]],
+                              device uint* out [[buffer(1)]],
+                              constant ScSumBlocksParams& p [[buffer(2)]],
+                              threadgroup uint* scratch [[threadgroup(0)]],
+                              uint tid [[thread_index_in_threadgroup]],
+                              uint tpg [[threads_per_threadgroup]],
+                              uint group [[threadgroup_position_in_grid]]) {
+  uint r0 = group * p.chunk;
+  uint r1 = min(r0 + p.chunk, p.rows);
+  sc_sum_rows_range(in, out, r0, max(r0, r1), p.width, group * p.width, scratch, tid, tpg);
 }
 
 struct ScEqExpandParams {
