@@ -164,6 +164,12 @@ func OpeningPartWidths(w air.TraceWidth) []int {
 // It rejects a DAG that reads a variable outside the AIR's widths or a challenge, or that is not
 // topologically ordered.
 func Compile(vk *air.VerifyingKey, outs Outputs) (*Program, error) {
+	return compile(vk, outs, nil)
+}
+
+// compile is Compile emitting only the outputs keep accepts (all when keep is nil); the outputs'
+// numbering and the program's metadata are Compile's either way.
+func compile(vk *air.VerifyingKey, outs Outputs, keep func(o int) bool) (*Program, error) {
 	if vk == nil || vk.DAG == nil {
 		return nil, fmt.Errorf("%w: missing verifying key", ErrProgram)
 	}
@@ -222,9 +228,18 @@ func Compile(vk *air.VerifyingKey, outs Outputs) (*Program, error) {
 		}
 		return nil
 	}
+	if keep != nil {
+		for o := range outNode {
+			if !keep(o) {
+				outNode[o] = -1
+			}
+		}
+	}
 	needed := make([]bool, n)
 	for _, idx := range outNode {
-		needed[idx] = true
+		if idx >= 0 {
+			needed[idx] = true
+		}
 	}
 	for i := n - 1; i >= 0; i-- {
 		if !needed[i] {
@@ -316,7 +331,9 @@ func Compile(vk *air.VerifyingKey, outs Outputs) (*Program, error) {
 	}
 	emits := make([][]int, n)
 	for o, idx := range outNode {
-		emits[idx] = append(emits[idx], o)
+		if idx >= 0 {
+			emits[idx] = append(emits[idx], o)
+		}
 	}
 	dying := make([][]int, n) // dying[i]: computed nodes whose last reader is node i
 	for i := range n {
@@ -417,4 +434,78 @@ func (p *Program) OpeningSlots(openings [][]field.Fp4, isFirst, isLast field.Fp4
 	slots[p.SlotIsLast()] = isLast
 	slots[p.SlotIsTransition()] = field.Fp4One.Sub(isLast)
 	return slots
+}
+
+// Split compiles the outputs of Compile(vk, outs) into at most k programs over contiguous ranges
+// of outputs, of about equal code size: together they emit every output exactly once, under the
+// same output numbering, so their emits add up to the one program's. A device evaluates the
+// pieces side by side where one point's serial walk of the whole program would leave it idle (the
+// last rounds of the constraint sumcheck have a handful of points). Subexpressions shared by two
+// pieces are computed in both.
+func Split(vk *air.VerifyingKey, outs Outputs, k int) ([]*Program, error) {
+	whole, err := Compile(vk, outs)
+	if err != nil {
+		return nil, err
+	}
+	nOut := len(whole.Outputs)
+	if k <= 1 || nOut <= 1 {
+		return []*Program{whole}, nil
+	}
+	// The node each output reads, in output order (as compile numbers them).
+	g := vk.DAG
+	var outNode []int
+	if outs&Constraints != 0 {
+		outNode = append(outNode, g.ConstraintIdx...)
+	}
+	if outs&Interactions != 0 {
+		for _, in := range g.Interactions {
+			outNode = append(outNode, in.Count)
+			outNode = append(outNode, in.Message...)
+		}
+	}
+	// Greedy ranges: grow the current piece output by output, counting the computed nodes its
+	// cone adds to the piece (leaves are operands, not code), and cut when it reaches its share.
+	target := max(len(whole.Code)/k, 1)
+	covered := make([]int, len(g.Nodes)) // piece+1 that computed the node, 0: none yet
+	var bounds []int                     // first output of each piece after the first
+	piece, size := 1, 0
+	var stack []int
+	for o, root := range outNode {
+		if size >= target && len(bounds) < k-1 {
+			bounds = append(bounds, o)
+			piece, size = piece+1, 0
+		}
+		stack = append(stack[:0], root)
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if covered[i] == piece {
+				continue
+			}
+			covered[i] = piece
+			switch nd := g.Nodes[i]; nd.Op {
+			case air.OpAdd, air.OpSub, air.OpMul:
+				size++
+				stack = append(stack, nd.L, nd.R)
+			case air.OpNeg:
+				size++
+				stack = append(stack, nd.L)
+			}
+		}
+		size++ // the emit
+	}
+	starts := append([]int{0}, bounds...)
+	out := make([]*Program, 0, len(starts))
+	for i, lo := range starts {
+		hi := nOut
+		if i+1 < len(starts) {
+			hi = starts[i+1]
+		}
+		p, err := compile(vk, outs, func(o int) bool { return o >= lo && o < hi })
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

@@ -226,3 +226,52 @@ func FuzzDecode(f *testing.F) {
 		constraints.Eval(q, slots, make([]field.Fp, q.NumPublic), func(x field.Fp) field.Fp { return x }, func(int, field.Fp) {}, nil)
 	})
 }
+
+// TestSplit: the pieces of Split emit every output of the whole program exactly once, with the
+// same values, and stay near their share of the code.
+func TestSplit(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, a := range airs(t) {
+		vk := keygen(t, a)
+		whole, err := constraints.Compile(vk, constraints.All)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []int{1, 2, 7, 32} {
+			pieces, err := constraints.Split(vk, constraints.All, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pieces) > k || len(pieces) < 1 {
+				t.Fatalf("%s: %d pieces for k = %d", a.Name(), len(pieces), k)
+			}
+			slots := fieldrand.Fps(r, whole.NumSlots())
+			public := fieldrand.Fps(r, vk.NumPublicValues)
+			want := make([]field.Fp, len(whole.Outputs))
+			constraints.Eval(whole, slots, public, func(x field.Fp) field.Fp { return x }, func(o int, v field.Fp) { want[o] = v }, nil)
+			seen := make([]int, len(whole.Outputs))
+			code := 0
+			for _, p := range pieces {
+				code += len(p.Code)
+				constraints.Eval(p, slots, public, func(x field.Fp) field.Fp { return x }, func(o int, v field.Fp) {
+					seen[o]++
+					if v != want[o] {
+						t.Fatalf("%s k=%d: output %d = %v, whole program %v", a.Name(), k, o, v, want[o])
+					}
+				}, nil)
+			}
+			for o, c := range seen {
+				if c != 1 {
+					t.Fatalf("%s k=%d: output %d emitted %d times", a.Name(), k, o, c)
+				}
+			}
+			if a.Name() == "keccakf" && k == 32 {
+				longest := 0
+				for _, p := range pieces {
+					longest = max(longest, len(p.Code))
+				}
+				t.Logf("keccakf in %d pieces: %d instructions in all (whole: %d), the longest %d", len(pieces), code, len(whole.Code), longest)
+			}
+		}
+	}
+}
