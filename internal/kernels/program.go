@@ -153,3 +153,104 @@ func b2u(v bool) int {
 	}
 	return 0
 }
+
+// ProgramPieces is a program split into pieces (constraints.Split) on a device, for the kernels
+// that spread one evaluation point's program over several threads (zc_round_pieces): every
+// piece's words, one after the other, with its slot operands renumbered to the piece's own slots
+// (0, 1, … in the order of Slots[k]), so that a thread's scratch holds only the slots its piece
+// reads. The pieces keep the program's output numbering.
+type ProgramPieces struct {
+	Words *gpu.Array[uint32]
+	// WordOff[k] is piece k's first word; Slots[k] its slots (the program's numbering) by local
+	// index.
+	WordOff []int
+	Slots   [][]int
+	// MaxSlots and MaxRegs are the largest piece's slots and registers.
+	MaxSlots, MaxRegs int
+	consts            [][]field.Fp
+	numPublic         int
+}
+
+// UploadPieces encodes the pieces (their slots renumbered) and uploads them.
+func UploadPieces(dev *gpu.Device, name string, pieces []*constraints.Program) (*ProgramPieces, error) {
+	if len(pieces) == 0 {
+		return nil, fmt.Errorf("kernels: pieces %s: none", name)
+	}
+	pp := &ProgramPieces{numPublic: pieces[0].NumPublic}
+	var all []uint32
+	for _, p := range pieces {
+		words, err := p.Encode()
+		if err != nil {
+			return nil, err
+		}
+		local := map[uint32]uint32{}
+		var slots []int
+		code := words[constraints.HeaderWords : constraints.HeaderWords+3*len(p.Code)]
+		for i := 0; i < len(code); i += 3 {
+			op := code[i] >> 24
+			for j, o := range code[i+1 : i+3] {
+				if j == 1 && (op == uint32(constraints.OpNeg) || op == uint32(constraints.OpEmit)) {
+					continue // B is not read
+				}
+				if constraints.Operand(o).Kind() != constraints.KindSlot {
+					continue
+				}
+				s := uint32(constraints.Operand(o).Index())
+				l, ok := local[s]
+				if !ok {
+					l = uint32(len(slots))
+					local[s] = l
+					slots = append(slots, int(s))
+				}
+				code[i+1+j] = uint32(constraints.KindSlot) | l
+			}
+		}
+		words[5] = uint32(len(slots)) // NumSlots of the header: the piece's own
+		pp.WordOff = append(pp.WordOff, len(all))
+		pp.Slots = append(pp.Slots, slots)
+		pp.MaxSlots = max(pp.MaxSlots, len(slots))
+		pp.MaxRegs = max(pp.MaxRegs, p.NumRegs)
+		pp.consts = append(pp.consts, p.Consts)
+		all = append(all, words...)
+	}
+	if len(all) >= maxElems {
+		return nil, fmt.Errorf("kernels: pieces %s: %d words", name, len(all))
+	}
+	var err error
+	if pp.Words, err = gpu.UploadArray(dev, "program pieces "+name, all); err != nil {
+		return nil, err
+	}
+	return pp, nil
+}
+
+// NumPieces is the number of pieces.
+func (pp *ProgramPieces) NumPieces() int { return len(pp.WordOff) }
+
+// Free releases the words.
+func (pp *ProgramPieces) Free() {
+	if pp.Words != nil {
+		pp.Words.Free()
+		pp.Words = nil
+	}
+}
+
+// ConstsAndPublic returns every piece's cp buffer (ProgConstsAndPublic) one after the other, and
+// each one's first word.
+func (pp *ProgramPieces) ConstsAndPublic(public []field.Fp) ([]uint32, []int, error) {
+	if len(public) != pp.numPublic {
+		return nil, nil, fmt.Errorf("kernels: program pieces: %d public values, want %d", len(public), pp.numPublic)
+	}
+	var out []uint32
+	offs := make([]int, 0, len(pp.consts))
+	for _, cs := range pp.consts {
+		offs = append(offs, len(out))
+		for _, c := range cs {
+			out = append(out, MontOf(c))
+		}
+		for _, v := range public {
+			out = append(out, MontOf(v))
+		}
+		out = append(out, 0) // at least one word per piece (negation reads constant 0)
+	}
+	return out, offs, nil
+}

@@ -164,6 +164,12 @@ type ZcTrace struct {
 	colmaps   []*gpu.Array[uint32] // per part: (local table, rotated table) per column
 	used      *gpu.Array[uint32]   // (slot, table) per slot the program reads
 	nused     int
+
+	// The program in pieces (UsePieces), for rounds with few pairs: the pieces, their cp buffers
+	// one after the other, (word offset, cp offset, slot-list offset, slots) per piece, and the
+	// slot lists ((piece slot, table) per slot).
+	pieces                         *ProgramPieces
+	pieceCP, pieceTable, pieceUsed *gpu.Array[uint32]
 }
 
 type zcRun struct{ col0, count int }
@@ -304,7 +310,59 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 	return z, nil
 }
 
-// Free releases the trace's uploads (not the parts, not the program).
+// UsePieces gives the trace its program in pieces (pp: constraints.Split of the trace's program,
+// uploaded; public: the trace's public values), for the rounds j ≥ 1 that have too few pairs to
+// fill the device (or all of them, with ZcOptions.Pieces). Call it before NewZerocheck plans the
+// trace.
+func (z *ZcTrace) UsePieces(dev *gpu.Device, pp *ProgramPieces, public []field.Fp) error {
+	if pp == nil || pp.Words == nil {
+		return fmt.Errorf("kernels: ZcTrace: no pieces")
+	}
+	cpw, cpOff, err := pp.ConstsAndPublic(public)
+	if err != nil {
+		return err
+	}
+	var table, used []uint32
+	for k, slots := range pp.Slots {
+		table = append(table, uint32(pp.WordOff[k]), uint32(cpOff[k]), uint32(len(used)/2), uint32(len(slots)))
+		for l, s := range slots {
+			if s < 0 || s >= len(z.tableOf) || z.tableOf[s] < 0 {
+				return fmt.Errorf("kernels: ZcTrace: piece %d reads slot %d, which is not stored", k, s)
+			}
+			used = append(used, uint32(l), uint32(z.tableOf[s]))
+		}
+	}
+	if len(used) == 0 {
+		used = []uint32{0}
+	}
+	z.freePieces()
+	fail := func(err error) error {
+		z.freePieces()
+		return err
+	}
+	if z.pieceCP, err = gpu.UploadArray(dev, "zerocheck piece consts", cpw); err != nil {
+		return fail(err)
+	}
+	if z.pieceTable, err = gpu.UploadArray(dev, "zerocheck piece table", table); err != nil {
+		return fail(err)
+	}
+	if z.pieceUsed, err = gpu.UploadArray(dev, "zerocheck piece slots", used); err != nil {
+		return fail(err)
+	}
+	z.pieces = pp
+	return nil
+}
+
+func (z *ZcTrace) freePieces() {
+	for _, a := range []*gpu.Array[uint32]{z.pieceCP, z.pieceTable, z.pieceUsed} {
+		if a != nil {
+			a.Free()
+		}
+	}
+	z.pieces, z.pieceCP, z.pieceTable, z.pieceUsed = nil, nil, nil, nil
+}
+
+// Free releases the trace's uploads (not the parts, not the program or its pieces).
 func (z *ZcTrace) Free() {
 	arrs := []*gpu.Array[uint32]{z.cp, z.weights, z.srcmap, z.cols, z.sel, z.used}
 	arrs = append(arrs, z.colmaps...)
@@ -314,6 +372,7 @@ func (z *ZcTrace) Free() {
 		}
 	}
 	z.cp, z.weights, z.srcmap, z.cols, z.sel, z.used, z.colmaps = nil, nil, nil, nil, nil, nil, nil
+	z.freePieces()
 }
 
 // NumTables is the number of Fp4 tables BindUnivariate makes (the stored slots).
@@ -393,6 +452,11 @@ type ZcOptions struct {
 	NoTranspose bool
 	// ScratchBytes bounds each scratch buffer (0: 256 MiB).
 	ScratchBytes int
+	// Pieces: every round j ≥ 1 of a trace with pieces (ZcTrace.UsePieces) runs them (by default
+	// only GPUs do, in the rounds with too few pairs to fill the device); PieceThreads: the
+	// threads of those dispatches (0: chosen per device).
+	Pieces       bool
+	PieceThreads int
 }
 
 // Zerocheck runs the kernels of the traces of one sumcheck; it owns the scratch they share (slot
@@ -418,8 +482,13 @@ type zcUniPlan struct {
 	coset                                 bool
 }
 
-// zcRoundPlan is the round dispatch of one trace.
-type zcRoundPlan struct{ threads, tpg int }
+// ZcUsesPieces says whether dev runs a trace's program in pieces (ZcTrace.UsePieces) in rounds
+// with few pairs: GPUs do; the host device's threads are few and its lanes already fill them.
+func ZcUsesPieces(dev *gpu.Device) bool { return !isHost(dev) }
+
+// zcRoundPlan is the round dispatch of one trace: whole program, and pieces (pieceThreads 0: the
+// trace has none); rounds with fewer lane groups than pieceBelow run the pieces.
+type zcRoundPlan struct{ threads, tpg, pieceThreads, pieceTpg, pieceBelow int }
 
 // NewZerocheck plans the dispatches of traces on dom (points: the evaluation points of the rounds
 // j ≥ 1, d + 1) and allocates the shared scratch.
@@ -520,10 +589,36 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 			rp.threads = opts.RoundThreads
 		}
 		rp.threads = max((rp.threads+rp.tpg-1)/rp.tpg*rp.tpg, rp.tpg)
-		z.round[t] = rp
 		nSlots = max(nSlots, rp.threads*L*4*t.nslots)
 		nRegs = max(nRegs, rp.threads*L*4*t.Prog.NumRegs)
 		nPartials = max(nPartials, rp.threads*L*points*12)
+		if pp := t.pieces; pp != nil {
+			switch {
+			case opts.Pieces:
+				rp.pieceBelow = units + 1
+			case !isHost(dev):
+				// Fewer (pair, X) items than a few waves of threads: the whole program's serial
+				// walk per item would leave most of the device idle.
+				rp.pieceBelow = 4 * gpuGroup * max(dev.Limits().ComputeUnits, 1)
+			}
+			rp.pieceTpg = 1
+			if !isHost(dev) {
+				rp.pieceTpg = groupSize(dev, "zc_round_pieces", gpuGroup)
+			}
+			per := 4 * L * (pp.MaxSlots + pp.MaxRegs)
+			rp.pieceThreads = min(budget/max(per, 1), min(units, rp.pieceBelow)*pp.NumPieces())
+			if isHost(dev) {
+				rp.pieceThreads = min(rp.pieceThreads, 8*max(dev.Limits().ComputeUnits, 1))
+			}
+			if opts.PieceThreads > 0 {
+				rp.pieceThreads = opts.PieceThreads
+			}
+			rp.pieceThreads = max((rp.pieceThreads+rp.pieceTpg-1)/rp.pieceTpg*rp.pieceTpg, rp.pieceTpg)
+			nSlots = max(nSlots, rp.pieceThreads*L*4*pp.MaxSlots)
+			nRegs = max(nRegs, rp.pieceThreads*L*4*pp.MaxRegs)
+			nPartials = max(nPartials, rp.pieceThreads*L*points*12)
+		}
+		z.round[t] = rp
 	}
 	var err error
 	alloc := func(name string, n int) *gpu.Array[uint32] {
@@ -684,12 +779,23 @@ func (z *Zerocheck) EncodeRound(b *gpu.Batch, t *ZcTrace, tables *gpu.Array[uint
 	if err := checkArray("Round", eq, 4*(eqOff+1<<(logRows-1))); err != nil {
 		return err
 	}
+	interleave := uint32(b2u(!isHost(z.dev)))
+	if units := ((1<<(logRows-1))*z.points + z.lanes - 1) / z.lanes; t.pieces != nil && units < rp.pieceBelow {
+		pp := t.pieces
+		dispatchZcRoundPieces(b, gpu.D1(uint32(rp.pieceThreads/rp.pieceTpg)), gpu.D1(uint32(rp.pieceTpg)), pp.Words.Buffer,
+			t.pieceCP.Buffer, t.pieceTable.Buffer, t.Prog.Kinds.Buffer, t.weights.Buffer, t.pieceUsed.Buffer, tables.Buffer,
+			eq.Buffer, z.slots.Buffer, z.regs.Buffer, z.partials.Buffer,
+			zcPiecesParams{logRows: uint32(logRows), stride: uint32(stride), npieces: uint32(pp.NumPieces()),
+				nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
+				nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), interleave: interleave, lanes: uint32(z.lanes)})
+		return EncodeSumRowsVia(b, z.dev, z.partials, z.mid, out, outOff, rp.pieceThreads*z.lanes, 12*z.points)
+	}
 	dispatchZcRoundEval(b, gpu.D1(uint32(rp.threads/rp.tpg)), gpu.D1(uint32(rp.tpg)), t.Prog.Words.Buffer, t.cp.Buffer,
 		t.Prog.Kinds.Buffer, t.weights.Buffer, t.used.Buffer, tables.Buffer, eq.Buffer, z.slots.Buffer, z.regs.Buffer,
 		z.partials.Buffer,
 		zcRoundParams{logRows: uint32(logRows), stride: uint32(stride), nused: uint32(t.nused), nslots: uint32(t.nslots),
 			nregs: uint32(t.Prog.NumRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
-			nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), interleave: uint32(b2u(!isHost(z.dev))), lanes: uint32(z.lanes)})
+			nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), interleave: interleave, lanes: uint32(z.lanes)})
 	return EncodeSumRowsVia(b, z.dev, z.partials, z.mid, out, outOff, rp.threads*z.lanes, 12*z.points)
 }
 

@@ -41,6 +41,8 @@ type zcRef struct {
 	cols         [][]field.Fp // per slot (nil: not stored)
 	parts        [][]field.Fp // per part, column-major canonical values
 	logH, height int
+	// pieces, when set, is pg split (constraints.Split): the device trace gets them (UsePieces).
+	pieces []*constraints.Program
 }
 
 func newZcRef(r *rand.Rand, pg *constraints.Program, logN, logH int) *zcRef {
@@ -262,6 +264,16 @@ func newZcDeviceOn(t *testing.T, dev *gpu.Device, ref *zcRef, logM, points int, 
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.Free)
+	if ref.pieces != nil {
+		pp, err := UploadPieces(dev, "zerocheck test", ref.pieces)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pp.Free)
+		if err := tr.UsePieces(dev, pp, ref.public); err != nil {
+			t.Fatal(err)
+		}
+	}
 	zc, err := NewZerocheck(dev, dom, points, []*ZcTrace{tr}, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -396,14 +408,21 @@ func TestZerocheckBindMatchesGo(t *testing.T) {
 // several table heights (down to one pair), thread counts and point counts.
 func TestZerocheckRoundMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(51, 52))
-	for _, c := range []struct{ logN, logH, logRows, points, threads int }{
-		{2, 6, 4, 4, 0}, {2, 6, 1, 4, 0}, {2, 9, 7, 3, 5}, {4, 8, 2, 4, 1}, {4, 10, 6, 5, 0}, {0, 6, 6, 4, 3},
+	// pieces > 0: the program split into that many pieces, every round run by zc_round_pieces.
+	for _, c := range []struct{ logN, logH, logRows, points, threads, pieces int }{
+		{2, 6, 4, 4, 0, 0}, {2, 6, 1, 4, 0, 0}, {2, 9, 7, 3, 5, 0}, {4, 8, 2, 4, 1, 0}, {4, 10, 6, 5, 0, 0}, {0, 6, 6, 4, 3, 0},
+		{2, 6, 4, 4, 0, 3}, {2, 6, 1, 4, 0, 5}, {2, 9, 7, 3, 5, 2}, {4, 8, 2, 4, 1, 4}, {0, 6, 6, 4, 3, 64},
 	} {
 		for _, a := range zcAirs() {
-			pg, _ := compileProgram(t, a)
-			t.Run(fmt.Sprintf("%s/h%d/rows%d/p%d", a.Name(), c.logH, c.logRows, c.points), func(t *testing.T) {
+			pg, vk := compileProgram(t, a)
+			t.Run(fmt.Sprintf("%s/h%d/rows%d/p%d/pieces%d", a.Name(), c.logH, c.logRows, c.points, c.pieces), func(t *testing.T) {
 				ref := newZcRef(r, pg, c.logN, c.logH)
-				dv := newZcDevice(t, ref, logM(c.logN, 3), c.points, ZcOptions{RoundThreads: c.threads})
+				opts := ZcOptions{RoundThreads: c.threads}
+				if c.pieces > 0 {
+					ref.pieces = splitProgram(t, vk, c.pieces)
+					opts.Pieces, opts.PieceThreads = true, c.threads
+				}
+				dv := newZcDevice(t, ref, logM(c.logN, 3), c.points, opts)
 				rows := 1 << c.logRows
 				stride := rows + 1
 				tables := make([][]field.Fp4, pg.NumSlots())
@@ -447,6 +466,16 @@ func TestZerocheckRoundMatchesGo(t *testing.T) {
 			})
 		}
 	}
+}
+
+// splitProgram is constraints.Split(vk, All, k).
+func splitProgram(t *testing.T, vk *air.VerifyingKey, k int) []*constraints.Program {
+	t.Helper()
+	ps, err := constraints.Split(vk, constraints.All, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
 }
 
 // zcWideAir has many outputs of each kind (40 constraints, 20 message fields): every term of the
@@ -543,13 +572,17 @@ func TestZerocheckCombineExtremes(t *testing.T) {
 // interleaved in the scratch, groups of the kernels' limits) and must still match the plain-Go
 // model.
 func TestZerocheckGPUShapes(t *testing.T) {
-	dev, lb := openLimited(t, map[string]int{"zc_uni_eval": 64, "zc_round_eval": 32})
+	dev, lb := openLimited(t, map[string]int{"zc_uni_eval": 64, "zc_round_eval": 32, "zc_round_pieces": 32})
 	r := rand.New(rand.NewPCG(81, 82))
-	for _, c := range []struct{ logN, d, logH int }{{2, 3, 5}, {2, 3, 1}, {4, 3, 6}, {2, 2, 4}} {
+	// pieces > 0: the trace has its program in pieces (a GPU runs them in rounds with few pairs).
+	for _, c := range []struct{ logN, d, logH, pieces int }{{2, 3, 5, 0}, {2, 3, 1, 0}, {4, 3, 6, 0}, {2, 2, 4, 0}, {2, 3, 5, 3}, {4, 3, 6, 8}} {
 		for _, a := range zcAirs() {
-			pg, _ := compileProgram(t, a)
-			t.Run(fmt.Sprintf("%s/n%d/h%d", a.Name(), c.logN, c.logH), func(t *testing.T) {
+			pg, vk := compileProgram(t, a)
+			t.Run(fmt.Sprintf("%s/n%d/h%d/pieces%d", a.Name(), c.logN, c.logH, c.pieces), func(t *testing.T) {
 				ref := newZcRef(r, pg, c.logN, c.logH)
+				if c.pieces > 0 {
+					ref.pieces = splitProgram(t, vk, c.pieces)
+				}
 				lm := logM(c.logN, c.d)
 				dv := newZcDeviceOn(t, dev, ref, lm, c.d+1, ZcOptions{})
 				if up := dv.zc.uni[dv.trace]; up.coset || up.tpg != 64 {
@@ -607,7 +640,10 @@ func TestZerocheckGPUShapes(t *testing.T) {
 			})
 		}
 	}
-	if lb.largest["zc_uni_eval"] > 64 || lb.largest["zc_round_eval"] > 32 {
+	if lb.largest["zc_round_pieces"] == 0 {
+		t.Error("zc_round_pieces never ran")
+	}
+	if lb.largest["zc_uni_eval"] > 64 || lb.largest["zc_round_eval"] > 32 || lb.largest["zc_round_pieces"] > 32 {
 		t.Errorf("groups above the kernels' limits: %v", lb.largest)
 	}
 }

@@ -33,15 +33,19 @@ var ErrFreed = errors.New("backend/device: handle was freed")
 type Options struct {
 	// Logger receives debug lines about uploads and buffer sizes (nil: no logging).
 	Logger *zerolog.Logger
+	// Zerocheck forces strategies of the constraint sumcheck's kernels (tests: the GPU paths on
+	// the host device; Pieces also gives every trace its program in pieces).
+	Zerocheck kernels.ZcOptions
 }
 
 // Backend runs the prover's stages on a gpu.Device. Its methods may be called from several
 // goroutines (the device serialises the work).
 type Backend struct {
-	dev  *gpu.Device
-	log  zerolog.Logger
-	ntt  *kernels.NTT
-	hash *kernels.Poseidon2
+	dev    *gpu.Device
+	log    zerolog.Logger
+	zcOpts kernels.ZcOptions
+	ntt    *kernels.NTT
+	hash   *kernels.Poseidon2
 
 	mu     sync.Mutex
 	closed bool
@@ -56,6 +60,8 @@ type Backend struct {
 	// verifying key's program; progMu guards it.
 	progMu sync.Mutex
 	progs  map[*constraints.Program]*kernels.Program
+	// progPieces holds the key programs split into pieces (pieces, constraints.go); progMu guards it.
+	progPieces map[*constraints.Program]*kernels.ProgramPieces
 	// rowProgs holds the programs compiled for some outputs of a key and the column tables of
 	// programs evaluated on trace rows (programs.go); progMu guards it.
 	rowProgs rowProgramCache
@@ -75,7 +81,7 @@ func New(dev *gpu.Device, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{dev: dev, log: log, ntt: kernels.NewNTT(dev), hash: hash, live: map[freer]struct{}{}}, nil
+	return &Backend{dev: dev, log: log, ntt: kernels.NewNTT(dev), hash: hash, live: map[freer]struct{}{}, zcOpts: opts.Zerocheck}, nil
 }
 
 // Device is the device the backend runs on.

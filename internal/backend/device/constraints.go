@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
@@ -97,7 +98,7 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 		}
 		zts = append(zts, zt.zt)
 	}
-	if cp.zc, err = kernels.NewZerocheck(b.dev, cp.dom, d+1, zts, kernels.ZcOptions{}); err != nil {
+	if cp.zc, err = kernels.NewZerocheck(b.dev, cp.dom, d+1, zts, b.zcOpts); err != nil {
 		return fail(err)
 	}
 	cp.uniWidth, cp.rndWidth = cp.zc.UniWidth(), cp.zc.RoundWidth()
@@ -243,6 +244,17 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 	zt, err := kernels.NewZcTrace(cp.be.dev, cp.dom, pg, prog, logH, parts, in.Public, w.Out, w.DenConst)
 	if err != nil {
 		return nil, fmt.Errorf("%w: trace %d: %w", stark.ErrBatchConstraintInput, t, err)
+	}
+	if pg == in.Program && nLift > 0 && (kernels.ZcUsesPieces(cp.be.dev) || cp.be.zcOpts.Pieces) {
+		// GPUs run the rounds with few pairs on the program's pieces.
+		pp, err := cp.be.pieces(in.VK, pg)
+		if err == nil {
+			err = zt.UsePieces(cp.be.dev, pp, in.Public)
+		}
+		if err != nil {
+			zt.Free()
+			return nil, err
+		}
 	}
 	tr := &zcTrace{pg: pg, zt: zt, nLift: nLift, log: nLift}
 	cp.traces = append(cp.traces, tr)
@@ -534,12 +546,49 @@ func (b *Backend) program(p *constraints.Program) (*kernels.Program, error) {
 	return dp, nil
 }
 
-// freePrograms frees the uploaded programs (Close).
+// constraintPieces is the number of pieces a key's program is split into for the constraint
+// rounds with few pairs (constraints.Split): Keccak-f's 39,536 instructions become 126 pieces of at
+// most 388 instructions and 65 registers.
+const constraintPieces = 128
+
+// pieces returns the key program p (of vk) split into pieces and uploaded: once per program,
+// freed by Close.
+func (b *Backend) pieces(vk *air.VerifyingKey, p *constraints.Program) (*kernels.ProgramPieces, error) {
+	b.progMu.Lock()
+	defer b.progMu.Unlock()
+	if pp := b.progPieces[p]; pp != nil {
+		return pp, nil
+	}
+	b.mu.Lock()
+	closed := b.closed
+	b.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	ps, err := constraints.Split(vk, constraints.All, constraintPieces)
+	if err != nil {
+		return nil, err
+	}
+	pp, err := kernels.UploadPieces(b.dev, fmt.Sprintf("constraints %p", p), ps)
+	if err != nil {
+		return nil, err
+	}
+	if b.progPieces == nil {
+		b.progPieces = map[*constraints.Program]*kernels.ProgramPieces{}
+	}
+	b.progPieces[p] = pp
+	return pp, nil
+}
+
+// freePrograms frees the uploaded programs and pieces (Close).
 func (b *Backend) freePrograms() {
 	b.progMu.Lock()
 	defer b.progMu.Unlock()
 	for _, dp := range b.progs {
 		dp.Free()
 	}
-	b.progs = nil
+	for _, pp := range b.progPieces {
+		pp.Free()
+	}
+	b.progs, b.progPieces = nil, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
 )
@@ -161,7 +162,16 @@ func sameTriples(t *testing.T, what string, got, want []stark.ConstraintTriple) 
 // compares every output; UnivariateRound and every Round sync once, BindUnivariate and Bind never,
 // Openings at most once; Release frees every buffer but the programs (once per backend).
 func TestConstraintProverMatchesCpuref(t *testing.T) {
-	be, err := device.New(testDev, device.Options{})
+	for _, opts := range []kernels.ZcOptions{{}, {Pieces: true}} {
+		t.Run(fmt.Sprintf("pieces=%v", opts.Pieces), func(t *testing.T) { constraintProverMatchesCpuref(t, opts) })
+	}
+}
+
+// constraintProverMatchesCpuref is TestConstraintProverMatchesCpuref with the kernels' strategies
+// forced by opts (Pieces: the program split into pieces for every round j ≥ 1, as GPUs run the
+// rounds with few pairs).
+func constraintProverMatchesCpuref(t *testing.T, opts kernels.ZcOptions) {
+	be, err := device.New(testDev, device.Options{Zerocheck: opts})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3812,6 +3812,9 @@ MSL_KERNEL void msl_kernel_rows_min_pairs(MSL_DEVICE const uint* in             
 //   zc_round_eval    rounds j ≥ 1: slot values t[2y] + X·(t[2y+1] − t[2y]) for X = 1..d+1, the
 //                    program over Fp4, the combination weighted by e'(y), summed per X (lanes across
 //                    pairs and X, so the last rounds' few pairs still fill the lanes).
+//   zc_round_pieces  the same with the program split into pieces (constraints.Split): work items
+//                    (piece, pair, X), so that a round with few pairs still has enough threads, each
+//                    walking a piece (a few hundred instructions) instead of the whole program.
 //
 // The program runs through an evaluator given as a template parameter (ProgInterpreter of
 // program_lanes.h): the kernel bodies are templates, the kernels instantiate them with the
@@ -4198,7 +4201,7 @@ struct ProgCombineLanes {
 };
 
 #endif  // PROGRAM_LANES_H
-#line 29 "shaders/rap/zerocheck.metal"
+#line 32 "shaders/rap/zerocheck.metal"
 
 #define ZC_NONE 0xffffffffu
 #define ZC_MAX_N 32u  // largest block (l_skip ≤ 5): thread arrays of the coset DFTs
@@ -4771,6 +4774,52 @@ struct ZcRoundParams {
   uint lanes;       // MSL_LANES the launcher assumed
 };
 
+// Rounds j ≥ 1: the slot values of lane group u (work items f = u·MSL_LANES + lane, f < total;
+// the last group's spare lanes repeat item total − 1): for the used slots (used[2k] = s, used[2k+1] =
+// table τ, k < nused) t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]) at slot s of the scratch at sbase, with
+// (y, X − 1) of each lane in ys, xs.
+MSL_FN void zc_round_fill(uint u, uint total, uint npts, MSL_DEVICE const uint* used, uint nused, MSL_DEVICE const uint* tables,
+                          uint stride, MSL_DEVICE uint* sbase, uint t, uint T, MSL_THREAD uint* ys, MSL_THREAD uint* xs) {
+  uint xm[MSL_LANES];
+  for (uint l = 0u; l < MSL_LANES; l++) {
+    uint f = min(u * MSL_LANES + l, total - 1u);
+    ys[l] = f / npts;
+    xs[l] = f - ys[l] * npts;  // X − 1
+    xm[l] = bb_to_mont(xs[l] + 1u);
+  }
+  lanes_uint xv = lanes_ld_th(xm);
+  for (uint k = 0u; k < nused; k++) {
+    MSL_DEVICE const uint* tab = tables + 4u * used[2u * k + 1u] * stride;
+    uint ta[4][MSL_LANES];
+    uint tb[4][MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      MSL_DEVICE const uint* pr = tab + 8u * ys[l];
+      for (uint c = 0u; c < 4u; c++) {
+        ta[c][l] = pr[c];
+        tb[c][l] = pr[4u + c];
+      }
+    }
+    MSL_DEVICE uint* sv = sbase + 4u * used[2u * k] * T + t;
+    for (uint c = 0u; c < 4u; c++) {
+      lanes_uint a = lanes_ld_th(ta[c]);
+      lanes_uint d = bb_sub_lanes(lanes_ld_th(tb[c]), a);
+      lanes_st_dev(sv + c * T, bb_add_lanes(a, bb_mul_lanes(d, xv)));
+    }
+  }
+}
+
+// e'(y)·(Zc, Num, Den) of each live lane of group u added to partial row (gid·MSL_LANES + lane)·
+// (d+1) + X − 1.
+MSL_FN void zc_round_accumulate(MSL_DEVICE uint* partials, MSL_DEVICE const uint* eq, uint eq_off, MSL_THREAD ProgCombineLanes& c,
+                                uint u, uint total, uint npts, uint gid, MSL_THREAD const uint* ys, MSL_THREAD const uint* xs) {
+  for (uint l = 0u; l < MSL_LANES; l++) {
+    if (u * MSL_LANES + l >= total) break;
+    bb4 e = bb4_load(eq, eq_off + ys[l]);
+    zc_accumulate(partials, (gid * MSL_LANES + l) * npts + xs[l], e, bb4l_get(c.zc, l), bb4l_get(c.num, l),
+                  bb4l_get(c.den, l));
+  }
+}
+
 // For every pair y and X = 1..d+1 the used slots s (table τ; used[2k] = s, used[2k+1] = τ) take
 // t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]), the program runs over Fp4 and e'(y)·(Zc, Num, Den) is added
 // to partial row (gid·MSL_LANES + lane)·(d+1) + X − 1. Work items f = y·(d+1) + X − 1, lanes
@@ -4798,42 +4847,12 @@ MSL_FN void zc_round_body(MSL_THREAD Eval& ev, MSL_DEVICE const uint* prog, MSL_
   for (uint u = gid; u < units; u += G) {
     uint ys[MSL_LANES];
     uint xs[MSL_LANES];
-    uint xm[MSL_LANES];
-    for (uint l = 0u; l < MSL_LANES; l++) {
-      uint f = min(u * MSL_LANES + l, total - 1u);
-      ys[l] = f / npts;
-      xs[l] = f - ys[l] * npts;  // X − 1
-      xm[l] = bb_to_mont(xs[l] + 1u);
-    }
-    lanes_uint xv = lanes_ld_th(xm);
-    for (uint k = 0u; k < nused; k++) {
-      MSL_DEVICE const uint* tab = tables + 4u * used[2u * k + 1u] * stride;
-      uint ta[4][MSL_LANES];
-      uint tb[4][MSL_LANES];
-      for (uint l = 0u; l < MSL_LANES; l++) {
-        MSL_DEVICE const uint* pr = tab + 8u * ys[l];
-        for (uint c = 0u; c < 4u; c++) {
-          ta[c][l] = pr[c];
-          tb[c][l] = pr[4u + c];
-        }
-      }
-      MSL_DEVICE uint* sv = sbase + 4u * used[2u * k] * T + t;
-      for (uint c = 0u; c < 4u; c++) {
-        lanes_uint a = lanes_ld_th(ta[c]);
-        lanes_uint d = bb_sub_lanes(lanes_ld_th(tb[c]), a);
-        lanes_st_dev(sv + c * T, bb_add_lanes(a, bb_mul_lanes(d, xv)));
-      }
-    }
+    zc_round_fill(u, total, npts, used, nused, tables, stride, sbase, t, T, ys, xs);
     ProgCombineLanes c;
     c.start(kinds, weights, has_den ? den_const : bb4l_zero());
     ev.ext(prog, cp, sbase, rbase, t, T, c);
     c.finish();
-    for (uint l = 0u; l < MSL_LANES; l++) {
-      if (u * MSL_LANES + l >= total) break;
-      bb4 e = bb4_load(eq, p.eq_off + ys[l]);
-      zc_accumulate(partials, (gid * MSL_LANES + l) * npts + xs[l], e, bb4l_get(c.zc, l), bb4l_get(c.num, l),
-                    bb4l_get(c.den, l));
-    }
+    zc_round_accumulate(partials, eq, p.eq_off, c, u, total, npts, gid, ys, xs);
   }
 }
 
@@ -4854,6 +4873,75 @@ MSL_KERNEL void msl_kernel_zc_round_eval(MSL_DEVICE const uint* prog            
   if (p.lanes != MSL_LANES) return;
   ProgInterpreter ev;
   zc_round_body(ev, prog, cp, kinds, weights, used, tables, eq, slots, regs, partials, p, gid, G);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Rounds j ≥ 1, program in pieces.
+
+struct ZcPiecesParams {
+  uint log_rows;    // n ≥ 1: the tables have 2^n rows (pairs y < 2^(n−1))
+  uint stride;      // Fp4 index distance between tables
+  uint npieces;     // pieces of the program
+  uint nslots;      // the largest piece's slots (scratch entries per point; slots are the piece's own)
+  uint nregs;       // the largest piece's registers
+  uint points;      // d + 1: evaluation points X = 1..d+1
+  uint has_den;     // add the constant denominator term (once: piece 0)
+  uint nout;        // outputs of the whole program (weights[nout]: the constant denominator term)
+  uint eq_off;      // Fp4 index of e'(0) in eq
+  uint interleave;  // scratch layout, as in ZcUniParams
+  uint lanes;       // MSL_LANES the launcher assumed
+};
+
+// zc_round_body with the program in pieces: piece k's words at prog + table[4k], its constants and
+// public values at cp + table[4k + 1], its slot list at used + 2·table[4k + 2] (table[4k + 3]
+// entries: the piece's own slot s, numbered from 0, and its table τ). The pieces emit the whole
+// program's outputs (same numbering, each once), so their weighted sums add up to the program's.
+// Work items (k, f) with f = y·(d+1) + X − 1 in lane groups, piece-major: neighbouring threads walk
+// the same piece (uniform control flow), and the partial row of (thread, lane, X) sums every piece.
+MSL_KERNEL void msl_kernel_zc_round_pieces(MSL_DEVICE const uint* prog              ,
+                            MSL_DEVICE const uint* cp              ,
+                            MSL_DEVICE const uint* table              ,
+                            MSL_DEVICE const uint* kinds              ,
+                            MSL_DEVICE const uint* weights              ,
+                            MSL_DEVICE const uint* used              ,
+                            MSL_DEVICE const uint* tables              ,
+                            MSL_DEVICE const uint* eq              ,
+                            MSL_DEVICE uint* slots              ,
+                            MSL_DEVICE uint* regs              ,
+                            MSL_DEVICE uint* partials               ,
+                            MSL_CONSTANT ZcPiecesParams& p               ,
+                            uint gid                            ,
+                            uint G                     ) {
+  if (p.lanes != MSL_LANES) return;
+  uint il = p.interleave;
+  uint pairs = 1u << (p.log_rows - 1u);
+  uint stride = p.stride;
+  uint npts = p.points;
+  uint total = pairs * npts;
+  uint units = (total + MSL_LANES - 1u) / MSL_LANES;
+  uint items = units * p.npieces;
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
+  for (uint k = 0u; k < 12u * npts * MSL_LANES; k++) partials[12u * npts * MSL_LANES * gid + k] = 0u;
+  MSL_DEVICE uint* sbase = slots + zc_region(4u * p.nslots, 0u, gid, G, 1u, il);
+  MSL_DEVICE uint* rbase = regs + zc_region(4u * p.nregs, 0u, gid, G, 1u, il);
+  bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
+  ProgInterpreter ev;
+  for (uint it = gid; it < items; it += G) {
+    uint piece = it / units;
+    uint u = it - piece * units;
+    MSL_DEVICE const uint* pt = table + 4u * piece;
+    MSL_DEVICE const uint* pused = used + 2u * pt[2];
+    uint nused = pt[3];
+    uint ys[MSL_LANES];
+    uint xs[MSL_LANES];
+    zc_round_fill(u, total, npts, pused, nused, tables, stride, sbase, t, T, ys, xs);
+    ProgCombineLanes c;
+    c.start(kinds, weights, p.has_den != 0u && piece == 0u ? den_const : bb4l_zero());
+    ev.ext(prog + pt[0], cp + pt[1], sbase, rbase, t, T, c);
+    c.finish();
+    zc_round_accumulate(partials, eq, p.eq_off, c, u, total, npts, gid, ys, xs);
+  }
 }
 
 #line 1 "<mslgen cuda glue>"
@@ -5473,6 +5561,24 @@ extern "C" __global__ void mslk_zc_round_eval(MSL_DEVICE const uint* prog, MSL_D
   msl_kernel_zc_round_eval(
       prog,
       cp,
+      kinds,
+      weights,
+      used,
+      tables,
+      eq,
+      slots,
+      regs,
+      partials,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_zc_round_pieces(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* table, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* used, MSL_DEVICE const uint* tables, MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT ZcPiecesParams p) {
+  msl_kernel_zc_round_pieces(
+      prog,
+      cp,
+      table,
       kinds,
       weights,
       used,
