@@ -596,6 +596,45 @@ func (v zcPiecesParams) arg() gpu.Arg {
 	return gpu.U32(v.logRows, v.stride, v.npieces, v.nslots, v.nregs, v.points, v.hasDen, v.nout, v.eqOff, v.interleave, v.lanes)
 }
 
+// zcValuesParams is the value struct ZcValuesParams of the shaders: uint fields in declaration order.
+type zcValuesParams struct {
+	logN        uint32
+	logM        uint32
+	blocks      uint32
+	x0          uint32
+	sliceBlocks uint32
+	ncols       uint32
+	width       uint32
+	selFirst    uint32
+	selLast     uint32
+	selTrans    uint32
+}
+
+func (v zcValuesParams) arg() gpu.Arg {
+	return gpu.U32(v.logN, v.logM, v.blocks, v.x0, v.sliceBlocks, v.ncols, v.width, v.selFirst, v.selLast, v.selTrans)
+}
+
+// zcUniPiecesParams is the value struct ZcUniPiecesParams of the shaders: uint fields in declaration order.
+type zcUniPiecesParams struct {
+	logM       uint32
+	x0         uint32
+	points     uint32
+	width      uint32
+	npieces    uint32
+	nslots     uint32
+	nregs      uint32
+	hasDen     uint32
+	nout       uint32
+	zero       uint32
+	eqOff      uint32
+	interleave uint32
+	lanes      uint32
+}
+
+func (v zcUniPiecesParams) arg() gpu.Arg {
+	return gpu.U32(v.logM, v.x0, v.points, v.width, v.npieces, v.nslots, v.nregs, v.hasDen, v.nout, v.zero, v.eqOff, v.interleave, v.lanes)
+}
+
 // dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:21).
 func dispatchMerkleHashRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, digests *gpu.Buffer, rc *gpu.Buffer, p merkleRowParams) *gpu.Batch {
 	return enc.Dispatch("merkle_hash_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(digests), gpu.Buf(rc), p.arg()})
@@ -846,32 +885,42 @@ func dispatchRowsMinPairs(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, 
 	return enc.Dispatch("rows_min_pairs", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/rap/zerocheck.metal:126).
+// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/rap/zerocheck.metal:130).
 func dispatchZcCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams) *gpu.Batch {
 	return enc.Dispatch("zc_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()})
 }
 
-// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/rap/zerocheck.metal:465).
+// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/rap/zerocheck.metal:469).
 func dispatchZcUniEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/rap/zerocheck.metal:503).
+// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/rap/zerocheck.metal:507).
 func dispatchZcBindUni(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, w *gpu.Buffer, colmap *gpu.Buffer, tables *gpu.Buffer, p zcBindParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_uni", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(w), gpu.Buf(colmap), gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/rap/zerocheck.metal:570).
+// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/rap/zerocheck.metal:574).
 func dispatchZcBindSelectors(enc *gpu.Batch, groups, tpg gpu.Dim3, tables *gpu.Buffer, p zcBindSelParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_selectors", groups, tpg, []gpu.Arg{gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/rap/zerocheck.metal:687).
+// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/rap/zerocheck.metal:691).
 func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
 	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/rap/zerocheck.metal:728).
+// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/rap/zerocheck.metal:732).
 func dispatchZcRoundPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_round_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
+}
+
+// dispatchZcUniValues encodes kernel zc_uni_values (shaders/rap/zerocheck.metal:800).
+func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcValuesParams) *gpu.Batch {
+	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()})
+}
+
+// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/rap/zerocheck.metal:879).
+func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
+	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

@@ -165,11 +165,12 @@ type ZcTrace struct {
 	used      *gpu.Array[uint32]   // (slot, table) per slot the program reads
 	nused     int
 
-	// The program in pieces (UsePieces), for rounds with few pairs: the pieces, their cp buffers
-	// one after the other, (word offset, cp offset, slot-list offset, slots) per piece, and the
-	// slot lists ((piece slot, table) per slot).
-	pieces                         *ProgramPieces
-	pieceCP, pieceTable, pieceUsed *gpu.Array[uint32]
+	// The program in pieces (UsePieces), for round 0 and the rounds with few pairs on GPUs: the
+	// pieces, their cp buffers one after the other, (word offset, cp offset, slot-list offset,
+	// slots) per piece, and the slot lists: (piece slot, table) per slot for the rounds j ≥ 1,
+	// (piece slot, program slot) for round 0.
+	pieces                                     *ProgramPieces
+	pieceCP, pieceTable, pieceUsed, pieceSlots *gpu.Array[uint32]
 }
 
 type zcRun struct{ col0, count int }
@@ -322,7 +323,7 @@ func (z *ZcTrace) UsePieces(dev *gpu.Device, pp *ProgramPieces, public []field.F
 	if err != nil {
 		return err
 	}
-	var table, used []uint32
+	var table, used, slotsOf []uint32
 	for k, slots := range pp.Slots {
 		table = append(table, uint32(pp.WordOff[k]), uint32(cpOff[k]), uint32(len(used)/2), uint32(len(slots)))
 		for l, s := range slots {
@@ -330,10 +331,11 @@ func (z *ZcTrace) UsePieces(dev *gpu.Device, pp *ProgramPieces, public []field.F
 				return fmt.Errorf("kernels: ZcTrace: piece %d reads slot %d, which is not stored", k, s)
 			}
 			used = append(used, uint32(l), uint32(z.tableOf[s]))
+			slotsOf = append(slotsOf, uint32(l), uint32(s))
 		}
 	}
 	if len(used) == 0 {
-		used = []uint32{0}
+		used, slotsOf = []uint32{0}, []uint32{0}
 	}
 	z.freePieces()
 	fail := func(err error) error {
@@ -346,7 +348,10 @@ func (z *ZcTrace) UsePieces(dev *gpu.Device, pp *ProgramPieces, public []field.F
 	if z.pieceTable, err = gpu.UploadArray(dev, "zerocheck piece table", table); err != nil {
 		return fail(err)
 	}
-	if z.pieceUsed, err = gpu.UploadArray(dev, "zerocheck piece slots", used); err != nil {
+	if z.pieceUsed, err = gpu.UploadArray(dev, "zerocheck piece tables", used); err != nil {
+		return fail(err)
+	}
+	if z.pieceSlots, err = gpu.UploadArray(dev, "zerocheck piece slots", slotsOf); err != nil {
 		return fail(err)
 	}
 	z.pieces = pp
@@ -354,12 +359,12 @@ func (z *ZcTrace) UsePieces(dev *gpu.Device, pp *ProgramPieces, public []field.F
 }
 
 func (z *ZcTrace) freePieces() {
-	for _, a := range []*gpu.Array[uint32]{z.pieceCP, z.pieceTable, z.pieceUsed} {
+	for _, a := range []*gpu.Array[uint32]{z.pieceCP, z.pieceTable, z.pieceUsed, z.pieceSlots} {
 		if a != nil {
 			a.Free()
 		}
 	}
-	z.pieces, z.pieceCP, z.pieceTable, z.pieceUsed = nil, nil, nil, nil
+	z.pieces, z.pieceCP, z.pieceTable, z.pieceUsed, z.pieceSlots = nil, nil, nil, nil, nil
 }
 
 // Free releases the trace's uploads (not the parts, not the program or its pieces).
@@ -472,14 +477,18 @@ type Zerocheck struct {
 	round map[*ZcTrace]zcRoundPlan
 
 	slots, regs, partials, coefs, deltas *gpu.Array[uint32]
+	// vals holds a round-0 slice's slot values when a trace runs round 0 in pieces.
+	vals *gpu.Array[uint32]
 	// mid holds the first level of the two-level sums of the partials (GPUs: EncodeSumRowsVia).
 	mid *gpu.Array[uint32]
 }
 
-// zcUniPlan is the round-0 dispatch of one trace.
+// zcUniPlan is the round-0 dispatch of one trace; pieces: by the program's pieces (zc_uni_values,
+// zc_uni_pieces; unit and item unused), width the row length of the slot-value table.
 type zcUniPlan struct {
 	unit, item, threads, tpg, sliceBlocks int
-	coset                                 bool
+	coset, pieces                         bool
+	width                                 int
 }
 
 // ZcUsesPieces says whether dev runs a trace's program in pieces (ZcTrace.UsePieces) in rounds
@@ -504,72 +513,83 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 	budget := opts.ScratchBytes / 4 // words
 	n, m := 1<<dom.LogN, 1<<dom.LogM
 	L := z.lanes
-	var nSlots, nRegs, nPartials, nCoefs, nDeltas int
+	var nSlots, nRegs, nPartials, nCoefs, nDeltas, nVals int
 	for _, t := range traces {
 		if t.logN != dom.LogN || t.logM != dom.LogM {
 			return nil, fmt.Errorf("kernels: Zerocheck: trace built for another domain")
 		}
 		// Round 0.
-		up := zcUniPlan{coset: isHost(dev) && !opts.PointMode}
-		up.unit = L
-		if up.coset {
-			up.unit = max(n, L)
-		}
 		x := t.Blocks()
-		perThread := up.unit*t.nslots + L*t.Prog.NumRegs
-		align := 1
-		if isHost(dev) && !opts.UnitItems {
-			// A thread takes whole blocks (its partial rows cover every point class).
-			up.item = max(m, up.unit)
-			up.tpg = 1
-			up.threads = 16 * max(dev.Limits().ComputeUnits, 1)
+		if pp := t.pieces; pp != nil && (opts.Pieces || !isHost(dev)) {
+			up := z.planUniPieces(t, budget)
+			z.uni[t] = up
+			nSlots = max(nSlots, up.threads*L*pp.MaxSlots)
+			nRegs = max(nRegs, up.threads*L*pp.MaxRegs)
+			nPartials = max(nPartials, 12*up.threads*L)
+			nCoefs = max(nCoefs, up.sliceBlocks*n*t.ncols)
+			nDeltas = max(nDeltas, up.sliceBlocks*t.ncols)
+			nVals = max(nVals, t.nslots*up.width)
 		} else {
-			// One point per thread and step: G ≡ 0 mod M keeps each thread on one point class.
-			up.item = up.unit
-			up.tpg = 1
-			if !isHost(dev) {
-				up.tpg = groupSize(dev, "zc_uni_eval", gpuGroup)
+			up := zcUniPlan{coset: isHost(dev) && !opts.PointMode}
+			up.unit = L
+			if up.coset {
+				up.unit = max(n, L)
 			}
-			align = max(m/up.unit, up.tpg)
-			up.threads = min(budget/max(perThread, 1), (x*m+up.item-1)/up.item)
-			if !isHost(dev) {
-				// Enough threads to fill the device twice over; more only multiply the
-				// partial rows (12·M words per thread) that the sums must read.
-				up.threads = min(up.threads, 8*gpuGroup*max(dev.Limits().ComputeUnits, 1))
+			perThread := up.unit*t.nslots + L*t.Prog.NumRegs
+			align := 1
+			if isHost(dev) && !opts.UnitItems {
+				// A thread takes whole blocks (its partial rows cover every point class).
+				up.item = max(m, up.unit)
+				up.tpg = 1
+				up.threads = 16 * max(dev.Limits().ComputeUnits, 1)
+			} else {
+				// One point per thread and step: G ≡ 0 mod M keeps each thread on one point class.
+				up.item = up.unit
+				up.tpg = 1
+				if !isHost(dev) {
+					up.tpg = groupSize(dev, "zc_uni_eval", gpuGroup)
+				}
+				align = max(m/up.unit, up.tpg)
+				up.threads = min(budget/max(perThread, 1), (x*m+up.item-1)/up.item)
+				if !isHost(dev) {
+					// Enough threads to fill the device twice over; more only multiply the
+					// partial rows (12·M words per thread) that the sums must read.
+					up.threads = min(up.threads, 8*gpuGroup*max(dev.Limits().ComputeUnits, 1))
+				}
 			}
+			if opts.UniThreads > 0 {
+				up.threads = opts.UniThreads
+			}
+			up.threads = max((up.threads+align-1)/align*align, align)
+			if up.threads%up.tpg != 0 || up.threads*up.item%m != 0 {
+				return nil, fmt.Errorf("kernels: Zerocheck: %d threads in groups of %d", up.threads, up.tpg)
+			}
+			// Slices of the coefficient pre-pass: on the host small ones (a slice's coefficients are
+			// read back by the evaluation right after, from the caches); on GPUs as large as the
+			// budget allows.
+			coefBudget := budget
+			if isHost(dev) {
+				coefBudget = budget / 16
+			}
+			perBlock := (n + 1) * t.ncols
+			sb := 1
+			for sb < x && 2*sb*perBlock <= coefBudget {
+				sb *= 2
+			}
+			for sb < x && sb*m < up.item {
+				sb *= 2
+			}
+			if opts.SliceBlocks > 0 {
+				sb = min(max(opts.SliceBlocks, (up.item+m-1)/m), x)
+			}
+			up.sliceBlocks = sb
+			z.uni[t] = up
+			nSlots = max(nSlots, up.threads*up.unit*t.nslots)
+			nRegs = max(nRegs, up.threads*L*t.Prog.NumRegs)
+			nPartials = max(nPartials, 12*up.threads*up.item)
+			nCoefs = max(nCoefs, sb*n*t.ncols)
+			nDeltas = max(nDeltas, sb*t.ncols)
 		}
-		if opts.UniThreads > 0 {
-			up.threads = opts.UniThreads
-		}
-		up.threads = max((up.threads+align-1)/align*align, align)
-		if up.threads%up.tpg != 0 || up.threads*up.item%m != 0 {
-			return nil, fmt.Errorf("kernels: Zerocheck: %d threads in groups of %d", up.threads, up.tpg)
-		}
-		// Slices of the coefficient pre-pass: on the host small ones (a slice's coefficients are
-		// read back by the evaluation right after, from the caches); on GPUs as large as the
-		// budget allows.
-		coefBudget := budget
-		if isHost(dev) {
-			coefBudget = budget / 16
-		}
-		perBlock := (n + 1) * t.ncols
-		sb := 1
-		for sb < x && 2*sb*perBlock <= coefBudget {
-			sb *= 2
-		}
-		for sb < x && sb*m < up.item {
-			sb *= 2
-		}
-		if opts.SliceBlocks > 0 {
-			sb = min(max(opts.SliceBlocks, (up.item+m-1)/m), x)
-		}
-		up.sliceBlocks = sb
-		z.uni[t] = up
-		nSlots = max(nSlots, up.threads*up.unit*t.nslots)
-		nRegs = max(nRegs, up.threads*L*t.Prog.NumRegs)
-		nPartials = max(nPartials, 12*up.threads*up.item)
-		nCoefs = max(nCoefs, sb*n*t.ncols)
-		nDeltas = max(nDeltas, sb*t.ncols)
 
 		// Rounds j ≥ 1.
 		if t.NLift == 0 {
@@ -641,6 +661,9 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 	}
 	z.coefs = alloc("coefficients", nCoefs)
 	z.deltas = alloc("deltas", nDeltas)
+	if nVals > 0 {
+		z.vals = alloc("slot values", nVals)
+	}
 	if err != nil {
 		z.Close()
 		return nil, err
@@ -648,14 +671,89 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 	return z, nil
 }
 
+// planUniPieces plans round 0 of t by its pieces: slices of as many blocks as the slot-value table
+// (every slot at every point of the slice) allows in budget words, and threads that fill the
+// device without more scratch than budget; G·lanes a multiple of M (the partial rows' classes).
+func (z *Zerocheck) planUniPieces(t *ZcTrace, budget int) zcUniPlan {
+	dev, L := z.dev, z.lanes
+	m, x := 1<<z.dom.LogM, t.Blocks()
+	pp := t.pieces
+	width := func(sb int) int { return (sb*m + L - 1) / L * L }
+	up := zcUniPlan{pieces: true, tpg: 1, sliceBlocks: 1}
+	for up.sliceBlocks < x && t.nslots*width(2*up.sliceBlocks) <= budget {
+		up.sliceBlocks *= 2
+	}
+	if z.opts.SliceBlocks > 0 {
+		up.sliceBlocks = min(z.opts.SliceBlocks, x)
+	}
+	up.width = width(up.sliceBlocks)
+	if !isHost(dev) {
+		up.tpg = groupSize(dev, "zc_uni_pieces", gpuGroup)
+	}
+	per := L * (pp.MaxSlots + pp.MaxRegs)
+	up.threads = min(budget/max(per, 1), up.width/L*pp.NumPieces())
+	if isHost(dev) {
+		up.threads = min(up.threads, 8*max(dev.Limits().ComputeUnits, 1))
+	} else {
+		up.threads = min(up.threads, 8*gpuGroup*max(dev.Limits().ComputeUnits, 1))
+	}
+	if z.opts.UniThreads > 0 {
+		up.threads = z.opts.UniThreads
+	}
+	align := max(up.tpg, m)
+	up.threads = max((up.threads+align-1)/align*align, align)
+	return up
+}
+
+// encodeCoeffs encodes the coefficient pre-pass of blocks x0 .. x0+sb of t.
+func (z *Zerocheck) encodeCoeffs(b *gpu.Batch, t *ZcTrace, x0, sb int) {
+	dom := z.dom
+	invN := MontOf(field.Fp(MontOf(field.Fp(uint32(1 << dom.LogN)).Inverse())))
+	for q, part := range t.Parts {
+		run := t.srcRuns[q]
+		if run.count == 0 {
+			continue
+		}
+		items := sb * ((run.count + z.lanes - 1) / z.lanes)
+		g, tp := shapeFor(z.dev, "zc_coeffs", items)
+		dispatchZcCoeffs(b, g, tp, part.Values.Buffer, t.cols.Buffer, dom.Tw.Buffer, z.coefs.Buffer, z.deltas.Buffer,
+			zcCoeffsParams{logH: uint32(t.LogHeight), logN: uint32(dom.LogN), logM: uint32(dom.LogM), x0: uint32(x0),
+				sliceBlocks: uint32(sb), col0: uint32(run.col0), count: uint32(run.count), ncols: uint32(t.ncols),
+				invN: invN, lanes: uint32(z.lanes)})
+	}
+}
+
+// encodeUniPieces is EncodeUniRound by t's pieces (plan up).
+func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *gpu.Array[uint32], eqOff int, out *gpu.Array[uint32], outOff int) error {
+	dev, dom, pp := z.dev, z.dom, t.pieces
+	x, m := t.Blocks(), 1<<dom.LogM
+	for x0 := 0; x0 < x; x0 += up.sliceBlocks {
+		sb := min(up.sliceBlocks, x-x0)
+		z.encodeCoeffs(b, t, x0, sb)
+		g, tp := shapeFor(dev, "zc_uni_values", (t.ncols+1)*sb)
+		dispatchZcUniValues(b, g, tp, z.coefs.Buffer, z.deltas.Buffer, t.srcmap.Buffer, dom.Tw.Buffer, dom.LRow.Buffer,
+			t.sel.Buffer, z.vals.Buffer, zcValuesParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x),
+				x0: uint32(x0), sliceBlocks: uint32(sb), ncols: uint32(t.ncols), width: uint32(up.width),
+				selFirst: t.selSlots[0], selLast: t.selSlots[1], selTrans: t.selSlots[2]})
+		dispatchZcUniPieces(b, gpu.D1(uint32(up.threads/up.tpg)), gpu.D1(uint32(up.tpg)), pp.Words.Buffer, t.pieceCP.Buffer,
+			t.pieceTable.Buffer, t.Prog.Kinds.Buffer, t.weights.Buffer, t.pieceSlots.Buffer, z.vals.Buffer, eq.Buffer,
+			z.slots.Buffer, z.regs.Buffer, z.partials.Buffer,
+			zcUniPiecesParams{logM: uint32(dom.LogM), x0: uint32(x0), points: uint32(sb * m), width: uint32(up.width),
+				npieces: uint32(pp.NumPieces()), nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs),
+				hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: uint32(b2u(x0 == 0)), eqOff: uint32(eqOff),
+				interleave: uint32(b2u(!isHost(dev))), lanes: uint32(z.lanes)})
+	}
+	return EncodeSumRowsVia(b, dev, z.partials, z.mid, out, outOff, up.threads*z.lanes/m, 12*m)
+}
+
 // Close frees the scratch.
 func (z *Zerocheck) Close() {
-	for _, a := range []*gpu.Array[uint32]{z.slots, z.regs, z.partials, z.mid, z.coefs, z.deltas} {
+	for _, a := range []*gpu.Array[uint32]{z.slots, z.regs, z.partials, z.mid, z.coefs, z.deltas, z.vals} {
 		if a != nil {
 			a.Free()
 		}
 	}
-	z.slots, z.regs, z.partials, z.mid, z.coefs, z.deltas = nil, nil, nil, nil, nil, nil
+	z.slots, z.regs, z.partials, z.mid, z.coefs, z.deltas, z.vals = nil, nil, nil, nil, nil, nil, nil
 }
 
 // UniWidth is the number of uints EncodeUniRound writes: 12 per point class (Zc, Num, Den).
@@ -675,23 +773,13 @@ func (z *Zerocheck) EncodeUniRound(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[uint3
 	if err := checkArray("UniRound", eq, 4*(eqOff+x)); err != nil {
 		return err
 	}
+	if up.pieces {
+		return z.encodeUniPieces(b, t, up, eq, eqOff, out, outOff)
+	}
 	dev, dom := z.dev, z.dom
-	n := 1 << dom.LogN
-	invN := MontOf(field.Fp(MontOf(field.Fp(uint32(n)).Inverse())))
 	for x0 := 0; x0 < x; x0 += up.sliceBlocks {
 		sb := min(up.sliceBlocks, x-x0)
-		for q, part := range t.Parts {
-			run := t.srcRuns[q]
-			if run.count == 0 {
-				continue
-			}
-			items := sb * ((run.count + z.lanes - 1) / z.lanes)
-			g, tp := shapeFor(dev, "zc_coeffs", items)
-			dispatchZcCoeffs(b, g, tp, part.Values.Buffer, t.cols.Buffer, dom.Tw.Buffer, z.coefs.Buffer, z.deltas.Buffer,
-				zcCoeffsParams{logH: uint32(t.LogHeight), logN: uint32(dom.LogN), logM: uint32(dom.LogM), x0: uint32(x0),
-					sliceBlocks: uint32(sb), col0: uint32(run.col0), count: uint32(run.count), ncols: uint32(t.ncols),
-					invN: invN, lanes: uint32(z.lanes)})
-		}
+		z.encodeCoeffs(b, t, x0, sb)
 		coset := uint32(0)
 		if up.coset {
 			coset = 1

@@ -317,14 +317,23 @@ func TestZerocheckUniMatchesGo(t *testing.T) {
 		{1, 3, []int{0, 2}, ZcOptions{PointMode: true}},
 		{5, 2, []int{5, 6}, ZcOptions{}},
 		{3, 4, []int{2, 5}, ZcOptions{UniThreads: 1}},
+		// The program in pieces (zc_uni_values, zc_uni_pieces: 5 pieces).
+		{2, 3, []int{0, 1, 2, 4}, ZcOptions{Pieces: true}},
+		{4, 3, []int{3, 6}, ZcOptions{Pieces: true, UniThreads: 5, SliceBlocks: 2}},
+		{2, 2, []int{0, 3, 4}, ZcOptions{Pieces: true, SliceBlocks: 1}}, // M = 8 < 16 lanes
+		{0, 3, []int{0, 3}, ZcOptions{Pieces: true, UniThreads: 1}},
+		{5, 2, []int{5, 6}, ZcOptions{Pieces: true}},
 	}
 	r := rand.New(rand.NewPCG(31, 32))
 	for ci, c := range cfgs {
 		for _, a := range zcAirs() {
-			pg, _ := compileProgram(t, a)
+			pg, vk := compileProgram(t, a)
 			for _, logH := range c.logHs {
 				t.Run(fmt.Sprintf("cfg%d/%s/h%d", ci, a.Name(), logH), func(t *testing.T) {
 					ref := newZcRef(r, pg, c.logN, logH)
+					if c.opts.Pieces {
+						ref.pieces = splitProgram(t, vk, 5)
+					}
 					lm := logM(c.logN, c.d)
 					dv := newZcDevice(t, ref, lm, c.d+1, c.opts)
 					x := 1 << ref.nLift
@@ -572,7 +581,7 @@ func TestZerocheckCombineExtremes(t *testing.T) {
 // interleaved in the scratch, groups of the kernels' limits) and must still match the plain-Go
 // model.
 func TestZerocheckGPUShapes(t *testing.T) {
-	dev, lb := openLimited(t, map[string]int{"zc_uni_eval": 64, "zc_round_eval": 32, "zc_round_pieces": 32})
+	dev, lb := openLimited(t, map[string]int{"zc_uni_eval": 64, "zc_round_eval": 32, "zc_round_pieces": 32, "zc_uni_pieces": 64})
 	r := rand.New(rand.NewPCG(81, 82))
 	// pieces > 0: the trace has its program in pieces (a GPU runs them in rounds with few pairs).
 	for _, c := range []struct{ logN, d, logH, pieces int }{{2, 3, 5, 0}, {2, 3, 1, 0}, {4, 3, 6, 0}, {2, 2, 4, 0}, {2, 3, 5, 3}, {4, 3, 6, 8}} {
@@ -585,7 +594,7 @@ func TestZerocheckGPUShapes(t *testing.T) {
 				}
 				lm := logM(c.logN, c.d)
 				dv := newZcDeviceOn(t, dev, ref, lm, c.d+1, ZcOptions{})
-				if up := dv.zc.uni[dv.trace]; up.coset || up.tpg != 64 {
+				if up := dv.zc.uni[dv.trace]; up.coset || up.tpg != 64 || up.pieces != (c.pieces > 0) {
 					t.Fatalf("round-0 plan %+v: want the GPU plan in groups of 64", up)
 				}
 				x := 1 << ref.nLift
@@ -640,10 +649,10 @@ func TestZerocheckGPUShapes(t *testing.T) {
 			})
 		}
 	}
-	if lb.largest["zc_round_pieces"] == 0 {
-		t.Error("zc_round_pieces never ran")
+	if lb.largest["zc_round_pieces"] == 0 || lb.largest["zc_uni_pieces"] == 0 {
+		t.Error("zc_round_pieces or zc_uni_pieces never ran")
 	}
-	if lb.largest["zc_uni_eval"] > 64 || lb.largest["zc_round_eval"] > 32 || lb.largest["zc_round_pieces"] > 32 {
+	if lb.largest["zc_uni_eval"] > 64 || lb.largest["zc_round_eval"] > 32 || lb.largest["zc_round_pieces"] > 32 || lb.largest["zc_uni_pieces"] > 64 {
 		t.Errorf("groups above the kernels' limits: %v", lb.largest)
 	}
 }

@@ -13,7 +13,11 @@
 //   zc_round_eval    rounds j ≥ 1: slot values t[2y] + X·(t[2y+1] − t[2y]) for X = 1..d+1, the
 //                    program over Fp4, the combination weighted by e'(y), summed per X (lanes across
 //                    pairs and X, so the last rounds' few pairs still fill the lanes).
-//   zc_round_pieces  the same with the program split into pieces (constraints.Split): work items
+//   zc_uni_values    round 0 on GPUs, program in pieces: a slice's slot values at every point (coset
+//                    DFTs of the coefficients), a table [slot][point];
+//   zc_uni_pieces    then work items (piece, point): the piece's slots copied from the table, the
+//                    piece, the combination weighted by e(x), summed per point class.
+//   zc_round_pieces  the rounds with the program split into pieces (constraints.Split): work items
 //                    (piece, pair, X), so that a round with few pairs still has enough threads, each
 //                    walking a piece (a few hundred instructions) instead of the whole program.
 //
@@ -768,5 +772,156 @@ kernel void zc_round_pieces(device const uint* prog [[buffer(0)]],
     ev.ext(prog + pt[0], cp + pt[1], sbase, rbase, t, T, c);
     c.finish();
     zc_round_accumulate(partials, eq, p.eq_off, c, u, total, npts, gid, ys, xs);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Round 0, program in pieces: the slot values of a slice first (zc_uni_values, a table of every
+// read slot at every point of the slice), then work items (piece, lane group of points).
+
+struct ZcValuesParams {
+  uint log_n;         // N = 2^log_n rows per block
+  uint log_m;         // M = 2^log_m points per block
+  uint blocks;        // X: blocks of the lifted trace
+  uint x0;            // first block of the slice
+  uint slice_blocks;  // blocks of the slice (coefs and deltas hold them from block 0)
+  uint ncols;         // row length of coefs and deltas
+  uint width;         // P: points per slot row of vals (slice_blocks·M rounded up to MSL_LANES)
+  uint sel_first;     // slot of is_first, or ZC_NONE
+  uint sel_last;
+  uint sel_trans;
+};
+
+// vals[s·P + pp] = slot s at point pp of the slice (pp = xl·M + q, q = g·N + b: block x0 + xl, point
+// ω_M^i with i = g + (M/N)·b, the order of zc_uni_eval). Items: (source column c, block xl), each the
+// M/N coset DFTs of the block's coefficients (local slot; the rotation is the same coset at b + 1
+// plus δ·L_{N−1}), then one item per block for the selectors. Scalar code (one item per thread on
+// every target: this path serves GPUs; the host device runs it in tests).
+kernel void zc_uni_values(device const uint* coefs [[buffer(0)]],
+                          device const uint* deltas [[buffer(1)]],
+                          device const uint* srcmap [[buffer(2)]],
+                          device const uint* tw [[buffer(3)]],
+                          device const uint* lrow [[buffer(4)]],
+                          device const uint* sel [[buffer(5)]],
+                          device uint* vals [[buffer(6)]],
+                          constant ZcValuesParams& p [[buffer(7)]],
+                          uint gid [[thread_position_in_grid]],
+                          uint G [[threads_per_grid]]) {
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint m = 1u << p.log_m;
+  uint mmask = m - 1u;
+  uint cosets = m >> log_n;
+  uint ncols = p.ncols;
+  uint P = p.width;
+  uint sb = p.slice_blocks;
+  uint items = (ncols + 1u) * sb;
+  for (uint it = gid; it < items; it += G) {
+    uint c = it / sb;
+    uint xl = it - c * sb;
+    device uint* row = vals + xl * m;
+    if (c == ncols) {
+      uint x = p.x0 + xl;
+      for (uint q = 0u; q < m; q++) {
+        uint i = (q >> log_n) + cosets * (q & (n - 1u));
+        uint last = x == p.blocks - 1u ? sel[m + i] : 0u;
+        if (p.sel_first != ZC_NONE) row[p.sel_first * P + q] = x == 0u ? sel[i] : 0u;
+        if (p.sel_last != ZC_NONE) row[p.sel_last * P + q] = last;
+        if (p.sel_trans != ZC_NONE) row[p.sel_trans * P + q] = bb_sub(BB_ONE, last);
+      }
+      continue;
+    }
+    uint sl = srcmap[2u * c];
+    uint sr = srcmap[2u * c + 1u];
+    if (sl == ZC_NONE && sr == ZC_NONE) continue;
+    device const uint* crow = coefs + (xl << log_n) * ncols + c;
+    uint delta = deltas[xl * ncols + c];
+    for (uint g = 0u; g < cosets; g++) {
+      lanes_uint v[ZC_MAX_N];
+      for (uint k = 0u; k < n; k++) {
+        uint ck = crow[k * ncols];
+        v[k] = lanes_splat(g != 0u ? bb_mul(ck, tw[(g * k) & mmask]) : ck);
+      }
+      zc_dft(v, log_n, tw, mmask, cosets, false);
+      for (uint b = 0u; b < n; b++) {
+        uint q = (g << log_n) + b;
+        if (sl != ZC_NONE) row[sl * P + q] = lanes_get(v[b], 0u);
+        if (sr != ZC_NONE) {
+          row[sr * P + q] = bb_add(lanes_get(v[(b + 1u) & (n - 1u)], 0u), bb_mul(delta, lrow[g + cosets * b]));
+        }
+      }
+    }
+  }
+}
+
+struct ZcUniPiecesParams {
+  uint log_m;       // M = 2^log_m points per block
+  uint x0;          // first block of the slice
+  uint points;      // points of the slice (slice_blocks·M)
+  uint width;       // P: the row length of vals (points rounded up to MSL_LANES)
+  uint npieces;     // pieces of the program
+  uint nslots;      // the largest piece's slots
+  uint nregs;       // the largest piece's registers
+  uint has_den;     // add the constant denominator term (once: piece 0)
+  uint nout;        // outputs of the whole program
+  uint zero;        // zero this thread's partial rows first (the first slice)
+  uint eq_off;      // Fp4 index of e(0) in eq
+  uint interleave;  // scratch layout, as in ZcUniParams
+  uint lanes;       // MSL_LANES the launcher assumed
+};
+
+// Round 0 over the slice with the program in pieces (table and the pieces' slot lists as in
+// zc_round_pieces; here slots[2k + 1] is the program's slot number, a row of vals). Work items (piece,
+// lane group u of points), piece-major: the piece's slots are copied from vals into the thread's
+// scratch, the piece runs over the base field, and e(x)·(Zc, Num, Den) of lane l is added to partial
+// row gid·MSL_LANES + l. The launcher makes G·MSL_LANES and P multiples of M, so a row always
+// holds the same point class q ≡ gid·MSL_LANES + l (mod M).
+kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
+                          device const uint* cp [[buffer(1)]],
+                          device const uint* table [[buffer(2)]],
+                          device const uint* kinds [[buffer(3)]],
+                          device const uint* weights [[buffer(4)]],
+                          device const uint* pslots [[buffer(5)]],
+                          device const uint* vals [[buffer(6)]],
+                          device const uint* eq [[buffer(7)]],
+                          device uint* slots [[buffer(8)]],
+                          device uint* regs [[buffer(9)]],
+                          device uint* partials [[buffer(10)]],
+                          constant ZcUniPiecesParams& p [[buffer(11)]],
+                          uint gid [[thread_position_in_grid]],
+                          uint G [[threads_per_grid]]) {
+  if (p.lanes != MSL_LANES) return;
+  uint il = p.interleave;
+  uint P = p.width;
+  uint units = P / MSL_LANES;
+  uint items = units * p.npieces;
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
+  if (p.zero != 0u) {
+    for (uint k = 0u; k < 12u * MSL_LANES; k++) partials[12u * MSL_LANES * gid + k] = 0u;
+  }
+  device uint* sbase = slots + zc_region(p.nslots, 0u, gid, G, 1u, il);
+  device uint* rbase = regs + zc_region(p.nregs, 0u, gid, G, 1u, il);
+  bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
+  ProgInterpreter ev;
+  for (uint it = gid; it < items; it += G) {
+    uint piece = it / units;
+    uint u = it - piece * units;
+    device const uint* pt = table + 4u * piece;
+    device const uint* ps = pslots + 2u * pt[2];
+    uint nused = pt[3];
+    for (uint k = 0u; k < nused; k++) {
+      lanes_st_dev(sbase + ps[2u * k] * T + t, lanes_ld_dev(vals + ps[2u * k + 1u] * P + u * MSL_LANES));
+    }
+    ProgCombineLanes c;
+    c.start(kinds, weights, p.has_den != 0u && piece == 0u ? den_const : bb4l_zero());
+    ev.base(prog + pt[0], cp + pt[1], sbase, rbase, t, T, c);
+    c.finish();
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      uint pp = u * MSL_LANES + l;
+      if (pp >= p.points) break;
+      bb4 e = bb4_load(eq, p.eq_off + p.x0 + (pp >> p.log_m));
+      zc_accumulate(partials, gid * MSL_LANES + l, e, bb4l_get(c.zc, l), bb4l_get(c.num, l), bb4l_get(c.den, l));
+    }
   }
 }

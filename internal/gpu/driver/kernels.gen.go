@@ -434,7 +434,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "zc_coeffs", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:126", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
+	{Name: "zc_coeffs", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:130", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
 		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "part_cols", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -444,7 +444,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:465", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
+	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:469", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -463,7 +463,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 15, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 16, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_bind_uni", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:503", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "zc_bind_uni", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:507", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "w", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "colmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -472,13 +472,13 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:570", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:574", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "tables", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant ZcBindSelParams&", Kind: ParamValue, Index: 1, ValueSize: 68},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:687", UsesBarrier: false, NBuf: 11, NTG: 0, Params: []Param{
+	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:691", UsesBarrier: false, NBuf: 11, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -493,7 +493,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:728", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:732", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -506,6 +506,34 @@ var Kernels = []KernelInfo{
 		{Name: "regs", Type: "device uint*", Kind: ParamBuffer, Index: 9},
 		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 10},
 		{Name: "p", Type: "constant ZcPiecesParams&", Kind: ParamValue, Index: 11, ValueSize: 44},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "thread_position_in_grid"},
+		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_grid"},
+	}},
+	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:800", UsesBarrier: false, NBuf: 8, NTG: 0, Params: []Param{
+		{Name: "coefs", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "deltas", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "srcmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "lrow", Type: "device const uint*", Kind: ParamBuffer, Index: 4},
+		{Name: "sel", Type: "device const uint*", Kind: ParamBuffer, Index: 5},
+		{Name: "vals", Type: "device uint*", Kind: ParamBuffer, Index: 6},
+		{Name: "p", Type: "constant ZcValuesParams&", Kind: ParamValue, Index: 7, ValueSize: 40},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_position_in_grid"},
+		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_grid"},
+	}},
+	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:879", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 4},
+		{Name: "pslots", Type: "device const uint*", Kind: ParamBuffer, Index: 5},
+		{Name: "vals", Type: "device const uint*", Kind: ParamBuffer, Index: 6},
+		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 7},
+		{Name: "slots", Type: "device uint*", Kind: ParamBuffer, Index: 8},
+		{Name: "regs", Type: "device uint*", Kind: ParamBuffer, Index: 9},
+		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 10},
+		{Name: "p", Type: "constant ZcUniPiecesParams&", Kind: ParamValue, Index: 11, ValueSize: 52},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_grid"},
 	}},
