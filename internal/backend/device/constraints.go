@@ -245,8 +245,8 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 	if err != nil {
 		return nil, fmt.Errorf("%w: trace %d: %w", stark.ErrBatchConstraintInput, t, err)
 	}
-	if pg == in.Program && nLift > 0 && (kernels.ZcUsesPieces(cp.be.dev) || cp.be.zcOpts.Pieces) {
-		// GPUs run the rounds with few pairs on the program's pieces.
+	if pg == in.Program && (len(pg.Code) >= minPiecesCode && kernels.ZcUsesPieces(cp.be.dev) || cp.be.zcOpts.Pieces) {
+		// GPUs run a long program in pieces: round 0, and the rounds with few pairs.
 		pp, err := cp.be.pieces(in.VK, pg)
 		if err == nil {
 			err = zt.UsePieces(cp.be.dev, pp, in.Public)
@@ -550,6 +550,10 @@ func (b *Backend) program(p *constraints.Program) (*kernels.Program, error) {
 // rounds with few pairs (constraints.Split): Keccak-f's 39,536 instructions become 126 pieces of at
 // most 388 instructions and 65 registers.
 const constraintPieces = 128
+
+// minPiecesCode is the shortest program GPUs split into pieces: a shorter one runs whole with
+// enough threads (its scratch is small) and a short serial walk; pieces would add slot fills.
+const minPiecesCode = 2048
 
 // pieces returns the key program p (of vk) split into pieces and uploaded: once per program,
 // freed by Close.
