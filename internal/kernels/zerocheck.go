@@ -730,7 +730,7 @@ func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *
 	for x0 := 0; x0 < x; x0 += up.sliceBlocks {
 		sb := min(up.sliceBlocks, x-x0)
 		z.encodeCoeffs(b, t, x0, sb)
-		g, tp := shapeFor(dev, "zc_uni_values", (t.ncols+1)*sb)
+		g, tp := shapeFor(dev, "zc_uni_values", (t.ncols+1)*sb*m)
 		dispatchZcUniValues(b, g, tp, z.coefs.Buffer, z.deltas.Buffer, t.srcmap.Buffer, dom.Tw.Buffer, dom.LRow.Buffer,
 			t.sel.Buffer, z.vals.Buffer, zcValuesParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x),
 				x0: uint32(x0), sliceBlocks: uint32(sb), ncols: uint32(t.ncols), width: uint32(up.width),

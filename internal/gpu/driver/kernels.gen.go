@@ -509,7 +509,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:800", UsesBarrier: false, NBuf: 8, NTG: 0, Params: []Param{
+	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:801", UsesBarrier: false, NBuf: 8, NTG: 0, Params: []Param{
 		{Name: "coefs", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "deltas", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "srcmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -521,7 +521,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:879", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:874", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},

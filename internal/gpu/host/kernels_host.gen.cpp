@@ -4964,10 +4964,11 @@ struct ZcValuesParams {
 };
 
 // vals[s·P + pp] = slot s at point pp of the slice (pp = xl·M + q, q = g·N + b: block x0 + xl, point
-// ω_M^i with i = g + (M/N)·b, the order of zc_uni_eval). Items: (source column c, block xl), each the
-// M/N coset DFTs of the block's coefficients (local slot; the rotation is the same coset at b + 1
-// plus δ·L_{N−1}), then one item per block for the selectors. Scalar code (one item per thread on
-// every target: this path serves GPUs; the host device runs it in tests).
+// ω_M^i with i = g + (M/N)·b, the order of zc_uni_eval). Work items (source column c, block xl,
+// class q), q fastest so that neighbouring threads write neighbouring words and read the same
+// coefficients: f(ω_M^i) = Σ_k c_k·ω_M^{ik}, the rotation Σ_k c_k·ω_M^{(i + M/N)k} + δ·L_{N−1}(ω_M^i)
+// (as zc_fill_points); column c = ncols holds the selectors. One point per thread on every target
+// (this path serves GPUs; the host device runs it in tests).
 MSL_KERNEL void msl_kernel_zc_uni_values(MSL_DEVICE const uint* coefs              ,
                           MSL_DEVICE const uint* deltas              ,
                           MSL_DEVICE const uint* srcmap              ,
@@ -4979,48 +4980,42 @@ MSL_KERNEL void msl_kernel_zc_uni_values(MSL_DEVICE const uint* coefs           
                           uint gid                            ,
                           uint G                     ) {
   uint log_n = p.log_n;
+  uint log_m = p.log_m;
   uint n = 1u << log_n;
-  uint m = 1u << p.log_m;
-  uint mmask = m - 1u;
-  uint cosets = m >> log_n;
+  uint mmask = (1u << log_m) - 1u;
+  uint cosets = 1u << (log_m - log_n);
   uint ncols = p.ncols;
   uint P = p.width;
-  uint sb = p.slice_blocks;
-  uint items = (ncols + 1u) * sb;
+  uint points = p.slice_blocks << log_m;
+  uint items = (ncols + 1u) * points;
   for (uint it = gid; it < items; it += G) {
-    uint c = it / sb;
-    uint xl = it - c * sb;
-    MSL_DEVICE uint* row = vals + xl * m;
+    uint c = it / points;
+    uint pp = it - c * points;
+    uint xl = pp >> log_m;
+    uint q = pp & mmask;
+    uint i = (q >> log_n) + cosets * (q & (n - 1u));
     if (c == ncols) {
       uint x = p.x0 + xl;
-      for (uint q = 0u; q < m; q++) {
-        uint i = (q >> log_n) + cosets * (q & (n - 1u));
-        uint last = x == p.blocks - 1u ? sel[m + i] : 0u;
-        if (p.sel_first != ZC_NONE) row[p.sel_first * P + q] = x == 0u ? sel[i] : 0u;
-        if (p.sel_last != ZC_NONE) row[p.sel_last * P + q] = last;
-        if (p.sel_trans != ZC_NONE) row[p.sel_trans * P + q] = bb_sub(BB_ONE, last);
-      }
+      uint last = x == p.blocks - 1u ? sel[mmask + 1u + i] : 0u;
+      if (p.sel_first != ZC_NONE) vals[p.sel_first * P + pp] = x == 0u ? sel[i] : 0u;
+      if (p.sel_last != ZC_NONE) vals[p.sel_last * P + pp] = last;
+      if (p.sel_trans != ZC_NONE) vals[p.sel_trans * P + pp] = bb_sub(BB_ONE, last);
       continue;
     }
     uint sl = srcmap[2u * c];
     uint sr = srcmap[2u * c + 1u];
     if (sl == ZC_NONE && sr == ZC_NONE) continue;
     MSL_DEVICE const uint* crow = coefs + (xl << log_n) * ncols + c;
-    uint delta = deltas[xl * ncols + c];
-    for (uint g = 0u; g < cosets; g++) {
-      lanes_uint v[ZC_MAX_N];
-      for (uint k = 0u; k < n; k++) {
-        uint ck = crow[k * ncols];
-        v[k] = lanes_splat(g != 0u ? bb_mul(ck, tw[(g * k) & mmask]) : ck);
-      }
-      zc_dft(v, log_n, tw, mmask, cosets, false);
-      for (uint b = 0u; b < n; b++) {
-        uint q = (g << log_n) + b;
-        if (sl != ZC_NONE) row[sl * P + q] = lanes_get(v[b], 0u);
-        if (sr != ZC_NONE) {
-          row[sr * P + q] = bb_add(lanes_get(v[(b + 1u) & (n - 1u)], 0u), bb_mul(delta, lrow[g + cosets * b]));
-        }
-      }
+    if (sl != ZC_NONE) {
+      uint acc = 0u;
+      for (uint k = 0u; k < n; k++) acc = bb_add(acc, bb_mul(crow[k * ncols], tw[(i * k) & mmask]));
+      vals[sl * P + pp] = acc;
+    }
+    if (sr != ZC_NONE) {
+      uint ir = (i + cosets) & mmask;
+      uint acc = bb_mul(deltas[xl * ncols + c], lrow[i]);
+      for (uint k = 0u; k < n; k++) acc = bb_add(acc, bb_mul(crow[k * ncols], tw[(ir * k) & mmask]));
+      vals[sr * P + pp] = acc;
     }
   }
 }
