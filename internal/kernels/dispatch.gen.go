@@ -472,6 +472,22 @@ func (v rowsMinParams) arg() gpu.Arg {
 	return gpu.U32(v.first, v.count, v.at)
 }
 
+// rowsPiecesParams is the value struct RowsPiecesParams of the shaders: uint fields in declaration order.
+type rowsPiecesParams struct {
+	points  uint32
+	row0    uint32
+	height  uint32
+	selSlot uint32
+	outRow  uint32
+	npieces uint32
+	nslots  uint32
+	nregs   uint32
+}
+
+func (v rowsPiecesParams) arg() gpu.Arg {
+	return gpu.U32(v.points, v.row0, v.height, v.selSlot, v.outRow, v.npieces, v.nslots, v.nregs)
+}
+
 // zcCoeffsParams is the value struct ZcCoeffsParams of the shaders: uint fields in declaration order.
 type zcCoeffsParams struct {
 	logH        uint32
@@ -883,6 +899,11 @@ func dispatchRowsCheckPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.B
 // dispatchRowsMinPairs encodes kernel rows_min_pairs (shaders/rap/rows.metal:119).
 func dispatchRowsMinPairs(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p rowsMinParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("rows_min_pairs", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
+}
+
+// dispatchRowsCheckPieces encodes kernel rows_check_pieces (shaders/rap/rows.metal:158).
+func dispatchRowsCheckPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p rowsPiecesParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("rows_check_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
 // dispatchZcCoeffs encodes kernel zc_coeffs (shaders/rap/zerocheck.metal:130).

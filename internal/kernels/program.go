@@ -234,6 +234,27 @@ func (pp *ProgramPieces) Free() {
 	}
 }
 
+// Bind returns the buffers of kernels that run the pieces with these public values: cp, every
+// piece's constants and public values one after the other; table, 4 words per piece (its first
+// word, its first cp word, its first slots entry, its slot count); slots, 2 words per entry (the
+// piece's slot, the program's slot), piece after piece (at least one word each).
+func (pp *ProgramPieces) Bind(public []field.Fp) (cp, table, slots []uint32, err error) {
+	cp, cpOff, err := pp.ConstsAndPublic(public)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for k, ss := range pp.Slots {
+		table = append(table, uint32(pp.WordOff[k]), uint32(cpOff[k]), uint32(len(slots)/2), uint32(len(ss)))
+		for l, s := range ss {
+			slots = append(slots, uint32(l), uint32(s))
+		}
+	}
+	if len(slots) == 0 {
+		slots = []uint32{0}
+	}
+	return cp, table, slots, nil
+}
+
 // ConstsAndPublic returns every piece's cp buffer (ProgConstsAndPublic) one after the other, and
 // each one's first word.
 func (pp *ProgramPieces) ConstsAndPublic(public []field.Fp) ([]uint32, []int, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/constraints"
+	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
@@ -32,6 +33,14 @@ type RowRun struct {
 func (r RowRun) Points() int { return 1 << r.LogPoints }
 
 func (r RowRun) check(op string) error {
+	if err := r.checkRows(op); err != nil {
+		return err
+	}
+	return r.Prog.check(op, &EvalBuffers{CP: r.CP, Slots: r.Slots, Regs: r.Regs, Points: r.Points()})
+}
+
+// checkRows checks the program and the run's rows.
+func (r RowRun) checkRows(op string) error {
 	if r.Prog == nil || r.Prog.Words == nil {
 		return fmt.Errorf("kernels: %s: no program", op)
 	}
@@ -39,7 +48,7 @@ func (r RowRun) check(op string) error {
 	if h < 1 || h&(h-1) != 0 || r.LogPoints < 0 || T > h || r.Row0 < 0 || r.Row0%T != 0 || r.Row0+T > h {
 		return fmt.Errorf("kernels: %s: rows [%d, %d+2^%d) of a trace of height %d", op, r.Row0, r.Row0, r.LogPoints, h)
 	}
-	return r.Prog.check(op, &EvalBuffers{CP: r.CP, Slots: r.Slots, Regs: r.Regs, Points: T})
+	return nil
 }
 
 // Flags of a used column (UsedColumns; ROWS_LOCAL and ROWS_NEXT of rows.metal).
@@ -85,7 +94,10 @@ func UsedColumnsOf(p *constraints.Program) UsedColumns {
 // on the device whose entries cols[off : off+count] are the part's, partStart the part's first
 // column among all parts (constraints.Program.PartStart). Slots become Montgomery values.
 func (r RowRun) EncodeFillSlots(b *gpu.Batch, dev *gpu.Device, part, cols *gpu.Array[uint32], off, count, partStart int) error {
-	if err := r.check("FillSlots"); err != nil {
+	if err := r.checkRows("FillSlots"); err != nil {
+		return err
+	}
+	if err := checkArray("FillSlots", r.Slots, r.Prog.NumSlots*r.Points()); err != nil {
 		return err
 	}
 	if count == 0 {
@@ -112,7 +124,11 @@ func (r RowRun) EncodeFillSlots(b *gpu.Batch, dev *gpu.Device, part, cols *gpu.A
 // is a thread, up to 2^16 rows in 512 MiB (at most 1/16 of the device memory); on the host, whose
 // few threads walk the scratch one point after another, up to 2^12 rows in 32 MiB. At least 1.
 func RowPoints(dev *gpu.Device, p *Program, height, extra int) int {
-	words := p.NumSlots + max(p.NumRegs, 1) + extra
+	return RowPointsFor(dev, p.NumSlots+max(p.NumRegs, 1)+extra, height)
+}
+
+// RowPointsFor is RowPoints for words uints of scratch per point.
+func RowPointsFor(dev *gpu.Device, words, height int) int {
 	budget, maxPoints := 512<<20, 1<<16
 	if isHost(dev) {
 		budget, maxPoints = 32<<20, 1<<12
@@ -186,5 +202,91 @@ func EncodeMinPairs(b *gpu.Batch, dev *gpu.Device, in, out *gpu.Array[uint32], f
 		t = 1
 	}
 	dispatchRowsMinPairs(b, gpu.D1(1), gpu.D1(uint32(t)), in.Buffer, out.Buffer, rowsMinParams{first: uint32(first), count: uint32(count), at: uint32(at)}, uint32(8*t))
+	return b.Err()
+}
+
+// RowPieces is a program in pieces bound to one trace's public values for the rows kernels
+// (ProgramPieces.Bind, uploaded).
+type RowPieces struct {
+	Pieces                 *ProgramPieces
+	cp, table, slots       *gpu.Array[uint32]
+	groups, tpg, slotWords int
+	regWords               int
+}
+
+// BindRowPieces uploads pp's buffers for these public values and plans the check's dispatch for
+// runs of up to points rows: on GPUs enough threads to fill the device twice over, in groups of up
+// to 256; on the host one-thread groups (barriers cost per work item).
+func BindRowPieces(dev *gpu.Device, pp *ProgramPieces, public []field.Fp, points int) (*RowPieces, error) {
+	cp, table, slots, err := pp.Bind(public)
+	if err != nil {
+		return nil, err
+	}
+	rp := &RowPieces{Pieces: pp}
+	if rp.cp, err = gpu.UploadArray(dev, "row pieces consts", cp); err == nil {
+		if rp.table, err = gpu.UploadArray(dev, "row pieces table", table); err == nil {
+			rp.slots, err = gpu.UploadArray(dev, "row pieces slots", slots)
+		}
+	}
+	if err != nil {
+		rp.Free()
+		return nil, err
+	}
+	items := points * pp.NumPieces()
+	if isHost(dev) {
+		rp.tpg, rp.groups = 1, min(items, maxReduceGroups(dev))
+	} else {
+		rp.tpg = groupSize(dev, "rows_check_pieces", gpuGroup)
+		rp.groups = min((items+rp.tpg-1)/rp.tpg, 8*max(dev.Limits().ComputeUnits, 1)*gpuGroup/rp.tpg, 1<<16)
+	}
+	g := rp.groups * rp.tpg
+	rp.slotWords, rp.regWords = g*max(pp.MaxSlots, 1), g*max(pp.MaxRegs, 1)
+	return rp, nil
+}
+
+// Scratch is the uints of the thread scratch EncodeCheckPieces needs: slots and registers.
+func (rp *RowPieces) Scratch() (slots, regs int) { return rp.slotWords, rp.regWords }
+
+// PartialGroups is the number of pairs EncodeCheckPieces writes per run.
+func (rp *RowPieces) PartialGroups() int { return rp.groups }
+
+// Free releases the uploads (not the pieces).
+func (rp *RowPieces) Free() {
+	for _, a := range []*gpu.Array[uint32]{rp.cp, rp.table, rp.slots} {
+		if a != nil {
+			a.Free()
+		}
+	}
+	rp.cp, rp.table, rp.slots = nil, nil, nil
+}
+
+// EncodeCheckPieces is EncodeCheckPartials by the pieces of the run's program (rows_check_pieces):
+// the run's Slots hold the filled slot values (EncodeFillSlots; CP and Regs are not used), slots and regs
+// are the pieces' thread scratch (Scratch), PartialGroups pairs are written from outPair.
+func (r RowRun) EncodeCheckPieces(b *gpu.Batch, dev *gpu.Device, rp *RowPieces, slots, regs, partials *gpu.Array[uint32], outPair int) error {
+	if err := r.checkRows("CheckPieces"); err != nil {
+		return err
+	}
+	if err := checkArray("CheckPieces", r.Slots, r.Prog.NumSlots*r.Points()); err != nil {
+		return err
+	}
+	if rp == nil || rp.table == nil || rp.Pieces.Words == nil {
+		return fmt.Errorf("kernels: CheckPieces: no pieces")
+	}
+	if err := checkArray("CheckPieces", slots, rp.slotWords); err != nil {
+		return err
+	}
+	if err := checkArray("CheckPieces", regs, rp.regWords); err != nil {
+		return err
+	}
+	if err := checkArray("CheckPieces", partials, 2*(outPair+rp.groups)); err != nil {
+		return err
+	}
+	pp := rp.Pieces
+	dispatchRowsCheckPieces(b, gpu.D1(uint32(rp.groups)), gpu.D1(uint32(rp.tpg)), pp.Words.Buffer, rp.cp.Buffer, rp.table.Buffer,
+		rp.slots.Buffer, r.Slots.Buffer, slots.Buffer, regs.Buffer, partials.Buffer,
+		rowsPiecesParams{points: uint32(r.Points()), row0: uint32(r.Row0), height: uint32(r.Height),
+			selSlot: uint32(r.Prog.NumSlots - 3), outRow: uint32(outPair), npieces: uint32(pp.NumPieces()),
+			nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs)}, uint32(8*rp.tpg))
 	return b.Err()
 }

@@ -319,23 +319,17 @@ func (z *ZcTrace) UsePieces(dev *gpu.Device, pp *ProgramPieces, public []field.F
 	if pp == nil || pp.Words == nil {
 		return fmt.Errorf("kernels: ZcTrace: no pieces")
 	}
-	cpw, cpOff, err := pp.ConstsAndPublic(public)
+	cpw, table, slotsOf, err := pp.Bind(public)
 	if err != nil {
 		return err
 	}
-	var table, used, slotsOf []uint32
-	for k, slots := range pp.Slots {
-		table = append(table, uint32(pp.WordOff[k]), uint32(cpOff[k]), uint32(len(used)/2), uint32(len(slots)))
-		for l, s := range slots {
-			if s < 0 || s >= len(z.tableOf) || z.tableOf[s] < 0 {
-				return fmt.Errorf("kernels: ZcTrace: piece %d reads slot %d, which is not stored", k, s)
-			}
-			used = append(used, uint32(l), uint32(z.tableOf[s]))
-			slotsOf = append(slotsOf, uint32(l), uint32(s))
+	used := make([]uint32, len(slotsOf))
+	for i := 0; i+1 < len(slotsOf); i += 2 {
+		s := int(slotsOf[i+1])
+		if s >= len(z.tableOf) || z.tableOf[s] < 0 {
+			return fmt.Errorf("kernels: ZcTrace: a piece reads slot %d, which is not stored", s)
 		}
-	}
-	if len(used) == 0 {
-		used, slotsOf = []uint32{0}, []uint32{0}
+		used[i], used[i+1] = slotsOf[i], uint32(z.tableOf[s])
 	}
 	z.freePieces()
 	fail := func(err error) error {

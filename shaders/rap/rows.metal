@@ -136,3 +136,73 @@ kernel void rows_min_pairs(device const uint* in [[buffer(0)]],
   }
   rows_group_min(row, out_idx, scratch, out, p.at, tid, tpg);
 }
+
+struct RowsPiecesParams {
+  uint points;    // T: rows of the run (vals holds T words per slot)
+  uint row0;      // first row
+  uint height;    // h
+  uint sel_slot;  // the program's first selector slot
+  uint out_row;   // pair index in partials of this dispatch's group 0
+  uint npieces;   // pieces of the program (constraints.Split)
+  uint nslots;    // the largest piece's slots
+  uint nregs;     // the largest piece's registers
+};
+
+// rows_check_partials with the program in pieces: work items (piece, row), piece-major; piece k's
+// words at prog + table[4k], its constants at cp + table[4k + 1], its slots at pslots +
+// 2·table[4k + 2] (table[4k + 3] entries: the piece's slot, the program's slot). A thread copies
+// its piece's slots from vals (the run's slots, [slot][t], filled by rows_fill_slots; selectors
+// computed here) into its own scratch ([index][thread]), runs the piece and keeps the smallest
+// failing (row, output) it has seen (items past its best row are skipped). scratch: 8 bytes per
+// thread.
+kernel void rows_check_pieces(device const uint* prog [[buffer(0)]],
+                              device const uint* cp [[buffer(1)]],
+                              device const uint* table [[buffer(2)]],
+                              device const uint* pslots [[buffer(3)]],
+                              device const uint* vals [[buffer(4)]],
+                              device uint* slots [[buffer(5)]],
+                              device uint* regs [[buffer(6)]],
+                              device uint* partials [[buffer(7)]],
+                              constant RowsPiecesParams& p [[buffer(8)]],
+                              threadgroup uint* scratch [[threadgroup(0)]],
+                              uint tid [[thread_index_in_threadgroup]],
+                              uint group [[threadgroup_position_in_grid]],
+                              uint tpg [[threads_per_threadgroup]],
+                              uint ngroups [[threadgroups_per_grid]]) {
+  uint T = p.points;
+  uint G = tpg * ngroups;
+  uint gid = group * tpg + tid;
+  uint items = T * p.npieces;
+  uint sel = p.sel_slot;
+  uint h = p.height;
+  uint best_row = ROWS_NONE;
+  uint best_out = ROWS_NONE;
+  for (uint it = gid; it < items; it += G) {
+    uint piece = it / T;
+    uint t = it - piece * T;
+    uint row = p.row0 + t;
+    if (row > best_row) continue;
+    device const uint* pt = table + 4u * piece;
+    device const uint* ps = pslots + 2u * pt[2];
+    uint nused = pt[3];
+    for (uint k = 0u; k < nused; k++) {
+      uint s = ps[2u * k + 1u];
+      uint v;
+      if (s >= sel) {
+        uint last = row == h - 1u ? BB_ONE : 0u;
+        v = s == sel ? (row == 0u ? BB_ONE : 0u) : (s == sel + 1u ? last : bb_sub(BB_ONE, last));
+      } else {
+        v = vals[s * T + t];
+      }
+      slots[ps[2u * k] * G + gid] = v;
+    }
+    RowsFirstNonZero e;
+    e.first = ROWS_NONE;
+    prog_run(prog + pt[0], cp + pt[1], slots, regs, gid, G, e);
+    if (e.first != ROWS_NONE && rows_pair_less(row, e.first, best_row, best_out)) {
+      best_row = row;
+      best_out = e.first;
+    }
+  }
+  rows_group_min(best_row, best_out, scratch, partials, p.out_row + group, tid, tpg);
+}

@@ -34,7 +34,8 @@ type Options struct {
 	// Logger receives debug lines about uploads and buffer sizes (nil: no logging).
 	Logger *zerolog.Logger
 	// Zerocheck forces strategies of the constraint sumcheck's kernels (tests: the GPU paths on
-	// the host device; Pieces also gives every trace its program in pieces).
+	// the host device); Pieces runs every program in pieces, in the constraint sumcheck and the
+	// trace check.
 	Zerocheck kernels.ZcOptions
 }
 

@@ -71,11 +71,22 @@ func (b *Backend) FirstFailures(traces []*stark.AirInput) ([]int, error) {
 			continue
 		}
 		evals, which = append(evals, e), append(which, t)
+		if b.usePieces(e.prog) {
+			if err := e.usePieces(b, in, constraints.Constraints); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if len(evals) == 0 {
 		return out, nil
 	}
-	sc, err := allocRowScratch(b.dev, evals, func(*rowEval) int { return 0 })
+	sc, err := allocRowScratch(b.dev, evals, func(e *rowEval) int {
+		if e.pieces == nil {
+			return 0
+		}
+		s, _ := e.pieces.Scratch()
+		return s
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +95,9 @@ func (b *Backend) FirstFailures(traces []*stark.AirInput) ([]int, error) {
 	total := 0
 	for i, e := range evals {
 		per[i] = kernels.CheckPartialGroups(b.dev, e.points())
+		if e.pieces != nil {
+			per[i] = e.pieces.PartialGroups()
+		}
 		total += per[i] * (e.height / e.points())
 	}
 	partials, err := gpu.AllocArray[uint32](b.dev, "check partials", 2*total)
@@ -101,7 +115,12 @@ func (b *Backend) FirstFailures(traces []*stark.AirInput) ([]int, error) {
 	for i, e := range evals {
 		first := at
 		if err := e.encodeRuns(batch, b.dev, sc.slots, sc.regs, func(run kernels.RowRun) error {
-			err := run.EncodeCheckPartials(batch, b.dev, partials, at)
+			var err error
+			if e.pieces != nil {
+				err = run.EncodeCheckPieces(batch, b.dev, e.pieces, sc.extra, sc.regs, partials, at)
+			} else {
+				err = run.EncodeCheckPartials(batch, b.dev, partials, at)
+			}
 			at += per[i]
 			return err
 		}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
 )
@@ -79,7 +80,14 @@ func checkCases(t *testing.T) []checkCase {
 // valid statements, the same *TraceCheckError (AIR, row, constraint, value, expression; imbalanced
 // messages) otherwise — for several failure limits.
 func TestCheckTracesMatchesHost(t *testing.T) {
-	be, err := device.New(testDev, device.Options{})
+	// Pieces: every program in pieces (rows_check_pieces), as GPUs run Keccak-f's.
+	for _, opts := range []device.Options{{}, {Zerocheck: kernels.ZcOptions{Pieces: true}}} {
+		t.Run(fmt.Sprintf("pieces=%v", opts.Zerocheck.Pieces), func(t *testing.T) { checkTracesMatchesHost(t, opts) })
+	}
+}
+
+func checkTracesMatchesHost(t *testing.T, opts device.Options) {
+	be, err := device.New(testDev, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

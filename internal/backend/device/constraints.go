@@ -245,9 +245,9 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 	if err != nil {
 		return nil, fmt.Errorf("%w: trace %d: %w", stark.ErrBatchConstraintInput, t, err)
 	}
-	if pg == in.Program && (len(pg.Code) >= minPiecesCode && kernels.ZcUsesPieces(cp.be.dev) || cp.be.zcOpts.Pieces) {
+	if pg == in.Program && cp.be.usePieces(pg) {
 		// GPUs run a long program in pieces: round 0, and the rounds with few pairs.
-		pp, err := cp.be.pieces(in.VK, pg)
+		pp, err := cp.be.pieces(in.VK, constraints.All, pg)
 		if err == nil {
 			err = zt.UsePieces(cp.be.dev, pp, in.Public)
 		}
@@ -555,9 +555,14 @@ const constraintPieces = 128
 // enough threads (its scratch is small) and a short serial walk; pieces would add slot fills.
 const minPiecesCode = 2048
 
-// pieces returns the key program p (of vk) split into pieces and uploaded: once per program,
-// freed by Close.
-func (b *Backend) pieces(vk *air.VerifyingKey, p *constraints.Program) (*kernels.ProgramPieces, error) {
+// usePieces says whether the backend runs p in pieces (GPUs, or forced by its options).
+func (b *Backend) usePieces(p *constraints.Program) bool {
+	return len(p.Code) >= minPiecesCode && kernels.ZcUsesPieces(b.dev) || b.zcOpts.Pieces
+}
+
+// pieces returns the program p (vk's program for outs) split into pieces and uploaded: once per
+// program, freed by Close.
+func (b *Backend) pieces(vk *air.VerifyingKey, outs constraints.Outputs, p *constraints.Program) (*kernels.ProgramPieces, error) {
 	b.progMu.Lock()
 	defer b.progMu.Unlock()
 	if pp := b.progPieces[p]; pp != nil {
@@ -569,7 +574,7 @@ func (b *Backend) pieces(vk *air.VerifyingKey, p *constraints.Program) (*kernels
 	if closed {
 		return nil, ErrClosed
 	}
-	ps, err := constraints.Split(vk, constraints.All, constraintPieces)
+	ps, err := constraints.Split(vk, outs, constraintPieces)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,8 @@ type rowEval struct {
 	// cp is the program's constants and public values (uploaded; freed by free).
 	cp                *gpu.Array[uint32]
 	height, logPoints int
+	// pieces, when set, runs the program in pieces (the trace check on GPUs; freed by free).
+	pieces *kernels.RowPieces
 }
 
 // newRowEval binds in's parts on b to its verifying key's program compiled for outs and uploads
@@ -84,13 +86,34 @@ func (e *rowEval) free() {
 		e.cp.Free()
 		e.cp = nil
 	}
+	if e.pieces != nil {
+		e.pieces.Free()
+		e.pieces = nil
+	}
+}
+
+// usePieces makes the evaluation run p's pieces (vk's program for outs): runs as long as the
+// slot values alone allow, and the pieces' thread scratch.
+func (e *rowEval) usePieces(b *Backend, in *stark.AirInput, outs constraints.Outputs) error {
+	pp, err := b.pieces(in.VK, outs, e.prog)
+	if err != nil {
+		return err
+	}
+	e.logPoints = bits.TrailingZeros(uint(kernels.RowPointsFor(b.dev, e.dp.NumSlots, e.height)))
+	e.pieces, err = kernels.BindRowPieces(b.dev, pp, in.Public, e.points())
+	return err
 }
 
 // points is the run length T.
 func (e *rowEval) points() int { return 1 << e.logPoints }
 
-// scratch returns the slots and registers (uints) of one run.
+// scratch returns the slots and registers (uints) of one run (in pieces: the slot values and the
+// pieces' registers).
 func (e *rowEval) scratch() (slots, regs int) {
+	if e.pieces != nil {
+		_, r := e.pieces.Scratch()
+		return e.dp.NumSlots << e.logPoints, r
+	}
 	return e.dp.NumSlots << e.logPoints, max(e.dp.NumRegs, 1) << e.logPoints
 }
 

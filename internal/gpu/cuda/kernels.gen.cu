@@ -3796,6 +3796,76 @@ MSL_KERNEL void msl_kernel_rows_min_pairs(MSL_DEVICE const uint* in             
   }
   rows_group_min(row, out_idx, scratch, out, p.at, tid, tpg);
 }
+
+struct RowsPiecesParams {
+  uint points;    // T: rows of the run (vals holds T words per slot)
+  uint row0;      // first row
+  uint height;    // h
+  uint sel_slot;  // the program's first selector slot
+  uint out_row;   // pair index in partials of this dispatch's group 0
+  uint npieces;   // pieces of the program (constraints.Split)
+  uint nslots;    // the largest piece's slots
+  uint nregs;     // the largest piece's registers
+};
+
+// rows_check_partials with the program in pieces: work items (piece, row), piece-major; piece k's
+// words at prog + table[4k], its constants at cp + table[4k + 1], its slots at pslots +
+// 2·table[4k + 2] (table[4k + 3] entries: the piece's slot, the program's slot). A thread copies
+// its piece's slots from vals (the run's slots, [slot][t], filled by rows_fill_slots; selectors
+// computed here) into its own scratch ([index][thread]), runs the piece and keeps the smallest
+// failing (row, output) it has seen (items past its best row are skipped). scratch: 8 bytes per
+// thread.
+MSL_KERNEL void msl_kernel_rows_check_pieces(MSL_DEVICE const uint* prog              ,
+                              MSL_DEVICE const uint* cp              ,
+                              MSL_DEVICE const uint* table              ,
+                              MSL_DEVICE const uint* pslots              ,
+                              MSL_DEVICE const uint* vals              ,
+                              MSL_DEVICE uint* slots              ,
+                              MSL_DEVICE uint* regs              ,
+                              MSL_DEVICE uint* partials              ,
+                              MSL_CONSTANT RowsPiecesParams& p              ,
+                              MSL_THREADGROUP uint* scratch                   ,
+                              uint tid                                ,
+                              uint group                                 ,
+                              uint tpg                            ,
+                              uint ngroups                          ) {
+  uint T = p.points;
+  uint G = tpg * ngroups;
+  uint gid = group * tpg + tid;
+  uint items = T * p.npieces;
+  uint sel = p.sel_slot;
+  uint h = p.height;
+  uint best_row = ROWS_NONE;
+  uint best_out = ROWS_NONE;
+  for (uint it = gid; it < items; it += G) {
+    uint piece = it / T;
+    uint t = it - piece * T;
+    uint row = p.row0 + t;
+    if (row > best_row) continue;
+    MSL_DEVICE const uint* pt = table + 4u * piece;
+    MSL_DEVICE const uint* ps = pslots + 2u * pt[2];
+    uint nused = pt[3];
+    for (uint k = 0u; k < nused; k++) {
+      uint s = ps[2u * k + 1u];
+      uint v;
+      if (s >= sel) {
+        uint last = row == h - 1u ? BB_ONE : 0u;
+        v = s == sel ? (row == 0u ? BB_ONE : 0u) : (s == sel + 1u ? last : bb_sub(BB_ONE, last));
+      } else {
+        v = vals[s * T + t];
+      }
+      slots[ps[2u * k] * G + gid] = v;
+    }
+    RowsFirstNonZero e;
+    e.first = ROWS_NONE;
+    prog_run(prog + pt[0], cp + pt[1], slots, regs, gid, G, e);
+    if (e.first != ROWS_NONE && rows_pair_less(row, e.first, best_row, best_out)) {
+      best_row = row;
+      best_out = e.first;
+    }
+  }
+  rows_group_min(best_row, best_out, scratch, partials, p.out_row + group, tid, tpg);
+}
 #line 1 "shaders/rap/zerocheck.metal"
 // zerocheck.metal - the batch constraint sumcheck (zerocheck and LogUp numerators/denominators,
 // spec B §4; internal/kernels/zerocheck.go has the math and the buffer preconditions). Every kernel
@@ -5653,6 +5723,24 @@ extern "C" __global__ void mslk_rows_min_pairs(MSL_DEVICE const uint* in, MSL_DE
       (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
       msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
       msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
+}
+
+extern "C" __global__ void mslk_rows_check_pieces(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* table, MSL_DEVICE const uint* pslots, MSL_DEVICE const uint* vals, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT RowsPiecesParams p, unsigned tg_off_0) {
+  msl_kernel_rows_check_pieces(
+      prog,
+      cp,
+      table,
+      pslots,
+      vals,
+      slots,
+      regs,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
 }
 
 extern "C" __global__ void mslk_zc_coeffs(MSL_DEVICE const uint* values, MSL_DEVICE const uint* part_cols, MSL_DEVICE const uint* tw, MSL_DEVICE uint* coefs, MSL_DEVICE uint* deltas, MSL_CONSTANT ZcCoeffsParams p) {

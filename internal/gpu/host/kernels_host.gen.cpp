@@ -3794,6 +3794,76 @@ MSL_KERNEL void msl_kernel_rows_min_pairs(MSL_DEVICE const uint* in             
   }
   rows_group_min(row, out_idx, scratch, out, p.at, tid, tpg);
 }
+
+struct RowsPiecesParams {
+  uint points;    // T: rows of the run (vals holds T words per slot)
+  uint row0;      // first row
+  uint height;    // h
+  uint sel_slot;  // the program's first selector slot
+  uint out_row;   // pair index in partials of this dispatch's group 0
+  uint npieces;   // pieces of the program (constraints.Split)
+  uint nslots;    // the largest piece's slots
+  uint nregs;     // the largest piece's registers
+};
+
+// rows_check_partials with the program in pieces: work items (piece, row), piece-major; piece k's
+// words at prog + table[4k], its constants at cp + table[4k + 1], its slots at pslots +
+// 2·table[4k + 2] (table[4k + 3] entries: the piece's slot, the program's slot). A thread copies
+// its piece's slots from vals (the run's slots, [slot][t], filled by rows_fill_slots; selectors
+// computed here) into its own scratch ([index][thread]), runs the piece and keeps the smallest
+// failing (row, output) it has seen (items past its best row are skipped). scratch: 8 bytes per
+// thread.
+MSL_KERNEL void msl_kernel_rows_check_pieces(MSL_DEVICE const uint* prog              ,
+                              MSL_DEVICE const uint* cp              ,
+                              MSL_DEVICE const uint* table              ,
+                              MSL_DEVICE const uint* pslots              ,
+                              MSL_DEVICE const uint* vals              ,
+                              MSL_DEVICE uint* slots              ,
+                              MSL_DEVICE uint* regs              ,
+                              MSL_DEVICE uint* partials              ,
+                              MSL_CONSTANT RowsPiecesParams& p              ,
+                              MSL_THREADGROUP uint* scratch                   ,
+                              uint tid                                ,
+                              uint group                                 ,
+                              uint tpg                            ,
+                              uint ngroups                          ) {
+  uint T = p.points;
+  uint G = tpg * ngroups;
+  uint gid = group * tpg + tid;
+  uint items = T * p.npieces;
+  uint sel = p.sel_slot;
+  uint h = p.height;
+  uint best_row = ROWS_NONE;
+  uint best_out = ROWS_NONE;
+  for (uint it = gid; it < items; it += G) {
+    uint piece = it / T;
+    uint t = it - piece * T;
+    uint row = p.row0 + t;
+    if (row > best_row) continue;
+    MSL_DEVICE const uint* pt = table + 4u * piece;
+    MSL_DEVICE const uint* ps = pslots + 2u * pt[2];
+    uint nused = pt[3];
+    for (uint k = 0u; k < nused; k++) {
+      uint s = ps[2u * k + 1u];
+      uint v;
+      if (s >= sel) {
+        uint last = row == h - 1u ? BB_ONE : 0u;
+        v = s == sel ? (row == 0u ? BB_ONE : 0u) : (s == sel + 1u ? last : bb_sub(BB_ONE, last));
+      } else {
+        v = vals[s * T + t];
+      }
+      slots[ps[2u * k] * G + gid] = v;
+    }
+    RowsFirstNonZero e;
+    e.first = ROWS_NONE;
+    prog_run(prog + pt[0], cp + pt[1], slots, regs, gid, G, e);
+    if (e.first != ROWS_NONE && rows_pair_less(row, e.first, best_row, best_out)) {
+      best_row = row;
+      best_out = e.first;
+    }
+  }
+  rows_group_min(best_row, best_out, scratch, partials, p.out_row + group, tid, tpg);
+}
 #line 1 "shaders/rap/zerocheck.metal"
 // zerocheck.metal - the batch constraint sumcheck (zerocheck and LogUp numerators/denominators,
 // spec B §4; internal/kernels/zerocheck.go has the math and the buffer preconditions). Every kernel
@@ -5836,6 +5906,39 @@ static void hd_group_rows_min_pairs(const hd_launch* Lp, hd_u3 gp, unsigned char
 static_assert(sizeof(MSL_CONSTANT RowsMinParams) == 12, "rows_min_pairs: value size of p");
 static const unsigned hd_valsize_rows_min_pairs[] = {0, 0, 12, 0};
 
+static void hd_item_rows_check_pieces(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE uint* const a5 = (MSL_DEVICE uint*)L->bufs[5];
+  MSL_DEVICE uint* const a6 = (MSL_DEVICE uint*)L->bufs[6];
+  MSL_DEVICE uint* const a7 = (MSL_DEVICE uint*)L->bufs[7];
+  MSL_CONSTANT RowsPiecesParams a8 = *(MSL_CONSTANT RowsPiecesParams*)L->bufs[8];
+  MSL_THREADGROUP uint* const a9 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  msl_kernel_rows_check_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static void hd_group_rows_check_pieces(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE uint* const a5 = (MSL_DEVICE uint*)L->bufs[5];
+  MSL_DEVICE uint* const a6 = (MSL_DEVICE uint*)L->bufs[6];
+  MSL_DEVICE uint* const a7 = (MSL_DEVICE uint*)L->bufs[7];
+  MSL_CONSTANT RowsPiecesParams a8 = *(MSL_CONSTANT RowsPiecesParams*)L->bufs[8];
+  MSL_THREADGROUP uint* const a9 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_rows_check_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+static_assert(sizeof(MSL_CONSTANT RowsPiecesParams) == 32, "rows_check_pieces: value size of p");
+static const unsigned hd_valsize_rows_check_pieces[] = {0, 0, 0, 0, 0, 0, 0, 0, 32, 0};
+
 HD_SIMD_CLONES static void hd_group_zc_coeffs(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
@@ -6022,6 +6125,7 @@ extern "C" const hd_kernel hd_kernels[] = {
     {"rows_fill_slots", nullptr, hd_group_rows_fill_slots, 0, 4, hd_valsize_rows_fill_slots, 0},
     {"rows_check_partials", hd_item_rows_check_partials, hd_group_rows_check_partials, 1, 6, hd_valsize_rows_check_partials, 1},
     {"rows_min_pairs", hd_item_rows_min_pairs, hd_group_rows_min_pairs, 1, 3, hd_valsize_rows_min_pairs, 1},
+    {"rows_check_pieces", hd_item_rows_check_pieces, hd_group_rows_check_pieces, 1, 9, hd_valsize_rows_check_pieces, 1},
     {"zc_coeffs", nullptr, hd_group_zc_coeffs, 0, 6, hd_valsize_zc_coeffs, 0},
     {"zc_uni_eval", nullptr, hd_group_zc_uni_eval, 0, 15, hd_valsize_zc_uni_eval, 0},
     {"zc_bind_uni", nullptr, hd_group_zc_bind_uni, 0, 5, hd_valsize_zc_bind_uni, 0},
@@ -6031,4 +6135,4 @@ extern "C" const hd_kernel hd_kernels[] = {
     {"zc_uni_values", nullptr, hd_group_zc_uni_values, 0, 8, hd_valsize_zc_uni_values, 0},
     {"zc_uni_pieces", nullptr, hd_group_zc_uni_pieces, 0, 12, hd_valsize_zc_uni_pieces, 0},
 };
-extern "C" const int hd_nkernels = 58;
+extern "C" const int hd_nkernels = 59;
