@@ -61,8 +61,8 @@ type Backend struct {
 	// verifying key's program; progMu guards it.
 	progMu sync.Mutex
 	progs  map[*constraints.Program]*kernels.Program
-	// progPieces holds the key programs split into pieces (pieces, constraints.go); progMu guards it.
-	progPieces map[*constraints.Program]*kernels.ProgramPieces
+	// progPieces holds the programs split into pieces (pieces, constraints.go); progMu guards it.
+	progPieces map[compiledKey]*kernels.ProgramPieces
 	// rowProgs holds the programs compiled for some outputs of a key and the column tables of
 	// programs evaluated on trace rows (programs.go); progMu guards it.
 	rowProgs rowProgramCache

@@ -247,7 +247,7 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 	}
 	if pg == in.Program && cp.be.usePieces(pg) {
 		// GPUs run a long program in pieces: round 0, and the rounds with few pairs.
-		pp, err := cp.be.pieces(in.VK, constraints.All, pg)
+		pp, err := cp.be.pieces(in.VK, constraints.All)
 		if err == nil {
 			err = zt.UsePieces(cp.be.dev, pp, in.Public)
 		}
@@ -560,12 +560,20 @@ func (b *Backend) usePieces(p *constraints.Program) bool {
 	return len(p.Code) >= minPiecesCode && kernels.ZcUsesPieces(b.dev) || b.zcOpts.Pieces
 }
 
-// pieces returns the program p (vk's program for outs) split into pieces and uploaded: once per
-// program, freed by Close.
-func (b *Backend) pieces(vk *air.VerifyingKey, outs constraints.Outputs, p *constraints.Program) (*kernels.ProgramPieces, error) {
+// pieces returns vk's program for outs split into pieces and uploaded: once per key and outputs
+// (an AIR without interactions has one program for the constraints and for all outputs, so the
+// trace check and the constraint sumcheck share it), freed by Close.
+func (b *Backend) pieces(vk *air.VerifyingKey, outs constraints.Outputs) (*kernels.ProgramPieces, error) {
+	if vk == nil || vk.DAG == nil {
+		return nil, fmt.Errorf("backend/device: pieces of a program without verifying key")
+	}
+	if len(vk.DAG.Interactions) == 0 {
+		outs = constraints.All
+	}
+	key := compiledKey{vk, outs}
 	b.progMu.Lock()
 	defer b.progMu.Unlock()
-	if pp := b.progPieces[p]; pp != nil {
+	if pp := b.progPieces[key]; pp != nil {
 		return pp, nil
 	}
 	b.mu.Lock()
@@ -578,14 +586,14 @@ func (b *Backend) pieces(vk *air.VerifyingKey, outs constraints.Outputs, p *cons
 	if err != nil {
 		return nil, err
 	}
-	pp, err := kernels.UploadPieces(b.dev, fmt.Sprintf("constraints %p", p), ps)
+	pp, err := kernels.UploadPieces(b.dev, fmt.Sprintf("%d pieces", len(ps)), ps)
 	if err != nil {
 		return nil, err
 	}
 	if b.progPieces == nil {
-		b.progPieces = map[*constraints.Program]*kernels.ProgramPieces{}
+		b.progPieces = map[compiledKey]*kernels.ProgramPieces{}
 	}
-	b.progPieces[p] = pp
+	b.progPieces[key] = pp
 	return pp, nil
 }
 
