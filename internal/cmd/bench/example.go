@@ -68,12 +68,16 @@ type ExampleReport struct {
 	Warmup  int    `json:"warmup"`
 	Runs    int    `json:"runs"`
 	// GenerateMS, CheckMS and KeygenMS are the one-off steps before proving: trace generation,
-	// the host constraint and interaction check, keygen (preprocessed commitments on the device).
+	// the host constraint and interaction check of the generated trace (pure Go), keygen
+	// (preprocessed commitments on the device).
 	GenerateMS float64 `json:"generate_ms"`
 	CheckMS    float64 `json:"check_ms"`
 	KeygenMS   float64 `json:"keygen_ms"`
 	// Load is the transport step, done once: the traces uploaded to the device.
 	Load StageStats `json:"load"`
+	// Check is the pre-proof trace check on the loaded traces (the backend's checker: every
+	// constraint on every row, the interaction balance), run before each proof and timed apart.
+	Check StageStats `json:"check"`
 	// Stages are the proving stages of each run (commit, gkr, constraints, openings).
 	Stages []StageStats `json:"stages"`
 	// ProveMS is the wall time of a whole proof (stark.ProveTraces), VerifyMS of its verification
@@ -406,13 +410,7 @@ func exampleRun(opts *Options) error {
 		return prove.ProveError(ctx, "bench load", err)
 	}
 	defer stark.FreeTraces(traces)
-	load := stark.StageReport{Stage: stark.StageLoad, Wall: time.Since(start)}
-	if be.Meter != nil {
-		after := be.Meter.Counters()
-		load.Counters = stark.Counters{Dispatches: after.Dispatches - before.Dispatches, Syncs: after.Syncs - before.Syncs,
-			BytesToDevice: after.BytesToDevice - before.BytesToDevice, BytesFromDevice: after.BytesFromDevice - before.BytesFromDevice,
-			MemoryPeak: after.MemoryPeak, Fallbacks: after.Fallbacks - before.Fallbacks}
-	}
+	load := stark.StageReport{Stage: stark.StageLoad, Wall: time.Since(start), Counters: countersSince(be.Backend, before)}
 	rep.Load = stats(stark.StageLoad, []stark.StageReport{load})
 	task.Done()
 
@@ -426,6 +424,7 @@ func exampleRun(opts *Options) error {
 	perStage := map[string][]stark.StageReport{}
 	var order []string
 	var proveT, verifyT []float64
+	var checks []stark.StageReport
 	var first []byte
 	var events []traceEvent
 	rep.Identical = true
@@ -446,6 +445,13 @@ func exampleRun(opts *Options) error {
 				events = append(events, stageEvent(r, time.Since(runStart)-r.Wall))
 			}
 		}}
+		// The pre-proof check (prove runs it unless --no-check), on the loaded traces, timed apart
+		// from the proof.
+		task.Step(name + " check")
+		check, err := timeCheck(be.Backend, pk, traces)
+		if err != nil {
+			return prove.ProveError(ctx, "bench "+name+" check", err)
+		}
 		runStart = time.Now()
 		proof, err := stark.ProveTraces(pk, traces, p, be.Backend, po)
 		proveWall := time.Since(runStart)
@@ -478,6 +484,7 @@ func exampleRun(opts *Options) error {
 			continue
 		}
 		proveT = append(proveT, ms(proveWall))
+		checks = append(checks, check)
 		verifyT = append(verifyT, ms(verifyWall))
 		for _, r := range reports {
 			if _, ok := perStage[r.Stage]; !ok {
@@ -496,6 +503,7 @@ func exampleRun(opts *Options) error {
 		rep.Stages = append(rep.Stages, stats(name, perStage[name]))
 	}
 	rep.ProveMS, rep.VerifyMS = spread(proveT), spread(verifyT)
+	rep.Check = stats(stark.StageCheck, checks)
 	if opts.Perms > 0 && rep.ProveMS.Median > 0 {
 		rep.PermsPerSecond = float64(opts.Perms) / (rep.ProveMS.Median / 1000)
 	}
@@ -516,6 +524,35 @@ func exampleRun(opts *Options) error {
 		return enc.Encode(rep)
 	}
 	return writeExampleTable(opts.IO.Out, rep)
+}
+
+// countersSince returns the backend's device counters since before (the peak since the last
+// ResetPeak); zero without a meter.
+func countersSince(be *stark.Backend, before stark.Counters) stark.Counters {
+	if be.Meter == nil {
+		return stark.Counters{}
+	}
+	after := be.Meter.Counters()
+	return stark.Counters{Dispatches: after.Dispatches - before.Dispatches, Syncs: after.Syncs - before.Syncs,
+		BytesToDevice: after.BytesToDevice - before.BytesToDevice, BytesFromDevice: after.BytesFromDevice - before.BytesFromDevice,
+		MemoryPeak: after.MemoryPeak, Fallbacks: after.Fallbacks - before.Fallbacks}
+}
+
+// timeCheck runs the backend's trace check (the host checker when it has none) on the loaded
+// traces and reports it as a stage; a failing check is an error.
+func timeCheck(be *stark.Backend, pk *stark.ProvingKey, traces []stark.AirTraces) (stark.StageReport, error) {
+	checker := be.Checker
+	if checker == nil {
+		checker = stark.HostChecker{}
+	}
+	var before stark.Counters
+	if be.Meter != nil {
+		be.Meter.ResetPeak()
+		before = be.Meter.Counters()
+	}
+	start := time.Now()
+	err := checker.CheckTraces(pk, traces, 1)
+	return stark.StageReport{Stage: stark.StageCheck, Wall: time.Since(start), Counters: countersSince(be, before)}, err
 }
 
 // traceEvent is one Chrome trace event ("traceEvents" format; complete events, ph "X", times in
@@ -594,6 +631,7 @@ func writeExampleTable(out io.Writer, rep *ExampleReport) error {
 			s.Dispatches, s.Syncs, fmtBytes(s.BytesToDevice), fmtBytes(s.BytesFromDevice), fmtBytes(s.PeakMemory), s.Fallbacks)
 	}
 	row(rep.Load, " (once)")
+	row(rep.Check, " (before each proof)")
 	for _, s := range rep.Stages {
 		row(s, "")
 		for _, pt := range s.Parts {
