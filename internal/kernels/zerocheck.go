@@ -514,10 +514,11 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		}
 		// Round 0.
 		x := t.Blocks()
-		if pp := t.pieces; pp != nil && (opts.Pieces || !isHost(dev)) && zcGroupRegs(dev, L, pp.MaxRegs) > 0 {
+		if pp := t.pieces; pp != nil && (opts.Pieces || !isHost(dev)) {
 			up := z.planUniPieces(t, budget)
 			z.uni[t] = up
 			nSlots = max(nSlots, up.threads*L*pp.MaxSlots)
+			nRegs = max(nRegs, up.threads*L*pp.MaxRegs)
 			nPartials = max(nPartials, 12*up.threads*L)
 			nCoefs = max(nCoefs, up.sliceBlocks*n*t.ncols)
 			nDeltas = max(nDeltas, up.sliceBlocks*t.ncols)
@@ -680,8 +681,10 @@ func (z *Zerocheck) planUniPieces(t *ZcTrace, budget int) zcUniPlan {
 		up.sliceBlocks = min(z.opts.SliceBlocks, x)
 	}
 	up.width = width(up.sliceBlocks)
-	up.tpg = zcGroupRegs(dev, L, pp.MaxRegs)
-	per := L * pp.MaxSlots
+	if !isHost(dev) {
+		up.tpg = groupSize(dev, "zc_uni_pieces", gpuGroup)
+	}
+	per := L * (pp.MaxSlots + pp.MaxRegs)
 	up.threads = min(budget/max(per, 1), up.width/L*pp.NumPieces())
 	if isHost(dev) {
 		up.threads = min(up.threads, 8*max(dev.Limits().ComputeUnits, 1))
@@ -695,27 +698,6 @@ func (z *Zerocheck) planUniPieces(t *ZcTrace, budget int) zcUniPlan {
 	up.threads = max((up.threads+align-1)/align*align, align)
 	return up
 }
-
-// zcGroupRegs is the group size of zc_uni_pieces for pieces of nregs registers: on GPUs the
-// largest power of two ≤ the kernel's limit whose registers (nregs·lanes words per thread) fit
-// 32 KiB of threadgroup memory (Apple's limit), on the host 1; 0 when not even one thread's fit.
-func zcGroupRegs(dev *gpu.Device, lanes, nregs int) int {
-	per := 4 * lanes * max(nregs, 1)
-	if per > zcGroupRegsBytes {
-		return 0
-	}
-	if isHost(dev) {
-		return 1
-	}
-	t := 1
-	for 2*t <= groupSize(dev, "zc_uni_pieces", gpuGroup) && 2*t*per <= zcGroupRegsBytes {
-		t *= 2
-	}
-	return t
-}
-
-// zcGroupRegsBytes is the threadgroup memory zc_uni_pieces may use for registers.
-const zcGroupRegsBytes = 32 << 10
 
 // encodeCoeffs encodes the coefficient pre-pass of blocks x0 .. x0+sb of t.
 func (z *Zerocheck) encodeCoeffs(b *gpu.Batch, t *ZcTrace, x0, sb int) {
@@ -749,11 +731,11 @@ func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *
 				selFirst: t.selSlots[0], selLast: t.selSlots[1], selTrans: t.selSlots[2]})
 		dispatchZcUniPieces(b, gpu.D1(uint32(up.threads/up.tpg)), gpu.D1(uint32(up.tpg)), pp.Words.Buffer, t.pieceCP.Buffer,
 			t.pieceTable.Buffer, t.Prog.Kinds.Buffer, t.weights.Buffer, t.pieceSlots.Buffer, z.vals.Buffer, eq.Buffer,
-			z.slots.Buffer, z.partials.Buffer,
+			z.slots.Buffer, z.regs.Buffer, z.partials.Buffer,
 			zcUniPiecesParams{logM: uint32(dom.LogM), x0: uint32(x0), points: uint32(sb * m), width: uint32(up.width),
 				npieces: uint32(pp.NumPieces()), nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs),
 				hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: uint32(b2u(x0 == 0)), eqOff: uint32(eqOff),
-				interleave: uint32(b2u(!isHost(dev))), lanes: uint32(z.lanes)}, uint32(4*z.lanes*max(pp.MaxRegs, 1)*up.tpg))
+				interleave: uint32(b2u(!isHost(dev))), lanes: uint32(z.lanes)})
 	}
 	return EncodeSumRowsVia(b, dev, z.partials, z.mid, out, outOff, up.threads*z.lanes/m, 12*m)
 }

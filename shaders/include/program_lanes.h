@@ -133,39 +133,11 @@ MSL_FN bb4l prog_operand4_lanes(uint o, device const uint* regs, device const ui
   return bb4l_load(base + 4u * idx * T + t, T);
 }
 
-// Register files of the base-field interpreter (prog_run_lanes_in): registers in device memory at
-// [idx·T + t] (ProgRegsDevice, p = regs + t), or in threadgroup memory at [idx·stride] from the
-// thread's first word (ProgRegsGroup: on GPUs a latency of tens of cycles instead of a round trip
-// to device memory, for programs whose registers fit; kernels choose).
-struct ProgRegsDevice {
-  device uint* p;
-  uint T;
-  PROG_LANES_METHOD lanes_uint ld(uint idx) const { return lanes_ld_dev(p + idx * T); }
-  PROG_LANES_METHOD void st(uint idx, lanes_uint v) const { lanes_st_dev(p + idx * T, v); }
-};
-struct ProgRegsGroup {
-  threadgroup uint* p;
-  uint stride;
-  PROG_LANES_METHOD lanes_uint ld(uint idx) const { return lanes_ld_tg(p + idx * stride); }
-  PROG_LANES_METHOD void st(uint idx, lanes_uint v) const { lanes_st_tg(p + idx * stride, v); }
-};
-
-// The value of operand o (base field) with the registers in regs.
-template <typename Regs>
-MSL_FN lanes_uint prog_operand_in(uint o, thread const Regs& regs, device const uint* slots, device const uint* cp,
-                                  uint nconst, uint t, uint T) {
-  uint idx = o & PROG_INDEX_MASK;
-  uint kind = o >> 30;
-  if (kind >= PROG_KIND_CONST) return lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]);
-  if (kind == PROG_KIND_REG) return regs.ld(idx);
-  return lanes_ld_dev(slots + idx * T + t);
-}
-
-// Runs the program for the lanes at column t of T of the slots over the base field, registers in
-// regs. (Negation reads constant 0 as a dummy second operand: cp always holds a word.)
-template <typename Emit, typename Regs>
-MSL_FN void prog_run_lanes_in(device const uint* prog, device const uint* cp, device const uint* slots,
-                              thread const Regs& regs, uint t, uint T, thread Emit& emit) {
+// Runs the program for the lanes at column t of T over the base field. (Negation reads constant 0
+// as a dummy second operand: cp always holds a word.)
+template <typename Emit>
+MSL_FN void prog_run_lanes(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
+                           uint t, uint T, thread Emit& emit) {
   uint ncode = prog[2];
   uint nconst = prog[3];
   device const uint* code = prog + PROG_HEADER;
@@ -173,12 +145,12 @@ MSL_FN void prog_run_lanes_in(device const uint* prog, device const uint* cp, de
     uint w0 = code[0];
     uint op = w0 >> 24;
     uint dst = w0 & 0xffffffu;
-    lanes_uint a = prog_operand_in(code[1], regs, slots, cp, nconst, t, T);
+    lanes_uint a = prog_operand_lanes(code[1], regs, slots, cp, nconst, t, T);
     if (op == PROG_OP_EMIT) {
       emit.put(dst, a);
       continue;
     }
-    lanes_uint b = prog_operand_in(op == PROG_OP_NEG ? (PROG_KIND_CONST << 30) : code[2], regs, slots, cp, nconst, t, T);
+    lanes_uint b = prog_operand_lanes(op == PROG_OP_NEG ? (PROG_KIND_CONST << 30) : code[2], regs, slots, cp, nconst, t, T);
     lanes_uint r;
     switch (op) {
       case PROG_OP_ADD:
@@ -194,18 +166,8 @@ MSL_FN void prog_run_lanes_in(device const uint* prog, device const uint* cp, de
         r = bb_mul_lanes(a, b);
         break;
     }
-    regs.st(dst, r);
+    lanes_st_dev(regs + dst * T + t, r);
   }
-}
-
-// prog_run_lanes_in with the registers in device memory, [reg·T + t].
-template <typename Emit>
-MSL_FN void prog_run_lanes(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
-                           uint t, uint T, thread Emit& emit) {
-  ProgRegsDevice r;
-  r.p = regs + t;
-  r.T = T;
-  prog_run_lanes_in(prog, cp, slots, r, t, T, emit);
 }
 
 // Runs the program for the lanes at column t of T over the extension field.

@@ -856,7 +856,7 @@ struct ZcUniPiecesParams {
   uint width;       // P: the row length of vals (points rounded up to MSL_LANES)
   uint npieces;     // pieces of the program
   uint nslots;      // the largest piece's slots
-  uint nregs;       // the largest piece's registers (threadgroup memory: nregs·MSL_LANES words per thread)
+  uint nregs;       // the largest piece's registers
   uint has_den;     // add the constant denominator term (once: piece 0)
   uint nout;        // outputs of the whole program
   uint zero;        // zero this thread's partial rows first (the first slice)
@@ -868,10 +868,9 @@ struct ZcUniPiecesParams {
 // Round 0 over the slice with the program in pieces (table and the pieces' slot lists as in
 // zc_round_pieces; here slots[2k + 1] is the program's slot number, a row of vals). Work items (piece,
 // lane group u of points), piece-major: the piece's slots are copied from vals into the thread's
-// scratch, the piece runs over the base field with its registers in threadgroup memory
-// (tgregs: nregs·MSL_LANES words per thread, [reg][thread][lane]), and e(x)·(Zc, Num, Den) of lane
-// l is added to partial row gid·MSL_LANES + l. The launcher makes G·MSL_LANES and P multiples of M,
-// so a row always holds the same point class q ≡ gid·MSL_LANES + l (mod M).
+// scratch, the piece runs over the base field, and e(x)·(Zc, Num, Den) of lane l is added to partial
+// row gid·MSL_LANES + l. The launcher makes G·MSL_LANES and P multiples of M, so a row always
+// holds the same point class q ≡ gid·MSL_LANES + l (mod M).
 kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
                           device const uint* cp [[buffer(1)]],
                           device const uint* table [[buffer(2)]],
@@ -881,13 +880,11 @@ kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
                           device const uint* vals [[buffer(6)]],
                           device const uint* eq [[buffer(7)]],
                           device uint* slots [[buffer(8)]],
-                          device uint* partials [[buffer(9)]],
-                          constant ZcUniPiecesParams& p [[buffer(10)]],
-                          threadgroup uint* tgregs [[threadgroup(0)]],
+                          device uint* regs [[buffer(9)]],
+                          device uint* partials [[buffer(10)]],
+                          constant ZcUniPiecesParams& p [[buffer(11)]],
                           uint gid [[thread_position_in_grid]],
-                          uint G [[threads_per_grid]],
-                          uint tid [[thread_index_in_threadgroup]],
-                          uint tpg [[threads_per_threadgroup]]) {
+                          uint G [[threads_per_grid]]) {
   if (p.lanes != MSL_LANES) return;
   uint il = p.interleave;
   uint P = p.width;
@@ -899,10 +896,9 @@ kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
     for (uint k = 0u; k < 12u * MSL_LANES; k++) partials[12u * MSL_LANES * gid + k] = 0u;
   }
   device uint* sbase = slots + zc_region(p.nslots, 0u, gid, G, 1u, il);
-  ProgRegsGroup rg;
-  rg.p = tgregs + tid * MSL_LANES;
-  rg.stride = tpg * MSL_LANES;
+  device uint* rbase = regs + zc_region(p.nregs, 0u, gid, G, 1u, il);
   bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
+  ProgInterpreter ev;
   for (uint it = gid; it < items; it += G) {
     uint piece = it / units;
     uint u = it - piece * units;
@@ -914,7 +910,7 @@ kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
     }
     ProgCombineLanes c;
     c.start(kinds, weights, p.has_den != 0u && piece == 0u ? den_const : bb4l_zero());
-    prog_run_lanes_in(prog + pt[0], cp + pt[1], sbase, rg, t, T, c);
+    ev.base(prog + pt[0], cp + pt[1], sbase, rbase, t, T, c);
     c.finish();
     for (uint l = 0u; l < MSL_LANES; l++) {
       uint pp = u * MSL_LANES + l;

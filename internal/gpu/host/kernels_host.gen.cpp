@@ -4035,39 +4035,11 @@ MSL_FN bb4l prog_operand4_lanes(uint o, MSL_DEVICE const uint* regs, MSL_DEVICE 
   return bb4l_load(base + 4u * idx * T + t, T);
 }
 
-// Register files of the base-field interpreter (prog_run_lanes_in): registers in device memory at
-// [idx·T + t] (ProgRegsDevice, p = regs + t), or in threadgroup memory at [idx·stride] from the
-// thread's first word (ProgRegsGroup: on GPUs a latency of tens of cycles instead of a round trip
-// to device memory, for programs whose registers fit; kernels choose).
-struct ProgRegsDevice {
-  MSL_DEVICE uint* p;
-  uint T;
-  PROG_LANES_METHOD lanes_uint ld(uint idx) const { return lanes_ld_dev(p + idx * T); }
-  PROG_LANES_METHOD void st(uint idx, lanes_uint v) const { lanes_st_dev(p + idx * T, v); }
-};
-struct ProgRegsGroup {
-  MSL_THREADGROUP uint* p;
-  uint stride;
-  PROG_LANES_METHOD lanes_uint ld(uint idx) const { return lanes_ld_tg(p + idx * stride); }
-  PROG_LANES_METHOD void st(uint idx, lanes_uint v) const { lanes_st_tg(p + idx * stride, v); }
-};
-
-// The value of operand o (base field) with the registers in regs.
-template <typename Regs>
-MSL_FN lanes_uint prog_operand_in(uint o, MSL_THREAD const Regs& regs, MSL_DEVICE const uint* slots, MSL_DEVICE const uint* cp,
-                                  uint nconst, uint t, uint T) {
-  uint idx = o & PROG_INDEX_MASK;
-  uint kind = o >> 30;
-  if (kind >= PROG_KIND_CONST) return lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]);
-  if (kind == PROG_KIND_REG) return regs.ld(idx);
-  return lanes_ld_dev(slots + idx * T + t);
-}
-
-// Runs the program for the lanes at column t of T of the slots over the base field, registers in
-// regs. (Negation reads constant 0 as a dummy second operand: cp always holds a word.)
-template <typename Emit, typename Regs>
-MSL_FN void prog_run_lanes_in(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots,
-                              MSL_THREAD const Regs& regs, uint t, uint T, MSL_THREAD Emit& emit) {
+// Runs the program for the lanes at column t of T over the base field. (Negation reads constant 0
+// as a dummy second operand: cp always holds a word.)
+template <typename Emit>
+MSL_FN void prog_run_lanes(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
+                           uint t, uint T, MSL_THREAD Emit& emit) {
   uint ncode = prog[2];
   uint nconst = prog[3];
   MSL_DEVICE const uint* code = prog + PROG_HEADER;
@@ -4075,12 +4047,12 @@ MSL_FN void prog_run_lanes_in(MSL_DEVICE const uint* prog, MSL_DEVICE const uint
     uint w0 = code[0];
     uint op = w0 >> 24;
     uint dst = w0 & 0xffffffu;
-    lanes_uint a = prog_operand_in(code[1], regs, slots, cp, nconst, t, T);
+    lanes_uint a = prog_operand_lanes(code[1], regs, slots, cp, nconst, t, T);
     if (op == PROG_OP_EMIT) {
       emit.put(dst, a);
       continue;
     }
-    lanes_uint b = prog_operand_in(op == PROG_OP_NEG ? (PROG_KIND_CONST << 30) : code[2], regs, slots, cp, nconst, t, T);
+    lanes_uint b = prog_operand_lanes(op == PROG_OP_NEG ? (PROG_KIND_CONST << 30) : code[2], regs, slots, cp, nconst, t, T);
     lanes_uint r;
     switch (op) {
       case PROG_OP_ADD:
@@ -4096,18 +4068,8 @@ MSL_FN void prog_run_lanes_in(MSL_DEVICE const uint* prog, MSL_DEVICE const uint
         r = bb_mul_lanes(a, b);
         break;
     }
-    regs.st(dst, r);
+    lanes_st_dev(regs + dst * T + t, r);
   }
-}
-
-// prog_run_lanes_in with the registers in device memory, [reg·T + t].
-template <typename Emit>
-MSL_FN void prog_run_lanes(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
-                           uint t, uint T, MSL_THREAD Emit& emit) {
-  ProgRegsDevice r;
-  r.p = regs + t;
-  r.T = T;
-  prog_run_lanes_in(prog, cp, slots, r, t, T, emit);
 }
 
 // Runs the program for the lanes at column t of T over the extension field.
@@ -5135,7 +5097,7 @@ struct ZcUniPiecesParams {
   uint width;       // P: the row length of vals (points rounded up to MSL_LANES)
   uint npieces;     // pieces of the program
   uint nslots;      // the largest piece's slots
-  uint nregs;       // the largest piece's registers (threadgroup memory: nregs·MSL_LANES words per thread)
+  uint nregs;       // the largest piece's registers
   uint has_den;     // add the constant denominator term (once: piece 0)
   uint nout;        // outputs of the whole program
   uint zero;        // zero this thread's partial rows first (the first slice)
@@ -5147,10 +5109,9 @@ struct ZcUniPiecesParams {
 // Round 0 over the slice with the program in pieces (table and the pieces' slot lists as in
 // zc_round_pieces; here slots[2k + 1] is the program's slot number, a row of vals). Work items (piece,
 // lane group u of points), piece-major: the piece's slots are copied from vals into the thread's
-// scratch, the piece runs over the base field with its registers in threadgroup memory
-// (tgregs: nregs·MSL_LANES words per thread, [reg][thread][lane]), and e(x)·(Zc, Num, Den) of lane
-// l is added to partial row gid·MSL_LANES + l. The launcher makes G·MSL_LANES and P multiples of M,
-// so a row always holds the same point class q ≡ gid·MSL_LANES + l (mod M).
+// scratch, the piece runs over the base field, and e(x)·(Zc, Num, Den) of lane l is added to partial
+// row gid·MSL_LANES + l. The launcher makes G·MSL_LANES and P multiples of M, so a row always
+// holds the same point class q ≡ gid·MSL_LANES + l (mod M).
 MSL_KERNEL void msl_kernel_zc_uni_pieces(MSL_DEVICE const uint* prog              ,
                           MSL_DEVICE const uint* cp              ,
                           MSL_DEVICE const uint* table              ,
@@ -5160,13 +5121,11 @@ MSL_KERNEL void msl_kernel_zc_uni_pieces(MSL_DEVICE const uint* prog            
                           MSL_DEVICE const uint* vals              ,
                           MSL_DEVICE const uint* eq              ,
                           MSL_DEVICE uint* slots              ,
-                          MSL_DEVICE uint* partials              ,
+                          MSL_DEVICE uint* regs              ,
+                          MSL_DEVICE uint* partials               ,
                           MSL_CONSTANT ZcUniPiecesParams& p               ,
-                          MSL_THREADGROUP uint* tgregs                   ,
                           uint gid                            ,
-                          uint G                     ,
-                          uint tid                                ,
-                          uint tpg                            ) {
+                          uint G                     ) {
   if (p.lanes != MSL_LANES) return;
   uint il = p.interleave;
   uint P = p.width;
@@ -5178,10 +5137,9 @@ MSL_KERNEL void msl_kernel_zc_uni_pieces(MSL_DEVICE const uint* prog            
     for (uint k = 0u; k < 12u * MSL_LANES; k++) partials[12u * MSL_LANES * gid + k] = 0u;
   }
   MSL_DEVICE uint* sbase = slots + zc_region(p.nslots, 0u, gid, G, 1u, il);
-  ProgRegsGroup rg;
-  rg.p = tgregs + tid * MSL_LANES;
-  rg.stride = tpg * MSL_LANES;
+  MSL_DEVICE uint* rbase = regs + zc_region(p.nregs, 0u, gid, G, 1u, il);
   bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
+  ProgInterpreter ev;
   for (uint it = gid; it < items; it += G) {
     uint piece = it / units;
     uint u = it - piece * units;
@@ -5193,7 +5151,7 @@ MSL_KERNEL void msl_kernel_zc_uni_pieces(MSL_DEVICE const uint* prog            
     }
     ProgCombineLanes c;
     c.start(kinds, weights, p.has_den != 0u && piece == 0u ? den_const : bb4l_zero());
-    prog_run_lanes_in(prog + pt[0], cp + pt[1], sbase, rg, t, T, c);
+    ev.base(prog + pt[0], cp + pt[1], sbase, rbase, t, T, c);
     c.finish();
     for (uint l = 0u; l < MSL_LANES; l++) {
       uint pp = u * MSL_LANES + l;
@@ -6096,23 +6054,6 @@ static void hd_group_zc_uni_values(const hd_launch* Lp, hd_u3 gp, unsigned char*
 static_assert(sizeof(MSL_CONSTANT ZcValuesParams) == 40, "zc_uni_values: value size of p");
 static const unsigned hd_valsize_zc_uni_values[] = {0, 0, 0, 0, 0, 0, 0, 40, 0};
 
-static void hd_item_zc_uni_pieces(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {
-  const hd_launch L_ = *Lp, *L = &L_;
-  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
-  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
-  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
-  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
-  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
-  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
-  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
-  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
-  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
-  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
-  MSL_CONSTANT ZcUniPiecesParams a10 = *(MSL_CONSTANT ZcUniPiecesParams*)L->bufs[10];
-  MSL_THREADGROUP uint* const a11 = (MSL_THREADGROUP uint*)tg[0];
-  (void)tg;
-  msl_kernel_zc_uni_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
-}
 HD_SIMD_CLONES static void hd_group_zc_uni_pieces(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
@@ -6125,13 +6066,13 @@ HD_SIMD_CLONES static void hd_group_zc_uni_pieces(const hd_launch* Lp, hd_u3 gp,
   MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
   MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
   MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
-  MSL_CONSTANT ZcUniPiecesParams a10 = *(MSL_CONSTANT ZcUniPiecesParams*)L->bufs[10];
-  MSL_THREADGROUP uint* const a11 = (MSL_THREADGROUP uint*)tg[0];
+  MSL_DEVICE uint* const a10 = (MSL_DEVICE uint*)L->bufs[10];
+  MSL_CONSTANT ZcUniPiecesParams a11 = *(MSL_CONSTANT ZcUniPiecesParams*)L->bufs[11];
   (void)tg;
-  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
 static_assert(sizeof(MSL_CONSTANT ZcUniPiecesParams) == 52, "zc_uni_pieces: value size of p");
-static const unsigned hd_valsize_zc_uni_pieces[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 52, 0};
+static const unsigned hd_valsize_zc_uni_pieces[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 52, 0};
 
 extern "C" const hd_kernel hd_kernels[] = {
     {"merkle_hash_rows", nullptr, hd_group_merkle_hash_rows, 0, 4, hd_valsize_merkle_hash_rows, 0},
@@ -6192,6 +6133,6 @@ extern "C" const hd_kernel hd_kernels[] = {
     {"zc_round_eval", nullptr, hd_group_zc_round_eval, 0, 11, hd_valsize_zc_round_eval, 0},
     {"zc_round_pieces", nullptr, hd_group_zc_round_pieces, 0, 12, hd_valsize_zc_round_pieces, 0},
     {"zc_uni_values", nullptr, hd_group_zc_uni_values, 0, 8, hd_valsize_zc_uni_values, 0},
-    {"zc_uni_pieces", hd_item_zc_uni_pieces, hd_group_zc_uni_pieces, 1, 11, hd_valsize_zc_uni_pieces, 1},
+    {"zc_uni_pieces", nullptr, hd_group_zc_uni_pieces, 0, 12, hd_valsize_zc_uni_pieces, 0},
 };
 extern "C" const int hd_nkernels = 59;

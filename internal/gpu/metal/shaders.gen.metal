@@ -4034,39 +4034,11 @@ MSL_FN bb4l prog_operand4_lanes(uint o, device const uint* regs, device const ui
   return bb4l_load(base + 4u * idx * T + t, T);
 }
 
-// Register files of the base-field interpreter (prog_run_lanes_in): registers in device memory at
-// [idx·T + t] (ProgRegsDevice, p = regs + t), or in threadgroup memory at [idx·stride] from the
-// thread's first word (ProgRegsGroup: on GPUs a latency of tens of cycles instead of a round trip
-// to device memory, for programs whose registers fit; kernels choose).
-struct ProgRegsDevice {
-  device uint* p;
-  uint T;
-  PROG_LANES_METHOD lanes_uint ld(uint idx) const { return lanes_ld_dev(p + idx * T); }
-  PROG_LANES_METHOD void st(uint idx, lanes_uint v) const { lanes_st_dev(p + idx * T, v); }
-};
-struct ProgRegsGroup {
-  threadgroup uint* p;
-  uint stride;
-  PROG_LANES_METHOD lanes_uint ld(uint idx) const { return lanes_ld_tg(p + idx * stride); }
-  PROG_LANES_METHOD void st(uint idx, lanes_uint v) const { lanes_st_tg(p + idx * stride, v); }
-};
-
-// The value of operand o (base field) with the registers in regs.
-template <typename Regs>
-MSL_FN lanes_uint prog_operand_in(uint o, thread const Regs& regs, device const uint* slots, device const uint* cp,
-                                  uint nconst, uint t, uint T) {
-  uint idx = o & PROG_INDEX_MASK;
-  uint kind = o >> 30;
-  if (kind >= PROG_KIND_CONST) return lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]);
-  if (kind == PROG_KIND_REG) return regs.ld(idx);
-  return lanes_ld_dev(slots + idx * T + t);
-}
-
-// Runs the program for the lanes at column t of T of the slots over the base field, registers in
-// regs. (Negation reads constant 0 as a dummy second operand: cp always holds a word.)
-template <typename Emit, typename Regs>
-MSL_FN void prog_run_lanes_in(device const uint* prog, device const uint* cp, device const uint* slots,
-                              thread const Regs& regs, uint t, uint T, thread Emit& emit) {
+// Runs the program for the lanes at column t of T over the base field. (Negation reads constant 0
+// as a dummy second operand: cp always holds a word.)
+template <typename Emit>
+MSL_FN void prog_run_lanes(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
+                           uint t, uint T, thread Emit& emit) {
   uint ncode = prog[2];
   uint nconst = prog[3];
   device const uint* code = prog + PROG_HEADER;
@@ -4074,12 +4046,12 @@ MSL_FN void prog_run_lanes_in(device const uint* prog, device const uint* cp, de
     uint w0 = code[0];
     uint op = w0 >> 24;
     uint dst = w0 & 0xffffffu;
-    lanes_uint a = prog_operand_in(code[1], regs, slots, cp, nconst, t, T);
+    lanes_uint a = prog_operand_lanes(code[1], regs, slots, cp, nconst, t, T);
     if (op == PROG_OP_EMIT) {
       emit.put(dst, a);
       continue;
     }
-    lanes_uint b = prog_operand_in(op == PROG_OP_NEG ? (PROG_KIND_CONST << 30) : code[2], regs, slots, cp, nconst, t, T);
+    lanes_uint b = prog_operand_lanes(op == PROG_OP_NEG ? (PROG_KIND_CONST << 30) : code[2], regs, slots, cp, nconst, t, T);
     lanes_uint r;
     switch (op) {
       case PROG_OP_ADD:
@@ -4095,18 +4067,8 @@ MSL_FN void prog_run_lanes_in(device const uint* prog, device const uint* cp, de
         r = bb_mul_lanes(a, b);
         break;
     }
-    regs.st(dst, r);
+    lanes_st_dev(regs + dst * T + t, r);
   }
-}
-
-// prog_run_lanes_in with the registers in device memory, [reg·T + t].
-template <typename Emit>
-MSL_FN void prog_run_lanes(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
-                           uint t, uint T, thread Emit& emit) {
-  ProgRegsDevice r;
-  r.p = regs + t;
-  r.T = T;
-  prog_run_lanes_in(prog, cp, slots, r, t, T, emit);
 }
 
 // Runs the program for the lanes at column t of T over the extension field.
@@ -5134,7 +5096,7 @@ struct ZcUniPiecesParams {
   uint width;       // P: the row length of vals (points rounded up to MSL_LANES)
   uint npieces;     // pieces of the program
   uint nslots;      // the largest piece's slots
-  uint nregs;       // the largest piece's registers (threadgroup memory: nregs·MSL_LANES words per thread)
+  uint nregs;       // the largest piece's registers
   uint has_den;     // add the constant denominator term (once: piece 0)
   uint nout;        // outputs of the whole program
   uint zero;        // zero this thread's partial rows first (the first slice)
@@ -5146,10 +5108,9 @@ struct ZcUniPiecesParams {
 // Round 0 over the slice with the program in pieces (table and the pieces' slot lists as in
 // zc_round_pieces; here slots[2k + 1] is the program's slot number, a row of vals). Work items (piece,
 // lane group u of points), piece-major: the piece's slots are copied from vals into the thread's
-// scratch, the piece runs over the base field with its registers in threadgroup memory
-// (tgregs: nregs·MSL_LANES words per thread, [reg][thread][lane]), and e(x)·(Zc, Num, Den) of lane
-// l is added to partial row gid·MSL_LANES + l. The launcher makes G·MSL_LANES and P multiples of M,
-// so a row always holds the same point class q ≡ gid·MSL_LANES + l (mod M).
+// scratch, the piece runs over the base field, and e(x)·(Zc, Num, Den) of lane l is added to partial
+// row gid·MSL_LANES + l. The launcher makes G·MSL_LANES and P multiples of M, so a row always
+// holds the same point class q ≡ gid·MSL_LANES + l (mod M).
 kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
                           device const uint* cp [[buffer(1)]],
                           device const uint* table [[buffer(2)]],
@@ -5159,13 +5120,11 @@ kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
                           device const uint* vals [[buffer(6)]],
                           device const uint* eq [[buffer(7)]],
                           device uint* slots [[buffer(8)]],
-                          device uint* partials [[buffer(9)]],
-                          constant ZcUniPiecesParams& p [[buffer(10)]],
-                          threadgroup uint* tgregs [[threadgroup(0)]],
+                          device uint* regs [[buffer(9)]],
+                          device uint* partials [[buffer(10)]],
+                          constant ZcUniPiecesParams& p [[buffer(11)]],
                           uint gid [[thread_position_in_grid]],
-                          uint G [[threads_per_grid]],
-                          uint tid [[thread_index_in_threadgroup]],
-                          uint tpg [[threads_per_threadgroup]]) {
+                          uint G [[threads_per_grid]]) {
   if (p.lanes != MSL_LANES) return;
   uint il = p.interleave;
   uint P = p.width;
@@ -5177,10 +5136,9 @@ kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
     for (uint k = 0u; k < 12u * MSL_LANES; k++) partials[12u * MSL_LANES * gid + k] = 0u;
   }
   device uint* sbase = slots + zc_region(p.nslots, 0u, gid, G, 1u, il);
-  ProgRegsGroup rg;
-  rg.p = tgregs + tid * MSL_LANES;
-  rg.stride = tpg * MSL_LANES;
+  device uint* rbase = regs + zc_region(p.nregs, 0u, gid, G, 1u, il);
   bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
+  ProgInterpreter ev;
   for (uint it = gid; it < items; it += G) {
     uint piece = it / units;
     uint u = it - piece * units;
@@ -5192,7 +5150,7 @@ kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
     }
     ProgCombineLanes c;
     c.start(kinds, weights, p.has_den != 0u && piece == 0u ? den_const : bb4l_zero());
-    prog_run_lanes_in(prog + pt[0], cp + pt[1], sbase, rg, t, T, c);
+    ev.base(prog + pt[0], cp + pt[1], sbase, rbase, t, T, c);
     c.finish();
     for (uint l = 0u; l < MSL_LANES; l++) {
       uint pp = u * MSL_LANES + l;
