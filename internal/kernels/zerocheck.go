@@ -312,9 +312,9 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 }
 
 // UsePieces gives the trace its program in pieces (pp: constraints.Split of the trace's program,
-// uploaded; public: the trace's public values), for the rounds j ≥ 1 that have too few pairs to
-// fill the device (or all of them, with ZcOptions.Pieces). Call it before NewZerocheck plans the
-// trace.
+// uploaded; public: the trace's public values), for round 0 and the rounds j ≥ 1 that have too
+// few pairs to fill the device on GPUs (every round with ZcOptions.Pieces). Call it before
+// NewZerocheck plans the trace.
 func (z *ZcTrace) UsePieces(dev *gpu.Device, pp *ProgramPieces, public []field.Fp) error {
 	if pp == nil || pp.Words == nil {
 		return fmt.Errorf("kernels: ZcTrace: no pieces")
@@ -451,9 +451,9 @@ type ZcOptions struct {
 	NoTranspose bool
 	// ScratchBytes bounds each scratch buffer (0: 256 MiB).
 	ScratchBytes int
-	// Pieces: every round j ≥ 1 of a trace with pieces (ZcTrace.UsePieces) runs them (by default
-	// only GPUs do, in the rounds with too few pairs to fill the device); PieceThreads: the
-	// threads of those dispatches (0: chosen per device).
+	// Pieces: round 0 and every round j ≥ 1 of a trace with pieces (ZcTrace.UsePieces) run them
+	// (by default only GPUs do: round 0, and the rounds with too few pairs to fill the device);
+	// PieceThreads: the threads of the rounds' dispatches (0: chosen per device).
 	Pieces       bool
 	PieceThreads int
 }
@@ -505,7 +505,7 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 	z := &Zerocheck{dev: dev, dom: dom, points: points, lanes: zcLanes(dev), opts: opts,
 		uni: map[*ZcTrace]zcUniPlan{}, round: map[*ZcTrace]zcRoundPlan{}}
 	budget := opts.ScratchBytes / 4 // words
-	n, m := 1<<dom.LogN, 1<<dom.LogM
+	n := 1 << dom.LogN
 	L := z.lanes
 	var nSlots, nRegs, nPartials, nCoefs, nDeltas, nVals int
 	for _, t := range traces {
@@ -514,76 +514,25 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		}
 		// Round 0.
 		x := t.Blocks()
+		var up zcUniPlan
 		if pp := t.pieces; pp != nil && (opts.Pieces || !isHost(dev)) {
-			up := z.planUniPieces(t, budget)
-			z.uni[t] = up
+			up = z.planUniPieces(t, budget)
 			nSlots = max(nSlots, up.threads*L*pp.MaxSlots)
 			nRegs = max(nRegs, up.threads*L*pp.MaxRegs)
 			nPartials = max(nPartials, 12*up.threads*L)
-			nCoefs = max(nCoefs, up.sliceBlocks*n*t.ncols)
-			nDeltas = max(nDeltas, up.sliceBlocks*t.ncols)
 			nVals = max(nVals, t.nslots*up.width)
 		} else {
-			up := zcUniPlan{coset: isHost(dev) && !opts.PointMode}
-			up.unit = L
-			if up.coset {
-				up.unit = max(n, L)
+			var err error
+			if up, err = z.planUniWhole(t, budget); err != nil {
+				return nil, err
 			}
-			perThread := up.unit*t.nslots + L*t.Prog.NumRegs
-			align := 1
-			if isHost(dev) && !opts.UnitItems {
-				// A thread takes whole blocks (its partial rows cover every point class).
-				up.item = max(m, up.unit)
-				up.tpg = 1
-				up.threads = 16 * max(dev.Limits().ComputeUnits, 1)
-			} else {
-				// One point per thread and step: G ≡ 0 mod M keeps each thread on one point class.
-				up.item = up.unit
-				up.tpg = 1
-				if !isHost(dev) {
-					up.tpg = groupSize(dev, "zc_uni_eval", gpuGroup)
-				}
-				align = max(m/up.unit, up.tpg)
-				up.threads = min(budget/max(perThread, 1), (x*m+up.item-1)/up.item)
-				if !isHost(dev) {
-					// Enough threads to fill the device twice over; more only multiply the
-					// partial rows (12·M words per thread) that the sums must read.
-					up.threads = min(up.threads, 8*gpuGroup*max(dev.Limits().ComputeUnits, 1))
-				}
-			}
-			if opts.UniThreads > 0 {
-				up.threads = opts.UniThreads
-			}
-			up.threads = max((up.threads+align-1)/align*align, align)
-			if up.threads%up.tpg != 0 || up.threads*up.item%m != 0 {
-				return nil, fmt.Errorf("kernels: Zerocheck: %d threads in groups of %d", up.threads, up.tpg)
-			}
-			// Slices of the coefficient pre-pass: on the host small ones (a slice's coefficients are
-			// read back by the evaluation right after, from the caches); on GPUs as large as the
-			// budget allows.
-			coefBudget := budget
-			if isHost(dev) {
-				coefBudget = budget / 16
-			}
-			perBlock := (n + 1) * t.ncols
-			sb := 1
-			for sb < x && 2*sb*perBlock <= coefBudget {
-				sb *= 2
-			}
-			for sb < x && sb*m < up.item {
-				sb *= 2
-			}
-			if opts.SliceBlocks > 0 {
-				sb = min(max(opts.SliceBlocks, (up.item+m-1)/m), x)
-			}
-			up.sliceBlocks = sb
-			z.uni[t] = up
 			nSlots = max(nSlots, up.threads*up.unit*t.nslots)
 			nRegs = max(nRegs, up.threads*L*t.Prog.NumRegs)
 			nPartials = max(nPartials, 12*up.threads*up.item)
-			nCoefs = max(nCoefs, sb*n*t.ncols)
-			nDeltas = max(nDeltas, sb*t.ncols)
 		}
+		z.uni[t] = up
+		nCoefs = max(nCoefs, up.sliceBlocks*n*t.ncols)
+		nDeltas = max(nDeltas, up.sliceBlocks*t.ncols)
 
 		// Rounds j ≥ 1.
 		if t.NLift == 0 {
@@ -663,6 +612,67 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		return nil, err
 	}
 	return z, nil
+}
+
+// planUniWhole plans round 0 of t by the whole program: slices of the coefficient pre-pass, and
+// threads that take one point (GPUs) or whole blocks (the host) per step.
+func (z *Zerocheck) planUniWhole(t *ZcTrace, budget int) (zcUniPlan, error) {
+	dev, opts, L := z.dev, z.opts, z.lanes
+	n, m, x := 1<<z.dom.LogN, 1<<z.dom.LogM, t.Blocks()
+	up := zcUniPlan{coset: isHost(dev) && !opts.PointMode}
+	up.unit = L
+	if up.coset {
+		up.unit = max(n, L)
+	}
+	perThread := up.unit*t.nslots + L*t.Prog.NumRegs
+	align := 1
+	if isHost(dev) && !opts.UnitItems {
+		// A thread takes whole blocks (its partial rows cover every point class).
+		up.item = max(m, up.unit)
+		up.tpg = 1
+		up.threads = 16 * max(dev.Limits().ComputeUnits, 1)
+	} else {
+		// One point per thread and step: G ≡ 0 mod M keeps each thread on one point class.
+		up.item = up.unit
+		up.tpg = 1
+		if !isHost(dev) {
+			up.tpg = groupSize(dev, "zc_uni_eval", gpuGroup)
+		}
+		align = max(m/up.unit, up.tpg)
+		up.threads = min(budget/max(perThread, 1), (x*m+up.item-1)/up.item)
+		if !isHost(dev) {
+			// Enough threads to fill the device twice over; more only multiply the
+			// partial rows (12·M words per thread) that the sums must read.
+			up.threads = min(up.threads, 8*gpuGroup*max(dev.Limits().ComputeUnits, 1))
+		}
+	}
+	if opts.UniThreads > 0 {
+		up.threads = opts.UniThreads
+	}
+	up.threads = max((up.threads+align-1)/align*align, align)
+	if up.threads%up.tpg != 0 || up.threads*up.item%m != 0 {
+		return up, fmt.Errorf("kernels: Zerocheck: %d threads in groups of %d", up.threads, up.tpg)
+	}
+	// Slices of the coefficient pre-pass: on the host small ones (a slice's coefficients are
+	// read back by the evaluation right after, from the caches); on GPUs as large as the
+	// budget allows.
+	coefBudget := budget
+	if isHost(dev) {
+		coefBudget = budget / 16
+	}
+	perBlock := (n + 1) * t.ncols
+	sb := 1
+	for sb < x && 2*sb*perBlock <= coefBudget {
+		sb *= 2
+	}
+	for sb < x && sb*m < up.item {
+		sb *= 2
+	}
+	if opts.SliceBlocks > 0 {
+		sb = min(max(opts.SliceBlocks, (up.item+m-1)/m), x)
+	}
+	up.sliceBlocks = sb
+	return up, nil
 }
 
 // planUniPieces plans round 0 of t by its pieces: slices of as many blocks as the slot-value table
