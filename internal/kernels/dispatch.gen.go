@@ -639,7 +639,7 @@ type zcUniPiecesParams struct {
 	npieces    uint32
 	nslots     uint32
 	nregs      uint32
-	pairOff    uint32
+	half       uint32
 	hasDen     uint32
 	nout       uint32
 	zero       uint32
@@ -649,7 +649,7 @@ type zcUniPiecesParams struct {
 }
 
 func (v zcUniPiecesParams) arg() gpu.Arg {
-	return gpu.U32(v.logM, v.x0, v.points, v.width, v.npieces, v.nslots, v.nregs, v.pairOff, v.hasDen, v.nout, v.zero, v.eqOff, v.interleave, v.lanes)
+	return gpu.U32(v.logM, v.x0, v.points, v.width, v.npieces, v.nslots, v.nregs, v.half, v.hasDen, v.nout, v.zero, v.eqOff, v.interleave, v.lanes)
 }
 
 // dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:21).

@@ -749,7 +749,7 @@ func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *
 			t.pieceTable.Buffer, t.Prog.Kinds.Buffer, t.weights.Buffer, t.pieceSlots.Buffer, z.vals.Buffer, eq.Buffer,
 			z.slots.Buffer, z.regs.Buffer, z.partials.Buffer,
 			zcUniPiecesParams{logM: uint32(dom.LogM), x0: uint32(x0), points: uint32(sb * m), width: uint32(up.width),
-				npieces: uint32(pp.NumPieces()), nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs), pairOff: uint32(half),
+				npieces: uint32(pp.NumPieces()), nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs), half: uint32(half),
 				hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: uint32(b2u(x0 == 0)), eqOff: uint32(eqOff),
 				interleave: uint32(b2u(!isHost(dev))), lanes: uint32(z.lanes)})
 	}

@@ -857,7 +857,7 @@ struct ZcUniPiecesParams {
   uint npieces;     // pieces of the program
   uint nslots;      // the largest piece's slots
   uint nregs;       // the largest piece's registers
-  uint pair_off;    // H > 0: items pair lane groups u and u + H (H·MSL_LANES ≡ 0 mod M); 0: one each
+  uint half;        // H > 0: items pair lane groups u and u + H (H·MSL_LANES ≡ 0 mod M); 0: one each
   uint has_den;     // add the constant denominator term (once: piece 0)
   uint nout;        // outputs of the whole program
   uint zero;        // zero this thread's partial rows first (the first slice)
@@ -889,7 +889,7 @@ MSL_FN void zc_uni_accumulate(device uint* partials, device const uint* eq, cons
 
 // Round 0 over the slice with the program in pieces (table and the pieces' slot lists as in
 // zc_round_pieces; here slots[2k + 1] is the program's slot number, a row of vals). Work items
-// (piece, lane group u of points), piece-major; with p.pair_off = H > 0 an item is the pair u, u + H
+// (piece, lane group u of points), piece-major; with p.half = H > 0 an item is the pair u, u + H
 // (u < H), evaluated together (prog_run2_lanes). The piece's slots are copied from vals into the
 // thread's scratch (two columns of it: t0 and t1), the piece runs over the base field, and
 // e(x)·(Zc, Num, Den) of lane l is added to partial row gid·MSL_LANES + l. The launcher makes
@@ -913,7 +913,7 @@ kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
   uint il = p.interleave;
   uint P = p.width;
   uint units = P / MSL_LANES;
-  uint H = p.pair_off;
+  uint H = p.half;
   uint per = H != 0u ? H : units;  // items per piece
   uint items = per * p.npieces;
   uint T = 2u * zc_T(G, il);
