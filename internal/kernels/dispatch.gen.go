@@ -639,7 +639,6 @@ type zcUniPiecesParams struct {
 	npieces    uint32
 	nslots     uint32
 	nregs      uint32
-	half       uint32
 	hasDen     uint32
 	nout       uint32
 	zero       uint32
@@ -649,7 +648,7 @@ type zcUniPiecesParams struct {
 }
 
 func (v zcUniPiecesParams) arg() gpu.Arg {
-	return gpu.U32(v.logM, v.x0, v.points, v.width, v.npieces, v.nslots, v.nregs, v.half, v.hasDen, v.nout, v.zero, v.eqOff, v.interleave, v.lanes)
+	return gpu.U32(v.logM, v.x0, v.points, v.width, v.npieces, v.nslots, v.nregs, v.hasDen, v.nout, v.zero, v.eqOff, v.interleave, v.lanes)
 }
 
 // dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:21).
@@ -942,7 +941,7 @@ func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer
 	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()})
 }
 
-// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/rap/zerocheck.metal:898).
+// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/rap/zerocheck.metal:874).
 func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

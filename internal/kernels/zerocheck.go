@@ -517,8 +517,8 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		var up zcUniPlan
 		if pp := t.pieces; pp != nil && (opts.Pieces || !isHost(dev)) {
 			up = z.planUniPieces(t, budget)
-			nSlots = max(nSlots, 2*up.threads*L*pp.MaxSlots)
-			nRegs = max(nRegs, 2*up.threads*L*pp.MaxRegs)
+			nSlots = max(nSlots, up.threads*L*pp.MaxSlots)
+			nRegs = max(nRegs, up.threads*L*pp.MaxRegs)
 			nPartials = max(nPartials, 12*up.threads*L)
 			nVals = max(nVals, t.nslots*up.width)
 		} else {
@@ -694,7 +694,7 @@ func (z *Zerocheck) planUniPieces(t *ZcTrace, budget int) zcUniPlan {
 	if !isHost(dev) {
 		up.tpg = groupSize(dev, "zc_uni_pieces", gpuGroup)
 	}
-	per := 2 * L * (pp.MaxSlots + pp.MaxRegs) // two evaluations per item (zc_uni_pieces' half)
+	per := L * (pp.MaxSlots + pp.MaxRegs)
 	up.threads = min(budget/max(per, 1), up.width/L*pp.NumPieces())
 	if isHost(dev) {
 		up.threads = min(up.threads, 8*max(dev.Limits().ComputeUnits, 1))
@@ -734,12 +734,6 @@ func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *
 	for x0 := 0; x0 < x; x0 += up.sliceBlocks {
 		sb := min(up.sliceBlocks, x-x0)
 		z.encodeCoeffs(b, t, x0, sb)
-		// Items pair lane groups u and u + units/2 when both halves hold whole blocks (the
-		// partial rows' classes then agree).
-		units, half := up.width/z.lanes, 0
-		if w := sb * m; w == up.width && w%(2*m) == 0 {
-			half = units / 2
-		}
 		g, tp := shapeFor(dev, "zc_uni_values", (t.ncols+1)*sb*m)
 		dispatchZcUniValues(b, g, tp, z.coefs.Buffer, z.deltas.Buffer, t.srcmap.Buffer, dom.Tw.Buffer, dom.LRow.Buffer,
 			t.sel.Buffer, z.vals.Buffer, zcValuesParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x),
@@ -749,7 +743,7 @@ func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *
 			t.pieceTable.Buffer, t.Prog.Kinds.Buffer, t.weights.Buffer, t.pieceSlots.Buffer, z.vals.Buffer, eq.Buffer,
 			z.slots.Buffer, z.regs.Buffer, z.partials.Buffer,
 			zcUniPiecesParams{logM: uint32(dom.LogM), x0: uint32(x0), points: uint32(sb * m), width: uint32(up.width),
-				npieces: uint32(pp.NumPieces()), nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs), half: uint32(half),
+				npieces: uint32(pp.NumPieces()), nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs),
 				hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: uint32(b2u(x0 == 0)), eqOff: uint32(eqOff),
 				interleave: uint32(b2u(!isHost(dev))), lanes: uint32(z.lanes)})
 	}

@@ -170,54 +170,6 @@ MSL_FN void prog_run_lanes(device const uint* prog, device const uint* cp, devic
   }
 }
 
-// prog_run_lanes for two evaluations at once, columns t0 and t1 of T (slots and registers of both
-// in the same arrays), outputs to emit0 and emit1: each instruction is decoded once for both, and
-// a GPU thread has two independent chains of loads in flight instead of one.
-template <typename Emit>
-MSL_FN void prog_run2_lanes(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
-                            uint t0, uint t1, uint T, thread Emit& emit0, thread Emit& emit1) {
-  uint ncode = prog[2];
-  uint nconst = prog[3];
-  device const uint* code = prog + PROG_HEADER;
-  for (uint i = 0u; i < ncode; i++, code += 3) {
-    uint w0 = code[0];
-    uint op = w0 >> 24;
-    uint dst = w0 & 0xffffffu;
-    lanes_uint a0 = prog_operand_lanes(code[1], regs, slots, cp, nconst, t0, T);
-    lanes_uint a1 = prog_operand_lanes(code[1], regs, slots, cp, nconst, t1, T);
-    if (op == PROG_OP_EMIT) {
-      emit0.put(dst, a0);
-      emit1.put(dst, a1);
-      continue;
-    }
-    uint ob = op == PROG_OP_NEG ? (PROG_KIND_CONST << 30) : code[2];
-    lanes_uint b0 = prog_operand_lanes(ob, regs, slots, cp, nconst, t0, T);
-    lanes_uint b1 = prog_operand_lanes(ob, regs, slots, cp, nconst, t1, T);
-    lanes_uint r0;
-    lanes_uint r1;
-    switch (op) {
-      case PROG_OP_ADD:
-        r0 = bb_add_lanes(a0, b0);
-        r1 = bb_add_lanes(a1, b1);
-        break;
-      case PROG_OP_SUB:
-        r0 = bb_sub_lanes(a0, b0);
-        r1 = bb_sub_lanes(a1, b1);
-        break;
-      case PROG_OP_NEG:
-        r0 = bb_neg_lanes(a0);
-        r1 = bb_neg_lanes(a1);
-        break;
-      default:
-        r0 = bb_mul_lanes(a0, b0);
-        r1 = bb_mul_lanes(a1, b1);
-        break;
-    }
-    lanes_st_dev(regs + dst * T + t0, r0);
-    lanes_st_dev(regs + dst * T + t1, r1);
-  }
-}
-
 // Runs the program for the lanes at column t of T over the extension field.
 template <typename Emit>
 MSL_FN void prog_run4_lanes(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,

@@ -857,7 +857,6 @@ struct ZcUniPiecesParams {
   uint npieces;     // pieces of the program
   uint nslots;      // the largest piece's slots
   uint nregs;       // the largest piece's registers
-  uint half;        // H > 0: items pair lane groups u and u + H (H·MSL_LANES ≡ 0 mod M); 0: one each
   uint has_den;     // add the constant denominator term (once: piece 0)
   uint nout;        // outputs of the whole program
   uint zero;        // zero this thread's partial rows first (the first slice)
@@ -866,35 +865,12 @@ struct ZcUniPiecesParams {
   uint lanes;       // MSL_LANES the launcher assumed
 };
 
-// Copies the piece's slots (ps: nused entries (piece slot, program slot)) of lane group u from vals
-// (rows of P words) to the scratch at sbase, column t of T.
-MSL_FN void zc_copy_piece_slots(device const uint* ps, uint nused, device const uint* vals, uint P, uint u,
-                                device uint* sbase, uint t, uint T) {
-  for (uint k = 0u; k < nused; k++) {
-    lanes_st_dev(sbase + ps[2u * k] * T + t, lanes_ld_dev(vals + ps[2u * k + 1u] * P + u * MSL_LANES));
-  }
-}
-
-// e(x)·(Zc, Num, Den) of the points of lane group u of the slice added to partial rows gid·MSL_LANES
-// + lane.
-MSL_FN void zc_uni_accumulate(device uint* partials, device const uint* eq, constant ZcUniPiecesParams& p,
-                              thread ProgCombineLanes& c, uint u, uint gid) {
-  for (uint l = 0u; l < MSL_LANES; l++) {
-    uint pp = u * MSL_LANES + l;
-    if (pp >= p.points) break;
-    bb4 e = bb4_load(eq, p.eq_off + p.x0 + (pp >> p.log_m));
-    zc_accumulate(partials, gid * MSL_LANES + l, e, bb4l_get(c.zc, l), bb4l_get(c.num, l), bb4l_get(c.den, l));
-  }
-}
-
 // Round 0 over the slice with the program in pieces (table and the pieces' slot lists as in
-// zc_round_pieces; here slots[2k + 1] is the program's slot number, a row of vals). Work items
-// (piece, lane group u of points), piece-major; with p.half = H > 0 an item is the pair u, u + H
-// (u < H), evaluated together (prog_run2_lanes). The piece's slots are copied from vals into the
-// thread's scratch (two columns of it: t0 and t1), the piece runs over the base field, and
-// e(x)·(Zc, Num, Den) of lane l is added to partial row gid·MSL_LANES + l. The launcher makes
-// G·MSL_LANES, P and H·MSL_LANES multiples of M, so a row always holds the same point class
-// q ≡ gid·MSL_LANES + l (mod M).
+// zc_round_pieces; here slots[2k + 1] is the program's slot number, a row of vals). Work items (piece,
+// lane group u of points), piece-major: the piece's slots are copied from vals into the thread's
+// scratch, the piece runs over the base field, and e(x)·(Zc, Num, Den) of lane l is added to partial
+// row gid·MSL_LANES + l. The launcher makes G·MSL_LANES and P multiples of M, so a row always
+// holds the same point class q ≡ gid·MSL_LANES + l (mod M).
 kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
                           device const uint* cp [[buffer(1)]],
                           device const uint* table [[buffer(2)]],
@@ -913,40 +889,34 @@ kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
   uint il = p.interleave;
   uint P = p.width;
   uint units = P / MSL_LANES;
-  uint H = p.half;
-  uint per = H != 0u ? H : units;  // items per piece
-  uint items = per * p.npieces;
-  uint T = 2u * zc_T(G, il);
-  uint t0 = zc_t(gid, il);
-  uint t1 = t0 + zc_T(G, il);
+  uint items = units * p.npieces;
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
   if (p.zero != 0u) {
     for (uint k = 0u; k < 12u * MSL_LANES; k++) partials[12u * MSL_LANES * gid + k] = 0u;
   }
-  device uint* sbase = slots + zc_region(2u * p.nslots, 0u, gid, G, 1u, il);
-  device uint* rbase = regs + zc_region(2u * p.nregs, 0u, gid, G, 1u, il);
+  device uint* sbase = slots + zc_region(p.nslots, 0u, gid, G, 1u, il);
+  device uint* rbase = regs + zc_region(p.nregs, 0u, gid, G, 1u, il);
   bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
+  ProgInterpreter ev;
   for (uint it = gid; it < items; it += G) {
-    uint piece = it / per;
-    uint u = it - piece * per;
+    uint piece = it / units;
+    uint u = it - piece * units;
     device const uint* pt = table + 4u * piece;
     device const uint* ps = pslots + 2u * pt[2];
     uint nused = pt[3];
-    bb4l den0 = p.has_den != 0u && piece == 0u ? den_const : bb4l_zero();
-    ProgCombineLanes c0;
-    c0.start(kinds, weights, den0);
-    zc_copy_piece_slots(ps, nused, vals, P, u, sbase, t0, T);
-    if (H != 0u) {
-      ProgCombineLanes c1;
-      c1.start(kinds, weights, den0);
-      zc_copy_piece_slots(ps, nused, vals, P, u + H, sbase, t1, T);
-      prog_run2_lanes(prog + pt[0], cp + pt[1], sbase, rbase, t0, t1, T, c0, c1);
-      c1.finish();
-      zc_uni_accumulate(partials, eq, p, c1, u + H, gid);
-    } else {
-      prog_run_lanes(prog + pt[0], cp + pt[1], sbase, rbase, t0, T, c0);
+    for (uint k = 0u; k < nused; k++) {
+      lanes_st_dev(sbase + ps[2u * k] * T + t, lanes_ld_dev(vals + ps[2u * k + 1u] * P + u * MSL_LANES));
     }
-    c0.finish();
-    zc_uni_accumulate(partials, eq, p, c0, u, gid);
+    ProgCombineLanes c;
+    c.start(kinds, weights, p.has_den != 0u && piece == 0u ? den_const : bb4l_zero());
+    ev.base(prog + pt[0], cp + pt[1], sbase, rbase, t, T, c);
+    c.finish();
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      uint pp = u * MSL_LANES + l;
+      if (pp >= p.points) break;
+      bb4 e = bb4_load(eq, p.eq_off + p.x0 + (pp >> p.log_m));
+      zc_accumulate(partials, gid * MSL_LANES + l, e, bb4l_get(c.zc, l), bb4l_get(c.num, l), bb4l_get(c.den, l));
+    }
   }
 }
-

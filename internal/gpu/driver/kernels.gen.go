@@ -537,7 +537,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:898", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:874", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -549,7 +549,7 @@ var Kernels = []KernelInfo{
 		{Name: "slots", Type: "device uint*", Kind: ParamBuffer, Index: 8},
 		{Name: "regs", Type: "device uint*", Kind: ParamBuffer, Index: 9},
 		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 10},
-		{Name: "p", Type: "constant ZcUniPiecesParams&", Kind: ParamValue, Index: 11, ValueSize: 56},
+		{Name: "p", Type: "constant ZcUniPiecesParams&", Kind: ParamValue, Index: 11, ValueSize: 52},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_grid"},
 	}},

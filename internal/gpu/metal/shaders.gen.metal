@@ -4071,54 +4071,6 @@ MSL_FN void prog_run_lanes(device const uint* prog, device const uint* cp, devic
   }
 }
 
-// prog_run_lanes for two evaluations at once, columns t0 and t1 of T (slots and registers of both
-// in the same arrays), outputs to emit0 and emit1: each instruction is decoded once for both, and
-// a GPU thread has two independent chains of loads in flight instead of one.
-template <typename Emit>
-MSL_FN void prog_run2_lanes(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
-                            uint t0, uint t1, uint T, thread Emit& emit0, thread Emit& emit1) {
-  uint ncode = prog[2];
-  uint nconst = prog[3];
-  device const uint* code = prog + PROG_HEADER;
-  for (uint i = 0u; i < ncode; i++, code += 3) {
-    uint w0 = code[0];
-    uint op = w0 >> 24;
-    uint dst = w0 & 0xffffffu;
-    lanes_uint a0 = prog_operand_lanes(code[1], regs, slots, cp, nconst, t0, T);
-    lanes_uint a1 = prog_operand_lanes(code[1], regs, slots, cp, nconst, t1, T);
-    if (op == PROG_OP_EMIT) {
-      emit0.put(dst, a0);
-      emit1.put(dst, a1);
-      continue;
-    }
-    uint ob = op == PROG_OP_NEG ? (PROG_KIND_CONST << 30) : code[2];
-    lanes_uint b0 = prog_operand_lanes(ob, regs, slots, cp, nconst, t0, T);
-    lanes_uint b1 = prog_operand_lanes(ob, regs, slots, cp, nconst, t1, T);
-    lanes_uint r0;
-    lanes_uint r1;
-    switch (op) {
-      case PROG_OP_ADD:
-        r0 = bb_add_lanes(a0, b0);
-        r1 = bb_add_lanes(a1, b1);
-        break;
-      case PROG_OP_SUB:
-        r0 = bb_sub_lanes(a0, b0);
-        r1 = bb_sub_lanes(a1, b1);
-        break;
-      case PROG_OP_NEG:
-        r0 = bb_neg_lanes(a0);
-        r1 = bb_neg_lanes(a1);
-        break;
-      default:
-        r0 = bb_mul_lanes(a0, b0);
-        r1 = bb_mul_lanes(a1, b1);
-        break;
-    }
-    lanes_st_dev(regs + dst * T + t0, r0);
-    lanes_st_dev(regs + dst * T + t1, r1);
-  }
-}
-
 // Runs the program for the lanes at column t of T over the extension field.
 template <typename Emit>
 MSL_FN void prog_run4_lanes(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
@@ -5145,7 +5097,6 @@ struct ZcUniPiecesParams {
   uint npieces;     // pieces of the program
   uint nslots;      // the largest piece's slots
   uint nregs;       // the largest piece's registers
-  uint half;        // H > 0: items pair lane groups u and u + H (H·MSL_LANES ≡ 0 mod M); 0: one each
   uint has_den;     // add the constant denominator term (once: piece 0)
   uint nout;        // outputs of the whole program
   uint zero;        // zero this thread's partial rows first (the first slice)
@@ -5154,35 +5105,12 @@ struct ZcUniPiecesParams {
   uint lanes;       // MSL_LANES the launcher assumed
 };
 
-// Copies the piece's slots (ps: nused entries (piece slot, program slot)) of lane group u from vals
-// (rows of P words) to the scratch at sbase, column t of T.
-MSL_FN void zc_copy_piece_slots(device const uint* ps, uint nused, device const uint* vals, uint P, uint u,
-                                device uint* sbase, uint t, uint T) {
-  for (uint k = 0u; k < nused; k++) {
-    lanes_st_dev(sbase + ps[2u * k] * T + t, lanes_ld_dev(vals + ps[2u * k + 1u] * P + u * MSL_LANES));
-  }
-}
-
-// e(x)·(Zc, Num, Den) of the points of lane group u of the slice added to partial rows gid·MSL_LANES
-// + lane.
-MSL_FN void zc_uni_accumulate(device uint* partials, device const uint* eq, constant ZcUniPiecesParams& p,
-                              thread ProgCombineLanes& c, uint u, uint gid) {
-  for (uint l = 0u; l < MSL_LANES; l++) {
-    uint pp = u * MSL_LANES + l;
-    if (pp >= p.points) break;
-    bb4 e = bb4_load(eq, p.eq_off + p.x0 + (pp >> p.log_m));
-    zc_accumulate(partials, gid * MSL_LANES + l, e, bb4l_get(c.zc, l), bb4l_get(c.num, l), bb4l_get(c.den, l));
-  }
-}
-
 // Round 0 over the slice with the program in pieces (table and the pieces' slot lists as in
-// zc_round_pieces; here slots[2k + 1] is the program's slot number, a row of vals). Work items
-// (piece, lane group u of points), piece-major; with p.half = H > 0 an item is the pair u, u + H
-// (u < H), evaluated together (prog_run2_lanes). The piece's slots are copied from vals into the
-// thread's scratch (two columns of it: t0 and t1), the piece runs over the base field, and
-// e(x)·(Zc, Num, Den) of lane l is added to partial row gid·MSL_LANES + l. The launcher makes
-// G·MSL_LANES, P and H·MSL_LANES multiples of M, so a row always holds the same point class
-// q ≡ gid·MSL_LANES + l (mod M).
+// zc_round_pieces; here slots[2k + 1] is the program's slot number, a row of vals). Work items (piece,
+// lane group u of points), piece-major: the piece's slots are copied from vals into the thread's
+// scratch, the piece runs over the base field, and e(x)·(Zc, Num, Den) of lane l is added to partial
+// row gid·MSL_LANES + l. The launcher makes G·MSL_LANES and P multiples of M, so a row always
+// holds the same point class q ≡ gid·MSL_LANES + l (mod M).
 kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
                           device const uint* cp [[buffer(1)]],
                           device const uint* table [[buffer(2)]],
@@ -5201,40 +5129,34 @@ kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
   uint il = p.interleave;
   uint P = p.width;
   uint units = P / MSL_LANES;
-  uint H = p.half;
-  uint per = H != 0u ? H : units;  // items per piece
-  uint items = per * p.npieces;
-  uint T = 2u * zc_T(G, il);
-  uint t0 = zc_t(gid, il);
-  uint t1 = t0 + zc_T(G, il);
+  uint items = units * p.npieces;
+  uint T = zc_T(G, il);
+  uint t = zc_t(gid, il);
   if (p.zero != 0u) {
     for (uint k = 0u; k < 12u * MSL_LANES; k++) partials[12u * MSL_LANES * gid + k] = 0u;
   }
-  device uint* sbase = slots + zc_region(2u * p.nslots, 0u, gid, G, 1u, il);
-  device uint* rbase = regs + zc_region(2u * p.nregs, 0u, gid, G, 1u, il);
+  device uint* sbase = slots + zc_region(p.nslots, 0u, gid, G, 1u, il);
+  device uint* rbase = regs + zc_region(p.nregs, 0u, gid, G, 1u, il);
   bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
+  ProgInterpreter ev;
   for (uint it = gid; it < items; it += G) {
-    uint piece = it / per;
-    uint u = it - piece * per;
+    uint piece = it / units;
+    uint u = it - piece * units;
     device const uint* pt = table + 4u * piece;
     device const uint* ps = pslots + 2u * pt[2];
     uint nused = pt[3];
-    bb4l den0 = p.has_den != 0u && piece == 0u ? den_const : bb4l_zero();
-    ProgCombineLanes c0;
-    c0.start(kinds, weights, den0);
-    zc_copy_piece_slots(ps, nused, vals, P, u, sbase, t0, T);
-    if (H != 0u) {
-      ProgCombineLanes c1;
-      c1.start(kinds, weights, den0);
-      zc_copy_piece_slots(ps, nused, vals, P, u + H, sbase, t1, T);
-      prog_run2_lanes(prog + pt[0], cp + pt[1], sbase, rbase, t0, t1, T, c0, c1);
-      c1.finish();
-      zc_uni_accumulate(partials, eq, p, c1, u + H, gid);
-    } else {
-      prog_run_lanes(prog + pt[0], cp + pt[1], sbase, rbase, t0, T, c0);
+    for (uint k = 0u; k < nused; k++) {
+      lanes_st_dev(sbase + ps[2u * k] * T + t, lanes_ld_dev(vals + ps[2u * k + 1u] * P + u * MSL_LANES));
     }
-    c0.finish();
-    zc_uni_accumulate(partials, eq, p, c0, u, gid);
+    ProgCombineLanes c;
+    c.start(kinds, weights, p.has_den != 0u && piece == 0u ? den_const : bb4l_zero());
+    ev.base(prog + pt[0], cp + pt[1], sbase, rbase, t, T, c);
+    c.finish();
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      uint pp = u * MSL_LANES + l;
+      if (pp >= p.points) break;
+      bb4 e = bb4_load(eq, p.eq_off + p.x0 + (pp >> p.log_m));
+      zc_accumulate(partials, gid * MSL_LANES + l, e, bb4l_get(c.zc, l), bb4l_get(c.num, l), bb4l_get(c.den, l));
+    }
   }
 }
-
