@@ -255,8 +255,8 @@ func (pp *ProgramPieces) Bind(public []field.Fp) (cp, table, slots []uint32, err
 	return cp, table, slots, nil
 }
 
-// ConstsAndPublic returns every piece's cp buffer (ProgConstsAndPublic) one after the other, and
-// each one's first word.
+// ConstsAndPublic returns every piece's cp buffer (as Program.ConstsAndPublic, plus a zero word)
+// one after the other, and each one's first word.
 func (pp *ProgramPieces) ConstsAndPublic(public []field.Fp) ([]uint32, []int, error) {
 	if len(public) != pp.numPublic {
 		return nil, nil, fmt.Errorf("kernels: program pieces: %d public values, want %d", len(public), pp.numPublic)

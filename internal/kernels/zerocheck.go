@@ -485,8 +485,9 @@ type zcUniPlan struct {
 	width                                 int
 }
 
-// ZcUsesPieces says whether dev runs a trace's program in pieces (ZcTrace.UsePieces) in rounds
-// with few pairs: GPUs do; the host device's threads are few and its lanes already fill them.
+// ZcUsesPieces says whether dev runs long programs in pieces (ZcTrace.UsePieces: round 0 and the
+// rounds with few pairs; the rows kernels' trace check): GPUs do; the host device's threads are
+// few and its lanes already fill them.
 func ZcUsesPieces(dev *gpu.Device) bool { return !isHost(dev) }
 
 // zcRoundPlan is the round dispatch of one trace: whole program, and pieces (pieceThreads 0: the
