@@ -9,6 +9,10 @@ import (
 // HeaderWords is the length of the header of Encode.
 const HeaderWords = 8
 
+// maxCount bounds a program's registers, outputs, slots and public values (a register or output
+// index is a 24-bit field of an instruction).
+const maxCount = 1 << 24
+
 // Encode returns the program as the uint32 words the device interpreter reads:
 //
 //	header: Version, NumRegs, len(Code), len(Consts), len(Outputs), NumSlots, NumPublic, 0
@@ -16,7 +20,7 @@ const HeaderWords = 8
 //	        two bits)
 //	consts: one word each, canonical
 func (p *Program) Encode() ([]uint32, error) {
-	if p.NumRegs >= 1<<24 || len(p.Outputs) >= 1<<24 || p.NumSlots() >= 1<<30 || len(p.Consts) >= 1<<30 {
+	if p.NumRegs >= maxCount || len(p.Outputs) >= maxCount || p.NumSlots() >= maxCount || p.NumPublic >= maxCount || len(p.Consts) >= 1<<30 {
 		return nil, fmt.Errorf("%w: %d registers, %d outputs, %d slots or %d constants out of range", ErrProgram,
 			p.NumRegs, len(p.Outputs), p.NumSlots(), len(p.Consts))
 	}
@@ -43,8 +47,13 @@ func Decode(words []uint32) (*Program, error) {
 	if nCode < 0 || nConst < 0 || len(words) != HeaderWords+3*nCode+nConst {
 		return nil, fmt.Errorf("%w: %d words for %d instructions and %d constants", ErrProgram, len(words), nCode, nConst)
 	}
-	if nSlots < 3 || (nSlots-3)%2 != 0 {
+	if nSlots < 3 || (nSlots-3)%2 != 0 || nSlots >= maxCount {
 		return nil, fmt.Errorf("%w: %d slots", ErrProgram, nSlots)
+	}
+	// Counts the decoder allocates for are bounded before it does: every register is written and
+	// every output emitted by an instruction of its own, and public values are few.
+	if nRegs > nCode || nOut > nCode || nPub >= maxCount {
+		return nil, fmt.Errorf("%w: %d registers, %d outputs, %d public values for %d instructions", ErrProgram, nRegs, nOut, nPub, nCode)
 	}
 	p := &Program{NumRegs: nRegs, NumPublic: nPub, Outputs: make([]Output, nOut), NumCols: (nSlots - 3) / 2}
 	p.Used = make([]bool, nSlots)
