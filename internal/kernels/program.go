@@ -62,17 +62,22 @@ func (p *Program) ConstsAndPublic(public []field.Fp) ([]uint32, error) {
 	if len(public) != p.NumPublic {
 		return nil, fmt.Errorf("kernels: program: %d public values, want %d", len(public), p.NumPublic)
 	}
-	out := make([]uint32, 0, max(len(p.consts)+len(public), 1))
-	for _, c := range p.consts {
+	out := appendConstsAndPublic(nil, p.consts, public)
+	if len(out) == 0 {
+		out = append(out, 0)
+	}
+	return out, nil
+}
+
+// appendConstsAndPublic appends the Montgomery forms of consts, then of public, to out.
+func appendConstsAndPublic(out []uint32, consts, public []field.Fp) []uint32 {
+	for _, c := range consts {
 		out = append(out, MontOf(c))
 	}
 	for _, v := range public {
 		out = append(out, MontOf(v))
 	}
-	if len(out) == 0 {
-		out = append(out, 0)
-	}
-	return out, nil
+	return out
 }
 
 // EvalBuffers are the per-dispatch buffers of an evaluation at points points: cp (ConstsAndPublic),
@@ -265,13 +270,7 @@ func (pp *ProgramPieces) ConstsAndPublic(public []field.Fp) ([]uint32, []int, er
 	offs := make([]int, 0, len(pp.consts))
 	for _, cs := range pp.consts {
 		offs = append(offs, len(out))
-		for _, c := range cs {
-			out = append(out, MontOf(c))
-		}
-		for _, v := range public {
-			out = append(out, MontOf(v))
-		}
-		out = append(out, 0) // at least one word per piece (negation reads constant 0)
+		out = append(appendConstsAndPublic(out, cs, public), 0) // a word per piece at least (negation reads constant 0)
 	}
 	return out, offs, nil
 }

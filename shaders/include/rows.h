@@ -10,13 +10,16 @@
 // "No failure": the (row, output) pair of a point, thread or group whose constraints all vanish.
 #define ROWS_NONE 0xffffffffu
 
+// Selector k (0: is_first, 1: is_last, 2: is_transition) of row r of a trace of height h.
+MSL_FN uint rows_selector(uint k, uint r, uint h) {
+  uint last = r == h - 1u ? BB_ONE : 0u;
+  return k == 0u ? (r == 0u ? BB_ONE : 0u) : (k == 1u ? last : bb_sub(BB_ONE, last));
+}
+
 // Writes the three selector slots (first at slot sel: is_first, is_last, is_transition) of point
 // t of T, which is row r of a trace of height h.
 MSL_FN void rows_put_selectors(device uint* slots, uint sel, uint t, uint T, uint r, uint h) {
-  uint last = r == h - 1u ? BB_ONE : 0u;
-  slots[sel * T + t] = r == 0u ? BB_ONE : 0u;
-  slots[(sel + 1u) * T + t] = last;
-  slots[(sel + 2u) * T + t] = bb_sub(BB_ONE, last);
+  for (uint k = 0u; k < 3u; k++) slots[(sel + k) * T + t] = rows_selector(k, r, h);
 }
 
 // Lexicographic (row, output) minimum: true when (r1, o1) < (r0, o0).

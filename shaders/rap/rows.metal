@@ -187,14 +187,7 @@ kernel void rows_check_pieces(device const uint* prog [[buffer(0)]],
     uint nused = pt[3];
     for (uint k = 0u; k < nused; k++) {
       uint s = ps[2u * k + 1u];
-      uint v;
-      if (s >= sel) {
-        uint last = row == h - 1u ? BB_ONE : 0u;
-        v = s == sel ? (row == 0u ? BB_ONE : 0u) : (s == sel + 1u ? last : bb_sub(BB_ONE, last));
-      } else {
-        v = vals[s * T + t];
-      }
-      slots[ps[2u * k] * G + gid] = v;
+      slots[ps[2u * k] * G + gid] = s >= sel ? rows_selector(s - sel, row, h) : vals[s * T + t];
     }
     RowsFirstNonZero e;
     e.first = ROWS_NONE;

@@ -3359,13 +3359,16 @@ MSL_KERNEL void msl_kernel_whir_pow_eq_tables(MSL_DEVICE const uint* pc         
 // "No failure": the (row, output) pair of a point, thread or group whose constraints all vanish.
 #define ROWS_NONE 0xffffffffu
 
+// Selector k (0: is_first, 1: is_last, 2: is_transition) of row r of a trace of height h.
+MSL_FN uint rows_selector(uint k, uint r, uint h) {
+  uint last = r == h - 1u ? BB_ONE : 0u;
+  return k == 0u ? (r == 0u ? BB_ONE : 0u) : (k == 1u ? last : bb_sub(BB_ONE, last));
+}
+
 // Writes the three selector slots (first at slot sel: is_first, is_last, is_transition) of point
 // t of T, which is row r of a trace of height h.
 MSL_FN void rows_put_selectors(MSL_DEVICE uint* slots, uint sel, uint t, uint T, uint r, uint h) {
-  uint last = r == h - 1u ? BB_ONE : 0u;
-  slots[sel * T + t] = r == 0u ? BB_ONE : 0u;
-  slots[(sel + 1u) * T + t] = last;
-  slots[(sel + 2u) * T + t] = bb_sub(BB_ONE, last);
+  for (uint k = 0u; k < 3u; k++) slots[(sel + k) * T + t] = rows_selector(k, r, h);
 }
 
 // Lexicographic (row, output) minimum: true when (r1, o1) < (r0, o0).
@@ -3847,14 +3850,7 @@ MSL_KERNEL void msl_kernel_rows_check_pieces(MSL_DEVICE const uint* prog        
     uint nused = pt[3];
     for (uint k = 0u; k < nused; k++) {
       uint s = ps[2u * k + 1u];
-      uint v;
-      if (s >= sel) {
-        uint last = row == h - 1u ? BB_ONE : 0u;
-        v = s == sel ? (row == 0u ? BB_ONE : 0u) : (s == sel + 1u ? last : bb_sub(BB_ONE, last));
-      } else {
-        v = vals[s * T + t];
-      }
-      slots[ps[2u * k] * G + gid] = v;
+      slots[ps[2u * k] * G + gid] = s >= sel ? rows_selector(s - sel, row, h) : vals[s * T + t];
     }
     RowsFirstNonZero e;
     e.first = ROWS_NONE;
@@ -4452,6 +4448,21 @@ struct ZcUniParams {
   uint lanes;         // MSL_LANES the launcher assumed
 };
 
+// The value at ω_M^i of a block interpolant given by its N coefficients col[k·ncols] (k < n), plus
+// init: Σ_k c_k·ω_M^{ik} + init.
+MSL_FN uint zc_interp_at(MSL_DEVICE const uint* col, uint ncols, uint n, MSL_DEVICE const uint* tw, uint mmask, uint i, uint init) {
+  uint acc = init;
+  for (uint k = 0u; k < n; k++) acc = bb_add(acc, bb_mul(col[k * ncols], tw[(i * k) & mmask]));
+  return acc;
+}
+
+// is_first and is_last at point ω_M^i of block x of X (sel: the first and the last block's values at
+// the M points); is_transition = 1 − is_last.
+MSL_FN uint zc_is_first(MSL_DEVICE const uint* sel, uint x, uint i) { return x == 0u ? sel[i] : 0u; }
+MSL_FN uint zc_is_last(MSL_DEVICE const uint* sel, uint x, uint blocks, uint m, uint i) {
+  return x == blocks - 1u ? sel[m + i] : 0u;
+}
+
 // The slot values of the U points of unit u, one point per lane: Σ_k c_k·ω_M^{ik} (rotation:
 // at i + M/N, plus δ·L_{N−1}(ω_M^i)).
 MSL_FN void zc_fill_points(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas,
@@ -4479,15 +4490,9 @@ MSL_FN void zc_fill_points(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE const
     for (uint c = 0u; c < ncols; c++) {
       uint sl = srcmap[2u * c];
       uint sr = srcmap[2u * c + 1u];
-      if (sl != ZC_NONE) {
-        uint acc = 0u;
-        for (uint k = 0u; k < n; k++) acc = bb_add(acc, bb_mul(crow[k * ncols + c], tw[(i * k) & mmask]));
-        region[sl * T + l] = acc;
-      }
+      if (sl != ZC_NONE) region[sl * T + l] = zc_interp_at(crow + c, ncols, n, tw, mmask, i, 0u);
       if (sr != ZC_NONE) {
-        uint acc = bb_mul(deltas[xl * ncols + c], lrow[i]);
-        for (uint k = 0u; k < n; k++) acc = bb_add(acc, bb_mul(crow[k * ncols + c], tw[(ir * k) & mmask]));
-        region[sr * T + l] = acc;
+        region[sr * T + l] = zc_interp_at(crow + c, ncols, n, tw, mmask, ir, bb_mul(deltas[xl * ncols + c], lrow[i]));
       }
     }
   }
@@ -4635,8 +4640,8 @@ MSL_FN void zc_fill_selectors(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE co
     uint x = p.x0 + (pp >> log_m);
     uint q = pp & (m - 1u);
     uint i = (q >> log_n) + cosets * (q & (n - 1u));
-    uint first = x == 0u ? sel[i] : 0u;
-    uint last = x == p.blocks - 1u ? sel[m + i] : 0u;
+    uint first = zc_is_first(sel, x, i);
+    uint last = zc_is_last(sel, x, p.blocks, m, i);
     MSL_DEVICE uint* dst = slots + zc_region(p.nslots, j / MSL_LANES, gid, G, groups, il) + t + j % MSL_LANES;
     if (sf != ZC_NONE) dst[sf * T] = first;
     if (sl != ZC_NONE) dst[sl * T] = last;
@@ -5068,8 +5073,8 @@ MSL_KERNEL void msl_kernel_zc_uni_values(MSL_DEVICE const uint* coefs           
     uint i = (q >> log_n) + cosets * (q & (n - 1u));
     if (c == ncols) {
       uint x = p.x0 + xl;
-      uint last = x == p.blocks - 1u ? sel[mmask + 1u + i] : 0u;
-      if (p.sel_first != ZC_NONE) vals[p.sel_first * P + pp] = x == 0u ? sel[i] : 0u;
+      uint last = zc_is_last(sel, x, p.blocks, mmask + 1u, i);
+      if (p.sel_first != ZC_NONE) vals[p.sel_first * P + pp] = zc_is_first(sel, x, i);
       if (p.sel_last != ZC_NONE) vals[p.sel_last * P + pp] = last;
       if (p.sel_trans != ZC_NONE) vals[p.sel_trans * P + pp] = bb_sub(BB_ONE, last);
       continue;
@@ -5078,16 +5083,10 @@ MSL_KERNEL void msl_kernel_zc_uni_values(MSL_DEVICE const uint* coefs           
     uint sr = srcmap[2u * c + 1u];
     if (sl == ZC_NONE && sr == ZC_NONE) continue;
     MSL_DEVICE const uint* crow = coefs + (xl << log_n) * ncols + c;
-    if (sl != ZC_NONE) {
-      uint acc = 0u;
-      for (uint k = 0u; k < n; k++) acc = bb_add(acc, bb_mul(crow[k * ncols], tw[(i * k) & mmask]));
-      vals[sl * P + pp] = acc;
-    }
+    if (sl != ZC_NONE) vals[sl * P + pp] = zc_interp_at(crow, ncols, n, tw, mmask, i, 0u);
     if (sr != ZC_NONE) {
       uint ir = (i + cosets) & mmask;
-      uint acc = bb_mul(deltas[xl * ncols + c], lrow[i]);
-      for (uint k = 0u; k < n; k++) acc = bb_add(acc, bb_mul(crow[k * ncols], tw[(ir * k) & mmask]));
-      vals[sr * P + pp] = acc;
+      vals[sr * P + pp] = zc_interp_at(crow, ncols, n, tw, mmask, ir, bb_mul(deltas[xl * ncols + c], lrow[i]));
     }
   }
 }
