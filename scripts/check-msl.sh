@@ -4,8 +4,9 @@
 #      two flavours (docs/KERNELS.md): "cpp" = C++ with address_space(1/2/3); "ocl" = C++ for OpenCL
 #      2021 without the generic address space (unqualified = private = Metal's thread);
 #   2. the deliberate mistakes of shaders/bad/check_cases.metal give the expected verdicts;
-#   3. internal/gpu/cuda/kernels.gen.cu compiles as CUDA (clang -x cuda with scripts/cuda_stub.h
-#      standing in for what NVRTC declares implicitly) and yields one PTX entry per kernel.
+#   3. internal/gpu/cuda/kernels.gen.cu and the other modules (kernels_*.gen.cu) compile as CUDA
+#      (clang -x cuda with scripts/cuda_stub.h standing in for what NVRTC declares implicitly) and
+#      yield one PTX entry per kernel in all.
 # It uses the newest clang on PATH (clang-NN or clang; CLANG=... overrides) and installs one from
 # Debian (apt-get) when none is found.
 set -uo pipefail
@@ -77,27 +78,35 @@ if [[ $VER -lt 16 ]]; then
 	ARCH=sm_86
 fi
 CU="$CLANG -x cuda --cuda-gpu-arch=$ARCH -nocudainc -nocudalib -std=c++17 -include scripts/cuda_stub.h"
-CUFILE=internal/gpu/cuda/kernels.gen.cu
-# (the one inactive #include <metal_stdlib> of prelude.h's Metal branch is preprocessed away)
-if grep '^[[:space:]]*#[[:space:]]*include' "$CUFILE" | grep -qv '<metal_stdlib>'; then
-	bad "$CUFILE has an #include (NVRTC compiles it alone)"
-else
-	ok "$CUFILE has no #include"
-fi
-if msg=$($CU -fsyntax-only -Wall "$CUFILE" 2>&1) && [[ -z $msg ]]; then ok "cuda syntax (host+device, $ARCH) $CUFILE"; else
-	bad "cuda syntax $CUFILE"
-	echo "$msg"
-fi
+# Every CUDA module: the main one (kernels.gen.cu) and those mslgen splits off (kernels_*.gen.cu).
 nk=$(grep -c '^	{Name:' internal/gpu/driver/kernels.gen.go)
-if $CU --cuda-device-only -O3 -S -o "$OUT/kernels.ptx" "$CUFILE" 2>/dev/null; then
-	ne=$(grep -o '\.entry mslk_[A-Za-z0-9_]*' "$OUT/kernels.ptx" | sort -u | wc -l)
-	if [[ $ne == "$nk" ]] && grep -q 'bar.sync' "$OUT/kernels.ptx" && grep -q 'mul.hi.u32' "$OUT/kernels.ptx"; then
-		ok "cuda PTX $ARCH: $ne mslk_ entries (table: $nk), bar.sync, mul.hi.u32"
+ne=0
+barrier=no
+mulhi=no
+for CUFILE in internal/gpu/cuda/kernels.gen.cu internal/gpu/cuda/kernels_*.gen.cu; do
+	# (the one inactive #include <metal_stdlib> of prelude.h's Metal branch is preprocessed away)
+	if grep '^[[:space:]]*#[[:space:]]*include' "$CUFILE" | grep -qv '<metal_stdlib>'; then
+		bad "$CUFILE has an #include (NVRTC compiles it alone)"
 	else
-		bad "cuda PTX: $ne mslk_ entries, table has $nk (or no bar.sync / mul.hi.u32)"
+		ok "$CUFILE has no #include"
 	fi
+	if msg=$($CU -fsyntax-only -Wall "$CUFILE" 2>&1) && [[ -z $msg ]]; then ok "cuda syntax (host+device, $ARCH) $CUFILE"; else
+		bad "cuda syntax $CUFILE"
+		echo "$msg"
+	fi
+	ptx="$OUT/$(basename "$CUFILE" .cu).ptx"
+	if $CU --cuda-device-only -O3 -S -o "$ptx" "$CUFILE" 2>/dev/null; then
+		ne=$((ne + $(grep -o '\.entry mslk_[A-Za-z0-9_]*' "$ptx" | sort -u | wc -l)))
+		grep -q 'bar.sync' "$ptx" && barrier=yes
+		grep -q 'mul.hi.u32' "$ptx" && mulhi=yes
+	else
+		bad "cuda PTX compile $CUFILE"
+	fi
+done
+if [[ $ne == "$nk" && $barrier == yes && $mulhi == yes ]]; then
+	ok "cuda PTX $ARCH: $ne mslk_ entries in all modules (table: $nk), bar.sync, mul.hi.u32"
 else
-	bad "cuda PTX compile"
+	bad "cuda PTX: $ne mslk_ entries in all modules, table has $nk (bar.sync: $barrier, mul.hi.u32: $mulhi)"
 fi
 
 echo "check-msl: $pass passed, $fail failed"

@@ -5,9 +5,11 @@ import (
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/backend"
+	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/gpu/driver"
 	"github.com/metalprove/metalprove/internal/gpu/host"
+	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/stark/backendtest"
 )
 
@@ -60,6 +62,43 @@ func TestConformanceHostDevice(t *testing.T) {
 	runChecks(t, backendtest.Subject{Backend: c.Stages()})
 }
 
+// TestConformanceHostDevicePieces runs the constraint and whole-proof checks with round 0 and
+// every round j ≥ 1 in pieces, as GPUs run long programs: Keccak-f's pieces by their generated
+// code (zc_uni_keccakf, scripts/piecegen; the other AIRs by the interpreter), and again all by
+// the interpreter (zc_uni_pieces). Each run must have used the kernel it names, and not the other.
+func TestConformanceHostDevicePieces(t *testing.T) {
+	for _, tc := range []struct {
+		name, kernel, not string
+		opts              kernels.ZcOptions
+	}{
+		{"generated", "zc_uni_keccakf", "", kernels.ZcOptions{Pieces: true}},
+		{"interpreted", "zc_uni_pieces", "zc_uni_keccakf", kernels.ZcOptions{Pieces: true, Interpreted: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := hostDevice(t, nil)
+			c, err := device.New(dev, device.Options{Zerocheck: tc.opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for _, ch := range backendtest.Checks(backendtest.Subject{Backend: c.Stages()}) {
+				if !strings.HasPrefix(ch.Name, "conformance/"+backendtest.StageConstraints+"/") &&
+					!strings.HasPrefix(ch.Name, "conformance/"+backendtest.StageProve+"/") {
+					continue
+				}
+				t.Run(ch.Name, func(t *testing.T) {
+					if err := ch.Run(); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+			if k := dev.Stats().PerKernel; k[tc.kernel] == 0 || tc.not != "" && k[tc.not] != 0 {
+				t.Errorf("%s ran %d times, %s %d times", tc.kernel, k[tc.kernel], tc.not, k[tc.not])
+			}
+		})
+	}
+}
+
 // faultyDriver corrupts the first value written by one kernel: it runs the kernel and then
 // overwrites word 0 of the kernel's output buffer (buffer slot out).
 type faultyDriver struct {
@@ -81,6 +120,34 @@ func (f faultyDriver) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, ar
 	}
 	w[0] ^= 1
 	return f.Backend.Upload(args[f.out].Buf, 0, w[:])
+}
+
+// TestConformanceCatchesBrokenConstraintKernel: with the generated round-0 kernel of Keccak-f's
+// pieces made to write one wrong partial sum, the constraint check of the Keccak-f fixture fails.
+func TestConformanceCatchesBrokenConstraintKernel(t *testing.T) {
+	dev := hostDevice(t, func(be driver.Backend) driver.Backend {
+		return faultyDriver{Backend: be, kernel: "zc_uni_keccakf", out: 5}
+	})
+	c, err := device.New(dev, device.Options{Zerocheck: kernels.ZcOptions{Pieces: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ran := false
+	for _, ch := range backendtest.Checks(backendtest.Subject{Backend: c.Stages()}) {
+		if !strings.HasPrefix(ch.Name, "conformance/"+backendtest.StageConstraints+"/keccakf") {
+			continue
+		}
+		ran = true
+		if err := ch.Run(); err == nil {
+			t.Errorf("%s passed with a broken zc_uni_keccakf", ch.Name)
+		} else {
+			t.Logf("%s: %v", ch.Name, err)
+		}
+	}
+	if !ran {
+		t.Fatal("no Keccak-f constraint check ran")
+	}
 }
 
 // TestConformanceCatchesBrokenKernel: with the stacking kernel made to write one wrong value,

@@ -1,6 +1,9 @@
 package constraints
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/field"
@@ -120,4 +123,28 @@ func Decode(words []uint32) (*Program, error) {
 		p.Consts = append(p.Consts, field.Fp(c))
 	}
 	return p, nil
+}
+
+// PiecesStamp identifies a program split into pieces (Split) by the words of its pieces (Encode,
+// piece after piece, each preceded by its length): the hex SHA-256. Straight-line code generated
+// for one AIR's pieces at build time (scripts/piecegen) carries the stamp of the pieces it was
+// generated from; a device runs it only for pieces with that stamp.
+func PiecesStamp(pieces []*Program) (string, error) {
+	h := sha256.New()
+	var buf [4]byte
+	put := func(w uint32) {
+		binary.LittleEndian.PutUint32(buf[:], w)
+		h.Write(buf[:])
+	}
+	for _, p := range pieces {
+		words, err := p.Encode()
+		if err != nil {
+			return "", err
+		}
+		put(uint32(len(words)))
+		for _, w := range words {
+			put(w)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -439,6 +439,12 @@ func (p *Program) OpeningSlots(openings [][]field.Fp4, isFirst, isLast field.Fp4
 	return slots
 }
 
+// DevicePieces is the number of pieces devices split a key's program into (Split) where one
+// point's walk of the whole program would leave them idle: Keccak-f's 39,536 instructions become
+// 126 pieces of at most 388 instructions and 65 registers. Code generated for an AIR's pieces
+// (scripts/piecegen) is generated from this split.
+const DevicePieces = 128
+
 // Split compiles the outputs of Compile(vk, outs) into at most k programs over contiguous ranges
 // of outputs, of about equal code size: together they emit every output exactly once, under the
 // same output numbering, so their emits add up to the one program's. A device evaluates the

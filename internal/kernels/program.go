@@ -172,8 +172,11 @@ type ProgramPieces struct {
 	Slots   [][]int
 	// MaxSlots and MaxRegs are the largest piece's slots and registers.
 	MaxSlots, MaxRegs int
-	consts            [][]field.Fp
-	numPublic         int
+	// Generated names the AIR whose generated piece code (scripts/piecegen) these pieces are, by
+	// their stamp ("": none; kernels then interpret the pieces).
+	Generated string
+	consts    [][]field.Fp
+	numPublic int
 }
 
 // UploadPieces encodes the pieces (their slots renumbered) and uploads them.
@@ -182,6 +185,15 @@ func UploadPieces(dev *gpu.Device, name string, pieces []*constraints.Program) (
 		return nil, fmt.Errorf("kernels: pieces %s: none", name)
 	}
 	pp := &ProgramPieces{numPublic: pieces[0].NumPublic}
+	stamp, err := constraints.PiecesStamp(pieces)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range generatedPieces {
+		if g.stamp == stamp && g.pieces == len(pieces) {
+			pp.Generated = g.air
+		}
+	}
 	var all []uint32
 	for _, p := range pieces {
 		words, err := p.Encode()
@@ -221,11 +233,17 @@ func UploadPieces(dev *gpu.Device, name string, pieces []*constraints.Program) (
 	if len(all) >= maxElems {
 		return nil, fmt.Errorf("kernels: pieces %s: %d words", name, len(all))
 	}
-	var err error
 	if pp.Words, err = gpu.UploadArray(dev, "program pieces "+name, all); err != nil {
 		return nil, err
 	}
 	return pp, nil
+}
+
+// generatedPieceCode is an AIR whose pieces have generated code (pieces.gen.go): the stamp
+// (constraints.PiecesStamp) of the pieces it was generated from, and their number.
+type generatedPieceCode struct {
+	air, stamp string
+	pieces     int
 }
 
 // NumPieces is the number of pieces.

@@ -456,6 +456,9 @@ type ZcOptions struct {
 	// PieceThreads: the threads of the rounds' dispatches (0: chosen per device).
 	Pieces       bool
 	PieceThreads int
+	// Interpreted: round 0 in pieces runs the interpreter (zc_uni_pieces) even for pieces with
+	// generated code (scripts/piecegen), to compare the two.
+	Interpreted bool
 }
 
 // Zerocheck runs the kernels of the traces of one sumcheck; it owns the scratch they share (slot
@@ -483,6 +486,8 @@ type zcUniPlan struct {
 	unit, item, threads, tpg, sliceBlocks int
 	coset, pieces                         bool
 	width                                 int
+	// generated: the pieces run as generated code (zc_uni_<air>), without scratch.
+	generated string
 }
 
 // ZcUsesPieces says whether dev runs long programs in pieces (ZcTrace.UsePieces: round 0 and the
@@ -518,8 +523,10 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		var up zcUniPlan
 		if pp := t.pieces; pp != nil && (opts.Pieces || !isHost(dev)) {
 			up = z.planUniPieces(t, budget)
-			nSlots = max(nSlots, up.threads*L*pp.MaxSlots)
-			nRegs = max(nRegs, up.threads*L*pp.MaxRegs)
+			if up.generated == "" {
+				nSlots = max(nSlots, up.threads*L*pp.MaxSlots)
+				nRegs = max(nRegs, up.threads*L*pp.MaxRegs)
+			}
 			nPartials = max(nPartials, 12*up.threads*L)
 			nVals = max(nVals, t.nslots*up.width)
 		} else {
@@ -685,6 +692,9 @@ func (z *Zerocheck) planUniPieces(t *ZcTrace, budget int) zcUniPlan {
 	pp := t.pieces
 	width := func(sb int) int { return (sb*m + L - 1) / L * L }
 	up := zcUniPlan{pieces: true, tpg: 1, sliceBlocks: 1}
+	if !z.opts.Interpreted {
+		up.generated = pp.Generated
+	}
 	for up.sliceBlocks < x && t.nslots*width(2*up.sliceBlocks) <= budget {
 		up.sliceBlocks *= 2
 	}
@@ -692,11 +702,17 @@ func (z *Zerocheck) planUniPieces(t *ZcTrace, budget int) zcUniPlan {
 		up.sliceBlocks = min(z.opts.SliceBlocks, x)
 	}
 	up.width = width(up.sliceBlocks)
-	if !isHost(dev) {
-		up.tpg = groupSize(dev, "zc_uni_pieces", gpuGroup)
+	kernel, per := "zc_uni_pieces", L*(pp.MaxSlots+pp.MaxRegs)
+	if up.generated != "" {
+		kernel, per = "zc_uni_"+up.generated, 0 // values in registers: no scratch
 	}
-	per := L * (pp.MaxSlots + pp.MaxRegs)
-	up.threads = min(budget/max(per, 1), up.width/L*pp.NumPieces())
+	if !isHost(dev) {
+		up.tpg = groupSize(dev, kernel, gpuGroup)
+	}
+	up.threads = up.width / L * pp.NumPieces()
+	if per > 0 {
+		up.threads = min(budget/per, up.threads)
+	}
 	if isHost(dev) {
 		up.threads = min(up.threads, 8*max(dev.Limits().ComputeUnits, 1))
 	} else {
@@ -740,13 +756,20 @@ func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *
 			t.sel.Buffer, z.vals.Buffer, zcValuesParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x),
 				x0: uint32(x0), sliceBlocks: uint32(sb), ncols: uint32(t.ncols), width: uint32(up.width),
 				selFirst: t.selSlots[0], selLast: t.selSlots[1], selTrans: t.selSlots[2]})
-		dispatchZcUniPieces(b, gpu.D1(uint32(up.threads/up.tpg)), gpu.D1(uint32(up.tpg)), pp.Words.Buffer, t.pieceCP.Buffer,
-			t.pieceTable.Buffer, t.Prog.Kinds.Buffer, t.weights.Buffer, t.pieceSlots.Buffer, z.vals.Buffer, eq.Buffer,
-			z.slots.Buffer, z.regs.Buffer, z.partials.Buffer,
-			zcUniPiecesParams{logM: uint32(dom.LogM), x0: uint32(x0), points: uint32(sb * m), width: uint32(up.width),
-				npieces: uint32(pp.NumPieces()), nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs),
-				hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: uint32(b2u(x0 == 0)), eqOff: uint32(eqOff),
-				interleave: uint32(b2u(!isHost(dev))), lanes: uint32(z.lanes)})
+		params := zcUniPiecesParams{logM: uint32(dom.LogM), x0: uint32(x0), points: uint32(sb * m), width: uint32(up.width),
+			npieces: uint32(pp.NumPieces()), nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs),
+			hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: uint32(b2u(x0 == 0)), eqOff: uint32(eqOff),
+			interleave: uint32(b2u(!isHost(dev))), lanes: uint32(z.lanes)}
+		groups, tpg := gpu.D1(uint32(up.threads/up.tpg)), gpu.D1(uint32(up.tpg))
+		if up.generated != "" {
+			if err := z.encodeUniGenerated(b, up.generated, groups, tpg, t, eq, params); err != nil {
+				return err
+			}
+			continue
+		}
+		dispatchZcUniPieces(b, groups, tpg, pp.Words.Buffer, t.pieceCP.Buffer, t.pieceTable.Buffer, t.Prog.Kinds.Buffer,
+			t.weights.Buffer, t.pieceSlots.Buffer, z.vals.Buffer, eq.Buffer, z.slots.Buffer, z.regs.Buffer,
+			z.partials.Buffer, params)
 	}
 	return EncodeSumRowsVia(b, dev, z.partials, z.mid, out, outOff, up.threads*z.lanes/m, 12*m)
 }

@@ -72,7 +72,13 @@ type Kernel struct {
 	UsesBarrier bool // has threadgroup parameters or calls threadgroup_barrier
 	HostSIMD    bool // its body uses MSL_LANES: host trampolines get SIMD target clones
 	NBuf, NTG   int  // 1 + highest buffer / threadgroup index
+	// Module: the CUDA module of the file's kernels ("": the main one), from a line
+	// `// mslgen:module NAME` in the file (see main).
+	Module string
 }
+
+// reModule finds a kernel file's CUDA module line.
+var reModule = regexp.MustCompile(`(?m)^// mslgen:module ([a-z][a-z0-9_]*)\s*$`)
 
 // builtins lists the supported built-in attributes (see hd_glue.h and the CUDA glue below).
 var builtins = map[string]bool{
@@ -482,7 +488,14 @@ func main() {
 		check(err)
 		check(st.collect(srcs[i]))
 	}
+	// am: every kernel file, rewritten (the host copy); cu: the files of CUDA's main module;
+	// mods: the other CUDA modules' files. A file with a line `// mslgen:module NAME` goes to CUDA
+	// module NAME (internal/gpu/cuda/kernels_NAME.gen.cu, compiled on its first use) instead of
+	// the main one: code that takes NVRTC long to compile and only some proofs use. The host and
+	// Metal copies hold every file.
 	am := &amalgamator{root: r, incDirs: incDirs, rewrite: true, seen: map[string]bool{}}
+	cu := &amalgamator{root: r, incDirs: incDirs, rewrite: true, seen: map[string]bool{}}
+	mods := map[string]*amalgamator{}
 	metal := &amalgamator{root: r, incDirs: incDirs, seen: map[string]bool{}}
 	// Headers too, so that value structs declared there are known when kernels are parsed.
 	collectIncludes(st, incDirs)
@@ -498,8 +511,21 @@ func main() {
 			}
 			names[k.Name] = k.Pos
 		}
+		edited := applyEdits(srcs[i], eds)
+		dst := cu
+		if m := reModule.FindSubmatch(srcs[i]); m != nil {
+			mod := string(m[1])
+			for j := range ks {
+				ks[j].Module = mod
+			}
+			if mods[mod] == nil {
+				mods[mod] = &amalgamator{root: r, incDirs: incDirs, rewrite: true, seen: map[string]bool{}}
+			}
+			dst = mods[mod]
+		}
 		kernels = append(kernels, ks...)
-		check(am.add(path, applyEdits(srcs[i], eds)))
+		check(am.add(path, edited))
+		check(dst.add(path, edited))
 		check(metal.add(path, srcs[i]))
 	}
 	amalg := am.out.String()
@@ -510,7 +536,19 @@ func main() {
 	write(filepath.Join(r, "internal/gpu/driver/kernels.gen.go"), genGo(kernels))
 	write(filepath.Join(r, "internal/kernels/dispatch.gen.go"), genLaunchers(kernels, st))
 	write(filepath.Join(r, "internal/gpu/host/kernels_host.gen.cpp"), banner+genHost(kernels, amalg))
-	write(filepath.Join(r, "internal/gpu/cuda/kernels.gen.cu"), banner+genCUDA(kernels, amalg))
+	inModule := func(mod string) []Kernel {
+		var ks []Kernel
+		for _, k := range kernels {
+			if k.Module == mod {
+				ks = append(ks, k)
+			}
+		}
+		return ks
+	}
+	write(filepath.Join(r, "internal/gpu/cuda/kernels.gen.cu"), banner+genCUDA(inModule(""), cu.out.String()))
+	for mod, a := range mods {
+		write(filepath.Join(r, "internal/gpu/cuda/kernels_"+mod+".gen.cu"), banner+genCUDA(inModule(mod), a.out.String()))
+	}
 	write(filepath.Join(r, "internal/gpu/metal/shaders.gen.metal"), banner+metal.out.String())
 }
 
@@ -703,8 +741,12 @@ func genGo(ks []Kernel) string {
 	b.WriteString(banner)
 	b.WriteString("\npackage driver\n\n// Kernels lists every kernel of shaders/<stage>/*.metal in file and declaration order.\nvar Kernels = []KernelInfo{\n")
 	for _, k := range ks {
-		fmt.Fprintf(&b, "\t{Name: %q, Family: %q, Pos: %q, UsesBarrier: %v, NBuf: %d, NTG: %d, Params: []Param{\n",
-			k.Name, k.Family, k.Pos, k.UsesBarrier, k.NBuf, k.NTG)
+		mod := ""
+		if k.Module != "" {
+			mod = fmt.Sprintf("Module: %q, ", k.Module)
+		}
+		fmt.Fprintf(&b, "\t{Name: %q, Family: %q, %sPos: %q, UsesBarrier: %v, NBuf: %d, NTG: %d, Params: []Param{\n",
+			k.Name, k.Family, mod, k.Pos, k.UsesBarrier, k.NBuf, k.NTG)
 		for _, p := range k.Params {
 			switch p.Attr {
 			case "buffer":

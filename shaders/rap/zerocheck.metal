@@ -20,6 +20,8 @@
 //   zc_round_pieces  the rounds with the program split into pieces (constraints.Split): work items
 //                    (piece, pair, X), so that a round with few pairs still has enough threads, each
 //                    walking a piece (a few hundred instructions) instead of the whole program.
+// zerocheck_pieces.metal holds zc_uni_pieces' counterparts for AIRs whose pieces have generated
+// code (zc_uni_keccakf), sharing zc_uni.h with this file.
 //
 // The program runs through an evaluator given as a template parameter (ProgInterpreter of
 // program_lanes.h): the kernel bodies are templates, the kernels instantiate them with the
@@ -33,6 +35,7 @@
 // e·T + t + l (T = zc_T, t = zc_t). No barriers, no atomics: partial sums are per-thread rows,
 // added by sc_sum_rows (two passes, deterministic).
 #include "program_lanes.h"
+#include "zc_uni.h"
 
 #define ZC_NONE 0xffffffffu
 #define ZC_MAX_N 32u  // largest block (l_skip ≤ 5): thread arrays of the coset DFTs
@@ -408,14 +411,6 @@ MSL_FN void zc_fill_selectors(uint u, constant ZcUniParams& p, device const uint
     if (sl != ZC_NONE) dst[sl * T] = last;
     if (st != ZC_NONE) dst[st * T] = bb_sub(BB_ONE, last);
   }
-}
-
-// partials[row·12 + 4k ..] += e·v_k for (v_0, v_1, v_2) = (zc, num, den) of one lane.
-MSL_FN void zc_accumulate(device uint* partials, uint row, bb4 e, bb4 zc, bb4 num, bb4 den) {
-  device uint* pr = partials + 12u * row;
-  bb4_store(pr, 0u, bb4_add(bb4_load(pr, 0u), bb4_mul(e, zc)));
-  bb4_store(pr, 1u, bb4_add(bb4_load(pr, 1u), bb4_mul(e, num)));
-  bb4_store(pr, 2u, bb4_add(bb4_load(pr, 2u), bb4_mul(e, den)));
 }
 
 // Round 0 over the slice (the kernel checks p.lanes). Points pp < slice_blocks·M (block x = x0 +
@@ -851,22 +846,6 @@ kernel void zc_uni_values(device const uint* coefs [[buffer(0)]],
     }
   }
 }
-
-struct ZcUniPiecesParams {
-  uint log_m;       // M = 2^log_m points per block
-  uint x0;          // first block of the slice
-  uint points;      // points of the slice (slice_blocks·M)
-  uint width;       // P: the row length of vals (points rounded up to MSL_LANES)
-  uint npieces;     // pieces of the program
-  uint nslots;      // the largest piece's slots
-  uint nregs;       // the largest piece's registers
-  uint has_den;     // add the constant denominator term (once: piece 0)
-  uint nout;        // outputs of the whole program
-  uint zero;        // zero this thread's partial rows first (the first slice)
-  uint eq_off;      // Fp4 index of e(0) in eq
-  uint interleave;  // scratch layout, as in ZcUniParams
-  uint lanes;       // MSL_LANES the launcher assumed
-};
 
 // Round 0 over the slice with the program in pieces (table and the pieces' slot lists as in
 // zc_round_pieces; here slots[2k + 1] is the program's slot number, a row of vals). Work items (piece,

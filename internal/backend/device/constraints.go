@@ -546,11 +546,6 @@ func (b *Backend) program(p *constraints.Program) (*kernels.Program, error) {
 	return dp, nil
 }
 
-// constraintPieces is the number of pieces a key's program is split into for the constraint
-// rounds with few pairs (constraints.Split): Keccak-f's 39,536 instructions become 126 pieces of at
-// most 388 instructions and 65 registers.
-const constraintPieces = 128
-
 // minPiecesCode is the shortest program GPUs split into pieces: a shorter one runs whole with
 // enough threads (its scratch is small) and a short serial walk; pieces would add slot fills.
 const minPiecesCode = 2048
@@ -582,7 +577,7 @@ func (b *Backend) pieces(vk *air.VerifyingKey, outs constraints.Outputs) (*kerne
 	if closed {
 		return nil, ErrClosed
 	}
-	ps, err := constraints.Split(vk, outs, constraintPieces)
+	ps, err := constraints.Split(vk, outs, constraints.DevicePieces)
 	if err != nil {
 		return nil, err
 	}

@@ -162,8 +162,10 @@ func sameTriples(t *testing.T, what string, got, want []stark.ConstraintTriple) 
 // compares every output; UnivariateRound and every Round sync once, BindUnivariate and Bind never,
 // Openings at most once; Release frees every buffer but the programs (once per backend).
 func TestConstraintProverMatchesCpuref(t *testing.T) {
-	for _, opts := range []kernels.ZcOptions{{}, {Pieces: true}} {
-		t.Run(fmt.Sprintf("pieces=%v", opts.Pieces), func(t *testing.T) { constraintProverMatchesCpuref(t, opts) })
+	for _, opts := range []kernels.ZcOptions{{}, {Pieces: true}, {Pieces: true, Interpreted: true}} {
+		t.Run(fmt.Sprintf("pieces=%v/interpreted=%v", opts.Pieces, opts.Interpreted), func(t *testing.T) {
+			constraintProverMatchesCpuref(t, opts)
+		})
 	}
 }
 

@@ -33,6 +33,8 @@ var (
 	rtcPath     string
 	rtcArchs    []int
 	rtcHasCubin bool
+	// rtcFastCompile: NVRTC takes --Ofast-compile (CUDA 12.8 and later).
+	rtcFastCompile bool
 )
 
 // dlopenLib loads a library through load (mp_cu_load or mp_rtc_load), returning an
@@ -106,6 +108,7 @@ func loadNVRTC(candidates []string) error {
 				return fmt.Errorf("nvrtcVersion: %s", C.GoString(C.mp_rtc_error_string(r)))
 			}
 			rtcVersion = fmt.Sprintf("%d.%d", major, minor)
+			rtcFastCompile = major > 12 || major == 12 && minor >= 8
 			rtcPath = c
 			rtcHasCubin = C.mp_rtc_has_cubin() != 0
 			var archs [128]C.int
@@ -160,6 +163,12 @@ type backend struct {
 	name   string
 	limits driver.Limits
 
+	// mods are the modules other than the main one (KernelInfo.Module), loaded on first use;
+	// major, minor and cacheDir are what loading one needs.
+	mods         map[string]C.CUmodule
+	major, minor int
+	cacheDir     string
+
 	funcs    map[string]C.CUfunction
 	smemSet  map[string]uint32 // dynamic shared memory limit raised per kernel
 	inFlight []string          // kernels launched since the last Sync (for fault reports)
@@ -205,7 +214,7 @@ func Open(opts Options) (driver.Backend, error) {
 	if opts.Device < 0 || opts.Device >= int(count) {
 		return nil, &UnavailableError{Reason: fmt.Sprintf("no CUDA device %d (%d present)", opts.Device, count)}
 	}
-	b := &backend{funcs: map[string]C.CUfunction{}, smemSet: map[string]uint32{}}
+	b := &backend{funcs: map[string]C.CUfunction{}, smemSet: map[string]uint32{}, mods: map[string]C.CUmodule{}}
 	if r := C.mp_cu_device_get(&b.dev, C.int(opts.Device)); r != 0 {
 		return nil, cuErr("cuDeviceGet", "", r)
 	}
@@ -274,6 +283,7 @@ func Open(opts Options) (driver.Backend, error) {
 	if dir == "" {
 		dir = defaultCacheDir()
 	}
+	b.major, b.minor, b.cacheDir = int(major), int(minor), dir
 	if err := b.loadModule(src, srcName, dir, major, minor); err != nil {
 		C.mp_cu_stream_destroy(b.ctx, b.stream)
 		C.mp_cu_primary_ctx_release(b.dev)
@@ -331,17 +341,9 @@ func (b *backend) loadModule(src, srcName, dir string, major, minor int) error {
 }
 
 func (b *backend) moduleLoad(image []byte) error {
-	if len(image) == 0 {
-		return errors.New("empty module image")
-	}
-	if image[len(image)-1] != 0 { // PTX is text and must end in NUL; a cubin ignores the extra byte
-		image = append(image[:len(image):len(image)], 0)
-	}
-	cimg := C.CBytes(image)
-	defer C.free(cimg)
-	var m C.CUmodule
-	if r := C.mp_cu_module_load(b.ctx, &m, cimg); r != 0 {
-		return cuErr("cuModuleLoadData", "", r)
+	m, err := b.loadImage(image)
+	if err != nil {
+		return err
 	}
 	if b.mod != nil {
 		C.mp_cu_module_unload(b.ctx, b.mod)
@@ -350,6 +352,77 @@ func (b *backend) moduleLoad(image []byte) error {
 	b.funcs = map[string]C.CUfunction{}
 	b.smemSet = map[string]uint32{}
 	return nil
+}
+
+// loadImage loads a module image (cubin, fatbin or PTX).
+func (b *backend) loadImage(image []byte) (C.CUmodule, error) {
+	if len(image) == 0 {
+		return nil, errors.New("empty module image")
+	}
+	if image[len(image)-1] != 0 { // PTX is text and must end in NUL; a cubin ignores the extra byte
+		image = append(image[:len(image):len(image)], 0)
+	}
+	cimg := C.CBytes(image)
+	defer C.free(cimg)
+	var m C.CUmodule
+	if r := C.mp_cu_module_load(b.ctx, &m, cimg); r != 0 {
+		return nil, cuErr("cuModuleLoadData", "", r)
+	}
+	return m, nil
+}
+
+// module returns the module of kernels in module name ("": the main one), loading it on first
+// use: from the cache, else compiled by NVRTC (with --Ofast-compile=min where NVRTC has it: these
+// modules hold long generated code, which NVRTC's full optimisation takes minutes over) and cached.
+func (b *backend) module(name string) (C.CUmodule, error) {
+	if name == "" {
+		return b.mod, nil
+	}
+	if m, ok := b.mods[name]; ok {
+		return m, nil
+	}
+	src, ok := moduleSources[name]
+	if !ok {
+		return nil, fmt.Errorf("cuda: no module %q", name)
+	}
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if !rtcLoaded {
+		if err := loadNVRTC(nvrtcCandidates()); err != nil {
+			return nil, err
+		}
+	}
+	target, cubin, err := chooseTarget(b.major, b.minor, rtcArchs, rtcHasCubin)
+	if err != nil {
+		return nil, fmt.Errorf("nvrtc %s (%s): %w", rtcVersion, rtcPath, err)
+	}
+	opts := []string{"--gpu-architecture=" + target, "-std=c++17", "-default-device"}
+	if rtcFastCompile {
+		opts = append(opts, "--Ofast-compile=min")
+	}
+	srcName := "kernels_" + name + ".gen.cu"
+	key := cacheKey(src, target, rtcVersion, opts)
+	if _, payload, err := readCache(b.cacheDir, key); err == nil {
+		if m, err := b.loadImage(payload); err == nil {
+			b.mods[name] = m
+			return m, nil
+		}
+	}
+	image, err := compileNVRTC(src, srcName, target, opts, cubin)
+	if err != nil {
+		return nil, err
+	}
+	m, err := b.loadImage(image)
+	if err != nil {
+		return nil, fmt.Errorf("loading the module NVRTC %s built from %s for %s: %w", rtcVersion, srcName, target, err)
+	}
+	kind := byte(kindPTX)
+	if cubin {
+		kind = kindCubin
+	}
+	_ = writeCache(b.cacheDir, key, kind, image) // a failed write only costs a recompile
+	b.mods[name] = m
+	return m, nil
 }
 
 // compileNVRTC compiles src and returns the CUBIN (cubin) or NUL-terminated PTX.
@@ -491,14 +564,19 @@ func (b *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, srcO
 	return cuErr("cuMemcpyDtoDAsync", "", r)
 }
 
-func (b *backend) function(name string) (C.CUfunction, error) {
+func (b *backend) function(k *driver.KernelInfo) (C.CUfunction, error) {
+	name := k.Name
 	if f, ok := b.funcs[name]; ok {
 		return f, nil
+	}
+	mod, err := b.module(k.Module)
+	if err != nil {
+		return nil, err
 	}
 	cname := C.CString(KernelPrefix + name)
 	defer C.free(unsafe.Pointer(cname))
 	var f C.CUfunction
-	if r := C.mp_cu_module_function(b.ctx, &f, b.mod, cname); r != 0 {
+	if r := C.mp_cu_module_function(b.ctx, &f, mod, cname); r != 0 {
 		return nil, cuErr("cuModuleGetFunction", KernelPrefix+name, r)
 	}
 	b.funcs[name] = f
@@ -511,7 +589,12 @@ func (b *backend) function(name string) (C.CUfunction, error) {
 // registers) and static shared memory.
 func (b *backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error) {
 	entry := KernelPrefix + k.Name
-	f, err := b.function(k.Name)
+	if _, loaded := b.mods[k.Module]; k.Module != "" && !loaded {
+		// Not loaded yet (the device asks for every kernel when it opens): 256 threads fit any
+		// kernel (at most 255 registers per thread, 64 K per block).
+		return driver.KernelLimits{MaxThreadsPerGroup: 256, SIMDWidth: b.limits.SIMDWidth}, nil
+	}
+	f, err := b.function(k)
 	if err != nil {
 		return driver.KernelLimits{}, err
 	}
@@ -527,7 +610,7 @@ func (b *backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error
 
 func (b *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args []driver.Arg, tgLen []uint32) error {
 	entry := KernelPrefix + k.Name
-	f, err := b.function(k.Name)
+	f, err := b.function(k)
 	if err != nil {
 		return err
 	}
@@ -595,6 +678,10 @@ func (b *backend) Close() error {
 	if b.mod != nil {
 		C.mp_cu_module_unload(b.ctx, b.mod)
 		b.mod = nil
+	}
+	for name, m := range b.mods {
+		C.mp_cu_module_unload(b.ctx, m)
+		delete(b.mods, name)
 	}
 	C.mp_cu_stream_destroy(b.ctx, b.stream)
 	C.mp_cu_primary_ctx_release(b.dev)

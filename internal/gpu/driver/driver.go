@@ -48,8 +48,11 @@ type Param struct {
 
 // KernelInfo describes one kernel of shaders/*.metal.
 type KernelInfo struct {
-	Name        string
-	Family      string // base name of the .metal file, e.g. "ntt"
+	Name   string
+	Family string // base name of the .metal file, e.g. "ntt"
+	// Module is the CUDA module the kernel is compiled in ("": the main one, loaded when the
+	// device opens; else internal/gpu/cuda/kernels_<Module>.gen.cu, loaded on first use).
+	Module      string
 	Pos         string // file:line of the declaration
 	UsesBarrier bool
 	NBuf        int // 1 + highest [[buffer]] index

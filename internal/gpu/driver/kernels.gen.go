@@ -450,7 +450,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_coeffs", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:130", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
+	{Name: "zc_coeffs", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:133", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
 		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "part_cols", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -460,7 +460,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:478", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
+	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:473", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -479,7 +479,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 15, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 16, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_bind_uni", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:516", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "zc_bind_uni", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:511", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "w", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "colmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -488,13 +488,13 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:583", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:578", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "tables", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant ZcBindSelParams&", Kind: ParamValue, Index: 1, ValueSize: 68},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:700", UsesBarrier: false, NBuf: 11, NTG: 0, Params: []Param{
+	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:695", UsesBarrier: false, NBuf: 11, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -509,7 +509,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:741", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:736", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -525,7 +525,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:810", UsesBarrier: false, NBuf: 8, NTG: 0, Params: []Param{
+	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:805", UsesBarrier: false, NBuf: 8, NTG: 0, Params: []Param{
 		{Name: "coefs", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "deltas", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "srcmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -537,7 +537,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:877", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:856", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -552,5 +552,16 @@ var Kernels = []KernelInfo{
 		{Name: "p", Type: "constant ZcUniPiecesParams&", Kind: ParamValue, Index: 11, ValueSize: 52},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_grid"},
+	}},
+	{Name: "zc_uni_keccakf", Family: "zerocheck_pieces", Module: "pieces", Pos: "shaders/rap/zerocheck_pieces.metal:16", UsesBarrier: false, NBuf: 7, NTG: 0, Params: []Param{
+		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "vals", Type: "device const uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 4},
+		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 5},
+		{Name: "p", Type: "constant ZcUniPiecesParams&", Kind: ParamValue, Index: 6, ValueSize: 52},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_position_in_grid"},
+		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_grid"},
 	}},
 }
