@@ -178,6 +178,44 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 	// Trace order: heights descending (stable), as stark.AirInputs orders them.
 	slices.SortStableFunc(airs, func(x, y airShape) int { return y.height - x.height })
 
+	// GKR: the fraction layers, the eq tables and the leaves' row scratch (the trace check
+	// builds the same leaves to check the interactions' balance).
+	logHeights, nInter := make([]int, len(airs)), make([]int, len(airs))
+	var gkrRows, gkrBytes int64
+	for i, a := range airs {
+		logHeights[i], nInter[i] = a.logH, a.nInter
+		if a.nInter > 0 && a.prog != nil {
+			s, r, err := b.rowScratchBytes(a, constraints.Interactions, len(a.prog.Outputs))
+			if err != nil {
+				return MemoryEstimate{}, err
+			}
+			gkrRows = max(gkrRows, s+r)
+		}
+	}
+	if layout, _, err := stark.NewGkrLayout(p.LSkip, logHeights, nInter); err == nil && layout.Total > 0 {
+		L := int64(layout.NumLayers())
+		gkrBytes = 4*kernels.GkrFractionWords*(2<<L-1) + 16<<L + gkrRows
+	}
+
+	// Check: the row scratch of the largest evaluation (slots, registers and the pieces'
+	// scratch are each sized for the largest trace). Computed before the memory in use is read:
+	// splitting a program into pieces uploads them.
+	var checkBytes int64
+	if check {
+		var slots, regs int64
+		for _, a := range airs {
+			if a.prog == nil || a.prog.NumConstraints == 0 {
+				continue
+			}
+			s, r, err := b.rowScratchBytes(a, constraints.Constraints, 0)
+			if err != nil {
+				return MemoryEstimate{}, err
+			}
+			slots, regs = max(slots, s), max(regs, r)
+		}
+		checkBytes = slots + regs
+	}
+
 	t := &memTally{}
 	t.est.InUse = b.dev.Stats().MemoryInUse
 	t.hold(t.est.InUse + progBytes + programSlack)
@@ -188,47 +226,25 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 	ntt := &nttModel{be: b, logMax: -1}
 	// The preprocessed commitments made at keygen (in use already) built the tables and scratch
 	// of their transforms.
-	preCols := 0
+	// Those of the AIRs present are opened with the proof's own.
+	preCols, preCommits := 0, 0
 	for i, c := range pk.PreprocessedCommit {
-		if c == nil || heights[i] == 0 {
+		if c == nil {
 			continue
 		}
 		w := c.Layout().Width
-		preCols += w
 		ntt.logMax = max(ntt.logMax, max(m+p.LogBlowup, 12))
 		if b.ntt.Passes(R) > 1 {
 			ntt.scratch = max(ntt.scratch, int64(R)*int64(w))
 		}
-	}
-
-	// GKR: the fraction layers, the eq tables and the leaves' row scratch (the trace check
-	// builds the same leaves to check the interactions' balance).
-	logHeights, nInter := make([]int, len(airs)), make([]int, len(airs))
-	var gkrRows, gkrBytes int64
-	for i, a := range airs {
-		logHeights[i], nInter[i] = a.logH, a.nInter
-		if a.nInter > 0 && a.prog != nil {
-			s, r := b.rowScratchBytes(a, len(a.prog.Outputs))
-			gkrRows = max(gkrRows, s+r)
+		if heights[i] != 0 {
+			preCols += w
+			preCommits++
 		}
 	}
-	if layout, _, err := stark.NewGkrLayout(p.LSkip, logHeights, nInter); err == nil && layout.Total > 0 {
-		L := int64(layout.NumLayers())
-		gkrBytes = 4*kernels.GkrFractionWords*(2<<L-1) + 16<<L + gkrRows
-	}
 
-	// Check: the row scratch of the largest evaluation (slots, registers and the pieces'
-	// scratch are each sized for the largest trace).
 	if check {
-		var slots, regs int64
-		for _, a := range airs {
-			if a.prog == nil || a.prog.NumConstraints == 0 {
-				continue
-			}
-			s, r := b.rowScratchBytes(a, 0)
-			slots, regs = max(slots, s), max(regs, r)
-		}
-		t.step("check", max(slots+regs, gkrBytes))
+		t.step("check", max(checkBytes, gkrBytes))
 	}
 
 	// Commit: the common main traces stacked together, then each cached trace alone.
@@ -257,7 +273,7 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 	if err != nil {
 		return MemoryEstimate{}, fmt.Errorf("backend/device: memory estimate: %w", err)
 	}
-	cols, commits := mainW+preCols, 1+len(slices.DeleteFunc(slices.Clone(pk.PreprocessedCommit), func(c stark.Committed) bool { return c == nil }))
+	cols, commits := mainW+preCols, 1+preCommits
 	for _, a := range airs {
 		for _, w := range a.parts[1:] {
 			commits++
@@ -319,19 +335,25 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 }
 
 // rowScratchBytes is the row scratch (slots, then registers and the pieces' scratch) of an
-// evaluation of a's program on its rows with extra words per row besides slots and registers:
-// the run length is kernels.RowPoints' (its budget bounds it), the pieces' run as long as the
-// slot values alone allow (their registers bounded by the same budget).
-func (b *Backend) rowScratchBytes(a airShape, extra int) (slots, rest int64) {
+// evaluation of a's program for outs on its rows with extra words per row besides slots and
+// registers: the run length is kernels.RowPoints'; in pieces (GPUs, long programs) the run is as
+// long as the slot values alone allow and the pieces' threads (kernels.BindRowPieces: at most
+// 8·256 per compute unit) hold the largest piece's slots and registers each. Splitting the
+// program uploads its pieces (once per key; the check and the proof use the same).
+func (b *Backend) rowScratchBytes(a airShape, outs constraints.Outputs, extra int) (slots, rest int64, err error) {
 	pg := a.prog
 	ns := pg.NumSlots()
 	if b.usePieces(pg) {
-		T := int64(kernels.RowPointsFor(b.dev, ns, a.height))
-		budget := int64(kernels.RowPointsFor(b.dev, 1, 1<<30)) * 4 // the budget's bytes for one word per point
-		return 4 * T * int64(ns), 2*budget + 4*T*int64(extra)
+		pp, err := b.pieces(a.vk, outs)
+		if err != nil {
+			return 0, 0, err
+		}
+		T := kernels.RowPointsFor(b.dev, ns, a.height)
+		threads := int64(min(T*pp.NumPieces(), 8*256*max(b.dev.Limits().ComputeUnits, 1), 256<<16))
+		return 4 * int64(T) * int64(ns), 4*threads*int64(max(pp.MaxSlots, 1)+max(pp.MaxRegs, 1)) + 4*int64(T)*int64(extra), nil
 	}
 	T := int64(kernels.RowPointsFor(b.dev, ns+max(pg.NumRegs, 1)+extra, a.height))
-	return 4 * T * int64(ns), 4 * T * int64(max(pg.NumRegs, 1)+extra)
+	return 4 * T * int64(ns), 4 * T * int64(max(pg.NumRegs, 1)+extra), nil
 }
 
 // zerocheckBytes is the scratch kernels.NewZerocheck allocates for a's trace: on the host its
@@ -380,12 +402,14 @@ func (b *Backend) zerocheckBytes(a airShape, p params.SystemParams) int64 {
 		}
 		return 4 * int64(slots+regsW+partials+sb*n*ncols+sb*ncols)
 	}
-	// GPUs: each buffer at most its budget, and at most what the whole trace could use.
+	// GPUs: each buffer at most its budget (slots and registers together: each plan's within it,
+	// the buffers the largest of the plans'), and at most what the whole trace could use: a
+	// thread per point of round 0 (x·M), a lane group per (pair, point) of round 1.
 	const capBytes = 256 << 20
 	pts := int64(x) * int64(M)
 	c := func(v int64) int64 { return min(v, capBytes) }
-	slotsRegs := c(4 * pts * int64(nslots+regs) * int64(points))
-	partials := c(4 * 12 * int64(8*256*cu) * int64(max(points, M)))
+	slotsRegs := min(4*pts*int64(nslots+regs)*int64(points), 2*capBytes)
+	partials := 4 * 12 * pts * int64(points)
 	coefs := c(4 * int64(x) * int64(n+1) * int64(ncols))
 	vals := c(4 * pts * int64(nslots))
 	mid := int64(4 * kernels.SumRowsMidRows * max(12*M, 12*points))
