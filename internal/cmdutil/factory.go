@@ -32,6 +32,11 @@ type Settings struct {
 	ConfigFile string
 	// Device is one of gpu.Kinds; validated, used by commands that run kernels.
 	Device string
+	// DeviceMemory is --device-memory as given ("" for the device's own memory) and
+	// DeviceMemoryBytes its value: a cap on the device memory that commands open devices with
+	// (gpu.Options.MemoryLimit; 0: none).
+	DeviceMemory      string
+	DeviceMemoryBytes uint64
 	// LogLevel and LogFormat as given (validated).
 	LogLevel  string
 	LogFormat string

@@ -155,6 +155,28 @@ func (d *Device) Name() string { return d.be.Name() }
 // Limits are the device's limits.
 func (d *Device) Limits() driver.Limits { return d.limits }
 
+// AvailableMemory is the device memory an allocation may still take: the device's memory
+// (Limits().MemoryBytes, capped by Options.MemoryLimit) less what this Device has allocated, and
+// at most what the driver reports free now where it can (CUDA: other processes' allocations
+// deducted). known is false when the device does not say how much memory it has.
+func (d *Device) AvailableMemory() (avail uint64, known bool) {
+	d.mu.Lock()
+	total, inUse := d.limits.MemoryBytes, uint64(d.stats.MemoryInUse)
+	d.mu.Unlock()
+	if total == 0 {
+		return 0, false
+	}
+	if inUse < total {
+		avail = total - inUse
+	}
+	if r, ok := d.be.(driver.FreeMemoryReporter); ok {
+		if free, err := r.FreeMemory(); err == nil && free < avail {
+			avail = free
+		}
+	}
+	return avail, true
+}
+
 // KernelLimits are the limits of kernel name as compiled for this device (its Metal pipeline or
 // CUDA function): launchers clamp their group sizes to MaxThreadsPerGroup. For "" (or a name not
 // in the kernel table) they are the limits every kernel satisfies: the smallest

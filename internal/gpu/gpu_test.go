@@ -214,3 +214,72 @@ func TestNewDeviceFailsOnMissingKernel(t *testing.T) {
 		t.Fatalf("NewDevice = %v, %v (closed %v); want an open error naming ntt_pass and the backend closed", d, err, l.closed)
 	}
 }
+
+// freeReporter is a host backend that reports free device memory as a driver would.
+type freeReporter struct {
+	*host.Backend
+	free uint64
+}
+
+func (f *freeReporter) FreeMemory() (uint64, error) { return f.free, nil }
+
+func TestMemoryLimitAndAvailable(t *testing.T) {
+	phys := openHost(t).Limits().MemoryBytes
+	if phys == 0 {
+		t.Fatal("the host device reports no memory")
+	}
+	d, err := gpu.Open(gpu.KindHost, gpu.Options{HostThreads: 2, MemoryLimit: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if got := d.Limits().MemoryBytes; got != 1<<20 {
+		t.Fatalf("MemoryBytes %d with a 1 MiB limit", got)
+	}
+	if avail, known := d.AvailableMemory(); !known || avail != 1<<20 {
+		t.Fatalf("AvailableMemory = %d, %v; want 1 MiB", avail, known)
+	}
+	b, err := d.Alloc("half", 512<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if avail, _ := d.AvailableMemory(); avail != 512<<10 {
+		t.Errorf("AvailableMemory %d after 512 KiB allocated of 1 MiB", avail)
+	}
+	if _, err := d.Alloc("too much", 600<<10); !errors.Is(err, gpu.ErrOutOfMemory) {
+		t.Errorf("Alloc past the limit: %v, want ErrOutOfMemory", err)
+	}
+	b.Free()
+
+	// A limit above the device's memory changes nothing; auto applies the limit too.
+	d2, err := gpu.Open(gpu.KindHost, gpu.Options{HostThreads: 2, MemoryLimit: phys + 1<<30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if d2.Limits().MemoryBytes != phys {
+		t.Errorf("MemoryBytes %d with a limit above the physical %d", d2.Limits().MemoryBytes, phys)
+	}
+	d3, err := gpu.Open(gpu.KindAuto, gpu.Options{HostThreads: 2, MemoryLimit: 3 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d3.Close()
+	if d3.Kind() == gpu.KindHost && d3.Limits().MemoryBytes != 3<<20 {
+		t.Errorf("auto: MemoryBytes %d with a 3 MiB limit", d3.Limits().MemoryBytes)
+	}
+
+	// What the driver reports free bounds the available memory.
+	hb, err := host.Open(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d4, err := gpu.NewDevice(gpu.KindHost, &freeReporter{Backend: hb, free: 100 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d4.Close()
+	if avail, known := d4.AvailableMemory(); !known || avail != 100<<10 {
+		t.Errorf("AvailableMemory = %d, %v with 100 KiB free; want 100 KiB", avail, known)
+	}
+}

@@ -18,6 +18,10 @@ type Options struct {
 	HostThreads int
 	// CacheDir holds compiled kernels (CUDA cubins); "" means the user cache directory.
 	CacheDir string
+	// MemoryLimit, when positive, caps the device memory (Limits().MemoryBytes) below what the
+	// device reports: allocations beyond it fail with ErrOutOfMemory and the memory preflight of
+	// a proof counts with it (--device-memory; tests of the refusal on the host device).
+	MemoryLimit uint64
 }
 
 // opener opens one backend; it returns an error wrapping ErrUnavailable when the backend cannot
@@ -58,7 +62,8 @@ func Open(kind Kind, opts Options) (*Device, error) {
 		if err != nil {
 			return nil, &Error{Op: "open", Err: fmt.Errorf("%s: %w", kind, err)}
 		}
-		return newDevice(kind, be, "")
+		d, err := newDevice(kind, be, "")
+		return withMemoryLimit(d, err, opts)
 	}
 	var reasons []string
 	candidates := []Kind{KindCUDA}
@@ -70,7 +75,7 @@ func Open(kind Kind, opts Options) (*Device, error) {
 		if err == nil {
 			var d *Device
 			if d, err = newDevice(k, be, ""); err == nil {
-				return d, nil
+				return withMemoryLimit(d, nil, opts)
 			}
 		}
 		reasons = append(reasons, fmt.Sprintf("%s: %v", k, err))
@@ -81,7 +86,19 @@ func Open(kind Kind, opts Options) (*Device, error) {
 		return nil, &Error{Op: "open", Err: fmt.Errorf("auto: no GPU (%s) and host: %w", reason, err)}
 	}
 	opts.Logger.Info().Str("reason", reason).Msg("no GPU device usable; using the host device")
-	return newDevice(KindHost, be, reason)
+	d, err := newDevice(KindHost, be, reason)
+	return withMemoryLimit(d, err, opts)
+}
+
+// withMemoryLimit applies opts.MemoryLimit to a device newDevice returned (with its error).
+func withMemoryLimit(d *Device, err error, opts Options) (*Device, error) {
+	if err != nil {
+		return nil, err
+	}
+	if l := opts.MemoryLimit; l > 0 && (d.limits.MemoryBytes == 0 || l < d.limits.MemoryBytes) {
+		d.limits.MemoryBytes = l
+	}
+	return d, nil
 }
 
 func openKind(k Kind, opts Options) (driver.Backend, error) {

@@ -4,7 +4,12 @@
 // that runs out of memory dies with a fatal error that no code can catch).
 package sysinfo
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
 
 // Memory describes the machine's memory in bytes. Available is what a new allocation can use
 // without swapping (Linux MemAvailable); where the system does not say, it is Total. Zero means
@@ -38,4 +43,30 @@ func Bytes(n uint64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
+}
+
+// ParseBytes reads a size such as "1536", "512MiB", "2 GiB", "1.5GB" or "64k": a number with an
+// optional unit, decimal (B, k/kB, M/MB, G/GB, T/TB) or binary (KiB, MiB, GiB, TiB), case
+// insensitive.
+func ParseBytes(s string) (uint64, error) {
+	t := strings.TrimSpace(s)
+	i := strings.IndexFunc(t, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := t, ""
+	if i >= 0 {
+		num, unit = t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if num == "" || err != nil || v < 0 {
+		return 0, fmt.Errorf("size %q: want a number of bytes with an optional unit (512MiB, 2GiB, 1.5GB)", s)
+	}
+	mult := map[string]float64{"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
+		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[unit]
+	if mult == 0 {
+		return 0, fmt.Errorf("size %q: unknown unit %q (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)", s, unit)
+	}
+	b := math.Round(v * mult)
+	if b >= 1<<63 {
+		return 0, fmt.Errorf("size %q: too large", s)
+	}
+	return uint64(b), nil
 }

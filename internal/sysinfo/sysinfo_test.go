@@ -17,3 +17,17 @@ func TestReadMemory(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]uint64{"0": 0, "1536": 1536, "512MiB": 512 << 20, "2 GiB": 2 << 30, "1.5GB": 1_500_000_000,
+		"64k": 64_000, "3kib": 3 << 10, "10 B": 10, " 7 mb ": 7_000_000, "1TiB": 1 << 40} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "GiB", "-1", "1.2.3GB", "12 parsecs", "1e3", "99999999999TiB"} {
+		if got, err := ParseBytes(in); err == nil {
+			t.Errorf("ParseBytes(%q) = %d, want an error", in, got)
+		}
+	}
+}

@@ -117,7 +117,8 @@ so figures compare side by side), else the config file's params section.
   {example, perms, rows, seed, airs: [{name, width, height}], params, params_digest, device, kind,
    backend, warmup, runs, generate_ms, check_ms, keygen_ms,
    load: STAGE, stages: [STAGE], prove_ms: SPREAD, verify_ms: SPREAD, perms_per_second,
-   proof_bytes, identical_proofs, fallbacks, trace_out}
+   proof_bytes, identical_proofs, fallbacks, trace_out, peak_memory_bytes,
+   memory_estimate_bytes, memory_estimate_step, memory_available_bytes}
   STAGE = {stage, wall_ms: SPREAD, dispatches, syncs, bytes_to_device, bytes_from_device,
            peak_memory_bytes, fallbacks} (counters: medians per proof)
   SPREAD = {median, min, max} (milliseconds, over the timed runs)
@@ -127,6 +128,9 @@ with its counters as args, and the verification.
 
 --perms is bounded by the stacked height of the parameters (2^21 rows: 87381 permutations for
 openvm-keccakf) and by memory: a request that cannot fit is refused before anything is allocated.
+After keygen the proof's peak device memory is estimated (as prove does: memory_estimate_bytes
+beside the measured peak_memory_bytes in --json) and a proof that would not fit in the memory the
+device has available (at most --device-memory) is refused before the traces are loaded.
 On the host device (a CPU emulating the GPU, where one keccakf proof takes tens of seconds) the
 defaults are --perms ` + fmt.Sprint(HostPerms) + `, --warmup ` + fmt.Sprint(HostWarmup) + ` and --runs ` + fmt.Sprint(HostRuns) + `, so that the bench finishes in about two
 minutes on 2 cores; the log says so, and any of the three flags given restores the others' defaults.
@@ -144,7 +148,8 @@ full sizes take minutes). On the host device the pure-Go reference (internal/bac
 the same operations and the Go/device time ratio is printed.
 
 Exit status: 0 on success; 2 for bad flags or a request that cannot fit; 4 when a proof does not
-verify; 5 when the device is unavailable or out of memory; 130 when interrupted.`,
+verify; 5 when the device is unavailable or out of memory, or when the proof would not fit in the
+device's memory; 130 when interrupted.`,
 		Example: `  metalprove bench --example keccakf
   metalprove bench --example keccakf --perms 4096 --runs 10 --json
   metalprove bench --example keccakf --perms 64 --trace-out keccakf-trace.json
@@ -207,7 +212,11 @@ func benchRun(opts *Options) error {
 	if opts.Settings != nil && opts.Settings.Device != "" {
 		kind = gpu.Kind(opts.Settings.Device)
 	}
-	dev, err := gpu.Open(kind, gpu.Options{Logger: *opts.Logger})
+	var limit uint64
+	if opts.Settings != nil {
+		limit = opts.Settings.DeviceMemoryBytes
+	}
+	dev, err := gpu.Open(kind, gpu.Options{Logger: *opts.Logger, MemoryLimit: limit})
 	if err != nil {
 		return &cmdutil.DeviceError{Err: fmt.Errorf("bench: device %s: %w", kind, err)}
 	}

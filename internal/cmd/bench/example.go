@@ -95,6 +95,10 @@ type ExampleReport struct {
 	Fallbacks int `json:"fallbacks"`
 	// TraceOut is the Chrome trace events file written (--trace-out), "" when none.
 	TraceOut string `json:"trace_out,omitempty"`
+	// PeakMemory is the largest peak device memory of the load, the check and the stages (their
+	// medians); the estimate made before the load stands beside it (device backend only).
+	PeakMemory int64 `json:"peak_memory_bytes"`
+	*prove.DeviceMemory
 }
 
 // Spread is the median, minimum and maximum of a measurement over the timed runs.
@@ -393,6 +397,22 @@ func exampleRun(opts *Options) error {
 	}
 	defer pk.Free()
 	rep.KeygenMS = ms(time.Since(start))
+	heights := make([]int, len(secs))
+	for i, s := range secs {
+		heights[i] = s.Height
+	}
+	var limit uint64
+	if opts.Settings != nil {
+		limit = opts.Settings.DeviceMemoryBytes
+	}
+	what := ex.Name
+	if opts.Perms > 0 {
+		what = fmt.Sprintf("%s with %d permutations", ex.Name, opts.Perms)
+	}
+	if rep.DeviceMemory, err = be.CheckDeviceMemory(pk, heights, p, true, what, limit, log); err != nil {
+		task.Done()
+		return err
+	}
 	log.Info().Float64("generate_ms", rep.GenerateMS).Float64("check_ms", rep.CheckMS).Float64("keygen_ms", rep.KeygenMS).
 		Msg("bench: trace generated and checked, key built")
 
@@ -504,6 +524,10 @@ func exampleRun(opts *Options) error {
 	}
 	rep.ProveMS, rep.VerifyMS = spread(proveT), spread(verifyT)
 	rep.Check = stats(stark.StageCheck, checks)
+	rep.PeakMemory = max(rep.Load.PeakMemory, rep.Check.PeakMemory)
+	for _, s := range rep.Stages {
+		rep.PeakMemory = max(rep.PeakMemory, s.PeakMemory)
+	}
 	if opts.Perms > 0 && rep.ProveMS.Median > 0 {
 		rep.PermsPerSecond = float64(opts.Perms) / (rep.ProveMS.Median / 1000)
 	}
@@ -653,6 +677,13 @@ func writeExampleTable(out io.Writer, rep *ExampleReport) error {
 		same = "NOT identical across runs"
 	}
 	fmt.Fprintf(out, "proof %d bytes, %s\n", rep.ProofBytes, same)
+	if dm := rep.DeviceMemory; dm != nil {
+		fmt.Fprintf(out, "device memory: peak %s measured, %s estimated before the load (%s step)", fmtBytes(rep.PeakMemory), fmtBytes(dm.EstimateBytes), dm.EstimateStep)
+		if dm.AvailableBytes > 0 {
+			fmt.Fprintf(out, ", %s available", fmtBytes(int64(dm.AvailableBytes)))
+		}
+		fmt.Fprintln(out)
+	}
 	if rep.Fallbacks > 0 {
 		fmt.Fprintf(out, "%d device-backend calls per proof ran on the CPU reference (stages not yet on the device)\n", rep.Fallbacks)
 	}

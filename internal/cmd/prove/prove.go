@@ -120,6 +120,58 @@ type Report struct {
 	// Stages are the proving stages (load, check, commit, gkr, constraints, openings) with what
 	// each cost on the device.
 	Stages []StageRow `json:"stages"`
+	// PeakMemory is the largest of the stages' peak device memory; the memory estimate made
+	// before the proof (device backend only) stands beside it.
+	PeakMemory int64 `json:"peak_memory_bytes"`
+	*DeviceMemory
+}
+
+// DeviceMemory is the device-memory preflight of a proof (CheckDeviceMemory).
+type DeviceMemory struct {
+	// EstimateBytes is the estimated peak device memory of the proof
+	// (device.Backend.EstimateProofMemory; what was in use before it included), reached at step
+	// EstimateStep.
+	EstimateBytes int64  `json:"memory_estimate_bytes"`
+	EstimateStep  string `json:"memory_estimate_step"`
+	// AvailableBytes is the device memory available before the proof (Device.AvailableMemory;
+	// 0 when the device does not say).
+	AvailableBytes uint64 `json:"memory_available_bytes,omitempty"`
+}
+
+// CheckDeviceMemory estimates the device memory of proving traces of the given heights
+// (per AIR of pk, 0 for an absent AIR) with parameters p, the trace check included when check is
+// set, and refuses a proof whose estimate exceeds the memory the device has available, before
+// anything of it is allocated: the error (a DeviceError, exit status 5) names what the proof
+// needs and what the device has. what names the proof in that error. For the CPU reference
+// backend it does nothing (nil, nil).
+func (b *Backend) CheckDeviceMemory(pk *stark.ProvingKey, heights []int, p sp.SystemParams, check bool, what string, limit uint64, log *zerolog.Logger) (*DeviceMemory, error) {
+	if b.device == nil {
+		return nil, nil
+	}
+	est, err := b.device.EstimateProofMemory(pk, heights, p, check, false)
+	if err != nil {
+		return nil, err
+	}
+	dm := &DeviceMemory{EstimateBytes: est.Peak, EstimateStep: est.Step}
+	avail, known := b.dev.AvailableMemory()
+	if known {
+		dm.AvailableBytes = avail
+	}
+	need := est.Peak - est.InUse
+	ev := log.Info().Int64("estimate_bytes", est.Peak).Str("step", est.Step).Int64("in_use_bytes", est.InUse)
+	if known {
+		ev = ev.Uint64("available_bytes", avail)
+	}
+	ev.Msg("device memory: estimated peak of the proof")
+	if known && need > 0 && uint64(need) > avail {
+		capped := ""
+		if limit > 0 && limit == b.dev.Limits().MemoryBytes {
+			capped = fmt.Sprintf(" (capped at %s by --device-memory)", sysinfo.Bytes(limit))
+		}
+		return dm, &cmdutil.DeviceError{Err: fmt.Errorf("not enough device memory: proving %s needs about %s (%d bytes) of device memory at its %s step, besides %s in use already; the device %s has %s (%d bytes) available%s",
+			what, sysinfo.Bytes(uint64(need)), need, est.Step, sysinfo.Bytes(uint64(est.InUse)), b.dev.Name(), sysinfo.Bytes(avail), avail, capped)}
+	}
+	return dm, nil
 }
 
 // StageRow is one proving stage of the report: wall time, kernel dispatches, host syncs,
@@ -186,10 +238,16 @@ The proof file holds the proof (spec encoding) in an envelope with the parameter
 by metadata naming the AIRs and their heights and the preset: 'metalprove verify PROOF' rebuilds the
 verifying key from them.
 
+Device memory: before the proof starts (after keygen), its peak device memory is estimated from
+the trace shapes and the parameters; a proof whose estimate exceeds the memory the device has
+available (its memory less what is allocated; on CUDA at most what the driver reports free; at
+most --device-memory) is refused, naming both. --json reports the estimate
+(memory_estimate_bytes, memory_estimate_step) beside the measured peak (peak_memory_bytes).
+
 Exit status: 0 on success; 1 on an I/O error or when the proof cannot fit in memory; 2 for bad
 flags or an output that cannot be written; 3 when the trace file is malformed or names an unknown
 AIR; 4 when a trace fails its constraints or interactions; 5 when the device is unavailable or out
-of memory; 130 when interrupted.`,
+of memory, or when the proof would not fit in the device's memory; 130 when interrupted.`,
 		Example: `  metalprove trace --example keccakf --perms 16 -o k16.trace
   metalprove prove --trace k16.trace                 # writes k16.proof
   metalprove prove --trace fib.trace -o fib.proof --preset test --allow-insecure --json`,
@@ -402,10 +460,14 @@ func OpenBackend(settings *cmdutil.Settings, reference bool, log *zerolog.Logger
 		return &Backend{Backend: backend.Reference()}, nil
 	}
 	kind := gpu.KindAuto
-	if settings != nil && settings.Device != "" {
-		kind = gpu.Kind(settings.Device)
+	var limit uint64
+	if settings != nil {
+		if settings.Device != "" {
+			kind = gpu.Kind(settings.Device)
+		}
+		limit = settings.DeviceMemoryBytes
 	}
-	dev, err := gpu.Open(kind, gpu.Options{Logger: *log})
+	dev, err := gpu.Open(kind, gpu.Options{Logger: *log, MemoryLimit: limit})
 	if err != nil {
 		return nil, &cmdutil.DeviceError{Err: fmt.Errorf("device %s: %w", kind, err)}
 	}
@@ -534,6 +596,17 @@ func proveRun(opts *Options) error {
 	}
 	defer pk.Free()
 	timed("keygen", time.Since(start))
+	heights := make([]int, len(st.Meta))
+	for i, m := range st.Meta {
+		heights[i] = m.Height
+	}
+	var limit uint64
+	if opts.Settings != nil {
+		limit = opts.Settings.DeviceMemoryBytes
+	}
+	if rep.DeviceMemory, err = be.CheckDeviceMemory(pk, heights, p, !opts.NoCheck, opts.Trace, limit, log); err != nil {
+		return err
+	}
 
 	po := stark.DefaultProveOptions()
 	po.CheckConstraints = !opts.NoCheck
@@ -545,6 +618,7 @@ func proveRun(opts *Options) error {
 		watch.Done(r)
 		timed(r.Stage, r.Wall)
 		rep.Stages = append(rep.Stages, stageRow(r))
+		rep.PeakMemory = max(rep.PeakMemory, r.MemoryPeak)
 	}
 	proof, err := stark.Prove(pk, st.Inputs, p, be.Backend, po)
 	watch.Close()
@@ -706,6 +780,9 @@ func printReport(out io.Writer, rep *Report) error {
 	fmt.Fprintf(out, "  proof %d bytes (file %d bytes), params digest %s\n", rep.ProofBytes, rep.FileBytes, rep.ParamsDigest)
 	if rep.Fallbacks > 0 {
 		fmt.Fprintf(out, "  device fallbacks to the CPU reference: %d calls\n", rep.Fallbacks)
+	}
+	if dm := rep.DeviceMemory; dm != nil {
+		fmt.Fprintf(out, "  device memory: peak %s, estimated %s (%s step)\n", sysinfo.Bytes(uint64(rep.PeakMemory)), sysinfo.Bytes(uint64(dm.EstimateBytes)), dm.EstimateStep)
 	}
 	var parts []string
 	for _, s := range []string{"read", "keygen", stark.StageLoad, stark.StageCheck, stark.StageCommit, stark.StageGkr, stark.StageConstraints, stark.StageOpenings, "write"} {

@@ -19,6 +19,7 @@ import (
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/progress"
+	"github.com/metalprove/metalprove/internal/sysinfo"
 )
 
 // EnvPrefix is the prefix of environment variables that set flags: --log-level ↔ METALPROVE_LOG_LEVEL.
@@ -58,6 +59,14 @@ failed, 5 device unavailable or out of memory, 130 interrupted (SIGINT/SIGTERM).
 			if _, err := gpu.ParseKind(s.Device); err != nil {
 				return cmdutil.Usagef("--device: %v", err)
 			}
+			s.DeviceMemoryBytes = 0
+			if s.DeviceMemory != "" {
+				n, err := sysinfo.ParseBytes(s.DeviceMemory)
+				if err != nil {
+					return cmdutil.Usagef("--device-memory: %v", err)
+				}
+				s.DeviceMemoryBytes = n
+			}
 			level := s.LogLevel
 			if s.Quiet && !cmd.Flags().Changed("log-level") && s.FromCommandLine("log-level") {
 				level = "warn"
@@ -83,6 +92,7 @@ failed, 5 device unavailable or out of memory, 130 interrupted (SIGINT/SIGTERM).
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&s.ConfigFile, "config", "", "config file (YAML: global flags in snake_case, a params section, per-command flags under commands: → NAME:)")
 	pf.StringVar(&s.Device, "device", "auto", "device: "+strings.Join(gpu.KindNames(), "|"))
+	pf.StringVar(&s.DeviceMemory, "device-memory", "", "use at most this much device memory, e.g. 12GiB (default: all the device has); a proof that would need more is refused before it starts")
 	pf.StringVar(&s.LogLevel, "log-level", "info", "log level: "+strings.Join(logLevels, "|"))
 	pf.StringVar(&s.LogFormat, "log-format", "console", "log format on stderr: console|json")
 	pf.BoolVarP(&s.Quiet, "quiet", "q", false, "no progress display on stderr, and log level warn unless --log-level is given")

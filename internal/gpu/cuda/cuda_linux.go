@@ -471,6 +471,17 @@ func compileNVRTC(src, srcName, target string, opts []string, cubin bool) ([]byt
 func (b *backend) Name() string          { return b.name }
 func (b *backend) Limits() driver.Limits { return b.limits }
 
+var _ driver.FreeMemoryReporter = (*backend)(nil)
+
+// FreeMemory is cuMemGetInfo's free bytes: the device's memory less every process's allocations.
+func (b *backend) FreeMemory() (uint64, error) {
+	var free, total C.size_t
+	if r := C.mp_cu_mem_get_info(b.ctx, &free, &total); r != 0 {
+		return 0, cuErr("cuMemGetInfo", "", r)
+	}
+	return uint64(free), nil
+}
+
 func (b *backend) Alloc(size int) (driver.Buffer, error) {
 	if size < 1 {
 		return nil, fmt.Errorf("size %d must be positive", size)

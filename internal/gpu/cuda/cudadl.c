@@ -27,6 +27,7 @@ struct mp_cu {
   CUresult (*cuFuncGetAttribute)(int*, int, CUfunction);
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemGetInfo)(size_t*, size_t*);
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
@@ -103,6 +104,7 @@ int mp_cu_load(const char* name, char* err, int errlen) {
   SYM(t, cuFuncGetAttribute, "cuFuncGetAttribute");
   SYM(t, cuMemAlloc, "cuMemAlloc_v2");
   SYM(t, cuMemFree, "cuMemFree_v2");
+  SYM(t, cuMemGetInfo, "cuMemGetInfo_v2");
   SYM(t, cuMemsetD8, "cuMemsetD8_v2");
   SYM(t, cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
   SYM(t, cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
@@ -166,6 +168,10 @@ CUresult mp_cu_primary_ctx_release(CUdevice d) { return cu.cuDevicePrimaryCtxRel
 CUresult mp_cu_stream_create(CUcontext ctx, CUstream* s) {
   CTX(ctx);
   return cu.cuStreamCreate(s, MP_CU_STREAM_DEFAULT);
+}
+CUresult mp_cu_mem_get_info(CUcontext ctx, size_t* free_bytes, size_t* total_bytes) {
+  CTX(ctx);
+  return cu.cuMemGetInfo(free_bytes, total_bytes);
 }
 CUresult mp_cu_stream_destroy(CUcontext ctx, CUstream s) {
   CTX(ctx);

@@ -62,6 +62,7 @@ CUresult mp_cu_device_attr(int* v, int attr, CUdevice d);
 CUresult mp_cu_device_total_mem(size_t* bytes, CUdevice d);
 CUresult mp_cu_primary_ctx_retain(CUcontext* ctx, CUdevice d);
 CUresult mp_cu_primary_ctx_release(CUdevice d);
+CUresult mp_cu_mem_get_info(CUcontext ctx, size_t* free_bytes, size_t* total_bytes);
 CUresult mp_cu_stream_create(CUcontext ctx, CUstream* s);
 CUresult mp_cu_stream_destroy(CUcontext ctx, CUstream s);
 CUresult mp_cu_stream_sync(CUcontext ctx, CUstream s);

@@ -108,6 +108,13 @@ type KernelLimiter interface {
 	KernelLimits(k *KernelInfo) (KernelLimits, error)
 }
 
+// FreeMemoryReporter is implemented by backends that can say how much device memory is free now,
+// allocations of other processes deducted (CUDA: cuMemGetInfo). Package gpu uses it to tell the
+// memory a request may still take (Device.AvailableMemory).
+type FreeMemoryReporter interface {
+	FreeMemory() (uint64, error)
+}
+
 // ErrOutOfMemory is returned (wrapped) by Alloc when the device cannot satisfy a request.
 var ErrOutOfMemory = errors.New("out of device memory")
 

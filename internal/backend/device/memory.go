@@ -1,0 +1,417 @@
+package device
+
+// The peak device memory of a proof, estimated before it starts (issue 13: refuse a proof that
+// cannot fit, naming what it needs). The estimate follows what each stage of this backend
+// allocates, in order, from the trace shapes and the parameters alone:
+//
+//   - resident for the whole proof: the traces, what was already allocated (the key's
+//     preprocessed commitments, the Poseidon2 constants), each commitment's stacked matrix Q
+//     (4·H·W bytes, H = 2^(l_skip+n_stack)), codeword (4·H·W·2^log_blowup) and Merkle layers, the
+//     NTT's twiddle tables and its scratch buffers (kernels.NTT keeps every scratch it outgrew);
+//   - per step, freed after it: the trace check's row scratch (kernels.RowPoints' budget), the
+//     Merkle leaf and group scratch of a tree being built, the GKR layers, the constraint
+//     sumcheck's tables and zerocheck scratch (kernels.NewZerocheck's plans), the stacked
+//     reduction's tables, WHIR's f and w tables, folded codewords and their trees.
+//
+// The largest of resident + step over the steps is the estimate. The terms mirror the
+// allocation code (commit.go, whir.go, stacking.go, gkr.go, constraints.go and the kernels they
+// call); TestEstimateProofMemory measures real peaks on the host device and requires the
+// estimate to stay above them and within 1.5× of them, so a change of an allocation pattern
+// shows there.
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/constraints"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/kernels"
+	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
+)
+
+// MemoryEstimate is the estimated peak device memory of one proof.
+type MemoryEstimate struct {
+	// Peak is the estimated largest amount of device memory in use during the proof, in bytes,
+	// counting InUse.
+	Peak int64
+	// Step names the step that reaches Peak: "check", "commit", "gkr", "constraints",
+	// "stacking" or "whir".
+	Step string
+	// InUse is the device memory already in use when the estimate was made (the key, the
+	// backend's tables; the traces when they are loaded already).
+	InUse int64
+	// Steps is each step's estimated peak, in proof order.
+	Steps []StepMemory
+}
+
+// StepMemory is one step's estimated peak (bytes).
+type StepMemory struct {
+	Step string `json:"step"`
+	Peak int64  `json:"peak_bytes"`
+}
+
+// programSlack is what the estimate adds for the small buffers it does not follow one by one
+// (programs, constants, eq halves, sumcheck partials, the grinder's buffers): the programs'
+// uploads are counted apart (programBytes).
+const programSlack = 1 << 20
+
+// memTally follows the resident memory through the steps and the largest total seen.
+type memTally struct {
+	live  int64
+	est   MemoryEstimate
+	seen  map[string]bool
+	steps []StepMemory
+}
+
+// hold adds n bytes resident until the end of the proof.
+func (t *memTally) hold(n int64) { t.live += n }
+
+// step records step's peak: the resident memory plus transient bytes.
+func (t *memTally) step(name string, transient int64) {
+	p := t.live + transient
+	if i := slices.IndexFunc(t.steps, func(s StepMemory) bool { return s.Step == name }); i >= 0 {
+		t.steps[i].Peak = max(t.steps[i].Peak, p)
+	} else {
+		t.steps = append(t.steps, StepMemory{Step: name, Peak: p})
+	}
+	if p > t.est.Peak {
+		t.est.Peak, t.est.Step = p, name
+	}
+}
+
+// nttModel follows kernels.NTT's twiddle tables (built for the largest transform, kept) and its
+// scratch (a multi-pass transform of n words needs n; an outgrown scratch is kept until Close).
+type nttModel struct {
+	be      *Backend
+	logMax  int
+	scratch int64 // words of the current scratch
+}
+
+// transform records a column transform of height rows × width columns.
+func (m *nttModel) transform(t *memTally, height, width int) {
+	logN := bits.TrailingZeros(uint(height))
+	if l := max(logN, 12); l > m.logMax {
+		t.hold(2 * 4 << l)
+		m.logMax = l
+	}
+	if n := int64(height) * int64(width); m.be.ntt.Passes(height) > 1 && n > m.scratch {
+		t.hold(4 * n)
+		m.scratch = n
+	}
+}
+
+// merkleBytes returns the resident layers and the build scratch of kernels.EncodeMerkleTree over
+// rows rows with 2^k rows per query group.
+func merkleBytes(rows, k int) (layers, scratch int64) {
+	qs := int64(rows >> k)
+	layers = 32 * (2*qs - 1)
+	if k > 0 {
+		scratch += 32 * int64(rows) // leaf digests
+	}
+	if k > 1 {
+		scratch += 32 * int64(rows/2) // group levels
+	}
+	return layers, scratch
+}
+
+// airShape is one present AIR of the proof.
+type airShape struct {
+	height  int
+	parts   []int // widths of the committed parts besides the preprocessed one: common main, cached
+	prog    *constraints.Program
+	vk      *air.VerifyingKey
+	preW    int // preprocessed width (committed at keygen)
+	nInter  int
+	logH    int
+	present bool
+}
+
+// EstimateProofMemory estimates the peak device memory of proving, on this backend with key pk
+// and parameters p, traces of the given heights (heights[i] is AIR i's trace height, 0 for an
+// AIR absent from the proof), with the pre-proof trace check when check is set. Call it after
+// keygen and before the traces are loaded (loaded tells it they are: their bytes are then in
+// use already). The estimate counts the device memory in use now.
+func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p params.SystemParams, check, loaded bool) (MemoryEstimate, error) {
+	if pk == nil || pk.VK == nil || pk.VK.MVK == nil {
+		return MemoryEstimate{}, fmt.Errorf("backend/device: memory estimate without a key")
+	}
+	if len(heights) != pk.VK.NumAirs() {
+		return MemoryEstimate{}, fmt.Errorf("backend/device: memory estimate: %d heights for %d AIRs", len(heights), pk.VK.NumAirs())
+	}
+	m := p.LSkip + p.NStack
+	if p.LSkip < 0 || p.NStack < 0 || p.LogBlowup < 0 || m+p.LogBlowup > field.TwoAdicity || p.Whir.K < 0 || p.Whir.K > m+p.LogBlowup {
+		return MemoryEstimate{}, fmt.Errorf("backend/device: memory estimate: parameters l_skip %d, n_stack %d, log_blowup %d, k %d", p.LSkip, p.NStack, p.LogBlowup, p.Whir.K)
+	}
+	var airs []airShape
+	var traceBytes, progBytes int64
+	for i, h := range heights {
+		if h == 0 {
+			continue
+		}
+		lh, ok := field.Log2(h)
+		if !ok || h < 0 || lh > m {
+			return MemoryEstimate{}, fmt.Errorf("backend/device: memory estimate: AIR %d height %d (a power of two up to 2^%d)", i, h, m)
+		}
+		avk := pk.VK.MVK.PerAir[i]
+		w := avk.Width
+		a := airShape{height: h, logH: lh, vk: avk, prog: pk.VK.Programs[i], preW: w.Preprocessed, present: true}
+		a.parts = append([]int{w.CommonMain}, w.CachedMains...)
+		if avk.DAG != nil {
+			a.nInter = len(avk.DAG.Interactions)
+		}
+		for _, pw := range a.parts {
+			traceBytes += 4 * int64(pw) * int64(h)
+		}
+		if a.prog != nil {
+			// The program is uploaded whole and for some of its outputs (check, GKR) and in
+			// pieces: about 12 bytes an instruction each time.
+			progBytes += 3 * (12*int64(len(a.prog.Code)) + 4*int64(len(a.prog.Consts)))
+		}
+		airs = append(airs, a)
+	}
+	if len(airs) == 0 {
+		return MemoryEstimate{}, fmt.Errorf("backend/device: memory estimate: no AIR present")
+	}
+	// Trace order: heights descending (stable), as stark.AirInputs orders them.
+	slices.SortStableFunc(airs, func(x, y airShape) int { return y.height - x.height })
+
+	// GKR: the fraction layers, the eq tables and the leaves' row scratch (the trace check
+	// builds the same leaves to check the interactions' balance).
+	logHeights, nInter := make([]int, len(airs)), make([]int, len(airs))
+	var gkrRows, gkrBytes int64
+	for i, a := range airs {
+		logHeights[i], nInter[i] = a.logH, a.nInter
+		if a.nInter > 0 && a.prog != nil {
+			s, r, err := b.rowScratchBytes(a, constraints.Interactions, len(a.prog.Outputs))
+			if err != nil {
+				return MemoryEstimate{}, err
+			}
+			gkrRows = max(gkrRows, s+r)
+		}
+	}
+	if layout, _, err := stark.NewGkrLayout(p.LSkip, logHeights, nInter); err == nil && layout.Total > 0 {
+		L := int64(layout.NumLayers())
+		gkrBytes = 4*kernels.GkrFractionWords*(2<<L-1) + 16<<L + gkrRows
+	}
+
+	// Check: the row scratch of the largest evaluation (slots, registers and the pieces'
+	// scratch are each sized for the largest trace). Computed before the memory in use is read:
+	// splitting a program into pieces uploads them.
+	var checkBytes int64
+	if check {
+		var slots, regs int64
+		for _, a := range airs {
+			if a.prog == nil || a.prog.NumConstraints == 0 {
+				continue
+			}
+			s, r, err := b.rowScratchBytes(a, constraints.Constraints, 0)
+			if err != nil {
+				return MemoryEstimate{}, err
+			}
+			slots, regs = max(slots, s), max(regs, r)
+		}
+		checkBytes = slots + regs
+	}
+
+	t := &memTally{}
+	t.est.InUse = b.dev.Stats().MemoryInUse
+	t.hold(t.est.InUse + progBytes + programSlack)
+	if !loaded {
+		t.hold(traceBytes)
+	}
+	H, R, k := 1<<m, 1<<(m+p.LogBlowup), p.Whir.K
+	ntt := &nttModel{be: b, logMax: -1}
+	// The preprocessed commitments made at keygen (in use already) built the tables and scratch
+	// of their transforms.
+	// Those of the AIRs present are opened with the proof's own.
+	preCols, preCommits := 0, 0
+	for i, c := range pk.PreprocessedCommit {
+		if c == nil {
+			continue
+		}
+		w := c.Layout().Width
+		ntt.logMax = max(ntt.logMax, max(m+p.LogBlowup, 12))
+		if b.ntt.Passes(R) > 1 {
+			ntt.scratch = max(ntt.scratch, int64(R)*int64(w))
+		}
+		if heights[i] != 0 {
+			preCols += w
+			preCommits++
+		}
+	}
+
+	if check {
+		t.step("check", max(checkBytes, gkrBytes))
+	}
+
+	// Commit: the common main traces stacked together, then each cached trace alone.
+	commit := func(dims []stark.MatrixDim) (int, error) {
+		layout, err := stark.NewStackedLayout(p.LSkip, m, dims)
+		if err != nil {
+			return 0, err
+		}
+		if layout.Width == 0 {
+			return 0, nil
+		}
+		W := layout.Width
+		t.hold(4 * int64(H) * int64(W) << p.LogBlowup) // codeword
+		t.hold(4 * int64(H) * int64(W))                // stacked matrix
+		ntt.transform(t, R, W)
+		layers, scratch := merkleBytes(R, k)
+		t.hold(layers)
+		t.step("commit", scratch)
+		return W, nil
+	}
+	var dims []stark.MatrixDim
+	for _, a := range airs {
+		dims = append(dims, stark.MatrixDim{Width: a.parts[0], LogHeight: a.logH})
+	}
+	mainW, err := commit(dims)
+	if err != nil {
+		return MemoryEstimate{}, fmt.Errorf("backend/device: memory estimate: %w", err)
+	}
+	cols, commits := mainW+preCols, 1+preCommits
+	for _, a := range airs {
+		for _, w := range a.parts[1:] {
+			commits++
+			cw, err := commit([]stark.MatrixDim{{Width: w, LogHeight: a.logH}})
+			if err != nil {
+				return MemoryEstimate{}, fmt.Errorf("backend/device: memory estimate: %w", err)
+			}
+			cols += cw
+		}
+	}
+
+	t.step("gkr", gkrBytes)
+
+	// Constraints: per trace its tables (and their folded half), the eq tables, and the
+	// zerocheck scratch planned for the largest trace.
+	var zcTables, zcScratch int64
+	lifts := map[int]bool{}
+	for _, a := range airs {
+		if a.prog == nil {
+			continue
+		}
+		nLift := max(a.logH-p.LSkip, 0)
+		x := int64(1) << nLift
+		nt := int64(a.prog.NumCols + 3)
+		if a.prog.NeedRot {
+			nt = int64(2*a.prog.NumCols + 3)
+		}
+		zcTables += 16 * nt * x
+		if x > 1 {
+			zcTables += 8 * nt * x
+		}
+		if !lifts[nLift] {
+			lifts[nLift] = true
+			zcTables += 32 << nLift // eq tables of every round of this lift
+		}
+		zcScratch = max(zcScratch, b.zerocheckBytes(a, p))
+	}
+	t.step("constraints", zcTables+zcScratch)
+
+	// Openings: the stacked reduction's q and W tables (and their folded halves) over every
+	// committed column, then WHIR.
+	nx := int64(1) << p.NStack
+	t.step("stacking", 48*int64(cols)*nx+4*int64(kernels.StackedUniWidth(p.LSkip))*int64(kernels.StackedUniMaxRows(b.dev))*int64(commits))
+	t.hold(48 << m) // f and w, 2^m and 2^(m−1) Fp4 entries each
+	t.hold(16 << max(m-k, 0))
+	lrs := m + p.LogBlowup
+	for range max(len(p.Whir.Rounds)-1, 0) {
+		L := lrs - 1
+		t.hold(16 << L) // the folded codeword: 2^L rows × 4 planes
+		ntt.transform(t, 1<<L, 4)
+		layers, scratch := merkleBytes(1<<L, k)
+		t.hold(layers)
+		t.step("whir", scratch)
+		lrs--
+	}
+	t.step("whir", 0)
+	t.est.Steps = t.steps
+	return t.est, nil
+}
+
+// rowScratchBytes is the row scratch (slots, then registers and the pieces' scratch) of an
+// evaluation of a's program for outs on its rows with extra words per row besides slots and
+// registers: the run length is kernels.RowPoints'; in pieces (GPUs, long programs) the run is as
+// long as the slot values alone allow and the pieces' threads (kernels.BindRowPieces: at most
+// 8·256 per compute unit) hold the largest piece's slots and registers each. Splitting the
+// program uploads its pieces (once per key; the check and the proof use the same).
+func (b *Backend) rowScratchBytes(a airShape, outs constraints.Outputs, extra int) (slots, rest int64, err error) {
+	pg := a.prog
+	ns := pg.NumSlots()
+	if b.usePieces(pg) {
+		pp, err := b.pieces(a.vk, outs)
+		if err != nil {
+			return 0, 0, err
+		}
+		T := kernels.RowPointsFor(b.dev, ns, a.height)
+		threads := int64(min(T*pp.NumPieces(), 8*256*max(b.dev.Limits().ComputeUnits, 1), 256<<16))
+		return 4 * int64(T) * int64(ns), 4*threads*int64(max(pp.MaxSlots, 1)+max(pp.MaxRegs, 1)) + 4*int64(T)*int64(extra), nil
+	}
+	T := int64(kernels.RowPointsFor(b.dev, ns+max(pg.NumRegs, 1)+extra, a.height))
+	return 4 * T * int64(ns), 4 * T * int64(max(pg.NumRegs, 1)+extra), nil
+}
+
+// zerocheckBytes is the scratch kernels.NewZerocheck allocates for a's trace: on the host its
+// plans (round 0 whole-program threads by coset blocks, rounds j ≥ 1 by lane groups); on GPUs
+// each buffer's budget (kernels.ZcOptions.ScratchBytes, 256 MiB) or the trace's own size,
+// whichever is smaller.
+func (b *Backend) zerocheckBytes(a airShape, p params.SystemParams) int64 {
+	pg := a.prog
+	n := 1 << p.LSkip
+	points := p.MaxConstraintDegree + 1
+	logM := bits.Len(uint(p.MaxConstraintDegree * (n - 1)))
+	M := 1 << logM
+	nLift := max(a.logH-p.LSkip, 0)
+	x := 1 << nLift
+	nslots, regs := pg.NumSlots(), max(pg.NumRegs, 1)
+	// Source columns: each part's run aligned to 16.
+	ncols := 0
+	for _, w := range pg.PartWidths {
+		ncols = (ncols+15)/16*16 + w
+	}
+	ncols = max((ncols+15)/16*16, 16)
+	cu := max(b.dev.Limits().ComputeUnits, 1)
+	if b.dev.Limits().SIMDWidth <= 1 && !b.zcOpts.Pieces && !b.zcOpts.PointMode && !b.zcOpts.UnitItems { // the host device's plans
+		const lanes = 16
+		budget := (256 << 20) / 4
+		unit := max(n, lanes)
+		threads := 16 * cu
+		item := max(M, unit)
+		slots := threads * unit * nslots
+		regsW := threads * lanes * regs
+		partials := 12 * threads * item
+		perBlock := (n + 1) * ncols
+		sb := 1
+		for sb < x && 2*sb*perBlock <= budget/16 {
+			sb *= 2
+		}
+		for sb < x && sb*M < item {
+			sb *= 2
+		}
+		if nLift > 0 {
+			units := (x/2*points + lanes - 1) / lanes
+			rt := max(min(8*cu, units), 1)
+			slots = max(slots, rt*lanes*4*nslots)
+			regsW = max(regsW, rt*lanes*4*regs)
+			partials = max(partials, rt*lanes*points*12)
+		}
+		return 4 * int64(slots+regsW+partials+sb*n*ncols+sb*ncols)
+	}
+	// GPUs: each buffer at most its budget (slots and registers together: each plan's within it,
+	// the buffers the largest of the plans'), and at most what the whole trace could use: a
+	// thread per point of round 0 (x·M), a lane group per (pair, point) of round 1.
+	const capBytes = 256 << 20
+	pts := int64(x) * int64(M)
+	c := func(v int64) int64 { return min(v, capBytes) }
+	slotsRegs := min(4*pts*int64(nslots+regs)*int64(points), 2*capBytes)
+	partials := 4 * 12 * pts * int64(points)
+	coefs := c(4 * int64(x) * int64(n+1) * int64(ncols))
+	vals := c(4 * pts * int64(nslots))
+	mid := int64(4 * kernels.SumRowsMidRows * max(12*M, 12*points))
+	return slotsRegs + partials + coefs + vals + mid
+}

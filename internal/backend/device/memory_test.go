@@ -1,0 +1,127 @@
+package device_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/metalprove/metalprove/examples/keccakf"
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/air/testair"
+	"github.com/metalprove/metalprove/internal/backend/device"
+	"github.com/metalprove/metalprove/internal/kernels"
+	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
+)
+
+// TestEstimateProofMemory proves statements on the host device and compares the estimate made
+// before each proof with the device's measured peaks: never below them (per step and overall),
+// and at most 1.5× the overall peak (plus 1 MiB: the estimate's allowance for small buffers,
+// which dominates proofs of a few hundred kB). Programs in pieces are the GPUs' plans, whose
+// scratch the estimate bounds by their budgets: on the host only the lower bound is checked.
+func TestEstimateProofMemory(t *testing.T) {
+	preset := func(name string, logH int) params.SystemParams {
+		p, _, err := params.Preset(name, logH)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	kec := func(perms int) []testair.Instance {
+		h, cols := keccakf.GenerateTrace(keccakf.RandomInputs(5, perms))
+		return []testair.Instance{{Air: keccakf.Air{}, Trace: keccakf.TraceInput(h, cols)}}
+	}
+	cases := []struct {
+		name string
+		p    params.SystemParams
+		ins  []testair.Instance
+		long bool
+		// pieces runs the programs in pieces (the GPUs' plans for long programs) on the host.
+		pieces bool
+		// absent names an AIR left out of the proof (its key kept).
+		absent string
+	}{
+		{"keccakf-16 app-100bit 2^14", preset("app-100bit", 14), kec(16), false, false, ""},
+		{"keccakf-8 test", preset("test", 0), kec(8), false, false, ""},
+		{"interaction-pair-4096 app-100bit 2^15", preset("app-100bit", 15), testair.InteractionPair(4096, 3), false, false, ""},
+		{"preprocessed-cached-1024 app-100bit 2^14", preset("app-100bit", 14), []testair.Instance{testair.PreprocessedCached(2, 1024)}, false, false, ""},
+		{"mixture-64 test", preset("test", 0), testair.Mixture(64), false, false, ""},
+		{"keccakf-16 app-100bit", preset("app-100bit", params.DefaultAppLogStackedHeight), kec(16), true, false, ""},
+		{"keccakf-16 app-100bit 2^14 in pieces", preset("app-100bit", 14), kec(16), false, true, ""},
+		{"mixture-64 test in pieces", preset("test", 0), testair.Mixture(64), false, true, ""},
+		{"mixture-64 test without its preprocessed AIR", preset("test", 0), testair.Mixture(64), false, false, "fibonacci-selector"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.long && testing.Short() {
+				t.Skip("a proof at stacked height 2^21: seconds on the host device")
+			}
+			be, dev := openHost(t)
+			if tc.pieces {
+				be.Close()
+				var err error
+				if be, err = device.New(dev, device.Options{Zerocheck: kernels.ZcOptions{Pieces: true}}); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(be.Close)
+			}
+			stages := be.Stages()
+			airs := make([]air.Air, len(tc.ins))
+			inputs := make([]stark.AirProvingInput, len(tc.ins))
+			heights := make([]int, len(tc.ins))
+			skipped := false
+			for i, in := range tc.ins {
+				airs[i] = in.Air
+				if tc.absent != "" && strings.Contains(in.Air.Name(), tc.absent) {
+					skipped = true
+					continue
+				}
+				inputs[i] = stark.AirProvingInput{Common: in.Trace.CommonMain, Cached: in.Trace.CachedMains, Public: in.Trace.Public}
+				inputs[i].Common.Height = in.Height()
+				heights[i] = in.Height()
+			}
+			if tc.absent != "" && !skipped {
+				t.Fatalf("no AIR named %s", tc.absent)
+			}
+			pk, err := stark.Keygen(tc.p, airs, nil, stages)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pk.Free()
+			est, err := be.EstimateProofMemory(pk, heights, tc.p, true, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if est.InUse != dev.Stats().MemoryInUse {
+				t.Errorf("estimate counts %d bytes in use, the device %d", est.InUse, dev.Stats().MemoryInUse)
+			}
+			measured := map[string]int64{}
+			var peak int64
+			po := stark.DefaultProveOptions()
+			po.OnStage = func(r stark.StageReport) {
+				measured[r.Stage] = r.MemoryPeak
+				peak = max(peak, r.MemoryPeak)
+			}
+			if _, err := stark.Prove(pk, inputs, tc.p, stages, po); err != nil {
+				t.Fatal(err)
+			}
+			step := map[string]int64{}
+			for _, s := range est.Steps {
+				step[s.Step] = s.Peak
+			}
+			// The openings stage is the stacked reduction and WHIR.
+			step[stark.StageOpenings] = max(step["stacking"], step["whir"])
+			for _, s := range []string{stark.StageCheck, stark.StageCommit, stark.StageGkr, stark.StageConstraints, stark.StageOpenings} {
+				if measured[s] == 0 {
+					t.Fatalf("no measured peak for stage %s", s)
+				}
+				if step[s] < measured[s] {
+					t.Errorf("stage %s: estimated %d bytes, measured %d", s, step[s], measured[s])
+				}
+			}
+			if est.Peak < peak || float64(est.Peak) > 1.5*float64(peak)+(1<<20) && !tc.pieces {
+				t.Errorf("estimated peak %d bytes (%s), measured %d: ratio %.3f, want in [1, 1.5] (+1 MiB)", est.Peak, est.Step, peak, float64(est.Peak)/float64(peak))
+			}
+			t.Logf("estimated %d bytes at %s, measured %d (×%.3f)", est.Peak, est.Step, peak, float64(est.Peak)/float64(peak))
+		})
+	}
+}
