@@ -162,6 +162,11 @@ type backend struct {
 	mod    C.CUmodule
 	name   string
 	limits driver.Limits
+	// pool is the device's default memory pool when the driver has stream-ordered allocation
+	// (usePool): buffers are allocated, zeroed and freed in stream order from it, and it keeps
+	// freed memory for the next allocation.
+	pool    C.CUmemoryPool
+	usePool bool
 
 	// mods are the modules other than the main one (KernelInfo.Module), loaded on first use;
 	// major, minor and cacheDir are what loading one needs.
@@ -271,6 +276,11 @@ func Open(opts Options) (driver.Backend, error) {
 	if r := C.mp_cu_stream_create(b.ctx, &b.stream); r != 0 {
 		C.mp_cu_primary_ctx_release(b.dev)
 		return nil, cuErr("cuStreamCreate", "", r)
+	}
+	if C.mp_cu_has_pools() != 0 {
+		if v, err := attr(C.MP_CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, "memory pools supported"); err == nil && v == 1 {
+			b.usePool = C.mp_cu_pool_setup(b.ctx, b.dev, &b.pool) == 0
+		}
 	}
 	src, srcName := kernelsSource, "kernels.gen.cu"
 	if opts.Source != "" {
@@ -473,13 +483,23 @@ func (b *backend) Limits() driver.Limits { return b.limits }
 
 var _ driver.FreeMemoryReporter = (*backend)(nil)
 
-// FreeMemory is cuMemGetInfo's free bytes: the device's memory less every process's allocations.
+// FreeMemory is cuMemGetInfo's free bytes (the device's memory less every process's
+// allocations) plus what this process's memory pool holds unused, which the next allocations
+// take first.
 func (b *backend) FreeMemory() (uint64, error) {
 	var free, total C.size_t
 	if r := C.mp_cu_mem_get_info(b.ctx, &free, &total); r != 0 {
 		return 0, cuErr("cuMemGetInfo", "", r)
 	}
-	return uint64(free), nil
+	n := uint64(free)
+	if b.usePool {
+		var unused C.ulonglong
+		if r := C.mp_cu_pool_unused(b.ctx, b.pool, &unused); r != 0 {
+			return 0, cuErr("cuMemPoolGetAttribute", "", r)
+		}
+		n += uint64(unused)
+	}
+	return n, nil
 }
 
 func (b *backend) Alloc(size int) (driver.Buffer, error) {
@@ -488,6 +508,16 @@ func (b *backend) Alloc(size int) (driver.Buffer, error) {
 	}
 	var p C.CUdeviceptr
 	var stage C.int
+	if b.usePool {
+		if r := C.mp_cu_alloc_async_zeroed(b.ctx, b.stream, &p, C.size_t(size), &stage); r != 0 {
+			op := "cuMemAllocAsync"
+			if stage == 1 {
+				op = "cuMemsetD8Async"
+			}
+			return nil, cuErr(op, "", r)
+		}
+		return &buffer{ptr: p, size: size}, nil
+	}
 	if r := C.mp_cu_alloc_zeroed(b.ctx, &p, C.size_t(size), &stage); r != 0 {
 		op := "cuMemAlloc"
 		if stage == 1 {
@@ -503,7 +533,12 @@ func (b *backend) Free(buf driver.Buffer) {
 	if !ok || bb == nil || bb.ptr == 0 {
 		return
 	}
-	C.mp_cu_free(b.ctx, bb.ptr)
+	if b.usePool && !b.closed {
+		// in stream order: after every launch encoded so far that may still read it
+		C.mp_cu_free_async(b.ctx, b.stream, bb.ptr)
+	} else {
+		C.mp_cu_free(b.ctx, bb.ptr)
+	}
 	bb.ptr = 0
 }
 
@@ -695,6 +730,10 @@ func (b *backend) Close() error {
 		delete(b.mods, name)
 	}
 	C.mp_cu_stream_destroy(b.ctx, b.stream)
+	if b.usePool {
+		// give the pool's unused memory back (buffers still allocated keep theirs)
+		C.mp_cu_pool_trim(b.ctx, b.pool)
+	}
 	C.mp_cu_primary_ctx_release(b.dev)
 	return err
 }

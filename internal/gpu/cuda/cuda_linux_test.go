@@ -359,3 +359,50 @@ func TestGPUEmbedded(t *testing.T) {
 		t.Error("second open missed the cache")
 	}
 }
+
+// TestGPUPoolReuseIsZeroed checks the stream-ordered allocator: a buffer freed after a write and
+// allocated again (the pool hands the same memory back) reads as zeros, and the pool's unused
+// memory counts as free.
+func TestGPUPoolReuseIsZeroed(t *testing.T) {
+	b := openGPU(t, Options{CacheDir: t.TempDir(), Source: testSource(t, "test_kernels.cu"), SourceName: "test_kernels.cu"})
+	t.Logf("stream-ordered allocation: %v", b.usePool)
+	const n = 1 << 20
+	before, err := b.FreeMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 3; round++ {
+		buf, err := b.Alloc(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, n)
+		if err := b.Download(got, buf, 0); err != nil {
+			t.Fatal(err)
+		}
+		for i, x := range got {
+			if x != 0 {
+				t.Fatalf("round %d: byte %d of a new buffer is %#x, want 0", round, i, x)
+			}
+		}
+		ones := make([]byte, n)
+		for i := range ones {
+			ones[i] = 0xff
+		}
+		if err := b.Upload(buf, 0, ones); err != nil {
+			t.Fatal(err)
+		}
+		b.Free(buf)
+	}
+	if err := b.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := b.FreeMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// other processes may allocate meanwhile; only a loss of our own freed buffer is an error
+	if b.usePool && before > after+64<<20 {
+		t.Errorf("free memory fell from %d to %d bytes after every buffer was freed", before, after)
+	}
+}

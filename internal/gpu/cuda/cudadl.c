@@ -39,6 +39,14 @@ struct mp_cu {
                              unsigned, unsigned, CUstream, void**, void**);
   CUresult (*cuGetErrorName)(CUresult, const char**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
+  // optional: stream-ordered allocation, since CUDA 11.2
+  CUresult (*cuMemAllocAsync)(CUdeviceptr*, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
+  CUresult (*cuDeviceGetDefaultMemPool)(CUmemoryPool*, CUdevice);
+  CUresult (*cuMemPoolSetAttribute)(CUmemoryPool, int, void*);
+  CUresult (*cuMemPoolGetAttribute)(CUmemoryPool, int, void*);
+  CUresult (*cuMemPoolTrimTo)(CUmemoryPool, size_t);
 };
 
 struct mp_rtc {
@@ -115,6 +123,13 @@ int mp_cu_load(const char* name, char* err, int errlen) {
   SYM(t, cuLaunchKernel, "cuLaunchKernel");
   SYM(t, cuGetErrorName, "cuGetErrorName");
   SYM(t, cuGetErrorString, "cuGetErrorString");
+  OPT(t, cuMemAllocAsync, "cuMemAllocAsync");
+  OPT(t, cuMemFreeAsync, "cuMemFreeAsync");
+  OPT(t, cuMemsetD8Async, "cuMemsetD8Async");
+  OPT(t, cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool");
+  OPT(t, cuMemPoolSetAttribute, "cuMemPoolSetAttribute");
+  OPT(t, cuMemPoolGetAttribute, "cuMemPoolGetAttribute");
+  OPT(t, cuMemPoolTrimTo, "cuMemPoolTrimTo");
   cu = t;  // the library stays loaded for the life of the process
   return 0;
 }
@@ -217,6 +232,49 @@ CUresult mp_cu_alloc_zeroed(CUcontext ctx, CUdeviceptr* p, size_t n, int* stage)
 CUresult mp_cu_free(CUcontext ctx, CUdeviceptr p) {
   CTX(ctx);
   return cu.cuMemFree(p);
+}
+int mp_cu_has_pools(void) {
+  return cu.cuMemAllocAsync && cu.cuMemFreeAsync && cu.cuMemsetD8Async &&
+         cu.cuDeviceGetDefaultMemPool && cu.cuMemPoolSetAttribute && cu.cuMemPoolGetAttribute &&
+         cu.cuMemPoolTrimTo;
+}
+CUresult mp_cu_pool_setup(CUcontext ctx, CUdevice d, CUmemoryPool* pool) {
+  CTX(ctx);
+  CUresult r = cu.cuDeviceGetDefaultMemPool(pool, d);
+  if (r != MP_CUDA_SUCCESS) return r;
+  unsigned long long keep = ~0ull;
+  return cu.cuMemPoolSetAttribute(*pool, MP_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+}
+CUresult mp_cu_pool_unused(CUcontext ctx, CUmemoryPool pool, unsigned long long* bytes) {
+  CTX(ctx);
+  unsigned long long reserved = 0, used = 0;
+  CUresult r = cu.cuMemPoolGetAttribute(pool, MP_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved);
+  if (r != MP_CUDA_SUCCESS) return r;
+  r = cu.cuMemPoolGetAttribute(pool, MP_CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+  if (r != MP_CUDA_SUCCESS) return r;
+  *bytes = reserved > used ? reserved - used : 0;
+  return MP_CUDA_SUCCESS;
+}
+CUresult mp_cu_pool_trim(CUcontext ctx, CUmemoryPool pool) {
+  CTX(ctx);
+  return cu.cuMemPoolTrimTo(pool, 0);
+}
+CUresult mp_cu_alloc_async_zeroed(CUcontext ctx, CUstream s, CUdeviceptr* p, size_t n, int* stage) {
+  *stage = 0;
+  CTX(ctx);
+  CUresult r = cu.cuMemAllocAsync(p, n, s);
+  if (r != MP_CUDA_SUCCESS) return r;
+  *stage = 1;
+  r = cu.cuMemsetD8Async(*p, 0, n, s);
+  if (r != MP_CUDA_SUCCESS) {
+    cu.cuMemFreeAsync(*p, s);
+    *p = 0;
+  }
+  return r;
+}
+CUresult mp_cu_free_async(CUcontext ctx, CUstream s, CUdeviceptr p) {
+  CTX(ctx);
+  return cu.cuMemFreeAsync(p, s);
 }
 // Upload and Download wait for the copy: the host memory is Go's, valid only during the call.
 CUresult mp_cu_upload(CUcontext ctx, CUstream s, CUdeviceptr dst, const void* src, size_t n, int* stage) {

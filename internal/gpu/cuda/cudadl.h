@@ -17,6 +17,7 @@ typedef struct CUmod_st* CUmodule;
 typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUmemPoolHandle_st* CUmemoryPool;
 
 // cuda.h, enum cudaError_enum
 #define MP_CUDA_SUCCESS 0
@@ -30,6 +31,11 @@ typedef unsigned long long CUdeviceptr;
 #define MP_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define MP_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 #define MP_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN 97
+#define MP_CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED 115
+// cuda.h, enum CUmemPool_attribute_enum
+#define MP_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define MP_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
+#define MP_CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
 // cuda.h, enum CUfunction_attribute_enum
 #define MP_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
 #define MP_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
@@ -73,6 +79,16 @@ CUresult mp_cu_func_max_dyn_smem(CUcontext ctx, CUfunction f, int bytes);
 CUresult mp_cu_func_attr(CUcontext ctx, int* v, int attr, CUfunction f);
 CUresult mp_cu_alloc_zeroed(CUcontext ctx, CUdeviceptr* p, size_t n, int* stage);
 CUresult mp_cu_free(CUcontext ctx, CUdeviceptr p);
+// Stream-ordered allocation (driver API 11.2+; optional symbols): mp_cu_has_pools says whether
+// the driver has them; mp_cu_pool_setup takes the device's default pool and makes it keep freed
+// memory (release threshold: all), so that allocating and freeing inside a proof neither calls
+// the OS nor synchronises the device, as cuMemAlloc/cuMemFree do.
+int mp_cu_has_pools(void);
+CUresult mp_cu_pool_setup(CUcontext ctx, CUdevice d, CUmemoryPool* pool);
+CUresult mp_cu_pool_unused(CUcontext ctx, CUmemoryPool pool, unsigned long long* bytes);
+CUresult mp_cu_pool_trim(CUcontext ctx, CUmemoryPool pool);
+CUresult mp_cu_alloc_async_zeroed(CUcontext ctx, CUstream s, CUdeviceptr* p, size_t n, int* stage);
+CUresult mp_cu_free_async(CUcontext ctx, CUstream s, CUdeviceptr p);
 CUresult mp_cu_upload(CUcontext ctx, CUstream s, CUdeviceptr dst, const void* src, size_t n, int* stage);
 CUresult mp_cu_download(CUcontext ctx, CUstream s, void* dst, CUdeviceptr src, size_t n, int* stage);
 CUresult mp_cu_copy(CUcontext ctx, CUstream s, CUdeviceptr dst, CUdeviceptr src, size_t n);
