@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"unsafe"
 
 	"github.com/metalprove/metalprove/internal/field"
 )
@@ -321,16 +322,57 @@ func (r *Reader) SkipCells() error {
 	return r.readCells(nil, r.cellsTotal-r.cellsDone)
 }
 
+// SkipCellsUnchecked moves past the remaining cells of the current section and its checksum
+// without reading them, so neither the values nor the checksum are checked: it sizes a file
+// before reading it (a file's sections are listed in milliseconds whatever their size). On a
+// Reader that cannot seek (NewReader, or a file of unknown size) it is SkipCells.
+func (r *Reader) SkipCellsUnchecked() error {
+	if r.err != nil {
+		return r.err
+	}
+	if r.state != stateCells {
+		return errors.New("tracefile: SkipCellsUnchecked outside a section (call Next)")
+	}
+	if r.f == nil || r.size < 0 {
+		return r.SkipCells()
+	}
+	rest := 4*(r.cellsTotal-r.cellsDone) + 4 // Next checked that the file holds them
+	if buffered := int64(r.br.Buffered()); rest <= buffered {
+		if _, err := r.br.Discard(int(rest)); err != nil {
+			r.err = fmt.Errorf("tracefile: skipping cells at byte offset %d: %w", r.off, err)
+			return r.err
+		}
+	} else {
+		if _, err := r.f.Seek(r.off+rest, io.SeekStart); err != nil {
+			r.err = fmt.Errorf("tracefile: skipping cells at byte offset %d: %w", r.off, err)
+			return r.err
+		}
+		r.br.Reset(r.f)
+	}
+	r.off += rest
+	r.cellsDone = r.cellsTotal
+	r.state = stateHeader
+	return nil
+}
+
 // readCells reads n cells into dst (discarding them when dst is nil), then the section checksum
-// if that was the last cell.
+// if that was the last cell. On little-endian hosts the bytes are read straight into dst (one
+// copy from the file, no per-value decoding), then checksummed and checked < p chunk by chunk.
 func (r *Reader) readCells(dst []field.Fp, n int64) error {
 	if r.buf == nil {
 		r.buf = make([]byte, ioBufSize)
 	}
-	h := int64(r.cur.Height)
 	for done := int64(0); done < n; {
-		k := min(n-done, ioBufSize/4)
-		b := r.buf[:4*k]
+		var b []byte
+		var vals []uint32
+		if dst != nil && littleEndian {
+			k := min(n-done, directChunkCells)
+			vals = unsafe.Slice((*uint32)(unsafe.Pointer(&dst[done])), k)
+			b = unsafe.Slice((*byte)(unsafe.Pointer(&dst[done])), 4*k)
+		} else {
+			b = r.buf[:4*min(n-done, ioBufSize/4)]
+		}
+		k := int64(len(b) / 4)
 		m, err := io.ReadFull(r.br, b)
 		if err != nil {
 			r.off += int64(m)
@@ -341,19 +383,22 @@ func (r *Reader) readCells(dst []field.Fp, n int64) error {
 			return r.err
 		}
 		r.crc = crc32.Update(r.crc, castagnoli, b)
-		var out []field.Fp
-		if dst != nil {
-			out = dst[done : done+k]
-		}
-		for i := range k {
-			v := binary.LittleEndian.Uint32(b[4*i:])
-			if v >= field.P {
-				idx := r.cellsDone + i
-				return r.formatError(r.sec, true, r.off+4*i, "value %d at column %d row %d is not < p", v, idx/h, idx%h)
+		if vals == nil {
+			var out []field.Fp
+			if dst != nil {
+				out = dst[done : done+k]
 			}
-			if out != nil {
-				out[i] = field.Fp(v)
+			for i := range k {
+				v := binary.LittleEndian.Uint32(b[4*i:])
+				if v >= field.P {
+					return r.notCanonical(v, i)
+				}
+				if out != nil {
+					out[i] = field.Fp(v)
+				}
 			}
+		} else if i := firstNotCanonical(vals); i >= 0 {
+			return r.notCanonical(vals[i], int64(i))
 		}
 		r.off += 4 * k
 		r.cellsDone += k
@@ -370,6 +415,46 @@ func (r *Reader) readCells(dst []field.Fp, n int64) error {
 		r.state = stateHeader
 	}
 	return nil
+}
+
+// notCanonical reports value v, the i-th cell of the chunk being read, as not < p.
+func (r *Reader) notCanonical(v uint32, i int64) error {
+	h := int64(r.cur.Height)
+	idx := r.cellsDone + i
+	return r.formatError(r.sec, true, r.off+4*i, "value %d at column %d row %d is not < p", v, idx/h, idx%h)
+}
+
+// directChunkCells is how many cells readCells reads straight into the caller's slice at a time:
+// small enough that checksumming and checking them finds them in cache.
+const directChunkCells = 256 << 10
+
+// littleEndian says whether field.Fp's in-memory bytes are the file's little-endian cells.
+var littleEndian = func() bool {
+	x := uint32(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// firstNotCanonical returns the index of the first value ≥ p, or −1. The common case (all
+// canonical) is one pass of max over the values, which compiles without branches.
+func firstNotCanonical(vals []uint32) int {
+	var m0, m1, m2, m3 uint32 // four chains: the loop is bound by max's latency otherwise
+	i := 0
+	for ; i+4 <= len(vals); i += 4 {
+		v := vals[i : i+4 : i+4]
+		m0, m1, m2, m3 = max(m0, v[0]), max(m1, v[1]), max(m2, v[2]), max(m3, v[3])
+	}
+	for ; i < len(vals); i++ {
+		m0 = max(m0, vals[i])
+	}
+	if max(m0, m1, m2, m3) < field.P {
+		return -1
+	}
+	for i, v := range vals {
+		if v >= field.P {
+			return i
+		}
+	}
+	return -1
 }
 
 // readAll reads every remaining section into memory. With a known file size a section's

@@ -634,3 +634,83 @@ func TestStreamWriterCount(t *testing.T) {
 		t.Fatal("zero sections accepted")
 	}
 }
+
+// TestSkipCellsUnchecked sizes a file without reading its cells: small sections (inside the read
+// buffer), large ones (a seek), a section partly read first, and sections read after a skip.
+func TestSkipCellsUnchecked(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	secs := []Section{
+		randSection(rng, "small", 3, 8, 1),
+		randSection(rng, "large", 5, 1<<16, 0), // 1.25 MiB: past bufio's buffer
+		randSection(rng, "after", 2, 4, 2),
+		randSection(rng, "large2", 3, 1<<15, 0),
+		randSection(rng, "last", 1, 2, 0),
+	}
+	path := filepath.Join(t.TempDir(), "t.trace")
+	if err := WriteAll(path, secs); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i, want := range secs {
+		h, err := r.Next()
+		if err != nil || h.Name != want.Name || h.Width != want.Width || h.Height != want.Height {
+			t.Fatalf("section %d: %+v, %v", i, h, err)
+		}
+		switch i {
+		case 0, 1:
+			if err := r.SkipCellsUnchecked(); err != nil {
+				t.Fatalf("section %d: %v", i, err)
+			}
+		case 3: // one column read, the rest skipped
+			col := make([]field.Fp, h.Height)
+			if err := r.ReadColumn(col); err != nil || !slices.Equal(col, want.Column(0)) {
+				t.Fatalf("section 3 column 0: %v", err)
+			}
+			if err := r.SkipCellsUnchecked(); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			got := make([]field.Fp, h.Width*h.Height)
+			if err := r.ReadColumns(got); err != nil || !slices.Equal(got, want.Data) {
+				t.Fatalf("section %d read after skips: %v", i, err)
+			}
+		}
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("after the last section: %v", err)
+	}
+	if err := r.SkipCellsUnchecked(); err == nil {
+		t.Fatal("SkipCellsUnchecked outside a section: no error")
+	}
+}
+
+// TestLargeSectionBadValue: a value ≥ p deep inside a section read straight into the caller's
+// slice (past the first chunk) is reported at its column, row and byte offset.
+func TestLargeSectionBadValue(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	s := randSection(rng, "big", 3, 1<<18, 0) // 3 chunks of directChunkCells
+	path := filepath.Join(t.TempDir(), "t.trace")
+	if err := WriteAll(path, []Section{s}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := len(b) - 4 - 4*len(s.Data) // the cells start here (the file ends with their checksum)
+	col, row := 2, 12345
+	off := cells + 4*(col*s.Height+row)
+	binary.LittleEndian.PutUint32(b[off:], field.P+7)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadAll(path)
+	var fe *FormatError
+	if !errors.As(err, &fe) || fe.Offset != int64(off) || !strings.Contains(fe.Msg, "value 2013265928 at column 2 row 12345 is not < p") {
+		t.Fatalf("got %v, want a FormatError at byte %d naming column 2 row 12345", err, off)
+	}
+}
