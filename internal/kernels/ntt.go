@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math/bits"
+	"runtime"
 	"sync"
 
 	"github.com/metalprove/metalprove/internal/field"
@@ -88,6 +89,9 @@ func (t *NTT) tables(logN int) (fwd, inv *gpu.Array[uint32], err error) {
 
 // TwiddleTable returns the table of 2^logN Montgomery values tw[h + j] = w_{2h}^j (h a power of
 // two < 2^logN, j < h; tw[0] = 0), w_{2h} = field.TwoAdicGenerator(log2 2h) or its inverse.
+// The top level (h = 2^logN/2) holds w_n^j; every lower level is a strided copy of it (the
+// generators form a squaring chain). Large tables are filled on every core: a first proof pays
+// for the 2^22-entry tables of the commitment (about 80 ms on one core).
 func TwiddleTable(logN int, inverse bool) []uint32 {
 	n := 1 << logN
 	tw := make([]uint32, n)
@@ -98,14 +102,44 @@ func TwiddleTable(logN int, inverse bool) []uint32 {
 	if inverse {
 		g = g.Inverse()
 	}
-	top := field.Powers(g, n/2) // w_n^j
-	for h := 1; h < n; h <<= 1 {
-		step := n / (2 * h) // w_{2h} = w_n^step (the generators form a squaring chain)
-		for j := 0; j < h; j++ {
-			tw[h+j] = MontOf(top[j*step])
+	half := n / 2
+	top := tw[half:]
+	parallelRanges(half, func(lo, hi int) {
+		acc := g.Exp(uint64(lo))
+		for j := lo; j < hi; j++ {
+			top[j] = MontOf(acc)
+			acc = acc.Mul(g)
 		}
-	}
+	})
+	parallelRanges(half, func(lo, hi int) { // entries [lo, hi) of the levels below the top
+		for h := 1; h < half; h <<= 1 {
+			step := half / h
+			for j := max(lo, h) - h; j < min(hi, 2*h)-h; j++ {
+				tw[h+j] = top[j*step]
+			}
+		}
+	})
 	return tw
+}
+
+// parallelRanges splits [0, n) into contiguous ranges run on all cores; small n runs inline.
+func parallelRanges(n int, f func(lo, hi int)) {
+	const minPerWorker = 1 << 15
+	w := min(runtime.GOMAXPROCS(0), n/minPerWorker)
+	if w <= 1 {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range w {
+		lo, hi := n*i/w, n*(i+1)/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	wg.Wait()
 }
 
 // log2Exact returns log2(n) for a power of two n ≥ 1 up to 2^27.

@@ -274,3 +274,32 @@ func TestHostPassPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestTwiddleTable checks every entry against its definition, w_{2h}^j for tw[h+j], at sizes
+// filled inline and on several cores.
+func TestTwiddleTable(t *testing.T) {
+	for _, logN := range []int{0, 1, 2, 5, 17, 18} {
+		for _, inverse := range []bool{false, true} {
+			tw := TwiddleTable(logN, inverse)
+			if len(tw) != 1<<logN || (logN > 0 && tw[0] != 0) {
+				t.Fatalf("2^%d: length %d, tw[0] = %d", logN, len(tw), tw[0])
+			}
+			for h, lh := 1, 1; h < len(tw); h, lh = 2*h, lh+1 {
+				w := field.TwoAdicGenerator(lh)
+				if inverse {
+					w = w.Inverse()
+				}
+				// every entry of the small levels, a sample of the large ones
+				stride := max(1, h/4096)
+				for j := 0; j < h; j += stride {
+					if want := MontOf(w.Exp(uint64(j))); tw[h+j] != want {
+						t.Fatalf("2^%d inverse=%v: tw[%d+%d] = %d, want %d", logN, inverse, h, j, tw[h+j], want)
+					}
+				}
+				if j := h - 1; tw[h+j] != MontOf(w.Exp(uint64(j))) {
+					t.Fatalf("2^%d inverse=%v: last entry of level %d wrong", logN, inverse, h)
+				}
+			}
+		}
+	}
+}
