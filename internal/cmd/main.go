@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -56,9 +57,39 @@ func Main(version string) cmdutil.ExitCode {
 		printInterrupted(ios.ErrOut)
 		os.Exit(int(cmdutil.ExitInterrupted))
 	}()
+	stopProfile := startCPUProfile(ios.ErrOut)
 	code := RunContext(ctx, cmdutil.NewFactory(version, ios), nil)
+	stopProfile()
 	exiting.Lock()
 	return code
+}
+
+// CPUProfileEnv names a file that receives a Go CPU profile (pprof) of the whole command: a
+// developer's tool for finding the host work between a proof's device round trips
+// (docs/PERFORMANCE.md). Waits inside the CUDA driver show as runtime.cgocall.
+const CPUProfileEnv = "METALPROVE_CPUPROFILE"
+
+func startCPUProfile(errOut io.Writer) (stop func()) {
+	path := os.Getenv(CPUProfileEnv)
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "metalprove: %s: %v (no profile written)\n", CPUProfileEnv, err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(errOut, "metalprove: %s: %v\n", CPUProfileEnv, err)
+		}
+	}
 }
 
 // interruptPrinted makes the interrupt message one line even when the watchdog and the command
