@@ -3,8 +3,10 @@
 package cuda
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -405,4 +407,35 @@ func TestGPUPoolReuseIsZeroed(t *testing.T) {
 	if b.usePool && before > after+64<<20 {
 		t.Errorf("free memory fell from %d to %d bytes after every buffer was freed", before, after)
 	}
+}
+
+// TestGPUStagedUpload checks uploads through the pinned staging buffers: sizes around the
+// threshold and the chunk, odd lengths, a non-zero offset, each read back.
+func TestGPUStagedUpload(t *testing.T) {
+	b := openGPU(t, Options{CacheDir: t.TempDir(), Source: testSource(t, "test_kernels.cu"), SourceName: "test_kernels.cu"})
+	const off = 12
+	size := off + 5*stagingChunk + 3
+	buf, err := b.Alloc(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free(buf)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{stagedUploadMin - 1, stagedUploadMin, stagedUploadMin + 5, 4*stagingChunk + 1, 5*stagingChunk + 3} {
+		src := make([]byte, n)
+		for i := range src {
+			src[i] = byte(rng.Uint32())
+		}
+		if err := b.Upload(buf, off, src); err != nil {
+			t.Fatalf("upload of %d bytes: %v", n, err)
+		}
+		got := make([]byte, n)
+		if err := b.Download(got, buf, off); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, src) {
+			t.Fatalf("upload of %d bytes: read back differs", n)
+		}
+	}
+	t.Logf("staging buffers: %d of %d bytes", len(b.stage.bufs), stagingChunk)
 }

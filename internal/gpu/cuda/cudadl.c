@@ -47,6 +47,13 @@ struct mp_cu {
   CUresult (*cuMemPoolSetAttribute)(CUmemoryPool, int, void*);
   CUresult (*cuMemPoolGetAttribute)(CUmemoryPool, int, void*);
   CUresult (*cuMemPoolTrimTo)(CUmemoryPool, size_t);
+  // optional: pinned staging of uploads
+  CUresult (*cuMemHostAlloc)(void**, size_t, unsigned);
+  CUresult (*cuMemFreeHost)(void*);
+  CUresult (*cuEventCreate)(CUevent*, unsigned);
+  CUresult (*cuEventDestroy)(CUevent);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
 };
 
 struct mp_rtc {
@@ -130,6 +137,12 @@ int mp_cu_load(const char* name, char* err, int errlen) {
   OPT(t, cuMemPoolSetAttribute, "cuMemPoolSetAttribute");
   OPT(t, cuMemPoolGetAttribute, "cuMemPoolGetAttribute");
   OPT(t, cuMemPoolTrimTo, "cuMemPoolTrimTo");
+  OPT(t, cuMemHostAlloc, "cuMemHostAlloc");
+  OPT(t, cuMemFreeHost, "cuMemFreeHost");
+  OPT(t, cuEventCreate, "cuEventCreate");
+  OPT(t, cuEventDestroy, "cuEventDestroy_v2");
+  OPT(t, cuEventRecord, "cuEventRecord");
+  OPT(t, cuEventSynchronize, "cuEventSynchronize");
   cu = t;  // the library stays loaded for the life of the process
   return 0;
 }
@@ -275,6 +288,38 @@ CUresult mp_cu_alloc_async_zeroed(CUcontext ctx, CUstream s, CUdeviceptr* p, siz
 CUresult mp_cu_free_async(CUcontext ctx, CUstream s, CUdeviceptr p) {
   CTX(ctx);
   return cu.cuMemFreeAsync(p, s);
+}
+int mp_cu_has_staging(void) {
+  return cu.cuMemHostAlloc && cu.cuMemFreeHost && cu.cuEventCreate && cu.cuEventDestroy &&
+         cu.cuEventRecord && cu.cuEventSynchronize;
+}
+CUresult mp_cu_host_alloc(CUcontext ctx, void** p, size_t n) {
+  CTX(ctx);
+  return cu.cuMemHostAlloc(p, n, 0);
+}
+CUresult mp_cu_host_free(CUcontext ctx, void* p) {
+  CTX(ctx);
+  return cu.cuMemFreeHost(p);
+}
+CUresult mp_cu_event_create(CUcontext ctx, CUevent* e) {
+  CTX(ctx);
+  return cu.cuEventCreate(e, 2 /* CU_EVENT_DISABLE_TIMING */);
+}
+CUresult mp_cu_event_destroy(CUcontext ctx, CUevent e) {
+  CTX(ctx);
+  return cu.cuEventDestroy(e);
+}
+CUresult mp_cu_event_sync(CUcontext ctx, CUevent e) {
+  CTX(ctx);
+  return cu.cuEventSynchronize(e);
+}
+CUresult mp_cu_upload_record(CUcontext ctx, CUstream s, CUdeviceptr dst, const void* src, size_t n, CUevent e, int* stage) {
+  *stage = 0;
+  CTX(ctx);
+  CUresult r = cu.cuMemcpyHtoDAsync(dst, src, n, s);
+  if (r != MP_CUDA_SUCCESS) return r;
+  *stage = 1;
+  return cu.cuEventRecord(e, s);
 }
 // Upload and Download wait for the copy: the host memory is Go's, valid only during the call.
 CUresult mp_cu_upload(CUcontext ctx, CUstream s, CUdeviceptr dst, const void* src, size_t n, int* stage) {

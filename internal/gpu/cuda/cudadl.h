@@ -18,6 +18,7 @@ typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 typedef unsigned long long CUdeviceptr;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
+typedef struct CUevent_st* CUevent;
 
 // cuda.h, enum cudaError_enum
 #define MP_CUDA_SUCCESS 0
@@ -89,6 +90,17 @@ CUresult mp_cu_pool_unused(CUcontext ctx, CUmemoryPool pool, unsigned long long*
 CUresult mp_cu_pool_trim(CUcontext ctx, CUmemoryPool pool);
 CUresult mp_cu_alloc_async_zeroed(CUcontext ctx, CUstream s, CUdeviceptr* p, size_t n, int* stage);
 CUresult mp_cu_free_async(CUcontext ctx, CUstream s, CUdeviceptr p);
+// Pinned host memory and events (optional symbols), for uploads staged through pinned buffers:
+// the driver copies pageable memory at a fraction of the bus's rate.
+int mp_cu_has_staging(void);
+CUresult mp_cu_host_alloc(CUcontext ctx, void** p, size_t n);
+CUresult mp_cu_host_free(CUcontext ctx, void* p);
+CUresult mp_cu_event_create(CUcontext ctx, CUevent* e);
+CUresult mp_cu_event_destroy(CUcontext ctx, CUevent e);
+CUresult mp_cu_event_sync(CUcontext ctx, CUevent e);
+// mp_cu_upload_record enqueues the copy of n bytes of pinned src to dst and records e after it;
+// it does not wait.
+CUresult mp_cu_upload_record(CUcontext ctx, CUstream s, CUdeviceptr dst, const void* src, size_t n, CUevent e, int* stage);
 CUresult mp_cu_upload(CUcontext ctx, CUstream s, CUdeviceptr dst, const void* src, size_t n, int* stage);
 CUresult mp_cu_download(CUcontext ctx, CUstream s, void* dst, CUdeviceptr src, size_t n, int* stage);
 CUresult mp_cu_copy(CUcontext ctx, CUstream s, CUdeviceptr dst, CUdeviceptr src, size_t n);
