@@ -651,47 +651,47 @@ func (v zcUniPiecesParams) arg() gpu.Arg {
 	return gpu.U32(v.logM, v.x0, v.points, v.width, v.npieces, v.nslots, v.nregs, v.hasDen, v.nout, v.zero, v.eqOff, v.interleave, v.lanes)
 }
 
-// dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:21).
+// dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:24).
 func dispatchMerkleHashRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, digests *gpu.Buffer, rc *gpu.Buffer, p merkleRowParams) *gpu.Batch {
 	return enc.Dispatch("merkle_hash_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(digests), gpu.Buf(rc), p.arg()})
 }
 
-// dispatchMerkleCompress encodes kernel merkle_compress (shaders/commit/merkle.metal:71).
+// dispatchMerkleCompress encodes kernel merkle_compress (shaders/commit/merkle.metal:74).
 func dispatchMerkleCompress(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, rc *gpu.Buffer, p merkleCompressParams) *gpu.Batch {
 	return enc.Dispatch("merkle_compress", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), gpu.Buf(rc), p.arg()})
 }
 
-// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/commit/merkle.metal:118).
+// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/commit/merkle.metal:121).
 func dispatchMerkleGatherRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, out *gpu.Buffer, p merkleGatherParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(out), p.arg()})
 }
 
-// dispatchMerkleGatherQueryRows encodes kernel merkle_gather_query_rows (shaders/commit/merkle.metal:146).
+// dispatchMerkleGatherQueryRows encodes kernel merkle_gather_query_rows (shaders/commit/merkle.metal:149).
 func dispatchMerkleGatherQueryRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, ys *gpu.Buffer, out *gpu.Buffer, p merkleGatherQueryRowsParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_query_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(ys), gpu.Buf(out), p.arg()})
 }
 
-// dispatchMerkleGatherPaths encodes kernel merkle_gather_paths (shaders/commit/merkle.metal:176).
+// dispatchMerkleGatherPaths encodes kernel merkle_gather_paths (shaders/commit/merkle.metal:179).
 func dispatchMerkleGatherPaths(enc *gpu.Batch, groups, tpg gpu.Dim3, layers *gpu.Buffer, ys *gpu.Buffer, out *gpu.Buffer, p merkleGatherPathsParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_paths", groups, tpg, []gpu.Arg{gpu.Buf(layers), gpu.Buf(ys), gpu.Buf(out), p.arg()})
 }
 
-// dispatchNttBitrev encodes kernel ntt_bitrev (shaders/commit/ntt.metal:38).
+// dispatchNttBitrev encodes kernel ntt_bitrev (shaders/commit/ntt.metal:42).
 func dispatchNttBitrev(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, p nttBitrevParams) *gpu.Batch {
 	return enc.Dispatch("ntt_bitrev", groups, tpg, []gpu.Arg{gpu.Buf(data), p.arg()})
 }
 
-// dispatchNttPass encodes kernel ntt_pass (shaders/commit/ntt.metal:502).
+// dispatchNttPass encodes kernel ntt_pass (shaders/commit/ntt.metal:506).
 func dispatchNttPass(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, tw *gpu.Buffer, p nttPassParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("ntt_pass", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(tw), p.arg()}, shBytes)
 }
 
-// dispatchNttBlocks encodes kernel ntt_blocks (shaders/commit/ntt.metal:659).
+// dispatchNttBlocks encodes kernel ntt_blocks (shaders/commit/ntt.metal:663).
 func dispatchNttBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, tw *gpu.Buffer, p nttBlocksParams) *gpu.Batch {
 	return enc.Dispatch("ntt_blocks", groups, tpg, []gpu.Arg{gpu.Buf(data), gpu.Buf(tw), p.arg()})
 }
 
-// dispatchNttPadColumns encodes kernel ntt_pad_columns (shaders/commit/ntt.metal:708).
+// dispatchNttPadColumns encodes kernel ntt_pad_columns (shaders/commit/ntt.metal:712).
 func dispatchNttPadColumns(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p nttPadParams) *gpu.Batch {
 	return enc.Dispatch("ntt_pad_columns", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()})
 }

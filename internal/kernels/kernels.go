@@ -15,13 +15,32 @@ package kernels
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
-// maxElems bounds every buffer a kernel indexes: kernels use 32-bit indices.
-const maxElems = 1 << 31
+// maxElems bounds every buffer a kernel indexes: kernels use 32-bit indices. A variable for
+// tests (lowered, so that the column-matrix launchers are seen to use maxColumnElems instead).
+var maxElems = 1 << 31
+
+// maxColumnElems bounds the column-major matrices of the commitment path, which may exceed 2^31
+// elements (keccakf-16384's RS codeword: 2^22 rows × 659 columns, 2.76·10^9): the matrices that
+// ntt_pad_columns, ntt_blocks and ntt_pass transform (EncodeRSMatrix, EncodeColumns,
+// EncodeBlocks) and that merkle_hash_rows, merkle_gather_rows and merkle_gather_query_rows read
+// (MerkleTree and its openings). Those kernels index with unsigned 32-bit arithmetic only, every
+// intermediate bounded by the element it addresses (audited; see the headers of
+// shaders/commit/ntt.metal and merkle.metal), so any index below 2^32 is exact; their grid-stride
+// loops add at most maxGridThreads to an index below the bound, so the loop counter cannot wrap
+// either. Beyond it a launcher refuses with an error naming the limit (a matrix that large needs
+// 64-bit or column-chunked indexing). A variable for tests.
+var maxColumnElems = 1<<32 - maxGridThreads
+
+// maxGridThreads bounds the threads of every dispatch shaped by shapeFor (the stride of a
+// grid-stride loop; H100: 64·256·132 ≈ 2^21, host 2^16·1024 = 2^26), so a loop counter below
+// maxColumnElems plus one stride stays below 2^32.
+const maxGridThreads = 1 << 28
 
 const p = uint64(field.P)
 
@@ -97,7 +116,7 @@ func shapeFor(dev *gpu.Device, kernel string, work int) (groups, tpg gpu.Dim3) {
 	if !isHost(dev) && lim.ComputeUnits > 0 {
 		capG = 64 * gpuGroup * lim.ComputeUnits / t
 	}
-	g = min(g, capG)
+	g = min(g, capG, maxGridThreads/t)
 	return gpu.D1(uint32(g)), gpu.D1(uint32(t))
 }
 
@@ -109,9 +128,38 @@ func checkArray(name string, a *gpu.Array[uint32], need int) error {
 		return fmt.Errorf("kernels: %s: buffer %q holds %d elements, %d needed", name, a.Name(), a.Len(), need)
 	}
 	if need >= maxElems {
-		return fmt.Errorf("kernels: %s: %d elements exceed the 2^31 limit of 32-bit indexing", name, need)
+		return fmt.Errorf("kernels: %s: %d elements exceed the limit of 32-bit indexing (%s)", name, need, limitString(maxElems))
 	}
 	return nil
+}
+
+// checkColumns is checkArray for the column-major matrices of the commitment path, whose kernels
+// index correctly up to maxColumnElems (unsigned 32-bit arithmetic). The limit is checked first:
+// it is the error a too large matrix meets, whatever buffer came with it.
+func checkColumns(name string, a *gpu.Array[uint32], need int) error {
+	if need >= maxColumnElems {
+		return fmt.Errorf("kernels: %s: %d elements reach the limit of the column kernels' unsigned 32-bit indexing (%s)",
+			name, need, limitString(maxColumnElems))
+	}
+	if a == nil {
+		return fmt.Errorf("kernels: %s: nil buffer", name)
+	}
+	if need > a.Len() {
+		return fmt.Errorf("kernels: %s: buffer %q holds %d elements, %d needed", name, a.Name(), a.Len(), need)
+	}
+	return nil
+}
+
+// limitString writes an element limit as a power of two or a difference of two (2^31,
+// 2^32 − 2^28), else as a number (the lowered limits of tests).
+func limitString(n int) string {
+	if n > 0 && n&(n-1) == 0 {
+		return fmt.Sprintf("2^%d", bits.TrailingZeros(uint(n)))
+	}
+	if d := 1<<32 - n; d > 0 && d&(d-1) == 0 {
+		return fmt.Sprintf("2^32 − 2^%d", bits.TrailingZeros(uint(d)))
+	}
+	return fmt.Sprint(n)
 }
 
 // EncodeToMont encodes the conversion of the first n canonical elements of a into Montgomery

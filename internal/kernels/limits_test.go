@@ -23,6 +23,8 @@ import (
 type limitedBackend struct {
 	*host.Backend
 	maxThreads map[string]int
+	// computeUnits and tgMemory replace the device's limits when set (else 2 and the host's).
+	computeUnits, tgMemory int
 
 	mu      sync.Mutex
 	largest map[string]int
@@ -31,6 +33,12 @@ type limitedBackend struct {
 func (b *limitedBackend) Limits() driver.Limits {
 	l := b.Backend.Limits()
 	l.SIMDWidth, l.ComputeUnits = 32, 2
+	if b.computeUnits > 0 {
+		l.ComputeUnits = b.computeUnits
+	}
+	if b.tgMemory > 0 {
+		l.MaxThreadgroupMemory = b.tgMemory
+	}
 	return l
 }
 
@@ -51,11 +59,18 @@ func (b *limitedBackend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3,
 
 func openLimited(t *testing.T, maxThreads map[string]int) (*gpu.Device, *limitedBackend) {
 	t.Helper()
+	return openLimitedWith(t, &limitedBackend{maxThreads: maxThreads})
+}
+
+// openLimitedWith opens lb (its maxThreads, computeUnits and tgMemory set) over a new host
+// backend.
+func openLimitedWith(t *testing.T, lb *limitedBackend) (*gpu.Device, *limitedBackend) {
+	t.Helper()
 	hb, err := host.Open(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb := &limitedBackend{Backend: hb, maxThreads: maxThreads, largest: map[string]int{}}
+	lb.Backend, lb.largest = hb, map[string]int{}
 	dev, err := gpu.NewDevice(gpu.KindHost, lb)
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,8 @@ type MerkleTree struct {
 }
 
 // MerkleTree commits to the column-major Montgomery matrix (height rows, a power of two; width
-// ≥ 1 columns) with 2^logRowsPerQuery rows per query group, in one batch (one sync).
+// ≥ 1 columns; height·width < maxColumnElems = 2^32 − 2^28) with 2^logRowsPerQuery rows per
+// query group, in one batch (one sync).
 func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRowsPerQuery int) (*MerkleTree, error) {
 	b := h.dev.Batch()
 	t, err := h.EncodeMerkleTree(b, matrix, height, width, logRowsPerQuery)
@@ -58,7 +59,9 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 	if width <= 0 || logRowsPerQuery < 0 || logRowsPerQuery > logH {
 		return nil, fmt.Errorf("kernels: MerkleTree: width %d, 2^%d rows per query, height 2^%d", width, logRowsPerQuery, logH)
 	}
-	if err := checkArray("MerkleTree", matrix, height*width); err != nil {
+	// merkle_hash_rows and the gathers of the openings index the matrix with unsigned 32-bit
+	// arithmetic (exact below 2^32): it may be a codeword beyond 2^31 elements.
+	if err := checkColumns("MerkleTree", matrix, height*width); err != nil {
 		return nil, err
 	}
 	if 8*height >= maxElems {

@@ -260,7 +260,8 @@ func (t *NTT) scratchOf(n int) (*gpu.Array[uint32], error) {
 
 // EncodeColumns encodes the DFT (or, with inverse, the IDFT) of each of the width columns of
 // height rows of the column-major Montgomery matrix data (data[c·height + r]), in place.
-// height must be a power of two ≤ 2^27 and width·height < 2^31. Transforms of more than 2^13
+// height must be a power of two ≤ 2^27 and width·height < maxColumnElems (2^32 − 2^28: ntt_pass
+// indexes with unsigned 32-bit arithmetic, exact below 2^32). Transforms of more than 2^13
 // points (fewer where the threadgroup memory is smaller) use the NTT's scratch buffer of
 // height·width uints.
 func (t *NTT) EncodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width int, inverse bool) error {
@@ -298,7 +299,7 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width
 		return fmt.Errorf("kernels: DFTColumns: width %d", width)
 	}
 	total := height * width
-	if err := checkArray("DFTColumns", data, total); err != nil {
+	if err := checkColumns("DFTColumns", data, total); err != nil {
 		return err
 	}
 	if logN == 0 || width == 0 {
@@ -406,7 +407,8 @@ type BlockSpec struct {
 // EncodeBlocks encodes the DFT (or IDFT, with the 2^-l factor) of every block of spec in place;
 // with subsetSum it then applies the subset-sum transform (cpuref.CoeffsToEvals) to each block.
 // IDFT + subset sum over the blocks of a stacked column is the RS message (spec A §5.5 step 1).
-// One thread transforms one block (l ≤ 5: 32 registers).
+// One thread transforms one block (l ≤ 5: 32 registers). Every block must end below
+// maxColumnElems (unsigned 32-bit indexing).
 func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[uint32], spec BlockSpec, inverse, subsetSum bool) error {
 	l := spec.LogBlock
 	if l < 0 || l > 5 {
@@ -418,9 +420,20 @@ func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[uint32], spec BlockSpec
 	if spec.LogBlocksPerCol < 0 || spec.LogBlocksPerCol > 30 {
 		return fmt.Errorf("kernels: Blocks: log blocks per column %d", spec.LogBlocksPerCol)
 	}
+	if spec.ColStride < 0 {
+		return fmt.Errorf("kernels: Blocks: column stride %d", spec.ColStride)
+	}
+	// The furthest block: the last one, or (when the last column is partial and the columns
+	// overlap) the last of the column before it.
+	blockEnd := func(b int) int {
+		return (b>>spec.LogBlocksPerCol)*spec.ColStride + (b&(1<<spec.LogBlocksPerCol-1))<<l + 1<<l
+	}
 	last := spec.NBlocks - 1
-	end := (last>>spec.LogBlocksPerCol)*spec.ColStride + (last&(1<<spec.LogBlocksPerCol-1))<<l + 1<<l
-	if err := checkArray("Blocks", data, end); err != nil {
+	end := blockEnd(last)
+	if c := last >> spec.LogBlocksPerCol; c > 0 {
+		end = max(end, blockEnd(c<<spec.LogBlocksPerCol-1))
+	}
+	if err := checkColumns("Blocks", data, end); err != nil {
 		return err
 	}
 	fwd, inv, err := t.tables(l)
@@ -459,14 +472,18 @@ func (t *NTT) IDFTBlocks(data *gpu.Array[uint32], n, logBlock int) error {
 // height·2^logBlowup rows, its first height rows turned into the RS message (per block of
 // 2^lSkip: IDFT then subset sum), then DFT of each column. q is in Montgomery form unless
 // canonical is set (then it is converted on the way; q itself is not modified). The result,
-// a new Montgomery array named name, is produced in one batch (one sync).
+// a new Montgomery array named name, is produced in one batch (one sync). The codeword may
+// exceed 2^31 elements: it must stay below maxColumnElems (2^32 − 2^28; EncodeRSMatrix).
 func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[uint32], height, width, lSkip, logBlowup int, canonical bool) (*gpu.Array[uint32], error) {
 	logM, err := log2Exact("RSEncodeMatrix", height)
 	if err != nil {
 		return nil, err
 	}
-	if logBlowup < 0 || logM+logBlowup > field.TwoAdicity || width <= 0 || (height*width)<<logBlowup >= maxElems {
+	if logBlowup < 0 || logM+logBlowup > field.TwoAdicity || width <= 0 {
 		return nil, fmt.Errorf("kernels: RSEncodeMatrix: %d×%d matrix, log blowup %d", height, width, logBlowup)
+	}
+	if err := codewordLimit(height<<logBlowup, width); err != nil {
+		return nil, err
 	}
 	out, err := gpu.AllocArray[uint32](t.dev, name, (height*width)<<logBlowup)
 	if err != nil {
@@ -485,7 +502,9 @@ func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[uint32], height, width, l
 }
 
 // EncodeRSMatrix encodes RSEncodeMatrix into b, writing the codeword into out (at least
-// height·2^logBlowup·width values).
+// height·2^logBlowup·width values, fewer than maxColumnElems: ntt_pad_columns, ntt_blocks and
+// ntt_pass index it with unsigned 32-bit arithmetic, exact below 2^32, so codewords beyond 2^31
+// elements (keccakf-16384: 2^22 × 659) need neither 64-bit indices nor column chunks).
 func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[uint32], height, width, lSkip, logBlowup int, canonical bool) error {
 	logM, err := log2Exact("RSEncodeMatrix", height)
 	if err != nil {
@@ -500,15 +519,15 @@ func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[uint32], height, wi
 	if logBlowup < 0 || logM+logBlowup > field.TwoAdicity {
 		return fmt.Errorf("kernels: RSEncodeMatrix: codeword of 2^%d rows", logM+logBlowup)
 	}
-	if err := checkArray("RSEncodeMatrix", q, height*width); err != nil {
-		return err
-	}
 	logN := logM + logBlowup
 	n := 1 << logN
-	if n*width >= maxElems {
-		return fmt.Errorf("kernels: RSEncodeMatrix: %d×%d codeword exceeds 2^31 elements", n, width)
+	if err := codewordLimit(n, width); err != nil {
+		return err
 	}
-	if err := checkArray("RSEncodeMatrix", out, n*width); err != nil {
+	if err := checkColumns("RSEncodeMatrix", q, height*width); err != nil {
+		return err
+	}
+	if err := checkColumns("RSEncodeMatrix", out, n*width); err != nil {
 		return err
 	}
 	conv := uint32(0)
@@ -521,4 +540,13 @@ func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[uint32], height, wi
 		return err
 	}
 	return t.EncodeColumns(b, out, n, width, false)
+}
+
+// codewordLimit refuses an RS codeword of n rows × width columns at or beyond maxColumnElems.
+func codewordLimit(n, width int) error {
+	if n*width >= maxColumnElems {
+		return fmt.Errorf("kernels: RSEncodeMatrix: %d×%d codeword (%d elements) reaches the limit of the column kernels' unsigned 32-bit indexing (%s)",
+			n, width, n*width, limitString(maxColumnElems))
+	}
+	return nil
 }

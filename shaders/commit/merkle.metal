@@ -2,6 +2,9 @@
 // as cpuref.NewMerkleTree: leaf[r] = hash_slice(row r); query group y = tree_compress of the
 // leaves y + t·qs (t < 2^k), built level by level; a binary tree above the group digests.
 // A digest is 8 consecutive uints; digest i of a layer is at [8i, 8i+8).
+// The matrix (an RS codeword, possibly beyond 2^31 elements) is indexed with unsigned 32-bit
+// arithmetic only, c·height + row ≤ the element addressed, so merkle_hash_rows and the row gathers
+// are exact for up to 2^32 elements (launchers: below 2^32 − 2^28, kernels.maxColumnElems).
 #include "poseidon2.h"
 
 struct MerkleRowParams {

@@ -15,7 +15,11 @@
 // `scale` (Montgomery) multiplies every output of the dispatch when it is not BB_ONE: the
 // launcher passes n^-1 to the last dispatch of an inverse transform.
 //
-// total < 2^31 and every index stays in 32 bits.
+// Indexing: unsigned 32-bit only, and every intermediate of an index is at most the element it
+// addresses (column base + offset within the column), so ntt_pad_columns, ntt_blocks and ntt_pass
+// are exact for buffers of up to 2^32 elements (RS codewords beyond 2^31: 2^22 × 659); no signed
+// int anywhere. Grid-stride loops add one grid (≤ 2^28 threads, kernels.maxGridThreads) to an index
+// below the launchers' bound 2^32 − 2^28 (kernels.maxColumnElems), so they never wrap.
 #include "babybear.h"
 
 struct NttBitrevParams {

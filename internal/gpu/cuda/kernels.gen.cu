@@ -7,6 +7,9 @@
 // as cpuref.NewMerkleTree: leaf[r] = hash_slice(row r); query group y = tree_compress of the
 // leaves y + t·qs (t < 2^k), built level by level; a binary tree above the group digests.
 // A digest is 8 consecutive uints; digest i of a layer is at [8i, 8i+8).
+// The matrix (an RS codeword, possibly beyond 2^31 elements) is indexed with unsigned 32-bit
+// arithmetic only, c·height + row ≤ the element addressed, so merkle_hash_rows and the row gathers
+// are exact for up to 2^32 elements (launchers: below 2^32 − 2^28, kernels.maxColumnElems).
 #line 1 "shaders/include/poseidon2.h"
 // poseidon2.h - the Poseidon2 permutation over BabyBear, width 16 (Plonky3 v0.4.3
 // default_babybear_poseidon2_16, spec A §2), on Montgomery-form elements. Mirrors
@@ -595,7 +598,7 @@ MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
 }
 
 #endif  // POSEIDON2_H
-#line 6 "shaders/commit/merkle.metal"
+#line 9 "shaders/commit/merkle.metal"
 
 struct MerkleRowParams {
   uint height;     // rows (column length: the distance between two columns)
@@ -803,8 +806,12 @@ MSL_KERNEL void msl_kernel_merkle_gather_paths(MSL_DEVICE const uint* layers    
 // `scale` (Montgomery) multiplies every output of the dispatch when it is not BB_ONE: the
 // launcher passes n^-1 to the last dispatch of an inverse transform.
 //
-// total < 2^31 and every index stays in 32 bits.
-#line 20 "shaders/commit/ntt.metal"
+// Indexing: unsigned 32-bit only, and every intermediate of an index is at most the element it
+// addresses (column base + offset within the column), so ntt_pad_columns, ntt_blocks and ntt_pass
+// are exact for buffers of up to 2^32 elements (RS codewords beyond 2^31: 2^22 × 659); no signed
+// int anywhere. Grid-stride loops add one grid (≤ 2^28 threads, kernels.maxGridThreads) to an index
+// below the launchers' bound 2^32 − 2^28 (kernels.maxColumnElems), so they never wrap.
+#line 24 "shaders/commit/ntt.metal"
 
 struct NttBitrevParams {
   uint total;  // elements in the buffer (a multiple of 2^log_n)

@@ -4,7 +4,7 @@ package driver
 
 // Kernels lists every kernel of shaders/<stage>/*.metal in file and declaration order.
 var Kernels = []KernelInfo{
-	{Name: "merkle_hash_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:21", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_hash_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:24", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "digests", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
@@ -12,7 +12,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/commit/merkle.metal:71", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/commit/merkle.metal:74", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
@@ -20,14 +20,14 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:118", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:121", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant MerkleGatherParams&", Kind: ParamValue, Index: 2, ValueSize: 20},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_query_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:146", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_query_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:149", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -35,7 +35,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_paths", Family: "merkle", Pos: "shaders/commit/merkle.metal:176", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_paths", Family: "merkle", Pos: "shaders/commit/merkle.metal:179", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "layers", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -43,13 +43,13 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "ntt_bitrev", Family: "ntt", Pos: "shaders/commit/ntt.metal:38", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "ntt_bitrev", Family: "ntt", Pos: "shaders/commit/ntt.metal:42", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "data", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant NttBitrevParams&", Kind: ParamValue, Index: 1, ValueSize: 8},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "ntt_pass", Family: "ntt", Pos: "shaders/commit/ntt.metal:502", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+	{Name: "ntt_pass", Family: "ntt", Pos: "shaders/commit/ntt.metal:506", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -60,14 +60,14 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "ntt_blocks", Family: "ntt", Pos: "shaders/commit/ntt.metal:659", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "ntt_blocks", Family: "ntt", Pos: "shaders/commit/ntt.metal:663", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "data", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant NttBlocksParams&", Kind: ParamValue, Index: 2, ValueSize: 24},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "ntt_pad_columns", Family: "ntt", Pos: "shaders/commit/ntt.metal:708", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "ntt_pad_columns", Family: "ntt", Pos: "shaders/commit/ntt.metal:712", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant NttPadParams&", Kind: ParamValue, Index: 2, ValueSize: 16},
