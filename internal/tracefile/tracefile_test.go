@@ -714,3 +714,90 @@ func TestLargeSectionBadValue(t *testing.T) {
 		t.Fatalf("got %v, want a FormatError at byte %d naming column 2 row 12345", err, off)
 	}
 }
+
+// TestParallelRead runs the multi-core read path at small sizes: whole sections after a small
+// one (bufio holding the start of the cells), per-column reads, a value ≥ p in a late chunk and
+// a corrupted checksum.
+func TestParallelRead(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("one core: the parallel path is not taken")
+	}
+	old := parallelReadMin
+	parallelReadMin = 1 << 10
+	t.Cleanup(func() { parallelReadMin = old })
+	rng := rand.New(rand.NewPCG(11, 12))
+	secs := []Section{
+		randSection(rng, "small", 2, 16, 1),
+		randSection(rng, "big", 7, 1<<17, 0), // 3.5 MiB: 4 chunks
+		randSection(rng, "cols", 3, 1<<16, 2),
+	}
+	path := filepath.Join(t.TempDir(), "t.trace")
+	if err := WriteAll(path, secs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadAll(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sectionsEqual(t, got, secs)
+
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h, err := r.Next(); err != nil || h.Name != "cols" {
+		t.Fatal(h, err)
+	}
+	for c := range 3 {
+		col := make([]field.Fp, 1<<16)
+		if err := r.ReadColumn(col); err != nil || !slices.Equal(col, secs[2].Column(c)) {
+			t.Fatalf("column %d: %v", c, err)
+		}
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("after the last section: %v", err)
+	}
+	r.Close()
+
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cells of "big" start after the file header, section 0 and big's header; find them by
+	// its first value.
+	first := make([]byte, 4*8)
+	for i := range 8 {
+		binary.LittleEndian.PutUint32(first[4*i:], uint32(secs[1].Data[i]))
+	}
+	start := bytes.Index(b, first)
+	if start < 0 {
+		t.Fatal("cells of section 1 not found")
+	}
+	col, row := 6, 1<<17-3
+	bad := slices.Clone(b)
+	off := start + 4*(col<<17+row)
+	binary.LittleEndian.PutUint32(bad[off:], 0xffffffff)
+	badPath := filepath.Join(t.TempDir(), "bad.trace")
+	if err := os.WriteFile(badPath, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadAll(badPath)
+	var fe *FormatError
+	if !errors.As(err, &fe) || fe.Offset != int64(off) || fe.Section != 1 || !strings.Contains(fe.Msg, "value 4294967295 at column 6 row 131069 is not < p") {
+		t.Fatalf("value ≥ p: got %v, want a FormatError at byte %d", err, off)
+	}
+	sum := slices.Clone(b)
+	end := start + 4*len(secs[1].Data) // big's cells checksum
+	sum[end] ^= 1
+	if err := os.WriteFile(badPath, sum, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = ReadAll(badPath); !errors.As(err, &fe) || !strings.Contains(fe.Msg, "cells checksum mismatch") {
+		t.Fatalf("checksum: got %v", err)
+	}
+}

@@ -561,9 +561,23 @@ func proveRun(opts *Options) error {
 			return err
 		}
 	}
+	// The device opens while the trace is read: a CUDA driver's first initialisation takes about
+	// 100 ms, as long as reading a keccakf-1024 trace.
+	type opened struct {
+		be  *Backend
+		err error
+	}
+	openc := make(chan opened, 1)
+	go func() {
+		be, err := OpenBackend(opts.Settings, opts.Reference, log)
+		openc <- opened{be, err}
+	}()
 	start := time.Now()
 	st, err := LoadTrace(opts.Trace)
 	if err != nil {
+		if o := <-openc; o.err == nil {
+			o.be.Close()
+		}
 		return err
 	}
 	timed("read", time.Since(start))
@@ -572,15 +586,16 @@ func proveRun(opts *Options) error {
 	for i, a := range st.Airs {
 		rep.AIRs = append(rep.AIRs, AirRow{Name: a.Name(), Width: st.Widths[i], Height: st.Meta[i].Height})
 	}
+	task.Step("opening the device")
+	o := <-openc
+	if o.err != nil {
+		return o.err
+	}
 	if ctx.Err() != nil {
+		o.be.Close()
 		return cmdutil.ErrInterrupted
 	}
-
-	task.Step("opening the device")
-	be, err := OpenBackend(opts.Settings, opts.Reference, log)
-	if err != nil {
-		return err
-	}
+	be := o.be
 	defer be.Close()
 	rep.Backend = be.Name
 	log.Info().Str("backend", be.Name).Str("params", res.Source).Int("airs", len(st.Airs)).Str("output", output).Msg("proving")
