@@ -143,6 +143,14 @@ func TestBenchConcurrency(t *testing.T) {
 			t.Errorf("--concurrency %d: gpus %+v", n, rep.GPUs)
 		}
 	}
+	// An example with a preprocessed trace: each worker's key commits it again (ProvingKey.Share).
+	pre := []string{"--example", "preprocessed-cached", "--preset", "test", "--allow-insecure", "--device", "host", "--warmup", "0", "--runs", "1"}
+	one := benchJSON(t, pre...)
+	two := benchJSON(t, append(slices.Clone(pre), "--concurrency", "2")...)
+	if !two.Identical || two.ProofDigest != one.ProofDigest || two.GPUs[0].Proofs != 2 {
+		t.Errorf("preprocessed-cached: --concurrency 2 %+v; serial proof %s", two, one.ProofDigest)
+	}
+
 	// The table.
 	out, _ := expect(t, cmdutil.ExitOK, nil, append([]string{"bench"}, append(slices.Clone(args), "--concurrency", "2")...)...)
 	for _, w := range []string{"2 proofs in flight, each on its own queue: 2 on GPU 0", "proofs/s: 4 proofs in", "load (once per queue)", "identical in every run"} {

@@ -730,17 +730,18 @@ func NewStageWatch(log *zerolog.Logger, task *progress.Task, heartbeat bool) *St
 	w := &StageWatch{log: log, task: task, heartbeat: heartbeat, Level: zerolog.InfoLevel}
 	if heartbeat {
 		w.stop = make(chan struct{})
-		go w.beat()
+		go w.beat(w.stop)
 	}
 	return w
 }
 
-func (w *StageWatch) beat() {
+// beat logs the heartbeat until stop closes (passed in: Close sets w.stop to nil under the lock).
+func (w *StageWatch) beat(stop <-chan struct{}) {
 	t := time.NewTicker(HeartbeatEvery / 5)
 	defer t.Stop()
 	for {
 		select {
-		case <-w.stop:
+		case <-stop:
 			return
 		case now := <-t.C:
 			w.mu.Lock()
