@@ -126,10 +126,12 @@ so figures compare side by side), else the config file's params section.
 (a CUDA stream; a Metal command queue; host devices share the process's worker pool) and device
 backend, each proving its own copy of the trace: --warmup proofs each, then --runs proofs each,
 all started together; proofs_per_second is the N × --runs timed proofs over the wall time of that
-part, prove_ms the per-proof latency. Shared read-only: the trace's host data, the key's
-verifying key and compiled constraint programs, the host-side program splits; per queue: the
-loaded trace, preprocessed commitments, uploaded programs and tables. Every proof (warm-up ones
-too) is verified after the timed part and must be byte-identical to the others. Before anything
+part, prove_ms the per-proof latency (the pre-proof trace check runs once per queue, after its
+load, outside the timed part). Shared read-only: the trace's host data, the key's verifying key
+and compiled constraint programs, the host-side program splits; per queue: the loaded trace,
+preprocessed commitments, uploaded programs and tables. Every proof (warm-up ones too) is
+verified after the timed part (a failure: exit 4) and compared byte for byte with the others
+(identical_proofs; proof_digest is the SHA-256 of the first). Before anything
 is loaded, N times the proof's estimated device memory must fit in what each GPU has available
 (at most --device-memory per GPU), else the run is refused (exit 5) saying how many fit.
 With --device cuda the workers go round-robin over every visible GPU (CUDA_VISIBLE_DEVICES
