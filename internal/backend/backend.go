@@ -21,3 +21,9 @@ func Reference() *stark.Backend { return cpuref.New() }
 func Device(dev *gpu.Device, log *zerolog.Logger) (*device.Backend, error) {
 	return device.New(dev, device.Options{Logger: log})
 }
+
+// DeviceShared is Device for one of several backends proving at once (one per queue or GPU):
+// they share shared's host-side program work (device.Shared).
+func DeviceShared(dev *gpu.Device, log *zerolog.Logger, shared *device.Shared) (*device.Backend, error) {
+	return device.New(dev, device.Options{Logger: log, Shared: shared})
+}

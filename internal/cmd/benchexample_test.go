@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -116,4 +117,88 @@ func TestBenchKeccakfJSON(t *testing.T) {
 	if rep.Example != "keccakf" || rep.Perms != 4 || rep.PermsPerSecond <= 0 || rep.AIRs[0].Width != 2633 || rep.AIRs[0].Height != 128 {
 		t.Errorf("report %+v", rep)
 	}
+}
+
+// TestBenchConcurrency: --concurrency keeps several proofs in flight on the host device (one
+// queue and backend each, the key shared): every proof verifies and is byte-identical to the
+// proof of the same trace made one at a time; the report gives proofs/s and the queues.
+func TestBenchConcurrency(t *testing.T) {
+	cmdtest.ClearEnv(t)
+	args := []string{"--example", "keccakf", "--perms", "2", "--preset", "test", "--allow-insecure", "--device", "host", "--warmup", "1", "--runs", "2"}
+	serial := benchJSON(t, args...)
+	if serial.Concurrency != 1 || serial.ProofsPerSecond <= 0 || len(serial.ProofDigest) != 64 || serial.GPUs != nil {
+		t.Fatalf("serial report %+v", serial)
+	}
+	for _, n := range []int{2, 3} {
+		rep := benchJSON(t, append(slices.Clone(args), "--concurrency", fmt.Sprint(n))...)
+		checkReport(t, rep, 2)
+		if rep.Concurrency != n || rep.ProofDigest != serial.ProofDigest || rep.ProofBytes != serial.ProofBytes {
+			t.Errorf("--concurrency %d: concurrency %d, proof %s (%d bytes); serial proof %s (%d bytes)",
+				n, rep.Concurrency, rep.ProofDigest, rep.ProofBytes, serial.ProofDigest, serial.ProofBytes)
+		}
+		if rep.ProofsPerSecond <= 0 || rep.TimedWallMS <= 0 || rep.PermsPerSecond != 2*rep.ProofsPerSecond {
+			t.Errorf("--concurrency %d: %v proofs/s in %v ms, %v perms/s", n, rep.ProofsPerSecond, rep.TimedWallMS, rep.PermsPerSecond)
+		}
+		if len(rep.GPUs) != 1 || rep.GPUs[0].Queues != n || rep.GPUs[0].Proofs != 2*n {
+			t.Errorf("--concurrency %d: gpus %+v", n, rep.GPUs)
+		}
+	}
+	// An example with a preprocessed trace: each worker's key commits it again (ProvingKey.Share).
+	pre := []string{"--example", "preprocessed-cached", "--preset", "test", "--allow-insecure", "--device", "host", "--warmup", "0", "--runs", "1"}
+	one := benchJSON(t, pre...)
+	two := benchJSON(t, append(slices.Clone(pre), "--concurrency", "2")...)
+	if !two.Identical || two.ProofDigest != one.ProofDigest || two.GPUs[0].Proofs != 2 {
+		t.Errorf("preprocessed-cached: --concurrency 2 %+v; serial proof %s", two, one.ProofDigest)
+	}
+
+	// The table.
+	out, _ := expect(t, cmdutil.ExitOK, nil, append([]string{"bench"}, append(slices.Clone(args), "--concurrency", "2")...)...)
+	for _, w := range []string{"2 proofs in flight, each on its own queue: 2 on GPU 0", "proofs/s: 4 proofs in", "load (once per queue)", "identical in every run"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("table lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+// TestBenchConcurrencyRefusals: bad --concurrency and --gpus values are usage errors (exit 2)
+// naming the flag; proofs in flight that do not fit in the device memory allowed are refused
+// before anything is loaded (exit 5), naming N, the need, the memory available and how many fit.
+func TestBenchConcurrencyRefusals(t *testing.T) {
+	cmdtest.ClearEnv(t)
+	args := []string{"bench", "--example", "interaction-pair", "--rows", "256", "--preset", "test", "--allow-insecure", "--device", "host", "--warmup", "0", "--runs", "1"}
+	with := func(extra ...string) []string { return append(slices.Clone(args), extra...) }
+	for _, tt := range []struct {
+		extra []string
+		want  string
+	}{
+		{[]string{"--concurrency", "0"}, "--concurrency 0: must be ≥ 1"},
+		{[]string{"--concurrency", "-3"}, "--concurrency -3: must be ≥ 1"},
+		{[]string{"--gpus", "0,x"}, `"x" is not a device ordinal`},
+		{[]string{"--gpus", "1,-1"}, `"-1" is not a device ordinal`},
+		{[]string{"--gpus", "0,1,0"}, "device 0 is listed twice"},
+		{[]string{"--gpus", ","}, `"" is not a device ordinal`},
+		{[]string{"--gpus", "0"}, "--gpus applies to --device cuda"},
+		{[]string{"--concurrency", "2", "--trace-out", filepath.Join(t.TempDir(), "t.json")}, "--trace-out applies without --concurrency"},
+	} {
+		expect(t, cmdutil.ExitUsage, []string{tt.want}, with(tt.extra...)...)
+	}
+	expect(t, cmdutil.ExitUsage, []string{"--concurrency and --gpus apply to the device backend"},
+		"bench", "--example", "interaction-pair", "--rows", "256", "--preset", "test", "--allow-insecure", "--cpuref", "--concurrency", "2")
+
+	// One proof's estimate, then a cap that holds one proof in flight but not three.
+	b := benchJSON(t, with("--concurrency", "1")[1:]...)
+	if b.DeviceMemory == nil || b.EstimateBytes <= 0 || b.Concurrency != 1 {
+		t.Fatalf("bench --json --concurrency 1: %+v", b)
+	}
+	limit := fmt.Sprint(b.EstimateBytes * 3 / 2)
+	_, errOut := expect(t, cmdutil.ExitDevice, []string{"not enough device memory for --concurrency 3", "3 proofs in flight on host",
+		"room for 1", "(capped by --device-memory)", "at most 1 proofs fit in flight (--concurrency 1)"},
+		append([]string{"--device-memory", limit}, with("--concurrency", "3")...)...)
+	if strings.Contains(errOut, "workers ready") {
+		t.Errorf("the refused run loaded its traces:\n%s", errOut)
+	}
+	// Two fit under twice the estimate (and a bit).
+	limit = fmt.Sprint(b.EstimateBytes*2 + b.EstimateBytes/4)
+	expect(t, cmdutil.ExitDevice, []string{"at most 2 proofs fit in flight (--concurrency 2)"}, append([]string{"--device-memory", limit}, with("--concurrency", "3")...)...)
+	expect(t, cmdutil.ExitOK, nil, append([]string{"--device-memory", limit}, with("--concurrency", "2")...)...)
 }

@@ -283,3 +283,59 @@ func TestMemoryLimitAndAvailable(t *testing.T) {
 		t.Errorf("AvailableMemory = %d, %v with 100 KiB free; want 100 KiB", avail, known)
 	}
 }
+
+// TestCountAndOrdinal: the host device is one device; an ordinal other than 0 is CUDA's only; two
+// Opens give independent Devices (own accounting) that work at the same time.
+func TestCountAndOrdinal(t *testing.T) {
+	if n, err := gpu.Count(gpu.KindHost); err != nil || n != 1 {
+		t.Errorf("Count(host) = %d, %v", n, err)
+	}
+	if _, err := gpu.Open(gpu.KindHost, gpu.Options{Ordinal: 1}); err == nil || !strings.Contains(err.Error(), "only CUDA has several devices") {
+		t.Errorf("host device 1: %v", err)
+	}
+	if n, err := gpu.Count(gpu.KindCUDA); err != nil {
+		if !errors.Is(err, gpu.ErrUnavailable) {
+			t.Errorf("Count(cuda): %v does not match ErrUnavailable", err)
+		}
+	} else if _, err := gpu.Open(gpu.KindCUDA, gpu.Options{Ordinal: n}); err == nil || !errors.Is(err, gpu.ErrUnavailable) {
+		t.Errorf("cuda device %d of %d: %v", n, n, err)
+	}
+	a, b := openHost(t), openHost(t)
+	done := make(chan error, 2)
+	for i, d := range []*gpu.Device{a, b} {
+		go func() {
+			done <- func() error {
+				for round := range 50 {
+					buf, err := d.Alloc("x", 4096)
+					if err != nil {
+						return err
+					}
+					src := make([]byte, 4096)
+					for j := range src {
+						src[j] = byte(i + round + j)
+					}
+					if err := d.Upload(buf, 0, src); err != nil {
+						return err
+					}
+					got := make([]byte, 4096)
+					if err := d.Download(got, buf, 0); err != nil {
+						return err
+					}
+					if string(got) != string(src) {
+						return errors.New("download differs from upload")
+					}
+					buf.Free()
+				}
+				return nil
+			}()
+		}()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	if a.Stats().Uploads != 50 || b.Stats().Uploads != 50 {
+		t.Errorf("uploads %d and %d, want 50 each (separate accounting)", a.Stats().Uploads, b.Stats().Uploads)
+	}
+}

@@ -22,6 +22,29 @@ type Options struct {
 	// device reports: allocations beyond it fail with ErrOutOfMemory and the memory preflight of
 	// a proof counts with it (--device-memory; tests of the refusal on the host device).
 	MemoryLimit uint64
+	// Ordinal chooses the GPU of a machine with several (CUDA device ordinal, after
+	// CUDA_VISIBLE_DEVICES); 0 on Metal and the host device, which have one.
+	Ordinal int
+}
+
+// counters is filled by the open_<kind>.go files of backends that can have several devices.
+var counters = map[Kind]func() (int, error){}
+
+// Count is the number of devices of kind this machine has: CUDA's visible GPUs; 1 for the host
+// device and Metal (the system default device). An error wraps ErrUnavailable when the backend
+// cannot be used here.
+func Count(kind Kind) (int, error) {
+	if c, ok := counters[kind]; ok {
+		n, err := c()
+		if err != nil {
+			return 0, &Error{Op: "open", Err: fmt.Errorf("%s: %w", kind, err)}
+		}
+		return n, nil
+	}
+	if _, ok := openers[kind]; !ok {
+		return 0, &Error{Op: "open", Err: fmt.Errorf("%s: %w: the %s backend is not built into this binary for %s/%s", kind, ErrUnavailable, kind, runtime.GOOS, runtime.GOARCH)}
+	}
+	return 1, nil
 }
 
 // opener opens one backend; it returns an error wrapping ErrUnavailable when the backend cannot
@@ -56,7 +79,14 @@ func KindNames() []string {
 // Open opens a device. KindAuto tries Metal on macOS, then CUDA, then falls back to the host
 // device, logging why; it never fails because a GPU is missing. An explicit kind that cannot be
 // opened is an error wrapping ErrUnavailable.
+//
+// Each Open gives an independent Device with its own queue (a CUDA stream on the device's primary
+// context, a Metal command queue; host devices share the process's worker pool, which runs one
+// dispatch at a time): several Devices of one GPU keep several proofs in flight.
 func Open(kind Kind, opts Options) (*Device, error) {
+	if opts.Ordinal != 0 && kind != KindCUDA {
+		return nil, &Error{Op: "open", Err: fmt.Errorf("%s: device %d: only CUDA has several devices", kind, opts.Ordinal)}
+	}
 	if kind != KindAuto {
 		be, err := openKind(kind, opts)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 
 func init() {
 	register(KindCUDA, func(o Options) (driver.Backend, error) {
-		return cuda.Open(cuda.Options{CacheDir: o.CacheDir})
+		return cuda.Open(cuda.Options{CacheDir: o.CacheDir, Device: o.Ordinal})
 	})
+	counters[KindCUDA] = cuda.DeviceCount
 }

@@ -136,6 +136,39 @@ func Keygen(p params.SystemParams, airs []air.Air, required []bool, be *Backend)
 	return pk, nil
 }
 
+// Share returns pk for another backend of the same process (another queue or GPU proving at the
+// same time as pk's backend): the verifying key with its compiled constraint programs and the
+// AIRs are pk's, shared read-only; the preprocessed traces, whose handles belong to one backend,
+// are loaded and committed again on be (the commitment must equal pk's). The returned key's Free
+// releases only be's handles; pk must outlive it.
+func (pk *ProvingKey) Share(be *Backend) (*ProvingKey, error) {
+	p := pk.Params()
+	out := &ProvingKey{VK: pk.VK, Airs: pk.Airs, Preprocessed: make([]Trace, len(pk.Airs)), PreprocessedCommit: make([]Committed, len(pk.Airs))}
+	for i, a := range pk.Airs {
+		if pk.Preprocessed[i] == nil {
+			continue
+		}
+		m := a.(air.PreprocessedAir).PreprocessedTrace() // Keygen checked it
+		t, err := be.Loader.LoadTrace(a.Name()+" preprocessed", &air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height})
+		if err != nil {
+			out.Free()
+			return nil, fmt.Errorf("%w: AIR %d (%s): load preprocessed trace: %w", ErrKeygen, i, a.Name(), err)
+		}
+		out.Preprocessed[i] = t
+		c, err := be.Committer.Commit(p, []Trace{t})
+		if err != nil {
+			out.Free()
+			return nil, fmt.Errorf("%w: AIR %d (%s): commit preprocessed trace: %w", ErrKeygen, i, a.Name(), err)
+		}
+		out.PreprocessedCommit[i] = c
+		if c.Root() != pk.PreprocessedCommit[i].Root() {
+			out.Free()
+			return nil, fmt.Errorf("%w: AIR %d (%s): the preprocessed commitment on the second backend differs from the key's", ErrKeygen, i, a.Name())
+		}
+	}
+	return out, nil
+}
+
 // log2Exact returns log2(n) for a power of two n ≥ 1 the caller has validated.
 func log2Exact(n int) int {
 	k, _ := field.Log2(n)

@@ -37,6 +37,8 @@ type Options struct {
 	// the host device); Pieces runs every program in pieces, in the constraint sumcheck and the
 	// trace check.
 	Zerocheck kernels.ZcOptions
+	// Shared is the host-side program work shared with other backends (nil: the backend's own).
+	Shared *Shared
 }
 
 // Backend runs the prover's stages on a gpu.Device. Its methods may be called from several
@@ -45,6 +47,7 @@ type Backend struct {
 	dev    *gpu.Device
 	log    zerolog.Logger
 	zcOpts kernels.ZcOptions
+	shared *Shared
 	ntt    *kernels.NTT
 	hash   *kernels.Poseidon2
 
@@ -82,7 +85,11 @@ func New(dev *gpu.Device, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{dev: dev, log: log, ntt: kernels.NewNTT(dev), hash: hash, live: map[freer]struct{}{}, zcOpts: opts.Zerocheck}, nil
+	shared := opts.Shared
+	if shared == nil {
+		shared = NewShared()
+	}
+	return &Backend{dev: dev, log: log, ntt: kernels.NewNTT(dev), hash: hash, live: map[freer]struct{}{}, zcOpts: opts.Zerocheck, shared: shared}, nil
 }
 
 // Device is the device the backend runs on.

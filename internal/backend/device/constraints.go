@@ -577,7 +577,7 @@ func (b *Backend) pieces(vk *air.VerifyingKey, outs constraints.Outputs) (*kerne
 	if closed {
 		return nil, ErrClosed
 	}
-	ps, err := constraints.Split(vk, outs, constraints.DevicePieces)
+	ps, err := b.shared.pieces(vk, outs)
 	if err != nil {
 		return nil, err
 	}

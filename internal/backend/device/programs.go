@@ -13,10 +13,10 @@ import (
 // verifying key, and each program's table of the trace columns it reads is uploaded once. All of
 // it lives until Close.
 
-// rowProgramCache holds the per-key programs compiled for some outputs and the column tables.
+// rowProgramCache holds the column tables (the programs compiled for some outputs are in the
+// backend's Shared).
 type rowProgramCache struct {
-	compiled map[compiledKey]*constraints.Program
-	columns  map[*constraints.Program]*usedColumns
+	columns map[*constraints.Program]*usedColumns
 }
 
 type compiledKey struct {
@@ -31,24 +31,13 @@ type usedColumns struct {
 	words *gpu.Array[uint32]
 }
 
-// programFor returns vk's program compiled for outs (constraints.Compile), compiling it on first
-// use, and the program on the device.
+// programFor returns vk's program compiled for outs (constraints.Compile, once per Shared), and
+// the program on the device.
 func (b *Backend) programFor(vk *air.VerifyingKey, outs constraints.Outputs) (*constraints.Program, *kernels.Program, error) {
-	key := compiledKey{vk, outs}
-	b.progMu.Lock()
-	p, ok := b.rowProgs.compiled[key]
-	if !ok {
-		var err error
-		if p, err = constraints.Compile(vk, outs); err != nil {
-			b.progMu.Unlock()
-			return nil, nil, err
-		}
-		if b.rowProgs.compiled == nil {
-			b.rowProgs.compiled = map[compiledKey]*constraints.Program{}
-		}
-		b.rowProgs.compiled[key] = p
+	p, err := b.shared.compile(vk, outs)
+	if err != nil {
+		return nil, nil, err
 	}
-	b.progMu.Unlock()
 	dp, err := b.program(p)
 	if err != nil {
 		return nil, nil, err
@@ -83,8 +72,7 @@ func (b *Backend) columnsOf(p *constraints.Program) (*usedColumns, error) {
 	return u, nil
 }
 
-// freeRowPrograms frees the column tables and forgets the compiled programs (Close; the uploaded
-// programs are freePrograms').
+// freeRowPrograms frees the column tables (Close; the uploaded programs are freePrograms').
 func (b *Backend) freeRowPrograms() {
 	b.progMu.Lock()
 	defer b.progMu.Unlock()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
+	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/cmd/prove"
 	"github.com/metalprove/metalprove/internal/cmd/trace"
 	"github.com/metalprove/metalprove/internal/cmdutil"
@@ -65,6 +66,14 @@ type Options struct {
 	DeviceExplicit bool
 	// TraceOut is a file to write Chrome trace events of one timed proof to ("" : none).
 	TraceOut string
+	// Concurrency is the number of proofs in flight (--concurrency; ConcurrencySet: given), GPUs
+	// the --gpus list (CUDA ordinals, "" : every visible GPU); gpuList is GPUs parsed and shared
+	// the host-side program work of the workers' backends (concurrent.go).
+	Concurrency    int
+	ConcurrencySet bool
+	GPUs           string
+	gpuList        []int
+	shared         *device.Shared
 
 	// Context is cancelled on SIGINT; Progress draws on a terminal.
 	Context  context.Context
@@ -113,11 +122,30 @@ device name and driver. The figures come from the per-stage instrumentation of '
 Parameters: --preset (default ` + DefaultPreset + `, the parameters of OpenVM's GPU Keccak-f example,
 so figures compare side by side), else the config file's params section.
 
+--concurrency N keeps N independent proofs in flight: N workers, each with its own device queue
+(a CUDA stream; a Metal command queue; host devices share the process's worker pool) and device
+backend, each proving its own copy of the trace: --warmup proofs each, then --runs proofs each,
+all started together; proofs_per_second is the N × --runs timed proofs over the wall time of that
+part, prove_ms the per-proof latency (the pre-proof trace check runs once per queue, after its
+load, outside the timed part). Shared read-only: the trace's host data, the key's verifying key
+and compiled constraint programs, the host-side program splits; per queue: the loaded trace,
+preprocessed commitments, uploaded programs and tables. Every proof (warm-up ones too) is
+verified after the timed part (a failure: exit 4) and compared byte for byte with the others
+(identical_proofs; proof_digest is the SHA-256 of the first). Before anything
+is loaded, N times the proof's estimated device memory must fit in what each GPU has available
+(at most --device-memory per GPU), else the run is refused (exit 5) saying how many fit.
+With --device cuda the workers go round-robin over every visible GPU (CUDA_VISIBLE_DEVICES
+narrows them), or over the GPUs --gpus lists (CUDA ordinals: --gpus 0,1); gpus in --json gives
+per GPU its queues and timed proofs. --concurrency 1 (given) measures one proof at a time the
+same way, for comparison. Without either flag bench runs as before (proofs_per_second: --runs
+over the sum of the proof times).
+
 --json prints one object instead of the table:
   {example, perms, rows, seed, airs: [{name, width, height}], params, params_digest, device, kind,
    backend, warmup, runs, generate_ms, check_ms, keygen_ms,
    load: STAGE, stages: [STAGE], prove_ms: SPREAD, verify_ms: SPREAD, perms_per_second,
-   proof_bytes, identical_proofs, fallbacks, trace_out, peak_memory_bytes,
+   proof_bytes, proof_digest, concurrency, gpus: [{ordinal, name, queues, proofs}],
+   proofs_per_second, timed_wall_ms, identical_proofs, fallbacks, trace_out, peak_memory_bytes,
    memory_estimate_bytes, memory_estimate_step, memory_available_bytes}
   STAGE = {stage, wall_ms: SPREAD, dispatches, syncs, bytes_to_device, bytes_from_device,
            peak_memory_bytes, fallbacks} (counters: medians per proof)
@@ -153,11 +181,14 @@ device's memory; 130 when interrupted.`,
 		Example: `  metalprove bench --example keccakf
   metalprove bench --example keccakf --perms 4096 --runs 10 --json
   metalprove bench --example keccakf --perms 64 --trace-out keccakf-trace.json
+  metalprove --device cuda bench --example keccakf --preset app-100bit --concurrency 8 --json
+  metalprove --device cuda bench --example keccakf --concurrency 8 --gpus 0,1
   metalprove bench --kernels --device host
   metalprove bench --kernels --device cuda --json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			opts.SeedSet = c.Flags().Changed("seed")
+			opts.ConcurrencySet = c.Flags().Changed("concurrency") || !f.Settings.FromCommandLine("concurrency")
 			for _, name := range []string{"perms", "warmup", "runs"} {
 				opts.SizesSet = opts.SizesSet || c.Flags().Changed(name) || !f.Settings.FromCommandLine(name)
 			}
@@ -180,6 +211,8 @@ device's memory; 130 when interrupted.`,
 	fl.StringVar(&opts.Preset, "preset", "", "--example: preset: "+strings.Join(sp.PresetNames(), "|")+" (default: the config file's params section, else "+DefaultPreset+")")
 	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "--example: accept parameters with a security target below 100 bits")
 	fl.BoolVar(&opts.Reference, "cpuref", false, "--example: prove on the CPU reference backend (not with --device)")
+	fl.IntVar(&opts.Concurrency, "concurrency", 1, "--example: proofs in flight at once, each on its own device queue (CUDA stream), spread over the GPUs; reports proofs/s")
+	fl.StringVar(&opts.GPUs, "gpus", "", "--example with --device cuda: the GPUs to spread proofs over, CUDA ordinals such as 0,1 (default: every visible GPU)")
 	fl.StringVar(&opts.TraceOut, "trace-out", "", "--example: write Chrome trace events (Perfetto) of one timed proof to this file")
 	fl.BoolVar(&opts.Kernels, "kernels", false, "benchmark the kernels against the device's ceilings")
 	fl.BoolVar(&opts.JSON, "json", false, "print one JSON object instead of a table")

@@ -9,6 +9,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -84,10 +85,22 @@ type ExampleReport struct {
 	// (CPU, pure Go).
 	ProveMS  Spread `json:"prove_ms"`
 	VerifyMS Spread `json:"verify_ms"`
-	// PermsPerSecond is Perms over the median proof time (keccakf only).
+	// PermsPerSecond is Perms over the median proof time (keccakf only; with proofs in flight,
+	// Perms times ProofsPerSecond).
 	PermsPerSecond float64 `json:"perms_per_second,omitempty"`
-	// ProofBytes is the size of a proof (codec bytes, Proof::encode).
-	ProofBytes int `json:"proof_bytes"`
+	// ProofBytes is the size of a proof (codec bytes, Proof::encode), ProofDigest the SHA-256 of
+	// the first proof's bytes (every proof's when Identical).
+	ProofBytes  int    `json:"proof_bytes"`
+	ProofDigest string `json:"proof_digest"`
+	// Concurrency is the number of proofs in flight (--concurrency; 1: one at a time), GPUs the
+	// devices they ran on with their queues and timed proofs (with --concurrency or --gpus).
+	Concurrency int      `json:"concurrency"`
+	GPUs        []GPUUse `json:"gpus,omitempty"`
+	// ProofsPerSecond is the timed proofs over the wall time of the timed part: with
+	// --concurrency or --gpus every worker's --runs proofs, started together (TimedWallMS; the
+	// proofs are verified after it); otherwise --runs over the sum of their proof times.
+	ProofsPerSecond float64 `json:"proofs_per_second"`
+	TimedWallMS     float64 `json:"timed_wall_ms,omitempty"`
 	// Identical reports that every run gave the same proof bytes (deterministic proving).
 	Identical bool `json:"identical_proofs"`
 	// Fallbacks is the number of calls per proof that ran on another backend than the one
@@ -202,6 +215,9 @@ func (opts *Options) validateExample() (*examples.Example, error) {
 	if opts.Runs < 1 {
 		return nil, cmdutil.Usagef("--runs %d: must be ≥ 1", opts.Runs)
 	}
+	if err := opts.validateConcurrency(); err != nil {
+		return nil, err
+	}
 	if opts.Warmup < 0 {
 		return nil, cmdutil.Usagef("--warmup %d: must be ≥ 0", opts.Warmup)
 	}
@@ -297,7 +313,7 @@ func exampleRun(opts *Options) error {
 		traceOut = f
 	}
 
-	be, err := prove.OpenBackend(opts.Settings, opts.Reference, log)
+	be, err := opts.openFirst(log)
 	if err != nil {
 		return err
 	}
@@ -315,7 +331,7 @@ func exampleRun(opts *Options) error {
 				HostPerms, HostWarmup, HostRuns, DefaultPerms)
 	}
 	rep := &ExampleReport{Example: ex.Name, Perms: opts.Perms, Rows: opts.Rows, Seed: opts.Seed, Params: res.Source,
-		Backend: be.Name, Warmup: opts.Warmup, Runs: opts.Runs, TraceOut: opts.TraceOut}
+		Backend: be.Name, Warmup: opts.Warmup, Runs: opts.Runs, TraceOut: opts.TraceOut, Concurrency: 1}
 	dg := stark.ParamsDigest(p)
 	rep.ParamsDigest = hex.EncodeToString(dg[:])
 	if dev := be.Device(); dev != nil {
@@ -415,6 +431,20 @@ func exampleRun(opts *Options) error {
 	}
 	log.Info().Float64("generate_ms", rep.GenerateMS).Float64("check_ms", rep.CheckMS).Float64("keygen_ms", rep.KeygenMS).
 		Msg("bench: trace generated and checked, key built")
+	if opts.concurrent() {
+		task.Done()
+		capFrom := ""
+		if limit > 0 {
+			capFrom = "--device-memory"
+			if opts.Settings != nil {
+				capFrom = opts.Settings.Explain(capFrom)
+			}
+		}
+		if err := opts.concurrentRun(concurrentInput{ctx: ctx, log: log, be: be, pk: pk, inputs: inputs, params: p, rep: rep, limit: limit, capFrom: capFrom}); err != nil {
+			return err
+		}
+		return opts.writeReport(rep)
+	}
 
 	// Load once.
 	task.Step("loading the trace onto the device")
@@ -531,6 +561,11 @@ func exampleRun(opts *Options) error {
 	if opts.Perms > 0 && rep.ProveMS.Median > 0 {
 		rep.PermsPerSecond = float64(opts.Perms) / (rep.ProveMS.Median / 1000)
 	}
+	if sum := sumOf(proveT); sum > 0 {
+		rep.ProofsPerSecond = float64(len(proveT)) / (sum / 1000)
+	}
+	digest := sha256.Sum256(first)
+	rep.ProofDigest = hex.EncodeToString(digest[:])
 	rep.Fallbacks = (be.Fallbacks() - fallbacksBefore) / total
 
 	if traceOut != nil {
@@ -542,12 +577,25 @@ func exampleRun(opts *Options) error {
 		}
 		log.Info().Str("path", opts.TraceOut).Msg("bench: Chrome trace events written (open in Perfetto or chrome://tracing)")
 	}
+	return opts.writeReport(rep)
+}
+
+// writeReport prints the report: JSON or the table.
+func (opts *Options) writeReport(rep *ExampleReport) error {
 	if opts.JSON {
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
 	return writeExampleTable(opts.IO.Out, rep)
+}
+
+func sumOf(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
 }
 
 // countersSince returns the backend's device counters since before (the peak since the last
@@ -646,16 +694,31 @@ func writeExampleTable(out io.Writer, rep *ExampleReport) error {
 	}
 	fmt.Fprintf(out, "bench %s (%s) under %s\n", what, strings.Join(airs, ", "), rep.Params)
 	fmt.Fprintf(out, "device: %s (%s); backend %s\n", rep.Device, rep.Kind, rep.Backend)
-	fmt.Fprintf(out, "%d warm-up + %d timed proofs, each verified; trace generated in %.0f ms, checked in %.0f ms, keygen %.0f ms\n\n",
-		rep.Warmup, rep.Runs, rep.GenerateMS, rep.CheckMS, rep.KeygenMS)
+	if len(rep.GPUs) > 0 {
+		var gs []string
+		for _, g := range rep.GPUs {
+			gs = append(gs, fmt.Sprintf("%d on GPU %d (%s): %d timed proofs", g.Queues, g.Ordinal, g.Name, g.Proofs))
+		}
+		fmt.Fprintf(out, "%d proofs in flight, each on its own queue: %s\n", rep.Concurrency, strings.Join(gs, "; "))
+		fmt.Fprintf(out, "per queue %d warm-up + %d timed proofs, all verified after the timed part; trace generated in %.0f ms, checked in %.0f ms, keygen %.0f ms\n\n",
+			rep.Warmup, rep.Runs, rep.GenerateMS, rep.CheckMS, rep.KeygenMS)
+	} else {
+		fmt.Fprintf(out, "%d warm-up + %d timed proofs, each verified; trace generated in %.0f ms, checked in %.0f ms, keygen %.0f ms\n\n",
+			rep.Warmup, rep.Runs, rep.GenerateMS, rep.CheckMS, rep.KeygenMS)
+	}
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "stage\tmedian ms\tmin ms\tmax ms\tdispatches\tsyncs\tto device\tfrom device\tpeak memory\tfallbacks\t\n")
 	row := func(s StageStats, note string) {
 		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%d\t%d\t%s\t%s\t%s\t%d\t\n", s.Stage+note, s.WallMS.Median, s.WallMS.Min, s.WallMS.Max,
 			s.Dispatches, s.Syncs, fmtBytes(s.BytesToDevice), fmtBytes(s.BytesFromDevice), fmtBytes(s.PeakMemory), s.Fallbacks)
 	}
-	row(rep.Load, " (once)")
-	row(rep.Check, " (before each proof)")
+	if len(rep.GPUs) > 0 {
+		row(rep.Load, " (once per queue)")
+		row(rep.Check, " (once per queue)")
+	} else {
+		row(rep.Load, " (once)")
+		row(rep.Check, " (before each proof)")
+	}
 	for _, s := range rep.Stages {
 		row(s, "")
 		for _, pt := range s.Parts {
@@ -669,7 +732,14 @@ func writeExampleTable(out io.Writer, rep *ExampleReport) error {
 		return err
 	}
 	fmt.Fprintln(out)
-	if rep.PermsPerSecond > 0 {
+	if len(rep.GPUs) > 0 {
+		fmt.Fprintf(out, "%.2f proofs/s: %d proofs in %.1f ms with %d in flight (per-proof latency median %.1f ms)",
+			rep.ProofsPerSecond, rep.Concurrency*rep.Runs, rep.TimedWallMS, rep.Concurrency, rep.ProveMS.Median)
+		if rep.PermsPerSecond > 0 {
+			fmt.Fprintf(out, ", %.1f permutations/s", rep.PermsPerSecond)
+		}
+		fmt.Fprintln(out)
+	} else if rep.PermsPerSecond > 0 {
 		fmt.Fprintf(out, "%.1f permutations/s (median proof); ", rep.PermsPerSecond)
 	}
 	same := "identical in every run"

@@ -460,21 +460,33 @@ func OpenBackend(settings *cmdutil.Settings, reference bool, log *zerolog.Logger
 		return &Backend{Backend: backend.Reference()}, nil
 	}
 	kind := gpu.KindAuto
+	if settings != nil && settings.Device != "" {
+		kind = gpu.Kind(settings.Device)
+	}
+	return OpenDeviceBackend(settings, kind, 0, nil, log)
+}
+
+// OpenDeviceBackend opens a device of kind (ordinal: which GPU, for CUDA) with the settings'
+// memory cap and the device backend on it, sharing shared's host-side program work with the
+// other backends given the same (nil: its own). Each call gives a new queue (gpu.Open): several
+// backends of one GPU prove at the same time.
+func OpenDeviceBackend(settings *cmdutil.Settings, kind gpu.Kind, ordinal int, shared *device.Shared, log *zerolog.Logger) (*Backend, error) {
 	var limit uint64
 	if settings != nil {
-		if settings.Device != "" {
-			kind = gpu.Kind(settings.Device)
-		}
 		limit = settings.DeviceMemoryBytes
 	}
-	dev, err := gpu.Open(kind, gpu.Options{Logger: *log, MemoryLimit: limit})
-	if err != nil {
-		return nil, &cmdutil.DeviceError{Err: fmt.Errorf("device %s: %w", kind, err)}
+	what := string(kind)
+	if ordinal != 0 {
+		what = fmt.Sprintf("%s %d", kind, ordinal)
 	}
-	db, err := backend.Device(dev, log)
+	dev, err := gpu.Open(kind, gpu.Options{Logger: *log, MemoryLimit: limit, Ordinal: ordinal})
+	if err != nil {
+		return nil, &cmdutil.DeviceError{Err: fmt.Errorf("device %s: %w", what, err)}
+	}
+	db, err := backend.DeviceShared(dev, log, shared)
 	if err != nil {
 		dev.Close()
-		return nil, &cmdutil.DeviceError{Err: fmt.Errorf("device %s: %w", kind, err)}
+		return nil, &cmdutil.DeviceError{Err: fmt.Errorf("device %s: %w", what, err)}
 	}
 	return &Backend{Backend: db.Stages(), dev: dev, device: db}, nil
 }
@@ -718,17 +730,18 @@ func NewStageWatch(log *zerolog.Logger, task *progress.Task, heartbeat bool) *St
 	w := &StageWatch{log: log, task: task, heartbeat: heartbeat, Level: zerolog.InfoLevel}
 	if heartbeat {
 		w.stop = make(chan struct{})
-		go w.beat()
+		go w.beat(w.stop)
 	}
 	return w
 }
 
-func (w *StageWatch) beat() {
+// beat logs the heartbeat until stop closes (passed in: Close sets w.stop to nil under the lock).
+func (w *StageWatch) beat(stop <-chan struct{}) {
 	t := time.NewTicker(HeartbeatEvery / 5)
 	defer t.Stop()
 	for {
 		select {
-		case <-w.stop:
+		case <-stop:
 			return
 		case now := <-t.C:
 			w.mu.Lock()

@@ -36,7 +36,47 @@ var (
 	rtcHasCubin bool
 	// rtcFastCompile: NVRTC takes --Ofast-compile (CUDA 12.8 and later).
 	rtcFastCompile bool
+	// images are the module images this process has loaded, by cache key (loadMu guards it): a
+	// second backend (another stream for proofs in flight, another GPU of the same architecture)
+	// loads the same image without reading the disk cache or compiling again.
+	images = map[string][]byte{}
 )
+
+// DeviceCount is the number of CUDA devices visible to this process (after CUDA_VISIBLE_DEVICES);
+// an *UnavailableError when the driver is missing or has none.
+func DeviceCount() (int, error) {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	var count C.int
+	if r := C.mp_cu_device_count(&count); r != 0 {
+		return 0, &UnavailableError{Reason: "no CUDA device", Err: cuErr("cuDeviceGetCount", "", r)}
+	}
+	if count == 0 {
+		return 0, &UnavailableError{Reason: "no CUDA device"}
+	}
+	return int(count), nil
+}
+
+// initDriver loads libcuda and initialises it (loadMu held).
+func initDriver() error {
+	if !cudaLoaded {
+		if err := loadCUDA(libcudaName); err != nil {
+			return err
+		}
+		cudaLoaded = true
+	}
+	if r := C.mp_cu_init(); r != 0 {
+		err := cuErr("cuInit", "", r)
+		if r == C.MP_CUDA_ERROR_NO_DEVICE {
+			return &UnavailableError{Reason: "no CUDA device", Err: err}
+		}
+		return &UnavailableError{Reason: "the CUDA driver cannot be initialised", Err: err}
+	}
+	return nil
+}
 
 // dlopenLib loads a library through load (mp_cu_load or mp_rtc_load), returning an
 // UnavailableError naming what is missing.
@@ -198,18 +238,8 @@ var _ driver.KernelLimiter = (*backend)(nil)
 func Open(opts Options) (driver.Backend, error) {
 	loadMu.Lock()
 	defer loadMu.Unlock()
-	if !cudaLoaded {
-		if err := loadCUDA(libcudaName); err != nil {
-			return nil, err
-		}
-		cudaLoaded = true
-	}
-	if r := C.mp_cu_init(); r != 0 {
-		err := cuErr("cuInit", "", r)
-		if r == C.MP_CUDA_ERROR_NO_DEVICE {
-			return nil, &UnavailableError{Reason: "no CUDA device", Err: err}
-		}
-		return nil, &UnavailableError{Reason: "the CUDA driver cannot be initialised", Err: err}
+	if err := initDriver(); err != nil {
+		return nil, err
 	}
 	var count C.int
 	if r := C.mp_cu_device_count(&count); r != 0 {
@@ -329,9 +359,16 @@ func (b *backend) loadModule(src, srcName, dir string, major, minor int) error {
 	opts := []string{"--gpu-architecture=" + target, "-std=c++17", "-default-device"}
 	key := cacheKey(src, target, rtcVersion, opts)
 	b.cacheFile = cachePath(dir, key)
+	if image, ok := images[key]; ok {
+		if err := b.moduleLoad(image); err == nil {
+			b.cacheHit = true
+			return nil
+		}
+	}
 	if _, payload, err := readCache(dir, key); err == nil {
 		if err := b.moduleLoad(payload); err == nil {
 			b.cacheHit = true
+			images[key] = payload
 			return nil
 		}
 		// the driver rejected the cached image: recompile and replace it
@@ -344,6 +381,7 @@ func (b *backend) loadModule(src, srcName, dir string, major, minor int) error {
 		return fmt.Errorf("loading the module NVRTC %s built for %s: %w", rtcVersion, target, err)
 	}
 	b.compiled = true
+	images[key] = image
 	kind := byte(kindPTX)
 	if cubin {
 		kind = kindCubin
@@ -384,8 +422,11 @@ func (b *backend) loadImage(image []byte) (C.CUmodule, error) {
 }
 
 // module returns the module of kernels in module name ("": the main one), loading it on first
-// use: from the cache, else compiled by NVRTC (with --Ofast-compile=min where NVRTC has it: these
-// modules hold long generated code, which NVRTC's full optimisation takes minutes over) and cached.
+// use: the image this process already has (images), else from the cache, else compiled by NVRTC
+// (with --Ofast-compile=min where NVRTC has it: these modules hold long generated code, which
+// NVRTC's full optimisation takes minutes over) and cached. loadMu is held throughout, so
+// backends that need the module at the same time (proofs in flight on several streams) compile it
+// once; each backend loads its own CUmodule from the image.
 func (b *backend) module(name string) (C.CUmodule, error) {
 	if name == "" {
 		return b.mod, nil
@@ -414,8 +455,15 @@ func (b *backend) module(name string) (C.CUmodule, error) {
 	}
 	srcName := "kernels_" + name + ".gen.cu"
 	key := cacheKey(src, target, rtcVersion, opts)
+	if image, ok := images[key]; ok {
+		if m, err := b.loadImage(image); err == nil {
+			b.mods[name] = m
+			return m, nil
+		}
+	}
 	if _, payload, err := readCache(b.cacheDir, key); err == nil {
 		if m, err := b.loadImage(payload); err == nil {
+			images[key] = payload
 			b.mods[name] = m
 			return m, nil
 		}
@@ -433,6 +481,7 @@ func (b *backend) module(name string) (C.CUmodule, error) {
 		kind = kindCubin
 	}
 	_ = writeCache(b.cacheDir, key, kind, image) // a failed write only costs a recompile
+	images[key] = image
 	b.mods[name] = m
 	return m, nil
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -438,4 +439,81 @@ func TestGPUStagedUpload(t *testing.T) {
 		}
 	}
 	t.Logf("staging buffers: %d of %d bytes", len(b.stage.bufs), stagingChunk)
+}
+
+// TestGPUStreams: several backends of one GPU (one stream each, as bench --concurrency opens
+// them) work at the same time: the module image is compiled at most once in the process, and
+// each stream's allocations (zeroed on the stream, stream-ordered frees when pooled), uploads,
+// launches and downloads stay correct while the others run, over many allocate/free rounds.
+func TestGPUStreams(t *testing.T) {
+	dir := t.TempDir()
+	src := testSource(t, "test_kernels.cu")
+	const queues = 4
+	bes := make([]*backend, queues)
+	for i := range bes {
+		bes[i] = openGPU(t, Options{CacheDir: dir, Source: src, SourceName: "test_kernels.cu"})
+		if i > 0 && (bes[i].compiled || !bes[i].cacheHit) {
+			t.Errorf("backend %d compiled its module again (compiled %v, cache hit %v)", i, bes[i].compiled, bes[i].cacheHit)
+		}
+	}
+	t.Logf("%s: %d streams, pooled allocation %v", bes[0].Name(), queues, bes[0].usePool)
+	errs := make(chan error, queues)
+	for q, b := range bes {
+		go func() {
+			errs <- func() error {
+				const n = 1 << 18
+				for round := range 20 {
+					a, c := make([]uint32, n), make([]uint32, n)
+					for i := range a {
+						a[i], c[i] = uint32(i*(q+1)+round), uint32(i)^uint32(q<<20|round)
+					}
+					bufs := make([]driver.Buffer, 3)
+					for i := range bufs {
+						buf, err := b.Alloc(4 * n)
+						if err != nil {
+							return err
+						}
+						defer b.Free(buf)
+						bufs[i] = buf
+					}
+					zero := make([]byte, 4*n)
+					if err := b.Download(zero, bufs[2], 0); err != nil {
+						return err
+					}
+					for i, v := range u32s(zero) {
+						if v != 0 {
+							return fmt.Errorf("stream %d round %d: a new buffer is not zero at %d: %d", q, round, i, v)
+						}
+					}
+					if err := b.Upload(bufs[0], 0, bytesOf(a)); err != nil {
+						return err
+					}
+					if err := b.Upload(bufs[1], 0, bytesOf(c)); err != nil {
+						return err
+					}
+					if err := b.Dispatch(&kMul, driver.D1(n/256), driver.D1(256), []driver.Arg{{Buf: bufs[0]}, {Buf: bufs[1]}, {Buf: bufs[2]}, {Bytes: bytesOf([]uint32{n, uint32(q)})}}, nil); err != nil {
+						return err
+					}
+					out := make([]byte, 4*n)
+					if err := b.Download(out, bufs[2], 0); err != nil {
+						return err
+					}
+					for i, v := range u32s(out) {
+						if want := a[i]*c[i] + uint32(q); v != want {
+							return fmt.Errorf("stream %d round %d: t_mul[%d] = %d, want %d", q, round, i, v, want)
+						}
+					}
+					for _, buf := range bufs {
+						b.Free(buf) // freed now (the deferred frees are no-ops): the next round reuses the memory
+					}
+				}
+				return b.Sync()
+			}()
+		}()
+	}
+	for range queues {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
 }

@@ -9,3 +9,8 @@ func Open(opts Options) (driver.Backend, error) {
 	_ = kernelsSource
 	return nil, &UnavailableError{Reason: "the CUDA backend needs linux and cgo (this binary was built without)"}
 }
+
+// DeviceCount reports that this build has no CUDA backend.
+func DeviceCount() (int, error) {
+	return 0, &UnavailableError{Reason: "the CUDA backend needs linux and cgo (this binary was built without)"}
+}

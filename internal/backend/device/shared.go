@@ -1,0 +1,62 @@
+package device
+
+import (
+	"sync"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/constraints"
+)
+
+// Shared is the host-side work that device backends of one process can share: a verifying key's
+// programs compiled for some of their outputs (constraints.Compile: the GKR leaves' interactions,
+// the trace check's constraints) and split into pieces (constraints.Split), each built once for
+// every backend given the same Shared (Options.Shared). The results are read-only; each backend
+// still uploads its own copy to its device (programs, pieces, column tables: small next to a
+// proof), because a device buffer belongs to one gpu.Device (one queue).
+//
+// Several backends proving at once (bench --concurrency, one per CUDA stream or GPU) share one.
+type Shared struct {
+	mu       sync.Mutex
+	compiled map[compiledKey]*sharedEntry[*constraints.Program]
+	split    map[compiledKey]*sharedEntry[[]*constraints.Program]
+}
+
+// sharedEntry is one result, computed once by whichever backend asks first; the others wait.
+type sharedEntry[T any] struct {
+	once sync.Once
+	v    T
+	err  error
+}
+
+// NewShared returns an empty Shared.
+func NewShared() *Shared {
+	return &Shared{
+		compiled: map[compiledKey]*sharedEntry[*constraints.Program]{},
+		split:    map[compiledKey]*sharedEntry[[]*constraints.Program]{},
+	}
+}
+
+func entry[T any](s *Shared, m map[compiledKey]*sharedEntry[T], key compiledKey) *sharedEntry[T] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := m[key]
+	if e == nil {
+		e = &sharedEntry[T]{}
+		m[key] = e
+	}
+	return e
+}
+
+// compile returns vk's program for outs, compiling it on first use.
+func (s *Shared) compile(vk *air.VerifyingKey, outs constraints.Outputs) (*constraints.Program, error) {
+	e := entry(s, s.compiled, compiledKey{vk, outs})
+	e.once.Do(func() { e.v, e.err = constraints.Compile(vk, outs) })
+	return e.v, e.err
+}
+
+// pieces returns vk's program for outs split into device pieces, splitting it on first use.
+func (s *Shared) pieces(vk *air.VerifyingKey, outs constraints.Outputs) ([]*constraints.Program, error) {
+	e := entry(s, s.split, compiledKey{vk, outs})
+	e.once.Do(func() { e.v, e.err = constraints.Split(vk, outs, constraints.DevicePieces) })
+	return e.v, e.err
+}
