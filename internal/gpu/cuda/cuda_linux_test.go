@@ -259,7 +259,11 @@ func TestGPUCache(t *testing.T) {
 	runMul(t, b2)
 	b2.Close()
 
-	// a corrupt entry is recompiled and replaced
+	// a corrupt entry is recompiled and replaced (by a new process: this one has the image
+	// in memory, which comes before the disk)
+	loadMu.Lock()
+	clear(images)
+	loadMu.Unlock()
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
