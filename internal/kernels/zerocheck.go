@@ -522,8 +522,8 @@ func planZcValues(dev *gpu.Device, logN, logM int) zcValuesPlan {
 		vp.logCosets = min(logK, logM-logN)
 		vp.logCols = logK - vp.logCosets
 		words := n*(1<<logK+1) + n<<vp.logCols
-		vp.shBytes = uint32(4 * words)
-		if logK == 0 || 4*words <= mem {
+		vp.shBytes = uint32((4*words + 15) &^ 15) // Metal allocates group memory in 16-byte units
+		if logK == 0 || int(vp.shBytes) <= mem {
 			return vp
 		}
 		logK--
