@@ -624,10 +624,12 @@ type zcValuesParams struct {
 	selFirst    uint32
 	selLast     uint32
 	selTrans    uint32
+	logCols     uint32
+	logCosets   uint32
 }
 
 func (v zcValuesParams) arg() gpu.Arg {
-	return gpu.U32(v.logN, v.logM, v.blocks, v.x0, v.sliceBlocks, v.ncols, v.width, v.selFirst, v.selLast, v.selTrans)
+	return gpu.U32(v.logN, v.logM, v.blocks, v.x0, v.sliceBlocks, v.ncols, v.width, v.selFirst, v.selLast, v.selTrans, v.logCols, v.logCosets)
 }
 
 // zcUniPiecesParams is the value struct ZcUniPiecesParams of the shaders: uint fields in declaration order.
@@ -936,12 +938,12 @@ func dispatchZcRoundPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffe
 	return enc.Dispatch("zc_round_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcUniValues encodes kernel zc_uni_values (shaders/rap/zerocheck.metal:805).
-func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcValuesParams) *gpu.Batch {
-	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()})
+// dispatchZcUniValues encodes kernel zc_uni_values (shaders/rap/zerocheck.metal:815).
+func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcValuesParams, shBytes uint32) *gpu.Batch {
+	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
 }
 
-// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/rap/zerocheck.metal:856).
+// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/rap/zerocheck.metal:924).
 func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

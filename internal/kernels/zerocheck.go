@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
@@ -488,6 +489,58 @@ type zcUniPlan struct {
 	width                                 int
 	// generated: the pieces run as generated code (zc_uni_<air>), without scratch.
 	generated string
+	// values: the dispatch of zc_uni_values (pieces).
+	values zcValuesPlan
+}
+
+// zcValuesPlan is the dispatch of zc_uni_values: threads per group, chunks of 2^logCols columns ×
+// 2^logCosets cosets of N points, and the group memory they need.
+type zcValuesPlan struct {
+	tpg, logCols, logCosets int
+	shBytes                 uint32
+}
+
+// planZcValues plans zc_uni_values on dev for N = 2^logN, M = 2^logM. GPUs: groups of
+// groupSize threads, a chunk of two points per thread (one butterfly per thread and stage); the
+// host: one thread per group (its barriers cost per thread), chunks of 256 points. A chunk takes
+// the cosets of a column first (up to M/N), then more columns; halved until its group memory fits
+// the device.
+func planZcValues(dev *gpu.Device, logN, logM int) zcValuesPlan {
+	vp := zcValuesPlan{tpg: 1}
+	target := 256
+	if !isHost(dev) {
+		vp.tpg = groupSize(dev, "zc_uni_values", gpuGroup)
+		target = 2 * vp.tpg
+	}
+	mem := 32 << 10
+	if m := dev.Limits().MaxThreadgroupMemory; m > 0 {
+		mem = min(mem, m)
+	}
+	n := 1 << logN
+	logK := max(bits.Len(uint(target))-1-logN, 0)
+	for {
+		vp.logCosets = min(logK, logM-logN)
+		vp.logCols = logK - vp.logCosets
+		words := n*(1<<logK+1) + n<<vp.logCols
+		vp.shBytes = uint32((4*words + 15) &^ 15) // Metal allocates group memory in 16-byte units
+		if logK == 0 || int(vp.shBytes) <= mem {
+			return vp
+		}
+		logK--
+	}
+}
+
+// encodeZcValues encodes zc_uni_values with plan vp (p's chunk shape set here).
+func encodeZcValues(b *gpu.Batch, dev *gpu.Device, vp zcValuesPlan, coefs, deltas, srcmap, tw, lrow, sel, vals *gpu.Buffer, p zcValuesParams) {
+	p.logCols, p.logCosets = uint32(vp.logCols), uint32(vp.logCosets)
+	cosetRuns := 1 << (int(p.logM) - int(p.logN) - vp.logCosets)
+	colRuns := (int(p.ncols) + 1 + 1<<vp.logCols - 1) >> vp.logCols
+	chunks := int(p.sliceBlocks) * colRuns * cosetRuns
+	groups := gpu.D1(uint32(min(chunks, 1<<16)))
+	if !isHost(dev) {
+		groups, _ = shapeFor(dev, "zc_uni_values", chunks*vp.tpg)
+	}
+	dispatchZcUniValues(b, groups, gpu.D1(uint32(vp.tpg)), coefs, deltas, srcmap, tw, lrow, sel, vals, p, vp.shBytes)
 }
 
 // ZcUsesPieces says whether dev runs long programs in pieces (ZcTrace.UsePieces: round 0 and the
@@ -702,6 +755,7 @@ func (z *Zerocheck) planUniPieces(t *ZcTrace, budget int) zcUniPlan {
 		up.sliceBlocks = min(z.opts.SliceBlocks, x)
 	}
 	up.width = width(up.sliceBlocks)
+	up.values = planZcValues(dev, z.dom.LogN, z.dom.LogM)
 	kernel, per := "zc_uni_pieces", L*(pp.MaxSlots+pp.MaxRegs)
 	if up.generated != "" {
 		kernel, per = "zc_uni_"+up.generated, 0 // values in registers: no scratch
@@ -751,8 +805,7 @@ func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *
 	for x0 := 0; x0 < x; x0 += up.sliceBlocks {
 		sb := min(up.sliceBlocks, x-x0)
 		z.encodeCoeffs(b, t, x0, sb)
-		g, tp := shapeFor(dev, "zc_uni_values", (t.ncols+1)*sb*m)
-		dispatchZcUniValues(b, g, tp, z.coefs.Buffer, z.deltas.Buffer, t.srcmap.Buffer, dom.Tw.Buffer, dom.LRow.Buffer,
+		encodeZcValues(b, dev, up.values, z.coefs.Buffer, z.deltas.Buffer, t.srcmap.Buffer, dom.Tw.Buffer, dom.LRow.Buffer,
 			t.sel.Buffer, z.vals.Buffer, zcValuesParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x),
 				x0: uint32(x0), sliceBlocks: uint32(sb), ncols: uint32(t.ncols), width: uint32(up.width),
 				selFirst: t.selSlots[0], selLast: t.selSlots[1], selTrans: t.selSlots[2]})

@@ -3886,7 +3886,7 @@ MSL_KERNEL void msl_kernel_rows_check_pieces(MSL_DEVICE const uint* prog        
 //                    program over Fp4, the combination weighted by e'(y), summed per X (lanes across
 //                    pairs and X, so the last rounds' few pairs still fill the lanes).
 //   zc_uni_values    round 0 on GPUs, program in pieces: a slice's slot values at every point (coset
-//                    DFTs of the coefficients), a table [slot][point];
+//                    DFTs of the coefficients in group memory), a table [slot][point];
 //   zc_uni_pieces    then work items (piece, point): the piece's slots copied from the table, the
 //                    piece, the combination weighted by e(x), summed per point class.
 //   zc_round_pieces  the rounds with the program split into pieces (constraints.Split): work items
@@ -5073,14 +5073,24 @@ struct ZcValuesParams {
   uint sel_first;     // slot of is_first, or ZC_NONE
   uint sel_last;
   uint sel_trans;
+  uint log_cols;      // a chunk's columns: 2^log_cols consecutive ones (the selector column ncols included)
+  uint log_cosets;    // a chunk's cosets of one column: 2^log_cosets consecutive ones (≤ M/N)
 };
 
 // vals[s·P + pp] = slot s at point pp of the slice (pp = xl·M + q, q = g·N + b: block x0 + xl, point
-// ω_M^i with i = g + (M/N)·b, the order of zc_uni_eval). Work items (source column c, block xl,
-// class q), q fastest so that neighbouring threads write neighbouring words and read the same
-// coefficients: f(ω_M^i) = Σ_k c_k·ω_M^{ik}, the rotation Σ_k c_k·ω_M^{(i + M/N)k} + δ·L_{N−1}(ω_M^i)
-// (as zc_fill_points); column c = ncols holds the selectors. One point per thread on every target
-// (this path serves GPUs; the host device runs it in tests).
+// ω_M^i with i = g + (M/N)·b, the order of zc_uni_eval). Column c < ncols: the points ω_M^{g + (M/N)·b},
+// b < N, of coset g are the N-point DFT of the twisted coefficients c_k·ω_M^{gk}; the rotation is the
+// same coset at b + 1 plus δ·L_{N−1}(ω_M^i) (as zc_fill_cosets). Column c = ncols holds the selectors.
+//
+// A group takes chunks (block xl, W = 2^log_cols consecutive columns from c0, G = 2^log_cosets
+// consecutive cosets from g0; chunk index: coset run fastest, then column run, then block), a
+// grid-stride loop over chunks with barriers in uniform control flow (any group size, any group
+// count). Group memory sh: the chunk's K = W·G transforms of N points side by side, element e of
+// transform κ = w·G + (g − g0) at sh[e·(K + 1) + κ] (threads take consecutive κ: distinct banks),
+// then the W·N coefficients, [k][w] (read as rows of W consecutive columns: coalesced):
+// (N·(K + 1) + W·N) words. Per chunk: load the coefficients; twist them into bit-reversed order;
+// log_n radix-2 stages; store, threads taking consecutive points of a column (whole runs of
+// G·N consecutive words of a slot row).
 MSL_KERNEL void msl_kernel_zc_uni_values(MSL_DEVICE const uint* coefs              ,
                           MSL_DEVICE const uint* deltas              ,
                           MSL_DEVICE const uint* srcmap              ,
@@ -5089,8 +5099,11 @@ MSL_KERNEL void msl_kernel_zc_uni_values(MSL_DEVICE const uint* coefs           
                           MSL_DEVICE const uint* sel              ,
                           MSL_DEVICE uint* vals              ,
                           MSL_CONSTANT ZcValuesParams& p              ,
-                          uint gid                            ,
-                          uint G                     ) {
+                          MSL_THREADGROUP uint* sh                   ,
+                          uint tid                                ,
+                          uint group                                 ,
+                          uint tpg                            ,
+                          uint ngroups                          ) {
   uint log_n = p.log_n;
   uint log_m = p.log_m;
   uint n = 1u << log_n;
@@ -5098,31 +5111,86 @@ MSL_KERNEL void msl_kernel_zc_uni_values(MSL_DEVICE const uint* coefs           
   uint cosets = 1u << (log_m - log_n);
   uint ncols = p.ncols;
   uint P = p.width;
-  uint points = p.slice_blocks << log_m;
-  uint items = (ncols + 1u) * points;
-  for (uint it = gid; it < items; it += G) {
-    uint c = it / points;
-    uint pp = it - c * points;
-    uint xl = pp >> log_m;
-    uint q = pp & mmask;
-    uint i = (q >> log_n) + cosets * (q & (n - 1u));
-    if (c == ncols) {
-      uint x = p.x0 + xl;
-      uint last = zc_is_last(sel, x, p.blocks, mmask + 1u, i);
-      if (p.sel_first != ZC_NONE) vals[p.sel_first * P + pp] = zc_is_first(sel, x, i);
-      if (p.sel_last != ZC_NONE) vals[p.sel_last * P + pp] = last;
-      if (p.sel_trans != ZC_NONE) vals[p.sel_trans * P + pp] = bb_sub(BB_ONE, last);
-      continue;
+  uint x0 = p.x0;
+  uint blocks = p.blocks;
+  uint log_w = p.log_cols;
+  uint log_g = p.log_cosets;
+  uint log_k = log_w + log_g;
+  uint K = 1u << log_k;      // transforms per chunk
+  uint S = K + 1u;           // stride between elements of a transform
+  uint C = K << log_n;       // points per chunk
+  uint WN = n << log_w;      // coefficients per chunk
+  MSL_THREADGROUP uint* shc = sh + n * S;
+  uint colruns = (ncols + 1u + (1u << log_w) - 1u) >> log_w;
+  uint cosetruns = cosets >> log_g;
+  uint chunks = p.slice_blocks * colruns * cosetruns;
+  for (uint ch = group; ch < chunks; ch += ngroups) {
+    uint g0 = (ch % cosetruns) << log_g;
+    uint rest = ch / cosetruns;
+    uint c0 = (rest % colruns) << log_w;
+    uint xl = rest / colruns;
+    // The coefficients c_k of the chunk's columns (0 past the source columns).
+    for (uint j = tid; j < WN; j += tpg) {
+      uint c = c0 + (j & ((1u << log_w) - 1u));
+      shc[j] = c < ncols ? coefs[((xl << log_n) + (j >> log_w)) * ncols + c] : 0u;
     }
-    uint sl = srcmap[2u * c];
-    uint sr = srcmap[2u * c + 1u];
-    if (sl == ZC_NONE && sr == ZC_NONE) continue;
-    MSL_DEVICE const uint* crow = coefs + (xl << log_n) * ncols + c;
-    if (sl != ZC_NONE) vals[sl * P + pp] = zc_interp_at(crow, ncols, n, tw, mmask, i, 0u);
-    if (sr != ZC_NONE) {
-      uint ir = (i + cosets) & mmask;
-      vals[sr * P + pp] = zc_interp_at(crow, ncols, n, tw, mmask, ir, bb_mul(deltas[xl * ncols + c], lrow[i]));
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    // Twisted, bit-reversed: element e of transform κ = c_k·ω_M^{gk}, k = reverse(e).
+    for (uint j = tid; j < C; j += tpg) {
+      uint kap = j & (K - 1u);
+      uint e = j >> log_k;
+      uint k = zc_reverse_bits(e, log_n);
+      uint g = g0 + (kap & ((1u << log_g) - 1u));
+      uint ck = shc[(k << log_w) + (kap >> log_g)];
+      sh[e * S + kap] = g != 0u ? bb_mul(ck, tw[(g * k) & mmask]) : ck;
     }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    // Radix-2 stages (decimation in time: natural order out), forward: ω_len = ω_M^{M/len}.
+    for (uint log_len = 1u; log_len <= log_n; log_len++) {
+      uint hl = 1u << (log_len - 1u);  // half the butterfly span
+      uint tstep = 1u << (log_m - log_len);
+      for (uint j = tid; j < (C >> 1); j += tpg) {
+        uint kap = j & (K - 1u);
+        uint r = j >> log_k;  // butterfly of the transform (< N/2)
+        uint kk = r & (hl - 1u);
+        uint e0 = ((r - kk) << 1) + kk;
+        uint i0 = e0 * S + kap;
+        uint i1 = i0 + hl * S;
+        uint a = sh[i0];
+        uint b = bb_mul(sh[i1], tw[kk * tstep]);
+        sh[i0] = bb_add(a, b);
+        sh[i1] = bb_sub(a, b);
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    // Stores: threads take consecutive points b of consecutive cosets of a column.
+    for (uint j = tid; j < C; j += tpg) {
+      uint b = j & (n - 1u);
+      uint gl = (j >> log_n) & ((1u << log_g) - 1u);
+      uint w = j >> (log_n + log_g);
+      uint c = c0 + w;
+      if (c > ncols) continue;
+      uint g = g0 + gl;
+      uint pp = (xl << log_m) + (g << log_n) + b;
+      uint i = g + cosets * b;
+      if (c == ncols) {
+        uint x = x0 + xl;
+        uint last = zc_is_last(sel, x, blocks, mmask + 1u, i);
+        if (p.sel_first != ZC_NONE) vals[p.sel_first * P + pp] = zc_is_first(sel, x, i);
+        if (p.sel_last != ZC_NONE) vals[p.sel_last * P + pp] = last;
+        if (p.sel_trans != ZC_NONE) vals[p.sel_trans * P + pp] = bb_sub(BB_ONE, last);
+        continue;
+      }
+      uint kap = (w << log_g) + gl;
+      uint sl = srcmap[2u * c];
+      uint sr = srcmap[2u * c + 1u];
+      if (sl != ZC_NONE) vals[sl * P + pp] = sh[b * S + kap];
+      if (sr != ZC_NONE) {
+        uint nxt = sh[((b + 1u) & (n - 1u)) * S + kap];
+        vals[sr * P + pp] = bb_add(nxt, bb_mul(deltas[xl * ncols + c], lrow[i]));
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
   }
 }
 
@@ -5848,7 +5916,7 @@ extern "C" __global__ void mslk_zc_round_pieces(MSL_DEVICE const uint* prog, MSL
       msl_cvt<uint>(msl_bi_threads_per_grid()));
 }
 
-extern "C" __global__ void mslk_zc_uni_values(MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas, MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow, MSL_DEVICE const uint* sel, MSL_DEVICE uint* vals, MSL_CONSTANT ZcValuesParams p) {
+extern "C" __global__ void mslk_zc_uni_values(MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas, MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow, MSL_DEVICE const uint* sel, MSL_DEVICE uint* vals, MSL_CONSTANT ZcValuesParams p, unsigned tg_off_0) {
   msl_kernel_zc_uni_values(
       coefs,
       deltas,
@@ -5858,8 +5926,11 @@ extern "C" __global__ void mslk_zc_uni_values(MSL_DEVICE const uint* coefs, MSL_
       sel,
       vals,
       p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
 }
 
 extern "C" __global__ void mslk_zc_uni_pieces(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* table, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* pslots, MSL_DEVICE const uint* vals, MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT ZcUniPiecesParams p) {

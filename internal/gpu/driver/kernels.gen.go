@@ -525,7 +525,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:805", UsesBarrier: false, NBuf: 8, NTG: 0, Params: []Param{
+	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:815", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
 		{Name: "coefs", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "deltas", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "srcmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -533,11 +533,14 @@ var Kernels = []KernelInfo{
 		{Name: "lrow", Type: "device const uint*", Kind: ParamBuffer, Index: 4},
 		{Name: "sel", Type: "device const uint*", Kind: ParamBuffer, Index: 5},
 		{Name: "vals", Type: "device uint*", Kind: ParamBuffer, Index: 6},
-		{Name: "p", Type: "constant ZcValuesParams&", Kind: ParamValue, Index: 7, ValueSize: 40},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_position_in_grid"},
-		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_grid"},
+		{Name: "p", Type: "constant ZcValuesParams&", Kind: ParamValue, Index: 7, ValueSize: 48},
+		{Name: "sh", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threads_per_threadgroup"},
+		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:856", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:924", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
