@@ -243,7 +243,16 @@ func TestGPUKernels(t *testing.T) {
 	t.Logf("huge alloc: %v", err)
 }
 
+// forgetImages makes this process forget the module images it has loaded, as a new process
+// would (the tests before this one loaded the same source).
+func forgetImages() {
+	loadMu.Lock()
+	clear(images)
+	loadMu.Unlock()
+}
+
 func TestGPUCache(t *testing.T) {
+	forgetImages()
 	dir := t.TempDir()
 	opts := Options{CacheDir: dir, Source: testSource(t, "test_kernels.cu"), SourceName: "test_kernels.cu"}
 	b1 := openGPU(t, opts)
@@ -261,9 +270,7 @@ func TestGPUCache(t *testing.T) {
 
 	// a corrupt entry is recompiled and replaced (by a new process: this one has the image
 	// in memory, which comes before the disk)
-	loadMu.Lock()
-	clear(images)
-	loadMu.Unlock()
+	forgetImages()
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
