@@ -424,6 +424,59 @@ func LoadTrace(path string) (*Statement, error) {
 	return st, nil
 }
 
+// ScanAirs resolves the AIR of every section of a trace file from its headers alone (name,
+// height, width, public value count), without reading the cells: what keygen needs.
+func ScanAirs(path string) ([]air.Air, []int, error) {
+	r, err := tracefile.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer r.Close()
+	var airs []air.Air
+	var heights []int
+	for {
+		h, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err == nil {
+			err = r.SkipCellsUnchecked()
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		a, err := examples.AirForHeight(h.Name, h.Height)
+		if err != nil {
+			return nil, nil, err
+		}
+		if h.Width != a.Width().MainWidth() || len(h.PublicValues) != a.NumPublicValues() {
+			return nil, nil, fmt.Errorf("section %q does not fit AIR %s", h.Name, a.Name())
+		}
+		airs = append(airs, a)
+		heights = append(heights, h.Height)
+	}
+	if len(airs) == 0 {
+		return nil, nil, errors.New("no sections")
+	}
+	return airs, heights, nil
+}
+
+// sameStatement says whether the AIRs and heights ScanAirs found are those of the statement
+// LoadTrace read (the file may change between the two).
+func sameStatement(airs []air.Air, heights []int, st *Statement) bool {
+	if len(airs) != len(st.Airs) || len(heights) != len(st.Meta) {
+		return false
+	}
+	for i, a := range airs {
+		b := st.Airs[i]
+		if a.Name() != b.Name() || a.Width().MainWidth() != b.Width().MainWidth() ||
+			a.NumPublicValues() != b.NumPublicValues() || heights[i] != st.Meta[i].Height {
+			return false
+		}
+	}
+	return true
+}
+
 // Backend is an opened proving backend.
 type Backend struct {
 	*stark.Backend
@@ -573,23 +626,41 @@ func proveRun(opts *Options) error {
 			return err
 		}
 	}
-	// The device opens while the trace is read: a CUDA driver's first initialisation takes about
-	// 100 ms, as long as reading a keccakf-1024 trace.
+	// The device opens, and the key is made, while the trace's cells are read: a CUDA driver's
+	// first initialisation takes about 100 ms and Keccak-f's keygen about 100 ms, as long as
+	// reading a keccakf-1024 trace. The AIRs come from the section headers (ScanAirs); when they
+	// cannot be had there, keygen waits for the trace, whose reading then names the problem.
 	type opened struct {
-		be  *Backend
-		err error
+		be     *Backend
+		err    error
+		pk     *stark.ProvingKey
+		keyErr error
+		keygen time.Duration
 	}
+	scanned, scannedHeights, scanErr := ScanAirs(opts.Trace)
 	openc := make(chan opened, 1)
 	go func() {
 		be, err := OpenBackend(opts.Settings, opts.Reference, log)
-		openc <- opened{be, err}
+		o := opened{be: be, err: err}
+		if err == nil && scanErr == nil {
+			t := time.Now()
+			o.pk, o.keyErr = stark.Keygen(p, scanned, nil, be.Backend)
+			o.keygen = time.Since(t)
+		}
+		openc <- o
 	}()
+	release := func(o opened) {
+		if o.pk != nil {
+			o.pk.Free()
+		}
+		if o.err == nil {
+			o.be.Close()
+		}
+	}
 	start := time.Now()
 	st, err := LoadTrace(opts.Trace)
 	if err != nil {
-		if o := <-openc; o.err == nil {
-			o.be.Close()
-		}
+		release(<-openc)
 		return err
 	}
 	timed("read", time.Since(start))
@@ -604,7 +675,7 @@ func proveRun(opts *Options) error {
 		return o.err
 	}
 	if ctx.Err() != nil {
-		o.be.Close()
+		release(o)
 		return cmdutil.ErrInterrupted
 	}
 	be := o.be
@@ -613,16 +684,24 @@ func proveRun(opts *Options) error {
 	log.Info().Str("backend", be.Name).Str("params", res.Source).Int("airs", len(st.Airs)).Str("output", output).Msg("proving")
 
 	task.Step("keygen")
-	start = time.Now()
-	pk, err := stark.Keygen(p, st.Airs, nil, be.Backend)
-	if err != nil {
-		if errors.Is(err, gpu.ErrOutOfMemory) {
-			return &cmdutil.DeviceError{Err: fmt.Errorf("keygen: %w", err)}
+	pk, keyErr, keygen := o.pk, o.keyErr, o.keygen
+	if pk != nil && !sameStatement(scanned, scannedHeights, st) { // the file changed in between
+		pk.Free()
+		pk = nil
+	}
+	if pk == nil && (keyErr == nil || scanErr != nil) {
+		start = time.Now()
+		pk, keyErr = stark.Keygen(p, st.Airs, nil, be.Backend)
+		keygen = time.Since(start)
+	}
+	if keyErr != nil {
+		if errors.Is(keyErr, gpu.ErrOutOfMemory) {
+			return &cmdutil.DeviceError{Err: fmt.Errorf("keygen: %w", keyErr)}
 		}
-		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Trace, err)}
+		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Trace, keyErr)}
 	}
 	defer pk.Free()
-	timed("keygen", time.Since(start))
+	timed("keygen", keygen)
 	heights := make([]int, len(st.Meta))
 	for i, m := range st.Meta {
 		heights[i] = m.Height
