@@ -48,10 +48,36 @@ const (
 )
 
 // Backend is the host device. The thread pool is process-wide: opening a second host backend
-// with another thread count resizes it for both.
+// with another thread count resizes it for both. The instruction set is per backend.
 type Backend struct {
 	threads int
+	isa     C.int          // highest instruction-set level of the kernel copies that run
 	ids     map[string]int // kernel name -> index in the C table
+}
+
+// Options configure OpenOptions.
+type Options struct {
+	// Threads is the number of worker threads, the caller's included (0: one per CPU).
+	Threads int
+	// ISA caps the instruction set of the kernels that run: "" for the best that the CPU, the
+	// OS and this build support (ISAs()[0]); one of ISAs() to force a lower one: BaselineISA is
+	// the copy every CPU of the architecture runs (tests compare the copies' outputs).
+	ISA string
+}
+
+// BaselineISA names the kernel copy compiled for the architecture's baseline: "x86-64" (SSE2)
+// on x86-64, "aarch64" (NEON) on arm64.
+var BaselineISA = C.GoString(C.hd_isa_name(C.HD_ISA_BASELINE))
+
+// ISAs lists the instruction sets whose kernel copies this CPU can run, best first, ending with
+// BaselineISA: on x86-64 with AVX-512 "x86-64-v4", "x86-64-v3", "x86-64". Kernels written
+// without lanes have only the baseline copy (compiled with -O3 for the baseline).
+func ISAs() []string {
+	var out []string
+	for l := C.hd_isa_supported(); l >= C.HD_ISA_BASELINE; l-- {
+		out = append(out, C.GoString(C.hd_isa_name(l)))
+	}
+	return out
 }
 
 var (
@@ -62,8 +88,26 @@ var (
 // Open starts the host device with threads worker threads (the caller's included; 0: one per
 // CPU). It fails if the C++ kernels and the Go kernel table disagree (rerun go generate).
 func Open(threads int) (*Backend, error) {
+	return OpenOptions(Options{Threads: threads})
+}
+
+// OpenOptions is Open with options; an ISA this CPU cannot run is an error.
+func OpenOptions(o Options) (*Backend, error) {
+	threads := o.Threads
 	if threads < 0 {
 		return nil, fmt.Errorf("host: %d threads", threads)
+	}
+	isa := C.hd_isa_supported()
+	if o.ISA != "" {
+		names := ISAs()
+		i := 0
+		for i < len(names) && names[i] != o.ISA {
+			i++
+		}
+		if i == len(names) {
+			return nil, fmt.Errorf("host: instruction set %q: this CPU and build run %v", o.ISA, names)
+		}
+		isa -= C.int(i)
 	}
 	if threads == 0 {
 		threads = runtime.NumCPU()
@@ -75,7 +119,7 @@ func Open(threads int) (*Backend, error) {
 	if int(C.hd_workers()) != threads {
 		C.hd_set_workers(C.int(threads))
 	}
-	return &Backend{threads: threads, ids: ids}, nil
+	return &Backend{threads: threads, isa: isa, ids: ids}, nil
 }
 
 // cKernel is one entry of the generated C table.
@@ -123,10 +167,13 @@ func matchTables() (map[string]int, error) {
 	return ids, nil
 }
 
-// Name describes the device, e.g. "host (2 threads, x86-64 fibers)".
+// Name describes the device, e.g. "host (2 threads, x86-64 fibers, x86-64-v4 kernels)".
 func (h *Backend) Name() string {
-	return fmt.Sprintf("host (%d threads, %s fibers)", int(C.hd_workers()), C.GoString(C.hd_fiber_impl()))
+	return fmt.Sprintf("host (%d threads, %s fibers, %s kernels)", int(C.hd_workers()), C.GoString(C.hd_fiber_impl()), h.ISA())
 }
+
+// ISA names the instruction set of the kernel copies this backend runs (one of ISAs()).
+func (h *Backend) ISA() string { return C.GoString(C.hd_isa_name(h.isa)) }
 
 // Limits reports the host device limits (SIMD width 1, memory = physical RAM).
 func (h *Backend) Limits() driver.Limits {
@@ -296,7 +343,7 @@ func (h *Backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args [
 		tgl[i] = C.uint(l)
 	}
 	var errbuf [256]C.char
-	rc := C.hd_dispatch(C.int(id), C.hd_u3{C.uint(groups.X), C.uint(groups.Y), C.uint(groups.Z)},
+	rc := C.hd_dispatch(C.int(id), h.isa, C.hd_u3{C.uint(groups.X), C.uint(groups.Y), C.uint(groups.Z)},
 		C.hd_u3{C.uint(tpg.X), C.uint(tpg.Y), C.uint(tpg.Z)},
 		(*unsafe.Pointer)(block), &tgl[0], &errbuf[0], C.int(len(errbuf)))
 	if rc != 0 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/field"
@@ -391,5 +392,27 @@ func BenchmarkBarrier(b *testing.B) {
 			}
 			b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/float64(n*9), "ns/item-barrier")
 		})
+	}
+}
+
+// TestISAOptions: ISAs lists what the CPU runs, best first, down to the baseline; each one can be
+// asked for and the device name says which kernels run; an unknown one is refused.
+func TestISAOptions(t *testing.T) {
+	isas := host.ISAs()
+	if len(isas) == 0 || isas[len(isas)-1] != host.BaselineISA {
+		t.Fatalf("ISAs() = %v, baseline %s", isas, host.BaselineISA)
+	}
+	for i, isa := range append([]string{""}, isas...) {
+		h, err := host.OpenOptions(host.Options{Threads: 2, ISA: isa})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := isas[max(i-1, 0)]
+		if h.ISA() != want || !strings.Contains(h.Name(), want+" kernels") {
+			t.Errorf("ISA %q: backend runs %s (%s), want %s", isa, h.ISA(), h.Name(), want)
+		}
+	}
+	if _, err := host.OpenOptions(host.Options{ISA: "pentium-mmx"}); err == nil {
+		t.Error("an unknown instruction set was accepted")
 	}
 }

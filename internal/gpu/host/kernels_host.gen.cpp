@@ -64655,7 +64655,27 @@ MSL_KERNEL void msl_kernel_zc_uni_keccakf(MSL_DEVICE const uint* cp             
 #line 1 "<mslgen host>"
 #include "hd_glue.h"
 
-HD_SIMD_CLONES static void hd_group_merkle_hash_rows(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_merkle_hash_rows_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT uint* const a2 = (MSL_CONSTANT uint*)L->bufs[2];
+  MSL_CONSTANT MerkleRowParams a3 = *(MSL_CONSTANT MerkleRowParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_merkle_hash_rows(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_merkle_hash_rows_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT uint* const a2 = (MSL_CONSTANT uint*)L->bufs[2];
+  MSL_CONSTANT MerkleRowParams a3 = *(MSL_CONSTANT MerkleRowParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_merkle_hash_rows(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_merkle_hash_rows(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -64667,7 +64687,27 @@ HD_SIMD_CLONES static void hd_group_merkle_hash_rows(const hd_launch* Lp, hd_u3 
 static_assert(sizeof(MSL_CONSTANT MerkleRowParams) == 16, "merkle_hash_rows: value size of p");
 static const unsigned hd_valsize_merkle_hash_rows[] = {0, 0, 0, 16, 0};
 
-HD_SIMD_CLONES static void hd_group_merkle_compress(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_merkle_compress_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT uint* const a2 = (MSL_CONSTANT uint*)L->bufs[2];
+  MSL_CONSTANT MerkleCompressParams a3 = *(MSL_CONSTANT MerkleCompressParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_merkle_compress(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_merkle_compress_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT uint* const a2 = (MSL_CONSTANT uint*)L->bufs[2];
+  MSL_CONSTANT MerkleCompressParams a3 = *(MSL_CONSTANT MerkleCompressParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_merkle_compress(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_merkle_compress(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -64734,7 +64774,29 @@ static void hd_item_ntt_pass(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned c
   (void)tg;
   msl_kernel_ntt_pass(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
-HD_SIMD_CLONES static void hd_group_ntt_pass(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_ntt_pass_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_CONSTANT NttPassParams a3 = *(MSL_CONSTANT NttPassParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_ntt_pass(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_ntt_pass_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_CONSTANT NttPassParams a3 = *(MSL_CONSTANT NttPassParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_ntt_pass(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_ntt_pass(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -64769,7 +64831,25 @@ static void hd_group_ntt_pad_columns(const hd_launch* Lp, hd_u3 gp, unsigned cha
 static_assert(sizeof(MSL_CONSTANT NttPadParams) == 16, "ntt_pad_columns: value size of p");
 static const unsigned hd_valsize_ntt_pad_columns[] = {0, 0, 16, 0};
 
-HD_SIMD_CLONES static void hd_group_p2_permute_states(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_p2_permute_states_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];
+  MSL_CONSTANT uint a2 = *(MSL_CONSTANT uint*)L->bufs[2];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_p2_permute_states(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_p2_permute_states_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];
+  MSL_CONSTANT uint a2 = *(MSL_CONSTANT uint*)L->bufs[2];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_p2_permute_states(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_p2_permute_states(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
   MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];
@@ -64791,7 +64871,23 @@ static void hd_group_stack_trace(const hd_launch* Lp, hd_u3 gp, unsigned char* c
 static_assert(sizeof(MSL_CONSTANT StackParams) == 12, "stack_trace: value size of p");
 static const unsigned hd_valsize_stack_trace[] = {0, 0, 12, 0};
 
-HD_SIMD_CLONES static void hd_group_bench_mul_chain(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_bench_mul_chain_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_CONSTANT BenchMulParams a1 = *(MSL_CONSTANT BenchMulParams*)L->bufs[1];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_bench_mul_chain(a0, a1, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_bench_mul_chain_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_CONSTANT BenchMulParams a1 = *(MSL_CONSTANT BenchMulParams*)L->bufs[1];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_bench_mul_chain(a0, a1, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_bench_mul_chain(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
   MSL_CONSTANT BenchMulParams a1 = *(MSL_CONSTANT BenchMulParams*)L->bufs[1];
@@ -64948,7 +65044,29 @@ static void hd_item_grind_search(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsign
   (void)tg;
   msl_kernel_grind_search(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
 }
-HD_SIMD_CLONES static void hd_group_grind_search(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_grind_search_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_CONSTANT uint* const a0 = (MSL_CONSTANT uint*)L->bufs[0];
+  MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT GrindParams a3 = *(MSL_CONSTANT GrindParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_grind_search(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_grind_search_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_CONSTANT uint* const a0 = (MSL_CONSTANT uint*)L->bufs[0];
+  MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT GrindParams a3 = *(MSL_CONSTANT GrindParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_grind_search(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
+}
+#endif
+static void hd_group_grind_search(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_CONSTANT uint* const a0 = (MSL_CONSTANT uint*)L->bufs[0];
   MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];
@@ -65037,7 +65155,29 @@ static void hd_item_sc_round_partials(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, u
   (void)tg;
   msl_kernel_sc_round_partials(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
-HD_SIMD_CLONES static void hd_group_sc_round_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_sc_round_partials_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT ScRoundParams a3 = *(MSL_CONSTANT ScRoundParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_round_partials(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_sc_round_partials_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT ScRoundParams a3 = *(MSL_CONSTANT ScRoundParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_round_partials(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_sc_round_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65062,7 +65202,33 @@ static void hd_item_sc_fold_round_partials(const hd_launch* Lp, hd_u3 gp, hd_u3 
   (void)tg;
   msl_kernel_sc_fold_round_partials(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
-HD_SIMD_CLONES static void hd_group_sc_fold_round_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_sc_fold_round_partials_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_CONSTANT ScFoldRoundParams a5 = *(MSL_CONSTANT ScFoldRoundParams*)L->bufs[5];
+  MSL_THREADGROUP uint* const a6 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_fold_round_partials(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_sc_fold_round_partials_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_CONSTANT ScFoldRoundParams a5 = *(MSL_CONSTANT ScFoldRoundParams*)L->bufs[5];
+  MSL_THREADGROUP uint* const a6 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_fold_round_partials(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_sc_fold_round_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65077,7 +65243,25 @@ HD_SIMD_CLONES static void hd_group_sc_fold_round_partials(const hd_launch* Lp, 
 static_assert(sizeof(MSL_CONSTANT ScFoldRoundParams) == 32, "sc_fold_round_partials: value size of p");
 static const unsigned hd_valsize_sc_fold_round_partials[] = {0, 0, 0, 0, 0, 32, 0};
 
-HD_SIMD_CLONES static void hd_group_sc_fold(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_sc_fold_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT ScFoldParams a2 = *(MSL_CONSTANT ScFoldParams*)L->bufs[2];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_fold(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_sc_fold_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT ScFoldParams a2 = *(MSL_CONSTANT ScFoldParams*)L->bufs[2];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_fold(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_sc_fold(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -65153,7 +65337,31 @@ static void hd_item_sr_uni_partials(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, uns
   (void)tg;
   msl_kernel_sr_uni_partials(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
-HD_SIMD_CLONES static void hd_group_sr_uni_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_sr_uni_partials_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT SrUniParams a4 = *(MSL_CONSTANT SrUniParams*)L->bufs[4];
+  MSL_THREADGROUP uint* const a5 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_uni_partials(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_sr_uni_partials_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT SrUniParams a4 = *(MSL_CONSTANT SrUniParams*)L->bufs[4];
+  MSL_THREADGROUP uint* const a5 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_uni_partials(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_sr_uni_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65167,7 +65375,27 @@ HD_SIMD_CLONES static void hd_group_sr_uni_partials(const hd_launch* Lp, hd_u3 g
 static_assert(sizeof(MSL_CONSTANT SrUniParams) == 28, "sr_uni_partials: value size of p");
 static const unsigned hd_valsize_sr_uni_partials[] = {0, 0, 0, 0, 28, 0};
 
-HD_SIMD_CLONES static void hd_group_sr_bind_q(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_sr_bind_q_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT SrBindQParams a3 = *(MSL_CONSTANT SrBindQParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_bind_q(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_sr_bind_q_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT SrBindQParams a3 = *(MSL_CONSTANT SrBindQParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_bind_q(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_sr_bind_q(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65179,7 +65407,29 @@ HD_SIMD_CLONES static void hd_group_sr_bind_q(const hd_launch* Lp, hd_u3 gp, uns
 static_assert(sizeof(MSL_CONSTANT SrBindQParams) == 12, "sr_bind_q: value size of p");
 static const unsigned hd_valsize_sr_bind_q[] = {0, 0, 0, 12, 0};
 
-HD_SIMD_CLONES static void hd_group_sr_bind_w(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_sr_bind_w_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT SrBindWParams a4 = *(MSL_CONSTANT SrBindWParams*)L->bufs[4];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_bind_w(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_sr_bind_w_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT SrBindWParams a4 = *(MSL_CONSTANT SrBindWParams*)L->bufs[4];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_bind_w(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_sr_bind_w(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65429,7 +65679,31 @@ static void hd_group_rows_check_pieces(const hd_launch* Lp, hd_u3 gp, unsigned c
 static_assert(sizeof(MSL_CONSTANT RowsPiecesParams) == 32, "rows_check_pieces: value size of p");
 static const unsigned hd_valsize_rows_check_pieces[] = {0, 0, 0, 0, 0, 0, 0, 0, 32, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_coeffs(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_coeffs_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_CONSTANT ZcCoeffsParams a5 = *(MSL_CONSTANT ZcCoeffsParams*)L->bufs[5];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_coeffs(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_coeffs_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_CONSTANT ZcCoeffsParams a5 = *(MSL_CONSTANT ZcCoeffsParams*)L->bufs[5];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_coeffs(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_coeffs(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65443,7 +65717,49 @@ HD_SIMD_CLONES static void hd_group_zc_coeffs(const hd_launch* Lp, hd_u3 gp, uns
 static_assert(sizeof(MSL_CONSTANT ZcCoeffsParams) == 40, "zc_coeffs: value size of p");
 static const unsigned hd_valsize_zc_coeffs[] = {0, 0, 0, 0, 0, 40, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_uni_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_uni_eval_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE const uint* const a8 = (MSL_DEVICE const uint*)L->bufs[8];
+  MSL_DEVICE const uint* const a9 = (MSL_DEVICE const uint*)L->bufs[9];
+  MSL_DEVICE const uint* const a10 = (MSL_DEVICE const uint*)L->bufs[10];
+  MSL_DEVICE uint* const a11 = (MSL_DEVICE uint*)L->bufs[11];
+  MSL_DEVICE uint* const a12 = (MSL_DEVICE uint*)L->bufs[12];
+  MSL_DEVICE uint* const a13 = (MSL_DEVICE uint*)L->bufs[13];
+  MSL_CONSTANT ZcUniParams a14 = *(MSL_CONSTANT ZcUniParams*)L->bufs[14];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_eval(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_uni_eval_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE const uint* const a8 = (MSL_DEVICE const uint*)L->bufs[8];
+  MSL_DEVICE const uint* const a9 = (MSL_DEVICE const uint*)L->bufs[9];
+  MSL_DEVICE const uint* const a10 = (MSL_DEVICE const uint*)L->bufs[10];
+  MSL_DEVICE uint* const a11 = (MSL_DEVICE uint*)L->bufs[11];
+  MSL_DEVICE uint* const a12 = (MSL_DEVICE uint*)L->bufs[12];
+  MSL_DEVICE uint* const a13 = (MSL_DEVICE uint*)L->bufs[13];
+  MSL_CONSTANT ZcUniParams a14 = *(MSL_CONSTANT ZcUniParams*)L->bufs[14];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_eval(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_uni_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65466,7 +65782,29 @@ HD_SIMD_CLONES static void hd_group_zc_uni_eval(const hd_launch* Lp, hd_u3 gp, u
 static_assert(sizeof(MSL_CONSTANT ZcUniParams) == 84, "zc_uni_eval: value size of p");
 static const unsigned hd_valsize_zc_uni_eval[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 84, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_bind_uni(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_bind_uni_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT ZcBindParams a4 = *(MSL_CONSTANT ZcBindParams*)L->bufs[4];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_bind_uni(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_bind_uni_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT ZcBindParams a4 = *(MSL_CONSTANT ZcBindParams*)L->bufs[4];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_bind_uni(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_bind_uni(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65489,7 +65827,41 @@ static void hd_group_zc_bind_selectors(const hd_launch* Lp, hd_u3 gp, unsigned c
 static_assert(sizeof(MSL_CONSTANT ZcBindSelParams) == 68, "zc_bind_selectors: value size of p");
 static const unsigned hd_valsize_zc_bind_selectors[] = {0, 68, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_round_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_round_eval_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE uint* const a7 = (MSL_DEVICE uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
+  MSL_CONSTANT ZcRoundParams a10 = *(MSL_CONSTANT ZcRoundParams*)L->bufs[10];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_round_eval(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_round_eval_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE uint* const a7 = (MSL_DEVICE uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
+  MSL_CONSTANT ZcRoundParams a10 = *(MSL_CONSTANT ZcRoundParams*)L->bufs[10];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_round_eval(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_round_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65508,7 +65880,43 @@ HD_SIMD_CLONES static void hd_group_zc_round_eval(const hd_launch* Lp, hd_u3 gp,
 static_assert(sizeof(MSL_CONSTANT ZcRoundParams) == 44, "zc_round_eval: value size of p");
 static const unsigned hd_valsize_zc_round_eval[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 44, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_round_pieces(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_round_pieces_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
+  MSL_DEVICE uint* const a10 = (MSL_DEVICE uint*)L->bufs[10];
+  MSL_CONSTANT ZcPiecesParams a11 = *(MSL_CONSTANT ZcPiecesParams*)L->bufs[11];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_round_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_round_pieces_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
+  MSL_DEVICE uint* const a10 = (MSL_DEVICE uint*)L->bufs[10];
+  MSL_CONSTANT ZcPiecesParams a11 = *(MSL_CONSTANT ZcPiecesParams*)L->bufs[11];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_round_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_round_pieces(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65544,7 +65952,43 @@ static void hd_group_zc_uni_values(const hd_launch* Lp, hd_u3 gp, unsigned char*
 static_assert(sizeof(MSL_CONSTANT ZcValuesParams) == 40, "zc_uni_values: value size of p");
 static const unsigned hd_valsize_zc_uni_values[] = {0, 0, 0, 0, 0, 0, 0, 40, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_uni_pieces(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_uni_pieces_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
+  MSL_DEVICE uint* const a10 = (MSL_DEVICE uint*)L->bufs[10];
+  MSL_CONSTANT ZcUniPiecesParams a11 = *(MSL_CONSTANT ZcUniPiecesParams*)L->bufs[11];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_uni_pieces_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
+  MSL_DEVICE uint* const a10 = (MSL_DEVICE uint*)L->bufs[10];
+  MSL_CONSTANT ZcUniPiecesParams a11 = *(MSL_CONSTANT ZcUniPiecesParams*)L->bufs[11];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_uni_pieces(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65564,7 +66008,33 @@ HD_SIMD_CLONES static void hd_group_zc_uni_pieces(const hd_launch* Lp, hd_u3 gp,
 static_assert(sizeof(MSL_CONSTANT ZcUniPiecesParams) == 52, "zc_uni_pieces: value size of p");
 static const unsigned hd_valsize_zc_uni_pieces[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 52, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_uni_keccakf(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_uni_keccakf_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE uint* const a5 = (MSL_DEVICE uint*)L->bufs[5];
+  MSL_CONSTANT ZcUniPiecesParams a6 = *(MSL_CONSTANT ZcUniPiecesParams*)L->bufs[6];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_keccakf(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_uni_keccakf_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE uint* const a5 = (MSL_DEVICE uint*)L->bufs[5];
+  MSL_CONSTANT ZcUniPiecesParams a6 = *(MSL_CONSTANT ZcUniPiecesParams*)L->bufs[6];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_keccakf(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_uni_keccakf(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65580,65 +66050,65 @@ static_assert(sizeof(MSL_CONSTANT ZcUniPiecesParams) == 52, "zc_uni_keccakf: val
 static const unsigned hd_valsize_zc_uni_keccakf[] = {0, 0, 0, 0, 0, 0, 52, 0};
 
 extern "C" const hd_kernel hd_kernels[] = {
-    {"merkle_hash_rows", nullptr, hd_group_merkle_hash_rows, 0, 4, hd_valsize_merkle_hash_rows, 0},
-    {"merkle_compress", nullptr, hd_group_merkle_compress, 0, 4, hd_valsize_merkle_compress, 0},
-    {"merkle_gather_rows", nullptr, hd_group_merkle_gather_rows, 0, 3, hd_valsize_merkle_gather_rows, 0},
-    {"merkle_gather_query_rows", nullptr, hd_group_merkle_gather_query_rows, 0, 4, hd_valsize_merkle_gather_query_rows, 0},
-    {"merkle_gather_paths", nullptr, hd_group_merkle_gather_paths, 0, 4, hd_valsize_merkle_gather_paths, 0},
-    {"ntt_bitrev", nullptr, hd_group_ntt_bitrev, 0, 2, hd_valsize_ntt_bitrev, 0},
-    {"ntt_pass", hd_item_ntt_pass, hd_group_ntt_pass, 1, 4, hd_valsize_ntt_pass, 1},
-    {"ntt_blocks", nullptr, hd_group_ntt_blocks, 0, 3, hd_valsize_ntt_blocks, 0},
-    {"ntt_pad_columns", nullptr, hd_group_ntt_pad_columns, 0, 3, hd_valsize_ntt_pad_columns, 0},
-    {"p2_permute_states", nullptr, hd_group_p2_permute_states, 0, 3, hd_valsize_p2_permute_states, 0},
-    {"stack_trace", nullptr, hd_group_stack_trace, 0, 3, hd_valsize_stack_trace, 0},
-    {"bench_mul_chain", nullptr, hd_group_bench_mul_chain, 0, 2, hd_valsize_bench_mul_chain, 0},
-    {"bench_copy", nullptr, hd_group_bench_copy, 0, 3, hd_valsize_bench_copy, 0},
-    {"fo_to_mont", nullptr, hd_group_fo_to_mont, 0, 3, hd_valsize_fo_to_mont, 0},
-    {"fo_from_mont", nullptr, hd_group_fo_from_mont, 0, 3, hd_valsize_fo_from_mont, 0},
-    {"fo_add", nullptr, hd_group_fo_add, 0, 4, hd_valsize_fo_add, 0},
-    {"fo_sub", nullptr, hd_group_fo_sub, 0, 4, hd_valsize_fo_sub, 0},
-    {"fo_mul", nullptr, hd_group_fo_mul, 0, 4, hd_valsize_fo_mul, 0},
-    {"fo_scale", nullptr, hd_group_fo_scale, 0, 3, hd_valsize_fo_scale, 0},
-    {"fo_ext_add", nullptr, hd_group_fo_ext_add, 0, 4, hd_valsize_fo_ext_add, 0},
-    {"fo_ext_mul", nullptr, hd_group_fo_ext_mul, 0, 4, hd_valsize_fo_ext_mul, 0},
-    {"fo_ext_mul_base", nullptr, hd_group_fo_ext_mul_base, 0, 4, hd_valsize_fo_ext_mul_base, 0},
-    {"fo_sum", hd_item_fo_sum, hd_group_fo_sum, 1, 3, hd_valsize_fo_sum, 1},
-    {"grind_search", hd_item_grind_search, hd_group_grind_search, 1, 4, hd_valsize_grind_search, 1},
-    {"grind_min", hd_item_grind_min, hd_group_grind_min, 1, 3, hd_valsize_grind_min, 1},
-    {"prog_eval_outputs", nullptr, hd_group_prog_eval_outputs, 0, 6, hd_valsize_prog_eval_outputs, 0},
-    {"prog_eval_outputs4", nullptr, hd_group_prog_eval_outputs4, 0, 6, hd_valsize_prog_eval_outputs4, 0},
-    {"prog_eval_combine4", nullptr, hd_group_prog_eval_combine4, 0, 9, hd_valsize_prog_eval_combine4, 0},
-    {"sc_round_partials", hd_item_sc_round_partials, hd_group_sc_round_partials, 1, 4, hd_valsize_sc_round_partials, 1},
-    {"sc_fold_round_partials", hd_item_sc_fold_round_partials, hd_group_sc_fold_round_partials, 1, 6, hd_valsize_sc_fold_round_partials, 1},
-    {"sc_fold", nullptr, hd_group_sc_fold, 0, 3, hd_valsize_sc_fold, 0},
-    {"sc_sum_rows", hd_item_sc_sum_rows, hd_group_sc_sum_rows, 1, 3, hd_valsize_sc_sum_rows, 1},
-    {"sc_sum_row_blocks", hd_item_sc_sum_row_blocks, hd_group_sc_sum_row_blocks, 1, 3, hd_valsize_sc_sum_row_blocks, 1},
-    {"sc_eq_expand", nullptr, hd_group_sc_eq_expand, 0, 4, hd_valsize_sc_eq_expand, 0},
-    {"sr_uni_partials", hd_item_sr_uni_partials, hd_group_sr_uni_partials, 1, 5, hd_valsize_sr_uni_partials, 1},
-    {"sr_bind_q", nullptr, hd_group_sr_bind_q, 0, 4, hd_valsize_sr_bind_q, 0},
-    {"sr_bind_w", nullptr, hd_group_sr_bind_w, 0, 5, hd_valsize_sr_bind_w, 0},
-    {"whir_batch_blocks", nullptr, hd_group_whir_batch_blocks, 0, 5, hd_valsize_whir_batch_blocks, 0},
-    {"whir_subset_pass", nullptr, hd_group_whir_subset_pass, 0, 3, hd_valsize_whir_subset_pass, 0},
-    {"whir_fp4_to_planes", nullptr, hd_group_whir_fp4_to_planes, 0, 3, hd_valsize_whir_fp4_to_planes, 0},
-    {"whir_horner", nullptr, hd_group_whir_horner, 0, 3, hd_valsize_whir_horner, 0},
-    {"whir_pow_eq_tables", nullptr, hd_group_whir_pow_eq_tables, 0, 4, hd_valsize_whir_pow_eq_tables, 0},
-    {"gkr_leaves", nullptr, hd_group_gkr_leaves, 0, 9, hd_valsize_gkr_leaves, 0},
-    {"gkr_pad", nullptr, hd_group_gkr_pad, 0, 2, hd_valsize_gkr_pad, 0},
-    {"gkr_layer", nullptr, hd_group_gkr_layer, 0, 3, hd_valsize_gkr_layer, 0},
-    {"gkr_round_partials", hd_item_gkr_round_partials, hd_group_gkr_round_partials, 1, 4, hd_valsize_gkr_round_partials, 1},
-    {"gkr_fold_round_partials", hd_item_gkr_fold_round_partials, hd_group_gkr_fold_round_partials, 1, 5, hd_valsize_gkr_fold_round_partials, 1},
-    {"rows_fill_slots", nullptr, hd_group_rows_fill_slots, 0, 4, hd_valsize_rows_fill_slots, 0},
-    {"rows_check_partials", hd_item_rows_check_partials, hd_group_rows_check_partials, 1, 6, hd_valsize_rows_check_partials, 1},
-    {"rows_min_pairs", hd_item_rows_min_pairs, hd_group_rows_min_pairs, 1, 3, hd_valsize_rows_min_pairs, 1},
-    {"rows_check_pieces", hd_item_rows_check_pieces, hd_group_rows_check_pieces, 1, 9, hd_valsize_rows_check_pieces, 1},
-    {"zc_coeffs", nullptr, hd_group_zc_coeffs, 0, 6, hd_valsize_zc_coeffs, 0},
-    {"zc_uni_eval", nullptr, hd_group_zc_uni_eval, 0, 15, hd_valsize_zc_uni_eval, 0},
-    {"zc_bind_uni", nullptr, hd_group_zc_bind_uni, 0, 5, hd_valsize_zc_bind_uni, 0},
-    {"zc_bind_selectors", nullptr, hd_group_zc_bind_selectors, 0, 2, hd_valsize_zc_bind_selectors, 0},
-    {"zc_round_eval", nullptr, hd_group_zc_round_eval, 0, 11, hd_valsize_zc_round_eval, 0},
-    {"zc_round_pieces", nullptr, hd_group_zc_round_pieces, 0, 12, hd_valsize_zc_round_pieces, 0},
-    {"zc_uni_values", nullptr, hd_group_zc_uni_values, 0, 8, hd_valsize_zc_uni_values, 0},
-    {"zc_uni_pieces", nullptr, hd_group_zc_uni_pieces, 0, 12, hd_valsize_zc_uni_pieces, 0},
-    {"zc_uni_keccakf", nullptr, hd_group_zc_uni_keccakf, 0, 7, hd_valsize_zc_uni_keccakf, 0},
+    {"merkle_hash_rows", nullptr, hd_group_merkle_hash_rows, 0, 4, hd_valsize_merkle_hash_rows, 0, HD_ISA_GROUPS(hd_group_merkle_hash_rows_v3, hd_group_merkle_hash_rows_v4)},
+    {"merkle_compress", nullptr, hd_group_merkle_compress, 0, 4, hd_valsize_merkle_compress, 0, HD_ISA_GROUPS(hd_group_merkle_compress_v3, hd_group_merkle_compress_v4)},
+    {"merkle_gather_rows", nullptr, hd_group_merkle_gather_rows, 0, 3, hd_valsize_merkle_gather_rows, 0, {nullptr, nullptr}},
+    {"merkle_gather_query_rows", nullptr, hd_group_merkle_gather_query_rows, 0, 4, hd_valsize_merkle_gather_query_rows, 0, {nullptr, nullptr}},
+    {"merkle_gather_paths", nullptr, hd_group_merkle_gather_paths, 0, 4, hd_valsize_merkle_gather_paths, 0, {nullptr, nullptr}},
+    {"ntt_bitrev", nullptr, hd_group_ntt_bitrev, 0, 2, hd_valsize_ntt_bitrev, 0, {nullptr, nullptr}},
+    {"ntt_pass", hd_item_ntt_pass, hd_group_ntt_pass, 1, 4, hd_valsize_ntt_pass, 1, HD_ISA_GROUPS(hd_group_ntt_pass_v3, hd_group_ntt_pass_v4)},
+    {"ntt_blocks", nullptr, hd_group_ntt_blocks, 0, 3, hd_valsize_ntt_blocks, 0, {nullptr, nullptr}},
+    {"ntt_pad_columns", nullptr, hd_group_ntt_pad_columns, 0, 3, hd_valsize_ntt_pad_columns, 0, {nullptr, nullptr}},
+    {"p2_permute_states", nullptr, hd_group_p2_permute_states, 0, 3, hd_valsize_p2_permute_states, 0, HD_ISA_GROUPS(hd_group_p2_permute_states_v3, hd_group_p2_permute_states_v4)},
+    {"stack_trace", nullptr, hd_group_stack_trace, 0, 3, hd_valsize_stack_trace, 0, {nullptr, nullptr}},
+    {"bench_mul_chain", nullptr, hd_group_bench_mul_chain, 0, 2, hd_valsize_bench_mul_chain, 0, HD_ISA_GROUPS(hd_group_bench_mul_chain_v3, hd_group_bench_mul_chain_v4)},
+    {"bench_copy", nullptr, hd_group_bench_copy, 0, 3, hd_valsize_bench_copy, 0, {nullptr, nullptr}},
+    {"fo_to_mont", nullptr, hd_group_fo_to_mont, 0, 3, hd_valsize_fo_to_mont, 0, {nullptr, nullptr}},
+    {"fo_from_mont", nullptr, hd_group_fo_from_mont, 0, 3, hd_valsize_fo_from_mont, 0, {nullptr, nullptr}},
+    {"fo_add", nullptr, hd_group_fo_add, 0, 4, hd_valsize_fo_add, 0, {nullptr, nullptr}},
+    {"fo_sub", nullptr, hd_group_fo_sub, 0, 4, hd_valsize_fo_sub, 0, {nullptr, nullptr}},
+    {"fo_mul", nullptr, hd_group_fo_mul, 0, 4, hd_valsize_fo_mul, 0, {nullptr, nullptr}},
+    {"fo_scale", nullptr, hd_group_fo_scale, 0, 3, hd_valsize_fo_scale, 0, {nullptr, nullptr}},
+    {"fo_ext_add", nullptr, hd_group_fo_ext_add, 0, 4, hd_valsize_fo_ext_add, 0, {nullptr, nullptr}},
+    {"fo_ext_mul", nullptr, hd_group_fo_ext_mul, 0, 4, hd_valsize_fo_ext_mul, 0, {nullptr, nullptr}},
+    {"fo_ext_mul_base", nullptr, hd_group_fo_ext_mul_base, 0, 4, hd_valsize_fo_ext_mul_base, 0, {nullptr, nullptr}},
+    {"fo_sum", hd_item_fo_sum, hd_group_fo_sum, 1, 3, hd_valsize_fo_sum, 1, {nullptr, nullptr}},
+    {"grind_search", hd_item_grind_search, hd_group_grind_search, 1, 4, hd_valsize_grind_search, 1, HD_ISA_GROUPS(hd_group_grind_search_v3, hd_group_grind_search_v4)},
+    {"grind_min", hd_item_grind_min, hd_group_grind_min, 1, 3, hd_valsize_grind_min, 1, {nullptr, nullptr}},
+    {"prog_eval_outputs", nullptr, hd_group_prog_eval_outputs, 0, 6, hd_valsize_prog_eval_outputs, 0, {nullptr, nullptr}},
+    {"prog_eval_outputs4", nullptr, hd_group_prog_eval_outputs4, 0, 6, hd_valsize_prog_eval_outputs4, 0, {nullptr, nullptr}},
+    {"prog_eval_combine4", nullptr, hd_group_prog_eval_combine4, 0, 9, hd_valsize_prog_eval_combine4, 0, {nullptr, nullptr}},
+    {"sc_round_partials", hd_item_sc_round_partials, hd_group_sc_round_partials, 1, 4, hd_valsize_sc_round_partials, 1, HD_ISA_GROUPS(hd_group_sc_round_partials_v3, hd_group_sc_round_partials_v4)},
+    {"sc_fold_round_partials", hd_item_sc_fold_round_partials, hd_group_sc_fold_round_partials, 1, 6, hd_valsize_sc_fold_round_partials, 1, HD_ISA_GROUPS(hd_group_sc_fold_round_partials_v3, hd_group_sc_fold_round_partials_v4)},
+    {"sc_fold", nullptr, hd_group_sc_fold, 0, 3, hd_valsize_sc_fold, 0, HD_ISA_GROUPS(hd_group_sc_fold_v3, hd_group_sc_fold_v4)},
+    {"sc_sum_rows", hd_item_sc_sum_rows, hd_group_sc_sum_rows, 1, 3, hd_valsize_sc_sum_rows, 1, {nullptr, nullptr}},
+    {"sc_sum_row_blocks", hd_item_sc_sum_row_blocks, hd_group_sc_sum_row_blocks, 1, 3, hd_valsize_sc_sum_row_blocks, 1, {nullptr, nullptr}},
+    {"sc_eq_expand", nullptr, hd_group_sc_eq_expand, 0, 4, hd_valsize_sc_eq_expand, 0, {nullptr, nullptr}},
+    {"sr_uni_partials", hd_item_sr_uni_partials, hd_group_sr_uni_partials, 1, 5, hd_valsize_sr_uni_partials, 1, HD_ISA_GROUPS(hd_group_sr_uni_partials_v3, hd_group_sr_uni_partials_v4)},
+    {"sr_bind_q", nullptr, hd_group_sr_bind_q, 0, 4, hd_valsize_sr_bind_q, 0, HD_ISA_GROUPS(hd_group_sr_bind_q_v3, hd_group_sr_bind_q_v4)},
+    {"sr_bind_w", nullptr, hd_group_sr_bind_w, 0, 5, hd_valsize_sr_bind_w, 0, HD_ISA_GROUPS(hd_group_sr_bind_w_v3, hd_group_sr_bind_w_v4)},
+    {"whir_batch_blocks", nullptr, hd_group_whir_batch_blocks, 0, 5, hd_valsize_whir_batch_blocks, 0, {nullptr, nullptr}},
+    {"whir_subset_pass", nullptr, hd_group_whir_subset_pass, 0, 3, hd_valsize_whir_subset_pass, 0, {nullptr, nullptr}},
+    {"whir_fp4_to_planes", nullptr, hd_group_whir_fp4_to_planes, 0, 3, hd_valsize_whir_fp4_to_planes, 0, {nullptr, nullptr}},
+    {"whir_horner", nullptr, hd_group_whir_horner, 0, 3, hd_valsize_whir_horner, 0, {nullptr, nullptr}},
+    {"whir_pow_eq_tables", nullptr, hd_group_whir_pow_eq_tables, 0, 4, hd_valsize_whir_pow_eq_tables, 0, {nullptr, nullptr}},
+    {"gkr_leaves", nullptr, hd_group_gkr_leaves, 0, 9, hd_valsize_gkr_leaves, 0, {nullptr, nullptr}},
+    {"gkr_pad", nullptr, hd_group_gkr_pad, 0, 2, hd_valsize_gkr_pad, 0, {nullptr, nullptr}},
+    {"gkr_layer", nullptr, hd_group_gkr_layer, 0, 3, hd_valsize_gkr_layer, 0, {nullptr, nullptr}},
+    {"gkr_round_partials", hd_item_gkr_round_partials, hd_group_gkr_round_partials, 1, 4, hd_valsize_gkr_round_partials, 1, {nullptr, nullptr}},
+    {"gkr_fold_round_partials", hd_item_gkr_fold_round_partials, hd_group_gkr_fold_round_partials, 1, 5, hd_valsize_gkr_fold_round_partials, 1, {nullptr, nullptr}},
+    {"rows_fill_slots", nullptr, hd_group_rows_fill_slots, 0, 4, hd_valsize_rows_fill_slots, 0, {nullptr, nullptr}},
+    {"rows_check_partials", hd_item_rows_check_partials, hd_group_rows_check_partials, 1, 6, hd_valsize_rows_check_partials, 1, {nullptr, nullptr}},
+    {"rows_min_pairs", hd_item_rows_min_pairs, hd_group_rows_min_pairs, 1, 3, hd_valsize_rows_min_pairs, 1, {nullptr, nullptr}},
+    {"rows_check_pieces", hd_item_rows_check_pieces, hd_group_rows_check_pieces, 1, 9, hd_valsize_rows_check_pieces, 1, {nullptr, nullptr}},
+    {"zc_coeffs", nullptr, hd_group_zc_coeffs, 0, 6, hd_valsize_zc_coeffs, 0, HD_ISA_GROUPS(hd_group_zc_coeffs_v3, hd_group_zc_coeffs_v4)},
+    {"zc_uni_eval", nullptr, hd_group_zc_uni_eval, 0, 15, hd_valsize_zc_uni_eval, 0, HD_ISA_GROUPS(hd_group_zc_uni_eval_v3, hd_group_zc_uni_eval_v4)},
+    {"zc_bind_uni", nullptr, hd_group_zc_bind_uni, 0, 5, hd_valsize_zc_bind_uni, 0, HD_ISA_GROUPS(hd_group_zc_bind_uni_v3, hd_group_zc_bind_uni_v4)},
+    {"zc_bind_selectors", nullptr, hd_group_zc_bind_selectors, 0, 2, hd_valsize_zc_bind_selectors, 0, {nullptr, nullptr}},
+    {"zc_round_eval", nullptr, hd_group_zc_round_eval, 0, 11, hd_valsize_zc_round_eval, 0, HD_ISA_GROUPS(hd_group_zc_round_eval_v3, hd_group_zc_round_eval_v4)},
+    {"zc_round_pieces", nullptr, hd_group_zc_round_pieces, 0, 12, hd_valsize_zc_round_pieces, 0, HD_ISA_GROUPS(hd_group_zc_round_pieces_v3, hd_group_zc_round_pieces_v4)},
+    {"zc_uni_values", nullptr, hd_group_zc_uni_values, 0, 8, hd_valsize_zc_uni_values, 0, {nullptr, nullptr}},
+    {"zc_uni_pieces", nullptr, hd_group_zc_uni_pieces, 0, 12, hd_valsize_zc_uni_pieces, 0, HD_ISA_GROUPS(hd_group_zc_uni_pieces_v3, hd_group_zc_uni_pieces_v4)},
+    {"zc_uni_keccakf", nullptr, hd_group_zc_uni_keccakf, 0, 7, hd_valsize_zc_uni_keccakf, 0, HD_ISA_GROUPS(hd_group_zc_uni_keccakf_v3, hd_group_zc_uni_keccakf_v4)},
 };
 extern "C" const int hd_nkernels = 60;
