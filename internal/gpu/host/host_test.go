@@ -416,3 +416,39 @@ func TestISAOptions(t *testing.T) {
 		t.Error("an unknown instruction set was accepted")
 	}
 }
+
+// TestRecycledBuffersZeroed: a large buffer freed and allocated again (the recycler hands the
+// same memory back) reads as zeros, and the freed handle stays unusable.
+func TestRecycledBuffersZeroed(t *testing.T) {
+	h, err := host.Open(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, n := range []int{1 << 20, 3<<20 + 5, 1 << 24} {
+		b, err := h.Alloc(n)
+		must(t, err)
+		ones := make([]byte, n)
+		for i := range ones {
+			ones[i] = 0xA5
+		}
+		must(t, h.Upload(b, 0, ones))
+		h.Free(b)
+		if err := h.Upload(b, 0, ones[:4]); err == nil {
+			t.Fatal("upload to a freed buffer accepted")
+		}
+		for _, m := range []int{n, n - n/16} { // the same size, and a smaller one the freed buffer fits
+			c, err := h.Alloc(m)
+			must(t, err)
+			got := make([]byte, m)
+			must(t, h.Download(got, c, 0))
+			for i, x := range got {
+				if x != 0 {
+					t.Fatalf("alloc %d after free of %d: byte %d = %#x", m, n, i, x)
+				}
+			}
+			must(t, h.Upload(c, 0, ones[:m]))
+			h.Free(c)
+		}
+	}
+}
