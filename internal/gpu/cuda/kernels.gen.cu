@@ -637,12 +637,14 @@ MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
   MSL_UNROLL
   for (uint i = 0u; i < P2_WIDTH; i++) v[i] = lanes_ld_th(s + i * MSL_LANES);
   p2_external_lanes(v);
+#pragma GCC unroll 1
   for (uint r = 0u; r < 4u; r++) p2_full_round_lanes(v, rc, P2_RC_EXT_INIT + 16u * r);
   // Partial rounds: S-box on element 0, then M_I = J + diag(V) with V[0] = −2; `part` carries the
   // sum of elements 1..15 from one round to the next.
   lanes_uint part = v[1];
   MSL_UNROLL
   for (uint i = 2u; i < P2_WIDTH; i++) part = bb_add_lanes(part, v[i]);
+#pragma GCC unroll 1
   for (uint r = 0u; r < 13u; r++) {
     lanes_uint s0 = p2_sbox_lanes(bb_add_lanes(v[0], lanes_splat(rc[P2_RC_INTERNAL + r])));
     lanes_uint full = bb_add_lanes(part, s0);
@@ -655,6 +657,7 @@ MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
     }
     part = next;
   }
+#pragma GCC unroll 1
   for (uint r = 0u; r < 4u; r++) p2_full_round_lanes(v, rc, P2_RC_EXT_FINAL + 16u * r);
   MSL_UNROLL
   for (uint i = 0u; i < P2_WIDTH; i++) __builtin_memcpy(s + i * MSL_LANES, &v[i], sizeof v[i]);
