@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # host-isa-check.sh - the host device's kernel tests once per x86-64 code path. `go test` runs the
-# target clone that this CPU picks (AVX-512 here); CI machines and users' CPUs may pick the AVX2
-# or the baseline clone, whose vector code GCC writes differently. This builds the host package
+# kernel copy that this CPU picks (AVX-512 here; internal/kernels TestISAVariantsAgree compares
+# every copy the CPU can run with the baseline one); CI machines and users' CPUs may pick the AVX2
+# or the baseline copy, whose vector code GCC writes differently. This builds the host package
 # without clones (HD_NO_CLONES) for the baseline (SSE2) and, where the CPU has AVX2, for
 # x86-64-v3, and runs the kernel tests against the Go reference on each; then once more with the
 # portable lane arithmetic that other hosts (aarch64: Apple Silicon) compile (HD_GENERIC_LANES).

@@ -33,8 +33,13 @@ func TestConformanceReference(t *testing.T) {
 }
 
 func hostDevice(t *testing.T, wrap func(driver.Backend) driver.Backend) *gpu.Device {
+	return hostDeviceISA(t, "", wrap)
+}
+
+// hostDeviceISA is hostDevice running the kernel copies for isa ("": the best the CPU runs).
+func hostDeviceISA(t *testing.T, isa string, wrap func(driver.Backend) driver.Backend) *gpu.Device {
 	t.Helper()
-	hb, err := host.Open(2)
+	hb, err := host.OpenOptions(host.Options{Threads: 2, ISA: isa})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +65,35 @@ func TestConformanceHostDevice(t *testing.T) {
 	}
 	defer c.Close()
 	runChecks(t, backendtest.Subject{Backend: c.Stages()})
+}
+
+// TestConformanceHostDeviceBaselineISA runs the whole-proof checks with the baseline copies of
+// the kernels (SSE2 on x86-64), which CPUs without AVX2 run, on a CPU whose best copies
+// TestConformanceHostDevice has already run (internal/kernels: TestISAVariantsAgree compares
+// the copies kernel by kernel).
+func TestConformanceHostDeviceBaselineISA(t *testing.T) {
+	if isas := host.ISAs(); len(isas) == 1 {
+		t.Skipf("only the %s kernels on this CPU: TestConformanceHostDevice ran them", isas[0])
+	}
+	dev := hostDeviceISA(t, host.BaselineISA, nil)
+	c, err := backend.Device(dev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, ch := range backendtest.Checks(backendtest.Subject{Backend: c.Stages()}) {
+		if !strings.HasPrefix(ch.Name, "conformance/"+backendtest.StageProve+"/") {
+			continue
+		}
+		t.Run(ch.Name, func(t *testing.T) {
+			if err := ch.Run(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if !strings.Contains(dev.Name(), host.BaselineISA+" kernels") {
+		t.Errorf("device %q", dev.Name())
+	}
 }
 
 // TestConformanceHostDevicePieces runs the constraint and whole-proof checks with round 0 and

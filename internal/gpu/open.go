@@ -16,6 +16,9 @@ type Options struct {
 	Logger zerolog.Logger
 	// HostThreads is the number of CPU threads of the host device (0: all cores).
 	HostThreads int
+	// HostISA caps the instruction set of the host device's kernels ("": the best the CPU runs;
+	// see host.Options.ISA).
+	HostISA string
 	// CacheDir holds compiled kernels (CUDA cubins); "" means the user cache directory.
 	CacheDir string
 	// MemoryLimit, when positive, caps the device memory (Limits().MemoryBytes) below what the

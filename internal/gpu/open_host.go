@@ -6,5 +6,7 @@ import (
 )
 
 func init() {
-	register(KindHost, func(o Options) (driver.Backend, error) { return host.Open(o.HostThreads) })
+	register(KindHost, func(o Options) (driver.Backend, error) {
+		return host.OpenOptions(host.Options{Threads: o.HostThreads, ISA: o.HostISA})
+	})
 }

@@ -70,7 +70,7 @@ type Kernel struct {
 	Pos         string // file:line
 	Params      []Param
 	UsesBarrier bool // has threadgroup parameters or calls threadgroup_barrier
-	HostSIMD    bool // its body uses MSL_LANES: host trampolines get SIMD target clones
+	HostSIMD    bool // its body uses MSL_LANES: host group trampolines get x86-64 ISA variants
 	NBuf, NTG   int  // 1 + highest buffer / threadgroup index
 	// Module: the CUDA module of the file's kernels ("": the main one), from a line
 	// `// mslgen:module NAME` in the file (see main).
@@ -620,20 +620,27 @@ func genHost(ks []Kernel, amalg string) string {
 		pro = append(pro, "(void)tg;")
 		call := fmt.Sprintf("msl_kernel_%s(%s);", k.Name, strings.Join(args, ", "))
 		// Only the group trampolines of kernels written with lanes are compiled once per
-		// instruction set (the generated file's compile time grows with every copy); the
-		// per-item trampoline exists only for kernels with barriers (the runtime runs those
-		// items on fibers: groups of more than one thread, which the launchers give the host
-		// device for no lane kernel).
-		clones := ""
-		if k.HostSIMD {
-			clones = "HD_SIMD_CLONES "
-		}
+		// instruction set (the generated file's compile time grows with every copy): on x86-64
+		// (HD_ISA_VARIANTS, hd_glue.h) a copy for x86-64-v3 (AVX2) and one for x86-64-v4
+		// (AVX-512) beside the baseline one; the runtime picks one per dispatch from what the
+		// CPU supports (hd_runtime.cpp). The per-item trampoline exists only for kernels with
+		// barriers (the runtime runs those items on fibers: groups of more than one thread,
+		// which the launchers give the host device for no lane kernel).
 		if k.UsesBarrier {
 			fmt.Fprintf(&b, "static void hd_item_%s(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {\n  %s\n  %s\n}\n",
 				k.Name, strings.Join(pro, "\n  "), call)
 		}
-		fmt.Fprintf(&b, "%sstatic void hd_group_%s(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {\n  %s\n  HD_FOR_EACH_ITEM(L, lp) %s\n}\n",
-			clones, k.Name, strings.Join(pro, "\n  "), call)
+		group := func(attr, suffix string) {
+			fmt.Fprintf(&b, "%sstatic void hd_group_%s%s(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {\n  %s\n  HD_FOR_EACH_ITEM(L, lp) %s\n}\n",
+				attr, k.Name, suffix, strings.Join(pro, "\n  "), call)
+		}
+		if k.HostSIMD {
+			b.WriteString("#if HD_ISA_VARIANTS\n")
+			group("HD_TARGET_V3 ", "_v3")
+			group("HD_TARGET_V4 ", "_v4")
+			b.WriteString("#endif\n")
+		}
+		group("", "")
 		sizes := make([]string, k.NBuf)
 		for i := range sizes {
 			sizes[i] = "0"
@@ -656,8 +663,12 @@ func genHost(ks []Kernel, amalg string) string {
 		if k.UsesBarrier {
 			item = "hd_item_" + k.Name
 		}
-		fmt.Fprintf(&b, "    {%q, %s, hd_group_%s, %d, %d, hd_valsize_%s, %d},\n",
-			k.Name, item, k.Name, b2i(k.UsesBarrier), k.NBuf, k.Name, k.NTG)
+		isa := "{nullptr, nullptr}"
+		if k.HostSIMD {
+			isa = fmt.Sprintf("HD_ISA_GROUPS(hd_group_%s_v3, hd_group_%s_v4)", k.Name, k.Name)
+		}
+		fmt.Fprintf(&b, "    {%q, %s, hd_group_%s, %d, %d, hd_valsize_%s, %d, %s},\n",
+			k.Name, item, k.Name, b2i(k.UsesBarrier), k.NBuf, k.Name, k.NTG, isa)
 	}
 	fmt.Fprintf(&b, "};\nextern \"C\" const int hd_nkernels = %d;\n", len(ks))
 	return b.String()

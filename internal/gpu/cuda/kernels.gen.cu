@@ -589,6 +589,83 @@ MSL_FN void p2_partial_rounds(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
   }
 }
 
+#if defined(MSL_TARGET_HOST)
+// The host device's permutation: the same rounds on the lane vectors of babybear.h, one
+// lanes_uint per element (16 registers of 16 lanes with AVX-512), so that every product is
+// bb_mul_lanes (even/odd 64-bit products) instead of GCC's vectorisation of the scalar bb_mul
+// (widen, 64-bit multiply, narrow: about twice the instructions), and the state stays in registers
+// from round to round. The GPU version below is the specification; TestPermuteMatchesGo and
+// TestISAVariantsAgree check this one against Go on every instruction-set copy.
+MSL_FN lanes_uint p2_sbox_lanes(lanes_uint x) {  // x^7
+  lanes_uint x2 = bb_mul_lanes(x, x);
+  lanes_uint x3 = bb_mul_lanes(x2, x);
+  lanes_uint x4 = bb_mul_lanes(x2, x2);
+  return bb_mul_lanes(x3, x4);
+}
+
+// M_E on the 16 element vectors: mat4 on each group of four, then the sums of equal residues mod 4.
+MSL_FN void p2_external_lanes(MSL_THREAD lanes_uint* v) {
+  MSL_UNROLL
+  for (uint g = 0u; g < P2_WIDTH; g += 4u) {
+    lanes_uint x0 = v[g], x1 = v[g + 1u], x2 = v[g + 2u], x3 = v[g + 3u];
+    lanes_uint t01 = bb_add_lanes(x0, x1);
+    lanes_uint t23 = bb_add_lanes(x2, x3);
+    lanes_uint t0123 = bb_add_lanes(t01, t23);
+    lanes_uint t01123 = bb_add_lanes(t0123, x1);
+    lanes_uint t01233 = bb_add_lanes(t0123, x3);
+    v[g] = bb_add_lanes(t01123, t01);
+    v[g + 1u] = bb_add_lanes(t01123, bb_add_lanes(x2, x2));
+    v[g + 2u] = bb_add_lanes(t01233, t23);
+    v[g + 3u] = bb_add_lanes(t01233, bb_add_lanes(x0, x0));
+  }
+  MSL_UNROLL
+  for (uint k = 0u; k < 4u; k++) {
+    lanes_uint sum = bb_add_lanes(bb_add_lanes(v[k], v[4u + k]), bb_add_lanes(v[8u + k], v[12u + k]));
+    v[k] = bb_add_lanes(v[k], sum);
+    v[4u + k] = bb_add_lanes(v[4u + k], sum);
+    v[8u + k] = bb_add_lanes(v[8u + k], sum);
+    v[12u + k] = bb_add_lanes(v[12u + k], sum);
+  }
+}
+
+MSL_FN void p2_full_round_lanes(MSL_THREAD lanes_uint* v, MSL_CONSTANT uint* rc, uint off) {
+  MSL_UNROLL
+  for (uint i = 0u; i < P2_WIDTH; i++) v[i] = p2_sbox_lanes(bb_add_lanes(v[i], lanes_splat(rc[off + i])));
+  p2_external_lanes(v);
+}
+
+// The permutation, in place, on MSL_LANES lane-major states.
+MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
+  lanes_uint v[P2_WIDTH];
+  MSL_UNROLL
+  for (uint i = 0u; i < P2_WIDTH; i++) v[i] = lanes_ld_th(s + i * MSL_LANES);
+  p2_external_lanes(v);
+#pragma GCC unroll 1
+  for (uint r = 0u; r < 4u; r++) p2_full_round_lanes(v, rc, P2_RC_EXT_INIT + 16u * r);
+  // Partial rounds: S-box on element 0, then M_I = J + diag(V) with V[0] = −2; `part` carries the
+  // sum of elements 1..15 from one round to the next.
+  lanes_uint part = v[1];
+  MSL_UNROLL
+  for (uint i = 2u; i < P2_WIDTH; i++) part = bb_add_lanes(part, v[i]);
+#pragma GCC unroll 1
+  for (uint r = 0u; r < 13u; r++) {
+    lanes_uint s0 = p2_sbox_lanes(bb_add_lanes(v[0], lanes_splat(rc[P2_RC_INTERNAL + r])));
+    lanes_uint full = bb_add_lanes(part, s0);
+    v[0] = bb_sub_lanes(part, s0);
+    lanes_uint next = lanes_splat(0u);
+    MSL_UNROLL
+    for (uint i = 1u; i < P2_WIDTH; i++) {
+      v[i] = bb_add_lanes(full, bb_mul_lanes(lanes_splat(rc[P2_RC_DIAG + i]), v[i]));
+      next = i == 1u ? v[i] : bb_add_lanes(next, v[i]);
+    }
+    part = next;
+  }
+#pragma GCC unroll 1
+  for (uint r = 0u; r < 4u; r++) p2_full_round_lanes(v, rc, P2_RC_EXT_FINAL + 16u * r);
+  MSL_UNROLL
+  for (uint i = 0u; i < P2_WIDTH; i++) __builtin_memcpy(s + i * MSL_LANES, &v[i], sizeof v[i]);
+}
+#else
 // The permutation, in place, on MSL_LANES lane-major states.
 MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
   p2_external(s);
@@ -596,6 +673,7 @@ MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
   p2_partial_rounds(s, rc);
   for (uint r = 0u; r < 4u; r++) p2_full_round(s, rc, P2_RC_EXT_FINAL + 16u * r);
 }
+#endif
 
 #endif  // POSEIDON2_H
 #line 9 "shaders/commit/merkle.metal"

@@ -24,15 +24,22 @@ static inline hd_u3 hd_bi_thread_index_in_threadgroup(const hd_launch* L, hd_u3,
   return hd_u3{lp.x + L->tpg.x * (lp.y + L->tpg.y * lp.z), 0, 0};
 }
 
-// Every trampoline is compiled three times on x86-64 ELF (GCC, Clang): for AVX-512 (x86-64-v4),
-// AVX2 (x86-64-v3) and the baseline; the loader picks one for the CPU (ifunc). The kernel code
-// inlined into each clone is vectorised for that instruction set: this is where the lane loops of
-// prelude.h turn into SIMD. Other targets (aarch64: NEON is the baseline) compile once.
-// Kernel helpers are always_inline on the host (prelude.h), so each clone holds the whole kernel.
-#if defined(__x86_64__) && defined(__ELF__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HD_NO_CLONES)
-#define HD_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+// On x86-64 (GCC, Clang) the group trampoline of every kernel written with lanes is compiled
+// three times: for x86-64-v4 (AVX-512), x86-64-v3 (AVX2) and the baseline (SSE2); the runtime
+// picks one per dispatch from what the CPU and the OS support (hd_runtime.cpp: hd_isa_supported)
+// unless the backend asks for a lower level. The kernel code inlined into each copy is vectorised
+// for that instruction set: this is where the lane loops of prelude.h turn into SIMD. Kernel
+// helpers are always_inline on the host (prelude.h), so each copy holds the whole kernel. Other
+// targets (aarch64: NEON is the baseline) compile once; so does a build with HD_NO_CLONES
+// (scripts/host-isa-check.sh builds that way with -march to test each code path).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(HD_NO_CLONES)
+#define HD_ISA_VARIANTS 1
+#define HD_TARGET_V3 __attribute__((target("arch=x86-64-v3")))
+#define HD_TARGET_V4 __attribute__((target("arch=x86-64-v4")))
+#define HD_ISA_GROUPS(v3, v4) {v3, v4}
 #else
-#define HD_SIMD_CLONES
+#define HD_ISA_VARIANTS 0
+#define HD_ISA_GROUPS(v3, v4) {nullptr, nullptr}
 #endif
 
 #define HD_FOR_EACH_ITEM(L, lp)                                \

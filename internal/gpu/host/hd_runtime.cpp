@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -26,6 +27,9 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 namespace {
 
@@ -200,6 +204,7 @@ thread_local const Job* tl_job = nullptr;  // set while this thread works on a d
 
 struct Job {
   const hd_kernel* k;
+  hd_group_fn group;  // k->group or its copy for the dispatch's instruction set
   hd_launch L;
   unsigned tg_off[kMaxTG];
   unsigned ntg;
@@ -311,7 +316,7 @@ void run_range(const Job& j) {
       if (k->uses_barrier && tpg_n > 1)
         tl_fiber_set.run_group(&j, gp, tg, tpg_n);
       else
-        k->group(&L, gp, tg);
+        j.group(&L, gp, tg);
     }
   }
   tl_job = nullptr;
@@ -402,6 +407,44 @@ Pool& pool() {
   return *p;
 }
 
+// cpu_isa: the highest level whose every instruction the CPU has and whose register state the OS
+// saves (XGETBV), as GCC and Clang define the levels: x86-64-v3 = v2 (SSE3, SSSE3, SSE4.1/4.2,
+// POPCNT, CMPXCHG16B, LAHF) + AVX, AVX2, BMI1, BMI2, F16C, FMA, LZCNT, MOVBE, XSAVE;
+// x86-64-v4 = v3 + AVX512F, AVX512BW, AVX512CD, AVX512DQ, AVX512VL. Checked bit by bit rather than
+// with __builtin_cpu_supports, whose level names Clang 14 lacks.
+int cpu_isa() {
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return HD_ISA_BASELINE;
+  const unsigned c1 = c;
+  auto has = [](unsigned reg, std::initializer_list<int> bits) {
+    for (int i : bits)
+      if (!(reg >> i & 1)) return false;
+    return true;
+  };
+  // SSE3, SSSE3, FMA, CX16, SSE4.1, SSE4.2, MOVBE, POPCNT, XSAVE, OSXSAVE, AVX, F16C
+  if (!has(c1, {0, 9, 12, 13, 19, 20, 22, 23, 26, 27, 28, 29})) return HD_ISA_BASELINE;
+  if (!__get_cpuid(0x80000001, &a, &b, &c, &d) || !has(c, {0, 5})) return HD_ISA_BASELINE;  // LAHF, LZCNT
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return HD_ISA_BASELINE;
+  const unsigned b7 = b;
+  unsigned xlo, xhi;
+  __asm__ __volatile__("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+  if ((xlo & 0x6) != 0x6 || !has(b7, {3, 5, 8})) return HD_ISA_BASELINE;  // XMM+YMM state; BMI1, AVX2, BMI2
+  // opmask, ZMM_Hi256, Hi16_ZMM state; AVX512F, AVX512DQ, AVX512CD, AVX512BW, AVX512VL
+  if ((xlo & 0xE0) != 0xE0 || !has(b7, {16, 17, 28, 30, 31})) return HD_ISA_X86_64_V3;
+  return HD_ISA_X86_64_V4;
+#else
+  return HD_ISA_BASELINE;
+#endif
+}
+
+// group_for: the kernel's group trampoline for the highest level ≤ isa that it was compiled for.
+hd_group_fn group_for(const hd_kernel* k, int isa) {
+  for (int l = isa; l > HD_ISA_BASELINE; l--)
+    if (hd_group_fn f = k->group_isa[l - 1]) return f;
+  return k->group;
+}
+
 }  // namespace
 
 extern "C" void hd_threadgroup_barrier(void) {
@@ -416,7 +459,30 @@ extern "C" void hd_threadgroup_barrier(void) {
     j->fail(std::string(j->k->name) + ": threadgroup_barrier in a kernel classified barrier-free");
 }
 
-extern "C" int hd_dispatch(int kernel, hd_u3 groups, hd_u3 tpg, void* const* bufs,
+extern "C" int hd_isa_supported(void) {
+  static const int level = [] {
+    bool built = false;  // does this build have the copies at all (x86-64 without HD_NO_CLONES)?
+    for (int i = 0; i < hd_nkernels; i++) built = built || hd_kernels[i].group_isa[0] || hd_kernels[i].group_isa[1];
+    return built ? cpu_isa() : HD_ISA_BASELINE;
+  }();
+  return level;
+}
+
+extern "C" const char* hd_isa_name(int isa) {
+  switch (isa) {
+    case HD_ISA_X86_64_V3: return "x86-64-v3";
+    case HD_ISA_X86_64_V4: return "x86-64-v4";
+  }
+#if defined(__x86_64__)
+  return "x86-64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#else
+  return "baseline";
+#endif
+}
+
+extern "C" int hd_dispatch(int kernel, int isa, hd_u3 groups, hd_u3 tpg, void* const* bufs,
                            const unsigned* tg_len, char* err, int errlen) {
   auto fail = [&](const std::string& m) {
     snprintf(err, size_t(errlen), "%s", m.c_str());
@@ -425,6 +491,8 @@ extern "C" int hd_dispatch(int kernel, hd_u3 groups, hd_u3 tpg, void* const* buf
   if (kernel < 0 || kernel >= hd_nkernels) return fail("bad kernel id");
   Job j;
   j.k = &hd_kernels[kernel];
+  if (isa < HD_ISA_BASELINE || isa > hd_isa_supported()) return fail("instruction set not supported by this CPU");
+  j.group = group_for(j.k, isa);
   uint64_t n = uint64_t(tpg.x) * tpg.y * tpg.z;
   if (n == 0 || n > kMaxThreadsPerGroup)
     return fail(std::string(j.k->name) + ": threads per threadgroup must be 1..1024");

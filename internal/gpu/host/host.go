@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"github.com/metalprove/metalprove/internal/gpu/driver"
@@ -48,10 +49,37 @@ const (
 )
 
 // Backend is the host device. The thread pool is process-wide: opening a second host backend
-// with another thread count resizes it for both.
+// with another thread count resizes it for both. The instruction set is per backend.
 type Backend struct {
 	threads int
+	isa     C.int          // highest instruction-set level of the kernel copies that run
 	ids     map[string]int // kernel name -> index in the C table
+	rec     *recycler
+}
+
+// Options configure OpenOptions.
+type Options struct {
+	// Threads is the number of worker threads, the caller's included (0: one per CPU).
+	Threads int
+	// ISA caps the instruction set of the kernels that run: "" for the best that the CPU, the
+	// OS and this build support (ISAs()[0]); one of ISAs() to force a lower one: BaselineISA is
+	// the copy every CPU of the architecture runs (tests compare the copies' outputs).
+	ISA string
+}
+
+// BaselineISA names the kernel copy compiled for the architecture's baseline: "x86-64" (SSE2)
+// on x86-64, "aarch64" (NEON) on arm64.
+var BaselineISA = C.GoString(C.hd_isa_name(C.HD_ISA_BASELINE))
+
+// ISAs lists the instruction sets whose kernel copies this CPU can run, best first, ending with
+// BaselineISA: on x86-64 with AVX-512 "x86-64-v4", "x86-64-v3", "x86-64". Kernels written
+// without lanes have only the baseline copy (compiled with -O3 for the baseline).
+func ISAs() []string {
+	var out []string
+	for l := C.hd_isa_supported(); l >= C.HD_ISA_BASELINE; l-- {
+		out = append(out, C.GoString(C.hd_isa_name(l)))
+	}
+	return out
 }
 
 var (
@@ -62,8 +90,26 @@ var (
 // Open starts the host device with threads worker threads (the caller's included; 0: one per
 // CPU). It fails if the C++ kernels and the Go kernel table disagree (rerun go generate).
 func Open(threads int) (*Backend, error) {
+	return OpenOptions(Options{Threads: threads})
+}
+
+// OpenOptions is Open with options; an ISA this CPU cannot run is an error.
+func OpenOptions(o Options) (*Backend, error) {
+	threads := o.Threads
 	if threads < 0 {
 		return nil, fmt.Errorf("host: %d threads", threads)
+	}
+	isa := C.hd_isa_supported()
+	if o.ISA != "" {
+		names := ISAs()
+		i := 0
+		for i < len(names) && names[i] != o.ISA {
+			i++
+		}
+		if i == len(names) {
+			return nil, fmt.Errorf("host: instruction set %q: this CPU and build run %v", o.ISA, names)
+		}
+		isa -= C.int(i)
 	}
 	if threads == 0 {
 		threads = runtime.NumCPU()
@@ -75,7 +121,7 @@ func Open(threads int) (*Backend, error) {
 	if int(C.hd_workers()) != threads {
 		C.hd_set_workers(C.int(threads))
 	}
-	return &Backend{threads: threads, ids: ids}, nil
+	return &Backend{threads: threads, isa: isa, ids: ids, rec: &recycler{}}, nil
 }
 
 // cKernel is one entry of the generated C table.
@@ -123,10 +169,13 @@ func matchTables() (map[string]int, error) {
 	return ids, nil
 }
 
-// Name describes the device, e.g. "host (2 threads, x86-64 fibers)".
+// Name describes the device, e.g. "host (2 threads, x86-64 fibers, x86-64-v4 kernels)".
 func (h *Backend) Name() string {
-	return fmt.Sprintf("host (%d threads, %s fibers)", int(C.hd_workers()), C.GoString(C.hd_fiber_impl()))
+	return fmt.Sprintf("host (%d threads, %s fibers, %s kernels)", int(C.hd_workers()), C.GoString(C.hd_fiber_impl()), h.ISA())
 }
+
+// ISA names the instruction set of the kernel copies this backend runs (one of ISAs()).
+func (h *Backend) ISA() string { return C.GoString(C.hd_isa_name(h.isa)) }
 
 // Limits reports the host device limits (SIMD width 1, memory = physical RAM).
 func (h *Backend) Limits() driver.Limits {
@@ -151,9 +200,10 @@ func (h *Backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error
 
 // buffer is C memory aligned to 64 bytes.
 type buffer struct {
-	raw unsafe.Pointer // as returned by calloc; nil once freed
-	p   unsafe.Pointer // aligned start
-	n   int
+	raw  unsafe.Pointer // as returned by calloc; nil once freed
+	p    unsafe.Pointer // aligned start
+	n    int            // size asked for
+	size int            // usable bytes from p (≥ n: a recycled buffer may be larger)
 }
 
 func (b *buffer) Size() int { return b.n }
@@ -162,17 +212,133 @@ func (b *buffer) bytes(off, n int) []byte {
 	return unsafe.Slice((*byte)(unsafe.Add(b.p, off)), n)
 }
 
-// Alloc returns size zeroed bytes (calloc: large buffers come from fresh zero pages).
+func callocBuffer(n, size int) *buffer {
+	raw := C.calloc(1, C.size_t(size)+bufferAlign)
+	if raw == nil {
+		return nil
+	}
+	p := unsafe.Add(raw, (bufferAlign-uintptr(raw)%bufferAlign)%bufferAlign)
+	return &buffer{raw: raw, p: p, n: n, size: size}
+}
+
+// recycleMin: buffers of at least this many bytes are recycled (recycler).
+const recycleMin = 1 << 20
+
+// recycler keeps freed large buffers mapped for later allocations of about their size. A proof
+// allocates gigabytes of device memory (keccakf-1024: 2.4 GB) and frees it at the end; on this
+// project's VM the fresh pages of the next proof cost 0.2-1.7 s per GB in page faults (the
+// hypervisor takes freed memory back within seconds: free page reporting), against 0.03 s per
+// GB to zero a recycled buffer. The bytes the process holds never exceed the most it held live:
+// before a fresh allocation, cached buffers are released until live + cached + new ≤ that peak.
+type recycler struct {
+	mu     sync.Mutex
+	free   []*buffer // freed buffers, still allocated
+	cached int       // their bytes
+	live   int       // bytes of recyclable buffers handed out and not freed
+	peak   int       // the most live + cached bytes so far
+	closed bool      // Close released the cache: Free releases at once
+}
+
+// get returns a zeroed recycled buffer of at least n bytes (at most n + n/8), or nil.
+func (r *recycler) get(n int) *buffer {
+	r.mu.Lock()
+	best := -1
+	for i, b := range r.free {
+		if b.size >= n && b.size <= n+n/8 && (best < 0 || b.size < r.free[best].size) {
+			best = i
+		}
+	}
+	if best < 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	b := r.free[best]
+	r.free = append(r.free[:best], r.free[best+1:]...)
+	r.cached -= b.size
+	r.live += b.size
+	r.mu.Unlock()
+	C.memset(b.p, 0, C.size_t(n))
+	b.n = n
+	return b
+}
+
+// reserve makes room for a fresh buffer of size bytes: it releases cached buffers (largest
+// first) while live + cached + size exceeds the peak, then counts the new one as live.
+func (r *recycler) reserve(size int) {
+	r.mu.Lock()
+	var drop []*buffer
+	for len(r.free) > 0 && r.live+r.cached+size > r.peak {
+		big := 0
+		for i, b := range r.free {
+			if b.size > r.free[big].size {
+				big = i
+			}
+		}
+		drop = append(drop, r.free[big])
+		r.cached -= r.free[big].size
+		r.free = append(r.free[:big], r.free[big+1:]...)
+	}
+	r.live += size
+	r.peak = max(r.peak, r.live+r.cached)
+	r.mu.Unlock()
+	for _, b := range drop {
+		C.free(b.raw)
+	}
+}
+
+// unreserve undoes reserve for an allocation that failed.
+func (r *recycler) unreserve(size int) {
+	r.mu.Lock()
+	r.live -= size
+	r.mu.Unlock()
+}
+
+// put takes a freed recyclable buffer; false: the caller frees it.
+func (r *recycler) put(b *buffer) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.live -= b.size
+	if r.closed {
+		return false
+	}
+	r.free = append(r.free, b)
+	r.cached += b.size
+	return true
+}
+
+// release frees every cached buffer; later Frees release at once.
+func (r *recycler) release() {
+	r.mu.Lock()
+	drop := r.free
+	r.free, r.cached, r.closed = nil, 0, true
+	r.mu.Unlock()
+	for _, b := range drop {
+		C.free(b.raw)
+	}
+}
+
+// Alloc returns size zeroed bytes: calloc (large buffers come from fresh zero pages), or a
+// recycled buffer cleared.
 func (h *Backend) Alloc(size int) (driver.Buffer, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("host: alloc of %d bytes", size)
 	}
-	raw := C.calloc(1, C.size_t(size)+bufferAlign)
-	if raw == nil {
+	if size < recycleMin {
+		if b := callocBuffer(size, size); b != nil {
+			return b, nil
+		}
 		return nil, fmt.Errorf("host: %w (calloc of %d bytes failed)", driver.ErrOutOfMemory, size)
 	}
-	p := unsafe.Add(raw, (bufferAlign-uintptr(raw)%bufferAlign)%bufferAlign)
-	return &buffer{raw: raw, p: p, n: size}, nil
+	if b := h.rec.get(size); b != nil {
+		return b, nil
+	}
+	h.rec.reserve(size)
+	b := callocBuffer(size, size)
+	if b == nil {
+		h.rec.unreserve(size)
+		return nil, fmt.Errorf("host: %w (calloc of %d bytes failed)", driver.ErrOutOfMemory, size)
+	}
+	return b, nil
 }
 
 func (h *Backend) buf(b driver.Buffer) (*buffer, error) {
@@ -189,7 +355,9 @@ func (h *Backend) buf(b driver.Buffer) (*buffer, error) {
 // Free releases b (a second Free does nothing).
 func (h *Backend) Free(b driver.Buffer) {
 	if hb, ok := b.(*buffer); ok && hb.raw != nil {
-		C.free(hb.raw)
+		if hb.size < recycleMin || !h.rec.put(&buffer{raw: hb.raw, p: hb.p, n: hb.n, size: hb.size}) {
+			C.free(hb.raw)
+		}
 		hb.raw, hb.p = nil, nil
 	}
 }
@@ -296,7 +464,7 @@ func (h *Backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args [
 		tgl[i] = C.uint(l)
 	}
 	var errbuf [256]C.char
-	rc := C.hd_dispatch(C.int(id), C.hd_u3{C.uint(groups.X), C.uint(groups.Y), C.uint(groups.Z)},
+	rc := C.hd_dispatch(C.int(id), h.isa, C.hd_u3{C.uint(groups.X), C.uint(groups.Y), C.uint(groups.Z)},
 		C.hd_u3{C.uint(tpg.X), C.uint(tpg.Y), C.uint(tpg.Z)},
 		(*unsafe.Pointer)(block), &tgl[0], &errbuf[0], C.int(len(errbuf)))
 	if rc != 0 {
@@ -308,8 +476,12 @@ func (h *Backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args [
 // Sync does nothing: Dispatch and Copy complete before they return.
 func (h *Backend) Sync() error { return nil }
 
-// Close does nothing (buffers are freed by their owner; the pool lives on for the process).
-func (h *Backend) Close() error { return nil }
+// Close releases the recycled buffers (buffers are freed by their owner; the thread pool lives on
+// for the process).
+func (h *Backend) Close() error {
+	h.rec.release()
+	return nil
+}
 
 // setUcontextFibers selects the portable ucontext fiber switch instead of the hand-written one
 // (for tests and benchmarks).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/field"
@@ -391,5 +392,63 @@ func BenchmarkBarrier(b *testing.B) {
 			}
 			b.ReportMetric(b.Elapsed().Seconds()*1e9/float64(b.N)/float64(n*9), "ns/item-barrier")
 		})
+	}
+}
+
+// TestISAOptions: ISAs lists what the CPU runs, best first, down to the baseline; each one can be
+// asked for and the device name says which kernels run; an unknown one is refused.
+func TestISAOptions(t *testing.T) {
+	isas := host.ISAs()
+	if len(isas) == 0 || isas[len(isas)-1] != host.BaselineISA {
+		t.Fatalf("ISAs() = %v, baseline %s", isas, host.BaselineISA)
+	}
+	for i, isa := range append([]string{""}, isas...) {
+		h, err := host.OpenOptions(host.Options{Threads: 2, ISA: isa})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := isas[max(i-1, 0)]
+		if h.ISA() != want || !strings.Contains(h.Name(), want+" kernels") {
+			t.Errorf("ISA %q: backend runs %s (%s), want %s", isa, h.ISA(), h.Name(), want)
+		}
+	}
+	if _, err := host.OpenOptions(host.Options{ISA: "pentium-mmx"}); err == nil {
+		t.Error("an unknown instruction set was accepted")
+	}
+}
+
+// TestRecycledBuffersZeroed: a large buffer freed and allocated again (the recycler hands the
+// same memory back) reads as zeros, and the freed handle stays unusable.
+func TestRecycledBuffersZeroed(t *testing.T) {
+	h, err := host.Open(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, n := range []int{1 << 20, 3<<20 + 5, 1 << 24} {
+		b, err := h.Alloc(n)
+		must(t, err)
+		ones := make([]byte, n)
+		for i := range ones {
+			ones[i] = 0xA5
+		}
+		must(t, h.Upload(b, 0, ones))
+		h.Free(b)
+		if err := h.Upload(b, 0, ones[:4]); err == nil {
+			t.Fatal("upload to a freed buffer accepted")
+		}
+		for _, m := range []int{n, n - n/16} { // the same size, and a smaller one the freed buffer fits
+			c, err := h.Alloc(m)
+			must(t, err)
+			got := make([]byte, m)
+			must(t, h.Download(got, c, 0))
+			for i, x := range got {
+				if x != 0 {
+					t.Fatalf("alloc %d after free of %d: byte %d = %#x", m, n, i, x)
+				}
+			}
+			must(t, h.Upload(c, 0, ones[:m]))
+			h.Free(c)
+		}
 	}
 }

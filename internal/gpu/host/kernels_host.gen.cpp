@@ -587,6 +587,83 @@ MSL_FN void p2_partial_rounds(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
   }
 }
 
+#if defined(MSL_TARGET_HOST)
+// The host device's permutation: the same rounds on the lane vectors of babybear.h, one
+// lanes_uint per element (16 registers of 16 lanes with AVX-512), so that every product is
+// bb_mul_lanes (even/odd 64-bit products) instead of GCC's vectorisation of the scalar bb_mul
+// (widen, 64-bit multiply, narrow: about twice the instructions), and the state stays in registers
+// from round to round. The GPU version below is the specification; TestPermuteMatchesGo and
+// TestISAVariantsAgree check this one against Go on every instruction-set copy.
+MSL_FN lanes_uint p2_sbox_lanes(lanes_uint x) {  // x^7
+  lanes_uint x2 = bb_mul_lanes(x, x);
+  lanes_uint x3 = bb_mul_lanes(x2, x);
+  lanes_uint x4 = bb_mul_lanes(x2, x2);
+  return bb_mul_lanes(x3, x4);
+}
+
+// M_E on the 16 element vectors: mat4 on each group of four, then the sums of equal residues mod 4.
+MSL_FN void p2_external_lanes(MSL_THREAD lanes_uint* v) {
+  MSL_UNROLL
+  for (uint g = 0u; g < P2_WIDTH; g += 4u) {
+    lanes_uint x0 = v[g], x1 = v[g + 1u], x2 = v[g + 2u], x3 = v[g + 3u];
+    lanes_uint t01 = bb_add_lanes(x0, x1);
+    lanes_uint t23 = bb_add_lanes(x2, x3);
+    lanes_uint t0123 = bb_add_lanes(t01, t23);
+    lanes_uint t01123 = bb_add_lanes(t0123, x1);
+    lanes_uint t01233 = bb_add_lanes(t0123, x3);
+    v[g] = bb_add_lanes(t01123, t01);
+    v[g + 1u] = bb_add_lanes(t01123, bb_add_lanes(x2, x2));
+    v[g + 2u] = bb_add_lanes(t01233, t23);
+    v[g + 3u] = bb_add_lanes(t01233, bb_add_lanes(x0, x0));
+  }
+  MSL_UNROLL
+  for (uint k = 0u; k < 4u; k++) {
+    lanes_uint sum = bb_add_lanes(bb_add_lanes(v[k], v[4u + k]), bb_add_lanes(v[8u + k], v[12u + k]));
+    v[k] = bb_add_lanes(v[k], sum);
+    v[4u + k] = bb_add_lanes(v[4u + k], sum);
+    v[8u + k] = bb_add_lanes(v[8u + k], sum);
+    v[12u + k] = bb_add_lanes(v[12u + k], sum);
+  }
+}
+
+MSL_FN void p2_full_round_lanes(MSL_THREAD lanes_uint* v, MSL_CONSTANT uint* rc, uint off) {
+  MSL_UNROLL
+  for (uint i = 0u; i < P2_WIDTH; i++) v[i] = p2_sbox_lanes(bb_add_lanes(v[i], lanes_splat(rc[off + i])));
+  p2_external_lanes(v);
+}
+
+// The permutation, in place, on MSL_LANES lane-major states.
+MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
+  lanes_uint v[P2_WIDTH];
+  MSL_UNROLL
+  for (uint i = 0u; i < P2_WIDTH; i++) v[i] = lanes_ld_th(s + i * MSL_LANES);
+  p2_external_lanes(v);
+#pragma GCC unroll 1
+  for (uint r = 0u; r < 4u; r++) p2_full_round_lanes(v, rc, P2_RC_EXT_INIT + 16u * r);
+  // Partial rounds: S-box on element 0, then M_I = J + diag(V) with V[0] = −2; `part` carries the
+  // sum of elements 1..15 from one round to the next.
+  lanes_uint part = v[1];
+  MSL_UNROLL
+  for (uint i = 2u; i < P2_WIDTH; i++) part = bb_add_lanes(part, v[i]);
+#pragma GCC unroll 1
+  for (uint r = 0u; r < 13u; r++) {
+    lanes_uint s0 = p2_sbox_lanes(bb_add_lanes(v[0], lanes_splat(rc[P2_RC_INTERNAL + r])));
+    lanes_uint full = bb_add_lanes(part, s0);
+    v[0] = bb_sub_lanes(part, s0);
+    lanes_uint next = lanes_splat(0u);
+    MSL_UNROLL
+    for (uint i = 1u; i < P2_WIDTH; i++) {
+      v[i] = bb_add_lanes(full, bb_mul_lanes(lanes_splat(rc[P2_RC_DIAG + i]), v[i]));
+      next = i == 1u ? v[i] : bb_add_lanes(next, v[i]);
+    }
+    part = next;
+  }
+#pragma GCC unroll 1
+  for (uint r = 0u; r < 4u; r++) p2_full_round_lanes(v, rc, P2_RC_EXT_FINAL + 16u * r);
+  MSL_UNROLL
+  for (uint i = 0u; i < P2_WIDTH; i++) __builtin_memcpy(s + i * MSL_LANES, &v[i], sizeof v[i]);
+}
+#else
 // The permutation, in place, on MSL_LANES lane-major states.
 MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
   p2_external(s);
@@ -594,6 +671,7 @@ MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
   p2_partial_rounds(s, rc);
   for (uint r = 0u; r < 4u; r++) p2_full_round(s, rc, P2_RC_EXT_FINAL + 16u * r);
 }
+#endif
 
 #endif  // POSEIDON2_H
 #line 9 "shaders/commit/merkle.metal"
@@ -64730,7 +64808,27 @@ MSL_KERNEL void msl_kernel_zc_uni_keccakf(MSL_DEVICE const uint* cp             
 #line 1 "<mslgen host>"
 #include "hd_glue.h"
 
-HD_SIMD_CLONES static void hd_group_merkle_hash_rows(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_merkle_hash_rows_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT uint* const a2 = (MSL_CONSTANT uint*)L->bufs[2];
+  MSL_CONSTANT MerkleRowParams a3 = *(MSL_CONSTANT MerkleRowParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_merkle_hash_rows(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_merkle_hash_rows_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT uint* const a2 = (MSL_CONSTANT uint*)L->bufs[2];
+  MSL_CONSTANT MerkleRowParams a3 = *(MSL_CONSTANT MerkleRowParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_merkle_hash_rows(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_merkle_hash_rows(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -64742,7 +64840,27 @@ HD_SIMD_CLONES static void hd_group_merkle_hash_rows(const hd_launch* Lp, hd_u3 
 static_assert(sizeof(MSL_CONSTANT MerkleRowParams) == 16, "merkle_hash_rows: value size of p");
 static const unsigned hd_valsize_merkle_hash_rows[] = {0, 0, 0, 16, 0};
 
-HD_SIMD_CLONES static void hd_group_merkle_compress(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_merkle_compress_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT uint* const a2 = (MSL_CONSTANT uint*)L->bufs[2];
+  MSL_CONSTANT MerkleCompressParams a3 = *(MSL_CONSTANT MerkleCompressParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_merkle_compress(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_merkle_compress_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT uint* const a2 = (MSL_CONSTANT uint*)L->bufs[2];
+  MSL_CONSTANT MerkleCompressParams a3 = *(MSL_CONSTANT MerkleCompressParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_merkle_compress(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_merkle_compress(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -64809,7 +64927,29 @@ static void hd_item_ntt_pass(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned c
   (void)tg;
   msl_kernel_ntt_pass(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
-HD_SIMD_CLONES static void hd_group_ntt_pass(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_ntt_pass_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_CONSTANT NttPassParams a3 = *(MSL_CONSTANT NttPassParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_ntt_pass(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_ntt_pass_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_CONSTANT NttPassParams a3 = *(MSL_CONSTANT NttPassParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_ntt_pass(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_ntt_pass(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -64844,7 +64984,25 @@ static void hd_group_ntt_pad_columns(const hd_launch* Lp, hd_u3 gp, unsigned cha
 static_assert(sizeof(MSL_CONSTANT NttPadParams) == 16, "ntt_pad_columns: value size of p");
 static const unsigned hd_valsize_ntt_pad_columns[] = {0, 0, 16, 0};
 
-HD_SIMD_CLONES static void hd_group_p2_permute_states(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_p2_permute_states_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];
+  MSL_CONSTANT uint a2 = *(MSL_CONSTANT uint*)L->bufs[2];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_p2_permute_states(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_p2_permute_states_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];
+  MSL_CONSTANT uint a2 = *(MSL_CONSTANT uint*)L->bufs[2];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_p2_permute_states(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_p2_permute_states(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
   MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];
@@ -64866,7 +65024,23 @@ static void hd_group_stack_trace(const hd_launch* Lp, hd_u3 gp, unsigned char* c
 static_assert(sizeof(MSL_CONSTANT StackParams) == 12, "stack_trace: value size of p");
 static const unsigned hd_valsize_stack_trace[] = {0, 0, 12, 0};
 
-HD_SIMD_CLONES static void hd_group_bench_mul_chain(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_bench_mul_chain_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_CONSTANT BenchMulParams a1 = *(MSL_CONSTANT BenchMulParams*)L->bufs[1];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_bench_mul_chain(a0, a1, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_bench_mul_chain_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
+  MSL_CONSTANT BenchMulParams a1 = *(MSL_CONSTANT BenchMulParams*)L->bufs[1];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_bench_mul_chain(a0, a1, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_bench_mul_chain(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
   MSL_CONSTANT BenchMulParams a1 = *(MSL_CONSTANT BenchMulParams*)L->bufs[1];
@@ -65023,7 +65197,29 @@ static void hd_item_grind_search(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsign
   (void)tg;
   msl_kernel_grind_search(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
 }
-HD_SIMD_CLONES static void hd_group_grind_search(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_grind_search_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_CONSTANT uint* const a0 = (MSL_CONSTANT uint*)L->bufs[0];
+  MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT GrindParams a3 = *(MSL_CONSTANT GrindParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_grind_search(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_grind_search_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_CONSTANT uint* const a0 = (MSL_CONSTANT uint*)L->bufs[0];
+  MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT GrindParams a3 = *(MSL_CONSTANT GrindParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_grind_search(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
+}
+#endif
+static void hd_group_grind_search(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_CONSTANT uint* const a0 = (MSL_CONSTANT uint*)L->bufs[0];
   MSL_CONSTANT uint* const a1 = (MSL_CONSTANT uint*)L->bufs[1];
@@ -65112,7 +65308,29 @@ static void hd_item_sc_round_partials(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, u
   (void)tg;
   msl_kernel_sc_round_partials(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
-HD_SIMD_CLONES static void hd_group_sc_round_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_sc_round_partials_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT ScRoundParams a3 = *(MSL_CONSTANT ScRoundParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_round_partials(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_sc_round_partials_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT ScRoundParams a3 = *(MSL_CONSTANT ScRoundParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_round_partials(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_sc_round_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65137,7 +65355,33 @@ static void hd_item_sc_fold_round_partials(const hd_launch* Lp, hd_u3 gp, hd_u3 
   (void)tg;
   msl_kernel_sc_fold_round_partials(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
-HD_SIMD_CLONES static void hd_group_sc_fold_round_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_sc_fold_round_partials_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_CONSTANT ScFoldRoundParams a5 = *(MSL_CONSTANT ScFoldRoundParams*)L->bufs[5];
+  MSL_THREADGROUP uint* const a6 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_fold_round_partials(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_sc_fold_round_partials_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_CONSTANT ScFoldRoundParams a5 = *(MSL_CONSTANT ScFoldRoundParams*)L->bufs[5];
+  MSL_THREADGROUP uint* const a6 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_fold_round_partials(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_sc_fold_round_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65152,7 +65396,25 @@ HD_SIMD_CLONES static void hd_group_sc_fold_round_partials(const hd_launch* Lp, 
 static_assert(sizeof(MSL_CONSTANT ScFoldRoundParams) == 32, "sc_fold_round_partials: value size of p");
 static const unsigned hd_valsize_sc_fold_round_partials[] = {0, 0, 0, 0, 0, 32, 0};
 
-HD_SIMD_CLONES static void hd_group_sc_fold(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_sc_fold_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT ScFoldParams a2 = *(MSL_CONSTANT ScFoldParams*)L->bufs[2];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_fold(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_sc_fold_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT ScFoldParams a2 = *(MSL_CONSTANT ScFoldParams*)L->bufs[2];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_fold(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_sc_fold(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
@@ -65228,7 +65490,31 @@ static void hd_item_sr_uni_partials(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, uns
   (void)tg;
   msl_kernel_sr_uni_partials(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
-HD_SIMD_CLONES static void hd_group_sr_uni_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_sr_uni_partials_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT SrUniParams a4 = *(MSL_CONSTANT SrUniParams*)L->bufs[4];
+  MSL_THREADGROUP uint* const a5 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_uni_partials(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_sr_uni_partials_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT SrUniParams a4 = *(MSL_CONSTANT SrUniParams*)L->bufs[4];
+  MSL_THREADGROUP uint* const a5 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_uni_partials(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_sr_uni_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65242,7 +65528,27 @@ HD_SIMD_CLONES static void hd_group_sr_uni_partials(const hd_launch* Lp, hd_u3 g
 static_assert(sizeof(MSL_CONSTANT SrUniParams) == 28, "sr_uni_partials: value size of p");
 static const unsigned hd_valsize_sr_uni_partials[] = {0, 0, 0, 0, 28, 0};
 
-HD_SIMD_CLONES static void hd_group_sr_bind_q(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_sr_bind_q_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT SrBindQParams a3 = *(MSL_CONSTANT SrBindQParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_bind_q(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_sr_bind_q_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
+  MSL_CONSTANT SrBindQParams a3 = *(MSL_CONSTANT SrBindQParams*)L->bufs[3];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_bind_q(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_sr_bind_q(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65254,7 +65560,29 @@ HD_SIMD_CLONES static void hd_group_sr_bind_q(const hd_launch* Lp, hd_u3 gp, uns
 static_assert(sizeof(MSL_CONSTANT SrBindQParams) == 12, "sr_bind_q: value size of p");
 static const unsigned hd_valsize_sr_bind_q[] = {0, 0, 0, 12, 0};
 
-HD_SIMD_CLONES static void hd_group_sr_bind_w(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_sr_bind_w_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT SrBindWParams a4 = *(MSL_CONSTANT SrBindWParams*)L->bufs[4];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_bind_w(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_sr_bind_w_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT SrBindWParams a4 = *(MSL_CONSTANT SrBindWParams*)L->bufs[4];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_bind_w(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_sr_bind_w(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65504,7 +65832,31 @@ static void hd_group_rows_check_pieces(const hd_launch* Lp, hd_u3 gp, unsigned c
 static_assert(sizeof(MSL_CONSTANT RowsPiecesParams) == 32, "rows_check_pieces: value size of p");
 static const unsigned hd_valsize_rows_check_pieces[] = {0, 0, 0, 0, 0, 0, 0, 0, 32, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_coeffs(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_coeffs_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_CONSTANT ZcCoeffsParams a5 = *(MSL_CONSTANT ZcCoeffsParams*)L->bufs[5];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_coeffs(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_coeffs_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
+  MSL_CONSTANT ZcCoeffsParams a5 = *(MSL_CONSTANT ZcCoeffsParams*)L->bufs[5];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_coeffs(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_coeffs(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65518,7 +65870,49 @@ HD_SIMD_CLONES static void hd_group_zc_coeffs(const hd_launch* Lp, hd_u3 gp, uns
 static_assert(sizeof(MSL_CONSTANT ZcCoeffsParams) == 40, "zc_coeffs: value size of p");
 static const unsigned hd_valsize_zc_coeffs[] = {0, 0, 0, 0, 0, 40, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_uni_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_uni_eval_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE const uint* const a8 = (MSL_DEVICE const uint*)L->bufs[8];
+  MSL_DEVICE const uint* const a9 = (MSL_DEVICE const uint*)L->bufs[9];
+  MSL_DEVICE const uint* const a10 = (MSL_DEVICE const uint*)L->bufs[10];
+  MSL_DEVICE uint* const a11 = (MSL_DEVICE uint*)L->bufs[11];
+  MSL_DEVICE uint* const a12 = (MSL_DEVICE uint*)L->bufs[12];
+  MSL_DEVICE uint* const a13 = (MSL_DEVICE uint*)L->bufs[13];
+  MSL_CONSTANT ZcUniParams a14 = *(MSL_CONSTANT ZcUniParams*)L->bufs[14];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_eval(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_uni_eval_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE const uint* const a8 = (MSL_DEVICE const uint*)L->bufs[8];
+  MSL_DEVICE const uint* const a9 = (MSL_DEVICE const uint*)L->bufs[9];
+  MSL_DEVICE const uint* const a10 = (MSL_DEVICE const uint*)L->bufs[10];
+  MSL_DEVICE uint* const a11 = (MSL_DEVICE uint*)L->bufs[11];
+  MSL_DEVICE uint* const a12 = (MSL_DEVICE uint*)L->bufs[12];
+  MSL_DEVICE uint* const a13 = (MSL_DEVICE uint*)L->bufs[13];
+  MSL_CONSTANT ZcUniParams a14 = *(MSL_CONSTANT ZcUniParams*)L->bufs[14];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_eval(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_uni_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65541,7 +65935,29 @@ HD_SIMD_CLONES static void hd_group_zc_uni_eval(const hd_launch* Lp, hd_u3 gp, u
 static_assert(sizeof(MSL_CONSTANT ZcUniParams) == 84, "zc_uni_eval: value size of p");
 static const unsigned hd_valsize_zc_uni_eval[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 84, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_bind_uni(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_bind_uni_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT ZcBindParams a4 = *(MSL_CONSTANT ZcBindParams*)L->bufs[4];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_bind_uni(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_bind_uni_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT ZcBindParams a4 = *(MSL_CONSTANT ZcBindParams*)L->bufs[4];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_bind_uni(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_bind_uni(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65564,7 +65980,41 @@ static void hd_group_zc_bind_selectors(const hd_launch* Lp, hd_u3 gp, unsigned c
 static_assert(sizeof(MSL_CONSTANT ZcBindSelParams) == 68, "zc_bind_selectors: value size of p");
 static const unsigned hd_valsize_zc_bind_selectors[] = {0, 68, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_round_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_round_eval_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE uint* const a7 = (MSL_DEVICE uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
+  MSL_CONSTANT ZcRoundParams a10 = *(MSL_CONSTANT ZcRoundParams*)L->bufs[10];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_round_eval(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_round_eval_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE uint* const a7 = (MSL_DEVICE uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
+  MSL_CONSTANT ZcRoundParams a10 = *(MSL_CONSTANT ZcRoundParams*)L->bufs[10];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_round_eval(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_round_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65583,7 +66033,43 @@ HD_SIMD_CLONES static void hd_group_zc_round_eval(const hd_launch* Lp, hd_u3 gp,
 static_assert(sizeof(MSL_CONSTANT ZcRoundParams) == 44, "zc_round_eval: value size of p");
 static const unsigned hd_valsize_zc_round_eval[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 44, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_round_pieces(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_round_pieces_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
+  MSL_DEVICE uint* const a10 = (MSL_DEVICE uint*)L->bufs[10];
+  MSL_CONSTANT ZcPiecesParams a11 = *(MSL_CONSTANT ZcPiecesParams*)L->bufs[11];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_round_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_round_pieces_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
+  MSL_DEVICE uint* const a10 = (MSL_DEVICE uint*)L->bufs[10];
+  MSL_CONSTANT ZcPiecesParams a11 = *(MSL_CONSTANT ZcPiecesParams*)L->bufs[11];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_round_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_round_pieces(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65634,7 +66120,43 @@ static void hd_group_zc_uni_values(const hd_launch* Lp, hd_u3 gp, unsigned char*
 static_assert(sizeof(MSL_CONSTANT ZcValuesParams) == 48, "zc_uni_values: value size of p");
 static const unsigned hd_valsize_zc_uni_values[] = {0, 0, 0, 0, 0, 0, 0, 48, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_uni_pieces(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_uni_pieces_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
+  MSL_DEVICE uint* const a10 = (MSL_DEVICE uint*)L->bufs[10];
+  MSL_CONSTANT ZcUniPiecesParams a11 = *(MSL_CONSTANT ZcUniPiecesParams*)L->bufs[11];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_uni_pieces_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_DEVICE uint* const a9 = (MSL_DEVICE uint*)L->bufs[9];
+  MSL_DEVICE uint* const a10 = (MSL_DEVICE uint*)L->bufs[10];
+  MSL_CONSTANT ZcUniPiecesParams a11 = *(MSL_CONSTANT ZcUniPiecesParams*)L->bufs[11];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_uni_pieces(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65654,7 +66176,33 @@ HD_SIMD_CLONES static void hd_group_zc_uni_pieces(const hd_launch* Lp, hd_u3 gp,
 static_assert(sizeof(MSL_CONSTANT ZcUniPiecesParams) == 52, "zc_uni_pieces: value size of p");
 static const unsigned hd_valsize_zc_uni_pieces[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 52, 0};
 
-HD_SIMD_CLONES static void hd_group_zc_uni_keccakf(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+#if HD_ISA_VARIANTS
+HD_TARGET_V3 static void hd_group_zc_uni_keccakf_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE uint* const a5 = (MSL_DEVICE uint*)L->bufs[5];
+  MSL_CONSTANT ZcUniPiecesParams a6 = *(MSL_CONSTANT ZcUniPiecesParams*)L->bufs[6];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_keccakf(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+HD_TARGET_V4 static void hd_group_zc_uni_keccakf_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE uint* const a5 = (MSL_DEVICE uint*)L->bufs[5];
+  MSL_CONSTANT ZcUniPiecesParams a6 = *(MSL_CONSTANT ZcUniPiecesParams*)L->bufs[6];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_keccakf(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
+#endif
+static void hd_group_zc_uni_keccakf(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -65670,65 +66218,65 @@ static_assert(sizeof(MSL_CONSTANT ZcUniPiecesParams) == 52, "zc_uni_keccakf: val
 static const unsigned hd_valsize_zc_uni_keccakf[] = {0, 0, 0, 0, 0, 0, 52, 0};
 
 extern "C" const hd_kernel hd_kernels[] = {
-    {"merkle_hash_rows", nullptr, hd_group_merkle_hash_rows, 0, 4, hd_valsize_merkle_hash_rows, 0},
-    {"merkle_compress", nullptr, hd_group_merkle_compress, 0, 4, hd_valsize_merkle_compress, 0},
-    {"merkle_gather_rows", nullptr, hd_group_merkle_gather_rows, 0, 3, hd_valsize_merkle_gather_rows, 0},
-    {"merkle_gather_query_rows", nullptr, hd_group_merkle_gather_query_rows, 0, 4, hd_valsize_merkle_gather_query_rows, 0},
-    {"merkle_gather_paths", nullptr, hd_group_merkle_gather_paths, 0, 4, hd_valsize_merkle_gather_paths, 0},
-    {"ntt_bitrev", nullptr, hd_group_ntt_bitrev, 0, 2, hd_valsize_ntt_bitrev, 0},
-    {"ntt_pass", hd_item_ntt_pass, hd_group_ntt_pass, 1, 4, hd_valsize_ntt_pass, 1},
-    {"ntt_blocks", nullptr, hd_group_ntt_blocks, 0, 3, hd_valsize_ntt_blocks, 0},
-    {"ntt_pad_columns", nullptr, hd_group_ntt_pad_columns, 0, 3, hd_valsize_ntt_pad_columns, 0},
-    {"p2_permute_states", nullptr, hd_group_p2_permute_states, 0, 3, hd_valsize_p2_permute_states, 0},
-    {"stack_trace", nullptr, hd_group_stack_trace, 0, 3, hd_valsize_stack_trace, 0},
-    {"bench_mul_chain", nullptr, hd_group_bench_mul_chain, 0, 2, hd_valsize_bench_mul_chain, 0},
-    {"bench_copy", nullptr, hd_group_bench_copy, 0, 3, hd_valsize_bench_copy, 0},
-    {"fo_to_mont", nullptr, hd_group_fo_to_mont, 0, 3, hd_valsize_fo_to_mont, 0},
-    {"fo_from_mont", nullptr, hd_group_fo_from_mont, 0, 3, hd_valsize_fo_from_mont, 0},
-    {"fo_add", nullptr, hd_group_fo_add, 0, 4, hd_valsize_fo_add, 0},
-    {"fo_sub", nullptr, hd_group_fo_sub, 0, 4, hd_valsize_fo_sub, 0},
-    {"fo_mul", nullptr, hd_group_fo_mul, 0, 4, hd_valsize_fo_mul, 0},
-    {"fo_scale", nullptr, hd_group_fo_scale, 0, 3, hd_valsize_fo_scale, 0},
-    {"fo_ext_add", nullptr, hd_group_fo_ext_add, 0, 4, hd_valsize_fo_ext_add, 0},
-    {"fo_ext_mul", nullptr, hd_group_fo_ext_mul, 0, 4, hd_valsize_fo_ext_mul, 0},
-    {"fo_ext_mul_base", nullptr, hd_group_fo_ext_mul_base, 0, 4, hd_valsize_fo_ext_mul_base, 0},
-    {"fo_sum", hd_item_fo_sum, hd_group_fo_sum, 1, 3, hd_valsize_fo_sum, 1},
-    {"grind_search", hd_item_grind_search, hd_group_grind_search, 1, 4, hd_valsize_grind_search, 1},
-    {"grind_min", hd_item_grind_min, hd_group_grind_min, 1, 3, hd_valsize_grind_min, 1},
-    {"prog_eval_outputs", nullptr, hd_group_prog_eval_outputs, 0, 6, hd_valsize_prog_eval_outputs, 0},
-    {"prog_eval_outputs4", nullptr, hd_group_prog_eval_outputs4, 0, 6, hd_valsize_prog_eval_outputs4, 0},
-    {"prog_eval_combine4", nullptr, hd_group_prog_eval_combine4, 0, 9, hd_valsize_prog_eval_combine4, 0},
-    {"sc_round_partials", hd_item_sc_round_partials, hd_group_sc_round_partials, 1, 4, hd_valsize_sc_round_partials, 1},
-    {"sc_fold_round_partials", hd_item_sc_fold_round_partials, hd_group_sc_fold_round_partials, 1, 6, hd_valsize_sc_fold_round_partials, 1},
-    {"sc_fold", nullptr, hd_group_sc_fold, 0, 3, hd_valsize_sc_fold, 0},
-    {"sc_sum_rows", hd_item_sc_sum_rows, hd_group_sc_sum_rows, 1, 3, hd_valsize_sc_sum_rows, 1},
-    {"sc_sum_row_blocks", hd_item_sc_sum_row_blocks, hd_group_sc_sum_row_blocks, 1, 3, hd_valsize_sc_sum_row_blocks, 1},
-    {"sc_eq_expand", nullptr, hd_group_sc_eq_expand, 0, 4, hd_valsize_sc_eq_expand, 0},
-    {"sr_uni_partials", hd_item_sr_uni_partials, hd_group_sr_uni_partials, 1, 5, hd_valsize_sr_uni_partials, 1},
-    {"sr_bind_q", nullptr, hd_group_sr_bind_q, 0, 4, hd_valsize_sr_bind_q, 0},
-    {"sr_bind_w", nullptr, hd_group_sr_bind_w, 0, 5, hd_valsize_sr_bind_w, 0},
-    {"whir_batch_blocks", nullptr, hd_group_whir_batch_blocks, 0, 5, hd_valsize_whir_batch_blocks, 0},
-    {"whir_subset_pass", nullptr, hd_group_whir_subset_pass, 0, 3, hd_valsize_whir_subset_pass, 0},
-    {"whir_fp4_to_planes", nullptr, hd_group_whir_fp4_to_planes, 0, 3, hd_valsize_whir_fp4_to_planes, 0},
-    {"whir_horner", nullptr, hd_group_whir_horner, 0, 3, hd_valsize_whir_horner, 0},
-    {"whir_pow_eq_tables", nullptr, hd_group_whir_pow_eq_tables, 0, 4, hd_valsize_whir_pow_eq_tables, 0},
-    {"gkr_leaves", nullptr, hd_group_gkr_leaves, 0, 9, hd_valsize_gkr_leaves, 0},
-    {"gkr_pad", nullptr, hd_group_gkr_pad, 0, 2, hd_valsize_gkr_pad, 0},
-    {"gkr_layer", nullptr, hd_group_gkr_layer, 0, 3, hd_valsize_gkr_layer, 0},
-    {"gkr_round_partials", hd_item_gkr_round_partials, hd_group_gkr_round_partials, 1, 4, hd_valsize_gkr_round_partials, 1},
-    {"gkr_fold_round_partials", hd_item_gkr_fold_round_partials, hd_group_gkr_fold_round_partials, 1, 5, hd_valsize_gkr_fold_round_partials, 1},
-    {"rows_fill_slots", nullptr, hd_group_rows_fill_slots, 0, 4, hd_valsize_rows_fill_slots, 0},
-    {"rows_check_partials", hd_item_rows_check_partials, hd_group_rows_check_partials, 1, 6, hd_valsize_rows_check_partials, 1},
-    {"rows_min_pairs", hd_item_rows_min_pairs, hd_group_rows_min_pairs, 1, 3, hd_valsize_rows_min_pairs, 1},
-    {"rows_check_pieces", hd_item_rows_check_pieces, hd_group_rows_check_pieces, 1, 9, hd_valsize_rows_check_pieces, 1},
-    {"zc_coeffs", nullptr, hd_group_zc_coeffs, 0, 6, hd_valsize_zc_coeffs, 0},
-    {"zc_uni_eval", nullptr, hd_group_zc_uni_eval, 0, 15, hd_valsize_zc_uni_eval, 0},
-    {"zc_bind_uni", nullptr, hd_group_zc_bind_uni, 0, 5, hd_valsize_zc_bind_uni, 0},
-    {"zc_bind_selectors", nullptr, hd_group_zc_bind_selectors, 0, 2, hd_valsize_zc_bind_selectors, 0},
-    {"zc_round_eval", nullptr, hd_group_zc_round_eval, 0, 11, hd_valsize_zc_round_eval, 0},
-    {"zc_round_pieces", nullptr, hd_group_zc_round_pieces, 0, 12, hd_valsize_zc_round_pieces, 0},
-    {"zc_uni_values", hd_item_zc_uni_values, hd_group_zc_uni_values, 1, 8, hd_valsize_zc_uni_values, 1},
-    {"zc_uni_pieces", nullptr, hd_group_zc_uni_pieces, 0, 12, hd_valsize_zc_uni_pieces, 0},
-    {"zc_uni_keccakf", nullptr, hd_group_zc_uni_keccakf, 0, 7, hd_valsize_zc_uni_keccakf, 0},
+    {"merkle_hash_rows", nullptr, hd_group_merkle_hash_rows, 0, 4, hd_valsize_merkle_hash_rows, 0, HD_ISA_GROUPS(hd_group_merkle_hash_rows_v3, hd_group_merkle_hash_rows_v4)},
+    {"merkle_compress", nullptr, hd_group_merkle_compress, 0, 4, hd_valsize_merkle_compress, 0, HD_ISA_GROUPS(hd_group_merkle_compress_v3, hd_group_merkle_compress_v4)},
+    {"merkle_gather_rows", nullptr, hd_group_merkle_gather_rows, 0, 3, hd_valsize_merkle_gather_rows, 0, {nullptr, nullptr}},
+    {"merkle_gather_query_rows", nullptr, hd_group_merkle_gather_query_rows, 0, 4, hd_valsize_merkle_gather_query_rows, 0, {nullptr, nullptr}},
+    {"merkle_gather_paths", nullptr, hd_group_merkle_gather_paths, 0, 4, hd_valsize_merkle_gather_paths, 0, {nullptr, nullptr}},
+    {"ntt_bitrev", nullptr, hd_group_ntt_bitrev, 0, 2, hd_valsize_ntt_bitrev, 0, {nullptr, nullptr}},
+    {"ntt_pass", hd_item_ntt_pass, hd_group_ntt_pass, 1, 4, hd_valsize_ntt_pass, 1, HD_ISA_GROUPS(hd_group_ntt_pass_v3, hd_group_ntt_pass_v4)},
+    {"ntt_blocks", nullptr, hd_group_ntt_blocks, 0, 3, hd_valsize_ntt_blocks, 0, {nullptr, nullptr}},
+    {"ntt_pad_columns", nullptr, hd_group_ntt_pad_columns, 0, 3, hd_valsize_ntt_pad_columns, 0, {nullptr, nullptr}},
+    {"p2_permute_states", nullptr, hd_group_p2_permute_states, 0, 3, hd_valsize_p2_permute_states, 0, HD_ISA_GROUPS(hd_group_p2_permute_states_v3, hd_group_p2_permute_states_v4)},
+    {"stack_trace", nullptr, hd_group_stack_trace, 0, 3, hd_valsize_stack_trace, 0, {nullptr, nullptr}},
+    {"bench_mul_chain", nullptr, hd_group_bench_mul_chain, 0, 2, hd_valsize_bench_mul_chain, 0, HD_ISA_GROUPS(hd_group_bench_mul_chain_v3, hd_group_bench_mul_chain_v4)},
+    {"bench_copy", nullptr, hd_group_bench_copy, 0, 3, hd_valsize_bench_copy, 0, {nullptr, nullptr}},
+    {"fo_to_mont", nullptr, hd_group_fo_to_mont, 0, 3, hd_valsize_fo_to_mont, 0, {nullptr, nullptr}},
+    {"fo_from_mont", nullptr, hd_group_fo_from_mont, 0, 3, hd_valsize_fo_from_mont, 0, {nullptr, nullptr}},
+    {"fo_add", nullptr, hd_group_fo_add, 0, 4, hd_valsize_fo_add, 0, {nullptr, nullptr}},
+    {"fo_sub", nullptr, hd_group_fo_sub, 0, 4, hd_valsize_fo_sub, 0, {nullptr, nullptr}},
+    {"fo_mul", nullptr, hd_group_fo_mul, 0, 4, hd_valsize_fo_mul, 0, {nullptr, nullptr}},
+    {"fo_scale", nullptr, hd_group_fo_scale, 0, 3, hd_valsize_fo_scale, 0, {nullptr, nullptr}},
+    {"fo_ext_add", nullptr, hd_group_fo_ext_add, 0, 4, hd_valsize_fo_ext_add, 0, {nullptr, nullptr}},
+    {"fo_ext_mul", nullptr, hd_group_fo_ext_mul, 0, 4, hd_valsize_fo_ext_mul, 0, {nullptr, nullptr}},
+    {"fo_ext_mul_base", nullptr, hd_group_fo_ext_mul_base, 0, 4, hd_valsize_fo_ext_mul_base, 0, {nullptr, nullptr}},
+    {"fo_sum", hd_item_fo_sum, hd_group_fo_sum, 1, 3, hd_valsize_fo_sum, 1, {nullptr, nullptr}},
+    {"grind_search", hd_item_grind_search, hd_group_grind_search, 1, 4, hd_valsize_grind_search, 1, HD_ISA_GROUPS(hd_group_grind_search_v3, hd_group_grind_search_v4)},
+    {"grind_min", hd_item_grind_min, hd_group_grind_min, 1, 3, hd_valsize_grind_min, 1, {nullptr, nullptr}},
+    {"prog_eval_outputs", nullptr, hd_group_prog_eval_outputs, 0, 6, hd_valsize_prog_eval_outputs, 0, {nullptr, nullptr}},
+    {"prog_eval_outputs4", nullptr, hd_group_prog_eval_outputs4, 0, 6, hd_valsize_prog_eval_outputs4, 0, {nullptr, nullptr}},
+    {"prog_eval_combine4", nullptr, hd_group_prog_eval_combine4, 0, 9, hd_valsize_prog_eval_combine4, 0, {nullptr, nullptr}},
+    {"sc_round_partials", hd_item_sc_round_partials, hd_group_sc_round_partials, 1, 4, hd_valsize_sc_round_partials, 1, HD_ISA_GROUPS(hd_group_sc_round_partials_v3, hd_group_sc_round_partials_v4)},
+    {"sc_fold_round_partials", hd_item_sc_fold_round_partials, hd_group_sc_fold_round_partials, 1, 6, hd_valsize_sc_fold_round_partials, 1, HD_ISA_GROUPS(hd_group_sc_fold_round_partials_v3, hd_group_sc_fold_round_partials_v4)},
+    {"sc_fold", nullptr, hd_group_sc_fold, 0, 3, hd_valsize_sc_fold, 0, HD_ISA_GROUPS(hd_group_sc_fold_v3, hd_group_sc_fold_v4)},
+    {"sc_sum_rows", hd_item_sc_sum_rows, hd_group_sc_sum_rows, 1, 3, hd_valsize_sc_sum_rows, 1, {nullptr, nullptr}},
+    {"sc_sum_row_blocks", hd_item_sc_sum_row_blocks, hd_group_sc_sum_row_blocks, 1, 3, hd_valsize_sc_sum_row_blocks, 1, {nullptr, nullptr}},
+    {"sc_eq_expand", nullptr, hd_group_sc_eq_expand, 0, 4, hd_valsize_sc_eq_expand, 0, {nullptr, nullptr}},
+    {"sr_uni_partials", hd_item_sr_uni_partials, hd_group_sr_uni_partials, 1, 5, hd_valsize_sr_uni_partials, 1, HD_ISA_GROUPS(hd_group_sr_uni_partials_v3, hd_group_sr_uni_partials_v4)},
+    {"sr_bind_q", nullptr, hd_group_sr_bind_q, 0, 4, hd_valsize_sr_bind_q, 0, HD_ISA_GROUPS(hd_group_sr_bind_q_v3, hd_group_sr_bind_q_v4)},
+    {"sr_bind_w", nullptr, hd_group_sr_bind_w, 0, 5, hd_valsize_sr_bind_w, 0, HD_ISA_GROUPS(hd_group_sr_bind_w_v3, hd_group_sr_bind_w_v4)},
+    {"whir_batch_blocks", nullptr, hd_group_whir_batch_blocks, 0, 5, hd_valsize_whir_batch_blocks, 0, {nullptr, nullptr}},
+    {"whir_subset_pass", nullptr, hd_group_whir_subset_pass, 0, 3, hd_valsize_whir_subset_pass, 0, {nullptr, nullptr}},
+    {"whir_fp4_to_planes", nullptr, hd_group_whir_fp4_to_planes, 0, 3, hd_valsize_whir_fp4_to_planes, 0, {nullptr, nullptr}},
+    {"whir_horner", nullptr, hd_group_whir_horner, 0, 3, hd_valsize_whir_horner, 0, {nullptr, nullptr}},
+    {"whir_pow_eq_tables", nullptr, hd_group_whir_pow_eq_tables, 0, 4, hd_valsize_whir_pow_eq_tables, 0, {nullptr, nullptr}},
+    {"gkr_leaves", nullptr, hd_group_gkr_leaves, 0, 9, hd_valsize_gkr_leaves, 0, {nullptr, nullptr}},
+    {"gkr_pad", nullptr, hd_group_gkr_pad, 0, 2, hd_valsize_gkr_pad, 0, {nullptr, nullptr}},
+    {"gkr_layer", nullptr, hd_group_gkr_layer, 0, 3, hd_valsize_gkr_layer, 0, {nullptr, nullptr}},
+    {"gkr_round_partials", hd_item_gkr_round_partials, hd_group_gkr_round_partials, 1, 4, hd_valsize_gkr_round_partials, 1, {nullptr, nullptr}},
+    {"gkr_fold_round_partials", hd_item_gkr_fold_round_partials, hd_group_gkr_fold_round_partials, 1, 5, hd_valsize_gkr_fold_round_partials, 1, {nullptr, nullptr}},
+    {"rows_fill_slots", nullptr, hd_group_rows_fill_slots, 0, 4, hd_valsize_rows_fill_slots, 0, {nullptr, nullptr}},
+    {"rows_check_partials", hd_item_rows_check_partials, hd_group_rows_check_partials, 1, 6, hd_valsize_rows_check_partials, 1, {nullptr, nullptr}},
+    {"rows_min_pairs", hd_item_rows_min_pairs, hd_group_rows_min_pairs, 1, 3, hd_valsize_rows_min_pairs, 1, {nullptr, nullptr}},
+    {"rows_check_pieces", hd_item_rows_check_pieces, hd_group_rows_check_pieces, 1, 9, hd_valsize_rows_check_pieces, 1, {nullptr, nullptr}},
+    {"zc_coeffs", nullptr, hd_group_zc_coeffs, 0, 6, hd_valsize_zc_coeffs, 0, HD_ISA_GROUPS(hd_group_zc_coeffs_v3, hd_group_zc_coeffs_v4)},
+    {"zc_uni_eval", nullptr, hd_group_zc_uni_eval, 0, 15, hd_valsize_zc_uni_eval, 0, HD_ISA_GROUPS(hd_group_zc_uni_eval_v3, hd_group_zc_uni_eval_v4)},
+    {"zc_bind_uni", nullptr, hd_group_zc_bind_uni, 0, 5, hd_valsize_zc_bind_uni, 0, HD_ISA_GROUPS(hd_group_zc_bind_uni_v3, hd_group_zc_bind_uni_v4)},
+    {"zc_bind_selectors", nullptr, hd_group_zc_bind_selectors, 0, 2, hd_valsize_zc_bind_selectors, 0, {nullptr, nullptr}},
+    {"zc_round_eval", nullptr, hd_group_zc_round_eval, 0, 11, hd_valsize_zc_round_eval, 0, HD_ISA_GROUPS(hd_group_zc_round_eval_v3, hd_group_zc_round_eval_v4)},
+    {"zc_round_pieces", nullptr, hd_group_zc_round_pieces, 0, 12, hd_valsize_zc_round_pieces, 0, HD_ISA_GROUPS(hd_group_zc_round_pieces_v3, hd_group_zc_round_pieces_v4)},
+    {"zc_uni_values", hd_item_zc_uni_values, hd_group_zc_uni_values, 1, 8, hd_valsize_zc_uni_values, 1, {nullptr, nullptr}},
+    {"zc_uni_pieces", nullptr, hd_group_zc_uni_pieces, 0, 12, hd_valsize_zc_uni_pieces, 0, HD_ISA_GROUPS(hd_group_zc_uni_pieces_v3, hd_group_zc_uni_pieces_v4)},
+    {"zc_uni_keccakf", nullptr, hd_group_zc_uni_keccakf, 0, 7, hd_valsize_zc_uni_keccakf, 0, HD_ISA_GROUPS(hd_group_zc_uni_keccakf_v3, hd_group_zc_uni_keccakf_v4)},
 };
 extern "C" const int hd_nkernels = 60;
