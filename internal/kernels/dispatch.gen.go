@@ -933,17 +933,17 @@ func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer,
 	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/rap/zerocheck.metal:724).
+// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/rap/zerocheck.metal:736).
 func dispatchZcRoundPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_round_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcUniValues encodes kernel zc_uni_values (shaders/rap/zerocheck.metal:803).
+// dispatchZcUniValues encodes kernel zc_uni_values (shaders/rap/zerocheck.metal:815).
 func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcValuesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
 }
 
-// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/rap/zerocheck.metal:912).
+// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/rap/zerocheck.metal:924).
 func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
@@ -951,9 +951,4 @@ func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer,
 // dispatchZcUniKeccakf encodes kernel zc_uni_keccakf (shaders/rap/zerocheck_pieces.metal:16).
 func dispatchZcUniKeccakf(enc *gpu.Batch, groups, tpg gpu.Dim3, cp *gpu.Buffer, table *gpu.Buffer, weights *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_keccakf", groups, tpg, []gpu.Arg{gpu.Buf(cp), gpu.Buf(table), gpu.Buf(weights), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(partials), p.arg()})
-}
-
-// dispatchZcRoundKeccakf encodes kernel zc_round_keccakf (shaders/rap/zerocheck_pieces.metal:56).
-func dispatchZcRoundKeccakf(enc *gpu.Batch, groups, tpg gpu.Dim3, cp *gpu.Buffer, table *gpu.Buffer, weights *gpu.Buffer, tmap *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcPiecesParams) *gpu.Batch {
-	return enc.Dispatch("zc_round_keccakf", groups, tpg, []gpu.Arg{gpu.Buf(cp), gpu.Buf(table), gpu.Buf(weights), gpu.Buf(tmap), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()})
 }

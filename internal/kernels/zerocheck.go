@@ -169,10 +169,9 @@ type ZcTrace struct {
 	// The program in pieces (UsePieces), for round 0 and the rounds with few pairs on GPUs: the
 	// pieces, their cp buffers one after the other, (word offset, cp offset, slot-list offset,
 	// slots) per piece, and the slot lists: (piece slot, table) per slot for the rounds j ≥ 1,
-	// (piece slot, program slot) for round 0; slotTables: the table of every program slot
-	// (zcNone: not stored), for the generated piece code of the rounds j ≥ 1.
-	pieces                                                 *ProgramPieces
-	pieceCP, pieceTable, pieceUsed, pieceSlots, slotTables *gpu.Array[uint32]
+	// (piece slot, program slot) for round 0.
+	pieces                                     *ProgramPieces
+	pieceCP, pieceTable, pieceUsed, pieceSlots *gpu.Array[uint32]
 }
 
 type zcRun struct{ col0, count int }
@@ -350,27 +349,17 @@ func (z *ZcTrace) UsePieces(dev *gpu.Device, pp *ProgramPieces, public []field.F
 	if z.pieceSlots, err = gpu.UploadArray(dev, "zerocheck piece slots", slotsOf); err != nil {
 		return fail(err)
 	}
-	tmap := make([]uint32, len(z.tableOf))
-	for s, tau := range z.tableOf {
-		tmap[s] = zcNone
-		if tau >= 0 {
-			tmap[s] = uint32(tau)
-		}
-	}
-	if z.slotTables, err = gpu.UploadArray(dev, "zerocheck slot tables", tmap); err != nil {
-		return fail(err)
-	}
 	z.pieces = pp
 	return nil
 }
 
 func (z *ZcTrace) freePieces() {
-	for _, a := range []*gpu.Array[uint32]{z.pieceCP, z.pieceTable, z.pieceUsed, z.pieceSlots, z.slotTables} {
+	for _, a := range []*gpu.Array[uint32]{z.pieceCP, z.pieceTable, z.pieceUsed, z.pieceSlots} {
 		if a != nil {
 			a.Free()
 		}
 	}
-	z.pieces, z.pieceCP, z.pieceTable, z.pieceUsed, z.pieceSlots, z.slotTables = nil, nil, nil, nil, nil, nil
+	z.pieces, z.pieceCP, z.pieceTable, z.pieceUsed, z.pieceSlots = nil, nil, nil, nil, nil
 }
 
 // Free releases the trace's uploads (not the parts, not the program or its pieces).
@@ -468,8 +457,8 @@ type ZcOptions struct {
 	// PieceThreads: the threads of the rounds' dispatches (0: chosen per device).
 	Pieces       bool
 	PieceThreads int
-	// Interpreted: round 0 and the rounds j ≥ 1 in pieces run the interpreter (zc_uni_pieces,
-	// zc_round_pieces) even for pieces with generated code (scripts/piecegen), to compare the two.
+	// Interpreted: round 0 in pieces runs the interpreter (zc_uni_pieces) even for pieces with
+	// generated code (scripts/piecegen), to compare the two.
 	Interpreted bool
 }
 
@@ -962,19 +951,12 @@ func (z *Zerocheck) EncodeRound(b *gpu.Batch, t *ZcTrace, tables *gpu.Array[uint
 	interleave := uint32(b2u(!isHost(z.dev)))
 	if units := ((1<<(logRows-1))*z.points + z.lanes - 1) / z.lanes; t.pieces != nil && units < rp.pieceBelow {
 		pp := t.pieces
-		groups, tpg := gpu.D1(uint32(rp.pieceThreads/rp.pieceTpg)), gpu.D1(uint32(rp.pieceTpg))
-		params := zcPiecesParams{logRows: uint32(logRows), stride: uint32(stride), npieces: uint32(pp.NumPieces()),
-			nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
-			nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), interleave: interleave, lanes: uint32(z.lanes)}
-		if pp.Generated != "" && !z.opts.Interpreted {
-			if err := z.encodeRoundGenerated(b, pp.Generated, groups, tpg, t, tables, eq, params); err != nil {
-				return err
-			}
-		} else {
-			dispatchZcRoundPieces(b, groups, tpg, pp.Words.Buffer, t.pieceCP.Buffer, t.pieceTable.Buffer,
-				t.Prog.Kinds.Buffer, t.weights.Buffer, t.pieceUsed.Buffer, tables.Buffer, eq.Buffer, z.slots.Buffer,
-				z.regs.Buffer, z.partials.Buffer, params)
-		}
+		dispatchZcRoundPieces(b, gpu.D1(uint32(rp.pieceThreads/rp.pieceTpg)), gpu.D1(uint32(rp.pieceTpg)), pp.Words.Buffer,
+			t.pieceCP.Buffer, t.pieceTable.Buffer, t.Prog.Kinds.Buffer, t.weights.Buffer, t.pieceUsed.Buffer, tables.Buffer,
+			eq.Buffer, z.slots.Buffer, z.regs.Buffer, z.partials.Buffer,
+			zcPiecesParams{logRows: uint32(logRows), stride: uint32(stride), npieces: uint32(pp.NumPieces()),
+				nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
+				nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), interleave: interleave, lanes: uint32(z.lanes)})
 		return EncodeSumRowsVia(b, z.dev, z.partials, z.mid, out, outOff, rp.pieceThreads*z.lanes, 12*z.points)
 	}
 	dispatchZcRoundEval(b, gpu.D1(uint32(rp.threads/rp.tpg)), gpu.D1(uint32(rp.tpg)), t.Prog.Words.Buffer, t.cp.Buffer,

@@ -6,14 +6,11 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
-// Launchers of shaders/rap/zerocheck_pieces.metal: round 0 and the rounds j ≥ 1 in pieces of the
-// batch constraint sumcheck by the generated code of an AIR's pieces (scripts/piecegen), for
-// pieces whose stamp says they are the ones the code was generated from (ProgramPieces.Generated;
-// not with ZcOptions.Interpreted). The round-0 kernels read a slice's slot-value table
-// (zc_uni_values) as zc_uni_pieces does, the round kernels the folded tables as zc_round_pieces
-// does (a slot's table from ZcTrace.slotTables), and both write the same partial rows as the
-// interpreter's kernels, with the same parameters and plans; they need no scratch, since a
-// piece's values stay in registers.
+// Launchers of shaders/rap/zerocheck_pieces.metal: round 0 of the batch constraint sumcheck by
+// the generated code of an AIR's pieces (scripts/piecegen), for pieces whose stamp says they are
+// the ones the code was generated from (ProgramPieces.Generated). The kernels read a slice's
+// slot-value table (zc_uni_values) as zc_uni_pieces does and write the same partial rows, with
+// the same parameters; they need no scratch, since a piece's values stay in registers.
 
 // encodeUniGenerated encodes the round-0 kernel of air's generated pieces over one slice.
 func (z *Zerocheck) encodeUniGenerated(b *gpu.Batch, air string, groups, tpg gpu.Dim3, t *ZcTrace, eq *gpu.Array[uint32],
@@ -25,16 +22,4 @@ func (z *Zerocheck) encodeUniGenerated(b *gpu.Batch, air string, groups, tpg gpu
 		return nil
 	}
 	return fmt.Errorf("kernels: no round-0 kernel for the generated pieces of %s", air)
-}
-
-// encodeRoundGenerated encodes the kernel of a round j ≥ 1 in pieces of air's generated pieces.
-func (z *Zerocheck) encodeRoundGenerated(b *gpu.Batch, air string, groups, tpg gpu.Dim3, t *ZcTrace, tables, eq *gpu.Array[uint32],
-	params zcPiecesParams) error {
-	switch air {
-	case "keccakf":
-		dispatchZcRoundKeccakf(b, groups, tpg, t.pieceCP.Buffer, t.pieceTable.Buffer, t.weights.Buffer, t.slotTables.Buffer,
-			tables.Buffer, eq.Buffer, z.partials.Buffer, params)
-		return nil
-	}
-	return fmt.Errorf("kernels: no round kernel for the generated pieces of %s", air)
 }

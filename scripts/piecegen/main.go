@@ -4,11 +4,8 @@
 // evaluates the piece over the base field at one point, reading the piece's slot
 // values from the round-0 slot-value table ([slot][point], zc_uni_values) and adding its outputs,
 // weighted, to the sums of their kinds, as the interpreter's ProgCombineLanes (program_lanes.h)
-// does; and a second function per piece over Fp4 for the rounds j ≥ 1 (<air>_piece4_k: slot
-// values from the folded tables at a pair y and a point X, as zc_round_fill computes them; weighted
-// outputs added as ProgCombineLanes' Fp4 path does). Values live in local variables (registers)
-// instead of the interpreter's device scratch, and nothing is decoded: that is what the generated
-// code is for.
+// does. Values live in local variables (registers) instead of the interpreter's device scratch,
+// and nothing is decoded: that is what the generated code is for.
 //
 // It is run by go generate in internal/gpu/driver, before scripts/mslgen (which inlines the
 // headers into the per-target copies):
@@ -115,10 +112,6 @@ func generate(tg target) (generated, error) {
 // slot-value table), constants are literals (Montgomery form),
 // public value i is cp[consts + i] (the piece's cp buffer), output o weighted by w[4o..4o+3]
 // (Program.Weights) is added to sums[kind] (0 constraints, 1 counts, 2 messages, as ProgCombine).
-// Then the same pieces over Fp4 for the rounds j ≥ 1 (<air>_piece4_k): slot s at pair y and point
-// X is t[2y] + X·(t[2y+1] − t[2y]) of its table τ = tm[s], read at tab + τ·st (tab: row 2y of
-// table 0; st: the words between tables; xm: X in Montgomery form); values that depend on no slot
-// stay in the base field, and a base operand multiplies an Fp4 one as bb4_mul_base.
 // Used only for pieces with stamp %s (constraints.PiecesStamp; the launchers check it).
 #ifndef %s_PIECES_H
 #define %s_PIECES_H
@@ -130,23 +123,11 @@ func generate(tg target) (generated, error) {
 			return generated{}, fmt.Errorf("%s: piece %d: %v", tg.name, k, err)
 		}
 	}
-	for k, p := range ps {
-		if err := piece4(&b, tg.name, k, p); err != nil {
-			return generated{}, fmt.Errorf("%s: piece %d over Fp4: %v", tg.name, k, err)
-		}
-	}
 	fmt.Fprintf(&b, "// Runs piece k (k < %d).\n", len(ps))
 	fmt.Fprintf(&b, "MSL_FN void %s_piece(uint k, device const uint* vals, uint P, uint pt, device const uint* cp, device const uint* w, thread bb4* sums) {\n", tg.name)
 	b.WriteString("  switch (k) {\n")
 	for k := range ps {
 		fmt.Fprintf(&b, "    case %du:\n      %s_piece_%d(vals, P, pt, cp, w, sums);\n      break;\n", k, tg.name, k)
-	}
-	b.WriteString("    default:\n      break;\n  }\n}\n\n")
-	fmt.Fprintf(&b, "// Runs piece k (k < %d) over Fp4.\n", len(ps))
-	fmt.Fprintf(&b, "MSL_FN void %s_piece4(uint k, device const uint* tab, uint st, device const uint* tm, uint xm, device const uint* cp, device const uint* w, thread bb4* sums) {\n", tg.name)
-	b.WriteString("  switch (k) {\n")
-	for k := range ps {
-		fmt.Fprintf(&b, "    case %du:\n      %s_piece4_%d(tab, st, tm, xm, cp, w, sums);\n      break;\n", k, tg.name, k)
 	}
 	b.WriteString("    default:\n      break;\n  }\n}\n\n")
 	fmt.Fprintf(&b, "#endif  // %s_PIECES_H\n", upper(tg.name))
@@ -300,115 +281,4 @@ func check(err error) {
 		fmt.Fprintln(os.Stderr, "piecegen:", err)
 		os.Exit(1)
 	}
-}
-
-// piece4 writes piece k's function over Fp4, for the rounds j ≥ 1: slot values from the folded
-// tables (zc_round_fill's t[2y] + X·(t[2y+1] − t[2y])), every value an Fp4 one except those
-// computed from constants and public values alone, which stay in the base field (lifting is a
-// homomorphism: the same field values as the interpreter's, which lifts every operand).
-func piece4(b *bytes.Buffer, name string, k int, p *constraints.Program) error {
-	fmt.Fprintf(b, "// Piece %d over Fp4.\n", k)
-	fmt.Fprintf(b, "PIECE_FN void %s_piece4_%d(device const uint* tab, uint st, device const uint* tm, uint xm, device const uint* cp, device const uint* w, thread bb4* sums) {\n", name, k)
-	var kinds [3]bool
-	for _, in := range p.Code {
-		if in.Op == constraints.OpEmit {
-			kinds[outKind(p, in.Dst)] = true
-		}
-	}
-	for kd, used := range kinds {
-		if used {
-			fmt.Fprintf(b, "  bb4 a%d = bb4_zero();\n", kd)
-		}
-	}
-	type value struct {
-		name string
-		ext  bool // an Fp4 value (bb4), else a base one (uint)
-	}
-	regVal := make([]value, p.NumRegs)
-	loaded := map[int]bool{}
-	var err error
-	operand := func(o constraints.Operand) value {
-		i := o.Index()
-		switch o.Kind() {
-		case constraints.KindReg:
-			if i >= len(regVal) || regVal[i].name == "" {
-				err = fmt.Errorf("register %d read before it is written", i)
-				return value{name: "0u"}
-			}
-			return regVal[i]
-		case constraints.KindSlot:
-			if !loaded[i] {
-				loaded[i] = true
-				fmt.Fprintf(b, "  bb4 s%d = pg4_slot(tab + tm[%du] * st, xm);\n", i, i)
-			}
-			return value{name: fmt.Sprintf("s%d", i), ext: true}
-		case constraints.KindConst:
-			return value{name: fmt.Sprintf("0x%08xu", montOf(p.Consts[i]))}
-		default:
-			return value{name: fmt.Sprintf("cp[%du]", len(p.Consts)+i)}
-		}
-	}
-	for j, in := range p.Code {
-		a := operand(in.A)
-		if in.Op == constraints.OpEmit {
-			kd := outKind(p, in.Dst)
-			fn := "pg_emit"
-			if a.ext {
-				fn = "pg4_emit"
-			}
-			fmt.Fprintf(b, "  a%d = %s(a%d, w + %du, %s);\n", kd, fn, kd, 4*in.Dst, a.name)
-			continue
-		}
-		var expr string
-		ext := a.ext
-		if in.Op == constraints.OpNeg {
-			expr = fmt.Sprintf("pg_neg(%s)", a.name)
-			if a.ext {
-				expr = fmt.Sprintf("pg4_neg(%s)", a.name)
-			}
-		} else {
-			c := operand(in.B)
-			ext = a.ext || c.ext
-			var op string
-			switch in.Op {
-			case constraints.OpAdd:
-				op = "add"
-			case constraints.OpSub:
-				op = "sub"
-			case constraints.OpMul:
-				op = "mul"
-			default:
-				return fmt.Errorf("instruction %d: op %v", j, in.Op)
-			}
-			switch {
-			case a.ext && c.ext:
-				expr = fmt.Sprintf("pg4_%s(%s, %s)", op, a.name, c.name)
-			case a.ext:
-				expr = fmt.Sprintf("pg4_%s_base(%s, %s)", op, a.name, c.name)
-			case c.ext && op == "sub":
-				expr = fmt.Sprintf("pg4_base_sub(%s, %s)", a.name, c.name)
-			case c.ext:
-				expr = fmt.Sprintf("pg4_%s_base(%s, %s)", op, c.name, a.name) // commutative
-			default:
-				expr = fmt.Sprintf("pg_%s(%s, %s)", op, a.name, c.name)
-			}
-		}
-		v := value{name: fmt.Sprintf("v%d", j), ext: ext}
-		typ := "uint"
-		if ext {
-			typ = "bb4"
-		}
-		fmt.Fprintf(b, "  %s %s = %s;\n", typ, v.name, expr)
-		if int(in.Dst) >= len(regVal) {
-			return fmt.Errorf("instruction %d: register %d of %d", j, in.Dst, len(regVal))
-		}
-		regVal[in.Dst] = v
-	}
-	for kd, used := range kinds {
-		if used {
-			fmt.Fprintf(b, "  sums[%d] = bb4_add(sums[%d], a%d);\n", kd, kd, kd)
-		}
-	}
-	b.WriteString("}\n\n")
-	return err
 }

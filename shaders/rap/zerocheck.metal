@@ -713,7 +713,19 @@ kernel void zc_round_eval(device const uint* prog [[buffer(0)]],
 // ------------------------------------------------------------------------------------------------
 // Rounds j ≥ 1, program in pieces.
 
-// ZcPiecesParams (zc_uni.h): the parameters of the rounds j ≥ 1 in pieces.
+struct ZcPiecesParams {
+  uint log_rows;    // n ≥ 1: the tables have 2^n rows (pairs y < 2^(n−1))
+  uint stride;      // Fp4 index distance between tables
+  uint npieces;     // pieces of the program
+  uint nslots;      // the largest piece's slots (scratch entries per point; slots are the piece's own)
+  uint nregs;       // the largest piece's registers
+  uint points;      // d + 1: evaluation points X = 1..d+1
+  uint has_den;     // add the constant denominator term (once: piece 0)
+  uint nout;        // outputs of the whole program (weights[nout]: the constant denominator term)
+  uint eq_off;      // Fp4 index of e'(0) in eq
+  uint interleave;  // scratch layout, as in ZcUniParams
+  uint lanes;       // MSL_LANES the launcher assumed
+};
 
 // zc_round_body with the program in pieces: piece k's words at prog + table[4k], its constants and
 // public values at cp + table[4k + 1], its slot list at used + 2·table[4k + 2] (table[4k + 3]

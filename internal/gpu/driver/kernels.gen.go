@@ -509,7 +509,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:724", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:736", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -525,7 +525,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:803", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
+	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:815", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
 		{Name: "coefs", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "deltas", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "srcmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -540,7 +540,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:912", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:924", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -566,17 +566,5 @@ var Kernels = []KernelInfo{
 		{Name: "p", Type: "constant ZcUniPiecesParams&", Kind: ParamValue, Index: 6, ValueSize: 52},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_grid"},
-	}},
-	{Name: "zc_round_keccakf", Family: "zerocheck_pieces", Module: "pieces", Pos: "shaders/rap/zerocheck_pieces.metal:56", UsesBarrier: false, NBuf: 8, NTG: 0, Params: []Param{
-		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
-		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "tmap", Type: "device const uint*", Kind: ParamBuffer, Index: 3},
-		{Name: "tables", Type: "device const uint*", Kind: ParamBuffer, Index: 4},
-		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 5},
-		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 6},
-		{Name: "p", Type: "constant ZcPiecesParams&", Kind: ParamValue, Index: 7, ValueSize: 44},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_position_in_grid"},
-		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_grid"},
 	}},
 }
