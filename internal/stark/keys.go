@@ -107,19 +107,12 @@ func Keygen(p params.SystemParams, airs []air.Air, required []bool, be *Backend)
 			return nil, fmt.Errorf("%w: AIR %d (%s): preprocessed height 2^%d exceeds the stacked height 2^%d",
 				ErrKeygen, i, a.Name(), logH, p.LogStackedHeight())
 		}
-		tm := &air.Matrix{Values: m.Values, Width: m.Width, Height: h}
-		t, err := be.Loader.LoadTrace(a.Name()+" preprocessed", tm)
+		t, c, err := commitPreprocessed(p, be, i, a, m)
 		if err != nil {
 			pk.Free()
-			return nil, fmt.Errorf("%w: AIR %d (%s): load preprocessed trace: %w", ErrKeygen, i, a.Name(), err)
+			return nil, err
 		}
-		pk.Preprocessed[i] = t
-		c, err := be.Committer.Commit(p, []Trace{t})
-		if err != nil {
-			pk.Free()
-			return nil, fmt.Errorf("%w: AIR %d (%s): commit preprocessed trace: %w", ErrKeygen, i, a.Name(), err)
-		}
-		pk.PreprocessedCommit[i] = c
+		pk.Preprocessed[i], pk.PreprocessedCommit[i] = t, c
 		pre[i] = &air.PreprocessedVK{Commit: c.Root(), HypercubeDim: logH - p.LSkip, StackingWidth: c.Layout().Width}
 	}
 	mvk, err := air.MultiKeygen(p, airs, required, pre)
@@ -136,6 +129,21 @@ func Keygen(p params.SystemParams, airs []air.Air, required []bool, be *Backend)
 	return pk, nil
 }
 
+// commitPreprocessed loads AIR i's preprocessed trace m on be and commits it; on error nothing of
+// it is left on be.
+func commitPreprocessed(p params.SystemParams, be *Backend, i int, a air.Air, m air.Matrix) (Trace, Committed, error) {
+	t, err := be.Loader.LoadTrace(a.Name()+" preprocessed", &air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: AIR %d (%s): load preprocessed trace: %w", ErrKeygen, i, a.Name(), err)
+	}
+	c, err := be.Committer.Commit(p, []Trace{t})
+	if err != nil {
+		t.Free()
+		return nil, nil, fmt.Errorf("%w: AIR %d (%s): commit preprocessed trace: %w", ErrKeygen, i, a.Name(), err)
+	}
+	return t, c, nil
+}
+
 // Share returns pk for another backend of the same process (another queue or GPU proving at the
 // same time as pk's backend): the verifying key with its compiled constraint programs and the
 // AIRs are pk's, shared read-only; the preprocessed traces, whose handles belong to one backend,
@@ -149,18 +157,12 @@ func (pk *ProvingKey) Share(be *Backend) (*ProvingKey, error) {
 			continue
 		}
 		m := a.(air.PreprocessedAir).PreprocessedTrace() // Keygen checked it
-		t, err := be.Loader.LoadTrace(a.Name()+" preprocessed", &air.Matrix{Values: m.Values, Width: m.Width, Height: m.Height})
+		t, c, err := commitPreprocessed(p, be, i, a, m)
 		if err != nil {
 			out.Free()
-			return nil, fmt.Errorf("%w: AIR %d (%s): load preprocessed trace: %w", ErrKeygen, i, a.Name(), err)
+			return nil, err
 		}
-		out.Preprocessed[i] = t
-		c, err := be.Committer.Commit(p, []Trace{t})
-		if err != nil {
-			out.Free()
-			return nil, fmt.Errorf("%w: AIR %d (%s): commit preprocessed trace: %w", ErrKeygen, i, a.Name(), err)
-		}
-		out.PreprocessedCommit[i] = c
+		out.Preprocessed[i], out.PreprocessedCommit[i] = t, c
 		if c.Root() != pk.PreprocessedCommit[i].Root() {
 			out.Free()
 			return nil, fmt.Errorf("%w: AIR %d (%s): the preprocessed commitment on the second backend differs from the key's", ErrKeygen, i, a.Name())
