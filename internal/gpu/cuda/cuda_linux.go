@@ -427,6 +427,16 @@ func (b *backend) loadImage(image []byte) (C.CUmodule, error) {
 // NVRTC's full optimisation takes minutes over) and cached. loadMu is held throughout, so
 // backends that need the module at the same time (proofs in flight on several streams) compile it
 // once; each backend loads its own CUmodule from the image.
+// moduleOptions are NVRTC options of one module beyond the common ones. The pieces module
+// (zc_uni_keccakf, generated straight-line code) left to itself takes 254 registers a thread,
+// so an SM holds 8 warps (12.5 % occupancy) and its issue slots are 15 % busy; capped at 64
+// registers it spills, but holds 45 % occupancy and ran 367 µs a launch instead of 713 µs on an
+// H200 (128: 481 µs, no spills; 96: 480 µs), keccakf-1024 prove 68.7 → 63.6 ms
+// (docs/perf-notes/keccakf-kernel.md).
+var moduleOptions = map[string][]string{
+	"pieces": {"--maxrregcount=64"},
+}
+
 func (b *backend) module(name string) (C.CUmodule, error) {
 	if name == "" {
 		return b.mod, nil
@@ -453,6 +463,7 @@ func (b *backend) module(name string) (C.CUmodule, error) {
 	if rtcFastCompile {
 		opts = append(opts, "--Ofast-compile=min")
 	}
+	opts = append(opts, moduleOptions[name]...)
 	srcName := "kernels_" + name + ".gen.cu"
 	key := cacheKey(src, target, rtcVersion, opts)
 	if image, ok := images[key]; ok {
