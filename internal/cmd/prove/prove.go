@@ -347,24 +347,38 @@ type Statement struct {
 // TraceCellBytes reads the section headers of a trace file (not its cells) and returns the size
 // of all its cells.
 func TraceCellBytes(path string) (uint64, error) {
-	r, err := tracefile.Open(path)
+	hs, err := traceHeaders(path)
 	if err != nil {
 		return 0, err
 	}
-	defer r.Close()
 	var n uint64
+	for _, h := range hs {
+		n += 4 * uint64(h.Width) * uint64(h.Height)
+	}
+	return n, nil
+}
+
+// traceHeaders returns the section headers of a trace file, seeking past the cells (LoadTrace
+// checks them when it reads them).
+func traceHeaders(path string) ([]tracefile.SectionHeader, error) {
+	r, err := tracefile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var hs []tracefile.SectionHeader
 	for {
 		h, err := r.Next()
 		if err == io.EOF {
-			return n, nil
+			return hs, nil
 		}
 		if err == nil {
-			err = r.SkipCellsUnchecked() // LoadTrace checks them when it reads them
+			err = r.SkipCellsUnchecked()
 		}
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		n += 4 * uint64(h.Width) * uint64(h.Height)
+		hs = append(hs, h)
 	}
 }
 
@@ -427,24 +441,16 @@ func LoadTrace(path string) (*Statement, error) {
 // ScanAirs resolves the AIR of every section of a trace file from its headers alone (name,
 // height, width, public value count), without reading the cells: what keygen needs.
 func ScanAirs(path string) ([]air.Air, []int, error) {
-	r, err := tracefile.Open(path)
+	hs, err := traceHeaders(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer r.Close()
-	var airs []air.Air
-	var heights []int
-	for {
-		h, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err == nil {
-			err = r.SkipCellsUnchecked()
-		}
-		if err != nil {
-			return nil, nil, err
-		}
+	if len(hs) == 0 {
+		return nil, nil, errors.New("no sections")
+	}
+	airs := make([]air.Air, len(hs))
+	heights := make([]int, len(hs))
+	for i, h := range hs {
 		a, err := examples.AirForHeight(h.Name, h.Height)
 		if err != nil {
 			return nil, nil, err
@@ -452,11 +458,7 @@ func ScanAirs(path string) ([]air.Air, []int, error) {
 		if h.Width != a.Width().MainWidth() || len(h.PublicValues) != a.NumPublicValues() {
 			return nil, nil, fmt.Errorf("section %q does not fit AIR %s", h.Name, a.Name())
 		}
-		airs = append(airs, a)
-		heights = append(heights, h.Height)
-	}
-	if len(airs) == 0 {
-		return nil, nil, errors.New("no sections")
+		airs[i], heights[i] = a, h.Height
 	}
 	return airs, heights, nil
 }
