@@ -42,6 +42,11 @@ for fl in $flavours; do
 		bad "check[$fl] shaders/<stage>/*.metal"
 		echo "$msg"
 	fi
+	# Metal's own branch of babybear.h's wide products (two words and a carry).
+	if msg=$(${!cmd} -DBB_WIDE_SPLIT "$OUT/shaders.check.cpp" 2>&1) && [[ -z $msg ]]; then ok "check[$fl] shaders/<stage>/*.metal, BB_WIDE_SPLIT"; else
+		bad "check[$fl] shaders/<stage>/*.metal, BB_WIDE_SPLIT"
+		echo "$msg"
+	fi
 done
 
 # case               expected verdict in flavour cpp / ocl   (Metal's own verdict is in the .metal file)

@@ -445,6 +445,13 @@ func (p *Program) OpeningSlots(openings [][]field.Fp4, isFirst, isLast field.Fp4
 // (scripts/piecegen) is generated from this split.
 const DevicePieces = 128
 
+// DeviceRoundPieces is the split of the constraint sumcheck's rounds j ≥ 1 on devices, finer than
+// DevicePieces: a round's work items (piece, pair, X) walk their piece with its registers in
+// threadgroup memory, so the longest piece bounds a round with few pairs and the most registers
+// bound the threads per group. Keccak-f: 364 pieces of at most 196 instructions and 33
+// registers (DevicePieces: 388 and 65), 42,750 instructions in all (42,743).
+const DeviceRoundPieces = 512
+
 // Split compiles the outputs of Compile(vk, outs) into at most k programs over contiguous ranges
 // of outputs, of about equal code size: together they emit every output exactly once, under the
 // same output numbering, so their emits add up to the one program's. A device evaluates the

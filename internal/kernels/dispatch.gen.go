@@ -595,21 +595,20 @@ func (v zcRoundParams) arg() gpu.Arg {
 
 // zcPiecesParams is the value struct ZcPiecesParams of the shaders: uint fields in declaration order.
 type zcPiecesParams struct {
-	logRows    uint32
-	stride     uint32
-	npieces    uint32
-	nslots     uint32
-	nregs      uint32
-	points     uint32
-	hasDen     uint32
-	nout       uint32
-	eqOff      uint32
-	interleave uint32
-	lanes      uint32
+	logRows uint32
+	stride  uint32
+	npieces uint32
+	nregs   uint32
+	points  uint32
+	hasDen  uint32
+	nout    uint32
+	eqOff   uint32
+	unitPad uint32
+	lanes   uint32
 }
 
 func (v zcPiecesParams) arg() gpu.Arg {
-	return gpu.U32(v.logRows, v.stride, v.npieces, v.nslots, v.nregs, v.points, v.hasDen, v.nout, v.eqOff, v.interleave, v.lanes)
+	return gpu.U32(v.logRows, v.stride, v.npieces, v.nregs, v.points, v.hasDen, v.nout, v.eqOff, v.unitPad, v.lanes)
 }
 
 // zcValuesParams is the value struct ZcValuesParams of the shaders: uint fields in declaration order.
@@ -808,17 +807,17 @@ func dispatchScFold(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *
 	return enc.Dispatch("sc_fold", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:329).
+// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:340).
 func dispatchScSumRows(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumRowsParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_rows", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScSumRowBlocks encodes kernel sc_sum_row_blocks (shaders/common/sumcheck.metal:347).
+// dispatchScSumRowBlocks encodes kernel sc_sum_row_blocks (shaders/common/sumcheck.metal:358).
 func dispatchScSumRowBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumBlocksParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_row_blocks", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:374).
+// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:385).
 func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }
@@ -933,17 +932,17 @@ func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer,
 	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/rap/zerocheck.metal:736).
-func dispatchZcRoundPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcPiecesParams) *gpu.Batch {
-	return enc.Dispatch("zc_round_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
+// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/rap/zerocheck.metal:823).
+func dispatchZcRoundPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcPiecesParams, shBytes uint32) *gpu.Batch {
+	return enc.Dispatch("zc_round_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
 }
 
-// dispatchZcUniValues encodes kernel zc_uni_values (shaders/rap/zerocheck.metal:815).
+// dispatchZcUniValues encodes kernel zc_uni_values (shaders/rap/zerocheck.metal:910).
 func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcValuesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
 }
 
-// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/rap/zerocheck.metal:924).
+// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/rap/zerocheck.metal:1019).
 func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

@@ -166,12 +166,37 @@ type ZcTrace struct {
 	used      *gpu.Array[uint32]   // (slot, table) per slot the program reads
 	nused     int
 
-	// The program in pieces (UsePieces), for round 0 and the rounds with few pairs on GPUs: the
-	// pieces, their cp buffers one after the other, (word offset, cp offset, slot-list offset,
-	// slots) per piece, and the slot lists: (piece slot, table) per slot for the rounds j ≥ 1,
-	// (piece slot, program slot) for round 0.
-	pieces                                     *ProgramPieces
-	pieceCP, pieceTable, pieceUsed, pieceSlots *gpu.Array[uint32]
+	// The program in pieces (UsePieces), for round 0 and the rounds on GPUs, and the rounds' own
+	// pieces when they differ (UseRoundPieces; nil: the same).
+	pieces, rpieces *zcPieceSet
+}
+
+// zcPieceSet is a program in pieces bound to one trace: the pieces, their cp buffers one after the
+// other, (word offset, cp offset, slot-list offset, slots) per piece, and the slot lists:
+// (piece slot, table) per slot for the rounds j ≥ 1 (used), (piece slot, program slot) for round
+// 0 (slots).
+type zcPieceSet struct {
+	pp                     *ProgramPieces
+	cp, table, used, slots *gpu.Array[uint32]
+}
+
+func (s *zcPieceSet) free() {
+	if s == nil {
+		return
+	}
+	for _, a := range []*gpu.Array[uint32]{s.cp, s.table, s.used, s.slots} {
+		if a != nil {
+			a.Free()
+		}
+	}
+}
+
+// roundPieces returns the pieces the rounds j ≥ 1 run (nil: none).
+func (z *ZcTrace) roundPieces() *zcPieceSet {
+	if z.rpieces != nil {
+		return z.rpieces
+	}
+	return z.pieces
 }
 
 type zcRun struct{ col0, count int }
@@ -313,53 +338,73 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 }
 
 // UsePieces gives the trace its program in pieces (pp: constraints.Split of the trace's program,
-// uploaded; public: the trace's public values), for round 0 and the rounds j ≥ 1 that have too
-// few pairs to fill the device on GPUs (every round with ZcOptions.Pieces). Call it before
+// uploaded; public: the trace's public values), for round 0 and, unless UseRoundPieces gives them
+// others, the rounds j ≥ 1 on GPUs (every round with ZcOptions.Pieces). Call it before
 // NewZerocheck plans the trace.
 func (z *ZcTrace) UsePieces(dev *gpu.Device, pp *ProgramPieces, public []field.Fp) error {
+	s, err := z.bindPieces(dev, pp, public)
+	if err != nil {
+		return err
+	}
+	z.pieces.free()
+	z.pieces = s
+	return nil
+}
+
+// UseRoundPieces gives the rounds j ≥ 1 a split of their own (finer pieces: shorter serial walks
+// and fewer registers per thread, which the rounds' few work items need; round 0 keeps the pieces
+// its generated code was made for). Call it after UsePieces, before NewZerocheck.
+func (z *ZcTrace) UseRoundPieces(dev *gpu.Device, pp *ProgramPieces, public []field.Fp) error {
+	s, err := z.bindPieces(dev, pp, public)
+	if err != nil {
+		return err
+	}
+	z.rpieces.free()
+	z.rpieces = s
+	return nil
+}
+
+// bindPieces binds pp to the trace's tables and public values and uploads the result.
+func (z *ZcTrace) bindPieces(dev *gpu.Device, pp *ProgramPieces, public []field.Fp) (*zcPieceSet, error) {
 	if pp == nil || pp.Words == nil {
-		return fmt.Errorf("kernels: ZcTrace: no pieces")
+		return nil, fmt.Errorf("kernels: ZcTrace: no pieces")
 	}
 	cpw, table, slotsOf, err := pp.Bind(public)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	used := make([]uint32, len(slotsOf))
 	for i := 0; i+1 < len(slotsOf); i += 2 {
 		s := int(slotsOf[i+1])
 		if s >= len(z.tableOf) || z.tableOf[s] < 0 {
-			return fmt.Errorf("kernels: ZcTrace: a piece reads slot %d, which is not stored", s)
+			return nil, fmt.Errorf("kernels: ZcTrace: a piece reads slot %d, which is not stored", s)
 		}
 		used[i], used[i+1] = slotsOf[i], uint32(z.tableOf[s])
 	}
-	z.freePieces()
-	fail := func(err error) error {
-		z.freePieces()
-		return err
+	s := &zcPieceSet{pp: pp}
+	up := func(name string, w []uint32) *gpu.Array[uint32] {
+		if err != nil {
+			return nil
+		}
+		var a *gpu.Array[uint32]
+		a, err = gpu.UploadArray(dev, name, w)
+		return a
 	}
-	if z.pieceCP, err = gpu.UploadArray(dev, "zerocheck piece consts", cpw); err != nil {
-		return fail(err)
+	s.cp = up("zerocheck piece consts", cpw)
+	s.table = up("zerocheck piece table", table)
+	s.used = up("zerocheck piece tables", used)
+	s.slots = up("zerocheck piece slots", slotsOf)
+	if err != nil {
+		s.free()
+		return nil, err
 	}
-	if z.pieceTable, err = gpu.UploadArray(dev, "zerocheck piece table", table); err != nil {
-		return fail(err)
-	}
-	if z.pieceUsed, err = gpu.UploadArray(dev, "zerocheck piece tables", used); err != nil {
-		return fail(err)
-	}
-	if z.pieceSlots, err = gpu.UploadArray(dev, "zerocheck piece slots", slotsOf); err != nil {
-		return fail(err)
-	}
-	z.pieces = pp
-	return nil
+	return s, nil
 }
 
 func (z *ZcTrace) freePieces() {
-	for _, a := range []*gpu.Array[uint32]{z.pieceCP, z.pieceTable, z.pieceUsed, z.pieceSlots} {
-		if a != nil {
-			a.Free()
-		}
-	}
-	z.pieces, z.pieceCP, z.pieceTable, z.pieceUsed, z.pieceSlots = nil, nil, nil, nil, nil
+	z.pieces.free()
+	z.rpieces.free()
+	z.pieces, z.rpieces = nil, nil
 }
 
 // Free releases the trace's uploads (not the parts, not the program or its pieces).
@@ -549,8 +594,62 @@ func encodeZcValues(b *gpu.Batch, dev *gpu.Device, vp zcValuesPlan, coefs, delta
 func ZcUsesPieces(dev *gpu.Device) bool { return !isHost(dev) }
 
 // zcRoundPlan is the round dispatch of one trace: whole program, and pieces (pieceThreads 0: the
-// trace has none); rounds with fewer lane groups than pieceBelow run the pieces.
-type zcRoundPlan struct{ threads, tpg, pieceThreads, pieceTpg, pieceBelow int }
+// trace has none, or its pieces' registers do not fit in threadgroup memory); rounds with fewer
+// lane groups than pieceBelow run the pieces, in groups of pieceTpg threads holding pieceShBytes
+// of threadgroup memory.
+type zcRoundPlan struct {
+	threads, tpg                                     int
+	pieceThreads, pieceTpg, pieceBelow, pieceShBytes int
+}
+
+// zcRoundPieceMem caps the threadgroup memory of zc_round_pieces' groups (bytes): a multiple of
+// the per-thread registers that fits every device's group limit without CUDA's opt-in beyond 48
+// KiB; larger groups would not hold more threads per compute unit, whose memory is the limit.
+const zcRoundPieceMem = 48 << 10
+
+// planRoundPieces plans zc_round_pieces for a trace with pieces pp, whose first round has units
+// lane groups of points evaluation points. Registers live in threadgroup memory (16 bytes an Fp4
+// value a lane), which bounds the group; groups are as many as the compute units hold at once
+// (the first round's work items, (piece, lane group), go round-robin over them).
+func (z *Zerocheck) planRoundPieces(rp *zcRoundPlan, pp *ProgramPieces, units, points int) {
+	dev, L := z.dev, z.lanes
+	per := 16 * L * max(pp.MaxRegs, 1)
+	limit := 32 << 10
+	if m := dev.Limits().MaxThreadgroupMemory; m > 0 {
+		limit = m
+	}
+	tpg := min(limit, zcRoundPieceMem) / per
+	if tpg < 1 {
+		return // registers beyond a group's memory: the rounds run the whole program
+	}
+	switch {
+	case z.opts.Pieces:
+		rp.pieceBelow = units + 1
+	case !isHost(dev):
+		// Fewer (pair, X) items than a few waves of threads: the whole program's serial walk per
+		// item would leave most of the device idle.
+		rp.pieceBelow = 4 * gpuGroup * max(dev.Limits().ComputeUnits, 1)
+	}
+	cus := max(dev.Limits().ComputeUnits, 1)
+	var groups int
+	if isHost(dev) {
+		tpg = 1
+		groups = 8 * cus
+	} else {
+		tpg = groupSize(dev, "zc_round_pieces", min(tpg, gpuGroup))
+		groups = cus * max(limit/(tpg*per), 1)
+	}
+	items := zcUnitPad(min(units, rp.pieceBelow), tpg) * pp.NumPieces()
+	groups = min(groups, (items+tpg-1)/tpg)
+	if z.opts.PieceThreads > 0 {
+		groups = (z.opts.PieceThreads + tpg - 1) / tpg
+	}
+	rp.pieceTpg, rp.pieceThreads, rp.pieceShBytes = tpg, max(groups, 1)*tpg, tpg*per
+}
+
+// zcUnitPad is units rounded up to a multiple of the group size tpg: zc_round_pieces numbers a
+// piece's lane groups so, and a group's threads walk one piece.
+func zcUnitPad(units, tpg int) int { return (units + tpg - 1) / tpg * tpg }
 
 // NewZerocheck plans the dispatches of traces on dom (points: the evaluation points of the rounds
 // j ≥ 1, d + 1) and allocates the shared scratch.
@@ -574,7 +673,8 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		// Round 0.
 		x := t.Blocks()
 		var up zcUniPlan
-		if pp := t.pieces; pp != nil && (opts.Pieces || !isHost(dev)) {
+		if t.pieces != nil && (opts.Pieces || !isHost(dev)) {
+			pp := t.pieces.pp
 			up = z.planUniPieces(t, budget)
 			if up.generated == "" {
 				nSlots = max(nSlots, up.threads*L*pp.MaxSlots)
@@ -601,6 +701,14 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		}
 		rp := zcRoundPlan{}
 		units := (x/2*points + L - 1) / L // the first round's (pair, X) lane groups
+		if rs := t.roundPieces(); rs != nil {
+			z.planRoundPieces(&rp, rs.pp, units, points)
+			nPartials = max(nPartials, rp.pieceThreads*L*points*12)
+		}
+		if units < rp.pieceBelow {
+			z.round[t] = rp // every round runs the pieces: no scratch for the whole program
+			continue
+		}
 		if isHost(dev) {
 			rp.tpg = 1
 			rp.threads = min(8*max(dev.Limits().ComputeUnits, 1), units)
@@ -616,32 +724,6 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		nSlots = max(nSlots, rp.threads*L*4*t.nslots)
 		nRegs = max(nRegs, rp.threads*L*4*t.Prog.NumRegs)
 		nPartials = max(nPartials, rp.threads*L*points*12)
-		if pp := t.pieces; pp != nil {
-			switch {
-			case opts.Pieces:
-				rp.pieceBelow = units + 1
-			case !isHost(dev):
-				// Fewer (pair, X) items than a few waves of threads: the whole program's serial
-				// walk per item would leave most of the device idle.
-				rp.pieceBelow = 4 * gpuGroup * max(dev.Limits().ComputeUnits, 1)
-			}
-			rp.pieceTpg = 1
-			if !isHost(dev) {
-				rp.pieceTpg = groupSize(dev, "zc_round_pieces", gpuGroup)
-			}
-			per := 4 * L * (pp.MaxSlots + pp.MaxRegs)
-			rp.pieceThreads = min(budget/max(per, 1), min(units, rp.pieceBelow)*pp.NumPieces())
-			if isHost(dev) {
-				rp.pieceThreads = min(rp.pieceThreads, 8*max(dev.Limits().ComputeUnits, 1))
-			}
-			if opts.PieceThreads > 0 {
-				rp.pieceThreads = opts.PieceThreads
-			}
-			rp.pieceThreads = max((rp.pieceThreads+rp.pieceTpg-1)/rp.pieceTpg*rp.pieceTpg, rp.pieceTpg)
-			nSlots = max(nSlots, rp.pieceThreads*L*4*pp.MaxSlots)
-			nRegs = max(nRegs, rp.pieceThreads*L*4*pp.MaxRegs)
-			nPartials = max(nPartials, rp.pieceThreads*L*points*12)
-		}
 		z.round[t] = rp
 	}
 	var err error
@@ -742,7 +824,7 @@ func (z *Zerocheck) planUniWhole(t *ZcTrace, budget int) (zcUniPlan, error) {
 func (z *Zerocheck) planUniPieces(t *ZcTrace, budget int) zcUniPlan {
 	dev, L := z.dev, z.lanes
 	m, x := 1<<z.dom.LogM, t.Blocks()
-	pp := t.pieces
+	pp := t.pieces.pp
 	width := func(sb int) int { return (sb*m + L - 1) / L * L }
 	up := zcUniPlan{pieces: true, tpg: 1, sliceBlocks: 1}
 	if !z.opts.Interpreted {
@@ -800,7 +882,8 @@ func (z *Zerocheck) encodeCoeffs(b *gpu.Batch, t *ZcTrace, x0, sb int) {
 
 // encodeUniPieces is EncodeUniRound by t's pieces (plan up).
 func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *gpu.Array[uint32], eqOff int, out *gpu.Array[uint32], outOff int) error {
-	dev, dom, pp := z.dev, z.dom, t.pieces
+	dev, dom, ps := z.dev, z.dom, t.pieces
+	pp := ps.pp
 	x, m := t.Blocks(), 1<<dom.LogM
 	for x0 := 0; x0 < x; x0 += up.sliceBlocks {
 		sb := min(up.sliceBlocks, x-x0)
@@ -820,8 +903,8 @@ func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *
 			}
 			continue
 		}
-		dispatchZcUniPieces(b, groups, tpg, pp.Words.Buffer, t.pieceCP.Buffer, t.pieceTable.Buffer, t.Prog.Kinds.Buffer,
-			t.weights.Buffer, t.pieceSlots.Buffer, z.vals.Buffer, eq.Buffer, z.slots.Buffer, z.regs.Buffer,
+		dispatchZcUniPieces(b, groups, tpg, pp.Words.Buffer, ps.cp.Buffer, ps.table.Buffer, t.Prog.Kinds.Buffer,
+			t.weights.Buffer, ps.slots.Buffer, z.vals.Buffer, eq.Buffer, z.slots.Buffer, z.regs.Buffer,
 			z.partials.Buffer, params)
 	}
 	return EncodeSumRowsVia(b, dev, z.partials, z.mid, out, outOff, up.threads*z.lanes/m, 12*m)
@@ -949,14 +1032,16 @@ func (z *Zerocheck) EncodeRound(b *gpu.Batch, t *ZcTrace, tables *gpu.Array[uint
 		return err
 	}
 	interleave := uint32(b2u(!isHost(z.dev)))
-	if units := ((1<<(logRows-1))*z.points + z.lanes - 1) / z.lanes; t.pieces != nil && units < rp.pieceBelow {
-		pp := t.pieces
+	if units := ((1<<(logRows-1))*z.points + z.lanes - 1) / z.lanes; t.roundPieces() != nil && units < rp.pieceBelow {
+		ps := t.roundPieces()
+		pp := ps.pp
 		dispatchZcRoundPieces(b, gpu.D1(uint32(rp.pieceThreads/rp.pieceTpg)), gpu.D1(uint32(rp.pieceTpg)), pp.Words.Buffer,
-			t.pieceCP.Buffer, t.pieceTable.Buffer, t.Prog.Kinds.Buffer, t.weights.Buffer, t.pieceUsed.Buffer, tables.Buffer,
-			eq.Buffer, z.slots.Buffer, z.regs.Buffer, z.partials.Buffer,
+			ps.cp.Buffer, ps.table.Buffer, t.Prog.Kinds.Buffer, t.weights.Buffer, ps.used.Buffer, tables.Buffer,
+			eq.Buffer, z.partials.Buffer,
 			zcPiecesParams{logRows: uint32(logRows), stride: uint32(stride), npieces: uint32(pp.NumPieces()),
-				nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
-				nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), interleave: interleave, lanes: uint32(z.lanes)})
+				nregs: uint32(pp.MaxRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
+				nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), unitPad: uint32(zcUnitPad(units, rp.pieceTpg)),
+				lanes: uint32(z.lanes)}, uint32(rp.pieceShBytes))
 		return EncodeSumRowsVia(b, z.dev, z.partials, z.mid, out, outOff, rp.pieceThreads*z.lanes, 12*z.points)
 	}
 	dispatchZcRoundEval(b, gpu.D1(uint32(rp.threads/rp.tpg)), gpu.D1(uint32(rp.tpg)), t.Prog.Words.Buffer, t.cp.Buffer,

@@ -17,7 +17,7 @@ func (z *Zerocheck) encodeUniGenerated(b *gpu.Batch, air string, groups, tpg gpu
 	params zcUniPiecesParams) error {
 	switch air {
 	case "keccakf":
-		dispatchZcUniKeccakf(b, groups, tpg, t.pieceCP.Buffer, t.pieceTable.Buffer, t.weights.Buffer, z.vals.Buffer,
+		dispatchZcUniKeccakf(b, groups, tpg, t.pieces.cp.Buffer, t.pieces.table.Buffer, t.weights.Buffer, z.vals.Buffer,
 			eq.Buffer, z.partials.Buffer, params)
 		return nil
 	}

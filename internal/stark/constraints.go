@@ -452,7 +452,9 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 				return fmt.Errorf("%w: backend openings of trace %d: %v", ErrBatchConstraintInput, t, err)
 			}
 			openings[t] = o
-			tails[t] = sh.traceEval(t, o, r, weights[t], muPows, eqz, eqs)
+			if j < sh.nMax { // a tail is read only by later rounds
+				tails[t] = sh.traceEval(t, o, r, weights[t], muPows, eqz, eqs)
+			}
 		}
 		return nil
 	}

@@ -313,7 +313,18 @@ MSL_FN void sc_sum_rows_range(device const uint* in, device uint* out, uint r0, 
     uint k = k0 + tid % cols;
     uint acc = 0u;
     if (tid < lanes * cols && k < width) {
-      for (uint r = r0 + tid / cols; r < r1; r += lanes) acc = bb_add(acc, in[r * width + k]);
+      // Four independent sums: a thread has four loads in flight rather than one (a long column
+      // is otherwise one memory latency per row).
+      uint acc1 = 0u, acc2 = 0u, acc3 = 0u;
+      uint r = r0 + tid / cols;
+      for (; r + 3u * lanes < r1; r += 4u * lanes) {
+        acc = bb_add(acc, in[r * width + k]);
+        acc1 = bb_add(acc1, in[(r + lanes) * width + k]);
+        acc2 = bb_add(acc2, in[(r + 2u * lanes) * width + k]);
+        acc3 = bb_add(acc3, in[(r + 3u * lanes) * width + k]);
+      }
+      for (; r < r1; r += lanes) acc = bb_add(acc, in[r * width + k]);
+      acc = bb_add(bb_add(acc, acc1), bb_add(acc2, acc3));
     }
     scratch[tid] = acc;
     threadgroup_barrier(mem_flags::mem_threadgroup);

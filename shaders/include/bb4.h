@@ -80,17 +80,16 @@ MSL_FN bb4 bb4_mul_base(bb4 a, uint b) {
 
 MSL_FN bb4 bb4_add_base(bb4 a, uint b) { return bb4_make(bb_add(a[0], b), a[1], a[2], a[3]); }
 
-// Schoolbook product reduced with X^4 = W: 16 base products + 3 by W.
+// Schoolbook product reduced with X^4 = W: b1, b2, b3 times W first (3 Montgomery products), then
+// each coefficient as one sum of four products reduced once (bb_redc_wide).
 MSL_FN bb4 bb4_mul(bb4 a, bb4 b) {
   uint a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
   uint b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
-  uint h0 = bb_add(bb_add(bb_mul(a1, b3), bb_mul(a2, b2)), bb_mul(a3, b1));  // X^4 terms
-  uint h1 = bb_add(bb_mul(a2, b3), bb_mul(a3, b2));                          // X^5
-  uint h2 = bb_mul(a3, b3);                                                  // X^6
-  uint r0 = bb_add(bb_mul(a0, b0), bb_mul(h0, BB4_W_MONT));
-  uint r1 = bb_add(bb_add(bb_mul(a0, b1), bb_mul(a1, b0)), bb_mul(h1, BB4_W_MONT));
-  uint r2 = bb_add(bb_add(bb_add(bb_mul(a0, b2), bb_mul(a1, b1)), bb_mul(a2, b0)), bb_mul(h2, BB4_W_MONT));
-  uint r3 = bb_add(bb_add(bb_mul(a0, b3), bb_mul(a1, b2)), bb_add(bb_mul(a2, b1), bb_mul(a3, b0)));
+  uint w1 = bb_mul(b1, BB4_W_MONT), w2 = bb_mul(b2, BB4_W_MONT), w3 = bb_mul(b3, BB4_W_MONT);
+  uint r0 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b0), a1, w3), a2, w2), a3, w1));
+  uint r1 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b1), a1, b0), a2, w3), a3, w2));
+  uint r2 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b2), a1, b1), a2, b0), a3, w3));
+  uint r3 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b3), a1, b2), a2, b1), a3, b0));
   return bb4_make(r0, r1, r2, r3);
 }
 

@@ -75,6 +75,7 @@ MSL_FN bb4l bb4l_neg(bb4l a) {
   return bb4l_make(bb_neg_lanes(a[0]), bb_neg_lanes(a[1]), bb_neg_lanes(a[2]), bb_neg_lanes(a[3]));
 }
 
+#if MSL_LANES > 1
 // Schoolbook product reduced with X^4 = W (bb4_mul on lanes).
 MSL_FN bb4l bb4l_mul(bb4l a, bb4l b) {
   lanes_uint w = lanes_splat(BB4_W_MONT);
@@ -89,6 +90,10 @@ MSL_FN bb4l bb4l_mul(bb4l a, bb4l b) {
                                bb_add_lanes(bb_mul_lanes(a[2], b[1]), bb_mul_lanes(a[3], b[0])));
   return bb4l_make(r0, r1, r2, r3);
 }
+#else
+// One lane: bb4_mul (sums of products reduced once).
+MSL_FN bb4l bb4l_mul(bb4l a, bb4l b) { return bb4_mul(a, b); }
+#endif
 
 // w·v for an Fp4 w shared by the lanes and a base value per lane.
 MSL_FN bb4l bb4l_scale(bb4 w, lanes_uint v) {

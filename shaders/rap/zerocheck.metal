@@ -712,27 +712,114 @@ kernel void zc_round_eval(device const uint* prog [[buffer(0)]],
 
 // ------------------------------------------------------------------------------------------------
 // Rounds j ≥ 1, program in pieces.
+//
+// The rounds are latency-bound: a round with few pairs has few work items, and each walks a piece
+// instruction by instruction, every result feeding later ones. With registers in device memory
+// every such dependence was a store and a load through L2 (about 1 µs an instruction on an H200);
+// here a thread's registers live in threadgroup memory, and its slot operands are read from the
+// (read-only) tables as they are needed, t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]), so the kernel needs no
+// scratch in device memory at all. Threadgroup memory bounds the group (16·MSL_LANES·nregs bytes a
+// thread: Keccak-f's 65 registers allow 31 threads in Apple's 32 KiB).
 
 struct ZcPiecesParams {
-  uint log_rows;    // n ≥ 1: the tables have 2^n rows (pairs y < 2^(n−1))
-  uint stride;      // Fp4 index distance between tables
-  uint npieces;     // pieces of the program
-  uint nslots;      // the largest piece's slots (scratch entries per point; slots are the piece's own)
-  uint nregs;       // the largest piece's registers
-  uint points;      // d + 1: evaluation points X = 1..d+1
-  uint has_den;     // add the constant denominator term (once: piece 0)
-  uint nout;        // outputs of the whole program (weights[nout]: the constant denominator term)
-  uint eq_off;      // Fp4 index of e'(0) in eq
-  uint interleave;  // scratch layout, as in ZcUniParams
-  uint lanes;       // MSL_LANES the launcher assumed
+  uint log_rows;  // n ≥ 1: the tables have 2^n rows (pairs y < 2^(n−1))
+  uint stride;    // Fp4 index distance between tables
+  uint npieces;   // pieces of the program
+  uint nregs;     // the largest piece's registers (threadgroup memory: 4·nregs words per lane)
+  uint points;    // d + 1: evaluation points X = 1..d+1
+  uint has_den;   // add the constant denominator term (once: piece 0)
+  uint nout;      // outputs of the whole program (weights[nout]: the constant denominator term)
+  uint eq_off;    // Fp4 index of e'(0) in eq
+  uint unit_pad;  // lane groups per piece in the item numbering: the round's, rounded up to the group size
+  uint lanes;     // MSL_LANES the launcher assumed
 };
 
-// zc_round_body with the program in pieces: piece k's words at prog + table[4k], its constants and
-// public values at cp + table[4k + 1], its slot list at used + 2·table[4k + 2] (table[4k + 3]
+// Entry at p of threadgroup memory in the structure-of-arrays layout (bb4l_load's).
+MSL_FN bb4l zc_tg_load4(threadgroup const uint* p, uint stride) {
+  return bb4l_make(lanes_ld_tg(p), lanes_ld_tg(p + stride), lanes_ld_tg(p + 2u * stride), lanes_ld_tg(p + 3u * stride));
+}
+MSL_FN void zc_tg_store4(threadgroup uint* p, uint stride, bb4l v) {
+  lanes_st_tg(p, v[0]);
+  lanes_st_tg(p + stride, v[1]);
+  lanes_st_tg(p + 2u * stride, v[2]);
+  lanes_st_tg(p + 3u * stride, v[3]);
+}
+
+// A piece's operand o for the lanes at column t of T: registers from threadgroup memory, slot s
+// (table pused[2s + 1]) at rows (2y, 2y + 1), rows[l] = 8y of lane l, as a + X·(b − a),
+// constants and public values broadcast.
+MSL_FN bb4l zc_piece_operand(uint o, threadgroup const uint* regs, device const uint* pused, device const uint* tables,
+                             uint stride, thread const uint* rows, lanes_uint xv, device const uint* cp, uint nconst,
+                             uint t, uint T) {
+  uint idx = o & PROG_INDEX_MASK;
+  uint kind = o >> 30;
+  if (kind >= PROG_KIND_CONST) return bb4l_lift(lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]));
+  if (kind == PROG_KIND_REG) return zc_tg_load4(regs + 4u * idx * T + t, T);
+  device const uint* tab = tables + 4u * pused[2u * idx + 1u] * stride;
+  uint ta[4][MSL_LANES];
+  uint tb[4][MSL_LANES];
+  for (uint l = 0u; l < MSL_LANES; l++) {
+    device const uint* pr = tab + rows[l];
+    for (uint c = 0u; c < 4u; c++) {
+      ta[c][l] = pr[c];
+      tb[c][l] = pr[4u + c];
+    }
+  }
+  lanes_uint v[4];
+  for (uint c = 0u; c < 4u; c++) {
+    lanes_uint a = lanes_ld_th(ta[c]);
+    v[c] = bb_add_lanes(a, bb_mul_lanes(bb_sub_lanes(lanes_ld_th(tb[c]), a), xv));
+  }
+  return bb4l_make(v[0], v[1], v[2], v[3]);
+}
+
+// Runs one piece (program words prog, constants cp) over Fp4 for the lanes at column t of T
+// (prog_run4_lanes with zc_piece_operand's operands and registers in threadgroup memory).
+template <typename Emit>
+MSL_FN void zc_piece_run4(device const uint* prog, device const uint* cp, device const uint* pused,
+                          device const uint* tables, uint stride, thread const uint* rows, lanes_uint xv,
+                          threadgroup uint* regs, uint t, uint T, thread Emit& emit) {
+  uint ncode = prog[2];
+  uint nconst = prog[3];
+  device const uint* code = prog + PROG_HEADER;
+  for (uint i = 0u; i < ncode; i++, code += 3) {
+    uint w0 = code[0];
+    uint op = w0 >> 24;
+    uint dst = w0 & 0xffffffu;
+    bb4l a = zc_piece_operand(code[1], regs, pused, tables, stride, rows, xv, cp, nconst, t, T);
+    if (op == PROG_OP_EMIT) {
+      emit.put(dst, a);
+      continue;
+    }
+    bb4l r;
+    if (op == PROG_OP_NEG) {
+      r = bb4l_neg(a);
+    } else {
+      bb4l b = zc_piece_operand(code[2], regs, pused, tables, stride, rows, xv, cp, nconst, t, T);
+      switch (op) {
+        case PROG_OP_ADD:
+          r = bb4l_add(a, b);
+          break;
+        case PROG_OP_SUB:
+          r = bb4l_sub(a, b);
+          break;
+        default:
+          r = bb4l_mul(a, b);
+          break;
+      }
+    }
+    zc_tg_store4(regs + 4u * dst * T + t, T, r);
+  }
+}
+
+// The rounds j ≥ 1 with the program in pieces: piece k's words at prog + table[4k], its constants
+// and public values at cp + table[4k + 1], its slot list at used + 2·table[4k + 2] (table[4k + 3]
 // entries: the piece's own slot s, numbered from 0, and its table τ). The pieces emit the whole
 // program's outputs (same numbering, each once), so their weighted sums add up to the program's.
-// Work items (k, f) with f = y·(d+1) + X − 1 in lane groups, piece-major: neighbouring threads walk
-// the same piece (uniform control flow), and the partial row of (thread, lane, X) sums every piece.
+// Work items (k, u): lane group u < units of f = y·(d+1) + X − 1, piece-major with unit_pad lane
+// groups a piece (a multiple of the group size), so that the threads of a group walk the same
+// piece even when a round has fewer lane groups than a SIMD group; the partial row of
+// (thread, lane, X) sums every piece. Threadgroup memory: the registers, 4·nregs words a lane.
 kernel void zc_round_pieces(device const uint* prog [[buffer(0)]],
                             device const uint* cp [[buffer(1)]],
                             device const uint* table [[buffer(2)]],
@@ -741,39 +828,47 @@ kernel void zc_round_pieces(device const uint* prog [[buffer(0)]],
                             device const uint* used [[buffer(5)]],
                             device const uint* tables [[buffer(6)]],
                             device const uint* eq [[buffer(7)]],
-                            device uint* slots [[buffer(8)]],
-                            device uint* regs [[buffer(9)]],
-                            device uint* partials [[buffer(10)]],
-                            constant ZcPiecesParams& p [[buffer(11)]],
-                            uint gid [[thread_position_in_grid]],
-                            uint G [[threads_per_grid]]) {
+                            device uint* partials [[buffer(8)]],
+                            constant ZcPiecesParams& p [[buffer(9)]],
+                            threadgroup uint* sh [[threadgroup(0)]],
+                            uint tid [[thread_index_in_threadgroup]],
+                            uint group [[threadgroup_position_in_grid]],
+                            uint tpg [[threads_per_threadgroup]],
+                            uint ngroups [[threadgroups_per_grid]]) {
   if (p.lanes != MSL_LANES) return;
-  uint il = p.interleave;
   uint pairs = 1u << (p.log_rows - 1u);
   uint stride = p.stride;
   uint npts = p.points;
   uint total = pairs * npts;
   uint units = (total + MSL_LANES - 1u) / MSL_LANES;
-  uint items = units * p.npieces;
-  uint T = zc_T(G, il);
-  uint t = zc_t(gid, il);
+  uint upad = p.unit_pad;
+  uint items = upad * p.npieces;
+  uint gid = group * tpg + tid;
+  uint G = ngroups * tpg;
+  uint T = tpg * MSL_LANES;
+  uint t = tid * MSL_LANES;
   for (uint k = 0u; k < 12u * npts * MSL_LANES; k++) partials[12u * npts * MSL_LANES * gid + k] = 0u;
-  device uint* sbase = slots + zc_region(4u * p.nslots, 0u, gid, G, 1u, il);
-  device uint* rbase = regs + zc_region(4u * p.nregs, 0u, gid, G, 1u, il);
   bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
-  ProgInterpreter ev;
   for (uint it = gid; it < items; it += G) {
-    uint piece = it / units;
-    uint u = it - piece * units;
+    uint piece = it / upad;
+    uint u = it - piece * upad;
+    if (u >= units) continue;
     device const uint* pt = table + 4u * piece;
     device const uint* pused = used + 2u * pt[2];
-    uint nused = pt[3];
     uint ys[MSL_LANES];
     uint xs[MSL_LANES];
-    zc_round_fill(u, total, npts, pused, nused, tables, stride, sbase, t, T, ys, xs);
+    uint rows[MSL_LANES];
+    uint xm[MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      uint f = min(u * MSL_LANES + l, total - 1u);
+      ys[l] = f / npts;
+      xs[l] = f - ys[l] * npts;  // X − 1
+      rows[l] = 8u * ys[l];
+      xm[l] = bb_to_mont(xs[l] + 1u);
+    }
     ProgCombineLanes c;
     c.start(kinds, weights, p.has_den != 0u && piece == 0u ? den_const : bb4l_zero());
-    ev.ext(prog + pt[0], cp + pt[1], sbase, rbase, t, T, c);
+    zc_piece_run4(prog + pt[0], cp + pt[1], pused, tables, stride, rows, lanes_ld_th(xm), sh, t, T, c);
     c.finish();
     zc_round_accumulate(partials, eq, p.eq_off, c, u, total, npts, gid, ys, xs);
   }

@@ -246,10 +246,16 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 		return nil, fmt.Errorf("%w: trace %d: %w", stark.ErrBatchConstraintInput, t, err)
 	}
 	if pg == in.Program && cp.be.usePieces(pg) {
-		// GPUs run a long program in pieces: round 0, and the rounds with few pairs.
-		pp, err := cp.be.pieces(in.VK, constraints.All)
+		// GPUs run a long program in pieces: round 0 in those its generated code was made
+		// for, the rounds in finer ones.
+		pp, err := cp.be.pieces(in.VK, constraints.All, constraints.DevicePieces)
 		if err == nil {
 			err = zt.UsePieces(cp.be.dev, pp, in.Public)
+		}
+		if err == nil {
+			if pp, err = cp.be.pieces(in.VK, constraints.All, constraints.DeviceRoundPieces); err == nil {
+				err = zt.UseRoundPieces(cp.be.dev, pp, in.Public)
+			}
 		}
 		if err != nil {
 			zt.Free()
@@ -555,17 +561,17 @@ func (b *Backend) usePieces(p *constraints.Program) bool {
 	return len(p.Code) >= minPiecesCode && kernels.ZcUsesPieces(b.dev) || b.zcOpts.Pieces
 }
 
-// pieces returns vk's program for outs split into pieces and uploaded: once per key and outputs
-// (an AIR without interactions has one program for the constraints and for all outputs, so the
-// trace check and the constraint sumcheck share it), freed by Close.
-func (b *Backend) pieces(vk *air.VerifyingKey, outs constraints.Outputs) (*kernels.ProgramPieces, error) {
+// pieces returns vk's program for outs split into at most k pieces and uploaded: once per key,
+// outputs and k (an AIR without interactions has one program for the constraints and for all
+// outputs, so the trace check and the constraint sumcheck share it), freed by Close.
+func (b *Backend) pieces(vk *air.VerifyingKey, outs constraints.Outputs, k int) (*kernels.ProgramPieces, error) {
 	if vk == nil || vk.DAG == nil {
 		return nil, fmt.Errorf("backend/device: pieces of a program without verifying key")
 	}
 	if len(vk.DAG.Interactions) == 0 {
 		outs = constraints.All
 	}
-	key := compiledKey{vk, outs}
+	key := compiledKey{vk, outs, k}
 	b.progMu.Lock()
 	defer b.progMu.Unlock()
 	if pp := b.progPieces[key]; pp != nil {
@@ -577,7 +583,12 @@ func (b *Backend) pieces(vk *air.VerifyingKey, outs constraints.Outputs) (*kerne
 	if closed {
 		return nil, ErrClosed
 	}
-	ps, err := b.shared.pieces(vk, outs)
+	if k == constraints.DevicePieces {
+		// The constraint sumcheck's rounds will want their finer split (tens of ms of CPU for a
+		// long program): begin it now, beside the trace check and the commitment.
+		go b.shared.pieces(vk, constraints.All, constraints.DeviceRoundPieces)
+	}
+	ps, err := b.shared.pieces(vk, outs, k)
 	if err != nil {
 		return nil, err
 	}

@@ -344,7 +344,7 @@ func (b *Backend) rowScratchBytes(a airShape, outs constraints.Outputs, extra in
 	pg := a.prog
 	ns := pg.NumSlots()
 	if b.usePieces(pg) {
-		pp, err := b.pieces(a.vk, outs)
+		pp, err := b.pieces(a.vk, outs, constraints.DevicePieces)
 		if err != nil {
 			return 0, 0, err
 		}

@@ -19,9 +19,12 @@ type rowProgramCache struct {
 	columns map[*constraints.Program]*usedColumns
 }
 
+// compiledKey names a key's program for some outputs, whole (pieces 0) or split into at most
+// pieces pieces.
 type compiledKey struct {
-	vk   *air.VerifyingKey
-	outs constraints.Outputs
+	vk     *air.VerifyingKey
+	outs   constraints.Outputs
+	pieces int
 }
 
 // usedColumns is a program's kernels.UsedColumns table, on the device (nil when it reads no

@@ -95,7 +95,7 @@ func (e *rowEval) free() {
 // usePieces makes the evaluation run p's pieces (vk's program for outs): runs as long as the
 // slot values alone allow, and the pieces' thread scratch.
 func (e *rowEval) usePieces(b *Backend, in *stark.AirInput, outs constraints.Outputs) error {
-	pp, err := b.pieces(in.VK, outs)
+	pp, err := b.pieces(in.VK, outs, constraints.DevicePieces)
 	if err != nil {
 		return err
 	}

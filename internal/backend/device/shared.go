@@ -49,14 +49,14 @@ func entry[T any](s *Shared, m map[compiledKey]*sharedEntry[T], key compiledKey)
 
 // compile returns vk's program for outs, compiling it on first use.
 func (s *Shared) compile(vk *air.VerifyingKey, outs constraints.Outputs) (*constraints.Program, error) {
-	e := entry(s, s.compiled, compiledKey{vk, outs})
+	e := entry(s, s.compiled, compiledKey{vk: vk, outs: outs})
 	e.once.Do(func() { e.v, e.err = constraints.Compile(vk, outs) })
 	return e.v, e.err
 }
 
-// pieces returns vk's program for outs split into device pieces, splitting it on first use.
-func (s *Shared) pieces(vk *air.VerifyingKey, outs constraints.Outputs) ([]*constraints.Program, error) {
-	e := entry(s, s.split, compiledKey{vk, outs})
-	e.once.Do(func() { e.v, e.err = constraints.Split(vk, outs, constraints.DevicePieces) })
+// pieces returns vk's program for outs split into at most k pieces, splitting it on first use.
+func (s *Shared) pieces(vk *air.VerifyingKey, outs constraints.Outputs, k int) ([]*constraints.Program, error) {
+	e := entry(s, s.split, compiledKey{vk, outs, k})
+	e.once.Do(func() { e.v, e.err = constraints.Split(vk, outs, k) })
 	return e.v, e.err
 }

@@ -313,6 +313,41 @@ MSL_FN uint bb_mul(uint a, uint b) {
 
 MSL_FN uint bb_square(uint a) { return bb_mul(a, a); }
 
+// Sums of products, reduced once (bb4_mul): a 64-bit accumulator (two words on Metal) of up to
+// four products of values < p (each < 2^61.82, the sum < 2^63.82), Montgomery-reduced by
+// bb_redc_wide. One reduction for four products instead of four: an Fp4 product takes 16
+// widening multiply-adds and 4 reductions rather than 16 Montgomery products and 12 additions.
+// Metal: a widening product is mul + mulhi (what bb_mul does), the sum carries by hand, so no
+// 64-bit multiply is asked of Apple's compiler; CUDA and the host: one multiply-add a product.
+#if defined(MSL_TARGET_METAL) || defined(BB_WIDE_SPLIT)  // BB_WIDE_SPLIT: check-msl compiles this branch too
+typedef uint2 bb_wide;  // (low word, high word)
+#define BB_WIDE_LO(w) ((w).x)  // macros: no copy of a uint2 (the OpenCL check has no copy constructor)
+#define BB_WIDE_HI(w) ((w).y)
+MSL_FN bb_wide bb_wide_mul(uint a, uint b) { return uint2(a * b, mulhi(a, b)); }
+MSL_FN bb_wide bb_wide_mad(bb_wide acc, uint a, uint b) {
+  uint lo = a * b;
+  uint sum = BB_WIDE_LO(acc) + lo;
+  return uint2(sum, BB_WIDE_HI(acc) + mulhi(a, b) + (sum < lo ? 1u : 0u));
+}
+#else
+typedef ulong bb_wide;
+MSL_FN bb_wide bb_wide_mul(uint a, uint b) { return (ulong)a * b; }
+MSL_FN bb_wide bb_wide_mad(bb_wide acc, uint a, uint b) { return acc + (ulong)a * b; }
+#define BB_WIDE_LO(w) ((uint)(w))
+#define BB_WIDE_HI(w) ((uint)((w) >> 32))
+#endif
+
+// x·2^−32 mod p, fully reduced, for x < 2p·2^32 (bb_mul's reduction: hi − hi(m·p) lies in
+// (−p, hi], and hi < 2p here, so one more conditional subtraction).
+MSL_FN uint bb_redc_wide(bb_wide x) {
+  uint hi = BB_WIDE_HI(x);
+  uint m = BB_WIDE_LO(x) * BB_PINV;
+  uint mp = bb_mulhi_p(m);
+  uint r = hi - mp;
+  r = hi < mp ? r + BB_P : r;
+  return r >= BB_P ? r - BB_P : r;
+}
+
 MSL_FN uint bb_to_mont(uint x) { return bb_mul(x, BB_R2); }  // x < p (canonical)
 MSL_FN uint bb_from_mont(uint x) { return bb_mul(x, 1u); }   // back to canonical
 
@@ -1806,17 +1841,16 @@ MSL_FN bb4 bb4_mul_base(bb4 a, uint b) {
 
 MSL_FN bb4 bb4_add_base(bb4 a, uint b) { return bb4_make(bb_add(a[0], b), a[1], a[2], a[3]); }
 
-// Schoolbook product reduced with X^4 = W: 16 base products + 3 by W.
+// Schoolbook product reduced with X^4 = W: b1, b2, b3 times W first (3 Montgomery products), then
+// each coefficient as one sum of four products reduced once (bb_redc_wide).
 MSL_FN bb4 bb4_mul(bb4 a, bb4 b) {
   uint a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
   uint b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
-  uint h0 = bb_add(bb_add(bb_mul(a1, b3), bb_mul(a2, b2)), bb_mul(a3, b1));  // X^4 terms
-  uint h1 = bb_add(bb_mul(a2, b3), bb_mul(a3, b2));                          // X^5
-  uint h2 = bb_mul(a3, b3);                                                  // X^6
-  uint r0 = bb_add(bb_mul(a0, b0), bb_mul(h0, BB4_W_MONT));
-  uint r1 = bb_add(bb_add(bb_mul(a0, b1), bb_mul(a1, b0)), bb_mul(h1, BB4_W_MONT));
-  uint r2 = bb_add(bb_add(bb_add(bb_mul(a0, b2), bb_mul(a1, b1)), bb_mul(a2, b0)), bb_mul(h2, BB4_W_MONT));
-  uint r3 = bb_add(bb_add(bb_mul(a0, b3), bb_mul(a1, b2)), bb_add(bb_mul(a2, b1), bb_mul(a3, b0)));
+  uint w1 = bb_mul(b1, BB4_W_MONT), w2 = bb_mul(b2, BB4_W_MONT), w3 = bb_mul(b3, BB4_W_MONT);
+  uint r0 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b0), a1, w3), a2, w2), a3, w1));
+  uint r1 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b1), a1, b0), a2, w3), a3, w2));
+  uint r2 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b2), a1, b1), a2, b0), a3, w3));
+  uint r3 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b3), a1, b2), a2, b1), a3, b0));
   return bb4_make(r0, r1, r2, r3);
 }
 
@@ -2748,7 +2782,18 @@ MSL_FN void sc_sum_rows_range(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, u
     uint k = k0 + tid % cols;
     uint acc = 0u;
     if (tid < lanes * cols && k < width) {
-      for (uint r = r0 + tid / cols; r < r1; r += lanes) acc = bb_add(acc, in[r * width + k]);
+      // Four independent sums: a thread has four loads in flight rather than one (a long column
+      // is otherwise one memory latency per row).
+      uint acc1 = 0u, acc2 = 0u, acc3 = 0u;
+      uint r = r0 + tid / cols;
+      for (; r + 3u * lanes < r1; r += 4u * lanes) {
+        acc = bb_add(acc, in[r * width + k]);
+        acc1 = bb_add(acc1, in[(r + lanes) * width + k]);
+        acc2 = bb_add(acc2, in[(r + 2u * lanes) * width + k]);
+        acc3 = bb_add(acc3, in[(r + 3u * lanes) * width + k]);
+      }
+      for (; r < r1; r += lanes) acc = bb_add(acc, in[r * width + k]);
+      acc = bb_add(bb_add(acc, acc1), bb_add(acc2, acc3));
     }
     scratch[tid] = acc;
     threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -4062,6 +4107,7 @@ MSL_FN bb4l bb4l_neg(bb4l a) {
   return bb4l_make(bb_neg_lanes(a[0]), bb_neg_lanes(a[1]), bb_neg_lanes(a[2]), bb_neg_lanes(a[3]));
 }
 
+#if MSL_LANES > 1
 // Schoolbook product reduced with X^4 = W (bb4_mul on lanes).
 MSL_FN bb4l bb4l_mul(bb4l a, bb4l b) {
   lanes_uint w = lanes_splat(BB4_W_MONT);
@@ -4076,6 +4122,10 @@ MSL_FN bb4l bb4l_mul(bb4l a, bb4l b) {
                                bb_add_lanes(bb_mul_lanes(a[2], b[1]), bb_mul_lanes(a[3], b[0])));
   return bb4l_make(r0, r1, r2, r3);
 }
+#else
+// One lane: bb4_mul (sums of products reduced once).
+MSL_FN bb4l bb4l_mul(bb4l a, bb4l b) { return bb4_mul(a, b); }
+#endif
 
 // w·v for an Fp4 w shared by the lanes and a base value per lane.
 MSL_FN bb4l bb4l_scale(bb4 w, lanes_uint v) {
@@ -5069,27 +5119,114 @@ MSL_KERNEL void msl_kernel_zc_round_eval(MSL_DEVICE const uint* prog            
 
 // ------------------------------------------------------------------------------------------------
 // Rounds j ≥ 1, program in pieces.
+//
+// The rounds are latency-bound: a round with few pairs has few work items, and each walks a piece
+// instruction by instruction, every result feeding later ones. With registers in device memory
+// every such dependence was a store and a load through L2 (about 1 µs an instruction on an H200);
+// here a thread's registers live in threadgroup memory, and its slot operands are read from the
+// (read-only) tables as they are needed, t_τ[2y] + X·(t_τ[2y+1] − t_τ[2y]), so the kernel needs no
+// scratch in device memory at all. Threadgroup memory bounds the group (16·MSL_LANES·nregs bytes a
+// thread: Keccak-f's 65 registers allow 31 threads in Apple's 32 KiB).
 
 struct ZcPiecesParams {
-  uint log_rows;    // n ≥ 1: the tables have 2^n rows (pairs y < 2^(n−1))
-  uint stride;      // Fp4 index distance between tables
-  uint npieces;     // pieces of the program
-  uint nslots;      // the largest piece's slots (scratch entries per point; slots are the piece's own)
-  uint nregs;       // the largest piece's registers
-  uint points;      // d + 1: evaluation points X = 1..d+1
-  uint has_den;     // add the constant denominator term (once: piece 0)
-  uint nout;        // outputs of the whole program (weights[nout]: the constant denominator term)
-  uint eq_off;      // Fp4 index of e'(0) in eq
-  uint interleave;  // scratch layout, as in ZcUniParams
-  uint lanes;       // MSL_LANES the launcher assumed
+  uint log_rows;  // n ≥ 1: the tables have 2^n rows (pairs y < 2^(n−1))
+  uint stride;    // Fp4 index distance between tables
+  uint npieces;   // pieces of the program
+  uint nregs;     // the largest piece's registers (threadgroup memory: 4·nregs words per lane)
+  uint points;    // d + 1: evaluation points X = 1..d+1
+  uint has_den;   // add the constant denominator term (once: piece 0)
+  uint nout;      // outputs of the whole program (weights[nout]: the constant denominator term)
+  uint eq_off;    // Fp4 index of e'(0) in eq
+  uint unit_pad;  // lane groups per piece in the item numbering: the round's, rounded up to the group size
+  uint lanes;     // MSL_LANES the launcher assumed
 };
 
-// zc_round_body with the program in pieces: piece k's words at prog + table[4k], its constants and
-// public values at cp + table[4k + 1], its slot list at used + 2·table[4k + 2] (table[4k + 3]
+// Entry at p of threadgroup memory in the structure-of-arrays layout (bb4l_load's).
+MSL_FN bb4l zc_tg_load4(MSL_THREADGROUP const uint* p, uint stride) {
+  return bb4l_make(lanes_ld_tg(p), lanes_ld_tg(p + stride), lanes_ld_tg(p + 2u * stride), lanes_ld_tg(p + 3u * stride));
+}
+MSL_FN void zc_tg_store4(MSL_THREADGROUP uint* p, uint stride, bb4l v) {
+  lanes_st_tg(p, v[0]);
+  lanes_st_tg(p + stride, v[1]);
+  lanes_st_tg(p + 2u * stride, v[2]);
+  lanes_st_tg(p + 3u * stride, v[3]);
+}
+
+// A piece's operand o for the lanes at column t of T: registers from threadgroup memory, slot s
+// (table pused[2s + 1]) at rows (2y, 2y + 1), rows[l] = 8y of lane l, as a + X·(b − a),
+// constants and public values broadcast.
+MSL_FN bb4l zc_piece_operand(uint o, MSL_THREADGROUP const uint* regs, MSL_DEVICE const uint* pused, MSL_DEVICE const uint* tables,
+                             uint stride, MSL_THREAD const uint* rows, lanes_uint xv, MSL_DEVICE const uint* cp, uint nconst,
+                             uint t, uint T) {
+  uint idx = o & PROG_INDEX_MASK;
+  uint kind = o >> 30;
+  if (kind >= PROG_KIND_CONST) return bb4l_lift(lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]));
+  if (kind == PROG_KIND_REG) return zc_tg_load4(regs + 4u * idx * T + t, T);
+  MSL_DEVICE const uint* tab = tables + 4u * pused[2u * idx + 1u] * stride;
+  uint ta[4][MSL_LANES];
+  uint tb[4][MSL_LANES];
+  for (uint l = 0u; l < MSL_LANES; l++) {
+    MSL_DEVICE const uint* pr = tab + rows[l];
+    for (uint c = 0u; c < 4u; c++) {
+      ta[c][l] = pr[c];
+      tb[c][l] = pr[4u + c];
+    }
+  }
+  lanes_uint v[4];
+  for (uint c = 0u; c < 4u; c++) {
+    lanes_uint a = lanes_ld_th(ta[c]);
+    v[c] = bb_add_lanes(a, bb_mul_lanes(bb_sub_lanes(lanes_ld_th(tb[c]), a), xv));
+  }
+  return bb4l_make(v[0], v[1], v[2], v[3]);
+}
+
+// Runs one piece (program words prog, constants cp) over Fp4 for the lanes at column t of T
+// (prog_run4_lanes with zc_piece_operand's operands and registers in threadgroup memory).
+template <typename Emit>
+MSL_FN void zc_piece_run4(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* pused,
+                          MSL_DEVICE const uint* tables, uint stride, MSL_THREAD const uint* rows, lanes_uint xv,
+                          MSL_THREADGROUP uint* regs, uint t, uint T, MSL_THREAD Emit& emit) {
+  uint ncode = prog[2];
+  uint nconst = prog[3];
+  MSL_DEVICE const uint* code = prog + PROG_HEADER;
+  for (uint i = 0u; i < ncode; i++, code += 3) {
+    uint w0 = code[0];
+    uint op = w0 >> 24;
+    uint dst = w0 & 0xffffffu;
+    bb4l a = zc_piece_operand(code[1], regs, pused, tables, stride, rows, xv, cp, nconst, t, T);
+    if (op == PROG_OP_EMIT) {
+      emit.put(dst, a);
+      continue;
+    }
+    bb4l r;
+    if (op == PROG_OP_NEG) {
+      r = bb4l_neg(a);
+    } else {
+      bb4l b = zc_piece_operand(code[2], regs, pused, tables, stride, rows, xv, cp, nconst, t, T);
+      switch (op) {
+        case PROG_OP_ADD:
+          r = bb4l_add(a, b);
+          break;
+        case PROG_OP_SUB:
+          r = bb4l_sub(a, b);
+          break;
+        default:
+          r = bb4l_mul(a, b);
+          break;
+      }
+    }
+    zc_tg_store4(regs + 4u * dst * T + t, T, r);
+  }
+}
+
+// The rounds j ≥ 1 with the program in pieces: piece k's words at prog + table[4k], its constants
+// and public values at cp + table[4k + 1], its slot list at used + 2·table[4k + 2] (table[4k + 3]
 // entries: the piece's own slot s, numbered from 0, and its table τ). The pieces emit the whole
 // program's outputs (same numbering, each once), so their weighted sums add up to the program's.
-// Work items (k, f) with f = y·(d+1) + X − 1 in lane groups, piece-major: neighbouring threads walk
-// the same piece (uniform control flow), and the partial row of (thread, lane, X) sums every piece.
+// Work items (k, u): lane group u < units of f = y·(d+1) + X − 1, piece-major with unit_pad lane
+// groups a piece (a multiple of the group size), so that the threads of a group walk the same
+// piece even when a round has fewer lane groups than a SIMD group; the partial row of
+// (thread, lane, X) sums every piece. Threadgroup memory: the registers, 4·nregs words a lane.
 MSL_KERNEL void msl_kernel_zc_round_pieces(MSL_DEVICE const uint* prog              ,
                             MSL_DEVICE const uint* cp              ,
                             MSL_DEVICE const uint* table              ,
@@ -5098,39 +5235,47 @@ MSL_KERNEL void msl_kernel_zc_round_pieces(MSL_DEVICE const uint* prog          
                             MSL_DEVICE const uint* used              ,
                             MSL_DEVICE const uint* tables              ,
                             MSL_DEVICE const uint* eq              ,
-                            MSL_DEVICE uint* slots              ,
-                            MSL_DEVICE uint* regs              ,
-                            MSL_DEVICE uint* partials               ,
-                            MSL_CONSTANT ZcPiecesParams& p               ,
-                            uint gid                            ,
-                            uint G                     ) {
+                            MSL_DEVICE uint* partials              ,
+                            MSL_CONSTANT ZcPiecesParams& p              ,
+                            MSL_THREADGROUP uint* sh                   ,
+                            uint tid                                ,
+                            uint group                                 ,
+                            uint tpg                            ,
+                            uint ngroups                          ) {
   if (p.lanes != MSL_LANES) return;
-  uint il = p.interleave;
   uint pairs = 1u << (p.log_rows - 1u);
   uint stride = p.stride;
   uint npts = p.points;
   uint total = pairs * npts;
   uint units = (total + MSL_LANES - 1u) / MSL_LANES;
-  uint items = units * p.npieces;
-  uint T = zc_T(G, il);
-  uint t = zc_t(gid, il);
+  uint upad = p.unit_pad;
+  uint items = upad * p.npieces;
+  uint gid = group * tpg + tid;
+  uint G = ngroups * tpg;
+  uint T = tpg * MSL_LANES;
+  uint t = tid * MSL_LANES;
   for (uint k = 0u; k < 12u * npts * MSL_LANES; k++) partials[12u * npts * MSL_LANES * gid + k] = 0u;
-  MSL_DEVICE uint* sbase = slots + zc_region(4u * p.nslots, 0u, gid, G, 1u, il);
-  MSL_DEVICE uint* rbase = regs + zc_region(4u * p.nregs, 0u, gid, G, 1u, il);
   bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
-  ProgInterpreter ev;
   for (uint it = gid; it < items; it += G) {
-    uint piece = it / units;
-    uint u = it - piece * units;
+    uint piece = it / upad;
+    uint u = it - piece * upad;
+    if (u >= units) continue;
     MSL_DEVICE const uint* pt = table + 4u * piece;
     MSL_DEVICE const uint* pused = used + 2u * pt[2];
-    uint nused = pt[3];
     uint ys[MSL_LANES];
     uint xs[MSL_LANES];
-    zc_round_fill(u, total, npts, pused, nused, tables, stride, sbase, t, T, ys, xs);
+    uint rows[MSL_LANES];
+    uint xm[MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      uint f = min(u * MSL_LANES + l, total - 1u);
+      ys[l] = f / npts;
+      xs[l] = f - ys[l] * npts;  // X − 1
+      rows[l] = 8u * ys[l];
+      xm[l] = bb_to_mont(xs[l] + 1u);
+    }
     ProgCombineLanes c;
     c.start(kinds, weights, p.has_den != 0u && piece == 0u ? den_const : bb4l_zero());
-    ev.ext(prog + pt[0], cp + pt[1], sbase, rbase, t, T, c);
+    zc_piece_run4(prog + pt[0], cp + pt[1], pused, tables, stride, rows, lanes_ld_th(xm), sh, t, T, c);
     c.finish();
     zc_round_accumulate(partials, eq, p.eq_off, c, u, total, npts, gid, ys, xs);
   }
@@ -5976,7 +6121,7 @@ extern "C" __global__ void mslk_zc_round_eval(MSL_DEVICE const uint* prog, MSL_D
       msl_cvt<uint>(msl_bi_threads_per_grid()));
 }
 
-extern "C" __global__ void mslk_zc_round_pieces(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* table, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* used, MSL_DEVICE const uint* tables, MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT ZcPiecesParams p) {
+extern "C" __global__ void mslk_zc_round_pieces(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* table, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* used, MSL_DEVICE const uint* tables, MSL_DEVICE const uint* eq, MSL_DEVICE uint* partials, MSL_CONSTANT ZcPiecesParams p, unsigned tg_off_0) {
   msl_kernel_zc_round_pieces(
       prog,
       cp,
@@ -5986,12 +6131,13 @@ extern "C" __global__ void mslk_zc_round_pieces(MSL_DEVICE const uint* prog, MSL
       used,
       tables,
       eq,
-      slots,
-      regs,
       partials,
       p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
 }
 
 extern "C" __global__ void mslk_zc_uni_values(MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas, MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow, MSL_DEVICE const uint* sel, MSL_DEVICE uint* vals, MSL_CONSTANT ZcValuesParams p, unsigned tg_off_0) {

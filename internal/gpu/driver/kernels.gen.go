@@ -264,7 +264,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sc_sum_rows", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:329", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "sc_sum_rows", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:340", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScSumRowsParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
@@ -272,7 +272,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sc_sum_row_blocks", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:347", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "sc_sum_row_blocks", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:358", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScSumBlocksParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
@@ -281,7 +281,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
 		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threadgroup_position_in_grid"},
 	}},
-	{Name: "sc_eq_expand", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:374", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sc_eq_expand", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:385", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "lo", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "hi", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -509,7 +509,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:736", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:823", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -518,14 +518,15 @@ var Kernels = []KernelInfo{
 		{Name: "used", Type: "device const uint*", Kind: ParamBuffer, Index: 5},
 		{Name: "tables", Type: "device const uint*", Kind: ParamBuffer, Index: 6},
 		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 7},
-		{Name: "slots", Type: "device uint*", Kind: ParamBuffer, Index: 8},
-		{Name: "regs", Type: "device uint*", Kind: ParamBuffer, Index: 9},
-		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 10},
-		{Name: "p", Type: "constant ZcPiecesParams&", Kind: ParamValue, Index: 11, ValueSize: 44},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "thread_position_in_grid"},
-		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_grid"},
+		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 8},
+		{Name: "p", Type: "constant ZcPiecesParams&", Kind: ParamValue, Index: 9, ValueSize: 40},
+		{Name: "sh", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_threadgroup"},
+		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 14, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:815", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
+	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:910", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
 		{Name: "coefs", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "deltas", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "srcmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -540,7 +541,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:924", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/rap/zerocheck.metal:1019", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
