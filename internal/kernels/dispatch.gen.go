@@ -767,12 +767,12 @@ func dispatchFoSum(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, partial
 	return enc.Dispatch("fo_sum", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(partial), gpu.U32(n)}, scratchBytes)
 }
 
-// dispatchGrindSearch encodes kernel grind_search (shaders/common/grind.metal:24).
-func dispatchGrindSearch(enc *gpu.Batch, groups, tpg gpu.Dim3, state *gpu.Buffer, rc *gpu.Buffer, groupMin *gpu.Buffer, p grindParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("grind_search", groups, tpg, []gpu.Arg{gpu.Buf(state), gpu.Buf(rc), gpu.Buf(groupMin), p.arg()}, scratchBytes)
+// dispatchGrindSearch encodes kernel grind_search (shaders/common/grind.metal:27).
+func dispatchGrindSearch(enc *gpu.Batch, groups, tpg gpu.Dim3, state *gpu.Buffer, rc *gpu.Buffer, groupMin *gpu.Buffer, found *gpu.Buffer, p grindParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("grind_search", groups, tpg, []gpu.Arg{gpu.Buf(state), gpu.Buf(rc), gpu.Buf(groupMin), gpu.Buf(found), p.arg()}, scratchBytes)
 }
 
-// dispatchGrindMin encodes kernel grind_min (shaders/common/grind.metal:76).
+// dispatchGrindMin encodes kernel grind_min (shaders/common/grind.metal:88).
 func dispatchGrindMin(enc *gpu.Batch, groups, tpg gpu.Dim3, groupMin *gpu.Buffer, out *gpu.Buffer, n uint32, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("grind_min", groups, tpg, []gpu.Arg{gpu.Buf(groupMin), gpu.Buf(out), gpu.U32(n)}, scratchBytes)
 }

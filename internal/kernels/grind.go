@@ -12,7 +12,9 @@ import (
 // Grind launches shaders/common/grind.metal: the search for the smallest w in [0, p) such that, with
 // s = state and s[absorbIdx] = w, the canonical value of Permute(s)[7] has its low bits bits
 // zero (transcript.WitnessOK). grind_search tests a range of candidates and leaves one minimum
-// per threadgroup, grind_min reduces those to one value: both deterministic, without atomics.
+// per threadgroup, grind_min reduces those to one value: both deterministic, without atomics
+// (threads that start past a hit another thread has posted skip their candidates, which cannot
+// hold the minimum).
 // Search scans slices of candidates in increasing order and stops at the first slice with a
 // hit, whose minimum is then the global one. A Grind owns a few small buffers and is not safe
 // for concurrent use.
@@ -22,6 +24,8 @@ type Grind struct {
 	state     *gpu.Array[uint32] // 16 Montgomery elements
 	groupMin  *gpu.Array[uint32] // one slot per threadgroup of grind_search
 	result    *gpu.Array[uint32] // 1: the minimum of the last slice
+	found     *gpu.Array[uint32] // 1: some hit of the running search (GRIND_NONE before it)
+	none      *gpu.Array[uint32] // 1: GRIND_NONE, copied into found before each search
 	maxGroups int
 	slice     int // tests: candidates per slice instead of SliceSize (0: SliceSize)
 }
@@ -63,12 +67,20 @@ func (h *Poseidon2) NewGrind() (*Grind, error) {
 		g.Close()
 		return nil, err
 	}
+	if g.found, err = gpu.AllocArray[uint32](h.dev, "grind hit", 1); err != nil {
+		g.Close()
+		return nil, err
+	}
+	if g.none, err = gpu.UploadArray(h.dev, "grind none", []uint32{grindNone}); err != nil {
+		g.Close()
+		return nil, err
+	}
 	return g, nil
 }
 
 // Close frees the buffers (not the round constants).
 func (g *Grind) Close() {
-	for _, a := range []*gpu.Array[uint32]{g.state, g.groupMin, g.result} {
+	for _, a := range []*gpu.Array[uint32]{g.state, g.groupMin, g.result, g.found, g.none} {
 		if a != nil {
 			a.Free()
 		}
@@ -100,7 +112,8 @@ func (g *Grind) EncodeSearch(b *gpu.Batch, absorbIdx, bits int, base, count uint
 		return fmt.Errorf("kernels: Grind: candidates [%d, %d + %d) not a non-empty range of at most 2^30 below p", base, base, count)
 	}
 	groups, tpg := g.searchShape(int(count))
-	dispatchGrindSearch(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), g.state.Buffer, g.rc.Buffer, g.groupMin.Buffer, grindParams{absorbIdx: uint32(absorbIdx), mask: uint32(1)<<bits - 1, base: base, count: count}, uint32(4*tpg))
+	b.Copy(g.found.Buffer, 0, g.none.Buffer, 0, 4)
+	dispatchGrindSearch(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), g.state.Buffer, g.rc.Buffer, g.groupMin.Buffer, g.found.Buffer, grindParams{absorbIdx: uint32(absorbIdx), mask: uint32(1)<<bits - 1, base: base, count: count}, uint32(4*tpg))
 	// One group reduces the group minima: a single thread on the host (a plain loop over at
 	// most 2^12 values), a full group on GPUs.
 	mt := 1

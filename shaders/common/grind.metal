@@ -16,6 +16,9 @@ struct GrindParams {
 };
 
 // group_min[g] = the smallest passing candidate among those visited by group g, or GRIND_NONE.
+// found[0] (GRIND_NONE before the dispatch) holds some passing candidate once a thread has one:
+// a thread stops before a candidate above it (the smallest hit is not there), so a hit early in
+// the range spares the groups that start after it.
 // state: the 16 state elements in Montgomery form. Thread j (grid position) visits the candidate
 // lane groups i0 = j·MSL_LANES, then steps by the whole grid (threads_per_grid · MSL_LANES), in
 // ascending order, and stops at its first hit. Lanes (prelude.h): on the host one work item
@@ -24,7 +27,8 @@ struct GrindParams {
 kernel void grind_search(constant uint* state [[buffer(0)]],
                          constant uint* rc [[buffer(1)]],
                          device uint* group_min [[buffer(2)]],
-                         constant GrindParams& p [[buffer(3)]],
+                         device uint* found [[buffer(3)]],
+                         constant GrindParams& p [[buffer(4)]],
                          threadgroup uint* scratch [[threadgroup(0)]],
                          uint gid [[thread_position_in_grid]],
                          uint stride [[threads_per_grid]],
@@ -40,7 +44,12 @@ kernel void grind_search(constant uint* state [[buffer(0)]],
   uint best = GRIND_NONE;
   uint s[P2_STATE];
   uint lstride = stride * MSL_LANES;
+  // Some passing candidate, written by whichever thread found one (a plain store: any hit will
+  // do); read past the cache, so that threads started after a hit see it.
+  volatile device uint* hit = found;
   for (uint i0 = gid * MSL_LANES; i0 < count; i0 += lstride) {
+    // The minimum is at most a hit already found: candidates above it need no test.
+    if (*hit < base + i0) break;
     // Lanes past count test candidates that are ignored below (at most MSL_LANES − 1 of them).
     uint w[MSL_LANES];
     MSL_FOR_LANES(l) w[l] = bb_to_mont(base + i0 + l);
@@ -60,7 +69,10 @@ kernel void grind_search(constant uint* state [[buffer(0)]],
         break;
       }
     }
-    if (best != GRIND_NONE) break;
+    if (best != GRIND_NONE) {
+      if (best < *hit) *hit = best;
+      break;
+    }
   }
   scratch[tid] = best;
   threadgroup_barrier(mem_flags::mem_threadgroup);

@@ -2018,6 +2018,9 @@ struct GrindParams {
 };
 
 // group_min[g] = the smallest passing candidate among those visited by group g, or GRIND_NONE.
+// found[0] (GRIND_NONE before the dispatch) holds some passing candidate once a thread has one:
+// a thread stops before a candidate above it (the smallest hit is not there), so a hit early in
+// the range spares the groups that start after it.
 // state: the 16 state elements in Montgomery form. Thread j (grid position) visits the candidate
 // lane groups i0 = j·MSL_LANES, then steps by the whole grid (threads_per_grid · MSL_LANES), in
 // ascending order, and stops at its first hit. Lanes (prelude.h): on the host one work item
@@ -2026,6 +2029,7 @@ struct GrindParams {
 MSL_KERNEL void msl_kernel_grind_search(MSL_CONSTANT uint* state              ,
                          MSL_CONSTANT uint* rc              ,
                          MSL_DEVICE uint* group_min              ,
+                         MSL_DEVICE uint* found              ,
                          MSL_CONSTANT GrindParams& p              ,
                          MSL_THREADGROUP uint* scratch                   ,
                          uint gid                            ,
@@ -2042,7 +2046,12 @@ MSL_KERNEL void msl_kernel_grind_search(MSL_CONSTANT uint* state              ,
   uint best = GRIND_NONE;
   uint s[P2_STATE];
   uint lstride = stride * MSL_LANES;
+  // Some passing candidate, written by whichever thread found one (a plain store: any hit will
+  // do); read past the cache, so that threads started after a hit see it.
+  volatile MSL_DEVICE uint* hit = found;
   for (uint i0 = gid * MSL_LANES; i0 < count; i0 += lstride) {
+    // The minimum is at most a hit already found: candidates above it need no test.
+    if (*hit < base + i0) break;
     // Lanes past count test candidates that are ignored below (at most MSL_LANES − 1 of them).
     uint w[MSL_LANES];
     MSL_FOR_LANES(l) w[l] = bb_to_mont(base + i0 + l);
@@ -2062,7 +2071,10 @@ MSL_KERNEL void msl_kernel_grind_search(MSL_CONSTANT uint* state              ,
         break;
       }
     }
-    if (best != GRIND_NONE) break;
+    if (best != GRIND_NONE) {
+      if (best < *hit) *hit = best;
+      break;
+    }
   }
   scratch[tid] = best;
   threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -5726,11 +5738,12 @@ extern "C" __global__ void mslk_fo_sum(MSL_DEVICE const uint* in, MSL_DEVICE uin
       msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
 }
 
-extern "C" __global__ void mslk_grind_search(MSL_CONSTANT uint* state, MSL_CONSTANT uint* rc, MSL_DEVICE uint* group_min, MSL_CONSTANT GrindParams p, unsigned tg_off_0) {
+extern "C" __global__ void mslk_grind_search(MSL_CONSTANT uint* state, MSL_CONSTANT uint* rc, MSL_DEVICE uint* group_min, MSL_DEVICE uint* found, MSL_CONSTANT GrindParams p, unsigned tg_off_0) {
   msl_kernel_grind_search(
       state,
       rc,
       group_min,
+      found,
       p,
       (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),

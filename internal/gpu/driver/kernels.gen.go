@@ -180,19 +180,20 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "grind_search", Family: "grind", Pos: "shaders/common/grind.metal:24", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+	{Name: "grind_search", Family: "grind", Pos: "shaders/common/grind.metal:27", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "state", Type: "constant uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "group_min", Type: "device uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant GrindParams&", Kind: ParamValue, Index: 3, ValueSize: 16},
+		{Name: "found", Type: "device uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "p", Type: "constant GrindParams&", Kind: ParamValue, Index: 4, ValueSize: 16},
 		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
-		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
-		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroup_position_in_grid"},
-		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_grid"},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "grind_min", Family: "grind", Pos: "shaders/common/grind.metal:76", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "grind_min", Family: "grind", Pos: "shaders/common/grind.metal:88", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "group_min", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "n", Type: "constant uint&", Kind: ParamValue, Index: 2, ValueSize: 4},
