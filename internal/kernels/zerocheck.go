@@ -546,7 +546,9 @@ type zcValuesPlan struct {
 }
 
 // planZcValues plans zc_uni_values on dev for N = 2^logN, M = 2^logM. GPUs: groups of
-// groupSize threads, a chunk of two points per thread (one butterfly per thread and stage); the
+// groupSize threads, a chunk of 16 points per thread (8 butterflies per thread and stage: a chunk
+// costs 7 barriers and its index arithmetic, so smaller chunks left the kernel issue-bound: two
+// points a thread took 3.41 ms a keccakf-1024 proof on an H200, 8 2.60, 16 2.56); the
 // host: one thread per group (its barriers cost per thread), chunks of 256 points. A chunk takes
 // the cosets of a column first (up to M/N), then more columns; halved until its group memory fits
 // the device.
@@ -555,7 +557,7 @@ func planZcValues(dev *gpu.Device, logN, logM int) zcValuesPlan {
 	target := 256
 	if !isHost(dev) {
 		vp.tpg = groupSize(dev, "zc_uni_values", gpuGroup)
-		target = 2 * vp.tpg
+		target = 16 * vp.tpg
 	}
 	mem := 32 << 10
 	if m := dev.Limits().MaxThreadgroupMemory; m > 0 {
