@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"github.com/metalprove/metalprove/examples/keccakf"
 	"math/rand/v2"
 	"testing"
 
@@ -431,48 +432,54 @@ func TestZerocheckRoundMatchesGo(t *testing.T) {
 					ref.pieces = splitProgram(t, vk, c.pieces)
 					opts.Pieces, opts.PieceThreads = true, c.threads
 				}
-				dv := newZcDevice(t, ref, logM(c.logN, 3), c.points, opts)
-				rows := 1 << c.logRows
-				stride := rows + 1
-				tables := make([][]field.Fp4, pg.NumSlots())
-				words := make([]uint32, 4*dv.trace.NumTables()*stride)
-				for s := range tables {
-					tau := dv.trace.TableOf(s)
-					if tau < 0 {
-						continue
-					}
-					tables[s] = make([]field.Fp4, rows)
-					for y := range tables[s] {
-						tables[s][y] = fieldrand.Fp4(r)
-						m := MontFp4(tables[s][y])
-						copy(words[4*(tau*stride+y):], m[:])
-					}
-				}
-				e := make([]field.Fp4, rows/2)
-				for i := range e {
-					e[i] = fieldrand.Fp4(r)
-				}
-				ta := uploadWords(t, "tables", words)
-				eq := uploadWords(t, "eq", append(make([]uint32, 4), MontFp4Slice(e)...))
-				out := allocWords(t, 4+dv.zc.RoundWidth())
-				b := testDev.Batch()
-				if err := dv.zc.EncodeRound(b, dv.trace, ta, stride, c.logRows, eq, 1, out, 4); err != nil {
-					t.Fatal(err)
-				}
-				got, err := out.ReadAll()
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := ref.round(tables, e, c.points)
-				requireNonZero(t, want[:])
-				for x := 0; x < c.points; x++ {
-					for k := 0; k < 3; k++ {
-						if g := Fp4OfMont(got[4+12*x+4*k:]); g != want[k][x] {
-							t.Fatalf("X = %d sum %d = %v, want %v", x+1, k, g, want[k][x])
-						}
-					}
-				}
+				checkZcRound(t, testDev, r, ref, pg, newZcDevice(t, ref, logM(c.logN, 3), c.points, opts), c.logRows, c.points)
 			})
+		}
+	}
+}
+
+// checkZcRound runs EncodeRound of dv (on dev) over random tables of 2^logRows rows and
+// compares it with the plain-Go round formula.
+func checkZcRound(t *testing.T, dev *gpu.Device, r *rand.Rand, ref *zcRef, pg *constraints.Program, dv *zcDevice, logRows, points int) {
+	t.Helper()
+	rows := 1 << logRows
+	stride := rows + 1
+	tables := make([][]field.Fp4, pg.NumSlots())
+	words := make([]uint32, 4*dv.trace.NumTables()*stride)
+	for s := range tables {
+		tau := dv.trace.TableOf(s)
+		if tau < 0 {
+			continue
+		}
+		tables[s] = make([]field.Fp4, rows)
+		for y := range tables[s] {
+			tables[s][y] = fieldrand.Fp4(r)
+			m := MontFp4(tables[s][y])
+			copy(words[4*(tau*stride+y):], m[:])
+		}
+	}
+	e := make([]field.Fp4, rows/2)
+	for i := range e {
+		e[i] = fieldrand.Fp4(r)
+	}
+	ta := upWords(t, dev, words)
+	eq := upWords(t, dev, append(make([]uint32, 4), MontFp4Slice(e)...))
+	out := upWords(t, dev, make([]uint32, 4+dv.zc.RoundWidth()))
+	b := dev.Batch()
+	if err := dv.zc.EncodeRound(b, dv.trace, ta, stride, logRows, eq, 1, out, 4); err != nil {
+		t.Fatal(err)
+	}
+	got, err := out.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ref.round(tables, e, points)
+	requireNonZero(t, want[:])
+	for x := 0; x < points; x++ {
+		for k := 0; k < 3; k++ {
+			if g := Fp4OfMont(got[4+12*x+4*k:]); g != want[k][x] {
+				t.Fatalf("X = %d sum %d = %v, want %v", x+1, k, g, want[k][x])
+			}
 		}
 	}
 }
@@ -654,5 +661,29 @@ func TestZerocheckGPUShapes(t *testing.T) {
 	}
 	if lb.largest["zc_uni_eval"] > 64 || lb.largest["zc_round_eval"] > 32 || lb.largest["zc_round_pieces"] > 32 || lb.largest["zc_uni_pieces"] > 64 {
 		t.Errorf("groups above the kernels' limits: %v", lb.largest)
+	}
+}
+
+// TestZerocheckRoundPiecesFallback: on a GPU-shaped device whose threadgroup memory cannot hold one
+// thread's piece registers (Keccak-f's device pieces: 16 bytes × 16 lanes × 65 registers), the rounds
+// run the whole program (zc_round_pieces never runs) and still match the plain-Go round; with room
+// for the registers, zc_round_pieces runs them.
+func TestZerocheckRoundPiecesFallback(t *testing.T) {
+	r := rand.New(rand.NewPCG(91, 92))
+	pg, vk := compileProgram(t, keccakf.Air{})
+	for _, mem := range []int{4 << 10, 32 << 10} {
+		t.Run(fmt.Sprint("tg", mem), func(t *testing.T) {
+			dev, lb := openLimitedWith(t, &limitedBackend{tgMemory: mem})
+			ref := newZcRef(r, pg, 2, 6)
+			ref.pieces = splitProgram(t, vk, constraints.DevicePieces)
+			dv := newZcDeviceOn(t, dev, ref, logM(2, 3), 4, ZcOptions{})
+			if rp := dv.zc.round[dv.trace]; (rp.pieceBelow > 0) != (mem > 4<<10) {
+				t.Fatalf("round plan %+v with %d bytes of threadgroup memory", rp, mem)
+			}
+			checkZcRound(t, dev, r, ref, pg, dv, 4, 4)
+			if ran := lb.largest["zc_round_pieces"] > 0; ran != (mem > 4<<10) {
+				t.Errorf("zc_round_pieces ran: %v, with %d bytes of threadgroup memory", ran, mem)
+			}
+		})
 	}
 }
