@@ -175,6 +175,19 @@ MSL_FN void prog_run_lanes(device const uint* prog, device const uint* cp, devic
   }
 }
 
+// a op b over the extension field for op = PROG_OP_ADD, PROG_OP_SUB or PROG_OP_MUL (the
+// instructions with two operands; negation reads one).
+MSL_FN bb4l prog_binary4_lanes(uint op, bb4l a, bb4l b) {
+  switch (op) {
+    case PROG_OP_ADD:
+      return bb4l_add(a, b);
+    case PROG_OP_SUB:
+      return bb4l_sub(a, b);
+    default:
+      return bb4l_mul(a, b);
+  }
+}
+
 // Runs the program for the lanes at column t of T over the extension field.
 template <typename Emit>
 MSL_FN void prog_run4_lanes(device const uint* prog, device const uint* cp, device const uint* slots, device uint* regs,
@@ -191,23 +204,7 @@ MSL_FN void prog_run4_lanes(device const uint* prog, device const uint* cp, devi
       emit.put(dst, a);
       continue;
     }
-    bb4l r;
-    if (op == PROG_OP_NEG) {
-      r = bb4l_neg(a);
-    } else {
-      bb4l b = prog_operand4_lanes(code[2], regs, slots, cp, nconst, t, T);
-      switch (op) {
-        case PROG_OP_ADD:
-          r = bb4l_add(a, b);
-          break;
-        case PROG_OP_SUB:
-          r = bb4l_sub(a, b);
-          break;
-        default:
-          r = bb4l_mul(a, b);
-          break;
-      }
-    }
+    bb4l r = op == PROG_OP_NEG ? bb4l_neg(a) : prog_binary4_lanes(op, a, prog_operand4_lanes(code[2], regs, slots, cp, nconst, t, T));
     bb4l_store(regs + 4u * dst * T + t, T, r);
   }
 }

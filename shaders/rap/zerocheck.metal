@@ -791,23 +791,9 @@ MSL_FN void zc_piece_run4(device const uint* prog, device const uint* cp, device
       emit.put(dst, a);
       continue;
     }
-    bb4l r;
-    if (op == PROG_OP_NEG) {
-      r = bb4l_neg(a);
-    } else {
-      bb4l b = zc_piece_operand(code[2], regs, pused, tables, stride, rows, xv, cp, nconst, t, T);
-      switch (op) {
-        case PROG_OP_ADD:
-          r = bb4l_add(a, b);
-          break;
-        case PROG_OP_SUB:
-          r = bb4l_sub(a, b);
-          break;
-        default:
-          r = bb4l_mul(a, b);
-          break;
-      }
-    }
+    bb4l r = op == PROG_OP_NEG ? bb4l_neg(a)
+                               : prog_binary4_lanes(op, a, zc_piece_operand(code[2], regs, pused, tables, stride, rows, xv,
+                                                                            cp, nconst, t, T));
     zc_tg_store4(regs + 4u * dst * T + t, T, r);
   }
 }

@@ -4219,6 +4219,19 @@ MSL_FN void prog_run_lanes(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* c
   }
 }
 
+// a op b over the extension field for op = PROG_OP_ADD, PROG_OP_SUB or PROG_OP_MUL (the
+// instructions with two operands; negation reads one).
+MSL_FN bb4l prog_binary4_lanes(uint op, bb4l a, bb4l b) {
+  switch (op) {
+    case PROG_OP_ADD:
+      return bb4l_add(a, b);
+    case PROG_OP_SUB:
+      return bb4l_sub(a, b);
+    default:
+      return bb4l_mul(a, b);
+  }
+}
+
 // Runs the program for the lanes at column t of T over the extension field.
 template <typename Emit>
 MSL_FN void prog_run4_lanes(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs,
@@ -4235,23 +4248,7 @@ MSL_FN void prog_run4_lanes(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* 
       emit.put(dst, a);
       continue;
     }
-    bb4l r;
-    if (op == PROG_OP_NEG) {
-      r = bb4l_neg(a);
-    } else {
-      bb4l b = prog_operand4_lanes(code[2], regs, slots, cp, nconst, t, T);
-      switch (op) {
-        case PROG_OP_ADD:
-          r = bb4l_add(a, b);
-          break;
-        case PROG_OP_SUB:
-          r = bb4l_sub(a, b);
-          break;
-        default:
-          r = bb4l_mul(a, b);
-          break;
-      }
-    }
+    bb4l r = op == PROG_OP_NEG ? bb4l_neg(a) : prog_binary4_lanes(op, a, prog_operand4_lanes(code[2], regs, slots, cp, nconst, t, T));
     bb4l_store(regs + 4u * dst * T + t, T, r);
   }
 }
@@ -5210,23 +5207,9 @@ MSL_FN void zc_piece_run4(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp
       emit.put(dst, a);
       continue;
     }
-    bb4l r;
-    if (op == PROG_OP_NEG) {
-      r = bb4l_neg(a);
-    } else {
-      bb4l b = zc_piece_operand(code[2], regs, pused, tables, stride, rows, xv, cp, nconst, t, T);
-      switch (op) {
-        case PROG_OP_ADD:
-          r = bb4l_add(a, b);
-          break;
-        case PROG_OP_SUB:
-          r = bb4l_sub(a, b);
-          break;
-        default:
-          r = bb4l_mul(a, b);
-          break;
-      }
-    }
+    bb4l r = op == PROG_OP_NEG ? bb4l_neg(a)
+                               : prog_binary4_lanes(op, a, zc_piece_operand(code[2], regs, pused, tables, stride, rows, xv,
+                                                                            cp, nconst, t, T));
     zc_tg_store4(regs + 4u * dst * T + t, T, r);
   }
 }
