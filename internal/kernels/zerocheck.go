@@ -873,13 +873,40 @@ func (z *Zerocheck) encodeCoeffs(b *gpu.Batch, t *ZcTrace, x0, sb int) {
 		if run.count == 0 {
 			continue
 		}
+		params := zcCoeffsParams{logH: uint32(t.LogHeight), logN: uint32(dom.LogN), logM: uint32(dom.LogM), x0: uint32(x0),
+			sliceBlocks: uint32(sb), col0: uint32(run.col0), count: uint32(run.count), ncols: uint32(t.ncols),
+			invN: invN, lanes: uint32(z.lanes)}
+		if tpg := z.coeffsTileGroup(); tpg > 0 {
+			tb := tpg / zcTileCols
+			tiles := (sb + tb - 1) / tb * ((run.count + zcTileCols - 1) / zcTileCols)
+			dispatchZcCoeffsTiles(b, gpu.D1(uint32(min(tiles, 1<<16))), gpu.D1(uint32(tpg)), part.Values.Buffer, t.cols.Buffer,
+				dom.Tw.Buffer, z.coefs.Buffer, z.deltas.Buffer, params, uint32(4*zcTileCols*(tb<<dom.LogN+1)))
+			continue
+		}
 		items := sb * ((run.count + z.lanes - 1) / z.lanes)
 		g, tp := shapeFor(z.dev, "zc_coeffs", items)
-		dispatchZcCoeffs(b, g, tp, part.Values.Buffer, t.cols.Buffer, dom.Tw.Buffer, z.coefs.Buffer, z.deltas.Buffer,
-			zcCoeffsParams{logH: uint32(t.LogHeight), logN: uint32(dom.LogN), logM: uint32(dom.LogM), x0: uint32(x0),
-				sliceBlocks: uint32(sb), col0: uint32(run.col0), count: uint32(run.count), ncols: uint32(t.ncols),
-				invN: invN, lanes: uint32(z.lanes)})
+		dispatchZcCoeffs(b, g, tp, part.Values.Buffer, t.cols.Buffer, dom.Tw.Buffer, z.coefs.Buffer, z.deltas.Buffer, params)
 	}
+}
+
+// zcTileCols is ZC_TILE_COLS of zerocheck.metal: the source columns of a zc_coeffs_tiles tile.
+const zcTileCols = 16
+
+// coeffsTileGroup returns zc_coeffs_tiles' group size on a GPU (0: the host, or a device whose
+// groups cannot hold a tile; zc_coeffs then runs): whole rows of zcTileCols threads, a tile of at
+// most 256 rows a column.
+func (z *Zerocheck) coeffsTileGroup() int {
+	if isHost(z.dev) {
+		return 0
+	}
+	tpg := groupSize(z.dev, "zc_coeffs_tiles", zcTileCols*max(256>>z.dom.LogN, 1)) / zcTileCols * zcTileCols
+	if tpg == 0 {
+		return 0
+	}
+	if m := z.dev.Limits().MaxThreadgroupMemory; m > 0 && 4*zcTileCols*(tpg/zcTileCols<<z.dom.LogN+1) > m {
+		return 0
+	}
+	return tpg
 }
 
 // encodeUniPieces is EncodeUniRound by t's pieces (plan up).

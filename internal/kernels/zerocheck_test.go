@@ -656,8 +656,8 @@ func TestZerocheckGPUShapes(t *testing.T) {
 			})
 		}
 	}
-	if lb.largest["zc_round_pieces"] == 0 || lb.largest["zc_uni_pieces"] == 0 {
-		t.Error("zc_round_pieces or zc_uni_pieces never ran")
+	if lb.largest["zc_round_pieces"] == 0 || lb.largest["zc_uni_pieces"] == 0 || lb.largest["zc_coeffs_tiles"] == 0 {
+		t.Errorf("zc_round_pieces, zc_uni_pieces or zc_coeffs_tiles never ran: %v", lb.largest)
 	}
 	if lb.largest["zc_uni_eval"] > 64 || lb.largest["zc_round_eval"] > 32 || lb.largest["zc_round_pieces"] > 32 || lb.largest["zc_uni_pieces"] > 64 {
 		t.Errorf("groups above the kernels' limits: %v", lb.largest)

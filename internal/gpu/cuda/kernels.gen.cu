@@ -4601,6 +4601,70 @@ MSL_KERNEL void msl_kernel_zc_coeffs(MSL_DEVICE const uint* values              
   }
 }
 
+// zc_coeffs on GPUs, through group memory: a group takes tiles of ZC_TILE_COLS source columns × TB
+// blocks (TB = tpg / ZC_TILE_COLS, TB·N ≤ 256 rows), reads the tile's TB·N + 1 rows of each column
+// with neighbouring threads on neighbouring rows (coalesced; zc_coeffs' thread reads its own 16
+// words of a column 128 KiB away from its neighbour's), then thread (block, column) takes its N
+// values from group memory (row stride TB·N + 1: an odd stride, so the threads of a SIMD group
+// fall in distinct banks) and writes what zc_coeffs writes. Lanes are not used (a host device
+// posing as a GPU in tests runs lane 0). sh: ZC_TILE_COLS·(TB·N + 1) words.
+#define ZC_TILE_COLS 16u
+MSL_KERNEL void msl_kernel_zc_coeffs_tiles(MSL_DEVICE const uint* values              ,
+                            MSL_DEVICE const uint* part_cols              ,
+                            MSL_DEVICE const uint* tw              ,
+                            MSL_DEVICE uint* coefs              ,
+                            MSL_DEVICE uint* deltas              ,
+                            MSL_CONSTANT ZcCoeffsParams& p              ,
+                            MSL_THREADGROUP uint* sh                   ,
+                            uint tid                                ,
+                            uint group                                 ,
+                            uint tpg                            ,
+                            uint ngroups                          ) {
+  uint log_h = p.log_h;
+  uint hmask = (1u << log_h) - 1u;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint mmask = (1u << p.log_m) - 1u;
+  uint step = 1u << (p.log_m - log_n);
+  uint x0 = p.x0;
+  uint col0 = p.col0;
+  uint count = p.count;
+  uint ncols = p.ncols;
+  uint sb = p.slice_blocks;
+  uint inv_n = p.inv_n;
+  uint tb = tpg / ZC_TILE_COLS;  // blocks per tile
+  uint rows = tb * n + 1u;       // rows per tile and column (the next block's first row included)
+  uint xtiles = (sb + tb - 1u) / tb;
+  uint tiles = xtiles * ((count + ZC_TILE_COLS - 1u) / ZC_TILE_COLS);
+  uint cl = tid % ZC_TILE_COLS;  // this thread's column and block in a tile
+  uint bl = tid / ZC_TILE_COLS;
+  for (uint tile = group; tile < tiles; tile += ngroups) {
+    uint c0 = (tile / xtiles) * ZC_TILE_COLS;
+    uint xl0 = (tile % xtiles) * tb;
+    uint row0 = (x0 + xl0) << log_n;
+    for (uint i = tid; i < ZC_TILE_COLS * rows; i += tpg) {
+      uint c = i / rows;
+      uint r = i - c * rows;
+      sh[c * rows + r] = c0 + c < count ? values[(part_cols[col0 + c0 + c] << log_h) + ((row0 + r) & hmask)] : 0u;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    uint c = c0 + cl;
+    uint xl = xl0 + bl;
+    if (bl < tb && c < count && xl < sb) {
+      lanes_uint v[ZC_MAX_N];
+      MSL_THREADGROUP const uint* col = sh + cl * rows + bl * n;
+      for (uint j = 0u; j < n; j++) v[j] = lanes_splat(col[j]);
+      uint first = col[0];
+      deltas[xl * ncols + col0 + c] = bb_mul(bb_sub(col[n], first), BB_R2);
+      zc_dft(v, log_n, tw, mmask, step, true);
+      for (uint k = 0u; k < n; k++) {
+        coefs[((xl << log_n) + k) * ncols + col0 + c] = bb_mul(lanes_get(v[k], 0u), inv_n);
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Round 0.
 
@@ -6058,6 +6122,21 @@ extern "C" __global__ void mslk_zc_coeffs(MSL_DEVICE const uint* values, MSL_DEV
       p,
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),
       msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_zc_coeffs_tiles(MSL_DEVICE const uint* values, MSL_DEVICE const uint* part_cols, MSL_DEVICE const uint* tw, MSL_DEVICE uint* coefs, MSL_DEVICE uint* deltas, MSL_CONSTANT ZcCoeffsParams p, unsigned tg_off_0) {
+  msl_kernel_zc_coeffs_tiles(
+      values,
+      part_cols,
+      tw,
+      coefs,
+      deltas,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
 }
 
 extern "C" __global__ void mslk_zc_uni_eval(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas, MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow, MSL_DEVICE const uint* sel, MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT ZcUniParams p) {
