@@ -6,6 +6,7 @@
 # without clones (HD_NO_CLONES) for the baseline (SSE2) and, where the CPU has AVX2, for
 # x86-64-v3, and runs the kernel tests against the Go reference on each; then once more with the
 # portable lane arithmetic that other hosts (aarch64: Apple Silicon) compile (HD_GENERIC_LANES).
+# internal/gpu/host holds the transcript's one-state permutation (hd_p2_absorb), tested the same way.
 # Elsewhere (aarch64, ...) there is one code path, which `go test` already ran: nothing to do.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -14,7 +15,7 @@ if [ "$(uname -m)" != x86_64 ]; then
 	echo "host-isa-check: $(uname -m): one code path, tested by go test"
 	exit 0
 fi
-pkgs=(./internal/kernels/ ./internal/kernels/dualtest/)
+pkgs=(./internal/kernels/ ./internal/kernels/dualtest/ ./internal/gpu/host/)
 isas=(x86-64)
 grep -qw avx2 /proc/cpuinfo 2>/dev/null && isas+=(x86-64-v3)
 for isa in "${isas[@]}"; do

@@ -605,10 +605,12 @@ type zcPiecesParams struct {
 	eqOff   uint32
 	unitPad uint32
 	lanes   uint32
+	touch   uint32
+	zero    uint32
 }
 
 func (v zcPiecesParams) arg() gpu.Arg {
-	return gpu.U32(v.logRows, v.stride, v.npieces, v.nregs, v.points, v.hasDen, v.nout, v.eqOff, v.unitPad, v.lanes)
+	return gpu.U32(v.logRows, v.stride, v.npieces, v.nregs, v.points, v.hasDen, v.nout, v.eqOff, v.unitPad, v.lanes, v.touch, v.zero)
 }
 
 // zcValuesParams is the value struct ZcValuesParams of the shaders: uint fields in declaration order.
@@ -937,17 +939,17 @@ func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer,
 	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/rap/zerocheck.metal:873).
+// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/rap/zerocheck.metal:903).
 func dispatchZcRoundPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcPiecesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_round_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
 }
 
-// dispatchZcUniValues encodes kernel zc_uni_values (shaders/rap/zerocheck.metal:960).
+// dispatchZcUniValues encodes kernel zc_uni_values (shaders/rap/zerocheck.metal:994).
 func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcValuesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
 }
 
-// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/rap/zerocheck.metal:1069).
+// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/rap/zerocheck.metal:1103).
 func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

@@ -135,6 +135,14 @@ func permute(s *[Width]uint64) {
 // (a partial final block leaves s[len..8) as they are); the digest is s[0..8). There is no
 // padding or length encoding, and an empty input hashes to the zero digest.
 func HashSlice(v []field.Fp) Digest {
+	if fastAbsorb != nil && len(v) >= fastAbsorbMin {
+		// The same sponge as Absorb from the zero state, plus the permutation of a partial last block.
+		var st [Width]field.Fp
+		if fastAbsorb(&st, 0, v) != 0 {
+			Permute(&st)
+		}
+		return Digest(st[:DigestSize])
+	}
 	var s [Width]uint64
 	for len(v) > 0 {
 		n := min(len(v), Rate)

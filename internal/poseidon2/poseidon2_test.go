@@ -382,3 +382,25 @@ func BenchmarkCompress(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "perms/s")
 }
+
+// TestHashSliceAbsorbPath: HashSlice's path through a registered absorber (here Absorb's own
+// loop, registered for the test) gives the digest of its block loop at every length around the
+// block size, and Absorb returns the loop's index and state.
+func TestHashSliceAbsorbPath(t *testing.T) {
+	v := make([]field.Fp, 70)
+	for i := range v {
+		v[i] = field.Fp(uint32(i) * 2654435761 % field.P)
+	}
+	v[5], v[17] = field.Fp(field.P-1), 0
+	want := make([]Digest, len(v)+1)
+	for n := range want {
+		want[n] = HashSlice(v[:n])
+	}
+	defer RegisterAbsorber(fastAbsorb)
+	RegisterAbsorber(absorbGo)
+	for n := range want {
+		if got := HashSlice(v[:n]); got != want[n] {
+			t.Fatalf("n=%d: %v through the absorber, %v through the block loop", n, got, want[n])
+		}
+	}
+}

@@ -41,6 +41,19 @@ func (t *Transcript) Observe(x field.Fp) {
 	}
 }
 
+// ObserveSlice absorbs xs in order: the same as Observe on each element, in one call of
+// poseidon2.Absorb (the host device's SIMD permutation for long inputs).
+func (t *Transcript) ObserveSlice(xs []field.Fp) {
+	if len(xs) == 0 {
+		return
+	}
+	permutes := int(t.absorbIdx)+len(xs) >= rate
+	t.absorbIdx = uint8(poseidon2.Absorb(&t.state, int(t.absorbIdx), xs))
+	if permutes {
+		t.sampleIdx = rate
+	}
+}
+
 // ObserveExt absorbs the coefficients c0, c1, c2, c3 in that order.
 func (t *Transcript) ObserveExt(e field.Fp4) {
 	for _, c := range e {

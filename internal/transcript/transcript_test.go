@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -440,4 +441,29 @@ func BenchmarkGrind16(b *testing.B) {
 	}
 	b.ReportMetric(float64(w)+1, "witness+1")
 	b.ReportMetric(float64(uint64(w)+1)*float64(b.N)/b.Elapsed().Seconds(), "witnesses/s")
+}
+
+// TestObserveSliceMatchesObserve: ObserveSlice of any length from any absorb position leaves the
+// transcript as the same Observes one by one would, samples included.
+func TestObserveSliceMatchesObserve(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var a, b Transcript
+	for step := 0; step < 400; step++ {
+		xs := make([]field.Fp, r.IntN(40))
+		for i := range xs {
+			xs[i] = field.Fp(r.Uint32N(field.P))
+		}
+		a.ObserveSlice(xs)
+		for _, x := range xs {
+			b.Observe(x)
+		}
+		if a != b {
+			t.Fatalf("step %d (%d values): %+v, want %+v", step, len(xs), a, b)
+		}
+		if r.IntN(3) == 0 {
+			if x, y := a.Sample(), b.Sample(); x != y {
+				t.Fatalf("step %d: sample %v, want %v", step, x, y)
+			}
+		}
+	}
 }

@@ -796,6 +796,8 @@ struct ZcPiecesParams {
   uint eq_off;    // Fp4 index of e'(0) in eq
   uint unit_pad;  // lane groups per piece in the item numbering: the round's, rounded up to the group size
   uint lanes;     // MSL_LANES the launcher assumed
+  uint touch;     // 1: touch each piece's code, slot list and slot rows before its walk (zc_piece_touch)
+  uint zero;      // 0, ANDed with the touched words: a zero the compiler cannot see, so the loads stay
 };
 
 // Entry at p of threadgroup memory in the structure-of-arrays layout (bb4l_load's).
@@ -835,6 +837,34 @@ MSL_FN bb4l zc_piece_operand(uint o, threadgroup const uint* regs, device const 
     v[c] = bb_add_lanes(a, bb_mul_lanes(bb_sub_lanes(lanes_ld_th(tb[c]), a), xv));
   }
   return bb4l_make(v[0], v[1], v[2], v[3]);
+}
+
+// Touches what a piece's walk will read, before the walk: its code and slot list (the group's
+// threads together, one word of each 32-byte sector, as they walk the same piece) and, per lane,
+// its slot rows (rows 2y and 2y + 1 of an Fp4 table are one 32-byte sector), eight slots' loads in
+// flight at a time. Why: a round with few lane groups a piece is a serial walk in which every
+// instruction waits for its code word, slot number and table row in turn, mostly at L2 latency
+// (about 0.75 µs an interpreted instruction on an H200); touched first, they come from L1. Returns
+// a value that depends on every load.
+MSL_FN uint zc_piece_touch(device const uint* prog, device const uint* pused, uint nused, device const uint* tables,
+                           uint stride, thread const uint* rows, uint tid, uint tpg) {
+  uint acc = 0u;
+  uint ncode = PROG_HEADER + 3u * prog[2];
+  for (uint w = 8u * tid; w < ncode; w += 8u * tpg) acc ^= prog[w];
+  for (uint w = 8u * tid; w < 2u * nused; w += 8u * tpg) acc ^= pused[w];
+  for (uint s0 = 0u; s0 < nused; s0 += 8u) {
+    uint tab[8];
+    for (uint k = 0u; k < 8u; k++) tab[k] = pused[2u * min(s0 + k, nused - 1u) + 1u];
+    uint v[8];
+    for (uint k = 0u; k < 8u; k++) {
+      device const uint* t = tables + 4u * tab[k] * stride;
+      uint x = 0u;
+      for (uint l = 0u; l < MSL_LANES; l++) x ^= t[rows[l]];
+      v[k] = x;
+    }
+    for (uint k = 0u; k < 8u; k++) acc ^= v[k];
+  }
+  return acc;
 }
 
 // Runs one piece (program words prog, constants cp) over Fp4 for the lanes at column t of T
@@ -902,7 +932,6 @@ kernel void zc_round_pieces(device const uint* prog [[buffer(0)]],
   for (uint it = gid; it < items; it += G) {
     uint piece = it / upad;
     uint u = it - piece * upad;
-    if (u >= units) continue;
     device const uint* pt = table + 4u * piece;
     device const uint* pused = used + 2u * pt[2];
     uint ys[MSL_LANES];
@@ -916,6 +945,11 @@ kernel void zc_round_pieces(device const uint* prog [[buffer(0)]],
       rows[l] = 8u * ys[l];
       xm[l] = bb_to_mont(xs[l] + 1u);
     }
+    if (p.touch != 0u) {  // the padding items too: their threads touch the piece's code for the others
+      uint z = zc_piece_touch(prog + pt[0], pused, pt[3], tables, stride, rows, tid, tpg) & p.zero;
+      for (uint l = 0u; l < MSL_LANES; l++) rows[l] += z;
+    }
+    if (u >= units) continue;
     ProgCombineLanes c;
     c.start(kinds, weights, p.has_den != 0u && piece == 0u ? den_const : bb4l_zero());
     zc_piece_run4(prog + pt[0], cp + pt[1], pused, tables, stride, rows, lanes_ld_th(xm), sh, t, T, c);

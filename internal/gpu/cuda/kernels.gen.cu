@@ -1664,6 +1664,115 @@ MSL_KERNEL void msl_kernel_p2_permute_states(MSL_DEVICE uint* states            
     }
   }
 }
+
+#if defined(MSL_TARGET_HOST)
+#if LANES_SHUFFLE
+// ------------------------------------------------------------------------------------------------
+// One state at a time, for the host's Fiat–Shamir transcript (internal/gpu/host calls
+// hd_p2_absorb, below; no GPU runs this). A proof's transcript absorbs thousands of values in one sequence (keccakf-1024:
+// ~2,700 permutations for its column openings), with no second state to put beside the first, so
+// here the 16 lanes of one lanes_uint are the 16 elements of one state: a full round is one vector
+// S-box and M_E by lane shuffles; a partial round's S-box is scalar and M_I = J + diag(V) a vector
+// product plus the lane sum.
+
+// M_E: y = [2 3 1 1; 1 2 3 1; 1 1 2 3; 3 1 1 2]·x on each group of four, as
+// y_i = 2x_i + 3x_{i+1} + x_{i+2} + x_{i+3} = (x_i + x_{i+1} + x_{i+2} + x_{i+3}) + x_i + 2x_{i+1}
+// (indices within the group), then y_i + Σ_k y_{4k + i mod 4}.
+MSL_FN lanes_uint p2_one_external(lanes_uint x) {
+  lanes_uint r1 = __builtin_shufflevector(x, x, 1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8, 13, 14, 15, 12);
+  lanes_uint r2 = __builtin_shufflevector(x, x, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+  lanes_uint r3 = __builtin_shufflevector(x, x, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14);
+  lanes_uint sum4 = bb_add_lanes(bb_add_lanes(x, r1), bb_add_lanes(r2, r3));
+  lanes_uint y = bb_add_lanes(bb_add_lanes(sum4, x), bb_add_lanes(r1, r1));
+  lanes_uint c4 = __builtin_shufflevector(y, y, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3);
+  lanes_uint c8 = __builtin_shufflevector(y, y, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+  lanes_uint c12 = __builtin_shufflevector(y, y, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11);
+  return bb_add_lanes(y, bb_add_lanes(bb_add_lanes(y, c4), bb_add_lanes(c8, c12)));
+}
+
+// Σ of the 16 lanes (mod p).
+MSL_FN uint p2_one_sum(lanes_uint v) {
+  v = bb_add_lanes(v, __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7));
+  v = bb_add_lanes(v, __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3));
+  v = bb_add_lanes(v, __builtin_shufflevector(v, v, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1));
+  return bb_add(v[0], v[1]);
+}
+
+MSL_FN lanes_uint p2_one_load(const uint* p) {
+  lanes_uint v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+
+MSL_FN lanes_uint p2_one_full_round(lanes_uint v, const uint* rc) {
+  return p2_one_external(p2_sbox_lanes(bb_add_lanes(v, p2_one_load(rc))));
+}
+
+// The permutation of one state, element k in lane k (Montgomery form, as p2_permute).
+MSL_FN lanes_uint p2_one_permute(lanes_uint v, const uint* rc) {
+  v = p2_one_external(v);
+  for (uint r = 0u; r < 4u; r++) v = p2_one_full_round(v, rc + P2_RC_EXT_INIT + 16u * r);
+  lanes_uint diag = p2_one_load(rc + P2_RC_DIAG);
+  for (uint r = 0u; r < 13u; r++) {
+    uint x0 = v[0];
+    uint s0 = p2_sbox(bb_add(x0, rc[P2_RC_INTERNAL + r]));
+    uint part = bb_sub(p2_one_sum(v), x0);  // Σ_{i≥1} s_i
+    lanes_uint w = bb_add_lanes(lanes_splat(bb_add(part, s0)), bb_mul_lanes(diag, v));
+    w[0] = bb_sub(part, s0);  // V[0] = −2: part + s0 − 2·s0
+    v = w;
+  }
+  for (uint r = 0u; r < 4u; r++) v = p2_one_full_round(v, rc + P2_RC_EXT_FINAL + 16u * r);
+  return v;
+}
+
+// The duplex sponge's absorb (transcript.Observe, n times): state[idx] ← data[i], permuting after
+// every 8th. Canonical values in and out; rc as p2_permute's. Returns the final idx.
+MSL_FN uint p2_one_absorb(uint* state, const uint* data, ulong n, uint idx, const uint* rc) {
+  lanes_uint r2 = lanes_splat(BB_R2);
+  lanes_uint v = bb_mul_lanes(p2_one_load(state), r2);
+  ulong i = 0;
+  for (; i < n && idx != 0u; i++) {  // the pending block's rest
+    v[idx] = bb_to_mont(data[i]);
+    if (++idx == P2_RATE) {
+      v = p2_one_permute(v, rc);
+      idx = 0u;
+    }
+  }
+  for (; n - i >= P2_RATE; i += P2_RATE) {  // whole blocks: lanes 0..7 replaced at once
+    lanes_uint d = lanes_splat(0u);
+    __builtin_memcpy(&d, data + i, P2_RATE * sizeof(uint));
+    d = bb_mul_lanes(d, r2);
+    v = p2_one_permute(__builtin_shufflevector(d, v, 0, 1, 2, 3, 4, 5, 6, 7, 24, 25, 26, 27, 28, 29, 30, 31), rc);
+  }
+  for (; i < n; i++) v[idx++] = bb_to_mont(data[i]);  // a partial last block (idx < 8 here)
+  v = bb_mul_lanes(v, lanes_splat(1u));  // out of Montgomery form
+  __builtin_memcpy(state, &v, sizeof v);
+  return idx;
+}
+
+#if defined(__x86_64__) && !defined(HD_NO_CLONES)
+__attribute__((target("arch=x86-64-v4"))) static uint p2_one_absorb_v4(uint* s, const uint* d, ulong n, uint i, const uint* rc) {
+  return p2_one_absorb(s, d, n, i, rc);
+}
+__attribute__((target("arch=x86-64-v3"))) static uint p2_one_absorb_v3(uint* s, const uint* d, ulong n, uint i, const uint* rc) {
+  return p2_one_absorb(s, d, n, i, rc);
+}
+#endif
+
+// The exported absorb (hd_runtime.h): the copy for the best instruction set this CPU runs.
+extern "C" unsigned hd_p2_absorb(unsigned* state, const unsigned* data, unsigned long n, unsigned idx, const unsigned* rc) {
+#if defined(__x86_64__) && !defined(HD_NO_CLONES)
+  int isa = hd_isa_supported();
+  if (isa >= HD_ISA_X86_64_V4) return p2_one_absorb_v4(state, data, n, idx, rc);
+  if (isa >= HD_ISA_X86_64_V3) return p2_one_absorb_v3(state, data, n, idx, rc);
+#endif
+  return p2_one_absorb(state, data, n, idx, rc);
+}
+#else
+// No vector shuffles in this compiler (GCC before 12): the caller keeps its own absorb.
+extern "C" unsigned hd_p2_absorb(unsigned*, const unsigned*, unsigned long, unsigned, const unsigned*) { return ~0u; }
+#endif  // LANES_SHUFFLE
+#endif  // MSL_TARGET_HOST
 #line 1 "shaders/commit/stacking.metal"
 // stacking.metal - the stacked matrix Q of spec A §5.3 (stacked_matrix), filled on the device
 // from resident traces: one dispatch per trace places all its columns.
@@ -5212,6 +5321,8 @@ struct ZcPiecesParams {
   uint eq_off;    // Fp4 index of e'(0) in eq
   uint unit_pad;  // lane groups per piece in the item numbering: the round's, rounded up to the group size
   uint lanes;     // MSL_LANES the launcher assumed
+  uint touch;     // 1: touch each piece's code, slot list and slot rows before its walk (zc_piece_touch)
+  uint zero;      // 0, ANDed with the touched words: a zero the compiler cannot see, so the loads stay
 };
 
 // Entry at p of threadgroup memory in the structure-of-arrays layout (bb4l_load's).
@@ -5251,6 +5362,34 @@ MSL_FN bb4l zc_piece_operand(uint o, MSL_THREADGROUP const uint* regs, MSL_DEVIC
     v[c] = bb_add_lanes(a, bb_mul_lanes(bb_sub_lanes(lanes_ld_th(tb[c]), a), xv));
   }
   return bb4l_make(v[0], v[1], v[2], v[3]);
+}
+
+// Touches what a piece's walk will read, before the walk: its code and slot list (the group's
+// threads together, one word of each 32-byte sector, as they walk the same piece) and, per lane,
+// its slot rows (rows 2y and 2y + 1 of an Fp4 table are one 32-byte sector), eight slots' loads in
+// flight at a time. Why: a round with few lane groups a piece is a serial walk in which every
+// instruction waits for its code word, slot number and table row in turn, mostly at L2 latency
+// (about 0.75 µs an interpreted instruction on an H200); touched first, they come from L1. Returns
+// a value that depends on every load.
+MSL_FN uint zc_piece_touch(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* pused, uint nused, MSL_DEVICE const uint* tables,
+                           uint stride, MSL_THREAD const uint* rows, uint tid, uint tpg) {
+  uint acc = 0u;
+  uint ncode = PROG_HEADER + 3u * prog[2];
+  for (uint w = 8u * tid; w < ncode; w += 8u * tpg) acc ^= prog[w];
+  for (uint w = 8u * tid; w < 2u * nused; w += 8u * tpg) acc ^= pused[w];
+  for (uint s0 = 0u; s0 < nused; s0 += 8u) {
+    uint tab[8];
+    for (uint k = 0u; k < 8u; k++) tab[k] = pused[2u * min(s0 + k, nused - 1u) + 1u];
+    uint v[8];
+    for (uint k = 0u; k < 8u; k++) {
+      MSL_DEVICE const uint* t = tables + 4u * tab[k] * stride;
+      uint x = 0u;
+      for (uint l = 0u; l < MSL_LANES; l++) x ^= t[rows[l]];
+      v[k] = x;
+    }
+    for (uint k = 0u; k < 8u; k++) acc ^= v[k];
+  }
+  return acc;
 }
 
 // Runs one piece (program words prog, constants cp) over Fp4 for the lanes at column t of T
@@ -5318,7 +5457,6 @@ MSL_KERNEL void msl_kernel_zc_round_pieces(MSL_DEVICE const uint* prog          
   for (uint it = gid; it < items; it += G) {
     uint piece = it / upad;
     uint u = it - piece * upad;
-    if (u >= units) continue;
     MSL_DEVICE const uint* pt = table + 4u * piece;
     MSL_DEVICE const uint* pused = used + 2u * pt[2];
     uint ys[MSL_LANES];
@@ -5332,6 +5470,11 @@ MSL_KERNEL void msl_kernel_zc_round_pieces(MSL_DEVICE const uint* prog          
       rows[l] = 8u * ys[l];
       xm[l] = bb_to_mont(xs[l] + 1u);
     }
+    if (p.touch != 0u) {  // the padding items too: their threads touch the piece's code for the others
+      uint z = zc_piece_touch(prog + pt[0], pused, pt[3], tables, stride, rows, tid, tpg) & p.zero;
+      for (uint l = 0u; l < MSL_LANES; l++) rows[l] += z;
+    }
+    if (u >= units) continue;
     ProgCombineLanes c;
     c.start(kinds, weights, p.has_den != 0u && piece == 0u ? den_const : bb4l_zero());
     zc_piece_run4(prog + pt[0], cp + pt[1], pused, tables, stride, rows, lanes_ld_th(xm), sh, t, T, c);

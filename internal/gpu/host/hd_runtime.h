@@ -33,6 +33,12 @@ enum { HD_ISA_BASELINE = 0, HD_ISA_X86_64_V3 = 1, HD_ISA_X86_64_V4 = 2 };
 int hd_isa_supported(void);        // the highest level this CPU and OS run, and this build has
 const char* hd_isa_name(int isa);  // "x86-64-v4", "x86-64-v3", or the baseline's name
 
+// The Fiat–Shamir transcript's absorb on one Poseidon2 state (shaders/commit/poseidon2.metal):
+// state[idx] <- data[i] for each i, permuting after every 8th; canonical values, rc as the
+// kernels' constants (Montgomery form). Returns the final idx, or ~0u where this build has no
+// vector shuffles (the state is then untouched).
+unsigned hd_p2_absorb(unsigned* state, const unsigned* data, unsigned long n, unsigned idx, const unsigned* rc);
+
 extern const hd_kernel hd_kernels[];
 extern const int hd_nkernels;
 
