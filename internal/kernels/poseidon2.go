@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/gpu/host"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 )
 
@@ -30,6 +31,14 @@ func RoundConstants() []uint32 {
 		out = append(out, MontSlice(r[:])...)
 	}
 	return append(out, MontSlice(diag[:])...)
+}
+
+// The transcript's long absorbs (poseidon2.Absorb) run on the host device's SIMD permutation of
+// one state, with these constants, where the build has it (internal/gpu/host.NewAbsorber).
+func init() {
+	if f := host.NewAbsorber(RoundConstants()); f != nil {
+		poseidon2.RegisterAbsorber(f)
+	}
 }
 
 // NewPoseidon2 uploads the round constants to dev.

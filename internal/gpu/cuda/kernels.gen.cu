@@ -1698,21 +1698,15 @@ MSL_FN uint p2_one_sum(lanes_uint v) {
   return bb_add(v[0], v[1]);
 }
 
-MSL_FN lanes_uint p2_one_load(const uint* p) {
-  lanes_uint v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
-
 MSL_FN lanes_uint p2_one_full_round(lanes_uint v, const uint* rc) {
-  return p2_one_external(p2_sbox_lanes(bb_add_lanes(v, p2_one_load(rc))));
+  return p2_one_external(p2_sbox_lanes(bb_add_lanes(v, lanes_ld_th(rc))));
 }
 
 // The permutation of one state, element k in lane k (Montgomery form, as p2_permute).
 MSL_FN lanes_uint p2_one_permute(lanes_uint v, const uint* rc) {
   v = p2_one_external(v);
   for (uint r = 0u; r < 4u; r++) v = p2_one_full_round(v, rc + P2_RC_EXT_INIT + 16u * r);
-  lanes_uint diag = p2_one_load(rc + P2_RC_DIAG);
+  lanes_uint diag = lanes_ld_th(rc + P2_RC_DIAG);
   for (uint r = 0u; r < 13u; r++) {
     uint x0 = v[0];
     uint s0 = p2_sbox(bb_add(x0, rc[P2_RC_INTERNAL + r]));
@@ -1729,7 +1723,7 @@ MSL_FN lanes_uint p2_one_permute(lanes_uint v, const uint* rc) {
 // every 8th. Canonical values in and out; rc as p2_permute's. Returns the final idx.
 MSL_FN uint p2_one_absorb(uint* state, const uint* data, ulong n, uint idx, const uint* rc) {
   lanes_uint r2 = lanes_splat(BB_R2);
-  lanes_uint v = bb_mul_lanes(p2_one_load(state), r2);
+  lanes_uint v = bb_mul_lanes(lanes_ld_th(state), r2);
   ulong i = 0;
   for (; i < n && idx != 0u; i++) {  // the pending block's rest
     v[idx] = bb_to_mont(data[i]);

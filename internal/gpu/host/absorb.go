@@ -12,49 +12,23 @@ import (
 	"github.com/metalprove/metalprove/internal/poseidon2"
 )
 
-// The transcript's long absorbs (a proof's column openings: ~2,700 permutations in sequence for
-// keccakf-1024) run on this package's SIMD permutation of one state, hd_p2_absorb, instead of the
-// scalar Go one: registered with poseidon2 when this build has it.
-func init() {
-	if absorbAvailable() {
-		poseidon2.RegisterAbsorber(absorb)
+// NewAbsorber returns poseidon2.Absorb on this package's SIMD permutation of one state,
+// hd_p2_absorb (the transcript's long absorbs: a proof's column openings are ~2,700 permutations
+// in sequence for keccakf-1024), for the round constants rc as the kernels take them
+// (kernels.RoundConstants). It returns nil where this build has no such permutation (a compiler
+// without vector shuffles).
+func NewAbsorber(rc []uint32) func(state *[poseidon2.Width]field.Fp, idx int, data []field.Fp) int {
+	rc = append([]uint32(nil), rc...) // a private copy: the caller may reuse its slice
+	crc := (*C.uint)(unsafe.Pointer(&rc[0]))
+	var probe [poseidon2.Width]uint32
+	if uint32(C.hd_p2_absorb((*C.uint)(&probe[0]), nil, 0, 0, crc)) == ^uint32(0) {
+		return nil
 	}
-}
-
-// absorbRC holds the permutation's constants as the kernels take them (shaders/include/poseidon2.h:
-// initial full rounds, partial rounds, final full rounds, diagonal; Montgomery form).
-var absorbRC = func() (rc [157]uint32) {
-	ext0, internal, ext1, diag := poseidon2.Constants()
-	mont := func(x field.Fp) uint32 { return uint32((uint64(x) << 32) % uint64(field.P)) }
-	for r := range ext0 {
-		for i, c := range ext0[r] {
-			rc[16*r+i] = mont(c)
+	return func(state *[poseidon2.Width]field.Fp, idx int, data []field.Fp) int {
+		var d *C.uint
+		if len(data) > 0 {
+			d = (*C.uint)(unsafe.Pointer(&data[0]))
 		}
+		return int(C.hd_p2_absorb((*C.uint)(unsafe.Pointer(&state[0])), d, C.ulong(len(data)), C.uint(idx), crc))
 	}
-	for r, c := range internal {
-		rc[64+r] = mont(c)
-	}
-	for r := range ext1 {
-		for i, c := range ext1[r] {
-			rc[77+16*r+i] = mont(c)
-		}
-	}
-	for i, c := range diag {
-		rc[141+i] = mont(c)
-	}
-	return rc
-}()
-
-func absorbAvailable() bool {
-	var s [poseidon2.Width]uint32
-	return uint32(C.hd_p2_absorb((*C.uint)(&s[0]), nil, 0, 0, (*C.uint)(&absorbRC[0]))) != ^uint32(0)
-}
-
-// absorb is poseidon2.Absorb through hd_p2_absorb.
-func absorb(state *[poseidon2.Width]field.Fp, idx int, data []field.Fp) int {
-	var d *C.uint
-	if len(data) > 0 {
-		d = (*C.uint)(unsafe.Pointer(&data[0]))
-	}
-	return int(C.hd_p2_absorb((*C.uint)(unsafe.Pointer(&state[0])), d, C.ulong(len(data)), C.uint(idx), (*C.uint)(&absorbRC[0])))
 }
