@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# fuzz-smoke.sh runs every fuzz target of the module for FUZZTIME (default 5s) each:
-#   go test -run='^$' -fuzz='^Name$' -fuzztime=$FUZZTIME ./pkg
+# fuzz-smoke.sh runs every fuzz target of the module for FUZZTIME each (default 50000x: a count of
+# executions), minimising a new input for at most FUZZMINIMIZETIME (default 500x):
+#   go test -run='^$' -fuzz='^Name$' -fuzztime=$FUZZTIME -fuzzminimizetime=$FUZZMINIMIZETIME ./pkg
+# Counts, not durations: Go 1.26's fuzz coordinator can report a bare "context deadline exceeded"
+# when a duration -fuzztime expires while a worker is busy (go.dev/issue/75804, fixed in Go 1.27),
+# and it failed CI that way while a worker spent seconds minimising a large proof input (the default
+# minimise budget is 60 s). A count has no deadline to race, and the bounded minimisation keeps a
+# target's run short on a 2-core machine.
 # Targets are discovered with `go test -list '^Fuzz' ./...`. A failing input is written by the
 # fuzzer under the package's testdata/fuzz/ and the script fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 GO=${GO:-go}
-FUZZTIME=${FUZZTIME:-5s}
+FUZZTIME=${FUZZTIME:-50000x}
+FUZZMINIMIZETIME=${FUZZMINIMIZETIME:-500x}
 
 module=$("$GO" list -m)
 # `go test -list` prints the matching names of a package, then "ok  <package> <time>".
@@ -28,10 +35,10 @@ if ((${#targets[@]} == 0)); then
 	echo "fuzz-smoke: no fuzz targets"
 	exit 0
 fi
-echo "fuzz-smoke: ${#targets[@]} targets, $FUZZTIME each"
+echo "fuzz-smoke: ${#targets[@]} targets, $FUZZTIME each (minimise $FUZZMINIMIZETIME)"
 for t in "${targets[@]}"; do
 	read -r pkg name <<<"$t"
 	if [[ $pkg == "$module" ]]; then dir=.; else dir=./${pkg#"$module"/}; fi
 	echo "fuzz-smoke: $name in $dir"
-	"$GO" test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" "$dir"
+	"$GO" test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" -fuzzminimizetime="$FUZZMINIMIZETIME" "$dir"
 done
