@@ -49,7 +49,9 @@ bench)
 r=json.load(open(sys.argv[1]))
 print(sys.argv[2], sys.argv[3], "prove median %.2f ms" % r["prove_ms"]["median"], "fallbacks", r["fallbacks"])
 for s in [r["load"], r["check"]]+r["stages"]:
-    print("  %-12s %9.2f ms  disp %5d  syncs %4d  h2d %12d  d2h %10d  peak %12d  fb %d" % (s["stage"], s["wall_ms"]["median"], s["dispatches"], s["syncs"], s["bytes_to_device"], s["bytes_from_device"], s["peak_memory_bytes"], s["fallbacks"]))' \
+    print("  %-12s %9.2f ms  disp %5d  syncs %4d  gap %6.2f ms  wait %6.2f ms  h2d %12d  d2h %10d  peak %12d  fb %d" % (s["stage"], s["wall_ms"]["median"], s["dispatches"], s["syncs"], s["host_gap_ms"], s["sync_wait_ms"], s["bytes_to_device"], s["bytes_from_device"], s["peak_memory_bytes"], s["fallbacks"]))
+    for p in s.get("parts") or []:
+        print("    %-12s %7.2f ms  disp %5d  syncs %4d  gap %6.2f ms  wait %6.2f ms" % (p["stage"], p["wall_ms"]["median"], p["dispatches"], p["syncs"], p["host_gap_ms"], p["sync_wait_ms"]))' \
 				"$out/bench-keccakf-$perms-$preset.json" "$perms" "$preset" || status=1
 		done
 	done
@@ -60,7 +62,7 @@ for s in [r["load"], r["check"]]+r["stages"]:
 r=json.load(open(sys.argv[1]))
 print("interaction-pair prove median %.2f ms, device check %.2f ms" % (r["prove_ms"]["median"], r["check"]["wall_ms"]["median"]))
 for s in r["stages"]:
-    print("  %-12s %9.2f ms  disp %5d  syncs %4d  peak %12d" % (s["stage"], s["wall_ms"]["median"], s["dispatches"], s["syncs"], s["peak_memory_bytes"]))' "$out/bench-pair.json" || status=1
+    print("  %-12s %9.2f ms  disp %5d  syncs %4d  gap %6.2f ms  peak %12d" % (s["stage"], s["wall_ms"]["median"], s["dispatches"], s["syncs"], s["host_gap_ms"], s["peak_memory_bytes"]))' "$out/bench-pair.json" || status=1
 	# The pre-proof check of keccakf-1024 on the device, as prove runs it.
 	"$bin" trace --example keccakf --perms 1024 -o /tmp/k1024.trace >/dev/null 2>&1 || status=$?
 	"$bin" --device cuda prove --trace /tmp/k1024.trace -o /tmp/k1024.proof --json >"$out/prove-k1024-cuda.json" 2>"$out/prove-k1024-cuda.log" || status=$?

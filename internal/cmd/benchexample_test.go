@@ -53,6 +53,11 @@ func checkReport(t *testing.T, rep *bench.ExampleReport, runs int) {
 	if c := rep.Stages[0]; c.Dispatches == 0 || c.Syncs == 0 || c.PeakMemory == 0 {
 		t.Errorf("commit runs on the device: its counters %+v", c)
 	}
+	// The openings make round trips (a sync per sumcheck round): the host's work between them
+	// leaves the device's queue empty for some time, and the host waits in the syncs.
+	if o := rep.Stages[3]; o.Syncs < 2 || o.HostGapMS <= 0 || o.SyncWaitMS < 0 || o.HostGapMS > o.WallMS.Max {
+		t.Errorf("openings: syncs %d, host gap %v ms, sync wait %v ms, wall %+v", o.Syncs, o.HostGapMS, o.SyncWaitMS, o.WallMS)
+	}
 	if rep.ProveMS.Median <= 0 || rep.VerifyMS.Median <= 0 {
 		t.Errorf("prove %+v verify %+v", rep.ProveMS, rep.VerifyMS)
 	}

@@ -3,6 +3,7 @@ package gpu
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/metalprove/metalprove/internal/gpu/driver"
 )
@@ -61,7 +62,7 @@ func (b *Batch) Dispatch(name string, groups, tpg Dim3, args []Arg, tgLen ...uin
 	}
 	d.stats.Dispatches++
 	d.stats.PerKernel[name]++
-	d.pending = true
+	d.encoded()
 	b.n++
 	return b
 }
@@ -88,7 +89,7 @@ func (b *Batch) Copy(dst *Buffer, dstOffset int, src *Buffer, srcOffset int, n i
 	}
 	d.stats.Copies++
 	d.stats.BytesCopied += int64(n)
-	d.pending = true
+	d.encoded()
 	b.n++
 	return b
 }
@@ -104,11 +105,11 @@ func (b *Batch) Wait() error {
 	d := b.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	start := time.Now()
 	if err := d.be.Sync(); err != nil {
 		b.err = &Error{Op: "sync", Err: err}
 		return b.err
 	}
-	d.stats.Syncs++
-	d.pending = false
+	d.synced(start)
 	return nil
 }

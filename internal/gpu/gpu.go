@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/metalprove/metalprove/internal/gpu/driver"
 )
@@ -81,6 +82,15 @@ type Stats struct {
 	MemoryInUse     int64          `json:"memory_in_use"`
 	MemoryPeak      int64          `json:"memory_peak"`
 	PerKernel       map[string]int `json:"per_kernel"`
+	// SyncWait is the time the host spent blocked in syncs (Batch.Wait, downloads that waited for
+	// work): the device was busy and the host had nothing else to do.
+	SyncWait time.Duration `json:"sync_wait_ns"`
+	// HostGap is the time from the end of each sync to the next kernel or copy encoded: the
+	// device's queue was empty and waited on the host (round trips: reading results, the
+	// transcript, encoding the next launches). Uploads do not end a gap (no kernel runs). Stats
+	// closes an open gap at the time of the call, so that differences of two Stats split a gap
+	// between the intervals it spans.
+	HostGap time.Duration `json:"host_gap_ns"`
 }
 
 // Device is an open device. Its methods may be called from several goroutines; work is
@@ -100,6 +110,9 @@ type Device struct {
 	// pending is set by an encoded dispatch or copy and cleared by a sync: a download with work
 	// pending waits for it, and counts as a sync.
 	pending bool
+	// idleSince is when the last sync ended while no work has been encoded since (zero: work is
+	// queued, or no sync yet): the start of an open HostGap.
+	idleSince time.Time
 }
 
 // NewDevice makes a Device of an open backend (Open does this for the built-in backends; tests
@@ -196,6 +209,11 @@ func (d *Device) FallbackReason() string { return d.fallback }
 func (d *Device) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if !d.idleSince.IsZero() {
+		now := time.Now()
+		d.stats.HostGap += now.Sub(d.idleSince)
+		d.idleSince = now
+	}
 	s := d.stats
 	s.PerKernel = make(map[string]int, len(d.stats.PerKernel))
 	for k, v := range d.stats.PerKernel {
@@ -210,6 +228,9 @@ func (d *Device) ResetStats() {
 	defer d.mu.Unlock()
 	inUse := d.stats.MemoryInUse
 	d.stats = Stats{PerKernel: map[string]int{}, MemoryInUse: inUse, MemoryPeak: inUse}
+	if !d.idleSince.IsZero() {
+		d.idleSince = time.Now()
+	}
 }
 
 // ResetPeak restarts the peak memory counter from the memory in use now (per-stage peaks).
@@ -344,16 +365,34 @@ func (d *Device) Download(dst []byte, src *Buffer, offset int) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	start := time.Now()
 	if err := d.be.Download(dst, src.b, offset); err != nil {
 		return &Error{Op: "download", Buffer: src.name, Err: err}
 	}
 	if d.pending {
-		d.stats.Syncs++
-		d.pending = false
+		d.synced(start)
 	}
 	d.stats.Downloads++
 	d.stats.BytesFromDevice += int64(len(dst))
 	return nil
+}
+
+// synced records a sync that began at start and ends now (d.mu held).
+func (d *Device) synced(start time.Time) {
+	now := time.Now()
+	d.stats.Syncs++
+	d.stats.SyncWait += now.Sub(start)
+	d.pending = false
+	d.idleSince = now
+}
+
+// encoded records a kernel or copy encoded now (d.mu held): it ends an open host gap.
+func (d *Device) encoded() {
+	d.pending = true
+	if !d.idleSince.IsZero() {
+		d.stats.HostGap += time.Since(d.idleSince)
+		d.idleSince = time.Time{}
+	}
 }
 
 // validateDispatch checks a launch against the kernel table and the device limits.

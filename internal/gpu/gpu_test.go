@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/gpu/driver"
@@ -115,6 +116,10 @@ func TestStatsAndBuffers(t *testing.T) {
 		t.Fatalf("fo_add: %v", got)
 	}
 	s := d.Stats()
+	if s.SyncWait < 0 || s.HostGap < 0 {
+		t.Fatalf("sync wait %v, host gap %v", s.SyncWait, s.HostGap)
+	}
+	s.SyncWait, s.HostGap = 0, 0 // times: TestHostGap
 	want := gpu.Stats{Dispatches: 2, Syncs: 1, Uploads: 2, BytesToDevice: 32, Downloads: 1, BytesFromDevice: 16,
 		Copies: 1, BytesCopied: 16, MemoryInUse: 1048, MemoryPeak: 1048}
 	want.PerKernel = map[string]int{"fo_add": 2}
@@ -154,6 +159,64 @@ func TestStatsAndBuffers(t *testing.T) {
 		t.Fatal("Close left buffers")
 	}
 	a.Free() // after Close: harmless
+}
+
+// TestHostGap: the gap runs from the end of a sync to the next kernel or copy (uploads do not end
+// it), Stats closes it at the time of the call, and work already queued opens none.
+func TestHostGap(t *testing.T) {
+	d := openHost(t)
+	a, err := gpu.UploadArray(d, "a", []uint32{1, 2, 3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := gpu.AllocArray[uint32](d, "out", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []gpu.Arg{gpu.Buf(a.Buffer), gpu.Buf(a.Buffer), gpu.Buf(out.Buffer), gpu.U32(4)}
+	add := func() {
+		t.Helper()
+		if err := d.Batch().Dispatch("fo_add", gpu.D1(1), gpu.D1(4), args).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const pause = 20 * time.Millisecond
+	add()
+	time.Sleep(pause) // work queued, no sync yet: no gap
+	if g := d.Stats().HostGap; g != 0 {
+		t.Fatalf("host gap %v before any sync", g)
+	}
+	if _, err := out.ReadAll(); err != nil { // a download that waits: a sync
+		t.Fatal(err)
+	}
+	time.Sleep(pause)
+	g1 := d.Stats().HostGap
+	if g1 < pause {
+		t.Fatalf("host gap %v after a %v pause following a sync", g1, pause)
+	}
+	if err := d.Upload(a.Buffer, 0, make([]byte, 16)); err != nil { // does not end the gap
+		t.Fatal(err)
+	}
+	time.Sleep(pause)
+	add() // ends it
+	s := d.Stats()
+	if s.HostGap < g1+pause {
+		t.Fatalf("host gap %v, want at least %v", s.HostGap, g1+pause)
+	}
+	time.Sleep(pause) // queued work again: no gap
+	if g := d.Stats().HostGap; g != s.HostGap {
+		t.Fatalf("host gap grew from %v to %v with work queued", s.HostGap, g)
+	}
+	if err := d.Batch().Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Stats(); s.Syncs != 2 || s.SyncWait < 0 {
+		t.Fatalf("syncs %d, sync wait %v", s.Syncs, s.SyncWait)
+	}
+	d.ResetStats()
+	if g := d.Stats().HostGap; g >= pause {
+		t.Fatalf("host gap %v right after ResetStats", g)
+	}
 }
 
 // limiter is the host backend with per-kernel limits: max threads per kernel (1024 for the

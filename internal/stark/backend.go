@@ -1,6 +1,8 @@
 package stark
 
 import (
+	"time"
+
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
@@ -170,6 +172,26 @@ type Counters struct {
 	// Fallbacks counts calls that a composed backend sent to another backend than the one it
 	// claims for the stage (the reference stages of a device backend under construction).
 	Fallbacks int `json:"fallbacks"`
+	// SyncWait is the time the host spent blocked waiting for the device (syncs).
+	SyncWait time.Duration `json:"sync_wait_ns"`
+	// HostGap is the time the device's queue stood empty after a sync until the host encoded the
+	// next kernel or copy: the device waited on the host (round trips).
+	HostGap time.Duration `json:"host_gap_ns"`
+}
+
+// Since returns the counters accumulated between before and c; MemoryPeak is c's (the peak since
+// the last ResetPeak).
+func (c Counters) Since(before Counters) Counters {
+	return Counters{
+		Dispatches:      c.Dispatches - before.Dispatches,
+		Syncs:           c.Syncs - before.Syncs,
+		BytesToDevice:   c.BytesToDevice - before.BytesToDevice,
+		BytesFromDevice: c.BytesFromDevice - before.BytesFromDevice,
+		MemoryPeak:      c.MemoryPeak,
+		Fallbacks:       c.Fallbacks - before.Fallbacks,
+		SyncWait:        c.SyncWait - before.SyncWait,
+		HostGap:         c.HostGap - before.HostGap,
+	}
 }
 
 // Meter reads a backend's counters for per-stage reports.

@@ -159,15 +159,7 @@ func (s *stages) measure(name string, f func() error) (StageReport, error) {
 	}
 	rep := StageReport{Stage: name, Wall: time.Since(start)}
 	if s.meter != nil {
-		after := s.meter.Counters()
-		rep.Counters = Counters{
-			Dispatches:      after.Dispatches - before.Dispatches,
-			Syncs:           after.Syncs - before.Syncs,
-			BytesToDevice:   after.BytesToDevice - before.BytesToDevice,
-			BytesFromDevice: after.BytesFromDevice - before.BytesFromDevice,
-			MemoryPeak:      after.MemoryPeak,
-			Fallbacks:       after.Fallbacks - before.Fallbacks,
-		}
+		rep.Counters = s.meter.Counters().Since(before)
 	}
 	return rep, nil
 }

@@ -157,7 +157,7 @@ func (b *Backend) untrack(h freer) {
 func (b *Backend) Counters() stark.Counters {
 	s := b.dev.Stats()
 	return stark.Counters{Dispatches: s.Dispatches, Syncs: s.Syncs, BytesToDevice: s.BytesToDevice,
-		BytesFromDevice: s.BytesFromDevice, MemoryPeak: s.MemoryPeak}
+		BytesFromDevice: s.BytesFromDevice, MemoryPeak: s.MemoryPeak, SyncWait: s.SyncWait, HostGap: s.HostGap}
 }
 
 // ResetPeak implements stark.Meter.

@@ -115,8 +115,10 @@ func NewCmdBench(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 --perms, default ` + fmt.Sprint(DefaultPerms) + ` for keccakf, --rows, --seed), check it once, build the key, load
 the traces onto the --device once, then prove them --warmup times (default 1) and --runs times
 (default 5), verifying every proof. Printed: per stage (load once; commit, gkr, constraints,
-openings per proof) the median / min / max wall time, kernel dispatches, host syncs, bytes to
-and from the device, peak device memory and reference fallbacks; the median / min / max of the
+openings per proof) the median / min / max wall time, kernel dispatches, host syncs, the host
+gap (the time the device's queue stood empty after a sync until the host queued more work: the
+cost of the round trips), bytes to and from the device, peak device memory and reference
+fallbacks; the median / min / max of the
 whole proof and of its verification; permutations per second (keccakf); the proof size; the
 device name and driver. The figures come from the per-stage instrumentation of 'prove --json'.
 Parameters: --preset (default ` + DefaultPreset + `, the parameters of OpenVM's GPU Keccak-f example,
@@ -147,8 +149,9 @@ over the sum of the proof times).
    proof_bytes, proof_digest, concurrency, gpus: [{ordinal, name, queues, proofs}],
    proofs_per_second, timed_wall_ms, identical_proofs, fallbacks, trace_out, peak_memory_bytes,
    memory_estimate_bytes, memory_estimate_step, memory_available_bytes}
-  STAGE = {stage, wall_ms: SPREAD, dispatches, syncs, bytes_to_device, bytes_from_device,
-           peak_memory_bytes, fallbacks} (counters: medians per proof)
+  STAGE = {stage, wall_ms: SPREAD, dispatches, syncs, sync_wait_ms, host_gap_ms,
+           bytes_to_device, bytes_from_device, peak_memory_bytes, fallbacks} (counters: medians
+           per proof; sync_wait_ms: the host blocked in syncs)
   SPREAD = {median, min, max} (milliseconds, over the timed runs)
 --trace-out FILE writes Chrome trace events (the "traceEvents" JSON that Perfetto and
 chrome://tracing open) of the load and of the first timed proof: one complete event per stage

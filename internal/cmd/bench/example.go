@@ -122,16 +122,21 @@ type Spread struct {
 }
 
 // StageStats is one stage over the timed runs: wall time spread, and the medians of its device
-// counters per proof (dispatches, host syncs, bytes each way, peak device memory, fallbacks).
+// counters per proof (dispatches, host syncs, bytes each way, peak device memory, fallbacks, the
+// host's wait in syncs and the device queue's gaps waiting on the host).
 type StageStats struct {
-	Stage           string `json:"stage"`
-	WallMS          Spread `json:"wall_ms"`
-	Dispatches      int    `json:"dispatches"`
-	Syncs           int    `json:"syncs"`
-	BytesToDevice   int64  `json:"bytes_to_device"`
-	BytesFromDevice int64  `json:"bytes_from_device"`
-	PeakMemory      int64  `json:"peak_memory_bytes"`
-	Fallbacks       int    `json:"fallbacks"`
+	Stage      string `json:"stage"`
+	WallMS     Spread `json:"wall_ms"`
+	Dispatches int    `json:"dispatches"`
+	Syncs      int    `json:"syncs"`
+	// SyncWaitMS is the host's time blocked in syncs; HostGapMS the time the device's queue stood
+	// empty after a sync until the host encoded more work (stark.Counters).
+	SyncWaitMS      float64 `json:"sync_wait_ms"`
+	HostGapMS       float64 `json:"host_gap_ms"`
+	BytesToDevice   int64   `json:"bytes_to_device"`
+	BytesFromDevice int64   `json:"bytes_from_device"`
+	PeakMemory      int64   `json:"peak_memory_bytes"`
+	Fallbacks       int     `json:"fallbacks"`
 	// Parts break a stage down where it has parts (openings: stacking, whir), aggregated the same
 	// way.
 	Parts []StageStats `json:"parts,omitempty"`
@@ -172,13 +177,16 @@ func stats(name string, rs []stark.StageReport) StageStats {
 	var wall []float64
 	var disp, syncs, fb []int
 	var to, from, peak []int64
+	var syncWait, hostGap []float64
 	for _, r := range rs {
 		wall = append(wall, ms(r.Wall))
+		syncWait, hostGap = append(syncWait, ms(r.SyncWait)), append(hostGap, ms(r.HostGap))
 		disp, syncs, fb = append(disp, r.Dispatches), append(syncs, r.Syncs), append(fb, r.Fallbacks)
 		to, from, peak = append(to, r.BytesToDevice), append(from, r.BytesFromDevice), append(peak, r.MemoryPeak)
 	}
 	st.WallMS = spread(wall)
 	st.Dispatches, st.Syncs, st.Fallbacks = medianOf(disp), medianOf(syncs), medianOf(fb)
+	st.SyncWaitMS, st.HostGapMS = medianOf(syncWait), medianOf(hostGap)
 	st.BytesToDevice, st.BytesFromDevice, st.PeakMemory = medianOf(to), medianOf(from), medianOf(peak)
 	var partNames []string
 	parts := map[string][]stark.StageReport{}
@@ -604,10 +612,7 @@ func countersSince(be *stark.Backend, before stark.Counters) stark.Counters {
 	if be.Meter == nil {
 		return stark.Counters{}
 	}
-	after := be.Meter.Counters()
-	return stark.Counters{Dispatches: after.Dispatches - before.Dispatches, Syncs: after.Syncs - before.Syncs,
-		BytesToDevice: after.BytesToDevice - before.BytesToDevice, BytesFromDevice: after.BytesFromDevice - before.BytesFromDevice,
-		MemoryPeak: after.MemoryPeak, Fallbacks: after.Fallbacks - before.Fallbacks}
+	return be.Meter.Counters().Since(before)
 }
 
 // timeCheck runs the backend's trace check (the host checker when it has none) on the loaded
@@ -646,7 +651,8 @@ func us(d time.Duration) int64 { return d.Microseconds() }
 func stageEvent(r stark.StageReport, offset time.Duration) traceEvent {
 	return traceEvent{Name: r.Stage, Cat: "stage", Ph: "X", TS: us(offset), Dur: us(r.Wall), PID: 1, TID: 1,
 		Args: map[string]any{
-			"dispatches": r.Dispatches, "syncs": r.Syncs, "bytes_to_device": r.BytesToDevice,
+			"dispatches": r.Dispatches, "syncs": r.Syncs, "sync_wait_ms": ms(r.SyncWait), "host_gap_ms": ms(r.HostGap),
+			"bytes_to_device":   r.BytesToDevice,
 			"bytes_from_device": r.BytesFromDevice, "peak_memory_bytes": r.MemoryPeak, "fallbacks": r.Fallbacks,
 		}}
 }
@@ -707,10 +713,10 @@ func writeExampleTable(out io.Writer, rep *ExampleReport) error {
 			rep.Warmup, rep.Runs, rep.GenerateMS, rep.CheckMS, rep.KeygenMS)
 	}
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "stage\tmedian ms\tmin ms\tmax ms\tdispatches\tsyncs\tto device\tfrom device\tpeak memory\tfallbacks\t\n")
+	fmt.Fprintf(w, "stage\tmedian ms\tmin ms\tmax ms\tdispatches\tsyncs\thost gap ms\tto device\tfrom device\tpeak memory\tfallbacks\t\n")
 	row := func(s StageStats, note string) {
-		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%d\t%d\t%s\t%s\t%s\t%d\t\n", s.Stage+note, s.WallMS.Median, s.WallMS.Min, s.WallMS.Max,
-			s.Dispatches, s.Syncs, fmtBytes(s.BytesToDevice), fmtBytes(s.BytesFromDevice), fmtBytes(s.PeakMemory), s.Fallbacks)
+		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%d\t%d\t%.2f\t%s\t%s\t%s\t%d\t\n", s.Stage+note, s.WallMS.Median, s.WallMS.Min, s.WallMS.Max,
+			s.Dispatches, s.Syncs, s.HostGapMS, fmtBytes(s.BytesToDevice), fmtBytes(s.BytesFromDevice), fmtBytes(s.PeakMemory), s.Fallbacks)
 	}
 	if len(rep.GPUs) > 0 {
 		row(rep.Load, " (once per queue)")
