@@ -41,6 +41,10 @@ func init() {
 	}
 }
 
+// HostWitnessSearch is the proof-of-work search on the host's SIMD permutation with these
+// constants (internal/gpu/host.NewWitnessSearch): the device backend's small searches.
+var HostWitnessSearch = host.NewWitnessSearch(RoundConstants())
+
 // NewPoseidon2 uploads the round constants to dev.
 func NewPoseidon2(dev *gpu.Device) (*Poseidon2, error) {
 	rc, err := gpu.UploadArray(dev, "poseidon2 round constants", RoundConstants())

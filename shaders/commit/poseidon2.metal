@@ -29,6 +29,49 @@ kernel void p2_permute_states(device uint* states [[buffer(0)]],
 }
 
 #if defined(MSL_TARGET_HOST)
+// ------------------------------------------------------------------------------------------------
+// The transcript's proof-of-work search for small bit counts (internal/gpu/host calls hd_p2_search;
+// no GPU runs this): candidates w = from, from+1, … below to, MSL_LANES at a time, each in its own
+// lane: the state with state[idx] = w, permuted, passes when the low bits (mask) of element 7 are
+// zero (transcript.WitnessOK). A 5-bit search (WHIR's folding PoW, 12 a proof) needs 32 candidates
+// on average: two vector permutations, where a search spread over goroutines spends more on waking
+// them. Canonical values in; rc as p2_permute's. Returns the smallest passing w, or ~0u for none.
+MSL_FN uint p2_search(const uint* state, uint idx, uint mask, uint from, uint to, const uint* rc) {
+  uint base[P2_WIDTH];
+  for (uint k = 0u; k < P2_WIDTH; k++) base[k] = bb_to_mont(state[k]);
+  uint s[P2_STATE];
+  for (uint w0 = from, nl = 0u; w0 < to; w0 += nl) {
+    nl = min(MSL_LANES, to - w0);
+    for (uint k = 0u; k < P2_WIDTH; k++)
+      for (uint l = 0u; l < MSL_LANES; l++) s[k * MSL_LANES + l] = k == idx ? bb_to_mont(l < nl ? w0 + l : w0) : base[k];
+    p2_permute(s, rc);
+    for (uint l = 0u; l < nl; l++)
+      if ((bb_mul(s[7u * MSL_LANES + l], 1u) & mask) == 0u) return w0 + l;
+  }
+  return ~0u;
+}
+
+#if defined(__x86_64__) && !defined(HD_NO_CLONES)
+__attribute__((target("arch=x86-64-v4"))) static uint p2_search_v4(const uint* st, uint i, uint m, uint f, uint t, const uint* rc) {
+  return p2_search(st, i, m, f, t, rc);
+}
+__attribute__((target("arch=x86-64-v3"))) static uint p2_search_v3(const uint* st, uint i, uint m, uint f, uint t, const uint* rc) {
+  return p2_search(st, i, m, f, t, rc);
+}
+#endif
+
+// The exported search (hd_runtime.h): the copy for the best instruction set this CPU runs.
+extern "C" unsigned hd_p2_search(const unsigned* state, unsigned idx, unsigned mask, unsigned from, unsigned to,
+                                 const unsigned* rc) {
+  if (idx >= P2_WIDTH || from >= to || to > BB_P) return ~0u;
+#if defined(__x86_64__) && !defined(HD_NO_CLONES)
+  int isa = hd_isa_supported();
+  if (isa >= HD_ISA_X86_64_V4) return p2_search_v4(state, idx, mask, from, to, rc);
+  if (isa >= HD_ISA_X86_64_V3) return p2_search_v3(state, idx, mask, from, to, rc);
+#endif
+  return p2_search(state, idx, mask, from, to, rc);
+}
+
 #if LANES_SHUFFLE
 // ------------------------------------------------------------------------------------------------
 // One state at a time, for the host's Fiat–Shamir transcript (internal/gpu/host calls

@@ -5,16 +5,19 @@ import (
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
 
-// hostGrindMaxBits: searches of at most this many bits run on the CPU (transcript.HostGrinder).
-// A device search costs one round trip at least (state upload, two dispatches, one sync, a
-// 4-byte download): about 50 µs on the host device (this 2-core VM; docs/perf-notes/grind.md)
-// and tens of µs on a GPU, while HostGrinder tests about 1 M candidates/s per core and needs
-// 2^bits of them on average: measured, the two break even between 6 and 7 bits, and the 5-bit
-// WHIR folding grinds take 40 µs on the CPU. Both return the smallest witness, so the choice
+// hostGrindMaxBits: searches of at most this many bits run on the CPU, on the calling thread's
+// SIMD lanes (hostSearch). A device search costs one round trip at least (state upload, two
+// dispatches, one sync, a 4-byte download): about 50 µs on the host device (this 2-core VM;
+// docs/perf-notes/grind.md) and tens of µs on a GPU. The lane search tests 16 candidates per
+// vector permutation and needs 2^bits candidates on average: a 5-bit search (WHIR's folding
+// PoW) takes 4.1 µs on this VM, against 38.7 µs for transcript.HostGrinder, whose goroutines cost
+// more to wake than the search itself (on a 16-core GPU host about 100 µs, measured as the device
+// queue's gap per WHIR sumcheck round). Every search returns the smallest witness, so the choice
 // never changes a proof.
 const hostGrindMaxBits = 6
 
@@ -29,7 +32,7 @@ func (b *Backend) FindWitness(ctx context.Context, state [poseidon2.Width]field.
 		return 0, fmt.Errorf("backend/device: absorb index %d outside [0, %d)", absorbIdx, poseidon2.Rate)
 	}
 	if bits <= hostGrindMaxBits {
-		return transcript.HostGrinder{}.FindWitness(ctx, state, absorbIdx, bits)
+		return hostSearch(ctx, state, absorbIdx, bits)
 	}
 	b.grindMu.Lock()
 	defer b.grindMu.Unlock()
@@ -54,4 +57,20 @@ func (b *Backend) FindWitness(ctx context.Context, state [poseidon2.Width]field.
 		return 0, transcript.ErrNoWitness
 	}
 	return w, nil
+}
+
+// hostSearch is the smallest witness by kernels.HostWitnessSearch, in ascending chunks of 2^16
+// candidates (ctx checked between them).
+func hostSearch(ctx context.Context, state [poseidon2.Width]field.Fp, idx, bits int) (field.Fp, error) {
+	mask := uint32(1)<<bits - 1
+	const chunk = 1 << 16
+	for from := uint32(0); from < field.P; from += chunk {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		if w, ok := kernels.HostWitnessSearch(&state, idx, mask, from, min(from+chunk, field.P)); ok {
+			return w, nil
+		}
+	}
+	return 0, transcript.ErrNoWitness
 }

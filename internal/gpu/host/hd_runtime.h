@@ -39,6 +39,12 @@ const char* hd_isa_name(int isa);  // "x86-64-v4", "x86-64-v3", or the baseline'
 // vector shuffles (the state is then untouched).
 unsigned hd_p2_absorb(unsigned* state, const unsigned* data, unsigned long n, unsigned idx, const unsigned* rc);
 
+// The proof-of-work search (transcript.WitnessOK) over the candidates from, from+1, … below to
+// (to ≤ p): the smallest w whose state (state[idx] = w, canonical values) permutes to an element 7
+// with (e & mask) == 0, or ~0u for none. rc as hd_p2_absorb's.
+unsigned hd_p2_search(const unsigned* state, unsigned idx, unsigned mask, unsigned from, unsigned to,
+                      const unsigned* rc);
+
 extern const hd_kernel hd_kernels[];
 extern const int hd_nkernels;
 
