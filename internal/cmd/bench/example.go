@@ -122,21 +122,11 @@ type Spread struct {
 }
 
 // StageStats is one stage over the timed runs: wall time spread, and the medians of its device
-// counters per proof (dispatches, host syncs, bytes each way, peak device memory, fallbacks, the
-// host's wait in syncs and the device queue's gaps waiting on the host).
+// counters per proof.
 type StageStats struct {
-	Stage      string `json:"stage"`
-	WallMS     Spread `json:"wall_ms"`
-	Dispatches int    `json:"dispatches"`
-	Syncs      int    `json:"syncs"`
-	// SyncWaitMS is the host's time blocked in syncs; HostGapMS the time the device's queue stood
-	// empty after a sync until the host encoded more work (stark.Counters).
-	SyncWaitMS      float64 `json:"sync_wait_ms"`
-	HostGapMS       float64 `json:"host_gap_ms"`
-	BytesToDevice   int64   `json:"bytes_to_device"`
-	BytesFromDevice int64   `json:"bytes_from_device"`
-	PeakMemory      int64   `json:"peak_memory_bytes"`
-	Fallbacks       int     `json:"fallbacks"`
+	Stage  string `json:"stage"`
+	WallMS Spread `json:"wall_ms"`
+	prove.StageCounters
 	// Parts break a stage down where it has parts (openings: stacking, whir), aggregated the same
 	// way.
 	Parts []StageStats `json:"parts,omitempty"`

@@ -174,29 +174,34 @@ func (b *Backend) CheckDeviceMemory(pk *stark.ProvingKey, heights []int, p sp.Sy
 	return dm, nil
 }
 
-// StageRow is one proving stage of the report: wall time, kernel dispatches, host syncs,
-// host↔device bytes, peak device memory during the stage and reference fallbacks.
+// StageRow is one proving stage of the report: wall time and the stage's counters.
 type StageRow struct {
-	Stage      string  `json:"stage"`
-	WallMS     float64 `json:"wall_ms"`
-	Dispatches int     `json:"dispatches"`
-	Syncs      int     `json:"syncs"`
-	// SyncWaitMS: the host blocked in syncs; HostGapMS: the device's queue empty after a sync
-	// until the host queued more work (stark.Counters).
+	Stage  string  `json:"stage"`
+	WallMS float64 `json:"wall_ms"`
+	StageCounters
+	// Parts break the stage down (openings: stacking, whir).
+	Parts []StageRow `json:"parts,omitempty"`
+}
+
+// StageCounters are a stage's device counters as reported (prove --json; bench --json gives
+// their medians over the runs): kernel dispatches, host syncs, the host's wait in them, the
+// device queue's gaps waiting on the host (stark.Counters), host↔device bytes, peak device
+// memory during the stage and reference fallbacks.
+type StageCounters struct {
+	Dispatches      int     `json:"dispatches"`
+	Syncs           int     `json:"syncs"`
 	SyncWaitMS      float64 `json:"sync_wait_ms"`
 	HostGapMS       float64 `json:"host_gap_ms"`
 	BytesToDevice   int64   `json:"bytes_to_device"`
 	BytesFromDevice int64   `json:"bytes_from_device"`
 	PeakMemory      int64   `json:"peak_memory_bytes"`
 	Fallbacks       int     `json:"fallbacks"`
-	// Parts break the stage down (openings: stacking, whir).
-	Parts []StageRow `json:"parts,omitempty"`
 }
 
 func stageRow(r stark.StageReport) StageRow {
-	row := StageRow{Stage: r.Stage, WallMS: ms(r.Wall), Dispatches: r.Dispatches, Syncs: r.Syncs,
-		SyncWaitMS: ms(r.SyncWait), HostGapMS: ms(r.HostGap),
-		BytesToDevice: r.BytesToDevice, BytesFromDevice: r.BytesFromDevice, PeakMemory: r.MemoryPeak, Fallbacks: r.Fallbacks}
+	row := StageRow{Stage: r.Stage, WallMS: ms(r.Wall), StageCounters: StageCounters{Dispatches: r.Dispatches, Syncs: r.Syncs,
+		SyncWaitMS: ms(r.SyncWait), HostGapMS: ms(r.HostGap), BytesToDevice: r.BytesToDevice, BytesFromDevice: r.BytesFromDevice,
+		PeakMemory: r.MemoryPeak, Fallbacks: r.Fallbacks}}
 	for _, p := range r.Parts {
 		row.Parts = append(row.Parts, stageRow(p))
 	}
