@@ -355,3 +355,13 @@ func (m *MultiVerifyingKey0) PreHash() poseidon2.Digest {
 	}
 	return poseidon2.HashSlice(fs)
 }
+
+// AppendKeyPostcard appends postcard(MultiStarkVerifyingKey): m's bytes, then pre_hash (8
+// elements, each a varint of its Montgomery form). DecodeMultiVerifyingKey is its inverse.
+func (m *MultiVerifyingKey0) AppendKeyPostcard(b []byte, preHash poseidon2.Digest) []byte {
+	b = m.AppendPostcard(b)
+	for _, f := range preHash {
+		b = appendVarint(b, uint64(Montgomery(f)))
+	}
+	return b
+}
