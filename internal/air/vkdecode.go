@@ -6,8 +6,8 @@ import (
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
-	"github.com/metalprove/metalprove/internal/postcard"
 	"github.com/metalprove/metalprove/internal/poseidon2"
+	"github.com/metalprove/metalprove/internal/postcard"
 )
 
 // Reading OpenVM's verifying key: the inverse of MultiVerifyingKey0.AppendPostcard plus the

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/field"
-	"github.com/metalprove/metalprove/internal/postcard"
 	"github.com/metalprove/metalprove/internal/poseidon2"
+	"github.com/metalprove/metalprove/internal/postcard"
 )
 
 // OpenVM's own keys (internal/cmd/testdata/openvm-v2.0.1, made by stark-backend v2.0.1).
