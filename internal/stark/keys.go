@@ -3,6 +3,7 @@ package stark
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/constraints"
@@ -119,12 +120,88 @@ func Keygen(p params.SystemParams, airs []air.Air, required []bool, be *Backend)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrKeygen, err)
 	}
-	pk.VK = &VerifyingKey{MVK: mvk, PreHash: mvk.PreHash(), Programs: make([]*constraints.Program, len(airs))}
+	if pk.VK, err = compileKey(mvk, mvk.PreHash(), airs); err != nil {
+		pk.Free()
+		return nil, err
+	}
+	return pk, nil
+}
+
+// compileKey is the verifying key of mvk with every AIR's constraint program compiled.
+func compileKey(mvk *air.MultiVerifyingKey0, preHash Digest, airs []air.Air) (*VerifyingKey, error) {
+	vk := &VerifyingKey{MVK: mvk, PreHash: preHash, Programs: make([]*constraints.Program, len(mvk.PerAir))}
 	for i, avk := range mvk.PerAir {
-		if pk.VK.Programs[i], err = constraints.Compile(avk, constraints.All); err != nil {
-			pk.Free()
+		var err error
+		if vk.Programs[i], err = constraints.Compile(avk, constraints.All); err != nil {
 			return nil, fmt.Errorf("%w: AIR %d (%s): %w", ErrKeygen, i, airs[i].Name(), err)
 		}
+	}
+	return vk, nil
+}
+
+// KeygenFromKey builds the proving key of a verifying key made elsewhere — OpenVM's keygen, or
+// a proving-key file — without rebuilding it: mvk and preHash are used as they are (the caller
+// has checked them: air.DecodeMultiVerifyingKey does). airs[i] is AIR i of mvk: its name, and its
+// preprocessed trace, which is committed on be; that commitment (root, hypercube dimension,
+// stacking width) must be the key's, else the error names the AIR. The proofs are those of the
+// prover that made the key.
+func KeygenFromKey(mvk *air.MultiVerifyingKey0, preHash Digest, airs []air.Air, be *Backend) (*ProvingKey, error) {
+	if mvk == nil {
+		return nil, fmt.Errorf("%w: no verifying key", ErrKeygen)
+	}
+	p := mvk.Params
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrKeygen, err)
+	}
+	if len(airs) != len(mvk.PerAir) || len(airs) == 0 {
+		return nil, fmt.Errorf("%w: %d AIRs for a key of %d", ErrKeygen, len(airs), len(mvk.PerAir))
+	}
+	pk := &ProvingKey{
+		Airs:               append([]air.Air(nil), airs...),
+		Preprocessed:       make([]Trace, len(airs)),
+		PreprocessedCommit: make([]Committed, len(airs)),
+	}
+	for i, a := range airs {
+		avk := mvk.PerAir[i]
+		if a == nil {
+			return nil, fmt.Errorf("%w: AIR %d is nil", ErrKeygen, i)
+		}
+		w, kw := a.Width(), avk.Width
+		if w.Preprocessed != kw.Preprocessed || w.CommonMain != kw.CommonMain || !slices.Equal(w.CachedMains, kw.CachedMains) || a.NumPublicValues() != avk.NumPublicValues {
+			return nil, fmt.Errorf("%w: AIR %d (%s) does not fit the key's widths and public values", ErrKeygen, i, a.Name())
+		}
+		if avk.Preprocessed == nil {
+			continue
+		}
+		pa, ok := a.(air.PreprocessedAir)
+		if !ok {
+			pk.Free()
+			return nil, fmt.Errorf("%w: AIR %d (%s) has a preprocessed width but no preprocessed trace", ErrKeygen, i, a.Name())
+		}
+		m := pa.PreprocessedTrace()
+		h := m.Height
+		logH, okH := field.Log2(h)
+		if m.Width != kw.Preprocessed || !okH || len(m.Values) != m.Width*h || logH-p.LSkip != avk.Preprocessed.HypercubeDim {
+			pk.Free()
+			return nil, fmt.Errorf("%w: AIR %d (%s): preprocessed trace is %d×%d, the key's is %d×%d", ErrKeygen, i, a.Name(),
+				h, m.Width, 1<<max(avk.Preprocessed.HypercubeDim+p.LSkip, 0), kw.Preprocessed)
+		}
+		t, c, err := commitPreprocessed(p, be, i, a, m)
+		if err != nil {
+			pk.Free()
+			return nil, err
+		}
+		pk.Preprocessed[i], pk.PreprocessedCommit[i] = t, c
+		if c.Root() != avk.Preprocessed.Commit || c.Layout().Width != avk.Preprocessed.StackingWidth {
+			pk.Free()
+			return nil, fmt.Errorf("%w: AIR %d (%s): the preprocessed trace given commits to %v (stacking width %d), the key holds %v (stacking width %d)",
+				ErrKeygen, i, a.Name(), c.Root(), c.Layout().Width, avk.Preprocessed.Commit, avk.Preprocessed.StackingWidth)
+		}
+	}
+	var err error
+	if pk.VK, err = compileKey(mvk, preHash, airs); err != nil {
+		pk.Free()
+		return nil, err
 	}
 	return pk, nil
 }
