@@ -5,12 +5,12 @@ import (
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/backend"
+	"github.com/metalprove/metalprove/internal/backend/backendtest"
 	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/gpu/driver"
 	"github.com/metalprove/metalprove/internal/gpu/host"
 	"github.com/metalprove/metalprove/internal/kernels"
-	"github.com/metalprove/metalprove/internal/stark/backendtest"
 )
 
 func runChecks(t *testing.T, s backendtest.Subject) {

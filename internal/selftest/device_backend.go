@@ -6,17 +6,17 @@ import (
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend"
+	"github.com/metalprove/metalprove/internal/backend/backendtest"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/stark/backendtest"
 )
 
 // DeviceBackendChecks returns the checks of the device backend on dev: the conformance suite
-// (internal/stark/backendtest: every stage beside the reference, round by round, with zero
+// (internal/backend/backendtest: every stage beside the reference, round by round, with zero
 // fallbacks in the stages the device claims, and whole proofs byte for byte), and the steady
 // state of a commitment of random resident traces (mixed heights, some below 2^l_skip, a
 // width-0 trace): root equal to cpuref's, no upload, one sync, one download (the 32-byte root).

@@ -5,7 +5,7 @@
 // internal/kernels on data that stays on the device from load to the end of a proof. Only small
 // values cross to the host: roots, round polynomials, openings, witnesses. It never imports the
 // reference backend (internal/backend/cpuref): the two are siblings, compared by the conformance
-// suite (internal/stark/backendtest).
+// suite (internal/backend/backendtest).
 package device
 
 import (
