@@ -81,3 +81,22 @@ func (m Matrix) Check() error {
 }
 
 func (m Matrix) valid() bool { return m.Check() == nil }
+
+// SplitMain cuts a column-major main trace of height rows into the
+// AIR's cached parts and common main (sharing cells) and attaches the public values.
+func SplitMain(a Air, height int, cells, public []field.Fp) (TraceInput, error) {
+	w := a.Width()
+	if height < 1 || len(cells) != w.MainWidth()*height {
+		return TraceInput{}, fmt.Errorf("air: %d cells for AIR %s of main width %d and height %d", len(cells), a.Name(), w.MainWidth(), height)
+	}
+	var in TraceInput
+	off := 0
+	for _, cw := range w.CachedMains {
+		n := cw * height
+		in.CachedMains = append(in.CachedMains, Matrix{Width: cw, Height: height, Values: cells[off : off+n : off+n]})
+		off += n
+	}
+	in.CommonMain = Matrix{Width: w.CommonMain, Height: height, Values: cells[off:]}
+	in.Public = public
+	return in, nil
+}

@@ -43,12 +43,26 @@ const (
 // ProofMeta describes the statement of a proof file: the AIRs in verifying-key order and the
 // parameters' source.
 type ProofMeta struct {
-	// Params names where the parameters came from: "preset" (Preset names it) or "config" (the
-	// verifier must be given the same parameters).
+	// Params names where the parameters came from: "preset" (Preset names it), "config" (the
+	// verifier must be given the same parameters) or "key" (a proving-key file's: KeyPreHash).
 	Params string `json:"params"`
 	Preset string `json:"preset,omitempty"`
-	// AIRs are the AIRs of the verifying key, in order: every one is present in the proof.
+	// AIRs are the AIRs of the verifying key, in order. Without a key every one is present in
+	// the proof; with one, an AIR left out of the proof has height 0.
 	AIRs []ProofMetaAir `json:"airs"`
+	// KeyPreHash is the pre_hash of the verifying key of the proving-key file the proof was made
+	// with (8 canonical values), absent for proofs of built-in AIRs: a verifier given another
+	// key rejects the proof before verifying it.
+	KeyPreHash []uint32 `json:"key_pre_hash,omitempty"`
+}
+
+// KeyPreHashValues returns a pre_hash as ProofMeta.KeyPreHash records it.
+func KeyPreHashValues(d Digest) []uint32 {
+	out := make([]uint32, len(d))
+	for i, f := range d {
+		out[i] = uint32(f)
+	}
+	return out
 }
 
 // ProofMetaAir is one AIR of the key: its name (as a trace file section names it, see

@@ -1,7 +1,6 @@
 package testair
 
 import (
-	"fmt"
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
@@ -36,23 +35,9 @@ func (in Instance) MainCells() []field.Fp {
 	return out
 }
 
-// SplitMain is the inverse of MainCells: it cuts a column-major main trace of height rows into the
-// AIR's cached parts and common main (sharing cells) and attaches the public values.
+// SplitMain is the inverse of MainCells (air.SplitMain).
 func SplitMain(a air.Air, height int, cells, public []field.Fp) (air.TraceInput, error) {
-	w := a.Width()
-	if height < 1 || len(cells) != w.MainWidth()*height {
-		return air.TraceInput{}, fmt.Errorf("testair: %d cells for AIR %s of main width %d and height %d", len(cells), a.Name(), w.MainWidth(), height)
-	}
-	var in air.TraceInput
-	off := 0
-	for _, cw := range w.CachedMains {
-		n := cw * height
-		in.CachedMains = append(in.CachedMains, air.Matrix{Width: cw, Height: height, Values: cells[off : off+n : off+n]})
-		off += n
-	}
-	in.CommonMain = air.Matrix{Width: w.CommonMain, Height: height, Values: cells[off:]}
-	in.Public = public
-	return in, nil
+	return air.SplitMain(a, height, cells, public)
 }
 
 // Fibonacci is FibFixture(a, b, rows).
