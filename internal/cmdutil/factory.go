@@ -30,6 +30,10 @@ type Factory struct {
 type Settings struct {
 	// ConfigFile is the config file that was read, or "" when none was.
 	ConfigFile string
+	// ConfigData is that file's bytes as the root command read them (nil when none was read, or
+	// when the settings were made without the root command): the commands decode their own
+	// sections of it (params) from here instead of reading the file again.
+	ConfigData []byte
 	// Device is one of gpu.Kinds; validated, used by commands that run kernels.
 	Device string
 	// DeviceMemory is --device-memory as given ("" for the device's own memory) and

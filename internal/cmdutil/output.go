@@ -49,7 +49,7 @@ func CheckOutput(flag, path string, inputs ...string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return Usagef("%s %s: directory %s does not exist", flag, path, dir)
 	case err != nil:
-		return Usagef("%s %s: directory %s: %v", flag, path, dir, unwrapPath(err))
+		return Usagef("%s %s: directory %s: %v", flag, path, dir, UnwrapPath(err))
 	case !dst.IsDir():
 		return Usagef("%s %s: %s is not a directory", flag, path, dir)
 	}
@@ -78,7 +78,7 @@ func CreateOutput(flag, path string, inputs ...string) (*atomicfile.File, error)
 // UsageError, other failures plain errors.
 func OutputError(flag, path string, err error) error {
 	dir := filepath.Dir(path)
-	switch e := unwrapPath(err); {
+	switch e := UnwrapPath(err); {
 	case errors.Is(e, fs.ErrNotExist):
 		return Usagef("%s %s: directory %s does not exist", flag, path, dir)
 	case errors.Is(e, fs.ErrPermission):
@@ -90,7 +90,9 @@ func OutputError(flag, path string, err error) error {
 	}
 }
 
-func unwrapPath(err error) error {
+// UnwrapPath returns the cause inside a *fs.PathError ("no such file or directory"), for messages
+// that name the path themselves; other errors are returned as they are.
+func UnwrapPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

@@ -3,6 +3,7 @@
 package root
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -172,20 +173,25 @@ func resolveSettings(cmd *cobra.Command, s *cmdutil.Settings) error {
 		}
 	}
 	var cfg *config
+	s.ConfigData = nil
 	if configFile != "" {
-		v.SetConfigFile(configFile)
-		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
+		// Read once: the commands decode their sections (params) from s.ConfigData.
+		data, err := os.ReadFile(configFile)
+		if err != nil {
 			var pathErr *fs.PathError
 			if errors.As(err, &pathErr) {
 				return cmdutil.Usagef("config file %s: %v", configFile, pathErr.Err)
 			}
 			return cmdutil.Usagef("config file %s: %v", configFile, err)
 		}
-		var err error
+		v.SetConfigType("yaml")
+		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+			return cmdutil.Usagef("config file %s: %v", configFile, err)
+		}
 		if cfg, err = checkConfig(cmd.Root(), v, configFile); err != nil {
 			return err
 		}
+		s.ConfigData = data
 	}
 
 	s.Origins = map[string]string{}
