@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/metalprove/metalprove/internal/cmd/prove"
-	"github.com/metalprove/metalprove/internal/cmd/trace"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
+	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/sysinfo"
 )
 
@@ -174,10 +174,9 @@ func TestTraceOutputChecks(t *testing.T) {
 // size it needs, whatever the machine (its memory is set to 8 GB here).
 func TestHugePerms(t *testing.T) {
 	cmdtest.ClearEnv(t)
-	old, oldProve := trace.MachineMemory, prove.MachineMemory
-	small := func() sysinfo.Memory { return sysinfo.Memory{Total: 8e9, Available: 6e9} }
-	trace.MachineMemory, prove.MachineMemory = small, small
-	defer func() { trace.MachineMemory, prove.MachineMemory = old, oldProve }()
+	old := prover.MachineMemory
+	prover.MachineMemory = func() sysinfo.Memory { return sysinfo.Memory{Total: 8e9, Available: 6e9} }
+	defer func() { prover.MachineMemory = old }()
 	dir := t.TempDir()
 	start := time.Now()
 	// 174762 permutations: 2^22 rows × 2633 columns × 4 bytes = 44.2 GB.

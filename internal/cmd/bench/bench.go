@@ -20,8 +20,6 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/backend/device"
-	"github.com/metalprove/metalprove/internal/cmd/prove"
-	"github.com/metalprove/metalprove/internal/cmd/trace"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/field"
@@ -30,6 +28,7 @@ import (
 	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/progress"
+	"github.com/metalprove/metalprove/internal/prover"
 )
 
 // Options are the inputs of the bench command.
@@ -197,7 +196,7 @@ device's memory; 130 when interrupted.`,
 			}
 			opts.Context = c.Context()
 			opts.Progress = f.Progress
-			opts.DeviceExplicit = prove.DeviceExplicit(c, f.Settings)
+			opts.DeviceExplicit = cmdutil.DeviceExplicit(c, f.Settings)
 			if runF != nil {
 				return runF(opts)
 			}
@@ -207,9 +206,9 @@ device's memory; 130 when interrupted.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Example, "example", "", "prove this built-in example: "+strings.Join(examples.Names(), "|"))
 	fl.IntVar(&opts.Perms, "perms", 0, fmt.Sprintf("keccakf: number of permutations (default %d, %d on the host device; at most %d on this machine with %s)",
-		DefaultPerms, HostPerms, PermsLimit(sp.OpenVMKeccakfParams(), prove.MachineMemory()), DefaultPreset))
+		DefaultPerms, HostPerms, PermsLimit(sp.OpenVMKeccakfParams(), prover.MachineMemory()), DefaultPreset))
 	fl.IntVar(&opts.Rows, "rows", 0, "test AIRs: trace height, a power of two (default: the example's)")
-	fl.Uint64Var(&opts.Seed, "seed", trace.DefaultSeed, "seed of the random inputs (keccakf, interaction-pair)")
+	fl.Uint64Var(&opts.Seed, "seed", prover.DefaultSeed, "seed of the random inputs (keccakf, interaction-pair)")
 	fl.IntVar(&opts.Warmup, "warmup", 1, "--example: untimed proofs before the timed runs")
 	fl.StringVar(&opts.Preset, "preset", "", "--example: preset: "+strings.Join(sp.PresetNames(), "|")+" (default: the config file's params section, else "+DefaultPreset+")")
 	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "--example: accept parameters with a security target below 100 bits")
@@ -244,17 +243,9 @@ func benchRun(opts *Options) error {
 	if opts.MerkleLog < 0 || opts.MerkleLog > 24 {
 		return cmdutil.Usagef("--merkle-log %d: must be in [4, 24]", opts.MerkleLog)
 	}
-	kind := gpu.KindAuto
-	if opts.Settings != nil && opts.Settings.Device != "" {
-		kind = gpu.Kind(opts.Settings.Device)
-	}
-	var limit uint64
-	if opts.Settings != nil {
-		limit = opts.Settings.DeviceMemoryBytes
-	}
-	dev, err := gpu.Open(kind, gpu.Options{Logger: *opts.Logger, MemoryLimit: limit})
+	dev, err := prover.OpenDevice(opts.Settings, prover.DeviceKind(opts.Settings), 0, opts.Logger)
 	if err != nil {
-		return &cmdutil.DeviceError{Err: fmt.Errorf("bench: device %s: %w", kind, err)}
+		return fmt.Errorf("bench: %w", err)
 	}
 	defer dev.Close()
 	host := dev.Limits().SIMDWidth <= 1

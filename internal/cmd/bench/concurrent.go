@@ -32,10 +32,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metalprove/metalprove/internal/backend/device"
-	"github.com/metalprove/metalprove/internal/cmd/prove"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/gpu"
 	sp "github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/sysinfo"
 )
@@ -92,7 +92,7 @@ func (opts *Options) validateConcurrency() error {
 		if err != nil {
 			return cmdutil.Usagef("--gpus %q: %v", opts.GPUs, err)
 		}
-		if k := opts.deviceKind(); k != gpu.KindCUDA && k != gpu.KindAuto {
+		if k := prover.DeviceKind(opts.Settings); k != gpu.KindCUDA && k != gpu.KindAuto {
 			return cmdutil.Usagef("--gpus applies to --device cuda (the device is %s, which has one)", k)
 		}
 		opts.gpuList = gpus
@@ -100,31 +100,23 @@ func (opts *Options) validateConcurrency() error {
 	return nil
 }
 
-// deviceKind is the --device setting (auto when unset).
-func (opts *Options) deviceKind() gpu.Kind {
-	if opts.Settings != nil && opts.Settings.Device != "" {
-		return gpu.Kind(opts.Settings.Device)
-	}
-	return gpu.KindAuto
-}
-
 // openFirst opens the backend of the first worker: --device as prove does, or with --gpus the
 // first GPU listed (CUDA).
-func (opts *Options) openFirst(log *zerolog.Logger) (*prove.Backend, error) {
+func (opts *Options) openFirst(log *zerolog.Logger) (*prover.Backend, error) {
 	if !opts.concurrent() {
-		return prove.OpenBackend(opts.Settings, opts.Reference, log)
+		return prover.OpenBackend(opts.Settings, opts.Reference, log)
 	}
 	opts.shared = device.NewShared()
-	kind, ordinal := opts.deviceKind(), 0
+	kind, ordinal := prover.DeviceKind(opts.Settings), 0
 	if opts.gpuList != nil {
 		kind, ordinal = gpu.KindCUDA, opts.gpuList[0]
 	}
-	return prove.OpenDeviceBackend(opts.Settings, kind, ordinal, opts.shared, log)
+	return prover.OpenDeviceBackend(opts.Settings, kind, ordinal, opts.shared, log)
 }
 
 // worker is one proof stream: its backend (queue), key and loaded traces.
 type worker struct {
-	be      *prove.Backend
+	be      *prover.Backend
 	ordinal int
 	pk      *stark.ProvingKey
 	traces  []stark.AirTraces
@@ -154,7 +146,7 @@ func (w *worker) close() {
 type concurrentInput struct {
 	ctx     context.Context
 	log     *zerolog.Logger
-	be      *prove.Backend // the first worker's (keygen ran on it)
+	be      *prover.Backend // the first worker's (keygen ran on it)
 	pk      *stark.ProvingKey
 	inputs  []stark.AirProvingInput
 	params  sp.SystemParams
@@ -196,7 +188,7 @@ func (opts *Options) concurrentRun(in concurrentInput) error {
 	}()
 	for i := 1; i < n; i++ {
 		ord := gpus[i%len(gpus)]
-		be, err := prove.OpenDeviceBackend(opts.Settings, kind, ord, opts.shared, log)
+		be, err := prover.OpenDeviceBackend(opts.Settings, kind, ord, opts.shared, log)
 		if err != nil {
 			return err
 		}
@@ -224,7 +216,7 @@ func (opts *Options) concurrentRun(in concurrentInput) error {
 		if i > 0 {
 			pk, err := in.pk.Share(w.be.Backend)
 			if err != nil {
-				return prove.ProveError(in.ctx, fmt.Sprintf("bench worker %d key", i), err)
+				return prover.ProveError(in.ctx, fmt.Sprintf("bench worker %d key", i), err)
 			}
 			w.pk = pk
 		}
@@ -236,13 +228,13 @@ func (opts *Options) concurrentRun(in concurrentInput) error {
 		start := time.Now()
 		traces, err := stark.LoadInputs(w.be.Backend, w.pk, in.inputs)
 		if err != nil {
-			return prove.ProveError(in.ctx, fmt.Sprintf("bench worker %d load", i), err)
+			return prover.ProveError(in.ctx, fmt.Sprintf("bench worker %d load", i), err)
 		}
 		w.traces = traces
 		w.load = stark.StageReport{Stage: stark.StageLoad, Wall: time.Since(start), Counters: countersSince(w.be.Backend, before)}
 		// The pre-proof check, once per worker: the timed part measures proving.
 		if w.check, err = timeCheck(w.be.Backend, w.pk, w.traces); err != nil {
-			return prove.ProveError(in.ctx, fmt.Sprintf("bench worker %d check", i), err)
+			return prover.ProveError(in.ctx, fmt.Sprintf("bench worker %d check", i), err)
 		}
 		w.fb = w.be.Fallbacks()
 	}
@@ -267,7 +259,7 @@ func (opts *Options) concurrentRun(in concurrentInput) error {
 						}
 					}
 					if err != nil {
-						w.err = prove.ProveError(in.ctx, fmt.Sprintf("bench worker %d proof %d", i, r+1), err)
+						w.err = prover.ProveError(in.ctx, fmt.Sprintf("bench worker %d proof %d", i, r+1), err)
 						cancel()
 						return
 					}

@@ -23,13 +23,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metalprove/metalprove/internal/air"
-	"github.com/metalprove/metalprove/internal/cmd/prove"
-	"github.com/metalprove/metalprove/internal/cmd/trace"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/gpu"
 	sp "github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/sysinfo"
 )
@@ -56,7 +55,7 @@ type ExampleReport struct {
 	Rows  int    `json:"rows,omitempty"`
 	Seed  uint64 `json:"seed"`
 	// AIRs are the proven AIRs with their trace widths and heights.
-	AIRs []prove.AirRow `json:"airs"`
+	AIRs []prover.AirRow `json:"airs"`
 	// Params names the parameters ("preset openvm-keccakf"); ParamsDigest is the SHA-256 of their
 	// postcard bytes.
 	Params       string `json:"params"`
@@ -111,7 +110,7 @@ type ExampleReport struct {
 	// PeakMemory is the largest peak device memory of the load, the check and the stages (their
 	// medians); the estimate made before the load stands beside it (device backend only).
 	PeakMemory int64 `json:"peak_memory_bytes"`
-	*prove.DeviceMemory
+	*prover.DeviceMemory
 }
 
 // Spread is the median, minimum and maximum of a measurement over the timed runs.
@@ -126,7 +125,7 @@ type Spread struct {
 type StageStats struct {
 	Stage  string `json:"stage"`
 	WallMS Spread `json:"wall_ms"`
-	prove.StageCounters
+	prover.StageCounters
 	// Parts break a stage down where it has parts (openings: stacking, whir), aggregated the same
 	// way.
 	Parts []StageStats `json:"parts,omitempty"`
@@ -234,11 +233,11 @@ func (opts *Options) exampleOptions() examples.Options {
 
 // PermsLimit is the largest --perms bench can prove with parameters p on a machine with memory
 // mem: the trace height may not exceed the stacked height, and the trace and its proof must fit
-// in memory (prove.ProveMemoryFactor).
+// in memory (prover.ProveMemoryFactor).
 func PermsLimit(p sp.SystemParams, mem sysinfo.Memory) int {
 	budget := uint64(1) << 62
 	if mem.Total > 0 {
-		budget = mem.Total / (prove.ProveMemoryFactor + 1)
+		budget = mem.Total / (prover.ProveMemoryFactor + 1)
 	}
 	return examples.PermsLimit(budget, 1<<p.LogStackedHeight())
 }
@@ -259,13 +258,13 @@ func checkPerms(ex *examples.Example, opts *Options, p sp.SystemParams, source s
 	if !ex.Takes(examples.FlagPerms) {
 		return nil
 	}
-	if lim := PermsLimit(p, prove.MachineMemory()); opts.Perms > lim {
+	if lim := PermsLimit(p, prover.MachineMemory()); opts.Perms > lim {
 		h := 1 << p.LogStackedHeight()
 		return cmdutil.Usagef("--perms %d: at most %d here: the trace height may not exceed the stacked height 2^%d of %s (%d permutations), and the trace (%s) and its proof (about %d× that) must fit in memory (%s)",
 			opts.Perms, lim, p.LogStackedHeight(), source, h/24, sysinfo.Bytes(examples.KeccakfTraceBytes(opts.Perms)),
-			prove.ProveMemoryFactor, sysinfo.Bytes(prove.MachineMemory().Total))
+			prover.ProveMemoryFactor, sysinfo.Bytes(prover.MachineMemory().Total))
 	}
-	return trace.CheckKeccakfFits(opts.Perms, prove.ProveMemoryFactor+1, "")
+	return prover.CheckKeccakfFits(opts.Perms, prover.ProveMemoryFactor+1, "")
 }
 
 func exampleRun(opts *Options) error {
@@ -286,7 +285,7 @@ func exampleRun(opts *Options) error {
 	if opts.Settings != nil {
 		cfg = opts.Settings.ConfigFile
 	}
-	res, err := prove.ResolveParams(opts.Preset, cfg, DefaultPreset, opts.AllowInsecure)
+	res, err := prover.ResolveParams(opts.Preset, opts.Settings, DefaultPreset, opts.AllowInsecure)
 	if err != nil {
 		return err
 	}
@@ -389,7 +388,7 @@ func exampleRun(opts *Options) error {
 		in.Common.Height = s.Height
 		in.Cached = ti.CachedMains
 		inputs[i] = in
-		rep.AIRs = append(rep.AIRs, prove.AirRow{Name: s.Name, Width: s.Width(), Height: s.Height})
+		rep.AIRs = append(rep.AIRs, prover.AirRow{Name: s.Name, Width: s.Width(), Height: s.Height})
 	}
 	{
 		if ims, err := constraints.CheckInteractions(airs, tis); err != nil || len(ims) > 0 {
@@ -407,7 +406,7 @@ func exampleRun(opts *Options) error {
 	pk, err := stark.Keygen(p, airs, nil, be.Backend)
 	if err != nil {
 		task.Done()
-		return prove.ProveError(ctx, "bench keygen", err)
+		return prover.ProveError(ctx, "bench keygen", err)
 	}
 	defer pk.Free()
 	rep.KeygenMS = ms(time.Since(start))
@@ -455,7 +454,7 @@ func exampleRun(opts *Options) error {
 	traces, err := stark.LoadInputs(be.Backend, pk, inputs)
 	if err != nil {
 		task.Done()
-		return prove.ProveError(ctx, "bench load", err)
+		return prover.ProveError(ctx, "bench load", err)
 	}
 	defer stark.FreeTraces(traces)
 	load := stark.StageReport{Stage: stark.StageLoad, Wall: time.Since(start), Counters: countersSince(be.Backend, before)}
@@ -466,7 +465,7 @@ func exampleRun(opts *Options) error {
 	total := opts.Warmup + opts.Runs
 	task = opts.Progress.Start("bench "+ex.Name, int64(total), "proofs")
 	defer task.Done()
-	watch := prove.NewStageWatch(log, task, !opts.Progress.Enabled())
+	watch := prover.NewStageWatch(log, task, !opts.Progress.Enabled())
 	watch.Level = zerolog.DebugLevel
 	defer watch.Close()
 	perStage := map[string][]stark.StageReport{}
@@ -498,13 +497,13 @@ func exampleRun(opts *Options) error {
 		task.Step(name + " check")
 		check, err := timeCheck(be.Backend, pk, traces)
 		if err != nil {
-			return prove.ProveError(ctx, "bench "+name+" check", err)
+			return prover.ProveError(ctx, "bench "+name+" check", err)
 		}
 		runStart = time.Now()
 		proof, err := stark.ProveTraces(pk, traces, p, be.Backend, po)
 		proveWall := time.Since(runStart)
 		if err != nil {
-			return prove.ProveError(ctx, "bench "+name, err)
+			return prover.ProveError(ctx, "bench "+name, err)
 		}
 		task.Step(name + " verify")
 		vStart := time.Now()

@@ -15,13 +15,16 @@ import (
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	sp "github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/prover"
 )
 
 // Options are the inputs of the params command.
 type Options struct {
 	IO *cmdutil.IOStreams
-	// ConfigFile is the resolved --config file ("" when none).
+	// ConfigFile is the resolved --config file ("" when none) and ConfigData its bytes as the
+	// root command read them (nil: read here).
 	ConfigFile string
+	ConfigData []byte
 	// Preset is a preset name, or "" for the config file's params section (else app-100bit).
 	Preset string
 	// LogStackedHeight is used by app-100bit only; LogStackedHeightSet says it was given.
@@ -45,7 +48,7 @@ Parameters below their security target, or with a target below 100 bits, are ref
 --allow-insecure is given.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			opts.ConfigFile = f.Settings.ConfigFile
+			opts.ConfigFile, opts.ConfigData = f.Settings.ConfigFile, f.Settings.ConfigData
 			opts.LogStackedHeightSet = c.Flags().Changed("log-stacked-height") ||
 				opts.LogStackedHeight != sp.DefaultAppLogStackedHeight
 			if runF != nil {
@@ -126,7 +129,7 @@ func paramsRun(opts *Options) error {
 func resolve(opts *Options) (p sp.SystemParams, target int, bounds sp.Bounds, source string, err error) {
 	preset := opts.Preset
 	if preset == "" && opts.ConfigFile != "" {
-		p, spec, lerr := sp.LoadFile(opts.ConfigFile)
+		p, spec, lerr := prover.ConfigParams(opts.ConfigFile, opts.ConfigData)
 		switch {
 		case lerr == nil:
 			if opts.LogStackedHeightSet {

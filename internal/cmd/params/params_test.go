@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func TestNewCmdParams(t *testing.T) {
 			continue
 		}
 		tt.want.IO, tt.want.ConfigFile = f.IO, "c.yaml"
-		if *got != tt.want {
+		if !reflect.DeepEqual(*got, tt.want) {
 			t.Errorf("%v: got %+v, want %+v", tt.args, *got, tt.want)
 		}
 	}

@@ -9,9 +9,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/metalprove/metalprove/internal/cmd/prove"
-	"github.com/metalprove/metalprove/internal/cmd/verify"
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/stark"
 )
 
@@ -83,29 +82,11 @@ func exportRun(opts *ExportOptions) error {
 		return err
 	}
 	defer out.Abort()
-	b, err := verify.ReadBounded(opts.Proof, stark.MaxProofFileSize+2<<20)
+	meta, env, err := prover.ReadProofFile(opts.Proof)
 	if err != nil {
 		return err
 	}
-	if err := verify.CheckMagic(opts.Proof, b); err != nil {
-		return err
-	}
-	meta, env, err := stark.SplitProofFile(b)
-	if err != nil {
-		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Proof, err)}
-	}
-	fallback := ""
-	if meta != nil {
-		switch meta.Params {
-		case "preset":
-			fallback = meta.Preset
-		case "config":
-			if opts.Preset == "" && cfg == "" {
-				return cmdutil.Usagef("%s was made with config-file parameters: pass the same --config (or --preset)", opts.Proof)
-			}
-		}
-	}
-	res, err := prove.ResolveParams(opts.Preset, cfg, fallback, true)
+	res, err := prover.ResolveProofParams(opts.Preset, opts.Settings, meta, opts.Proof, true)
 	if err != nil {
 		return err
 	}

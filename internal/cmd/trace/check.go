@@ -19,6 +19,7 @@ import (
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/progress"
+	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/sysinfo"
 )
 
@@ -36,8 +37,9 @@ type CheckOptions struct {
 	MaxFailures int
 	// Progress shows the section being checked on a terminal.
 	Progress *progress.Display
-	// Device is the --device setting ("": auto) of the device that evaluates the rows.
-	Device string
+	// Settings are the global settings: --device (auto when unset) is the device that evaluates
+	// the rows, opened with --device-memory's cap.
+	Settings *cmdutil.Settings
 }
 
 // CheckReport is what `metalprove trace check --json` prints.
@@ -119,9 +121,7 @@ unavailable.`,
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts.Path = args[0]
 			opts.Progress = f.Progress
-			if f.Settings != nil {
-				opts.Device = f.Settings.Device
-			}
+			opts.Settings = f.Settings
 			if opts.MaxFailures < 0 {
 				return cmdutil.Usagef("--max-failures %d: must be ≥ 0 (0: all)", opts.MaxFailures)
 			}
@@ -190,7 +190,7 @@ func checkFile(opts *CheckOptions) (*CheckReport, error) {
 	}
 	defer tf.Close()
 	r, wrap := tf.r, tf.wrap
-	chk, err := openSectionChecker(opts.Device, *log)
+	chk, err := openSectionChecker(opts.Settings, log)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +225,7 @@ func checkFile(opts *CheckOptions) (*CheckReport, error) {
 			return nil, bad("%d public values, but AIR %s has %d", len(h.PublicValues), a.Name(), a.NumPublicValues())
 		}
 		task.Step(fmt.Sprintf("section %d %s (%d rows)", i, h.Name, h.Height))
-		if need, mem := 4*uint64(h.Width)*uint64(h.Height), MachineMemory(); mem.Available > 0 && need > mem.Available {
+		if need, mem := 4*uint64(h.Width)*uint64(h.Height), prover.MachineMemory(); mem.Available > 0 && need > mem.Available {
 			return nil, fmt.Errorf("%s: section %d %q: not enough memory: its %d×%d cells need %s, %s is available",
 				path, i, h.Name, h.Height, h.Width, sysinfo.Bytes(need), sysinfo.Bytes(mem.Available))
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/stark"
 )
 
@@ -22,8 +23,9 @@ import (
 // A section the device cannot take (a height that is not a power of two) is checked on the host.
 type sectionChecker struct {
 	log zerolog.Logger
-	dev *gpu.Device
-	be  *device.Backend
+	// opened is the device backend (nil: everything on the host), be the device backend itself.
+	opened *prover.Backend
+	be     *device.Backend
 	// bus are the loaded sections with interactions; hostBus is set when one of them is not on
 	// the device (the balance is then the host's).
 	bus     []*stark.AirInput
@@ -34,35 +36,26 @@ type sectionChecker struct {
 // hostOnlyCheck makes the checker evaluate everything on the host (tests compare the two).
 var hostOnlyCheck = false
 
-// openSectionChecker opens the device of kind ("" for auto).
-func openSectionChecker(kind string, log zerolog.Logger) (*sectionChecker, error) {
+// openSectionChecker opens the device of the settings (prover.OpenDeviceBackend: --device, auto
+// when unset, capped at --device-memory).
+func openSectionChecker(settings *cmdutil.Settings, log *zerolog.Logger) (*sectionChecker, error) {
 	if hostOnlyCheck {
-		return &sectionChecker{log: log, hostBus: true}, nil
+		return &sectionChecker{log: *log, hostBus: true}, nil
 	}
-	k := gpu.KindAuto
-	if kind != "" {
-		k = gpu.Kind(kind)
-	}
-	dev, err := gpu.Open(k, gpu.Options{Logger: log})
+	opened, err := prover.OpenDeviceBackend(settings, prover.DeviceKind(settings), 0, nil, log)
 	if err != nil {
-		return nil, &cmdutil.DeviceError{Err: fmt.Errorf("device %s: %w", k, err)}
+		return nil, err
 	}
-	be, err := device.New(dev, device.Options{Logger: &log})
-	if err != nil {
-		dev.Close()
-		return nil, &cmdutil.DeviceError{Err: fmt.Errorf("device %s: %w", k, err)}
-	}
-	log.Debug().Str("device", dev.Name()).Msg("trace check on the device")
-	return &sectionChecker{log: log, dev: dev, be: be}, nil
+	log.Debug().Str("device", opened.Device().Name()).Msg("trace check on the device")
+	return &sectionChecker{log: *log, opened: opened, be: opened.DeviceBackend()}, nil
 }
 
 func (c *sectionChecker) close() {
 	for _, t := range c.loaded {
 		t.Free()
 	}
-	if c.be != nil {
-		c.be.Close()
-		c.dev.Close()
+	if c.opened != nil {
+		c.opened.Close()
 	}
 }
 

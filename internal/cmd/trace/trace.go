@@ -23,17 +23,14 @@ import (
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/progress"
+	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/sysinfo"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
-const (
-	// DefaultSeed is the seed of OpenVM's keccakf example (StdRng::seed_from_u64(42)).
-	DefaultSeed = 42
-	// MaxPerms is the largest --perms the generator and the file format could take; what fits on
-	// the machine (PermsLimit) is lower.
-	MaxPerms = examples.MaxPerms
-)
+// MaxPerms is the largest --perms the generator and the file format could take; what fits on
+// the machine (PermsLimit) is lower.
+const MaxPerms = examples.MaxPerms
 
 // PermsLimit is the largest --perms this machine can generate and write: the trace must fit in
 // the memory available (mem) and in one trace file section. The disk is checked per request.
@@ -45,12 +42,9 @@ func PermsLimit(mem sysinfo.Memory) int {
 	return examples.PermsLimit(budget, 0)
 }
 
-// MachineMemory reads the machine's memory (a variable for tests).
-var MachineMemory = sysinfo.ReadMemory
-
 // permsHelp states the --perms limit of this machine.
 func permsHelp() string {
-	mem := MachineMemory()
+	mem := prover.MachineMemory()
 	lim := PermsLimit(mem)
 	if mem.Available == 0 {
 		return fmt.Sprintf("keccakf: number of permutations, 1..%d (required)", lim)
@@ -169,7 +163,7 @@ logged at level info on stderr. 'metalprove trace check FILE' checks the file ag
 	fl.StringVar(&opts.Example, "example", "", "example to generate: "+strings.Join(examples.Names(), "|")+" (required)")
 	fl.IntVar(&opts.Perms, "perms", 0, permsHelp())
 	fl.IntVar(&opts.Rows, "rows", 0, "test AIRs: trace height, a power of two (default: the example's)")
-	fl.Uint64Var(&opts.Seed, "seed", DefaultSeed, "seed of the random inputs (keccakf, interaction-pair)")
+	fl.Uint64Var(&opts.Seed, "seed", prover.DefaultSeed, "seed of the random inputs (keccakf, interaction-pair)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "trace file to write (required)")
 	fl.BoolVar(&opts.JSON, "json", false, "print a JSON object {path, sections, sha256_digest} on stdout")
 	cmd.AddCommand(NewCmdInfo(f, nil), NewCmdCheck(f, nil))
@@ -202,35 +196,11 @@ func (opts *Options) validate() (*examples.Example, error) {
 		return nil, err
 	}
 	if ex.Name == "keccakf" {
-		if err := CheckKeccakfFits(opts.Perms, 1, filepath.Dir(opts.Output)); err != nil {
+		if err := prover.CheckKeccakfFits(opts.Perms, 1, filepath.Dir(opts.Output)); err != nil {
 			return nil, err
 		}
 	}
 	return ex, nil
-}
-
-// CheckKeccakfFits refuses, before anything is allocated, a keccakf trace of perms permutations
-// that does not fit: factor × its size must fit in the memory available (factor 1 to generate
-// it; more to prove it) and, when dir is not empty, its size on the disk of dir. The error
-// names the sizes needed and available, and this machine's limit.
-func CheckKeccakfFits(perms int, factor uint64, dir string) error {
-	need := examples.KeccakfTraceBytes(perms)
-	mem := MachineMemory()
-	if mem.Available > 0 && need*factor > mem.Available {
-		what := "the trace"
-		if factor > 1 {
-			what = fmt.Sprintf("the trace (%s) and proving it", sysinfo.Bytes(need))
-		}
-		return cmdutil.Usagef("--perms %d: %s need about %s of memory, %s is available (at most %d permutations here)",
-			perms, what, sysinfo.Bytes(need*factor), sysinfo.Bytes(mem.Available), examples.PermsLimit(mem.Available/factor, 0))
-	}
-	if dir != "" {
-		if free, err := sysinfo.DiskFree(dir); err == nil && need+(1<<20) > free {
-			return cmdutil.Usagef("--perms %d: the trace file needs %s of disk space, %s is free in %s",
-				perms, sysinfo.Bytes(need), sysinfo.Bytes(free), dir)
-		}
-	}
-	return nil
 }
 
 func (opts *Options) exampleOptions() examples.Options {

@@ -23,6 +23,7 @@ import (
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
@@ -32,7 +33,7 @@ func TestNewCmdTrace(t *testing.T) {
 		want    Options
 		wantErr bool
 	}{
-		{args: []string{}, want: Options{Seed: DefaultSeed}},
+		{args: []string{}, want: Options{Seed: prover.DefaultSeed}},
 		{args: []string{"--example", "keccakf", "--perms", "3", "-o", "k.bin"},
 			want: Options{Example: "keccakf", Perms: 3, Seed: 42, Output: "k.bin"}},
 		{args: []string{"--example=keccakf", "--perms=1", "--seed", "7", "--output", "x", "--json"},
@@ -98,7 +99,7 @@ func newOpts(t *testing.T) (*Options, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
 	ios, _, out, errOut := cmdutil.TestStreams()
 	logger := zerolog.New(errOut).Level(zerolog.InfoLevel)
-	return &Options{IO: ios, Logger: &logger, Example: "keccakf", Perms: 1, Seed: DefaultSeed,
+	return &Options{IO: ios, Logger: &logger, Example: "keccakf", Perms: 1, Seed: prover.DefaultSeed,
 		Output: filepath.Join(t.TempDir(), "k.bin")}, out, errOut
 }
 

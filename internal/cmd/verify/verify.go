@@ -6,15 +6,9 @@ package verify
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,11 +16,10 @@ import (
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
-	"github.com/metalprove/metalprove/internal/cmd/prove"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
+	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
 // Options are the inputs of the verify command.
@@ -77,7 +70,7 @@ generated again (preprocessed traces committed with the CPU reference backend). 
 takes the AIRs from the sections of a trace file instead (for proof files without metadata).
 
 Parameters: --preset NAME, else the --config file's params section, else the preset recorded in the
-proof file, else ` + prove.DefaultPreset + `. Targets below 100 bits (the test preset) need
+proof file, else ` + prover.DefaultPreset + `. Targets below 100 bits (the test preset) need
 --allow-insecure. The proof file records the digest of the parameters it was made with; other
 parameters reject it.
 
@@ -124,33 +117,6 @@ names an unknown AIR; 2 for bad flags.`,
 	return cmd
 }
 
-// TraceAirs lists the sections of a trace file (names and heights) without reading the cells.
-func TraceAirs(path string) ([]stark.ProofMetaAir, error) {
-	r, err := tracefile.Open(path)
-	if err != nil {
-		return nil, &cmdutil.BadInputError{Err: err}
-	}
-	defer r.Close()
-	var out []stark.ProofMetaAir
-	for {
-		h, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err == nil {
-			err = r.SkipCells()
-		}
-		if err != nil {
-			return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", path, err)}
-		}
-		out = append(out, stark.ProofMetaAir{Name: h.Name, Height: h.Height})
-	}
-	if len(out) == 0 {
-		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: no sections", path)}
-	}
-	return out, nil
-}
-
 func verifyRun(opts *Options) error {
 	rep := &Report{Proof: opts.Proof, TimesMS: map[string]float64{}, AIRsFrom: "metadata"}
 	if opts.OpenVM != "" {
@@ -177,70 +143,7 @@ func verifyRun(opts *Options) error {
 		return err
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "%s: valid proof of %s (AIRs from %s) under %s; %d bytes; verified in %.1f ms\n",
-		rep.Proof, AirList(rep.AIRs), rep.AIRsFrom, rep.Params, rep.ProofBytes, rep.TimesMS["verify"])
-	return err
-}
-
-// AirList names AIRs and their heights: "1 AIR: keccakf (height 32768)", "3 AIRs: a (8), b (16), c (4)".
-func AirList(airs []stark.ProofMetaAir) string {
-	const maxShown = 8
-	var parts []string
-	for i, a := range airs {
-		if i == maxShown {
-			parts = append(parts, fmt.Sprintf("… %d more", len(airs)-maxShown))
-			break
-		}
-		if len(airs) == 1 {
-			parts = append(parts, fmt.Sprintf("%s (height %d)", a.Name, a.Height))
-		} else {
-			parts = append(parts, fmt.Sprintf("%s (%d)", a.Name, a.Height))
-		}
-	}
-	noun := "AIRs"
-	if len(airs) == 1 {
-		noun = "AIR"
-	}
-	return fmt.Sprintf("%d %s: %s", len(airs), noun, strings.Join(parts, ", "))
-}
-
-// CheckMagic refuses a file that does not start as a metalprove proof file (metadata block or
-// bare envelope): "not a metalprove proof file: bad magic". A file that starts like bare OpenVM
-// codec bytes is named as such, with the flags that verify it.
-func CheckMagic(path string, b []byte) error {
-	if bytes.HasPrefix(b, []byte(stark.ProofMetaMagic)) || bytes.HasPrefix(b, []byte(stark.EnvelopeMagic)) {
-		return nil
-	}
-	n := min(len(b), 8)
-	msg := fmt.Sprintf("%s: not a metalprove proof file: bad magic %q (want %q or %q)", path, b[:n], stark.ProofMetaMagic, stark.EnvelopeMagic)
-	if len(b) >= 4 && binary.LittleEndian.Uint32(b) == stark.CodecVersion {
-		msg += fmt.Sprintf("; it starts like bare OpenVM proof bytes (codec version %d): verify it with --openvm %s --trace TRACE --preset P", stark.CodecVersion, path)
-	}
-	return &cmdutil.BadInputError{Err: errors.New(msg)}
-}
-
-// ReadBounded reads a whole input file of at most limit bytes; errors are BadInputErrors naming
-// path.
-func ReadBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", path, unwrapPath(err))}
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", path, unwrapPath(err))}
-	}
-	if int64(len(b)) > limit {
-		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: larger than %d bytes", path, limit)}
-	}
-	return b, nil
-}
-
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
+		rep.Proof, prover.AirList(rep.AIRs), rep.AIRsFrom, rep.Params, rep.ProofBytes, rep.TimesMS["verify"])
 	return err
 }
 
@@ -255,22 +158,16 @@ func verify(opts *Options, rep *Report) error {
 	var meta *stark.ProofMeta
 	var env []byte
 	if opts.OpenVM == "" {
-		b, err := ReadBounded(opts.Proof, stark.MaxProofFileSize+2<<20)
-		if err != nil {
+		var err error
+		if meta, env, err = prover.ReadProofFile(opts.Proof); err != nil {
 			return err
-		}
-		if err := CheckMagic(opts.Proof, b); err != nil {
-			return err
-		}
-		if meta, env, err = stark.SplitProofFile(b); err != nil {
-			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Proof, err)}
 		}
 	} else {
-		b, err := ReadBounded(opts.OpenVM, stark.MaxProofFileSize)
+		b, err := prover.ReadBounded(opts.OpenVM, stark.MaxProofFileSize)
 		if err != nil {
 			return err
 		}
-		if bytes.HasPrefix(b, []byte(stark.ProofMetaMagic)) || bytes.HasPrefix(b, []byte(stark.EnvelopeMagic)) {
+		if prover.IsProofFile(b) {
 			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: a metalprove proof file, not bare OpenVM proof bytes: verify it without --openvm (or 'metalprove proof export' it first)", opts.OpenVM)}
 		}
 		env = b
@@ -279,7 +176,7 @@ func verify(opts *Options, rep *Report) error {
 	switch {
 	case opts.Trace != "":
 		var err error
-		if airsMeta, err = TraceAirs(opts.Trace); err != nil {
+		if airsMeta, err = prover.TraceAirs(opts.Trace); err != nil {
 			return err
 		}
 		rep.AIRsFrom = opts.Trace
@@ -289,22 +186,7 @@ func verify(opts *Options, rep *Report) error {
 		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: the proof file has no metadata naming its AIRs; pass --trace FILE", opts.Proof)}
 	}
 	rep.AIRs = airsMeta
-	fallback := ""
-	cfg := ""
-	if opts.Settings != nil {
-		cfg = opts.Settings.ConfigFile
-	}
-	if meta != nil {
-		switch meta.Params {
-		case "preset":
-			fallback = meta.Preset
-		case "config":
-			if opts.Preset == "" && cfg == "" {
-				return cmdutil.Usagef("%s was made with config-file parameters: pass the same --config (or --preset)", opts.Proof)
-			}
-		}
-	}
-	res, err := prove.ResolveParams(opts.Preset, cfg, fallback, opts.AllowInsecure)
+	res, err := prover.ResolveProofParams(opts.Preset, opts.Settings, meta, opts.Proof, opts.AllowInsecure)
 	if err != nil {
 		return err
 	}

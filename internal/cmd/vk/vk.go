@@ -12,11 +12,10 @@ import (
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
-	"github.com/metalprove/metalprove/internal/cmd/prove"
-	"github.com/metalprove/metalprove/internal/cmd/verify"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
 	sp "github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/stark"
 )
 
@@ -52,7 +51,7 @@ func NewCmdExport(f *cmdutil.Factory, runF func(*ExportOptions) error) *cobra.Co
 		Short: "Write the verifying key of a trace file's AIRs in OpenVM's postcard form",
 		Long: `Build the verifying key of the AIRs a trace file's sections name (in section order, with
 their heights), under --preset (` + strings.Join(sp.PresetNames(), ", ") + `) or the config file's
-params section (default ` + prove.DefaultPreset + `), and write it as OpenVM writes it:
+params section (default ` + prover.DefaultPreset + `), and write it as OpenVM writes it:
 postcard::to_allocvec(&MultiStarkVerifyingKey), the parameters, per-AIR keys, trace-height
 constraints and the pre_hash the transcript observes first. The pre_hash is printed.
 
@@ -76,7 +75,7 @@ written atomically and may not be the trace file.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Trace, "trace", "", "trace file whose sections name the AIRs and heights (required)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "file to write the key to (required)")
-	fl.StringVar(&opts.Preset, "preset", "", "preset: "+strings.Join(sp.PresetNames(), "|")+" (default: the config file's params section, else "+prove.DefaultPreset+")")
+	fl.StringVar(&opts.Preset, "preset", "", "preset: "+strings.Join(sp.PresetNames(), "|")+" (default: the config file's params section, else "+prover.DefaultPreset+")")
 	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "accept parameters with a security target below 100 bits")
 	return cmd
 }
@@ -86,7 +85,7 @@ func exportRun(opts *ExportOptions) error {
 	if opts.Settings != nil {
 		cfg = opts.Settings.ConfigFile
 	}
-	res, err := prove.ResolveParams(opts.Preset, cfg, "", opts.AllowInsecure)
+	res, err := prover.ResolveParams(opts.Preset, opts.Settings, "", opts.AllowInsecure)
 	if err != nil {
 		return err
 	}
@@ -95,7 +94,7 @@ func exportRun(opts *ExportOptions) error {
 		return err
 	}
 	defer out.Abort()
-	metas, err := verify.TraceAirs(opts.Trace)
+	metas, err := prover.TraceAirs(opts.Trace)
 	if err != nil {
 		return err
 	}
@@ -122,6 +121,6 @@ func exportRun(opts *ExportOptions) error {
 	}
 	dg := stark.ParamsDigest(res.Params)
 	_, err = fmt.Fprintf(opts.IO.Out, "%s: verifying key of %s under %s (params digest %s), %d bytes; pre_hash [%s]\n",
-		opts.Output, verify.AirList(metas), res.Source, hex.EncodeToString(dg[:8]), len(b), strings.Join(ph, ", "))
+		opts.Output, prover.AirList(metas), res.Source, hex.EncodeToString(dg[:8]), len(b), strings.Join(ph, ", "))
 	return err
 }

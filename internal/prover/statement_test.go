@@ -1,45 +1,34 @@
-package prove
+package prover
 
 import (
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
 // TestScanAirs: the AIRs and heights found from the headers alone are those LoadTrace reads
 // (what lets keygen run while the cells are read), and a section no AIR fits is an error.
 func TestScanAirs(t *testing.T) {
-	ex, err := examples.Lookup("interaction-pair")
-	if err != nil {
-		t.Fatal(err)
-	}
-	secs, err := ex.Generate(examples.Options{Rows: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file []tracefile.Section
-	for _, s := range secs {
-		file = append(file, tracefile.Section{
-			SectionHeader: tracefile.SectionHeader{Name: s.Name, Width: s.Width(), Height: s.Height, PublicValues: s.Public},
-			Data:          s.Cells,
-		})
-	}
+	file := exampleSections(t, "interaction-pair", 64)
 	path := filepath.Join(t.TempDir(), "pair.trace")
 	if err := tracefile.WriteAll(path, file); err != nil {
 		t.Fatal(err)
 	}
-	airs, heights, err := ScanAirs(path)
+	h, err := ReadHeaders(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := LoadTrace(path)
+	airs, heights, err := h.ScanAirs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(airs) != len(secs) || !sameStatement(airs, heights, st) {
+	st, err := LoadTrace(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(airs) != len(file) || !sameStatement(airs, heights, st) {
 		t.Fatalf("scanned %d AIRs (heights %v), read %d", len(airs), heights, len(st.Airs))
 	}
 	if sameStatement(airs[:1], heights[:1], st) {
@@ -56,7 +45,11 @@ func TestScanAirs(t *testing.T) {
 	if err := tracefile.WriteAll(bad, file); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ScanAirs(bad); err == nil || !strings.Contains(err.Error(), "no-such-air") {
+	hb, err := ReadHeaders(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := hb.ScanAirs(); err == nil || !strings.Contains(err.Error(), "no-such-air") {
 		t.Fatalf("unknown AIR: %v", err)
 	}
 }

@@ -1,0 +1,113 @@
+package prover
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/gpu"
+	sp "github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
+)
+
+// Opening is a backend being opened, and the proving key of a trace file's AIRs being made on
+// it, while the trace's cells are read: a CUDA driver's first initialisation takes about 100 ms
+// and Keccak-f's keygen about 100 ms, as long as reading a keccakf-1024 trace. The AIRs come from
+// the section headers (Headers.ScanAirs); when they cannot be had there, keygen waits for the
+// statement (Key), whose reading then names the problem.
+type Opening struct {
+	p       sp.SystemParams
+	airs    []air.Air
+	heights []int
+	scanErr error
+	done    chan opened
+	o       *opened
+}
+
+// opened is what the opening goroutine made.
+type opened struct {
+	be     *Backend
+	err    error
+	pk     *stark.ProvingKey
+	keyErr error
+	keygen time.Duration
+}
+
+// StartOpening starts opening the backend (OpenBackend) and, when h's AIRs can be had from its
+// headers, making their proving key with parameters p. h may be nil (the headers could not be
+// read). Either Backend or Release must follow.
+func StartOpening(settings *cmdutil.Settings, reference bool, p sp.SystemParams, h *Headers, log *zerolog.Logger) *Opening {
+	op := &Opening{p: p, done: make(chan opened, 1), scanErr: errors.New("no headers")}
+	if h != nil {
+		op.airs, op.heights, op.scanErr = h.ScanAirs()
+	}
+	go func() {
+		be, err := OpenBackend(settings, reference, log)
+		o := opened{be: be, err: err}
+		if err == nil && op.scanErr == nil {
+			t := time.Now()
+			o.pk, o.keyErr = stark.Keygen(p, op.airs, nil, be.Backend)
+			o.keygen = time.Since(t)
+		}
+		op.done <- o
+	}()
+	return op
+}
+
+// wait waits for the goroutine, once.
+func (op *Opening) wait() *opened {
+	if op.o == nil {
+		o := <-op.done
+		op.o = &o
+	}
+	return op.o
+}
+
+// Release waits for the opening and frees what it made: the key and the backend.
+func (op *Opening) Release() {
+	o := op.wait()
+	if o.pk != nil {
+		o.pk.Free()
+		o.pk = nil
+	}
+	if o.err == nil && o.be != nil {
+		o.be.Close()
+		o.be = nil
+	}
+}
+
+// Backend waits for the backend; the caller closes it (or calls Release).
+func (op *Opening) Backend() (*Backend, error) {
+	o := op.wait()
+	return o.be, o.err
+}
+
+// Key returns the proving key of st's AIRs on the backend and the time keygen took: the key made
+// while the cells were read, unless the file changed in between (st's AIRs or heights are not
+// those of the headers), else one made now. what names the input in errors: a device out of
+// memory is a DeviceError, any other keygen failure a BadInputError. The caller frees the key.
+func (op *Opening) Key(st *Statement, what string) (*stark.ProvingKey, time.Duration, error) {
+	o := op.wait()
+	pk, keyErr, keygen := o.pk, o.keyErr, o.keygen
+	o.pk = nil                                                // the caller's now
+	if pk != nil && !sameStatement(op.airs, op.heights, st) { // the file changed in between
+		pk.Free()
+		pk = nil
+	}
+	if pk == nil && (keyErr == nil || op.scanErr != nil) {
+		start := time.Now()
+		pk, keyErr = stark.Keygen(op.p, st.Airs, nil, o.be.Backend)
+		keygen = time.Since(start)
+	}
+	if keyErr != nil {
+		if errors.Is(keyErr, gpu.ErrOutOfMemory) {
+			return nil, 0, &cmdutil.DeviceError{Err: fmt.Errorf("keygen: %w", keyErr)}
+		}
+		return nil, 0, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", what, keyErr)}
+	}
+	return pk, keygen, nil
+}
