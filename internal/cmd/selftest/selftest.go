@@ -15,6 +15,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/selftest"
 )
 
@@ -29,8 +30,9 @@ type Options struct {
 
 	// Settings are the resolved root settings (read at run time for --device).
 	Settings *cmdutil.Settings
-	// OpenDevice opens the device the kernel checks run on (gpu.Open outside tests).
-	OpenDevice func(kind gpu.Kind, opts gpu.Options) (*gpu.Device, error)
+	// OpenDevice opens the device the kernel checks run on (prover.OpenDevice outside tests: capped
+	// at --device-memory).
+	OpenDevice func(settings *cmdutil.Settings, kind gpu.Kind, ordinal int, log *zerolog.Logger) (*gpu.Device, error)
 	// KernelChecks returns the device checks (selftest.KernelChecks outside tests).
 	KernelChecks func(dev *gpu.Device) []selftest.Check
 
@@ -51,7 +53,7 @@ type Report struct {
 // NewCmdSelftest returns the selftest command. runF, when not nil, replaces selftestRun (for tests).
 func NewCmdSelftest(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: f.IO, Logger: &f.Logger, Checks: selftest.All, Settings: f.Settings,
-		OpenDevice: gpu.Open, KernelChecks: selftest.KernelChecks}
+		OpenDevice: prover.OpenDevice, KernelChecks: selftest.KernelChecks}
 	cmd := &cobra.Command{
 		Use:   "selftest",
 		Short: "Run the built-in known-answer and consistency checks",
@@ -120,9 +122,9 @@ func selftestRun(opts *Options) error {
 	all := opts.Checks()
 	log := opts.Logger
 	if kind := deviceKind(opts); kind != "" {
-		dev, err := opts.OpenDevice(kind, gpu.Options{Logger: *log})
+		dev, err := opts.OpenDevice(opts.Settings, kind, 0, log)
 		if err != nil {
-			return &cmdutil.DeviceError{Err: fmt.Errorf("selftest: device %s: %w", kind, err)}
+			return &cmdutil.DeviceError{Err: fmt.Errorf("selftest: %w", err)}
 		}
 		defer dev.Close()
 		log.Debug().Str("device", dev.Name()).Msg("kernel checks")

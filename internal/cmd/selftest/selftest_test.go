@@ -164,7 +164,7 @@ func Test_selftestRun_filter(t *testing.T) {
 
 func Test_selftestRun_deviceKernels(t *testing.T) {
 	var opened []gpu.Kind
-	fakeOpen := func(k gpu.Kind, _ gpu.Options) (*gpu.Device, error) {
+	fakeOpen := func(_ *cmdutil.Settings, k gpu.Kind, _ int, _ *zerolog.Logger) (*gpu.Device, error) {
 		opened = append(opened, k)
 		if k == gpu.KindCUDA {
 			return nil, fmt.Errorf("no driver: %w", gpu.ErrUnavailable)
