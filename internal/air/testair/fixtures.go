@@ -1,7 +1,6 @@
 package testair
 
 import (
-
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/stdrng"
