@@ -13,6 +13,9 @@
 #                                "app-100bit openvm-keccakf"), JSON to $OUT; then one proof of
 #                                128 permutations on CUDA and on the host device (16 cores there),
 #                                whose proof files must be byte-identical and verify.
+#   scripts/gpu-check.sh keys    there: OpenVM's keys (testdata) through keygen --openvm-vk and
+#                                prove --key on CUDA, proof bytes compared with OpenVM's proofs;
+#                                keccakf-1024 benched from the built-in AIR and from its key file.
 # With the device tool: run `scripts/gpu-check.sh build`, then run `bash scripts/gpu-check.sh run`
 # with carry [".gpu"]. Nothing here is needed by CI.
 set -uo pipefail
@@ -77,8 +80,49 @@ print("prove k1024 (one process):", ", ".join("%s %.2f ms" % (s["stage"], s["wal
 	rm -f "$out/k128-cuda.proof"
 	exit $status
 	;;
+keys)
+	# OpenVM's keys in, OpenVM's proofs out, on CUDA: keygen --openvm-vk of the keys in
+	# internal/cmd/testdata/openvm-v2.0.1, prove --key of the same statements, proof export, and
+	# the bytes compared with the proofs OpenVM's prover made; then keccakf-1024 benched from the
+	# built-in AIR and from its key file (PERMS, default 1024), on one lease.
+	out=${OUT:-gpu-out}
+	mkdir -p "$out"
+	bin=.gpu/metalprove
+	vec=internal/cmd/testdata/openvm-v2.0.1
+	tmp=$(mktemp -d)
+	status=0
+	"$bin" trace --example fibonacci --rows 8 -o "$tmp/fib.trace" >/dev/null || status=$?
+	"$bin" trace --example keccakf --perms 16 -o "$tmp/k16.trace" >/dev/null || status=$?
+	"$bin" keygen --openvm-vk "$vec/fib.vk.postcard" --names fibonacci --allow-insecure -o "$tmp/fib.pk" || status=$?
+	"$bin" keygen --openvm-vk "$vec/keccakf.vk.postcard" --names keccakf -o "$tmp/keccakf.pk" || status=$?
+	for fx in "fib fib fib.proof --allow-insecure" "keccakf k16 keccakf-16.proof"; do
+		read -r key trace want extra <<<"$fx"
+		"$bin" --device cuda prove --key "$tmp/$key.pk" --trace "$tmp/$trace.trace" -o "$tmp/$trace.proof" $extra --json >"$tmp/$trace.json" 2>>"$out/keys.log" || status=$?
+		"$bin" proof export "$tmp/$trace.proof" -o "$tmp/$trace.bare" >/dev/null || status=$?
+		if cmp "$tmp/$trace.bare" "$vec/$want"; then echo "$key: CUDA proof from OpenVM's key = OpenVM's $want"; else status=1; fi
+		python3 -c 'import json,sys
+r=json.load(open(sys.argv[1]))
+print("  fallbacks", r["fallbacks"], "stages:", ", ".join("%s %.2f ms" % (s["stage"], s["wall_ms"]) for s in r["stages"]))' "$tmp/$trace.json" || status=1
+		"$bin" verify --key "$tmp/$key.pk" "$tmp/$trace.proof" $extra >/dev/null || status=$?
+	done
+	"$bin" keygen --example keccakf -o "$tmp/builtin.pk" || status=$?
+	for perms in ${PERMS:-1024}; do
+		for src in builtin key; do
+			k=(--preset app-100bit)
+			if [[ $src == key ]]; then k=(--key "$tmp/builtin.pk"); fi
+			"$bin" --device cuda --log-format json bench --example keccakf --perms "$perms" "${k[@]}" \
+				--warmup 1 --runs "${RUNS:-7}" --json >"$tmp/bench-$src.json" 2>>"$out/keys.log" || status=$?
+			python3 -c 'import json,sys
+r=json.load(open(sys.argv[1]))
+print(sys.argv[2], sys.argv[3], "prove median %.2f ms (min %.2f, max %.2f), fallbacks %d" % (r["prove_ms"]["median"], r["prove_ms"]["min"], r["prove_ms"]["max"], r["fallbacks"]),
+      "; ".join("%s %.2f" % (s["stage"], s["wall_ms"]["median"]) for s in r["stages"]))' "$tmp/bench-$src.json" "$perms" "$src" || status=1
+		done
+	done
+	rm -rf "$tmp"
+	exit $status
+	;;
 *)
-	echo "usage: scripts/gpu-check.sh build|run|bench" >&2
+	echo "usage: scripts/gpu-check.sh build|run|bench|keys" >&2
 	exit 2
 	;;
 esac

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/metalprove/metalprove/internal/cmd/bench"
+	"github.com/metalprove/metalprove/internal/cmd/keygen"
 	"github.com/metalprove/metalprove/internal/cmd/params"
 	"github.com/metalprove/metalprove/internal/cmd/proof"
 	"github.com/metalprove/metalprove/internal/cmd/prove"
@@ -20,6 +21,7 @@ import (
 func subcommands(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
 		bench.NewCmdBench(f, nil),
+		keygen.NewCmdKeygen(f, nil),
 		params.NewCmdParams(f, nil),
 		proof.NewCmdProof(f, nil),
 		prove.NewCmdProve(f, nil),

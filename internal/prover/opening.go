@@ -20,6 +20,8 @@ import (
 // the section headers (Headers.ScanAirs); when they cannot be had there, keygen waits for the
 // statement (Key), whose reading then names the problem.
 type Opening struct {
+	// key, when set, is the proving-key file the proving key comes from (not the headers).
+	key     *Key
 	p       sp.SystemParams
 	airs    []air.Air
 	heights []int
@@ -51,6 +53,23 @@ func StartOpening(settings *cmdutil.Settings, reference bool, p sp.SystemParams,
 		if err == nil && op.scanErr == nil {
 			t := time.Now()
 			o.pk, o.keyErr = stark.Keygen(p, op.airs, nil, be.Backend)
+			o.keygen = time.Since(t)
+		}
+		op.done <- o
+	}()
+	return op
+}
+
+// StartOpeningKey starts opening the backend and making the proving key of k on it (its
+// preprocessed traces committed there: stark.KeygenFromKey) while the cells are read.
+func StartOpeningKey(settings *cmdutil.Settings, reference bool, k *Key, log *zerolog.Logger) *Opening {
+	op := &Opening{key: k, p: k.Params(), done: make(chan opened, 1)}
+	go func() {
+		be, err := OpenBackend(settings, reference, log)
+		o := opened{be: be, err: err}
+		if err == nil {
+			t := time.Now()
+			o.pk, o.keyErr = stark.KeygenFromKey(k.File.MVK, k.File.PreHash, k.Airs, be.Backend)
 			o.keygen = time.Since(t)
 		}
 		op.done <- o
@@ -93,7 +112,13 @@ func (op *Opening) Backend() (*Backend, error) {
 func (op *Opening) Key(st *Statement, what string) (*stark.ProvingKey, time.Duration, error) {
 	o := op.wait()
 	pk, keyErr, keygen := o.pk, o.keyErr, o.keygen
-	o.pk = nil                                                // the caller's now
+	o.pk = nil // the caller's now
+	if op.key != nil {
+		if keyErr != nil {
+			return nil, 0, keygenError(op.key.Path, keyErr)
+		}
+		return pk, keygen, nil
+	}
 	if pk != nil && !sameStatement(op.airs, op.heights, st) { // the file changed in between
 		pk.Free()
 		pk = nil
@@ -104,10 +129,16 @@ func (op *Opening) Key(st *Statement, what string) (*stark.ProvingKey, time.Dura
 		keygen = time.Since(start)
 	}
 	if keyErr != nil {
-		if errors.Is(keyErr, gpu.ErrOutOfMemory) {
-			return nil, 0, &cmdutil.DeviceError{Err: fmt.Errorf("keygen: %w", keyErr)}
-		}
-		return nil, 0, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", what, keyErr)}
+		return nil, 0, keygenError(what, keyErr)
 	}
 	return pk, keygen, nil
+}
+
+// keygenError classifies a keygen error: a device out of memory is a DeviceError, any other
+// failure a BadInputError naming what.
+func keygenError(what string, err error) error {
+	if errors.Is(err, gpu.ErrOutOfMemory) {
+		return &cmdutil.DeviceError{Err: fmt.Errorf("keygen: %w", err)}
+	}
+	return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", what, err)}
 }

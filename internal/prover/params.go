@@ -59,13 +59,19 @@ func ResolveParams(preset string, settings *cmdutil.Settings, fallback string, a
 }
 
 // ResolveProofParams is ResolveParams for a proof file of metadata meta (nil for none) at path:
-// the preset the proof was made with is the fallback; a proof made with config-file parameters
-// needs the same --config (or a --preset).
+// the preset the proof was made with (or its proving key's, when they are a preset) is the
+// fallback; a proof made with config-file parameters needs the same --config (or a --preset).
 func ResolveProofParams(preset string, settings *cmdutil.Settings, meta *stark.ProofMeta, path string, allowInsecure bool) (*Resolved, error) {
 	fallback := ""
 	if meta != nil {
 		switch meta.Params {
 		case "preset":
+			fallback = meta.Preset
+		case "key":
+			// A key's parameters: its preset's when they are one, else only the key has them.
+			if meta.Preset == "" && preset == "" {
+				return nil, cmdutil.Usagef("%s was made with a proving key whose parameters are no preset: pass the same --key", path)
+			}
 			fallback = meta.Preset
 		case "config":
 			if preset == "" && configFile(settings) == "" {

@@ -15,12 +15,15 @@ import (
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
-// Statement is what a trace file proves: the AIRs (key order) and their inputs.
+// Statement is what a trace file proves: the AIRs (key order) and their inputs; against a
+// proving key (Key set), every AIR of the key, those left out with a zero input and height 0.
 type Statement struct {
 	Airs   []air.Air
 	Inputs []stark.AirProvingInput
 	Meta   []stark.ProofMetaAir
 	Widths []int
+	// Key is the proving key the statement was read against (nil: built-in AIRs).
+	Key *Key
 	// CellBytes is the size of all traces (4 bytes a cell).
 	CellBytes uint64
 }
@@ -106,25 +109,9 @@ func (h *Headers) ScanAirs() ([]air.Air, []int, error) {
 // BadInputErrors; a file whose cells do not fit in the memory available is refused before they
 // are read.
 func LoadTrace(path string, h *Headers) (*Statement, error) {
-	if h == nil {
-		h, _ = ReadHeaders(path) // a file whose headers cannot be read fails below, named
-	}
-	if h != nil {
-		n := h.TraceCellBytes()
-		if mem := MachineMemory(); mem.Available > 0 && n > mem.Available {
-			return nil, fmt.Errorf("%s: not enough memory: its cells need %s, %s is available", path, sysinfo.Bytes(n), sysinfo.Bytes(mem.Available))
-		}
-	}
-	secs, err := tracefile.ReadAll(path)
+	secs, err := readSections(path, h)
 	if err != nil {
-		var fe *tracefile.FormatError
-		if errors.As(err, &fe) || errors.Is(err, os.ErrNotExist) {
-			return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", path, err)}
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(secs) == 0 {
-		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: no sections", path)}
+		return nil, err
 	}
 	st := &Statement{}
 	for i := range secs {
@@ -160,6 +147,46 @@ func LoadTrace(path string, h *Headers) (*Statement, error) {
 		st.CellBytes += 4 * uint64(len(s.Data))
 	}
 	return st, nil
+}
+
+// readSections reads every section of a trace file (h: its headers, or nil), refusing a file
+// whose cells do not fit in the memory available before reading them. File problems are
+// BadInputErrors.
+func readSections(path string, h *Headers) ([]tracefile.Section, error) {
+	if h == nil {
+		h, _ = ReadHeaders(path) // a file whose headers cannot be read fails below, named
+	}
+	if h != nil {
+		n := h.TraceCellBytes()
+		if mem := MachineMemory(); mem.Available > 0 && n > mem.Available {
+			return nil, fmt.Errorf("%s: not enough memory: its cells need %s, %s is available", path, sysinfo.Bytes(n), sysinfo.Bytes(mem.Available))
+		}
+	}
+	secs, err := tracefile.ReadAll(path)
+	if err != nil {
+		var fe *tracefile.FormatError
+		if errors.As(err, &fe) || errors.Is(err, os.ErrNotExist) {
+			return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", path, err)}
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(secs) == 0 {
+		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: no sections", path)}
+	}
+	return secs, nil
+}
+
+// ProofMeta is the metadata of a proof of st with parameters res: the AIRs and heights, and
+// the key's pre_hash for a statement made against a proving key.
+func (st *Statement) ProofMeta(res *Resolved) *stark.ProofMeta {
+	if st.Key != nil {
+		return &stark.ProofMeta{Params: "key", Preset: st.Key.Preset, AIRs: st.Meta, KeyPreHash: stark.KeyPreHashValues(st.Key.File.PreHash)}
+	}
+	meta := &stark.ProofMeta{Params: "preset", Preset: res.Preset, AIRs: st.Meta}
+	if res.Preset == "" {
+		meta.Params = "config"
+	}
+	return meta
 }
 
 // sameStatement says whether the AIRs and heights ScanAirs found are those of the statement

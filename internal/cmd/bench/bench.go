@@ -58,7 +58,10 @@ type Options struct {
 	// environment or the config file): the host device's smaller defaults do not apply.
 	SizesSet bool
 	// Preset names the parameters ("" : the config file's params section, else DefaultPreset).
-	Preset        string
+	Preset string
+	// Key is a proving-key file the example is proved against (metalprove keygen): its AIRs must
+	// be the example's; the parameters are the key's.
+	Key           string
 	AllowInsecure bool
 	// Reference proves on the CPU reference backend; DeviceExplicit says --device was given.
 	Reference      bool
@@ -212,6 +215,7 @@ device's memory; 130 when interrupted.`,
 	fl.IntVar(&opts.Warmup, "warmup", 1, "--example: untimed proofs before the timed runs")
 	fl.StringVar(&opts.Preset, "preset", "", "--example: preset: "+strings.Join(sp.PresetNames(), "|")+" (default: the config file's params section, else "+DefaultPreset+")")
 	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "--example: accept parameters with a security target below 100 bits")
+	fl.StringVar(&opts.Key, "key", "", "--example: prove against this proving-key file (metalprove keygen; its AIRs must be the example's) with its parameters")
 	fl.BoolVar(&opts.Reference, "cpuref", false, "--example: prove on the CPU reference backend (not with --device)")
 	fl.IntVar(&opts.Concurrency, "concurrency", 1, "--example: proofs in flight at once, each on its own device queue (CUDA stream), spread over the GPUs; reports proofs/s")
 	fl.StringVar(&opts.GPUs, "gpus", "", "--example with --device cuda: the GPUs to spread proofs over, CUDA ordinals such as 0,1 (default: every visible GPU)")
@@ -225,14 +229,17 @@ device's memory; 130 when interrupted.`,
 }
 
 func benchRun(opts *Options) error {
+	if opts.Key != "" && opts.Preset != "" {
+		return cmdutil.Usagef("--key and --preset conflict: the parameters are the key's")
+	}
 	if opts.Example != "" {
 		return exampleRun(opts)
 	}
 	if !opts.Kernels {
 		return cmdutil.Usagef("bench: pass --example NAME (%s) or --kernels", strings.Join(examples.Names(), ", "))
 	}
-	if opts.Perms != 0 || opts.Rows != 0 || opts.SeedSet || opts.TraceOut != "" || opts.Reference || opts.Preset != "" {
-		return cmdutil.Usagef("--perms, --rows, --seed, --preset, --cpuref and --trace-out apply to --example only")
+	if opts.Perms != 0 || opts.Rows != 0 || opts.SeedSet || opts.TraceOut != "" || opts.Reference || opts.Preset != "" || opts.Key != "" {
+		return cmdutil.Usagef("--perms, --rows, --seed, --preset, --key, --cpuref and --trace-out apply to --example only")
 	}
 	if opts.Runs < 1 {
 		return cmdutil.Usagef("--runs %d: must be ≥ 1", opts.Runs)

@@ -31,6 +31,7 @@ import (
 	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/sysinfo"
+	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
 const (
@@ -285,8 +286,16 @@ func exampleRun(opts *Options) error {
 	if opts.Settings != nil {
 		cfg = opts.Settings.ConfigFile
 	}
-	res, err := prover.ResolveParams(opts.Preset, opts.Settings, DefaultPreset, opts.AllowInsecure)
-	if err != nil {
+	// With --key the example's sections are proved against a proving-key file (its AIRs must be
+	// the example's, in order), its parameters instead of a preset's.
+	var key *prover.Key
+	var res *prover.Resolved
+	if opts.Key != "" {
+		if key, err = prover.ReadKey(opts.Key, opts.AllowInsecure); err != nil {
+			return err
+		}
+		res = &prover.Resolved{Params: key.Params(), Preset: key.Preset, Source: key.ParamsSource(), SecurityBits: key.SecurityBits}
+	} else if res, err = prover.ResolveParams(opts.Preset, opts.Settings, DefaultPreset, opts.AllowInsecure); err != nil {
 		return err
 	}
 	p := res.Params
@@ -403,7 +412,21 @@ func exampleRun(opts *Options) error {
 
 	task.Step("keygen")
 	start = time.Now()
-	pk, err := stark.Keygen(p, airs, nil, be.Backend)
+	var pk *stark.ProvingKey
+	if key != nil {
+		hs := make([]tracefile.SectionHeader, len(secs))
+		all := make([]int, len(secs))
+		for i, s := range secs {
+			hs[i], all[i] = tracefile.SectionHeader{Name: s.Name, Width: s.Width(), Height: s.Height, PublicValues: s.Public}, i
+		}
+		if err := prover.CheckKeySections(key, "--example "+ex.Name, hs, all); err != nil {
+			task.Done()
+			return err
+		}
+		pk, err = stark.KeygenFromKey(key.File.MVK, key.File.PreHash, key.Airs, be.Backend)
+	} else {
+		pk, err = stark.Keygen(p, airs, nil, be.Backend)
+	}
 	if err != nil {
 		task.Done()
 		return prover.ProveError(ctx, "bench keygen", err)

@@ -23,6 +23,8 @@ type ExportOptions struct {
 	Proof  string
 	Output string
 	Preset string
+	// Key is the proving-key file the proof was made with (its parameters).
+	Key string
 }
 
 // NewCmdProof returns the proof command group.
@@ -49,7 +51,8 @@ digest, CRC) or the metadata naming the AIRs. OpenVM's verifier reads these byte
 Proof::decode; 'metalprove verify --openvm FILE --trace TRACE --preset P' verifies them.
 
 The proof file is checked first (envelope, CRC, the parameters' digest, a full decode), with the
-parameters it names (--preset or the config file's params section to override). Exporting
+parameters it names (--preset or the config file's params section to override; --key PK for
+a proof made with a proving key whose parameters are no preset). Exporting
 verifies nothing, so parameters below 100 bits (the test preset) need no --allow-insecure here. The output is
 written atomically and may not be the proof file itself.`,
 		Example: `  metalprove proof export k16.proof -o k16.openvm.proof
@@ -69,6 +72,7 @@ written atomically and may not be the proof file itself.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.Output, "output", "o", "", "file to write the bare codec bytes to (required)")
 	fl.StringVar(&opts.Preset, "preset", "", "preset (default: the config file's params section, else the proof file's preset)")
+	fl.StringVar(&opts.Key, "key", "", "the proving-key file the proof was made with: its parameters")
 	return cmd
 }
 
@@ -86,8 +90,17 @@ func exportRun(opts *ExportOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := prover.ResolveProofParams(opts.Preset, opts.Settings, meta, opts.Proof, true)
-	if err != nil {
+	var res *prover.Resolved
+	if opts.Key != "" {
+		k, err := prover.ReadKey(opts.Key, true)
+		if err != nil {
+			return err
+		}
+		if err := prover.CheckProofKey(k, opts.Proof, meta); err != nil {
+			return err
+		}
+		res = &prover.Resolved{Params: k.Params(), Preset: k.Preset, Source: k.ParamsSource(), SecurityBits: k.SecurityBits}
+	} else if res, err = prover.ResolveProofParams(opts.Preset, opts.Settings, meta, opts.Proof, true); err != nil {
 		return err
 	}
 	if _, err := stark.UnmarshalProofFile(env, res.Params); err != nil {

@@ -37,6 +37,11 @@ type Options struct {
 
 	Trace  string
 	Output string
+	// Key is a proving-key file (metalprove keygen): the AIRs, their order and the parameters
+	// come from it instead of the section names and the preset.
+	Key string
+	// Airs lists the key's AIRs the trace proves (--airs 0,2,5; "": all).
+	Airs string
 	// Preset is a preset name, or "" for the config file's params section (else app-100bit).
 	Preset        string
 	AllowInsecure bool
@@ -97,7 +102,7 @@ type Report struct {
 func NewCmdProve(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: f.IO, Logger: &f.Logger, Settings: f.Settings}
 	cmd := &cobra.Command{
-		Use:   "prove --trace FILE [-o PROOF]",
+		Use:   "prove --trace FILE [--key PK [--airs I,J,…]] [-o PROOF]",
 		Short: "Prove a trace file: one multi-AIR SWIRL proof of all its sections",
 		Long: `Read a trace file (metalprove trace), find each section's AIR by the section's name
 (keccakf or a test AIR), build the proving key (AIRs in section order, all present), check every
@@ -108,6 +113,16 @@ replaced by .proof (keccakf.bin → keccakf.proof); the path is printed.
 Before any proving work the output is checked: it must not be the trace or the config file, nor a
 directory, and its directory must exist and be writable. The proof file appears only once complete
 (mode 0644 under the umask); an error or an interrupt (Ctrl-C, exit status 130) leaves nothing.
+
+With --key PK (a proving-key file: metalprove keygen, from a built-in example or from OpenVM's
+verifying key) the AIRs, their order and the parameters are the key's: the trace file holds one
+section per AIR of the key, in key order, each named as the key names its AIR, its columns the
+AIR's cached main traces then its common main. --airs 0,2,5 proves only those AIRs of the key
+(OpenVM lets a proof leave out AIRs not marked required): the file then holds their sections, in
+that order. Names, widths, heights and public value counts are checked against the key before any
+work; each mismatch is an exit-3 error naming the AIR index, its name and the field. A key whose
+parameters have a security target below 100 bits needs --allow-insecure. The proof file records
+the key's pre_hash; 'metalprove verify --key PK PROOF' verifies it. See docs/PROVING-KEYS.md.
 
 Progress: each stage is logged at info level when it starts and ends (a long stage is logged
 again every few seconds while it runs); on a terminal one line shows the stage and its elapsed
@@ -138,6 +153,8 @@ AIR; 4 when a trace fails its constraints or interactions; 5 when the device is 
 of memory, or when the proof would not fit in the device's memory; 130 when interrupted.`,
 		Example: `  metalprove trace --example keccakf --perms 16 -o k16.trace
   metalprove prove --trace k16.trace                 # writes k16.proof
+  metalprove keygen --example keccakf -o keccakf.pk && metalprove prove --key keccakf.pk --trace k16.trace
+  metalprove prove --key app.pk --airs 0,2 --trace app.trace -o app.proof
   metalprove prove --trace fib.trace -o fib.proof --preset test --allow-insecure --json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -150,6 +167,12 @@ of memory, or when the proof would not fit in the device's memory; 130 when inte
 			if opts.Reference && opts.DeviceExplicit {
 				return cmdutil.Usagef("--cpuref and --device %s conflict: --cpuref proves on the CPU reference backend, without a device", f.Settings.Device)
 			}
+			if opts.Key != "" && opts.Preset != "" {
+				return cmdutil.Usagef("--key and --preset conflict: the parameters are the key's")
+			}
+			if opts.Airs != "" && opts.Key == "" {
+				return cmdutil.Usagef("--airs needs --key: it picks AIRs of a proving key")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -159,6 +182,8 @@ of memory, or when the proof would not fit in the device's memory; 130 when inte
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Trace, "trace", "", "trace file to prove (required)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "proof file to write (default: the trace's path with the extension .proof)")
+	fl.StringVar(&opts.Key, "key", "", "proving-key file (metalprove keygen): AIRs, order and parameters from it")
+	fl.StringVar(&opts.Airs, "airs", "", "with --key: the AIRs of the key the trace proves, ascending indices (default: all)")
 	fl.StringVar(&opts.Preset, "preset", "", "preset: "+strings.Join(sp.PresetNames(), "|")+
 		" (default: the config file's params section if any, else "+prover.DefaultPreset+")")
 	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "accept parameters with a security target below 100 bits")
@@ -185,8 +210,19 @@ func proveRun(opts *Options) error {
 	if opts.Reference && opts.DeviceExplicit {
 		return cmdutil.Usagef("--cpuref and --device conflict: --cpuref proves on the CPU reference backend, without a device")
 	}
-	res, err := prover.ResolveParams(opts.Preset, opts.Settings, "", opts.AllowInsecure)
-	if err != nil {
+	var key *prover.Key
+	var present []int
+	var res *prover.Resolved
+	var err error
+	if opts.Key != "" {
+		if key, err = prover.ReadKey(opts.Key, opts.AllowInsecure); err != nil {
+			return err
+		}
+		if present, err = prover.ParseAirs(opts.Airs, len(key.Airs)); err != nil {
+			return err
+		}
+		res = &prover.Resolved{Params: key.Params(), Preset: key.Preset, Source: key.ParamsSource(), SecurityBits: key.SecurityBits}
+	} else if res, err = prover.ResolveParams(opts.Preset, opts.Settings, "", opts.AllowInsecure); err != nil {
 		return err
 	}
 	p := res.Params
@@ -224,13 +260,28 @@ func proveRun(opts *Options) error {
 	// headers cannot be read is named by the reading of its cells.
 	headers, _ := prover.ReadHeaders(opts.Trace)
 	if headers != nil {
+		if key != nil {
+			if err := prover.CheckKeySections(key, opts.Trace, headers.Sections, present); err != nil {
+				return err
+			}
+		}
 		if err := prover.CheckMemory(opts.Trace, headers.TraceCellBytes()); err != nil {
 			return err
 		}
 	}
-	opening := prover.StartOpening(opts.Settings, opts.Reference, p, headers, log)
+	var opening *prover.Opening
+	if key != nil {
+		opening = prover.StartOpeningKey(opts.Settings, opts.Reference, key, log)
+	} else {
+		opening = prover.StartOpening(opts.Settings, opts.Reference, p, headers, log)
+	}
 	start := time.Now()
-	st, err := prover.LoadTrace(opts.Trace, headers)
+	var st *prover.Statement
+	if key != nil {
+		st, err = prover.LoadKeyTrace(opts.Trace, headers, key, present)
+	} else {
+		st, err = prover.LoadTrace(opts.Trace, headers)
+	}
 	if err != nil {
 		opening.Release()
 		return err
@@ -239,7 +290,9 @@ func proveRun(opts *Options) error {
 	log.Info().Str("trace", opts.Trace).Int("airs", len(st.Airs)).Str("bytes", sysinfo.Bytes(st.CellBytes)).
 		Str("elapsed", time.Since(start).Round(time.Millisecond).String()).Msg("trace read")
 	for i, a := range st.Airs {
-		rep.AIRs = append(rep.AIRs, prover.AirRow{Name: a.Name(), Width: st.Widths[i], Height: st.Meta[i].Height})
+		if st.Meta[i].Height > 0 { // AIRs of a key left out of the proof have none
+			rep.AIRs = append(rep.AIRs, prover.AirRow{Name: a.Name(), Width: st.Widths[i], Height: st.Meta[i].Height})
+		}
 	}
 	task.Step("opening the device")
 	be, err := opening.Backend()
@@ -294,10 +347,7 @@ func proveRun(opts *Options) error {
 
 	task.Step("writing the proof")
 	start = time.Now()
-	meta := &stark.ProofMeta{Params: "preset", Preset: res.Preset, AIRs: st.Meta}
-	if res.Preset == "" {
-		meta.Params = "config"
-	}
+	meta := st.ProofMeta(res)
 	// Encode once: the proof's size is read off the envelope of the file's bytes.
 	file, err := stark.MarshalProofFileMeta(p, proof, meta)
 	if err != nil {

@@ -34,7 +34,10 @@ type Options struct {
 	OpenVM string
 	// Trace, when set, names the AIRs by the sections of this trace file instead of the proof
 	// file's metadata.
-	Trace         string
+	Trace string
+	// Key, when set, is the proving-key file the proof was made with: the verifying key and the
+	// parameters come from it.
+	Key           string
 	Preset        string
 	AllowInsecure bool
 	JSON          bool
@@ -61,7 +64,7 @@ type Report struct {
 func NewCmdVerify(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
 	opts := &Options{IO: f.IO, Logger: &f.Logger, Settings: f.Settings}
 	cmd := &cobra.Command{
-		Use:   "verify PROOF | verify --openvm FILE --trace TRACE [--preset P]",
+		Use:   "verify PROOF | verify --key PK PROOF | verify --openvm FILE (--trace TRACE [--preset P] | --key PK)",
 		Short: "Verify a proof file written by metalprove prove, or a proof made by OpenVM",
 		Long: `Verify a proof file. The verifying key is rebuilt, not read: the proof file's metadata
 names the AIRs (in key order) and their trace heights, and the preset the proof was made with;
@@ -79,6 +82,12 @@ v2.0.1, as 'metalprove proof export' writes them and OpenVM's prover makes them)
 names neither AIRs nor parameters, so --trace gives the AIRs and their heights and --preset (or
 the config file) the parameters.
 
+--key PK verifies against a proving-key file (metalprove keygen; OpenVM's verifying key
+imported with keygen --openvm-vk): the verifying key and parameters are the key's, not rebuilt.
+A proof file made with a key records the key's pre_hash: another key is refused before
+verifying, and such a proof needs --key. With --openvm, --key verifies a proof made by OpenVM's
+own prover for that key.
+
 The text output names the AIRs and the heights verified. With --json one object is printed
 whatever the outcome: valid, error and exit_code, also for a malformed file (exit 3).
 
@@ -88,14 +97,20 @@ names an unknown AIR; 2 for bad flags.`,
 		Example: `  metalprove verify k16.proof
   metalprove verify fib.proof --preset test --allow-insecure --json
   metalprove verify bare.proof --trace k16.trace
-  metalprove verify --openvm keccakf-16.proof --trace k16.trace --preset app-100bit`,
+  metalprove verify --openvm keccakf-16.proof --trace k16.trace --preset app-100bit
+  metalprove verify --key app.pk app.proof
+  metalprove verify --openvm app.bare --key app.pk`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			switch {
 			case opts.OpenVM != "" && len(args) > 0:
 				return cmdutil.Usagef("give either a proof file or --openvm FILE, not both")
-			case opts.OpenVM != "" && opts.Trace == "":
-				return cmdutil.Usagef("--openvm needs --trace FILE: bare OpenVM proof bytes do not name their AIRs")
+			case opts.OpenVM != "" && opts.Trace == "" && opts.Key == "":
+				return cmdutil.Usagef("--openvm needs --trace FILE or --key PK: bare OpenVM proof bytes do not name their AIRs")
+			case opts.Key != "" && opts.Trace != "":
+				return cmdutil.Usagef("--key and --trace conflict: the key names the AIRs")
+			case opts.Key != "" && opts.Preset != "":
+				return cmdutil.Usagef("--key and --preset conflict: the parameters are the key's")
 			case opts.OpenVM == "" && len(args) == 0:
 				return cmdutil.Usagef("verify needs a proof file (or --openvm FILE --trace TRACE)")
 			}
@@ -111,6 +126,7 @@ names an unknown AIR; 2 for bad flags.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.OpenVM, "openvm", "", "verify this file of bare OpenVM proof codec bytes (needs --trace for the AIRs)")
 	fl.StringVar(&opts.Trace, "trace", "", "take the AIRs from this trace file's sections instead of the proof's metadata")
+	fl.StringVar(&opts.Key, "key", "", "verify against this proving-key file (metalprove keygen): its verifying key and parameters")
 	fl.StringVar(&opts.Preset, "preset", "", "preset (default: the config file's params section, else the proof file's preset)")
 	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "accept parameters with a security target below 100 bits")
 	fl.BoolVar(&opts.JSON, "json", false, "print one JSON object")
@@ -172,8 +188,20 @@ func verify(opts *Options, rep *Report) error {
 		}
 		env = b
 	}
+	var key *prover.Key
 	var airsMeta []stark.ProofMetaAir
 	switch {
+	case opts.Key != "":
+		var err error
+		if key, err = prover.ReadKey(opts.Key, opts.AllowInsecure); err != nil {
+			return err
+		}
+		if err := prover.CheckProofKey(key, rep.Proof, meta); err != nil {
+			return err
+		}
+		rep.AIRsFrom = opts.Key
+	case meta != nil && meta.KeyPreHash != nil && opts.Trace == "":
+		return cmdutil.Usagef("%s was made with a proving key (pre_hash %v): verify it with --key FILE", opts.Proof, meta.KeyPreHash)
 	case opts.Trace != "":
 		var err error
 		if airsMeta, err = prover.TraceAirs(opts.Trace); err != nil {
@@ -186,8 +214,11 @@ func verify(opts *Options, rep *Report) error {
 		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: the proof file has no metadata naming its AIRs; pass --trace FILE", opts.Proof)}
 	}
 	rep.AIRs = airsMeta
-	res, err := prover.ResolveProofParams(opts.Preset, opts.Settings, meta, opts.Proof, opts.AllowInsecure)
-	if err != nil {
+	var res *prover.Resolved
+	var err error
+	if key != nil {
+		res = &prover.Resolved{Params: key.Params(), Preset: key.Preset, Source: key.ParamsSource(), SecurityBits: key.SecurityBits}
+	} else if res, err = prover.ResolveProofParams(opts.Preset, opts.Settings, meta, opts.Proof, opts.AllowInsecure); err != nil {
 		return err
 	}
 	p := res.Params
@@ -224,9 +255,20 @@ func verify(opts *Options, rep *Report) error {
 	}
 
 	start = time.Now()
-	pk, err := stark.Keygen(p, airs, nil, cpuref.New())
-	if err != nil {
-		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", rep.Proof, err)}
+	var vk *stark.VerifyingKey
+	if key != nil {
+		vk = key.VerifyingKey()
+		for i, td := range proof.TraceVData {
+			if td != nil && i < len(key.Airs) && td.LogHeight >= 0 && td.LogHeight < 31 {
+				rep.AIRs = append(rep.AIRs, stark.ProofMetaAir{Name: key.File.Names[i], Height: 1 << td.LogHeight})
+			}
+		}
+	} else {
+		pk, err := stark.Keygen(p, airs, nil, cpuref.New())
+		if err != nil {
+			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", rep.Proof, err)}
+		}
+		vk = pk.VK
 	}
 	rep.TimesMS["keygen"] = float64(time.Since(start).Microseconds()) / 1000
 	if len(proof.TraceVData) == len(airsMeta) {
@@ -238,7 +280,7 @@ func verify(opts *Options, rep *Report) error {
 	}
 
 	start = time.Now()
-	err = stark.Verify(pk.VK, proof, p)
+	err = stark.Verify(vk, proof, p)
 	rep.TimesMS["verify"] = float64(time.Since(start).Microseconds()) / 1000
 	log.Info().Str("elapsed", time.Since(start).Round(time.Microsecond).String()).Bool("valid", err == nil).Msg("verified")
 	if err != nil {

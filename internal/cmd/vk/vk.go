@@ -1,5 +1,6 @@
 // Package vk implements `metalprove vk export`: it writes the verifying key of a trace file's
-// AIRs in OpenVM's postcard form (MultiStarkVerifyingKey, parameters and pre_hash included).
+// AIRs, or of a proving-key file, in OpenVM's postcard form (MultiStarkVerifyingKey, parameters
+// and pre_hash included), and optionally the preprocessed traces beside it.
 package vk
 
 import (
@@ -10,13 +11,12 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/metalprove/metalprove/internal/air"
-	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/cmdutil"
-	"github.com/metalprove/metalprove/internal/examples"
+	"github.com/metalprove/metalprove/internal/keyfile"
 	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
 // ExportOptions are the inputs of vk export.
@@ -25,10 +25,14 @@ type ExportOptions struct {
 	Logger   *zerolog.Logger
 	Settings *cmdutil.Settings
 
-	Trace         string
-	Output        string
-	Preset        string
-	AllowInsecure bool
+	Trace string
+	// Key is a proving-key file to export instead of a trace file's AIRs.
+	Key    string
+	Output string
+	// PreprocessedOut, when set, receives the preprocessed traces as a trace file.
+	PreprocessedOut string
+	Preset          string
+	AllowInsecure   bool
 }
 
 // NewCmdVK returns the vk command group.
@@ -47,7 +51,7 @@ func NewCmdVK(f *cmdutil.Factory, runF func(*ExportOptions) error) *cobra.Comman
 func NewCmdExport(f *cmdutil.Factory, runF func(*ExportOptions) error) *cobra.Command {
 	opts := &ExportOptions{IO: f.IO, Logger: &f.Logger, Settings: f.Settings}
 	cmd := &cobra.Command{
-		Use:   "export --trace TRACE [--preset P] -o FILE",
+		Use:   "export (--trace TRACE [--preset P] | --key PK) -o FILE [--preprocessed-out FILE]",
 		Short: "Write the verifying key of a trace file's AIRs in OpenVM's postcard form",
 		Long: `Build the verifying key of the AIRs a trace file's sections name (in section order, with
 their heights), under --preset (` + strings.Join(sp.PresetNames(), ", ") + `) or the config file's
@@ -55,13 +59,24 @@ params section (default ` + prover.DefaultPreset + `), and write it as OpenVM wr
 postcard::to_allocvec(&MultiStarkVerifyingKey), the parameters, per-AIR keys, trace-height
 constraints and the pre_hash the transcript observes first. The pre_hash is printed.
 
+--key PK exports the verifying key of a proving-key file instead: for a key imported with
+'keygen --openvm-vk', the bytes it was imported from. --preprocessed-out FILE also writes the
+AIRs' preprocessed traces as a trace file (one section per AIR that has one, in key order): with
+the key, what 'keygen --openvm-vk --preprocessed' takes.
+
 Only the AIRs' names and heights are read from the trace file, not its cells. The output is
 written atomically and may not be the trace file.`,
-		Example: `  metalprove vk export --trace k16.trace --preset app-100bit -o keccakf.vk.postcard`,
-		Args:    cobra.NoArgs,
+		Example: `  metalprove vk export --trace k16.trace --preset app-100bit -o keccakf.vk.postcard
+  metalprove vk export --key app.pk -o app.vk.postcard --preprocessed-out app.pre.trace`,
+		Args: cobra.NoArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
-			if opts.Trace == "" {
-				return cmdutil.Usagef("--trace is required")
+			switch {
+			case opts.Trace == "" && opts.Key == "":
+				return cmdutil.Usagef("--trace or --key is required")
+			case opts.Trace != "" && opts.Key != "":
+				return cmdutil.Usagef("--trace and --key conflict: give one")
+			case opts.Key != "" && opts.Preset != "":
+				return cmdutil.Usagef("--key and --preset conflict: the parameters are the key's")
 			}
 			if opts.Output == "" {
 				return cmdutil.Usagef("-o/--output is required")
@@ -73,8 +88,10 @@ written atomically and may not be the trace file.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Trace, "trace", "", "trace file whose sections name the AIRs and heights (required)")
+	fl.StringVar(&opts.Trace, "trace", "", "trace file whose sections name the AIRs and heights")
+	fl.StringVar(&opts.Key, "key", "", "proving-key file (metalprove keygen) to export instead")
 	fl.StringVarP(&opts.Output, "output", "o", "", "file to write the key to (required)")
+	fl.StringVar(&opts.PreprocessedOut, "preprocessed-out", "", "also write the preprocessed traces to this trace file")
 	fl.StringVar(&opts.Preset, "preset", "", "preset: "+strings.Join(sp.PresetNames(), "|")+" (default: the config file's params section, else "+prover.DefaultPreset+")")
 	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "accept parameters with a security target below 100 bits")
 	return cmd
@@ -85,42 +102,61 @@ func exportRun(opts *ExportOptions) error {
 	if opts.Settings != nil {
 		cfg = opts.Settings.ConfigFile
 	}
-	res, err := prover.ResolveParams(opts.Preset, opts.Settings, "", opts.AllowInsecure)
-	if err != nil {
-		return err
+	input := opts.Trace
+	if opts.Key != "" {
+		input = opts.Key
 	}
-	out, err := cmdutil.CreateOutput("-o", opts.Output, opts.Trace, cfg)
+	if opts.PreprocessedOut != "" && (opts.PreprocessedOut == opts.Output) {
+		return cmdutil.Usagef("--preprocessed-out and -o are the same file")
+	}
+	out, err := cmdutil.CreateOutput("-o", opts.Output, input, cfg)
 	if err != nil {
 		return err
 	}
 	defer out.Abort()
-	metas, err := prover.TraceAirs(opts.Trace)
-	if err != nil {
-		return err
-	}
-	airs := make([]air.Air, len(metas))
-	for i, m := range metas {
-		if airs[i], err = examples.AirForHeight(m.Name, m.Height); err != nil {
-			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: section %d: %w", opts.Trace, i, err)}
+	var f *keyfile.File
+	var source string
+	if opts.Key != "" {
+		k, err := prover.ReadKey(opts.Key, opts.AllowInsecure)
+		if err != nil {
+			return err
 		}
+		f, source = k.File, k.ParamsSource()
+	} else {
+		res, err := prover.ResolveParams(opts.Preset, opts.Settings, "", opts.AllowInsecure)
+		if err != nil {
+			return err
+		}
+		airs, _, err := prover.BuiltinAirs(opts.Trace)
+		if err != nil {
+			return err
+		}
+		if f, err = prover.KeygenBuiltin(res.Params, airs, keyfile.Note{Source: "trace " + opts.Trace}); err != nil {
+			return err
+		}
+		source = res.Source
 	}
-	pk, err := stark.Keygen(res.Params, airs, nil, cpuref.New())
-	if err != nil {
-		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Trace, err)}
-	}
-	b := pk.VK.AppendPostcard(nil)
+	b := f.MVK.AppendKeyPostcard(nil, f.PreHash)
 	if _, err := out.Write(b); err != nil {
 		return fmt.Errorf("write %s: %w", opts.Output, err)
+	}
+	pre := prover.PreprocessedSections(f)
+	if opts.PreprocessedOut != "" {
+		if len(pre) == 0 {
+			return cmdutil.Usagef("--preprocessed-out: no AIR of the key has a preprocessed trace")
+		}
+		if err := tracefile.WriteAll(opts.PreprocessedOut, pre); err != nil {
+			return fmt.Errorf("write %s: %w", opts.PreprocessedOut, err)
+		}
 	}
 	if err := out.Commit(); err != nil {
 		return fmt.Errorf("write %s: %w", opts.Output, err)
 	}
-	ph := make([]string, len(pk.VK.PreHash))
-	for i, f := range pk.VK.PreHash {
-		ph[i] = fmt.Sprint(uint32(f))
+	dg := stark.ParamsDigest(f.MVK.Params)
+	_, err = fmt.Fprintf(opts.IO.Out, "%s: verifying key of %s under %s (params digest %s), %d bytes; pre_hash %s\n",
+		opts.Output, strings.Join(f.Names, ", "), source, hex.EncodeToString(dg[:8]), len(b), prover.PreHashString(f.PreHash))
+	if err == nil && opts.PreprocessedOut != "" {
+		_, err = fmt.Fprintf(opts.IO.Out, "%s: %d preprocessed traces\n", opts.PreprocessedOut, len(pre))
 	}
-	dg := stark.ParamsDigest(res.Params)
-	_, err = fmt.Fprintf(opts.IO.Out, "%s: verifying key of %s under %s (params digest %s), %d bytes; pre_hash [%s]\n",
-		opts.Output, prover.AirList(metas), res.Source, hex.EncodeToString(dg[:8]), len(b), strings.Join(ph, ", "))
 	return err
 }
