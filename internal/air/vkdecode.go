@@ -17,7 +17,7 @@ import (
 // ErrInvalidKey is wrapped by the errors of a key that decodes but cannot be proved with: an
 // unsupported node kind, a variable outside the AIR's widths, a DAG out of order, a degree above
 // the parameters', a pre_hash that is not the key's.
-var ErrInvalidKey = errors.New("air: invalid verifying key")
+var ErrInvalidKey = errors.New("air: invalid OpenVM verifying key")
 
 // Bounds of a decoded key, far above OpenVM's largest keys; they keep a hostile key from making
 // the reader allocate much (lengths are also bounded by the bytes left).

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 	"github.com/metalprove/metalprove/internal/tracefile"
@@ -167,4 +168,100 @@ func namesOf(t *testing.T, tr string) string {
 		names = append(names, s.Name)
 	}
 	return strings.Join(names, ",")
+}
+
+// Malformed, truncated, altered and unsupported OpenVM keys, and preprocessed traces that do
+// not commit to the key's commitment, are refused with exit 3 and an error naming what is
+// wrong; bad flags with exit 2.
+func TestKeygenRejectsBadKeys(t *testing.T) {
+	cmdtest.ClearEnv(t)
+	dir := t.TempDir()
+	good := readFile(t, vectors+"fib.vk.postcard")
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	m, _, err := air.DecodeMultiVerifyingKey(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.PerAir[0].DAG.Nodes {
+		if n := &m.PerAir[0].DAG.Nodes[i]; n.Op == air.OpVariable && n.Var.Entry == air.EntryMain {
+			n.Var = air.Var{Entry: air.EntryChallenge}
+			break
+		}
+	}
+	challenge := m.AppendKeyPostcard(nil, m.PreHash())
+	flipped := bytes.Clone(good)
+	flipped[len(good)/2] ^= 0x04
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"missing", filepath.Join(dir, "none.vk"), "no such file"},
+		{"truncated", write("trunc.vk", good[:100]), "unexpected end of input"},
+		{"trailing", write("trail.vk", append(bytes.Clone(good), 0)), "trailing"},
+		{"altered", write("flip.vk", flipped), "OpenVM verifying key"},
+		{"challenge", write("chal.vk", challenge), "challenge"},
+		{"not a key", write("junk.vk", []byte("hello")), "OpenVM verifying key"},
+	} {
+		code, _, errOut, _ := run(t, "keygen", "--openvm-vk", tc.file, "-o", filepath.Join(dir, "out.pk"), "--allow-insecure")
+		if code != cmdutil.ExitBadInput || !strings.Contains(errOut.String(), tc.want) || strings.Contains(errOut.String(), "panic") {
+			t.Errorf("%s: exit %d, stderr %s; want exit 3 naming %q", tc.name, code, errOut, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.pk")); !os.IsNotExist(err) {
+		t.Error("a refused key left a key file")
+	}
+	code, _, errOut, _ := run(t, "keygen", "--openvm-vk", vectors+"fib.vk.postcard", "--names", "a,b", "-o", filepath.Join(dir, "out.pk"), "--allow-insecure")
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut.String(), "--names") {
+		t.Errorf("two names for one AIR: exit %d, %s", code, errOut)
+	}
+	code, _, errOut, _ = run(t, "keygen", "--openvm-vk", vectors+"fib.vk.postcard", "--preset", "test", "-o", filepath.Join(dir, "out.pk"))
+	if code != cmdutil.ExitUsage {
+		t.Errorf("--openvm-vk with --preset: exit %d, %s", code, errOut)
+	}
+
+	// A preprocessed trace that is not the key's: named by its AIR.
+	tr := filepath.Join(dir, "sel.trace")
+	mustRun(t, cmdutil.ExitOK, "trace", "--example", "fibonacci-selector", "--rows", "16", "-o", tr)
+	vk, pre := filepath.Join(dir, "sel.vk"), filepath.Join(dir, "sel.pre")
+	mustRun(t, cmdutil.ExitOK, "vk", "export", "--trace", tr, "-o", vk, "--preprocessed-out", pre, "--preset", "test", "--allow-insecure")
+	secs, err := tracefile.ReadAll(pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs[0].Data[0] = 1 - secs[0].Data[0]
+	if err := tracefile.WriteAll(pre, secs); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut, _ = run(t, "keygen", "--openvm-vk", vk, "--preprocessed", pre, "-o", filepath.Join(dir, "out.pk"), "--allow-insecure")
+	if code != cmdutil.ExitBadInput || !strings.Contains(errOut.String(), "AIR 0 (fibonacci-selector") || !strings.Contains(errOut.String(), "commits to") {
+		t.Errorf("altered preprocessed trace: exit %d, %s", code, errOut)
+	}
+
+	// A trace section that does not fit its AIR names the AIR, its name and the field.
+	pk := filepath.Join(dir, "sel.pk")
+	mustRun(t, cmdutil.ExitOK, "keygen", "--trace", tr, "--preset", "test", "--allow-insecure", "-o", pk)
+	fib := filepath.Join(dir, "fib.trace")
+	mustRun(t, cmdutil.ExitOK, "trace", "--example", "fibonacci", "--rows", "16", "-o", fib)
+	code, _, errOut, _ = run(t, "prove", "--key", pk, "--trace", fib, "--cpuref", "--allow-insecure", "-o", filepath.Join(dir, "x.proof"))
+	if code != cmdutil.ExitBadInput || !strings.Contains(errOut.String(), `named "fibonacci", AIR 0 of the key is "fibonacci-selector"`) {
+		t.Errorf("section of another AIR: exit %d, %s", code, errOut)
+	}
+	for _, tc := range []struct{ airs, want string }{{"1", "AIR 1, the key has AIRs 0 to 0"}, {"x", "not an AIR index"}} {
+		code, _, errOut, _ = run(t, "prove", "--key", pk, "--airs", tc.airs, "--trace", tr, "--cpuref", "--allow-insecure", "-o", filepath.Join(dir, "x.proof"))
+		if code != cmdutil.ExitUsage || !strings.Contains(errOut.String(), tc.want) {
+			t.Errorf("--airs %s: exit %d, %s", tc.airs, code, errOut)
+		}
+	}
+	code, _, errOut, _ = run(t, "prove", "--key", pk, "--trace", tr, "--cpuref", "-o", filepath.Join(dir, "x.proof"))
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut.String(), "--allow-insecure") {
+		t.Errorf("insecure key without --allow-insecure: exit %d, %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.proof")); !os.IsNotExist(err) {
+		t.Error("a refused proof left a proof file")
+	}
 }
