@@ -12,6 +12,7 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
+	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
 )
@@ -227,4 +228,51 @@ func FuzzUnmarshalBody(f *testing.F) {
 			t.Fatal("decoded file re-encodes to other bytes")
 		}
 	})
+}
+
+// cachedOnlyAir has no common main: one cached part of two columns (x, x+1 on every row), a
+// public value equal to x on the first row. OpenVM's TraceWidth allows common_main = 0.
+type cachedOnlyAir struct{}
+
+func (cachedOnlyAir) Name() string { return "cached-only" }
+func (cachedOnlyAir) Width() air.TraceWidth {
+	return air.TraceWidth{CachedMains: []int{2}}
+}
+func (cachedOnlyAir) NumPublicValues() int { return 1 }
+func (cachedOnlyAir) Eval(b *air.Builder) {
+	l, n := b.CachedMain(0, 0), b.CachedMain(0, 1)
+	b.AssertEq(air.Add(l[0], air.One()), l[1])
+	b.WhenTransition().AssertEq(l[1], n[0])
+	b.WhenFirstRow().AssertEq(l[0], b.Public(0))
+}
+
+func TestCachedOnlyAirThroughItsKey(t *testing.T) {
+	p := testParams(t)
+	const h = 8
+	m := air.Matrix{Width: 2, Height: h, Values: make([]field.Fp, 2*h)}
+	for r := 0; r < h; r++ {
+		m.Values[r] = field.Fp(5 + r)
+		m.Values[h+r] = field.Fp(6 + r)
+	}
+	only := []stark.AirProvingInput{{Common: air.Matrix{Height: h}, Cached: []air.Matrix{m}, Public: []field.Fp{5}}}
+	be := cpuref.New()
+	// Alone, its common-main commitment would have no column: refused, named (what OpenVM does
+	// there is not known: docs/SPEC-NOTES.md).
+	pk, err := stark.Keygen(p, []air.Air{cachedOnlyAir{}}, nil, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stark.Prove(pk, only, p, be, nil); err == nil || !strings.Contains(err.Error(), "width 0") {
+		t.Fatalf("statement without common main columns: %v", err)
+	}
+	// The batch constraint sumcheck needs every present trace to have common main columns
+	// (docs/SPEC-NOTES.md): beside another AIR it is refused too, by name.
+	fib := testair.Fibonacci(0, 1, 16)
+	inputs := []stark.AirProvingInput{only[0], {Common: fib.Trace.CommonMain, Public: fib.Trace.Public}}
+	if pk, err = stark.Keygen(p, []air.Air{cachedOnlyAir{}, fib.Air}, nil, be); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stark.Prove(pk, inputs, p, be, nil); err == nil || !strings.Contains(err.Error(), "no common main columns") {
+		t.Fatalf("cached-only AIR beside fibonacci: %v", err)
+	}
 }
