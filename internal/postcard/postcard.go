@@ -64,22 +64,17 @@ func (r *Reader) Byte(what string) byte {
 }
 
 // Bool reads a bool: one byte, 0 or 1.
-func (r *Reader) Bool(what string) bool {
-	c := r.Byte(what)
-	if c > 1 {
-		r.off--
-		r.Failf(what, "bool byte %d (want 0 or 1)", c)
-		return false
-	}
-	return c == 1
-}
+func (r *Reader) Bool(what string) bool { return r.flag(what, "bool byte") }
 
-// Option reads an Option tag: false for None, true for Some.
-func (r *Reader) Option(what string) bool {
+// Option reads an Option tag: false for None, true for Some (one byte, 0 or 1).
+func (r *Reader) Option(what string) bool { return r.flag(what, "option tag") }
+
+// flag reads one byte that must be 0 or 1 (kind names it in the error).
+func (r *Reader) flag(what, kind string) bool {
 	c := r.Byte(what)
 	if c > 1 {
 		r.off--
-		r.Failf(what, "option tag %d (want 0 or 1)", c)
+		r.Failf(what, "%s %d (want 0 or 1)", kind, c)
 		return false
 	}
 	return c == 1
