@@ -7,7 +7,7 @@ import (
 
 func init() {
 	register(KindCUDA, func(o Options) (driver.Backend, error) {
-		return cuda.Open(cuda.Options{CacheDir: o.CacheDir, Device: o.Ordinal})
+		return cuda.Open(cuda.Options{CacheDir: o.CacheDir, Device: o.Ordinal, Logger: o.Logger})
 	})
 	counters[KindCUDA] = cuda.DeviceCount
 }

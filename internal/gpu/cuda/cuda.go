@@ -23,6 +23,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/metalprove/metalprove/internal/gpu/driver"
 )
 
@@ -53,6 +55,10 @@ type Options struct {
 	// diagnostics ("kernels.gen.cu" when empty).
 	Source     string
 	SourceName string
+	// Logger receives one record when a module is compiled (which module, for which
+	// architecture, how long it took, where it was cached): a compile can take tens of seconds
+	// and must not look like a stalled proof.
+	Logger zerolog.Logger
 }
 
 // UnavailableError says what is missing ("libcuda.so.1 not found", "no CUDA device", ...).

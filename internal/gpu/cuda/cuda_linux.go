@@ -18,7 +18,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
+
+	"github.com/rs/zerolog"
 
 	"github.com/metalprove/metalprove/internal/gpu/driver"
 )
@@ -215,6 +218,7 @@ type backend struct {
 	mods         map[string]C.CUmodule
 	major, minor int
 	cacheDir     string
+	log          zerolog.Logger
 
 	funcs    map[string]C.CUfunction
 	smemSet  map[string]uint32 // dynamic shared memory limit raised per kernel
@@ -325,7 +329,7 @@ func Open(opts Options) (driver.Backend, error) {
 	if dir == "" {
 		dir = defaultCacheDir()
 	}
-	b.major, b.minor, b.cacheDir = int(major), int(minor), dir
+	b.major, b.minor, b.cacheDir, b.log = int(major), int(minor), dir, opts.Logger
 	if err := b.loadModule(src, srcName, dir, major, minor); err != nil {
 		C.mp_cu_stream_destroy(b.ctx, b.stream)
 		C.mp_cu_primary_ctx_release(b.dev)
@@ -373,7 +377,7 @@ func (b *backend) loadModule(src, srcName, dir string, major, minor int) error {
 		}
 		// the driver rejected the cached image: recompile and replace it
 	}
-	image, err := compileNVRTC(src, srcName, target, opts, cubin)
+	image, err := b.compileLogged(src, srcName, target, opts, cubin, dir, key, "the kernels")
 	if err != nil {
 		return err
 	}
@@ -479,7 +483,7 @@ func (b *backend) module(name string) (C.CUmodule, error) {
 			return m, nil
 		}
 	}
-	image, err := compileNVRTC(src, srcName, target, opts, cubin)
+	image, err := b.compileLogged(src, srcName, target, opts, cubin, b.cacheDir, key, moduleWhat[name])
 	if err != nil {
 		return nil, err
 	}
@@ -495,6 +499,25 @@ func (b *backend) module(name string) (C.CUmodule, error) {
 	images[key] = image
 	b.mods[name] = m
 	return m, nil
+}
+
+// moduleWhat says what each module other than the main one holds, for the compile's log record.
+var moduleWhat = map[string]string{"pieces": "the generated constraint code of Keccak-f (round 0 of the constraint sumcheck)"}
+
+// compileLogged is compileNVRTC with a log record before (what is compiled, for which target)
+// and after (how long it took, where it is cached): a first compile takes from seconds to about
+// a minute, and the log must say so rather than look like a stalled stage.
+func (b *backend) compileLogged(src, srcName, target string, opts []string, cubin bool, dir, key, what string) ([]byte, error) {
+	b.log.Info().Str("source", srcName).Str("what", what).Int("source_bytes", len(src)).Str("target", target).
+		Str("nvrtc", rtcVersion).Msg("compiling CUDA kernels with NVRTC (once per machine and driver: the result is cached)")
+	start := time.Now()
+	image, err := compileNVRTC(src, srcName, target, opts, cubin)
+	if err != nil {
+		return nil, err
+	}
+	b.log.Info().Str("source", srcName).Str("elapsed", time.Since(start).Round(time.Millisecond).String()).
+		Str("cache", cachePath(dir, key)).Msg("CUDA kernels compiled")
+	return image, nil
 }
 
 // compileNVRTC compiles src and returns the CUBIN (cubin) or NUL-terminated PTX.
