@@ -14,7 +14,9 @@ import (
 
 // CheckOutput checks, before any work, that path can be written as the output named by flag
 // ("-o", "--trace-out"): it must not be a directory, nor any of the files the command reads
-// (inputs; empty names are skipped), and its directory must exist. Every error is a UsageError
+// (inputs; empty names are skipped), and its directory must exist; what already stands at path
+// must be a regular file that may be written (not a symbolic link, a device such as /dev/null, a
+// FIFO, a socket, or a read-only file): the output replaces it. Every error is a UsageError
 // naming path.
 func CheckOutput(flag, path string, inputs ...string) error {
 	if path == "" {
@@ -22,6 +24,21 @@ func CheckOutput(flag, path string, inputs ...string) error {
 	}
 	if strings.HasSuffix(path, string(filepath.Separator)) {
 		return Usagef("%s %s: is a directory; name a file", flag, path)
+	}
+	// Outputs are written atomically, a new file renamed over path: what already stands at path
+	// is replaced, not written into. So only a regular file that may be written is replaced;
+	// anything else is refused before any work (docs/DEVELOPING.md, "Output files").
+	if lst, err := os.Lstat(path); err == nil {
+		switch m := lst.Mode(); {
+		case m&fs.ModeSymlink != 0:
+			return Usagef("%s %s: is a symbolic link; name the file itself (the output replaces what stands at the path: the link, not its target)", flag, path)
+		case m.IsDir():
+			return Usagef("%s %s: is a directory; name a file", flag, path)
+		case !m.IsRegular():
+			return Usagef("%s %s: is not a regular file (%s); outputs are written as new regular files, which would replace it", flag, path, fileKind(m))
+		case m.Perm()&0o222 == 0:
+			return Usagef("%s %s: is read-only (mode %04o); make it writable or remove it to have it replaced", flag, path, m.Perm())
+		}
 	}
 	st, statErr := os.Stat(path)
 	if statErr == nil && st.IsDir() {
@@ -54,6 +71,21 @@ func CheckOutput(flag, path string, inputs ...string) error {
 		return Usagef("%s %s: %s is not a directory", flag, path, dir)
 	}
 	return nil
+}
+
+// fileKind names the kind of a file that is not regular.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a regular file"
 }
 
 // CreateOutput checks path as CheckOutput does and starts writing it atomically: the returned

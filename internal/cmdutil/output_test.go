@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -17,6 +18,18 @@ func TestCheckOutput(t *testing.T) {
 	if err := os.Symlink(in, link); err != nil {
 		t.Fatal(err)
 	}
+	dangling := filepath.Join(dir, "dangling.proof")
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rofile := filepath.Join(dir, "ro.proof")
+	if err := os.WriteFile(rofile, []byte("keep"), 0o444); err != nil {
+		t.Fatal(err)
+	}
 	ro := filepath.Join(dir, "ro")
 	if err := os.Mkdir(ro, 0o555); err != nil {
 		t.Fatal(err)
@@ -28,7 +41,10 @@ func TestCheckOutput(t *testing.T) {
 		{"fine", filepath.Join(dir, "out.proof"), ""},
 		{"same path", in, "is the input file"},
 		{"same path spelled otherwise", filepath.Join(dir, ".", "in.trace"), "is the input file"},
-		{"symlink to the input", link, "is the input file"},
+		{"symlink to the input", link, "is a symbolic link"},
+		{"dangling symlink", dangling, "is a symbolic link"},
+		{"FIFO", fifo, "is not a regular file (a FIFO)"},
+		{"read-only file", rofile, "is read-only (mode 0444)"},
 		{"directory", dir, "is a directory"},
 		{"trailing slash", filepath.Join(dir, "new") + "/", "is a directory"},
 		{"missing directory", filepath.Join(dir, "nope", "out.proof"), "does not exist"},
@@ -58,8 +74,16 @@ func TestCheckOutput(t *testing.T) {
 		})
 	}
 	ents, _ := os.ReadDir(dir)
-	if len(ents) != 3 {
+	if len(ents) != 6 {
 		t.Errorf("temporary files left: %v", ents)
+	}
+	if b, err := os.ReadFile(rofile); err != nil || string(b) != "keep" {
+		t.Errorf("the read-only output was touched: %q, %v", b, err)
+	}
+	// A device (as root, writing -o /dev/null used to replace the machine's /dev/null with the
+	// proof). CheckOutput writes nothing, so this test cannot harm /dev/null if it fails.
+	if err := CheckOutput("-o", os.DevNull); err == nil || !strings.Contains(err.Error(), "a character device") {
+		t.Errorf("-o %s: %v", os.DevNull, err)
 	}
 }
 
