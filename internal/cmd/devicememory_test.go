@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metalprove/metalprove/internal/cmd/prove"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
+	"github.com/metalprove/metalprove/internal/prover"
 )
 
 // TestDeviceMemoryPreflight: prove and bench report the device-memory estimate beside the
@@ -25,7 +25,7 @@ func TestDeviceMemoryPreflight(t *testing.T) {
 	prove1 := []string{"--device", "host", "prove", "--trace", tr, "-o", proof, "--preset", "test", "--allow-insecure", "--json"}
 
 	out, _ := expect(t, cmdutil.ExitOK, nil, prove1...)
-	var rep prove.Report
+	var rep prover.ProveReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("prove --json: %v\n%s", err, out)
 	}
@@ -54,6 +54,9 @@ func TestDeviceMemoryPreflight(t *testing.T) {
 	// A malformed size is a usage error.
 	t.Setenv("METALPROVE_DEVICE_MEMORY", "lots")
 	expect(t, cmdutil.ExitUsage, []string{"METALPROVE_DEVICE_MEMORY"}, args...)
+	// 0 is refused, not read as "no limit".
+	t.Setenv("METALPROVE_DEVICE_MEMORY", "0")
+	expect(t, cmdutil.ExitUsage, []string{"must be more than 0"}, args...)
 
 	// bench: the same refusal from the flag, and the estimate in its report.
 	t.Setenv("METALPROVE_DEVICE_MEMORY", "")

@@ -66,6 +66,9 @@ failed, 5 device unavailable or out of memory, 130 interrupted (SIGINT/SIGTERM).
 				if err != nil {
 					return cmdutil.Usagef("--device-memory: %v", err)
 				}
+				if n == 0 { // 0 would read as "no limit" below: say so rather than ignore it
+					return cmdutil.Usagef("--device-memory %s: must be more than 0 (leave it unset to use all the device has)", s.DeviceMemory)
+				}
 				s.DeviceMemoryBytes = n
 			}
 			level := s.LogLevel
