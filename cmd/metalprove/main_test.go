@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -241,14 +242,19 @@ func TestSIGINT(t *testing.T) {
 	if code, _, errOut := metalprove(t, "trace", "--example", "keccakf", "--perms", "2", "-o", tr); code != 0 {
 		t.Fatalf("trace: exit %d: %s", code, errOut)
 	}
+	prove := []string{"prove", "--trace", tr, "--device", "host", "-o", filepath.Join(dir, "k2.proof")}
 	for _, c := range []struct {
 		name string
 		args []string
 		// ready is a stderr line that says the work is under way.
 		ready string
+		sig   os.Signal
 	}{
-		{"prove", []string{"prove", "--trace", tr, "--device", "host", "-o", filepath.Join(dir, "k2.proof")}, "stage started"},
-		{"bench", []string{"bench", "--example", "keccakf", "--perms", "2", "--device", "host", "--log-level", "debug", "--trace-out", filepath.Join(dir, "t.json")}, "stage started"},
+		{"prove", prove, "stage started", os.Interrupt},
+		{"bench", []string{"bench", "--example", "keccakf", "--perms", "2", "--device", "host", "--log-level", "debug", "--trace-out", filepath.Join(dir, "t.json")}, "stage started", os.Interrupt},
+		// The terminal closed, or the reader of a pipe quit: the same clean stop.
+		{"prove SIGHUP", prove, "stage started", syscall.SIGHUP},
+		{"prove SIGPIPE", prove, "stage started", syscall.SIGPIPE},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(binary, c.args...)
@@ -264,7 +270,7 @@ func TestSIGINT(t *testing.T) {
 			}
 			time.Sleep(300 * time.Millisecond)
 			sent := time.Now()
-			cmd.Process.Signal(os.Interrupt)
+			cmd.Process.Signal(c.sig)
 			err := cmd.Wait()
 			took := time.Since(sent)
 			var exit *exec.ExitError

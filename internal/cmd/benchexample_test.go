@@ -187,6 +187,8 @@ func TestBenchConcurrencyRefusals(t *testing.T) {
 	} {
 		expect(t, cmdutil.ExitUsage, []string{tt.want}, with(tt.extra...)...)
 	}
+	// --perms 0 was taken as "the default" and ran 1024 permutations.
+	expect(t, cmdutil.ExitUsage, []string{"--perms 0: must be at least 1"}, "bench", "--example", "keccakf", "--perms", "0", "--device", "host")
 	expect(t, cmdutil.ExitUsage, []string{"--concurrency and --gpus apply to the device backend"},
 		"bench", "--example", "interaction-pair", "--rows", "256", "--preset", "test", "--allow-insecure", "--cpuref", "--concurrency", "2")
 

@@ -1,6 +1,6 @@
 // Package cmd wires the command tree to the process: it builds the factory, runs the root
 // command and turns the returned error into a message on stderr and an exit code. It also owns
-// the process's answer to SIGINT and SIGTERM.
+// the process's answer to SIGINT, SIGTERM, SIGHUP and SIGPIPE.
 package cmd
 
 import (
@@ -32,7 +32,7 @@ const InterruptGrace = 2 * time.Second
 // interruptedMsg is the one line printed on stderr when a command is interrupted.
 const interruptedMsg = "metalprove: interrupted; no output written"
 
-// Main runs metalprove with os.Args and returns the exit code. SIGINT and SIGTERM cancel the
+// Main runs metalprove with os.Args and returns the exit code. SIGINT, SIGTERM, SIGHUP and SIGPIPE cancel the
 // command's context; the command stops, removes its temporary files and Main returns
 // ExitInterrupted with one line on stderr, whatever the command was doing.
 func Main(version string) cmdutil.ExitCode {
@@ -40,7 +40,10 @@ func Main(version string) cmdutil.ExitCode {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal closed) and SIGPIPE (stdout or stderr piped into a reader that quit)
+	// end the process as SIGINT does, cleanly: by default they killed it with its temporary
+	// files left behind. With SIGPIPE caught, writes to the broken pipe return EPIPE instead.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
 	defer signal.Stop(sigs)
 	var exiting sync.Mutex
 	go func() {

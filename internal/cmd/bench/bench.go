@@ -192,6 +192,9 @@ device's memory; 130 when interrupted.`,
   metalprove bench --kernels --device cuda --json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if c.Flags().Changed("perms") && opts.Perms < 1 {
+				return cmdutil.Usagef("--perms %d: must be at least 1 (leave it out for the default, %d)", opts.Perms, DefaultPerms)
+			}
 			opts.SeedSet = c.Flags().Changed("seed")
 			opts.ConcurrencySet = c.Flags().Changed("concurrency") || !f.Settings.FromCommandLine("concurrency")
 			for _, name := range []string{"perms", "warmup", "runs"} {
