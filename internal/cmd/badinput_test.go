@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metalprove/metalprove/internal/cmd/prove"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 	"github.com/metalprove/metalprove/internal/prover"
@@ -102,7 +101,7 @@ func TestProveDefaultOutput(t *testing.T) {
 		t.Errorf("trace mode %v, proof mode %v: want the same", tst.Mode().Perm(), st.Mode().Perm())
 	}
 	expect(t, cmdutil.ExitOK, nil, "verify", want, "--allow-insecure")
-	if got := prove.DefaultOutput("a/b.c/trace"); got != "a/b.c/trace.proof" {
+	if got := prover.DefaultProofOutput("a/b.c/trace"); got != "a/b.c/trace.proof" {
 		t.Errorf("DefaultOutput = %q", got)
 	}
 }

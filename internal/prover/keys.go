@@ -52,6 +52,11 @@ func (k *Key) ParamsSource() string {
 	return "parameters of " + k.Path
 }
 
+// Resolved are the key's parameters as the commands run with them.
+func (k *Key) Resolved() *Resolved {
+	return &Resolved{Params: k.Params(), Preset: k.Preset, Source: k.ParamsSource(), SecurityBits: k.SecurityBits}
+}
+
 // ReadKey reads a proving-key file. A missing, malformed or altered file is a BadInputError;
 // parameters with a security target below 100 bits without allowInsecure a UsageError.
 func ReadKey(path string, allowInsecure bool) (*Key, error) {

@@ -1,77 +1,35 @@
-// Package keygen implements `metalprove keygen`: it writes a proving-key file (internal/keyfile)
-// for built-in AIRs (an example, or the AIRs a trace file names) or for OpenVM's verifying key
-// (--openvm-vk), so that `prove --key` and `verify --key` need no keygen of their own.
+// Package keygen implements `metalprove keygen`: its flags, their conflicts, and the printing of
+// the report (text, or --json). Writing the proving-key file (internal/keyfile) for built-in AIRs
+// (an example, or the AIRs a trace file names) or for OpenVM's verifying key (--openvm-vk), so
+// that `prove --key` and `verify --key` need no keygen of their own, is the app layer's:
+// prover.Keygen.
 package keygen
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
-	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
-	"github.com/metalprove/metalprove/internal/keyfile"
 	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/prover"
-	"github.com/metalprove/metalprove/internal/stark"
 )
 
-// Options are the inputs of keygen.
+// Options are the inputs of keygen: the request its flags make, and how to print.
 type Options struct {
-	IO       *cmdutil.IOStreams
-	Logger   *zerolog.Logger
-	Settings *cmdutil.Settings
-	Version  string
-
-	// Example names a built-in example (its AIRs; Rows their height where it matters).
-	Example string
-	Rows    int
-	// Trace is a trace file whose sections name built-in AIRs.
-	Trace string
-	// OpenVMVK is OpenVM's verifying key (postcard of MultiStarkVerifyingKey); Preprocessed its
-	// preprocessed traces; Names the AIRs' names.
-	OpenVMVK      string
-	Preprocessed  string
-	Names         string
-	Output        string
-	Preset        string
-	AllowInsecure bool
-	JSON          bool
-}
-
-// Report is what keygen --json prints.
-type Report struct {
-	Output       string   `json:"output"`
-	Source       string   `json:"source"`
-	Params       string   `json:"params"`
-	ParamsDigest string   `json:"params_digest"`
-	SecurityBits int      `json:"security_bits"`
-	PreHash      []uint32 `json:"pre_hash"`
-	AIRs         []AirRow `json:"airs"`
-	Bytes        int      `json:"bytes"`
-}
-
-// AirRow is one AIR of the key.
-type AirRow struct {
-	Name               string `json:"name"`
-	PreprocessedWidth  int    `json:"preprocessed_width,omitempty"`
-	PreprocessedHeight int    `json:"preprocessed_height,omitempty"`
-	CachedMains        []int  `json:"cached_mains,omitempty"`
-	CommonMain         int    `json:"common_main"`
-	PublicValues       int    `json:"public_values"`
-	Constraints        int    `json:"constraints"`
-	Interactions       int    `json:"interactions"`
-	Required           bool   `json:"required,omitempty"`
+	IO *cmdutil.IOStreams
+	// KeygenRequest holds the flags (--example, --trace, --openvm-vk, -o, …), the version, the
+	// settings and the logger.
+	prover.KeygenRequest
+	JSON bool
 }
 
 // NewCmdKeygen returns the keygen command. runF, when not nil, replaces keygenRun (for tests).
 func NewCmdKeygen(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IO, Logger: &f.Logger, Settings: f.Settings, Version: f.Version}
+	opts := &Options{IO: f.IO, KeygenRequest: prover.KeygenRequest{Logger: &f.Logger, Settings: f.Settings, Version: f.Version}}
 	cmd := &cobra.Command{
 		Use:   "keygen (--example NAME [--rows N] | --trace TRACE | --openvm-vk VK [--preprocessed FILE] [--names A,B,…]) -o KEY",
 		Short: "Write a proving-key file: built-in AIRs, or OpenVM's verifying key",
@@ -142,109 +100,26 @@ commitment.`,
 	return cmd
 }
 
-// exampleAirs are the AIRs of a built-in example (keccakf's does not depend on the count).
-func exampleAirs(name string, rows int) ([]air.Air, error) {
-	e, err := examples.Lookup(name)
-	if err != nil {
-		return nil, cmdutil.Usagef("--example: %v", err)
-	}
-	o := examples.Options{Rows: rows}
-	if e.Takes(examples.FlagPerms) {
-		o.Perms = 1
-	}
-	secs, err := e.Generate(o)
-	if err != nil {
-		return nil, cmdutil.Usagef("%v", err)
-	}
-	airs := make([]air.Air, len(secs))
-	for i, s := range secs {
-		airs[i] = s.Air
-	}
-	return airs, nil
-}
-
+// keygenRun writes the key through prover.Keygen and prints its report.
 func keygenRun(opts *Options) error {
-	cfg := ""
-	if opts.Settings != nil {
-		cfg = opts.Settings.ConfigFile
-	}
-	input := opts.Trace + opts.OpenVMVK
-	out, err := cmdutil.CreateOutput("-o", opts.Output, input, cfg)
+	rep, err := prover.Keygen(opts.KeygenRequest)
 	if err != nil {
 		return err
 	}
-	defer out.Abort()
-	if opts.Preprocessed != "" && opts.Preprocessed == opts.Output {
-		return cmdutil.Usagef("-o is the --preprocessed file")
-	}
-	note := keyfile.Note{CreatedBy: "metalprove " + opts.Version}
-	var f *keyfile.File
-	if opts.OpenVMVK != "" {
-		names, err := prover.ParseNames(opts.Names)
-		if err != nil {
-			return err
-		}
-		note.Source = "openvm-vk " + opts.OpenVMVK
-		if f, err = prover.ImportOpenVMKey(opts.OpenVMVK, opts.Preprocessed, names, note); err != nil {
-			return err
-		}
-	} else {
-		res, err := prover.ResolveParams(opts.Preset, opts.Settings, "", opts.AllowInsecure)
-		if err != nil {
-			return err
-		}
-		note.Preset = res.Preset
-		var airs []air.Air
-		if opts.Example != "" {
-			note.Source = "example " + opts.Example
-			airs, err = exampleAirs(opts.Example, opts.Rows)
-		} else {
-			note.Source = "trace " + opts.Trace
-			airs, _, err = prover.BuiltinAirs(opts.Trace)
-		}
-		if err != nil {
-			return err
-		}
-		if f, err = prover.KeygenBuiltin(res.Params, airs, note); err != nil {
-			return err
-		}
-	}
-	k, err := prover.NewKey(opts.Output, f, opts.AllowInsecure)
-	if err != nil {
-		return err
-	}
-	b, err := keyfile.Marshal(f)
-	if err != nil {
-		return err
-	}
-	if _, err := out.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", opts.Output, cmdutil.UnwrapPath(err))
-	}
-	if err := out.Commit(); err != nil {
-		return fmt.Errorf("write %s: %w", opts.Output, cmdutil.UnwrapPath(err))
-	}
-	dg := stark.ParamsDigest(f.MVK.Params)
-	rep := &Report{Output: opts.Output, Source: note.Source, Params: k.ParamsSource(), ParamsDigest: hex.EncodeToString(dg[:]),
-		SecurityBits: k.SecurityBits, PreHash: stark.KeyPreHashValues(f.PreHash), Bytes: len(b)}
-	for i, vk := range f.MVK.PerAir {
-		row := AirRow{Name: f.Names[i], CachedMains: vk.Width.CachedMains, CommonMain: vk.Width.CommonMain, PublicValues: vk.NumPublicValues,
-			Constraints: len(vk.DAG.ConstraintIdx), Interactions: len(vk.DAG.Interactions), Required: vk.IsRequired}
-		if m := f.Preprocessed[i]; m != nil {
-			row.PreprocessedWidth, row.PreprocessedHeight = m.Width, m.Height
-		}
-		rep.AIRs = append(rep.AIRs, row)
-	}
-	opts.Logger.Info().Str("key", opts.Output).Int("airs", len(rep.AIRs)).Int("bytes", len(b)).Msg("proving key written")
 	if opts.JSON {
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	names := f.Names
-	if len(names) > 6 {
-		names = append(names[:6:6], fmt.Sprintf("… %d more", len(f.Names)-6))
+	var names []string
+	for i, a := range rep.AIRs {
+		if i == 6 {
+			names = append(names, fmt.Sprintf("… %d more", len(rep.AIRs)-6))
+			break
+		}
+		names = append(names, a.Name)
 	}
-	_, err = fmt.Fprintf(opts.IO.Out, "%s: proving key of %d AIRs (%s) from %s under %s (%d-bit target), %d bytes; pre_hash %s\n",
-		opts.Output, len(f.Names), strings.Join(names, ", "), note.Source, k.ParamsSource(), k.SecurityBits, len(b), prover.PreHashString(f.PreHash))
+	_, err = fmt.Fprintf(opts.IO.Out, "%s: proving key of %d AIRs (%s) from %s under %s (%d-bit target), %d bytes; pre_hash %v\n",
+		rep.Output, len(rep.AIRs), strings.Join(names, ", "), rep.Source, rep.Params, rep.SecurityBits, rep.Bytes, rep.PreHash)
 	return err
 }

@@ -1,30 +1,24 @@
-// Package proof implements `metalprove proof export`: it writes the proof inside a proof file as
-// bare codec bytes (OpenVM's Proof::encode, codec version 3), without the metalprove envelope or
-// metadata, for OpenVM's own verifier.
+// Package proof implements `metalprove proof export`: its arguments and the printing of what was
+// written. Writing the proof inside a proof file as bare codec bytes (OpenVM's Proof::encode,
+// codec version 3), without the metalprove envelope or metadata, for OpenVM's own verifier, is
+// the app layer's: prover.ExportProof.
 package proof
 
 import (
 	"fmt"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/prover"
-	"github.com/metalprove/metalprove/internal/stark"
 )
 
-// ExportOptions are the inputs of proof export.
+// ExportOptions are the inputs of proof export: the request its arguments make.
 type ExportOptions struct {
-	IO       *cmdutil.IOStreams
-	Logger   *zerolog.Logger
-	Settings *cmdutil.Settings
-
-	Proof  string
-	Output string
-	Preset string
-	// Key is the proving-key file the proof was made with (its parameters).
-	Key string
+	IO *cmdutil.IOStreams
+	// ProofExportRequest holds the proof file and the flags (-o, --preset, --key) and the
+	// settings.
+	prover.ProofExportRequest
 }
 
 // NewCmdProof returns the proof command group.
@@ -41,7 +35,7 @@ func NewCmdProof(f *cmdutil.Factory, runF func(*ExportOptions) error) *cobra.Com
 
 // NewCmdExport returns proof export. runF, when not nil, replaces exportRun (for tests).
 func NewCmdExport(f *cmdutil.Factory, runF func(*ExportOptions) error) *cobra.Command {
-	opts := &ExportOptions{IO: f.IO, Logger: &f.Logger, Settings: f.Settings}
+	opts := &ExportOptions{IO: f.IO, ProofExportRequest: prover.ProofExportRequest{Settings: f.Settings}}
 	cmd := &cobra.Command{
 		Use:   "export PROOF -o FILE",
 		Short: "Write a proof file's proof as bare OpenVM codec bytes (Proof::encode)",
@@ -76,45 +70,13 @@ written atomically and may not be the proof file itself.`,
 	return cmd
 }
 
+// exportRun exports through prover.ExportProof and prints what it wrote.
 func exportRun(opts *ExportOptions) error {
-	cfg := ""
-	if opts.Settings != nil {
-		cfg = opts.Settings.ConfigFile
-	}
-	out, err := cmdutil.CreateOutput("-o", opts.Output, opts.Proof, cfg)
+	rep, err := prover.ExportProof(opts.ProofExportRequest)
 	if err != nil {
 		return err
-	}
-	defer out.Abort()
-	meta, env, err := prover.ReadProofFile(opts.Proof)
-	if err != nil {
-		return err
-	}
-	var res *prover.Resolved
-	if opts.Key != "" {
-		k, err := prover.ReadKey(opts.Key, true)
-		if err != nil {
-			return err
-		}
-		if err := prover.CheckProofKey(k, opts.Proof, meta); err != nil {
-			return err
-		}
-		res = &prover.Resolved{Params: k.Params(), Preset: k.Preset, Source: k.ParamsSource(), SecurityBits: k.SecurityBits}
-	} else if res, err = prover.ResolveProofParams(opts.Preset, opts.Settings, meta, opts.Proof, true); err != nil {
-		return err
-	}
-	if _, err := stark.UnmarshalProofFile(env, res.Params); err != nil {
-		return &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", opts.Proof, err)}
-	}
-	// A valid envelope: the proof's codec bytes lie between its header and its CRC.
-	body := env[stark.EnvelopeOverhead-4 : len(env)-4]
-	if _, err := out.Write(body); err != nil {
-		return fmt.Errorf("write %s: %w", opts.Output, err)
-	}
-	if err := out.Commit(); err != nil {
-		return fmt.Errorf("write %s: %w", opts.Output, err)
 	}
 	_, err = fmt.Fprintf(opts.IO.Out, "%s: %d bytes of proof codec (OpenVM Proof::encode, codec version %d) from %s, made under %s\n",
-		opts.Output, len(body), stark.CodecVersion, opts.Proof, res.Source)
+		rep.Output, rep.Bytes, rep.CodecVersion, rep.Proof, rep.Params)
 	return err
 }

@@ -1,54 +1,31 @@
-// Package prove implements `metalprove prove`: it reads a trace file, finds each section's AIR
-// (internal/examples), builds the proving key, proves all sections together as one multi-AIR
-// proof and writes the proof file (stark.MarshalProofFileMeta, written atomically: the proof
-// envelope preceded by metadata naming the AIRs, so that `metalprove verify` can rebuild the
-// verifying key). What it shares with the other commands (parameter resolution, trace reading,
-// backend opening, the per-stage reporting) is the app layer's, internal/prover.
+// Package prove implements `metalprove prove`: its flags, their conflicts, and the printing of
+// the report (text, or --json). The proving itself (parameters or a proving key, the trace read
+// while the backend opens and the key is made, the memory checks, the multi-AIR proof and the
+// proof file written atomically, with metadata naming the AIRs so that `metalprove verify` can
+// rebuild the verifying key) is the app layer's: prover.Prove.
 package prove
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	sp "github.com/metalprove/metalprove/internal/params"
-	"github.com/metalprove/metalprove/internal/progress"
 	"github.com/metalprove/metalprove/internal/prover"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/sysinfo"
 )
 
-// Options are the inputs of the prove command.
+// Options are the inputs of the prove command: the request its flags make, and how to print.
 type Options struct {
-	IO     *cmdutil.IOStreams
-	Logger *zerolog.Logger
-	// Settings are the global settings (--config, --device).
-	Settings *cmdutil.Settings
-
-	Trace  string
-	Output string
-	// Key is a proving-key file (metalprove keygen): the AIRs, their order and the parameters
-	// come from it instead of the section names and the preset.
-	Key string
-	// Airs lists the key's AIRs the trace proves (--airs 0,2,5; "": all).
-	Airs string
-	// Preset is a preset name, or "" for the config file's params section (else app-100bit).
-	Preset        string
-	AllowInsecure bool
-	// NoCheck skips the host constraint checker.
-	NoCheck bool
-	// Reference proves on the CPU reference backend instead of the device backend.
-	Reference bool
+	IO *cmdutil.IOStreams
+	// ProveRequest holds the flags (--trace, -o, --key, …), the settings, logger and progress.
+	prover.ProveRequest
 	// DeviceExplicit reports that --device was given (on the command line or by
 	// METALPROVE_DEVICE): it conflicts with --cpuref.
 	DeviceExplicit bool
@@ -56,51 +33,11 @@ type Options struct {
 
 	// Context is cancelled on SIGINT (nil: never).
 	Context context.Context
-	// Progress draws the stages on a terminal.
-	Progress *progress.Display
-}
-
-// DefaultOutput is the proof file written for trace when -o is not given: the trace's path with
-// its extension replaced by ".proof" (keccakf.bin → keccakf.proof), beside the trace.
-func DefaultOutput(trace string) string {
-	ext := filepath.Ext(trace)
-	if ext == trace || strings.ContainsRune(ext, filepath.Separator) {
-		ext = ""
-	}
-	return strings.TrimSuffix(trace, ext) + ".proof"
-}
-
-// Report is what `metalprove prove --json` prints.
-type Report struct {
-	Trace  string `json:"trace"`
-	Output string `json:"output"`
-	Params string `json:"params"`
-	// ParamsDigest is the SHA-256 of the parameters' postcard bytes (hex), as in the proof file.
-	ParamsDigest string `json:"params_digest"`
-	// Backend is "cpuref" or "device (<device name>)"; Fallbacks counts the device backend's
-	// calls that ran on the CPU reference instead.
-	Backend   string          `json:"backend"`
-	Fallbacks int             `json:"fallbacks"`
-	AIRs      []prover.AirRow `json:"airs"`
-	// ProofBytes is the spec encoding of the proof; FileBytes the whole file (envelope, metadata).
-	ProofBytes int `json:"proof_bytes"`
-	FileBytes  int `json:"file_bytes"`
-	// TimesMS are the stage times in milliseconds (read, keygen, check, commit, gkr, constraints,
-	// openings, write) and TotalMS their sum.
-	TimesMS map[string]float64 `json:"times_ms"`
-	TotalMS float64            `json:"total_ms"`
-	// Stages are the proving stages (load, check, commit, gkr, constraints, openings) with what
-	// each cost on the device.
-	Stages []prover.StageRow `json:"stages"`
-	// PeakMemory is the largest of the stages' peak device memory; the memory estimate made
-	// before the proof (device backend only) stands beside it.
-	PeakMemory int64 `json:"peak_memory_bytes"`
-	*prover.DeviceMemory
 }
 
 // NewCmdProve returns the prove command. runF, when not nil, replaces proveRun (for tests).
 func NewCmdProve(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: f.IO, Logger: &f.Logger, Settings: f.Settings}
+	opts := &Options{IO: f.IO, ProveRequest: prover.ProveRequest{Logger: &f.Logger, Settings: f.Settings}}
 	cmd := &cobra.Command{
 		Use:   "prove --trace FILE [--key PK [--airs I,J,…]] [-o PROOF]",
 		Short: "Prove a trace file: one multi-AIR SWIRL proof of all its sections",
@@ -193,182 +130,12 @@ of memory, or when the proof would not fit in the device's memory; 130 when inte
 	return cmd
 }
 
+// proveRun proves through prover.Prove and prints its report.
 func proveRun(opts *Options) error {
-	log := opts.Logger
-	if log == nil {
-		l := zerolog.Nop()
-		log = &l
-	}
-	ctx := opts.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	cfg := ""
-	if opts.Settings != nil {
-		cfg = opts.Settings.ConfigFile
-	}
-	if opts.Reference && opts.DeviceExplicit {
-		return cmdutil.Usagef("--cpuref and --device conflict: --cpuref proves on the CPU reference backend, without a device")
-	}
-	var key *prover.Key
-	var present []int
-	var res *prover.Resolved
-	var err error
-	if opts.Key != "" {
-		if key, err = prover.ReadKey(opts.Key, opts.AllowInsecure); err != nil {
-			return err
-		}
-		if present, err = prover.ParseAirs(opts.Airs, len(key.Airs)); err != nil {
-			return err
-		}
-		res = &prover.Resolved{Params: key.Params(), Preset: key.Preset, Source: key.ParamsSource(), SecurityBits: key.SecurityBits}
-	} else if res, err = prover.ResolveParams(opts.Preset, opts.Settings, "", opts.AllowInsecure); err != nil {
-		return err
-	}
-	p := res.Params
-	output := opts.Output
-	if output == "" {
-		output = DefaultOutput(opts.Trace)
-	}
-	if _, err := os.Stat(opts.Trace); err != nil {
-		return &cmdutil.BadInputError{Err: fmt.Errorf("--trace %s: %w", opts.Trace, cmdutil.UnwrapPath(err))}
-	}
-	// The output is checked (and its temporary file created) before any proving work.
-	out, err := cmdutil.CreateOutput("-o", output, opts.Trace, cfg)
+	rep, err := prover.Prove(opts.Context, opts.ProveRequest)
 	if err != nil {
 		return err
 	}
-	defer out.Abort()
-
-	rep := &Report{Trace: opts.Trace, Output: output, Params: res.Source, TimesMS: map[string]float64{}}
-	dg := stark.ParamsDigest(p)
-	rep.ParamsDigest = hex.EncodeToString(dg[:])
-	timed := func(name string, d time.Duration) {
-		rep.TimesMS[name] = ms(d)
-		rep.TotalMS += ms(d)
-	}
-
-	nStages := 5 // load, commit, gkr, constraints, openings
-	if !opts.NoCheck {
-		nStages++
-	}
-	task := opts.Progress.Start("prove "+opts.Trace, int64(nStages), "stages")
-	defer task.Done()
-	task.Step("reading the trace")
-	// The section headers are read once: they size the proof and name the AIRs, so that the
-	// device opens and the key is made (prover.Opening) while the cells are read. A file whose
-	// headers cannot be read is named by the reading of its cells.
-	headers, _ := prover.ReadHeaders(opts.Trace)
-	if headers != nil {
-		if key != nil {
-			if err := prover.CheckKeySections(key, opts.Trace, headers.Sections, present); err != nil {
-				return err
-			}
-		}
-		if err := prover.CheckMemory(opts.Trace, headers.TraceCellBytes()); err != nil {
-			return err
-		}
-	}
-	var opening *prover.Opening
-	if key != nil {
-		opening = prover.StartOpeningKey(opts.Settings, opts.Reference, key, log)
-	} else {
-		opening = prover.StartOpening(opts.Settings, opts.Reference, p, headers, log)
-	}
-	start := time.Now()
-	var st *prover.Statement
-	if key != nil {
-		st, err = prover.LoadKeyTrace(opts.Trace, headers, key, present)
-	} else {
-		st, err = prover.LoadTrace(opts.Trace, headers)
-	}
-	if err != nil {
-		opening.Release()
-		return err
-	}
-	timed("read", time.Since(start))
-	log.Info().Str("trace", opts.Trace).Int("airs", len(st.Airs)).Str("bytes", sysinfo.Bytes(st.CellBytes)).
-		Str("elapsed", time.Since(start).Round(time.Millisecond).String()).Msg("trace read")
-	for i, a := range st.Airs {
-		if st.Meta[i].Height > 0 { // AIRs of a key left out of the proof have none
-			rep.AIRs = append(rep.AIRs, prover.AirRow{Name: a.Name(), Width: st.Widths[i], Height: st.Meta[i].Height})
-		}
-	}
-	task.Step("opening the device")
-	be, err := opening.Backend()
-	if err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		opening.Release()
-		return cmdutil.ErrInterrupted
-	}
-	defer be.Close()
-	rep.Backend = be.Name
-	log.Info().Str("backend", be.Name).Str("params", res.Source).Int("airs", len(st.Airs)).Str("output", output).Msg("proving")
-
-	task.Step("keygen")
-	pk, keygen, err := opening.Key(st, opts.Trace)
-	if err != nil {
-		return err
-	}
-	defer pk.Free()
-	timed("keygen", keygen)
-	heights := make([]int, len(st.Meta))
-	for i, m := range st.Meta {
-		heights[i] = m.Height
-	}
-	var limit uint64
-	if opts.Settings != nil {
-		limit = opts.Settings.DeviceMemoryBytes
-	}
-	if rep.DeviceMemory, err = be.CheckDeviceMemory(pk, heights, p, !opts.NoCheck, opts.Trace, limit, log); err != nil {
-		return err
-	}
-
-	po := stark.DefaultProveOptions()
-	po.CheckConstraints = !opts.NoCheck
-	po.Context = ctx
-	watch := prover.NewStageWatch(log, task, !opts.Progress.Enabled())
-	defer watch.Close()
-	po.OnStageStart = watch.Start
-	po.OnStage = func(r stark.StageReport) {
-		watch.Done(r)
-		timed(r.Stage, r.Wall)
-		rep.Stages = append(rep.Stages, prover.NewStageRow(r))
-		rep.PeakMemory = max(rep.PeakMemory, r.MemoryPeak)
-	}
-	proof, err := stark.Prove(pk, st.Inputs, p, be.Backend, po)
-	watch.Close()
-	if err != nil {
-		return prover.ProveError(ctx, opts.Trace, err)
-	}
-	rep.Fallbacks = be.Fallbacks()
-
-	task.Step("writing the proof")
-	start = time.Now()
-	meta := st.ProofMeta(res)
-	// Encode once: the proof's size is read off the envelope of the file's bytes.
-	file, err := stark.MarshalProofFileMeta(p, proof, meta)
-	if err != nil {
-		return fmt.Errorf("encode proof: %w", err)
-	}
-	_, env, err := stark.SplitProofFile(file)
-	if err != nil {
-		return fmt.Errorf("encode proof: %w", err)
-	}
-	rep.ProofBytes = len(env) - stark.EnvelopeOverhead
-	if _, err := out.Write(file); err != nil {
-		return fmt.Errorf("write proof file %s: %w", output, cmdutil.UnwrapPath(err))
-	}
-	if err := out.Commit(); err != nil {
-		return fmt.Errorf("write proof file %s: %w", output, cmdutil.UnwrapPath(err))
-	}
-	task.Done()
-	rep.FileBytes = len(file)
-	timed("write", time.Since(start))
-	log.Info().Str("proof", output).Int("proof_bytes", rep.ProofBytes).Int("file_bytes", rep.FileBytes).
-		Str("total", time.Duration(rep.TotalMS*float64(time.Millisecond)).Round(time.Millisecond).String()).Msg("proof written")
 	if opts.JSON {
 		enc := json.NewEncoder(opts.IO.Out)
 		enc.SetIndent("", "  ")
@@ -377,7 +144,8 @@ func proveRun(opts *Options) error {
 	return printReport(opts.IO.Out, rep)
 }
 
-func printReport(out io.Writer, rep *Report) error {
+// printReport prints the text report of a proof.
+func printReport(out io.Writer, rep *prover.ProveReport) error {
 	fmt.Fprintf(out, "%s: proof of %d AIRs (%s) with %s on %s\n", rep.Output, len(rep.AIRs), airList(rep.AIRs), rep.Params, rep.Backend)
 	fmt.Fprintf(out, "  proof %d bytes (file %d bytes), params digest %s\n", rep.ProofBytes, rep.FileBytes, rep.ParamsDigest)
 	if rep.Fallbacks > 0 {
@@ -396,6 +164,7 @@ func printReport(out io.Writer, rep *Report) error {
 	return err
 }
 
+// airList names the proof's AIRs with their shapes, the first few of them.
 func airList(airs []prover.AirRow) string {
 	const maxShown = 6
 	var names []string
@@ -408,5 +177,3 @@ func airList(airs []prover.AirRow) string {
 	}
 	return strings.Join(names, ", ")
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,38 +1,26 @@
-// Package vk implements `metalprove vk export`: it writes the verifying key of a trace file's
-// AIRs, or of a proving-key file, in OpenVM's postcard form (MultiStarkVerifyingKey, parameters
-// and pre_hash included), and optionally the preprocessed traces beside it.
+// Package vk implements `metalprove vk export`: its flags, their conflicts, and the printing of
+// what was written. Writing the verifying key of a trace file's AIRs, or of a proving-key file,
+// in OpenVM's postcard form (MultiStarkVerifyingKey, parameters and pre_hash included), and
+// optionally the preprocessed traces beside it, is the app layer's: prover.ExportVK.
 package vk
 
 import (
-	"encoding/hex"
 	"fmt"
 	"strings"
 
-	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
-	"github.com/metalprove/metalprove/internal/keyfile"
 	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/prover"
-	"github.com/metalprove/metalprove/internal/stark"
-	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
-// ExportOptions are the inputs of vk export.
+// ExportOptions are the inputs of vk export: the request its flags make.
 type ExportOptions struct {
-	IO       *cmdutil.IOStreams
-	Logger   *zerolog.Logger
-	Settings *cmdutil.Settings
-
-	Trace string
-	// Key is a proving-key file to export instead of a trace file's AIRs.
-	Key    string
-	Output string
-	// PreprocessedOut, when set, receives the preprocessed traces as a trace file.
-	PreprocessedOut string
-	Preset          string
-	AllowInsecure   bool
+	IO *cmdutil.IOStreams
+	// VKExportRequest holds the flags (--trace, --key, -o, --preprocessed-out, …) and the
+	// settings.
+	prover.VKExportRequest
 }
 
 // NewCmdVK returns the vk command group.
@@ -49,7 +37,7 @@ func NewCmdVK(f *cmdutil.Factory, runF func(*ExportOptions) error) *cobra.Comman
 
 // NewCmdExport returns vk export. runF, when not nil, replaces exportRun (for tests).
 func NewCmdExport(f *cmdutil.Factory, runF func(*ExportOptions) error) *cobra.Command {
-	opts := &ExportOptions{IO: f.IO, Logger: &f.Logger, Settings: f.Settings}
+	opts := &ExportOptions{IO: f.IO, VKExportRequest: prover.VKExportRequest{Settings: f.Settings}}
 	cmd := &cobra.Command{
 		Use:   "export (--trace TRACE [--preset P] | --key PK) -o FILE [--preprocessed-out FILE]",
 		Short: "Write the verifying key of a trace file's AIRs in OpenVM's postcard form",
@@ -97,66 +85,16 @@ written atomically and may not be the trace file.`,
 	return cmd
 }
 
+// exportRun exports through prover.ExportVK and prints what it wrote.
 func exportRun(opts *ExportOptions) error {
-	cfg := ""
-	if opts.Settings != nil {
-		cfg = opts.Settings.ConfigFile
-	}
-	input := opts.Trace
-	if opts.Key != "" {
-		input = opts.Key
-	}
-	if opts.PreprocessedOut != "" && (opts.PreprocessedOut == opts.Output) {
-		return cmdutil.Usagef("--preprocessed-out and -o are the same file")
-	}
-	out, err := cmdutil.CreateOutput("-o", opts.Output, input, cfg)
+	rep, err := prover.ExportVK(opts.VKExportRequest)
 	if err != nil {
 		return err
 	}
-	defer out.Abort()
-	var f *keyfile.File
-	var source string
-	if opts.Key != "" {
-		k, err := prover.ReadKey(opts.Key, opts.AllowInsecure)
-		if err != nil {
-			return err
-		}
-		f, source = k.File, k.ParamsSource()
-	} else {
-		res, err := prover.ResolveParams(opts.Preset, opts.Settings, "", opts.AllowInsecure)
-		if err != nil {
-			return err
-		}
-		airs, _, err := prover.BuiltinAirs(opts.Trace)
-		if err != nil {
-			return err
-		}
-		if f, err = prover.KeygenBuiltin(res.Params, airs, keyfile.Note{Source: "trace " + opts.Trace}); err != nil {
-			return err
-		}
-		source = res.Source
-	}
-	b := f.MVK.AppendKeyPostcard(nil, f.PreHash)
-	if _, err := out.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", opts.Output, err)
-	}
-	pre := prover.PreprocessedSections(f)
-	if opts.PreprocessedOut != "" {
-		if len(pre) == 0 {
-			return cmdutil.Usagef("--preprocessed-out: no AIR of the key has a preprocessed trace")
-		}
-		if err := tracefile.WriteAll(opts.PreprocessedOut, pre); err != nil {
-			return fmt.Errorf("write %s: %w", opts.PreprocessedOut, err)
-		}
-	}
-	if err := out.Commit(); err != nil {
-		return fmt.Errorf("write %s: %w", opts.Output, err)
-	}
-	dg := stark.ParamsDigest(f.MVK.Params)
-	_, err = fmt.Fprintf(opts.IO.Out, "%s: verifying key of %s under %s (params digest %s), %d bytes; pre_hash %s\n",
-		opts.Output, strings.Join(f.Names, ", "), source, hex.EncodeToString(dg[:8]), len(b), prover.PreHashString(f.PreHash))
-	if err == nil && opts.PreprocessedOut != "" {
-		_, err = fmt.Fprintf(opts.IO.Out, "%s: %d preprocessed traces\n", opts.PreprocessedOut, len(pre))
+	_, err = fmt.Fprintf(opts.IO.Out, "%s: verifying key of %s under %s (params digest %s), %d bytes; pre_hash %v\n",
+		rep.Output, strings.Join(rep.AIRs, ", "), rep.Params, rep.ParamsDigest[:16], rep.Bytes, rep.PreHash)
+	if err == nil && rep.PreprocessedOut != "" {
+		_, err = fmt.Fprintf(opts.IO.Out, "%s: %d preprocessed traces\n", rep.PreprocessedOut, rep.Preprocessed)
 	}
 	return err
 }

@@ -1,0 +1,270 @@
+package prover
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/progress"
+	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/sysinfo"
+)
+
+// ProveRequest are the inputs of Prove: what `metalprove prove` takes from its flags.
+type ProveRequest struct {
+	// Trace is the trace file to prove.
+	Trace string
+	// Output is the proof file to write ("": DefaultProofOutput of Trace).
+	Output string
+	// Key is a proving-key file (Keygen): the AIRs, their order and the parameters come from it
+	// instead of the section names and the preset.
+	Key string
+	// Airs lists the key's AIRs the trace proves ("0,2,5"; "": all). Only with Key.
+	Airs string
+	// Preset is a preset name, or "" for the config file's params section (else DefaultPreset).
+	// Not with Key.
+	Preset        string
+	AllowInsecure bool
+	// NoCheck skips the host constraint checker.
+	NoCheck bool
+	// Reference proves on the CPU reference backend instead of the device backend.
+	Reference bool
+
+	// Settings are the global settings (config file, device, device memory; nil: none).
+	Settings *cmdutil.Settings
+	// Logger receives the progress records (nil: none).
+	Logger *zerolog.Logger
+	// Progress draws the stages on a terminal (nil: nothing drawn).
+	Progress *progress.Display
+}
+
+// ProveReport is what Prove did: what `metalprove prove --json` prints.
+type ProveReport struct {
+	Trace  string `json:"trace"`
+	Output string `json:"output"`
+	Params string `json:"params"`
+	// ParamsDigest is the SHA-256 of the parameters' postcard bytes (hex), as in the proof file.
+	ParamsDigest string `json:"params_digest"`
+	// Backend is "cpuref" or "device (<device name>)"; Fallbacks counts the device backend's
+	// calls that ran on the CPU reference instead.
+	Backend   string   `json:"backend"`
+	Fallbacks int      `json:"fallbacks"`
+	AIRs      []AirRow `json:"airs"`
+	// ProofBytes is the spec encoding of the proof; FileBytes the whole file (envelope, metadata).
+	ProofBytes int `json:"proof_bytes"`
+	FileBytes  int `json:"file_bytes"`
+	// TimesMS are the stage times in milliseconds (read, keygen, check, commit, gkr, constraints,
+	// openings, write) and TotalMS their sum.
+	TimesMS map[string]float64 `json:"times_ms"`
+	TotalMS float64            `json:"total_ms"`
+	// Stages are the proving stages (load, check, commit, gkr, constraints, openings) with what
+	// each cost on the device.
+	Stages []StageRow `json:"stages"`
+	// PeakMemory is the largest of the stages' peak device memory; the memory estimate made
+	// before the proof (device backend only) stands beside it.
+	PeakMemory int64 `json:"peak_memory_bytes"`
+	*DeviceMemory
+}
+
+// timed records a stage's time in the report and adds it to the total.
+func (rep *ProveReport) timed(name string, d time.Duration) {
+	rep.TimesMS[name] = ms(d)
+	rep.TotalMS += ms(d)
+}
+
+// DefaultProofOutput is the proof file written for trace when no output is given: the trace's
+// path with its extension replaced by ".proof" (keccakf.bin → keccakf.proof), beside the trace.
+func DefaultProofOutput(trace string) string {
+	ext := filepath.Ext(trace)
+	if ext == trace || strings.ContainsRune(ext, filepath.Separator) {
+		ext = ""
+	}
+	return strings.TrimSuffix(trace, ext) + ".proof"
+}
+
+// nopLogger is l, or a logger that writes nothing when l is nil.
+func nopLogger(l *zerolog.Logger) *zerolog.Logger {
+	if l == nil {
+		n := zerolog.Nop()
+		return &n
+	}
+	return l
+}
+
+// Prove proves a trace file and writes the proof file: the parameters resolved (or the proving
+// key read, its sections checked against the trace's headers), the output checked and its
+// temporary file created before any proving work, the backend opened and the key made while the
+// cells are read (Opening), the device memory checked, every section proved together as one
+// multi-AIR proof (stark.Prove, its stages reported through a StageWatch on req.Logger and
+// req.Progress) and the proof file (stark.MarshalProofFileMeta: metadata naming the AIRs, then
+// the envelope) written atomically. An error leaves no file; errors carry the cmdutil types of
+// the exit status (ProveError), and a cancelled ctx is cmdutil.ErrInterrupted.
+func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
+	log := nopLogger(req.Logger)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var key *Key
+	var present []int
+	var res *Resolved
+	var err error
+	if req.Key != "" {
+		if key, err = ReadKey(req.Key, req.AllowInsecure); err != nil {
+			return nil, err
+		}
+		if present, err = ParseAirs(req.Airs, len(key.Airs)); err != nil {
+			return nil, err
+		}
+		res = key.Resolved()
+	} else if res, err = ResolveParams(req.Preset, req.Settings, "", req.AllowInsecure); err != nil {
+		return nil, err
+	}
+	p := res.Params
+	output := req.Output
+	if output == "" {
+		output = DefaultProofOutput(req.Trace)
+	}
+	if _, err := os.Stat(req.Trace); err != nil {
+		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("--trace %s: %w", req.Trace, cmdutil.UnwrapPath(err))}
+	}
+	// The output is checked (and its temporary file created) before any proving work.
+	out, err := cmdutil.CreateOutput("-o", output, req.Trace, configFile(req.Settings))
+	if err != nil {
+		return nil, err
+	}
+	defer out.Abort()
+
+	rep := &ProveReport{Trace: req.Trace, Output: output, Params: res.Source, TimesMS: map[string]float64{}}
+	dg := stark.ParamsDigest(p)
+	rep.ParamsDigest = hex.EncodeToString(dg[:])
+
+	nStages := 5 // load, commit, gkr, constraints, openings
+	if !req.NoCheck {
+		nStages++
+	}
+	task := req.Progress.Start("prove "+req.Trace, int64(nStages), "stages")
+	defer task.Done()
+	task.Step("reading the trace")
+	// The section headers are read once: they size the proof and name the AIRs, so that the
+	// device opens and the key is made (Opening) while the cells are read. A file whose headers
+	// cannot be read is named by the reading of its cells.
+	headers, _ := ReadHeaders(req.Trace)
+	if headers != nil {
+		if key != nil {
+			if err := CheckKeySections(key, req.Trace, headers.Sections, present); err != nil {
+				return nil, err
+			}
+		}
+		if err := CheckMemory(req.Trace, headers.TraceCellBytes()); err != nil {
+			return nil, err
+		}
+	}
+	var opening *Opening
+	if key != nil {
+		opening = StartOpeningKey(req.Settings, req.Reference, key, log)
+	} else {
+		opening = StartOpening(req.Settings, req.Reference, p, headers, log)
+	}
+	start := time.Now()
+	var st *Statement
+	if key != nil {
+		st, err = LoadKeyTrace(req.Trace, headers, key, present)
+	} else {
+		st, err = LoadTrace(req.Trace, headers)
+	}
+	if err != nil {
+		opening.Release()
+		return nil, err
+	}
+	rep.timed("read", time.Since(start))
+	log.Info().Str("trace", req.Trace).Int("airs", len(st.Airs)).Str("bytes", sysinfo.Bytes(st.CellBytes)).
+		Str("elapsed", time.Since(start).Round(time.Millisecond).String()).Msg("trace read")
+	for i, a := range st.Airs {
+		if st.Meta[i].Height > 0 { // AIRs of a key left out of the proof have none
+			rep.AIRs = append(rep.AIRs, AirRow{Name: a.Name(), Width: st.Widths[i], Height: st.Meta[i].Height})
+		}
+	}
+	task.Step("opening the device")
+	be, err := opening.Backend()
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		opening.Release()
+		return nil, cmdutil.ErrInterrupted
+	}
+	defer be.Close()
+	rep.Backend = be.Name
+	log.Info().Str("backend", be.Name).Str("params", res.Source).Int("airs", len(st.Airs)).Str("output", output).Msg("proving")
+
+	task.Step("keygen")
+	pk, keygen, err := opening.Key(st, req.Trace)
+	if err != nil {
+		return nil, err
+	}
+	defer pk.Free()
+	rep.timed("keygen", keygen)
+	heights := make([]int, len(st.Meta))
+	for i, m := range st.Meta {
+		heights[i] = m.Height
+	}
+	var limit uint64
+	if req.Settings != nil {
+		limit = req.Settings.DeviceMemoryBytes
+	}
+	if rep.DeviceMemory, err = be.CheckDeviceMemory(pk, heights, p, !req.NoCheck, req.Trace, limit, log); err != nil {
+		return nil, err
+	}
+
+	po := stark.DefaultProveOptions()
+	po.CheckConstraints = !req.NoCheck
+	po.Context = ctx
+	watch := NewStageWatch(log, task, !req.Progress.Enabled())
+	defer watch.Close()
+	po.OnStageStart = watch.Start
+	po.OnStage = func(r stark.StageReport) {
+		watch.Done(r)
+		rep.timed(r.Stage, r.Wall)
+		rep.Stages = append(rep.Stages, NewStageRow(r))
+		rep.PeakMemory = max(rep.PeakMemory, r.MemoryPeak)
+	}
+	proof, err := stark.Prove(pk, st.Inputs, p, be.Backend, po)
+	watch.Close()
+	if err != nil {
+		return nil, ProveError(ctx, req.Trace, err)
+	}
+	rep.Fallbacks = be.Fallbacks()
+
+	task.Step("writing the proof")
+	start = time.Now()
+	meta := st.ProofMeta(res)
+	// Encode once: the proof's size is read off the envelope of the file's bytes.
+	file, err := stark.MarshalProofFileMeta(p, proof, meta)
+	if err != nil {
+		return nil, fmt.Errorf("encode proof: %w", err)
+	}
+	_, env, err := stark.SplitProofFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("encode proof: %w", err)
+	}
+	rep.ProofBytes = len(env) - stark.EnvelopeOverhead
+	if _, err := out.Write(file); err != nil {
+		return nil, fmt.Errorf("write proof file %s: %w", output, cmdutil.UnwrapPath(err))
+	}
+	if err := out.Commit(); err != nil {
+		return nil, fmt.Errorf("write proof file %s: %w", output, cmdutil.UnwrapPath(err))
+	}
+	task.Done()
+	rep.FileBytes = len(file)
+	rep.timed("write", time.Since(start))
+	log.Info().Str("proof", output).Int("proof_bytes", rep.ProofBytes).Int("file_bytes", rep.FileBytes).
+		Str("total", time.Duration(rep.TotalMS*float64(time.Millisecond)).Round(time.Millisecond).String()).Msg("proof written")
+	return rep, nil
+}
