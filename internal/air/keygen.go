@@ -347,13 +347,16 @@ func (m *MultiVerifyingKey0) PreHashPreimage() []byte {
 }
 
 // PreHash is vk_pre_hash = hash_slice(each preimage byte as a field element) (B §1.8).
-func (m *MultiVerifyingKey0) PreHash() poseidon2.Digest {
+func (m *MultiVerifyingKey0) PreHash() poseidon2.Digest { return m.PreHashWith(nil) }
+
+// PreHashWith is PreHash with the hash's absorbs on a (nil: pure Go).
+func (m *MultiVerifyingKey0) PreHashWith(a poseidon2.Absorber) poseidon2.Digest {
 	pre := m.PreHashPreimage()
 	fs := make([]field.Fp, len(pre))
 	for i, x := range pre {
 		fs[i] = field.Fp(x)
 	}
-	return poseidon2.HashSlice(fs)
+	return poseidon2.HashSliceWith(a, fs)
 }
 
 // AppendKeyPostcard appends postcard(MultiStarkVerifyingKey): m's bytes, then pre_hash (8

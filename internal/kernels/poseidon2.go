@@ -33,13 +33,10 @@ func RoundConstants() []uint32 {
 	return append(out, MontSlice(diag[:])...)
 }
 
-// The transcript's long absorbs (poseidon2.Absorb) run on the host device's SIMD permutation of
-// one state, with these constants, where the build has it (internal/gpu/host.NewAbsorber).
-func init() {
-	if f := host.NewAbsorber(RoundConstants()); f != nil {
-		poseidon2.RegisterAbsorber(f)
-	}
-}
+// HostAbsorber is poseidon2.Absorb on the host device's SIMD permutation of one state, with these
+// constants (internal/gpu/host.NewAbsorber), nil where the build has none. The device backend
+// gives it to the transcript and keygen (stark.Backend.Absorber); nothing installs it globally.
+var HostAbsorber poseidon2.Absorber = host.NewAbsorber(RoundConstants())
 
 // HostWitnessSearch is the proof-of-work search on the host's SIMD permutation with these
 // constants (internal/gpu/host.NewWitnessSearch): the device backend's small searches.

@@ -157,7 +157,10 @@ func checkPreprocessed(mvk *air.MultiVerifyingKey0, i int, m *air.Matrix) error 
 
 // Unmarshal decodes and checks a proving-key file: magic, version, checksum, then the verifying
 // key (air.DecodeMultiVerifyingKey), names, preprocessed traces and note, with no byte left over.
-func Unmarshal(b []byte) (*File, error) {
+func Unmarshal(b []byte) (*File, error) { return UnmarshalWith(nil, b) }
+
+// UnmarshalWith is Unmarshal with the key's pre_hash recomputed through a (nil: pure Go).
+func UnmarshalWith(a poseidon2.Absorber, b []byte) (*File, error) {
 	if len(b) < len(Magic) || !bytes.Equal(b[:len(Magic)], []byte(Magic)) {
 		return nil, formatErr("not a metalprove proving-key file (bad magic)")
 	}
@@ -171,12 +174,12 @@ func Unmarshal(b []byte) (*File, error) {
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], stored) {
 		return nil, formatErr("SHA-256 mismatch: the file is corrupt or truncated")
 	}
-	return unmarshalBody(body)
+	return unmarshalBody(a, body)
 }
 
 // unmarshalBody decodes the bytes before the checksum (fuzzed on its own: a fuzzer cannot get
 // past a SHA-256).
-func unmarshalBody(b []byte) (*File, error) {
+func unmarshalBody(a poseidon2.Absorber, b []byte) (*File, error) {
 	if len(b) < headerLen || !bytes.Equal(b[:len(Magic)], []byte(Magic)) || binary.LittleEndian.Uint32(b[8:]) != Version {
 		return nil, formatErr("truncated or unknown header")
 	}
@@ -186,7 +189,7 @@ func unmarshalBody(b []byte) (*File, error) {
 	if vlen > uint64(len(rest)) {
 		return nil, formatErr("verifying key of %d bytes, %d left", vlen, len(rest))
 	}
-	mvk, pre, err := air.DecodeMultiVerifyingKey(rest[:vlen])
+	mvk, pre, err := air.DecodeMultiVerifyingKeyWith(a, rest[:vlen])
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
 	}
@@ -274,7 +277,10 @@ func unmarshalBody(b []byte) (*File, error) {
 }
 
 // Read reads and decodes the proving-key file at path.
-func Read(path string) (*File, error) {
+func Read(path string) (*File, error) { return ReadWith(nil, path) }
+
+// ReadWith is Read with the key's pre_hash recomputed through a (nil: pure Go).
+func ReadWith(a poseidon2.Absorber, path string) (*File, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -287,7 +293,7 @@ func Read(path string) (*File, error) {
 	if len(b) > MaxFileSize {
 		return nil, formatErr("larger than %d bytes", int64(MaxFileSize))
 	}
-	f, err := Unmarshal(b)
+	f, err := UnmarshalWith(a, b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -216,7 +216,7 @@ func FuzzUnmarshalBody(f *testing.F) {
 	}
 	f.Add(b[:len(b)-sumLen])
 	f.Fuzz(func(t *testing.T, body []byte) {
-		fl, err := unmarshalBody(body)
+		fl, err := unmarshalBody(nil, body)
 		if err != nil {
 			return
 		}

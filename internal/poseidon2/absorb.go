@@ -2,18 +2,16 @@ package poseidon2
 
 import "github.com/metalprove/metalprove/internal/field"
 
+// Absorber is an implementation of Absorb for long inputs (the host device's SIMD permutation of
+// one state: internal/kernels.HostAbsorber). It must return exactly what Absorb does. It is
+// passed explicitly to what may use it (HashSliceWith, transcript.NewWith); nothing here holds
+// one, so the reference and the verifier stay pure Go unless given one.
+type Absorber func(state *[Width]field.Fp, idx int, data []field.Fp) int
+
 // Absorb is the duplex sponge's absorb of data (the transcript's observe, once per element):
 // state[idx] ← x for each x in turn, and after the 8th pending element the state is permuted and
-// idx is 0 again. idx must be in [0, Rate); Absorb returns the final idx. Long inputs go to the
-// absorber registered by RegisterAbsorber, if any (the host device's SIMD permutation).
+// idx is 0 again. idx must be in [0, Rate); Absorb returns the final idx.
 func Absorb(state *[Width]field.Fp, idx int, data []field.Fp) int {
-	if fastAbsorb != nil && len(data) >= fastAbsorbMin {
-		return fastAbsorb(state, idx, data)
-	}
-	return absorbGo(state, idx, data)
-}
-
-func absorbGo(state *[Width]field.Fp, idx int, data []field.Fp) int {
 	for _, x := range data {
 		state[idx] = x
 		if idx++; idx == Rate {
@@ -24,15 +22,14 @@ func absorbGo(state *[Width]field.Fp, idx int, data []field.Fp) int {
 	return idx
 }
 
-// fastAbsorbMin is the shortest input worth a call of the registered absorber (a cgo call costs
-// about a tenth of a permutation).
-const fastAbsorbMin = 2 * Rate
+// AbsorbMin is the shortest input worth a call of an Absorber (a cgo call costs about a tenth of
+// a permutation).
+const AbsorbMin = 2 * Rate
 
-var fastAbsorb func(state *[Width]field.Fp, idx int, data []field.Fp) int
-
-// RegisterAbsorber installs f as Absorb's implementation for long inputs. f must return exactly
-// what Absorb's own loop would (internal/gpu/host checks its absorber against it). Call it from
-// an init function only: Absorb reads the hook without synchronisation.
-func RegisterAbsorber(f func(state *[Width]field.Fp, idx int, data []field.Fp) int) {
-	fastAbsorb = f
+// AbsorbWith is Absorb through a (nil: Absorb itself) for inputs of at least AbsorbMin.
+func AbsorbWith(a Absorber, state *[Width]field.Fp, idx int, data []field.Fp) int {
+	if a != nil && len(data) >= AbsorbMin {
+		return a(state, idx, data)
+	}
+	return Absorb(state, idx, data)
 }

@@ -134,11 +134,14 @@ func permute(s *[Width]uint64) {
 // state, each block of up to 8 elements overwrites s[0..len) and is followed by one permutation
 // (a partial final block leaves s[len..8) as they are); the digest is s[0..8). There is no
 // padding or length encoding, and an empty input hashes to the zero digest.
-func HashSlice(v []field.Fp) Digest {
-	if fastAbsorb != nil && len(v) >= fastAbsorbMin {
+func HashSlice(v []field.Fp) Digest { return HashSliceWith(nil, v) }
+
+// HashSliceWith is HashSlice with long inputs absorbed by a (nil: pure Go).
+func HashSliceWith(a Absorber, v []field.Fp) Digest {
+	if a != nil && len(v) >= AbsorbMin {
 		// The same sponge as Absorb from the zero state, plus the permutation of a partial last block.
 		var st [Width]field.Fp
-		if fastAbsorb(&st, 0, v) != 0 {
+		if a(&st, 0, v) != 0 {
 			Permute(&st)
 		}
 		return Digest(st[:DigestSize])

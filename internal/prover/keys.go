@@ -15,6 +15,7 @@ import (
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/keyfile"
 	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
@@ -60,7 +61,7 @@ func (k *Key) Resolved() *Resolved {
 // ReadKey reads a proving-key file. A missing, malformed or altered file is a BadInputError;
 // parameters with a security target below 100 bits without allowInsecure a UsageError.
 func ReadKey(path string, allowInsecure bool) (*Key, error) {
-	f, err := keyfile.Read(path)
+	f, err := keyfile.ReadWith(kernels.HostAbsorber, path)
 	if err != nil {
 		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("--key %w", err)}
 	}
@@ -118,7 +119,7 @@ func KeySecurity(mvk *air.MultiVerifyingKey0) (preset string, bits int, err erro
 // KeyFileOf is the proving-key file of a key made by this program's keygen (stark.Keygen): its
 // verifying key as OpenVM writes it, the AIRs' names and preprocessed traces.
 func KeyFileOf(pk *stark.ProvingKey, note keyfile.Note) (*keyfile.File, error) {
-	mvk, pre, err := air.DecodeMultiVerifyingKey(pk.VK.AppendPostcard(nil))
+	mvk, pre, err := air.DecodeMultiVerifyingKeyWith(kernels.HostAbsorber, pk.VK.AppendPostcard(nil))
 	if err != nil {
 		return nil, fmt.Errorf("keygen: %w", err)
 	}
@@ -155,7 +156,7 @@ func ImportOpenVMKey(vkPath, preprocessedPath string, names []string, note keyfi
 	if err != nil {
 		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("--openvm-vk %s: %w", vkPath, pathError(err))}
 	}
-	mvk, pre, err := air.DecodeMultiVerifyingKey(b)
+	mvk, pre, err := air.DecodeMultiVerifyingKeyWith(kernels.HostAbsorber, b)
 	if err != nil {
 		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", vkPath, err)}
 	}

@@ -85,7 +85,7 @@ func checkTranscriptPoW() error {
 	var tr transcript.Transcript
 	tr.Observe(1)
 	before := tr
-	if w := tr.Grind(0); w != 0 || tr != before {
+	if w := tr.Grind(0); w != 0 || !tr.Same(&before) {
 		return fmt.Errorf("grind(0) = %d or touched the transcript", w)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package stark
 
 import (
+	"github.com/metalprove/metalprove/internal/poseidon2"
 	"time"
 
 	"github.com/metalprove/metalprove/internal/air"
@@ -33,6 +34,9 @@ type Backend struct {
 	Checker Checker
 	// Meter, when set, gives the counters of per-stage reports (ProveOptions.OnStage).
 	Meter Meter
+	// Absorber, when set, takes the transcript's long observes and keygen's pre_hash (the host
+	// device's SIMD permutation); nil keeps them pure Go. Its results are Absorb's.
+	Absorber poseidon2.Absorber
 }
 
 // Trace is a trace matrix loaded onto a backend by its TraceLoader: commit, GKR and the

@@ -120,7 +120,7 @@ func Keygen(p params.SystemParams, airs []air.Air, required []bool, be *Backend)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrKeygen, err)
 	}
-	if pk.VK, err = compileKey(mvk, mvk.PreHash(), airs); err != nil {
+	if pk.VK, err = compileKey(mvk, mvk.PreHashWith(be.Absorber), airs); err != nil {
 		pk.Free()
 		return nil, err
 	}

@@ -190,7 +190,7 @@ func TestOpeningsRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("verify: %v", err)
 			}
-			if vtr != ptr {
+			if !vtr.Same(&ptr) {
 				t.Error("prover and verifier transcripts differ")
 			}
 		})

@@ -461,7 +461,7 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 		TraceVData:   make([]*TraceVData, len(inputs)),
 		PublicValues: make([][]field.Fp, len(inputs)),
 	}
-	tr := transcript.New()
+	tr := transcript.NewWith(be.Absorber)
 	err = st.run(StageCommit, func() error {
 		common, err := be.Committer.Commit(p, commons)
 		if err != nil {

@@ -24,10 +24,17 @@ type Transcript struct {
 	state     [poseidon2.Width]field.Fp
 	absorbIdx uint8 // in [0, 8)
 	sampleIdx uint8 // in [0, 8]
+	// absorb takes ObserveSlice's long inputs (nil: pure Go): see NewWith.
+	absorb poseidon2.Absorber
 }
 
 // New returns a fresh transcript (the same as the zero value).
 func New() Transcript { return Transcript{} }
+
+// NewWith returns a fresh transcript whose long observes (ObserveSlice) run on a (the host
+// device's SIMD permutation: kernels.HostAbsorber); it behaves exactly as New's. The prover's
+// device backend passes one; the reference and the verifier use New.
+func NewWith(a poseidon2.Absorber) Transcript { return Transcript{absorb: a} }
 
 // Observe absorbs one base element: s[absorb_idx] ← x (overwrite); after the 8th pending
 // element the state is permuted and the 8 outputs become available to Sample.
@@ -41,14 +48,20 @@ func (t *Transcript) Observe(x field.Fp) {
 	}
 }
 
+// Same reports whether t and u are in the same state (the sponge and its indices; the absorber
+// does not change results).
+func (t *Transcript) Same(u *Transcript) bool {
+	return t.state == u.state && t.absorbIdx == u.absorbIdx && t.sampleIdx == u.sampleIdx
+}
+
 // ObserveSlice absorbs xs in order: the same as Observe on each element, in one call of
-// poseidon2.Absorb (the host device's SIMD permutation for long inputs).
+// poseidon2.AbsorbWith (the transcript's absorber, if any, for long inputs).
 func (t *Transcript) ObserveSlice(xs []field.Fp) {
 	if len(xs) == 0 {
 		return
 	}
 	permutes := int(t.absorbIdx)+len(xs) >= rate
-	t.absorbIdx = uint8(poseidon2.Absorb(&t.state, int(t.absorbIdx), xs))
+	t.absorbIdx = uint8(poseidon2.AbsorbWith(t.absorb, &t.state, int(t.absorbIdx), xs))
 	if permutes {
 		t.sampleIdx = rate
 	}

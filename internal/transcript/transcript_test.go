@@ -209,7 +209,7 @@ func TestGrindWithCancelled(t *testing.T) {
 	if _, err := tr.GrindWith(ctx, HostGrinder{}, 20); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if tr != before {
+	if !tr.Same(&before) {
 		t.Fatal("cancelled grind modified the transcript")
 	}
 	// Cancellation during the search: 30 bits would take minutes.
@@ -222,7 +222,7 @@ func TestGrindWithCancelled(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("cancellation took %v", d)
 	}
-	if tr != before {
+	if !tr.Same(&before) {
 		t.Fatal("cancelled grind modified the transcript")
 	}
 }
@@ -234,7 +234,7 @@ func TestBitsZero(t *testing.T) {
 	if w := tr.Grind(0); w != 0 {
 		t.Fatalf("Grind(0) = %d, want 0", w)
 	}
-	if tr != before {
+	if !tr.Same(&before) {
 		t.Fatal("Grind(0) touched the transcript")
 	}
 	for _, w := range []field.Fp{0, 1, 12345} {
@@ -242,11 +242,11 @@ func TestBitsZero(t *testing.T) {
 			t.Fatalf("CheckWitness(0, %d) = false", w)
 		}
 	}
-	if tr != before {
+	if !tr.Same(&before) {
 		t.Fatal("CheckWitness(0) touched the transcript")
 	}
 	// SampleBits(0) still consumes a sample.
-	if tr.SampleBits(0) != 0 || tr == before {
+	if tr.SampleBits(0) != 0 || tr.Same(&before) {
 		t.Fatal("SampleBits(0) must return 0 and consume a sample")
 	}
 	for _, bits := range []int{-1, 31, 32} {
@@ -410,7 +410,7 @@ func FuzzTranscript(f *testing.F) {
 		clone := tr
 		a := runOps(&tr, data[k:])
 		b := runOps(&clone, data[k:])
-		if fmt.Sprint(a) != fmt.Sprint(b) || tr != clone {
+		if fmt.Sprint(a) != fmt.Sprint(b) || !tr.Same(&clone) {
 			t.Fatalf("clone diverged: %v vs %v", a, b)
 		}
 		if tr.absorbIdx >= rate || tr.sampleIdx > rate {
@@ -457,7 +457,7 @@ func TestObserveSliceMatchesObserve(t *testing.T) {
 		for _, x := range xs {
 			b.Observe(x)
 		}
-		if a != b {
+		if !a.Same(&b) {
 			t.Fatalf("step %d (%d values): %+v, want %+v", step, len(xs), a, b)
 		}
 		if r.IntN(3) == 0 {

@@ -109,6 +109,7 @@ func (b *Backend) Stages() *stark.Backend {
 		Grinder:     b,
 		Checker:     b,
 		Meter:       b,
+		Absorber:    kernels.HostAbsorber,
 	}
 }
 

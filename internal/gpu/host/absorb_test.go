@@ -101,8 +101,8 @@ func BenchmarkAbsorb(b *testing.B) {
 	}
 }
 
-// TestHashSliceThroughAbsorber: poseidon2.HashSlice, which takes the registered absorber for long
-// inputs, gives the Go sponge's digest at every length around the block size.
+// TestHashSliceThroughAbsorber: poseidon2.HashSliceWith through this package's absorber gives the
+// Go sponge's digest at every length around the block size.
 func TestHashSliceThroughAbsorber(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for n := 0; n <= 70; n++ {
@@ -114,7 +114,10 @@ func TestHashSliceThroughAbsorber(t *testing.T) {
 		if goAbsorb(&s, 0, v) != 0 {
 			poseidon2.Permute(&s)
 		}
-		if got := poseidon2.HashSlice(v); got != poseidon2.Digest(s[:poseidon2.DigestSize]) {
+		if absorb == nil {
+			t.Skip("this build has no SIMD absorber")
+		}
+		if got := poseidon2.HashSliceWith(absorb, v); got != poseidon2.Digest(s[:poseidon2.DigestSize]) {
 			t.Fatalf("n=%d: HashSlice %v, want %v", n, got, s[:poseidon2.DigestSize])
 		}
 	}
