@@ -55,8 +55,13 @@ func ExportVK(req VKExportRequest) (*VKExportReport, error) {
 	if req.Key != "" {
 		input = req.Key
 	}
-	if req.PreprocessedOut != "" && (req.PreprocessedOut == req.Output) {
-		return nil, cmdutil.Usagef("--preprocessed-out and -o are the same file")
+	if req.PreprocessedOut != "" {
+		if req.PreprocessedOut == req.Output {
+			return nil, cmdutil.Usagef("--preprocessed-out and -o are the same file")
+		}
+		if err := cmdutil.CheckOutput("--preprocessed-out", req.PreprocessedOut, input, configFile(req.Settings)); err != nil {
+			return nil, err
+		}
 	}
 	out, err := cmdutil.CreateOutput("-o", req.Output, input, configFile(req.Settings))
 	if err != nil {
