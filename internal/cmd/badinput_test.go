@@ -163,6 +163,18 @@ func TestTraceOutputChecks(t *testing.T) {
 	expect(t, cmdutil.ExitUsage, []string{"is the input file " + config}, "--config", config, "trace", "--example", "keccakf", "--perms", "2", "-o", config)
 	expect(t, cmdutil.ExitUsage, []string{"does not exist"}, "trace", "--example", "keccakf", "--perms", "2", "-o", filepath.Join(dir, "no", "k.bin"))
 	expect(t, cmdutil.ExitUsage, []string{"is a directory"}, "trace", "--example", "keccakf", "--perms", "2", "-o", dir+"/")
+	// A directory given as the trace is a bad input (exit 3) for prove, as for trace info and
+	// verify (prove exited 1).
+	expect(t, cmdutil.ExitBadInput, []string{"--trace " + dir, "is a directory"}, "prove", "--trace", dir, "-o", filepath.Join(dir, "x.proof"))
+	// A trace taller than the parameters' stacked height: exit 3 on every backend, named (the
+	// device backend exited 1 with its memory estimate's words).
+	tall := filepath.Join(dir, "tall.trace")
+	mustRun(t, cmdutil.ExitOK, "trace", "--example", "fibonacci", "--rows", "2048", "-o", tall)
+	for _, dev := range [][]string{{"--device", "host"}, {"--cpuref"}} {
+		expect(t, cmdutil.ExitBadInput, []string{`"fibonacci" has height 2048, above the stacked height 2^10 of preset test`},
+			append([]string{"prove", "--trace", tall, "-o", filepath.Join(dir, "x.proof"), "--preset", "test", "--allow-insecure"}, dev...)...)
+	}
+	os.Remove(tall)
 	if b, _ := os.ReadFile(config); string(b) != "device: host\n" {
 		t.Error("config file overwritten")
 	}

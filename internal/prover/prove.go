@@ -131,8 +131,10 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	if output == "" {
 		output = DefaultProofOutput(req.Trace)
 	}
-	if _, err := os.Stat(req.Trace); err != nil {
+	if st, err := os.Stat(req.Trace); err != nil {
 		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("--trace %s: %w", req.Trace, cmdutil.UnwrapPath(err))}
+	} else if st.IsDir() {
+		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("--trace %s: is a directory, not a trace file", req.Trace)}
 	}
 	// The output is checked (and its temporary file created) before any proving work.
 	out, err := cmdutil.CreateOutput("-o", output, req.Trace, configFile(req.Settings))
@@ -161,6 +163,8 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 			if err := CheckKeySections(key, req.Trace, headers.Sections, present); err != nil {
 				return nil, err
 			}
+		} else if err := headers.CheckHeights(p, res.Source); err != nil {
+			return nil, err
 		}
 		if err := CheckMemory(req.Trace, headers.TraceCellBytes()); err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
+	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/sysinfo"
 	"github.com/metalprove/metalprove/internal/tracefile"
@@ -81,6 +82,19 @@ func (h *Headers) TraceCellBytes() uint64 {
 		n += 4 * uint64(s.Width) * uint64(s.Height)
 	}
 	return n
+}
+
+// CheckHeights refuses, as a BadInputError naming the section, a section taller than the
+// stacked height of parameters p (source names them): no backend can prove it, and the device
+// backend's memory estimate said so only in its own terms.
+func (h *Headers) CheckHeights(p sp.SystemParams, source string) error {
+	for i, s := range h.Sections {
+		if s.Height > 1<<p.LogStackedHeight() {
+			return &cmdutil.BadInputError{Err: fmt.Errorf("%s: section %d %q has height %d, above the stacked height 2^%d of %s: prove it with parameters of a larger stacked height",
+				h.Path, i, s.Name, s.Height, p.LogStackedHeight(), source)}
+		}
+	}
+	return nil
 }
 
 // ScanAirs resolves the AIR of every section from its header alone (name, height, width, public
