@@ -187,6 +187,9 @@ func TestBenchConcurrencyRefusals(t *testing.T) {
 	} {
 		expect(t, cmdutil.ExitUsage, []string{tt.want}, with(tt.extra...)...)
 	}
+	// A concurrency no device holds is refused before its queues are opened (it took 71 s and
+	// 1.6 GB of opening queues).
+	expect(t, cmdutil.ExitDevice, []string{"not enough device memory for --concurrency 100000"}, with("--concurrency", "100000")...)
 	// --perms 0 was taken as "the default" and ran 1024 permutations.
 	expect(t, cmdutil.ExitUsage, []string{"--perms 0: must be at least 1"}, "bench", "--example", "keccakf", "--perms", "0", "--device", "host")
 	expect(t, cmdutil.ExitUsage, []string{"--concurrency and --gpus apply to the device backend"},

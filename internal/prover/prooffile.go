@@ -64,6 +64,11 @@ func ReadBounded(path string, limit int64) ([]byte, error) {
 		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", path, cmdutil.UnwrapPath(err))}
 	}
 	defer f.Close()
+	// A regular file's size is known: one too large is refused before it is read (an 11 GB file
+	// took 6.6 s to refuse).
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > limit {
+		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %d bytes, larger than %d bytes", path, st.Size(), limit)}
+	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, &cmdutil.BadInputError{Err: fmt.Errorf("%s: %w", path, cmdutil.UnwrapPath(err))}

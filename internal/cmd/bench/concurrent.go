@@ -186,29 +186,44 @@ func (opts *Options) concurrentRun(in concurrentInput) error {
 			}
 		}
 	}()
-	for i := 1; i < n; i++ {
+	open := func(i int) error {
 		ord := gpus[i%len(gpus)]
 		be, err := prover.OpenDeviceBackend(opts.Settings, kind, ord, opts.shared, log)
 		if err != nil {
 			return err
 		}
 		workers[i] = &worker{be: be, ordinal: ord, owned: true}
+		return nil
 	}
-	// Per GPU: the queues and the memory they may use.
+	// One queue per GPU first: enough to bound the memory of all n before the other queues open
+	// (--concurrency 100000 was refused only after 71 s of opening queues).
+	for i := 1; i < min(n, len(gpus)); i++ {
+		if err := open(i); err != nil {
+			return err
+		}
+	}
+	// Per GPU: the queues it will hold and the memory they may use.
 	var uses []GPUUse
 	first := map[int]*worker{}
-	for _, w := range workers {
-		j := slices.IndexFunc(uses, func(u GPUUse) bool { return u.Ordinal == w.ordinal })
+	for i := range n {
+		ord := gpus[i%len(gpus)]
+		j := slices.IndexFunc(uses, func(u GPUUse) bool { return u.Ordinal == ord })
 		if j < 0 {
-			uses = append(uses, GPUUse{Ordinal: w.ordinal, Name: w.be.Device().Name()})
+			w := workers[i]
+			uses = append(uses, GPUUse{Ordinal: ord, Name: w.be.Device().Name()})
 			j = len(uses) - 1
-			first[w.ordinal] = w
+			first[ord] = w
 		}
 		uses[j].Queues++
 	}
 	rep.Concurrency, rep.GPUs = n, uses
 	if err := checkConcurrentMemory(rep, uses, first, opts.Concurrency, in.capFrom); err != nil {
 		return err
+	}
+	for i := len(gpus); i < n; i++ {
+		if err := open(i); err != nil {
+			return err
+		}
 	}
 
 	// Keys and traces, one worker at a time (the key's host data is shared, not copied).
