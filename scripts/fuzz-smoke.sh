@@ -36,9 +36,17 @@ if ((${#targets[@]} == 0)); then
 	exit 0
 fi
 echo "fuzz-smoke: ${#targets[@]} targets, $FUZZTIME each (minimise $FUZZMINIMIZETIME)"
+# One line per target; the fuzzer's progress lines are printed only when a target fails.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 for t in "${targets[@]}"; do
 	read -r pkg name <<<"$t"
 	if [[ $pkg == "$module" ]]; then dir=.; else dir=./${pkg#"$module"/}; fi
-	echo "fuzz-smoke: $name in $dir"
-	"$GO" test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" -fuzzminimizetime="$FUZZMINIMIZETIME" "$dir"
+	start=$SECONDS
+	if ! "$GO" test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" -fuzzminimizetime="$FUZZMINIMIZETIME" "$dir" >"$log" 2>&1; then
+		cat "$log"
+		echo "fuzz-smoke: $name in $dir FAILED (the failing input is under $dir/testdata/fuzz/$name)"
+		exit 1
+	fi
+	echo "fuzz-smoke: $name in $dir ok ($((SECONDS - start)) s)"
 done
