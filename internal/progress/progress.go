@@ -75,11 +75,19 @@ type Task struct {
 	stepStart time.Time
 	stop      chan struct{}
 	ended     bool
+	// stages: the line counts steps in words (Stages), the bar is a spinner.
+	stages bool
 }
 
+// Stages is the unit of tasks whose steps are a proof's stages: they differ in cost by orders of
+// magnitude (a minute of commit was "33 %"), so such a task shows "stage k/N" beside a spinner,
+// never a bar or a percentage.
+const Stages = "stages"
+
 // Start begins a progress line described by desc. total is the amount of work (the bar's
-// length, in units of unit, e.g. "stages", "runs", "rows"), or ≤ 0 when unknown (a spinner). It
-// ends any task still running. On a display that is off it returns a Task whose methods do nothing.
+// length, in units of unit, e.g. "columns", "proofs"), or ≤ 0 when unknown (a spinner); with unit
+// Stages the count is shown without a bar. It ends any task still running. On a display that is
+// off it returns a Task whose methods do nothing.
 func (d *Display) Start(desc string, total int64, unit string) *Task {
 	if !d.Enabled() {
 		return nil
@@ -89,7 +97,7 @@ func (d *Display) Start(desc string, total int64, unit string) *Task {
 		d.task.endLocked()
 	}
 	max := total
-	if max <= 0 {
+	if max <= 0 || unit == Stages {
 		max = -1
 	}
 	opts := []progressbar.Option{
@@ -101,10 +109,11 @@ func (d *Display) Start(desc string, total int64, unit string) *Task {
 		progressbar.OptionSetSpinnerChangeInterval(0), // Task.run redraws
 		progressbar.OptionSpinnerType(14),
 	}
-	if total > 0 {
+	if max > 0 {
 		opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionSetItsString(unit))
 	}
-	t := &Task{d: d, bar: progressbar.NewOptions64(max, opts...), desc: desc, total: total, stepStart: time.Now(), stop: make(chan struct{})}
+	t := &Task{d: d, bar: progressbar.NewOptions64(max, opts...), desc: desc, total: total, stepStart: time.Now(), stop: make(chan struct{}),
+		stages: unit == Stages && total > 0}
 	d.task = t
 	t.draw()
 	d.mu.Unlock()
@@ -133,6 +142,9 @@ func (t *Task) run() {
 // draw renders the line (d.mu held).
 func (t *Task) draw() {
 	desc := t.desc
+	if t.stages {
+		desc += fmt.Sprintf(" [stage %d/%d]", min(t.done+1, t.total), t.total)
+	}
 	if t.step != "" {
 		desc += ": " + t.step + " " + fmtElapsed(time.Since(t.stepStart))
 	}
@@ -175,6 +187,10 @@ func (t *Task) Add(n int64) {
 		return
 	}
 	t.done += n
+	if t.stages {
+		t.draw()
+		return
+	}
 	if t.done >= t.total {
 		// A full bar finishes (and clears) itself: keep it until Done.
 		t.done = t.total - 1
@@ -185,6 +201,19 @@ func (t *Task) Add(n int64) {
 	}
 	t.bar.Add64(n)
 	t.draw()
+}
+
+// Clear ends the running task, if any, and clears its line: before a last message (an
+// interrupt, an error) is written to the terminal, so that it does not land on the bar.
+func (d *Display) Clear() {
+	if !d.Enabled() {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.task != nil {
+		d.task.endLocked()
+	}
 }
 
 // Done ends the task and clears its line.

@@ -67,3 +67,25 @@ func TestOnDrawsAndKeepsLogLinesWhole(t *testing.T) {
 		t.Errorf("spinner line missing: %q", buf.String())
 	}
 }
+
+// A proof's stages differ in cost by orders of magnitude: their task counts stages in words and
+// never shows a percentage; Clear ends the line before a last message.
+func TestStagesShowNoPercentage(t *testing.T) {
+	var buf syncBuffer
+	d := New(&buf, true)
+	task := d.Start("prove k.trace", 6, Stages)
+	task.Step("commit")
+	task.Add(1)
+	task.Step("gkr")
+	d.Clear()
+	task.Step("never drawn")
+	out := buf.String()
+	for _, want := range []string{"[stage 1/6]: commit", "[stage 2/6]: gkr"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output %q lacks %q", out, want)
+		}
+	}
+	if strings.Contains(out, "%") || strings.Contains(out, "never drawn") {
+		t.Errorf("output %q shows a percentage or a step after Clear", out)
+	}
+}
