@@ -21,14 +21,11 @@ type Backend struct {
 	device *device.Backend
 }
 
-// Fallbacks is the number of calls that ran on another backend than the one claimed for their
-// stage (the Meter's counter: 0 now that every stage runs on the device; 0 for cpuref).
-func (b *Backend) Fallbacks() int {
-	if b.Meter == nil {
-		return 0
-	}
-	return b.Meter.Counters().Fallbacks
-}
+// Fallbacks is 0: every stage runs on the backend opened, there is no fallback path.
+//
+// Deprecated: no report carries it any more; it stays only for the reads left in
+// internal/cmd/bench/concurrent.go, and goes with them.
+func (b *Backend) Fallbacks() int { return 0 }
 
 // Device is the opened device (nil for cpuref).
 func (b *Backend) Device() *gpu.Device { return b.dev }

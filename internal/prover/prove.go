@@ -52,11 +52,9 @@ type ProveReport struct {
 	Params string `json:"params"`
 	// ParamsDigest is the SHA-256 of the parameters' postcard bytes (hex), as in the proof file.
 	ParamsDigest string `json:"params_digest"`
-	// Backend is "cpuref" or "device (<device name>)"; Fallbacks counts the device backend's
-	// calls that ran on the CPU reference instead.
-	Backend   string   `json:"backend"`
-	Fallbacks int      `json:"fallbacks"`
-	AIRs      []AirRow `json:"airs"`
+	// Backend is "cpuref" or "device (<device name>)".
+	Backend string   `json:"backend"`
+	AIRs    []AirRow `json:"airs"`
 	// ProofBytes is the spec encoding of the proof; FileBytes the whole file (envelope, metadata).
 	ProofBytes int `json:"proof_bytes"`
 	FileBytes  int `json:"file_bytes"`
@@ -244,7 +242,6 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	if err != nil {
 		return nil, ProveError(ctx, req.Trace, err)
 	}
-	rep.Fallbacks = be.Fallbacks()
 
 	task.Step("writing the proof")
 	start = time.Now()

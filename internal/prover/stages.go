@@ -29,7 +29,7 @@ type StageRow struct {
 // StageCounters are a stage's device counters as reported (prove --json; bench --json gives
 // their medians over the runs): kernel dispatches, host syncs, the host's wait in them, the
 // device queue's gaps waiting on the host (stark.Counters), host↔device bytes, peak device
-// memory during the stage and reference fallbacks.
+// memory during the stage.
 type StageCounters struct {
 	Dispatches      int     `json:"dispatches"`
 	Syncs           int     `json:"syncs"`
@@ -38,14 +38,13 @@ type StageCounters struct {
 	BytesToDevice   int64   `json:"bytes_to_device"`
 	BytesFromDevice int64   `json:"bytes_from_device"`
 	PeakMemory      int64   `json:"peak_memory_bytes"`
-	Fallbacks       int     `json:"fallbacks"`
 }
 
 // NewStageRow is the row of a stage's report, its parts included.
 func NewStageRow(r stark.StageReport) StageRow {
 	row := StageRow{Stage: r.Stage, WallMS: ms(r.Wall), StageCounters: StageCounters{Dispatches: r.Dispatches, Syncs: r.Syncs,
 		SyncWaitMS: ms(r.SyncWait), HostGapMS: ms(r.HostGap), BytesToDevice: r.BytesToDevice, BytesFromDevice: r.BytesFromDevice,
-		PeakMemory: r.MemoryPeak, Fallbacks: r.Fallbacks}}
+		PeakMemory: r.MemoryPeak}}
 	for _, p := range r.Parts {
 		row.Parts = append(row.Parts, NewStageRow(p))
 	}
@@ -141,9 +140,6 @@ func (w *StageWatch) Done(r stark.StageReport) {
 	ev := w.log.WithLevel(w.Level).Str("stage", r.Stage).Str("elapsed", r.Wall.Round(time.Microsecond).String())
 	if w.Prefix != "" {
 		ev = ev.Str("run", w.Prefix)
-	}
-	if r.Fallbacks > 0 {
-		ev = ev.Int("fallbacks", r.Fallbacks)
 	}
 	ev.Msg("stage done")
 	w.task.Add(1)

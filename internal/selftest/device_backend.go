@@ -16,8 +16,8 @@ import (
 )
 
 // DeviceBackendChecks returns the checks of the device backend on dev: the conformance suite
-// (internal/backend/backendtest: every stage beside the reference, round by round, with zero
-// fallbacks in the stages the device claims, and whole proofs byte for byte), and the steady
+// (internal/backend/backendtest: every stage beside the reference, round by round, and whole
+// proofs byte for byte), and the steady
 // state of a commitment of random resident traces (mixed heights, some below 2^l_skip, a
 // width-0 trace): root equal to cpuref's, no upload, one sync, one download (the 32-byte root).
 // Names are "stark-device/<what> [<device kind>]". Each check frees what it allocates.

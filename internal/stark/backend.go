@@ -173,9 +173,6 @@ type Counters struct {
 	BytesFromDevice int64 `json:"bytes_from_device"`
 	// MemoryPeak is the peak device memory (bytes) since the last ResetPeak.
 	MemoryPeak int64 `json:"memory_peak"`
-	// Fallbacks counts calls that a composed backend sent to another backend than the one it
-	// claims for the stage (the reference stages of a device backend under construction).
-	Fallbacks int `json:"fallbacks"`
 	// SyncWait is the time the host spent blocked waiting for the device (syncs).
 	SyncWait time.Duration `json:"sync_wait_ns"`
 	// HostGap is the time the device's queue stood empty after a sync until the host encoded the
@@ -192,7 +189,6 @@ func (c Counters) Since(before Counters) Counters {
 		BytesToDevice:   c.BytesToDevice - before.BytesToDevice,
 		BytesFromDevice: c.BytesFromDevice - before.BytesFromDevice,
 		MemoryPeak:      c.MemoryPeak,
-		Fallbacks:       c.Fallbacks - before.Fallbacks,
 		SyncWait:        c.SyncWait - before.SyncWait,
 		HostGap:         c.HostGap - before.HostGap,
 	}

@@ -2,10 +2,9 @@
 // subject backend is driven with fixed inputs and challenges beside the reference backend
 // (internal/backend/cpuref), and every output — each commitment root, each round of each
 // sumcheck, each opening, each proof-of-work witness — is compared as it is produced, so a broken
-// kernel shows at its first wrong round rather than as a different proof file. For the stages the
-// subject runs, the suite also asserts that no call fell back to another backend.
-// The checks return errors (no testing.T) so that `go test` and `metalprove selftest` (and with
-// it scripts/gpu-check.sh on a CUDA machine) run the same suite.
+// kernel shows at its first wrong round rather than as a different proof file. The checks
+// return errors (no testing.T) so that `go test` and `metalprove selftest` (and with it
+// scripts/gpu-check.sh on a CUDA machine) run the same suite.
 package backendtest
 
 import (
@@ -29,8 +28,7 @@ import (
 
 // Subject is a backend under test.
 type Subject struct {
-	// Backend is what the stages run on. When it has a Meter, the suite also asserts that no call
-	// of any stage fell back to another backend.
+	// Backend is what the stages run on.
 	Backend *stark.Backend
 }
 
@@ -68,45 +66,26 @@ func Checks(s Subject) []Check {
 			{StageProve, checkProve},
 		} {
 			out = append(out, Check{Name: "conformance/" + st.stage + "/" + f.Name, Run: func() error {
-				return s.run(st.stage, f, st.run)
+				return s.run(f, st.run)
 			}})
 		}
 	}
 	out = append(out, Check{Name: "conformance/" + StageGrinder, Run: func() error {
-		return s.guard(StageGrinder, func() error { return checkGrinder(s.Backend) })
+		return checkGrinder(s.Backend)
 	}})
 	return out
 }
 
-// guard runs f and checks that the fallback counter did not move.
-func (s Subject) guard(stage string, f func() error) error {
-	var before int
-	if s.Backend.Meter != nil {
-		before = s.Backend.Meter.Counters().Fallbacks
-	}
-	if err := f(); err != nil {
-		return err
-	}
-	if s.Backend.Meter != nil {
-		if n := s.Backend.Meter.Counters().Fallbacks - before; n != 0 {
-			return fmt.Errorf("%s: %d calls fell back to another backend", stage, n)
-		}
-	}
-	return nil
-}
-
-func (s Subject) run(stage string, f Fixture, check func(*pair) error) error {
+func (s Subject) run(f Fixture, check func(*pair) error) error {
 	pr, err := newPair(s.Backend, f)
 	if err != nil {
 		return fmt.Errorf("%s: set-up: %w", f.Name, err)
 	}
 	defer pr.free()
-	return s.guard(stage, func() error {
-		if err := check(pr); err != nil {
-			return fmt.Errorf("%s: %w", f.Name, err)
-		}
-		return nil
-	})
+	if err := check(pr); err != nil {
+		return fmt.Errorf("%s: %w", f.Name, err)
+	}
+	return nil
 }
 
 // Fixture is one multi-AIR statement with its parameters.

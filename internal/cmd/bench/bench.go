@@ -119,9 +119,8 @@ the traces onto the --device once, then prove them --warmup times (default 1) an
 (default 5), verifying every proof. Printed: per stage (load once; commit, gkr, constraints,
 openings per proof) the median / min / max wall time, kernel dispatches, host syncs, the host
 gap (the time the device's queue stood empty after a sync until the host queued more work: the
-cost of the round trips), bytes to and from the device, peak device memory and reference
-fallbacks; the median / min / max of the
-whole proof and of its verification; permutations per second (keccakf); the proof size; the
+cost of the round trips), bytes to and from the device and peak device memory; the median /
+min / max of the whole proof and of its verification; permutations per second (keccakf); the proof size; the
 device name and driver. The figures come from the per-stage instrumentation of 'prove --json'.
 Parameters: --preset (default ` + DefaultPreset + `, the parameters of OpenVM's GPU Keccak-f example,
 so figures compare side by side), else the config file's params section.
@@ -149,10 +148,10 @@ over the sum of the proof times).
    backend, warmup, runs, generate_ms, check_ms, keygen_ms,
    load: STAGE, stages: [STAGE], prove_ms: SPREAD, verify_ms: SPREAD, perms_per_second,
    proof_bytes, proof_digest, concurrency, gpus: [{ordinal, name, queues, proofs}],
-   proofs_per_second, timed_wall_ms, identical_proofs, fallbacks, trace_out, peak_memory_bytes,
+   proofs_per_second, timed_wall_ms, identical_proofs, trace_out, peak_memory_bytes,
    memory_estimate_bytes, memory_estimate_step, memory_available_bytes}
   STAGE = {stage, wall_ms: SPREAD, dispatches, syncs, sync_wait_ms, host_gap_ms,
-           bytes_to_device, bytes_from_device, peak_memory_bytes, fallbacks} (counters: medians
+           bytes_to_device, bytes_from_device, peak_memory_bytes} (counters: medians
            per proof; sync_wait_ms: the host blocked in syncs)
   SPREAD = {median, min, max} (milliseconds, over the timed runs)
 --trace-out FILE writes Chrome trace events (the "traceEvents" JSON that Perfetto and

@@ -103,9 +103,11 @@ type ExampleReport struct {
 	TimedWallMS     float64 `json:"timed_wall_ms,omitempty"`
 	// Identical reports that every run gave the same proof bytes (deterministic proving).
 	Identical bool `json:"identical_proofs"`
-	// Fallbacks is the number of calls per proof that ran on another backend than the one
-	// claimed for their stage (0: every stage runs on the device).
-	Fallbacks int `json:"fallbacks"`
+	// Fallbacks is not reported (no longer in --json: there is no fallback path).
+	//
+	// Deprecated: it stays only because internal/cmd/bench/concurrent.go still writes it, and
+	// goes with that line.
+	Fallbacks int `json:"-"`
 	// TraceOut is the Chrome trace events file written (--trace-out), "" when none.
 	TraceOut string `json:"trace_out,omitempty"`
 	// PeakMemory is the largest peak device memory of the load, the check and the stages (their
@@ -165,17 +167,17 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func stats(name string, rs []stark.StageReport) StageStats {
 	st := StageStats{Stage: name}
 	var wall []float64
-	var disp, syncs, fb []int
+	var disp, syncs []int
 	var to, from, peak []int64
 	var syncWait, hostGap []float64
 	for _, r := range rs {
 		wall = append(wall, ms(r.Wall))
 		syncWait, hostGap = append(syncWait, ms(r.SyncWait)), append(hostGap, ms(r.HostGap))
-		disp, syncs, fb = append(disp, r.Dispatches), append(syncs, r.Syncs), append(fb, r.Fallbacks)
+		disp, syncs = append(disp, r.Dispatches), append(syncs, r.Syncs)
 		to, from, peak = append(to, r.BytesToDevice), append(from, r.BytesFromDevice), append(peak, r.MemoryPeak)
 	}
 	st.WallMS = spread(wall)
-	st.Dispatches, st.Syncs, st.Fallbacks = medianOf(disp), medianOf(syncs), medianOf(fb)
+	st.Dispatches, st.Syncs = medianOf(disp), medianOf(syncs)
 	st.SyncWaitMS, st.HostGapMS = medianOf(syncWait), medianOf(hostGap)
 	st.BytesToDevice, st.BytesFromDevice, st.PeakMemory = medianOf(to), medianOf(from), medianOf(peak)
 	var partNames []string
@@ -498,7 +500,6 @@ func exampleRun(opts *Options) error {
 	var first []byte
 	var events []traceEvent
 	rep.Identical = true
-	fallbacksBefore := be.Fallbacks()
 	for i := range total {
 		warm := i < opts.Warmup
 		name := fmt.Sprintf("run %d/%d", i-opts.Warmup+1, opts.Runs)
@@ -586,7 +587,6 @@ func exampleRun(opts *Options) error {
 	}
 	digest := sha256.Sum256(first)
 	rep.ProofDigest = hex.EncodeToString(digest[:])
-	rep.Fallbacks = (be.Fallbacks() - fallbacksBefore) / total
 
 	if traceOut != nil {
 		if err := writeTraceEvents(traceOut, rep, load, events); err != nil {
@@ -665,7 +665,7 @@ func stageEvent(r stark.StageReport, offset time.Duration) traceEvent {
 		Args: map[string]any{
 			"dispatches": r.Dispatches, "syncs": r.Syncs, "sync_wait_ms": ms(r.SyncWait), "host_gap_ms": ms(r.HostGap),
 			"bytes_to_device":   r.BytesToDevice,
-			"bytes_from_device": r.BytesFromDevice, "peak_memory_bytes": r.MemoryPeak, "fallbacks": r.Fallbacks,
+			"bytes_from_device": r.BytesFromDevice, "peak_memory_bytes": r.MemoryPeak,
 		}}
 }
 
@@ -725,10 +725,10 @@ func writeExampleTable(out io.Writer, rep *ExampleReport) error {
 			rep.Warmup, rep.Runs, rep.GenerateMS, rep.CheckMS, rep.KeygenMS)
 	}
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "stage\tmedian ms\tmin ms\tmax ms\tdispatches\tsyncs\thost gap ms\tto device\tfrom device\tpeak memory\tfallbacks\t\n")
+	fmt.Fprintf(w, "stage\tmedian ms\tmin ms\tmax ms\tdispatches\tsyncs\thost gap ms\tto device\tfrom device\tpeak memory\t\n")
 	row := func(s StageStats, note string) {
-		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%d\t%d\t%.2f\t%s\t%s\t%s\t%d\t\n", s.Stage+note, s.WallMS.Median, s.WallMS.Min, s.WallMS.Max,
-			s.Dispatches, s.Syncs, s.HostGapMS, fmtBytes(s.BytesToDevice), fmtBytes(s.BytesFromDevice), fmtBytes(s.PeakMemory), s.Fallbacks)
+		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%d\t%d\t%.2f\t%s\t%s\t%s\t\n", s.Stage+note, s.WallMS.Median, s.WallMS.Min, s.WallMS.Max,
+			s.Dispatches, s.Syncs, s.HostGapMS, fmtBytes(s.BytesToDevice), fmtBytes(s.BytesFromDevice), fmtBytes(s.PeakMemory))
 	}
 	if len(rep.GPUs) > 0 {
 		row(rep.Load, " (once per queue)")
@@ -744,7 +744,7 @@ func writeExampleTable(out io.Writer, rep *ExampleReport) error {
 			row(pt, "")
 		}
 	}
-	fmt.Fprintf(w, "prove (total)\t%.1f\t%.1f\t%.1f\t\t\t\t\t\t%d\t\n", rep.ProveMS.Median, rep.ProveMS.Min, rep.ProveMS.Max, rep.Fallbacks)
+	fmt.Fprintf(w, "prove (total)\t%.1f\t%.1f\t%.1f\t\t\t\t\t\t\t\n", rep.ProveMS.Median, rep.ProveMS.Min, rep.ProveMS.Max)
 	fmt.Fprintf(w, "verify (CPU)\t%.1f\t%.1f\t%.1f\t\t\t\t\t\t\t\n", rep.VerifyMS.Median, rep.VerifyMS.Min, rep.VerifyMS.Max)
 	if err := w.Flush(); err != nil {
 		return err
@@ -771,9 +771,6 @@ func writeExampleTable(out io.Writer, rep *ExampleReport) error {
 			fmt.Fprintf(out, ", %s available", fmtBytes(int64(dm.AvailableBytes)))
 		}
 		fmt.Fprintln(out)
-	}
-	if rep.Fallbacks > 0 {
-		fmt.Fprintf(out, "%d device-backend calls per proof ran on the CPU reference (stages not yet on the device)\n", rep.Fallbacks)
 	}
 	if rep.TraceOut != "" {
 		fmt.Fprintf(out, "Chrome trace events of the first timed proof: %s (open in https://ui.perfetto.dev)\n", rep.TraceOut)

@@ -70,9 +70,8 @@ params section, else ` + prover.DefaultPreset + `. Presets and config files with
 bits (the test preset) need --allow-insecure.
 
 Backend: the device backend (internal/backend/device) on --device (auto: a GPU if one is usable,
-else the host device); operations without device kernels run on the CPU reference and are counted
-as fallbacks (one summary line in the log, and the --json report). --cpuref proves on the CPU
-reference backend alone; it cannot be combined with --device.
+else the host device); every stage runs on the device. --cpuref proves on the CPU reference
+backend alone; it cannot be combined with --device.
 
 The proof file holds the proof (spec encoding) in an envelope with the parameters' digest, preceded
 by metadata naming the AIRs and their heights and the preset: 'metalprove verify PROOF' rebuilds the
@@ -148,9 +147,6 @@ func proveRun(opts *Options) error {
 func printReport(out io.Writer, rep *prover.ProveReport) error {
 	fmt.Fprintf(out, "%s: proof of %d AIRs (%s) with %s on %s\n", rep.Output, len(rep.AIRs), airList(rep.AIRs), rep.Params, rep.Backend)
 	fmt.Fprintf(out, "  proof %d bytes (file %d bytes), params digest %s\n", rep.ProofBytes, rep.FileBytes, rep.ParamsDigest)
-	if rep.Fallbacks > 0 {
-		fmt.Fprintf(out, "  device fallbacks to the CPU reference: %d calls\n", rep.Fallbacks)
-	}
 	if dm := rep.DeviceMemory; dm != nil {
 		fmt.Fprintf(out, "  device memory: peak %s, estimated %s (%s step)\n", sysinfo.Bytes(uint64(rep.PeakMemory)), sysinfo.Bytes(uint64(dm.EstimateBytes)), dm.EstimateStep)
 	}
