@@ -30,9 +30,9 @@ summary() { # file label
 	python3 -c 'import json,sys
 r=json.load(open(sys.argv[1]))
 g=", ".join("GPU %d: %d queues, %d proofs" % (u["ordinal"], u["queues"], u["proofs"]) for u in r.get("gpus") or [])
-print("%-22s N=%-2d %8.2f proofs/s  latency median %8.2f ms  wall %9.1f ms  peak %d  identical %s  fallbacks %d  [%s]" % (
+print("%-22s N=%-2d %8.2f proofs/s  latency median %8.2f ms  wall %9.1f ms  peak %d  identical %s  [%s]" % (
     sys.argv[2], r["concurrency"], r["proofs_per_second"], r["prove_ms"]["median"], r.get("timed_wall_ms", 0),
-    r["peak_memory_bytes"], r["identical_proofs"], r["fallbacks"], g))' "$1" "$2"
+    r["peak_memory_bytes"], r["identical_proofs"], g))' "$1" "$2"
 }
 series() { # gpus tag
 	local gpuflag=(--gpus "$1")
