@@ -1,6 +1,7 @@
 // Package cmd wires the command tree to the process: it builds the factory, runs the root
-// command and turns the returned error into a message on stderr and an exit code. It also owns
-// the process's answer to SIGINT, SIGTERM, SIGHUP and SIGPIPE.
+// command and turns the returned error into a message on stderr (a log record with --log-format
+// json) and an exit code. It also owns the process's answer to SIGINT, SIGTERM, SIGHUP and
+// SIGPIPE.
 package cmd
 
 import (
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/metalprove/metalprove/internal/atomicfile"
@@ -29,14 +31,18 @@ import (
 // temporary files of writes in progress and exits anyway. A second signal exits at once.
 const InterruptGrace = 2 * time.Second
 
-// interruptedMsg is the one line printed on stderr when a command is interrupted.
-const interruptedMsg = "metalprove: interrupted; no output written"
+// interrupted is what is printed on stderr when a command is interrupted: interruptedMsg, one
+// line, on the console.
+const (
+	interrupted    = "interrupted; no output written"
+	interruptedMsg = "metalprove: " + interrupted
+)
 
 // Main runs metalprove with os.Args and returns the exit code. SIGINT, SIGTERM, SIGHUP and SIGPIPE cancel the
 // command's context; the command stops, removes its temporary files and Main returns
 // ExitInterrupted with one line on stderr, whatever the command was doing.
 func Main(version string) cmdutil.ExitCode {
-	ios := cmdutil.System()
+	f := cmdutil.NewFactory(version, cmdutil.System())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sigs := make(chan os.Signal, 2)
@@ -57,11 +63,11 @@ func Main(version string) cmdutil.ExitCode {
 		// lock keeps Main from returning (and exiting) meanwhile.
 		exiting.Lock()
 		atomicfile.Stop()
-		printInterrupted(ios.ErrOut)
+		printInterrupted(f)
 		os.Exit(int(cmdutil.ExitInterrupted))
 	}()
-	stopProfile := startCPUProfile(ios.ErrOut)
-	code := RunContext(ctx, cmdutil.NewFactory(version, ios), nil)
+	stopProfile := startCPUProfile(f.IO.ErrOut)
+	code := RunContext(ctx, f, nil)
 	stopProfile()
 	exiting.Lock()
 	return code
@@ -99,14 +105,30 @@ func startCPUProfile(errOut io.Writer) (stop func()) {
 // both report it.
 var interruptPrinted atomic.Bool
 
-func printInterrupted(w io.Writer) {
+func printInterrupted(f *cmdutil.Factory) {
 	if interruptPrinted.CompareAndSwap(false, true) {
-		fmt.Fprintln(w, interruptedMsg)
+		printError(f, cmdutil.ExitInterrupted, interrupted)
 	}
 }
 
+// printError prints the last word of a command that failed with code: "metalprove: MSG" on
+// stderr, or with --log-format json one log record at level error, as the logger writes them,
+// with the message and exit_code (whatever --log-level says).
+func printError(f *cmdutil.Factory, code cmdutil.ExitCode, msg string) {
+	if jsonLogs(f) {
+		l := zerolog.New(f.IO.ErrOut).With().Timestamp().Logger()
+		l.Error().Int("exit_code", int(code)).Msg(msg)
+		return
+	}
+	fmt.Fprintf(f.IO.ErrOut, "metalprove: %s\n", msg)
+}
+
+// jsonLogs reports --log-format json.
+func jsonLogs(f *cmdutil.Factory) bool { return f.Settings != nil && f.Settings.LogFormat == "json" }
+
 // Run executes the command tree with args (nil: os.Args[1:]) and returns the exit code. Errors are
-// printed once, on stderr, prefixed by "metalprove: ".
+// printed once, on stderr, prefixed by "metalprove: " (printError: with --log-format json, a log
+// record).
 func Run(f *cmdutil.Factory, args []string) cmdutil.ExitCode {
 	return RunContext(context.Background(), f, args)
 }
@@ -133,11 +155,11 @@ func RunContext(ctx context.Context, f *cmdutil.Factory, args []string) (code cm
 	defer func() {
 		if r := recover(); r != nil {
 			if ctx.Err() != nil {
-				printInterrupted(f.IO.ErrOut)
+				printInterrupted(f)
 				code = cmdutil.ExitInterrupted
 				return
 			}
-			fmt.Fprintf(f.IO.ErrOut, "metalprove: internal error: %v\n", r)
+			printError(f, cmdutil.ExitError, fmt.Sprintf("internal error: %v", r))
 			if os.Getenv("METALPROVE_TRACEBACK") != "" {
 				f.IO.ErrOut.Write(debug.Stack())
 			}
@@ -152,16 +174,17 @@ func RunContext(ctx context.Context, f *cmdutil.Factory, args []string) (code cm
 	if ctx.Err() != nil || errors.Is(err, cmdutil.ErrInterrupted) {
 		// Whatever the command returned (its own message, a cancelled stage), the answer to an
 		// interrupt is one line and one exit code.
-		printInterrupted(f.IO.ErrOut)
+		printInterrupted(f)
 		return cmdutil.ExitInterrupted
 	}
+	code = cmdutil.ExitCodeFor(err)
 	if err != nil {
-		fmt.Fprintf(f.IO.ErrOut, "metalprove: %s\n", f.Settings.Explain(err.Error()))
-		if code := cmdutil.ExitCodeFor(err); code == cmdutil.ExitUsage {
+		printError(f, code, f.Settings.Explain(err.Error()))
+		if code == cmdutil.ExitUsage && !jsonLogs(f) {
 			fmt.Fprintln(f.IO.ErrOut, "Run 'metalprove --help' for usage.")
 		}
 	}
-	return cmdutil.ExitCodeFor(err)
+	return code
 }
 
 // NewCommandTree builds the root command with every subcommand.

@@ -7,7 +7,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -143,7 +142,8 @@ per GPU its queues and timed proofs. --concurrency 1 (given) measures one proof 
 same way, for comparison. Without either flag bench runs as before (proofs_per_second: --runs
 over the sum of the proof times).
 
---json prints one object instead of the table:
+--json prints one object instead of the table (on failure: {error, exit_code}, the message
+printed on stderr and the exit status):
   {example, perms, rows, seed, airs: [{name, width, height}], params, params_digest, device, kind,
    backend, warmup, runs, generate_ms, check_ms, keygen_ms,
    load: STAGE, stages: [STAGE], prove_ms: SPREAD, verify_ms: SPREAD, perms_per_second,
@@ -227,6 +227,7 @@ device's memory; 130 when interrupted.`,
 	fl.IntVar(&opts.SizeLog, "size-log", 0, "--kernels: log2 of the base size (default 20 on a GPU, 16 on the host device)")
 	fl.IntVar(&opts.MerkleLog, "merkle-log", 0, "--kernels: log2 of the rows of the Merkle bench (default: --size-log), e.g. 22")
 	fl.IntVar(&opts.Runs, "runs", 5, "timed runs (median reported), after the warm-up")
+	f.JSONOnFailure(cmd, &opts.JSON)
 	return cmd
 }
 
@@ -281,9 +282,7 @@ func benchRun(opts *Options) error {
 		return &cmdutil.DeviceError{Err: err}
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(b.rep)
+		return cmdutil.PrintJSON(opts.IO.Out, opts.Settings, b.rep, nil)
 	}
 	writeTable(opts, &b.rep)
 	return nil

@@ -603,9 +603,7 @@ func exampleRun(opts *Options) error {
 // writeReport prints the report: JSON or the table.
 func (opts *Options) writeReport(rep *ExampleReport) error {
 	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return cmdutil.PrintJSON(opts.IO.Out, opts.Settings, rep, nil)
 	}
 	return writeExampleTable(opts.IO.Out, rep)
 }

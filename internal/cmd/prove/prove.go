@@ -7,7 +7,6 @@ package prove
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -83,6 +82,9 @@ available (its memory less what is allocated; on CUDA at most what the driver re
 most --device-memory) is refused, naming both. --json reports the estimate
 (memory_estimate_bytes, memory_estimate_step) beside the measured peak (peak_memory_bytes).
 
+--json prints one object whatever the outcome: on failure {error, exit_code}, the message printed
+on stderr and the exit status.
+
 Exit status: 0 on success; 1 on an I/O error or when the proof cannot fit in memory; 2 for bad
 flags or an output that cannot be written; 3 when the trace file is malformed or names an unknown
 AIR; 4 when a trace fails its constraints or interactions; 5 when the device is unavailable or out
@@ -125,7 +127,8 @@ of memory, or when the proof would not fit in the device's memory; 130 when inte
 	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "accept parameters with a security target below 100 bits")
 	fl.BoolVar(&opts.NoCheck, "no-check", false, "skip the host constraint and interaction checks (an invalid trace then gives a proof that does not verify)")
 	fl.BoolVar(&opts.Reference, "cpuref", false, "prove on the CPU reference backend instead of the device backend (not with --device)")
-	fl.BoolVar(&opts.JSON, "json", false, "print one JSON summary object")
+	fl.BoolVar(&opts.JSON, "json", false, "print one JSON summary object (on failure: {error, exit_code})")
+	f.JSONOnFailure(cmd, &opts.JSON)
 	return cmd
 }
 
@@ -136,9 +139,7 @@ func proveRun(opts *Options) error {
 		return err
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return cmdutil.PrintJSON(opts.IO.Out, opts.Settings, rep, nil)
 	}
 	return printReport(opts.IO.Out, rep)
 }

@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -131,8 +130,9 @@ unavailable.`,
 			return checkRun(opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object instead of text")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object instead of text (on failure also error and exit_code)")
 	cmd.Flags().IntVar(&opts.MaxFailures, "max-failures", DefaultMaxFailures, "report at most N constraint failures and N imbalances (0: all)")
+	f.JSONOnFailure(cmd, &opts.JSON)
 	return cmd
 }
 
@@ -141,21 +141,23 @@ func checkRun(opts *CheckOptions) error {
 		return cmdutil.Usagef("--max-failures %d: must be ≥ 0 (0: all)", opts.MaxFailures)
 	}
 	rep, err := checkFile(opts)
-	if err != nil {
-		return err
+	if err == nil && !rep.Passed {
+		err = checkFailed(opts.Path, rep)
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return err
+		// The report, failing or not, with the error and exit status of a failure.
+		return cmdutil.PrintJSON(opts.IO.Out, opts.Settings, rep, err)
+	}
+	if rep != nil {
+		if perr := printCheck(opts.IO.Out, rep); perr != nil {
+			return perr
 		}
-	} else if err := printCheck(opts.IO.Out, rep); err != nil {
-		return err
 	}
-	if rep.Passed {
-		return nil
-	}
+	return err
+}
+
+// checkFailed is the error of a report that did not pass, naming the first failures.
+func checkFailed(path string, rep *CheckReport) error {
 	failed := 0
 	for _, s := range rep.Sections {
 		if !s.Passed {
@@ -172,7 +174,7 @@ func checkRun(opts *CheckOptions) error {
 		im := rep.Imbalances[0]
 		what = append(what, fmt.Sprintf("interactions do not balance (first: bus %d message %v sums to %d)", im.Bus, im.Message, im.Sum))
 	}
-	return &cmdutil.CheckFailedError{Err: fmt.Errorf("%s: trace check failed: %s", opts.Path, strings.Join(what, "; "))}
+	return &cmdutil.CheckFailedError{Err: fmt.Errorf("%s: trace check failed: %s", path, strings.Join(what, "; "))}
 }
 
 // checkFile decodes the file section by section and checks it. Problems with the file (unreadable,

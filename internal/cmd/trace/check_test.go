@@ -33,21 +33,30 @@ func generate(t *testing.T, example string, perms int) string {
 	return opts.Output
 }
 
-// runCheck runs checkRun and decodes the JSON report (nil when nothing was printed).
+// runCheck runs checkRun with --json and decodes the one object it prints whatever the outcome:
+// the report (nil when the file could not be checked) and, on failure, the error and exit
+// status, which must be err's.
 func runCheck(t *testing.T, path string, maxFailures int) (*CheckReport, error) {
 	t.Helper()
 	ios, _, out, _ := cmdutil.TestStreams()
 	err := checkRun(&CheckOptions{IO: ios, Path: path, JSON: true, MaxFailures: maxFailures})
-	if out.Len() == 0 {
-		return nil, err
+	text := out.String()
+	var obj struct {
+		*CheckReport
+		cmdutil.Failure
 	}
-	var rep CheckReport
 	dec := json.NewDecoder(out)
 	dec.DisallowUnknownFields()
-	if derr := dec.Decode(&rep); derr != nil || dec.More() {
-		t.Fatalf("stdout is not one CheckReport: %v\n%s", derr, out)
+	if derr := dec.Decode(&obj); derr != nil || dec.More() {
+		t.Fatalf("stdout is not one CheckReport: %v\n%s", derr, text)
 	}
-	return &rep, err
+	switch {
+	case err == nil && strings.Contains(text, `"exit_code"`):
+		t.Errorf("a passing check's report has an exit_code:\n%s", text)
+	case err != nil && obj.Failure != cmdutil.Failure{Error: err.Error(), ExitCode: cmdutil.ExitCodeFor(err)}:
+		t.Errorf("error %v (exit %d): the JSON object says %+v", err, cmdutil.ExitCodeFor(err), obj.Failure)
+	}
+	return obj.CheckReport, err
 }
 
 func runCheckText(t *testing.T, path string) (string, error) {

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -76,7 +75,8 @@ byte offset at fault; it, and a missing or unreadable FILE, give exit status 3.`
 			return infoRun(opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object instead of text")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print one JSON object instead of text (on failure: {error, exit_code})")
+	f.JSONOnFailure(cmd, &opts.JSON)
 	return cmd
 }
 
@@ -86,9 +86,7 @@ func infoRun(opts *InfoOptions) error {
 		return err
 	}
 	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return cmdutil.PrintJSON(opts.IO.Out, nil, rep, nil)
 	}
 	return printInfo(opts.IO.Out, rep)
 }
