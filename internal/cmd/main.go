@@ -115,6 +115,9 @@ func printInterrupted(f *cmdutil.Factory) {
 // stderr, or with --log-format json one log record at level error, as the logger writes them,
 // with the message and exit_code (whatever --log-level says).
 func printError(f *cmdutil.Factory, code cmdutil.ExitCode, msg string) {
+	// The last message starts on a clean line: the progress line (a terminal's) goes first; it
+	// was overwritten by the interrupt line.
+	f.Progress.Clear()
 	if jsonLogs(f) {
 		l := zerolog.New(f.IO.ErrOut).With().Timestamp().Logger()
 		l.Error().Int("exit_code", int(code)).Msg(msg)

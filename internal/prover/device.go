@@ -21,12 +21,6 @@ type Backend struct {
 	device *device.Backend
 }
 
-// Fallbacks is 0: every stage runs on the backend opened, there is no fallback path.
-//
-// Deprecated: no report carries it any more; it stays only for the reads left in
-// internal/cmd/bench/concurrent.go, and goes with them.
-func (b *Backend) Fallbacks() int { return 0 }
-
 // Device is the opened device (nil for cpuref).
 func (b *Backend) Device() *gpu.Device { return b.dev }
 

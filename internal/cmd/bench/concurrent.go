@@ -126,7 +126,6 @@ type worker struct {
 	proofs  [][]byte
 	prove   []float64
 	reports [][]stark.StageReport
-	fb      int
 	err     error
 }
 
@@ -251,7 +250,6 @@ func (opts *Options) concurrentRun(in concurrentInput) error {
 		if w.check, err = timeCheck(w.be.Backend, w.pk, w.traces); err != nil {
 			return prover.ProveError(in.ctx, fmt.Sprintf("bench worker %d check", i), err)
 		}
-		w.fb = w.be.Fallbacks()
 	}
 	log.Info().Int("concurrency", n).Int("gpus", len(uses)).Msg("bench: workers ready; warm-up")
 
@@ -304,10 +302,6 @@ func (opts *Options) concurrentRun(in concurrentInput) error {
 			return err
 		}
 	}
-	fbBefore := 0
-	for _, w := range workers {
-		fbBefore += w.be.Fallbacks()
-	}
 	log.Info().Int("concurrency", n).Int("runs", opts.Runs).Msg("bench: timed proofs in flight")
 	start := time.Now()
 	runAll(opts.Runs, true)
@@ -318,11 +312,6 @@ func (opts *Options) concurrentRun(in concurrentInput) error {
 	total := n * opts.Runs
 	rep.TimedWallMS = ms(wall)
 	rep.ProofsPerSecond = float64(total) / wall.Seconds()
-	fbAfter := 0
-	for _, w := range workers {
-		fbAfter += w.be.Fallbacks()
-	}
-	rep.Fallbacks = (fbAfter - fbBefore) / total
 
 	// Verify every proof (warm-up ones too), outside the timed part; all must be the same bytes.
 	var first0 []byte

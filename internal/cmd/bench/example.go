@@ -103,11 +103,6 @@ type ExampleReport struct {
 	TimedWallMS     float64 `json:"timed_wall_ms,omitempty"`
 	// Identical reports that every run gave the same proof bytes (deterministic proving).
 	Identical bool `json:"identical_proofs"`
-	// Fallbacks is not reported (no longer in --json: there is no fallback path).
-	//
-	// Deprecated: it stays only because internal/cmd/bench/concurrent.go still writes it, and
-	// goes with that line.
-	Fallbacks int `json:"-"`
 	// TraceOut is the Chrome trace events file written (--trace-out), "" when none.
 	TraceOut string `json:"trace_out,omitempty"`
 	// PeakMemory is the largest peak device memory of the load, the check and the stages (their
