@@ -417,3 +417,64 @@ func TestProveRejectsInvalidTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeUsageBlock runs every command of README.md's Usage section as written, in order,
+// from a directory holding bin/metalprove (the binary under test) and the OpenVM vectors at
+// their repository path: each must exit 0 (bash -e), and the proof made from OpenVM's key must be
+// OpenVM's bytes (the block's own cmp). The device is the one `--device auto` picks here.
+func TestReadmeUsageBlock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: proves and benchmarks for about a minute")
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	start := strings.Index(text, "\n## Usage\n")
+	if start < 0 {
+		t.Fatal("README.md has no Usage section")
+	}
+	section := text[start+1:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	var script strings.Builder
+	script.WriteString("set -euo pipefail\n")
+	blocks := strings.Split(section, "```")
+	for i := 1; i < len(blocks); i += 2 {
+		body, ok := strings.CutPrefix(blocks[i], "sh\n")
+		if !ok {
+			t.Fatalf("README.md: a code block of the Usage section is not sh: %.40q", blocks[i])
+		}
+		script.WriteString(body)
+	}
+	if n := strings.Count(script.String(), "bin/metalprove "); n < 10 {
+		t.Fatalf("the Usage section runs metalprove %d times: the block was not found whole", n)
+	}
+	dir := t.TempDir()
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "bin"), 0o755))
+	must(os.Symlink(binary, filepath.Join(dir, "bin", "metalprove")))
+	must(os.MkdirAll(filepath.Join(dir, "internal", "cmd", "testdata"), 0o755))
+	must(os.Symlink(filepath.Join(repo, "internal", "cmd", "testdata", "openvm-v2.0.1"), filepath.Join(dir, "internal", "cmd", "testdata", "openvm-v2.0.1")))
+	cmd := exec.Command("bash", "-c", script.String())
+	cmd.Dir = dir
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "METALPROVE_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("README usage block: %v\n%s", err, out)
+	}
+}
