@@ -66,6 +66,10 @@ func TestJSONOnFailure(t *testing.T) {
 	jsonFailure(t, cmdutil.ExitUsage, []string{"pass --example NAME"}, "bench", "--json")
 	jsonFailure(t, cmdutil.ExitUsage, []string{"--perms 0"}, "bench", "--json", "--example", "keccakf", "--perms", "0")
 
+	// keygen, params and trace (generating) too.
+	jsonFailure(t, cmdutil.ExitBadInput, []string{missing}, "keygen", "--openvm-vk", missing, "-o", filepath.Join(dir, "k.pk"), "--json")
+	jsonFailure(t, cmdutil.ExitUsage, []string{"--preset"}, "params", "--preset", "nope", "--json")
+	jsonFailure(t, cmdutil.ExitUsage, []string{"-o"}, "trace", "--example", "fibonacci", "--json")
 	jsonFailure(t, cmdutil.ExitBadInput, []string{missing}, "trace", "info", missing, "--json")
 	jsonFailure(t, cmdutil.ExitBadInput, []string{dir, "directory"}, "trace", "info", dir, "--json")
 	if obj := jsonFailure(t, cmdutil.ExitBadInput, []string{missing}, "trace", "check", missing, "--json"); len(obj) != 2 {

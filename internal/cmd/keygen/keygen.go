@@ -97,6 +97,7 @@ commitment.`,
 	fl.StringVar(&opts.Preset, "preset", "", "preset for built-in AIRs: "+strings.Join(sp.PresetNames(), "|"))
 	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "accept parameters with a security target below 100 bits")
 	fl.BoolVar(&opts.JSON, "json", false, "print one JSON object")
+	f.JSONOnFailure(cmd, &opts.JSON)
 	return cmd
 }
 

@@ -64,6 +64,7 @@ Parameters below their security target, or with a target below 100 bits, are ref
 		fmt.Sprintf("log2 of the stacked height, %d..%d (app-100bit only)", sp.WhirMaxLogFinalPolyLen+1, sp.MaxAppLogStackedHeight))
 	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "accept parameters below their security target or a target below 100 bits")
 	fl.BoolVar(&opts.JSON, "json", false, "print one JSON object instead of text")
+	f.JSONOnFailure(cmd, &opts.JSON)
 	return cmd
 }
 

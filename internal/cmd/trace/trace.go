@@ -167,6 +167,7 @@ logged at level info on stderr. 'metalprove trace check FILE' checks the file ag
 	fl.StringVarP(&opts.Output, "output", "o", "", "trace file to write (required)")
 	fl.BoolVar(&opts.JSON, "json", false, "print a JSON object {path, sections, sha256_digest} on stdout")
 	cmd.AddCommand(NewCmdInfo(f, nil), NewCmdCheck(f, nil))
+	f.JSONOnFailure(cmd, &opts.JSON)
 	return cmd
 }
 
