@@ -148,7 +148,11 @@ func Keygen(req KeygenRequest) (*KeygenReport, error) {
 		return nil, fmt.Errorf("write %s: %w", req.Output, cmdutil.UnwrapPath(err))
 	}
 	dg := stark.ParamsDigest(f.MVK.Params)
-	rep := &KeygenReport{Output: req.Output, Source: note.Source, Params: k.ParamsSource(), ParamsDigest: hex.EncodeToString(dg[:]),
+	params := "the key's own parameters (no preset)"
+	if k.Preset != "" {
+		params = "preset " + k.Preset
+	}
+	rep := &KeygenReport{Output: req.Output, Source: note.Source, Params: params, ParamsDigest: hex.EncodeToString(dg[:]),
 		SecurityBits: k.SecurityBits, PreHash: stark.KeyPreHashValues(f.PreHash), Bytes: len(b)}
 	for i, vk := range f.MVK.PerAir {
 		row := KeyAirRow{Name: f.Names[i], CachedMains: vk.Width.CachedMains, CommonMain: vk.Width.CommonMain, PublicValues: vk.NumPublicValues,
