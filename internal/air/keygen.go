@@ -339,8 +339,10 @@ func (m *MultiVerifyingKey0) AppendPostcard(b []byte) []byte {
 }
 
 // PreHashPreimage is u32_le(CODEC_VERSION) ‖ u64_le(len(vk_bytes)) ‖ vk_bytes.
-func (m *MultiVerifyingKey0) PreHashPreimage() []byte {
-	vk := m.AppendPostcard(nil)
+func (m *MultiVerifyingKey0) PreHashPreimage() []byte { return preHashPreimage(m.AppendPostcard(nil)) }
+
+// preHashPreimage is the pre_hash preimage of a key's postcard bytes vk.
+func preHashPreimage(vk []byte) []byte {
 	b := binary.LittleEndian.AppendUint32(nil, CodecVersion)
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(vk)))
 	return append(b, vk...)
@@ -351,7 +353,11 @@ func (m *MultiVerifyingKey0) PreHash() poseidon2.Digest { return m.PreHashWith(n
 
 // PreHashWith is PreHash with the hash's absorbs on a (nil: pure Go).
 func (m *MultiVerifyingKey0) PreHashWith(a poseidon2.Absorber) poseidon2.Digest {
-	pre := m.PreHashPreimage()
+	return hashPreimage(a, m.PreHashPreimage())
+}
+
+// hashPreimage hashes each preimage byte as a field element.
+func hashPreimage(a poseidon2.Absorber, pre []byte) poseidon2.Digest {
 	fs := make([]field.Fp, len(pre))
 	for i, x := range pre {
 		fs[i] = field.Fp(x)

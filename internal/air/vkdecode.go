@@ -175,6 +175,7 @@ func DecodeMultiVerifyingKeyWith(a poseidon2.Absorber, b []byte) (*MultiVerifyin
 		}
 		c.Threshold = r.U32("trace_height_constraint.threshold")
 	}
+	keyBytes := b[:r.Offset()] // MultiStarkVerifyingKey0's bytes: the reader accepts canonical encodings only
 	pre := readDigest(r, "pre_hash")
 	r.End("MultiStarkVerifyingKey")
 	if err := r.Err(); err != nil {
@@ -183,7 +184,7 @@ func DecodeMultiVerifyingKeyWith(a poseidon2.Absorber, b []byte) (*MultiVerifyin
 	if err := m.ValidateImported(); err != nil {
 		return nil, poseidon2.Digest{}, err
 	}
-	if got := m.PreHashWith(a); got != pre {
+	if got := hashPreimage(a, preHashPreimage(keyBytes)); got != pre {
 		return nil, poseidon2.Digest{}, fmt.Errorf("%w: its pre_hash %v is not the hash of its contents %v (the key was altered)", ErrInvalidKey, pre, got)
 	}
 	return m, pre, nil

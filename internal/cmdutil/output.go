@@ -131,3 +131,16 @@ func UnwrapPath(err error) error {
 	}
 	return err
 }
+
+// ShortList joins the first maxShown of n items (item(i) for i < n) with ", ", and says how many
+// more there are: "a, b, … 3 more". Reports name AIRs this way.
+func ShortList(n, maxShown int, item func(i int) string) string {
+	var parts []string
+	for i := range min(n, maxShown) {
+		parts = append(parts, item(i))
+	}
+	if n > maxShown {
+		parts = append(parts, fmt.Sprintf("… %d more", n-maxShown))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -82,8 +82,8 @@ func formatErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrFormat, fmt.Sprintf(format, args...))
 }
 
-// checkName accepts 1..MaxNameLen bytes of UTF-8 without control characters.
-func checkName(i int, name string) error {
+// CheckName accepts AIR i's name: 1..MaxNameLen bytes of UTF-8 without control characters.
+func CheckName(i int, name string) error {
 	if name == "" || len(name) > MaxNameLen || !utf8.ValidString(name) {
 		return fmt.Errorf("AIR %d: name %q: want 1 to %d bytes of UTF-8", i, name, MaxNameLen)
 	}
@@ -110,7 +110,7 @@ func Marshal(f *File) ([]byte, error) {
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(vk)))
 	b = append(b, vk...)
 	for i, name := range f.Names {
-		if err := checkName(i, name); err != nil {
+		if err := CheckName(i, name); err != nil {
 			return nil, fmt.Errorf("keyfile: %w", err)
 		}
 		b = binary.LittleEndian.AppendUint16(b, uint16(len(name)))
@@ -215,7 +215,7 @@ func unmarshalBody(a poseidon2.Absorber, b []byte) (*File, error) {
 			return nil, err
 		}
 		f.Names[i] = string(x)
-		if err := checkName(i, f.Names[i]); err != nil {
+		if err := CheckName(i, f.Names[i]); err != nil {
 			return nil, formatErr("%v", err)
 		}
 		if x, err = take(4, "preprocessed height"); err != nil {

@@ -204,6 +204,9 @@ func ImportOpenVMKey(vkPath, preprocessedPath string, names []string, note keyfi
 		case f.Names[i] == "":
 			f.Names[i] = fmt.Sprintf("air%d", i)
 		}
+		if err := keyfile.CheckName(i, f.Names[i]); err != nil {
+			return nil, cmdutil.Usagef("keyfile: %v", err)
+		}
 	}
 	// Each preprocessed commitment must be the key's: commit them as a prover will.
 	airs, err := f.Airs()
@@ -215,9 +218,6 @@ func ImportOpenVMKey(vkPath, preprocessedPath string, names []string, note keyfi
 		return nil, bad("%s: %w", vkPath, err)
 	}
 	pk.Free()
-	if _, err := keyfile.Marshal(f); err != nil { // names
-		return nil, cmdutil.Usagef("%v", err)
-	}
 	return f, nil
 }
 

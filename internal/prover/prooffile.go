@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/stark"
@@ -15,24 +14,11 @@ import (
 
 // AirList names AIRs and their heights: "1 AIR: keccakf (height 32768)", "3 AIRs: a (8), b (16), c (4)".
 func AirList(airs []stark.ProofMetaAir) string {
-	const maxShown = 8
-	var parts []string
-	for i, a := range airs {
-		if i == maxShown {
-			parts = append(parts, fmt.Sprintf("… %d more", len(airs)-maxShown))
-			break
-		}
-		if len(airs) == 1 {
-			parts = append(parts, fmt.Sprintf("%s (height %d)", a.Name, a.Height))
-		} else {
-			parts = append(parts, fmt.Sprintf("%s (%d)", a.Name, a.Height))
-		}
-	}
-	noun := "AIRs"
+	list := cmdutil.ShortList(len(airs), 8, func(i int) string { return fmt.Sprintf("%s (%d)", airs[i].Name, airs[i].Height) })
 	if len(airs) == 1 {
-		noun = "AIR"
+		return fmt.Sprintf("1 AIR: %s (height %d)", airs[0].Name, airs[0].Height)
 	}
-	return fmt.Sprintf("%d %s: %s", len(airs), noun, strings.Join(parts, ", "))
+	return fmt.Sprintf("%d AIRs: %s", len(airs), list)
 }
 
 // checkMagic refuses a file that does not start as a metalprove proof file (metadata block or

@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/metalprove/metalprove/internal/air"
-	"github.com/metalprove/metalprove/internal/air/testair"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
 	sp "github.com/metalprove/metalprove/internal/params"
@@ -143,17 +142,11 @@ func LoadTrace(path string, h *Headers) (*Statement, error) {
 		if len(s.PublicValues) != a.NumPublicValues() {
 			return nil, bad("%d public values, but AIR %s has %d", len(s.PublicValues), a.Name(), a.NumPublicValues())
 		}
-		ti, err := testair.SplitMain(a, s.Height, s.Data, s.PublicValues)
+		ti, err := air.SplitMain(a, s.Height, s.Data, s.PublicValues)
 		if err != nil {
 			return nil, bad("%v", err)
 		}
-		in := stark.AirProvingInput{
-			Common: air.Matrix{Values: ti.CommonMain.Values, Width: ti.CommonMain.Width, Height: s.Height},
-			Public: ti.Public,
-		}
-		for _, c := range ti.CachedMains {
-			in.Cached = append(in.Cached, air.Matrix{Values: c.Values, Width: c.Width, Height: c.Height})
-		}
+		in := stark.AirProvingInput{Common: ti.CommonMain, Cached: ti.CachedMains, Public: ti.Public}
 		st.Airs = append(st.Airs, a)
 		st.Inputs = append(st.Inputs, in)
 		st.Meta = append(st.Meta, stark.ProofMetaAir{Name: s.Name, Height: s.Height})

@@ -112,15 +112,8 @@ func keygenRun(opts *Options) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	var names []string
-	for i, a := range rep.AIRs {
-		if i == 6 {
-			names = append(names, fmt.Sprintf("… %d more", len(rep.AIRs)-6))
-			break
-		}
-		names = append(names, a.Name)
-	}
+	names := cmdutil.ShortList(len(rep.AIRs), 6, func(i int) string { return rep.AIRs[i].Name })
 	_, err = fmt.Fprintf(opts.IO.Out, "%s: proving key of %d AIRs (%s) from %s under %s (%d-bit target), %d bytes; pre_hash %v\n",
-		rep.Output, len(rep.AIRs), strings.Join(names, ", "), rep.Source, rep.Params, rep.SecurityBits, rep.Bytes, rep.PreHash)
+		rep.Output, len(rep.AIRs), names, rep.Source, rep.Params, rep.SecurityBits, rep.Bytes, rep.PreHash)
 	return err
 }

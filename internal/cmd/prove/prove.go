@@ -163,14 +163,7 @@ func printReport(out io.Writer, rep *prover.ProveReport) error {
 
 // airList names the proof's AIRs with their shapes, the first few of them.
 func airList(airs []prover.AirRow) string {
-	const maxShown = 6
-	var names []string
-	for i, a := range airs {
-		if i == maxShown {
-			names = append(names, fmt.Sprintf("… %d more", len(airs)-maxShown))
-			break
-		}
-		names = append(names, fmt.Sprintf("%s %d×%d", a.Name, a.Height, a.Width))
-	}
-	return strings.Join(names, ", ")
+	return cmdutil.ShortList(len(airs), 6, func(i int) string {
+		return fmt.Sprintf("%s %d×%d", airs[i].Name, airs[i].Height, airs[i].Width)
+	})
 }
