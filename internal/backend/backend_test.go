@@ -98,15 +98,15 @@ func TestConformanceHostDeviceBaselineISA(t *testing.T) {
 
 // TestConformanceHostDevicePieces runs the constraint and whole-proof checks with round 0 and
 // every round j ≥ 1 in pieces, as GPUs run long programs: Keccak-f's pieces by their generated
-// code (zc_uni_keccakf, scripts/piecegen; the other AIRs by the interpreter), and again all by
+// code (zc_uni_generated, built at run time by the host device's C++ compiler; every AIR in pieces), and again all by
 // the interpreter (zc_uni_pieces). Each run must have used the kernel it names, and not the other.
 func TestConformanceHostDevicePieces(t *testing.T) {
 	for _, tc := range []struct {
 		name, kernel, not string
 		opts              kernels.ZcOptions
 	}{
-		{"generated", "zc_uni_keccakf", "", kernels.ZcOptions{Pieces: true}},
-		{"interpreted", "zc_uni_pieces", "zc_uni_keccakf", kernels.ZcOptions{Pieces: true, Interpreted: true}},
+		{"generated", "zc_uni_generated", "", kernels.ZcOptions{Pieces: true}},
+		{"interpreted", "zc_uni_pieces", "zc_uni_generated", kernels.ZcOptions{Pieces: true, Interpreted: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := hostDevice(t, nil)
@@ -160,7 +160,7 @@ func (f faultyDriver) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, ar
 // pieces made to write one wrong partial sum, the constraint check of the Keccak-f fixture fails.
 func TestConformanceCatchesBrokenConstraintKernel(t *testing.T) {
 	dev := hostDevice(t, func(be driver.Backend) driver.Backend {
-		return faultyDriver{Backend: be, kernel: "zc_uni_keccakf", out: 5}
+		return faultyDriver{Backend: be, kernel: "zc_uni_generated", out: 5}
 	})
 	c, err := device.New(dev, device.Options{Zerocheck: kernels.ZcOptions{Pieces: true}})
 	if err != nil {
@@ -174,7 +174,7 @@ func TestConformanceCatchesBrokenConstraintKernel(t *testing.T) {
 		}
 		ran = true
 		if err := ch.Run(); err == nil {
-			t.Errorf("%s passed with a broken zc_uni_keccakf", ch.Name)
+			t.Errorf("%s passed with a broken zc_uni_generated", ch.Name)
 		} else {
 			t.Logf("%s: %v", ch.Name, err)
 		}

@@ -126,9 +126,8 @@ func Decode(words []uint32) (*Program, error) {
 }
 
 // PiecesStamp identifies a program split into pieces (Split) by the words of its pieces (Encode,
-// piece after piece, each preceded by its length): the hex SHA-256. Straight-line code generated
-// for one AIR's pieces at build time (scripts/piecegen) carries the stamp of the pieces it was
-// generated from; a device runs it only for pieces with that stamp.
+// piece after piece, each preceded by its length): the hex SHA-256. It names a split in caches
+// and reports.
 func PiecesStamp(pieces []*Program) (string, error) {
 	h := sha256.New()
 	var buf [4]byte

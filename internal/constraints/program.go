@@ -441,8 +441,8 @@ func (p *Program) OpeningSlots(openings [][]field.Fp4, isFirst, isLast field.Fp4
 
 // DevicePieces is the number of pieces devices split a key's program into (Split) where one
 // point's walk of the whole program would leave them idle: Keccak-f's 39,536 instructions become
-// 126 pieces of at most 388 instructions and 65 registers. Code generated for an AIR's pieces
-// (scripts/piecegen) is generated from this split.
+// 126 pieces of at most 388 instructions and 65 registers. The straight-line code generated for
+// an AIR's round 0 at run time (internal/kernels/piececode) is generated from this split.
 const DevicePieces = 128
 
 // DeviceRoundPieces is the split of the constraint sumcheck's rounds j ≥ 1 on devices, finer than

@@ -48,6 +48,32 @@ func (b *Batch) Dispatch(name string, groups, tpg Dim3, args []Arg, tgLen ...uin
 		b.err = &Error{Op: "dispatch", Kernel: name, Err: fmt.Errorf("no such kernel in shaders/")}
 		return b
 	}
+	if k.Module != "" {
+		b.err = &Error{Op: "dispatch", Kernel: name, Err: fmt.Errorf("a kernel of module template %q runs from a module built from it (DispatchIn)", k.Module)}
+		return b
+	}
+	return b.dispatch(k, name, groups, tpg, args, tgLen)
+}
+
+// DispatchIn encodes kernel name of the module m (built by Device.BuildModules from the kernel's
+// template) as Dispatch does.
+func (b *Batch) DispatchIn(m *Module, name string, groups, tpg Dim3, args []Arg, tgLen ...uint32) *Batch {
+	if b.err != nil {
+		return b
+	}
+	if m == nil || m.dev != b.d {
+		b.err = &Error{Op: "dispatch", Kernel: name, Err: fmt.Errorf("no module built on this device")}
+		return b
+	}
+	k := m.kernels[name]
+	if k == nil {
+		b.err = &Error{Op: "dispatch", Kernel: name, Err: fmt.Errorf("module template %q has no such kernel", m.src.Template)}
+		return b
+	}
+	return b.dispatch(k, name, groups, tpg, args, tgLen)
+}
+
+func (b *Batch) dispatch(k *driver.KernelInfo, name string, groups, tpg Dim3, args []Arg, tgLen []uint32) *Batch {
 	d := b.d
 	dargs, err := d.validateDispatch(k, groups, tpg, args, tgLen)
 	if err != nil {

@@ -113,6 +113,8 @@ type Device struct {
 	// idleSince is when the last sync ended while no work has been encoded since (zero: work is
 	// queued, or no sync yet): the start of an open HostGap.
 	idleSince time.Time
+	// modules are the modules built from templates (BuildModules), by ID.
+	modules map[string]*Module
 }
 
 // NewDevice makes a Device of an open backend (Open does this for the built-in backends; tests
@@ -135,6 +137,9 @@ func newDevice(kind Kind, be driver.Backend, fallback string) (*Device, error) {
 	kl, _ := be.(driver.KernelLimiter)
 	for i := range driver.Kernels {
 		k := &driver.Kernels[i]
+		if k.Module != "" {
+			continue // a module template's kernel: its limits are those of each built module
+		}
 		l := dev
 		if kl != nil {
 			var err error
@@ -407,6 +412,9 @@ func (d *Device) validateDispatch(k *driver.KernelInfo, groups, tpg Dim3, args [
 		return nil, fail("%d threads per threadgroup exceeds the device limit %d", tpg.Count(), lim)
 	}
 	kl := d.KernelLimits(k.Name)
+	if m := d.modules[k.Built]; k.Built != "" && m != nil {
+		kl = m.KernelLimits(k.Name)
+	}
 	if lim := kl.MaxThreadsPerGroup; lim > 0 && tpg.Count() > uint64(lim) {
 		return nil, fail("%d threads per threadgroup exceeds this kernel's limit %d on this device (its compiled pipeline's maximum)", tpg.Count(), lim)
 	}

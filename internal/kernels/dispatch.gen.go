@@ -954,7 +954,8 @@ func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer,
 	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcUniKeccakf encodes kernel zc_uni_keccakf (shaders/rap/zerocheck_pieces.metal:16).
-func dispatchZcUniKeccakf(enc *gpu.Batch, groups, tpg gpu.Dim3, cp *gpu.Buffer, table *gpu.Buffer, weights *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
-	return enc.Dispatch("zc_uni_keccakf", groups, tpg, []gpu.Arg{gpu.Buf(cp), gpu.Buf(table), gpu.Buf(weights), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(partials), p.arg()})
+// dispatchZcUniGenerated encodes kernel zc_uni_generated (shaders/rap/zerocheck_pieces.metal:18).
+// It is a kernel of module template "pieces": mod is a module built from it.
+func dispatchZcUniGenerated(enc *gpu.Batch, mod *gpu.Module, groups, tpg gpu.Dim3, cp *gpu.Buffer, table *gpu.Buffer, weights *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
+	return enc.DispatchIn(mod, "zc_uni_generated", groups, tpg, []gpu.Arg{gpu.Buf(cp), gpu.Buf(table), gpu.Buf(weights), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(partials), p.arg()})
 }

@@ -172,9 +172,12 @@ type ProgramPieces struct {
 	Slots   [][]int
 	// MaxSlots and MaxRegs are the largest piece's slots and registers.
 	MaxSlots, MaxRegs int
-	// Generated names the AIR whose generated piece code (scripts/piecegen) these pieces are, by
-	// their stamp ("": none; kernels then interpret the pieces).
-	Generated string
+	// Generated is the pieces' generated code, built on the device (UseGenerated; nil: kernels
+	// interpret the pieces).
+	Generated *GeneratedPieces
+	// Stamp is constraints.PiecesStamp of the pieces.
+	Stamp     string
+	programs  []*constraints.Program
 	consts    [][]field.Fp
 	numPublic int
 }
@@ -184,16 +187,11 @@ func UploadPieces(dev *gpu.Device, name string, pieces []*constraints.Program) (
 	if len(pieces) == 0 {
 		return nil, fmt.Errorf("kernels: pieces %s: none", name)
 	}
-	pp := &ProgramPieces{numPublic: pieces[0].NumPublic}
 	stamp, err := constraints.PiecesStamp(pieces)
 	if err != nil {
 		return nil, err
 	}
-	for _, g := range generatedPieces {
-		if g.stamp == stamp && g.pieces == len(pieces) {
-			pp.Generated = g.air
-		}
-	}
+	pp := &ProgramPieces{numPublic: pieces[0].NumPublic, Stamp: stamp, programs: pieces}
 	var all []uint32
 	for _, p := range pieces {
 		words, err := p.Encode()
@@ -237,13 +235,6 @@ func UploadPieces(dev *gpu.Device, name string, pieces []*constraints.Program) (
 		return nil, err
 	}
 	return pp, nil
-}
-
-// generatedPieceCode is an AIR whose pieces have generated code (pieces.gen.go): the stamp
-// (constraints.PiecesStamp) of the pieces it was generated from, and their number.
-type generatedPieceCode struct {
-	air, stamp string
-	pieces     int
 }
 
 // NumPieces is the number of pieces.

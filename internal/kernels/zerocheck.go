@@ -503,7 +503,7 @@ type ZcOptions struct {
 	Pieces       bool
 	PieceThreads int
 	// Interpreted: round 0 in pieces runs the interpreter (zc_uni_pieces) even for pieces with
-	// generated code (scripts/piecegen), to compare the two.
+	// generated code (ProgramPieces.UseGenerated), to compare the two.
 	Interpreted bool
 }
 
@@ -532,8 +532,8 @@ type zcUniPlan struct {
 	unit, item, threads, tpg, sliceBlocks int
 	coset, pieces                         bool
 	width                                 int
-	// generated: the pieces run as generated code (zc_uni_<air>), without scratch.
-	generated string
+	// generated: the pieces run as generated code (zc_uni_generated), without scratch.
+	generated *GeneratedPieces
 	// values: the dispatch of zc_uni_values (pieces).
 	values zcValuesPlan
 }
@@ -678,7 +678,7 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		if t.pieces != nil && (opts.Pieces || !isHost(dev)) {
 			pp := t.pieces.pp
 			up = z.planUniPieces(t, budget)
-			if up.generated == "" {
+			if up.generated == nil {
 				nSlots = max(nSlots, up.threads*L*pp.MaxSlots)
 				nRegs = max(nRegs, up.threads*L*pp.MaxRegs)
 			}
@@ -840,12 +840,18 @@ func (z *Zerocheck) planUniPieces(t *ZcTrace, budget int) zcUniPlan {
 	}
 	up.width = width(up.sliceBlocks)
 	up.values = planZcValues(dev, z.dom.LogN, z.dom.LogM)
-	kernel, per := "zc_uni_pieces", L*(pp.MaxSlots+pp.MaxRegs)
-	if up.generated != "" {
-		kernel, per = "zc_uni_"+up.generated, 0 // values in registers: no scratch
+	per := L * (pp.MaxSlots + pp.MaxRegs)
+	if up.generated != nil {
+		per = 0 // values in registers: no scratch
 	}
 	if !isHost(dev) {
-		up.tpg = groupSize(dev, kernel, gpuGroup)
+		up.tpg = groupSize(dev, "zc_uni_pieces", gpuGroup)
+		if up.generated != nil {
+			up.tpg = groupSize(dev, "", gpuGroup)
+			if l, w := up.generated.groupLimit(), max(dev.Limits().SIMDWidth, 1); l > 0 && l < up.tpg {
+				up.tpg = max(l/w*w, 1)
+			}
+		}
 	}
 	up.threads = up.width / L * pp.NumPieces()
 	if per > 0 {
@@ -926,7 +932,7 @@ func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *
 			hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: uint32(b2u(x0 == 0)), eqOff: uint32(eqOff),
 			interleave: uint32(b2u(!isHost(dev))), lanes: uint32(z.lanes)}
 		groups, tpg := gpu.D1(uint32(up.threads/up.tpg)), gpu.D1(uint32(up.tpg))
-		if up.generated != "" {
+		if up.generated != nil {
 			if err := z.encodeUniGenerated(b, up.generated, groups, tpg, t, eq, params); err != nil {
 				return err
 			}

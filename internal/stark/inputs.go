@@ -10,8 +10,10 @@ import (
 // the backend. Stages after the preamble receive the present AIRs in trace order (common-main
 // height descending, ties by AIR index ascending; spec A §3.7, B §3.1).
 type AirInput struct {
-	// AirIndex is the AIR's position in the verifying key.
+	// AirIndex is the AIR's position in the verifying key; Name is the AIR's name (logs: a
+	// backend's compile of the AIR's constraint code names it).
 	AirIndex int
+	Name     string
 	VK       *air.VerifyingKey
 	// Program is VK's constraint program (compiled at keygen); nil: compiled when needed.
 	Program *constraints.Program

@@ -52,6 +52,17 @@ type ProvingKey struct {
 	PreprocessedCommit []Committed
 }
 
+// AirName is AIR i's name ("AIR i" when the key has no AIR for it).
+func (pk *ProvingKey) AirName(i int) string {
+	if i >= 0 && i < len(pk.Airs) && pk.Airs[i] != nil {
+		return pk.Airs[i].Name()
+	}
+	return fmt.Sprintf("AIR %d", i)
+}
+
+// Program is AIR i's compiled constraint program (nil for a key built without them).
+func (vk *VerifyingKey) Program(i int) *constraints.Program { return vk.program(i) }
+
 // Free releases the preprocessed traces and commitments held on the key's backend.
 func (pk *ProvingKey) Free() {
 	for i, t := range pk.Preprocessed {

@@ -353,7 +353,7 @@ func AirInputs(pk *ProvingKey, inputs []AirTraces, p params.SystemParams) ([]*Ai
 	traces := make([]*AirInput, len(order))
 	for t, i := range order {
 		in := &inputs[i]
-		traces[t] = &AirInput{AirIndex: i, VK: pk.VK.MVK.PerAir[i], Program: pk.VK.program(i), Common: in.Common,
+		traces[t] = &AirInput{AirIndex: i, Name: pk.AirName(i), VK: pk.VK.MVK.PerAir[i], Program: pk.VK.program(i), Common: in.Common,
 			Preprocessed: pk.Preprocessed[i], Cached: in.Cached, Public: in.Public}
 	}
 	return traces, nil

@@ -143,7 +143,7 @@ func genLaunchers(ks []Kernel, st structs) string {
 	}
 
 	for _, k := range ks {
-		fixed := map[string]bool{"enc": true, "groups": true, "tpg": true}
+		fixed := map[string]bool{"enc": true, "groups": true, "tpg": true, "mod": true}
 		name := func(p string) string {
 			id := goIdent(p)
 			for fixed[id] {
@@ -184,8 +184,18 @@ func genLaunchers(ks []Kernel, st structs) string {
 		}
 		fn := "dispatch" + camel(k.Name, true)
 		fmt.Fprintf(&b, "\n// %s encodes kernel %s (%s).\n", fn, k.Name, k.Pos)
-		fmt.Fprintf(&b, "func %s(enc *gpu.Batch, groups, tpg gpu.Dim3, %s) *gpu.Batch {\n", fn, strings.Join(params, ", "))
+		if k.Module != "" {
+			// A kernel of a run-time module template: dispatched from one built module
+			// (gpu.Device.BuildModules) of that template.
+			fmt.Fprintf(&b, "// It is a kernel of module template %q: mod is a module built from it.\n", k.Module)
+			fmt.Fprintf(&b, "func %s(enc *gpu.Batch, mod *gpu.Module, groups, tpg gpu.Dim3, %s) *gpu.Batch {\n", fn, strings.Join(params, ", "))
+		} else {
+			fmt.Fprintf(&b, "func %s(enc *gpu.Batch, groups, tpg gpu.Dim3, %s) *gpu.Batch {\n", fn, strings.Join(params, ", "))
+		}
 		call := fmt.Sprintf("enc.Dispatch(%q, groups, tpg, []gpu.Arg{%s}", k.Name, strings.Join(args, ", "))
+		if k.Module != "" {
+			call = fmt.Sprintf("enc.DispatchIn(mod, %q, groups, tpg, []gpu.Arg{%s}", k.Name, strings.Join(args, ", "))
+		}
 		if len(tg) > 0 {
 			call += ", " + strings.Join(tg, ", ")
 		}

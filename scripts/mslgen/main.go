@@ -17,6 +17,20 @@
 //	internal/kernels/dispatch.gen.go        one typed dispatch function per kernel (launchers.go)
 //	shaders/include/field_consts.h          BabyBear/Fp4 constants from internal/field
 //
+// and per module template (below) NAME:
+//
+//	internal/gpu/host/modules/NAME.gen.cpp  the host copy (compiled at run time by the C++ compiler;
+//	                                        a directory of its own, which cgo does not compile)
+//	internal/gpu/cuda/kernels_NAME.gen.cu   the CUDA copy (NVRTC at run time)
+//	internal/gpu/metal/module_NAME.gen.metal the Metal copy (newLibraryWithSource at run time)
+//
+// Module templates. A kernel file with a line `// mslgen:module NAME` is not part of the main
+// outputs: its kernels' code depends on the AIR being proved. A header it includes that holds a
+// line `// mslgen:runtime-header` (shaders/include/air_pieces.h) is not inlined into the
+// templates; a line generatedMarker stands in its place, which the device backends replace by
+// code generated at run time (internal/kernels/piececode) before they compile one module per
+// such code. The check copy inlines the header (a placeholder that declares the interface).
+//
 // The non-Metal outputs start from one "amalgamation": the .metal files with their quoted
 // #includes inlined (each file once, with #line directives so diagnostics point at the original
 // files), the [[...]] attributes of kernel parameters blanked out, each `kernel void NAME(`
@@ -378,9 +392,18 @@ type amalgamator struct {
 	root    string
 	incDirs []string
 	rewrite bool
+	// markers: a runtime header's include becomes generatedMarker (module templates).
+	markers bool
 	seen    map[string]bool
 	out     bytes.Buffer
 }
+
+// generatedMarker is the line of a module template that the device backends replace by the code
+// generated at run time (driver.GeneratedCodeMarker; internal/gpu/driver tests that they agree).
+const generatedMarker = "// mslgen:generated-code"
+
+// reRuntimeHeader marks a header whose code is generated at run time.
+var reRuntimeHeader = regexp.MustCompile(`(?m)^// mslgen:runtime-header\s*$`)
 
 // rel is path relative to the module root, with forward slashes (stable #line names).
 func (a *amalgamator) rel(path string) string {
@@ -413,6 +436,12 @@ func (a *amalgamator) add(path string, src []byte) error {
 			body, err := os.ReadFile(inc)
 			if err != nil {
 				return err
+			}
+			if a.markers && reRuntimeHeader.Match(body) {
+				a.seen[inc] = true
+				a.out.WriteString(generatedMarker + "\n")
+				fmt.Fprintf(&a.out, "#line %d %q\n", i+2, a.rel(path))
+				continue
 			}
 			if err := a.add(inc, body); err != nil {
 				return err
@@ -488,22 +517,24 @@ func main() {
 		check(err)
 		check(st.collect(srcs[i]))
 	}
-	// am: every kernel file, rewritten (the host copy); cu: the files of CUDA's main module;
-	// mods: the other CUDA modules' files. A file with a line `// mslgen:module NAME` goes to CUDA
-	// module NAME (internal/gpu/cuda/kernels_NAME.gen.cu, compiled on its first use) instead of
-	// the main one: code that takes NVRTC long to compile and only some proofs use. The host and
-	// Metal copies hold every file.
+	// am: the main kernel files, rewritten (the host copy; in check mode every file); cu: the
+	// same for CUDA's main module; metal: the Metal copy. A file with a line
+	// `// mslgen:module NAME` goes to module template NAME instead (one copy per target, with
+	// generatedMarker for the runtime headers it includes; see the package comment).
+	checkMode := *checkOut != ""
 	am := &amalgamator{root: r, incDirs: incDirs, rewrite: true, seen: map[string]bool{}}
 	cu := &amalgamator{root: r, incDirs: incDirs, rewrite: true, seen: map[string]bool{}}
-	mods := map[string]*amalgamator{}
 	metal := &amalgamator{root: r, incDirs: incDirs, seen: map[string]bool{}}
+	type template struct{ host, cu, metal *amalgamator }
+	mods := map[string]*template{}
+	var modNames []string
 	// Headers too, so that value structs declared there are known when kernels are parsed.
 	collectIncludes(st, incDirs)
 	var kernels []Kernel
 	names := map[string]string{}
 	for i, path := range files {
 		rel := am.rel(path)
-		ks, eds, err := parseKernels(rel, srcs[i], st, *checkOut != "")
+		ks, eds, err := parseKernels(rel, srcs[i], st, checkMode)
 		check(err)
 		for _, k := range ks {
 			if prev, dup := names[k.Name]; dup {
@@ -512,30 +543,39 @@ func main() {
 			names[k.Name] = k.Pos
 		}
 		edited := applyEdits(srcs[i], eds)
-		dst := cu
-		if m := reModule.FindSubmatch(srcs[i]); m != nil {
-			mod := string(m[1])
-			for j := range ks {
-				ks[j].Module = mod
-			}
-			if mods[mod] == nil {
-				mods[mod] = &amalgamator{root: r, incDirs: incDirs, rewrite: true, seen: map[string]bool{}}
-			}
-			dst = mods[mod]
-		}
 		kernels = append(kernels, ks...)
-		check(am.add(path, edited))
-		check(dst.add(path, edited))
-		check(metal.add(path, srcs[i]))
+		m := reModule.FindSubmatch(srcs[i])
+		if m == nil || checkMode {
+			check(am.add(path, edited))
+			check(cu.add(path, edited))
+			check(metal.add(path, srcs[i]))
+			if m == nil {
+				continue
+			}
+		}
+		mod := string(m[1])
+		for j := len(kernels) - len(ks); j < len(kernels); j++ {
+			kernels[j].Module = mod
+		}
+		t := mods[mod]
+		if t == nil {
+			mk := func(rewrite bool) *amalgamator {
+				return &amalgamator{root: r, incDirs: incDirs, rewrite: rewrite, markers: true, seen: map[string]bool{}}
+			}
+			t = &template{host: mk(true), cu: mk(true), metal: mk(false)}
+			mods[mod] = t
+			modNames = append(modNames, mod)
+		}
+		check(t.host.add(path, edited))
+		check(t.cu.add(path, edited))
+		check(t.metal.add(path, srcs[i]))
 	}
-	amalg := am.out.String()
-	if *checkOut != "" {
-		write(*checkOut, banner+amalg)
+	if checkMode {
+		write(*checkOut, banner+am.out.String())
 		return
 	}
 	write(filepath.Join(r, "internal/gpu/driver/kernels.gen.go"), genGo(kernels))
 	write(filepath.Join(r, "internal/kernels/dispatch.gen.go"), genLaunchers(kernels, st))
-	write(filepath.Join(r, "internal/gpu/host/kernels_host.gen.cpp"), banner+genHost(kernels, amalg))
 	inModule := func(mod string) []Kernel {
 		var ks []Kernel
 		for _, k := range kernels {
@@ -545,11 +585,15 @@ func main() {
 		}
 		return ks
 	}
+	write(filepath.Join(r, "internal/gpu/host/kernels_host.gen.cpp"), banner+genHost(inModule(""), am.out.String(), "hd_kernels", "hd_nkernels"))
 	write(filepath.Join(r, "internal/gpu/cuda/kernels.gen.cu"), banner+genCUDA(inModule(""), cu.out.String()))
-	for mod, a := range mods {
-		write(filepath.Join(r, "internal/gpu/cuda/kernels_"+mod+".gen.cu"), banner+genCUDA(inModule(mod), a.out.String()))
-	}
 	write(filepath.Join(r, "internal/gpu/metal/shaders.gen.metal"), banner+metal.out.String())
+	for _, mod := range modNames {
+		t := mods[mod]
+		write(filepath.Join(r, "internal/gpu/host/modules/"+mod+".gen.cpp"), banner+genHost(inModule(mod), t.host.out.String(), "hd_module_kernels", "hd_module_nkernels"))
+		write(filepath.Join(r, "internal/gpu/cuda/kernels_"+mod+".gen.cu"), banner+genCUDA(inModule(mod), t.cu.out.String()))
+		write(filepath.Join(r, "internal/gpu/metal/module_"+mod+".gen.metal"), banner+t.metal.out.String())
+	}
 }
 
 // shaderFiles lists the kernel files: shaders/<stage>/*.metal, grouped by the prover stage they
@@ -589,7 +633,10 @@ func collectIncludes(st structs, dirs []string) {
 
 // genHost: CPU trampolines. item runs one work item (on a fiber when the kernel has barriers);
 // group loops over a whole threadgroup for barrier-free kernels.
-func genHost(ks []Kernel, amalg string) string {
+// table and count name the C table and its length: hd_kernels and hd_nkernels for the main copy,
+// linked into the binary; hd_module_kernels and hd_module_nkernels for a module template, which
+// the host device compiles into a shared library at run time and opens with dlopen.
+func genHost(ks []Kernel, amalg, table, count string) string {
 	var b strings.Builder
 	b.WriteString("#include \"hd_runtime.h\"\n")
 	b.WriteString(amalg)
@@ -657,7 +704,7 @@ func genHost(ks []Kernel, amalg string) string {
 		}
 		fmt.Fprintf(&b, "static const unsigned hd_valsize_%s[] = {%s};\n\n", k.Name, strings.Join(append(sizes, "0"), ", "))
 	}
-	b.WriteString("extern \"C\" const hd_kernel hd_kernels[] = {\n")
+	fmt.Fprintf(&b, "extern \"C\" const hd_kernel %s[] = {\n", table)
 	for _, k := range ks {
 		item := "nullptr"
 		if k.UsesBarrier {
@@ -670,7 +717,7 @@ func genHost(ks []Kernel, amalg string) string {
 		fmt.Fprintf(&b, "    {%q, %s, hd_group_%s, %d, %d, hd_valsize_%s, %d, %s},\n",
 			k.Name, item, k.Name, b2i(k.UsesBarrier), k.NBuf, k.Name, k.NTG, isa)
 	}
-	fmt.Fprintf(&b, "};\nextern \"C\" const int hd_nkernels = %d;\n", len(ks))
+	fmt.Fprintf(&b, "};\nextern \"C\" const int %s = %d;\n", count, len(ks))
 	return b.String()
 }
 

@@ -1,7 +1,10 @@
-// pieces.h - what the generated piece code (scripts/piecegen: <air>_pieces.h) needs: the field
-// operations it is written in, and PIECE_FN, the declaration of a piece's function. CUDA and the
-// host keep each piece a function of its own (a few hundred operations: the compilers' time grows
-// faster than linearly with a function's size); Metal decides for itself.
+// pieces.h - what the generated piece code (internal/kernels/piececode, written at run time per
+// proving key: air_pieces.h) needs: the field operations it is written in, PIECE_FN, the
+// declaration of a piece's function, and PG_DEVICE / PG_THREAD, the address spaces of its
+// parameters (the keyword itself on Metal; mslgen rewrites the definitions below for the other
+// targets, so the generated code needs no rewriting). CUDA and the host keep each piece a function
+// of its own (a few hundred operations: the compilers' time grows faster than linearly with a
+// function's size); Metal decides for itself.
 //
 // On the host device the pieces serve tests only (its lane interpreter is faster there), so the
 // operations stay calls (pg_* below, out of line): the ~43,000 operations of Keccak-f's pieces
@@ -9,6 +12,9 @@
 #ifndef PIECES_H
 #define PIECES_H
 #include "bb4.h"
+
+#define PG_DEVICE device
+#define PG_THREAD thread
 
 #if defined(MSL_TARGET_CUDA)
 #define PIECE_FN static __device__ __attribute__((noinline))

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/constraints"
@@ -245,10 +246,13 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 	if err != nil {
 		return nil, fmt.Errorf("%w: trace %d: %w", stark.ErrBatchConstraintInput, t, err)
 	}
-	if pg == in.Program && cp.be.usePieces(pg) {
-		// GPUs run a long program in pieces: round 0 in those its generated code was made
-		// for, the rounds in finer ones.
+	if pg == in.Program && (cp.be.usePieces(pg) || cp.be.generates()) {
+		// GPUs run a long program in pieces, and every program whose round 0 runs generated
+		// code: round 0 in the pieces the code is generated from, the rounds in finer ones.
 		pp, err := cp.be.pieces(in.VK, constraints.All, constraints.DevicePieces)
+		if err == nil && cp.be.generates() {
+			_, _, err = cp.be.buildGenerated(in.Name, pp, nil)
+		}
 		if err == nil {
 			err = zt.UsePieces(cp.be.dev, pp, in.Public)
 		}
@@ -559,6 +563,90 @@ const minPiecesCode = 2048
 // usePieces says whether the backend runs p in pieces (GPUs, or forced by its options).
 func (b *Backend) usePieces(p *constraints.Program) bool {
 	return len(p.Code) >= minPiecesCode && kernels.ZcUsesPieces(b.dev) || b.zcOpts.Pieces
+}
+
+// generates says whether round 0 of the constraint sumcheck runs generated code (the AIR's
+// pieces as straight-line code, compiled at run time: kernels.BuildGenerated): on devices that
+// build modules and run round 0 in pieces (GPUs; the host device when the options ask for pieces),
+// unless the options ask for the interpreter.
+func (b *Backend) generates() bool {
+	return b.dev.BuildsModules() && !b.zcOpts.Interpreted && (kernels.ZcUsesPieces(b.dev) || b.zcOpts.Pieces)
+}
+
+// GeneratedEvents are told of the builds of BuildConstraintCode: Start before an AIR's code is
+// built (its modules may be compiled: seconds), Done after, with what was built.
+type GeneratedEvents struct {
+	Start func(air string, modules, instructions int)
+	Done  func(kernels.GeneratedReport)
+}
+
+// BuildConstraintCode builds the generated round-0 code of every AIR of pk on the device (where
+// round 0 runs it: see generates), so that a service pays the compile before its first proof
+// (keygen --warm) and a proof says what it compiles before its stages begin. Built code is
+// kept per key for the backend's life; the device backend's cache keeps it across processes.
+// It returns the reports of the AIRs built now (none on devices that do not build code).
+func (b *Backend) BuildConstraintCode(pk *stark.ProvingKey, ev *GeneratedEvents) ([]kernels.GeneratedReport, error) {
+	if !b.generates() || pk == nil || pk.VK == nil || pk.VK.MVK == nil {
+		return nil, nil
+	}
+	var out []kernels.GeneratedReport
+	for i, vk := range pk.VK.MVK.PerAir {
+		if pk.VK.Program(i) == nil {
+			continue
+		}
+		pp, err := b.pieces(vk, constraints.All, constraints.DevicePieces)
+		if err != nil {
+			return nil, err
+		}
+		r, built, err := b.buildGenerated(pk.AirName(i), pp, ev)
+		if err != nil {
+			return nil, err
+		}
+		if built {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// buildGenerated builds the generated code of pp (once: pieces are kept per key) and makes
+// round 0 run it; built says whether it was built now (r is then its report).
+func (b *Backend) buildGenerated(air string, pp *kernels.ProgramPieces, ev *GeneratedEvents) (r kernels.GeneratedReport, built bool, err error) {
+	b.progMu.Lock()
+	defer b.progMu.Unlock()
+	if pp.Generated != nil {
+		return r, false, nil
+	}
+	srcs, ranges, err := kernels.GeneratedModules(air, pp)
+	if err != nil {
+		return r, false, err
+	}
+	instr := 0
+	for _, rg := range ranges {
+		instr += rg.Instructions
+	}
+	if ev != nil && ev.Start != nil {
+		ev.Start(air, len(srcs), instr)
+	}
+	g, err := kernels.BuildGeneratedFrom(b.dev, air, pp, srcs, ranges)
+	if err != nil {
+		return r, false, err
+	}
+	if err := pp.UseGenerated(g); err != nil {
+		return r, false, err
+	}
+	r = g.Report
+	if r.Compiled > 0 {
+		b.log.Info().Str("air", air).Int("modules", r.Modules).Int("compiled", r.Compiled).Int("pieces", r.Pieces).
+			Int("instructions", r.Instructions).Str("elapsed", r.Elapsed.Round(time.Millisecond).String()).Str("cache", r.Cache).
+			Msg("constraint kernels compiled")
+	} else {
+		b.log.Debug().Str("air", air).Int("modules", r.Modules).Str("cache", r.Cache).Msg("constraint kernels loaded from the cache")
+	}
+	if ev != nil && ev.Done != nil {
+		ev.Done(r)
+	}
+	return r, true, nil
 }
 
 // pieces returns vk's program for outs split into at most k pieces and uploaded: once per key,

@@ -33,13 +33,13 @@ import (
 //go:embed kernels.gen.cu
 var kernelsSource string
 
-// piecesSource is the module of the generated piece kernels (shaders/rap/zerocheck_pieces.metal),
-// compiled on first use.
+// piecesSource is the module template of the generated piece kernels
+// (shaders/rap/zerocheck_pieces.metal): BuildModules completes it with an AIR's code.
 //
 //go:embed kernels_pieces.gen.cu
 var piecesSource string
 
-// moduleSources are the modules other than the main one, by KernelInfo.Module.
+// moduleSources are the module templates, by KernelInfo.Module.
 var moduleSources = map[string]string{"pieces": piecesSource}
 
 // KernelPrefix is prepended to a kernel's name to get its CUDA entry point.

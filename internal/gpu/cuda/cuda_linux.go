@@ -213,16 +213,18 @@ type backend struct {
 	usePool bool
 	stage   staging
 
-	// mods are the modules other than the main one (KernelInfo.Module), loaded on first use;
-	// major, minor and cacheDir are what loading one needs.
-	mods         map[string]C.CUmodule
+	// built are the modules built from templates (BuildModules), by ID; major, minor and
+	// cacheDir are what building one needs. modMu guards built and funcs: modules are built
+	// while other goroutines dispatch.
+	modMu        sync.Mutex
+	built        map[string]C.CUmodule
 	major, minor int
 	cacheDir     string
 	log          zerolog.Logger
 
-	funcs    map[string]C.CUfunction
-	smemSet  map[string]uint32 // dynamic shared memory limit raised per kernel
-	inFlight []string          // kernels launched since the last Sync (for fault reports)
+	funcs    map[string]C.CUfunction // by kernel name; "ID/name" for a built module's
+	smemSet  map[string]uint32       // dynamic shared memory limit raised per kernel
+	inFlight []string                // kernels launched since the last Sync (for fault reports)
 
 	// how the module was obtained (tests and diagnostics)
 	target      string
@@ -255,7 +257,7 @@ func Open(opts Options) (driver.Backend, error) {
 	if opts.Device < 0 || opts.Device >= int(count) {
 		return nil, &UnavailableError{Reason: fmt.Sprintf("no CUDA device %d (%d present)", opts.Device, count)}
 	}
-	b := &backend{funcs: map[string]C.CUfunction{}, smemSet: map[string]uint32{}, mods: map[string]C.CUmodule{}}
+	b := &backend{funcs: map[string]C.CUfunction{}, smemSet: map[string]uint32{}, built: map[string]C.CUmodule{}}
 	if r := C.mp_cu_device_get(&b.dev, C.int(opts.Device)); r != 0 {
 		return nil, cuErr("cuDeviceGet", "", r)
 	}
@@ -424,85 +426,6 @@ func (b *backend) loadImage(image []byte) (C.CUmodule, error) {
 	}
 	return m, nil
 }
-
-// module returns the module of kernels in module name ("": the main one), loading it on first
-// use: the image this process already has (images), else from the cache, else compiled by NVRTC
-// (with --Ofast-compile=min where NVRTC has it: these modules hold long generated code, which
-// NVRTC's full optimisation takes minutes over) and cached. loadMu is held throughout, so
-// backends that need the module at the same time (proofs in flight on several streams) compile it
-// once; each backend loads its own CUmodule from the image.
-// moduleOptions are NVRTC options of one module beyond the common ones. The pieces module
-// (zc_uni_keccakf, generated straight-line code) left to itself takes 254 registers a thread,
-// so an SM holds 8 warps (12.5 % occupancy) and its issue slots are 15 % busy; capped at 64
-// registers it spills, but holds 45 % occupancy and ran 367 µs a launch instead of 713 µs on an
-// H200 (128: 481 µs, no spills; 96: 480 µs), keccakf-1024 prove 68.7 → 63.6 ms
-// (docs/perf-notes/keccakf-kernel.md).
-var moduleOptions = map[string][]string{
-	"pieces": {"--maxrregcount=64"},
-}
-
-func (b *backend) module(name string) (C.CUmodule, error) {
-	if name == "" {
-		return b.mod, nil
-	}
-	if m, ok := b.mods[name]; ok {
-		return m, nil
-	}
-	src, ok := moduleSources[name]
-	if !ok {
-		return nil, fmt.Errorf("cuda: no module %q", name)
-	}
-	loadMu.Lock()
-	defer loadMu.Unlock()
-	if !rtcLoaded {
-		if err := loadNVRTC(nvrtcCandidates()); err != nil {
-			return nil, err
-		}
-	}
-	target, cubin, err := chooseTarget(b.major, b.minor, rtcArchs, rtcHasCubin)
-	if err != nil {
-		return nil, fmt.Errorf("nvrtc %s (%s): %w", rtcVersion, rtcPath, err)
-	}
-	opts := []string{"--gpu-architecture=" + target, "-std=c++17", "-default-device"}
-	if rtcFastCompile {
-		opts = append(opts, "--Ofast-compile=min")
-	}
-	opts = append(opts, moduleOptions[name]...)
-	srcName := "kernels_" + name + ".gen.cu"
-	key := cacheKey(src, target, rtcVersion, opts)
-	if image, ok := images[key]; ok {
-		if m, err := b.loadImage(image); err == nil {
-			b.mods[name] = m
-			return m, nil
-		}
-	}
-	if _, payload, err := readCache(b.cacheDir, key); err == nil {
-		if m, err := b.loadImage(payload); err == nil {
-			images[key] = payload
-			b.mods[name] = m
-			return m, nil
-		}
-	}
-	image, err := b.compileLogged(src, srcName, target, opts, cubin, b.cacheDir, key, moduleWhat[name])
-	if err != nil {
-		return nil, err
-	}
-	m, err := b.loadImage(image)
-	if err != nil {
-		return nil, fmt.Errorf("loading the module NVRTC %s built from %s for %s: %w", rtcVersion, srcName, target, err)
-	}
-	kind := byte(kindPTX)
-	if cubin {
-		kind = kindCubin
-	}
-	_ = writeCache(b.cacheDir, key, kind, image) // a failed write only costs a recompile
-	images[key] = image
-	b.mods[name] = m
-	return m, nil
-}
-
-// moduleWhat says what each module other than the main one holds, for the compile's log record.
-var moduleWhat = map[string]string{"pieces": "the generated constraint code of Keccak-f (round 0 of the constraint sumcheck)"}
 
 // compileLogged is compileNVRTC with a log record before (what is compiled, for which target)
 // and after (how long it took, where it is cached): a first compile takes from seconds to about
@@ -825,18 +748,30 @@ func (b *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, srcO
 
 func (b *backend) function(k *driver.KernelInfo) (C.CUfunction, error) {
 	name := k.Name
+	if k.Built != "" {
+		name = k.Built + "/" + k.Name
+	}
+	b.modMu.Lock()
+	defer b.modMu.Unlock()
 	if f, ok := b.funcs[name]; ok {
 		return f, nil
 	}
-	mod, err := b.module(k.Module)
-	if err != nil {
-		return nil, err
+	mod := b.mod
+	switch {
+	case k.Built != "":
+		m, ok := b.built[k.Built]
+		if !ok {
+			return nil, fmt.Errorf("cuda: module %s is not built on this device", k.Built)
+		}
+		mod = m
+	case k.Module != "":
+		return nil, fmt.Errorf("cuda: kernel %s of module template %q runs only from a module built from it", k.Name, k.Module)
 	}
-	cname := C.CString(KernelPrefix + name)
+	cname := C.CString(KernelPrefix + k.Name)
 	defer C.free(unsafe.Pointer(cname))
 	var f C.CUfunction
 	if r := C.mp_cu_module_function(b.ctx, &f, mod, cname); r != 0 {
-		return nil, cuErr("cuModuleGetFunction", KernelPrefix+name, r)
+		return nil, cuErr("cuModuleGetFunction", KernelPrefix+k.Name, r)
 	}
 	b.funcs[name] = f
 	return f, nil
@@ -848,11 +783,6 @@ func (b *backend) function(k *driver.KernelInfo) (C.CUfunction, error) {
 // registers) and static shared memory.
 func (b *backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error) {
 	entry := KernelPrefix + k.Name
-	if _, loaded := b.mods[k.Module]; k.Module != "" && !loaded {
-		// Not loaded yet (the device asks for every kernel when it opens): 256 threads fit any
-		// kernel (at most 255 registers per thread, 64 K per block).
-		return driver.KernelLimits{MaxThreadsPerGroup: 256, SIMDWidth: b.limits.SIMDWidth}, nil
-	}
 	f, err := b.function(k)
 	if err != nil {
 		return driver.KernelLimits{}, err
@@ -938,10 +868,12 @@ func (b *backend) Close() error {
 		C.mp_cu_module_unload(b.ctx, b.mod)
 		b.mod = nil
 	}
-	for name, m := range b.mods {
+	b.modMu.Lock()
+	for id, m := range b.built {
 		C.mp_cu_module_unload(b.ctx, m)
-		delete(b.mods, name)
+		delete(b.built, id)
 	}
+	b.modMu.Unlock()
 	b.freeStaging()
 	C.mp_cu_stream_destroy(b.ctx, b.stream)
 	if b.usePool {

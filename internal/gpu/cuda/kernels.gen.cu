@@ -4173,8 +4173,8 @@ MSL_KERNEL void msl_kernel_rows_check_pieces(MSL_DEVICE const uint* prog        
 //   zc_round_pieces  the rounds with the program split into pieces (constraints.Split): work items
 //                    (piece, pair, X), so that a round with few pairs still has enough threads, each
 //                    walking a piece (a few hundred instructions) instead of the whole program.
-// zerocheck_pieces.metal holds zc_uni_pieces' counterparts for AIRs whose pieces have generated
-// code (zc_uni_keccakf), sharing zc_uni.h with this file.
+// zerocheck_pieces.metal holds zc_uni_pieces' counterpart for the code generated per AIR at run
+// time (zc_uni_generated, a module template), sharing zc_uni.h with this file.
 //
 // The program runs through an evaluator given as a template parameter (ProgInterpreter of
 // program_lanes.h): the kernel bodies are templates, the kernels instantiate them with the

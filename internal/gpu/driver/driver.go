@@ -8,6 +8,8 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 )
 
 // Dim3 is a grid or threadgroup size (Metal's MTLSize).
@@ -50,9 +52,13 @@ type Param struct {
 type KernelInfo struct {
 	Name   string
 	Family string // base name of the .metal file, e.g. "ntt"
-	// Module is the CUDA module the kernel is compiled in ("": the main one, loaded when the
-	// device opens; else internal/gpu/cuda/kernels_<Module>.gen.cu, loaded on first use).
-	Module      string
+	// Module is the module template the kernel belongs to ("": the main copies, loaded when the
+	// device opens). A template's kernels run only from modules built from it at run time
+	// (ModuleBuilder): the template completed with generated code.
+	Module string
+	// Built is the module (ModuleSource.ID) a dispatch runs a template's kernel from: set on the
+	// copies package gpu passes to Dispatch and KernelLimits, "" in the table.
+	Built       string
 	Pos         string // file:line of the declaration
 	UsesBarrier bool
 	NBuf        int // 1 + highest [[buffer]] index
@@ -152,4 +158,54 @@ func CheckRange(offset, n, size int) error {
 		return fmt.Errorf("range [%d, %d) outside the buffer's %d bytes", offset, offset+n, size)
 	}
 	return nil
+}
+
+// GeneratedCodeMarker is the line of a module template (scripts/mslgen) that Instantiate
+// replaces by the code generated at run time.
+const GeneratedCodeMarker = "// mslgen:generated-code"
+
+// ModuleSource is a module to build at run time: a module template (KernelInfo.Module of its
+// kernels) completed with code generated for one AIR (internal/kernels/piececode).
+type ModuleSource struct {
+	// ID names the built module: it must differ whenever Template or Code does (a digest).
+	ID       string
+	Template string
+	// Code replaces the template's GeneratedCodeMarker line; it is written in the kernels'
+	// dialect (shaders/include/pieces.h), valid for every target.
+	Code string
+	// What the code is, for the log: e.g. "constraint code of AIR keccakf, pieces 0-7 of 126".
+	What string
+}
+
+// ModuleBuild says how a module was obtained.
+type ModuleBuild struct {
+	ID string
+	// Cached: loaded from the disk cache or this process's earlier build, not compiled.
+	Cached bool
+	// Elapsed is the compile's time (0 when cached); CachePath where the result is kept ("": not
+	// cached).
+	Elapsed   time.Duration
+	CachePath string
+}
+
+// ModuleBuilder is implemented by backends that compile module templates at run time (CUDA:
+// NVRTC; Metal: newLibraryWithSource; the host device: the system's C++ compiler).
+type ModuleBuilder interface {
+	// BuildModules compiles the modules, in parallel where the backend can, or loads them from its
+	// cache (a corrupt or stale entry is detected by its digest and rebuilt). Afterwards the
+	// modules' kernels are dispatched with KernelInfo.Built set to their ID. It may be called
+	// while other goroutines dispatch.
+	BuildModules(ms []ModuleSource) ([]ModuleBuild, error)
+}
+
+// Instantiate returns template with code in place of its GeneratedCodeMarker line.
+func Instantiate(template, code string) (string, error) {
+	i := strings.Index(template, "\n"+GeneratedCodeMarker+"\n")
+	if i < 0 {
+		return "", errors.New("module template without the generated-code marker")
+	}
+	if !strings.HasSuffix(code, "\n") {
+		code += "\n"
+	}
+	return template[:i+1] + code + template[i+1+len(GeneratedCodeMarker)+1:], nil
 }

@@ -571,7 +571,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_keccakf", Family: "zerocheck_pieces", Module: "pieces", Pos: "shaders/rap/zerocheck_pieces.metal:16", UsesBarrier: false, NBuf: 7, NTG: 0, Params: []Param{
+	{Name: "zc_uni_generated", Family: "zerocheck_pieces", Module: "pieces", Pos: "shaders/rap/zerocheck_pieces.metal:18", UsesBarrier: false, NBuf: 7, NTG: 0, Params: []Param{
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 2},

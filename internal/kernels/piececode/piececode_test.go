@@ -1,7 +1,6 @@
 package piececode_test
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,33 +29,46 @@ func pieces(t *testing.T, a air.Air) ([]*constraints.Program, string) {
 	return ps, stamp
 }
 
-// The generator is the one scripts/piecegen ran: its Keccak-f output is the header in the tree,
-// byte for byte.
-func TestKeccakfHeaderIsTheTreesOne(t *testing.T) {
-	want, err := os.ReadFile("../../../shaders/include/keccakf_pieces.h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps, stamp := pieces(t, keccakf.Air{})
-	got, err := piececode.Header("keccakf", "Keccak-f (examples/keccakf)", stamp, ps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Fatalf("generated %d bytes, the tree's header has %d", len(got), len(want))
-	}
-}
-
-// Any AIR's program: one function per piece, every output emitted once, the switch covering
-// every piece.
-func TestAnyAirsPieces(t *testing.T) {
-	for _, a := range []air.Air{testair.FibonacciAir{}, testair.SelfInteractionAir{W: 8, Bus: 5}} {
-		ps, stamp := pieces(t, a)
-		h, err := piececode.Header("t", a.Name(), stamp, ps)
+// Any AIR's program, Keccak-f's included: the modules cover every piece once, in order, each
+// within ModuleInstructions unless it is a single piece; one function per piece, every output
+// emitted once, the switch covering the module's pieces; the same pieces give the same code.
+func TestModules(t *testing.T) {
+	for _, a := range []air.Air{keccakf.Air{}, testair.FibonacciAir{}, testair.SelfInteractionAir{W: 8, Bus: 5}} {
+		ps, _ := pieces(t, a)
+		ms, err := piececode.Modules(ps, a.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
-		emits, outputs := strings.Count(h, "pg_emit("), 0
+		again, err := piececode.Modules(ps, a.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, emits, outputs := 0, 0, 0
+		for i, m := range ms {
+			if m.First != next || m.Count < 1 {
+				t.Fatalf("%s: module %d covers pieces %d+%d, want from %d", a.Name(), i, m.First, m.Count, next)
+			}
+			next += m.Count
+			if m.Count > 1 && m.Instructions > piececode.ModuleInstructions {
+				t.Errorf("%s: module %d: %d instructions in %d pieces", a.Name(), i, m.Instructions, m.Count)
+			}
+			if m.Code != again[i].Code {
+				t.Errorf("%s: module %d: two runs differ", a.Name(), i)
+			}
+			if !strings.Contains(m.Code, "#define AIR_PIECE_FIRST "+strconv.Itoa(m.First)+"u\n") ||
+				!strings.Contains(m.Code, "#define AIR_PIECE_COUNT "+strconv.Itoa(m.Count)+"u\n") {
+				t.Errorf("%s: module %d: range macros missing", a.Name(), i)
+			}
+			for k := m.First; k < m.First+m.Count; k++ {
+				if !strings.Contains(m.Code, "PIECE_FN void air_piece_"+strconv.Itoa(k)+"(") || !strings.Contains(m.Code, "case "+strconv.Itoa(k)+"u:") {
+					t.Errorf("%s: piece %d missing from module %d", a.Name(), k, i)
+				}
+			}
+			emits += strings.Count(m.Code, "pg_emit(")
+		}
+		if next != len(ps) {
+			t.Fatalf("%s: modules cover %d pieces of %d", a.Name(), next, len(ps))
+		}
 		for _, p := range ps {
 			for _, in := range p.Code {
 				if in.Op == constraints.OpEmit {
@@ -67,13 +79,21 @@ func TestAnyAirsPieces(t *testing.T) {
 		if emits != outputs || outputs == 0 {
 			t.Errorf("%s: %d emits for %d outputs", a.Name(), emits, outputs)
 		}
-		for k := range ps {
-			if !strings.Contains(h, "PIECE_FN void t_piece_"+strconv.Itoa(k)+"(") || !strings.Contains(h, "case "+strconv.Itoa(k)+"u:") {
-				t.Errorf("%s: piece %d missing", a.Name(), k)
-			}
+		if a.Name() == "keccakf" && (len(ms) < 8 || len(ms) > 32) {
+			t.Errorf("keccakf: %d modules, want 8..32 for parallel compiles", len(ms))
 		}
-		if !strings.HasPrefix(h, piececode.Banner) || !strings.Contains(h, stamp) {
-			t.Errorf("%s: banner or stamp missing", a.Name())
+	}
+}
+
+// A bad range or no pieces is an error, not a panic.
+func TestCodeBadRange(t *testing.T) {
+	ps, _ := pieces(t, testair.FibonacciAir{})
+	for _, r := range [][2]int{{-1, 1}, {0, 0}, {0, len(ps) + 1}, {len(ps), 1}} {
+		if _, err := piececode.Code(ps, r[0], r[1], "x"); err == nil {
+			t.Errorf("pieces %d+%d of %d accepted", r[0], r[1], len(ps))
 		}
+	}
+	if _, err := piececode.Modules(nil, "x"); err == nil {
+		t.Error("no pieces accepted")
 	}
 }
