@@ -6,18 +6,22 @@
 // is compiled with ARC (-fobjc-arc).
 //
 // Ownership. Objective-C objects cross into Go only as pointers to the opaque types below. Every
-// function that returns one (mp_context_create, mp_pipeline_create, mp_buffer_create) hands the
-// caller one strong reference, made with __bridge_retained (CFBridgingRetain); the caller gives it
-// back exactly once with mp_release, which balances it with CFBridgingRelease. Every other function
-// only borrows its handle arguments (__bridge casts: no retain, no release). A command buffer
-// retains the buffers and pipelines it uses, so releasing a buffer with work still pending is safe.
+// function that returns one (mp_context_create, mp_pipeline_create, mp_buffer_create, and
+// mp_modules_build in its jobs' pipelines) hands the caller one strong reference, made with
+// __bridge_retained (CFBridgingRetain); the caller gives it back exactly once with mp_release,
+// which balances it with CFBridgingRelease. Every other function only borrows its handle
+// arguments (__bridge casts: no retain, no release). A command buffer retains the buffers and
+// pipelines it uses, so releasing a buffer with work still pending is safe.
 //
 // Strings. Every char* the bridge returns (error texts, the device name) is malloc'd; the caller
 // frees it with mp_free. Functions that can fail return 0 on success, or -1 (or NULL) with *err set
 // to the error text (an NSError's localizedDescription, or the bridge's own message naming the call).
 //
 // Threads. Each function drains its own autorelease pool. A context is used by one thread at a time
-// (Go serialises calls); Metal objects need no particular thread.
+// (Go serialises calls); Metal objects need no particular thread. The exception is
+// mp_modules_build: it uses nothing of the context but its device (set by mp_context_create, never
+// changed), so it may run while another thread encodes or syncs on the same context (package gpu
+// builds modules without holding the device).
 #ifndef METALPROVE_BRIDGE_H
 #define METALPROVE_BRIDGE_H
 
@@ -69,6 +73,29 @@ int mp_library_from_source(mp_context *ctx, const char *src, char **err);
 // A compute pipeline for the library's kernel function called name.
 mp_pipeline *mp_pipeline_create(mp_context *ctx, const char *name, mp_pipeline_info *info, char **err);
 
+// One module built at run time (mp_modules_build): its MSL source and the kernels to make
+// pipelines of in, the pipelines out. Every pointer is the caller's (C memory); the bridge writes
+// pipelines[0..nkernels), infos[0..nkernels), seconds and err.
+typedef struct {
+	const char *source;          // in: the module's MSL (UTF-8)
+	const char *const *kernels;  // in: names of its kernel functions
+	int nkernels;                // in
+	mp_pipeline **pipelines;     // out: one reference each for the caller (mp_release); all NULL when err is set
+	mp_pipeline_info *infos;     // out
+	double seconds;              // out: from the start of the call to this module's last pipeline (or its failure)
+	char *err;                   // out: NULL, or what failed (malloc'd, mp_free): the compiler's log, or the kernel
+	                             // whose pipeline failed and why
+} mp_module_job;
+
+// Build njobs modules side by side: each source is compiled into a library of its own with the
+// MTLCompileOptions of mp_library_from_source (newLibraryWithSource:options:completionHandler:, all
+// requested at once), then each kernel's compute pipeline is made
+// (newComputePipelineStateWithFunction:completionHandler:, all requested at once). The call waits
+// for every completion handler, at most timeout_seconds in all (then the jobs not done fail with
+// a timeout; their late results are dropped). The libraries are released once the pipelines exist
+// (a pipeline needs no library). Returns the number of jobs with err set.
+int mp_modules_build(mp_context *ctx, mp_module_job *jobs, int njobs, double timeout_seconds);
+
 // A new shared buffer of len bytes; *contents is its CPU address (stable for its lifetime).
 mp_buffer *mp_buffer_create(mp_context *ctx, size_t len, void **contents, char **err);
 
@@ -99,7 +126,8 @@ int mp_sync(mp_context *ctx, double *max_gpu_seconds, char **err);
 // 1 when the device supports MTLGPUFamily family ([MTLDevice supportsFamily:]).
 int mp_device_supports_family(mp_context *ctx, int64_t family);
 
-// Give back a reference returned by mp_context_create, mp_pipeline_create or mp_buffer_create.
+// Give back a reference returned by mp_context_create, mp_pipeline_create, mp_buffer_create or
+// mp_modules_build (a job's pipeline).
 // NULL is ignored.
 void mp_release(void *obj);
 // Free a string returned by the bridge. NULL is ignored.

@@ -181,6 +181,23 @@ int mp_library_from_data(mp_context *ctx, const void *data, size_t len, char **e
 	}
 }
 
+// compile_options are the MTLCompileOptions of every run-time compile: the main library's
+// (mp_library_from_source) and the modules' (mp_modules_build).
+static MTLCompileOptions *_Nullable compile_options(char **err) {
+	MTLCompileOptions *opts = [[MTLCompileOptions alloc] init];
+	// Pinned to the language scripts/build-metallib.sh compiles the metallib with
+	// (-std=macos-metal2.4), so that the fallback compiles the kernels as the metallib does, on
+	// every SDK (the default is the newest version the OS supports). A Go test checks that the
+	// two agree.
+	if (@available(macOS 12.0, *)) {
+		opts.languageVersion = MTLLanguageVersion2_4;
+	} else {
+		set_err(err, "the kernels need Metal Shading Language 2.4 (macOS 12 or later)", nil);
+		return nil;
+	}
+	return opts;
+}
+
 int mp_library_from_source(mp_context *ctx, const char *src, char **err) {
 	@autoreleasepool {
 		MPContext *c = ctx_of(ctx);
@@ -189,15 +206,8 @@ int mp_library_from_source(mp_context *ctx, const char *src, char **err) {
 			set_err(err, "kernel source is not valid UTF-8", nil);
 			return -1;
 		}
-		MTLCompileOptions *opts = [[MTLCompileOptions alloc] init];
-		// Pinned to the language scripts/build-metallib.sh compiles the metallib with
-		// (-std=macos-metal2.4), so that the fallback compiles the kernels as the metallib does, on
-		// every SDK (the default is the newest version the OS supports). A Go test checks that the
-		// two agree.
-		if (@available(macOS 12.0, *)) {
-			opts.languageVersion = MTLLanguageVersion2_4;
-		} else {
-			set_err(err, "the kernels need Metal Shading Language 2.4 (macOS 12 or later)", nil);
+		MTLCompileOptions *opts = compile_options(err);
+		if (opts == nil) {
 			return -1;
 		}
 		NSError *e = nil;
@@ -210,6 +220,13 @@ int mp_library_from_source(mp_context *ctx, const char *src, char **err) {
 		c->library = lib; // a non-nil e here holds warnings only
 		return 0;
 	}
+}
+
+// fill_info reads a pipeline's limits.
+static void fill_info(id<MTLComputePipelineState> p, mp_pipeline_info *info) {
+	info->max_threads = (uint32_t)p.maxTotalThreadsPerThreadgroup;
+	info->simd_width = (uint32_t)p.threadExecutionWidth;
+	info->static_tg_memory = (uint32_t)p.staticThreadgroupMemoryLength;
 }
 
 mp_pipeline *mp_pipeline_create(mp_context *ctx, const char *name, mp_pipeline_info *info, char **err) {
@@ -231,10 +248,199 @@ mp_pipeline *mp_pipeline_create(mp_context *ctx, const char *name, mp_pipeline_i
 			set_err(err, "[MTLDevice newComputePipelineStateWithFunction:error:]", e);
 			return NULL;
 		}
-		info->max_threads = (uint32_t)p.maxTotalThreadsPerThreadgroup;
-		info->simd_width = (uint32_t)p.threadExecutionWidth;
-		info->static_tg_memory = (uint32_t)p.staticThreadgroupMemoryLength;
+		fill_info(p, info);
 		return (__bridge_retained void *)p;
+	}
+}
+
+NS_ASSUME_NONNULL_BEGIN
+
+// MPModuleResult collects what the completion handlers of one module's compile report (Metal calls
+// them on threads of its own). Each handler writes its fields (the library, or one kernel's slot)
+// under @synchronized(result), then leaves the dispatch group; mp_modules_build reads them under
+// the same lock after the group's wait (after a timeout, a late handler may still write: its
+// block keeps the result alive, and nothing of the caller's is touched then).
+@interface MPModuleResult : NSObject {
+@public
+	id<MTLLibrary> _Nullable library;
+	NSError *_Nullable libraryError;
+	NSMutableArray<id> *pipelines;    // per kernel: id<MTLComputePipelineState>, or NSNull
+	NSMutableArray<id> *errors;       // per kernel: NSError, NSString, or NSNull
+	double libraryDone, pipelinesDone; // seconds since the start of mp_modules_build
+	BOOL libraryReported;             // the library's completion handler ran
+}
+@end
+
+@implementation MPModuleResult
+@end
+
+NS_ASSUME_NONNULL_END
+
+static double uptime(void) { return NSProcessInfo.processInfo.systemUptime; }
+
+// wait_group waits for g until deadline (seconds of uptime()); 0 when every member left.
+static long wait_group(dispatch_group_t g, double deadline) {
+	double left = deadline - uptime();
+	if (left < 0) {
+		left = 0;
+	}
+	return (long)dispatch_group_wait(g, dispatch_time(DISPATCH_TIME_NOW, (int64_t)(left * (double)NSEC_PER_SEC)));
+}
+
+int mp_modules_build(mp_context *ctx, mp_module_job *jobs, int njobs, double timeout_seconds) {
+	@autoreleasepool {
+		MPContext *c = ctx_of(ctx);
+		double start = uptime();
+		double deadline = start + timeout_seconds;
+		int failed = 0;
+		for (int i = 0; i < njobs; i++) {
+			jobs[i].err = NULL;
+			jobs[i].seconds = 0;
+			for (int k = 0; k < jobs[i].nkernels; k++) {
+				jobs[i].pipelines[k] = NULL;
+			}
+		}
+		char *optErr = NULL;
+		MTLCompileOptions *opts = compile_options(&optErr);
+		if (opts == nil) {
+			for (int i = 0; i < njobs; i++) {
+				jobs[i].err = mp_strdup(optErr);
+			}
+			free(optErr);
+			return njobs;
+		}
+		NSMutableArray<MPModuleResult *> *results = [NSMutableArray array];
+		for (int i = 0; i < njobs; i++) {
+			MPModuleResult *r = [[MPModuleResult alloc] init];
+			r->pipelines = [NSMutableArray array];
+			r->errors = [NSMutableArray array];
+			for (int k = 0; k < jobs[i].nkernels; k++) {
+				[r->pipelines addObject:[NSNull null]];
+				[r->errors addObject:[NSNull null]];
+			}
+			[results addObject:r];
+		}
+
+		// 1. Every library, requested at once: Metal compiles them side by side.
+		dispatch_group_t libs = dispatch_group_create();
+		for (int i = 0; i < njobs; i++) {
+			NSString *src = [NSString stringWithUTF8String:jobs[i].source];
+			if (src == nil) {
+				jobs[i].err = mp_strdup("the module's source is not valid UTF-8");
+				continue;
+			}
+			MPModuleResult *r = results[(NSUInteger)i];
+			dispatch_group_enter(libs);
+			[c->device newLibraryWithSource:src
+			                        options:opts
+			              completionHandler:^(id<MTLLibrary> _Nullable lib, NSError *_Nullable e) {
+				                @synchronized(r) {
+					                r->library = lib;
+					                r->libraryError = e;
+					                r->libraryDone = uptime() - start;
+					                r->libraryReported = YES;
+				                }
+				                dispatch_group_leave(libs);
+			                }];
+		}
+		wait_group(libs, deadline);
+
+		// 2. Every pipeline of every module whose library compiled, requested at once.
+		dispatch_group_t pipes = dispatch_group_create();
+		for (int i = 0; i < njobs; i++) {
+			MPModuleResult *r = results[(NSUInteger)i];
+			if (jobs[i].err != NULL) {
+				continue;
+			}
+			// Read under the lock: after a timeout, a late handler may still write.
+			BOOL reported;
+			id<MTLLibrary> lib;
+			NSError *libErr;
+			@synchronized(r) {
+				reported = r->libraryReported;
+				lib = r->library;
+				libErr = r->libraryError;
+			}
+			if (!reported) {
+				jobs[i].err = mp_strdup([NSString stringWithFormat:@"[MTLDevice newLibraryWithSource:options:completionHandler:] "
+				                                                   @"did not complete within %.0f s",
+				                                                   timeout_seconds]
+				                            .UTF8String);
+				continue;
+			}
+			if (lib == nil) {
+				// The error's localizedDescription carries the compiler's log (file:line: error: ...).
+				set_err(&jobs[i].err, "[MTLDevice newLibraryWithSource:options:completionHandler:]", libErr);
+				continue;
+			}
+			for (int k = 0; k < jobs[i].nkernels; k++) {
+				NSString *n = [NSString stringWithUTF8String:jobs[i].kernels[k]];
+				id<MTLFunction> f = n == nil ? nil : [lib newFunctionWithName:n];
+				if (f == nil) {
+					@synchronized(r) {
+						r->errors[(NSUInteger)k] = [NSString
+						    stringWithFormat:@"[MTLLibrary newFunctionWithName:] found no kernel %s in the module", jobs[i].kernels[k]];
+					}
+					continue;
+				}
+				NSUInteger slot = (NSUInteger)k;
+				dispatch_group_enter(pipes);
+				[c->device newComputePipelineStateWithFunction:f
+				                             completionHandler:^(id<MTLComputePipelineState> _Nullable p, NSError *_Nullable e) {
+					                             @synchronized(r) {
+						                             if (p != nil) {
+							                             r->pipelines[slot] = p;
+						                             } else if (e != nil) {
+							                             r->errors[slot] = e;
+						                             } else {
+							                             r->errors[slot] = @"no pipeline and no error";
+						                             }
+						                             r->pipelinesDone = uptime() - start;
+					                             }
+					                             dispatch_group_leave(pipes);
+				                             }];
+			}
+		}
+		BOOL pipesTimedOut = wait_group(pipes, deadline) != 0;
+
+		// 3. Hand the pipelines over, or say what failed (the first failure of each module).
+		for (int i = 0; i < njobs; i++) {
+			MPModuleResult *r = results[(NSUInteger)i];
+			if (jobs[i].err == NULL) {
+				@synchronized(r) {
+					jobs[i].seconds = r->pipelinesDone > r->libraryDone ? r->pipelinesDone : r->libraryDone;
+					for (int k = 0; k < jobs[i].nkernels && jobs[i].err == NULL; k++) {
+						id p = r->pipelines[(NSUInteger)k];
+						id e = r->errors[(NSUInteger)k];
+						NSString *what = [NSString stringWithFormat:@"pipeline of kernel %s: [MTLDevice newComputePipelineStateWithFunction:completionHandler:]",
+						                                            jobs[i].kernels[k]];
+						if ([e isKindOfClass:[NSError class]]) {
+							set_err(&jobs[i].err, what.UTF8String, (NSError *)e);
+						} else if ([e isKindOfClass:[NSString class]]) {
+							jobs[i].err = mp_strdup(((NSString *)e).UTF8String);
+						} else if ([p isKindOfClass:[NSNull class]]) {
+							NSString *m = pipesTimedOut ? [NSString stringWithFormat:@"%@ did not complete within %.0f s", what, timeout_seconds]
+							                            : [NSString stringWithFormat:@"%@ gave no pipeline", what];
+							jobs[i].err = mp_strdup(m.UTF8String);
+						}
+					}
+					if (jobs[i].err == NULL) {
+						for (int k = 0; k < jobs[i].nkernels; k++) {
+							id<MTLComputePipelineState> p = r->pipelines[(NSUInteger)k];
+							fill_info(p, &jobs[i].infos[k]);
+							jobs[i].pipelines[k] = (__bridge_retained void *)p;
+						}
+					}
+				}
+			}
+			if (jobs[i].err != NULL) {
+				jobs[i].seconds = uptime() - start;
+				failed++;
+			}
+		}
+		// The libraries go with results (or with the last late handler's block): the pipelines need
+		// no library.
+		return failed;
 	}
 }
 

@@ -6,7 +6,11 @@
 // the compute pipeline of every kernel (never the first Dispatch). The kernels come from
 // metalprove.metallib when `make` built one from the current shaders (embedded from metallib/ with
 // a stamp of the source it was built from; policy.go), else from the embedded shaders.gen.metal
-// compiled at start-up.
+// compiled at start-up. The module templates' kernels (module_NAME.gen.metal, e.g. the constraint
+// code generated per proving key) are compiled at run time by BuildModules, one library and
+// pipeline set per module, side by side, kept in memory by source digest (modules.go,
+// modules_darwin.go). None of it has run on Apple hardware: it is checked on Linux only
+// (scripts/check-metal.sh).
 //
 // On other systems, or without cgo, Open returns an error matching driver.ErrUnavailable.
 package metal

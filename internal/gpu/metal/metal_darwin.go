@@ -55,7 +55,10 @@ type backend struct {
 	from    string   // where the kernels came from: "metallib" or "source"
 	limits  driver.Limits
 	maxBuf  uint64
-	pipes   map[string]*pipeline
+	pipes   map[string]*pipeline // the main library's, by kernel name: made by Open, then only read
+	// modules are the modules built at run time (BuildModules) and their pipelines, by module
+	// ID: a template's kernel has the same name in each (modules.go).
+	modules moduleSet[*pipeline]
 }
 
 var _ driver.KernelLimiter = (*backend)(nil)
@@ -100,11 +103,9 @@ func Open(opts Options) (driver.Backend, error) {
 		be.Close()
 		return nil, err
 	}
-	names := make([]string, len(driver.Kernels))
-	for i := range driver.Kernels {
-		names[i] = driver.Kernels[i].Name
-	}
-	if err := be.buildPipelines(names); err != nil {
+	// The module templates' kernels are not in the main library: BuildModules makes their
+	// pipelines, per module.
+	if err := be.buildPipelines(mainKernels()); err != nil {
 		be.Close()
 		return nil, err
 	}
@@ -198,9 +199,9 @@ func (be *backend) Name() string {
 func (be *backend) Limits() driver.Limits { return be.limits }
 
 // buildPipelines makes the compute pipeline of each kernel of names that has none yet. Open
-// builds every kernel of the table: making a pipeline compiles the kernel for this GPU
-// (milliseconds each, more without Metal's shader cache), which must not land inside the first
-// Dispatch of a kernel, in some timed region.
+// builds every kernel of the table but the module templates' (mainKernels): making a pipeline
+// compiles the kernel for this GPU (milliseconds each, more without Metal's shader cache), which
+// must not land inside the first Dispatch of a kernel, in some timed region.
 func (be *backend) buildPipelines(names []string) error {
 	for _, name := range names {
 		if _, ok := be.pipes[name]; ok {
@@ -224,14 +225,28 @@ func (be *backend) pipeline(name string) (*pipeline, error) {
 	if p, ok := be.pipes[name]; ok {
 		return p, nil
 	}
-	return nil, fmt.Errorf("metal: kernel %s has no pipeline (Open builds those of the kernel table)", name)
+	return nil, fmt.Errorf("metal: kernel %s has no pipeline (Open builds those of the kernel table outside module templates)", name)
+}
+
+// pipelineFor returns k's pipeline: the main library's, or that of the module k.Built for a
+// module template's kernel (BuildModules made it; never here).
+func (be *backend) pipelineFor(k *driver.KernelInfo) (*pipeline, error) {
+	id, err := kernelModule(k)
+	if err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return be.pipeline(k.Name)
+	}
+	return be.modules.pipeline(id, k.Name)
 }
 
 // KernelLimits are the limits of the kernel's pipeline: maxTotalThreadsPerThreadgroup (lower than
 // the device's maxThreadsPerThreadgroup for kernels that need many registers),
-// threadExecutionWidth and staticThreadgroupMemoryLength.
+// threadExecutionWidth and staticThreadgroupMemoryLength. A built module's kernel (k.Built) has
+// the limits of its module's pipeline.
 func (be *backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error) {
-	p, err := be.pipeline(k.Name)
+	p, err := be.pipelineFor(k)
 	if err != nil {
 		return driver.KernelLimits{}, err
 	}
@@ -356,14 +371,17 @@ func (be *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, src
 	return nil
 }
 
+// Dispatch encodes k into the command buffer being encoded, with its pipeline (pipelineFor: the
+// main library's, or its built module's when k.Built is set).
 func (be *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args []driver.Arg, tgLen []uint32) error {
-	p, err := be.pipeline(k.Name)
+	p, err := be.pipelineFor(k)
 	if err != nil {
 		return err
 	}
+	label := kernelLabel(k)
 	if lim := uint64(p.info.max_threads); tpg.Count() > lim {
 		return fmt.Errorf("metal: kernel %s: %d threads per threadgroup (%d×%d×%d) exceeds the pipeline's maxTotalThreadsPerThreadgroup %d",
-			k.Name, tpg.Count(), tpg.X, tpg.Y, tpg.Z, lim)
+			label, tpg.Count(), tpg.X, tpg.Y, tpg.Z, lim)
 	}
 	tgTotal := uint64(p.info.static_tg_memory)
 	for _, l := range tgLen {
@@ -371,7 +389,7 @@ func (be *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args 
 	}
 	if lim := uint64(be.limits.MaxThreadgroupMemory); tgTotal > lim {
 		return fmt.Errorf("metal: kernel %s: %d bytes of threadgroup memory (with %d static) exceeds maxThreadgroupMemoryLength %d",
-			k.Name, tgTotal, p.info.static_tg_memory, lim)
+			label, tgTotal, p.info.static_tg_memory, lim)
 	}
 	slots := make([]C.mp_slot, len(args))
 	ids := make([]uintptr, len(args))
@@ -382,7 +400,7 @@ func (be *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args 
 		case a.Buf != nil:
 			b, err := asBuffer(a.Buf)
 			if err != nil {
-				return fmt.Errorf("kernel %s argument %d: %w", k.Name, i, err)
+				return fmt.Errorf("kernel %s argument %d: %w", label, i, err)
 			}
 			slots[i].buf = b.b
 			ids[i], sizes[i] = uintptr(unsafe.Pointer(b.b)), len(b.data)
@@ -411,11 +429,11 @@ func (be *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args 
 		C.mp_commit(be.ctx)
 		be.commits++
 	}
-	cname := C.CString(k.Name)
+	cname := C.CString(label) // the encoder's label: a failed command buffer names it
 	defer C.mp_free(unsafe.Pointer(cname))
 	var cerr *C.char
 	if C.mp_dispatch(be.ctx, p.p, cname, slotPtr, C.int(len(slots)), valPtr, tgPtr, C.int(len(tgLen)), &g[0], &t[0], &cerr) != 0 {
-		return fmt.Errorf("metal: kernel %s: %s", k.Name, takeErr(cerr))
+		return fmt.Errorf("metal: kernel %s: %s", label, takeErr(cerr))
 	}
 	return nil
 }
@@ -439,13 +457,17 @@ func (be *backend) Sync() error {
 	return nil
 }
 
-// Close waits for pending work, then releases the pipelines and the device. Buffers are freed by
-// their owner (package gpu frees every live buffer before Close).
+// Close waits for pending work and for module builds in flight, then releases the pipelines
+// (the modules' too) and the device. Buffers are freed by their owner (package gpu frees every
+// live buffer before Close).
 func (be *backend) Close() error {
 	if be.ctx == nil {
 		return nil
 	}
 	err := be.syncPending()
+	for _, p := range be.modules.close() {
+		C.mp_release(unsafe.Pointer(p.p))
+	}
 	for name, p := range be.pipes {
 		C.mp_release(unsafe.Pointer(p.p))
 		delete(be.pipes, name)

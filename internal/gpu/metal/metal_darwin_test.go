@@ -236,7 +236,8 @@ func TestCompileErrorHasLog(t *testing.T) {
 }
 
 // TestOpenBuildsEveryKernel opens the backend as package gpu does (metallib or source): Open has
-// made the pipeline of every kernel in the generated table, and reports its limits.
+// made the pipeline of every kernel of the main library in the generated table, and reports its
+// limits; a module template's kernel has none until a module is built from it.
 func TestOpenBuildsEveryKernel(t *testing.T) {
 	for _, env := range []string{"", "1"} {
 		t.Run("source="+env, func(t *testing.T) {
@@ -251,12 +252,18 @@ func TestOpenBuildsEveryKernel(t *testing.T) {
 			be := dbe.(*backend)
 			defer be.Close()
 			t.Logf("%s", be.Name())
-			if len(be.pipes) != len(driver.Kernels) {
-				t.Errorf("Open built %d pipelines, the kernel table has %d kernels", len(be.pipes), len(driver.Kernels))
+			if len(be.pipes) != len(mainKernels()) {
+				t.Errorf("Open built %d pipelines, the kernel table has %d kernels outside module templates", len(be.pipes), len(mainKernels()))
 			}
 			for i := range driver.Kernels {
 				k := &driver.Kernels[i]
 				l, err := be.KernelLimits(k)
+				if k.Module != "" {
+					if err == nil {
+						t.Errorf("%s (module template %s) has limits %+v before any module is built", k.Name, k.Module, l)
+					}
+					continue
+				}
 				if err != nil {
 					t.Error(err)
 					continue
@@ -267,6 +274,66 @@ func TestOpenBuildsEveryKernel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBuildModules builds the generated constraint code of a test AIR as modules of the pieces
+// template (the run-time compile path of issue 23): each module's kernel gets a pipeline of its
+// own, found by KernelInfo.Built; a second call is served from memory; a module that does not
+// compile fails with its ID and the compiler's log. (The kernels' results are checked by
+// selftest's conformance suite, which runs the generated path where the device builds modules.)
+func TestBuildModules(t *testing.T) {
+	dbe, err := Open(Options{})
+	if errors.Is(err, driver.ErrUnavailable) {
+		noDevice(t, err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := dbe.(*backend)
+	defer be.Close()
+	ms := fibModules(t)
+	builds, err := be.BuildModules(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range builds {
+		t.Logf("%s: %+v", ms[i].What, b)
+		if b.ID != ms[i].ID || b.Cached || b.Elapsed <= 0 || b.CachePath != "" {
+			t.Errorf("build %d = %+v", i, b)
+		}
+	}
+	for i := range driver.Kernels {
+		if driver.Kernels[i].Module != "pieces" {
+			continue
+		}
+		for _, m := range ms {
+			k := driver.Kernels[i] // as package gpu passes a built module's kernel
+			k.Built = m.ID
+			l, err := be.KernelLimits(&k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s in %s: %+v", k.Name, m.ID, l)
+			if l.MaxThreadsPerGroup < 32 || l.SIMDWidth < 1 {
+				t.Errorf("%s in %s: implausible pipeline limits %+v", k.Name, m.ID, l)
+			}
+		}
+	}
+	again, err := be.BuildModules(ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range again {
+		if !b.Cached || b.Elapsed != 0 {
+			t.Errorf("second build %d = %+v, want it from memory", i, b)
+		}
+	}
+	broken := driver.ModuleSource{ID: "pieces-broken", Template: "pieces", Code: "this_is_not_msl;\n", What: "a broken module"}
+	_, err = be.BuildModules([]driver.ModuleSource{broken})
+	t.Logf("broken module: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "pieces-broken") || !strings.Contains(err.Error(), "this_is_not_msl") {
+		t.Errorf("err = %v, want one naming the module and carrying the compiler's log", err)
 	}
 }
 

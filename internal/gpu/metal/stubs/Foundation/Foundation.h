@@ -27,6 +27,7 @@ typedef long NSInteger;
 typedef unsigned long NSUInteger;
 typedef const void *CFTypeRef;
 typedef double CFTimeInterval; // <CoreFoundation/CFDate.h>
+typedef double NSTimeInterval; // <Foundation/NSDate.h>
 
 NS_ASSUME_NONNULL_BEGIN
 
@@ -56,6 +57,11 @@ __attribute__((objc_root_class))
 + (instancetype)array;
 - (void)addObject:(ObjectType)anObject;
 - (void)removeAllObjects;
+- (void)setObject:(ObjectType)obj atIndexedSubscript:(NSUInteger)idx;
+@end
+
+@interface NSNull : NSObject
++ (NSNull *)null;
 @end
 
 @interface NSDictionary<__covariant KeyType, __covariant ObjectType> : NSObject
@@ -69,6 +75,11 @@ __attribute__((objc_root_class))
 @end
 
 typedef NSString *NSErrorUserInfoKey;
+
+@interface NSProcessInfo : NSObject
+@property(class, readonly, strong) NSProcessInfo *processInfo;
+@property(readonly) NSTimeInterval systemUptime;
+@end
 
 @interface NSError : NSObject
 @property(readonly, copy) NSString *domain;

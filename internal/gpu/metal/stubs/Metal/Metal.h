@@ -82,6 +82,10 @@ typedef NS_ENUM(NSUInteger, MTLLanguageVersion){
 - (nullable id<MTLFunction>)newFunctionWithName:(NSString *)functionName;
 @end
 
+typedef void (^MTLNewLibraryCompletionHandler)(id<MTLLibrary> _Nullable library, NSError *_Nullable error);
+typedef void (^MTLNewComputePipelineStateCompletionHandler)(id<MTLComputePipelineState> _Nullable computePipelineState,
+                                                            NSError *_Nullable error);
+
 @protocol MTLComputePipelineState <NSObject>
 @property(readonly) NSUInteger maxTotalThreadsPerThreadgroup;
 @property(readonly) NSUInteger threadExecutionWidth;
@@ -152,8 +156,13 @@ API_AVAILABLE(macos(11.0))
 - (nullable id<MTLLibrary>)newLibraryWithSource:(NSString *)source
                                         options:(nullable MTLCompileOptions *)options
                                           error:(__autoreleasing NSError **)error;
+- (void)newLibraryWithSource:(NSString *)source
+                     options:(nullable MTLCompileOptions *)options
+           completionHandler:(MTLNewLibraryCompletionHandler)completionHandler;
 - (nullable id<MTLComputePipelineState>)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
                                                                        error:(__autoreleasing NSError **)error;
+- (void)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
+                          completionHandler:(MTLNewComputePipelineStateCompletionHandler)completionHandler;
 - (nullable id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
 @end
 
