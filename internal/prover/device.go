@@ -1,7 +1,11 @@
 package prover
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/rs/zerolog"
 
@@ -53,6 +57,35 @@ func OpenBackend(settings *cmdutil.Settings, reference bool, log *zerolog.Logger
 		return &Backend{Backend: backend.Reference()}, nil
 	}
 	return OpenDeviceBackend(settings, DeviceKind(settings), 0, nil, log)
+}
+
+// ParseGPUs parses a --gpus list (bench, worker): CUDA ordinals separated by commas ("0,1"), each at most once.
+func ParseGPUs(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("empty list: give CUDA device ordinals separated by commas, e.g. 0,1")
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a device ordinal (a number ≥ 0)", f)
+		}
+		if slices.Contains(out, n) {
+			return nil, fmt.Errorf("device %d is listed twice", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// OpenBackendOn is OpenBackend with the device backend on GPU ordinal (CUDA; the other kinds
+// have one device and take 0).
+func OpenBackendOn(settings *cmdutil.Settings, reference bool, ordinal int, log *zerolog.Logger) (*Backend, error) {
+	if reference || ordinal == 0 {
+		return OpenBackend(settings, reference, log)
+	}
+	return OpenDeviceBackend(settings, DeviceKind(settings), ordinal, nil, log)
 }
 
 // OpenDevice opens a device of kind (ordinal: which GPU, for CUDA) capped at the settings'

@@ -39,16 +39,17 @@ type opened struct {
 	keygen time.Duration
 }
 
-// StartOpening starts opening the backend (OpenBackend) and, when h's AIRs can be had from its
-// headers, making their proving key with parameters p. h may be nil (the headers could not be
-// read). Either Backend or Release must follow.
-func StartOpening(settings *cmdutil.Settings, reference bool, p sp.SystemParams, h *Headers, log *zerolog.Logger) *Opening {
+// StartOpening starts opening the backend (OpenBackendOn: the device of the settings, on GPU
+// ordinal for CUDA) and, when h's AIRs can be had from its headers, making their proving key with
+// parameters p. h may be nil (the headers could not be read). Either Backend or Release must
+// follow.
+func StartOpening(settings *cmdutil.Settings, reference bool, ordinal int, p sp.SystemParams, h *Headers, log *zerolog.Logger) *Opening {
 	op := &Opening{p: p, done: make(chan opened, 1), scanErr: errors.New("no headers")}
 	if h != nil {
 		op.airs, op.heights, op.scanErr = h.ScanAirs()
 	}
 	go func() {
-		be, err := OpenBackend(settings, reference, log)
+		be, err := OpenBackendOn(settings, reference, ordinal, log)
 		o := opened{be: be, err: err}
 		if err == nil && op.scanErr == nil {
 			t := time.Now()
@@ -60,12 +61,12 @@ func StartOpening(settings *cmdutil.Settings, reference bool, p sp.SystemParams,
 	return op
 }
 
-// StartOpeningKey starts opening the backend and making the proving key of k on it (its
-// preprocessed traces committed there: stark.KeygenFromKey) while the cells are read.
-func StartOpeningKey(settings *cmdutil.Settings, reference bool, k *Key, log *zerolog.Logger) *Opening {
+// StartOpeningKey starts opening the backend (as StartOpening) and making the proving key of k on
+// it (its preprocessed traces committed there: stark.KeygenFromKey) while the cells are read.
+func StartOpeningKey(settings *cmdutil.Settings, reference bool, ordinal int, k *Key, log *zerolog.Logger) *Opening {
 	op := &Opening{key: k, p: k.Params(), done: make(chan opened, 1)}
 	go func() {
-		be, err := OpenBackend(settings, reference, log)
+		be, err := OpenBackendOn(settings, reference, ordinal, log)
 		o := opened{be: be, err: err}
 		if err == nil {
 			t := time.Now()

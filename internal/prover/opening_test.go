@@ -58,7 +58,7 @@ func TestOpeningKey(t *testing.T) {
 		if h.TraceCellBytes() != 4*2*8 {
 			t.Fatalf("cell bytes %d, want %d", h.TraceCellBytes(), 4*2*8)
 		}
-		op := StartOpening(nil, true, p, h, &log)
+		op := StartOpening(nil, true, 0, p, h, &log)
 		if changed {
 			writeExample(t, path, "interaction-pair", 16)
 		}

@@ -26,6 +26,9 @@ type ProveRequest struct {
 	// Key is a proving-key file (Keygen): the AIRs, their order and the parameters come from it
 	// instead of the section names and the preset.
 	Key string
+	// KeyRead, when set, is the proving key Key names, read already (ReadKey): it is used as it
+	// is, not read again (a service proving many traces with one key reads it once).
+	KeyRead *Key
 	// Airs lists the key's AIRs the trace proves ("0,2,5"; "": all). Only with Key.
 	Airs string
 	// Preset is a preset name, or "" for the config file's params section (else DefaultPreset).
@@ -36,6 +39,8 @@ type ProveRequest struct {
 	NoCheck bool
 	// Reference proves on the CPU reference backend instead of the device backend.
 	Reference bool
+	// Ordinal is the GPU the device backend opens (a CUDA ordinal; 0 for the other kinds).
+	Ordinal int
 
 	// Settings are the global settings (config file, device, device memory; nil: none).
 	Settings *cmdutil.Settings
@@ -113,10 +118,14 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	var present []int
 	var res *Resolved
 	var err error
-	if req.Key != "" {
+	if req.KeyRead != nil {
+		key = req.KeyRead
+	} else if req.Key != "" {
 		if key, err = ReadKey(req.Key, req.AllowInsecure); err != nil {
 			return nil, err
 		}
+	}
+	if key != nil {
 		if present, err = ParseAirs(req.Airs, len(key.Airs)); err != nil {
 			return nil, err
 		}
@@ -170,9 +179,9 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	}
 	var opening *Opening
 	if key != nil {
-		opening = StartOpeningKey(req.Settings, req.Reference, key, log)
+		opening = StartOpeningKey(req.Settings, req.Reference, req.Ordinal, key, log)
 	} else {
-		opening = StartOpening(req.Settings, req.Reference, p, headers, log)
+		opening = StartOpening(req.Settings, req.Reference, req.Ordinal, p, headers, log)
 	}
 	start := time.Now()
 	var st *Statement

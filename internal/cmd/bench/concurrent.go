@@ -21,10 +21,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,26 +47,6 @@ type GPUUse struct {
 	Proofs  int    `json:"proofs"`
 }
 
-// ParseGPUs parses a --gpus list: CUDA ordinals separated by commas ("0,1"), each at most once.
-func ParseGPUs(s string) ([]int, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, errors.New("empty list: give CUDA device ordinals separated by commas, e.g. 0,1")
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("%q is not a device ordinal (a number ≥ 0)", f)
-		}
-		if slices.Contains(out, n) {
-			return nil, fmt.Errorf("device %d is listed twice", n)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 // concurrent reports whether the bench keeps proofs in flight (--concurrency or --gpus given):
 // the timed part is then measured as a whole (proofs per second) and the proofs verified after it.
 func (opts *Options) concurrent() bool { return opts.ConcurrencySet || opts.GPUs != "" }
@@ -88,7 +66,7 @@ func (opts *Options) validateConcurrency() error {
 		return cmdutil.Usagef("--trace-out applies without --concurrency and --gpus (one proof at a time)")
 	}
 	if opts.GPUs != "" {
-		gpus, err := ParseGPUs(opts.GPUs)
+		gpus, err := prover.ParseGPUs(opts.GPUs)
 		if err != nil {
 			return cmdutil.Usagef("--gpus %q: %v", opts.GPUs, err)
 		}
