@@ -4,15 +4,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/metalprove/metalprove/internal/cmd/bench"
+	"github.com/metalprove/metalprove/internal/cmd/fetch"
+	"github.com/metalprove/metalprove/internal/cmd/jobs"
 	"github.com/metalprove/metalprove/internal/cmd/keygen"
 	"github.com/metalprove/metalprove/internal/cmd/params"
 	"github.com/metalprove/metalprove/internal/cmd/proof"
 	"github.com/metalprove/metalprove/internal/cmd/prove"
 	"github.com/metalprove/metalprove/internal/cmd/selftest"
+	"github.com/metalprove/metalprove/internal/cmd/submit"
 	"github.com/metalprove/metalprove/internal/cmd/trace"
 	"github.com/metalprove/metalprove/internal/cmd/verify"
 	"github.com/metalprove/metalprove/internal/cmd/version"
 	"github.com/metalprove/metalprove/internal/cmd/vk"
+	"github.com/metalprove/metalprove/internal/cmd/worker"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 )
 
@@ -21,14 +25,18 @@ import (
 func subcommands(f *cmdutil.Factory) []*cobra.Command {
 	return []*cobra.Command{
 		bench.NewCmdBench(f, nil),
+		fetch.NewCmdFetch(f, nil),
+		jobs.NewCmdJobs(f, nil),
 		keygen.NewCmdKeygen(f, nil),
 		params.NewCmdParams(f, nil),
 		proof.NewCmdProof(f, nil),
 		prove.NewCmdProve(f, nil),
 		selftest.NewCmdSelftest(f, nil),
+		submit.NewCmdSubmit(f, nil),
 		trace.NewCmdTrace(f, nil),
 		verify.NewCmdVerify(f, nil),
 		version.NewCmdVersion(f, nil),
 		vk.NewCmdVK(f, nil),
+		worker.NewCmdWorker(f, nil),
 	}
 }

@@ -143,8 +143,9 @@ func configKey(flagName string) string { return strings.ReplaceAll(flagName, "-"
 
 // sharedKeys are top-level config keys that are flags of several commands and apply to each
 // command that has the flag: allow_insecure qualifies the params section, which every command
-// that takes parameters reads.
-var sharedKeys = []string{"allow_insecure"}
+// that takes parameters reads; nats is the proving farm's server for worker, submit, jobs and
+// fetch.
+var sharedKeys = []string{"allow_insecure", "nats"}
 
 // commandsKey is the config section that holds one section per command, keyed by the command's
 // path below the root ("prove", "trace", "trace check"): the settings of one command do not
