@@ -12,7 +12,7 @@ import (
 )
 
 // Round 0 of the batch constraint sumcheck by an AIR's generated piece code
-// (internal/kernels/piececode), built at run time into modules of the template
+// (internal/kernels/piececode), built at run time into a module of the template
 // shaders/rap/zerocheck_pieces.metal (kernel zc_uni_generated): the kernels read a slice's
 // slot-value table (zc_uni_values) as zc_uni_pieces does and write the same partial rows, with
 // the same parameters; they need no scratch, since a piece's values stay in registers.
@@ -20,121 +20,103 @@ import (
 // piecesTemplate is the module template of the generated piece code.
 const piecesTemplate = "pieces"
 
-// GeneratedPieces is the generated code of a program's pieces built on one device: one module
-// per range of pieces (piececode.Modules).
+// GeneratedPieces is the generated code of a program's pieces built on one device: one module,
+// linked from units of pieces compiled in parallel (piececode.Units) and the main code
+// (piececode.Main).
 type GeneratedPieces struct {
-	modules []*gpu.Module
-	ranges  []piececode.Module // First and Count of each module (Code dropped once built)
-	Report  GeneratedReport
+	module *gpu.Module
+	Report GeneratedReport
 }
 
-// GeneratedReport says what BuildGenerated built: for which AIR, how many modules and pieces,
-// how many were compiled rather than found in a cache, the compile's wall time, and where the
-// backend keeps the results.
+// GeneratedReport says what BuildGenerated built: for which AIR, how many units of how many
+// pieces and instructions, whether the module was compiled rather than found in a cache, the
+// build's wall time, and where the backend keeps the result.
 type GeneratedReport struct {
 	AIR          string        `json:"air"`
 	Pieces       int           `json:"pieces"`
 	Instructions int           `json:"instructions"`
-	Modules      int           `json:"modules"`
-	Compiled     int           `json:"compiled"`
+	Units        int           `json:"units"`
+	Compiled     bool          `json:"compiled"`
 	Elapsed      time.Duration `json:"elapsed_ns"`
 	Cache        string        `json:"cache,omitempty"`
 }
 
-// GeneratedModules writes the code of pp's pieces, module by module (piececode.Modules), as the
-// sources of the modules BuildGenerated builds; air names the AIR for the log and the code's
-// comments. The IDs are digests of the code.
-func GeneratedModules(air string, pp *ProgramPieces) ([]driver.ModuleSource, []piececode.Module, error) {
-	ms, err := piececode.Modules(pp.programs, "AIR "+air)
+// GeneratedModule writes the code of pp's pieces (piececode.Units and Main) as the source of the
+// module BuildGenerated builds; air names the AIR for the log and the code's comments. The ID is
+// a digest of the code.
+func GeneratedModule(air string, pp *ProgramPieces) (driver.ModuleSource, []piececode.Unit, error) {
+	desc := "AIR " + air
+	us, err := piececode.Units(pp.programs, desc)
 	if err != nil {
-		return nil, nil, err
+		return driver.ModuleSource{}, nil, err
 	}
-	srcs := make([]driver.ModuleSource, len(ms))
-	for i, m := range ms {
-		h := sha256.New()
-		h.Write([]byte(piecesTemplate + "\x00"))
-		h.Write([]byte(m.Code))
-		srcs[i] = driver.ModuleSource{
-			ID:       piecesTemplate + "-" + hex.EncodeToString(h.Sum(nil)[:12]),
-			Template: piecesTemplate,
-			Code:     m.Code,
-			What:     fmt.Sprintf("constraint code of AIR %s, pieces %d-%d of %d (%d instructions)", air, m.First, m.First+m.Count-1, len(pp.programs), m.Instructions),
-		}
-		ms[i].Code = ""
+	main, err := piececode.Main(us, len(pp.programs), desc)
+	if err != nil {
+		return driver.ModuleSource{}, nil, err
 	}
-	return srcs, ms, nil
+	src := driver.ModuleSource{Template: piecesTemplate, Code: main}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00", piecesTemplate, len(us))
+	instr := 0
+	for i := range us {
+		src.Units = append(src.Units, us[i].Code)
+		fmt.Fprintf(h, "%d:", len(us[i].Code))
+		h.Write([]byte(us[i].Code))
+		instr += us[i].Instructions
+		us[i].Code = ""
+	}
+	h.Write([]byte(main))
+	src.ID = piecesTemplate + "-" + hex.EncodeToString(h.Sum(nil)[:12])
+	src.What = fmt.Sprintf("constraint code of AIR %s: %d pieces, %d instructions, %d units", air, len(pp.programs), instr, len(us))
+	return src, us, nil
 }
 
 // BuildGenerated builds the generated code of pp's pieces on dev (which must build modules:
-// gpu.Device.BuildsModules): compiled in parallel by the backend, or loaded from its cache.
+// gpu.Device.BuildsModules): its units compiled in parallel by the backend, or the module loaded
+// from its cache.
 func BuildGenerated(dev *gpu.Device, air string, pp *ProgramPieces) (*GeneratedPieces, error) {
-	srcs, ranges, err := GeneratedModules(air, pp)
+	src, units, err := GeneratedModule(air, pp)
 	if err != nil {
 		return nil, err
 	}
-	return BuildGeneratedFrom(dev, air, pp, srcs, ranges)
+	return BuildGeneratedFrom(dev, air, pp, src, units)
 }
 
-// BuildGeneratedFrom is BuildGenerated of the sources GeneratedModules wrote.
-func BuildGeneratedFrom(dev *gpu.Device, air string, pp *ProgramPieces, srcs []driver.ModuleSource, ranges []piececode.Module) (*GeneratedPieces, error) {
-	if len(srcs) != len(ranges) {
-		return nil, fmt.Errorf("kernels: %d module sources for %d ranges", len(srcs), len(ranges))
-	}
+// BuildGeneratedFrom is BuildGenerated of the source GeneratedModule wrote.
+func BuildGeneratedFrom(dev *gpu.Device, air string, pp *ProgramPieces, src driver.ModuleSource, units []piececode.Unit) (*GeneratedPieces, error) {
 	start := time.Now()
-	mods, err := dev.BuildModules(srcs)
+	mods, err := dev.BuildModules([]driver.ModuleSource{src})
 	if err != nil {
 		return nil, fmt.Errorf("kernels: constraint code of AIR %s: %w", air, err)
 	}
-	g := &GeneratedPieces{modules: mods, ranges: ranges}
-	g.Report = GeneratedReport{AIR: air, Pieces: pp.NumPieces(), Modules: len(mods), Elapsed: time.Since(start)}
-	for i, m := range mods {
-		g.Report.Instructions += ranges[i].Instructions
-		b := m.Build()
-		if !b.Cached {
-			g.Report.Compiled++
-		}
-		if b.CachePath != "" && g.Report.Cache == "" {
-			g.Report.Cache = b.CachePath
-		}
+	b := mods[0].Build()
+	g := &GeneratedPieces{module: mods[0]}
+	g.Report = GeneratedReport{AIR: air, Pieces: pp.NumPieces(), Units: len(units), Compiled: !b.Cached,
+		Elapsed: time.Since(start), Cache: b.CachePath}
+	for _, u := range units {
+		g.Report.Instructions += u.Instructions
 	}
 	return g, nil
 }
 
 // UseGenerated makes round 0 run g, the generated code of these pieces (BuildGenerated of pp).
 func (pp *ProgramPieces) UseGenerated(g *GeneratedPieces) error {
-	n := 0
-	for _, r := range g.ranges {
-		if r.First != n {
-			return fmt.Errorf("kernels: generated code: modules out of order")
-		}
-		n += r.Count
-	}
-	if n != pp.NumPieces() {
-		return fmt.Errorf("kernels: generated code of %d pieces for %d", n, pp.NumPieces())
+	if g.Report.Pieces != pp.NumPieces() {
+		return fmt.Errorf("kernels: generated code of %d pieces for %d", g.Report.Pieces, pp.NumPieces())
 	}
 	pp.Generated = g
 	return nil
 }
 
-// encodeUniGenerated encodes the round-0 kernels of the generated pieces g over one slice: one
-// dispatch per module over the same grid, the first zeroing the partial rows where params says.
+// encodeUniGenerated encodes the round-0 kernel of the generated pieces g over one slice.
 func (z *Zerocheck) encodeUniGenerated(b *gpu.Batch, g *GeneratedPieces, groups, tpg gpu.Dim3, t *ZcTrace, eq *gpu.Array[uint32],
 	params zcUniPiecesParams) error {
-	for _, m := range g.modules {
-		dispatchZcUniGenerated(b, m, groups, tpg, t.pieces.cp.Buffer, t.pieces.table.Buffer, t.weights.Buffer, z.vals.Buffer,
-			eq.Buffer, z.partials.Buffer, params)
-		params.zero = 0
-	}
+	dispatchZcUniGenerated(b, g.module, groups, tpg, t.pieces.cp.Buffer, t.pieces.table.Buffer, t.weights.Buffer, z.vals.Buffer,
+		eq.Buffer, z.partials.Buffer, params)
 	return b.Err()
 }
 
-// generatedGroup is the group size of zc_uni_generated: the smallest of its modules' limits.
+// groupLimit is zc_uni_generated's largest group on the device (0: no limit of its own).
 func (g *GeneratedPieces) groupLimit() int {
-	lim := 0
-	for _, m := range g.modules {
-		if l := m.KernelLimits("zc_uni_generated").MaxThreadsPerGroup; l > 0 && (lim == 0 || l < lim) {
-			lim = l
-		}
-	}
-	return lim
+	return g.module.KernelLimits("zc_uni_generated").MaxThreadsPerGroup
 }

@@ -574,9 +574,9 @@ func (b *Backend) generates() bool {
 }
 
 // GeneratedEvents are told of the builds of BuildConstraintCode: Start before an AIR's code is
-// built (its modules may be compiled: seconds), Done after, with what was built.
+// built (its units may be compiled: seconds), Done after, with what was built.
 type GeneratedEvents struct {
-	Start func(air string, modules, instructions int)
+	Start func(air string, units, instructions int)
 	Done  func(kernels.GeneratedReport)
 }
 
@@ -617,18 +617,18 @@ func (b *Backend) buildGenerated(air string, pp *kernels.ProgramPieces, ev *Gene
 	if pp.Generated != nil {
 		return r, false, nil
 	}
-	srcs, ranges, err := kernels.GeneratedModules(air, pp)
+	src, units, err := kernels.GeneratedModule(air, pp)
 	if err != nil {
 		return r, false, err
 	}
 	instr := 0
-	for _, rg := range ranges {
-		instr += rg.Instructions
+	for _, u := range units {
+		instr += u.Instructions
 	}
 	if ev != nil && ev.Start != nil {
-		ev.Start(air, len(srcs), instr)
+		ev.Start(air, len(units), instr)
 	}
-	g, err := kernels.BuildGeneratedFrom(b.dev, air, pp, srcs, ranges)
+	g, err := kernels.BuildGeneratedFrom(b.dev, air, pp, src, units)
 	if err != nil {
 		return r, false, err
 	}
@@ -636,13 +636,10 @@ func (b *Backend) buildGenerated(air string, pp *kernels.ProgramPieces, ev *Gene
 		return r, false, err
 	}
 	r = g.Report
-	if r.Compiled > 0 {
-		b.log.Info().Str("air", air).Int("modules", r.Modules).Int("compiled", r.Compiled).Int("pieces", r.Pieces).
-			Int("instructions", r.Instructions).Str("elapsed", r.Elapsed.Round(time.Millisecond).String()).Str("cache", r.Cache).
-			Msg("constraint kernels compiled")
-	} else {
-		b.log.Debug().Str("air", air).Int("modules", r.Modules).Str("cache", r.Cache).Msg("constraint kernels loaded from the cache")
-	}
+	// The app layer logs the build (prover.BuildConstraintCode); the backend of the device
+	// announces a compile itself.
+	b.log.Debug().Str("air", air).Int("units", r.Units).Bool("compiled", r.Compiled).
+		Str("elapsed", r.Elapsed.Round(time.Millisecond).String()).Str("cache", r.Cache).Msg("constraint kernels built")
 	if ev != nil && ev.Done != nil {
 		ev.Done(r)
 	}

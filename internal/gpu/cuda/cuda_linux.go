@@ -39,10 +39,10 @@ var (
 	rtcHasCubin bool
 	// rtcFastCompile: NVRTC takes --Ofast-compile (CUDA 12.8 and later).
 	rtcFastCompile bool
-	// images are the module images this process has loaded, by cache key (loadMu guards it): a
+	// imagesByKey are the module images this process has loaded, by cache key (loadMu guards it): a
 	// second backend (another stream for proofs in flight, another GPU of the same architecture)
 	// loads the same image without reading the disk cache or compiling again.
-	images = map[string][]byte{}
+	imagesByKey = map[string][]byte{}
 )
 
 // DeviceCount is the number of CUDA devices visible to this process (after CUDA_VISIBLE_DEVICES);
@@ -365,7 +365,7 @@ func (b *backend) loadModule(src, srcName, dir string, major, minor int) error {
 	opts := []string{"--gpu-architecture=" + target, "-std=c++17", "-default-device"}
 	key := cacheKey(src, target, rtcVersion, opts)
 	b.cacheFile = cachePath(dir, key)
-	if image, ok := images[key]; ok {
+	if image, ok := imagesByKey[key]; ok {
 		if err := b.moduleLoad(image); err == nil {
 			b.cacheHit = true
 			return nil
@@ -374,7 +374,7 @@ func (b *backend) loadModule(src, srcName, dir string, major, minor int) error {
 	if _, payload, err := readCache(dir, key); err == nil {
 		if err := b.moduleLoad(payload); err == nil {
 			b.cacheHit = true
-			images[key] = payload
+			imagesByKey[key] = payload
 			return nil
 		}
 		// the driver rejected the cached image: recompile and replace it
@@ -387,7 +387,7 @@ func (b *backend) loadModule(src, srcName, dir string, major, minor int) error {
 		return fmt.Errorf("loading the module NVRTC %s built for %s: %w", rtcVersion, target, err)
 	}
 	b.compiled = true
-	images[key] = image
+	imagesByKey[key] = image
 	kind := byte(kindPTX)
 	if cubin {
 		kind = kindCubin

@@ -247,7 +247,7 @@ func TestGPUKernels(t *testing.T) {
 // would (the tests before this one loaded the same source).
 func forgetImages() {
 	loadMu.Lock()
-	clear(images)
+	clear(imagesByKey)
 	loadMu.Unlock()
 }
 

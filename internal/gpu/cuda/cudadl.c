@@ -54,6 +54,12 @@ struct mp_cu {
   CUresult (*cuEventDestroy)(CUevent);
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
+  // optional: the linker of relocatable device code (cuda.h: CUlinkState is an opaque pointer,
+  // CUjit_option and CUjitInputType are enums)
+  CUresult (*cuLinkCreate)(unsigned, int*, void**, void**);
+  CUresult (*cuLinkAddData)(void*, int, void*, size_t, const char*, unsigned, int*, void**);
+  CUresult (*cuLinkComplete)(void*, void**, size_t*);
+  CUresult (*cuLinkDestroy)(void*);
 };
 
 struct mp_rtc {
@@ -143,6 +149,10 @@ int mp_cu_load(const char* name, char* err, int errlen) {
   OPT(t, cuEventDestroy, "cuEventDestroy_v2");
   OPT(t, cuEventRecord, "cuEventRecord");
   OPT(t, cuEventSynchronize, "cuEventSynchronize");
+  OPT(t, cuLinkCreate, "cuLinkCreate_v2");
+  OPT(t, cuLinkAddData, "cuLinkAddData_v2");
+  OPT(t, cuLinkComplete, "cuLinkComplete");
+  OPT(t, cuLinkDestroy, "cuLinkDestroy");
   cu = t;  // the library stays loaded for the life of the process
   return 0;
 }
@@ -213,6 +223,42 @@ CUresult mp_cu_module_load(CUcontext ctx, CUmodule* m, const void* image) {
   CTX(ctx);
   return cu.cuModuleLoadData(m, image);
 }
+int mp_cu_has_link(void) {
+  return cu.cuLinkCreate != NULL && cu.cuLinkAddData != NULL && cu.cuLinkComplete != NULL && cu.cuLinkDestroy != NULL;
+}
+
+// cuda.h, enum CUjit_option_enum: CU_JIT_ERROR_LOG_BUFFER 5, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES 6.
+CUresult mp_cu_link(CUcontext ctx, int n, const void* const* images, const size_t* sizes, int ptx, void** out,
+                    size_t* out_size, char* log, size_t loglen) {
+  *out = NULL;
+  *out_size = 0;
+  if (loglen > 0) log[0] = 0;
+  if (!mp_cu_has_link()) return MP_CUDA_ERROR_NOT_SUPPORTED;
+  CTX(ctx);
+  int opts[2] = {5, 6};
+  void* vals[2] = {log, (void*)(size_t)loglen};
+  void* state = NULL;
+  CUresult r = cu.cuLinkCreate(loglen > 0 ? 2u : 0u, opts, vals, &state);
+  if (r != MP_CUDA_SUCCESS) return r;
+  for (int i = 0; i < n && r == MP_CUDA_SUCCESS; i++) {
+    r = cu.cuLinkAddData(state, ptx ? 1 : 0, (void*)images[i], sizes[i], "unit", 0, NULL, NULL);
+  }
+  void* cubin = NULL;
+  size_t size = 0;
+  if (r == MP_CUDA_SUCCESS) r = cu.cuLinkComplete(state, &cubin, &size);
+  if (r == MP_CUDA_SUCCESS) {
+    *out = malloc(size);
+    if (*out == NULL) {
+      r = MP_CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+      memcpy(*out, cubin, size);
+      *out_size = size;
+    }
+  }
+  cu.cuLinkDestroy(state);
+  return r;
+}
+
 CUresult mp_cu_module_unload(CUcontext ctx, CUmodule m) {
   CTX(ctx);
   return cu.cuModuleUnload(m);

@@ -25,6 +25,7 @@ typedef struct CUevent_st* CUevent;
 #define MP_CUDA_ERROR_INVALID_VALUE 1
 #define MP_CUDA_ERROR_OUT_OF_MEMORY 2
 #define MP_CUDA_ERROR_NO_DEVICE 100
+#define MP_CUDA_ERROR_NOT_SUPPORTED 801
 // cuda.h, enum CUdevice_attribute_enum
 #define MP_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1
 #define MP_CU_DEVICE_ATTRIBUTE_WARP_SIZE 10
@@ -74,6 +75,14 @@ CUresult mp_cu_stream_create(CUcontext ctx, CUstream* s);
 CUresult mp_cu_stream_destroy(CUcontext ctx, CUstream s);
 CUresult mp_cu_stream_sync(CUcontext ctx, CUstream s);
 CUresult mp_cu_module_load(CUcontext ctx, CUmodule* m, const void* image);
+// Links n relocatable images (cubin, or PTX when ptx is set: cuda.h CUjitInputType
+// CU_JIT_INPUT_CUBIN 0, CU_JIT_INPUT_PTX 1) into one cubin with the driver's linker
+// (cuLinkCreate_v2, cuLinkAddData_v2, cuLinkComplete, cuLinkDestroy), copied to *out (malloc'd;
+// the caller frees it). On failure the linker's error log is in log. Returns
+// MP_CUDA_ERROR_NOT_SUPPORTED when this driver has no linker.
+CUresult mp_cu_link(CUcontext ctx, int n, const void* const* images, const size_t* sizes, int ptx, void** out,
+                    size_t* out_size, char* log, size_t loglen);
+int mp_cu_has_link(void);
 CUresult mp_cu_module_unload(CUcontext ctx, CUmodule m);
 CUresult mp_cu_module_function(CUcontext ctx, CUfunction* f, CUmodule m, const char* name);
 CUresult mp_cu_func_max_dyn_smem(CUcontext ctx, CUfunction f, int bytes);

@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/metalprove/metalprove/internal/gpu/driver"
 )
@@ -41,21 +43,29 @@ type compileEntry struct {
 	err     error
 }
 
-// moduleJob is one module of a BuildModules call.
-type moduleJob struct {
-	src, name, key string
-	image          []byte
-	fromCache      bool
+// compileJob is one NVRTC compile of a BuildModules call: a module's whole source, or one of
+// its parts (units and main code, compiled with -rdc and linked).
+type compileJob struct {
+	mod       int // index of the module in the call
+	src, name string
+	key       string
+	opts      []string
+	persist   bool // cached on disk (whole modules; parts only in this process)
+	image     []byte
+	elapsed   time.Duration
 }
 
-// BuildModules implements driver.ModuleBuilder. A module's source is its template
-// (kernels_<template>.gen.cu) with the generated code in place of the marker, compiled with the
-// template's options and, where NVRTC has it, --Ofast-compile=min (generated straight-line
-// code, which NVRTC's full optimisation takes minutes over). A module this process has already
-// built is taken from memory, else from the disk cache (an entry that does not decode, or whose
-// image the driver rejects, is compiled again and replaced); the rest are compiled side by side,
-// one NVRTC program per host core (NVRTC is thread-safe), and cached. Each backend loads its own
-// CUmodule of every image.
+// BuildModules implements driver.ModuleBuilder. A module without units is its template
+// (kernels_<template>.gen.cu) with the code in place of the marker, compiled whole; a module with
+// units is compiled in parts, each unit after the template's preamble and the main code in the
+// template, all with -rdc (relocatable device code), then linked by the driver's linker into one
+// image. Compiles use the template's options and, where NVRTC has it, --Ofast-compile=min
+// (generated straight-line code, which NVRTC's full optimisation takes minutes over). A module
+// this process has already built is taken from memory, else from the disk cache (an entry that
+// does not decode, or whose image the driver rejects, is built again and replaced); the compiles
+// of all the modules left run side by side, one NVRTC program per host core (NVRTC is
+// thread-safe), and each linked image is cached. Each backend loads its own CUmodule of every
+// image.
 func (b *backend) BuildModules(ms []driver.ModuleSource) ([]driver.ModuleBuild, error) {
 	loadMu.Lock()
 	if !rtcLoaded {
@@ -71,51 +81,56 @@ func (b *backend) BuildModules(ms []driver.ModuleSource) ([]driver.ModuleBuild, 
 		return nil, fmt.Errorf("nvrtc %s (%s): %w", rtcVersion, rtcPath, err)
 	}
 	builds := make([]driver.ModuleBuild, len(ms))
-	jobs := make([]moduleJob, len(ms))
+	keys := make([]string, len(ms))
+	images := make([][]byte, len(ms))
+	fromCache := make([]bool, len(ms))
 	var todo []int
 	for i, m := range ms {
-		tmpl, ok := moduleSources[m.Template]
-		if !ok {
-			return nil, fmt.Errorf("cuda: module %s: no module template %q", m.ID, m.Template)
-		}
-		src, err := driver.Instantiate(tmpl, m.Code)
+		key, err := moduleKey(m, target, fast)
 		if err != nil {
-			return nil, fmt.Errorf("cuda: module %s: %w", m.ID, err)
+			return nil, err
 		}
-		key := cacheKey(src, target, rtcVersion, moduleOpts(m.Template, target, fast))
-		jobs[i] = moduleJob{src: src, name: "kernels_" + m.Template + "_" + m.ID + ".cu", key: key}
+		keys[i] = key
 		builds[i] = driver.ModuleBuild{ID: m.ID, Cached: true, CachePath: cachePath(b.cacheDir, key)}
-		loadMu.Lock()
-		img := images[key]
-		loadMu.Unlock()
-		if img != nil {
-			jobs[i].image = img
+		if img := cachedImage(key); img != nil {
+			images[i] = img
 			continue
 		}
 		if _, payload, err := readCache(b.cacheDir, key); err == nil {
-			jobs[i].image, jobs[i].fromCache = payload, true
+			images[i], fromCache[i] = payload, true
 			continue
 		}
 		todo = append(todo, i)
 	}
-	if err := b.compileModules(ms, jobs, builds, todo, target, fast, cubin); err != nil {
+	build := func(which []int) error {
+		imgs, elapsed, err := b.buildImages(ms, keys, which, target, fast, cubin)
+		if err != nil {
+			return err
+		}
+		for n, i := range which {
+			images[i], fromCache[i] = imgs[n], false
+			builds[i].Cached, builds[i].Elapsed = false, elapsed
+		}
+		return nil
+	}
+	if err := build(todo); err != nil {
 		return nil, err
 	}
 	for i, m := range ms {
-		mod, err := b.loadImage(jobs[i].image)
-		if err != nil && jobs[i].fromCache {
-			// A stale or damaged cache entry the driver rejects: compile it again.
-			b.log.Warn().Str("cache", builds[i].CachePath).Err(err).Msg("cached CUDA module rejected by the driver; compiling it again")
+		mod, err := b.loadImage(images[i])
+		if err != nil && fromCache[i] {
+			// A stale or damaged cache entry the driver rejects: build it again.
+			b.log.Warn().Str("cache", builds[i].CachePath).Err(err).Msg("cached CUDA module rejected by the driver; building it again")
 			os.Remove(builds[i].CachePath)
-			if err = b.compileModules(ms, jobs, builds, []int{i}, target, fast, cubin); err == nil {
-				mod, err = b.loadImage(jobs[i].image)
+			if err = build([]int{i}); err == nil {
+				mod, err = b.loadImage(images[i])
 			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("loading module %s (NVRTC %s, %s): %w", m.ID, rtcVersion, target, err)
 		}
 		loadMu.Lock()
-		images[jobs[i].key] = jobs[i].image
+		imagesByKey[keys[i]] = images[i]
 		loadMu.Unlock()
 		b.modMu.Lock()
 		if old, ok := b.built[m.ID]; ok {
@@ -127,61 +142,178 @@ func (b *backend) BuildModules(ms []driver.ModuleSource) ([]driver.ModuleBuild, 
 	return builds, nil
 }
 
-// moduleOpts are the NVRTC options of a module of template.
-func moduleOpts(template, target string, fast bool) []string {
+// cachedImage is the image this process built or loaded for key, or nil.
+func cachedImage(key string) []byte {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	return imagesByKey[key]
+}
+
+// moduleKey is the cache key of module m's image: its sources, target, NVRTC and options.
+func moduleKey(m driver.ModuleSource, target string, fast bool) (string, error) {
+	parts, err := moduleParts(m)
+	if err != nil {
+		return "", err
+	}
+	opts := moduleOpts(m.Template, target, fast, len(m.Units) > 0)
+	if len(m.Units) > 0 {
+		opts = append(opts, fmt.Sprintf("linked:%d", len(parts)))
+	}
+	return cacheKey(strings.Join(parts, "\x00"), target, rtcVersion, opts), nil
+}
+
+// moduleParts are the sources module m compiles: its whole source, or each unit after the
+// template's preamble and then the template with the main code.
+func moduleParts(m driver.ModuleSource) ([]string, error) {
+	tmpl, ok := moduleSources[m.Template]
+	if !ok {
+		return nil, fmt.Errorf("cuda: module %s: no module template %q", m.ID, m.Template)
+	}
+	main, err := driver.Instantiate(tmpl, m.Code)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: module %s: %w", m.ID, err)
+	}
+	if len(m.Units) == 0 {
+		return []string{main}, nil
+	}
+	pre, err := driver.Preamble(tmpl)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: module %s: %w", m.ID, err)
+	}
+	parts := make([]string, 0, len(m.Units)+1)
+	for _, u := range m.Units {
+		parts = append(parts, pre+u)
+	}
+	return append(parts, main), nil
+}
+
+// moduleOpts are the NVRTC options of a module of template (rdc: a part to link).
+func moduleOpts(template, target string, fast, rdc bool) []string {
 	opts := []string{"--gpu-architecture=" + target, "-std=c++17", "-default-device"}
 	if fast {
 		opts = append(opts, "--Ofast-compile=min")
 	}
+	if rdc {
+		opts = append(opts, "--relocatable-device-code=true")
+	}
 	return append(opts, moduleOptions[template]...)
 }
 
-// compileModules compiles the modules ms[i] for i in todo side by side (at most one NVRTC
-// program per host core), writes each to the cache and sets jobs[i] and builds[i]. One log
-// record says what is compiled before, one how long it took after.
-func (b *backend) compileModules(ms []driver.ModuleSource, jobs []moduleJob, builds []driver.ModuleBuild, todo []int, target string, fast, cubin bool) error {
-	if len(todo) == 0 {
-		return nil
+// buildImages builds the images of the modules ms[i], i in which: every part of every one
+// compiled side by side (at most one NVRTC program per host core), the parts of a module with
+// units linked, each image written to the cache under keys[i]. One log record says what is
+// compiled before, one how long it took after; elapsed is the whole build's wall time.
+func (b *backend) buildImages(ms []driver.ModuleSource, keys []string, which []int, target string, fast, cubin bool) ([][]byte, time.Duration, error) {
+	if len(which) == 0 {
+		return nil, 0, nil
 	}
-	workers := min(len(todo), max(runtime.NumCPU(), 1))
+	var jobs []*compileJob
 	srcBytes := 0
-	for _, i := range todo {
-		srcBytes += len(jobs[i].src)
+	for _, i := range which {
+		parts, err := moduleParts(ms[i])
+		if err != nil {
+			return nil, 0, err
+		}
+		linked := len(ms[i].Units) > 0
+		opts := moduleOpts(ms[i].Template, target, fast, linked)
+		for n, p := range parts {
+			name := fmt.Sprintf("kernels_%s_%s.cu", ms[i].Template, ms[i].ID)
+			if linked {
+				name = fmt.Sprintf("kernels_%s_%s_part%d.cu", ms[i].Template, ms[i].ID, n)
+			}
+			jobs = append(jobs, &compileJob{mod: i, src: p, name: name, opts: opts, persist: !linked,
+				key: cacheKey(p, target, rtcVersion, opts)})
+			srcBytes += len(p)
+		}
 	}
-	b.log.Info().Int("modules", len(todo)).Int("threads", workers).Str("what", ms[todo[0]].What).Int("source_bytes", srcBytes).
+	workers := min(len(jobs), max(runtime.NumCPU(), 1))
+	b.log.Info().Int("compiles", len(jobs)).Int("threads", workers).Str("what", ms[which[0]].What).Int("source_bytes", srcBytes).
 		Str("target", target).Str("nvrtc", rtcVersion).Msg("compiling CUDA modules with NVRTC (once per machine and driver: the results are cached)")
 	start := time.Now()
 	sem := make(chan struct{}, workers)
 	var wg sync.WaitGroup
-	errs := make([]error, len(todo))
-	for n, i := range todo {
+	errs := make([]error, len(jobs))
+	for n, j := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			img, elapsed, err := b.compileOnce(jobs[i], moduleOpts(ms[i].Template, target, fast), target, cubin)
-			if err != nil {
-				errs[n] = fmt.Errorf("module %s (%s): %w", ms[i].ID, ms[i].What, err)
-				return
+			if j.image, j.elapsed, errs[n] = b.compileOnce(j, target, cubin); errs[n] != nil {
+				errs[n] = fmt.Errorf("module %s (%s): %w", ms[j.mod].ID, ms[j.mod].What, errs[n])
 			}
-			jobs[i].image, jobs[i].fromCache = img, false
-			builds[i].Cached, builds[i].Elapsed = false, elapsed
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return nil, 0, err
 	}
-	b.log.Info().Int("modules", len(todo)).Str("elapsed", time.Since(start).Round(time.Millisecond).String()).
+	out := make([][]byte, len(which))
+	for n, i := range which {
+		var parts [][]byte
+		for _, j := range jobs {
+			if j.mod == i {
+				parts = append(parts, j.image)
+			}
+		}
+		if len(ms[i].Units) == 0 {
+			out[n] = parts[0]
+			continue
+		}
+		img, err := b.link(parts, !cubin)
+		if err != nil {
+			return nil, 0, fmt.Errorf("module %s (%s): %w", ms[i].ID, ms[i].What, err)
+		}
+		_ = writeCache(b.cacheDir, keys[i], kindCubin, img) // a failed write only costs a rebuild
+		out[n] = img
+	}
+	elapsed := time.Since(start)
+	b.log.Info().Int("modules", len(which)).Str("elapsed", elapsed.Round(time.Millisecond).String()).
 		Str("cache", b.cacheDir).Msg("CUDA modules compiled")
-	return nil
+	return out, elapsed, nil
 }
 
-// compileOnce compiles one module, or waits for the same compile in flight in this process, and
-// caches the image.
-func (b *backend) compileOnce(j moduleJob, opts []string, target string, cubin bool) ([]byte, time.Duration, error) {
+// link links relocatable images (cubins; PTX when ptx) into one cubin.
+func (b *backend) link(parts [][]byte, ptx bool) ([]byte, error) {
+	n := len(parts)
+	cimgs := C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(uintptr(0))))
+	defer C.free(cimgs)
+	csizes := C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.size_t(0))))
+	defer C.free(csizes)
+	imgv := unsafe.Slice((*unsafe.Pointer)(cimgs), n)
+	sizev := unsafe.Slice((*C.size_t)(csizes), n)
+	for i, p := range parts {
+		imgv[i] = C.CBytes(p)
+		defer C.free(imgv[i])
+		sizev[i] = C.size_t(len(p))
+	}
+	var out unsafe.Pointer
+	var size C.size_t
+	var logBuf [4096]C.char
+	cptx := C.int(0)
+	if ptx {
+		cptx = 1
+	}
+	r := C.mp_cu_link(b.ctx, C.int(n), (*unsafe.Pointer)(cimgs), (*C.size_t)(csizes), cptx, &out, &size, &logBuf[0], C.size_t(len(logBuf)))
+	if r != 0 {
+		err := cuErr("cuLinkComplete", "", r)
+		if msg := strings.TrimSpace(C.GoString(&logBuf[0])); msg != "" {
+			err = fmt.Errorf("%w: %s", err, msg)
+		}
+		return nil, err
+	}
+	defer C.free(out)
+	return C.GoBytes(out, C.int(size)), nil
+}
+
+// compileOnce compiles one source, or waits for the same compile in flight in this process; a
+// persistent job's image is cached on disk.
+func (b *backend) compileOnce(j *compileJob, target string, cubin bool) ([]byte, time.Duration, error) {
 	loadMu.Lock()
+	if img := imagesByKey[j.key]; img != nil {
+		loadMu.Unlock()
+		return img, 0, nil
+	}
 	if e := compiles[j.key]; e != nil {
 		loadMu.Unlock()
 		<-e.done
@@ -194,9 +326,9 @@ func (b *backend) compileOnce(j moduleJob, opts []string, target string, cubin b
 	compiles[j.key] = e
 	loadMu.Unlock()
 	start := time.Now()
-	e.image, e.err = compileNVRTC(j.src, j.name, target, opts, cubin)
+	e.image, e.err = compileNVRTC(j.src, j.name, target, j.opts, cubin)
 	e.elapsed = time.Since(start)
-	if e.err == nil {
+	if e.err == nil && j.persist {
 		kind := byte(kindPTX)
 		if cubin {
 			kind = kindCubin
@@ -204,11 +336,11 @@ func (b *backend) compileOnce(j moduleJob, opts []string, target string, cubin b
 		_ = writeCache(b.cacheDir, j.key, kind, e.image) // a failed write only costs a recompile
 	}
 	loadMu.Lock()
-	if e.err == nil {
-		images[j.key] = e.image
+	if e.err == nil && j.persist {
+		imagesByKey[j.key] = e.image
 	}
 	if compiles[j.key] == e {
-		delete(compiles, j.key) // done: images holds the result; a failed compile may be retried
+		delete(compiles, j.key) // done; a failed compile may be retried
 	}
 	loadMu.Unlock()
 	close(e.done)

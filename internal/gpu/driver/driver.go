@@ -173,6 +173,11 @@ type ModuleSource struct {
 	// Code replaces the template's GeneratedCodeMarker line; it is written in the kernels'
 	// dialect (shaders/include/pieces.h), valid for every target.
 	Code string
+	// Units are code compiled on their own, each after the template's preamble (Preamble), and
+	// linked with the module (CUDA: -rdc and cuLink; the host: one shared library), or placed
+	// before Code in one source (Metal: Combined): Code calls functions they define. They are
+	// what lets a long module compile in parallel.
+	Units []string
 	// What the code is, for the log: e.g. "constraint code of AIR keccakf, pieces 0-7 of 126".
 	What string
 }
@@ -200,12 +205,33 @@ type ModuleBuilder interface {
 
 // Instantiate returns template with code in place of its GeneratedCodeMarker line.
 func Instantiate(template, code string) (string, error) {
+	return Combined(template, nil, code)
+}
+
+// Preamble returns template up to its GeneratedCodeMarker line: what a unit's code follows.
+func Preamble(template string) (string, error) {
 	i := strings.Index(template, "\n"+GeneratedCodeMarker+"\n")
 	if i < 0 {
 		return "", errors.New("module template without the generated-code marker")
 	}
-	if !strings.HasSuffix(code, "\n") {
-		code += "\n"
+	return template[:i+1], nil
+}
+
+// Combined returns template with the units and then code in place of its GeneratedCodeMarker
+// line: one source for backends that compile a module at once.
+func Combined(template string, units []string, code string) (string, error) {
+	pre, err := Preamble(template)
+	if err != nil {
+		return "", err
 	}
-	return template[:i+1] + code + template[i+1+len(GeneratedCodeMarker)+1:], nil
+	var b strings.Builder
+	b.WriteString(pre)
+	for _, u := range append(units, code) {
+		b.WriteString(u)
+		if !strings.HasSuffix(u, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString(template[len(pre)+len(GeneratedCodeMarker)+1:])
+	return b.String(), nil
 }

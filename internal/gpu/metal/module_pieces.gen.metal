@@ -660,6 +660,20 @@ MSL_FN void zc_accumulate(device uint* partials, uint row, bb4 e, bb4 zc, bb4 nu
 #define PG_DEVICE device
 #define PG_THREAD thread
 
+// AIR_UNIT_FN defines, AIR_UNIT_DECL declares, the function of a unit of generated code (a range
+// of pieces compiled on its own and linked with the module's main code: CUDA -rdc and the host's
+// shared library); Metal compiles one source, units first.
+#if defined(MSL_TARGET_CUDA)
+#define AIR_UNIT_FN __device__ __attribute__((noinline))
+#define AIR_UNIT_DECL extern __device__
+#elif defined(MSL_TARGET_HOST)
+#define AIR_UNIT_FN __attribute__((noinline, visibility("hidden")))
+#define AIR_UNIT_DECL extern __attribute__((visibility("hidden")))
+#else
+#define AIR_UNIT_FN static
+#define AIR_UNIT_DECL static
+#endif
+
 #if defined(MSL_TARGET_CUDA)
 #define PIECE_FN static __device__ __attribute__((noinline))
 #elif defined(MSL_TARGET_HOST)

@@ -80,7 +80,9 @@ func planModules(ms []driver.ModuleSource, template func(name string) (string, e
 		if err != nil {
 			return nil, fmt.Errorf("metal: module %s: %w", m.ID, err)
 		}
-		src, err := driver.Instantiate(tmpl, m.Code)
+		// Metal compiles a module as one source: its units, then its main code, in place of the
+		// template's marker.
+		src, err := driver.Combined(tmpl, m.Units, m.Code)
 		if err != nil {
 			return nil, fmt.Errorf("metal: module %s: template %s (%s): %w", m.ID, m.Template, moduleTemplateFile(m.Template), err)
 		}

@@ -91,7 +91,8 @@ func TestModuleTemplates(t *testing.T) {
 	}
 }
 
-// fibModules are the generated modules of the Fibonacci test AIR, as ModuleSources.
+// fibModules are ModuleSources of the Fibonacci test AIR's generated code: each unit as the code
+// of a module of its own (the bookkeeping tests only place and digest the code).
 func fibModules(t *testing.T) []driver.ModuleSource {
 	t.Helper()
 	vk, err := air.Keygen(testair.FibonacciAir{}, 255, false, nil)
@@ -102,13 +103,13 @@ func fibModules(t *testing.T) []driver.ModuleSource {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := piececode.Modules(ps, "fib")
+	us, err := piececode.Units(ps, "fib")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]driver.ModuleSource, len(ms))
-	for i, m := range ms {
-		out[i] = driver.ModuleSource{ID: fmt.Sprintf("pieces-fib%d", i), Template: "pieces", Code: m.Code, What: fmt.Sprintf("fib pieces %d+%d", m.First, m.Count)}
+	var out []driver.ModuleSource
+	for i, u := range us {
+		out = append(out, driver.ModuleSource{ID: fmt.Sprintf("pieces-fib%d", i), Template: "pieces", Code: u.Code, What: fmt.Sprintf("fib pieces %d+%d", u.First, u.Count)})
 	}
 	return out
 }

@@ -6,10 +6,11 @@
 // variables (registers) instead of the interpreter's device scratch, and nothing is decoded:
 // that is what the generated code is for.
 //
-// The code is written at run time, per proving key, for any AIR, and split into modules of
-// consecutive pieces (Modules) that the device backends compile in parallel into modules of the
-// template shaders/rap/zerocheck_pieces.metal (the code stands in for shaders/include/air_pieces.h
-// there). Each piece is its own function (PIECE_FN, shaders/include/pieces.h: not inlined on
+// The code is written at run time, per proving key, for any AIR: units of consecutive pieces
+// (Units), which the device backends compile in parallel, and the main code (Main), which stands
+// in for shaders/include/air_pieces.h in the module template shaders/rap/zerocheck_pieces.metal
+// and calls the units' functions; the backends link them into one module (CUDA: -rdc and
+// cuLink; the host: one shared library; Metal: one source). Each piece is its own function (PIECE_FN, shaders/include/pieces.h: not inlined on
 // CUDA and the host) so that compilers see a few hundred operations at a time: their time grows
 // faster than linearly with a function's size. Every value gets its own name (the program reuses
 // registers by liveness; compilers build SSA form anyway). The output depends on the pieces
@@ -24,45 +25,48 @@ import (
 	"github.com/metalprove/metalprove/internal/field"
 )
 
-// ModuleInstructions is the size modules are cut to, in instructions: Keccak-f's 42,743 make 16
-// modules, which NVRTC compiles side by side on a 16-core host in the time of one.
-const ModuleInstructions = 2800
+// UnitInstructions is the size units are cut to, in instructions: Keccak-f's 42,743 make 16
+// units, which NVRTC compiles side by side on a 16-core host in the time of one.
+const UnitInstructions = 2800
 
-// Module is the code of the pieces First .. First+Count-1 of a program, for the generated-code
-// marker of the module template (air_pieces.h's interface: AIR_PIECE_FIRST, AIR_PIECE_COUNT,
-// air_piece and one air_piece_K per piece).
-type Module struct {
+// Unit is the code of the pieces First .. First+Count-1 of a program, compiled on its own: one
+// function air_piece_K per piece and air_piece_range_First, a switch over them, defined with
+// AIR_UNIT_FN (shaders/include/pieces.h). Main's code calls the units' functions.
+type Unit struct {
 	First, Count int
 	Instructions int
 	Code         string
 }
 
-// Modules splits the pieces ps into modules of consecutive pieces of about ModuleInstructions
+// Units splits the pieces ps into units of consecutive pieces of about UnitInstructions
 // instructions each (at least one piece each) and writes each one's code; desc says what the
 // program is (a comment of the code).
-func Modules(ps []*constraints.Program, desc string) ([]Module, error) {
+func Units(ps []*constraints.Program, desc string) ([]Unit, error) {
 	if len(ps) == 0 {
 		return nil, fmt.Errorf("piececode: no pieces")
 	}
-	var out []Module
+	var out []Unit
 	for first := 0; first < len(ps); {
 		n, instr := 0, 0
-		for first+n < len(ps) && (n == 0 || instr+len(ps[first+n].Code) <= ModuleInstructions) {
+		for first+n < len(ps) && (n == 0 || instr+len(ps[first+n].Code) <= UnitInstructions) {
 			instr += len(ps[first+n].Code)
 			n++
 		}
-		code, err := Code(ps, first, n, desc)
+		code, err := UnitCode(ps, first, n, desc)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Module{First: first, Count: n, Instructions: instr, Code: code})
+		out = append(out, Unit{First: first, Count: n, Instructions: instr, Code: code})
 		first += n
 	}
 	return out, nil
 }
 
-// Code writes the code of the pieces first .. first+count-1 of ps (see Module).
-func Code(ps []*constraints.Program, first, count int, desc string) (string, error) {
+// params is the parameter list of a piece's function and of a unit's.
+const params = "PG_DEVICE const uint* vals, uint P, uint pt, PG_DEVICE const uint* cp, PG_DEVICE const uint* w, PG_THREAD bb4* sums"
+
+// UnitCode writes the code of the unit of pieces first .. first+count-1 of ps (see Unit).
+func UnitCode(ps []*constraints.Program, first, count int, desc string) (string, error) {
 	if first < 0 || count < 1 || first+count > len(ps) {
 		return "", fmt.Errorf("piececode: pieces %d..%d of %d", first, first+count-1, len(ps))
 	}
@@ -78,22 +82,60 @@ func Code(ps []*constraints.Program, first, count int, desc string) (string, err
 // form), public value i is cp[consts + i] (the piece's cp buffer), output o weighted by
 // w[4o..4o+3] (Program.Weights) is added to sums[kind] (0 constraints, 1 counts, 2 messages, as
 // ProgCombine). Written by internal/kernels/piececode.
-#define AIR_PIECE_FIRST %du
-#define AIR_PIECE_COUNT %du
 
-`, cQuote(desc), first, first+count-1, len(ps), desc, first, first+count-1, len(ps), total, first, count)
+`, cQuote(desc), first, first+count-1, len(ps), desc, first, first+count-1, len(ps), total)
 	for k := first; k < first+count; k++ {
 		if err := piece(&b, k, ps[k]); err != nil {
 			return "", fmt.Errorf("piececode: piece %d: %v", k, err)
 		}
 	}
-	b.WriteString("// Runs piece k (AIR_PIECE_FIRST ≤ k < AIR_PIECE_FIRST + AIR_PIECE_COUNT).\n")
-	b.WriteString("MSL_FN void air_piece(uint k, PG_DEVICE const uint* vals, uint P, uint pt, PG_DEVICE const uint* cp, PG_DEVICE const uint* w, PG_THREAD bb4* sums) {\n")
+	fmt.Fprintf(&b, "// Runs piece k (%d ≤ k < %d).\n", first, first+count)
+	fmt.Fprintf(&b, "AIR_UNIT_FN void air_piece_range_%d(uint k, %s) {\n", first, params)
 	b.WriteString("  switch (k) {\n")
 	for k := first; k < first+count; k++ {
 		fmt.Fprintf(&b, "    case %du:\n      air_piece_%d(vals, P, pt, cp, w, sums);\n      break;\n", k, k)
 	}
 	b.WriteString("    default:\n      break;\n  }\n}\n")
+	return b.String(), nil
+}
+
+// Main writes the module's main code for the generated-code marker of the template (the
+// interface of shaders/include/air_pieces.h): AIR_PIECE_FIRST 0, AIR_PIECE_COUNT npieces, and
+// air_piece, which calls the function of the unit holding piece k. units must cover 0 ..
+// npieces-1 in order.
+func Main(units []Unit, npieces int, desc string) (string, error) {
+	next := 0
+	for _, u := range units {
+		if u.First != next || u.Count < 1 {
+			return "", fmt.Errorf("piececode: units do not cover the pieces in order (piece %d)", next)
+		}
+		next += u.Count
+	}
+	if next != npieces || npieces == 0 {
+		return "", fmt.Errorf("piececode: units cover %d pieces of %d", next, npieces)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "#line 1 \"<generated: %s, main>\"\n", cQuote(desc))
+	fmt.Fprintf(&b, "// The constraint program of %s in %d pieces and %d units (internal/kernels/piececode).\n", desc, npieces, len(units))
+	fmt.Fprintf(&b, "#define AIR_PIECE_FIRST 0u\n#define AIR_PIECE_COUNT %du\n\n", npieces)
+	for _, u := range units {
+		fmt.Fprintf(&b, "AIR_UNIT_DECL void air_piece_range_%d(uint k, %s);\n", u.First, params)
+	}
+	fmt.Fprintf(&b, "\n// Runs piece k (k < %d) by the unit that holds it.\n", npieces)
+	fmt.Fprintf(&b, "MSL_FN void air_piece(uint k, %s) {\n", params)
+	for i, u := range units {
+		switch {
+		case len(units) == 1:
+			fmt.Fprintf(&b, "  air_piece_range_%d(k, vals, P, pt, cp, w, sums);\n", u.First)
+		case i == 0:
+			fmt.Fprintf(&b, "  if (k < %du) {\n    air_piece_range_%d(k, vals, P, pt, cp, w, sums);\n", u.First+u.Count, u.First)
+		case i == len(units)-1:
+			fmt.Fprintf(&b, "  } else {\n    air_piece_range_%d(k, vals, P, pt, cp, w, sums);\n  }\n", u.First)
+		default:
+			fmt.Fprintf(&b, "  } else if (k < %du) {\n    air_piece_range_%d(k, vals, P, pt, cp, w, sums);\n", u.First+u.Count, u.First)
+		}
+	}
+	b.WriteString("}\n")
 	return b.String(), nil
 }
 
@@ -134,7 +176,7 @@ func piece(b *bytes.Buffer, k int, p *constraints.Program) error {
 		}
 	}
 	fmt.Fprintf(b, "// Piece %d: outputs %d..%d, %d instructions, %d slots, %d registers.\n", k, lo, hi, len(p.Code), slots, p.NumRegs)
-	fmt.Fprintf(b, "PIECE_FN void air_piece_%d(PG_DEVICE const uint* vals, uint P, uint pt, PG_DEVICE const uint* cp, PG_DEVICE const uint* w, PG_THREAD bb4* sums) {\n", k)
+	fmt.Fprintf(b, "PIECE_FN void air_piece_%d(%s) {\n", k, params)
 	// The weighted sums of the piece's outputs by kind (ProgCombine's zc, num, den), added to
 	// sums[kind] once at the end: the accumulators stay in registers.
 	var kinds [3]bool
