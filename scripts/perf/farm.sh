@@ -106,10 +106,11 @@ for n in ${WORKERS:-1 2 4}; do
 	kill "$srv_pid"
 	wait "$srv_pid" 2>/dev/null || true
 	srv_pid=
-	awk -v n="$n" -v jobs="$jobs" -v t0="$t0" -v t1="$t1" -v base="$base" 'BEGIN {
+	load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo ?)
+	awk -v n="$n" -v jobs="$jobs" -v t0="$t0" -v t1="$t1" -v base="$base" -v load="$load" 'BEGIN {
 		wall = t1 - t0; rate = jobs / wall
 		line = sprintf("workers %d: %d jobs in %.2f s, %.2f proofs/s", n, jobs, wall, rate)
 		if (base != "") line = line sprintf(", %.2fx one worker", rate / base)
-		print line }'
+		print line sprintf(" (load average %s)", load) }'
 	[[ -n $base ]] || base=$(awk -v jobs="$jobs" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.6f", jobs / (t1 - t0) }')
 done
