@@ -16,6 +16,7 @@ import (
 	"github.com/metalprove/metalprove/internal/cmd/verify"
 	"github.com/metalprove/metalprove/internal/cmd/version"
 	"github.com/metalprove/metalprove/internal/cmd/vk"
+	"github.com/metalprove/metalprove/internal/cmd/warm"
 	"github.com/metalprove/metalprove/internal/cmd/worker"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 )
@@ -37,6 +38,7 @@ func subcommands(f *cmdutil.Factory) []*cobra.Command {
 		verify.NewCmdVerify(f, nil),
 		version.NewCmdVersion(f, nil),
 		vk.NewCmdVK(f, nil),
+		warm.NewCmdWarm(f, nil),
 		worker.NewCmdWorker(f, nil),
 	}
 }

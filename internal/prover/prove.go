@@ -74,6 +74,10 @@ type ProveReport struct {
 	// before the proof (device backend only) stands beside it.
 	PeakMemory int64 `json:"peak_memory_bytes"`
 	*DeviceMemory
+	// ConstraintKernels are the AIRs' generated round-0 kernels, built before the proof on a
+	// device that compiles them (compiled on a first use, else from the cache; timed as
+	// "constraint_kernels").
+	ConstraintKernels []ConstraintKernels `json:"constraint_kernels,omitempty"`
 }
 
 // timed records a stage's time in the report and adds it to the total.
@@ -232,6 +236,15 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	}
 	if rep.DeviceMemory, err = be.CheckDeviceMemory(pk, heights, p, !req.NoCheck, req.Trace, limit, log); err != nil {
 		return nil, err
+	}
+	// The AIRs' constraint kernels before the stages: a first use compiles them (seconds), which
+	// the progress line and the log say, rather than a stage that seems to stall.
+	start = time.Now()
+	if rep.ConstraintKernels, err = be.BuildConstraintCode(pk, task, log); err != nil {
+		return nil, err
+	}
+	if rep.ConstraintKernels != nil {
+		rep.timed("constraint_kernels", time.Since(start))
 	}
 
 	po := stark.DefaultProveOptions()

@@ -74,6 +74,9 @@ type ExampleReport struct {
 	GenerateMS float64 `json:"generate_ms"`
 	CheckMS    float64 `json:"check_ms"`
 	KeygenMS   float64 `json:"keygen_ms"`
+	// ConstraintKernels are the AIRs' generated round-0 kernels built before the runs (on a
+	// device that compiles them: on a first use, compiled; later, from the cache).
+	ConstraintKernels []prover.ConstraintKernels `json:"constraint_kernels,omitempty"`
 	// Load is the transport step, done once: the traces uploaded to the device.
 	Load StageStats `json:"load"`
 	// Check is the pre-proof trace check on the loaded traces (the backend's checker: every
@@ -443,6 +446,11 @@ func exampleRun(opts *Options) error {
 		what = fmt.Sprintf("%s with %d permutations", ex.Name, opts.Perms)
 	}
 	if rep.DeviceMemory, err = be.CheckDeviceMemory(pk, heights, p, true, what, limit, log); err != nil {
+		task.Done()
+		return err
+	}
+	// Compiled (or loaded from the cache) before the warm-up run, so that no run times it.
+	if rep.ConstraintKernels, err = be.BuildConstraintCode(pk, task, log); err != nil {
 		task.Done()
 		return err
 	}
