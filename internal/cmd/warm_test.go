@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/cmdutil/cmdtest"
 )
 
 // warm on the host device: nothing to compile (it interprets the constraint programs), said in
