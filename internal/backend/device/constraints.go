@@ -246,9 +246,9 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 	if err != nil {
 		return nil, fmt.Errorf("%w: trace %d: %w", stark.ErrBatchConstraintInput, t, err)
 	}
-	if pg == in.Program && (cp.be.usePieces(pg) || cp.be.generates()) {
-		// GPUs run a long program in pieces, and every program whose round 0 runs generated
-		// code: round 0 in the pieces the code is generated from, the rounds in finer ones.
+	if pg == in.Program && cp.be.usePieces(pg) {
+		// GPUs run a long program in pieces: round 0 in those its generated code is made from,
+		// the rounds in finer ones.
 		pp, err := cp.be.pieces(in.VK, constraints.All, constraints.DevicePieces)
 		if err == nil && cp.be.generates() {
 			_, _, err = cp.be.buildGenerated(in.Name, pp, nil)
@@ -566,9 +566,13 @@ func (b *Backend) usePieces(p *constraints.Program) bool {
 }
 
 // generates says whether round 0 of the constraint sumcheck runs generated code (the AIR's
-// pieces as straight-line code, compiled at run time: kernels.BuildGenerated): on devices that
-// build modules and run round 0 in pieces (GPUs; the host device when the options ask for pieces),
-// unless the options ask for the interpreter.
+// pieces as straight-line code, compiled at run time: kernels.BuildGenerated) for the programs
+// it runs in pieces (usePieces): on devices that build modules and run round 0 in pieces (GPUs;
+// the host device when the options ask for pieces), unless the options ask for the interpreter.
+// A short program runs whole on GPUs, interpreted: interaction-pair 2^20 (two AIRs of a few
+// dozen instructions) took 17.7 ms in the constraint stage in pieces with generated code against
+// 9.2 whole (H200, issue 23), the slot-value table and the pieces' rounds costing more than the
+// interpreter saves.
 func (b *Backend) generates() bool {
 	return b.dev.BuildsModules() && !b.zcOpts.Interpreted && (kernels.ZcUsesPieces(b.dev) || b.zcOpts.Pieces)
 }
@@ -591,7 +595,7 @@ func (b *Backend) BuildConstraintCode(pk *stark.ProvingKey, ev *GeneratedEvents)
 	}
 	var out []kernels.GeneratedReport
 	for i, vk := range pk.VK.MVK.PerAir {
-		if pk.VK.Program(i) == nil {
+		if pg := pk.VK.Program(i); pg == nil || !b.usePieces(pg) {
 			continue
 		}
 		pp, err := b.pieces(vk, constraints.All, constraints.DevicePieces)
