@@ -73,6 +73,12 @@ done
 
 echo "farm.sh: $(uname -n), $(nproc) CPUs, device $device, example $example ${size[*]}, $jobs jobs a run, --concurrency $conc"
 echo "farm.sh: $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $("$bin" version | head -1)"
+# The baseline: one prove process of the first trace, as a farm worker proves it.
+t0=$(date +%s.%N)
+mp --device "$device" prove --key "$work/key.pk" "${insecure[@]}" --trace "${traces[0]}" -o "$work/direct.proof" >/dev/null
+t1=$(date +%s.%N)
+awk -v t0="$t0" -v t1="$t1" -v load="$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo ?)" 'BEGIN {
+	printf "direct prove (one process): %.2f s, %.2f proofs/s (load average %s)\n", t1 - t0, 1 / (t1 - t0), load }'
 base=
 for n in ${WORKERS:-1 2 4}; do
 	rm -rf "$work/js"
