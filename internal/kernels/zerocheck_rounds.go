@@ -1,0 +1,176 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+)
+
+// The rounds j ≥ 1 of the batch constraint sumcheck (zerocheck.go has the geometry): binding the
+// univariate variable into Fp4 tables, the plans of the rounds whole or in pieces, and their
+// encoding.
+
+// zcRoundPlan is the round dispatch of one trace: whole program, and pieces (pieceThreads 0: the
+// trace has none, or its pieces' registers do not fit in threadgroup memory); rounds with fewer
+// lane groups than pieceBelow run the pieces, in groups of pieceTpg threads holding pieceShBytes
+// of threadgroup memory.
+type zcRoundPlan struct {
+	threads, tpg                                     int
+	pieceThreads, pieceTpg, pieceBelow, pieceShBytes int
+}
+
+// zcRoundPieceMem caps the threadgroup memory of zc_round_pieces' groups (bytes): a multiple of
+// the per-thread registers that fits every device's group limit without CUDA's opt-in beyond 48
+// KiB; larger groups would not hold more threads per compute unit, whose memory is the limit.
+const zcRoundPieceMem = 48 << 10
+
+// planRoundPieces plans zc_round_pieces for a trace with pieces pp, whose first round has units
+// lane groups of points evaluation points. Registers live in threadgroup memory (16 bytes an Fp4
+// value a lane), which bounds the group; groups are as many as the compute units hold at once
+// (the first round's work items, (piece, lane group), go round-robin over them).
+func (z *Zerocheck) planRoundPieces(rp *zcRoundPlan, pp *ProgramPieces, units, points int) {
+	dev, L := z.dev, z.lanes
+	per := 16 * L * max(pp.MaxRegs, 1)
+	limit := 32 << 10
+	if m := dev.Limits().MaxThreadgroupMemory; m > 0 {
+		limit = m
+	}
+	tpg := min(limit, zcRoundPieceMem) / per
+	if tpg < 1 {
+		return // registers beyond a group's memory: the rounds run the whole program
+	}
+	switch {
+	case z.opts.Pieces:
+		rp.pieceBelow = units + 1
+	case !isHost(dev):
+		// Fewer (pair, X) items than a few waves of threads: the whole program's serial walk per
+		// item would leave most of the device idle.
+		rp.pieceBelow = 4 * gpuGroup * max(dev.Limits().ComputeUnits, 1)
+	}
+	cus := max(dev.Limits().ComputeUnits, 1)
+	var groups int
+	if isHost(dev) {
+		tpg = 1
+		groups = 8 * cus
+	} else {
+		tpg = groupSize(dev, "zc_round_pieces", min(tpg, gpuGroup))
+		groups = cus * max(limit/(tpg*per), 1)
+	}
+	items := zcUnitPad(min(units, rp.pieceBelow), tpg) * pp.NumPieces()
+	groups = min(groups, (items+tpg-1)/tpg)
+	if z.opts.PieceThreads > 0 {
+		groups = (z.opts.PieceThreads + tpg - 1) / tpg
+	}
+	rp.pieceTpg, rp.pieceThreads, rp.pieceShBytes = tpg, max(groups, 1)*tpg, tpg*per
+}
+
+// zcUnitPad is units rounded up to a multiple of the group size tpg: zc_round_pieces numbers a
+// piece's lane groups so, and a group's threads walk one piece.
+func zcUnitPad(units, tpg int) int { return (units + tpg - 1) / tpg * tpg }
+
+// EncodeBindUni encodes BindUnivariate of trace t into tables (NumTables() tables of X Fp4 rows,
+// table τ at Fp4 index τ·stride): w holds the N weights w_j (Fp4) in R²-scaled Montgomery form
+// (ZcBindWeights), first, last and sum the selector constants (the bound is_first at x = 0, the
+// bound is_last at x = X−1, Σ_j w_j).
+func (z *Zerocheck) EncodeBindUni(b *gpu.Batch, t *ZcTrace, w *gpu.Array[uint32], first, last, sum field.Fp4, tables *gpu.Array[uint32], stride int) error {
+	x := t.Blocks()
+	if stride < x {
+		return fmt.Errorf("kernels: BindUni: stride %d < %d rows", stride, x)
+	}
+	if err := checkArray("BindUni", tables, 4*((t.numTables-1)*stride+x)); err != nil {
+		return err
+	}
+	if err := checkArray("BindUni", w, 4<<z.dom.LogN); err != nil {
+		return err
+	}
+	dev := z.dev
+	for q, part := range t.Parts {
+		if part.Width == 0 {
+			continue
+		}
+		items := part.Width * ((x + z.lanes - 1) / z.lanes)
+		g, tp := shapeFor(dev, "zc_bind_uni", items)
+		dispatchZcBindUni(b, g, tp, part.Values.Buffer, w.Buffer, t.colmaps[q].Buffer, tables.Buffer,
+			zcBindParams{logH: uint32(t.LogHeight), logN: uint32(z.dom.LogN), blocks: uint32(x), width: uint32(part.Width),
+				stride: uint32(stride), lanes: uint32(z.lanes)})
+	}
+	f, l, s := MontFp4(first), MontFp4(last), MontFp4(sum)
+	g, tp := shapeFor(dev, "zc_bind_selectors", x)
+	nc := t.nslots - 3
+	dispatchZcBindSelectors(b, g, tp, tables.Buffer, zcBindSelParams{blocks: uint32(x), stride: uint32(stride),
+		tFirst: uint32(t.tableOf[nc]), tLast: uint32(t.tableOf[nc+1]), tTrans: uint32(t.tableOf[nc+2]),
+		f0: f[0], f1: f[1], f2: f[2], f3: f[3], l0: l[0], l1: l[1], l2: l[2], l3: l[3], s0: s[0], s1: s[1], s2: s[2], s3: s[3]})
+	return b.Err()
+}
+
+// ZcBindWeights returns the BindUnivariate weights in the form EncodeBindUni reads: each
+// coefficient times R² (Montgomery of the Montgomery form), so that products with canonical trace
+// values come out in Montgomery form.
+func ZcBindWeights(w []field.Fp4) []uint32 {
+	out := make([]uint32, 0, 4*len(w))
+	for _, x := range w {
+		for _, c := range x {
+			out = append(out, MontOf(field.Fp(MontOf(c))))
+		}
+	}
+	return out
+}
+
+// EncodeRound encodes a round j ≥ 1 of trace t over its tables (NumTables() tables of 2^logRows
+// Fp4 rows at Fp4 index τ·stride, logRows ≥ 1): out[outOff + 12(X−1) + 4k ..] = R_k[X] for X =
+// 1..P, e'(y) = eq[eqOff + y] for y < 2^(logRows−1).
+func (z *Zerocheck) EncodeRound(b *gpu.Batch, t *ZcTrace, tables *gpu.Array[uint32], stride, logRows int, eq *gpu.Array[uint32], eqOff int, out *gpu.Array[uint32], outOff int) error {
+	rp, ok := z.round[t]
+	if !ok || z.slots == nil {
+		return fmt.Errorf("kernels: Round: trace not planned (or Zerocheck closed)")
+	}
+	if logRows < 1 || logRows > t.NLift || (t.numTables > 1 && stride < 1<<logRows) {
+		return fmt.Errorf("kernels: Round: 2^%d rows at stride %d (trace of 2^%d blocks)", logRows, stride, t.NLift)
+	}
+	if err := checkArray("Round", tables, 4*((t.numTables-1)*stride+1<<logRows)); err != nil {
+		return err
+	}
+	if err := checkArray("Round", eq, 4*(eqOff+1<<(logRows-1))); err != nil {
+		return err
+	}
+	interleave := uint32(b2u(!isHost(z.dev)))
+	if units := ((1<<(logRows-1))*z.points + z.lanes - 1) / z.lanes; t.roundPieces() != nil && units < rp.pieceBelow {
+		ps := t.roundPieces()
+		pp := ps.pp
+		// GPUs touch each piece's code and slot rows before walking it (zc_piece_touch; H200:
+		// Keccak-f's rounds 5.83 → 5.54 ms); the host device's walks do not wait on them.
+		dispatchZcRoundPieces(b, gpu.D1(uint32(rp.pieceThreads/rp.pieceTpg)), gpu.D1(uint32(rp.pieceTpg)), pp.Words.Buffer,
+			ps.cp.Buffer, ps.table.Buffer, t.Prog.Kinds.Buffer, t.weights.Buffer, ps.used.Buffer, tables.Buffer,
+			eq.Buffer, z.partials.Buffer,
+			zcPiecesParams{logRows: uint32(logRows), stride: uint32(stride), npieces: uint32(pp.NumPieces()),
+				nregs: uint32(pp.MaxRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
+				nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), unitPad: uint32(zcUnitPad(units, rp.pieceTpg)),
+				lanes: uint32(z.lanes), touch: uint32(b2u(!isHost(z.dev)))}, uint32(rp.pieceShBytes))
+		return EncodeSumRowsVia(b, z.dev, z.partials, z.mid, out, outOff, rp.pieceThreads*z.lanes, 12*z.points)
+	}
+	dispatchZcRoundEval(b, gpu.D1(uint32(rp.threads/rp.tpg)), gpu.D1(uint32(rp.tpg)), t.Prog.Words.Buffer, t.cp.Buffer,
+		t.Prog.Kinds.Buffer, t.weights.Buffer, t.used.Buffer, tables.Buffer, eq.Buffer, z.slots.Buffer, z.regs.Buffer,
+		z.partials.Buffer,
+		zcRoundParams{logRows: uint32(logRows), stride: uint32(stride), nused: uint32(t.nused), nslots: uint32(t.nslots),
+			nregs: uint32(t.Prog.NumRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
+			nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), interleave: interleave, lanes: uint32(z.lanes)})
+	return EncodeSumRowsVia(b, z.dev, z.partials, z.mid, out, outOff, rp.threads*z.lanes, 12*z.points)
+}
+
+// ZcSelectorBind returns the constants of EncodeBindUni for a trace of height 2^logH and the
+// weights w (N of them): the bound is_first of block 0, the bound is_last of block X−1, and Σ w_j.
+func ZcSelectorBind(logN, logH int, w []field.Fp4) (first, last, sum field.Fp4) {
+	n, h := 1<<logN, 1<<logH
+	x := max(h/n, 1)
+	for j, wj := range w {
+		if j%h == 0 {
+			first = first.Add(wj)
+		}
+		if ((x-1)*n+j)%h == h-1 {
+			last = last.Add(wj)
+		}
+		sum = sum.Add(wj)
+	}
+	return first, last, sum
+}
