@@ -4,9 +4,10 @@
 #      two flavours (docs/KERNELS.md): "cpp" = C++ with address_space(1/2/3); "ocl" = C++ for OpenCL
 #      2021 without the generic address space (unqualified = private = Metal's thread);
 #   2. the deliberate mistakes of shaders/bad/check_cases.metal give the expected verdicts;
-#   3. internal/gpu/cuda/kernels.gen.cu and the other modules (kernels_*.gen.cu) compile as CUDA
-#      (clang -x cuda with scripts/cuda_stub.h standing in for what NVRTC declares implicitly) and
-#      yield one PTX entry per kernel in all.
+#   3. internal/gpu/cuda/kernels.gen.cu and the module template kernels_pieces.gen.cu completed
+#      with Keccak-f's generated code (scripts/moduleinstance) compile as CUDA (clang -x cuda with
+#      scripts/cuda_stub.h standing in for what NVRTC declares implicitly) and yield one PTX entry
+#      per kernel in all.
 # It uses the newest clang on PATH (clang-NN or clang; CLANG=... overrides) and installs one from
 # Debian (apt-get) when none is found.
 set -uo pipefail
@@ -83,12 +84,16 @@ if [[ $VER -lt 16 ]]; then
 	ARCH=sm_86
 fi
 CU="$CLANG -x cuda --cuda-gpu-arch=$ARCH -nocudainc -nocudalib -std=c++17 -include scripts/cuda_stub.h"
-# Every CUDA module: the main one (kernels.gen.cu) and those mslgen splits off (kernels_*.gen.cu).
+# Every CUDA module: the main one (kernels.gen.cu) and the templates' instances.
 nk=$(grep -c '^	{Name:' internal/gpu/driver/kernels.gen.go)
 ne=0
 barrier=no
 mulhi=no
-for CUFILE in internal/gpu/cuda/kernels.gen.cu internal/gpu/cuda/kernels_*.gen.cu; do
+# A module template (kernels_NAME.gen.cu) is checked completed with real generated code: the
+# pieces template with Keccak-f's (scripts/moduleinstance, units and main code in one source).
+"$GO" run ./scripts/moduleinstance -template internal/gpu/cuda/kernels_pieces.gen.cu -air keccakf -o "$OUT/kernels_pieces.keccakf.cu" ||
+	bad "scripts/moduleinstance (the pieces template with Keccak-f's code)"
+for CUFILE in internal/gpu/cuda/kernels.gen.cu "$OUT/kernels_pieces.keccakf.cu"; do
 	# (the one inactive #include <metal_stdlib> of prelude.h's Metal branch is preprocessed away)
 	if grep '^[[:space:]]*#[[:space:]]*include' "$CUFILE" | grep -qv '<metal_stdlib>'; then
 		bad "$CUFILE has an #include (NVRTC compiles it alone)"
