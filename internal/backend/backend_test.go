@@ -141,6 +141,12 @@ type faultyDriver struct {
 	out    int
 }
 
+// BuildModules forwards to the wrapped host backend, so that the device builds the generated
+// code (zc_uni_generated) through the wrapper.
+func (f faultyDriver) BuildModules(ms []driver.ModuleSource) ([]driver.ModuleBuild, error) {
+	return f.Backend.(driver.ModuleBuilder).BuildModules(ms)
+}
+
 func (f faultyDriver) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args []driver.Arg, tgLen []uint32) error {
 	if err := f.Backend.Dispatch(k, groups, tpg, args, tgLen); err != nil {
 		return err

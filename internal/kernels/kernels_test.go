@@ -8,11 +8,19 @@ import (
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
 	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/gpu/host"
 )
 
 var testDev *gpu.Device
 
 func TestMain(m *testing.M) {
+	// The modules the host device builds (generated round-0 code) are cached in a directory of
+	// this test binary's: compiled once per run (Keccak-f's too), never taken from the user's.
+	cache, err := os.MkdirTemp("", "metalprove-kernels-test-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv(host.CacheEnv, cache)
 	d, err := gpu.Open(gpu.KindHost, gpu.Options{})
 	if err != nil {
 		panic(err)
@@ -20,6 +28,7 @@ func TestMain(m *testing.M) {
 	testDev = d
 	code := m.Run()
 	d.Close()
+	os.RemoveAll(cache)
 	os.Exit(code)
 }
 

@@ -484,13 +484,22 @@ extern "C" const char* hd_isa_name(int isa) {
 
 extern "C" int hd_dispatch(int kernel, int isa, hd_u3 groups, hd_u3 tpg, void* const* bufs,
                            const unsigned* tg_len, char* err, int errlen) {
+  if (kernel < 0 || kernel >= hd_nkernels) {
+    snprintf(err, size_t(errlen), "bad kernel id");
+    return -1;
+  }
+  return hd_dispatch_kernel(&hd_kernels[kernel], isa, groups, tpg, bufs, tg_len, err, errlen);
+}
+
+extern "C" int hd_dispatch_kernel(const hd_kernel* k, int isa, hd_u3 groups, hd_u3 tpg, void* const* bufs,
+                                  const unsigned* tg_len, char* err, int errlen) {
   auto fail = [&](const std::string& m) {
     snprintf(err, size_t(errlen), "%s", m.c_str());
     return -1;
   };
-  if (kernel < 0 || kernel >= hd_nkernels) return fail("bad kernel id");
+  if (k == nullptr || k->group == nullptr || (k->uses_barrier && k->item == nullptr)) return fail("incomplete kernel entry");
   Job j;
-  j.k = &hd_kernels[kernel];
+  j.k = k;
   if (isa < HD_ISA_BASELINE || isa > hd_isa_supported()) return fail("instruction set not supported by this CPU");
   j.group = group_for(j.k, isa);
   uint64_t n = uint64_t(tpg.x) * tpg.y * tpg.z;

@@ -53,6 +53,10 @@ extern const int hd_nkernels;
 // run (at most hd_isa_supported()). Returns 0, or -1 with a message in err.
 int hd_dispatch(int kernel, int isa, hd_u3 groups, hd_u3 tpg, void* const* bufs, const unsigned* tg_len,
                 char* err, int errlen);
+// hd_dispatch of kernel k of a table other than hd_kernels: a module's (hd_module_kernels of a
+// library the backend built and loaded at run time), run on the same thread pool.
+int hd_dispatch_kernel(const hd_kernel* k, int isa, hd_u3 groups, hd_u3 tpg, void* const* bufs,
+                       const unsigned* tg_len, char* err, int errlen);
 
 void hd_set_workers(int n);            // threads running groups, caller included (<1: ncpu)
 int hd_workers(void);

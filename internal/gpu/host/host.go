@@ -5,6 +5,13 @@
 // that threadgroup_barrier() switches away from (hand-written switch on x86-64 and aarch64,
 // ucontext elsewhere). It implements driver.Backend; package gpu registers it as KindHost.
 //
+// It also implements driver.ModuleBuilder: the kernels of a module template (modules/*.gen.cpp,
+// e.g. zc_uni_generated) run from modules built at run time, the template completed with code
+// generated for one AIR, compiled by the system's C++ compiler (CXX, else c++, g++, clang++) into
+// shared libraries, cached on disk by digest (os.UserCacheDir()/metalprove/host, or
+// $METALPROVE_HOST_CACHE) and loaded with dlopen (modules.go). The host device's round 0 runs its interpreter unless a test asks for the
+// generated code, so a binary needs no compiler otherwise.
+//
 // Buffers are C memory (the C++ side keeps their addresses), so Upload, Download and Copy are
 // plain memory copies and Dispatch runs to completion before it returns.
 package host
@@ -22,11 +29,7 @@ package host
 #include <string.h>
 #include "hd_runtime.h"
 static int hd_kcount(void) { return hd_nkernels; }
-static const char* hd_kname(int i) { return hd_kernels[i].name; }
-static int hd_knbuf(int i) { return hd_kernels[i].nbuf; }
-static int hd_kntg(int i) { return hd_kernels[i].ntg; }
-static int hd_kbarrier(int i) { return hd_kernels[i].uses_barrier; }
-static unsigned hd_kvalsize(int i, int slot) { return hd_kernels[i].val_size[slot]; }
+static const hd_kernel* hd_kentry(int i) { return &hd_kernels[i]; }
 */
 import "C"
 
@@ -52,9 +55,14 @@ const (
 // with another thread count resizes it for both. The instruction set is per backend.
 type Backend struct {
 	threads int
-	isa     C.int          // highest instruction-set level of the kernel copies that run
-	ids     map[string]int // kernel name -> index in the C table
+	isa     C.int                   // highest instruction-set level of the kernel copies that run
+	ids     map[string]*C.hd_kernel // kernel name -> entry of the C table (the main kernels)
 	rec     *recycler
+
+	cacheDir string // of the modules (BuildModules)
+	// modMu guards built: modules are built while other goroutines dispatch.
+	modMu sync.RWMutex
+	built map[string]*moduleLib // by driver.ModuleSource.ID
 }
 
 // Options configure OpenOptions.
@@ -65,6 +73,9 @@ type Options struct {
 	// OS and this build support (ISAs()[0]); one of ISAs() to force a lower one: BaselineISA is
 	// the copy every CPU of the architecture runs (tests compare the copies' outputs).
 	ISA string
+	// CacheDir holds the modules built at run time (BuildModules); "" means $METALPROVE_HOST_CACHE
+	// (CacheEnv), else os.UserCacheDir()/metalprove/host.
+	CacheDir string
 }
 
 // BaselineISA names the kernel copy compiled for the architecture's baseline: "x86-64" (SSE2)
@@ -85,6 +96,7 @@ func ISAs() []string {
 var (
 	_ driver.Backend       = (*Backend)(nil)
 	_ driver.KernelLimiter = (*Backend)(nil)
+	_ driver.ModuleBuilder = (*Backend)(nil)
 )
 
 // Open starts the host device with threads worker threads (the caller's included; 0: one per
@@ -121,7 +133,11 @@ func OpenOptions(o Options) (*Backend, error) {
 	if int(C.hd_workers()) != threads {
 		C.hd_set_workers(C.int(threads))
 	}
-	return &Backend{threads: threads, isa: isa, ids: ids, rec: &recycler{}}, nil
+	dir := o.CacheDir
+	if dir == "" {
+		dir = defaultCacheDir()
+	}
+	return &Backend{threads: threads, isa: isa, ids: ids, rec: &recycler{}, cacheDir: dir, built: map[string]*moduleLib{}}, nil
 }
 
 // cKernel is one entry of the generated C table.
@@ -136,35 +152,55 @@ func cTable() []cKernel {
 	n := int(C.hd_kcount())
 	out := make([]cKernel, n)
 	for i := range out {
-		ci := C.int(i)
-		k := cKernel{Name: C.GoString(C.hd_kname(ci)), NBuf: int(C.hd_knbuf(ci)), NTG: int(C.hd_kntg(ci)), UsesBarrier: C.hd_kbarrier(ci) != 0}
-		for s := 0; s < k.NBuf; s++ {
-			k.ValueSizes = append(k.ValueSizes, int(C.hd_kvalsize(ci, C.int(s))))
-		}
-		out[i] = k
+		out[i] = cKernelOf(C.hd_kentry(C.int(i)))
 	}
 	return out
 }
 
-// matchTables checks that the C table and driver.Kernels describe the same kernels.
-func matchTables() (map[string]int, error) {
-	ct := cTable()
-	if len(ct) != len(driver.Kernels) {
-		return nil, fmt.Errorf("host: %d compiled kernels, driver table has %d; rerun go generate", len(ct), len(driver.Kernels))
+// cKernelOf describes one entry of a C table (the main one or a module's).
+func cKernelOf(e *C.hd_kernel) cKernel {
+	k := cKernel{Name: C.GoString(e.name), NBuf: int(e.nbuf), NTG: int(e.ntg), UsesBarrier: e.uses_barrier != 0}
+	if k.NBuf > 0 && k.NBuf <= 64 {
+		for _, v := range unsafe.Slice(e.val_size, k.NBuf) {
+			k.ValueSizes = append(k.ValueSizes, int(v))
+		}
 	}
-	ids := make(map[string]int, len(ct))
+	return k
+}
+
+// sameKernel reports whether compiled kernel c is g as the driver table declares it.
+func sameKernel(c cKernel, g *driver.KernelInfo) error {
+	vs := make([]int, g.NBuf)
+	for _, p := range g.Params {
+		if p.Kind == driver.ParamValue {
+			vs[p.Index] = p.ValueSize
+		}
+	}
+	if c.Name != g.Name || c.NBuf != g.NBuf || c.NTG != g.NTG || c.UsesBarrier != g.UsesBarrier || fmt.Sprint(c.ValueSizes) != fmt.Sprint(vs) {
+		return fmt.Errorf("host: compiled kernel %s does not match the driver table entry %s; rerun go generate", c.Name, g.Name)
+	}
+	return nil
+}
+
+// matchTables checks that the C table and driver.Kernels describe the same kernels, those of
+// module templates aside (they are in the modules built from the templates).
+func matchTables() (map[string]*C.hd_kernel, error) {
+	ct := cTable()
+	var main []*driver.KernelInfo
+	for i := range driver.Kernels {
+		if driver.Kernels[i].Module == "" {
+			main = append(main, &driver.Kernels[i])
+		}
+	}
+	if len(ct) != len(main) {
+		return nil, fmt.Errorf("host: %d compiled kernels, driver table has %d; rerun go generate", len(ct), len(main))
+	}
+	ids := make(map[string]*C.hd_kernel, len(ct))
 	for i, c := range ct {
-		g := &driver.Kernels[i]
-		vs := make([]int, g.NBuf)
-		for _, p := range g.Params {
-			if p.Kind == driver.ParamValue {
-				vs[p.Index] = p.ValueSize
-			}
+		if err := sameKernel(c, main[i]); err != nil {
+			return nil, err
 		}
-		if c.Name != g.Name || c.NBuf != g.NBuf || c.NTG != g.NTG || c.UsesBarrier != g.UsesBarrier || fmt.Sprint(c.ValueSizes) != fmt.Sprint(vs) {
-			return nil, fmt.Errorf("host: compiled kernel %d (%s) does not match the driver table entry %s; rerun go generate", i, c.Name, g.Name)
-		}
-		ids[c.Name] = i
+		ids[c.Name] = C.hd_kentry(C.int(i))
 	}
 	return ids, nil
 }
@@ -192,10 +228,25 @@ func (h *Backend) Limits() driver.Limits {
 // barrier kernel's group are made per dispatch, so no compiled property lowers it) and has no
 // static threadgroup memory; the SIMD width is 1 (SIMD lanes live inside the kernels).
 func (h *Backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error) {
-	if _, ok := h.ids[k.Name]; !ok {
-		return driver.KernelLimits{}, fmt.Errorf("host: no compiled kernel %s", k.Name)
+	if _, err := h.kernel(k); err != nil {
+		return driver.KernelLimits{}, err
 	}
 	return driver.KernelLimits{MaxThreadsPerGroup: MaxThreadsPerGroup, SIMDWidth: 1}, nil
+}
+
+// kernel returns the compiled kernel k: of the main table, or of the module k.Built.
+func (h *Backend) kernel(k *driver.KernelInfo) (*C.hd_kernel, error) {
+	switch {
+	case k.Built != "":
+		return h.moduleKernel(k)
+	case k.Module != "":
+		return nil, fmt.Errorf("host: %s is a kernel of module template %q: it runs from a module built from it", k.Name, k.Module)
+	}
+	e, ok := h.ids[k.Name]
+	if !ok {
+		return nil, fmt.Errorf("host: no compiled kernel %s", k.Name)
+	}
+	return e, nil
 }
 
 // buffer is C memory aligned to 64 bytes.
@@ -420,9 +471,9 @@ func (h *Backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, srcO
 // Dispatch runs the kernel to completion. args were validated by package gpu; the checks here
 // keep the C++ side safe when the backend is used directly.
 func (h *Backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args []driver.Arg, tgLen []uint32) error {
-	id, ok := h.ids[k.Name]
-	if !ok {
-		return fmt.Errorf("host: no compiled kernel %s", k.Name)
+	ck, err := h.kernel(k)
+	if err != nil {
+		return err
 	}
 	if len(args) != k.NBuf || len(tgLen) != k.NTG {
 		return fmt.Errorf("host: %s: %d args and %d threadgroup lengths, kernel has %d and %d", k.Name, len(args), len(tgLen), k.NBuf, k.NTG)
@@ -464,7 +515,7 @@ func (h *Backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args [
 		tgl[i] = C.uint(l)
 	}
 	var errbuf [256]C.char
-	rc := C.hd_dispatch(C.int(id), h.isa, C.hd_u3{C.uint(groups.X), C.uint(groups.Y), C.uint(groups.Z)},
+	rc := C.hd_dispatch_kernel(ck, h.isa, C.hd_u3{C.uint(groups.X), C.uint(groups.Y), C.uint(groups.Z)},
 		C.hd_u3{C.uint(tpg.X), C.uint(tpg.Y), C.uint(tpg.Z)},
 		(*unsafe.Pointer)(block), &tgl[0], &errbuf[0], C.int(len(errbuf)))
 	if rc != 0 {

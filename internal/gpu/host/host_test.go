@@ -259,13 +259,21 @@ func TestSumUcontext(t *testing.T) {
 	}
 }
 
+// TestTablesAgree: the C table holds the Go table's kernels but those of module templates, which
+// run from modules built at run time (modules_test.go).
 func TestTablesAgree(t *testing.T) {
 	ct := host.CTable()
-	if len(ct) != len(driver.Kernels) || len(ct) == 0 {
-		t.Fatalf("C table has %d kernels, Go table %d", len(ct), len(driver.Kernels))
+	var main []driver.KernelInfo
+	for _, k := range driver.Kernels {
+		if k.Module == "" {
+			main = append(main, k)
+		}
+	}
+	if len(ct) != len(main) || len(ct) == 0 {
+		t.Fatalf("C table has %d kernels, Go table %d (of %d with the module templates')", len(ct), len(main), len(driver.Kernels))
 	}
 	for i, c := range ct {
-		g := driver.Kernels[i]
+		g := main[i]
 		if c.Name != g.Name || c.NBuf != g.NBuf || c.NTG != g.NTG || c.UsesBarrier != g.UsesBarrier {
 			t.Errorf("kernel %d: C {%s nbuf=%d ntg=%d barrier=%v}, Go {%s nbuf=%d ntg=%d barrier=%v}",
 				i, c.Name, c.NBuf, c.NTG, c.UsesBarrier, g.Name, g.NBuf, g.NTG, g.UsesBarrier)
