@@ -144,6 +144,10 @@ func DecodeJob(b []byte) (*Job, error) {
 	if err := checkDigest(j.Trace.SHA256); err != nil {
 		return nil, fmt.Errorf("job %s: trace: %w", j.ID, err)
 	}
+	if j.TraceName == "" || TraceFileName(j.TraceName) != j.TraceName {
+		// A worker writes the trace under this name: a path would put it elsewhere.
+		return nil, fmt.Errorf("job %s: trace name %q is not a file name", j.ID, j.TraceName)
+	}
 	return &j, nil
 }
 

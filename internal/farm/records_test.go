@@ -35,6 +35,8 @@ func TestJobRecordRoundTripAndChecks(t *testing.T) {
 		{"key object not its digest", func(j *Job) { j.Key.Name = KeyObjectPrefix + "other" }, "key object"},
 		{"key digest not hex", func(j *Job) { j.Key.SHA256 = "xyz"; j.Key.Name = KeyObjectPrefix + "xyz" }, "not a SHA-256"},
 		{"trace object of another job", func(j *Job) { j.Trace.Name = TraceObjectPrefix + "other" }, "trace object"},
+		{"trace name a path", func(j *Job) { j.TraceName = "../../etc/cron.d/x" }, "is not a file name"},
+		{"no trace name", func(j *Job) { j.TraceName = "" }, "is not a file name"},
 		{"trace digest upper case", func(j *Job) { j.Trace.SHA256 = strings.ToUpper(j.Trace.SHA256) }, "lower-case"},
 	} {
 		j := validJob()
