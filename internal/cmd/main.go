@@ -146,9 +146,15 @@ func RunContext(ctx context.Context, f *cmdutil.Factory, args []string) (code cm
 	if ctx.Err() != nil {
 		atomicfile.Stop()
 	}
-	done := make(chan struct{})
-	defer close(done)
+	// The watcher ends before RunContext returns: a cancellation it saw late would otherwise stop
+	// the atomic files of the next command run in this process (a test's).
+	done, watched := make(chan struct{}), make(chan struct{})
+	defer func() {
+		close(done)
+		<-watched
+	}()
 	go func() {
+		defer close(watched)
 		select {
 		case <-ctx.Done():
 			atomicfile.Stop()
