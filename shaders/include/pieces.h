@@ -7,8 +7,8 @@
 // function's size); Metal decides for itself.
 //
 // On the host device the pieces serve tests only (its lane interpreter is faster there), so the
-// operations stay calls (pg_* below, out of line): the ~43,000 operations of Keccak-f's pieces
-// then compile in seconds, where inlined they took GCC 12 over 100 s at -O3.
+// operations stay calls (pg_* below, out of line): the tens of thousands of operations of a long
+// AIR's pieces then compile in seconds, where inlined they took GCC 12 over 100 s at -O3.
 #ifndef PIECES_H
 #define PIECES_H
 #include "bb4.h"
