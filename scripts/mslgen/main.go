@@ -11,7 +11,10 @@
 // Outputs, paths relative to the module root:
 //
 //	internal/gpu/driver/kernels.gen.go      var Kernels = []KernelInfo{...}
-//	internal/gpu/host/kernels_host.gen.cpp  amalgamation + host trampolines + C table
+//	internal/gpu/host/kernels_host.gen.h    amalgamation (each file below includes it)
+//	internal/gpu/host/kernels_host.gen.cpp  host trampolines of kernels without lanes + C table
+//	internal/gpu/host/kernels_host_{lanes,v3,v4}.gen.cpp  the lane kernels' trampolines: baseline,
+//	                                        AVX2 and AVX-512 copies (compiled in parallel)
 //	internal/gpu/cuda/kernels.gen.cu        amalgamation + extern "C" __global__ mslk_NAME wrappers
 //	internal/gpu/metal/shaders.gen.metal    the MSL source with includes inlined (Metal run time)
 //	internal/kernels/dispatch.gen.go        one typed dispatch function per kernel (launchers.go)
@@ -585,12 +588,18 @@ func main() {
 		}
 		return ks
 	}
-	write(filepath.Join(r, "internal/gpu/host/kernels_host.gen.cpp"), banner+genHost(inModule(""), am.out.String(), "hd_kernels", "hd_nkernels"))
+	hostMain, hostISA := genHost(inModule(""), am.out.String(), "hd_kernels", "hd_nkernels", true)
+	write(filepath.Join(r, "internal/gpu/host/kernels_host.gen.h"), banner+hostHeader(am.out.String()))
+	write(filepath.Join(r, "internal/gpu/host/kernels_host.gen.cpp"), banner+hostMain)
+	for suffix, text := range hostISA {
+		write(filepath.Join(r, "internal/gpu/host/kernels_host_"+suffix+".gen.cpp"), banner+text)
+	}
 	write(filepath.Join(r, "internal/gpu/cuda/kernels.gen.cu"), banner+genCUDA(inModule(""), cu.out.String()))
 	write(filepath.Join(r, "internal/gpu/metal/shaders.gen.metal"), banner+metal.out.String())
 	for _, mod := range modNames {
 		t := mods[mod]
-		write(filepath.Join(r, "internal/gpu/host/modules/"+mod+".gen.cpp"), banner+genHost(inModule(mod), t.host.out.String(), "hd_module_kernels", "hd_module_nkernels"))
+		modMain, _ := genHost(inModule(mod), t.host.out.String(), "hd_module_kernels", "hd_module_nkernels", false)
+		write(filepath.Join(r, "internal/gpu/host/modules/"+mod+".gen.cpp"), banner+modMain)
 		write(filepath.Join(r, "internal/gpu/cuda/kernels_"+mod+".gen.cu"), banner+genCUDA(inModule(mod), t.cu.out.String()))
 		write(filepath.Join(r, "internal/gpu/metal/module_"+mod+".gen.metal"), banner+t.metal.out.String())
 	}
@@ -631,16 +640,60 @@ func collectIncludes(st structs, dirs []string) {
 	}
 }
 
+// hostHeader is the host's amalgamation of the kernels (split: kernels_host.gen.h, included by
+// each of the package's files of trampolines) with the glue the trampolines use.
+func hostHeader(amalg string) string {
+	return "#include \"hd_runtime.h\"\n" + amalg + "\n#line 1 \"<mslgen host>\"\n#include \"hd_glue.h\"\n"
+}
+
+// baselineLanesNote heads the file of the baseline copies of the lane kernels. Where the AVX2 and
+// AVX-512 copies exist (x86-64, GCC, clones on: the condition of HD_ISA_VARIANTS in hd_glue.h),
+// the baseline (SSE2) copy runs only on CPUs without AVX2, and GCC compiles it at -O1: 92 → 50 s
+// of the build's CPU on the 2-vCPU VM, the largest of the host package's files (issue 23: make in
+// ≤ 3 min). Everywhere else (aarch64: Apple Silicon, or HD_NO_CLONES) it is the only copy and
+// keeps the package's -O3.
+const baselineLanesNote = `#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(HD_NO_CLONES)
+#pragma GCC optimize("O1")
+#endif
+`
+
+// hostISAs are the instruction-set copies of the group trampolines of kernels written with lanes
+// (HD_ISA_VARIANTS, hd_glue.h): on x86-64 a copy for x86-64-v3 (AVX2) and one for x86-64-v4
+// (AVX-512) beside the baseline one; the runtime picks one per dispatch from what the CPU
+// supports (hd_runtime.cpp).
+var hostISAs = []struct{ suffix, attr string }{{"v3", "HD_TARGET_V3 "}, {"v4", "HD_TARGET_V4 "}}
+
 // genHost: CPU trampolines. item runs one work item (on a fiber when the kernel has barriers);
 // group loops over a whole threadgroup for barrier-free kernels.
 // table and count name the C table and its length: hd_kernels and hd_nkernels for the main copy,
 // linked into the binary; hd_module_kernels and hd_module_nkernels for a module template, which
 // the host device compiles into a shared library at run time and opens with dlopen.
-func genHost(ks []Kernel, amalg, table, count string) string {
+//
+// With split, the kernels' trampolines with lanes go to files of their own (isa, keyed by the
+// suffix: v3, v4, and lanes for the baseline copy), each including the amalgamation
+// (kernels_host.gen.h), and the main file declares them: go build compiles a package's C++
+// files in parallel, and the copies were most of the one file's compile time (277 s of 2 cores'
+// CPU at -O3, 127 s of it the baseline copies). A module stays one file (one compiler run).
+func genHost(ks []Kernel, amalg, table, count string, split bool) (main string, isa map[string]string) {
+	head := hostHeader(amalg) + "\n"
+	if split {
+		head = "#include \"kernels_host.gen.h\"\n\n"
+	}
+	// The files of copies leave out the host-only functions that the kernels do not use
+	// (HD_TRAMPOLINES_ONLY: poseidon2.metal's exported transcript helpers).
+	copyHead := "#define HD_TRAMPOLINES_ONLY 1\n" + head
 	var b strings.Builder
-	b.WriteString("#include \"hd_runtime.h\"\n")
-	b.WriteString(amalg)
-	b.WriteString("\n#line 1 \"<mslgen host>\"\n#include \"hd_glue.h\"\n\n")
+	b.WriteString(head)
+	isaB := map[string]*strings.Builder{}
+	lanes := &strings.Builder{}
+	if split {
+		isa = map[string]string{}
+		for _, v := range hostISAs {
+			isaB[v.suffix] = &strings.Builder{}
+			isaB[v.suffix].WriteString(copyHead + "#if HD_ISA_VARIANTS\n")
+		}
+		lanes.WriteString(baselineLanesNote + copyHead)
+	}
 	for _, k := range ks {
 		// Prologue: bind every slot to a local once per call. `constant T&` values are copied
 		// (constant memory is immutable during a dispatch), and so is the launch geometry, so
@@ -666,28 +719,39 @@ func genHost(ks []Kernel, amalg, table, count string) string {
 		}
 		pro = append(pro, "(void)tg;")
 		call := fmt.Sprintf("msl_kernel_%s(%s);", k.Name, strings.Join(args, ", "))
-		// Only the group trampolines of kernels written with lanes are compiled once per
-		// instruction set (the generated file's compile time grows with every copy): on x86-64
-		// (HD_ISA_VARIANTS, hd_glue.h) a copy for x86-64-v3 (AVX2) and one for x86-64-v4
-		// (AVX-512) beside the baseline one; the runtime picks one per dispatch from what the
-		// CPU supports (hd_runtime.cpp). The per-item trampoline exists only for kernels with
-		// barriers (the runtime runs those items on fibers: groups of more than one thread,
-		// which the launchers give the host device for no lane kernel).
+		// The per-item trampoline exists only for kernels with barriers (the runtime runs those
+		// items on fibers: groups of more than one thread, which the launchers give the host
+		// device for no lane kernel). Only the group trampolines of kernels written with lanes
+		// are compiled once per instruction set (compile time grows with every copy).
 		if k.UsesBarrier {
 			fmt.Fprintf(&b, "static void hd_item_%s(const hd_launch* Lp, hd_u3 gp, hd_u3 lp, unsigned char* const* tg) {\n  %s\n  %s\n}\n",
 				k.Name, strings.Join(pro, "\n  "), call)
 		}
-		group := func(attr, suffix string) {
-			fmt.Fprintf(&b, "%sstatic void hd_group_%s%s(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {\n  %s\n  HD_FOR_EACH_ITEM(L, lp) %s\n}\n",
-				attr, k.Name, suffix, strings.Join(pro, "\n  "), call)
+		sig := func(storage, suffix string) string {
+			return fmt.Sprintf("%svoid hd_group_%s%s(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg)", storage, k.Name, suffix)
+		}
+		group := func(w *strings.Builder, attr, storage, suffix string) {
+			fmt.Fprintf(w, "%s%s {\n  %s\n  HD_FOR_EACH_ITEM(L, lp) %s\n}\n",
+				attr, sig(storage, suffix), strings.Join(pro, "\n  "), call)
 		}
 		if k.HostSIMD {
 			b.WriteString("#if HD_ISA_VARIANTS\n")
-			group("HD_TARGET_V3 ", "_v3")
-			group("HD_TARGET_V4 ", "_v4")
+			for _, v := range hostISAs {
+				if split {
+					fmt.Fprintf(&b, "%s;\n", sig("", "_"+v.suffix))
+					group(isaB[v.suffix], v.attr, "", "_"+v.suffix)
+				} else {
+					group(&b, v.attr, "static ", "_"+v.suffix)
+				}
+			}
 			b.WriteString("#endif\n")
 		}
-		group("", "")
+		if k.HostSIMD && split {
+			fmt.Fprintf(&b, "%s;\n", sig("", ""))
+			group(lanes, "", "", "")
+		} else {
+			group(&b, "", "static ", "")
+		}
 		sizes := make([]string, k.NBuf)
 		for i := range sizes {
 			sizes[i] = "0"
@@ -718,7 +782,14 @@ func genHost(ks []Kernel, amalg, table, count string) string {
 			k.Name, item, k.Name, b2i(k.UsesBarrier), k.NBuf, k.Name, k.NTG, isa)
 	}
 	fmt.Fprintf(&b, "};\nextern \"C\" const int %s = %d;\n", count, len(ks))
-	return b.String()
+	for suffix, w := range isaB {
+		w.WriteString("#endif\n")
+		isa[suffix] = w.String()
+	}
+	if split {
+		isa["lanes"] = lanes.String()
+	}
+	return b.String(), isa
 }
 
 // cudaGlue is inlined after the kernels: NVRTC compiles the file alone, without any #include.

@@ -28,7 +28,9 @@ kernel void p2_permute_states(device uint* states [[buffer(0)]],
   }
 }
 
-#if defined(MSL_TARGET_HOST)
+// HD_TRAMPOLINES_ONLY: the host's files of instruction-set copies of the trampolines
+// (scripts/mslgen) compile the kernels again but not these exported functions.
+#if defined(MSL_TARGET_HOST) && !defined(HD_TRAMPOLINES_ONLY)
 // ------------------------------------------------------------------------------------------------
 // The transcript's proof-of-work search for small bit counts (internal/gpu/host calls hd_p2_search;
 // no GPU runs this): candidates w = from, from+1, … below to, MSL_LANES at a time, each in its own
@@ -172,4 +174,4 @@ extern "C" unsigned hd_p2_absorb(unsigned* state, const unsigned* data, unsigned
 // No vector shuffles in this compiler (GCC before 12): the caller keeps its own absorb.
 extern "C" unsigned hd_p2_absorb(unsigned*, const unsigned*, unsigned long, unsigned, const unsigned*) { return ~0u; }
 #endif  // LANES_SHUFFLE
-#endif  // MSL_TARGET_HOST
+#endif  // MSL_TARGET_HOST && !HD_TRAMPOLINES_ONLY

@@ -1665,7 +1665,9 @@ MSL_KERNEL void msl_kernel_p2_permute_states(MSL_DEVICE uint* states            
   }
 }
 
-#if defined(MSL_TARGET_HOST)
+// HD_TRAMPOLINES_ONLY: the host's files of instruction-set copies of the trampolines
+// (scripts/mslgen) compile the kernels again but not these exported functions.
+#if defined(MSL_TARGET_HOST) && !defined(HD_TRAMPOLINES_ONLY)
 // ------------------------------------------------------------------------------------------------
 // The transcript's proof-of-work search for small bit counts (internal/gpu/host calls hd_p2_search;
 // no GPU runs this): candidates w = from, from+1, … below to, MSL_LANES at a time, each in its own
@@ -1809,7 +1811,7 @@ extern "C" unsigned hd_p2_absorb(unsigned* state, const unsigned* data, unsigned
 // No vector shuffles in this compiler (GCC before 12): the caller keeps its own absorb.
 extern "C" unsigned hd_p2_absorb(unsigned*, const unsigned*, unsigned long, unsigned, const unsigned*) { return ~0u; }
 #endif  // LANES_SHUFFLE
-#endif  // MSL_TARGET_HOST
+#endif  // MSL_TARGET_HOST && !HD_TRAMPOLINES_ONLY
 #line 1 "shaders/commit/stacking.metal"
 // stacking.metal - the stacked matrix Q of spec A §5.3 (stacked_matrix), filled on the device
 // from resident traces: one dispatch per trace places all its columns.

@@ -1,5 +1,7 @@
 // Package host is the CPU "host device": the kernels of shaders/*.metal compiled as C++ (the
-// generated kernels_host.gen.cpp) and run by a small emulator of Metal's dispatchThreadgroups
+// generated kernels_host.gen.h, included by the trampolines of kernels_host.gen.cpp and of the
+// instruction-set copies kernels_host_{lanes,v3,v4}.gen.cpp, which go build compiles in
+// parallel) and run by a small emulator of Metal's dispatchThreadgroups
 // (hd_runtime.cpp): threadgroups spread over a thread pool; barrier-free kernels run each group
 // as a plain loop, kernels with threadgroup memory or barriers run each work item on a fiber
 // that threadgroup_barrier() switches away from (hand-written switch on x86-64 and aarch64,
@@ -36,6 +38,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -69,9 +72,11 @@ type Backend struct {
 type Options struct {
 	// Threads is the number of worker threads, the caller's included (0: one per CPU).
 	Threads int
-	// ISA caps the instruction set of the kernels that run: "" for the best that the CPU, the
-	// OS and this build support (ISAs()[0]); one of ISAs() to force a lower one: BaselineISA is
-	// the copy every CPU of the architecture runs (tests compare the copies' outputs).
+	// ISA caps the instruction set of the kernels that run: "" for $METALPROVE_HOST_ISA (ISAEnv)
+	// when set, else the best that the CPU, the OS and this build support (ISAs()[0]); one of
+	// ISAs() to force a lower one: BaselineISA is the copy every CPU of the architecture runs
+	// (tests compare the copies' outputs; scripts/host-isa-check.sh runs the tests and times the
+	// kernels once per copy through the variable).
 	ISA string
 	// CacheDir holds the modules built at run time (BuildModules); "" means $METALPROVE_HOST_CACHE
 	// (CacheEnv), else os.UserCacheDir()/metalprove/host.
@@ -105,6 +110,10 @@ func Open(threads int) (*Backend, error) {
 	return OpenOptions(Options{Threads: threads})
 }
 
+// ISAEnv names the environment variable that caps the host device's instruction set when
+// Options.ISA is empty (gpu.Open passes none unless asked): one of ISAs().
+const ISAEnv = "METALPROVE_HOST_ISA"
+
 // OpenOptions is Open with options; an ISA this CPU cannot run is an error.
 func OpenOptions(o Options) (*Backend, error) {
 	threads := o.Threads
@@ -112,14 +121,18 @@ func OpenOptions(o Options) (*Backend, error) {
 		return nil, fmt.Errorf("host: %d threads", threads)
 	}
 	isa := C.hd_isa_supported()
-	if o.ISA != "" {
+	want, from := o.ISA, "instruction set"
+	if want == "" {
+		want, from = os.Getenv(ISAEnv), ISAEnv
+	}
+	if want != "" {
 		names := ISAs()
 		i := 0
-		for i < len(names) && names[i] != o.ISA {
+		for i < len(names) && names[i] != want {
 			i++
 		}
 		if i == len(names) {
-			return nil, fmt.Errorf("host: instruction set %q: this CPU and build run %v", o.ISA, names)
+			return nil, fmt.Errorf("host: %s %q: this CPU and build run %v", from, want, names)
 		}
 		isa -= C.int(i)
 	}
