@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# host-isa-check.sh - the host device's kernel tests once per x86-64 code path. `go test` runs the
-# kernel copy that this CPU picks (AVX-512 here; internal/kernels TestISAVariantsAgree compares
-# every copy the CPU can run with the baseline one); CI machines and users' CPUs may pick the AVX2
-# or the baseline copy, whose vector code GCC writes differently. This builds the host package
-# without clones (HD_NO_CLONES) for the baseline (SSE2) and, where the CPU has AVX2, for
-# x86-64-v3, and runs the kernel tests against the Go reference on each; then once more with the
-# portable lane arithmetic that other hosts (aarch64: Apple Silicon) compile (HD_GENERIC_LANES).
-# internal/gpu/host holds the transcript's one-state permutation (hd_p2_absorb), tested the same way.
+# host-isa-check.sh - the host device's kernel copies that `go test` does not pick, tested and
+# timed. On x86-64 the kernels written with lanes are compiled once per instruction set (hd_glue.h:
+# AVX-512, AVX2, the SSE2 baseline) and the runtime runs the best this CPU has; users' CPUs may
+# run another copy, whose vector code GCC writes differently. For every copy below the best, with
+# METALPROVE_HOST_ISA set (the copies of the build users get, no rebuild):
+#   - the kernel tests against the Go reference (internal/kernels TestISAVariantsAgree compares
+#     the copies' outputs with each other in the plain go test);
+#   - `bench --kernels --device host`, every kernel family timed beside the pure-Go reference
+#     (column Go/dev: above 1 where the copy is faster than pure Go).
+# Then once more with the portable lane arithmetic that other hosts (aarch64: Apple Silicon)
+# compile (HD_GENERIC_LANES): a build of its own. internal/gpu/host holds the transcript's
+# one-state permutation (hd_p2_absorb), tested the same way.
 # Elsewhere (aarch64, ...) there is one code path, which `go test` already ran: nothing to do.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -16,11 +20,28 @@ if [ "$(uname -m)" != x86_64 ]; then
 	exit 0
 fi
 pkgs=(./internal/kernels/ ./internal/kernels/dualtest/ ./internal/gpu/host/)
-isas=(x86-64)
-grep -qw avx2 /proc/cpuinfo 2>/dev/null && isas+=(x86-64-v3)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$GO" build -o "$tmp/metalprove" ./cmd/metalprove
+# The copies this CPU runs, best first (the device's name says which one runs).
+isas=()
+for isa in x86-64-v4 x86-64-v3 x86-64; do
+	if METALPROVE_HOST_ISA=$isa "$tmp/metalprove" bench --kernels --device host --size-log 4 --runs 1 >/dev/null 2>&1; then
+		isas+=("$isa")
+	fi
+done
+if [ ${#isas[@]} -eq 0 ]; then
+	echo "host-isa-check: the host device opens with none of x86-64-v4, x86-64-v3, x86-64" >&2
+	exit 1
+fi
+echo "host-isa-check: this CPU runs the copies ${isas[*]}; go test ran ${isas[0]}"
 for isa in "${isas[@]}"; do
-	echo "host-isa-check: -march=$isa"
-	CGO_CXXFLAGS="-O3 -g0 -DHD_NO_CLONES -march=$isa" "$GO" test -count=1 -short "${pkgs[@]}"
+	if [ "$isa" != "${isas[0]}" ]; then
+		echo "host-isa-check: kernel tests on the $isa copies"
+		METALPROVE_HOST_ISA=$isa "$GO" test -count=1 -short "${pkgs[@]}"
+	fi
+	echo "host-isa-check: kernel timings of the $isa copies (bench --kernels --device host --size-log 14)"
+	METALPROVE_HOST_ISA=$isa "$tmp/metalprove" bench --kernels --device host --size-log 14 --runs 3 2>&1 | sed 's/^/  /'
 done
 echo "host-isa-check: portable lane arithmetic (as on aarch64)"
 CGO_CXXFLAGS="-O3 -g0 -DHD_NO_CLONES -DHD_GENERIC_LANES" "$GO" test -count=1 -short "${pkgs[@]}"

@@ -410,8 +410,10 @@ func BenchmarkBarrier(b *testing.B) {
 }
 
 // TestISAOptions: ISAs lists what the CPU runs, best first, down to the baseline; each one can be
-// asked for and the device name says which kernels run; an unknown one is refused.
+// asked for, by the options or by METALPROVE_HOST_ISA, and the device name says which kernels
+// run; an unknown one is refused, naming where it came from.
 func TestISAOptions(t *testing.T) {
+	t.Setenv(host.ISAEnv, "")
 	isas := host.ISAs()
 	if len(isas) == 0 || isas[len(isas)-1] != host.BaselineISA {
 		t.Fatalf("ISAs() = %v, baseline %s", isas, host.BaselineISA)
@@ -428,6 +430,22 @@ func TestISAOptions(t *testing.T) {
 	}
 	if _, err := host.OpenOptions(host.Options{ISA: "pentium-mmx"}); err == nil {
 		t.Error("an unknown instruction set was accepted")
+	}
+
+	t.Setenv(host.ISAEnv, host.BaselineISA)
+	h, err := host.OpenOptions(host.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ISA() != host.BaselineISA {
+		t.Errorf("%s=%s: backend runs %s", host.ISAEnv, host.BaselineISA, h.ISA())
+	}
+	if h, err = host.OpenOptions(host.Options{Threads: 2, ISA: isas[0]}); err != nil || h.ISA() != isas[0] {
+		t.Errorf("the options' %s beside %s=%s: %v, %v", isas[0], host.ISAEnv, host.BaselineISA, h, err)
+	}
+	t.Setenv(host.ISAEnv, "pentium-mmx")
+	if _, err := host.OpenOptions(host.Options{Threads: 2}); err == nil || !strings.Contains(err.Error(), host.ISAEnv) {
+		t.Errorf("%s=pentium-mmx: %v", host.ISAEnv, err)
 	}
 }
 
