@@ -322,7 +322,11 @@ void run_range(const Job& j) {
   tl_job = nullptr;
 }
 
-// A minimal pool: workers sleep on a condition variable between dispatches.
+// A minimal pool: workers sleep on a condition variable between dispatches. The dispatching
+// thread works too, and waits only for the workers that joined the dispatch before it had taken
+// every chunk: a worker still waiting for a core when the work ran out skips it. (It waited for
+// every worker to wake up before: with other processes on the cores, each of a proof's thousands
+// of dispatches paid a scheduler's wake-up latency, milliseconds; issue 25.)
 class Pool {
  public:
   void set_workers(int n) {
@@ -348,13 +352,14 @@ class Pool {
     {
       std::lock_guard<std::mutex> lk(mu_);
       job_ = &j;
-      busy_ = nworkers_ - 1;
+      open_ = true;
       gen_++;
     }
     cv_.notify_all();
-    run_range(j);
+    run_range(j);  // returns once every chunk is taken (or the job failed)
     std::unique_lock<std::mutex> lk(mu_);
-    done_cv_.wait(lk, [this] { return busy_ == 0; });
+    open_ = false;  // workers waking from now on skip this dispatch
+    done_cv_.wait(lk, [this] { return active_ == 0; });
     job_ = nullptr;
   }
 
@@ -375,11 +380,13 @@ class Pool {
         cv_.wait(lk, [&] { return stop_ || gen_ != seen; });
         if (stop_) return;
         seen = gen_;
+        if (!open_) continue;  // the dispatcher took the rest already
+        active_++;
         j = job_;
       }
       run_range(*j);
       std::lock_guard<std::mutex> lk(mu_);
-      if (--busy_ == 0) done_cv_.notify_one();
+      if (--active_ == 0) done_cv_.notify_one();
     }
   }
   void stop_all() {
@@ -398,8 +405,8 @@ class Pool {
   std::vector<std::thread> threads_;
   Job* job_ = nullptr;
   uint64_t gen_ = 0;
-  int busy_ = 0, nworkers_ = 0;
-  bool stop_ = false;
+  int active_ = 0, nworkers_ = 0;  // active_: workers inside the open or closing dispatch
+  bool open_ = false, stop_ = false;
 };
 
 Pool& pool() {
