@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -318,7 +319,6 @@ func exampleRun(opts *Options) error {
 		defer f.Abort()
 		traceOut = f
 	}
-
 	be, err := opts.openFirst(log)
 	if err != nil {
 		return err
@@ -526,15 +526,21 @@ func exampleRun(opts *Options) error {
 		if err != nil {
 			return prover.ProveError(ctx, "bench "+name+" check", err)
 		}
+		// A CPU profile of the command (METALPROVE_CPUPROFILE) tells the proofs from the rest by
+		// the label phase=prove (go tool pprof -tagfocus=phase=prove).
+		var proof *stark.Proof
 		runStart = time.Now()
-		proof, err := stark.ProveTraces(pk, traces, p, be.Backend, po)
+		pprof.Do(ctx, pprof.Labels("phase", "prove"), func(context.Context) {
+			proof, err = stark.ProveTraces(pk, traces, p, be.Backend, po)
+		})
 		proveWall := time.Since(runStart)
 		if err != nil {
 			return prover.ProveError(ctx, "bench "+name, err)
 		}
 		task.Step(name + " verify")
 		vStart := time.Now()
-		if err := stark.Verify(pk.VK, proof, p); err != nil {
+		pprof.Do(ctx, pprof.Labels("phase", "verify"), func(context.Context) { err = stark.Verify(pk.VK, proof, p) })
+		if err != nil {
 			return &cmdutil.CheckFailedError{Err: fmt.Errorf("bench %s: the proof does not verify: %w", name, err)}
 		}
 		verifyWall := time.Since(vStart)
