@@ -588,10 +588,10 @@ func main() {
 		}
 		return ks
 	}
-	hostMain, hostISA := genHost(inModule(""), am.out.String(), "hd_kernels", "hd_nkernels", true)
+	hostMain, hostCopies := genHost(inModule(""), am.out.String(), "hd_kernels", "hd_nkernels", true)
 	write(filepath.Join(r, "internal/gpu/host/kernels_host.gen.h"), banner+hostHeader(am.out.String()))
 	write(filepath.Join(r, "internal/gpu/host/kernels_host.gen.cpp"), banner+hostMain)
-	for suffix, text := range hostISA {
+	for suffix, text := range hostCopies {
 		write(filepath.Join(r, "internal/gpu/host/kernels_host_"+suffix+".gen.cpp"), banner+text)
 	}
 	write(filepath.Join(r, "internal/gpu/cuda/kernels.gen.cu"), banner+genCUDA(inModule(""), cu.out.String()))
@@ -669,12 +669,12 @@ var hostISAs = []struct{ suffix, attr string }{{"v3", "HD_TARGET_V3 "}, {"v4", "
 // linked into the binary; hd_module_kernels and hd_module_nkernels for a module template, which
 // the host device compiles into a shared library at run time and opens with dlopen.
 //
-// With split, the kernels' trampolines with lanes go to files of their own (isa, keyed by the
+// With split, the kernels' trampolines with lanes go to files of their own (copies, keyed by the
 // suffix: v3, v4, and lanes for the baseline copy), each including the amalgamation
 // (kernels_host.gen.h), and the main file declares them: go build compiles a package's C++
-// files in parallel, and the copies were most of the one file's compile time (277 s of 2 cores'
-// CPU at -O3, 127 s of it the baseline copies). A module stays one file (one compiler run).
-func genHost(ks []Kernel, amalg, table, count string, split bool) (main string, isa map[string]string) {
+// files in parallel, and the copies were most of the one file's compile time (277 s of CPU at
+// -O3 on the 2-vCPU VM, 127 s without the AVX2 and AVX-512 copies). A module stays one file.
+func genHost(ks []Kernel, amalg, table, count string, split bool) (main string, copies map[string]string) {
 	head := hostHeader(amalg) + "\n"
 	if split {
 		head = "#include \"kernels_host.gen.h\"\n\n"
@@ -684,15 +684,14 @@ func genHost(ks []Kernel, amalg, table, count string, split bool) (main string, 
 	copyHead := "#define HD_TRAMPOLINES_ONLY 1\n" + head
 	var b strings.Builder
 	b.WriteString(head)
-	isaB := map[string]*strings.Builder{}
-	lanes := &strings.Builder{}
+	files := map[string]*strings.Builder{} // split: the files of copies, by suffix
 	if split {
-		isa = map[string]string{}
 		for _, v := range hostISAs {
-			isaB[v.suffix] = &strings.Builder{}
-			isaB[v.suffix].WriteString(copyHead + "#if HD_ISA_VARIANTS\n")
+			files[v.suffix] = &strings.Builder{}
+			files[v.suffix].WriteString(copyHead + "#if HD_ISA_VARIANTS\n")
 		}
-		lanes.WriteString(baselineLanesNote + copyHead)
+		files["lanes"] = &strings.Builder{}
+		files["lanes"].WriteString(baselineLanesNote + copyHead)
 	}
 	for _, k := range ks {
 		// Prologue: bind every slot to a local once per call. `constant T&` values are copied
@@ -739,7 +738,7 @@ func genHost(ks []Kernel, amalg, table, count string, split bool) (main string, 
 			for _, v := range hostISAs {
 				if split {
 					fmt.Fprintf(&b, "%s;\n", sig("", "_"+v.suffix))
-					group(isaB[v.suffix], v.attr, "", "_"+v.suffix)
+					group(files[v.suffix], v.attr, "", "_"+v.suffix)
 				} else {
 					group(&b, v.attr, "static ", "_"+v.suffix)
 				}
@@ -748,7 +747,7 @@ func genHost(ks []Kernel, amalg, table, count string, split bool) (main string, 
 		}
 		if k.HostSIMD && split {
 			fmt.Fprintf(&b, "%s;\n", sig("", ""))
-			group(lanes, "", "", "")
+			group(files["lanes"], "", "", "")
 		} else {
 			group(&b, "", "static ", "")
 		}
@@ -782,14 +781,16 @@ func genHost(ks []Kernel, amalg, table, count string, split bool) (main string, 
 			k.Name, item, k.Name, b2i(k.UsesBarrier), k.NBuf, k.Name, k.NTG, isa)
 	}
 	fmt.Fprintf(&b, "};\nextern \"C\" const int %s = %d;\n", count, len(ks))
-	for suffix, w := range isaB {
-		w.WriteString("#endif\n")
-		isa[suffix] = w.String()
-	}
 	if split {
-		isa["lanes"] = lanes.String()
+		copies = map[string]string{}
+		for suffix, w := range files {
+			if suffix != "lanes" {
+				w.WriteString("#endif\n")
+			}
+			copies[suffix] = w.String()
+		}
 	}
-	return b.String(), isa
+	return b.String(), copies
 }
 
 // cudaGlue is inlined after the kernels: NVRTC compiles the file alone, without any #include.
