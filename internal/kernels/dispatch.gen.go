@@ -684,17 +684,17 @@ func dispatchNttBitrev(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, p
 	return enc.Dispatch("ntt_bitrev", groups, tpg, []gpu.Arg{gpu.Buf(data), p.arg()})
 }
 
-// dispatchNttPass encodes kernel ntt_pass (shaders/commit/ntt.metal:506).
+// dispatchNttPass encodes kernel ntt_pass (shaders/commit/ntt.metal:524).
 func dispatchNttPass(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, tw *gpu.Buffer, p nttPassParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("ntt_pass", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(tw), p.arg()}, shBytes)
 }
 
-// dispatchNttBlocks encodes kernel ntt_blocks (shaders/commit/ntt.metal:663).
+// dispatchNttBlocks encodes kernel ntt_blocks (shaders/commit/ntt.metal:681).
 func dispatchNttBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, tw *gpu.Buffer, p nttBlocksParams) *gpu.Batch {
 	return enc.Dispatch("ntt_blocks", groups, tpg, []gpu.Arg{gpu.Buf(data), gpu.Buf(tw), p.arg()})
 }
 
-// dispatchNttPadColumns encodes kernel ntt_pad_columns (shaders/commit/ntt.metal:712).
+// dispatchNttPadColumns encodes kernel ntt_pad_columns (shaders/commit/ntt.metal:730).
 func dispatchNttPadColumns(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p nttPadParams) *gpu.Batch {
 	return enc.Dispatch("ntt_pad_columns", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()})
 }
@@ -804,22 +804,22 @@ func dispatchScFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Bu
 	return enc.Dispatch("sc_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(fOut), gpu.Buf(wOut), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchScFold encodes kernel sc_fold (shaders/common/sumcheck.metal:268).
+// dispatchScFold encodes kernel sc_fold (shaders/common/sumcheck.metal:259).
 func dispatchScFold(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p scFoldParams) *gpu.Batch {
 	return enc.Dispatch("sc_fold", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:340).
+// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:331).
 func dispatchScSumRows(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumRowsParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_rows", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScSumRowBlocks encodes kernel sc_sum_row_blocks (shaders/common/sumcheck.metal:358).
+// dispatchScSumRowBlocks encodes kernel sc_sum_row_blocks (shaders/common/sumcheck.metal:349).
 func dispatchScSumRowBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumBlocksParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_row_blocks", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:385).
+// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:376).
 func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }

@@ -661,7 +661,10 @@ const baselineLanesNote = `#if defined(__x86_64__) && defined(__GNUC__) && !defi
 // (HD_ISA_VARIANTS, hd_glue.h): on x86-64 a copy for x86-64-v3 (AVX2) and one for x86-64-v4
 // (AVX-512) beside the baseline one; the runtime picks one per dispatch from what the CPU
 // supports (hd_runtime.cpp).
-var hostISAs = []struct{ suffix, attr string }{{"v3", "HD_TARGET_V3 "}, {"v4", "HD_TARGET_V4 "}}
+//
+// Each file of copies defines HD_LANE_COPY (the x86-64 level it is compiled for; 1 for the baseline
+// file): babybear.h chooses the representation of a lane vector from it (HD_LANE_PARTS).
+var hostISAs = []struct{ suffix, attr, level string }{{"v3", "HD_TARGET_V3 ", "3"}, {"v4", "HD_TARGET_V4 ", "4"}}
 
 // genHost: CPU trampolines. item runs one work item (on a fiber when the kernel has barriers);
 // group loops over a whole threadgroup for barrier-free kernels.
@@ -688,10 +691,10 @@ func genHost(ks []Kernel, amalg, table, count string, split bool) (main string, 
 	if split {
 		for _, v := range hostISAs {
 			files[v.suffix] = &strings.Builder{}
-			files[v.suffix].WriteString(copyHead + "#if HD_ISA_VARIANTS\n")
+			files[v.suffix].WriteString("#define HD_LANE_COPY " + v.level + "\n" + copyHead + "#if HD_ISA_VARIANTS\n")
 		}
 		files["lanes"] = &strings.Builder{}
-		files["lanes"].WriteString(baselineLanesNote + copyHead)
+		files["lanes"].WriteString(baselineLanesNote + "#define HD_LANE_COPY 1\n" + copyHead)
 	}
 	for _, k := range ks {
 		// Prologue: bind every slot to a local once per call. `constant T&` values are copied

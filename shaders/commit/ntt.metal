@@ -210,66 +210,80 @@ MSL_FN void ntt_round0_lanes(device const uint* src, device const uint* tw, thre
   uint t0 = q0 & ((1u << log_t) - 1u);
   uint b = q0 >> log_t;
   uint rb = ntt_rev_bits(b << K, log_r);
-  lanes_uint v[16];
-  MSL_UNROLL
-  for (uint m = 0u; m < 16u; m++) {
-    if (m < (1u << K)) {
-      device const uint* x = src + (in0 + t0 + ((rb | (ntt_rev_bits(m, K) << (log_r - K))) << log_m));
-      v[m] = lanes_ld_dev(x);
-      if (pf != 0u) lanes_prefetch(x + pf);
-    }
-  }
+  uint log_big = log_ns + log_r;
+  // Input twiddles: geometric in the lane when Ns ≥ MSL_LANES, else looked up per lane.
+  bool geo = (1u << log_ns) >= MSL_LANES;
+  uint w0 = 1u, st0 = 1u;
+  uint wa[MSL_LANES];
+  uint sa[MSL_LANES];
   if (log_ns != 0u) {
-    uint log_big = log_ns + log_r;
-    lanes_uint w;
-    lanes_uint st;
-    if ((1u << log_ns) >= MSL_LANES) {
+    if (geo) {
       // k = k0 + l in every lane (j0 is a multiple of MSL_LANES): both twiddles are geometric in
       // the lane, w_M^(rb·k0) · wb and w_M^(k0·2^(log_r − K)) · sb.
       uint k0 = (jb + t0) & ((1u << log_ns) - 1u);
-      w = bb_mul_lanes(wb, lanes_splat(ntt_tw_pow(tw, log_big, rb * k0)));
-      st = bb_mul_lanes(sb, lanes_splat(ntt_tw_pow(tw, log_big, k0 << (log_r - K))));
+      w0 = ntt_tw_pow(tw, log_big, rb * k0);
+      st0 = ntt_tw_pow(tw, log_big, k0 << (log_r - K));
     } else {
-      uint wa[MSL_LANES];
-      uint sa[MSL_LANES];
       for (uint l = 0u; l < MSL_LANES; l++) {  // table lookups per lane: scalar
         uint k = (jb + t0 + l) & ((1u << log_ns) - 1u);
         wa[l] = ntt_tw_pow(tw, log_big, rb * k);
         sa[l] = ntt_tw_pow(tw, log_big, k << (log_r - K));
       }
-      w = lanes_ld_th(wa);
-      st = lanes_ld_th(sa);
-    }
-    MSL_UNROLL
-    for (uint i = 0u; i < 16u; i++) {
-      if (i < (1u << K)) {
-        uint m = ntt_rev_bits(i, K);
-        v[m] = bb_mul_lanes(v[m], w);
-        if (i + 1u < (1u << K)) w = bb_mul_lanes(w, st);
-      }
     }
   }
-  MSL_UNROLL
-  for (uint s2 = 0u; s2 < 4u; s2++) {
-    if (s2 < K) {
-      uint hs = 1u << s2;
+  // One register's lanes at a time (lanes_reg, babybear.h): the 16 points stay in registers.
+  for (uint k = 0u; k < MSL_LANES / LANES_REG; k++) {
+    uint l0 = k * LANES_REG;
+    lanes_reg v[16];
+    MSL_UNROLL
+    for (uint m = 0u; m < 16u; m++) {
+      if (m < (1u << K)) {
+        device const uint* x = src + (in0 + t0 + ((rb | (ntt_rev_bits(m, K) << (log_r - K))) << log_m));
+        v[m] = lanes_reg_ld_dev(x + l0);
+        if (pf != 0u && k == 0u) lanes_prefetch(x + pf);
+      }
+    }
+    if (log_ns != 0u) {
+      lanes_reg w;
+      lanes_reg st;
+      if (geo) {
+        w = bb_mul_lanes(lanes_reg_of(wb, k), lanes_reg_splat(w0));
+        st = bb_mul_lanes(lanes_reg_of(sb, k), lanes_reg_splat(st0));
+      } else {
+        w = lanes_reg_ld_th(wa + l0);
+        st = lanes_reg_ld_th(sa + l0);
+      }
       MSL_UNROLL
-      for (uint m = 0u; m < 16u; m++) {
-        if (m < (1u << K) && (m & hs) == 0u) {
-          uint jm = m & (hs - 1u);
-          lanes_uint u = v[m];
-          lanes_uint x = v[m + hs];
-          if (jm != 0u) x = bb_mul_lanes(x, lanes_splat(tw[hs + jm]));
-          v[m] = bb_add_lanes(u, x);
-          v[m + hs] = bb_sub_lanes(u, x);
+      for (uint i = 0u; i < 16u; i++) {
+        if (i < (1u << K)) {
+          uint m = ntt_rev_bits(i, K);
+          v[m] = bb_mul_lanes(v[m], w);
+          if (i + 1u < (1u << K)) w = bb_mul_lanes(w, st);
         }
       }
     }
-  }
-  threadgroup uint* d = sh + (((b << K) << log_t) | t0);
-  MSL_UNROLL
-  for (uint m = 0u; m < 16u; m++) {
-    if (m < (1u << K)) lanes_st_tg(d + (m << log_t), v[m]);
+    MSL_UNROLL
+    for (uint s2 = 0u; s2 < 4u; s2++) {
+      if (s2 < K) {
+        uint hs = 1u << s2;
+        MSL_UNROLL
+        for (uint m = 0u; m < 16u; m++) {
+          if (m < (1u << K) && (m & hs) == 0u) {
+            uint jm = m & (hs - 1u);
+            lanes_reg u = v[m];
+            lanes_reg x = v[m + hs];
+            if (jm != 0u) x = bb_mul_lanes(x, lanes_reg_splat(tw[hs + jm]));
+            v[m] = bb_add_lanes(u, x);
+            v[m + hs] = bb_sub_lanes(u, x);
+          }
+        }
+      }
+    }
+    threadgroup uint* d = sh + (((b << K) << log_t) | t0);
+    MSL_UNROLL
+    for (uint m = 0u; m < 16u; m++) {
+      if (m < (1u << K)) lanes_reg_st_tg(d + (m << log_t) + l0, v[m]);
+    }
   }
 }
 
@@ -281,57 +295,61 @@ MSL_FN void ntt_round_lanes(device uint* dst, device const uint* tw, threadgroup
   uint jj = b & (h - 1u);
   uint base = ((b >> st) << (st + K)) + jj;
   threadgroup uint* a = sh + ((base << log_t) | t0);
-  lanes_uint v[16];
-  MSL_UNROLL
-  for (uint m = 0u; m < 16u; m++) {
-    if (m < (1u << K)) v[m] = lanes_ld_tg(a + ((m * h) << log_t));
-  }
-  MSL_UNROLL
-  for (uint s2 = 0u; s2 < 4u; s2++) {
-    if (s2 < K) {
-      uint hs = 1u << s2;
-      uint hh = h << s2;
-      MSL_UNROLL
-      for (uint m = 0u; m < 16u; m++) {
-        if (m < (1u << K) && (m & hs) == 0u) {
-          lanes_uint u = v[m];
-          lanes_uint x = bb_mul_lanes(v[m + hs], lanes_splat(tw[hh + jj + (m & (hs - 1u)) * h]));
-          v[m] = bb_add_lanes(u, x);
-          v[m + hs] = bb_sub_lanes(u, x);
+  // One register's lanes at a time (as ntt_round0_lanes).
+  for (uint k = 0u; k < MSL_LANES / LANES_REG; k++) {
+    uint l0 = k * LANES_REG;
+    lanes_reg v[16];
+    MSL_UNROLL
+    for (uint m = 0u; m < 16u; m++) {
+      if (m < (1u << K)) v[m] = lanes_reg_ld_tg(a + ((m * h) << log_t) + l0);
+    }
+    MSL_UNROLL
+    for (uint s2 = 0u; s2 < 4u; s2++) {
+      if (s2 < K) {
+        uint hs = 1u << s2;
+        uint hh = h << s2;
+        MSL_UNROLL
+        for (uint m = 0u; m < 16u; m++) {
+          if (m < (1u << K) && (m & hs) == 0u) {
+            lanes_reg u = v[m];
+            lanes_reg x = bb_mul_lanes(v[m + hs], lanes_reg_splat(tw[hh + jj + (m & (hs - 1u)) * h]));
+            v[m] = bb_add_lanes(u, x);
+            v[m + hs] = bb_sub_lanes(u, x);
+          }
         }
       }
     }
-  }
-  if (last == 0u) {
-    MSL_UNROLL
-    for (uint m = 0u; m < 16u; m++) {
-      if (m < (1u << K)) lanes_st_tg(a + ((m * h) << log_t), v[m]);
-    }
-    return;
-  }
-  if (scale != BB_ONE) {
-    MSL_UNROLL
-    for (uint m = 0u; m < 16u; m++) {
-      if (m < (1u << K)) v[m] = bb_mul_lanes(v[m], lanes_splat(scale));
-    }
-  }
-  // Sub-transform j goes to colbase + (j / Ns)·Ns·R + (j mod Ns) + P·Ns: consecutive lanes are
-  // consecutive addresses when Ns ≥ MSL_LANES (j0 is a multiple of MSL_LANES), else R apart
-  // within each run of Ns lanes.
-  uint j0 = jb + t0;
-  if ((1u << log_ns) >= MSL_LANES) {
-    device uint* o = dst + (colbase + ((j0 >> log_ns) << (log_ns + log_r)) + (j0 & ((1u << log_ns) - 1u)) + (base << log_ns));
-    MSL_UNROLL
-    for (uint m = 0u; m < 16u; m++) {
-      if (m < (1u << K)) lanes_st_dev(o + ((m * h) << log_ns), v[m]);
-    }
-  } else {
-    for (uint l = 0u; l < MSL_LANES; l++) {  // scattered stores: scalar
-      uint j = j0 + l;
-      device uint* o = dst + (colbase + ((j >> log_ns) << (log_ns + log_r)) + (j & ((1u << log_ns) - 1u)) + (base << log_ns));
+    if (last == 0u) {
       MSL_UNROLL
       for (uint m = 0u; m < 16u; m++) {
-        if (m < (1u << K)) o[(m * h) << log_ns] = lanes_get(v[m], l);
+        if (m < (1u << K)) lanes_reg_st_tg(a + ((m * h) << log_t) + l0, v[m]);
+      }
+      continue;
+    }
+    if (scale != BB_ONE) {
+      MSL_UNROLL
+      for (uint m = 0u; m < 16u; m++) {
+        if (m < (1u << K)) v[m] = bb_mul_lanes(v[m], lanes_reg_splat(scale));
+      }
+    }
+    // Sub-transform j goes to colbase + (j / Ns)·Ns·R + (j mod Ns) + P·Ns: consecutive lanes are
+    // consecutive addresses when Ns ≥ MSL_LANES (j0 is a multiple of MSL_LANES), else R apart
+    // within each run of Ns lanes.
+    uint j0 = jb + t0;
+    if ((1u << log_ns) >= MSL_LANES) {
+      device uint* o = dst + (colbase + ((j0 >> log_ns) << (log_ns + log_r)) + (j0 & ((1u << log_ns) - 1u)) + (base << log_ns));
+      MSL_UNROLL
+      for (uint m = 0u; m < 16u; m++) {
+        if (m < (1u << K)) lanes_reg_st_dev(o + ((m * h) << log_ns) + l0, v[m]);
+      }
+    } else {
+      for (uint l = 0u; l < LANES_REG; l++) {  // scattered stores: scalar
+        uint j = j0 + l0 + l;
+        device uint* o = dst + (colbase + ((j >> log_ns) << (log_ns + log_r)) + (j & ((1u << log_ns) - 1u)) + (base << log_ns));
+        MSL_UNROLL
+        for (uint m = 0u; m < 16u; m++) {
+          if (m < (1u << K)) o[(m * h) << log_ns] = lanes_reg_get(v[m], l);
+        }
       }
     }
   }

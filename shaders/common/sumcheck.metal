@@ -214,16 +214,7 @@ kernel void sc_fold_round_partials(device const uint* f [[buffer(0)]],
 // sc_fold's host path: a lane vector holds four Fp4 values side by side (their 16 words, as in
 // memory), so rows are loaded and stored whole. α·v for four values: coefficient c of α·v is
 // Σ_j α_j·v_{c−j} (times W when j > c), i.e. Σ_j A_j ⊙ rot_j(v), rot_j moving each value's
-// coefficients by j and A_j holding α_j or W·α_j per coefficient.
-MSL_FN lanes_uint sc_fp4_rot1(lanes_uint v) {
-  return __builtin_shufflevector(v, v, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14);
-}
-MSL_FN lanes_uint sc_fp4_rot2(lanes_uint v) {
-  return __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-}
-MSL_FN lanes_uint sc_fp4_rot3(lanes_uint v) {
-  return __builtin_shufflevector(v, v, 1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8, 13, 14, 15, 12);
-}
+// coefficients by j (lanes_quad_rot_j, babybear.h) and A_j holding α_j or W·α_j per coefficient.
 
 // Rows 4k .. 4k+3 of every column (2^log_rows ≥ 4 rows after the fold): pairs (2y, 2y+1) are split
 // into even and odd values by two shuffles, folded, and stored as one vector.
@@ -245,11 +236,11 @@ MSL_FN void sc_fold_host(device const uint* src, device uint* dst, uint log_rows
     device const uint* s = src + 4u * (c * ss + 2u * y);
     lanes_uint v0 = lanes_ld_dev(s);
     lanes_uint v1 = lanes_ld_dev(s + MSL_LANES);
-    lanes_uint e = __builtin_shufflevector(v0, v1, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-    lanes_uint o = __builtin_shufflevector(v0, v1, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    lanes_uint e = lanes_quads_even(v0, v1);
+    lanes_uint o = lanes_quads_odd(v0, v1);
     lanes_uint d = bb_sub_lanes(o, e);
-    lanes_uint r = bb_add_lanes(bb_mul_lanes(a[0], d), bb_mul_lanes(a[1], sc_fp4_rot1(d)));
-    r = bb_add_lanes(r, bb_add_lanes(bb_mul_lanes(a[2], sc_fp4_rot2(d)), bb_mul_lanes(a[3], sc_fp4_rot3(d))));
+    lanes_uint r = bb_add_lanes(bb_mul_lanes(a[0], d), bb_mul_lanes(a[1], lanes_quad_rot1(d)));
+    r = bb_add_lanes(r, bb_add_lanes(bb_mul_lanes(a[2], lanes_quad_rot2(d)), bb_mul_lanes(a[3], lanes_quad_rot3(d))));
     lanes_st_dev(dst + 4u * (c * ds + y), bb_add_lanes(e, r));
   }
 }

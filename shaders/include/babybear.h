@@ -115,6 +115,29 @@ MSL_FN uint bb_inv(uint a) { return bb_pow(a, BB_P - 2u); }  // inv(0) = 0
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
+// HD_LANE_PARTS: how many native SIMD registers hold one lane vector. A lane vector is 64 bytes
+// (16 uints); GCC has a register mode for that only with AVX-512: without it, GCC keeps such a
+// vector in memory and lowers every operation piecewise through the stack, and a 64-bit lane
+// product becomes a full 64×64-bit emulation (the AVX2 copy ran Poseidon2 at 0.77× pure Go:
+// docs/perf-notes/host-simd.md). So where GCC compiles a copy of the lane kernels for a narrower
+// instruction set (HD_LANE_COPY, set by the host's generated files of copies: 3 for AVX2, 1 for
+// the baseline file), a lane vector is a struct of 2 (AVX2) or 4 (SSE2) native vectors and the
+// helpers below work part by part; 64-bit products of 32-bit halves are pmuludq. clang splits wide
+// vectors into registers on its own, and the AVX-512 copy has the mode: both keep one vector.
+#if !defined(HD_LANE_PARTS)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && \
+    !defined(HD_GENERIC_LANES) && defined(HD_LANE_COPY) && MSL_LANES == 16u
+#if HD_LANE_COPY == 3 || (HD_LANE_COPY == 1 && defined(__AVX2__) && !defined(__AVX512F__))
+#define HD_LANE_PARTS 2
+#elif HD_LANE_COPY == 1 && !defined(__AVX2__)
+#define HD_LANE_PARTS 4
+#endif
+#endif
+#if !defined(HD_LANE_PARTS)
+#define HD_LANE_PARTS 1
+#endif
+#endif
+#if HD_LANE_PARTS == 1
 typedef uint lanes_uint __attribute__((vector_size(4 * MSL_LANES)));
 typedef ulong lanes_ulong __attribute__((vector_size(4 * MSL_LANES)));  // MSL_LANES / 2 ulongs
 #if MSL_LANES == 16u && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12))
@@ -241,6 +264,311 @@ MSL_FN void lanes_transpose(thread lanes_uint* v) {
   }
 }
 #endif
+#if LANES_SHUFFLE
+// Named shuffles of the lane kernels (one implementation per representation, HD_LANE_PARTS).
+// Every group of four lanes rotated by j toward higher lanes: lane 4q + i takes lane 4q + (i − j mod 4).
+MSL_FN lanes_uint lanes_quad_rot1(lanes_uint v) {
+  return __builtin_shufflevector(v, v, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14);
+}
+MSL_FN lanes_uint lanes_quad_rot2(lanes_uint v) {
+  return __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+}
+MSL_FN lanes_uint lanes_quad_rot3(lanes_uint v) {
+  return __builtin_shufflevector(v, v, 1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8, 13, 14, 15, 12);
+}
+// The even (odd) groups of four lanes of a, then those of b.
+MSL_FN lanes_uint lanes_quads_even(lanes_uint a, lanes_uint b) {
+  return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+}
+MSL_FN lanes_uint lanes_quads_odd(lanes_uint a, lanes_uint b) {
+  return __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+}
+// Lanes 1 .. 15 of a, then lane 0 of b.
+MSL_FN lanes_uint lanes_shift1(lanes_uint a, lanes_uint b) {
+  return __builtin_shufflevector(a, b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+}
+// 64-bit lanes (MSL_LANES / 2 of them): x in every one; v's words reinterpreted; products of values
+// below 2^32 (lanes_mul32: callers pass such values only, so the AVX2 and SSE2 representation can
+// use pmuludq); the low words of the 64-bit lanes of e (even uint lanes) and o (odd uint lanes).
+MSL_FN lanes_ulong lanes_wsplat(ulong x) { return (lanes_ulong){} + x; }
+MSL_FN lanes_ulong lanes_wide(lanes_uint v) { return (lanes_ulong)v; }
+MSL_FN lanes_ulong lanes_mul32(lanes_ulong a, lanes_ulong b) { return a * b; }
+MSL_FN lanes_uint lanes_join_lo(lanes_ulong e, lanes_ulong o) {
+  return __builtin_shufflevector((lanes_uint)e, (lanes_uint)o, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+}
+MSL_FN lanes_uint lanes_min(lanes_uint a, lanes_uint b) { return a < b ? a : b; }
+#endif
+typedef lanes_uint lanes_reg;
+#define LANES_REG MSL_LANES
+#define lanes_reg_splat lanes_splat
+MSL_FN lanes_reg lanes_reg_of(lanes_uint v, uint k) { return v; }
+MSL_FN uint lanes_reg_get(lanes_reg v, uint l) { return lanes_get(v, l); }
+#else  // HD_LANE_PARTS > 1: a lane vector as HD_LANE_PARTS native vectors (see above)
+#define LANES_SHUFFLE 1
+#define LANES_PART (MSL_LANES / HD_LANE_PARTS)  // uints per part: 8 (AVX2) or 4 (SSE2)
+typedef uint lanes_part __attribute__((vector_size(4 * LANES_PART)));
+typedef ulong lanes_wpart __attribute__((vector_size(4 * LANES_PART)));
+#if HD_LANE_PARTS == 2
+// GCC declares an instruction set's builtins only once it has been enabled somewhere in the file
+// (C++ is parsed before a target pragma could define __AVX2__); an empty region declares them. The
+// code that calls them is compiled only inside the AVX2 trampolines (always inlined): a call left
+// in baseline code would be a compile error ("needs isa option"), never an illegal instruction.
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#pragma GCC pop_options
+typedef int lanes_si_part __attribute__((vector_size(32)));
+#define LANES_PMULUDQ(a, b) ((lanes_wpart)__builtin_ia32_pmuludq256((lanes_si_part)(a), (lanes_si_part)(b)))
+#else
+typedef int lanes_si_part __attribute__((vector_size(16)));
+#define LANES_PMULUDQ(a, b) ((lanes_wpart)__builtin_ia32_pmuludq128((lanes_si_part)(a), (lanes_si_part)(b)))
+#endif
+struct lanes_ulong {
+  lanes_wpart p[HD_LANE_PARTS];
+};
+struct lanes_uint {
+  lanes_part p[HD_LANE_PARTS];
+};
+#define LANES_EACH(q) MSL_UNROLL for (uint q = 0u; q < (uint)HD_LANE_PARTS; q++)
+MSL_FN lanes_part lanes_part_splat(uint x) {
+  lanes_part v = {x};
+#if HD_LANE_PARTS == 2
+  return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+#else
+  return __builtin_shufflevector(v, v, 0, 0, 0, 0);
+#endif
+}
+MSL_FN lanes_uint lanes_splat(uint x) {
+  lanes_uint r;
+  lanes_part v = lanes_part_splat(x);
+  LANES_EACH(q) r.p[q] = v;
+  return r;
+}
+MSL_FN uint lanes_get(lanes_uint v, uint l) { return v.p[l / LANES_PART][l % LANES_PART]; }
+// Loads and stores part by part: one memcpy of the whole struct goes through the stack in 16-byte
+// pieces, and reading a part back as one register then stalls on store forwarding.
+#define LANES_PARTS_LD(p)                                                         \
+  lanes_uint v;                                                                   \
+  LANES_EACH(q) __builtin_memcpy(&v.p[q], p + q * LANES_PART, sizeof v.p[q]);     \
+  return v
+#define LANES_PARTS_ST(p, v) LANES_EACH(q) __builtin_memcpy(p + q * LANES_PART, &v.p[q], sizeof v.p[q])
+MSL_FN lanes_uint lanes_ld_dev(device const uint* p) { LANES_PARTS_LD(p); }
+MSL_FN lanes_uint lanes_ld_tg(threadgroup const uint* p) { LANES_PARTS_LD(p); }
+MSL_FN lanes_uint lanes_ld_th(thread const uint* p) { LANES_PARTS_LD(p); }
+MSL_FN void lanes_st_dev(device uint* p, lanes_uint v) { LANES_PARTS_ST(p, v); }
+MSL_FN void lanes_st_tg(threadgroup uint* p, lanes_uint v) { LANES_PARTS_ST(p, v); }
+MSL_FN void lanes_prefetch(device const uint* p) { __builtin_prefetch(p, 0, 2); }
+// Field arithmetic on one part (also used whole by poseidon2.h: one permutation per part).
+MSL_FN lanes_part bb_add_lanes(lanes_part a, lanes_part b) {
+  lanes_part r = a + b;
+  lanes_part s = r - BB_P;
+  return r < s ? r : s;
+}
+MSL_FN lanes_part bb_sub_lanes(lanes_part a, lanes_part b) {
+  lanes_part r = a - b;
+  lanes_part s = r + BB_P;
+  return r < s ? r : s;
+}
+#if HD_LANE_PARTS == 2
+#define LANES_ODD_HI 1, 9, 3, 11, 5, 13, 7, 15
+#define LANES_EVEN_LO 0, 8, 2, 10, 4, 12, 6, 14
+#else
+#define LANES_ODD_HI 1, 5, 3, 7
+#define LANES_EVEN_LO 0, 4, 2, 6
+#endif
+// The x86 product of the native representation with pmuludq for the 64-bit products of the even
+// and odd lanes.
+MSL_FN lanes_part bb_mul_lanes(lanes_part x, lanes_part y) {
+  lanes_part p = lanes_part_splat(BB_P);
+  lanes_wpart pe = LANES_PMULUDQ(x, y);
+  lanes_wpart po = LANES_PMULUDQ((lanes_wpart)x >> 32, (lanes_wpart)y >> 32);
+  lanes_part m = (x * y) * BB_PINV;
+  lanes_wpart qe = LANES_PMULUDQ(m, p);
+  lanes_wpart qo = LANES_PMULUDQ((lanes_wpart)m >> 32, p);
+  lanes_part hi = __builtin_shufflevector((lanes_part)pe, (lanes_part)po, LANES_ODD_HI);
+  lanes_part mp = __builtin_shufflevector((lanes_part)qe, (lanes_part)qo, LANES_ODD_HI);
+  lanes_part r = hi - mp;
+  lanes_part s = r + BB_P;
+  return r < s ? r : s;
+}
+MSL_FN lanes_uint bb_add_lanes(lanes_uint a, lanes_uint b) {
+  LANES_EACH(q) a.p[q] = bb_add_lanes(a.p[q], b.p[q]);
+  return a;
+}
+MSL_FN lanes_uint bb_sub_lanes(lanes_uint a, lanes_uint b) {
+  LANES_EACH(q) a.p[q] = bb_sub_lanes(a.p[q], b.p[q]);
+  return a;
+}
+MSL_FN lanes_uint bb_mul_lanes(lanes_uint a, lanes_uint b) {
+  LANES_EACH(q) a.p[q] = bb_mul_lanes(a.p[q], b.p[q]);
+  return a;
+}
+// lanes_transpose (as above): a step k ≥ LANES_PART exchanges whole parts, a smaller one shuffles
+// within the parts.
+#if HD_LANE_PARTS == 2
+#define LANES_PTR4A 0, 1, 2, 3, 8, 9, 10, 11
+#define LANES_PTR4B 4, 5, 6, 7, 12, 13, 14, 15
+#define LANES_PTR2A 0, 1, 8, 9, 4, 5, 12, 13
+#define LANES_PTR2B 2, 3, 10, 11, 6, 7, 14, 15
+#define LANES_PTR1A 0, 8, 2, 10, 4, 12, 6, 14
+#define LANES_PTR1B 1, 9, 3, 11, 5, 13, 7, 15
+#else
+#define LANES_PTR2A 0, 1, 4, 5
+#define LANES_PTR2B 2, 3, 6, 7
+#define LANES_PTR1A 0, 4, 2, 6
+#define LANES_PTR1B 1, 5, 3, 7
+#endif
+#define LANES_PTR_PARTS(k)                                                       \
+  for (uint i = 0u; i < 16u; i++) {                                            \
+    if ((i & k) == 0u) {                                                       \
+      for (uint q = 0u; q < (uint)HD_LANE_PARTS; q++) {                        \
+        if (((q * LANES_PART) & k) != 0u) {                                    \
+          lanes_part t = v[i].p[q];                                            \
+          v[i].p[q] = v[i + k].p[q - k / LANES_PART];                          \
+          v[i + k].p[q - k / LANES_PART] = t;                                  \
+        }                                                                      \
+      }                                                                        \
+    }                                                                          \
+  }
+#define LANES_PTR_STEP(k, ia, ib)                                                \
+  for (uint i = 0u; i < 16u; i++) {                                            \
+    if ((i & k) == 0u) {                                                       \
+      for (uint q = 0u; q < (uint)HD_LANE_PARTS; q++) {                        \
+        lanes_part a = v[i].p[q];                                              \
+        lanes_part b = v[i + k].p[q];                                          \
+        v[i].p[q] = __builtin_shufflevector(a, b, ia);                         \
+        v[i + k].p[q] = __builtin_shufflevector(a, b, ib);                     \
+      }                                                                        \
+    }                                                                          \
+  }
+MSL_FN void lanes_transpose(thread lanes_uint* v) {
+  MSL_UNROLL
+  LANES_PTR_PARTS(8u)
+#if HD_LANE_PARTS == 2
+  MSL_UNROLL
+  LANES_PTR_STEP(4u, LANES_PTR4A, LANES_PTR4B)
+#else
+  MSL_UNROLL
+  LANES_PTR_PARTS(4u)
+#endif
+  MSL_UNROLL
+  LANES_PTR_STEP(2u, LANES_PTR2A, LANES_PTR2B)
+  MSL_UNROLL
+  LANES_PTR_STEP(1u, LANES_PTR1A, LANES_PTR1B)
+}
+// The named shuffles (as above). A group of four lanes never straddles two parts.
+#if HD_LANE_PARTS == 2
+#define LANES_QROT1 3, 0, 1, 2, 7, 4, 5, 6
+#define LANES_QROT2 2, 3, 0, 1, 6, 7, 4, 5
+#define LANES_QROT3 1, 2, 3, 0, 5, 6, 7, 4
+#else
+#define LANES_QROT1 3, 0, 1, 2
+#define LANES_QROT2 2, 3, 0, 1
+#define LANES_QROT3 1, 2, 3, 0
+#endif
+MSL_FN lanes_uint lanes_quad_rot1(lanes_uint v) {
+  LANES_EACH(q) v.p[q] = __builtin_shufflevector(v.p[q], v.p[q], LANES_QROT1);
+  return v;
+}
+MSL_FN lanes_uint lanes_quad_rot2(lanes_uint v) {
+  LANES_EACH(q) v.p[q] = __builtin_shufflevector(v.p[q], v.p[q], LANES_QROT2);
+  return v;
+}
+MSL_FN lanes_uint lanes_quad_rot3(lanes_uint v) {
+  LANES_EACH(q) v.p[q] = __builtin_shufflevector(v.p[q], v.p[q], LANES_QROT3);
+  return v;
+}
+MSL_FN lanes_uint lanes_quads_even(lanes_uint a, lanes_uint b) {
+  lanes_uint r;
+#if HD_LANE_PARTS == 2
+  r.p[0] = __builtin_shufflevector(a.p[0], a.p[1], 0, 1, 2, 3, 8, 9, 10, 11);
+  r.p[1] = __builtin_shufflevector(b.p[0], b.p[1], 0, 1, 2, 3, 8, 9, 10, 11);
+#else
+  r.p[0] = a.p[0];
+  r.p[1] = a.p[2];
+  r.p[2] = b.p[0];
+  r.p[3] = b.p[2];
+#endif
+  return r;
+}
+MSL_FN lanes_uint lanes_quads_odd(lanes_uint a, lanes_uint b) {
+  lanes_uint r;
+#if HD_LANE_PARTS == 2
+  r.p[0] = __builtin_shufflevector(a.p[0], a.p[1], 4, 5, 6, 7, 12, 13, 14, 15);
+  r.p[1] = __builtin_shufflevector(b.p[0], b.p[1], 4, 5, 6, 7, 12, 13, 14, 15);
+#else
+  r.p[0] = a.p[1];
+  r.p[1] = a.p[3];
+  r.p[2] = b.p[1];
+  r.p[3] = b.p[3];
+#endif
+  return r;
+}
+MSL_FN lanes_uint lanes_shift1(lanes_uint a, lanes_uint b) {
+  lanes_uint r;
+  LANES_EACH(q) {
+    lanes_part next = q + 1u < (uint)HD_LANE_PARTS ? a.p[q + 1u] : b.p[0];
+#if HD_LANE_PARTS == 2
+    r.p[q] = __builtin_shufflevector(a.p[q], next, 1, 2, 3, 4, 5, 6, 7, 8);
+#else
+    r.p[q] = __builtin_shufflevector(a.p[q], next, 1, 2, 3, 4);
+#endif
+  }
+  return r;
+}
+// 64-bit lanes (as above). The operators are the ones the lane code uses on them.
+MSL_FN lanes_ulong lanes_wsplat(ulong x) {
+  lanes_wpart v = {x};
+#if HD_LANE_PARTS == 2
+  v = __builtin_shufflevector(v, v, 0, 0, 0, 0);
+#else
+  v = __builtin_shufflevector(v, v, 0, 0);
+#endif
+  lanes_ulong r;
+  LANES_EACH(q) r.p[q] = v;
+  return r;
+}
+MSL_FN lanes_ulong lanes_wide(lanes_uint v) {
+  lanes_ulong r;
+  LANES_EACH(q) r.p[q] = (lanes_wpart)v.p[q];
+  return r;
+}
+MSL_FN lanes_ulong lanes_mul32(lanes_ulong a, lanes_ulong b) {
+  LANES_EACH(q) a.p[q] = LANES_PMULUDQ(a.p[q], b.p[q]);
+  return a;
+}
+MSL_FN lanes_uint lanes_join_lo(lanes_ulong e, lanes_ulong o) {
+  lanes_uint r;
+  LANES_EACH(q) r.p[q] = __builtin_shufflevector((lanes_part)e.p[q], (lanes_part)o.p[q], LANES_EVEN_LO);
+  return r;
+}
+#define LANES_WIDE_OP(op)                                                        \
+  MSL_FN lanes_ulong operator op(lanes_ulong a, lanes_ulong b) {                 \
+    LANES_EACH(q) a.p[q] = a.p[q] op b.p[q];                                     \
+    return a;                                                                    \
+  }
+LANES_WIDE_OP(+)
+LANES_WIDE_OP(-)
+LANES_WIDE_OP(&)
+MSL_FN lanes_ulong operator>>(lanes_ulong a, uint s) {
+  LANES_EACH(q) a.p[q] = a.p[q] >> s;
+  return a;
+}
+MSL_FN lanes_ulong& operator+=(lanes_ulong& a, lanes_ulong b) { return a = a + b; }
+MSL_FN lanes_uint operator-(lanes_uint a, uint x) {
+  LANES_EACH(q) a.p[q] = a.p[q] - x;
+  return a;
+}
+MSL_FN lanes_uint lanes_min(lanes_uint a, lanes_uint b) {
+  LANES_EACH(q) a.p[q] = a.p[q] < b.p[q] ? a.p[q] : b.p[q];
+  return a;
+}
+// lanes_reg: the vector one SIMD register holds (see the end of this file): here one part.
+typedef lanes_part lanes_reg;
+#define LANES_REG LANES_PART
+#define lanes_reg_splat lanes_part_splat
+MSL_FN lanes_reg lanes_reg_of(lanes_uint v, uint k) { return v.p[k]; }
+MSL_FN uint lanes_reg_get(lanes_reg v, uint l) { return v[l]; }
+#endif  // HD_LANE_PARTS
 #else
 typedef uint lanes_uint;
 MSL_FN lanes_uint lanes_splat(uint x) { return x; }
@@ -255,6 +583,34 @@ MSL_FN lanes_uint bb_add_lanes(lanes_uint a, lanes_uint b) { return bb_add(a, b)
 MSL_FN lanes_uint bb_sub_lanes(lanes_uint a, lanes_uint b) { return bb_sub(a, b); }
 MSL_FN lanes_uint bb_mul_lanes(lanes_uint a, lanes_uint b) { return bb_mul(a, b); }
 MSL_FN void lanes_transpose(thread lanes_uint* v) {}
+typedef uint lanes_reg;
+#define LANES_REG 1u
+#define lanes_reg_splat lanes_splat
+MSL_FN lanes_reg lanes_reg_of(lanes_uint v, uint k) { return v; }
+MSL_FN uint lanes_reg_get(lanes_reg v, uint l) { return lanes_get(v, l); }
 #endif
+
+// lanes_reg: the part of a lane vector that one SIMD register holds, LANES_REG lanes: the whole
+// lane vector on GPUs (one uint), with AVX-512, NEON and clang; one part where HD_LANE_PARTS > 1.
+// Code that keeps many vectors live (Poseidon2's 16-element state, the NTT's 16-point rounds) works
+// on one register's lanes at a time, `for (uint k = 0u; k < MSL_LANES / LANES_REG; k++)`, so that
+// its vectors fit the register file (AVX2 has 16 ymm registers: 16 lane vectors of two parts spill
+// on every step). lanes_reg_of(v, k) is part k of v; loads and stores are these:
+#if defined(MSL_TARGET_HOST)
+#define LANES_REG_LD(p)      \
+  lanes_reg v;               \
+  __builtin_memcpy(&v, p, sizeof v); \
+  return v
+#define LANES_REG_ST(p, v) __builtin_memcpy(p, &v, sizeof v)
+#else
+#define LANES_REG_LD(p) return *p
+#define LANES_REG_ST(p, v) *p = v
+#endif
+MSL_FN lanes_reg lanes_reg_ld_dev(device const uint* p) { LANES_REG_LD(p); }
+MSL_FN lanes_reg lanes_reg_ld_tg(threadgroup const uint* p) { LANES_REG_LD(p); }
+MSL_FN lanes_reg lanes_reg_ld_th(thread const uint* p) { LANES_REG_LD(p); }
+MSL_FN void lanes_reg_st_dev(device uint* p, lanes_reg v) { LANES_REG_ST(p, v); }
+MSL_FN void lanes_reg_st_tg(threadgroup uint* p, lanes_reg v) { LANES_REG_ST(p, v); }
+MSL_FN void lanes_reg_st_th(thread uint* p, lanes_reg v) { LANES_REG_ST(p, v); }
 
 #endif  // BABYBEAR_H

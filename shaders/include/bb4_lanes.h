@@ -15,7 +15,7 @@
 // through the stack (a store-forwarding stall) or as 16 masked inserts; a 64-bit splat of
 // x·(2^32 + 1) through an empty asm (as bb_mul_lanes broadcasts p) is one broadcast.
 MSL_FN lanes_uint bbl_splat(uint x) {
-#if defined(MSL_TARGET_HOST) && defined(__x86_64__) && LANES_SHUFFLE
+#if defined(MSL_TARGET_HOST) && defined(__x86_64__) && LANES_SHUFFLE && HD_LANE_PARTS == 1
   ulong xx = (ulong)x * 0x100000001uL;
   __asm__("" : "+r"(xx));
   lanes_ulong v = {xx};

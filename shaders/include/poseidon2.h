@@ -130,23 +130,25 @@ MSL_FN void p2_partial_rounds(thread uint* s, constant uint* rc) {
 // (widen, 64-bit multiply, narrow: about twice the instructions), and the state stays in registers
 // from round to round. The GPU version below is the specification; TestPermuteMatchesGo and
 // TestISAVariantsAgree check this one against Go on every instruction-set copy.
-MSL_FN lanes_uint p2_sbox_lanes(lanes_uint x) {  // x^7
-  lanes_uint x2 = bb_mul_lanes(x, x);
-  lanes_uint x3 = bb_mul_lanes(x2, x);
-  lanes_uint x4 = bb_mul_lanes(x2, x2);
+//
+// The rounds work on lanes_reg (babybear.h): one register's lanes at a time.
+MSL_FN lanes_reg p2_sbox_lanes(lanes_reg x) {  // x^7
+  lanes_reg x2 = bb_mul_lanes(x, x);
+  lanes_reg x3 = bb_mul_lanes(x2, x);
+  lanes_reg x4 = bb_mul_lanes(x2, x2);
   return bb_mul_lanes(x3, x4);
 }
 
 // M_E on the 16 element vectors: mat4 on each group of four, then the sums of equal residues mod 4.
-MSL_FN void p2_external_lanes(thread lanes_uint* v) {
+MSL_FN void p2_external_lanes(thread lanes_reg* v) {
   MSL_UNROLL
   for (uint g = 0u; g < P2_WIDTH; g += 4u) {
-    lanes_uint x0 = v[g], x1 = v[g + 1u], x2 = v[g + 2u], x3 = v[g + 3u];
-    lanes_uint t01 = bb_add_lanes(x0, x1);
-    lanes_uint t23 = bb_add_lanes(x2, x3);
-    lanes_uint t0123 = bb_add_lanes(t01, t23);
-    lanes_uint t01123 = bb_add_lanes(t0123, x1);
-    lanes_uint t01233 = bb_add_lanes(t0123, x3);
+    lanes_reg x0 = v[g], x1 = v[g + 1u], x2 = v[g + 2u], x3 = v[g + 3u];
+    lanes_reg t01 = bb_add_lanes(x0, x1);
+    lanes_reg t23 = bb_add_lanes(x2, x3);
+    lanes_reg t0123 = bb_add_lanes(t01, t23);
+    lanes_reg t01123 = bb_add_lanes(t0123, x1);
+    lanes_reg t01233 = bb_add_lanes(t0123, x3);
     v[g] = bb_add_lanes(t01123, t01);
     v[g + 1u] = bb_add_lanes(t01123, bb_add_lanes(x2, x2));
     v[g + 2u] = bb_add_lanes(t01233, t23);
@@ -154,7 +156,7 @@ MSL_FN void p2_external_lanes(thread lanes_uint* v) {
   }
   MSL_UNROLL
   for (uint k = 0u; k < 4u; k++) {
-    lanes_uint sum = bb_add_lanes(bb_add_lanes(v[k], v[4u + k]), bb_add_lanes(v[8u + k], v[12u + k]));
+    lanes_reg sum = bb_add_lanes(bb_add_lanes(v[k], v[4u + k]), bb_add_lanes(v[8u + k], v[12u + k]));
     v[k] = bb_add_lanes(v[k], sum);
     v[4u + k] = bb_add_lanes(v[4u + k], sum);
     v[8u + k] = bb_add_lanes(v[8u + k], sum);
@@ -162,34 +164,35 @@ MSL_FN void p2_external_lanes(thread lanes_uint* v) {
   }
 }
 
-MSL_FN void p2_full_round_lanes(thread lanes_uint* v, constant uint* rc, uint off) {
+MSL_FN void p2_full_round_lanes(thread lanes_reg* v, constant uint* rc, uint off) {
   MSL_UNROLL
-  for (uint i = 0u; i < P2_WIDTH; i++) v[i] = p2_sbox_lanes(bb_add_lanes(v[i], lanes_splat(rc[off + i])));
+  for (uint i = 0u; i < P2_WIDTH; i++) v[i] = p2_sbox_lanes(bb_add_lanes(v[i], lanes_reg_splat(rc[off + i])));
   p2_external_lanes(v);
 }
 
-// The permutation, in place, on MSL_LANES lane-major states.
-MSL_FN void p2_permute(thread uint* s, constant uint* rc) {
-  lanes_uint v[P2_WIDTH];
+// The permutation of the LANES_REG states of lanes [l0, l0 + LANES_REG) of a lane-major
+// state array, in place.
+MSL_FN void p2_permute_vec(thread uint* s, constant uint* rc, uint l0) {
+  lanes_reg v[P2_WIDTH];
   MSL_UNROLL
-  for (uint i = 0u; i < P2_WIDTH; i++) v[i] = lanes_ld_th(s + i * MSL_LANES);
+  for (uint i = 0u; i < P2_WIDTH; i++) v[i] = lanes_reg_ld_th(s + i * MSL_LANES + l0);
   p2_external_lanes(v);
 #pragma GCC unroll 1
   for (uint r = 0u; r < 4u; r++) p2_full_round_lanes(v, rc, P2_RC_EXT_INIT + 16u * r);
   // Partial rounds: S-box on element 0, then M_I = J + diag(V) with V[0] = −2; `part` carries the
   // sum of elements 1..15 from one round to the next.
-  lanes_uint part = v[1];
+  lanes_reg part = v[1];
   MSL_UNROLL
   for (uint i = 2u; i < P2_WIDTH; i++) part = bb_add_lanes(part, v[i]);
 #pragma GCC unroll 1
   for (uint r = 0u; r < 13u; r++) {
-    lanes_uint s0 = p2_sbox_lanes(bb_add_lanes(v[0], lanes_splat(rc[P2_RC_INTERNAL + r])));
-    lanes_uint full = bb_add_lanes(part, s0);
+    lanes_reg s0 = p2_sbox_lanes(bb_add_lanes(v[0], lanes_reg_splat(rc[P2_RC_INTERNAL + r])));
+    lanes_reg full = bb_add_lanes(part, s0);
     v[0] = bb_sub_lanes(part, s0);
-    lanes_uint next = lanes_splat(0u);
+    lanes_reg next = lanes_reg_splat(0u);
     MSL_UNROLL
     for (uint i = 1u; i < P2_WIDTH; i++) {
-      v[i] = bb_add_lanes(full, bb_mul_lanes(lanes_splat(rc[P2_RC_DIAG + i]), v[i]));
+      v[i] = bb_add_lanes(full, bb_mul_lanes(lanes_reg_splat(rc[P2_RC_DIAG + i]), v[i]));
       next = i == 1u ? v[i] : bb_add_lanes(next, v[i]);
     }
     part = next;
@@ -197,7 +200,15 @@ MSL_FN void p2_permute(thread uint* s, constant uint* rc) {
 #pragma GCC unroll 1
   for (uint r = 0u; r < 4u; r++) p2_full_round_lanes(v, rc, P2_RC_EXT_FINAL + 16u * r);
   MSL_UNROLL
-  for (uint i = 0u; i < P2_WIDTH; i++) __builtin_memcpy(s + i * MSL_LANES, &v[i], sizeof v[i]);
+  for (uint i = 0u; i < P2_WIDTH; i++) lanes_reg_st_th(s + i * MSL_LANES + l0, v[i]);
+}
+
+// The permutation, in place, on MSL_LANES lane-major states: one register's lanes after the other,
+// so that the 16 state vectors stay in registers (AVX2: 16 ymm; 16 lane vectors of two parts
+// would take 32 and spill on every round).
+MSL_FN void p2_permute(thread uint* s, constant uint* rc) {
+#pragma GCC unroll 1
+  for (uint l0 = 0u; l0 < MSL_LANES; l0 += LANES_REG) p2_permute_vec(s, rc, l0);
 }
 #else
 // The permutation, in place, on MSL_LANES lane-major states.

@@ -246,28 +246,27 @@ struct ProgInterpreter {
 
 #if PROG_LAZY
 // v's even and odd lanes as 64-bit lanes.
-MSL_FN lanes_ulong prog_even(lanes_uint v) { return (lanes_ulong)v & ((lanes_ulong){} + 0xffffffffuL); }
-MSL_FN lanes_ulong prog_odd(lanes_uint v) { return (lanes_ulong)v >> 32; }
+MSL_FN lanes_ulong prog_even(lanes_uint v) { return lanes_wide(v) & lanes_wsplat(0xffffffffuL); }
+MSL_FN lanes_ulong prog_odd(lanes_uint v) { return lanes_wide(v) >> 32; }
 // A splat of w < 2^32 whose high halves are visibly zero (so products are 32×32-bit multiplies).
-MSL_FN lanes_ulong prog_wide(uint w) { return ((lanes_ulong){} + (ulong)w) & ((lanes_ulong){} + 0xffffffffuL); }
+MSL_FN lanes_ulong prog_wide(uint w) { return lanes_wsplat((ulong)w) & lanes_wsplat(0xffffffffuL); }
 // x ≡ lo + hi·2^32 ≡ lo + hi·(2^32 mod p): below 2^60.01.
 MSL_FN lanes_ulong prog_fold(lanes_ulong x) {
-  lanes_ulong lo32 = (lanes_ulong){} + 0xffffffffuL;
-  return (x & lo32) + (x >> 32) * ((lanes_ulong){} + (ulong)BB_ONE);
+  lanes_ulong lo32 = lanes_wsplat(0xffffffffuL);
+  return (x & lo32) + lanes_mul32(x >> 32, lanes_wsplat((ulong)BB_ONE));
 }
 // Montgomery reduction of 64-bit sums x < p·2^32 (even and odd lanes) to x·2^−32 mod p per lane.
 MSL_FN lanes_uint prog_reduce(lanes_ulong e, lanes_ulong o) {
-  lanes_ulong lo32 = (lanes_ulong){} + 0xffffffffuL;
-  lanes_ulong p64 = (lanes_ulong){} + (ulong)BB_P;
-  lanes_ulong pinv = (lanes_ulong){} + (ulong)BB_PINV;
-  lanes_ulong me = ((e & lo32) * pinv) & lo32;
-  lanes_ulong mo = ((o & lo32) * pinv) & lo32;
-  lanes_ulong re = (e >> 32) + p64 - ((me * p64) >> 32);  // in (0, 2p)
-  lanes_ulong ro = (o >> 32) + p64 - ((mo * p64) >> 32);
-  lanes_uint r = __builtin_shufflevector((lanes_uint)re, (lanes_uint)ro, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12,
-                                         28, 14, 30);
+  lanes_ulong lo32 = lanes_wsplat(0xffffffffuL);
+  lanes_ulong p64 = lanes_wsplat((ulong)BB_P);
+  lanes_ulong pinv = lanes_wsplat((ulong)BB_PINV);
+  lanes_ulong me = lanes_mul32(e & lo32, pinv) & lo32;
+  lanes_ulong mo = lanes_mul32(o & lo32, pinv) & lo32;
+  lanes_ulong re = (e >> 32) + p64 - (lanes_mul32(me, p64) >> 32);  // in (0, 2p)
+  lanes_ulong ro = (o >> 32) + p64 - (lanes_mul32(mo, p64) >> 32);
+  lanes_uint r = lanes_join_lo(re, ro);
   lanes_uint s = r - BB_P;
-  return r < s ? r : s;
+  return lanes_min(r, s);
 }
 #endif
 
@@ -290,8 +289,8 @@ struct ProgCombineLanes {
     for (uint i = 0u; i < 3u; i++) {
       count[i] = 0u;
       for (uint c = 0u; c < 4u; c++) {
-        acc[i][c][0] = (lanes_ulong){};
-        acc[i][c][1] = (lanes_ulong){};
+        acc[i][c][0] = lanes_wsplat(0u);
+        acc[i][c][1] = lanes_wsplat(0u);
       }
     }
 #endif
@@ -311,8 +310,8 @@ struct ProgCombineLanes {
     lanes_ulong vo = prog_odd(v);
     for (uint c = 0u; c < 4u; c++) {
       lanes_ulong w = prog_wide(weights[4u * o + c]);
-      acc[k][c][0] += ve * w;
-      acc[k][c][1] += vo * w;
+      acc[k][c][0] += lanes_mul32(ve, w);
+      acc[k][c][1] += lanes_mul32(vo, w);
     }
     count[k]++;
   }
@@ -337,8 +336,8 @@ struct ProgCombineLanes {
       for (uint j = 0u; j < 4u; j++) {
         uint i = (c + 4u - j) & 3u;
         lanes_ulong wj = prog_wide(j <= c ? w[j] : ww[j]);
-        acc[k][c][0] += ve[i] * wj;
-        acc[k][c][1] += vo[i] * wj;
+        acc[k][c][0] += lanes_mul32(ve[i], wj);
+        acc[k][c][1] += lanes_mul32(vo[i], wj);
       }
     }
     count[k] = 4u;  // the next put folds first

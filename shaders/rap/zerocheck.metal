@@ -379,7 +379,7 @@ MSL_FN void zc_fill_cosets_wide(uint u, constant ZcUniParams& p, device const ui
         if (sl != ZC_NONE) lanes_st_dev(dst + sl * T, loc);
         if (sr != ZC_NONE) {
           lanes_uint nxt = v[((m + 1u) % groups) * MSL_LANES + c];
-          lanes_uint rot = __builtin_shufflevector(loc, nxt, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+          lanes_uint rot = lanes_shift1(loc, nxt);
           lanes_st_dev(dst + sr * T, bb_add_lanes(rot, bb_mul_lanes(lanes_splat(lanes_get(delta, c)), lr[m])));
         }
       }

@@ -372,6 +372,29 @@ MSL_FN uint bb_inv(uint a) { return bb_pow(a, BB_P - 2u); }  // inv(0) = 0
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
+// HD_LANE_PARTS: how many native SIMD registers hold one lane vector. A lane vector is 64 bytes
+// (16 uints); GCC has a register mode for that only with AVX-512: without it, GCC keeps such a
+// vector in memory and lowers every operation piecewise through the stack, and a 64-bit lane
+// product becomes a full 64×64-bit emulation (the AVX2 copy ran Poseidon2 at 0.77× pure Go:
+// docs/perf-notes/host-simd.md). So where GCC compiles a copy of the lane kernels for a narrower
+// instruction set (HD_LANE_COPY, set by the host's generated files of copies: 3 for AVX2, 1 for
+// the baseline file), a lane vector is a struct of 2 (AVX2) or 4 (SSE2) native vectors and the
+// helpers below work part by part; 64-bit products of 32-bit halves are pmuludq. clang splits wide
+// vectors into registers on its own, and the AVX-512 copy has the mode: both keep one vector.
+#if !defined(HD_LANE_PARTS)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && \
+    !defined(HD_GENERIC_LANES) && defined(HD_LANE_COPY) && MSL_LANES == 16u
+#if HD_LANE_COPY == 3 || (HD_LANE_COPY == 1 && defined(__AVX2__) && !defined(__AVX512F__))
+#define HD_LANE_PARTS 2
+#elif HD_LANE_COPY == 1 && !defined(__AVX2__)
+#define HD_LANE_PARTS 4
+#endif
+#endif
+#if !defined(HD_LANE_PARTS)
+#define HD_LANE_PARTS 1
+#endif
+#endif
+#if HD_LANE_PARTS == 1
 typedef uint lanes_uint __attribute__((vector_size(4 * MSL_LANES)));
 typedef ulong lanes_ulong __attribute__((vector_size(4 * MSL_LANES)));  // MSL_LANES / 2 ulongs
 #if MSL_LANES == 16u && (defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12))
@@ -498,6 +521,311 @@ MSL_FN void lanes_transpose(MSL_THREAD lanes_uint* v) {
   }
 }
 #endif
+#if LANES_SHUFFLE
+// Named shuffles of the lane kernels (one implementation per representation, HD_LANE_PARTS).
+// Every group of four lanes rotated by j toward higher lanes: lane 4q + i takes lane 4q + (i − j mod 4).
+MSL_FN lanes_uint lanes_quad_rot1(lanes_uint v) {
+  return __builtin_shufflevector(v, v, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14);
+}
+MSL_FN lanes_uint lanes_quad_rot2(lanes_uint v) {
+  return __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+}
+MSL_FN lanes_uint lanes_quad_rot3(lanes_uint v) {
+  return __builtin_shufflevector(v, v, 1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8, 13, 14, 15, 12);
+}
+// The even (odd) groups of four lanes of a, then those of b.
+MSL_FN lanes_uint lanes_quads_even(lanes_uint a, lanes_uint b) {
+  return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+}
+MSL_FN lanes_uint lanes_quads_odd(lanes_uint a, lanes_uint b) {
+  return __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+}
+// Lanes 1 .. 15 of a, then lane 0 of b.
+MSL_FN lanes_uint lanes_shift1(lanes_uint a, lanes_uint b) {
+  return __builtin_shufflevector(a, b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+}
+// 64-bit lanes (MSL_LANES / 2 of them): x in every one; v's words reinterpreted; products of values
+// below 2^32 (lanes_mul32: callers pass such values only, so the AVX2 and SSE2 representation can
+// use pmuludq); the low words of the 64-bit lanes of e (even uint lanes) and o (odd uint lanes).
+MSL_FN lanes_ulong lanes_wsplat(ulong x) { return (lanes_ulong){} + x; }
+MSL_FN lanes_ulong lanes_wide(lanes_uint v) { return (lanes_ulong)v; }
+MSL_FN lanes_ulong lanes_mul32(lanes_ulong a, lanes_ulong b) { return a * b; }
+MSL_FN lanes_uint lanes_join_lo(lanes_ulong e, lanes_ulong o) {
+  return __builtin_shufflevector((lanes_uint)e, (lanes_uint)o, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30);
+}
+MSL_FN lanes_uint lanes_min(lanes_uint a, lanes_uint b) { return a < b ? a : b; }
+#endif
+typedef lanes_uint lanes_reg;
+#define LANES_REG MSL_LANES
+#define lanes_reg_splat lanes_splat
+MSL_FN lanes_reg lanes_reg_of(lanes_uint v, uint k) { return v; }
+MSL_FN uint lanes_reg_get(lanes_reg v, uint l) { return lanes_get(v, l); }
+#else  // HD_LANE_PARTS > 1: a lane vector as HD_LANE_PARTS native vectors (see above)
+#define LANES_SHUFFLE 1
+#define LANES_PART (MSL_LANES / HD_LANE_PARTS)  // uints per part: 8 (AVX2) or 4 (SSE2)
+typedef uint lanes_part __attribute__((vector_size(4 * LANES_PART)));
+typedef ulong lanes_wpart __attribute__((vector_size(4 * LANES_PART)));
+#if HD_LANE_PARTS == 2
+// GCC declares an instruction set's builtins only once it has been enabled somewhere in the file
+// (C++ is parsed before a target pragma could define __AVX2__); an empty region declares them. The
+// code that calls them is compiled only inside the AVX2 trampolines (always inlined): a call left
+// in baseline code would be a compile error ("needs isa option"), never an illegal instruction.
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#pragma GCC pop_options
+typedef int lanes_si_part __attribute__((vector_size(32)));
+#define LANES_PMULUDQ(a, b) ((lanes_wpart)__builtin_ia32_pmuludq256((lanes_si_part)(a), (lanes_si_part)(b)))
+#else
+typedef int lanes_si_part __attribute__((vector_size(16)));
+#define LANES_PMULUDQ(a, b) ((lanes_wpart)__builtin_ia32_pmuludq128((lanes_si_part)(a), (lanes_si_part)(b)))
+#endif
+struct lanes_ulong {
+  lanes_wpart p[HD_LANE_PARTS];
+};
+struct lanes_uint {
+  lanes_part p[HD_LANE_PARTS];
+};
+#define LANES_EACH(q) MSL_UNROLL for (uint q = 0u; q < (uint)HD_LANE_PARTS; q++)
+MSL_FN lanes_part lanes_part_splat(uint x) {
+  lanes_part v = {x};
+#if HD_LANE_PARTS == 2
+  return __builtin_shufflevector(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+#else
+  return __builtin_shufflevector(v, v, 0, 0, 0, 0);
+#endif
+}
+MSL_FN lanes_uint lanes_splat(uint x) {
+  lanes_uint r;
+  lanes_part v = lanes_part_splat(x);
+  LANES_EACH(q) r.p[q] = v;
+  return r;
+}
+MSL_FN uint lanes_get(lanes_uint v, uint l) { return v.p[l / LANES_PART][l % LANES_PART]; }
+// Loads and stores part by part: one memcpy of the whole struct goes through the stack in 16-byte
+// pieces, and reading a part back as one register then stalls on store forwarding.
+#define LANES_PARTS_LD(p)                                                         \
+  lanes_uint v;                                                                   \
+  LANES_EACH(q) __builtin_memcpy(&v.p[q], p + q * LANES_PART, sizeof v.p[q]);     \
+  return v
+#define LANES_PARTS_ST(p, v) LANES_EACH(q) __builtin_memcpy(p + q * LANES_PART, &v.p[q], sizeof v.p[q])
+MSL_FN lanes_uint lanes_ld_dev(MSL_DEVICE const uint* p) { LANES_PARTS_LD(p); }
+MSL_FN lanes_uint lanes_ld_tg(MSL_THREADGROUP const uint* p) { LANES_PARTS_LD(p); }
+MSL_FN lanes_uint lanes_ld_th(MSL_THREAD const uint* p) { LANES_PARTS_LD(p); }
+MSL_FN void lanes_st_dev(MSL_DEVICE uint* p, lanes_uint v) { LANES_PARTS_ST(p, v); }
+MSL_FN void lanes_st_tg(MSL_THREADGROUP uint* p, lanes_uint v) { LANES_PARTS_ST(p, v); }
+MSL_FN void lanes_prefetch(MSL_DEVICE const uint* p) { __builtin_prefetch(p, 0, 2); }
+// Field arithmetic on one part (also used whole by poseidon2.h: one permutation per part).
+MSL_FN lanes_part bb_add_lanes(lanes_part a, lanes_part b) {
+  lanes_part r = a + b;
+  lanes_part s = r - BB_P;
+  return r < s ? r : s;
+}
+MSL_FN lanes_part bb_sub_lanes(lanes_part a, lanes_part b) {
+  lanes_part r = a - b;
+  lanes_part s = r + BB_P;
+  return r < s ? r : s;
+}
+#if HD_LANE_PARTS == 2
+#define LANES_ODD_HI 1, 9, 3, 11, 5, 13, 7, 15
+#define LANES_EVEN_LO 0, 8, 2, 10, 4, 12, 6, 14
+#else
+#define LANES_ODD_HI 1, 5, 3, 7
+#define LANES_EVEN_LO 0, 4, 2, 6
+#endif
+// The x86 product of the native representation with pmuludq for the 64-bit products of the even
+// and odd lanes.
+MSL_FN lanes_part bb_mul_lanes(lanes_part x, lanes_part y) {
+  lanes_part p = lanes_part_splat(BB_P);
+  lanes_wpart pe = LANES_PMULUDQ(x, y);
+  lanes_wpart po = LANES_PMULUDQ((lanes_wpart)x >> 32, (lanes_wpart)y >> 32);
+  lanes_part m = (x * y) * BB_PINV;
+  lanes_wpart qe = LANES_PMULUDQ(m, p);
+  lanes_wpart qo = LANES_PMULUDQ((lanes_wpart)m >> 32, p);
+  lanes_part hi = __builtin_shufflevector((lanes_part)pe, (lanes_part)po, LANES_ODD_HI);
+  lanes_part mp = __builtin_shufflevector((lanes_part)qe, (lanes_part)qo, LANES_ODD_HI);
+  lanes_part r = hi - mp;
+  lanes_part s = r + BB_P;
+  return r < s ? r : s;
+}
+MSL_FN lanes_uint bb_add_lanes(lanes_uint a, lanes_uint b) {
+  LANES_EACH(q) a.p[q] = bb_add_lanes(a.p[q], b.p[q]);
+  return a;
+}
+MSL_FN lanes_uint bb_sub_lanes(lanes_uint a, lanes_uint b) {
+  LANES_EACH(q) a.p[q] = bb_sub_lanes(a.p[q], b.p[q]);
+  return a;
+}
+MSL_FN lanes_uint bb_mul_lanes(lanes_uint a, lanes_uint b) {
+  LANES_EACH(q) a.p[q] = bb_mul_lanes(a.p[q], b.p[q]);
+  return a;
+}
+// lanes_transpose (as above): a step k ≥ LANES_PART exchanges whole parts, a smaller one shuffles
+// within the parts.
+#if HD_LANE_PARTS == 2
+#define LANES_PTR4A 0, 1, 2, 3, 8, 9, 10, 11
+#define LANES_PTR4B 4, 5, 6, 7, 12, 13, 14, 15
+#define LANES_PTR2A 0, 1, 8, 9, 4, 5, 12, 13
+#define LANES_PTR2B 2, 3, 10, 11, 6, 7, 14, 15
+#define LANES_PTR1A 0, 8, 2, 10, 4, 12, 6, 14
+#define LANES_PTR1B 1, 9, 3, 11, 5, 13, 7, 15
+#else
+#define LANES_PTR2A 0, 1, 4, 5
+#define LANES_PTR2B 2, 3, 6, 7
+#define LANES_PTR1A 0, 4, 2, 6
+#define LANES_PTR1B 1, 5, 3, 7
+#endif
+#define LANES_PTR_PARTS(k)                                                       \
+  for (uint i = 0u; i < 16u; i++) {                                            \
+    if ((i & k) == 0u) {                                                       \
+      for (uint q = 0u; q < (uint)HD_LANE_PARTS; q++) {                        \
+        if (((q * LANES_PART) & k) != 0u) {                                    \
+          lanes_part t = v[i].p[q];                                            \
+          v[i].p[q] = v[i + k].p[q - k / LANES_PART];                          \
+          v[i + k].p[q - k / LANES_PART] = t;                                  \
+        }                                                                      \
+      }                                                                        \
+    }                                                                          \
+  }
+#define LANES_PTR_STEP(k, ia, ib)                                                \
+  for (uint i = 0u; i < 16u; i++) {                                            \
+    if ((i & k) == 0u) {                                                       \
+      for (uint q = 0u; q < (uint)HD_LANE_PARTS; q++) {                        \
+        lanes_part a = v[i].p[q];                                              \
+        lanes_part b = v[i + k].p[q];                                          \
+        v[i].p[q] = __builtin_shufflevector(a, b, ia);                         \
+        v[i + k].p[q] = __builtin_shufflevector(a, b, ib);                     \
+      }                                                                        \
+    }                                                                          \
+  }
+MSL_FN void lanes_transpose(MSL_THREAD lanes_uint* v) {
+  MSL_UNROLL
+  LANES_PTR_PARTS(8u)
+#if HD_LANE_PARTS == 2
+  MSL_UNROLL
+  LANES_PTR_STEP(4u, LANES_PTR4A, LANES_PTR4B)
+#else
+  MSL_UNROLL
+  LANES_PTR_PARTS(4u)
+#endif
+  MSL_UNROLL
+  LANES_PTR_STEP(2u, LANES_PTR2A, LANES_PTR2B)
+  MSL_UNROLL
+  LANES_PTR_STEP(1u, LANES_PTR1A, LANES_PTR1B)
+}
+// The named shuffles (as above). A group of four lanes never straddles two parts.
+#if HD_LANE_PARTS == 2
+#define LANES_QROT1 3, 0, 1, 2, 7, 4, 5, 6
+#define LANES_QROT2 2, 3, 0, 1, 6, 7, 4, 5
+#define LANES_QROT3 1, 2, 3, 0, 5, 6, 7, 4
+#else
+#define LANES_QROT1 3, 0, 1, 2
+#define LANES_QROT2 2, 3, 0, 1
+#define LANES_QROT3 1, 2, 3, 0
+#endif
+MSL_FN lanes_uint lanes_quad_rot1(lanes_uint v) {
+  LANES_EACH(q) v.p[q] = __builtin_shufflevector(v.p[q], v.p[q], LANES_QROT1);
+  return v;
+}
+MSL_FN lanes_uint lanes_quad_rot2(lanes_uint v) {
+  LANES_EACH(q) v.p[q] = __builtin_shufflevector(v.p[q], v.p[q], LANES_QROT2);
+  return v;
+}
+MSL_FN lanes_uint lanes_quad_rot3(lanes_uint v) {
+  LANES_EACH(q) v.p[q] = __builtin_shufflevector(v.p[q], v.p[q], LANES_QROT3);
+  return v;
+}
+MSL_FN lanes_uint lanes_quads_even(lanes_uint a, lanes_uint b) {
+  lanes_uint r;
+#if HD_LANE_PARTS == 2
+  r.p[0] = __builtin_shufflevector(a.p[0], a.p[1], 0, 1, 2, 3, 8, 9, 10, 11);
+  r.p[1] = __builtin_shufflevector(b.p[0], b.p[1], 0, 1, 2, 3, 8, 9, 10, 11);
+#else
+  r.p[0] = a.p[0];
+  r.p[1] = a.p[2];
+  r.p[2] = b.p[0];
+  r.p[3] = b.p[2];
+#endif
+  return r;
+}
+MSL_FN lanes_uint lanes_quads_odd(lanes_uint a, lanes_uint b) {
+  lanes_uint r;
+#if HD_LANE_PARTS == 2
+  r.p[0] = __builtin_shufflevector(a.p[0], a.p[1], 4, 5, 6, 7, 12, 13, 14, 15);
+  r.p[1] = __builtin_shufflevector(b.p[0], b.p[1], 4, 5, 6, 7, 12, 13, 14, 15);
+#else
+  r.p[0] = a.p[1];
+  r.p[1] = a.p[3];
+  r.p[2] = b.p[1];
+  r.p[3] = b.p[3];
+#endif
+  return r;
+}
+MSL_FN lanes_uint lanes_shift1(lanes_uint a, lanes_uint b) {
+  lanes_uint r;
+  LANES_EACH(q) {
+    lanes_part next = q + 1u < (uint)HD_LANE_PARTS ? a.p[q + 1u] : b.p[0];
+#if HD_LANE_PARTS == 2
+    r.p[q] = __builtin_shufflevector(a.p[q], next, 1, 2, 3, 4, 5, 6, 7, 8);
+#else
+    r.p[q] = __builtin_shufflevector(a.p[q], next, 1, 2, 3, 4);
+#endif
+  }
+  return r;
+}
+// 64-bit lanes (as above). The operators are the ones the lane code uses on them.
+MSL_FN lanes_ulong lanes_wsplat(ulong x) {
+  lanes_wpart v = {x};
+#if HD_LANE_PARTS == 2
+  v = __builtin_shufflevector(v, v, 0, 0, 0, 0);
+#else
+  v = __builtin_shufflevector(v, v, 0, 0);
+#endif
+  lanes_ulong r;
+  LANES_EACH(q) r.p[q] = v;
+  return r;
+}
+MSL_FN lanes_ulong lanes_wide(lanes_uint v) {
+  lanes_ulong r;
+  LANES_EACH(q) r.p[q] = (lanes_wpart)v.p[q];
+  return r;
+}
+MSL_FN lanes_ulong lanes_mul32(lanes_ulong a, lanes_ulong b) {
+  LANES_EACH(q) a.p[q] = LANES_PMULUDQ(a.p[q], b.p[q]);
+  return a;
+}
+MSL_FN lanes_uint lanes_join_lo(lanes_ulong e, lanes_ulong o) {
+  lanes_uint r;
+  LANES_EACH(q) r.p[q] = __builtin_shufflevector((lanes_part)e.p[q], (lanes_part)o.p[q], LANES_EVEN_LO);
+  return r;
+}
+#define LANES_WIDE_OP(op)                                                        \
+  MSL_FN lanes_ulong operator op(lanes_ulong a, lanes_ulong b) {                 \
+    LANES_EACH(q) a.p[q] = a.p[q] op b.p[q];                                     \
+    return a;                                                                    \
+  }
+LANES_WIDE_OP(+)
+LANES_WIDE_OP(-)
+LANES_WIDE_OP(&)
+MSL_FN lanes_ulong operator>>(lanes_ulong a, uint s) {
+  LANES_EACH(q) a.p[q] = a.p[q] >> s;
+  return a;
+}
+MSL_FN lanes_ulong& operator+=(lanes_ulong& a, lanes_ulong b) { return a = a + b; }
+MSL_FN lanes_uint operator-(lanes_uint a, uint x) {
+  LANES_EACH(q) a.p[q] = a.p[q] - x;
+  return a;
+}
+MSL_FN lanes_uint lanes_min(lanes_uint a, lanes_uint b) {
+  LANES_EACH(q) a.p[q] = a.p[q] < b.p[q] ? a.p[q] : b.p[q];
+  return a;
+}
+// lanes_reg: the vector one SIMD register holds (see the end of this file): here one part.
+typedef lanes_part lanes_reg;
+#define LANES_REG LANES_PART
+#define lanes_reg_splat lanes_part_splat
+MSL_FN lanes_reg lanes_reg_of(lanes_uint v, uint k) { return v.p[k]; }
+MSL_FN uint lanes_reg_get(lanes_reg v, uint l) { return v[l]; }
+#endif  // HD_LANE_PARTS
 #else
 typedef uint lanes_uint;
 MSL_FN lanes_uint lanes_splat(uint x) { return x; }
@@ -512,7 +840,35 @@ MSL_FN lanes_uint bb_add_lanes(lanes_uint a, lanes_uint b) { return bb_add(a, b)
 MSL_FN lanes_uint bb_sub_lanes(lanes_uint a, lanes_uint b) { return bb_sub(a, b); }
 MSL_FN lanes_uint bb_mul_lanes(lanes_uint a, lanes_uint b) { return bb_mul(a, b); }
 MSL_FN void lanes_transpose(MSL_THREAD lanes_uint* v) {}
+typedef uint lanes_reg;
+#define LANES_REG 1u
+#define lanes_reg_splat lanes_splat
+MSL_FN lanes_reg lanes_reg_of(lanes_uint v, uint k) { return v; }
+MSL_FN uint lanes_reg_get(lanes_reg v, uint l) { return lanes_get(v, l); }
 #endif
+
+// lanes_reg: the part of a lane vector that one SIMD register holds, LANES_REG lanes: the whole
+// lane vector on GPUs (one uint), with AVX-512, NEON and clang; one part where HD_LANE_PARTS > 1.
+// Code that keeps many vectors live (Poseidon2's 16-element state, the NTT's 16-point rounds) works
+// on one register's lanes at a time, `for (uint k = 0u; k < MSL_LANES / LANES_REG; k++)`, so that
+// its vectors fit the register file (AVX2 has 16 ymm registers: 16 lane vectors of two parts spill
+// on every step). lanes_reg_of(v, k) is part k of v; loads and stores are these:
+#if defined(MSL_TARGET_HOST)
+#define LANES_REG_LD(p)      \
+  lanes_reg v;               \
+  __builtin_memcpy(&v, p, sizeof v); \
+  return v
+#define LANES_REG_ST(p, v) __builtin_memcpy(p, &v, sizeof v)
+#else
+#define LANES_REG_LD(p) return *p
+#define LANES_REG_ST(p, v) *p = v
+#endif
+MSL_FN lanes_reg lanes_reg_ld_dev(MSL_DEVICE const uint* p) { LANES_REG_LD(p); }
+MSL_FN lanes_reg lanes_reg_ld_tg(MSL_THREADGROUP const uint* p) { LANES_REG_LD(p); }
+MSL_FN lanes_reg lanes_reg_ld_th(MSL_THREAD const uint* p) { LANES_REG_LD(p); }
+MSL_FN void lanes_reg_st_dev(MSL_DEVICE uint* p, lanes_reg v) { LANES_REG_ST(p, v); }
+MSL_FN void lanes_reg_st_tg(MSL_THREADGROUP uint* p, lanes_reg v) { LANES_REG_ST(p, v); }
+MSL_FN void lanes_reg_st_th(MSL_THREAD uint* p, lanes_reg v) { LANES_REG_ST(p, v); }
 
 #endif  // BABYBEAR_H
 #line 20 "shaders/include/poseidon2.h"
@@ -629,23 +985,25 @@ MSL_FN void p2_partial_rounds(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
 // (widen, 64-bit multiply, narrow: about twice the instructions), and the state stays in registers
 // from round to round. The GPU version below is the specification; TestPermuteMatchesGo and
 // TestISAVariantsAgree check this one against Go on every instruction-set copy.
-MSL_FN lanes_uint p2_sbox_lanes(lanes_uint x) {  // x^7
-  lanes_uint x2 = bb_mul_lanes(x, x);
-  lanes_uint x3 = bb_mul_lanes(x2, x);
-  lanes_uint x4 = bb_mul_lanes(x2, x2);
+//
+// The rounds work on lanes_reg (babybear.h): one register's lanes at a time.
+MSL_FN lanes_reg p2_sbox_lanes(lanes_reg x) {  // x^7
+  lanes_reg x2 = bb_mul_lanes(x, x);
+  lanes_reg x3 = bb_mul_lanes(x2, x);
+  lanes_reg x4 = bb_mul_lanes(x2, x2);
   return bb_mul_lanes(x3, x4);
 }
 
 // M_E on the 16 element vectors: mat4 on each group of four, then the sums of equal residues mod 4.
-MSL_FN void p2_external_lanes(MSL_THREAD lanes_uint* v) {
+MSL_FN void p2_external_lanes(MSL_THREAD lanes_reg* v) {
   MSL_UNROLL
   for (uint g = 0u; g < P2_WIDTH; g += 4u) {
-    lanes_uint x0 = v[g], x1 = v[g + 1u], x2 = v[g + 2u], x3 = v[g + 3u];
-    lanes_uint t01 = bb_add_lanes(x0, x1);
-    lanes_uint t23 = bb_add_lanes(x2, x3);
-    lanes_uint t0123 = bb_add_lanes(t01, t23);
-    lanes_uint t01123 = bb_add_lanes(t0123, x1);
-    lanes_uint t01233 = bb_add_lanes(t0123, x3);
+    lanes_reg x0 = v[g], x1 = v[g + 1u], x2 = v[g + 2u], x3 = v[g + 3u];
+    lanes_reg t01 = bb_add_lanes(x0, x1);
+    lanes_reg t23 = bb_add_lanes(x2, x3);
+    lanes_reg t0123 = bb_add_lanes(t01, t23);
+    lanes_reg t01123 = bb_add_lanes(t0123, x1);
+    lanes_reg t01233 = bb_add_lanes(t0123, x3);
     v[g] = bb_add_lanes(t01123, t01);
     v[g + 1u] = bb_add_lanes(t01123, bb_add_lanes(x2, x2));
     v[g + 2u] = bb_add_lanes(t01233, t23);
@@ -653,7 +1011,7 @@ MSL_FN void p2_external_lanes(MSL_THREAD lanes_uint* v) {
   }
   MSL_UNROLL
   for (uint k = 0u; k < 4u; k++) {
-    lanes_uint sum = bb_add_lanes(bb_add_lanes(v[k], v[4u + k]), bb_add_lanes(v[8u + k], v[12u + k]));
+    lanes_reg sum = bb_add_lanes(bb_add_lanes(v[k], v[4u + k]), bb_add_lanes(v[8u + k], v[12u + k]));
     v[k] = bb_add_lanes(v[k], sum);
     v[4u + k] = bb_add_lanes(v[4u + k], sum);
     v[8u + k] = bb_add_lanes(v[8u + k], sum);
@@ -661,34 +1019,35 @@ MSL_FN void p2_external_lanes(MSL_THREAD lanes_uint* v) {
   }
 }
 
-MSL_FN void p2_full_round_lanes(MSL_THREAD lanes_uint* v, MSL_CONSTANT uint* rc, uint off) {
+MSL_FN void p2_full_round_lanes(MSL_THREAD lanes_reg* v, MSL_CONSTANT uint* rc, uint off) {
   MSL_UNROLL
-  for (uint i = 0u; i < P2_WIDTH; i++) v[i] = p2_sbox_lanes(bb_add_lanes(v[i], lanes_splat(rc[off + i])));
+  for (uint i = 0u; i < P2_WIDTH; i++) v[i] = p2_sbox_lanes(bb_add_lanes(v[i], lanes_reg_splat(rc[off + i])));
   p2_external_lanes(v);
 }
 
-// The permutation, in place, on MSL_LANES lane-major states.
-MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
-  lanes_uint v[P2_WIDTH];
+// The permutation of the LANES_REG states of lanes [l0, l0 + LANES_REG) of a lane-major
+// state array, in place.
+MSL_FN void p2_permute_vec(MSL_THREAD uint* s, MSL_CONSTANT uint* rc, uint l0) {
+  lanes_reg v[P2_WIDTH];
   MSL_UNROLL
-  for (uint i = 0u; i < P2_WIDTH; i++) v[i] = lanes_ld_th(s + i * MSL_LANES);
+  for (uint i = 0u; i < P2_WIDTH; i++) v[i] = lanes_reg_ld_th(s + i * MSL_LANES + l0);
   p2_external_lanes(v);
 #pragma GCC unroll 1
   for (uint r = 0u; r < 4u; r++) p2_full_round_lanes(v, rc, P2_RC_EXT_INIT + 16u * r);
   // Partial rounds: S-box on element 0, then M_I = J + diag(V) with V[0] = −2; `part` carries the
   // sum of elements 1..15 from one round to the next.
-  lanes_uint part = v[1];
+  lanes_reg part = v[1];
   MSL_UNROLL
   for (uint i = 2u; i < P2_WIDTH; i++) part = bb_add_lanes(part, v[i]);
 #pragma GCC unroll 1
   for (uint r = 0u; r < 13u; r++) {
-    lanes_uint s0 = p2_sbox_lanes(bb_add_lanes(v[0], lanes_splat(rc[P2_RC_INTERNAL + r])));
-    lanes_uint full = bb_add_lanes(part, s0);
+    lanes_reg s0 = p2_sbox_lanes(bb_add_lanes(v[0], lanes_reg_splat(rc[P2_RC_INTERNAL + r])));
+    lanes_reg full = bb_add_lanes(part, s0);
     v[0] = bb_sub_lanes(part, s0);
-    lanes_uint next = lanes_splat(0u);
+    lanes_reg next = lanes_reg_splat(0u);
     MSL_UNROLL
     for (uint i = 1u; i < P2_WIDTH; i++) {
-      v[i] = bb_add_lanes(full, bb_mul_lanes(lanes_splat(rc[P2_RC_DIAG + i]), v[i]));
+      v[i] = bb_add_lanes(full, bb_mul_lanes(lanes_reg_splat(rc[P2_RC_DIAG + i]), v[i]));
       next = i == 1u ? v[i] : bb_add_lanes(next, v[i]);
     }
     part = next;
@@ -696,7 +1055,15 @@ MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
 #pragma GCC unroll 1
   for (uint r = 0u; r < 4u; r++) p2_full_round_lanes(v, rc, P2_RC_EXT_FINAL + 16u * r);
   MSL_UNROLL
-  for (uint i = 0u; i < P2_WIDTH; i++) __builtin_memcpy(s + i * MSL_LANES, &v[i], sizeof v[i]);
+  for (uint i = 0u; i < P2_WIDTH; i++) lanes_reg_st_th(s + i * MSL_LANES + l0, v[i]);
+}
+
+// The permutation, in place, on MSL_LANES lane-major states: one register's lanes after the other,
+// so that the 16 state vectors stay in registers (AVX2: 16 ymm; 16 lane vectors of two parts
+// would take 32 and spill on every round).
+MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
+#pragma GCC unroll 1
+  for (uint l0 = 0u; l0 < MSL_LANES; l0 += LANES_REG) p2_permute_vec(s, rc, l0);
 }
 #else
 // The permutation, in place, on MSL_LANES lane-major states.
@@ -1112,66 +1479,80 @@ MSL_FN void ntt_round0_lanes(MSL_DEVICE const uint* src, MSL_DEVICE const uint* 
   uint t0 = q0 & ((1u << log_t) - 1u);
   uint b = q0 >> log_t;
   uint rb = ntt_rev_bits(b << K, log_r);
-  lanes_uint v[16];
-  MSL_UNROLL
-  for (uint m = 0u; m < 16u; m++) {
-    if (m < (1u << K)) {
-      MSL_DEVICE const uint* x = src + (in0 + t0 + ((rb | (ntt_rev_bits(m, K) << (log_r - K))) << log_m));
-      v[m] = lanes_ld_dev(x);
-      if (pf != 0u) lanes_prefetch(x + pf);
-    }
-  }
+  uint log_big = log_ns + log_r;
+  // Input twiddles: geometric in the lane when Ns ≥ MSL_LANES, else looked up per lane.
+  bool geo = (1u << log_ns) >= MSL_LANES;
+  uint w0 = 1u, st0 = 1u;
+  uint wa[MSL_LANES];
+  uint sa[MSL_LANES];
   if (log_ns != 0u) {
-    uint log_big = log_ns + log_r;
-    lanes_uint w;
-    lanes_uint st;
-    if ((1u << log_ns) >= MSL_LANES) {
+    if (geo) {
       // k = k0 + l in every lane (j0 is a multiple of MSL_LANES): both twiddles are geometric in
       // the lane, w_M^(rb·k0) · wb and w_M^(k0·2^(log_r − K)) · sb.
       uint k0 = (jb + t0) & ((1u << log_ns) - 1u);
-      w = bb_mul_lanes(wb, lanes_splat(ntt_tw_pow(tw, log_big, rb * k0)));
-      st = bb_mul_lanes(sb, lanes_splat(ntt_tw_pow(tw, log_big, k0 << (log_r - K))));
+      w0 = ntt_tw_pow(tw, log_big, rb * k0);
+      st0 = ntt_tw_pow(tw, log_big, k0 << (log_r - K));
     } else {
-      uint wa[MSL_LANES];
-      uint sa[MSL_LANES];
       for (uint l = 0u; l < MSL_LANES; l++) {  // table lookups per lane: scalar
         uint k = (jb + t0 + l) & ((1u << log_ns) - 1u);
         wa[l] = ntt_tw_pow(tw, log_big, rb * k);
         sa[l] = ntt_tw_pow(tw, log_big, k << (log_r - K));
       }
-      w = lanes_ld_th(wa);
-      st = lanes_ld_th(sa);
-    }
-    MSL_UNROLL
-    for (uint i = 0u; i < 16u; i++) {
-      if (i < (1u << K)) {
-        uint m = ntt_rev_bits(i, K);
-        v[m] = bb_mul_lanes(v[m], w);
-        if (i + 1u < (1u << K)) w = bb_mul_lanes(w, st);
-      }
     }
   }
-  MSL_UNROLL
-  for (uint s2 = 0u; s2 < 4u; s2++) {
-    if (s2 < K) {
-      uint hs = 1u << s2;
+  // One register's lanes at a time (lanes_reg, babybear.h): the 16 points stay in registers.
+  for (uint k = 0u; k < MSL_LANES / LANES_REG; k++) {
+    uint l0 = k * LANES_REG;
+    lanes_reg v[16];
+    MSL_UNROLL
+    for (uint m = 0u; m < 16u; m++) {
+      if (m < (1u << K)) {
+        MSL_DEVICE const uint* x = src + (in0 + t0 + ((rb | (ntt_rev_bits(m, K) << (log_r - K))) << log_m));
+        v[m] = lanes_reg_ld_dev(x + l0);
+        if (pf != 0u && k == 0u) lanes_prefetch(x + pf);
+      }
+    }
+    if (log_ns != 0u) {
+      lanes_reg w;
+      lanes_reg st;
+      if (geo) {
+        w = bb_mul_lanes(lanes_reg_of(wb, k), lanes_reg_splat(w0));
+        st = bb_mul_lanes(lanes_reg_of(sb, k), lanes_reg_splat(st0));
+      } else {
+        w = lanes_reg_ld_th(wa + l0);
+        st = lanes_reg_ld_th(sa + l0);
+      }
       MSL_UNROLL
-      for (uint m = 0u; m < 16u; m++) {
-        if (m < (1u << K) && (m & hs) == 0u) {
-          uint jm = m & (hs - 1u);
-          lanes_uint u = v[m];
-          lanes_uint x = v[m + hs];
-          if (jm != 0u) x = bb_mul_lanes(x, lanes_splat(tw[hs + jm]));
-          v[m] = bb_add_lanes(u, x);
-          v[m + hs] = bb_sub_lanes(u, x);
+      for (uint i = 0u; i < 16u; i++) {
+        if (i < (1u << K)) {
+          uint m = ntt_rev_bits(i, K);
+          v[m] = bb_mul_lanes(v[m], w);
+          if (i + 1u < (1u << K)) w = bb_mul_lanes(w, st);
         }
       }
     }
-  }
-  MSL_THREADGROUP uint* d = sh + (((b << K) << log_t) | t0);
-  MSL_UNROLL
-  for (uint m = 0u; m < 16u; m++) {
-    if (m < (1u << K)) lanes_st_tg(d + (m << log_t), v[m]);
+    MSL_UNROLL
+    for (uint s2 = 0u; s2 < 4u; s2++) {
+      if (s2 < K) {
+        uint hs = 1u << s2;
+        MSL_UNROLL
+        for (uint m = 0u; m < 16u; m++) {
+          if (m < (1u << K) && (m & hs) == 0u) {
+            uint jm = m & (hs - 1u);
+            lanes_reg u = v[m];
+            lanes_reg x = v[m + hs];
+            if (jm != 0u) x = bb_mul_lanes(x, lanes_reg_splat(tw[hs + jm]));
+            v[m] = bb_add_lanes(u, x);
+            v[m + hs] = bb_sub_lanes(u, x);
+          }
+        }
+      }
+    }
+    MSL_THREADGROUP uint* d = sh + (((b << K) << log_t) | t0);
+    MSL_UNROLL
+    for (uint m = 0u; m < 16u; m++) {
+      if (m < (1u << K)) lanes_reg_st_tg(d + (m << log_t) + l0, v[m]);
+    }
   }
 }
 
@@ -1183,57 +1564,61 @@ MSL_FN void ntt_round_lanes(MSL_DEVICE uint* dst, MSL_DEVICE const uint* tw, MSL
   uint jj = b & (h - 1u);
   uint base = ((b >> st) << (st + K)) + jj;
   MSL_THREADGROUP uint* a = sh + ((base << log_t) | t0);
-  lanes_uint v[16];
-  MSL_UNROLL
-  for (uint m = 0u; m < 16u; m++) {
-    if (m < (1u << K)) v[m] = lanes_ld_tg(a + ((m * h) << log_t));
-  }
-  MSL_UNROLL
-  for (uint s2 = 0u; s2 < 4u; s2++) {
-    if (s2 < K) {
-      uint hs = 1u << s2;
-      uint hh = h << s2;
-      MSL_UNROLL
-      for (uint m = 0u; m < 16u; m++) {
-        if (m < (1u << K) && (m & hs) == 0u) {
-          lanes_uint u = v[m];
-          lanes_uint x = bb_mul_lanes(v[m + hs], lanes_splat(tw[hh + jj + (m & (hs - 1u)) * h]));
-          v[m] = bb_add_lanes(u, x);
-          v[m + hs] = bb_sub_lanes(u, x);
+  // One register's lanes at a time (as ntt_round0_lanes).
+  for (uint k = 0u; k < MSL_LANES / LANES_REG; k++) {
+    uint l0 = k * LANES_REG;
+    lanes_reg v[16];
+    MSL_UNROLL
+    for (uint m = 0u; m < 16u; m++) {
+      if (m < (1u << K)) v[m] = lanes_reg_ld_tg(a + ((m * h) << log_t) + l0);
+    }
+    MSL_UNROLL
+    for (uint s2 = 0u; s2 < 4u; s2++) {
+      if (s2 < K) {
+        uint hs = 1u << s2;
+        uint hh = h << s2;
+        MSL_UNROLL
+        for (uint m = 0u; m < 16u; m++) {
+          if (m < (1u << K) && (m & hs) == 0u) {
+            lanes_reg u = v[m];
+            lanes_reg x = bb_mul_lanes(v[m + hs], lanes_reg_splat(tw[hh + jj + (m & (hs - 1u)) * h]));
+            v[m] = bb_add_lanes(u, x);
+            v[m + hs] = bb_sub_lanes(u, x);
+          }
         }
       }
     }
-  }
-  if (last == 0u) {
-    MSL_UNROLL
-    for (uint m = 0u; m < 16u; m++) {
-      if (m < (1u << K)) lanes_st_tg(a + ((m * h) << log_t), v[m]);
-    }
-    return;
-  }
-  if (scale != BB_ONE) {
-    MSL_UNROLL
-    for (uint m = 0u; m < 16u; m++) {
-      if (m < (1u << K)) v[m] = bb_mul_lanes(v[m], lanes_splat(scale));
-    }
-  }
-  // Sub-transform j goes to colbase + (j / Ns)·Ns·R + (j mod Ns) + P·Ns: consecutive lanes are
-  // consecutive addresses when Ns ≥ MSL_LANES (j0 is a multiple of MSL_LANES), else R apart
-  // within each run of Ns lanes.
-  uint j0 = jb + t0;
-  if ((1u << log_ns) >= MSL_LANES) {
-    MSL_DEVICE uint* o = dst + (colbase + ((j0 >> log_ns) << (log_ns + log_r)) + (j0 & ((1u << log_ns) - 1u)) + (base << log_ns));
-    MSL_UNROLL
-    for (uint m = 0u; m < 16u; m++) {
-      if (m < (1u << K)) lanes_st_dev(o + ((m * h) << log_ns), v[m]);
-    }
-  } else {
-    for (uint l = 0u; l < MSL_LANES; l++) {  // scattered stores: scalar
-      uint j = j0 + l;
-      MSL_DEVICE uint* o = dst + (colbase + ((j >> log_ns) << (log_ns + log_r)) + (j & ((1u << log_ns) - 1u)) + (base << log_ns));
+    if (last == 0u) {
       MSL_UNROLL
       for (uint m = 0u; m < 16u; m++) {
-        if (m < (1u << K)) o[(m * h) << log_ns] = lanes_get(v[m], l);
+        if (m < (1u << K)) lanes_reg_st_tg(a + ((m * h) << log_t) + l0, v[m]);
+      }
+      continue;
+    }
+    if (scale != BB_ONE) {
+      MSL_UNROLL
+      for (uint m = 0u; m < 16u; m++) {
+        if (m < (1u << K)) v[m] = bb_mul_lanes(v[m], lanes_reg_splat(scale));
+      }
+    }
+    // Sub-transform j goes to colbase + (j / Ns)·Ns·R + (j mod Ns) + P·Ns: consecutive lanes are
+    // consecutive addresses when Ns ≥ MSL_LANES (j0 is a multiple of MSL_LANES), else R apart
+    // within each run of Ns lanes.
+    uint j0 = jb + t0;
+    if ((1u << log_ns) >= MSL_LANES) {
+      MSL_DEVICE uint* o = dst + (colbase + ((j0 >> log_ns) << (log_ns + log_r)) + (j0 & ((1u << log_ns) - 1u)) + (base << log_ns));
+      MSL_UNROLL
+      for (uint m = 0u; m < 16u; m++) {
+        if (m < (1u << K)) lanes_reg_st_dev(o + ((m * h) << log_ns) + l0, v[m]);
+      }
+    } else {
+      for (uint l = 0u; l < LANES_REG; l++) {  // scattered stores: scalar
+        uint j = j0 + l0 + l;
+        MSL_DEVICE uint* o = dst + (colbase + ((j >> log_ns) << (log_ns + log_r)) + (j & ((1u << log_ns) - 1u)) + (base << log_ns));
+        MSL_UNROLL
+        for (uint m = 0u; m < 16u; m++) {
+          if (m < (1u << K)) o[(m * h) << log_ns] = lanes_reg_get(v[m], l);
+        }
       }
     }
   }
@@ -2530,7 +2915,7 @@ MSL_KERNEL void msl_kernel_prog_eval_combine4(MSL_DEVICE const uint* prog       
 // through the stack (a store-forwarding stall) or as 16 masked inserts; a 64-bit splat of
 // x·(2^32 + 1) through an empty asm (as bb_mul_lanes broadcasts p) is one broadcast.
 MSL_FN lanes_uint bbl_splat(uint x) {
-#if defined(MSL_TARGET_HOST) && defined(__x86_64__) && LANES_SHUFFLE
+#if defined(MSL_TARGET_HOST) && defined(__x86_64__) && LANES_SHUFFLE && HD_LANE_PARTS == 1
   ulong xx = (ulong)x * 0x100000001uL;
   __asm__("" : "+r"(xx));
   lanes_ulong v = {xx};
@@ -2841,16 +3226,7 @@ MSL_KERNEL void msl_kernel_sc_fold_round_partials(MSL_DEVICE const uint* f      
 // sc_fold's host path: a lane vector holds four Fp4 values side by side (their 16 words, as in
 // memory), so rows are loaded and stored whole. α·v for four values: coefficient c of α·v is
 // Σ_j α_j·v_{c−j} (times W when j > c), i.e. Σ_j A_j ⊙ rot_j(v), rot_j moving each value's
-// coefficients by j and A_j holding α_j or W·α_j per coefficient.
-MSL_FN lanes_uint sc_fp4_rot1(lanes_uint v) {
-  return __builtin_shufflevector(v, v, 3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14);
-}
-MSL_FN lanes_uint sc_fp4_rot2(lanes_uint v) {
-  return __builtin_shufflevector(v, v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-}
-MSL_FN lanes_uint sc_fp4_rot3(lanes_uint v) {
-  return __builtin_shufflevector(v, v, 1, 2, 3, 0, 5, 6, 7, 4, 9, 10, 11, 8, 13, 14, 15, 12);
-}
+// coefficients by j (lanes_quad_rot_j, babybear.h) and A_j holding α_j or W·α_j per coefficient.
 
 // Rows 4k .. 4k+3 of every column (2^log_rows ≥ 4 rows after the fold): pairs (2y, 2y+1) are split
 // into even and odd values by two shuffles, folded, and stored as one vector.
@@ -2872,11 +3248,11 @@ MSL_FN void sc_fold_host(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, uint 
     MSL_DEVICE const uint* s = src + 4u * (c * ss + 2u * y);
     lanes_uint v0 = lanes_ld_dev(s);
     lanes_uint v1 = lanes_ld_dev(s + MSL_LANES);
-    lanes_uint e = __builtin_shufflevector(v0, v1, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-    lanes_uint o = __builtin_shufflevector(v0, v1, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+    lanes_uint e = lanes_quads_even(v0, v1);
+    lanes_uint o = lanes_quads_odd(v0, v1);
     lanes_uint d = bb_sub_lanes(o, e);
-    lanes_uint r = bb_add_lanes(bb_mul_lanes(a[0], d), bb_mul_lanes(a[1], sc_fp4_rot1(d)));
-    r = bb_add_lanes(r, bb_add_lanes(bb_mul_lanes(a[2], sc_fp4_rot2(d)), bb_mul_lanes(a[3], sc_fp4_rot3(d))));
+    lanes_uint r = bb_add_lanes(bb_mul_lanes(a[0], d), bb_mul_lanes(a[1], lanes_quad_rot1(d)));
+    r = bb_add_lanes(r, bb_add_lanes(bb_mul_lanes(a[2], lanes_quad_rot2(d)), bb_mul_lanes(a[3], lanes_quad_rot3(d))));
     lanes_st_dev(dst + 4u * (c * ds + y), bb_add_lanes(e, r));
   }
 }
@@ -4436,28 +4812,27 @@ struct ProgInterpreter {
 
 #if PROG_LAZY
 // v's even and odd lanes as 64-bit lanes.
-MSL_FN lanes_ulong prog_even(lanes_uint v) { return (lanes_ulong)v & ((lanes_ulong){} + 0xffffffffuL); }
-MSL_FN lanes_ulong prog_odd(lanes_uint v) { return (lanes_ulong)v >> 32; }
+MSL_FN lanes_ulong prog_even(lanes_uint v) { return lanes_wide(v) & lanes_wsplat(0xffffffffuL); }
+MSL_FN lanes_ulong prog_odd(lanes_uint v) { return lanes_wide(v) >> 32; }
 // A splat of w < 2^32 whose high halves are visibly zero (so products are 32×32-bit multiplies).
-MSL_FN lanes_ulong prog_wide(uint w) { return ((lanes_ulong){} + (ulong)w) & ((lanes_ulong){} + 0xffffffffuL); }
+MSL_FN lanes_ulong prog_wide(uint w) { return lanes_wsplat((ulong)w) & lanes_wsplat(0xffffffffuL); }
 // x ≡ lo + hi·2^32 ≡ lo + hi·(2^32 mod p): below 2^60.01.
 MSL_FN lanes_ulong prog_fold(lanes_ulong x) {
-  lanes_ulong lo32 = (lanes_ulong){} + 0xffffffffuL;
-  return (x & lo32) + (x >> 32) * ((lanes_ulong){} + (ulong)BB_ONE);
+  lanes_ulong lo32 = lanes_wsplat(0xffffffffuL);
+  return (x & lo32) + lanes_mul32(x >> 32, lanes_wsplat((ulong)BB_ONE));
 }
 // Montgomery reduction of 64-bit sums x < p·2^32 (even and odd lanes) to x·2^−32 mod p per lane.
 MSL_FN lanes_uint prog_reduce(lanes_ulong e, lanes_ulong o) {
-  lanes_ulong lo32 = (lanes_ulong){} + 0xffffffffuL;
-  lanes_ulong p64 = (lanes_ulong){} + (ulong)BB_P;
-  lanes_ulong pinv = (lanes_ulong){} + (ulong)BB_PINV;
-  lanes_ulong me = ((e & lo32) * pinv) & lo32;
-  lanes_ulong mo = ((o & lo32) * pinv) & lo32;
-  lanes_ulong re = (e >> 32) + p64 - ((me * p64) >> 32);  // in (0, 2p)
-  lanes_ulong ro = (o >> 32) + p64 - ((mo * p64) >> 32);
-  lanes_uint r = __builtin_shufflevector((lanes_uint)re, (lanes_uint)ro, 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12,
-                                         28, 14, 30);
+  lanes_ulong lo32 = lanes_wsplat(0xffffffffuL);
+  lanes_ulong p64 = lanes_wsplat((ulong)BB_P);
+  lanes_ulong pinv = lanes_wsplat((ulong)BB_PINV);
+  lanes_ulong me = lanes_mul32(e & lo32, pinv) & lo32;
+  lanes_ulong mo = lanes_mul32(o & lo32, pinv) & lo32;
+  lanes_ulong re = (e >> 32) + p64 - (lanes_mul32(me, p64) >> 32);  // in (0, 2p)
+  lanes_ulong ro = (o >> 32) + p64 - (lanes_mul32(mo, p64) >> 32);
+  lanes_uint r = lanes_join_lo(re, ro);
   lanes_uint s = r - BB_P;
-  return r < s ? r : s;
+  return lanes_min(r, s);
 }
 #endif
 
@@ -4480,8 +4855,8 @@ struct ProgCombineLanes {
     for (uint i = 0u; i < 3u; i++) {
       count[i] = 0u;
       for (uint c = 0u; c < 4u; c++) {
-        acc[i][c][0] = (lanes_ulong){};
-        acc[i][c][1] = (lanes_ulong){};
+        acc[i][c][0] = lanes_wsplat(0u);
+        acc[i][c][1] = lanes_wsplat(0u);
       }
     }
 #endif
@@ -4501,8 +4876,8 @@ struct ProgCombineLanes {
     lanes_ulong vo = prog_odd(v);
     for (uint c = 0u; c < 4u; c++) {
       lanes_ulong w = prog_wide(weights[4u * o + c]);
-      acc[k][c][0] += ve * w;
-      acc[k][c][1] += vo * w;
+      acc[k][c][0] += lanes_mul32(ve, w);
+      acc[k][c][1] += lanes_mul32(vo, w);
     }
     count[k]++;
   }
@@ -4527,8 +4902,8 @@ struct ProgCombineLanes {
       for (uint j = 0u; j < 4u; j++) {
         uint i = (c + 4u - j) & 3u;
         lanes_ulong wj = prog_wide(j <= c ? w[j] : ww[j]);
-        acc[k][c][0] += ve[i] * wj;
-        acc[k][c][1] += vo[i] * wj;
+        acc[k][c][0] += lanes_mul32(ve[i], wj);
+        acc[k][c][1] += lanes_mul32(vo[i], wj);
       }
     }
     count[k] = 4u;  // the next put folds first
@@ -4941,7 +5316,7 @@ MSL_FN void zc_fill_cosets_wide(uint u, MSL_CONSTANT ZcUniParams& p, MSL_DEVICE 
         if (sl != ZC_NONE) lanes_st_dev(dst + sl * T, loc);
         if (sr != ZC_NONE) {
           lanes_uint nxt = v[((m + 1u) % groups) * MSL_LANES + c];
-          lanes_uint rot = __builtin_shufflevector(loc, nxt, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+          lanes_uint rot = lanes_shift1(loc, nxt);
           lanes_st_dev(dst + sr * T, bb_add_lanes(rot, bb_mul_lanes(lanes_splat(lanes_get(delta, c)), lr[m])));
         }
       }

@@ -2,6 +2,7 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(HD_NO_CLONES)
 #pragma GCC optimize("O1")
 #endif
+#define HD_LANE_COPY 1
 #define HD_TRAMPOLINES_ONLY 1
 #include "kernels_host.gen.h"
 
