@@ -10,4 +10,7 @@ func init() {
 		return cuda.Open(cuda.Options{CacheDir: o.CacheDir, Device: o.Ordinal, Logger: o.Logger})
 	})
 	counters[KindCUDA] = cuda.DeviceCount
+	prebuilders[KindCUDA] = func(o Options, ms []driver.ModuleSource) ([]driver.ModuleBuild, error) {
+		return cuda.Prebuild(cuda.Options{CacheDir: o.CacheDir, Device: o.Ordinal, Logger: o.Logger}, ms)
+	}
 }

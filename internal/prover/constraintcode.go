@@ -6,6 +6,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/kernels"
@@ -100,7 +101,10 @@ func Warm(req WarmRequest) (*WarmReport, error) {
 	task.Step("opening the device")
 	start := time.Now()
 	kind := DeviceKind(req.Settings)
-	be, err := OpenDeviceBackend(req.Settings, kind, req.Ordinal, nil, log)
+	// The constraint kernels compile beside the device's own (PrebuildConstraintCode).
+	shared := device.NewShared()
+	go PrebuildConstraintCode(req.Settings, req.Ordinal, func() ([]string, []*air.VerifyingKey) { return keyVKs(key) }, shared, log)
+	be, err := OpenDeviceBackend(req.Settings, kind, req.Ordinal, shared, log)
 	if err != nil {
 		return nil, err
 	}

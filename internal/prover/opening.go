@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/gpu"
 	sp "github.com/metalprove/metalprove/internal/params"
@@ -42,11 +43,15 @@ type opened struct {
 // StartOpening starts opening the backend (OpenBackendOn: the device of the settings, on GPU
 // ordinal for CUDA) and, when h's AIRs can be had from its headers, making their proving key with
 // parameters p. h may be nil (the headers could not be read). Either Backend or Release must
-// follow.
+// follow. On a GPU that builds modules ahead (CUDA), the AIRs' constraint kernels are compiled
+// meanwhile too (PrebuildConstraintCode), beside the device's own kernels.
 func StartOpening(settings *cmdutil.Settings, reference bool, ordinal int, p sp.SystemParams, h *Headers, log *zerolog.Logger) *Opening {
 	op := &Opening{p: p, done: make(chan opened, 1), scanErr: errors.New("no headers")}
 	if h != nil {
 		op.airs, op.heights, op.scanErr = h.ScanAirs()
+	}
+	if !reference && op.scanErr == nil {
+		go PrebuildConstraintCode(settings, ordinal, func() ([]string, []*air.VerifyingKey) { return builtinVKs(p, op.airs) }, nil, log)
 	}
 	go func() {
 		be, err := OpenBackendOn(settings, reference, ordinal, log)
@@ -62,11 +67,19 @@ func StartOpening(settings *cmdutil.Settings, reference bool, ordinal int, p sp.
 }
 
 // StartOpeningKey starts opening the backend (as StartOpening) and making the proving key of k on
-// it (its preprocessed traces committed there: stark.KeygenFromKey) while the cells are read.
+// it (its preprocessed traces committed there: stark.KeygenFromKey) while the cells are read; the
+// constraint kernels are compiled ahead as StartOpening compiles them.
 func StartOpeningKey(settings *cmdutil.Settings, reference bool, ordinal int, k *Key, log *zerolog.Logger) *Opening {
 	op := &Opening{key: k, p: k.Params(), done: make(chan opened, 1)}
+	var shared *device.Shared
+	if !reference {
+		// The key's own verifying keys are the proving key's (stark.KeygenFromKey): the backend
+		// and the prebuild share their programs' split.
+		shared = device.NewShared()
+		go PrebuildConstraintCode(settings, ordinal, func() ([]string, []*air.VerifyingKey) { return keyVKs(k) }, shared, log)
+	}
 	go func() {
-		be, err := OpenBackendOn(settings, reference, ordinal, log)
+		be, err := openBackendShared(settings, reference, ordinal, shared, log)
 		o := opened{be: be, err: err}
 		if err == nil {
 			t := time.Now()

@@ -203,7 +203,10 @@ type backend struct {
 	dev    C.CUdevice
 	ctx    C.CUcontext
 	stream C.CUstream
-	mod    C.CUmodule
+	// mods hold the kernels: the embedded fatbin's one module, or the main module's programs
+	// (splitKernels), in which partOf finds each kernel's (by entry point; nil: mods[0]).
+	mods   []C.CUmodule
+	partOf map[string]int
 	name   string
 	limits driver.Limits
 	// pool is the device's default memory pool when the driver has stream-ordered allocation
@@ -241,10 +244,14 @@ var _ driver.KernelLimiter = (*backend)(nil)
 // Open opens CUDA device opts.Device: loads libcuda.so.1, retains the primary context, creates a
 // stream and loads the kernels (the embedded nvcc fatbin, else the cache, else compiled by NVRTC,
 // which is loaded then).
+//
+// The module's NVRTC compile holds no lock of the package: a Prebuild (constraint code) runs
+// beside it, and backends opened at the same time compile the one source once (compileOnce).
 func Open(opts Options) (driver.Backend, error) {
 	loadMu.Lock()
-	defer loadMu.Unlock()
-	if err := initDriver(); err != nil {
+	err := initDriver()
+	loadMu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	var count C.int
@@ -341,8 +348,10 @@ func Open(opts Options) (driver.Backend, error) {
 }
 
 // loadModule loads the kernels from the fatbin that `make cuda` embedded (when it was built from
-// this source and the driver accepts it for this device), else from the cache, else compiles
-// them with NVRTC (and caches them). NVRTC is loaded only when needed.
+// this source and the driver accepts it for this device), else as mainParts() programs
+// (splitKernels), each from this process's memory, else from the cache, else compiled with NVRTC
+// (the programs left side by side) and cached, each loaded as a module of its own. NVRTC is
+// loaded only when needed.
 func (b *backend) loadModule(src, srcName, dir string, major, minor int) error {
 	if len(precompiled) > 0 && precompiledSource == sourceHash(src) {
 		if err := b.moduleLoad(precompiled); err == nil {
@@ -352,48 +361,90 @@ func (b *backend) loadModule(src, srcName, dir string, major, minor int) error {
 		}
 		// no image for this architecture in the fatbin (and no PTX the driver can use): NVRTC
 	}
-	if !rtcLoaded {
-		if err := loadNVRTC(nvrtcCandidates()); err != nil {
-			return err
-		}
-	}
-	target, cubin, err := chooseTarget(major, minor, rtcArchs, rtcHasCubin)
-	if err != nil {
-		return fmt.Errorf("nvrtc %s (%s): %w", rtcVersion, rtcPath, err)
-	}
-	b.target = target
-	opts := []string{"--gpu-architecture=" + target, "-std=c++17", "-default-device"}
-	key := cacheKey(src, target, rtcVersion, opts)
-	b.cacheFile = cachePath(dir, key)
-	if image, ok := imagesByKey[key]; ok {
-		if err := b.moduleLoad(image); err == nil {
-			b.cacheHit = true
-			return nil
-		}
-	}
-	if _, payload, err := readCache(dir, key); err == nil {
-		if err := b.moduleLoad(payload); err == nil {
-			b.cacheHit = true
-			imagesByKey[key] = payload
-			return nil
-		}
-		// the driver rejected the cached image: recompile and replace it
-	}
-	image, err := b.compileLogged(src, srcName, target, opts, cubin, dir, key, "the kernels")
+	target, cubin, _, err := rtcTarget(major, minor)
 	if err != nil {
 		return err
 	}
-	if err := b.moduleLoad(image); err != nil {
-		return fmt.Errorf("loading the module NVRTC %s built for %s: %w", rtcVersion, target, err)
+	b.target = target
+	opts := []string{"--gpu-architecture=" + target, "-std=c++17", "-default-device"}
+	parts, partOf := splitKernels(src, mainParts())
+	keys := make([]string, len(parts))
+	images := make([][]byte, len(parts))
+	var todo []int
+	hits := 0
+	for i, p := range parts {
+		keys[i] = cacheKey(p, target, rtcVersion, opts)
+		if img := cachedImage(keys[i]); img != nil {
+			images[i] = img
+		} else if _, payload, err := readCache(dir, keys[i]); err == nil {
+			images[i] = payload
+		} else {
+			todo = append(todo, i)
+			continue
+		}
+		hits++
 	}
-	b.compiled = true
-	imagesByKey[key] = image
-	kind := byte(kindPTX)
-	if cubin {
-		kind = kindCubin
+	b.cacheFile = cachePath(dir, keys[0])
+	mods := make([]C.CUmodule, len(parts))
+	unload := func() {
+		for _, m := range mods {
+			if m != nil {
+				C.mp_cu_module_unload(b.ctx, m)
+			}
+		}
 	}
-	b.cacheErr = writeCache(dir, key, kind, image)
+	for i, img := range images {
+		if img == nil {
+			continue
+		}
+		m, err := b.loadImage(img)
+		if err != nil {
+			// the driver rejected the cached image: recompile it and replace it
+			todo = append(todo, i)
+			hits--
+			continue
+		}
+		mods[i] = m
+		storeImage(keys[i], img)
+	}
+	if len(todo) > 0 {
+		built, err := b.compileLogged(parts, todo, keys, src, srcName, target, opts, cubin, dir)
+		if err != nil {
+			unload()
+			return err
+		}
+		kind := byte(kindPTX)
+		if cubin {
+			kind = kindCubin
+		}
+		for n, i := range todo {
+			m, err := b.loadImage(built[n])
+			if err != nil {
+				unload()
+				return fmt.Errorf("loading the module NVRTC %s built for %s: %w", rtcVersion, target, err)
+			}
+			mods[i] = m
+			storeImage(keys[i], built[n])
+			if err := writeCache(dir, keys[i], kind, built[n]); err != nil && b.cacheErr == nil {
+				b.cacheErr = err
+			}
+		}
+		b.compiled = true
+	}
+	b.cacheHit = hits == len(parts)
+	b.setModules(mods, partOf)
 	return nil
+}
+
+// setModules makes mods (partOf: each kernel's, nil: mods[0]) the backend's kernels, unloading
+// those it had.
+func (b *backend) setModules(mods []C.CUmodule, partOf map[string]int) {
+	for _, m := range b.mods {
+		C.mp_cu_module_unload(b.ctx, m)
+	}
+	b.mods, b.partOf = mods, partOf
+	b.funcs = map[string]C.CUfunction{}
+	b.smemSet = map[string]uint32{}
 }
 
 func (b *backend) moduleLoad(image []byte) error {
@@ -401,12 +452,7 @@ func (b *backend) moduleLoad(image []byte) error {
 	if err != nil {
 		return err
 	}
-	if b.mod != nil {
-		C.mp_cu_module_unload(b.ctx, b.mod)
-	}
-	b.mod = m
-	b.funcs = map[string]C.CUfunction{}
-	b.smemSet = map[string]uint32{}
+	b.setModules([]C.CUmodule{m}, nil)
 	return nil
 }
 
@@ -427,20 +473,36 @@ func (b *backend) loadImage(image []byte) (C.CUmodule, error) {
 	return m, nil
 }
 
-// compileLogged is compileNVRTC with a log record before (what is compiled, for which target)
-// and after (how long it took, where it is cached): a first compile takes from seconds to about
-// a minute, and the log must say so rather than look like a stalled stage.
-func (b *backend) compileLogged(src, srcName, target string, opts []string, cubin bool, dir, key, what string) ([]byte, error) {
-	b.log.Info().Str("source", srcName).Str("what", what).Int("source_bytes", len(src)).Str("target", target).
-		Str("nvrtc", rtcVersion).Msg("compiling CUDA kernels with NVRTC (once per machine and driver: the result is cached)")
+// compileLogged compiles the programs parts[i], i in todo, of the main module src (splitKernels)
+// side by side, with a log record before (what is compiled, for which target, as how many
+// programs) and one after (how long it took, where it is cached): a first compile takes seconds
+// on a fresh machine, and the log must say so rather than look like a stalled stage. Backends
+// opened at the same time compile each program once (compileOnce). A failed compile's error is
+// that of the first program that failed (every program holds the same code but its kernels'
+// wrappers, so they fail alike).
+func (b *backend) compileLogged(parts []string, todo []int, keys []string, src, srcName, target string, opts []string, cubin bool, dir string) ([][]byte, error) {
+	b.log.Info().Str("source", srcName).Str("what", "the kernels").Int("source_bytes", len(src)).Int("programs", len(todo)).
+		Str("target", target).Str("nvrtc", rtcVersion).Msg("compiling CUDA kernels with NVRTC (once per machine and driver: the result is cached)")
 	start := time.Now()
-	image, err := compileNVRTC(src, srcName, target, opts, cubin)
-	if err != nil {
-		return nil, err
+	out := make([][]byte, len(todo))
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for n, i := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[n], _, errs[n] = b.compileOnce(&compileJob{src: parts[i], name: srcName, key: keys[i], opts: opts}, target, cubin)
+		}()
 	}
-	b.log.Info().Str("source", srcName).Str("elapsed", time.Since(start).Round(time.Millisecond).String()).
-		Str("cache", cachePath(dir, key)).Msg("CUDA kernels compiled")
-	return image, nil
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	b.log.Info().Str("source", srcName).Int("programs", len(todo)).Str("elapsed", time.Since(start).Round(time.Millisecond).String()).
+		Str("cache", filepath.Dir(cachePath(dir, keys[todo[0]]))).Msg("CUDA kernels compiled")
+	return out, nil
 }
 
 // compileNVRTC compiles src and returns the CUBIN (cubin) or NUL-terminated PTX.
@@ -746,17 +808,23 @@ func (b *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, srcO
 	return cuErr("cuMemcpyDtoDAsync", "", r)
 }
 
-func (b *backend) function(k *driver.KernelInfo) (C.CUfunction, error) {
-	name := k.Name
+// funcKey names kernel k's function in funcs and smemSet: its name, "ID/name" for a built
+// module's.
+func funcKey(k *driver.KernelInfo) string {
 	if k.Built != "" {
-		name = k.Built + "/" + k.Name
+		return k.Built + "/" + k.Name
 	}
+	return k.Name
+}
+
+func (b *backend) function(k *driver.KernelInfo) (C.CUfunction, error) {
+	name := funcKey(k)
 	b.modMu.Lock()
 	defer b.modMu.Unlock()
 	if f, ok := b.funcs[name]; ok {
 		return f, nil
 	}
-	mod := b.mod
+	var mod C.CUmodule
 	switch {
 	case k.Built != "":
 		m, ok := b.built[k.Built]
@@ -766,6 +834,11 @@ func (b *backend) function(k *driver.KernelInfo) (C.CUfunction, error) {
 		mod = m
 	case k.Module != "":
 		return nil, fmt.Errorf("cuda: kernel %s of module template %q runs only from a module built from it", k.Name, k.Module)
+	default:
+		mod = b.mods[0]
+		if j, ok := b.partOf[KernelPrefix+k.Name]; ok {
+			mod = b.mods[j]
+		}
 	}
 	cname := C.CString(KernelPrefix + k.Name)
 	defer C.free(unsafe.Pointer(cname))
@@ -813,13 +886,23 @@ func (b *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args [
 	if err != nil {
 		return fmt.Errorf("%s (%s): %w", entry, k.Pos, err)
 	}
-	if lp.smem > defaultDynSmem && lp.smem > b.smemSet[k.Name] {
-		if r := C.mp_cu_func_max_dyn_smem(b.ctx, f, C.int(lp.smem)); r != 0 {
-			e := cuErr("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", entry, r).(*Error)
-			e.Detail = fmt.Sprintf("%d bytes of threadgroup memory", lp.smem)
-			return e
+	if lp.smem > defaultDynSmem {
+		// per function (a built module's kernel is a function of its own), under modMu: a module
+		// rebuilt while others dispatch forgets its functions' settings
+		fk := funcKey(k)
+		b.modMu.Lock()
+		set := b.smemSet[fk]
+		b.modMu.Unlock()
+		if lp.smem > set {
+			if r := C.mp_cu_func_max_dyn_smem(b.ctx, f, C.int(lp.smem)); r != 0 {
+				e := cuErr("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", entry, r).(*Error)
+				e.Detail = fmt.Sprintf("%d bytes of threadgroup memory", lp.smem)
+				return e
+			}
+			b.modMu.Lock()
+			b.smemSet[fk] = lp.smem
+			b.modMu.Unlock()
 		}
-		b.smemSet[k.Name] = lp.smem
 	}
 	var blob *C.uchar
 	var offs *C.uint
@@ -864,10 +947,10 @@ func (b *backend) Close() error {
 	}
 	b.closed = true
 	err := cuErr("cuStreamSynchronize", "", C.mp_cu_stream_sync(b.ctx, b.stream))
-	if b.mod != nil {
-		C.mp_cu_module_unload(b.ctx, b.mod)
-		b.mod = nil
+	for _, m := range b.mods {
+		C.mp_cu_module_unload(b.ctx, m)
 	}
+	b.mods = nil
 	b.modMu.Lock()
 	for id, m := range b.built {
 		C.mp_cu_module_unload(b.ctx, m)

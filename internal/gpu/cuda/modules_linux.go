@@ -61,85 +61,214 @@ type compileJob struct {
 // template, all with -rdc (relocatable device code), then linked by the driver's linker into one
 // image. Compiles use the template's options and, where NVRTC has it, --Ofast-compile=min
 // (generated straight-line code, which NVRTC's full optimisation takes minutes over). A module
-// this process has already built is taken from memory, else from the disk cache (an entry that
-// does not decode, or whose image the driver rejects, is built again and replaced); the compiles
-// of all the modules left run side by side, one NVRTC program per host core (NVRTC is
-// thread-safe), and each linked image is cached. Each backend loads its own CUmodule of every
-// image.
+// this process has already built (or Prebuild is building: it is waited for) is taken from
+// memory, else from the disk cache (an entry that does not decode, or whose image the driver
+// rejects, is built again and replaced); the compiles of all the modules left run side by side,
+// one NVRTC program per host core (NVRTC is thread-safe), and each linked image is cached. Each
+// backend loads its own CUmodule of every image.
 func (b *backend) BuildModules(ms []driver.ModuleSource) ([]driver.ModuleBuild, error) {
-	loadMu.Lock()
-	if !rtcLoaded {
-		if err := loadNVRTC(nvrtcCandidates()); err != nil {
-			loadMu.Unlock()
-			return nil, err
-		}
-	}
-	target, cubin, err := chooseTarget(b.major, b.minor, rtcArchs, rtcHasCubin)
-	fast := rtcFastCompile
-	loadMu.Unlock()
+	target, cubin, fast, err := rtcTarget(b.major, b.minor)
 	if err != nil {
-		return nil, fmt.Errorf("nvrtc %s (%s): %w", rtcVersion, rtcPath, err)
+		return nil, err
 	}
-	builds := make([]driver.ModuleBuild, len(ms))
-	keys := make([]string, len(ms))
-	images := make([][]byte, len(ms))
-	fromCache := make([]bool, len(ms))
-	var todo []int
-	for i, m := range ms {
-		key, err := moduleKey(m, target, fast)
-		if err != nil {
-			return nil, err
-		}
-		keys[i] = key
-		builds[i] = driver.ModuleBuild{ID: m.ID, Cached: true, CachePath: cachePath(b.cacheDir, key)}
-		if img := cachedImage(key); img != nil {
-			images[i] = img
-			continue
-		}
-		if _, payload, err := readCache(b.cacheDir, key); err == nil {
-			images[i], fromCache[i] = payload, true
-			continue
-		}
-		todo = append(todo, i)
+	p, err := b.planModules(ms, target, fast, false)
+	if err != nil {
+		return nil, err
 	}
-	build := func(which []int) error {
-		imgs, elapsed, err := b.buildImages(ms, keys, which, target, fast, cubin)
-		if err != nil {
-			return err
-		}
-		for n, i := range which {
-			images[i], fromCache[i] = imgs[n], false
-			builds[i].Cached, builds[i].Elapsed = false, elapsed
-		}
-		return nil
-	}
-	if err := build(todo); err != nil {
+	if err := b.buildPlanned(ms, p, p.todo, target, fast, cubin, false); err != nil {
 		return nil, err
 	}
 	for i, m := range ms {
-		mod, err := b.loadImage(images[i])
-		if err != nil && fromCache[i] {
+		mod, err := b.loadImage(p.images[i])
+		if err != nil && p.fromCache[i] {
 			// A stale or damaged cache entry the driver rejects: build it again.
-			b.log.Warn().Str("cache", builds[i].CachePath).Err(err).Msg("cached CUDA module rejected by the driver; building it again")
-			os.Remove(builds[i].CachePath)
-			if err = build([]int{i}); err == nil {
-				mod, err = b.loadImage(images[i])
+			b.log.Warn().Str("cache", p.builds[i].CachePath).Err(err).Msg("cached CUDA module rejected by the driver; building it again")
+			os.Remove(p.builds[i].CachePath)
+			if err = b.buildPlanned(ms, p, []int{i}, target, fast, cubin, false); err == nil {
+				mod, err = b.loadImage(p.images[i])
 			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("loading module %s (NVRTC %s, %s): %w", m.ID, rtcVersion, target, err)
 		}
-		loadMu.Lock()
-		imagesByKey[keys[i]] = images[i]
-		loadMu.Unlock()
+		storeImage(p.keys[i], p.images[i])
 		b.modMu.Lock()
 		if old, ok := b.built[m.ID]; ok {
+			// the functions of the old module go with it
 			C.mp_cu_module_unload(b.ctx, old)
+			for name := range b.funcs {
+				if strings.HasPrefix(name, m.ID+"/") {
+					delete(b.funcs, name)
+					delete(b.smemSet, name)
+				}
+			}
 		}
 		b.built[m.ID] = mod
 		b.modMu.Unlock()
 	}
-	return builds, nil
+	return p.builds, nil
+}
+
+// Prebuild builds modules for CUDA device opts.Device (opts.CacheDir, opts.Logger; Source is
+// not used) without opening a backend: compiled as BuildModules compiles them, their images kept
+// in this process's memory and written to the disk cache, so that a backend's BuildModules of
+// the same sources later loads them, or waits for them while they are still compiling. A prover
+// calls it as soon as it knows its statement's constraint code, beside the backend's Open, whose
+// compile of the main module it overlaps: on a freshly started machine, whose CUDA JIT cache
+// (~/.nv/ComputeCache, which NVRTC's output goes through) is empty, each takes seconds of code
+// generation, at the same time rather than one after the other. Modules already in memory or in
+// the disk cache are left as they are (cached, in the builds returned). The error of a failed
+// compile names the module, as BuildModules's does.
+func Prebuild(opts Options, ms []driver.ModuleSource) ([]driver.ModuleBuild, error) {
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	loadMu.Lock()
+	err := initDriver()
+	loadMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	var count C.int
+	if r := C.mp_cu_device_count(&count); r != 0 {
+		return nil, &UnavailableError{Reason: "no CUDA device", Err: cuErr("cuDeviceGetCount", "", r)}
+	}
+	if opts.Device < 0 || opts.Device >= int(count) {
+		return nil, &UnavailableError{Reason: fmt.Sprintf("no CUDA device %d (%d present)", opts.Device, count)}
+	}
+	b := &backend{log: opts.Logger, cacheDir: opts.CacheDir}
+	if b.cacheDir == "" {
+		b.cacheDir = defaultCacheDir()
+	}
+	if r := C.mp_cu_device_get(&b.dev, C.int(opts.Device)); r != 0 {
+		return nil, cuErr("cuDeviceGet", "", r)
+	}
+	var major, minor C.int
+	if r := C.mp_cu_device_attr(&major, C.MP_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, b.dev); r != 0 {
+		return nil, cuErr("cuDeviceGetAttribute(compute capability major)", "", r)
+	}
+	if r := C.mp_cu_device_attr(&minor, C.MP_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, b.dev); r != 0 {
+		return nil, cuErr("cuDeviceGetAttribute(compute capability minor)", "", r)
+	}
+	b.major, b.minor = int(major), int(minor)
+	target, cubin, fast, err := rtcTarget(b.major, b.minor)
+	if err != nil {
+		return nil, err
+	}
+	p, err := b.planModules(ms, target, fast, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.todo) == 0 {
+		return p.builds, nil
+	}
+	// The driver's linker needs a context of the device: its primary context, which the
+	// backends of this device share.
+	if r := C.mp_cu_primary_ctx_retain(&b.ctx, b.dev); r != 0 {
+		return nil, cuErr("cuDevicePrimaryCtxRetain", "", r)
+	}
+	defer C.mp_cu_primary_ctx_release(b.dev)
+	if err := b.buildPlanned(ms, p, p.todo, target, fast, cubin, true); err != nil {
+		return nil, err
+	}
+	return p.builds, nil
+}
+
+// rtcTarget loads NVRTC (once) and chooses the target of a device of compute capability
+// major.minor: the architecture, whether NVRTC gives a CUBIN for it, and whether it takes
+// --Ofast-compile.
+func rtcTarget(major, minor int) (target string, cubin, fast bool, err error) {
+	loadMu.Lock()
+	defer loadMu.Unlock()
+	if !rtcLoaded {
+		if err := loadNVRTC(nvrtcCandidates()); err != nil {
+			return "", false, false, err
+		}
+	}
+	target, cubin, err = chooseTarget(major, minor, rtcArchs, rtcHasCubin)
+	if err != nil {
+		return "", false, false, fmt.Errorf("nvrtc %s (%s): %w", rtcVersion, rtcPath, err)
+	}
+	return target, cubin, rtcFastCompile, nil
+}
+
+// modulePlan is where each module of a BuildModules or Prebuild call comes from: its cache key,
+// its image (from memory or the disk cache; nil until built, or for Prebuild a module left in
+// the disk cache) and the modules left to build (todo).
+type modulePlan struct {
+	builds    []driver.ModuleBuild
+	keys      []string
+	images    [][]byte
+	fromCache []bool
+	todo      []int
+}
+
+// planModules finds each module's image: in this process's memory (after waiting for a build of
+// it running now), else in the disk cache (for Prebuild: only noted there), else it is to build.
+// A module Prebuild built is reported to the first backend that takes it as compiled, with the
+// compile's time (ahead: the plan of Prebuild itself, which takes nothing).
+func (b *backend) planModules(ms []driver.ModuleSource, target string, fast, ahead bool) (*modulePlan, error) {
+	p := &modulePlan{builds: make([]driver.ModuleBuild, len(ms)), keys: make([]string, len(ms)),
+		images: make([][]byte, len(ms)), fromCache: make([]bool, len(ms))}
+	for i, m := range ms {
+		key, err := moduleKey(m, target, fast)
+		if err != nil {
+			return nil, err
+		}
+		p.keys[i] = key
+		p.builds[i] = driver.ModuleBuild{ID: m.ID, Cached: true, CachePath: cachePath(b.cacheDir, key)}
+		// A failed build in flight is no answer: this one compiles it, and its error says why.
+		_ = modFlights.wait(key)
+		if img := cachedImage(key); img != nil {
+			p.images[i] = img
+			if !ahead {
+				if d, ok := modFlights.take(key); ok {
+					p.builds[i].Cached, p.builds[i].Elapsed = false, d
+				}
+			}
+			continue
+		}
+		if _, payload, err := readCache(b.cacheDir, key); err == nil {
+			if !ahead {
+				p.images[i], p.fromCache[i] = payload, true
+			}
+			continue
+		}
+		p.todo = append(p.todo, i)
+	}
+	return p, nil
+}
+
+// buildPlanned builds the modules which of plan p (buildImages), each registered as running
+// while it builds, and puts their images in p and in this process's memory; ahead (Prebuild)
+// records them as built ahead, for the backend that takes them.
+func (b *backend) buildPlanned(ms []driver.ModuleSource, p *modulePlan, which []int, target string, fast, cubin, ahead bool) error {
+	if len(which) == 0 {
+		return nil
+	}
+	fl := make([]*flight, len(which))
+	for n, i := range which {
+		fl[n] = modFlights.start(p.keys[i])
+	}
+	imgs, elapsed, err := b.buildImages(ms, p.keys, which, target, fast, cubin)
+	for n, i := range which {
+		if err == nil {
+			p.images[i], p.fromCache[i] = imgs[n], false
+			p.builds[i].Cached, p.builds[i].Elapsed = false, elapsed
+			storeImage(p.keys[i], imgs[n])
+		}
+		if fl[n] != nil {
+			modFlights.finish(p.keys[i], fl[n], err, ahead, elapsed)
+		}
+	}
+	return err
+}
+
+// storeImage keeps image as this process's image of key.
+func storeImage(key string, image []byte) {
+	loadMu.Lock()
+	imagesByKey[key] = image
+	loadMu.Unlock()
 }
 
 // cachedImage is the image this process built or loaded for key, or nil.

@@ -3,8 +3,14 @@
 package cuda
 
 import (
+	"bytes"
 	"os"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/metalprove/metalprove/examples/keccakf"
 	"github.com/metalprove/metalprove/internal/air"
@@ -104,4 +110,95 @@ func TestGPUBuildModules(t *testing.T) {
 	} else {
 		t.Logf("broken module: %v", err)
 	}
+}
+
+// Prebuild compiles modules before a backend is open: a backend's BuildModules then takes them
+// from memory and reports them compiled (with the compile's time), a second one as cached; a
+// BuildModules that comes while Prebuild still compiles waits for it (one compile, logged once);
+// modules already in the disk cache are left there; a broken module's error names it.
+func TestGPUPrebuild(t *testing.T) {
+	forgetImages()
+	dir := t.TempDir()
+	var logBuf syncBuffer
+	opts := Options{CacheDir: dir, Logger: zerolog.New(&logBuf)}
+	b := openGPU(t, opts) // the main module first: only the prebuilt modules' compiles are counted
+	compiles := func() int { return strings.Count(logBuf.String(), "compiling CUDA modules with NVRTC") }
+	mods := []driver.ModuleSource{piecesModule(t, testair.FibonacciAir{}, "fib"), piecesModule(t, keccakf.Air{}, "keccakf")}
+	builds, err := Prebuild(opts, mods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, bd := range builds {
+		if bd.Cached || bd.Elapsed <= 0 || bd.ID != mods[i].ID {
+			t.Fatalf("prebuild %d: %+v", i, bd)
+		}
+	}
+	got, err := b.BuildModules(mods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, bd := range got {
+		if bd.Cached || bd.Elapsed != builds[i].Elapsed {
+			t.Errorf("first BuildModules of prebuilt module %d: %+v, want compiled in %v", i, bd, builds[i].Elapsed)
+		}
+		k := *driver.Lookup("zc_uni_generated")
+		k.Built = bd.ID
+		if _, err := b.KernelLimits(&k); err != nil {
+			t.Fatalf("module %s: %v", bd.ID, err)
+		}
+	}
+	b2 := openGPU(t, opts)
+	if got, err = b2.BuildModules(mods); err != nil || !got[0].Cached || !got[1].Cached {
+		t.Fatalf("second backend: %+v %v", got, err)
+	}
+	if n := compiles(); n != 1 {
+		t.Errorf("%d compiles logged, want 1", n)
+	}
+	// In the disk cache (a new process): left there, and the backend loads it.
+	forgetImages()
+	if builds, err = Prebuild(opts, mods); err != nil || !builds[0].Cached || !builds[1].Cached {
+		t.Fatalf("prebuild of cached modules: %+v %v", builds, err)
+	}
+	if n := compiles(); n != 1 {
+		t.Errorf("cached modules compiled again (%d compiles logged)", n)
+	}
+	// At the same time: a new module (not cached), Prebuild and BuildModules together.
+	forgetImages()
+	fresh := []driver.ModuleSource{piecesModule(t, keccakf.Air{}, "keccakf")}
+	fresh[0].Code += "\n// another source\n"
+	done := make(chan error, 1)
+	go func() { _, err := Prebuild(opts, fresh); done <- err }()
+	time.Sleep(50 * time.Millisecond)
+	b3 := openGPU(t, opts)
+	if got, err = b3.BuildModules(fresh); err != nil || got[0].Cached {
+		t.Fatalf("BuildModules beside Prebuild: %+v %v", got, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := compiles(); n != 2 {
+		t.Errorf("%d compiles logged, want 2 (the module beside Prebuild compiled once)", n)
+	}
+	bad := driver.ModuleSource{ID: "bad", Template: "pieces", Code: "this is not C++", What: "a broken module"}
+	if _, err := Prebuild(opts, []driver.ModuleSource{bad}); err == nil || !strings.Contains(err.Error(), "module bad (a broken module)") {
+		t.Fatalf("broken module: %v", err)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers (the log of goroutines).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -14,3 +14,9 @@ func Open(opts Options) (driver.Backend, error) {
 func DeviceCount() (int, error) {
 	return 0, &UnavailableError{Reason: "the CUDA backend needs linux and cgo (this binary was built without)"}
 }
+
+// Prebuild reports that this build has no CUDA backend.
+func Prebuild(opts Options, ms []driver.ModuleSource) ([]driver.ModuleBuild, error) {
+	_ = modFlights
+	return nil, &UnavailableError{Reason: "the CUDA backend needs linux and cgo (this binary was built without)"}
+}
