@@ -50,8 +50,20 @@ var rInv = field.NewU64(1 << 32).Inverse()
 // MontOf returns x in Montgomery form.
 func MontOf(x field.Fp) uint32 { return uint32((uint64(x) << 32) % p) }
 
-// CanonicalOf returns the field element whose Montgomery form is m (m < p).
-func CanonicalOf(m uint32) field.Fp { return field.Fp(m).Mul(rInv) }
+// CanonicalOf returns the field element whose Montgomery form is m (m < p): m·2⁻³² mod p by one
+// Montgomery reduction, t = m·(−p⁻¹) mod 2³² and (m + t·p)/2³² ≤ p: two products instead of the
+// four of a product with 2⁻³² (a keccakf-1024 proof converts 21,064 column openings at once).
+func CanonicalOf(m uint32) field.Fp {
+	t := m * montNegPInv
+	u := uint32((uint64(m) + uint64(t)*p) >> 32)
+	if u >= field.P {
+		u -= field.P
+	}
+	return field.Fp(u)
+}
+
+// montNegPInv is −p⁻¹ mod 2³².
+const montNegPInv = 0x77ffffff
 
 // MontSlice converts canonical values to Montgomery form.
 func MontSlice(v []field.Fp) []uint32 {

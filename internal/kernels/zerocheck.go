@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
@@ -147,6 +148,10 @@ type ZcTrace struct {
 	nslots      int
 	hasDen      bool
 	cp, weights *gpu.Array[uint32]
+	// public is a copy of the public values cp (and the pieces' cp) hold; partWidths the
+	// program's part widths (Reuse checks a later proof's parts against them).
+	public     []field.Fp
+	partWidths []int
 
 	// Round 0: source columns (local or rotated slot read), part by part, each part's run from a
 	// multiple of 16 (so lane groups never straddle parts); srcmap holds (local slot, rotated
@@ -234,7 +239,8 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 		}
 	}
 	z := &ZcTrace{Prog: prog, LogHeight: logHeight, NLift: max(logHeight-dom.LogN, 0), Parts: parts, logN: dom.LogN,
-		logM: dom.LogM, nslots: pg.NumSlots(), hasDen: len(pg.Interactions) > 0}
+		logM: dom.LogM, nslots: pg.NumSlots(), hasDen: len(pg.Interactions) > 0,
+		public: append([]field.Fp{}, public...), partWidths: append([]int(nil), pg.PartWidths...)}
 	fail := func(err error) (*ZcTrace, error) {
 		z.Free()
 		return nil, err
@@ -256,7 +262,7 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 		return fail(cerr)
 	}
 	z.cp = up("consts", cpw)
-	z.weights = up("weights", append(MontFp4Slice(weights), MontFp4Slice([]field.Fp4{denConst})...))
+	z.weights = up("weights", zcWeightWords(weights, denConst))
 
 	// Round 0: source columns.
 	var srcmap, cols []uint32
@@ -334,6 +340,93 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 		return fail(err)
 	}
 	return z, nil
+}
+
+// zcWeightWords is the weights buffer's content: the output weights, then the constant
+// denominator term (Montgomery Fp4).
+func zcWeightWords(weights []field.Fp4, denConst field.Fp4) []uint32 {
+	return append(MontFp4Slice(weights), MontFp4Slice([]field.Fp4{denConst})...)
+}
+
+// Reuse binds a trace made for an earlier proof of the same program, height and domain (its maps,
+// piece sets and constants stay on the device: a backend keeps them per key) to another proof:
+// its parts (the program's part order and widths, height 2^LogHeight), public values (the
+// constants are uploaded again only when they differ) and output weights (uploaded). Its
+// planned dispatches are unchanged: plan it again with NewZerocheck.
+func (z *ZcTrace) Reuse(parts []ZcPart, public []field.Fp, weights []field.Fp4, denConst field.Fp4) error {
+	if z.weights == nil {
+		return fmt.Errorf("kernels: ZcTrace: reused after Free")
+	}
+	if len(parts) != len(z.partWidths) {
+		return fmt.Errorf("kernels: ZcTrace: %d parts, program has %d", len(parts), len(z.partWidths))
+	}
+	for q, part := range parts {
+		if part.Width != z.partWidths[q] {
+			return fmt.Errorf("kernels: ZcTrace: part %d has width %d, program %d", q, part.Width, z.partWidths[q])
+		}
+		if part.Width > 0 {
+			if err := checkArray("ZcTrace", part.Values, part.Width<<z.LogHeight); err != nil {
+				return err
+			}
+		}
+	}
+	if len(weights) != z.Prog.NumOutput {
+		return fmt.Errorf("kernels: ZcTrace: %d weights for %d outputs", len(weights), z.Prog.NumOutput)
+	}
+	if !slices.Equal(public, z.public) {
+		cpw, err := z.Prog.ConstsAndPublic(public)
+		if err != nil {
+			return err
+		}
+		if err := z.cp.Write(0, cpw); err != nil {
+			return err
+		}
+		for _, s := range []*zcPieceSet{z.pieces, z.rpieces} {
+			if s == nil {
+				continue
+			}
+			pcp, _, err := s.pp.ConstsAndPublic(public)
+			if err != nil {
+				return err
+			}
+			if err := s.cp.Write(0, pcp); err != nil {
+				return err
+			}
+		}
+		z.public = append(z.public[:0], public...)
+	}
+	if err := z.weights.Write(0, zcWeightWords(weights, denConst)); err != nil {
+		return err
+	}
+	z.Parts = append(z.Parts[:0], parts...)
+	return nil
+}
+
+// Detach forgets the parts, so that a trace kept for later proofs (Reuse) holds no buffer of the
+// proof that used it last.
+func (z *ZcTrace) Detach() {
+	for q := range z.Parts {
+		z.Parts[q].Values = nil
+	}
+}
+
+// Bytes is the device memory the trace's own buffers take (its maps, constants, weights and
+// bound piece sets; not the parts, the program or its pieces).
+func (z *ZcTrace) Bytes() int64 {
+	var n int64
+	arrs := []*gpu.Array[uint32]{z.cp, z.weights, z.srcmap, z.cols, z.sel, z.used}
+	arrs = append(arrs, z.colmaps...)
+	for _, s := range []*zcPieceSet{z.pieces, z.rpieces} {
+		if s != nil {
+			arrs = append(arrs, s.cp, s.table, s.used, s.slots)
+		}
+	}
+	for _, a := range arrs {
+		if a != nil {
+			n += int64(a.Size())
+		}
+	}
+	return n
 }
 
 // UsePieces gives the trace its program in pieces (pp: constraints.Split of the trace's program,

@@ -239,7 +239,7 @@ func (z *Zerocheck) coeffsTileGroup() int {
 }
 
 // encodeUniPieces is EncodeUniRound by t's pieces (plan up).
-func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *gpu.Array[uint32], eqOff int, out *gpu.Array[uint32], outOff int) error {
+func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *gpu.Array[uint32], eqOff int, out *gpu.Array[uint32], outOff int, then func(*gpu.Batch) error) error {
 	dev, dom, ps := z.dev, z.dom, t.pieces
 	pp := ps.pp
 	x, m := t.Blocks(), 1<<dom.LogM
@@ -250,6 +250,11 @@ func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *
 			t.sel.Buffer, z.vals.Buffer, zcValuesParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x),
 				x0: uint32(x0), sliceBlocks: uint32(sb), ncols: uint32(t.ncols), width: uint32(up.width),
 				selFirst: t.selSlots[0], selLast: t.selSlots[1], selTrans: t.selSlots[2]})
+		if x0 == 0 && then != nil {
+			if err := then(b); err != nil {
+				return err
+			}
+		}
 		params := zcUniPiecesParams{logM: uint32(dom.LogM), x0: uint32(x0), points: uint32(sb * m), width: uint32(up.width),
 			npieces: uint32(pp.NumPieces()), nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs),
 			hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: uint32(b2u(x0 == 0)), eqOff: uint32(eqOff),
@@ -271,6 +276,14 @@ func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *
 // EncodeUniRound encodes round 0 of trace t: out[outOff + 12q + 4k ..] = S_k of point class q
 // (Montgomery Fp4; k = Zc, Num, Den), e(x) = eq[eqOff + x] (Fp4 index) for x < X.
 func (z *Zerocheck) EncodeUniRound(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[uint32], eqOff int, out *gpu.Array[uint32], outOff int) error {
+	return z.EncodeUniRoundThen(b, t, eq, eqOff, out, outOff, nil)
+}
+
+// EncodeUniRoundThen is EncodeUniRound with then (nil: nothing) encoded after the first slice's
+// coefficient pass (and, in pieces, its slot values), which read neither eq nor the weights, and
+// before the first kernel that does: work then encodes (the eq table's expansion, say) is queued
+// behind work the device is already running instead of ahead of it.
+func (z *Zerocheck) EncodeUniRoundThen(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[uint32], eqOff int, out *gpu.Array[uint32], outOff int, then func(*gpu.Batch) error) error {
 	up, ok := z.uni[t]
 	if !ok || z.slots == nil {
 		return fmt.Errorf("kernels: UniRound: trace not planned (or Zerocheck closed)")
@@ -280,12 +293,17 @@ func (z *Zerocheck) EncodeUniRound(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[uint3
 		return err
 	}
 	if up.pieces {
-		return z.encodeUniPieces(b, t, up, eq, eqOff, out, outOff)
+		return z.encodeUniPieces(b, t, up, eq, eqOff, out, outOff, then)
 	}
 	dev, dom := z.dev, z.dom
 	for x0 := 0; x0 < x; x0 += up.sliceBlocks {
 		sb := min(up.sliceBlocks, x-x0)
 		z.encodeCoeffs(b, t, x0, sb)
+		if x0 == 0 && then != nil {
+			if err := then(b); err != nil {
+				return err
+			}
+		}
 		coset := uint32(0)
 		if up.coset {
 			coset = 1

@@ -33,3 +33,11 @@ func AbsorbWith(a Absorber, state *[Width]field.Fp, idx int, data []field.Fp) in
 	}
 	return Absorb(state, idx, data)
 }
+
+// simdAbsorber is set where this CPU runs the package's own SIMD absorb (absorb_amd64.go: AVX-512).
+var simdAbsorber Absorber
+
+// SIMDAbsorber returns Absorb on this package's SIMD permutation of one state (x86-64 with
+// AVX-512: the 16 elements in one vector register, the partial rounds' S-box on a general
+// register), or nil where the CPU has none. It returns exactly what Absorb does.
+func SIMDAbsorber() Absorber { return simdAbsorber }

@@ -25,6 +25,17 @@ type ConstraintChallenges struct {
 	// uses them read-only.
 	Programs []*constraints.Program
 	Weights  []*constraints.Weights
+	// WeightsReady, when non-nil, is closed once Weights is filled in: the stage computes the
+	// weights (thousands of Fp4 products for a long program) beside the backend's set-up, and a
+	// backend waits for it before it reads an entry of Weights.
+	WeightsReady <-chan struct{}
+}
+
+// WaitWeights waits until Weights is filled in (WeightsReady).
+func (ch *ConstraintChallenges) WaitWeights() {
+	if ch.WeightsReady != nil {
+		<-ch.WeightsReady
+	}
 }
 
 // ConstraintTriple holds one value list per polynomial family of a trace: the λ_c-batched

@@ -274,7 +274,13 @@ func (sh *bcShape) traceEval(t int, openings [][]field.Fp4, r []field.Fp4, w *co
 // the other parts trace by trace; a zero stands in for a missing rotation.
 // The values go to the transcript in one ObserveSlice: keccakf-1024 has 21,064 of them.
 func (sh *bcShape) observeOpenings(tr *transcript.Transcript, openings [][][]field.Fp4) {
-	var flat []field.Fp
+	n := 0
+	for t := range openings {
+		for _, part := range openings[t] {
+			n += 8 * len(part) // at most: a zero stands in for each missing rotation
+		}
+	}
+	flat := make([]field.Fp, 0, n)
 	obs := func(t int, vals []field.Fp4) {
 		if sh.progs[t].NeedRot {
 			for _, v := range vals {
@@ -363,20 +369,45 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 	xi := g.Xi
 
 	lambda := tr.SampleExt() // B1
+	// The weights are computed beside the backend's set-up (WeightsReady); the host's part of
+	// round 0 that depends on ξ alone, beside the device's round 0.
 	weights := make([]*constraints.Weights, T)
-	for t, pg := range sh.progs {
-		if weights[t], err = pg.Weights(lambda, g.Beta, sh.eq3b[t]); err != nil {
-			return BatchConstraintProof{}, nil, err
+	ready := make(chan struct{})
+	var werr error
+	go func() {
+		defer close(ready)
+		for t, pg := range sh.progs {
+			if weights[t], werr = pg.Weights(lambda, g.Beta, sh.eq3b[t]); werr != nil {
+				return
+			}
 		}
+	}()
+	cp, err := be.NewConstraintProver(p, traces, &ConstraintChallenges{Lambda: lambda, Beta: g.Beta, Xi: xi, Eq3b: sh.eq3b, Programs: sh.progs,
+		Weights: weights, WeightsReady: ready})
+	<-ready
+	if err == nil && werr != nil {
+		cp.Release()
+		err = werr
 	}
-	cp, err := be.NewConstraintProver(p, traces, &ConstraintChallenges{Lambda: lambda, Beta: g.Beta, Xi: xi, Eq3b: sh.eq3b, Programs: sh.progs, Weights: weights})
 	if err != nil {
 		return BatchConstraintProof{}, nil, err
 	}
-	defer cp.Release()
+	released := false
+	defer func() {
+		if !released {
+			cp.Release()
+		}
+	}()
 
 	// Round 0 (§4.3).
+	var eqSharp, eqUni0 []field.Fp4
+	eqDone := make(chan struct{})
+	go func() {
+		defer close(eqDone)
+		eqSharp, eqUni0 = eqSharpCoeffs(l, xi[:l]), EqUniCoeffs(l, xi[0])
+	}()
 	polys, err := cp.UnivariateRound()
+	<-eqDone
 	if err != nil {
 		return BatchConstraintProof{}, nil, err
 	}
@@ -389,7 +420,6 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 			return BatchConstraintProof{}, nil, fmt.Errorf("%w: backend round-0 polynomial length", ErrBatchConstraintInput)
 		}
 	}
-	eqSharp := eqSharpCoeffs(l, xi[:l])
 	proof := BatchConstraintProof{
 		NumeratorTermPerAir:   make([]field.Fp4, T),
 		DenominatorTermPerAir: make([]field.Fp4, T),
@@ -400,8 +430,9 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 		for i, c := range polys[t].Num {
 			num[i] = c.MulBase(sh.norm[t])
 		}
-		pq[2*t] = polyMul(eqSharp, num)
-		pq[2*t+1] = polyMul(eqSharp, polys[t].Den)
+		// polyMul skips its first factor's zeros: an AIR without interactions has Num = Den = 0.
+		pq[2*t] = polyMul(num, eqSharp)
+		pq[2*t+1] = polyMul(polys[t].Den, eqSharp)
 		proof.NumeratorTermPerAir[t] = sumOverD(pq[2*t], n)
 		proof.DenominatorTermPerAir[t] = sumOverD(pq[2*t+1], n)
 		tr.ObserveExt(proof.NumeratorTermPerAir[t]) // B2
@@ -422,12 +453,10 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 			zcBatch[i] = zcBatch[i].Add(muPows[2*T+t].Mul(c))
 		}
 	}
-	for i, c := range polyMul(EqUniCoeffs(l, xi[0]), zcBatch) {
+	for i, c := range polyMul(eqUni0, zcBatch) {
 		s0[i] = s0[i].Add(c)
 	}
-	for _, c := range s0 { // B4
-		tr.ObserveExt(c)
-	}
+	tr.ObserveSlice(flattenExt(s0)) // B4 (as ObserveExt of each, in one absorb)
 	proof.UnivariateRoundCoeffs = s0
 	r := make([]field.Fp4, 1, sh.nMax+1)
 	r[0] = tr.SampleExt() // B5
@@ -495,9 +524,7 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 			hx := eqz.Mul(hzc).Add(eqs.Mul(hlog))
 			s[x-1] = eqAtSmall(xiStar, x).Mul(hx).Add(tail.MulBase(field.Fp(uint32(x))))
 		}
-		for _, v := range s { // B6
-			tr.ObserveExt(v)
-		}
+		tr.ObserveSlice(flattenExt(s)) // B6
 		proof.SumcheckRoundPolys[j-1] = s
 		rj := tr.SampleExt()
 		r = append(r, rj)
@@ -515,13 +542,34 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 			return BatchConstraintProof{}, nil, err
 		}
 	}
+	// The claims and the prover's release (frees the tables) run beside the transcript's absorb
+	// of the openings, which is sequential: ~2,600 permutations for keccakf-1024.
+	var claims *OpeningClaims
+	var cerr error
+	side := make(chan struct{})
+	released = true
+	go func() {
+		defer close(side)
+		cp.Release()
+		claims, cerr = ColumnOpeningsToClaims(vks, r, openings)
+	}()
 	sh.observeOpenings(tr, openings) // B7, B8
-	proof.ColumnOpenings = openings
-	claims, err := ColumnOpeningsToClaims(vks, r, openings)
-	if err != nil {
-		return BatchConstraintProof{}, nil, err
+	<-side
+	if cerr != nil {
+		return BatchConstraintProof{}, nil, cerr
 	}
+	proof.ColumnOpenings = openings
 	return proof, claims, nil
+}
+
+// flattenExt returns the coefficients of vs in order (c0..c3 of each): what ObserveExt of each
+// absorbs.
+func flattenExt(vs []field.Fp4) []field.Fp {
+	out := make([]field.Fp, 0, 4*len(vs))
+	for _, v := range vs {
+		out = append(out, v[:]...)
+	}
+	return out
 }
 
 // ---------------------------------------------------------------------------------------------

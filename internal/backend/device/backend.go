@@ -69,6 +69,8 @@ type Backend struct {
 	// rowProgs holds the programs compiled for some outputs of a key and the column tables of
 	// programs evaluated on trace rows (programs.go); progMu guards it.
 	rowProgs rowProgramCache
+	// zc keeps the constraint sumcheck's per-key device data across proofs (constraints.go).
+	zc zcCache
 }
 
 // freer is a handle the backend frees on Close.
@@ -130,6 +132,7 @@ func (b *Backend) Close() {
 		b.grind = nil
 	}
 	b.grindMu.Unlock()
+	b.freeZcCache()
 	b.freePrograms()
 	b.freeRowPrograms()
 	b.hash.Close()

@@ -29,20 +29,24 @@ import (
 //   - Bind: records r (the next Round or Openings folds). No sync, no dispatch.
 //   - Openings: the trace's pending folds down to one row, one download.
 //
-// The eq tables e(x) of round 0 and e'(y) of every round are expanded on the device at
-// construction (ξ is known then), so no upload waits for pending work later. Every buffer is
-// allocated by NewConstraintProver and freed by Release.
+// The halves of the eq tables e(x) of round 0 and e'(y) of every round are uploaded at
+// construction (ξ is known then), so no upload waits for pending work later; UnivariateRound
+// expands them on the device behind its first kernels. Every buffer is allocated by
+// NewConstraintProver and freed by Release, except what depends only on the proving key: the
+// traces' maps, constants and piece bindings, and the round-0 domain, which the backend keeps for
+// the next proof of the key (zcCache) and frees at Close.
 type constraintProver struct {
 	be      *Backend
 	l, n, d int
 	logM    int
 
-	dom    *kernels.ZcDomain
+	dom    *kernels.ZcDomain // the backend's (zcDomain): not freed with the prover
 	zc     *kernels.Zerocheck
 	traces []*zcTrace
 	owned  []*kernels.Program // programs uploaded for this prover only (not from a key)
 
 	eq, halves         *gpu.Array[uint32]
+	eqExp              []kernels.EqExpand // the eq tables' expansion, encoded by UnivariateRound (nil after)
 	uniOut, roundOut   *gpu.Array[uint32]
 	bindW              *gpu.Array[uint32]
 	rs                 []field.Fp4 // the r of every Bind so far
@@ -56,6 +60,8 @@ type constraintProver struct {
 type zcTrace struct {
 	pg    *constraints.Program
 	zt    *kernels.ZcTrace
+	key   *zcTraceKey // non-nil: zt goes back to the backend's cache at Release (a key's program)
+	reuse *zcReuse    // non-nil: zt was kept from an earlier proof and still needs this proof's data
 	nLift int
 	eqOff []int // per round j = 0..ñ: Fp4 index of eq(ξ_{l+j..l+ñ−1}, ·) in the eq buffer
 	tabs  [2]*gpu.Array[uint32]
@@ -68,7 +74,8 @@ var _ stark.ConstraintProver = (*constraintProver)(nil)
 
 // NewConstraintProver implements stark.ConstraintBackend on the device. It validates the inputs
 // as cpuref does, uploads each trace's maps and weights (the programs once per backend, see
-// program) and encodes the eq tables' expansion (no sync).
+// program; the maps once per key, see zcCache: a later proof of the key uploads its weights and
+// the eq tables' halves only) and allocates the tables and scratch. No dispatch, no sync.
 func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.AirInput, ch *stark.ConstraintChallenges) (stark.ConstraintProver, error) {
 	if ch == nil || len(ch.Eq3b) != len(traces) {
 		return nil, fmt.Errorf("%w: challenges for %d traces expected", ErrProverState, len(traces))
@@ -88,7 +95,7 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 		return nil, err
 	}
 	var err error
-	if cp.dom, err = kernels.NewZcDomain(b.dev, l, logM); err != nil {
+	if cp.dom, err = b.zcDomain(l, logM); err != nil {
 		return fail(err)
 	}
 	var zts []*kernels.ZcTrace
@@ -99,10 +106,31 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 		}
 		zts = append(zts, zt.zt)
 	}
+	// The large buffers first: the device zeroes them (new buffers are zeroed in queue order) while
+	// the host computes the eq tables' halves and the stage its weights; the uploads below wait for
+	// that zeroing (an upload waits for all queued work), the first kernels then do not.
 	if cp.zc, err = kernels.NewZerocheck(b.dev, cp.dom, d+1, zts, b.zcOpts); err != nil {
 		return fail(err)
 	}
 	cp.uniWidth, cp.rndWidth = cp.zc.UniWidth(), cp.zc.RoundWidth()
+	alloc := func(name string, n int) *gpu.Array[uint32] {
+		if err != nil {
+			return nil
+		}
+		var a *gpu.Array[uint32]
+		a, err = gpu.AllocArray[uint32](b.dev, "constraints "+name, max(n, 1))
+		return a
+	}
+	for _, tr := range cp.traces {
+		x := tr.zt.Blocks()
+		tr.tabs[0] = alloc("tables", 4*tr.zt.NumTables()*x)
+		if x > 1 {
+			tr.tabs[1] = alloc("tables (folded)", 4*tr.zt.NumTables()*x/2)
+		}
+	}
+	if err != nil {
+		return fail(err)
+	}
 
 	// eq(ξ_{l+j..l+ñ−1}, ·) for every lift ñ and round j ≤ ñ, expanded from halves.
 	type expansion struct{ loOff, hiOff, outOff, logLo, logHi int }
@@ -133,37 +161,47 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 			tr.eqOff = append(tr.eqOff, eqAt[[2]int{tr.nLift, j}])
 		}
 	}
-	alloc := func(name string, n int) *gpu.Array[uint32] {
+	// The small buffers (kept from a released prover: zcCache), then the uploads.
+	small := func(name string, n int) *gpu.Array[uint32] {
 		if err != nil {
 			return nil
 		}
 		var a *gpu.Array[uint32]
-		a, err = gpu.AllocArray[uint32](b.dev, "constraints "+name, max(n, 1))
+		a, err = b.takeBuf("constraints "+name, max(n, 1))
 		return a
 	}
-	cp.eq = alloc("eq tables", 4*eqLen)
-	cp.uniOut = alloc("round 0 sums", len(traces)*cp.uniWidth)
-	cp.roundOut = alloc("round sums", len(traces)*cp.rndWidth)
-	cp.bindW = alloc("bind weights", 4*n)
-	for _, tr := range cp.traces {
-		x := tr.zt.Blocks()
-		tr.tabs[0] = alloc("tables", 4*tr.zt.NumTables()*x)
-		if x > 1 {
-			tr.tabs[1] = alloc("tables (folded)", 4*tr.zt.NumTables()*x/2)
-		}
-	}
+	cp.eq = small("eq tables", 4*eqLen)
+	cp.halves = small("eq halves", len(halves))
+	cp.uniOut = small("round 0 sums", len(traces)*cp.uniWidth)
+	cp.roundOut = small("round sums", len(traces)*cp.rndWidth)
+	cp.bindW = small("bind weights", 4*n)
 	if err != nil {
 		return fail(err)
 	}
-	if cp.halves, err = gpu.UploadArray(b.dev, "constraints eq halves", halves); err != nil {
+	if err := cp.halves.Write(0, halves); err != nil {
 		return fail(err)
 	}
-	enc := b.dev.Batch()
-	for _, e := range exps {
-		ex := kernels.EqExpand{Lo: cp.halves, Hi: cp.halves, Out: cp.eq, LoOff: e.loOff, HiOff: e.hiOff, OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1}
-		if err := ex.Encode(enc, b.dev); err != nil {
-			return fail(err)
+	// Traces kept from an earlier proof: this proof's parts, public values and weights (the
+	// weights computed meanwhile by the stage: ConstraintChallenges.WeightsReady).
+	for _, tr := range cp.traces {
+		if tr.reuse == nil {
+			continue
 		}
+		ru := tr.reuse
+		tr.reuse = nil
+		w, err := weightsOf(ru.t, tr.pg, ch)
+		if err == nil {
+			err = tr.zt.Reuse(ru.parts, ru.public, w.Out, w.DenConst)
+		}
+		if err != nil {
+			// A trace whose Reuse failed may hold another proof's constants: not kept.
+			tr.key = nil
+			return fail(fmt.Errorf("%w: trace %d: %w", stark.ErrBatchConstraintInput, ru.t, err))
+		}
+	}
+	for _, e := range exps {
+		cp.eqExp = append(cp.eqExp, kernels.EqExpand{Lo: cp.halves, Hi: cp.halves, Out: cp.eq, LoOff: e.loOff, HiOff: e.hiOff,
+			OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1})
 	}
 	if err := b.track(cp); err != nil {
 		return fail(err)
@@ -171,7 +209,25 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 	return cp, nil
 }
 
-// newTrace validates trace t (as cpuref does) and uploads its maps and weights.
+// zcReuse is what a kept trace needs of this proof (kernels.ZcTrace.Reuse, once the weights are
+// known).
+type zcReuse struct {
+	t      int
+	parts  []kernels.ZcPart
+	public []field.Fp
+}
+
+// weightsOf returns trace t's weights (program pg): the stage's, once ready, else computed here.
+func weightsOf(t int, pg *constraints.Program, ch *stark.ConstraintChallenges) (*constraints.Weights, error) {
+	ch.WaitWeights()
+	if ch.Weights != nil && ch.Weights[t] != nil {
+		return ch.Weights[t], nil
+	}
+	return pg.Weights(ch.Lambda, ch.Beta, ch.Eq3b[t])
+}
+
+// newTrace validates trace t (as cpuref does) and uploads its maps and weights; a trace kept from
+// an earlier proof of the key gets its weights later (reuse).
 func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.ConstraintChallenges) (*zcTrace, error) {
 	if in == nil || in.Common == nil {
 		return nil, fmt.Errorf("%w: trace %d missing", stark.ErrBatchConstraintInput, t)
@@ -186,16 +242,6 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 	if pg == nil {
 		var err error
 		if pg, err = constraints.Compile(in.VK, constraints.All); err != nil {
-			return nil, err
-		}
-	}
-	var w *constraints.Weights
-	if ch.Weights != nil {
-		w = ch.Weights[t]
-	}
-	if w == nil {
-		var err error
-		if w, err = pg.Weights(ch.Lambda, ch.Beta, ch.Eq3b[t]); err != nil {
 			return nil, err
 		}
 	}
@@ -230,6 +276,21 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 			return nil, err
 		}
 		parts[q] = kernels.ZcPart{Values: v, Width: dt.Width()}
+	}
+	var key *zcTraceKey
+	if pg == in.Program {
+		// A key's program: the trace's maps, constants and piece bindings are the same for every
+		// proof of this key and height; they stay on the device from one proof to the next.
+		key = &zcTraceKey{pg: pg, vk: in.VK, logH: logH, l: cp.l, logM: cp.logM}
+		if zt := cp.be.takeZcTrace(*key); zt != nil {
+			tr := &zcTrace{pg: pg, zt: zt, key: key, reuse: &zcReuse{t: t, parts: parts, public: in.Public}, nLift: nLift, log: nLift}
+			cp.traces = append(cp.traces, tr)
+			return tr, nil
+		}
+	}
+	w, err := weightsOf(t, pg, ch)
+	if err != nil {
+		return nil, err
 	}
 	var prog *kernels.Program
 	if pg == in.Program {
@@ -266,7 +327,7 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 			return nil, err
 		}
 	}
-	tr := &zcTrace{pg: pg, zt: zt, nLift: nLift, log: nLift}
+	tr := &zcTrace{pg: pg, zt: zt, key: key, nLift: nLift, log: nLift}
 	cp.traces = append(cp.traces, tr)
 	return tr, nil
 }
@@ -283,7 +344,7 @@ func (cp *constraintProver) free() {
 func (cp *constraintProver) freeBuffers() {
 	for _, a := range []*gpu.Array[uint32]{cp.eq, cp.halves, cp.uniOut, cp.roundOut, cp.bindW} {
 		if a != nil {
-			a.Free()
+			cp.be.putBuf(a)
 		}
 	}
 	cp.eq, cp.halves, cp.uniOut, cp.roundOut, cp.bindW = nil, nil, nil, nil, nil
@@ -294,7 +355,11 @@ func (cp *constraintProver) freeBuffers() {
 				tr.tabs[i] = nil
 			}
 		}
-		tr.zt.Free()
+		if tr.key != nil {
+			cp.be.putZcTrace(*tr.key, tr.zt)
+		} else {
+			tr.zt.Free()
+		}
 	}
 	cp.traces = nil
 	for _, pr := range cp.owned {
@@ -305,10 +370,7 @@ func (cp *constraintProver) freeBuffers() {
 		cp.zc.Close()
 		cp.zc = nil
 	}
-	if cp.dom != nil {
-		cp.dom.Free()
-		cp.dom = nil
-	}
+	cp.dom = nil
 }
 
 // Release frees the prover's device buffers; later calls fail with ErrProverState.
@@ -332,11 +394,24 @@ func (cp *constraintProver) UnivariateRound() ([]stark.ConstraintTriple, error) 
 	}
 	dev := cp.be.dev
 	b := dev.Batch()
+	// The eq tables are expanded behind the first trace's first round-0 kernels (the coefficient
+	// pass and slot values, which read no table), so that the device starts on those while the
+	// host encodes the expansion's short launches.
+	expand := func(b *gpu.Batch) error {
+		for _, ex := range cp.eqExp {
+			if err := ex.Encode(b, dev); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for t, tr := range cp.traces {
-		if err := cp.zc.EncodeUniRound(b, tr.zt, cp.eq, tr.eqOff[0], cp.uniOut, t*cp.uniWidth); err != nil {
+		if err := cp.zc.EncodeUniRoundThen(b, tr.zt, cp.eq, tr.eqOff[0], cp.uniOut, t*cp.uniWidth, expand); err != nil {
 			return nil, err
 		}
+		expand = nil
 	}
+	cp.eqExp = nil
 	if err := b.Err(); err != nil {
 		return nil, err
 	}
@@ -412,6 +487,12 @@ func (cp *constraintProver) BindUnivariate(r0 field.Fp4) error {
 		return err
 	}
 	b := cp.be.dev.Batch()
+	for _, ex := range cp.eqExp { // UnivariateRound did not run: the rounds still read the tables
+		if err := ex.Encode(b, cp.be.dev); err != nil {
+			return err
+		}
+	}
+	cp.eqExp = nil
 	for _, tr := range cp.traces {
 		first, last, sum := kernels.ZcSelectorBind(cp.l, tr.zt.LogHeight, w)
 		if err := cp.zc.EncodeBindUni(b, tr.zt, cp.bindW, first, last, sum, tr.tabs[0], tr.zt.Blocks()); err != nil {
@@ -517,14 +598,18 @@ func (cp *constraintProver) Openings(t int) ([][]field.Fp4, error) {
 		return nil, err
 	}
 	pg := tr.pg
+	f := 1
+	if pg.NeedRot {
+		f = 2
+	}
 	out := make([][]field.Fp4, len(pg.PartWidths))
 	for q, pw := range pg.PartWidths {
-		out[q] = make([]field.Fp4, 0, 2*pw)
+		out[q] = make([]field.Fp4, f*pw)
 		for c := 0; c < pw; c++ {
 			s := 2 * (pg.PartStart[q] + c)
-			out[q] = append(out[q], kernels.Fp4OfMont(words[4*tr.zt.TableOf(s):]))
-			if pg.NeedRot {
-				out[q] = append(out[q], kernels.Fp4OfMont(words[4*tr.zt.TableOf(s+1):]))
+			out[q][f*c] = kernels.Fp4OfMont(words[4*tr.zt.TableOf(s):])
+			if f == 2 {
+				out[q][f*c+1] = kernels.Fp4OfMont(words[4*tr.zt.TableOf(s+1):])
 			}
 		}
 	}
@@ -554,6 +639,155 @@ func (b *Backend) program(p *constraints.Program) (*kernels.Program, error) {
 	}
 	b.progs[p] = dp
 	return dp, nil
+}
+
+// zcTraceKey names the device data of one trace of a constraint sumcheck that depends only on the
+// proving key (its program and verifying key), the trace's height and the round-0 domain:
+// kernels.ZcTrace's maps, constants and piece bindings.
+type zcTraceKey struct {
+	pg            *constraints.Program
+	vk            *air.VerifyingKey
+	logH, l, logM int
+}
+
+// zcCache keeps, across proofs, the constraint sumcheck's device data that a proof of the same key
+// would upload again: the round-0 domains, and the traces' maps, constants and piece bindings
+// (kernels.ZcTrace, a few hundred KiB for Keccak-f) of the provers released, one per key and shape
+// and proof in flight at once. Freed by Close.
+type zcCache struct {
+	mu   sync.Mutex
+	doms map[[2]int]*kernels.ZcDomain
+	idle map[zcTraceKey][]*kernels.ZcTrace
+	// bufs holds the small buffers of released provers (eq tables and their halves, the sums, the
+	// bind weights: tens of KiB), by name and length.
+	bufs map[zcBufKey][]*gpu.Array[uint32]
+}
+
+type zcBufKey struct {
+	name string
+	n    int
+}
+
+// takeBuf returns a kept buffer called name of n words, or a new one (its content undefined
+// either way: every use writes it first).
+func (b *Backend) takeBuf(name string, n int) (*gpu.Array[uint32], error) {
+	c := &b.zc
+	c.mu.Lock()
+	k := zcBufKey{name, n}
+	if l := c.bufs[k]; len(l) > 0 {
+		a := l[len(l)-1]
+		c.bufs[k] = l[:len(l)-1]
+		c.mu.Unlock()
+		return a, nil
+	}
+	c.mu.Unlock()
+	return gpu.AllocArray[uint32](b.dev, name, n)
+}
+
+// putBuf keeps a buffer of takeBuf for the next prover, or frees it once the backend is closed.
+func (b *Backend) putBuf(a *gpu.Array[uint32]) {
+	c := &b.zc
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b.isClosed() {
+		a.Free()
+		return
+	}
+	if c.bufs == nil {
+		c.bufs = map[zcBufKey][]*gpu.Array[uint32]{}
+	}
+	k := zcBufKey{a.Name(), a.Len()}
+	c.bufs[k] = append(c.bufs[k], a)
+}
+
+// zcDomain returns the round-0 domain tables for N = 2^l, M = 2^logM: made once per backend.
+func (b *Backend) zcDomain(l, logM int) (*kernels.ZcDomain, error) {
+	c := &b.zc
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d := c.doms[[2]int{l, logM}]; d != nil {
+		return d, nil
+	}
+	if b.isClosed() {
+		return nil, ErrClosed
+	}
+	d, err := kernels.NewZcDomain(b.dev, l, logM)
+	if err != nil {
+		return nil, err
+	}
+	if c.doms == nil {
+		c.doms = map[[2]int]*kernels.ZcDomain{}
+	}
+	c.doms[[2]int{l, logM}] = d
+	return d, nil
+}
+
+// takeZcTrace returns a kept trace of key k for a new prover (nil: none is free).
+func (b *Backend) takeZcTrace(k zcTraceKey) *kernels.ZcTrace {
+	c := &b.zc
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.idle[k]
+	if len(l) == 0 {
+		return nil
+	}
+	zt := l[len(l)-1]
+	c.idle[k] = l[:len(l)-1]
+	return zt
+}
+
+// putZcTrace keeps zt for the next prover of key k, or frees it once the backend is closed.
+func (b *Backend) putZcTrace(k zcTraceKey, zt *kernels.ZcTrace) {
+	zt.Detach()
+	c := &b.zc
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Close sets closed before it empties the cache (under c.mu): a trace kept here is freed by
+	// it, one put after it is freed now.
+	if b.isClosed() {
+		zt.Free()
+		return
+	}
+	if c.idle == nil {
+		c.idle = map[zcTraceKey][]*kernels.ZcTrace{}
+	}
+	c.idle[k] = append(c.idle[k], zt)
+}
+
+// zcKept says whether a trace of key k is kept (its device data in use between proofs).
+func (b *Backend) zcKept(k zcTraceKey) bool {
+	c := &b.zc
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.idle[k]) > 0
+}
+
+// freeZcCache frees the kept traces and domains (Close).
+func (b *Backend) freeZcCache() {
+	c := &b.zc
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.idle {
+		for _, zt := range l {
+			zt.Free()
+		}
+	}
+	for _, d := range c.doms {
+		d.Free()
+	}
+	for _, l := range c.bufs {
+		for _, a := range l {
+			a.Free()
+		}
+	}
+	c.idle, c.doms, c.bufs = nil, nil, nil
+}
+
+// isClosed says whether Close has begun.
+func (b *Backend) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
 }
 
 // minPiecesCode is the shortest program GPUs split into pieces: a shorter one runs whole with

@@ -310,6 +310,12 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 			zcTables += 32 << nLift // eq tables of every round of this lift
 		}
 		zcScratch = max(zcScratch, b.zerocheckBytes(a, p))
+		// The trace's maps, constants and piece bindings stay on the device after the first
+		// proof of the key (zcCache): in use already when kept, else allocated here and kept.
+		logM := bits.Len(uint(p.MaxConstraintDegree * ((1 << p.LSkip) - 1)))
+		if !b.zcKept(zcTraceKey{pg: a.prog, vk: a.vk, logH: a.logH, l: p.LSkip, logM: logM}) {
+			t.hold(b.zcKeyBytes(a, p, logM))
+		}
 	}
 	t.step("constraints", zcTables+zcScratch)
 
@@ -354,6 +360,34 @@ func (b *Backend) rowScratchBytes(a airShape, outs constraints.Outputs, extra in
 	}
 	T := int64(kernels.RowPointsFor(b.dev, ns+max(pg.NumRegs, 1)+extra, a.height))
 	return 4 * T * int64(ns), 4 * T * int64(max(pg.NumRegs, 1)+extra), nil
+}
+
+// zcKeyBytes bounds the device data kernels.NewZcTrace and the piece bindings make for a's trace
+// (kernels.ZcTrace.Bytes), which the backend keeps from one proof of the key to the next: maps of
+// the source columns, slots and tables, the constants and weights, and per piece set (round 0's
+// and the rounds', GPUs) its constants, table and two slot lists (counted as two words per
+// instruction of the program: at most the operands a piece reads, pieces sharing little code; at
+// most constraints.DeviceRoundPieces pieces); and the prover's small buffers, kept too: the eq
+// tables of every round and their halves, the sums, the bind weights.
+func (b *Backend) zcKeyBytes(a airShape, p params.SystemParams, logM int) int64 {
+	pg := a.prog
+	ncols := 0
+	for _, w := range pg.PartWidths {
+		ncols = (ncols+15)/16*16 + w
+	}
+	ncols = max((ncols+15)/16*16, 16)
+	cp := int64(len(pg.Consts) + pg.NumPublic + 1)
+	n := 4*cp + 16*int64(len(pg.Outputs)+1) + 12*int64(ncols) + 8<<logM + 8*int64(pg.NumSlots())
+	for _, w := range pg.PartWidths {
+		n += 8*int64(w) + 4
+	}
+	if b.usePieces(pg) {
+		code, k := int64(len(pg.Code)), int64(constraints.DeviceRoundPieces)
+		n += 2 * (4*k*int64(pg.NumPublic+1) + 4*code + 16*k + 2*8*2*code)
+	}
+	nLift := max(a.logH-p.LSkip, 0)
+	n += 2*(32<<nLift) + 48<<logM + 48*int64(p.MaxConstraintDegree+1) + 16<<p.LSkip
+	return n
 }
 
 // zerocheckBytes is the scratch kernels.NewZerocheck allocates for a's trace: on the host its
