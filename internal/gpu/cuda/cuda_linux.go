@@ -63,6 +63,18 @@ func DeviceCount() (int, error) {
 	return int(count), nil
 }
 
+// checkOrdinal initialises the driver and checks that CUDA device ordinal exists.
+func checkOrdinal(ordinal int) error {
+	count, err := DeviceCount()
+	if err != nil {
+		return err
+	}
+	if ordinal < 0 || ordinal >= count {
+		return &UnavailableError{Reason: fmt.Sprintf("no CUDA device %d (%d present)", ordinal, count)}
+	}
+	return nil
+}
+
 // initDriver loads libcuda and initialises it (loadMu held).
 func initDriver() error {
 	if !cudaLoaded {
@@ -248,21 +260,8 @@ var _ driver.KernelLimiter = (*backend)(nil)
 // The module's NVRTC compile holds no lock of the package: a Prebuild (constraint code) runs
 // beside it, and backends opened at the same time compile the one source once (compileOnce).
 func Open(opts Options) (driver.Backend, error) {
-	loadMu.Lock()
-	err := initDriver()
-	loadMu.Unlock()
-	if err != nil {
+	if err := checkOrdinal(opts.Device); err != nil {
 		return nil, err
-	}
-	var count C.int
-	if r := C.mp_cu_device_count(&count); r != 0 {
-		return nil, &UnavailableError{Reason: "no CUDA device", Err: cuErr("cuDeviceGetCount", "", r)}
-	}
-	if count == 0 {
-		return nil, &UnavailableError{Reason: "no CUDA device"}
-	}
-	if opts.Device < 0 || opts.Device >= int(count) {
-		return nil, &UnavailableError{Reason: fmt.Sprintf("no CUDA device %d (%d present)", opts.Device, count)}
 	}
 	b := &backend{funcs: map[string]C.CUfunction{}, smemSet: map[string]uint32{}, built: map[string]C.CUmodule{}}
 	if r := C.mp_cu_device_get(&b.dev, C.int(opts.Device)); r != 0 {

@@ -123,18 +123,8 @@ func Prebuild(opts Options, ms []driver.ModuleSource) ([]driver.ModuleBuild, err
 	if len(ms) == 0 {
 		return nil, nil
 	}
-	loadMu.Lock()
-	err := initDriver()
-	loadMu.Unlock()
-	if err != nil {
+	if err := checkOrdinal(opts.Device); err != nil {
 		return nil, err
-	}
-	var count C.int
-	if r := C.mp_cu_device_count(&count); r != 0 {
-		return nil, &UnavailableError{Reason: "no CUDA device", Err: cuErr("cuDeviceGetCount", "", r)}
-	}
-	if opts.Device < 0 || opts.Device >= int(count) {
-		return nil, &UnavailableError{Reason: fmt.Sprintf("no CUDA device %d (%d present)", opts.Device, count)}
 	}
 	b := &backend{log: opts.Logger, cacheDir: opts.CacheDir}
 	if b.cacheDir == "" {
