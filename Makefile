@@ -25,7 +25,7 @@ TEST_TIMEOUT ?= 20m
 all: build
 
 build: metallib
-	@echo "building bin/metalprove: a first build compiles the host device's C++ kernels (cgo), a few minutes on 2 cores with nothing printed meanwhile; later builds take seconds"
+	@echo "building bin/metalprove: a first build compiles the host device's C++ kernels (cgo), about two minutes on 2 cores with nothing printed meanwhile; later builds take seconds"
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/metalprove ./cmd/metalprove
 
 # make cuda: the same binary with the CUDA kernels precompiled by nvcc (CUDA toolkit needed;
