@@ -1,0 +1,71 @@
+package host
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestLargeBuffersAskForHugePages: a large buffer is a mapping of its own starting on a 2 MiB
+// boundary whose whole 2 MiB pages carry MADV_HUGEPAGE (VmFlags "hg" in /proc/self/smaps), and a
+// small one is calloc'd.
+func TestLargeBuffersAskForHugePages(t *testing.T) {
+	h, err := Open(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	small, err := h.Alloc(recycleMin - 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Free(small)
+	if b := small.(*buffer); b.mapped != 0 {
+		t.Errorf("a %d-byte buffer is mapped (%d bytes)", b.n, b.mapped)
+	}
+	big, err := h.Alloc(5<<20 + 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Free(big)
+	b := big.(*buffer)
+	const huge = 2 << 20
+	if b.mapped < b.size || uintptr(b.p)%huge != 0 {
+		t.Fatalf("large buffer: mapped %d bytes for %d, start %#x", b.mapped, b.size, uintptr(b.p))
+	}
+	flags, err := vmFlags(uintptr(b.p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(" "+flags+" ", " hg ") {
+		t.Errorf("VmFlags of the large buffer's mapping: %q, want hg (MADV_HUGEPAGE)", flags)
+	}
+}
+
+// vmFlags returns the VmFlags line of the mapping of /proc/self/smaps that holds addr.
+func vmFlags(addr uintptr) (string, error) {
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	in := false
+	for sc.Scan() {
+		line := sc.Text()
+		var lo, hi uintptr
+		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 && !strings.HasSuffix(strings.Fields(line)[0], ":") {
+			in = lo <= addr && addr < hi
+			continue
+		}
+		if in && strings.HasPrefix(line, "VmFlags:") {
+			return strings.TrimSpace(strings.TrimPrefix(line, "VmFlags:")), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("no mapping of /proc/self/smaps holds %#x", addr)
+}
