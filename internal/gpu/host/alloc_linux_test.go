@@ -35,6 +35,9 @@ func TestLargeBuffersAskForHugePages(t *testing.T) {
 	if b.mapped < b.size || uintptr(b.p)%huge != 0 {
 		t.Fatalf("large buffer: mapped %d bytes for %d, start %#x", b.mapped, b.size, uintptr(b.p))
 	}
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
+		t.Skipf("this kernel has no transparent huge pages (%v): madvise refuses MADV_HUGEPAGE", err)
+	}
 	flags, err := vmFlags(uintptr(b.p))
 	if err != nil {
 		t.Fatal(err)
