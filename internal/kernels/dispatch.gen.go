@@ -180,6 +180,60 @@ func (v progCombineParams) arg() gpu.Arg {
 	return gpu.U32(v.points, v.hasDen)
 }
 
+// rowsSlotsParams is the value struct RowsSlotsParams of the shaders: uint fields in declaration order.
+type rowsSlotsParams struct {
+	colsOff   uint32
+	ncols     uint32
+	partStart uint32
+	height    uint32
+	row0      uint32
+	logPoints uint32
+}
+
+func (v rowsSlotsParams) arg() gpu.Arg {
+	return gpu.U32(v.colsOff, v.ncols, v.partStart, v.height, v.row0, v.logPoints)
+}
+
+// rowsCheckParams is the value struct RowsCheckParams of the shaders: uint fields in declaration order.
+type rowsCheckParams struct {
+	points  uint32
+	row0    uint32
+	height  uint32
+	selSlot uint32
+	outRow  uint32
+}
+
+func (v rowsCheckParams) arg() gpu.Arg {
+	return gpu.U32(v.points, v.row0, v.height, v.selSlot, v.outRow)
+}
+
+// rowsMinParams is the value struct RowsMinParams of the shaders: uint fields in declaration order.
+type rowsMinParams struct {
+	first uint32
+	count uint32
+	at    uint32
+}
+
+func (v rowsMinParams) arg() gpu.Arg {
+	return gpu.U32(v.first, v.count, v.at)
+}
+
+// rowsPiecesParams is the value struct RowsPiecesParams of the shaders: uint fields in declaration order.
+type rowsPiecesParams struct {
+	points  uint32
+	row0    uint32
+	height  uint32
+	selSlot uint32
+	outRow  uint32
+	npieces uint32
+	nslots  uint32
+	nregs   uint32
+}
+
+func (v rowsPiecesParams) arg() gpu.Arg {
+	return gpu.U32(v.points, v.row0, v.height, v.selSlot, v.outRow, v.npieces, v.nslots, v.nregs)
+}
+
 // scRoundParams is the value struct ScRoundParams of the shaders: uint fields in declaration order.
 type scRoundParams struct {
 	logHalf uint32
@@ -258,234 +312,6 @@ type scEqExpandParams struct {
 
 func (v scEqExpandParams) arg() gpu.Arg {
 	return gpu.U32(v.logLo, v.logTotal, v.count, v.accumulate, v.loOff, v.hiOff, v.outOff)
-}
-
-// srUniParams is the value struct SrUniParams of the shaders: uint fields in declaration order.
-type srUniParams struct {
-	sliceFirst uint32
-	sliceCount uint32
-	chunk0     uint32
-	chunks     uint32
-	logN       uint32
-	logCb      uint32
-	row        uint32
-}
-
-func (v srUniParams) arg() gpu.Arg {
-	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logN, v.logCb, v.row)
-}
-
-// srBindQParams is the value struct SrBindQParams of the shaders: uint fields in declaration order.
-type srBindQParams struct {
-	entries uint32
-	logN    uint32
-	outOff  uint32
-}
-
-func (v srBindQParams) arg() gpu.Arg {
-	return gpu.U32(v.entries, v.logN, v.outOff)
-}
-
-// srBindWParams is the value struct SrBindWParams of the shaders: uint fields in declaration order.
-type srBindWParams struct {
-	sliceFirst uint32
-	sliceCount uint32
-	chunk0     uint32
-	chunks     uint32
-	logCb      uint32
-}
-
-func (v srBindWParams) arg() gpu.Arg {
-	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logCb)
-}
-
-// whirBatchParams is the value struct WhirBatchParams of the shaders: uint fields in declaration order.
-type whirBatchParams struct {
-	nblocks    uint32
-	logBlock   uint32
-	height     uint32
-	width      uint32
-	muOff      uint32
-	scale      uint32
-	accumulate uint32
-}
-
-func (v whirBatchParams) arg() gpu.Arg {
-	return gpu.U32(v.nblocks, v.logBlock, v.height, v.width, v.muOff, v.scale, v.accumulate)
-}
-
-// whirSubsetParams is the value struct WhirSubsetParams of the shaders: uint fields in declaration order.
-type whirSubsetParams struct {
-	count uint32
-	lo    uint32
-	nb    uint32
-	sub   uint32
-}
-
-func (v whirSubsetParams) arg() gpu.Arg {
-	return gpu.U32(v.count, v.lo, v.nb, v.sub)
-}
-
-// whirPlanesParams is the value struct WhirPlanesParams of the shaders: uint fields in declaration order.
-type whirPlanesParams struct {
-	n      uint32
-	logOut uint32
-}
-
-func (v whirPlanesParams) arg() gpu.Arg {
-	return gpu.U32(v.n, v.logOut)
-}
-
-// whirHornerParams is the value struct WhirHornerParams of the shaders: uint fields in declaration order.
-type whirHornerParams struct {
-	nOut     uint32
-	logChunk uint32
-	srcOff   uint32
-	dstOff   uint32
-	z0       uint32
-	z1       uint32
-	z2       uint32
-	z3       uint32
-}
-
-func (v whirHornerParams) arg() gpu.Arg {
-	return gpu.U32(v.nOut, v.logChunk, v.srcOff, v.dstOff, v.z0, v.z1, v.z2, v.z3)
-}
-
-// whirEqTablesParams is the value struct WhirEqTablesParams of the shaders: uint fields in declaration order.
-type whirEqTablesParams struct {
-	npts  uint32
-	logLo uint32
-	logHi uint32
-}
-
-func (v whirEqTablesParams) arg() gpu.Arg {
-	return gpu.U32(v.npts, v.logLo, v.logHi)
-}
-
-// gkrLeafParams is the value struct GkrLeafParams of the shaders: uint fields in declaration order.
-type gkrLeafParams struct {
-	points  uint32
-	row0    uint32
-	height  uint32
-	selSlot uint32
-	nInter  uint32
-	reps    uint32
-	norm    uint32
-}
-
-func (v gkrLeafParams) arg() gpu.Arg {
-	return gpu.U32(v.points, v.row0, v.height, v.selSlot, v.nInter, v.reps, v.norm)
-}
-
-// gkrPadParams is the value struct GkrPadParams of the shaders: uint fields in declaration order.
-type gkrPadParams struct {
-	from uint32
-	to   uint32
-	a0   uint32
-	a1   uint32
-	a2   uint32
-	a3   uint32
-}
-
-func (v gkrPadParams) arg() gpu.Arg {
-	return gpu.U32(v.from, v.to, v.a0, v.a1, v.a2, v.a3)
-}
-
-// gkrLayerParams is the value struct GkrLayerParams of the shaders: uint fields in declaration order.
-type gkrLayerParams struct {
-	n uint32
-}
-
-func (v gkrLayerParams) arg() gpu.Arg {
-	return gpu.U32(v.n)
-}
-
-// gkrRoundParams is the value struct GkrRoundParams of the shaders: uint fields in declaration order.
-type gkrRoundParams struct {
-	logPairs uint32
-	eqOff    uint32
-	l0       uint32
-	l1       uint32
-	l2       uint32
-	l3       uint32
-}
-
-func (v gkrRoundParams) arg() gpu.Arg {
-	return gpu.U32(v.logPairs, v.eqOff, v.l0, v.l1, v.l2, v.l3)
-}
-
-// gkrFoldRoundParams is the value struct GkrFoldRoundParams of the shaders: uint fields in declaration order.
-type gkrFoldRoundParams struct {
-	logPairs uint32
-	eqSrc    uint32
-	eqDst    uint32
-	l0       uint32
-	l1       uint32
-	l2       uint32
-	l3       uint32
-	r0       uint32
-	r1       uint32
-	r2       uint32
-	r3       uint32
-}
-
-func (v gkrFoldRoundParams) arg() gpu.Arg {
-	return gpu.U32(v.logPairs, v.eqSrc, v.eqDst, v.l0, v.l1, v.l2, v.l3, v.r0, v.r1, v.r2, v.r3)
-}
-
-// rowsSlotsParams is the value struct RowsSlotsParams of the shaders: uint fields in declaration order.
-type rowsSlotsParams struct {
-	colsOff   uint32
-	ncols     uint32
-	partStart uint32
-	height    uint32
-	row0      uint32
-	logPoints uint32
-}
-
-func (v rowsSlotsParams) arg() gpu.Arg {
-	return gpu.U32(v.colsOff, v.ncols, v.partStart, v.height, v.row0, v.logPoints)
-}
-
-// rowsCheckParams is the value struct RowsCheckParams of the shaders: uint fields in declaration order.
-type rowsCheckParams struct {
-	points  uint32
-	row0    uint32
-	height  uint32
-	selSlot uint32
-	outRow  uint32
-}
-
-func (v rowsCheckParams) arg() gpu.Arg {
-	return gpu.U32(v.points, v.row0, v.height, v.selSlot, v.outRow)
-}
-
-// rowsMinParams is the value struct RowsMinParams of the shaders: uint fields in declaration order.
-type rowsMinParams struct {
-	first uint32
-	count uint32
-	at    uint32
-}
-
-func (v rowsMinParams) arg() gpu.Arg {
-	return gpu.U32(v.first, v.count, v.at)
-}
-
-// rowsPiecesParams is the value struct RowsPiecesParams of the shaders: uint fields in declaration order.
-type rowsPiecesParams struct {
-	points  uint32
-	row0    uint32
-	height  uint32
-	selSlot uint32
-	outRow  uint32
-	npieces uint32
-	nslots  uint32
-	nregs   uint32
-}
-
-func (v rowsPiecesParams) arg() gpu.Arg {
-	return gpu.U32(v.points, v.row0, v.height, v.selSlot, v.outRow, v.npieces, v.nslots, v.nregs)
 }
 
 // zcCoeffsParams is the value struct ZcCoeffsParams of the shaders: uint fields in declaration order.
@@ -654,6 +480,180 @@ func (v zcUniPiecesParams) arg() gpu.Arg {
 	return gpu.U32(v.logM, v.x0, v.points, v.width, v.npieces, v.nslots, v.nregs, v.hasDen, v.nout, v.zero, v.eqOff, v.interleave, v.lanes)
 }
 
+// gkrLeafParams is the value struct GkrLeafParams of the shaders: uint fields in declaration order.
+type gkrLeafParams struct {
+	points  uint32
+	row0    uint32
+	height  uint32
+	selSlot uint32
+	nInter  uint32
+	reps    uint32
+	norm    uint32
+}
+
+func (v gkrLeafParams) arg() gpu.Arg {
+	return gpu.U32(v.points, v.row0, v.height, v.selSlot, v.nInter, v.reps, v.norm)
+}
+
+// gkrPadParams is the value struct GkrPadParams of the shaders: uint fields in declaration order.
+type gkrPadParams struct {
+	from uint32
+	to   uint32
+	a0   uint32
+	a1   uint32
+	a2   uint32
+	a3   uint32
+}
+
+func (v gkrPadParams) arg() gpu.Arg {
+	return gpu.U32(v.from, v.to, v.a0, v.a1, v.a2, v.a3)
+}
+
+// gkrLayerParams is the value struct GkrLayerParams of the shaders: uint fields in declaration order.
+type gkrLayerParams struct {
+	n uint32
+}
+
+func (v gkrLayerParams) arg() gpu.Arg {
+	return gpu.U32(v.n)
+}
+
+// gkrRoundParams is the value struct GkrRoundParams of the shaders: uint fields in declaration order.
+type gkrRoundParams struct {
+	logPairs uint32
+	eqOff    uint32
+	l0       uint32
+	l1       uint32
+	l2       uint32
+	l3       uint32
+}
+
+func (v gkrRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.logPairs, v.eqOff, v.l0, v.l1, v.l2, v.l3)
+}
+
+// gkrFoldRoundParams is the value struct GkrFoldRoundParams of the shaders: uint fields in declaration order.
+type gkrFoldRoundParams struct {
+	logPairs uint32
+	eqSrc    uint32
+	eqDst    uint32
+	l0       uint32
+	l1       uint32
+	l2       uint32
+	l3       uint32
+	r0       uint32
+	r1       uint32
+	r2       uint32
+	r3       uint32
+}
+
+func (v gkrFoldRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.logPairs, v.eqSrc, v.eqDst, v.l0, v.l1, v.l2, v.l3, v.r0, v.r1, v.r2, v.r3)
+}
+
+// srUniParams is the value struct SrUniParams of the shaders: uint fields in declaration order.
+type srUniParams struct {
+	sliceFirst uint32
+	sliceCount uint32
+	chunk0     uint32
+	chunks     uint32
+	logN       uint32
+	logCb      uint32
+	row        uint32
+}
+
+func (v srUniParams) arg() gpu.Arg {
+	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logN, v.logCb, v.row)
+}
+
+// srBindQParams is the value struct SrBindQParams of the shaders: uint fields in declaration order.
+type srBindQParams struct {
+	entries uint32
+	logN    uint32
+	outOff  uint32
+}
+
+func (v srBindQParams) arg() gpu.Arg {
+	return gpu.U32(v.entries, v.logN, v.outOff)
+}
+
+// srBindWParams is the value struct SrBindWParams of the shaders: uint fields in declaration order.
+type srBindWParams struct {
+	sliceFirst uint32
+	sliceCount uint32
+	chunk0     uint32
+	chunks     uint32
+	logCb      uint32
+}
+
+func (v srBindWParams) arg() gpu.Arg {
+	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logCb)
+}
+
+// whirBatchParams is the value struct WhirBatchParams of the shaders: uint fields in declaration order.
+type whirBatchParams struct {
+	nblocks    uint32
+	logBlock   uint32
+	height     uint32
+	width      uint32
+	muOff      uint32
+	scale      uint32
+	accumulate uint32
+}
+
+func (v whirBatchParams) arg() gpu.Arg {
+	return gpu.U32(v.nblocks, v.logBlock, v.height, v.width, v.muOff, v.scale, v.accumulate)
+}
+
+// whirSubsetParams is the value struct WhirSubsetParams of the shaders: uint fields in declaration order.
+type whirSubsetParams struct {
+	count uint32
+	lo    uint32
+	nb    uint32
+	sub   uint32
+}
+
+func (v whirSubsetParams) arg() gpu.Arg {
+	return gpu.U32(v.count, v.lo, v.nb, v.sub)
+}
+
+// whirPlanesParams is the value struct WhirPlanesParams of the shaders: uint fields in declaration order.
+type whirPlanesParams struct {
+	n      uint32
+	logOut uint32
+}
+
+func (v whirPlanesParams) arg() gpu.Arg {
+	return gpu.U32(v.n, v.logOut)
+}
+
+// whirHornerParams is the value struct WhirHornerParams of the shaders: uint fields in declaration order.
+type whirHornerParams struct {
+	nOut     uint32
+	logChunk uint32
+	srcOff   uint32
+	dstOff   uint32
+	z0       uint32
+	z1       uint32
+	z2       uint32
+	z3       uint32
+}
+
+func (v whirHornerParams) arg() gpu.Arg {
+	return gpu.U32(v.nOut, v.logChunk, v.srcOff, v.dstOff, v.z0, v.z1, v.z2, v.z3)
+}
+
+// whirEqTablesParams is the value struct WhirEqTablesParams of the shaders: uint fields in declaration order.
+type whirEqTablesParams struct {
+	npts  uint32
+	logLo uint32
+	logHi uint32
+}
+
+func (v whirEqTablesParams) arg() gpu.Arg {
+	return gpu.U32(v.npts, v.logLo, v.logHi)
+}
+
 // dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:24).
 func dispatchMerkleHashRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, digests *gpu.Buffer, rc *gpu.Buffer, p merkleRowParams) *gpu.Batch {
 	return enc.Dispatch("merkle_hash_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(digests), gpu.Buf(rc), p.arg()})
@@ -794,6 +794,26 @@ func dispatchProgEvalCombine4(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Bu
 	return enc.Dispatch("prog_eval_combine4", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(denConst), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
 }
 
+// dispatchRowsFillSlots encodes kernel rows_fill_slots (shaders/common/rows.metal:29).
+func dispatchRowsFillSlots(enc *gpu.Batch, groups, tpg gpu.Dim3, part *gpu.Buffer, cols *gpu.Buffer, slots *gpu.Buffer, p rowsSlotsParams) *gpu.Batch {
+	return enc.Dispatch("rows_fill_slots", groups, tpg, []gpu.Arg{gpu.Buf(part), gpu.Buf(cols), gpu.Buf(slots), p.arg()})
+}
+
+// dispatchRowsCheckPartials encodes kernel rows_check_partials (shaders/common/rows.metal:76).
+func dispatchRowsCheckPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p rowsCheckParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("rows_check_partials", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchRowsMinPairs encodes kernel rows_min_pairs (shaders/common/rows.metal:119).
+func dispatchRowsMinPairs(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p rowsMinParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("rows_min_pairs", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
+}
+
+// dispatchRowsCheckPieces encodes kernel rows_check_pieces (shaders/common/rows.metal:158).
+func dispatchRowsCheckPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p rowsPiecesParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("rows_check_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
 // dispatchScRoundPartials encodes kernel sc_round_partials (shaders/common/sumcheck.metal:62).
 func dispatchScRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer, w *gpu.Buffer, partials *gpu.Buffer, p scRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(partials), p.arg()}, scratchBytes)
@@ -822,6 +842,82 @@ func dispatchScSumRowBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer
 // dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:376).
 func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
+}
+
+// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/constraints/zerocheck.metal:133).
+func dispatchZcCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams) *gpu.Batch {
+	return enc.Dispatch("zc_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()})
+}
+
+// dispatchZcCoeffsTiles encodes kernel zc_coeffs_tiles (shaders/constraints/zerocheck.metal:196).
+func dispatchZcCoeffsTiles(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams, shBytes uint32) *gpu.Batch {
+	return enc.Dispatch("zc_coeffs_tiles", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()}, shBytes)
+}
+
+// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/constraints/zerocheck.metal:537).
+func dispatchZcUniEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniParams) *gpu.Batch {
+	return enc.Dispatch("zc_uni_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
+}
+
+// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/constraints/zerocheck.metal:575).
+func dispatchZcBindUni(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, w *gpu.Buffer, colmap *gpu.Buffer, tables *gpu.Buffer, p zcBindParams) *gpu.Batch {
+	return enc.Dispatch("zc_bind_uni", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(w), gpu.Buf(colmap), gpu.Buf(tables), p.arg()})
+}
+
+// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/constraints/zerocheck.metal:642).
+func dispatchZcBindSelectors(enc *gpu.Batch, groups, tpg gpu.Dim3, tables *gpu.Buffer, p zcBindSelParams) *gpu.Batch {
+	return enc.Dispatch("zc_bind_selectors", groups, tpg, []gpu.Arg{gpu.Buf(tables), p.arg()})
+}
+
+// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/constraints/zerocheck.metal:759).
+func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
+	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
+}
+
+// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/constraints/zerocheck.metal:903).
+func dispatchZcRoundPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcPiecesParams, shBytes uint32) *gpu.Batch {
+	return enc.Dispatch("zc_round_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
+}
+
+// dispatchZcUniValues encodes kernel zc_uni_values (shaders/constraints/zerocheck.metal:994).
+func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcValuesParams, shBytes uint32) *gpu.Batch {
+	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
+}
+
+// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/constraints/zerocheck.metal:1103).
+func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
+	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
+}
+
+// dispatchZcUniGenerated encodes kernel zc_uni_generated (shaders/constraints/zerocheck_pieces.metal:18).
+// It is a kernel of module template "pieces": mod is a module built from it.
+func dispatchZcUniGenerated(enc *gpu.Batch, mod *gpu.Module, groups, tpg gpu.Dim3, cp *gpu.Buffer, table *gpu.Buffer, weights *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
+	return enc.DispatchIn(mod, "zc_uni_generated", groups, tpg, []gpu.Arg{gpu.Buf(cp), gpu.Buf(table), gpu.Buf(weights), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(partials), p.arg()})
+}
+
+// dispatchGkrLeaves encodes kernel gkr_leaves (shaders/gkr/gkr.metal:53).
+func dispatchGkrLeaves(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, outs *gpu.Buffer, inter *gpu.Buffer, consts *gpu.Buffer, leaves *gpu.Buffer, p gkrLeafParams) *gpu.Batch {
+	return enc.Dispatch("gkr_leaves", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(outs), gpu.Buf(inter), gpu.Buf(consts), gpu.Buf(leaves), p.arg()})
+}
+
+// dispatchGkrPad encodes kernel gkr_pad (shaders/gkr/gkr.metal:101).
+func dispatchGkrPad(enc *gpu.Batch, groups, tpg gpu.Dim3, leaves *gpu.Buffer, p gkrPadParams) *gpu.Batch {
+	return enc.Dispatch("gkr_pad", groups, tpg, []gpu.Arg{gpu.Buf(leaves), p.arg()})
+}
+
+// dispatchGkrLayer encodes kernel gkr_layer (shaders/gkr/gkr.metal:116).
+func dispatchGkrLayer(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p gkrLayerParams) *gpu.Batch {
+	return enc.Dispatch("gkr_layer", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
+}
+
+// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/gkr/gkr.metal:191).
+func dispatchGkrRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, frac *gpu.Buffer, partials *gpu.Buffer, p gkrRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(frac), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/gkr/gkr.metal:231).
+func dispatchGkrFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, dst *gpu.Buffer, partials *gpu.Buffer, p gkrFoldRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(dst), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
 // dispatchSrUniPartials encodes kernel sr_uni_partials (shaders/openings/stacked_reduction.metal:71).
@@ -862,100 +958,4 @@ func dispatchWhirHorner(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, d
 // dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:236).
 func dispatchWhirPowEqTables(enc *gpu.Batch, groups, tpg gpu.Dim3, pc *gpu.Buffer, lo *gpu.Buffer, hi *gpu.Buffer, p whirEqTablesParams) *gpu.Batch {
 	return enc.Dispatch("whir_pow_eq_tables", groups, tpg, []gpu.Arg{gpu.Buf(pc), gpu.Buf(lo), gpu.Buf(hi), p.arg()})
-}
-
-// dispatchGkrLeaves encodes kernel gkr_leaves (shaders/rap/gkr.metal:53).
-func dispatchGkrLeaves(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, outs *gpu.Buffer, inter *gpu.Buffer, consts *gpu.Buffer, leaves *gpu.Buffer, p gkrLeafParams) *gpu.Batch {
-	return enc.Dispatch("gkr_leaves", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(outs), gpu.Buf(inter), gpu.Buf(consts), gpu.Buf(leaves), p.arg()})
-}
-
-// dispatchGkrPad encodes kernel gkr_pad (shaders/rap/gkr.metal:101).
-func dispatchGkrPad(enc *gpu.Batch, groups, tpg gpu.Dim3, leaves *gpu.Buffer, p gkrPadParams) *gpu.Batch {
-	return enc.Dispatch("gkr_pad", groups, tpg, []gpu.Arg{gpu.Buf(leaves), p.arg()})
-}
-
-// dispatchGkrLayer encodes kernel gkr_layer (shaders/rap/gkr.metal:116).
-func dispatchGkrLayer(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p gkrLayerParams) *gpu.Batch {
-	return enc.Dispatch("gkr_layer", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
-}
-
-// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/rap/gkr.metal:191).
-func dispatchGkrRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, frac *gpu.Buffer, partials *gpu.Buffer, p gkrRoundParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("gkr_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(frac), gpu.Buf(partials), p.arg()}, scratchBytes)
-}
-
-// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/rap/gkr.metal:231).
-func dispatchGkrFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, dst *gpu.Buffer, partials *gpu.Buffer, p gkrFoldRoundParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("gkr_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(dst), gpu.Buf(partials), p.arg()}, scratchBytes)
-}
-
-// dispatchRowsFillSlots encodes kernel rows_fill_slots (shaders/rap/rows.metal:29).
-func dispatchRowsFillSlots(enc *gpu.Batch, groups, tpg gpu.Dim3, part *gpu.Buffer, cols *gpu.Buffer, slots *gpu.Buffer, p rowsSlotsParams) *gpu.Batch {
-	return enc.Dispatch("rows_fill_slots", groups, tpg, []gpu.Arg{gpu.Buf(part), gpu.Buf(cols), gpu.Buf(slots), p.arg()})
-}
-
-// dispatchRowsCheckPartials encodes kernel rows_check_partials (shaders/rap/rows.metal:76).
-func dispatchRowsCheckPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p rowsCheckParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("rows_check_partials", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()}, scratchBytes)
-}
-
-// dispatchRowsMinPairs encodes kernel rows_min_pairs (shaders/rap/rows.metal:119).
-func dispatchRowsMinPairs(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p rowsMinParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("rows_min_pairs", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
-}
-
-// dispatchRowsCheckPieces encodes kernel rows_check_pieces (shaders/rap/rows.metal:158).
-func dispatchRowsCheckPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p rowsPiecesParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("rows_check_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()}, scratchBytes)
-}
-
-// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/rap/zerocheck.metal:133).
-func dispatchZcCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams) *gpu.Batch {
-	return enc.Dispatch("zc_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()})
-}
-
-// dispatchZcCoeffsTiles encodes kernel zc_coeffs_tiles (shaders/rap/zerocheck.metal:196).
-func dispatchZcCoeffsTiles(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams, shBytes uint32) *gpu.Batch {
-	return enc.Dispatch("zc_coeffs_tiles", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()}, shBytes)
-}
-
-// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/rap/zerocheck.metal:537).
-func dispatchZcUniEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniParams) *gpu.Batch {
-	return enc.Dispatch("zc_uni_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
-}
-
-// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/rap/zerocheck.metal:575).
-func dispatchZcBindUni(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, w *gpu.Buffer, colmap *gpu.Buffer, tables *gpu.Buffer, p zcBindParams) *gpu.Batch {
-	return enc.Dispatch("zc_bind_uni", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(w), gpu.Buf(colmap), gpu.Buf(tables), p.arg()})
-}
-
-// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/rap/zerocheck.metal:642).
-func dispatchZcBindSelectors(enc *gpu.Batch, groups, tpg gpu.Dim3, tables *gpu.Buffer, p zcBindSelParams) *gpu.Batch {
-	return enc.Dispatch("zc_bind_selectors", groups, tpg, []gpu.Arg{gpu.Buf(tables), p.arg()})
-}
-
-// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/rap/zerocheck.metal:759).
-func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
-	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
-}
-
-// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/rap/zerocheck.metal:903).
-func dispatchZcRoundPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcPiecesParams, shBytes uint32) *gpu.Batch {
-	return enc.Dispatch("zc_round_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
-}
-
-// dispatchZcUniValues encodes kernel zc_uni_values (shaders/rap/zerocheck.metal:994).
-func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcValuesParams, shBytes uint32) *gpu.Batch {
-	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
-}
-
-// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/rap/zerocheck.metal:1103).
-func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
-	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
-}
-
-// dispatchZcUniGenerated encodes kernel zc_uni_generated (shaders/rap/zerocheck_pieces.metal:18).
-// It is a kernel of module template "pieces": mod is a module built from it.
-func dispatchZcUniGenerated(enc *gpu.Batch, mod *gpu.Module, groups, tpg gpu.Dim3, cp *gpu.Buffer, table *gpu.Buffer, weights *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
-	return enc.DispatchIn(mod, "zc_uni_generated", groups, tpg, []gpu.Arg{gpu.Buf(cp), gpu.Buf(table), gpu.Buf(weights), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(partials), p.arg()})
 }

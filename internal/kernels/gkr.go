@@ -8,7 +8,7 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
-// The LogUp-GKR family (shaders/rap/gkr.metal): the leaves of the fraction tree from the interactions
+// The LogUp-GKR family (shaders/gkr/gkr.metal): the leaves of the fraction tree from the interactions
 // of resident traces, the tree's layers and the rounds of the layer sumchecks (cpuref gkr.go
 // computes the same values on the host).
 //

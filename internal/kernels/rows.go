@@ -8,7 +8,7 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
-// The rows family (shaders/rap/rows.metal, shaders/include/rows.h): constraint programs (program.h)
+// The rows family (shaders/common/rows.metal, shaders/include/rows.h): constraint programs (program.h)
 // evaluated on the rows of traces resident on the device, as constraints.Rows does on the host:
 // row r of a trace of height h reads column c of each part at rows r and (r + 1) mod h, and the
 // selectors is_first = [r = 0], is_last = [r = h − 1], is_transition = 1 − is_last.

@@ -9,7 +9,7 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
-// The zerocheck family (shaders/rap/zerocheck.metal): the device side of a batch constraint sumcheck
+// The zerocheck family (shaders/constraints/zerocheck.metal): the device side of a batch constraint sumcheck
 // over one AIR's constraint program (internal/constraints; spec B §4), trace by trace.
 //
 // Geometry. A trace of height h = 2^LogHeight is lifted to X·N rows (N = 2^LogN, X = 2^NLift,

@@ -13,7 +13,7 @@ import (
 
 // Round 0 of the batch constraint sumcheck by an AIR's generated piece code
 // (internal/kernels/piececode), built at run time into a module of the template
-// shaders/rap/zerocheck_pieces.metal (kernel zc_uni_generated): the kernels read a slice's
+// shaders/constraints/zerocheck_pieces.metal (kernel zc_uni_generated): the kernels read a slice's
 // slot-value table (zc_uni_values) as zc_uni_pieces does and write the same partial rows, with
 // the same parameters; they need no scratch, since a piece's values stay in registers.
 

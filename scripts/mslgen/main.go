@@ -606,8 +606,9 @@ func main() {
 }
 
 // shaderFiles lists the kernel files: shaders/<stage>/*.metal, grouped by the prover stage they
-// serve (common, commit, rap, openings), plus any shaders/*.metal; never shaders/include (headers)
-// or shaders/bad (deliberate mistakes for scripts/check-msl.sh). Sorted by path.
+// serve (commit, gkr, constraints, openings; common for several), plus any shaders/*.metal;
+// never shaders/include (headers) or shaders/bad (deliberate mistakes for scripts/check-msl.sh).
+// Sorted by path.
 func shaderFiles(root string) []string {
 	dir := filepath.Join(root, "shaders")
 	files, err := filepath.Glob(filepath.Join(dir, "*.metal"))

@@ -34,7 +34,7 @@ import (
 var kernelsSource string
 
 // piecesSource is the module template of the generated piece kernels
-// (shaders/rap/zerocheck_pieces.metal): BuildModules completes it with an AIR's code.
+// (shaders/constraints/zerocheck_pieces.metal): BuildModules completes it with an AIR's code.
 //
 //go:embed kernels_pieces.gen.cu
 var piecesSource string

@@ -2882,6 +2882,263 @@ MSL_KERNEL void msl_kernel_prog_eval_combine4(MSL_DEVICE const uint* prog       
     bb4_store(out, 3u * t + 2u, c.den);
   }
 }
+#line 1 "shaders/common/rows.metal"
+// rows.metal - constraint programs on the rows of resident traces (include/rows.h): the slot values
+// of a run of rows gathered from one trace part, and the trace check of every constraint on every
+// row, which finds the smallest failing (row, output) with a deterministic two-pass minimum (no
+// atomics). A run is T = 2^log_points consecutive rows row0 .. row0 + T − 1 of a trace of height h;
+// point t of the program.h scratch is row row0 + t.
+#line 1 "shaders/include/rows.h"
+// rows.h - constraint programs (program.h) evaluated on the rows of resident traces: one point per
+// row, its slots gathered from the trace parts (rows.metal rows_fill_slots) and its selector slots
+// written by the evaluating kernel (rows_put_selectors). Row r of a trace of height h (a power of
+// two) reads column c of each part at rows r and (r + 1) mod h; is_first = [r = 0], is_last =
+// [r = h − 1], is_transition = 1 − is_last (constraints.Rows on the host).
+#ifndef ROWS_H
+#define ROWS_H
+#line 9 "shaders/include/rows.h"
+
+// "No failure": the (row, output) pair of a point, thread or group whose constraints all vanish.
+#define ROWS_NONE 0xffffffffu
+
+// Selector k (0: is_first, 1: is_last, 2: is_transition) of row r of a trace of height h.
+MSL_FN uint rows_selector(uint k, uint r, uint h) {
+  uint last = r == h - 1u ? BB_ONE : 0u;
+  return k == 0u ? (r == 0u ? BB_ONE : 0u) : (k == 1u ? last : bb_sub(BB_ONE, last));
+}
+
+// Writes the three selector slots (first at slot sel: is_first, is_last, is_transition) of point
+// t of T, which is row r of a trace of height h.
+MSL_FN void rows_put_selectors(MSL_DEVICE uint* slots, uint sel, uint t, uint T, uint r, uint h) {
+  for (uint k = 0u; k < 3u; k++) slots[(sel + k) * T + t] = rows_selector(k, r, h);
+}
+
+// Lexicographic (row, output) minimum: true when (r1, o1) < (r0, o0).
+MSL_FN bool rows_pair_less(uint r1, uint o1, uint r0, uint o0) { return r1 < r0 || (r1 == r0 && o1 < o0); }
+
+// Stores the thread's (row, output) in scratch (2 uints per thread), reduces the group's pairs to
+// their minimum and writes it to out[2·at ..]. Called in uniform control flow (barriers); any
+// group size.
+MSL_FN void rows_group_min(uint row, uint out, MSL_THREADGROUP uint* scratch, MSL_DEVICE uint* dst, uint at, uint tid, uint tpg) {
+  scratch[2u * tid] = row;
+  scratch[2u * tid + 1u] = out;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) {
+      uint r1 = scratch[2u * (tid + h)];
+      uint o1 = scratch[2u * (tid + h) + 1u];
+      if (rows_pair_less(r1, o1, scratch[2u * tid], scratch[2u * tid + 1u])) {
+        scratch[2u * tid] = r1;
+        scratch[2u * tid + 1u] = o1;
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+  if (tid == 0u) {
+    dst[2u * at] = scratch[0];
+    dst[2u * at + 1u] = scratch[1];
+  }
+}
+
+#endif  // ROWS_H
+#line 7 "shaders/common/rows.metal"
+
+// A used column of a part (rows_fill_slots' cols table): the column index with flags saying which
+// of its two slots the program reads.
+#define ROWS_COL_MASK 0x3fffffffu
+#define ROWS_LOCAL 0x40000000u  // slot 2·(part_start + c): row r
+#define ROWS_NEXT 0x80000000u   // slot 2·(part_start + c) + 1: row (r + 1) mod h
+
+#define ROWS_RUN MSL_LANES
+
+struct RowsSlotsParams {
+  uint cols_off;    // the part's first entry in cols
+  uint ncols;       // its entries
+  uint part_start;  // the part's first column among all parts (constraints.Program.PartStart)
+  uint height;      // h, a power of two
+  uint row0;        // first row of the run
+  uint log_points;  // T = 2^log_points ≤ h
+};
+
+// slots[s·T + t] (Montgomery) for the slots s of the used columns of one part (cols[cols_off ..],
+// ncols entries): part is the part's column-major trace, CANONICAL values (as loaded), h rows per
+// column. Work item i = k·T + t: used column k, point t (consecutive items read consecutive rows and
+// write consecutive slots).
+MSL_KERNEL void msl_kernel_rows_fill_slots(MSL_DEVICE const uint* part              ,
+                            MSL_DEVICE const uint* cols              ,
+                            MSL_DEVICE uint* slots              ,
+                            MSL_CONSTANT RowsSlotsParams& p              ,
+                            uint gid                            ,
+                            uint stride                     ) {
+  uint log_t = p.log_points;
+  uint T = 1u << log_t;
+  uint n = p.ncols << log_t;
+  uint h = p.height;
+  uint row0 = p.row0;
+  uint start = p.part_start;
+  uint off = p.cols_off;
+  for (uint i = gid; i < n; i += stride) {
+    uint w = cols[off + (i >> log_t)];
+    uint t = i & (T - 1u);
+    uint c = w & ROWS_COL_MASK;
+    uint r = row0 + t;
+    uint s = 2u * (start + c);
+    if ((w & ROWS_LOCAL) != 0u) slots[s * T + t] = bb_to_mont(part[c * h + r]);
+    if ((w & ROWS_NEXT) != 0u) slots[(s + 1u) * T + t] = bb_to_mont(part[c * h + ((r + 1u) & (h - 1u))]);
+  }
+}
+
+// The emit functor of the check: the smallest output whose value is not zero (base field;
+// emits arrive in code order, not output order).
+struct RowsFirstNonZero {
+  uint first;
+  MSL_METHOD void put(uint o, uint v) {
+    if (v != 0u && o < first) first = o;
+  }
+};
+
+struct RowsCheckParams {
+  uint points;    // T
+  uint row0;      // first row
+  uint height;    // h
+  uint sel_slot;  // the program's first selector slot (constraints.Program.SlotIsFirst)
+  uint out_row;   // pair index in partials of this dispatch's group 0
+};
+
+// partials[2·(out_row + g) ..] = the smallest (row, output) of group g's points whose program
+// outputs (the constraints) do not all vanish, (ROWS_NONE, ROWS_NONE) if none. The slots of the
+// used columns must be filled (rows_fill_slots); this kernel writes the selectors. A thread visits
+// its points in increasing order, in runs of ROWS_RUN consecutive points (the host's threads then
+// write whole cache lines of the scratch), and stops at its first failing one. scratch: 8 bytes per
+// thread.
+MSL_KERNEL void msl_kernel_rows_check_partials(MSL_DEVICE const uint* prog              ,
+                                MSL_DEVICE const uint* cp              ,
+                                MSL_DEVICE uint* slots              ,
+                                MSL_DEVICE uint* regs              ,
+                                MSL_DEVICE uint* partials              ,
+                                MSL_CONSTANT RowsCheckParams& p              ,
+                                MSL_THREADGROUP uint* scratch                   ,
+                                uint tid                                ,
+                                uint group                                 ,
+                                uint tpg                            ,
+                                uint ngroups                          ) {
+  uint T = p.points;
+  uint row0 = p.row0;
+  uint h = p.height;
+  uint sel = p.sel_slot;
+  uint units = (T + ROWS_RUN - 1u) / ROWS_RUN;
+  uint best_row = ROWS_NONE;
+  uint best_out = ROWS_NONE;
+  for (uint u = group * tpg + tid; u < units && best_row == ROWS_NONE; u += tpg * ngroups) {
+    uint end = min(T, (u + 1u) * ROWS_RUN);
+    for (uint t = u * ROWS_RUN; t < end; t++) {
+      rows_put_selectors(slots, sel, t, T, row0 + t, h);
+      RowsFirstNonZero e;
+      e.first = ROWS_NONE;
+      prog_run(prog, cp, slots, regs, t, T, e);
+      if (e.first != ROWS_NONE) {
+        best_row = row0 + t;
+        best_out = e.first;
+        break;
+      }
+    }
+  }
+  rows_group_min(best_row, best_out, scratch, partials, p.out_row + group, tid, tpg);
+}
+
+struct RowsMinParams {
+  uint first;  // first pair of in
+  uint count;  // pairs to reduce
+  uint at;     // pair index in out
+};
+
+// out[2·at ..] = the lexicographic minimum of the pairs in[2·first ..], count of them: the second
+// pass of rows_check_partials (run as a single group). scratch: 8 bytes per thread.
+MSL_KERNEL void msl_kernel_rows_min_pairs(MSL_DEVICE const uint* in              ,
+                           MSL_DEVICE uint* out              ,
+                           MSL_CONSTANT RowsMinParams& p              ,
+                           MSL_THREADGROUP uint* scratch                   ,
+                           uint tid                                ,
+                           uint tpg                            ) {
+  uint first = p.first;
+  uint count = p.count;
+  uint row = ROWS_NONE;
+  uint out_idx = ROWS_NONE;
+  for (uint k = tid; k < count; k += tpg) {
+    uint r = in[2u * (first + k)];
+    uint o = in[2u * (first + k) + 1u];
+    if (rows_pair_less(r, o, row, out_idx)) {
+      row = r;
+      out_idx = o;
+    }
+  }
+  rows_group_min(row, out_idx, scratch, out, p.at, tid, tpg);
+}
+
+struct RowsPiecesParams {
+  uint points;    // T: rows of the run (vals holds T words per slot)
+  uint row0;      // first row
+  uint height;    // h
+  uint sel_slot;  // the program's first selector slot
+  uint out_row;   // pair index in partials of this dispatch's group 0
+  uint npieces;   // pieces of the program (constraints.Split)
+  uint nslots;    // the largest piece's slots
+  uint nregs;     // the largest piece's registers
+};
+
+// rows_check_partials with the program in pieces: work items (piece, row), piece-major; piece k's
+// words at prog + table[4k], its constants at cp + table[4k + 1], its slots at pslots +
+// 2·table[4k + 2] (table[4k + 3] entries: the piece's slot, the program's slot). A thread copies
+// its piece's slots from vals (the run's slots, [slot][t], filled by rows_fill_slots; selectors
+// computed here) into its own scratch ([index][thread]), runs the piece and keeps the smallest
+// failing (row, output) it has seen (items past its best row are skipped). scratch: 8 bytes per
+// thread.
+MSL_KERNEL void msl_kernel_rows_check_pieces(MSL_DEVICE const uint* prog              ,
+                              MSL_DEVICE const uint* cp              ,
+                              MSL_DEVICE const uint* table              ,
+                              MSL_DEVICE const uint* pslots              ,
+                              MSL_DEVICE const uint* vals              ,
+                              MSL_DEVICE uint* slots              ,
+                              MSL_DEVICE uint* regs              ,
+                              MSL_DEVICE uint* partials              ,
+                              MSL_CONSTANT RowsPiecesParams& p              ,
+                              MSL_THREADGROUP uint* scratch                   ,
+                              uint tid                                ,
+                              uint group                                 ,
+                              uint tpg                            ,
+                              uint ngroups                          ) {
+  uint T = p.points;
+  uint G = tpg * ngroups;
+  uint gid = group * tpg + tid;
+  uint items = T * p.npieces;
+  uint sel = p.sel_slot;
+  uint h = p.height;
+  uint best_row = ROWS_NONE;
+  uint best_out = ROWS_NONE;
+  for (uint it = gid; it < items; it += G) {
+    uint piece = it / T;
+    uint t = it - piece * T;
+    uint row = p.row0 + t;
+    if (row > best_row) continue;
+    MSL_DEVICE const uint* pt = table + 4u * piece;
+    MSL_DEVICE const uint* ps = pslots + 2u * pt[2];
+    uint nused = pt[3];
+    for (uint k = 0u; k < nused; k++) {
+      uint s = ps[2u * k + 1u];
+      slots[ps[2u * k] * G + gid] = s >= sel ? rows_selector(s - sel, row, h) : vals[s * T + t];
+    }
+    RowsFirstNonZero e;
+    e.first = ROWS_NONE;
+    prog_run(prog + pt[0], cp + pt[1], slots, regs, gid, G, e);
+    if (e.first != ROWS_NONE && rows_pair_less(row, e.first, best_row, best_out)) {
+      best_row = row;
+      best_out = e.first;
+    }
+  }
+  rows_group_min(best_row, best_out, scratch, partials, p.out_row + group, tid, tpg);
+}
 #line 1 "shaders/common/sumcheck.metal"
 // sumcheck.metal - the shared kernels of the product sumchecks (the stacked opening reduction and
 // WHIR, spec B §5.4 and spec A §6.3): round sums, folds and eq tables over column-major Fp4 tables.
@@ -3413,1122 +3670,7 @@ MSL_KERNEL void msl_kernel_sc_eq_expand(MSL_DEVICE const uint* lo              ,
     bb4_store(out, out_off + b, acc);
   }
 }
-#line 1 "shaders/openings/stacked_reduction.metal"
-// stacked_reduction.metal - the stacked opening reduction's own kernels (spec B §5.3–5.4;
-// cpuref stackingProver): the round-0 sums over the stacked matrix Q and the tables q(u_0; x),
-// W(u_0; x) after u_0. The multilinear rounds use the sumcheck family (sumcheck.metal).
-//
-// Q is one commitment's stacked matrix, column-major, Montgomery, height H = 2^(l_skip+n_stack):
-// seen as a sequence of blocks of N = 2^l_skip values, block x of column m is Q[(m·2^n_stack + x)·N
-// ..]. A slice of log height ≥ l_skip covers 2^nn blocks (nn = log height − l_skip), starting at a
-// multiple of its length; e_nn = eq(r_1..r_nn, ·) is its eq table (etab: all tables of the proof
-// side by side, Fp4). Slices are split into chunks of at most 2^log_cb blocks, numbered in slice
-// order: chunk k belongs to the last slice whose chunk_first ≤ k. A dispatch covers the slices
-// [slice_first, slice_first + slice_count) and their chunks chunk0, chunk0 + 1, … (chunks of them).
-//
-// Slice descriptors (SR_SLICE_WORDS uints each, written by the Go launcher):
-#line 15 "shaders/openings/stacked_reduction.metal"
-
-#define SR_SLICE_WORDS 16u
-#define SR_Q_START 0u   // uint index in Q of the slice's first value
-#define SR_E_OFF 1u     // Fp4 index in etab of e_nn[0]
-#define SR_NN 2u        // nn
-#define SR_CHUNK0 3u    // chunk_first
-#define SR_A 4u         // 4 uints: the eq weight a (Montgomery)
-#define SR_BW 8u        // 4 uints: the rotation weight bw
-#define SR_ROT 12u      // 1 when bw ≠ 0
-#define SR_W_START 13u  // Fp4 index in the W table of the slice's first entry
-
-// The slice of chunk k among slices [first, first + count) (binary search on chunk_first).
-MSL_FN uint sr_find_slice(MSL_DEVICE const uint* slices, uint first, uint count, uint k) {
-  uint lo = first;
-  uint hi = first + count;  // the answer lies in [lo, hi)
-  while (hi - lo > 1u) {
-    uint mid = (lo + hi) / 2u;
-    if (slices[mid * SR_SLICE_WORDS + SR_CHUNK0] <= k) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
-}
-
-// acc += e·v: an Fp4 per lane (bb4_lanes.h: component c in e[c]) times a base value per lane.
-MSL_FN void sr_acc_ext_base(MSL_THREAD lanes_uint* acc, MSL_THREAD const lanes_uint* e, lanes_uint v) {
-  for (uint c = 0u; c < 4u; c++) acc[c] = bb_add_lanes(acc[c], bb_mul_lanes(e[c], v));
-}
-
-// The Fp4 etab[at] in every lane.
-MSL_FN void sr_load_e_uniform(MSL_THREAD lanes_uint* e, MSL_DEVICE const uint* etab, uint at) {
-  for (uint c = 0u; c < 4u; c++) e[c] = bbl_splat(etab[4u * at + c]);
-}
-
-struct SrUniParams {
-  uint slice_first;  // this commitment's slices in the table
-  uint slice_count;
-  uint chunk0;       // the first chunk of slice_first
-  uint chunks;       // chunks of those slices
-  uint log_n;        // l_skip (N = 2^l_skip ≤ 32)
-  uint log_cb;       // log2 of the blocks per chunk
-  uint row;          // partials row of group 0 (rows: 12·N uints each)
-};
-
-// Round 0 of the stacked reduction (UnivariateRound), first pass, for one commitment's slices of
-// log height ≥ l_skip. With G0_s[z] = Σ_xl e[xl]·Q[(x0+xl)·N + z] and G1_s[z] = Σ_xl
-// e[(xl−1) mod 2^nn]·Q[(x0+xl)·N + z] per slice s (weights a_s, bw_s):
-//   A[z] = Σ_s a_s·G0_s[z],  B[z] = Σ_s bw_s·G0_s[z],  C[z] = Σ_s bw_s·(G1_s[z] − G0_s[z]),
-// the IDFT-free sums whose IDFTs are cpuref's qa, qb, qc (the IDFT is linear). Group g writes the
-// part of A, B, C over the chunks it visits to partials row (row + g): A[0..N), B, C, Fp4 each
-// (12·N uints). A group works on one chunk at a time: its tpg·MSL_LANES virtual threads (a
-// multiple of N) read the chunk's values in order, so virtual thread v always sees z = v mod N;
-// after a chunk each applies the slice weights to its G0, G1. scratch: 48 bytes per virtual
-// thread.
-MSL_KERNEL void msl_kernel_sr_uni_partials(MSL_DEVICE const uint* q              ,
-                            MSL_DEVICE const uint* slices              ,
-                            MSL_DEVICE const uint* etab              ,
-                            MSL_DEVICE uint* partials              ,
-                            MSL_CONSTANT SrUniParams& p              ,
-                            MSL_THREADGROUP uint* scratch                   ,
-                            uint tid                                ,
-                            uint group                                 ,
-                            uint tpg                            ,
-                            uint ngroups                          ) {
-  uint first = p.slice_first;
-  uint count = p.slice_count;
-  uint chunk0 = p.chunk0;
-  uint chunks = p.chunks;
-  uint log_n = p.log_n;
-  uint n = 1u << log_n;
-  uint log_cb = p.log_cb;
-  uint vt = tpg * MSL_LANES;  // virtual threads of the group
-  lanes_uint acc_a[4];
-  lanes_uint acc_b[4];
-  lanes_uint acc_c[4];
-  for (uint c = 0u; c < 4u; c++) {
-    acc_a[c] = lanes_splat(0u);
-    acc_b[c] = lanes_splat(0u);
-    acc_c[c] = lanes_splat(0u);
-  }
-  for (uint kk = group; kk < chunks; kk += ngroups) {
-    uint k = chunk0 + kk;
-    uint s = sr_find_slice(slices, first, count, k);
-    uint d = s * SR_SLICE_WORDS;
-    uint nn = slices[d + SR_NN];
-    uint mask = (1u << nn) - 1u;
-    uint e_off = slices[d + SR_E_OFF];
-    uint rot = slices[d + SR_ROT];
-    uint blk0 = (k - slices[d + SR_CHUNK0]) << log_cb;       // first block of the chunk in the slice
-    uint nvals = min(1u << log_cb, (1u << nn) - blk0) << log_n;  // values in the chunk
-    uint base = slices[d + SR_Q_START] + (blk0 << log_n);
-    lanes_uint g0[4];
-    lanes_uint g1[4];
-    for (uint c = 0u; c < 4u; c++) {
-      g0[c] = lanes_splat(0u);
-      g1[c] = lanes_splat(0u);
-    }
-    for (uint i0 = tid * MSL_LANES; i0 < nvals; i0 += vt) {
-      lanes_uint v;
-      lanes_uint e0[4];
-      lanes_uint e1[4];
-      if (n >= MSL_LANES && i0 + MSL_LANES <= nvals) {  // one block under every lane (always on GPUs)
-        v = lanes_ld_dev(q + base + i0);
-        uint xl = blk0 + (i0 >> log_n);
-        sr_load_e_uniform(e0, etab, e_off + xl);
-        if (rot != 0u) sr_load_e_uniform(e1, etab, e_off + ((xl - 1u) & mask));
-      } else {  // host: blocks shorter than the lanes, or a partial vector
-        uint tv[MSL_LANES];
-        uint te0[4u * MSL_LANES];
-        uint te1[4u * MSL_LANES];
-        for (uint l = 0u; l < MSL_LANES; l++) {
-          uint i = i0 + l;
-          bool live = i < nvals;
-          uint xl = blk0 + ((live ? i : 0u) >> log_n);
-          uint a0 = 4u * (e_off + xl);
-          uint a1 = 4u * (e_off + ((xl - 1u) & mask));
-          tv[l] = live ? q[base + i] : 0u;
-          for (uint c = 0u; c < 4u; c++) {
-            te0[c * MSL_LANES + l] = etab[a0 + c];
-            te1[c * MSL_LANES + l] = etab[a1 + c];
-          }
-        }
-        v = lanes_ld_th(tv);
-        for (uint c = 0u; c < 4u; c++) {
-          e0[c] = lanes_ld_th(te0 + c * MSL_LANES);
-          e1[c] = lanes_ld_th(te1 + c * MSL_LANES);
-        }
-      }
-      sr_acc_ext_base(g0, e0, v);
-      if (rot != 0u) sr_acc_ext_base(g1, e1, v);
-    }
-    bb4 a = bb4_make(slices[d + SR_A], slices[d + SR_A + 1u], slices[d + SR_A + 2u], slices[d + SR_A + 3u]);
-    lanes_uint ul[7];
-    bb4l_uniform_of(ul, a);
-    bb4l_mul_uniform_acc(acc_a, ul, g0);
-    if (rot != 0u) {
-      bb4 bw = bb4_make(slices[d + SR_BW], slices[d + SR_BW + 1u], slices[d + SR_BW + 2u], slices[d + SR_BW + 3u]);
-      lanes_uint bwl[7];
-      bb4l_uniform_of(bwl, bw);
-      bb4l_mul_uniform_acc(acc_b, bwl, g0);
-      bb4l_sub(g1, g1, g0);
-      bb4l_mul_uniform_acc(acc_c, bwl, g1);
-    }
-  }
-  // Virtual thread v holds A, B, C at z = v mod N: 12 uints each in scratch, then one thread per
-  // output adds the vt / N virtual threads of its z.
-  for (uint l = 0u; l < MSL_LANES; l++) {
-    uint at = 12u * (tid * MSL_LANES + l);
-    for (uint c = 0u; c < 4u; c++) {
-      scratch[at + c] = lanes_get(acc_a[c], l);
-      scratch[at + 4u + c] = lanes_get(acc_b[c], l);
-      scratch[at + 8u + c] = lanes_get(acc_c[c], l);
-    }
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  uint width = 12u * n;
-  uint per_z = vt >> log_n;
-  uint row = p.row + group;
-  for (uint o = tid; o < width; o += tpg) {
-    uint t = o >> (log_n + 2u);          // 0: A, 1: B, 2: C
-    uint z = (o >> 2u) & (n - 1u);
-    uint c = o & 3u;
-    uint sum = 0u;
-    for (uint j = 0u; j < per_z; j++) sum = bb_add(sum, scratch[12u * ((j << log_n) + z) + 4u * t + c]);
-    partials[row * width + o] = sum;
-  }
-}
-
-struct SrBindQParams {
-  uint entries;  // width · 2^n_stack table entries (= blocks of Q)
-  uint log_n;    // l_skip
-  uint out_off;  // Fp4 index in the q table of the commitment's first entry
-};
-
-// q(u_0; x) for every block: out[out_off + e] = Σ_{z<N} L_z·Q[e·N + z], L_z = the Lagrange
-// weights of u_0 on the order-N subgroup (lag: N Fp4), so that out = Σ_j coef_j·u_0^j for the
-// block's IDFT coefficients (cpuref's Horner of them). Entry e = m·2^n_stack + x is block x of
-// column m. Lanes: MSL_LANES consecutive entries per work item (when N = MSL_LANES the 16 blocks
-// are one transposed load: value z of every lane's block in one vector).
-MSL_KERNEL void msl_kernel_sr_bind_q(MSL_DEVICE const uint* q              ,
-                      MSL_DEVICE const uint* lag              ,
-                      MSL_DEVICE uint* out              ,
-                      MSL_CONSTANT SrBindQParams& p              ,
-                      uint gid                            ,
-                      uint stride                     ) {
-  uint entries = p.entries;
-  uint log_n = p.log_n;
-  uint n = 1u << log_n;
-  uint out_off = p.out_off;
-  uint lstride = lane_stride(stride);
-  for (uint e0 = lane_first(gid, entries); e0 < entries; e0 += lstride) {
-    uint nl = min(MSL_LANES, entries - e0);
-    lanes_uint acc[4];
-    for (uint c = 0u; c < 4u; c++) acc[c] = lanes_splat(0u);
-    if (MSL_LANES == 16u && n == 16u && nl == 16u) {
-      lanes_uint v[16];
-      for (uint k = 0u; k < 16u; k++) v[k] = lanes_ld_dev(q + (e0 << log_n) + k * MSL_LANES);
-      lanes_transpose(v);  // v[z]: value z of every lane's block
-      for (uint z = 0u; z < 16u; z++) {
-        lanes_uint lz[4];
-        sr_load_e_uniform(lz, lag, z);
-        sr_acc_ext_base(acc, lz, v[z]);
-      }
-    } else {
-      for (uint z = 0u; z < n; z++) {
-        uint tv[MSL_LANES];
-        for (uint l = 0u; l < MSL_LANES; l++) tv[l] = l < nl ? q[((e0 + l) << log_n) + z] : 0u;
-        lanes_uint v = lanes_ld_th(tv);
-        lanes_uint lz[4];
-        sr_load_e_uniform(lz, lag, z);
-        sr_acc_ext_base(acc, lz, v);
-      }
-    }
-    for (uint l = 0u; l < nl; l++) {
-      for (uint c = 0u; c < 4u; c++) out[4u * (out_off + e0 + l) + c] = lanes_get(acc[c], l);
-    }
-  }
-}
-
-struct SrBindWParams {
-  uint slice_first;  // slices in the table
-  uint slice_count;
-  uint chunk0;       // the first chunk of slice_first
-  uint chunks;       // chunks of those slices
-  uint log_cb;       // log2 of the blocks per chunk
-};
-
-// W(u_0; x) for every slice: w[w_start + xl] = α_s·e[xl] + β_s·e[(xl − 1) mod 2^nn] for
-// xl < 2^nn, with (α_s, β_s) = weights[8(s − slice_first) ..] (two Fp4). A slice of log height
-// < l_skip is given as nn = 0 (e_0 = [1]) with α_s its one value and β_s = 0. Entries of the
-// table that no slice covers are left as they are (zero from allocation). Work unit: 4·MSL_LANES
-// consecutive entries of one chunk (one slice look-up per unit), as transposed blocks
-// (bb4_lanes.h) when the slice holds whole units and xl − 1 does not wrap, else one by one.
-MSL_KERNEL void msl_kernel_sr_bind_w(MSL_DEVICE const uint* slices              ,
-                      MSL_DEVICE const uint* weights              ,
-                      MSL_DEVICE const uint* etab              ,
-                      MSL_DEVICE uint* w              ,
-                      MSL_CONSTANT SrBindWParams& p              ,
-                      uint gid                            ,
-                      uint stride                     ) {
-  uint first = p.slice_first;
-  uint count = p.slice_count;
-  uint log_cb = p.log_cb;
-  uint log_unit = MSL_LOG_LANES + 2u;  // entries per unit: 4·MSL_LANES (≤ 64 ≤ 2^log_cb)
-  uint unit = 4u * MSL_LANES;
-  uint log_upc = log_cb - log_unit;
-  uint units = p.chunks << log_upc;
-  uint chunk0 = p.chunk0;
-  for (uint u = gid; u < units; u += stride) {
-    uint k = chunk0 + (u >> log_upc);
-    uint s = sr_find_slice(slices, first, count, k);
-    uint d = s * SR_SLICE_WORDS;
-    uint size = 1u << slices[d + SR_NN];
-    uint blk0 = ((k - slices[d + SR_CHUNK0]) << log_cb) + ((u & ((1u << log_upc) - 1u)) << log_unit);
-    if (blk0 >= size) continue;
-    uint mask = size - 1u;
-    uint e_off = slices[d + SR_E_OFF];
-    uint w_start = slices[d + SR_W_START];
-    bb4 alpha = bb4_load(weights, 2u * (s - first));
-    bb4 beta = bb4_load(weights, 2u * (s - first) + 1u);
-    bool rot = !bb4_is_zero(beta);
-    if (size >= unit && blk0 > 0u) {
-      lanes_uint cur[16];
-      lanes_uint r[16];
-      bb4l_load_block(cur, etab + 4u * (e_off + blk0));
-      lanes_uint al[7];
-      bb4l_uniform_of(al, alpha);
-      for (uint a = 0u; a < 4u; a++) bb4l_mul_uniform(r + 4u * a, al, cur + 4u * a);
-      if (rot) {
-        bb4l_load_block(cur, etab + 4u * (e_off + blk0 - 1u));  // e[xl − 1]
-        lanes_uint be[7];
-        bb4l_uniform_of(be, beta);
-        for (uint a = 0u; a < 4u; a++) bb4l_mul_uniform_acc(r + 4u * a, be, cur + 4u * a);
-      }
-      lanes_transpose(r);  // back to 16 consecutive uints per vector
-      for (uint j = 0u; j < 16u; j++) lanes_st_dev(w + 4u * (w_start + blk0) + j * MSL_LANES, r[j]);
-    } else {
-      uint blk1 = min(blk0 + unit, size);
-      for (uint xl = blk0; xl < blk1; xl++) {
-        bb4 v = bb4_mul(alpha, bb4_load(etab, e_off + xl));
-        if (rot) v = bb4_add(v, bb4_mul(beta, bb4_load(etab, e_off + ((xl - 1u) & mask))));
-        bb4_store(w, w_start + xl, v);
-      }
-    }
-  }
-}
-#line 1 "shaders/openings/whir.metal"
-// whir.metal - the tables of the WHIR prover (spec A §6.3) that the NTT, Merkle and sumcheck
-// families do not cover: the μ-batching of the stacked matrices fused with the per-block RS
-// message transform, the subset-sum (zeta) and Möbius transforms over a range of index bits, the
-// split of an Fp4 table into base planes, polynomial evaluation (Horner) and the per-point lo/hi
-// halves of eq(pow_d(z_i), ·) weights (the sumcheck family's sc_eq_expand multiplies them out).
-//
-// All values are in Montgomery form. Fp4 tables are AoS: element i is the four uints
-// [4i, 4i+4) (bb4_load / bb4_store); base matrices are column-major. Every kernel walks its work
-// items with a grid-stride loop, so a launcher may dispatch any number of full groups; every index
-// stays below 2^31.
-#line 12 "shaders/openings/whir.metal"
-
-// ---------------------------------------------------------------- μ-batching of a stacked matrix
-
-struct WhirBatchParams {
-  uint nblocks;     // N / 2^l: blocks of 2^l consecutive rows
-  uint log_block;   // l = l_skip, ≤ 5
-  uint height;      // N: rows of Q (a multiple of 2^l)
-  uint width;       // columns of Q
-  uint mu_off;      // index in mu of column 0's weight
-  uint scale;       // 2^-l (the IDFT's factor)
-  uint accumulate;  // 1: add the result to f; 0: overwrite f
-};
-
-// One block of 2^L rows (B = 2^L; B and L constants at every call, so the loops unroll and acc
-// stays in registers): acc[t] = Σ_j mu[mu_off + j]·Q[j][r0 + t] (Fp4 × base), then per Fp4
-// coordinate the IDFT over the block (as ntt_blocks: natural order, inverse table tw, times 2^-L)
-// and the square of the subset-sum transform on the L block bits. That square is ⊗ (1 0; 2 1):
-// per bit, E[x | 2^i] += 2·E[x] — the subset sum of the RS message (cpuref.RSMessageInPlace) and
-// the low L bits of the following full CoeffsToEvals, at once.
-MSL_FN void whir_batch_block(MSL_DEVICE const uint* q, MSL_DEVICE const uint* mu, MSL_DEVICE const uint* tw, MSL_DEVICE uint* f,
-                             uint B, uint L, uint blk, uint height, uint width, uint mu_off, uint scale,
-                             uint accumulate) {
-  uint acc[128];  // acc[c·B + t]: coordinate-major, so the row loops are contiguous (host SIMD)
-  for (uint i = 0u; i < 4u * B; i++) acc[i] = 0u;
-  uint r0 = blk << L;
-  for (uint j = 0u; j < width; j++) {
-    bb4 m = bb4_load(mu, mu_off + j);
-    MSL_DEVICE const uint* col = q + (j * height + r0);
-    for (uint c = 0u; c < 4u; c++) {
-      uint mc = m[c];
-      for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_add(acc[c * B + t], bb_mul(mc, col[t]));
-    }
-  }
-  for (uint c = 0u; c < 4u; c++) {
-    uint v[32];
-    for (uint t = 0u; t < B; t++) {
-      uint r = t;
-      if (L != 0u) {  // bit reversal over L bits
-        r = 0u;
-        for (uint s = 0u; s < L; s++) r |= ((t >> s) & 1u) << (L - 1u - s);
-      }
-      v[t] = acc[c * B + r];
-    }
-    for (uint h = 1u; h < B; h <<= 1) {
-      for (uint s = 0u; s < B; s += 2u * h) {
-        for (uint j = 0u; j < h; j++) {
-          uint u = v[s + j];
-          uint w = bb_mul(v[s + j + h], tw[h + j]);
-          v[s + j] = bb_add(u, w);
-          v[s + j + h] = bb_sub(u, w);
-        }
-      }
-    }
-    for (uint h = 1u; h < B; h <<= 1) {
-      for (uint t = 0u; t < B; t++) {
-        if ((t & h) != 0u) v[t] = bb_add(v[t], bb_double(v[t - h]));
-      }
-    }
-    for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_mul(v[t], scale);
-  }
-  MSL_DEVICE uint* out = f + 4u * r0;
-  for (uint t = 0u; t < B; t++) {
-    for (uint c = 0u; c < 4u; c++) {
-      uint x = acc[c * B + t];
-      if (accumulate != 0u) x = bb_add(out[4u * t + c], x);
-      out[4u * t + c] = x;
-    }
-  }
-}
-
-// f[r] (+)= T(Σ_j mu[mu_off + j]·Q[j][·])[r] for every row r < N: the μ-batched Fp4 column of one
-// stacked matrix Q (column-major, N × width), with T per block of 2^l rows the IDFT over the
-// subgroup of order 2^l and the square of the subset-sum transform (whir_batch_block). Linear
-// in Q: one dispatch per matrix, the later ones accumulating, gives the batch of several. One
-// thread per block; tw is the NTT family's inverse twiddle table (at least 2^l entries).
-MSL_KERNEL void msl_kernel_whir_batch_blocks(MSL_DEVICE const uint* q              ,
-                              MSL_DEVICE const uint* mu              ,
-                              MSL_DEVICE const uint* tw              ,
-                              MSL_DEVICE uint* f              ,
-                              MSL_CONSTANT WhirBatchParams& p              ,
-                              uint gid                            ,
-                              uint stride                     ) {
-  uint nblocks = p.nblocks;
-  uint l = p.log_block;
-  uint height = p.height;
-  uint width = p.width;
-  uint mu_off = p.mu_off;
-  uint scale = p.scale;
-  uint accumulate = p.accumulate;
-  for (uint b = gid; b < nblocks; b += stride) {
-    if (l == 4u) {
-      whir_batch_block(q, mu, tw, f, 16u, 4u, b, height, width, mu_off, scale, accumulate);
-    } else if (l == 2u) {
-      whir_batch_block(q, mu, tw, f, 4u, 2u, b, height, width, mu_off, scale, accumulate);
-    } else if (l == 3u) {
-      whir_batch_block(q, mu, tw, f, 8u, 3u, b, height, width, mu_off, scale, accumulate);
-    } else if (l == 1u) {
-      whir_batch_block(q, mu, tw, f, 2u, 1u, b, height, width, mu_off, scale, accumulate);
-    } else if (l == 0u) {
-      whir_batch_block(q, mu, tw, f, 1u, 0u, b, height, width, mu_off, scale, accumulate);
-    } else {
-      whir_batch_block(q, mu, tw, f, 32u, 5u, b, height, width, mu_off, scale, accumulate);
-    }
-  }
-}
-
-// ---------------------------------------------------------------- subset-sum / Möbius passes
-
-struct WhirSubsetParams {
-  uint count;  // work items: 2^(log n − nb), n the uints of the table
-  uint lo;     // first index bit of the pass
-  uint nb;     // bits of the pass, 1..5
-  uint sub;    // 0: subset sum (zeta), E[x] += E[x − 2^i]; 1: Möbius, E[x] −= E[x − 2^i]
-};
-
-// The transform of NB (a constant at every call) index bits [lo, lo + NB) for work item g: the
-// 2^NB uints base + u·2^lo (base = g's bits below lo, and above them shifted past the pass's
-// bits), in registers.
-MSL_FN void whir_subset_item(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, uint NB, uint g, uint lo, uint sub) {
-  uint low = g & ((1u << lo) - 1u);
-  uint base = low + ((g >> lo) << (lo + NB));
-  uint v[32];
-  for (uint u = 0u; u < (1u << NB); u++) v[u] = src[base + (u << lo)];
-  for (uint i = 0u; i < NB; i++) {
-    uint h = 1u << i;
-    for (uint u = 0u; u < (1u << NB); u++) {
-      if ((u & h) != 0u) v[u] = sub != 0u ? bb_sub(v[u], v[u - h]) : bb_add(v[u], v[u - h]);
-    }
-  }
-  for (uint u = 0u; u < (1u << NB); u++) dst[base + (u << lo)] = v[u];
-}
-
-// One pass of the subset-sum (cpuref.CoeffsToEvals) or Möbius (EvalsToCoeffs) transform over the
-// index bits [lo, lo + nb) of a table of uints, src → dst (the same buffer for in place: every
-// item reads all its values before writing them). The bits of different passes commute, so
-// passes over disjoint bit ranges that cover [a, b) give the transform over the bits [a, b). An
-// AoS Fp4 table's element bit i is uint bit i + 2 (the transforms act coordinate-wise).
-MSL_KERNEL void msl_kernel_whir_subset_pass(MSL_DEVICE const uint* src              ,
-                             MSL_DEVICE uint* dst              ,
-                             MSL_CONSTANT WhirSubsetParams& p              ,
-                             uint gid                            ,
-                             uint stride                     ) {
-  uint count = p.count;
-  uint lo = p.lo;
-  uint nb = p.nb;
-  uint sub = p.sub;
-  for (uint g = gid; g < count; g += stride) {
-    if (nb == 4u) {
-      whir_subset_item(src, dst, 4u, g, lo, sub);
-    } else if (nb == 5u) {
-      whir_subset_item(src, dst, 5u, g, lo, sub);
-    } else if (nb == 3u) {
-      whir_subset_item(src, dst, 3u, g, lo, sub);
-    } else if (nb == 2u) {
-      whir_subset_item(src, dst, 2u, g, lo, sub);
-    } else {
-      whir_subset_item(src, dst, 1u, g, lo, sub);
-    }
-  }
-}
-
-// ---------------------------------------------------------------- Fp4 table → base planes
-
-struct WhirPlanesParams {
-  uint n;        // Fp4 elements of src
-  uint log_out;  // log2 of the plane height (2^log_out ≥ n)
-};
-
-// dst[c·2^log_out + i] = coordinate c of src[i], i < n, c < 4: the AoS table as a column-major
-// 2^log_out × 4 matrix (the rows from n on are not written: a freshly allocated, zeroed dst
-// gives the zero padding of an RS message).
-MSL_KERNEL void msl_kernel_whir_fp4_to_planes(MSL_DEVICE const uint* src              ,
-                               MSL_DEVICE uint* dst              ,
-                               MSL_CONSTANT WhirPlanesParams& p              ,
-                               uint gid                            ,
-                               uint stride                     ) {
-  uint total = 4u * p.n;
-  uint log_out = p.log_out;
-  for (uint i = gid; i < total; i += stride) dst[((i & 3u) << log_out) + (i >> 2)] = src[i];
-}
-
-// ---------------------------------------------------------------- Horner
-
-struct WhirHornerParams {
-  uint n_out;      // Fp4 outputs
-  uint log_chunk;  // C = 2^log_chunk inputs per output
-  uint src_off;    // Fp4 element offsets into src and dst
-  uint dst_off;
-  uint z0, z1, z2, z3;  // the point z (Fp4)
-};
-
-// dst[t] = Σ_{i<C} src[t·C + i]·z^i for t < n_out (Fp4, Horner's rule). Applied again to its
-// output with z^C it continues the evaluation: Σ_b c[b]·z^b = Σ_t (Σ_i c[tC + i] z^i)·(z^C)^t.
-MSL_KERNEL void msl_kernel_whir_horner(MSL_DEVICE const uint* src              ,
-                        MSL_DEVICE uint* dst              ,
-                        MSL_CONSTANT WhirHornerParams& p              ,
-                        uint gid                            ,
-                        uint stride                     ) {
-  uint n_out = p.n_out;
-  uint lc = p.log_chunk;
-  uint src_off = p.src_off;
-  uint dst_off = p.dst_off;
-  bb4 z = bb4_make(p.z0, p.z1, p.z2, p.z3);
-  for (uint t = gid; t < n_out; t += stride) {
-    uint base = src_off + (t << lc);
-    bb4 acc = bb4_zero();
-    for (uint i = 1u << lc; i > 0u; i--) acc = bb4_add(bb4_mul(acc, z), bb4_load(src, base + i - 1u));
-    bb4_store(dst, dst_off + t, acc);
-  }
-}
-
-// ---------------------------------------------------------------- eq weights of points
-
-struct WhirEqTablesParams {
-  uint npts;    // points
-  uint log_lo;  // dl: bits of the lo tables
-  uint log_hi;  // dh: bits of the hi tables
-};
-
-// For point i with (z_i, coef_i) = pc[2i], pc[2i + 1] (Fp4) and x_j = z_i^(2^j):
-//   lo[i·2^dl + b] = Π_{j<dl} (bit_j(b) ? x_j : 1 − x_j),
-//   hi[i·2^dh + b] = coef_i·Π_{j<dh} (bit_j(b) ? x_{dl+j} : 1 − x_{dl+j}),
-// so that coef_i·eq(pow_{dl+dh}(z_i), b) = lo[i][b mod 2^dl]·hi[i][b >> dl]
-// (stark.EvalsEqHypercube(stark.PowersOf2(z_i, d)), split at bit dl). One item per table entry.
-MSL_KERNEL void msl_kernel_whir_pow_eq_tables(MSL_DEVICE const uint* pc              ,
-                               MSL_DEVICE uint* lo              ,
-                               MSL_DEVICE uint* hi              ,
-                               MSL_CONSTANT WhirEqTablesParams& p              ,
-                               uint gid                            ,
-                               uint stride                     ) {
-  uint npts = p.npts;
-  uint dl = p.log_lo;
-  uint dh = p.log_hi;
-  uint nlo = npts << dl;
-  uint total = nlo + (npts << dh);
-  for (uint e = gid; e < total; e += stride) {
-    uint i, b, start, nbits;
-    if (e < nlo) {
-      i = e >> dl;
-      b = e & ((1u << dl) - 1u);
-      start = 0u;
-      nbits = dl;
-    } else {
-      i = (e - nlo) >> dh;
-      b = (e - nlo) & ((1u << dh) - 1u);
-      start = dl;
-      nbits = dh;
-    }
-    bb4 x = bb4_load(pc, 2u * i);
-    for (uint s = 0u; s < start; s++) x = bb4_square(x);
-    bb4 prod = e < nlo ? bb4_one() : bb4_load(pc, 2u * i + 1u);
-    for (uint j = 0u; j < nbits; j++) {
-      if (((b >> j) & 1u) != 0u) {
-        prod = bb4_mul(prod, x);
-      } else {
-        prod = bb4_mul(prod, bb4_sub(bb4_one(), x));
-      }
-      x = bb4_square(x);
-    }
-    if (e < nlo) {
-      bb4_store(lo, e, prod);
-    } else {
-      bb4_store(hi, e - nlo, prod);
-    }
-  }
-}
-#line 1 "shaders/rap/gkr.metal"
-// gkr.metal - LogUp-GKR (spec B §3.4–§3.5; cpuref gkr.go): the leaves from the interactions of
-// resident traces, the fraction tree, and the layer sumchecks.
-//
-// A fraction (p, q) is 8 uints: p then q, each an Fp4 (4 Montgomery uints, bb4.h); fraction i of a
-// buffer at [8i, 8i + 8). Layer j of the tree is a buffer of 2^j fractions (layer 0 the root,
-// layer L the leaves); layer j − 1 has p = p_a·q_b + p_b·q_a, q = q_a·q_b of the pairs
-// (a, b) = (2y, 2y + 1) of layer j.
-//
-// The sumcheck of layer j runs over tables eq, p0, q0, p1, q1 of R = 2^(j−1) rows: row y of (p0, q0)
-// is fraction 2y of layer j and row y of (p1, q1) fraction 2y + 1. The kernels keep that
-// interleaved layout for the folded tables: "tables of R rows" are 2R fractions (row y: fractions
-// 2y, 2y + 1) and R eq values. A round sums, over the pairs (2y, 2y + 1) of rows,
-//   s(x) = Σ_y e(x)·(p0(x)·q1(x) + p1(x)·q0(x) + λ·q0(x)·q1(x)),  x = 1, 2, 3,
-// each column at x being lo + x·(hi − lo); binding x = r folds every column to lo + r·(hi − lo).
-// Reductions are two-pass and deterministic: a partials kernel writes s(1), s(2), s(3) (12 uints)
-// per group, sc_sum_rows (sumcheck.metal) adds the rows. On the host device (MSL_LANES > 1) each
-// thread takes GKR_RUN consecutive pairs per step of its grid-stride loop.
-#line 1 "shaders/include/rows.h"
-// rows.h - constraint programs (program.h) evaluated on the rows of resident traces: one point per
-// row, its slots gathered from the trace parts (rows.metal rows_fill_slots) and its selector slots
-// written by the evaluating kernel (rows_put_selectors). Row r of a trace of height h (a power of
-// two) reads column c of each part at rows r and (r + 1) mod h; is_first = [r = 0], is_last =
-// [r = h − 1], is_transition = 1 − is_last (constraints.Rows on the host).
-#ifndef ROWS_H
-#define ROWS_H
-#line 9 "shaders/include/rows.h"
-
-// "No failure": the (row, output) pair of a point, thread or group whose constraints all vanish.
-#define ROWS_NONE 0xffffffffu
-
-// Selector k (0: is_first, 1: is_last, 2: is_transition) of row r of a trace of height h.
-MSL_FN uint rows_selector(uint k, uint r, uint h) {
-  uint last = r == h - 1u ? BB_ONE : 0u;
-  return k == 0u ? (r == 0u ? BB_ONE : 0u) : (k == 1u ? last : bb_sub(BB_ONE, last));
-}
-
-// Writes the three selector slots (first at slot sel: is_first, is_last, is_transition) of point
-// t of T, which is row r of a trace of height h.
-MSL_FN void rows_put_selectors(MSL_DEVICE uint* slots, uint sel, uint t, uint T, uint r, uint h) {
-  for (uint k = 0u; k < 3u; k++) slots[(sel + k) * T + t] = rows_selector(k, r, h);
-}
-
-// Lexicographic (row, output) minimum: true when (r1, o1) < (r0, o0).
-MSL_FN bool rows_pair_less(uint r1, uint o1, uint r0, uint o0) { return r1 < r0 || (r1 == r0 && o1 < o0); }
-
-// Stores the thread's (row, output) in scratch (2 uints per thread), reduces the group's pairs to
-// their minimum and writes it to out[2·at ..]. Called in uniform control flow (barriers); any
-// group size.
-MSL_FN void rows_group_min(uint row, uint out, MSL_THREADGROUP uint* scratch, MSL_DEVICE uint* dst, uint at, uint tid, uint tpg) {
-  scratch[2u * tid] = row;
-  scratch[2u * tid + 1u] = out;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint w = tpg; w > 1u;) {
-    uint h = (w + 1u) / 2u;
-    if (tid + h < w) {
-      uint r1 = scratch[2u * (tid + h)];
-      uint o1 = scratch[2u * (tid + h) + 1u];
-      if (rows_pair_less(r1, o1, scratch[2u * tid], scratch[2u * tid + 1u])) {
-        scratch[2u * tid] = r1;
-        scratch[2u * tid + 1u] = o1;
-      }
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    w = h;
-  }
-  if (tid == 0u) {
-    dst[2u * at] = scratch[0];
-    dst[2u * at + 1u] = scratch[1];
-  }
-}
-
-#endif  // ROWS_H
-#line 19 "shaders/rap/gkr.metal"
-
-#define GKR_RUN MSL_LANES
-
-MSL_FN bb4 gkr_p(MSL_DEVICE const uint* f, uint i) { return bb4_load(f, 2u * i); }
-MSL_FN bb4 gkr_q(MSL_DEVICE const uint* f, uint i) { return bb4_load(f, 2u * i + 1u); }
-MSL_FN void gkr_store(MSL_DEVICE uint* f, uint i, bb4 p, bb4 q) {
-  bb4_store(f, 2u * i, p);
-  bb4_store(f, 2u * i + 1u, q);
-}
-
-// The emit functor of the leaves: output o of point t into outs[o·T + t] (base field).
-struct GkrStoreOutputs {
-  MSL_DEVICE uint* out;
-  uint t, T;
-  MSL_METHOD void put(uint o, uint v) { out[o * T + t] = v; }
-};
-
-struct GkrLeafParams {
-  uint points;    // T rows in this run
-  uint row0;      // first row
-  uint height;    // h
-  uint sel_slot;  // the program's first selector slot
-  uint n_inter;   // interactions of the trace
-  uint reps;      // copies of each row in its block: 2^LogSize / h
-  uint norm;      // reps^-1 (Montgomery)
-};
-
-// The leaves of rows row0 .. row0 + T − 1 of one trace, from its interactions-only program (outputs:
-// each interaction's count and message fields). inter describes interaction k in 4 words at 4k:
-// count output, index in inter of its message output list, message length, leaf base (its block's
-// first leaf); consts holds Fp4 values: d_k = α + β^len_k·(bus_k + 1) at k, then β^j at n_inter + j.
-// Row r of interaction k gives the fraction (norm·count, d_k + Σ_j β^j·m_j) at leaves
-// base + r + m·h for m < reps. The slots of the used columns must be filled (rows_fill_slots);
-// outs is scratch of NumOutput·T uints.
-MSL_KERNEL void msl_kernel_gkr_leaves(MSL_DEVICE const uint* prog              ,
-                       MSL_DEVICE const uint* cp              ,
-                       MSL_DEVICE uint* slots              ,
-                       MSL_DEVICE uint* regs              ,
-                       MSL_DEVICE uint* outs              ,
-                       MSL_DEVICE const uint* inter              ,
-                       MSL_DEVICE const uint* consts              ,
-                       MSL_DEVICE uint* leaves              ,
-                       MSL_CONSTANT GkrLeafParams& p              ,
-                       uint gid                            ,
-                       uint stride                     ) {
-  uint T = p.points;
-  uint row0 = p.row0;
-  uint h = p.height;
-  uint sel = p.sel_slot;
-  uint n_inter = p.n_inter;
-  uint reps = p.reps;
-  uint norm = p.norm;
-  for (uint t = gid; t < T; t += stride) {
-    uint r = row0 + t;
-    rows_put_selectors(slots, sel, t, T, r, h);
-    GkrStoreOutputs e;
-    e.out = outs;
-    e.t = t;
-    e.T = T;
-    prog_run(prog, cp, slots, regs, t, T, e);
-    for (uint k = 0u; k < n_inter; k++) {
-      uint count_out = inter[4u * k];
-      uint msg = inter[4u * k + 1u];
-      uint len = inter[4u * k + 2u];
-      uint base = inter[4u * k + 3u] + r;
-      bb4 d = bb4_load(consts, k);
-      for (uint j = 0u; j < len; j++) {
-        d = bb4_add(d, bb4_mul_base(bb4_load(consts, n_inter + j), outs[inter[msg + j] * T + t]));
-      }
-      bb4 num = bb4_lift(bb_mul(outs[count_out * T + t], norm));
-      for (uint m = 0u; m < reps; m++) gkr_store(leaves, base + m * h, num, d);
-    }
-  }
-}
-
-struct GkrPadParams {
-  uint from;            // first padding leaf
-  uint to;              // end of the padding
-  uint a0, a1, a2, a3;  // α (Montgomery)
-};
-
-// leaves[i] = (0, α) for from ≤ i < to: the padding after the interaction blocks.
-MSL_KERNEL void msl_kernel_gkr_pad(MSL_DEVICE uint* leaves              ,
-                    MSL_CONSTANT GkrPadParams& p              ,
-                    uint gid                            ,
-                    uint stride                     ) {
-  uint from = p.from;
-  uint to = p.to;
-  bb4 alpha = bb4_make(p.a0, p.a1, p.a2, p.a3);
-  for (uint i = from + gid; i < to; i += stride) gkr_store(leaves, i, bb4_zero(), alpha);
-}
-
-struct GkrLayerParams {
-  uint n;  // fractions of dst
-};
-
-// dst[y] = src[2y] + src[2y+1] as fractions: (p_a·q_b + p_b·q_a, q_a·q_b), y < n.
-MSL_KERNEL void msl_kernel_gkr_layer(MSL_DEVICE const uint* src              ,
-                      MSL_DEVICE uint* dst              ,
-                      MSL_CONSTANT GkrLayerParams& p              ,
-                      uint gid                            ,
-                      uint stride                     ) {
-  uint n = p.n;
-  for (uint y = gid; y < n; y += stride) {
-    bb4 pa = gkr_p(src, 2u * y);
-    bb4 qa = gkr_q(src, 2u * y);
-    bb4 pb = gkr_p(src, 2u * y + 1u);
-    bb4 qb = gkr_q(src, 2u * y + 1u);
-    gkr_store(dst, y, bb4_add(bb4_mul(pa, qb), bb4_mul(pb, qa)), bb4_mul(qa, qb));
-  }
-}
-
-// e·(p0·q1 + p1·q0 + λ·q0·q1), as e·(p0·q1 + q0·(p1 + λ·q1)).
-MSL_FN bb4 gkr_term(bb4 e, bb4 p0, bb4 q0, bb4 p1, bb4 q1, bb4 lambda) {
-  return bb4_mul(e, bb4_add(bb4_mul(p0, q1), bb4_mul(q0, bb4_add(p1, bb4_mul(lambda, q1)))));
-}
-
-// t0 + r·(t1 − t0).
-MSL_FN bb4 gkr_lerp(bb4 t0, bb4 t1, bb4 r) { return bb4_add(t0, bb4_mul(r, bb4_sub(t1, t0))); }
-
-// Adds the terms of one pair of rows (lo: row 2y, hi: row 2y + 1) at x = 1, 2, 3 to s1, s2, s3.
-MSL_FN void gkr_pair_terms(bb4 e_lo, bb4 p0_lo, bb4 q0_lo, bb4 p1_lo, bb4 q1_lo, bb4 e_hi, bb4 p0_hi, bb4 q0_hi,
-                           bb4 p1_hi, bb4 q1_hi, bb4 lambda, MSL_THREAD bb4& s1, MSL_THREAD bb4& s2, MSL_THREAD bb4& s3) {
-  s1 = bb4_add(s1, gkr_term(e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda));
-  bb4 de = bb4_sub(e_hi, e_lo);
-  bb4 dp0 = bb4_sub(p0_hi, p0_lo);
-  bb4 dq0 = bb4_sub(q0_hi, q0_lo);
-  bb4 dp1 = bb4_sub(p1_hi, p1_lo);
-  bb4 dq1 = bb4_sub(q1_hi, q1_lo);
-  bb4 e = bb4_add(e_hi, de);  // x = 2
-  bb4 p0 = bb4_add(p0_hi, dp0);
-  bb4 q0 = bb4_add(q0_hi, dq0);
-  bb4 p1 = bb4_add(p1_hi, dp1);
-  bb4 q1 = bb4_add(q1_hi, dq1);
-  s2 = bb4_add(s2, gkr_term(e, p0, q0, p1, q1, lambda));
-  e = bb4_add(e, de);  // x = 3
-  p0 = bb4_add(p0, dp0);
-  q0 = bb4_add(q0, dq0);
-  p1 = bb4_add(p1, dp1);
-  q1 = bb4_add(q1, dq1);
-  s3 = bb4_add(s3, gkr_term(e, p0, q0, p1, q1, lambda));
-}
-
-// Stores the thread's (s1, s2, s3) in scratch (12 uints per thread), tree-reduces the group's rows
-// and writes the sum to partials[12·group ..]. Called in uniform control flow; any group size.
-MSL_FN void gkr_group_reduce(bb4 s1, bb4 s2, bb4 s3, MSL_THREADGROUP uint* scratch, MSL_DEVICE uint* partials, uint tid,
-                             uint tpg, uint group) {
-  bb4_store_tg(scratch, 3u * tid, s1);
-  bb4_store_tg(scratch, 3u * tid + 1u, s2);
-  bb4_store_tg(scratch, 3u * tid + 2u, s3);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint w = tpg; w > 1u;) {
-    uint h = (w + 1u) / 2u;
-    if (tid + h < w) {
-      for (uint k = 0u; k < 12u; k++) scratch[12u * tid + k] = bb_add(scratch[12u * tid + k], scratch[12u * (tid + h) + k]);
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    w = h;
-  }
-  if (tid == 0u) {
-    for (uint k = 0u; k < 12u; k++) partials[12u * group + k] = scratch[k];
-  }
-}
-
-struct GkrRoundParams {
-  uint log_pairs;       // pairs of rows: 2^log_pairs (tables of 2^(log_pairs+1) rows)
-  uint eq_off;          // Fp4 index of the eq table's row 0
-  uint l0, l1, l2, l3;  // λ (Montgomery)
-};
-
-// partials[group] = (s1, s2, s3) of the round over the pairs this group visits, tables as built
-// (the first round of a layer: frac is the layer itself). scratch: 48 bytes per thread.
-MSL_KERNEL void msl_kernel_gkr_round_partials(MSL_DEVICE const uint* eq              ,
-                               MSL_DEVICE const uint* frac              ,
-                               MSL_DEVICE uint* partials              ,
-                               MSL_CONSTANT GkrRoundParams& p              ,
-                               MSL_THREADGROUP uint* scratch                   ,
-                               uint tid                                ,
-                               uint group                                 ,
-                               uint tpg                            ,
-                               uint ngroups                          ) {
-  uint pairs = 1u << p.log_pairs;
-  uint eq_off = p.eq_off;
-  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
-  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
-  bb4 s1 = bb4_zero();
-  bb4 s2 = bb4_zero();
-  bb4 s3 = bb4_zero();
-  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
-    uint end = min(pairs, (u + 1u) * GKR_RUN);
-    for (uint y = u * GKR_RUN; y < end; y++) {
-      uint f = 4u * y;
-      gkr_pair_terms(bb4_load(eq, eq_off + 2u * y), gkr_p(frac, f), gkr_q(frac, f), gkr_p(frac, f + 1u),
-                     gkr_q(frac, f + 1u), bb4_load(eq, eq_off + 2u * y + 1u), gkr_p(frac, f + 2u),
-                     gkr_q(frac, f + 2u), gkr_p(frac, f + 3u), gkr_q(frac, f + 3u), lambda, s1, s2, s3);
-    }
-  }
-  gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
-}
-
-struct GkrFoldRoundParams {
-  uint log_pairs;       // pairs of rows of the folded tables: 2^log_pairs
-  uint eq_src;          // Fp4 index of the source eq table (2^(log_pairs+2) rows)
-  uint eq_dst;          // Fp4 index of the folded eq table (2^(log_pairs+1) rows)
-  uint l0, l1, l2, l3;  // λ
-  uint r0, r1, r2, r3;  // the bound value r
-};
-
-// Fold then round, in one pass: src (tables of 4P rows, P = 2^log_pairs) folded at r into dst
-// (2P rows) and eq[eq_src ..] into eq[eq_dst ..] (the two ranges must not overlap), and
-// partials[group] = (s1, s2, s3) of the folded tables over the pairs this group visits. Pair i
-// reads source rows 4i .. 4i + 3 and writes rows 2i, 2i + 1. dst must not overlap src.
-MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq              ,
-                                    MSL_DEVICE const uint* src              ,
-                                    MSL_DEVICE uint* dst              ,
-                                    MSL_DEVICE uint* partials              ,
-                                    MSL_CONSTANT GkrFoldRoundParams& p              ,
-                                    MSL_THREADGROUP uint* scratch                   ,
-                                    uint tid                                ,
-                                    uint group                                 ,
-                                    uint tpg                            ,
-                                    uint ngroups                          ) {
-  uint pairs = 1u << p.log_pairs;
-  uint es = p.eq_src;
-  uint ed = p.eq_dst;
-  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
-  bb4 r = bb4_make(p.r0, p.r1, p.r2, p.r3);
-  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
-  bb4 s1 = bb4_zero();
-  bb4 s2 = bb4_zero();
-  bb4 s3 = bb4_zero();
-  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
-    uint end = min(pairs, (u + 1u) * GKR_RUN);
-    for (uint i = u * GKR_RUN; i < end; i++) {
-      bb4 e_lo = gkr_lerp(bb4_load(eq, es + 4u * i), bb4_load(eq, es + 4u * i + 1u), r);
-      bb4 e_hi = gkr_lerp(bb4_load(eq, es + 4u * i + 2u), bb4_load(eq, es + 4u * i + 3u), r);
-      bb4_store(eq, ed + 2u * i, e_lo);
-      bb4_store(eq, ed + 2u * i + 1u, e_hi);
-      // Source row k, column c is fraction 2k + c: rows 4i .. 4i + 3 are fractions 8i .. 8i + 7.
-      uint s = 8u * i;
-      bb4 p0_lo = gkr_lerp(gkr_p(src, s), gkr_p(src, s + 2u), r);
-      bb4 q0_lo = gkr_lerp(gkr_q(src, s), gkr_q(src, s + 2u), r);
-      bb4 p1_lo = gkr_lerp(gkr_p(src, s + 1u), gkr_p(src, s + 3u), r);
-      bb4 q1_lo = gkr_lerp(gkr_q(src, s + 1u), gkr_q(src, s + 3u), r);
-      bb4 p0_hi = gkr_lerp(gkr_p(src, s + 4u), gkr_p(src, s + 6u), r);
-      bb4 q0_hi = gkr_lerp(gkr_q(src, s + 4u), gkr_q(src, s + 6u), r);
-      bb4 p1_hi = gkr_lerp(gkr_p(src, s + 5u), gkr_p(src, s + 7u), r);
-      bb4 q1_hi = gkr_lerp(gkr_q(src, s + 5u), gkr_q(src, s + 7u), r);
-      uint d = 4u * i;
-      gkr_store(dst, d, p0_lo, q0_lo);
-      gkr_store(dst, d + 1u, p1_lo, q1_lo);
-      gkr_store(dst, d + 2u, p0_hi, q0_hi);
-      gkr_store(dst, d + 3u, p1_hi, q1_hi);
-      gkr_pair_terms(e_lo, p0_lo, q0_lo, p1_lo, q1_lo, e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda, s1, s2, s3);
-    }
-  }
-  gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
-}
-#line 1 "shaders/rap/rows.metal"
-// rows.metal - constraint programs on the rows of resident traces (include/rows.h): the slot values
-// of a run of rows gathered from one trace part, and the trace check of every constraint on every
-// row, which finds the smallest failing (row, output) with a deterministic two-pass minimum (no
-// atomics). A run is T = 2^log_points consecutive rows row0 .. row0 + T − 1 of a trace of height h;
-// point t of the program.h scratch is row row0 + t.
-#line 7 "shaders/rap/rows.metal"
-
-// A used column of a part (rows_fill_slots' cols table): the column index with flags saying which
-// of its two slots the program reads.
-#define ROWS_COL_MASK 0x3fffffffu
-#define ROWS_LOCAL 0x40000000u  // slot 2·(part_start + c): row r
-#define ROWS_NEXT 0x80000000u   // slot 2·(part_start + c) + 1: row (r + 1) mod h
-
-#define ROWS_RUN MSL_LANES
-
-struct RowsSlotsParams {
-  uint cols_off;    // the part's first entry in cols
-  uint ncols;       // its entries
-  uint part_start;  // the part's first column among all parts (constraints.Program.PartStart)
-  uint height;      // h, a power of two
-  uint row0;        // first row of the run
-  uint log_points;  // T = 2^log_points ≤ h
-};
-
-// slots[s·T + t] (Montgomery) for the slots s of the used columns of one part (cols[cols_off ..],
-// ncols entries): part is the part's column-major trace, CANONICAL values (as loaded), h rows per
-// column. Work item i = k·T + t: used column k, point t (consecutive items read consecutive rows and
-// write consecutive slots).
-MSL_KERNEL void msl_kernel_rows_fill_slots(MSL_DEVICE const uint* part              ,
-                            MSL_DEVICE const uint* cols              ,
-                            MSL_DEVICE uint* slots              ,
-                            MSL_CONSTANT RowsSlotsParams& p              ,
-                            uint gid                            ,
-                            uint stride                     ) {
-  uint log_t = p.log_points;
-  uint T = 1u << log_t;
-  uint n = p.ncols << log_t;
-  uint h = p.height;
-  uint row0 = p.row0;
-  uint start = p.part_start;
-  uint off = p.cols_off;
-  for (uint i = gid; i < n; i += stride) {
-    uint w = cols[off + (i >> log_t)];
-    uint t = i & (T - 1u);
-    uint c = w & ROWS_COL_MASK;
-    uint r = row0 + t;
-    uint s = 2u * (start + c);
-    if ((w & ROWS_LOCAL) != 0u) slots[s * T + t] = bb_to_mont(part[c * h + r]);
-    if ((w & ROWS_NEXT) != 0u) slots[(s + 1u) * T + t] = bb_to_mont(part[c * h + ((r + 1u) & (h - 1u))]);
-  }
-}
-
-// The emit functor of the check: the smallest output whose value is not zero (base field;
-// emits arrive in code order, not output order).
-struct RowsFirstNonZero {
-  uint first;
-  MSL_METHOD void put(uint o, uint v) {
-    if (v != 0u && o < first) first = o;
-  }
-};
-
-struct RowsCheckParams {
-  uint points;    // T
-  uint row0;      // first row
-  uint height;    // h
-  uint sel_slot;  // the program's first selector slot (constraints.Program.SlotIsFirst)
-  uint out_row;   // pair index in partials of this dispatch's group 0
-};
-
-// partials[2·(out_row + g) ..] = the smallest (row, output) of group g's points whose program
-// outputs (the constraints) do not all vanish, (ROWS_NONE, ROWS_NONE) if none. The slots of the
-// used columns must be filled (rows_fill_slots); this kernel writes the selectors. A thread visits
-// its points in increasing order, in runs of ROWS_RUN consecutive points (the host's threads then
-// write whole cache lines of the scratch), and stops at its first failing one. scratch: 8 bytes per
-// thread.
-MSL_KERNEL void msl_kernel_rows_check_partials(MSL_DEVICE const uint* prog              ,
-                                MSL_DEVICE const uint* cp              ,
-                                MSL_DEVICE uint* slots              ,
-                                MSL_DEVICE uint* regs              ,
-                                MSL_DEVICE uint* partials              ,
-                                MSL_CONSTANT RowsCheckParams& p              ,
-                                MSL_THREADGROUP uint* scratch                   ,
-                                uint tid                                ,
-                                uint group                                 ,
-                                uint tpg                            ,
-                                uint ngroups                          ) {
-  uint T = p.points;
-  uint row0 = p.row0;
-  uint h = p.height;
-  uint sel = p.sel_slot;
-  uint units = (T + ROWS_RUN - 1u) / ROWS_RUN;
-  uint best_row = ROWS_NONE;
-  uint best_out = ROWS_NONE;
-  for (uint u = group * tpg + tid; u < units && best_row == ROWS_NONE; u += tpg * ngroups) {
-    uint end = min(T, (u + 1u) * ROWS_RUN);
-    for (uint t = u * ROWS_RUN; t < end; t++) {
-      rows_put_selectors(slots, sel, t, T, row0 + t, h);
-      RowsFirstNonZero e;
-      e.first = ROWS_NONE;
-      prog_run(prog, cp, slots, regs, t, T, e);
-      if (e.first != ROWS_NONE) {
-        best_row = row0 + t;
-        best_out = e.first;
-        break;
-      }
-    }
-  }
-  rows_group_min(best_row, best_out, scratch, partials, p.out_row + group, tid, tpg);
-}
-
-struct RowsMinParams {
-  uint first;  // first pair of in
-  uint count;  // pairs to reduce
-  uint at;     // pair index in out
-};
-
-// out[2·at ..] = the lexicographic minimum of the pairs in[2·first ..], count of them: the second
-// pass of rows_check_partials (run as a single group). scratch: 8 bytes per thread.
-MSL_KERNEL void msl_kernel_rows_min_pairs(MSL_DEVICE const uint* in              ,
-                           MSL_DEVICE uint* out              ,
-                           MSL_CONSTANT RowsMinParams& p              ,
-                           MSL_THREADGROUP uint* scratch                   ,
-                           uint tid                                ,
-                           uint tpg                            ) {
-  uint first = p.first;
-  uint count = p.count;
-  uint row = ROWS_NONE;
-  uint out_idx = ROWS_NONE;
-  for (uint k = tid; k < count; k += tpg) {
-    uint r = in[2u * (first + k)];
-    uint o = in[2u * (first + k) + 1u];
-    if (rows_pair_less(r, o, row, out_idx)) {
-      row = r;
-      out_idx = o;
-    }
-  }
-  rows_group_min(row, out_idx, scratch, out, p.at, tid, tpg);
-}
-
-struct RowsPiecesParams {
-  uint points;    // T: rows of the run (vals holds T words per slot)
-  uint row0;      // first row
-  uint height;    // h
-  uint sel_slot;  // the program's first selector slot
-  uint out_row;   // pair index in partials of this dispatch's group 0
-  uint npieces;   // pieces of the program (constraints.Split)
-  uint nslots;    // the largest piece's slots
-  uint nregs;     // the largest piece's registers
-};
-
-// rows_check_partials with the program in pieces: work items (piece, row), piece-major; piece k's
-// words at prog + table[4k], its constants at cp + table[4k + 1], its slots at pslots +
-// 2·table[4k + 2] (table[4k + 3] entries: the piece's slot, the program's slot). A thread copies
-// its piece's slots from vals (the run's slots, [slot][t], filled by rows_fill_slots; selectors
-// computed here) into its own scratch ([index][thread]), runs the piece and keeps the smallest
-// failing (row, output) it has seen (items past its best row are skipped). scratch: 8 bytes per
-// thread.
-MSL_KERNEL void msl_kernel_rows_check_pieces(MSL_DEVICE const uint* prog              ,
-                              MSL_DEVICE const uint* cp              ,
-                              MSL_DEVICE const uint* table              ,
-                              MSL_DEVICE const uint* pslots              ,
-                              MSL_DEVICE const uint* vals              ,
-                              MSL_DEVICE uint* slots              ,
-                              MSL_DEVICE uint* regs              ,
-                              MSL_DEVICE uint* partials              ,
-                              MSL_CONSTANT RowsPiecesParams& p              ,
-                              MSL_THREADGROUP uint* scratch                   ,
-                              uint tid                                ,
-                              uint group                                 ,
-                              uint tpg                            ,
-                              uint ngroups                          ) {
-  uint T = p.points;
-  uint G = tpg * ngroups;
-  uint gid = group * tpg + tid;
-  uint items = T * p.npieces;
-  uint sel = p.sel_slot;
-  uint h = p.height;
-  uint best_row = ROWS_NONE;
-  uint best_out = ROWS_NONE;
-  for (uint it = gid; it < items; it += G) {
-    uint piece = it / T;
-    uint t = it - piece * T;
-    uint row = p.row0 + t;
-    if (row > best_row) continue;
-    MSL_DEVICE const uint* pt = table + 4u * piece;
-    MSL_DEVICE const uint* ps = pslots + 2u * pt[2];
-    uint nused = pt[3];
-    for (uint k = 0u; k < nused; k++) {
-      uint s = ps[2u * k + 1u];
-      slots[ps[2u * k] * G + gid] = s >= sel ? rows_selector(s - sel, row, h) : vals[s * T + t];
-    }
-    RowsFirstNonZero e;
-    e.first = ROWS_NONE;
-    prog_run(prog + pt[0], cp + pt[1], slots, regs, gid, G, e);
-    if (e.first != ROWS_NONE && rows_pair_less(row, e.first, best_row, best_out)) {
-      best_row = row;
-      best_out = e.first;
-    }
-  }
-  rows_group_min(best_row, best_out, scratch, partials, p.out_row + group, tid, tpg);
-}
-#line 1 "shaders/rap/zerocheck.metal"
+#line 1 "shaders/constraints/zerocheck.metal"
 // zerocheck.metal - the batch constraint sumcheck (zerocheck and LogUp numerators/denominators,
 // spec B §4; internal/kernels/zerocheck.go has the math and the buffer preconditions). Every kernel
 // evaluates one AIR's constraint program (program_lanes.h) on values it computes itself:
@@ -4940,7 +4082,7 @@ struct ProgCombineLanes {
 };
 
 #endif  // PROGRAM_LANES_H
-#line 38 "shaders/rap/zerocheck.metal"
+#line 38 "shaders/constraints/zerocheck.metal"
 #line 1 "shaders/include/zc_uni.h"
 // zc_uni.h - what the round-0 kernels of zerocheck.metal share with the generated ones of
 // zerocheck_pieces.metal (which CUDA compiles as a module of its own): the parameters of round 0
@@ -4974,7 +4116,7 @@ MSL_FN void zc_accumulate(MSL_DEVICE uint* partials, uint row, bb4 e, bb4 zc, bb
 }
 
 #endif  // ZC_UNI_H
-#line 39 "shaders/rap/zerocheck.metal"
+#line 39 "shaders/constraints/zerocheck.metal"
 
 #define ZC_NONE 0xffffffffu
 #define ZC_MAX_N 32u  // largest block (l_skip ≤ 5): thread arrays of the coset DFTs
@@ -6088,6 +5230,864 @@ MSL_KERNEL void msl_kernel_zc_uni_pieces(MSL_DEVICE const uint* prog            
     }
   }
 }
+#line 1 "shaders/gkr/gkr.metal"
+// gkr.metal - LogUp-GKR (spec B §3.4–§3.5; cpuref gkr.go): the leaves from the interactions of
+// resident traces, the fraction tree, and the layer sumchecks.
+//
+// A fraction (p, q) is 8 uints: p then q, each an Fp4 (4 Montgomery uints, bb4.h); fraction i of a
+// buffer at [8i, 8i + 8). Layer j of the tree is a buffer of 2^j fractions (layer 0 the root,
+// layer L the leaves); layer j − 1 has p = p_a·q_b + p_b·q_a, q = q_a·q_b of the pairs
+// (a, b) = (2y, 2y + 1) of layer j.
+//
+// The sumcheck of layer j runs over tables eq, p0, q0, p1, q1 of R = 2^(j−1) rows: row y of (p0, q0)
+// is fraction 2y of layer j and row y of (p1, q1) fraction 2y + 1. The kernels keep that
+// interleaved layout for the folded tables: "tables of R rows" are 2R fractions (row y: fractions
+// 2y, 2y + 1) and R eq values. A round sums, over the pairs (2y, 2y + 1) of rows,
+//   s(x) = Σ_y e(x)·(p0(x)·q1(x) + p1(x)·q0(x) + λ·q0(x)·q1(x)),  x = 1, 2, 3,
+// each column at x being lo + x·(hi − lo); binding x = r folds every column to lo + r·(hi − lo).
+// Reductions are two-pass and deterministic: a partials kernel writes s(1), s(2), s(3) (12 uints)
+// per group, sc_sum_rows (sumcheck.metal) adds the rows. On the host device (MSL_LANES > 1) each
+// thread takes GKR_RUN consecutive pairs per step of its grid-stride loop.
+#line 19 "shaders/gkr/gkr.metal"
+
+#define GKR_RUN MSL_LANES
+
+MSL_FN bb4 gkr_p(MSL_DEVICE const uint* f, uint i) { return bb4_load(f, 2u * i); }
+MSL_FN bb4 gkr_q(MSL_DEVICE const uint* f, uint i) { return bb4_load(f, 2u * i + 1u); }
+MSL_FN void gkr_store(MSL_DEVICE uint* f, uint i, bb4 p, bb4 q) {
+  bb4_store(f, 2u * i, p);
+  bb4_store(f, 2u * i + 1u, q);
+}
+
+// The emit functor of the leaves: output o of point t into outs[o·T + t] (base field).
+struct GkrStoreOutputs {
+  MSL_DEVICE uint* out;
+  uint t, T;
+  MSL_METHOD void put(uint o, uint v) { out[o * T + t] = v; }
+};
+
+struct GkrLeafParams {
+  uint points;    // T rows in this run
+  uint row0;      // first row
+  uint height;    // h
+  uint sel_slot;  // the program's first selector slot
+  uint n_inter;   // interactions of the trace
+  uint reps;      // copies of each row in its block: 2^LogSize / h
+  uint norm;      // reps^-1 (Montgomery)
+};
+
+// The leaves of rows row0 .. row0 + T − 1 of one trace, from its interactions-only program (outputs:
+// each interaction's count and message fields). inter describes interaction k in 4 words at 4k:
+// count output, index in inter of its message output list, message length, leaf base (its block's
+// first leaf); consts holds Fp4 values: d_k = α + β^len_k·(bus_k + 1) at k, then β^j at n_inter + j.
+// Row r of interaction k gives the fraction (norm·count, d_k + Σ_j β^j·m_j) at leaves
+// base + r + m·h for m < reps. The slots of the used columns must be filled (rows_fill_slots);
+// outs is scratch of NumOutput·T uints.
+MSL_KERNEL void msl_kernel_gkr_leaves(MSL_DEVICE const uint* prog              ,
+                       MSL_DEVICE const uint* cp              ,
+                       MSL_DEVICE uint* slots              ,
+                       MSL_DEVICE uint* regs              ,
+                       MSL_DEVICE uint* outs              ,
+                       MSL_DEVICE const uint* inter              ,
+                       MSL_DEVICE const uint* consts              ,
+                       MSL_DEVICE uint* leaves              ,
+                       MSL_CONSTANT GkrLeafParams& p              ,
+                       uint gid                            ,
+                       uint stride                     ) {
+  uint T = p.points;
+  uint row0 = p.row0;
+  uint h = p.height;
+  uint sel = p.sel_slot;
+  uint n_inter = p.n_inter;
+  uint reps = p.reps;
+  uint norm = p.norm;
+  for (uint t = gid; t < T; t += stride) {
+    uint r = row0 + t;
+    rows_put_selectors(slots, sel, t, T, r, h);
+    GkrStoreOutputs e;
+    e.out = outs;
+    e.t = t;
+    e.T = T;
+    prog_run(prog, cp, slots, regs, t, T, e);
+    for (uint k = 0u; k < n_inter; k++) {
+      uint count_out = inter[4u * k];
+      uint msg = inter[4u * k + 1u];
+      uint len = inter[4u * k + 2u];
+      uint base = inter[4u * k + 3u] + r;
+      bb4 d = bb4_load(consts, k);
+      for (uint j = 0u; j < len; j++) {
+        d = bb4_add(d, bb4_mul_base(bb4_load(consts, n_inter + j), outs[inter[msg + j] * T + t]));
+      }
+      bb4 num = bb4_lift(bb_mul(outs[count_out * T + t], norm));
+      for (uint m = 0u; m < reps; m++) gkr_store(leaves, base + m * h, num, d);
+    }
+  }
+}
+
+struct GkrPadParams {
+  uint from;            // first padding leaf
+  uint to;              // end of the padding
+  uint a0, a1, a2, a3;  // α (Montgomery)
+};
+
+// leaves[i] = (0, α) for from ≤ i < to: the padding after the interaction blocks.
+MSL_KERNEL void msl_kernel_gkr_pad(MSL_DEVICE uint* leaves              ,
+                    MSL_CONSTANT GkrPadParams& p              ,
+                    uint gid                            ,
+                    uint stride                     ) {
+  uint from = p.from;
+  uint to = p.to;
+  bb4 alpha = bb4_make(p.a0, p.a1, p.a2, p.a3);
+  for (uint i = from + gid; i < to; i += stride) gkr_store(leaves, i, bb4_zero(), alpha);
+}
+
+struct GkrLayerParams {
+  uint n;  // fractions of dst
+};
+
+// dst[y] = src[2y] + src[2y+1] as fractions: (p_a·q_b + p_b·q_a, q_a·q_b), y < n.
+MSL_KERNEL void msl_kernel_gkr_layer(MSL_DEVICE const uint* src              ,
+                      MSL_DEVICE uint* dst              ,
+                      MSL_CONSTANT GkrLayerParams& p              ,
+                      uint gid                            ,
+                      uint stride                     ) {
+  uint n = p.n;
+  for (uint y = gid; y < n; y += stride) {
+    bb4 pa = gkr_p(src, 2u * y);
+    bb4 qa = gkr_q(src, 2u * y);
+    bb4 pb = gkr_p(src, 2u * y + 1u);
+    bb4 qb = gkr_q(src, 2u * y + 1u);
+    gkr_store(dst, y, bb4_add(bb4_mul(pa, qb), bb4_mul(pb, qa)), bb4_mul(qa, qb));
+  }
+}
+
+// e·(p0·q1 + p1·q0 + λ·q0·q1), as e·(p0·q1 + q0·(p1 + λ·q1)).
+MSL_FN bb4 gkr_term(bb4 e, bb4 p0, bb4 q0, bb4 p1, bb4 q1, bb4 lambda) {
+  return bb4_mul(e, bb4_add(bb4_mul(p0, q1), bb4_mul(q0, bb4_add(p1, bb4_mul(lambda, q1)))));
+}
+
+// t0 + r·(t1 − t0).
+MSL_FN bb4 gkr_lerp(bb4 t0, bb4 t1, bb4 r) { return bb4_add(t0, bb4_mul(r, bb4_sub(t1, t0))); }
+
+// Adds the terms of one pair of rows (lo: row 2y, hi: row 2y + 1) at x = 1, 2, 3 to s1, s2, s3.
+MSL_FN void gkr_pair_terms(bb4 e_lo, bb4 p0_lo, bb4 q0_lo, bb4 p1_lo, bb4 q1_lo, bb4 e_hi, bb4 p0_hi, bb4 q0_hi,
+                           bb4 p1_hi, bb4 q1_hi, bb4 lambda, MSL_THREAD bb4& s1, MSL_THREAD bb4& s2, MSL_THREAD bb4& s3) {
+  s1 = bb4_add(s1, gkr_term(e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda));
+  bb4 de = bb4_sub(e_hi, e_lo);
+  bb4 dp0 = bb4_sub(p0_hi, p0_lo);
+  bb4 dq0 = bb4_sub(q0_hi, q0_lo);
+  bb4 dp1 = bb4_sub(p1_hi, p1_lo);
+  bb4 dq1 = bb4_sub(q1_hi, q1_lo);
+  bb4 e = bb4_add(e_hi, de);  // x = 2
+  bb4 p0 = bb4_add(p0_hi, dp0);
+  bb4 q0 = bb4_add(q0_hi, dq0);
+  bb4 p1 = bb4_add(p1_hi, dp1);
+  bb4 q1 = bb4_add(q1_hi, dq1);
+  s2 = bb4_add(s2, gkr_term(e, p0, q0, p1, q1, lambda));
+  e = bb4_add(e, de);  // x = 3
+  p0 = bb4_add(p0, dp0);
+  q0 = bb4_add(q0, dq0);
+  p1 = bb4_add(p1, dp1);
+  q1 = bb4_add(q1, dq1);
+  s3 = bb4_add(s3, gkr_term(e, p0, q0, p1, q1, lambda));
+}
+
+// Stores the thread's (s1, s2, s3) in scratch (12 uints per thread), tree-reduces the group's rows
+// and writes the sum to partials[12·group ..]. Called in uniform control flow; any group size.
+MSL_FN void gkr_group_reduce(bb4 s1, bb4 s2, bb4 s3, MSL_THREADGROUP uint* scratch, MSL_DEVICE uint* partials, uint tid,
+                             uint tpg, uint group) {
+  bb4_store_tg(scratch, 3u * tid, s1);
+  bb4_store_tg(scratch, 3u * tid + 1u, s2);
+  bb4_store_tg(scratch, 3u * tid + 2u, s3);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) {
+      for (uint k = 0u; k < 12u; k++) scratch[12u * tid + k] = bb_add(scratch[12u * tid + k], scratch[12u * (tid + h) + k]);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+  if (tid == 0u) {
+    for (uint k = 0u; k < 12u; k++) partials[12u * group + k] = scratch[k];
+  }
+}
+
+struct GkrRoundParams {
+  uint log_pairs;       // pairs of rows: 2^log_pairs (tables of 2^(log_pairs+1) rows)
+  uint eq_off;          // Fp4 index of the eq table's row 0
+  uint l0, l1, l2, l3;  // λ (Montgomery)
+};
+
+// partials[group] = (s1, s2, s3) of the round over the pairs this group visits, tables as built
+// (the first round of a layer: frac is the layer itself). scratch: 48 bytes per thread.
+MSL_KERNEL void msl_kernel_gkr_round_partials(MSL_DEVICE const uint* eq              ,
+                               MSL_DEVICE const uint* frac              ,
+                               MSL_DEVICE uint* partials              ,
+                               MSL_CONSTANT GkrRoundParams& p              ,
+                               MSL_THREADGROUP uint* scratch                   ,
+                               uint tid                                ,
+                               uint group                                 ,
+                               uint tpg                            ,
+                               uint ngroups                          ) {
+  uint pairs = 1u << p.log_pairs;
+  uint eq_off = p.eq_off;
+  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  bb4 s3 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * GKR_RUN);
+    for (uint y = u * GKR_RUN; y < end; y++) {
+      uint f = 4u * y;
+      gkr_pair_terms(bb4_load(eq, eq_off + 2u * y), gkr_p(frac, f), gkr_q(frac, f), gkr_p(frac, f + 1u),
+                     gkr_q(frac, f + 1u), bb4_load(eq, eq_off + 2u * y + 1u), gkr_p(frac, f + 2u),
+                     gkr_q(frac, f + 2u), gkr_p(frac, f + 3u), gkr_q(frac, f + 3u), lambda, s1, s2, s3);
+    }
+  }
+  gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
+}
+
+struct GkrFoldRoundParams {
+  uint log_pairs;       // pairs of rows of the folded tables: 2^log_pairs
+  uint eq_src;          // Fp4 index of the source eq table (2^(log_pairs+2) rows)
+  uint eq_dst;          // Fp4 index of the folded eq table (2^(log_pairs+1) rows)
+  uint l0, l1, l2, l3;  // λ
+  uint r0, r1, r2, r3;  // the bound value r
+};
+
+// Fold then round, in one pass: src (tables of 4P rows, P = 2^log_pairs) folded at r into dst
+// (2P rows) and eq[eq_src ..] into eq[eq_dst ..] (the two ranges must not overlap), and
+// partials[group] = (s1, s2, s3) of the folded tables over the pairs this group visits. Pair i
+// reads source rows 4i .. 4i + 3 and writes rows 2i, 2i + 1. dst must not overlap src.
+MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq              ,
+                                    MSL_DEVICE const uint* src              ,
+                                    MSL_DEVICE uint* dst              ,
+                                    MSL_DEVICE uint* partials              ,
+                                    MSL_CONSTANT GkrFoldRoundParams& p              ,
+                                    MSL_THREADGROUP uint* scratch                   ,
+                                    uint tid                                ,
+                                    uint group                                 ,
+                                    uint tpg                            ,
+                                    uint ngroups                          ) {
+  uint pairs = 1u << p.log_pairs;
+  uint es = p.eq_src;
+  uint ed = p.eq_dst;
+  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  bb4 r = bb4_make(p.r0, p.r1, p.r2, p.r3);
+  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  bb4 s3 = bb4_zero();
+  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+    uint end = min(pairs, (u + 1u) * GKR_RUN);
+    for (uint i = u * GKR_RUN; i < end; i++) {
+      bb4 e_lo = gkr_lerp(bb4_load(eq, es + 4u * i), bb4_load(eq, es + 4u * i + 1u), r);
+      bb4 e_hi = gkr_lerp(bb4_load(eq, es + 4u * i + 2u), bb4_load(eq, es + 4u * i + 3u), r);
+      bb4_store(eq, ed + 2u * i, e_lo);
+      bb4_store(eq, ed + 2u * i + 1u, e_hi);
+      // Source row k, column c is fraction 2k + c: rows 4i .. 4i + 3 are fractions 8i .. 8i + 7.
+      uint s = 8u * i;
+      bb4 p0_lo = gkr_lerp(gkr_p(src, s), gkr_p(src, s + 2u), r);
+      bb4 q0_lo = gkr_lerp(gkr_q(src, s), gkr_q(src, s + 2u), r);
+      bb4 p1_lo = gkr_lerp(gkr_p(src, s + 1u), gkr_p(src, s + 3u), r);
+      bb4 q1_lo = gkr_lerp(gkr_q(src, s + 1u), gkr_q(src, s + 3u), r);
+      bb4 p0_hi = gkr_lerp(gkr_p(src, s + 4u), gkr_p(src, s + 6u), r);
+      bb4 q0_hi = gkr_lerp(gkr_q(src, s + 4u), gkr_q(src, s + 6u), r);
+      bb4 p1_hi = gkr_lerp(gkr_p(src, s + 5u), gkr_p(src, s + 7u), r);
+      bb4 q1_hi = gkr_lerp(gkr_q(src, s + 5u), gkr_q(src, s + 7u), r);
+      uint d = 4u * i;
+      gkr_store(dst, d, p0_lo, q0_lo);
+      gkr_store(dst, d + 1u, p1_lo, q1_lo);
+      gkr_store(dst, d + 2u, p0_hi, q0_hi);
+      gkr_store(dst, d + 3u, p1_hi, q1_hi);
+      gkr_pair_terms(e_lo, p0_lo, q0_lo, p1_lo, q1_lo, e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda, s1, s2, s3);
+    }
+  }
+  gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
+}
+#line 1 "shaders/openings/stacked_reduction.metal"
+// stacked_reduction.metal - the stacked opening reduction's own kernels (spec B §5.3–5.4;
+// cpuref stackingProver): the round-0 sums over the stacked matrix Q and the tables q(u_0; x),
+// W(u_0; x) after u_0. The multilinear rounds use the sumcheck family (sumcheck.metal).
+//
+// Q is one commitment's stacked matrix, column-major, Montgomery, height H = 2^(l_skip+n_stack):
+// seen as a sequence of blocks of N = 2^l_skip values, block x of column m is Q[(m·2^n_stack + x)·N
+// ..]. A slice of log height ≥ l_skip covers 2^nn blocks (nn = log height − l_skip), starting at a
+// multiple of its length; e_nn = eq(r_1..r_nn, ·) is its eq table (etab: all tables of the proof
+// side by side, Fp4). Slices are split into chunks of at most 2^log_cb blocks, numbered in slice
+// order: chunk k belongs to the last slice whose chunk_first ≤ k. A dispatch covers the slices
+// [slice_first, slice_first + slice_count) and their chunks chunk0, chunk0 + 1, … (chunks of them).
+//
+// Slice descriptors (SR_SLICE_WORDS uints each, written by the Go launcher):
+#line 15 "shaders/openings/stacked_reduction.metal"
+
+#define SR_SLICE_WORDS 16u
+#define SR_Q_START 0u   // uint index in Q of the slice's first value
+#define SR_E_OFF 1u     // Fp4 index in etab of e_nn[0]
+#define SR_NN 2u        // nn
+#define SR_CHUNK0 3u    // chunk_first
+#define SR_A 4u         // 4 uints: the eq weight a (Montgomery)
+#define SR_BW 8u        // 4 uints: the rotation weight bw
+#define SR_ROT 12u      // 1 when bw ≠ 0
+#define SR_W_START 13u  // Fp4 index in the W table of the slice's first entry
+
+// The slice of chunk k among slices [first, first + count) (binary search on chunk_first).
+MSL_FN uint sr_find_slice(MSL_DEVICE const uint* slices, uint first, uint count, uint k) {
+  uint lo = first;
+  uint hi = first + count;  // the answer lies in [lo, hi)
+  while (hi - lo > 1u) {
+    uint mid = (lo + hi) / 2u;
+    if (slices[mid * SR_SLICE_WORDS + SR_CHUNK0] <= k) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// acc += e·v: an Fp4 per lane (bb4_lanes.h: component c in e[c]) times a base value per lane.
+MSL_FN void sr_acc_ext_base(MSL_THREAD lanes_uint* acc, MSL_THREAD const lanes_uint* e, lanes_uint v) {
+  for (uint c = 0u; c < 4u; c++) acc[c] = bb_add_lanes(acc[c], bb_mul_lanes(e[c], v));
+}
+
+// The Fp4 etab[at] in every lane.
+MSL_FN void sr_load_e_uniform(MSL_THREAD lanes_uint* e, MSL_DEVICE const uint* etab, uint at) {
+  for (uint c = 0u; c < 4u; c++) e[c] = bbl_splat(etab[4u * at + c]);
+}
+
+struct SrUniParams {
+  uint slice_first;  // this commitment's slices in the table
+  uint slice_count;
+  uint chunk0;       // the first chunk of slice_first
+  uint chunks;       // chunks of those slices
+  uint log_n;        // l_skip (N = 2^l_skip ≤ 32)
+  uint log_cb;       // log2 of the blocks per chunk
+  uint row;          // partials row of group 0 (rows: 12·N uints each)
+};
+
+// Round 0 of the stacked reduction (UnivariateRound), first pass, for one commitment's slices of
+// log height ≥ l_skip. With G0_s[z] = Σ_xl e[xl]·Q[(x0+xl)·N + z] and G1_s[z] = Σ_xl
+// e[(xl−1) mod 2^nn]·Q[(x0+xl)·N + z] per slice s (weights a_s, bw_s):
+//   A[z] = Σ_s a_s·G0_s[z],  B[z] = Σ_s bw_s·G0_s[z],  C[z] = Σ_s bw_s·(G1_s[z] − G0_s[z]),
+// the IDFT-free sums whose IDFTs are cpuref's qa, qb, qc (the IDFT is linear). Group g writes the
+// part of A, B, C over the chunks it visits to partials row (row + g): A[0..N), B, C, Fp4 each
+// (12·N uints). A group works on one chunk at a time: its tpg·MSL_LANES virtual threads (a
+// multiple of N) read the chunk's values in order, so virtual thread v always sees z = v mod N;
+// after a chunk each applies the slice weights to its G0, G1. scratch: 48 bytes per virtual
+// thread.
+MSL_KERNEL void msl_kernel_sr_uni_partials(MSL_DEVICE const uint* q              ,
+                            MSL_DEVICE const uint* slices              ,
+                            MSL_DEVICE const uint* etab              ,
+                            MSL_DEVICE uint* partials              ,
+                            MSL_CONSTANT SrUniParams& p              ,
+                            MSL_THREADGROUP uint* scratch                   ,
+                            uint tid                                ,
+                            uint group                                 ,
+                            uint tpg                            ,
+                            uint ngroups                          ) {
+  uint first = p.slice_first;
+  uint count = p.slice_count;
+  uint chunk0 = p.chunk0;
+  uint chunks = p.chunks;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint log_cb = p.log_cb;
+  uint vt = tpg * MSL_LANES;  // virtual threads of the group
+  lanes_uint acc_a[4];
+  lanes_uint acc_b[4];
+  lanes_uint acc_c[4];
+  for (uint c = 0u; c < 4u; c++) {
+    acc_a[c] = lanes_splat(0u);
+    acc_b[c] = lanes_splat(0u);
+    acc_c[c] = lanes_splat(0u);
+  }
+  for (uint kk = group; kk < chunks; kk += ngroups) {
+    uint k = chunk0 + kk;
+    uint s = sr_find_slice(slices, first, count, k);
+    uint d = s * SR_SLICE_WORDS;
+    uint nn = slices[d + SR_NN];
+    uint mask = (1u << nn) - 1u;
+    uint e_off = slices[d + SR_E_OFF];
+    uint rot = slices[d + SR_ROT];
+    uint blk0 = (k - slices[d + SR_CHUNK0]) << log_cb;       // first block of the chunk in the slice
+    uint nvals = min(1u << log_cb, (1u << nn) - blk0) << log_n;  // values in the chunk
+    uint base = slices[d + SR_Q_START] + (blk0 << log_n);
+    lanes_uint g0[4];
+    lanes_uint g1[4];
+    for (uint c = 0u; c < 4u; c++) {
+      g0[c] = lanes_splat(0u);
+      g1[c] = lanes_splat(0u);
+    }
+    for (uint i0 = tid * MSL_LANES; i0 < nvals; i0 += vt) {
+      lanes_uint v;
+      lanes_uint e0[4];
+      lanes_uint e1[4];
+      if (n >= MSL_LANES && i0 + MSL_LANES <= nvals) {  // one block under every lane (always on GPUs)
+        v = lanes_ld_dev(q + base + i0);
+        uint xl = blk0 + (i0 >> log_n);
+        sr_load_e_uniform(e0, etab, e_off + xl);
+        if (rot != 0u) sr_load_e_uniform(e1, etab, e_off + ((xl - 1u) & mask));
+      } else {  // host: blocks shorter than the lanes, or a partial vector
+        uint tv[MSL_LANES];
+        uint te0[4u * MSL_LANES];
+        uint te1[4u * MSL_LANES];
+        for (uint l = 0u; l < MSL_LANES; l++) {
+          uint i = i0 + l;
+          bool live = i < nvals;
+          uint xl = blk0 + ((live ? i : 0u) >> log_n);
+          uint a0 = 4u * (e_off + xl);
+          uint a1 = 4u * (e_off + ((xl - 1u) & mask));
+          tv[l] = live ? q[base + i] : 0u;
+          for (uint c = 0u; c < 4u; c++) {
+            te0[c * MSL_LANES + l] = etab[a0 + c];
+            te1[c * MSL_LANES + l] = etab[a1 + c];
+          }
+        }
+        v = lanes_ld_th(tv);
+        for (uint c = 0u; c < 4u; c++) {
+          e0[c] = lanes_ld_th(te0 + c * MSL_LANES);
+          e1[c] = lanes_ld_th(te1 + c * MSL_LANES);
+        }
+      }
+      sr_acc_ext_base(g0, e0, v);
+      if (rot != 0u) sr_acc_ext_base(g1, e1, v);
+    }
+    bb4 a = bb4_make(slices[d + SR_A], slices[d + SR_A + 1u], slices[d + SR_A + 2u], slices[d + SR_A + 3u]);
+    lanes_uint ul[7];
+    bb4l_uniform_of(ul, a);
+    bb4l_mul_uniform_acc(acc_a, ul, g0);
+    if (rot != 0u) {
+      bb4 bw = bb4_make(slices[d + SR_BW], slices[d + SR_BW + 1u], slices[d + SR_BW + 2u], slices[d + SR_BW + 3u]);
+      lanes_uint bwl[7];
+      bb4l_uniform_of(bwl, bw);
+      bb4l_mul_uniform_acc(acc_b, bwl, g0);
+      bb4l_sub(g1, g1, g0);
+      bb4l_mul_uniform_acc(acc_c, bwl, g1);
+    }
+  }
+  // Virtual thread v holds A, B, C at z = v mod N: 12 uints each in scratch, then one thread per
+  // output adds the vt / N virtual threads of its z.
+  for (uint l = 0u; l < MSL_LANES; l++) {
+    uint at = 12u * (tid * MSL_LANES + l);
+    for (uint c = 0u; c < 4u; c++) {
+      scratch[at + c] = lanes_get(acc_a[c], l);
+      scratch[at + 4u + c] = lanes_get(acc_b[c], l);
+      scratch[at + 8u + c] = lanes_get(acc_c[c], l);
+    }
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  uint width = 12u * n;
+  uint per_z = vt >> log_n;
+  uint row = p.row + group;
+  for (uint o = tid; o < width; o += tpg) {
+    uint t = o >> (log_n + 2u);          // 0: A, 1: B, 2: C
+    uint z = (o >> 2u) & (n - 1u);
+    uint c = o & 3u;
+    uint sum = 0u;
+    for (uint j = 0u; j < per_z; j++) sum = bb_add(sum, scratch[12u * ((j << log_n) + z) + 4u * t + c]);
+    partials[row * width + o] = sum;
+  }
+}
+
+struct SrBindQParams {
+  uint entries;  // width · 2^n_stack table entries (= blocks of Q)
+  uint log_n;    // l_skip
+  uint out_off;  // Fp4 index in the q table of the commitment's first entry
+};
+
+// q(u_0; x) for every block: out[out_off + e] = Σ_{z<N} L_z·Q[e·N + z], L_z = the Lagrange
+// weights of u_0 on the order-N subgroup (lag: N Fp4), so that out = Σ_j coef_j·u_0^j for the
+// block's IDFT coefficients (cpuref's Horner of them). Entry e = m·2^n_stack + x is block x of
+// column m. Lanes: MSL_LANES consecutive entries per work item (when N = MSL_LANES the 16 blocks
+// are one transposed load: value z of every lane's block in one vector).
+MSL_KERNEL void msl_kernel_sr_bind_q(MSL_DEVICE const uint* q              ,
+                      MSL_DEVICE const uint* lag              ,
+                      MSL_DEVICE uint* out              ,
+                      MSL_CONSTANT SrBindQParams& p              ,
+                      uint gid                            ,
+                      uint stride                     ) {
+  uint entries = p.entries;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint out_off = p.out_off;
+  uint lstride = lane_stride(stride);
+  for (uint e0 = lane_first(gid, entries); e0 < entries; e0 += lstride) {
+    uint nl = min(MSL_LANES, entries - e0);
+    lanes_uint acc[4];
+    for (uint c = 0u; c < 4u; c++) acc[c] = lanes_splat(0u);
+    if (MSL_LANES == 16u && n == 16u && nl == 16u) {
+      lanes_uint v[16];
+      for (uint k = 0u; k < 16u; k++) v[k] = lanes_ld_dev(q + (e0 << log_n) + k * MSL_LANES);
+      lanes_transpose(v);  // v[z]: value z of every lane's block
+      for (uint z = 0u; z < 16u; z++) {
+        lanes_uint lz[4];
+        sr_load_e_uniform(lz, lag, z);
+        sr_acc_ext_base(acc, lz, v[z]);
+      }
+    } else {
+      for (uint z = 0u; z < n; z++) {
+        uint tv[MSL_LANES];
+        for (uint l = 0u; l < MSL_LANES; l++) tv[l] = l < nl ? q[((e0 + l) << log_n) + z] : 0u;
+        lanes_uint v = lanes_ld_th(tv);
+        lanes_uint lz[4];
+        sr_load_e_uniform(lz, lag, z);
+        sr_acc_ext_base(acc, lz, v);
+      }
+    }
+    for (uint l = 0u; l < nl; l++) {
+      for (uint c = 0u; c < 4u; c++) out[4u * (out_off + e0 + l) + c] = lanes_get(acc[c], l);
+    }
+  }
+}
+
+struct SrBindWParams {
+  uint slice_first;  // slices in the table
+  uint slice_count;
+  uint chunk0;       // the first chunk of slice_first
+  uint chunks;       // chunks of those slices
+  uint log_cb;       // log2 of the blocks per chunk
+};
+
+// W(u_0; x) for every slice: w[w_start + xl] = α_s·e[xl] + β_s·e[(xl − 1) mod 2^nn] for
+// xl < 2^nn, with (α_s, β_s) = weights[8(s − slice_first) ..] (two Fp4). A slice of log height
+// < l_skip is given as nn = 0 (e_0 = [1]) with α_s its one value and β_s = 0. Entries of the
+// table that no slice covers are left as they are (zero from allocation). Work unit: 4·MSL_LANES
+// consecutive entries of one chunk (one slice look-up per unit), as transposed blocks
+// (bb4_lanes.h) when the slice holds whole units and xl − 1 does not wrap, else one by one.
+MSL_KERNEL void msl_kernel_sr_bind_w(MSL_DEVICE const uint* slices              ,
+                      MSL_DEVICE const uint* weights              ,
+                      MSL_DEVICE const uint* etab              ,
+                      MSL_DEVICE uint* w              ,
+                      MSL_CONSTANT SrBindWParams& p              ,
+                      uint gid                            ,
+                      uint stride                     ) {
+  uint first = p.slice_first;
+  uint count = p.slice_count;
+  uint log_cb = p.log_cb;
+  uint log_unit = MSL_LOG_LANES + 2u;  // entries per unit: 4·MSL_LANES (≤ 64 ≤ 2^log_cb)
+  uint unit = 4u * MSL_LANES;
+  uint log_upc = log_cb - log_unit;
+  uint units = p.chunks << log_upc;
+  uint chunk0 = p.chunk0;
+  for (uint u = gid; u < units; u += stride) {
+    uint k = chunk0 + (u >> log_upc);
+    uint s = sr_find_slice(slices, first, count, k);
+    uint d = s * SR_SLICE_WORDS;
+    uint size = 1u << slices[d + SR_NN];
+    uint blk0 = ((k - slices[d + SR_CHUNK0]) << log_cb) + ((u & ((1u << log_upc) - 1u)) << log_unit);
+    if (blk0 >= size) continue;
+    uint mask = size - 1u;
+    uint e_off = slices[d + SR_E_OFF];
+    uint w_start = slices[d + SR_W_START];
+    bb4 alpha = bb4_load(weights, 2u * (s - first));
+    bb4 beta = bb4_load(weights, 2u * (s - first) + 1u);
+    bool rot = !bb4_is_zero(beta);
+    if (size >= unit && blk0 > 0u) {
+      lanes_uint cur[16];
+      lanes_uint r[16];
+      bb4l_load_block(cur, etab + 4u * (e_off + blk0));
+      lanes_uint al[7];
+      bb4l_uniform_of(al, alpha);
+      for (uint a = 0u; a < 4u; a++) bb4l_mul_uniform(r + 4u * a, al, cur + 4u * a);
+      if (rot) {
+        bb4l_load_block(cur, etab + 4u * (e_off + blk0 - 1u));  // e[xl − 1]
+        lanes_uint be[7];
+        bb4l_uniform_of(be, beta);
+        for (uint a = 0u; a < 4u; a++) bb4l_mul_uniform_acc(r + 4u * a, be, cur + 4u * a);
+      }
+      lanes_transpose(r);  // back to 16 consecutive uints per vector
+      for (uint j = 0u; j < 16u; j++) lanes_st_dev(w + 4u * (w_start + blk0) + j * MSL_LANES, r[j]);
+    } else {
+      uint blk1 = min(blk0 + unit, size);
+      for (uint xl = blk0; xl < blk1; xl++) {
+        bb4 v = bb4_mul(alpha, bb4_load(etab, e_off + xl));
+        if (rot) v = bb4_add(v, bb4_mul(beta, bb4_load(etab, e_off + ((xl - 1u) & mask))));
+        bb4_store(w, w_start + xl, v);
+      }
+    }
+  }
+}
+#line 1 "shaders/openings/whir.metal"
+// whir.metal - the tables of the WHIR prover (spec A §6.3) that the NTT, Merkle and sumcheck
+// families do not cover: the μ-batching of the stacked matrices fused with the per-block RS
+// message transform, the subset-sum (zeta) and Möbius transforms over a range of index bits, the
+// split of an Fp4 table into base planes, polynomial evaluation (Horner) and the per-point lo/hi
+// halves of eq(pow_d(z_i), ·) weights (the sumcheck family's sc_eq_expand multiplies them out).
+//
+// All values are in Montgomery form. Fp4 tables are AoS: element i is the four uints
+// [4i, 4i+4) (bb4_load / bb4_store); base matrices are column-major. Every kernel walks its work
+// items with a grid-stride loop, so a launcher may dispatch any number of full groups; every index
+// stays below 2^31.
+#line 12 "shaders/openings/whir.metal"
+
+// ---------------------------------------------------------------- μ-batching of a stacked matrix
+
+struct WhirBatchParams {
+  uint nblocks;     // N / 2^l: blocks of 2^l consecutive rows
+  uint log_block;   // l = l_skip, ≤ 5
+  uint height;      // N: rows of Q (a multiple of 2^l)
+  uint width;       // columns of Q
+  uint mu_off;      // index in mu of column 0's weight
+  uint scale;       // 2^-l (the IDFT's factor)
+  uint accumulate;  // 1: add the result to f; 0: overwrite f
+};
+
+// One block of 2^L rows (B = 2^L; B and L constants at every call, so the loops unroll and acc
+// stays in registers): acc[t] = Σ_j mu[mu_off + j]·Q[j][r0 + t] (Fp4 × base), then per Fp4
+// coordinate the IDFT over the block (as ntt_blocks: natural order, inverse table tw, times 2^-L)
+// and the square of the subset-sum transform on the L block bits. That square is ⊗ (1 0; 2 1):
+// per bit, E[x | 2^i] += 2·E[x] — the subset sum of the RS message (cpuref.RSMessageInPlace) and
+// the low L bits of the following full CoeffsToEvals, at once.
+MSL_FN void whir_batch_block(MSL_DEVICE const uint* q, MSL_DEVICE const uint* mu, MSL_DEVICE const uint* tw, MSL_DEVICE uint* f,
+                             uint B, uint L, uint blk, uint height, uint width, uint mu_off, uint scale,
+                             uint accumulate) {
+  uint acc[128];  // acc[c·B + t]: coordinate-major, so the row loops are contiguous (host SIMD)
+  for (uint i = 0u; i < 4u * B; i++) acc[i] = 0u;
+  uint r0 = blk << L;
+  for (uint j = 0u; j < width; j++) {
+    bb4 m = bb4_load(mu, mu_off + j);
+    MSL_DEVICE const uint* col = q + (j * height + r0);
+    for (uint c = 0u; c < 4u; c++) {
+      uint mc = m[c];
+      for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_add(acc[c * B + t], bb_mul(mc, col[t]));
+    }
+  }
+  for (uint c = 0u; c < 4u; c++) {
+    uint v[32];
+    for (uint t = 0u; t < B; t++) {
+      uint r = t;
+      if (L != 0u) {  // bit reversal over L bits
+        r = 0u;
+        for (uint s = 0u; s < L; s++) r |= ((t >> s) & 1u) << (L - 1u - s);
+      }
+      v[t] = acc[c * B + r];
+    }
+    for (uint h = 1u; h < B; h <<= 1) {
+      for (uint s = 0u; s < B; s += 2u * h) {
+        for (uint j = 0u; j < h; j++) {
+          uint u = v[s + j];
+          uint w = bb_mul(v[s + j + h], tw[h + j]);
+          v[s + j] = bb_add(u, w);
+          v[s + j + h] = bb_sub(u, w);
+        }
+      }
+    }
+    for (uint h = 1u; h < B; h <<= 1) {
+      for (uint t = 0u; t < B; t++) {
+        if ((t & h) != 0u) v[t] = bb_add(v[t], bb_double(v[t - h]));
+      }
+    }
+    for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_mul(v[t], scale);
+  }
+  MSL_DEVICE uint* out = f + 4u * r0;
+  for (uint t = 0u; t < B; t++) {
+    for (uint c = 0u; c < 4u; c++) {
+      uint x = acc[c * B + t];
+      if (accumulate != 0u) x = bb_add(out[4u * t + c], x);
+      out[4u * t + c] = x;
+    }
+  }
+}
+
+// f[r] (+)= T(Σ_j mu[mu_off + j]·Q[j][·])[r] for every row r < N: the μ-batched Fp4 column of one
+// stacked matrix Q (column-major, N × width), with T per block of 2^l rows the IDFT over the
+// subgroup of order 2^l and the square of the subset-sum transform (whir_batch_block). Linear
+// in Q: one dispatch per matrix, the later ones accumulating, gives the batch of several. One
+// thread per block; tw is the NTT family's inverse twiddle table (at least 2^l entries).
+MSL_KERNEL void msl_kernel_whir_batch_blocks(MSL_DEVICE const uint* q              ,
+                              MSL_DEVICE const uint* mu              ,
+                              MSL_DEVICE const uint* tw              ,
+                              MSL_DEVICE uint* f              ,
+                              MSL_CONSTANT WhirBatchParams& p              ,
+                              uint gid                            ,
+                              uint stride                     ) {
+  uint nblocks = p.nblocks;
+  uint l = p.log_block;
+  uint height = p.height;
+  uint width = p.width;
+  uint mu_off = p.mu_off;
+  uint scale = p.scale;
+  uint accumulate = p.accumulate;
+  for (uint b = gid; b < nblocks; b += stride) {
+    if (l == 4u) {
+      whir_batch_block(q, mu, tw, f, 16u, 4u, b, height, width, mu_off, scale, accumulate);
+    } else if (l == 2u) {
+      whir_batch_block(q, mu, tw, f, 4u, 2u, b, height, width, mu_off, scale, accumulate);
+    } else if (l == 3u) {
+      whir_batch_block(q, mu, tw, f, 8u, 3u, b, height, width, mu_off, scale, accumulate);
+    } else if (l == 1u) {
+      whir_batch_block(q, mu, tw, f, 2u, 1u, b, height, width, mu_off, scale, accumulate);
+    } else if (l == 0u) {
+      whir_batch_block(q, mu, tw, f, 1u, 0u, b, height, width, mu_off, scale, accumulate);
+    } else {
+      whir_batch_block(q, mu, tw, f, 32u, 5u, b, height, width, mu_off, scale, accumulate);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- subset-sum / Möbius passes
+
+struct WhirSubsetParams {
+  uint count;  // work items: 2^(log n − nb), n the uints of the table
+  uint lo;     // first index bit of the pass
+  uint nb;     // bits of the pass, 1..5
+  uint sub;    // 0: subset sum (zeta), E[x] += E[x − 2^i]; 1: Möbius, E[x] −= E[x − 2^i]
+};
+
+// The transform of NB (a constant at every call) index bits [lo, lo + NB) for work item g: the
+// 2^NB uints base + u·2^lo (base = g's bits below lo, and above them shifted past the pass's
+// bits), in registers.
+MSL_FN void whir_subset_item(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, uint NB, uint g, uint lo, uint sub) {
+  uint low = g & ((1u << lo) - 1u);
+  uint base = low + ((g >> lo) << (lo + NB));
+  uint v[32];
+  for (uint u = 0u; u < (1u << NB); u++) v[u] = src[base + (u << lo)];
+  for (uint i = 0u; i < NB; i++) {
+    uint h = 1u << i;
+    for (uint u = 0u; u < (1u << NB); u++) {
+      if ((u & h) != 0u) v[u] = sub != 0u ? bb_sub(v[u], v[u - h]) : bb_add(v[u], v[u - h]);
+    }
+  }
+  for (uint u = 0u; u < (1u << NB); u++) dst[base + (u << lo)] = v[u];
+}
+
+// One pass of the subset-sum (cpuref.CoeffsToEvals) or Möbius (EvalsToCoeffs) transform over the
+// index bits [lo, lo + nb) of a table of uints, src → dst (the same buffer for in place: every
+// item reads all its values before writing them). The bits of different passes commute, so
+// passes over disjoint bit ranges that cover [a, b) give the transform over the bits [a, b). An
+// AoS Fp4 table's element bit i is uint bit i + 2 (the transforms act coordinate-wise).
+MSL_KERNEL void msl_kernel_whir_subset_pass(MSL_DEVICE const uint* src              ,
+                             MSL_DEVICE uint* dst              ,
+                             MSL_CONSTANT WhirSubsetParams& p              ,
+                             uint gid                            ,
+                             uint stride                     ) {
+  uint count = p.count;
+  uint lo = p.lo;
+  uint nb = p.nb;
+  uint sub = p.sub;
+  for (uint g = gid; g < count; g += stride) {
+    if (nb == 4u) {
+      whir_subset_item(src, dst, 4u, g, lo, sub);
+    } else if (nb == 5u) {
+      whir_subset_item(src, dst, 5u, g, lo, sub);
+    } else if (nb == 3u) {
+      whir_subset_item(src, dst, 3u, g, lo, sub);
+    } else if (nb == 2u) {
+      whir_subset_item(src, dst, 2u, g, lo, sub);
+    } else {
+      whir_subset_item(src, dst, 1u, g, lo, sub);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- Fp4 table → base planes
+
+struct WhirPlanesParams {
+  uint n;        // Fp4 elements of src
+  uint log_out;  // log2 of the plane height (2^log_out ≥ n)
+};
+
+// dst[c·2^log_out + i] = coordinate c of src[i], i < n, c < 4: the AoS table as a column-major
+// 2^log_out × 4 matrix (the rows from n on are not written: a freshly allocated, zeroed dst
+// gives the zero padding of an RS message).
+MSL_KERNEL void msl_kernel_whir_fp4_to_planes(MSL_DEVICE const uint* src              ,
+                               MSL_DEVICE uint* dst              ,
+                               MSL_CONSTANT WhirPlanesParams& p              ,
+                               uint gid                            ,
+                               uint stride                     ) {
+  uint total = 4u * p.n;
+  uint log_out = p.log_out;
+  for (uint i = gid; i < total; i += stride) dst[((i & 3u) << log_out) + (i >> 2)] = src[i];
+}
+
+// ---------------------------------------------------------------- Horner
+
+struct WhirHornerParams {
+  uint n_out;      // Fp4 outputs
+  uint log_chunk;  // C = 2^log_chunk inputs per output
+  uint src_off;    // Fp4 element offsets into src and dst
+  uint dst_off;
+  uint z0, z1, z2, z3;  // the point z (Fp4)
+};
+
+// dst[t] = Σ_{i<C} src[t·C + i]·z^i for t < n_out (Fp4, Horner's rule). Applied again to its
+// output with z^C it continues the evaluation: Σ_b c[b]·z^b = Σ_t (Σ_i c[tC + i] z^i)·(z^C)^t.
+MSL_KERNEL void msl_kernel_whir_horner(MSL_DEVICE const uint* src              ,
+                        MSL_DEVICE uint* dst              ,
+                        MSL_CONSTANT WhirHornerParams& p              ,
+                        uint gid                            ,
+                        uint stride                     ) {
+  uint n_out = p.n_out;
+  uint lc = p.log_chunk;
+  uint src_off = p.src_off;
+  uint dst_off = p.dst_off;
+  bb4 z = bb4_make(p.z0, p.z1, p.z2, p.z3);
+  for (uint t = gid; t < n_out; t += stride) {
+    uint base = src_off + (t << lc);
+    bb4 acc = bb4_zero();
+    for (uint i = 1u << lc; i > 0u; i--) acc = bb4_add(bb4_mul(acc, z), bb4_load(src, base + i - 1u));
+    bb4_store(dst, dst_off + t, acc);
+  }
+}
+
+// ---------------------------------------------------------------- eq weights of points
+
+struct WhirEqTablesParams {
+  uint npts;    // points
+  uint log_lo;  // dl: bits of the lo tables
+  uint log_hi;  // dh: bits of the hi tables
+};
+
+// For point i with (z_i, coef_i) = pc[2i], pc[2i + 1] (Fp4) and x_j = z_i^(2^j):
+//   lo[i·2^dl + b] = Π_{j<dl} (bit_j(b) ? x_j : 1 − x_j),
+//   hi[i·2^dh + b] = coef_i·Π_{j<dh} (bit_j(b) ? x_{dl+j} : 1 − x_{dl+j}),
+// so that coef_i·eq(pow_{dl+dh}(z_i), b) = lo[i][b mod 2^dl]·hi[i][b >> dl]
+// (stark.EvalsEqHypercube(stark.PowersOf2(z_i, d)), split at bit dl). One item per table entry.
+MSL_KERNEL void msl_kernel_whir_pow_eq_tables(MSL_DEVICE const uint* pc              ,
+                               MSL_DEVICE uint* lo              ,
+                               MSL_DEVICE uint* hi              ,
+                               MSL_CONSTANT WhirEqTablesParams& p              ,
+                               uint gid                            ,
+                               uint stride                     ) {
+  uint npts = p.npts;
+  uint dl = p.log_lo;
+  uint dh = p.log_hi;
+  uint nlo = npts << dl;
+  uint total = nlo + (npts << dh);
+  for (uint e = gid; e < total; e += stride) {
+    uint i, b, start, nbits;
+    if (e < nlo) {
+      i = e >> dl;
+      b = e & ((1u << dl) - 1u);
+      start = 0u;
+      nbits = dl;
+    } else {
+      i = (e - nlo) >> dh;
+      b = (e - nlo) & ((1u << dh) - 1u);
+      start = dl;
+      nbits = dh;
+    }
+    bb4 x = bb4_load(pc, 2u * i);
+    for (uint s = 0u; s < start; s++) x = bb4_square(x);
+    bb4 prod = e < nlo ? bb4_one() : bb4_load(pc, 2u * i + 1u);
+    for (uint j = 0u; j < nbits; j++) {
+      if (((b >> j) & 1u) != 0u) {
+        prod = bb4_mul(prod, x);
+      } else {
+        prod = bb4_mul(prod, bb4_sub(bb4_one(), x));
+      }
+      x = bb4_square(x);
+    }
+    if (e < nlo) {
+      bb4_store(lo, e, prod);
+    } else {
+      bb4_store(hi, e - nlo, prod);
+    }
+  }
+}
 
 #line 1 "<mslgen cuda glue>"
 // All [[threadgroup(i)]] arguments live in the dynamic shared memory of the launch, at byte
@@ -6406,6 +6406,59 @@ extern "C" __global__ void mslk_prog_eval_combine4(MSL_DEVICE const uint* prog, 
       msl_cvt<uint>(msl_bi_threads_per_grid()));
 }
 
+extern "C" __global__ void mslk_rows_fill_slots(MSL_DEVICE const uint* part, MSL_DEVICE const uint* cols, MSL_DEVICE uint* slots, MSL_CONSTANT RowsSlotsParams p) {
+  msl_kernel_rows_fill_slots(
+      part,
+      cols,
+      slots,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_rows_check_partials(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT RowsCheckParams p, unsigned tg_off_0) {
+  msl_kernel_rows_check_partials(
+      prog,
+      cp,
+      slots,
+      regs,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
+extern "C" __global__ void mslk_rows_min_pairs(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT RowsMinParams p, unsigned tg_off_0) {
+  msl_kernel_rows_min_pairs(
+      in,
+      out,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
+}
+
+extern "C" __global__ void mslk_rows_check_pieces(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* table, MSL_DEVICE const uint* pslots, MSL_DEVICE const uint* vals, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT RowsPiecesParams p, unsigned tg_off_0) {
+  msl_kernel_rows_check_pieces(
+      prog,
+      cp,
+      table,
+      pslots,
+      vals,
+      slots,
+      regs,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
 extern "C" __global__ void mslk_sc_round_partials(MSL_DEVICE const uint* f, MSL_DEVICE const uint* w, MSL_DEVICE uint* partials, MSL_CONSTANT ScRoundParams p, unsigned tg_off_0) {
   msl_kernel_sc_round_partials(
       f,
@@ -6472,201 +6525,6 @@ extern "C" __global__ void mslk_sc_eq_expand(MSL_DEVICE const uint* lo, MSL_DEVI
       p,
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),
       msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_sr_uni_partials(MSL_DEVICE const uint* q, MSL_DEVICE const uint* slices, MSL_DEVICE const uint* etab, MSL_DEVICE uint* partials, MSL_CONSTANT SrUniParams p, unsigned tg_off_0) {
-  msl_kernel_sr_uni_partials(
-      q,
-      slices,
-      etab,
-      partials,
-      p,
-      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
-      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
-}
-
-extern "C" __global__ void mslk_sr_bind_q(MSL_DEVICE const uint* q, MSL_DEVICE const uint* lag, MSL_DEVICE uint* out, MSL_CONSTANT SrBindQParams p) {
-  msl_kernel_sr_bind_q(
-      q,
-      lag,
-      out,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_sr_bind_w(MSL_DEVICE const uint* slices, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* etab, MSL_DEVICE uint* w, MSL_CONSTANT SrBindWParams p) {
-  msl_kernel_sr_bind_w(
-      slices,
-      weights,
-      etab,
-      w,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_whir_batch_blocks(MSL_DEVICE const uint* q, MSL_DEVICE const uint* mu, MSL_DEVICE const uint* tw, MSL_DEVICE uint* f, MSL_CONSTANT WhirBatchParams p) {
-  msl_kernel_whir_batch_blocks(
-      q,
-      mu,
-      tw,
-      f,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_whir_subset_pass(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT WhirSubsetParams p) {
-  msl_kernel_whir_subset_pass(
-      src,
-      dst,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_whir_fp4_to_planes(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT WhirPlanesParams p) {
-  msl_kernel_whir_fp4_to_planes(
-      src,
-      dst,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_whir_horner(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT WhirHornerParams p) {
-  msl_kernel_whir_horner(
-      src,
-      dst,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_whir_pow_eq_tables(MSL_DEVICE const uint* pc, MSL_DEVICE uint* lo, MSL_DEVICE uint* hi, MSL_CONSTANT WhirEqTablesParams p) {
-  msl_kernel_whir_pow_eq_tables(
-      pc,
-      lo,
-      hi,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_gkr_leaves(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* outs, MSL_DEVICE const uint* inter, MSL_DEVICE const uint* consts, MSL_DEVICE uint* leaves, MSL_CONSTANT GkrLeafParams p) {
-  msl_kernel_gkr_leaves(
-      prog,
-      cp,
-      slots,
-      regs,
-      outs,
-      inter,
-      consts,
-      leaves,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_gkr_pad(MSL_DEVICE uint* leaves, MSL_CONSTANT GkrPadParams p) {
-  msl_kernel_gkr_pad(
-      leaves,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_gkr_layer(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT GkrLayerParams p) {
-  msl_kernel_gkr_layer(
-      src,
-      dst,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_gkr_round_partials(MSL_DEVICE const uint* eq, MSL_DEVICE const uint* frac, MSL_DEVICE uint* partials, MSL_CONSTANT GkrRoundParams p, unsigned tg_off_0) {
-  msl_kernel_gkr_round_partials(
-      eq,
-      frac,
-      partials,
-      p,
-      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
-      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
-}
-
-extern "C" __global__ void mslk_gkr_fold_round_partials(MSL_DEVICE uint* eq, MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_DEVICE uint* partials, MSL_CONSTANT GkrFoldRoundParams p, unsigned tg_off_0) {
-  msl_kernel_gkr_fold_round_partials(
-      eq,
-      src,
-      dst,
-      partials,
-      p,
-      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
-      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
-}
-
-extern "C" __global__ void mslk_rows_fill_slots(MSL_DEVICE const uint* part, MSL_DEVICE const uint* cols, MSL_DEVICE uint* slots, MSL_CONSTANT RowsSlotsParams p) {
-  msl_kernel_rows_fill_slots(
-      part,
-      cols,
-      slots,
-      p,
-      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
-}
-
-extern "C" __global__ void mslk_rows_check_partials(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT RowsCheckParams p, unsigned tg_off_0) {
-  msl_kernel_rows_check_partials(
-      prog,
-      cp,
-      slots,
-      regs,
-      partials,
-      p,
-      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
-      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
-}
-
-extern "C" __global__ void mslk_rows_min_pairs(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT RowsMinParams p, unsigned tg_off_0) {
-  msl_kernel_rows_min_pairs(
-      in,
-      out,
-      p,
-      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
-      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
-      msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
-}
-
-extern "C" __global__ void mslk_rows_check_pieces(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* table, MSL_DEVICE const uint* pslots, MSL_DEVICE const uint* vals, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT RowsPiecesParams p, unsigned tg_off_0) {
-  msl_kernel_rows_check_pieces(
-      prog,
-      cp,
-      table,
-      pslots,
-      vals,
-      slots,
-      regs,
-      partials,
-      p,
-      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
-      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
-      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
 }
 
 extern "C" __global__ void mslk_zc_coeffs(MSL_DEVICE const uint* values, MSL_DEVICE const uint* part_cols, MSL_DEVICE const uint* tw, MSL_DEVICE uint* coefs, MSL_DEVICE uint* deltas, MSL_CONSTANT ZcCoeffsParams p) {
@@ -6802,6 +6660,148 @@ extern "C" __global__ void mslk_zc_uni_pieces(MSL_DEVICE const uint* prog, MSL_D
       slots,
       regs,
       partials,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_gkr_leaves(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* outs, MSL_DEVICE const uint* inter, MSL_DEVICE const uint* consts, MSL_DEVICE uint* leaves, MSL_CONSTANT GkrLeafParams p) {
+  msl_kernel_gkr_leaves(
+      prog,
+      cp,
+      slots,
+      regs,
+      outs,
+      inter,
+      consts,
+      leaves,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_gkr_pad(MSL_DEVICE uint* leaves, MSL_CONSTANT GkrPadParams p) {
+  msl_kernel_gkr_pad(
+      leaves,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_gkr_layer(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT GkrLayerParams p) {
+  msl_kernel_gkr_layer(
+      src,
+      dst,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_gkr_round_partials(MSL_DEVICE const uint* eq, MSL_DEVICE const uint* frac, MSL_DEVICE uint* partials, MSL_CONSTANT GkrRoundParams p, unsigned tg_off_0) {
+  msl_kernel_gkr_round_partials(
+      eq,
+      frac,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
+extern "C" __global__ void mslk_gkr_fold_round_partials(MSL_DEVICE uint* eq, MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_DEVICE uint* partials, MSL_CONSTANT GkrFoldRoundParams p, unsigned tg_off_0) {
+  msl_kernel_gkr_fold_round_partials(
+      eq,
+      src,
+      dst,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
+extern "C" __global__ void mslk_sr_uni_partials(MSL_DEVICE const uint* q, MSL_DEVICE const uint* slices, MSL_DEVICE const uint* etab, MSL_DEVICE uint* partials, MSL_CONSTANT SrUniParams p, unsigned tg_off_0) {
+  msl_kernel_sr_uni_partials(
+      q,
+      slices,
+      etab,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
+extern "C" __global__ void mslk_sr_bind_q(MSL_DEVICE const uint* q, MSL_DEVICE const uint* lag, MSL_DEVICE uint* out, MSL_CONSTANT SrBindQParams p) {
+  msl_kernel_sr_bind_q(
+      q,
+      lag,
+      out,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_sr_bind_w(MSL_DEVICE const uint* slices, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* etab, MSL_DEVICE uint* w, MSL_CONSTANT SrBindWParams p) {
+  msl_kernel_sr_bind_w(
+      slices,
+      weights,
+      etab,
+      w,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_whir_batch_blocks(MSL_DEVICE const uint* q, MSL_DEVICE const uint* mu, MSL_DEVICE const uint* tw, MSL_DEVICE uint* f, MSL_CONSTANT WhirBatchParams p) {
+  msl_kernel_whir_batch_blocks(
+      q,
+      mu,
+      tw,
+      f,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_whir_subset_pass(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT WhirSubsetParams p) {
+  msl_kernel_whir_subset_pass(
+      src,
+      dst,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_whir_fp4_to_planes(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT WhirPlanesParams p) {
+  msl_kernel_whir_fp4_to_planes(
+      src,
+      dst,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_whir_horner(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT WhirHornerParams p) {
+  msl_kernel_whir_horner(
+      src,
+      dst,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_whir_pow_eq_tables(MSL_DEVICE const uint* pc, MSL_DEVICE uint* lo, MSL_DEVICE uint* hi, MSL_CONSTANT WhirEqTablesParams p) {
+  msl_kernel_whir_pow_eq_tables(
+      pc,
+      lo,
+      hi,
       p,
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),
       msl_cvt<uint>(msl_bi_threads_per_grid()));

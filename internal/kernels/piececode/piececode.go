@@ -8,7 +8,7 @@
 //
 // The code is written at run time, per proving key, for any AIR: units of consecutive pieces
 // (Units), which the device backends compile in parallel, and the main code (Main), which stands
-// in for shaders/include/air_pieces.h in the module template shaders/rap/zerocheck_pieces.metal
+// in for shaders/include/air_pieces.h in the module template shaders/constraints/zerocheck_pieces.metal
 // and calls the units' functions; the backends link them into one module (CUDA: -rdc and
 // cuLink; the host: one shared library; Metal: one source). Each piece is its own function (PIECE_FN, shaders/include/pieces.h: not inlined on
 // CUDA and the host) so that compilers see a few hundred operations at a time: their time grows
