@@ -794,22 +794,22 @@ func dispatchProgEvalCombine4(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Bu
 	return enc.Dispatch("prog_eval_combine4", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(denConst), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(out), p.arg()})
 }
 
-// dispatchRowsFillSlots encodes kernel rows_fill_slots (shaders/common/rows.metal:29).
+// dispatchRowsFillSlots encodes kernel rows_fill_slots (shaders/common/rows.metal:30).
 func dispatchRowsFillSlots(enc *gpu.Batch, groups, tpg gpu.Dim3, part *gpu.Buffer, cols *gpu.Buffer, slots *gpu.Buffer, p rowsSlotsParams) *gpu.Batch {
 	return enc.Dispatch("rows_fill_slots", groups, tpg, []gpu.Arg{gpu.Buf(part), gpu.Buf(cols), gpu.Buf(slots), p.arg()})
 }
 
-// dispatchRowsCheckPartials encodes kernel rows_check_partials (shaders/common/rows.metal:76).
+// dispatchRowsCheckPartials encodes kernel rows_check_partials (shaders/common/rows.metal:86).
 func dispatchRowsCheckPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p rowsCheckParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("rows_check_partials", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchRowsMinPairs encodes kernel rows_min_pairs (shaders/common/rows.metal:119).
+// dispatchRowsMinPairs encodes kernel rows_min_pairs (shaders/common/rows.metal:144).
 func dispatchRowsMinPairs(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p rowsMinParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("rows_min_pairs", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchRowsCheckPieces encodes kernel rows_check_pieces (shaders/common/rows.metal:158).
+// dispatchRowsCheckPieces encodes kernel rows_check_pieces (shaders/common/rows.metal:183).
 func dispatchRowsCheckPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p rowsPiecesParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("rows_check_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()}, scratchBytes)
 }

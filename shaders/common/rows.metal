@@ -4,6 +4,7 @@
 // atomics). A run is T = 2^log_points consecutive rows row0 .. row0 + T − 1 of a trace of height h;
 // point t of the program.h scratch is row row0 + t.
 #include "rows.h"
+#include "program_lanes.h"
 
 // A used column of a part (rows_fill_slots' cols table): the column index with flags saying which
 // of its two slots the program reads.
@@ -59,6 +60,15 @@ struct RowsFirstNonZero {
   }
 };
 
+#if MSL_LANES > 1
+// The emit functor of the check on lanes: per lane, how many outputs are not zero (a count
+// modulo p of 0/1 values: it cannot wrap for programs of fewer than p outputs).
+struct RowsNonZeroLanes {
+  lanes_uint count;
+  PROG_LANES_METHOD void put(uint o, lanes_uint v) { count = bb_add_lanes(count, lanes_min(v, lanes_splat(1u))); }
+};
+#endif
+
 struct RowsCheckParams {
   uint points;    // T
   uint row0;      // first row
@@ -92,8 +102,23 @@ kernel void rows_check_partials(device const uint* prog [[buffer(0)]],
   uint best_row = ROWS_NONE;
   uint best_out = ROWS_NONE;
   for (uint u = group * tpg + tid; u < units && best_row == ROWS_NONE; u += tpg * ngroups) {
-    uint end = min(T, (u + 1u) * ROWS_RUN);
-    for (uint t = u * ROWS_RUN; t < end; t++) {
+    uint t0 = u * ROWS_RUN;
+    uint end = min(T, t0 + ROWS_RUN);
+#if MSL_LANES > 1
+    // A whole run on the lanes (host device): the program once for MSL_LANES rows, counting each
+    // row's non-zero outputs; only a run with a failing row is walked again row by row below,
+    // for its first failing (row, output).
+    if (end - t0 == MSL_LANES) {
+      for (uint t = t0; t < end; t++) rows_put_selectors(slots, sel, t, T, row0 + t, h);
+      RowsNonZeroLanes e;
+      e.count = lanes_splat(0u);
+      prog_run_lanes(prog, cp, slots, regs, t0, T, e);
+      bool fails = false;
+      for (uint l = 0u; l < MSL_LANES; l++) fails = fails || lanes_get(e.count, l) != 0u;
+      if (!fails) continue;
+    }
+#endif
+    for (uint t = t0; t < end; t++) {
       rows_put_selectors(slots, sel, t, T, row0 + t, h);
       RowsFirstNonZero e;
       e.first = ROWS_NONE;

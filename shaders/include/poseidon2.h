@@ -170,6 +170,53 @@ MSL_FN void p2_full_round_lanes(thread lanes_reg* v, constant uint* rc, uint off
   p2_external_lanes(v);
 }
 
+// x·2^-k for x < p (1 ≤ k ≤ 27), fully reduced, by shifts: with m = −x mod 2^k, x + m·p is a
+// multiple of 2^k (p ≡ 1 mod 2^27) below 2^k·p, and (x + m·p) / 2^k = (x + m) / 2^k + 15·m·2^(27−k).
+// A product by a constant keeps the Montgomery form (c·xR = (cx)R), so this is the product of
+// the state element by the field element 2^-k.
+MSL_FN lanes_reg p2_mul_2exp_neg_lanes(lanes_reg x, uint k) {
+  lanes_reg m = (lanes_reg_splat(0u) - x) & lanes_reg_splat((1u << k) - 1u);
+  return ((x + m) >> k) + ((m << (31u - k)) - (m << (27u - k)));
+}
+
+// v[i] = full + V[i]·v[i] for i = 1..15, with the BabyBear width-16 diagonal (Plonky3's
+// BABYBEAR_INTERNAL_DIAGONAL; rc[P2_RC_DIAG..] holds the same values)
+//   V = [−2, 1, 2, 1/2, 3, 4, −1/2, −3, −4, 1/2^8, 1/4, 1/8, 1/2^27, −1/2^8, −1/16, −1/2^27]
+// by additions and shifts instead of 15 Montgomery products (a quarter of a permutation's
+// products; TestPermuteMatchesGo and TestISAVariantsAgree hold it to the Go permutation).
+MSL_FN void p2_internal_diag_lanes(thread lanes_reg* v, lanes_reg full) {
+  lanes_reg x2 = bb_add_lanes(v[2], v[2]);
+  lanes_reg x4 = bb_add_lanes(v[4], v[4]);
+  lanes_reg x5 = bb_add_lanes(v[5], v[5]);
+  lanes_reg x7 = bb_add_lanes(v[7], v[7]);
+  lanes_reg x8 = bb_add_lanes(v[8], v[8]);
+  v[1] = bb_add_lanes(full, v[1]);
+  v[2] = bb_add_lanes(full, x2);
+  v[3] = bb_add_lanes(full, p2_mul_2exp_neg_lanes(v[3], 1u));
+  v[4] = bb_add_lanes(full, bb_add_lanes(x4, v[4]));
+  v[5] = bb_add_lanes(full, bb_add_lanes(x5, x5));
+  v[6] = bb_sub_lanes(full, p2_mul_2exp_neg_lanes(v[6], 1u));
+  v[7] = bb_sub_lanes(full, bb_add_lanes(x7, v[7]));
+  v[8] = bb_sub_lanes(full, bb_add_lanes(x8, x8));
+  v[9] = bb_add_lanes(full, p2_mul_2exp_neg_lanes(v[9], 8u));
+  v[10] = bb_add_lanes(full, p2_mul_2exp_neg_lanes(v[10], 2u));
+  v[11] = bb_add_lanes(full, p2_mul_2exp_neg_lanes(v[11], 3u));
+  v[12] = bb_add_lanes(full, p2_mul_2exp_neg_lanes(v[12], 27u));
+  v[13] = bb_sub_lanes(full, p2_mul_2exp_neg_lanes(v[13], 8u));
+  v[14] = bb_sub_lanes(full, p2_mul_2exp_neg_lanes(v[14], 4u));
+  v[15] = bb_sub_lanes(full, p2_mul_2exp_neg_lanes(v[15], 27u));
+}
+
+// v[1] + … + v[15] as a tree: the partial rounds wait on this sum (a chain of 14 additions
+// took longer than the products it waits for).
+MSL_FN lanes_reg p2_sum15_lanes(thread const lanes_reg* v) {
+  lanes_reg a = bb_add_lanes(bb_add_lanes(v[1], v[2]), bb_add_lanes(v[3], v[4]));
+  lanes_reg b = bb_add_lanes(bb_add_lanes(v[5], v[6]), bb_add_lanes(v[7], v[8]));
+  lanes_reg c = bb_add_lanes(bb_add_lanes(v[9], v[10]), bb_add_lanes(v[11], v[12]));
+  lanes_reg d = bb_add_lanes(bb_add_lanes(v[13], v[14]), v[15]);
+  return bb_add_lanes(bb_add_lanes(a, b), bb_add_lanes(c, d));
+}
+
 // The permutation of the LANES_REG states of lanes [l0, l0 + LANES_REG) of a lane-major
 // state array, in place.
 MSL_FN void p2_permute_vec(thread uint* s, constant uint* rc, uint l0) {
@@ -181,21 +228,14 @@ MSL_FN void p2_permute_vec(thread uint* s, constant uint* rc, uint l0) {
   for (uint r = 0u; r < 4u; r++) p2_full_round_lanes(v, rc, P2_RC_EXT_INIT + 16u * r);
   // Partial rounds: S-box on element 0, then M_I = J + diag(V) with V[0] = −2; `part` carries the
   // sum of elements 1..15 from one round to the next.
-  lanes_reg part = v[1];
-  MSL_UNROLL
-  for (uint i = 2u; i < P2_WIDTH; i++) part = bb_add_lanes(part, v[i]);
+  lanes_reg part = p2_sum15_lanes(v);
 #pragma GCC unroll 1
   for (uint r = 0u; r < 13u; r++) {
     lanes_reg s0 = p2_sbox_lanes(bb_add_lanes(v[0], lanes_reg_splat(rc[P2_RC_INTERNAL + r])));
     lanes_reg full = bb_add_lanes(part, s0);
     v[0] = bb_sub_lanes(part, s0);
-    lanes_reg next = lanes_reg_splat(0u);
-    MSL_UNROLL
-    for (uint i = 1u; i < P2_WIDTH; i++) {
-      v[i] = bb_add_lanes(full, bb_mul_lanes(lanes_reg_splat(rc[P2_RC_DIAG + i]), v[i]));
-      next = i == 1u ? v[i] : bb_add_lanes(next, v[i]);
-    }
-    part = next;
+    p2_internal_diag_lanes(v, full);
+    part = p2_sum15_lanes(v);
   }
 #pragma GCC unroll 1
   for (uint r = 0u; r < 4u; r++) p2_full_round_lanes(v, rc, P2_RC_EXT_FINAL + 16u * r);

@@ -234,7 +234,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threads_per_grid"},
 	}},
-	{Name: "rows_fill_slots", Family: "rows", Pos: "shaders/common/rows.metal:29", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "rows_fill_slots", Family: "rows", Pos: "shaders/common/rows.metal:30", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "part", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cols", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "slots", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -242,7 +242,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "rows_check_partials", Family: "rows", Pos: "shaders/common/rows.metal:76", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "rows_check_partials", Family: "rows", Pos: "shaders/common/rows.metal:86", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "slots", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -255,7 +255,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "rows_min_pairs", Family: "rows", Pos: "shaders/common/rows.metal:119", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "rows_min_pairs", Family: "rows", Pos: "shaders/common/rows.metal:144", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant RowsMinParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
@@ -263,7 +263,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "rows_check_pieces", Family: "rows", Pos: "shaders/common/rows.metal:158", UsesBarrier: true, NBuf: 9, NTG: 1, Params: []Param{
+	{Name: "rows_check_pieces", Family: "rows", Pos: "shaders/common/rows.metal:183", UsesBarrier: true, NBuf: 9, NTG: 1, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
