@@ -61,3 +61,17 @@ func asBytes[T any](s []T) []byte {
 	var zero T
 	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(zero)))
 }
+
+// View returns a's memory as an array of U: the same buffer, not a copy (freeing either frees
+// both). It is for data whose element type changes in place (a conversion to Montgomery form on
+// the device) and for kernels that read an array of one element type word by word. a's size must
+// be a whole number of U; View panics otherwise.
+func View[U, T any](a *Array[T]) *Array[U] {
+	var t T
+	var u U
+	bytes := a.n * int(unsafe.Sizeof(t))
+	if us := int(unsafe.Sizeof(u)); us == 0 || bytes%us != 0 {
+		panic("gpu: View of a buffer that is not a whole number of elements")
+	}
+	return &Array[U]{Buffer: a.Buffer, n: bytes / int(unsafe.Sizeof(u))}
+}

@@ -74,7 +74,7 @@ func commitPastLimitOnDevice(t *testing.T, dev *gpu.Device, logM, width, lSkip, 
 		t.Fatalf("%d×%d codeword does not cross element %d inside", n, width, maxElems)
 	}
 	// Q in Montgomery form, generated in parallel on the host.
-	qm := make([]uint32, height*width)
+	qm := make([]Mont, height*width)
 	var wg sync.WaitGroup
 	workers := runtime.GOMAXPROCS(0)
 	for w := range workers {
@@ -118,7 +118,7 @@ func commitPastLimitOnDevice(t *testing.T, dev *gpu.Device, logM, width, lSkip, 
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make([]uint32, n)
+		got := make([]Mont, n)
 		if err := cw.Read(got, c*n); err != nil {
 			t.Fatal(err)
 		}

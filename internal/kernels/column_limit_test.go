@@ -167,7 +167,7 @@ func TestColumnLimitRefused(t *testing.T) {
 	if err := codewordLimit(1<<22, 959); err != nil {
 		t.Errorf("2^22 × 959 codeword refused: %v", err)
 	}
-	small, err := gpu.AllocArray[uint32](testDev, "small", 64)
+	small, err := gpu.AllocArray[Mont](testDev, "small", 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestColumnLimitRefused(t *testing.T) {
 func TestEncodeBlocksChecksEveryColumn(t *testing.T) {
 	ntt := NewNTT(testDev)
 	defer ntt.Close()
-	a, err := gpu.AllocArray[uint32](testDev, "blocks", 40)
+	a, err := gpu.AllocArray[Mont](testDev, "blocks", 40)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestEncodeBlocksChecksEveryColumn(t *testing.T) {
 	if err != nil {
 		t.Fatalf("in bounds: %v", err)
 	}
-	small, err := gpu.AllocArray[uint32](testDev, "blocks", 14)
+	small, err := gpu.AllocArray[Mont](testDev, "blocks", 14)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func (l GkrLeaves) Encode(b *gpu.Batch, dev *gpu.Device) error {
 	g, t := shapeFor(dev, "gkr_leaves", T)
 	dispatchGkrLeaves(b, g, t, r.Prog.Words.Buffer, r.CP.Buffer, r.Slots.Buffer, r.Regs.Buffer, l.Outs.Buffer, l.Inter.Buffer, l.Consts.Buffer,
 		l.Leaves.Buffer, gkrLeafParams{points: uint32(T), row0: uint32(r.Row0), height: uint32(r.Height), selSlot: uint32(r.Prog.NumSlots - 3),
-			nInter: uint32(l.NumInteractions), reps: uint32(l.Reps), norm: MontOf(norm)})
+			nInter: uint32(l.NumInteractions), reps: uint32(l.Reps), norm: uint32(MontOf(norm))})
 	return b.Err()
 }
 

@@ -20,8 +20,8 @@ import (
 // for concurrent use.
 type Grind struct {
 	dev       *gpu.Device
-	rc        *gpu.Array[uint32] // borrowed from the Poseidon2 that made it
-	state     *gpu.Array[uint32] // 16 Montgomery elements
+	rc        *gpu.Array[Mont]   // borrowed from the Poseidon2 that made it
+	state     *gpu.Array[Mont]   // 16 elements
 	groupMin  *gpu.Array[uint32] // one slot per threadgroup of grind_search
 	result    *gpu.Array[uint32] // 1: the minimum of the last slice
 	found     *gpu.Array[uint32] // 1: some hit of the running search (GRIND_NONE before it)
@@ -56,7 +56,7 @@ func (h *Poseidon2) NewGrind() (*Grind, error) {
 		}
 	}
 	var err error
-	if g.state, err = gpu.AllocArray[uint32](h.dev, "grind state", poseidon2.Width); err != nil {
+	if g.state, err = gpu.AllocArray[Mont](h.dev, "grind state", poseidon2.Width); err != nil {
 		return nil, err
 	}
 	if g.groupMin, err = gpu.AllocArray[uint32](h.dev, "grind group minima", g.maxGroups); err != nil {
@@ -80,7 +80,10 @@ func (h *Poseidon2) NewGrind() (*Grind, error) {
 
 // Close frees the buffers (not the round constants).
 func (g *Grind) Close() {
-	for _, a := range []*gpu.Array[uint32]{g.state, g.groupMin, g.result, g.found, g.none} {
+	if g.state != nil {
+		g.state.Free()
+	}
+	for _, a := range []*gpu.Array[uint32]{g.groupMin, g.result, g.found, g.none} {
 		if a != nil {
 			a.Free()
 		}

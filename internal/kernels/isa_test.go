@@ -47,7 +47,7 @@ func hotKernelOutputs(t *testing.T, d *gpu.Device, seed uint64) map[string][]uin
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 1))
 	out := map[string][]uint32{}
-	up := func(v []field.Fp) *gpu.Array[uint32] {
+	up := func(v []field.Fp) *gpu.Array[Mont] {
 		a, err := UploadMont(d, "isa test input", v)
 		if err != nil {
 			t.Fatal(err)
@@ -55,12 +55,12 @@ func hotKernelOutputs(t *testing.T, d *gpu.Device, seed uint64) map[string][]uin
 		t.Cleanup(a.Free)
 		return a
 	}
-	read := func(a *gpu.Array[uint32]) []uint32 {
+	read := func(a *gpu.Array[Mont]) []uint32 {
 		v, err := a.ReadAll()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return v
+		return montWords(v)
 	}
 	h, err := NewPoseidon2(d)
 	if err != nil {

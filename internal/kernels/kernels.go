@@ -8,14 +8,17 @@
 // for barrier-free kernels and one-thread groups for barrier kernels), encode into a gpu.Batch
 // and return errors. They know nothing of the protocol.
 //
-// Device buffers hold BabyBear elements as uint32 in MONTGOMERY form (x·2^32 mod p) unless a
-// function says otherwise; ToMont/FromMont convert on the device, MontOf/CanonicalOf on the
-// host.
+// Device buffers hold BabyBear elements in MONTGOMERY form (x·2^32 mod p): their element types
+// say so (Mont, MontDigest), and a buffer of canonical values (a trace as uploaded) is a
+// gpu.Array[field.Fp]; raw words (bytecode, indices, flags) are uint32, as are the buffers of the
+// families not typed yet. A launcher given the wrong kind of buffer does not compile. ToMont/FromMont convert on the device, MontOf/CanonicalOf
+// on the host.
 package kernels
 
 import (
 	"fmt"
 	"math/bits"
+	"unsafe"
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
@@ -47,13 +50,20 @@ const p = uint64(field.P)
 // rInv is 2^-32 mod p.
 var rInv = field.NewU64(1 << 32).Inverse()
 
+// Mont is a BabyBear element in Montgomery form (x·2^32 mod p, below p), as kernels hold it.
+type Mont uint32
+
+// MontDigest is a Poseidon2 digest as the Merkle kernels hold it: eight Montgomery elements.
+type MontDigest [8]Mont
+
 // MontOf returns x in Montgomery form.
-func MontOf(x field.Fp) uint32 { return uint32((uint64(x) << 32) % p) }
+func MontOf(x field.Fp) Mont { return Mont((uint64(x) << 32) % p) }
 
 // CanonicalOf returns the field element whose Montgomery form is m (m < p): m·2⁻³² mod p by one
 // Montgomery reduction, t = m·(−p⁻¹) mod 2³² and (m + t·p)/2³² ≤ p: two products instead of the
 // four of a product with 2⁻³² (a keccakf-1024 proof converts 21,064 column openings at once).
-func CanonicalOf(m uint32) field.Fp {
+func CanonicalOf(mont Mont) field.Fp {
+	m := uint32(mont)
 	t := m * montNegPInv
 	u := uint32((uint64(m) + uint64(t)*p) >> 32)
 	if u >= field.P {
@@ -66,8 +76,8 @@ func CanonicalOf(m uint32) field.Fp {
 const montNegPInv = 0x77ffffff
 
 // MontSlice converts canonical values to Montgomery form.
-func MontSlice(v []field.Fp) []uint32 {
-	out := make([]uint32, len(v))
+func MontSlice(v []field.Fp) []Mont {
+	out := make([]Mont, len(v))
 	for i, x := range v {
 		out[i] = MontOf(x)
 	}
@@ -75,7 +85,7 @@ func MontSlice(v []field.Fp) []uint32 {
 }
 
 // CanonicalSlice converts Montgomery values to canonical field elements.
-func CanonicalSlice(v []uint32) []field.Fp {
+func CanonicalSlice(v []Mont) []field.Fp {
 	out := make([]field.Fp, len(v))
 	for i, x := range v {
 		out[i] = CanonicalOf(x)
@@ -132,14 +142,17 @@ func shapeFor(dev *gpu.Device, kernel string, work int) (groups, tpg gpu.Dim3) {
 	return gpu.D1(uint32(g)), gpu.D1(uint32(t))
 }
 
-func checkArray(name string, a *gpu.Array[uint32], need int) error {
+// checkArray checks that a holds at least need elements and that the kernel's 32-bit word
+// indices reach them (maxElems counts uint32 words: a MontDigest is eight).
+func checkArray[T any](name string, a *gpu.Array[T], need int) error {
 	if a == nil {
 		return fmt.Errorf("kernels: %s: nil buffer", name)
 	}
 	if need > a.Len() {
 		return fmt.Errorf("kernels: %s: buffer %q holds %d elements, %d needed", name, a.Name(), a.Len(), need)
 	}
-	if need >= maxElems {
+	var zero T
+	if need*int(unsafe.Sizeof(zero)/4) >= maxElems {
 		return fmt.Errorf("kernels: %s: %d elements exceed the limit of 32-bit indexing (%s)", name, need, limitString(maxElems))
 	}
 	return nil
@@ -148,7 +161,7 @@ func checkArray(name string, a *gpu.Array[uint32], need int) error {
 // checkColumns is checkArray for the column-major matrices of the commitment path, whose kernels
 // index correctly up to maxColumnElems (unsigned 32-bit arithmetic). The limit is checked first:
 // it is the error a too large matrix meets, whatever buffer came with it.
-func checkColumns(name string, a *gpu.Array[uint32], need int) error {
+func checkColumns[T Mont | field.Fp](name string, a *gpu.Array[T], need int) error {
 	if need >= maxColumnElems {
 		return fmt.Errorf("kernels: %s: %d elements reach the limit of the column kernels' unsigned 32-bit indexing (%s)",
 			name, need, limitString(maxColumnElems))
@@ -175,8 +188,8 @@ func limitString(n int) string {
 }
 
 // EncodeToMont encodes the conversion of the first n canonical elements of a into Montgomery
-// form, in place (field_ops fo_to_mont).
-func EncodeToMont(b *gpu.Batch, dev *gpu.Device, a *gpu.Array[uint32], n int) error {
+// form, in place (field_ops fo_to_mont). The result is a's memory viewed as Mont.
+func EncodeToMont(b *gpu.Batch, dev *gpu.Device, a *gpu.Array[field.Fp], n int) error {
 	if err := checkArray("ToMont", a, n); err != nil {
 		return err
 	}
@@ -189,8 +202,8 @@ func EncodeToMont(b *gpu.Batch, dev *gpu.Device, a *gpu.Array[uint32], n int) er
 }
 
 // EncodeFromMont encodes the conversion of the first n Montgomery elements of a to canonical
-// form, in place (field_ops fo_from_mont).
-func EncodeFromMont(b *gpu.Batch, dev *gpu.Device, a *gpu.Array[uint32], n int) error {
+// form, in place (field_ops fo_from_mont). The result is a's memory viewed as field.Fp.
+func EncodeFromMont(b *gpu.Batch, dev *gpu.Device, a *gpu.Array[Mont], n int) error {
 	if err := checkArray("FromMont", a, n); err != nil {
 		return err
 	}
@@ -203,12 +216,12 @@ func EncodeFromMont(b *gpu.Batch, dev *gpu.Device, a *gpu.Array[uint32], n int) 
 }
 
 // UploadMont uploads canonical values converted to Montgomery form on the host.
-func UploadMont(dev *gpu.Device, name string, v []field.Fp) (*gpu.Array[uint32], error) {
+func UploadMont(dev *gpu.Device, name string, v []field.Fp) (*gpu.Array[Mont], error) {
 	return gpu.UploadArray(dev, name, MontSlice(v))
 }
 
 // ReadCanonical downloads a Montgomery array and converts it to canonical values on the host.
-func ReadCanonical(a *gpu.Array[uint32]) ([]field.Fp, error) {
+func ReadCanonical(a *gpu.Array[Mont]) ([]field.Fp, error) {
 	v, err := a.ReadAll()
 	if err != nil {
 		return nil, err

@@ -203,7 +203,7 @@ func TestLaunchersRespectKernelLimits(t *testing.T) {
 	}
 
 	b := dev.Batch()
-	if err := EncodeToMont(b, dev, sa, 100); err != nil {
+	if err := EncodeToMont(b, dev, gpu.View[field.Fp](sa), 100); err != nil {
 		t.Fatal(err)
 	}
 	if err := EncodeFromMont(b, dev, sa, 100); err != nil {

@@ -13,26 +13,26 @@ import (
 // cpuref.NewMerkleTree: leaf[r] = hash_slice(row r of the column-major matrix, in column order);
 // query group y < qs = height/2^k is tree_compress(leaf[y + t·qs], t < 2^k); a binary tree of
 // compress above the qs group digests. The layers stay on the device in ONE buffer of 2qs − 1
-// Montgomery digests (8 uints each): layer d (qs >> d digests; layer 0 has the query-group
+// digests: layer d (qs >> d digests; layer 0 has the query-group
 // digests, the last layer the root) starts at digest 2qs − (2qs >> d), so one dispatch can
 // gather sibling paths across all layers. The matrix is borrowed (the tree reads it for
 // openings) and must outlive the tree.
 type MerkleTree struct {
 	dev                   *gpu.Device
-	matrix                *gpu.Array[uint32]
+	matrix                *gpu.Array[Mont]
 	height, width, logRPQ int
-	depth                 int                // layers below the root: log2 qs
-	layers                *gpu.Array[uint32] // nil once freed
+	depth                 int                    // layers below the root: log2 qs
+	layers                *gpu.Array[MontDigest] // nil once freed
 	// scratch holds the leaf digests and group levels below layer 0 until the tree's batch is
 	// known to be done (the first download: Root, Open or a batch opening's Read), then it is
 	// freed.
-	scratch []*gpu.Array[uint32]
+	scratch []*gpu.Array[MontDigest]
 }
 
 // MerkleTree commits to the column-major Montgomery matrix (height rows, a power of two; width
 // ≥ 1 columns; height·width < maxColumnElems = 2^32 − 2^28) with 2^logRowsPerQuery rows per
 // query group, in one batch (one sync).
-func (h *Poseidon2) MerkleTree(matrix *gpu.Array[uint32], height, width, logRowsPerQuery int) (*MerkleTree, error) {
+func (h *Poseidon2) MerkleTree(matrix *gpu.Array[Mont], height, width, logRowsPerQuery int) (*MerkleTree, error) {
 	b := h.dev.Batch()
 	t, err := h.EncodeMerkleTree(b, matrix, height, width, logRowsPerQuery)
 	if err != nil {
@@ -51,7 +51,7 @@ func layerOffset(qs, d int) int { return 2*qs - (2*qs)>>d }
 
 // EncodeMerkleTree encodes MerkleTree into b: the layers are allocated now and valid once b's
 // work is done (the tree's Root and Open wait for it). On an error the tree is freed.
-func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], height, width, logRowsPerQuery int) (*MerkleTree, error) {
+func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[Mont], height, width, logRowsPerQuery int) (*MerkleTree, error) {
 	logH, err := log2Exact("MerkleTree", height)
 	if err != nil {
 		return nil, err
@@ -74,11 +74,11 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 		t.Free()
 		return nil, err
 	}
-	if t.layers, err = gpu.AllocArray[uint32](dev, "merkle layers", 8*(2*qs-1)); err != nil {
+	if t.layers, err = gpu.AllocArray[MontDigest](dev, "merkle layers", 2*qs-1); err != nil {
 		return nil, err
 	}
-	scratch := func(name string, n int) (*gpu.Array[uint32], error) {
-		a, err := gpu.AllocArray[uint32](dev, name, 8*n)
+	scratch := func(name string, n int) (*gpu.Array[MontDigest], error) {
+		a, err := gpu.AllocArray[MontDigest](dev, name, n)
 		if err == nil {
 			t.scratch = append(t.scratch, a)
 		}
@@ -101,10 +101,10 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[uint32], he
 	// The k group levels, ping-ponging between the leaves and one scratch buffer; the last
 	// level writes layer 0.
 	cur := leaves
-	var other *gpu.Array[uint32]
+	var other *gpu.Array[MontDigest]
 	for lvl := 1; lvl <= logRowsPerQuery; lvl++ {
 		n := height >> lvl
-		var dst *gpu.Array[uint32]
+		var dst *gpu.Array[MontDigest]
 		switch {
 		case lvl == logRowsPerQuery:
 			dst = t.layers
@@ -152,7 +152,7 @@ func chunkItems(n, permsPerItem int) int {
 // encodeCompress encodes out[outOff + i] = compress(in[inOff + 2x·qs + y], in[inOff + (2x+1)·qs + y])
 // for i < n (x = i/qs, y = i mod qs; offsets in digests), in dispatches of at most
 // maxPermsPerDispatch digests.
-func encodeCompress(b *gpu.Batch, dev *gpu.Device, in, out, rc *gpu.Array[uint32], n, qs, inOff, outOff int) {
+func encodeCompress(b *gpu.Batch, dev *gpu.Device, in, out *gpu.Array[MontDigest], rc *gpu.Array[Mont], n, qs, inOff, outOff int) {
 	step := chunkItems(n, 1)
 	for i := 0; i < n; i += step {
 		end := min(i+step, n)
@@ -185,11 +185,11 @@ func (t *MerkleTree) Depth() int { return t.depth }
 // QueryStride is qs = height / 2^k.
 func (t *MerkleTree) QueryStride() int { return t.height >> t.logRPQ }
 
-func digestsOf(v []uint32) []poseidon2.Digest {
-	out := make([]poseidon2.Digest, len(v)/8)
-	for i := range out {
-		for k := 0; k < 8; k++ {
-			out[i][k] = CanonicalOf(v[8*i+k])
+func digestsOf(v []MontDigest) []poseidon2.Digest {
+	out := make([]poseidon2.Digest, len(v))
+	for i, m := range v {
+		for k := range m {
+			out[i][k] = CanonicalOf(m[k])
 		}
 	}
 	return out
@@ -197,8 +197,8 @@ func digestsOf(v []uint32) []poseidon2.Digest {
 
 // Root downloads the root (32 bytes), canonical.
 func (t *MerkleTree) Root() (poseidon2.Digest, error) {
-	var v [8]uint32
-	if err := t.layers.Read(v[:], 8*layerOffset(t.QueryStride(), t.depth)); err != nil {
+	var v [1]MontDigest
+	if err := t.layers.Read(v[:], layerOffset(t.QueryStride(), t.depth)); err != nil {
 		return poseidon2.Digest{}, err
 	}
 	t.freeScratch()
@@ -210,8 +210,8 @@ func (t *MerkleTree) Layer(i int) ([]poseidon2.Digest, error) {
 	if i < 0 || i > t.depth {
 		return nil, fmt.Errorf("kernels: MerkleTree.Layer(%d): %d layers", i, t.depth+1)
 	}
-	v := make([]uint32, 8*(t.QueryStride()>>i))
-	if err := t.layers.Read(v, 8*layerOffset(t.QueryStride(), i)); err != nil {
+	v := make([]MontDigest, t.QueryStride()>>i)
+	if err := t.layers.Read(v, layerOffset(t.QueryStride(), i)); err != nil {
 		return nil, err
 	}
 	t.freeScratch()
@@ -234,7 +234,7 @@ func (t *MerkleTree) Open(y int) (*Opening, error) {
 		return nil, fmt.Errorf("kernels: MerkleTree.Open: index %d not in [0, %d)", y, qs)
 	}
 	nrows := 1 << t.logRPQ
-	buf, err := gpu.AllocArray[uint32](t.dev, "merkle opened rows", nrows*t.width)
+	buf, err := gpu.AllocArray[field.Fp](t.dev, "merkle opened rows", nrows*t.width)
 	if err != nil {
 		return nil, err
 	}
@@ -253,16 +253,12 @@ func (t *MerkleTree) Open(y int) (*Opening, error) {
 	}
 	o := &Opening{Index: y, Rows: make([][]field.Fp, nrows)}
 	for i := range o.Rows {
-		row := make([]field.Fp, t.width)
-		for c := range row {
-			row[c] = field.Fp(flat[i*t.width+c])
-		}
-		o.Rows[i] = row
+		o.Rows[i] = flat[i*t.width : (i+1)*t.width : (i+1)*t.width]
 	}
 	idx := y
 	for d := range t.depth {
-		var v [8]uint32
-		if err := t.layers.Read(v[:], 8*(layerOffset(qs, d)+(idx^1))); err != nil {
+		var v [1]MontDigest
+		if err := t.layers.Read(v[:], layerOffset(qs, d)+(idx^1)); err != nil {
 			return nil, err
 		}
 		o.Proof = append(o.Proof, digestsOf(v[:])[0])
@@ -320,7 +316,7 @@ type PendingOpening struct {
 	queries int
 	// out holds the opened rows, queries·2^k·width canonical values (query, row, column), then
 	// the paths, queries·depth digests of 8 canonical values (query, layer).
-	out *gpu.Array[uint32]
+	out *gpu.Array[field.Fp]
 }
 
 // EncodeOpenBatch encodes the gathers of a batched opening at the indices q into b: one
@@ -350,7 +346,7 @@ func (t *MerkleTree) EncodeOpenBatch(b *gpu.Batch, q *QueryIndices) (*PendingOpe
 		return nil, fmt.Errorf("kernels: MerkleTree.EncodeOpenBatch: %d queries of %d rows × %d columns exceed 2^31 values", nq, nrows, t.width)
 	}
 	var err error
-	if p.out, err = gpu.AllocArray[uint32](t.dev, "merkle batch opening", rowElems+pathElems); err != nil {
+	if p.out, err = gpu.AllocArray[field.Fp](t.dev, "merkle batch opening", rowElems+pathElems); err != nil {
 		return nil, err
 	}
 	g, tp := shapeFor(t.dev, "merkle_gather_query_rows", rowElems)
@@ -384,15 +380,10 @@ func (p *PendingOpening) Read() (*BatchOpening, error) {
 	}
 	t.freeScratch()
 	nrows := 1 << t.logRPQ
-	vals := make([]field.Fp, p.queries*nrows*t.width)
-	for i := range vals {
-		vals[i] = field.Fp(flat[i])
-	}
+	vals := flat[:p.queries*nrows*t.width]
 	paths := make([]poseidon2.Digest, p.queries*t.depth)
 	for i := range paths {
-		for e := range 8 {
-			paths[i][e] = field.Fp(flat[len(vals)+8*i+e])
-		}
+		copy(paths[i][:], flat[len(vals)+8*i:])
 	}
 	for q := range p.queries {
 		rows := make([][]field.Fp, nrows)

@@ -32,9 +32,9 @@ type NTT struct {
 
 	mu       sync.Mutex
 	logMax   int
-	fwd, inv *gpu.Array[uint32]
-	scratch  *gpu.Array[uint32]
-	retired  []*gpu.Array[uint32]
+	fwd, inv *gpu.Array[Mont]
+	scratch  *gpu.Array[Mont]
+	retired  []*gpu.Array[Mont]
 }
 
 // NewNTT returns the NTT launcher of dev; tables are uploaded on first use.
@@ -62,7 +62,7 @@ func (t *NTT) Close() {
 const minTableLog = 12
 
 // tables returns the twiddle tables, (re)built for transforms of size up to 2^logN.
-func (t *NTT) tables(logN int) (fwd, inv *gpu.Array[uint32], err error) {
+func (t *NTT) tables(logN int) (fwd, inv *gpu.Array[Mont], err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if logN <= t.logMax {
@@ -92,9 +92,9 @@ func (t *NTT) tables(logN int) (fwd, inv *gpu.Array[uint32], err error) {
 // The top level (h = 2^logN/2) holds w_n^j; every lower level is a strided copy of it (the
 // generators form a squaring chain). Large tables are filled on every core: a first proof pays
 // for the 2^22-entry tables of the commitment (about 80 ms on one core).
-func TwiddleTable(logN int, inverse bool) []uint32 {
+func TwiddleTable(logN int, inverse bool) []Mont {
 	n := 1 << logN
-	tw := make([]uint32, n)
+	tw := make([]Mont, n)
 	if logN == 0 {
 		return tw
 	}
@@ -241,13 +241,13 @@ func passPlan(logN, logTile int) []int {
 // scratch returns a device buffer of at least n uints for the ping-pong of multi-pass transforms.
 // Batches run in order on the device's one queue, so every transform may use the same buffer; a
 // buffer outgrown is kept (work encoded earlier may still use it) until Close.
-func (t *NTT) scratchOf(n int) (*gpu.Array[uint32], error) {
+func (t *NTT) scratchOf(n int) (*gpu.Array[Mont], error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.scratch != nil && t.scratch.Len() >= n {
 		return t.scratch, nil
 	}
-	s, err := gpu.AllocArray[uint32](t.dev, "ntt scratch", n)
+	s, err := gpu.AllocArray[Mont](t.dev, "ntt scratch", n)
 	if err != nil {
 		return nil, err
 	}
@@ -264,14 +264,14 @@ func (t *NTT) scratchOf(n int) (*gpu.Array[uint32], error) {
 // indexes with unsigned 32-bit arithmetic, exact below 2^32). Transforms of more than 2^13
 // points (fewer where the threadgroup memory is smaller) use the NTT's scratch buffer of
 // height·width uints.
-func (t *NTT) EncodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width int, inverse bool) error {
+func (t *NTT) EncodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width int, inverse bool) error {
 	return t.encodeColumns(b, data, height, width, inverse, -1)
 }
 
 // EncodePass encodes only pass i (0 ≤ i < Passes(height)) of EncodeColumns' forward transform,
 // between the buffers that pass uses there; the data it leaves is meaningless. For measuring
 // each pass's bandwidth (bench).
-func (t *NTT) EncodePass(b *gpu.Batch, data *gpu.Array[uint32], height, width, i int) error {
+func (t *NTT) EncodePass(b *gpu.Batch, data *gpu.Array[Mont], height, width, i int) error {
 	if n := t.Passes(height); i < 0 || i >= n {
 		return fmt.Errorf("kernels: EncodePass: pass %d of %d", i, n)
 	}
@@ -290,7 +290,7 @@ func (t *NTT) PassLogs(height int) []int {
 }
 
 // encodeColumns encodes every pass of the transform (only < 0), or pass only alone.
-func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width int, inverse bool, only int) error {
+func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width int, inverse bool, only int) error {
 	logN, err := log2Exact("DFTColumns", height)
 	if err != nil {
 		return err
@@ -310,7 +310,7 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width
 		return err
 	}
 	tw := fwd
-	scale := uint32(MontOf(field.One))
+	scale := MontOf(field.One)
 	if inverse {
 		tw = inv
 		scale = MontOf(field.Fp(uint32(height)).Inverse())
@@ -353,7 +353,7 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[uint32], height, width
 			groups = min(nblocks, 1<<16)
 		}
 		dispatchNttPass(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), src.Buffer, dst.Buffer, tw.Buffer,
-			nttPassParams{logN: uint32(logN), logR: uint32(lr), logNs: uint32(logNs), logT: uint32(lt), nblocks: uint32(nblocks), scale: s, lanes: lanes},
+			nttPassParams{logN: uint32(logN), logR: uint32(lr), logNs: uint32(logNs), logT: uint32(lt), nblocks: uint32(nblocks), scale: uint32(s), lanes: lanes},
 			uint32(4<<(lr+lt)))
 		logNs += lr
 		src, dst = dst, src
@@ -368,7 +368,7 @@ func (t *NTT) Passes(height int) int {
 }
 
 // DFTColumns runs EncodeColumns in a batch of its own (one sync).
-func (t *NTT) DFTColumns(data *gpu.Array[uint32], height, width int, inverse bool) error {
+func (t *NTT) DFTColumns(data *gpu.Array[Mont], height, width int, inverse bool) error {
 	b := t.dev.Batch()
 	if err := t.EncodeColumns(b, data, height, width, inverse); err != nil {
 		return err
@@ -378,7 +378,7 @@ func (t *NTT) DFTColumns(data *gpu.Array[uint32], height, width int, inverse boo
 
 // EncodeBitReverse encodes the bit-reversal permutation c'[i] = c[bitrev(i)] of every column
 // (cpuref.BitReverse per column).
-func (t *NTT) EncodeBitReverse(b *gpu.Batch, data *gpu.Array[uint32], height, width int) error {
+func (t *NTT) EncodeBitReverse(b *gpu.Batch, data *gpu.Array[Mont], height, width int) error {
 	logN, err := log2Exact("BitReverse", height)
 	if err != nil {
 		return err
@@ -409,7 +409,7 @@ type BlockSpec struct {
 // IDFT + subset sum over the blocks of a stacked column is the RS message (spec A §5.5 step 1).
 // One thread transforms one block (l ≤ 5: 32 registers). Every block must end below
 // maxColumnElems (unsigned 32-bit indexing).
-func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[uint32], spec BlockSpec, inverse, subsetSum bool) error {
+func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[Mont], spec BlockSpec, inverse, subsetSum bool) error {
 	l := spec.LogBlock
 	if l < 0 || l > 5 {
 		return fmt.Errorf("kernels: Blocks: log block size %d not in [0, 5]", l)
@@ -450,13 +450,13 @@ func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[uint32], spec BlockSpec
 	}
 	g, tp := shapeFor(t.dev, "ntt_blocks", spec.NBlocks)
 	dispatchNttBlocks(b, g, tp, data.Buffer, tw.Buffer, nttBlocksParams{nblocks: uint32(spec.NBlocks), logBlock: uint32(l),
-		logBlocksCol: uint32(spec.LogBlocksPerCol), colStride: uint32(spec.ColStride), scale: scale, subsetSum: ss})
+		logBlocksCol: uint32(spec.LogBlocksPerCol), colStride: uint32(spec.ColStride), scale: uint32(scale), subsetSum: ss})
 	return b.Err()
 }
 
 // IDFTBlocks applies the IDFT to each consecutive block of 2^logBlock elements of the first n
 // elements of data (cpuref.IDFTBlocks; logBlock ≤ 5), in one batch.
-func (t *NTT) IDFTBlocks(data *gpu.Array[uint32], n, logBlock int) error {
+func (t *NTT) IDFTBlocks(data *gpu.Array[Mont], n, logBlock int) error {
 	if logBlock < 0 || logBlock > 5 || n%(1<<logBlock) != 0 {
 		return fmt.Errorf("kernels: IDFTBlocks: %d elements, log block %d", n, logBlock)
 	}
@@ -474,7 +474,7 @@ func (t *NTT) IDFTBlocks(data *gpu.Array[uint32], n, logBlock int) error {
 // canonical is set (then it is converted on the way; q itself is not modified). The result,
 // a new Montgomery array named name, is produced in one batch (one sync). The codeword may
 // exceed 2^31 elements: it must stay below maxColumnElems (2^32 − 2^28; EncodeRSMatrix).
-func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[uint32], height, width, lSkip, logBlowup int, canonical bool) (*gpu.Array[uint32], error) {
+func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[Mont], height, width, lSkip, logBlowup int, canonical bool) (*gpu.Array[Mont], error) {
 	logM, err := log2Exact("RSEncodeMatrix", height)
 	if err != nil {
 		return nil, err
@@ -485,7 +485,7 @@ func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[uint32], height, width, l
 	if err := codewordLimit(height<<logBlowup, width); err != nil {
 		return nil, err
 	}
-	out, err := gpu.AllocArray[uint32](t.dev, name, (height*width)<<logBlowup)
+	out, err := gpu.AllocArray[Mont](t.dev, name, (height*width)<<logBlowup)
 	if err != nil {
 		return nil, err
 	}
@@ -505,7 +505,7 @@ func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[uint32], height, width, l
 // height·2^logBlowup·width values, fewer than maxColumnElems: ntt_pad_columns, ntt_blocks and
 // ntt_pass index it with unsigned 32-bit arithmetic, exact below 2^32, so codewords beyond 2^31
 // elements (keccakf-16384: 2^22 × 659) need neither 64-bit indices nor column chunks).
-func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[uint32], height, width, lSkip, logBlowup int, canonical bool) error {
+func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[Mont], height, width, lSkip, logBlowup int, canonical bool) error {
 	logM, err := log2Exact("RSEncodeMatrix", height)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/gpu"
 )
 
 func TestDFTColumnsMatchesCpuref(t *testing.T) {
@@ -139,18 +140,18 @@ func TestRSEncodeMatrix(t *testing.T) {
 		q := air.NewMatrix(c.width, h)
 		copy(q.Values, fieldrand.Fps(r, h*c.width))
 		for _, canonical := range []bool{false, true} {
-			var in []uint32
+			var a *gpu.Array[Mont]
 			if canonical {
-				in = make([]uint32, len(q.Values))
-				for i, x := range q.Values {
-					in[i] = uint32(x)
+				c, err := gpu.UploadArray(testDev, "test input", q.Values)
+				if err != nil {
+					t.Fatal(err)
 				}
+				a = gpu.View[Mont](c)
 			} else {
-				in = MontSlice(q.Values)
-			}
-			a, err := uploadU32(in)
-			if err != nil {
-				t.Fatal(err)
+				var err error
+				if a, err = UploadMont(testDev, "test input", q.Values); err != nil {
+					t.Fatal(err)
+				}
 			}
 			var out interface{ Free() }
 			n := syncs(t, func() error {

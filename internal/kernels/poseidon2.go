@@ -14,15 +14,15 @@ import (
 // uploaded once by NewPoseidon2.
 type Poseidon2 struct {
 	dev *gpu.Device
-	rc  *gpu.Array[uint32]
+	rc  *gpu.Array[Mont]
 }
 
 // RoundConstants returns the constant buffer of shaders/include/poseidon2.h in Montgomery form:
 // the 4×16 initial full-round constants, the 13 partial-round constants, the 4×16 final
 // full-round constants, the 16 diagonal entries of M_I.
-func RoundConstants() []uint32 {
+func RoundConstants() []Mont {
 	ei, in, ef, diag := poseidon2.Constants()
-	out := make([]uint32, 0, 157)
+	out := make([]Mont, 0, 157)
 	for _, r := range ei {
 		out = append(out, MontSlice(r[:])...)
 	}
@@ -46,12 +46,22 @@ func hostAbsorber() poseidon2.Absorber {
 	if a := poseidon2.SIMDAbsorber(); a != nil {
 		return a
 	}
-	return host.NewAbsorber(RoundConstants())
+	return host.NewAbsorber(RoundConstantWords())
 }
 
 // HostWitnessSearch is the proof-of-work search on the host's SIMD permutation with these
 // constants (internal/gpu/host.NewWitnessSearch): the device backend's small searches.
-var HostWitnessSearch = host.NewWitnessSearch(RoundConstants())
+var HostWitnessSearch = host.NewWitnessSearch(RoundConstantWords())
+
+// RoundConstantWords is RoundConstants as raw words, as the host device's permutations take them.
+func RoundConstantWords() []uint32 {
+	rc := RoundConstants()
+	out := make([]uint32, len(rc))
+	for i, m := range rc {
+		out[i] = uint32(m)
+	}
+	return out
+}
 
 // NewPoseidon2 uploads the round constants to dev.
 func NewPoseidon2(dev *gpu.Device) (*Poseidon2, error) {
@@ -66,7 +76,7 @@ func NewPoseidon2(dev *gpu.Device) (*Poseidon2, error) {
 func (h *Poseidon2) Close() { h.rc.Free() }
 
 // EncodePermute encodes the permutation of n states in place: states[16i .. 16i+16) (Montgomery).
-func (h *Poseidon2) EncodePermute(b *gpu.Batch, states *gpu.Array[uint32], n int) error {
+func (h *Poseidon2) EncodePermute(b *gpu.Batch, states *gpu.Array[Mont], n int) error {
 	if n < 0 {
 		return fmt.Errorf("kernels: Permute: %d states", n)
 	}
@@ -82,7 +92,7 @@ func (h *Poseidon2) EncodePermute(b *gpu.Batch, states *gpu.Array[uint32], n int
 }
 
 // Permute permutes n states in place in one batch (one sync).
-func (h *Poseidon2) Permute(states *gpu.Array[uint32], n int) error {
+func (h *Poseidon2) Permute(states *gpu.Array[Mont], n int) error {
 	b := h.dev.Batch()
 	if err := h.EncodePermute(b, states, n); err != nil {
 		return err

@@ -72,10 +72,10 @@ func (p *Program) ConstsAndPublic(public []field.Fp) ([]uint32, error) {
 // appendConstsAndPublic appends the Montgomery forms of consts, then of public, to out.
 func appendConstsAndPublic(out []uint32, consts, public []field.Fp) []uint32 {
 	for _, c := range consts {
-		out = append(out, MontOf(c))
+		out = append(out, uint32(MontOf(c)))
 	}
 	for _, v := range public {
-		out = append(out, MontOf(v))
+		out = append(out, uint32(MontOf(v)))
 	}
 	return out
 }

@@ -90,7 +90,7 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 				}
 			}
 			for s, v := range slots[pt] {
-				flat[s*T+pt] = MontOf(v)
+				flat[s*T+pt] = uint32(MontOf(v))
 			}
 		}
 		e := &EvalBuffers{CP: cp, Slots: uploadWords(t, "slots", flat), Regs: allocWords(t, p.NumRegs*T), Points: T}
@@ -102,7 +102,7 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 		if err := b.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		got, err := ReadCanonical(out)
+		got, err := ReadCanonical(gpu.View[Mont](out))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -104,7 +104,7 @@ func StackedUniMaxRows(dev *gpu.Device) int { return maxReduceGroups(dev) }
 //
 // as one partials row per group from row: EncodeSumRows over all rows (StackedUniWidth wide)
 // finishes the sums. It returns the number of rows written (≤ StackedUniMaxRows).
-func EncodeStackedUniPartials(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[uint32], r SliceRange, etab, partials *gpu.Array[uint32], row, lSkip int) (int, error) {
+func EncodeStackedUniPartials(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[Mont], r SliceRange, etab, partials *gpu.Array[uint32], row, lSkip int) (int, error) {
 	if err := r.check("StackedUniPartials"); err != nil {
 		return 0, err
 	}
@@ -135,7 +135,7 @@ func EncodeStackedUniPartials(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[uint32
 // EncodeStackedBindQ encodes out[outOff + e] = Σ_{z<N} lag[z]·Q[e·N + z] for e < entries (Fp4
 // out and lag; lag holds N values): with the Lagrange weights of u_0 on the order-N subgroup
 // (LagrangeWeights) this is every block's IDFT coefficients evaluated at u_0, i.e. q(u_0; x).
-func EncodeStackedBindQ(b *gpu.Batch, dev *gpu.Device, q, lag, out *gpu.Array[uint32], entries, lSkip, outOff int) error {
+func EncodeStackedBindQ(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[Mont], lag, out *gpu.Array[uint32], entries, lSkip, outOff int) error {
 	if lSkip < 0 || lSkip > 5 || entries <= 0 || outOff < 0 {
 		return fmt.Errorf("kernels: StackedBindQ: %d entries, l_skip %d, offset %d", entries, lSkip, outOff)
 	}

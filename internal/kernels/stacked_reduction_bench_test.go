@@ -21,7 +21,7 @@ func benchFp4Table(b *testing.B, n int) *gpu.Array[uint32] {
 	r := rand.New(rand.NewPCG(uint64(n), 1))
 	v := make([]uint32, 4*n)
 	for i := range v {
-		v[i] = MontOf(field.Fp(r.Uint32N(field.P)))
+		v[i] = uint32(MontOf(field.Fp(r.Uint32N(field.P))))
 	}
 	a, err := gpu.UploadArray(testDev, "bench table", v)
 	if err != nil {
@@ -91,11 +91,11 @@ func keccakfSlices(b *testing.B) (SliceRange, *gpu.Array[uint32]) {
 	return SliceRange{Slices: sa, First: 0, Count: kfSlices, Chunks: chunks}, benchFp4Table(b, 1<<kfNN)
 }
 
-func benchQ(b *testing.B) *gpu.Array[uint32] {
+func benchQ(b *testing.B) *gpu.Array[Mont] {
 	r := rand.New(rand.NewPCG(3, 3))
-	v := make([]uint32, kfWidth<<(kfLSkip+kfNStack))
+	v := make([]Mont, kfWidth<<(kfLSkip+kfNStack))
 	for i := range v {
-		v[i] = r.Uint32N(field.P)
+		v[i] = Mont(r.Uint32N(field.P))
 	}
 	a, err := gpu.UploadArray(testDev, "bench Q", v)
 	if err != nil {

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 
+	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
@@ -11,7 +12,7 @@ import (
 // (height h, width w, as uploaded), q column-major in Montgomery form. Column j's values go to
 // q[start + j·h·2^logStride + i·2^logStride], i < h, with zeros on the rows between them; start
 // and logStride come from stark.StackedLayout.Placement of the trace's first column.
-func EncodeStackTrace(b *gpu.Batch, dev *gpu.Device, trace *gpu.Array[uint32], height, width int, q *gpu.Array[uint32], start, logStride int) error {
+func EncodeStackTrace(b *gpu.Batch, dev *gpu.Device, trace *gpu.Array[field.Fp], height, width int, q *gpu.Array[Mont], start, logStride int) error {
 	if width == 0 {
 		return nil
 	}

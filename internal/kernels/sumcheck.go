@@ -314,12 +314,12 @@ func evalsEq(x []field.Fp4) []field.Fp4 {
 
 // MontFp4 returns the four Montgomery uints of x.
 func MontFp4(x field.Fp4) [4]uint32 {
-	return [4]uint32{MontOf(x[0]), MontOf(x[1]), MontOf(x[2]), MontOf(x[3])}
+	return [4]uint32{uint32(MontOf(x[0])), uint32(MontOf(x[1])), uint32(MontOf(x[2])), uint32(MontOf(x[3]))}
 }
 
 // Fp4OfMont returns the Fp4 value of four Montgomery uints.
 func Fp4OfMont(v []uint32) field.Fp4 {
-	return field.Fp4{CanonicalOf(v[0]), CanonicalOf(v[1]), CanonicalOf(v[2]), CanonicalOf(v[3])}
+	return field.Fp4{CanonicalOf(Mont(v[0])), CanonicalOf(Mont(v[1])), CanonicalOf(Mont(v[2])), CanonicalOf(Mont(v[3]))}
 }
 
 // MontFp4Slice converts Fp4 values to device layout (4 Montgomery uints each).

@@ -176,7 +176,7 @@ func TestSumRows(t *testing.T) {
 		if err := b.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		got := readBack(t, out)[off:]
+		got := readBack(t, gpu.View[Mont](out))[off:]
 		out.Free()
 		for k := range c.width {
 			var want field.Fp
@@ -193,7 +193,7 @@ func TestSumRows(t *testing.T) {
 	in := upload(t, v)
 	out := upload(t, make([]field.Fp, 12))
 	b := testDev.Batch()
-	if err := EncodeSumRows(b, testDev, in, out, 50, 12); err != nil {
+	if err := EncodeSumRows(b, testDev, gpu.View[uint32](in), gpu.View[uint32](out), 50, 12); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Wait(); err != nil {
@@ -414,13 +414,13 @@ func TestSumRowsViaTwoLevels(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := dev.Batch()
-		if err := EncodeSumRowsVia(b, dev, in, mid, out, 3, c.rows, c.width); err != nil {
+		if err := EncodeSumRowsVia(b, dev, gpu.View[uint32](in), mid, out, 3, c.rows, c.width); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		got, err := ReadCanonical(out)
+		got, err := ReadCanonical(gpu.View[Mont](out))
 		if err != nil {
 			t.Fatal(err)
 		}

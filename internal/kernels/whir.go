@@ -30,7 +30,7 @@ const maxSubsetPassBits = 5
 // batch (cpuref NewWhirProver) up to the subset sum over the bits from lSkip on, which
 // EncodeSubsetSum adds. One thread per block reads each value of q once. lSkip ≤ 5, height a
 // multiple of 2^lSkip. A method of NTT: the block IDFT uses its inverse twiddle table.
-func (t *NTT) EncodeWhirBatch(b *gpu.Batch, q *gpu.Array[uint32], height, width, lSkip int, mu *gpu.Array[uint32], muOff int, f *gpu.Array[uint32], accumulate bool) error {
+func (t *NTT) EncodeWhirBatch(b *gpu.Batch, q *gpu.Array[Mont], height, width, lSkip int, mu *gpu.Array[uint32], muOff int, f *gpu.Array[uint32], accumulate bool) error {
 	if lSkip < 0 || lSkip > 5 || height <= 0 || height%(1<<lSkip) != 0 || width < 0 || muOff < 0 {
 		return fmt.Errorf("kernels: WhirBatch: %d×%d matrix, l_skip %d, μ offset %d", height, width, lSkip, muOff)
 	}
@@ -53,7 +53,7 @@ func (t *NTT) EncodeWhirBatch(b *gpu.Batch, q *gpu.Array[uint32], height, width,
 	}
 	n := height >> lSkip
 	g, tp := shapeFor(t.dev, "whir_batch_blocks", n)
-	dispatchWhirBatchBlocks(b, g, tp, q.Buffer, mu.Buffer, inv.Buffer, f.Buffer, whirBatchParams{nblocks: uint32(n), logBlock: uint32(lSkip), height: uint32(height), width: uint32(width), muOff: uint32(muOff), scale: MontOf(field.Fp(uint32(1) << lSkip).Inverse()), accumulate: acc})
+	dispatchWhirBatchBlocks(b, g, tp, q.Buffer, mu.Buffer, inv.Buffer, f.Buffer, whirBatchParams{nblocks: uint32(n), logBlock: uint32(lSkip), height: uint32(height), width: uint32(width), muOff: uint32(muOff), scale: uint32(MontOf(field.Fp(uint32(1) << lSkip).Inverse())), accumulate: acc})
 	return b.Err()
 }
 
@@ -104,7 +104,7 @@ func EncodeSubsetSum(b *gpu.Batch, dev *gpu.Device, src, dst *gpu.Array[uint32],
 // EncodeFp4ToPlanes encodes dst[c·2^logOut + i] = coordinate c of the AoS Fp4 src[i], i < n:
 // the table as the column-major 2^logOut × 4 base matrix that EncodeColumns and the Merkle tree
 // take. Rows n .. 2^logOut of dst are not written (a fresh, zeroed dst is the zero padding).
-func EncodeFp4ToPlanes(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[uint32], n int, dst *gpu.Array[uint32], logOut int) error {
+func EncodeFp4ToPlanes(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[uint32], n int, dst *gpu.Array[Mont], logOut int) error {
 	if n < 0 || logOut < 0 || logOut > 29 || n > 1<<logOut {
 		return fmt.Errorf("kernels: Fp4ToPlanes: %d elements into planes of 2^%d", n, logOut)
 	}

@@ -80,7 +80,7 @@ func TestWhirBatchMatchesCpuref(t *testing.T) {
 			}
 			mu := randFp4s(r, total)
 			mats := make([][]field.Fp, len(c.widths))
-			qs := make([]*gpu.Array[uint32], len(c.widths))
+			qs := make([]*gpu.Array[Mont], len(c.widths))
 			for i, w := range c.widths {
 				mats[i] = fieldrand.Fps(r, h*w)
 				qs[i] = upload(t, mats[i])
@@ -144,7 +144,7 @@ func TestSubsetSumMatchesReference(t *testing.T) {
 				}
 				n := 1 << c.logN
 				v := fieldrand.Fps(r, n)
-				src := upload(t, v)
+				src := gpu.View[uint32](upload(t, v))
 				dst := src
 				if !inPlace {
 					dst = allocU32(t, n)
@@ -161,11 +161,11 @@ func TestSubsetSumMatchesReference(t *testing.T) {
 				}
 				want := append([]field.Fp(nil), v...)
 				subsetRef(want, c.lo, c.hi, inverse)
-				if i := firstDiff(readBack(t, dst), want); i >= 0 {
+				if i := firstDiff(readBack(t, gpu.View[Mont](dst)), want); i >= 0 {
 					t.Fatalf("%+v inverse=%v inPlace=%v: element %d", c, inverse, inPlace, i)
 				}
 				if !inPlace {
-					if i := firstDiff(readBack(t, src), v); i >= 0 {
+					if i := firstDiff(readBack(t, gpu.View[Mont](src)), v); i >= 0 {
 						t.Fatalf("%+v: source modified at %d", c, i)
 					}
 				}
@@ -205,7 +205,7 @@ func TestFp4ToPlanes(t *testing.T) {
 	for _, c := range []struct{ n, logOut int }{{1, 0}, {1, 3}, {5, 3}, {16, 4}, {1000, 11}} {
 		v := randFp4s(r, c.n)
 		src := uploadFp4(t, v)
-		dst := allocU32(t, 4<<c.logOut)
+		dst := upload(t, make([]field.Fp, 4<<c.logOut))
 		b := testDev.Batch()
 		if err := EncodeFp4ToPlanes(b, testDev, src, c.n, dst, c.logOut); err != nil {
 			t.Fatal(err)
@@ -224,7 +224,7 @@ func TestFp4ToPlanes(t *testing.T) {
 			}
 		}
 	}
-	if err := EncodeFp4ToPlanes(testDev.Batch(), testDev, allocU32(t, 12), 3, allocU32(t, 8), 1); err == nil {
+	if err := EncodeFp4ToPlanes(testDev.Batch(), testDev, allocU32(t, 12), 3, upload(t, make([]field.Fp, 8)), 1); err == nil {
 		t.Error("3 elements into planes of 2 accepted")
 	}
 }
@@ -322,17 +322,18 @@ func BenchmarkWhirKernels(b *testing.B) {
 		b.Cleanup(a.Free)
 		return a
 	}
-	q := alloc(width << logM)
-	if err := q.Write(0, MontSlice(fieldrand.Fps(r, width<<logM))); err != nil {
+	q, err := UploadMont(testDev, "bench", fieldrand.Fps(r, width<<logM))
+	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(q.Free)
 	mu := alloc(4 * width)
 	if err := mu.Write(0, MontFp4Slice(field.PowersFp4(fieldrand.Fp4(r), width))); err != nil {
 		b.Fatal(err)
 	}
 	f := alloc(4 << logM)
 	coeffs := alloc(4 << (logM - 4))
-	planes := alloc(4 << (logM + 1 - 1))
+	planes := gpu.View[Mont](alloc(4 << (logM + 1 - 1)))
 	scratch := alloc(HornerScratchLen(1 << (logM - 4)))
 	pc := alloc(8 * npts)
 	if err := pc.Write(0, MontFp4Slice(randFp4s(r, 2*npts))); err != nil {

@@ -79,7 +79,7 @@ func zcLanes(dev *gpu.Device) int {
 // ω_M^e (e < M) and L_{N−1}(ω_M^i) (i < M), Montgomery, uploaded once.
 type ZcDomain struct {
 	LogN, LogM int
-	Tw, LRow   *gpu.Array[uint32]
+	Tw, LRow   *gpu.Array[Mont]
 }
 
 // NewZcDomain computes and uploads the tables (LogN ≤ ZcMaxLogN, LogN ≤ LogM ≤ 20).
@@ -114,7 +114,7 @@ func NewZcDomain(dev *gpu.Device, logN, logM int) (*ZcDomain, error) {
 
 // Free releases the tables.
 func (d *ZcDomain) Free() {
-	for _, a := range []*gpu.Array[uint32]{d.Tw, d.LRow} {
+	for _, a := range []*gpu.Array[Mont]{d.Tw, d.LRow} {
 		if a != nil {
 			a.Free()
 		}
@@ -538,7 +538,7 @@ func zcSelectorValues(logN, logM, logH int) []uint32 {
 	out := make([]uint32, 0, 2*m)
 	for _, v := range [][]field.Fp{first, last} {
 		for _, y := range zcExtend(v, logM) {
-			out = append(out, MontOf(y))
+			out = append(out, uint32(MontOf(y)))
 		}
 	}
 	return out

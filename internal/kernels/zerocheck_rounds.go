@@ -111,7 +111,7 @@ func ZcBindWeights(w []field.Fp4) []uint32 {
 	out := make([]uint32, 0, 4*len(w))
 	for _, x := range w {
 		for _, c := range x {
-			out = append(out, MontOf(field.Fp(MontOf(c))))
+			out = append(out, uint32(MontOf(field.Fp(MontOf(c)))))
 		}
 	}
 	return out

@@ -515,7 +515,7 @@ func (zcWideAir) Eval(b *air.Builder) {
 func TestZerocheckCombineExtremes(t *testing.T) {
 	r := rand.New(rand.NewPCG(61, 62))
 	pg, _ := compileProgram(t, zcWideAir{})
-	top := CanonicalOf(field.P - 1) // Montgomery form p−1
+	top := CanonicalOf(Mont(field.P - 1)) // Montgomery form p−1
 	topFp4 := field.Fp4{top, top, top, top}
 	ref := newZcRefWith(r, pg, 2, 6, func() field.Fp { return top })
 	for o := range ref.w.Out {

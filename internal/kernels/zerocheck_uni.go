@@ -204,7 +204,7 @@ func (z *Zerocheck) encodeCoeffs(b *gpu.Batch, t *ZcTrace, x0, sb int) {
 		}
 		params := zcCoeffsParams{logH: uint32(t.LogHeight), logN: uint32(dom.LogN), logM: uint32(dom.LogM), x0: uint32(x0),
 			sliceBlocks: uint32(sb), col0: uint32(run.col0), count: uint32(run.count), ncols: uint32(t.ncols),
-			invN: invN, lanes: uint32(z.lanes)}
+			invN: uint32(invN), lanes: uint32(z.lanes)}
 		if tpg := z.coeffsTileGroup(); tpg > 0 {
 			tb := tpg / zcTileCols
 			tiles := (sb + tb - 1) / tb * ((run.count + zcTileCols - 1) / zcTileCols)

@@ -106,8 +106,8 @@ func testZcValues(t *testing.T, dev *gpu.Device, r *rand.Rand, logN, logM, ncols
 		t.Cleanup(a.Free)
 		return a
 	}
-	ca, da, sa := up("coefs", MontSlice(coefs)), up("deltas", MontSlice(deltas)), up("srcmap", srcmap)
-	sela, vals := up("sel", MontSlice(sel)), up("vals", init)
+	ca, da, sa := up("coefs", montWords(MontSlice(coefs))), up("deltas", montWords(MontSlice(deltas))), up("srcmap", srcmap)
+	sela, vals := up("sel", montWords(MontSlice(sel))), up("vals", init)
 	vp := planZcValues(dev, logN, logM)
 	if lim := dev.Limits().MaxThreadgroupMemory; lim > 0 && int(vp.shBytes) > lim {
 		t.Fatalf("plan needs %d bytes of group memory, the device has %d", vp.shBytes, lim)
@@ -145,10 +145,10 @@ func testZcValues(t *testing.T, dev *gpu.Device, r *rand.Rand, logN, logM, ncols
 			i := q/n + cosets*(q%n)
 			for col := 0; col < ncols; col++ {
 				if s := srcmap[2*col]; s != zcNone {
-					want[int(s)*width+pp] = MontOf(at(xl, col, i))
+					want[int(s)*width+pp] = uint32(MontOf(at(xl, col, i)))
 				}
 				if s := srcmap[2*col+1]; s != zcNone {
-					want[int(s)*width+pp] = MontOf(at(xl, col, (i+cosets)%m).Add(deltas[xl*ncols+col].Mul(lrow[i])))
+					want[int(s)*width+pp] = uint32(MontOf(at(xl, col, (i+cosets)%m).Add(deltas[xl*ncols+col].Mul(lrow[i]))))
 				}
 			}
 			var first, last field.Fp
@@ -160,7 +160,7 @@ func testZcValues(t *testing.T, dev *gpu.Device, r *rand.Rand, logN, logM, ncols
 			}
 			for k, v := range []field.Fp{first, last, field.One.Sub(last)} {
 				if s := selSlots[k]; s != zcNone {
-					want[int(s)*width+pp] = MontOf(v)
+					want[int(s)*width+pp] = uint32(MontOf(v))
 				}
 			}
 		}

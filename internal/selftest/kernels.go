@@ -126,7 +126,7 @@ func checkRS(dev *gpu.Device, ntt *kernels.NTT, logM, width, lSkip, logBlowup in
 		return err
 	}
 	defer a.Free()
-	var cw *gpu.Array[uint32]
+	var cw *gpu.Array[kernels.Mont]
 	if err := oneSync(dev, func() (err error) {
 		cw, err = ntt.RSEncodeMatrix("selftest codeword", a, q.Height, width, lSkip, logBlowup, false)
 		return err

@@ -25,7 +25,7 @@ type Committed struct {
 	k                int
 
 	mu          sync.Mutex
-	q, codeword *gpu.Array[uint32]
+	q, codeword *gpu.Array[kernels.Mont]
 	tree        *kernels.MerkleTree
 }
 
@@ -51,7 +51,7 @@ func (c *Committed) free() {
 		c.tree.Free()
 		c.tree = nil
 	}
-	for _, a := range []*gpu.Array[uint32]{c.codeword, c.q} {
+	for _, a := range []*gpu.Array[kernels.Mont]{c.codeword, c.q} {
 		if a != nil {
 			a.Free()
 		}
@@ -126,10 +126,10 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 		c.free()
 		return nil, err
 	}
-	if c.q, err = gpu.AllocArray[uint32](b.dev, "stacked matrix", c.height*c.width); err != nil {
+	if c.q, err = gpu.AllocArray[kernels.Mont](b.dev, "stacked matrix", c.height*c.width); err != nil {
 		return fail(err)
 	}
-	if c.codeword, err = gpu.AllocArray[uint32](b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup); err != nil {
+	if c.codeword, err = gpu.AllocArray[kernels.Mont](b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup); err != nil {
 		return fail(err)
 	}
 	batch := b.dev.Batch()

@@ -68,7 +68,7 @@ func (b *Backend) newRowEval(in *stark.AirInput, outs constraints.Outputs, extra
 		if err != nil {
 			return nil, err
 		}
-		e.parts = append(e.parts, buf)
+		e.parts = append(e.parts, gpu.View[uint32](buf)) // the rows family takes words
 	}
 	words, err := dp.ConstsAndPublic(in.Public)
 	if err != nil {

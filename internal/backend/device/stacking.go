@@ -358,7 +358,10 @@ func (sp *stackingProver) UnivariateRound() ([]field.Fp4, error) {
 	polyMulAcc(res, idft.ext(abc[n:2*n]), polyB)
 	polyMulAcc(res, idft.ext(abc[2*n:]), polyC)
 	for k, s := range sp.shorts {
-		blk := kernels.CanonicalSlice(sums[width+k*n : width+(k+1)*n])
+		blk := make([]field.Fp, n)
+		for j := range blk {
+			blk[j] = kernels.CanonicalOf(kernels.Mont(sums[width+k*n+j]))
+		}
 		a, bw := sp.batch.EqWeight[s.c][s.i], sp.batch.RotWeight[s.c][s.i]
 		polyMulAcc(res, idft.base(blk), shortWeightPoly(l, s.nn, r[0], a, bw))
 	}

@@ -3,7 +3,6 @@ package device
 import (
 	"fmt"
 	"sync"
-	"unsafe"
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/field"
@@ -20,7 +19,7 @@ type Trace struct {
 	width, height int
 
 	mu  sync.Mutex
-	buf *gpu.Array[uint32]
+	buf *gpu.Array[field.Fp]
 }
 
 var _ stark.Trace = (*Trace)(nil)
@@ -38,7 +37,7 @@ func (b *Backend) LoadTrace(name string, m *air.Matrix) (stark.Trace, error) {
 	}
 	t := &Trace{be: b, host: m, width: m.Width, height: m.Height}
 	if m.Width > 0 {
-		buf, err := gpu.UploadArray(b.dev, "trace "+name, asUint32(m.Values))
+		buf, err := gpu.UploadArray(b.dev, "trace "+name, m.Values)
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +70,7 @@ func (t *Trace) free() {
 }
 
 // values returns the device buffer (nil for a width-0 trace) or ErrFreed.
-func (t *Trace) values() (*gpu.Array[uint32], error) {
+func (t *Trace) values() (*gpu.Array[field.Fp], error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.width > 0 && t.buf == nil {
@@ -91,13 +90,4 @@ func (b *Backend) traces(ts []stark.Trace) ([]*Trace, error) {
 		out[i] = dt
 	}
 	return out, nil
-}
-
-// asUint32 views canonical field elements as the uints the device stores (field.Fp is a uint32:
-// no copy).
-func asUint32(v []field.Fp) []uint32 {
-	if len(v) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*uint32)(unsafe.Pointer(&v[0])), len(v))
 }

@@ -49,7 +49,7 @@ type whirProver struct {
 	mu, kLo, kHi       *gpu.Array[uint32]
 	points, eqLo, eqHi *gpu.Array[uint32]
 
-	codewords []*gpu.Array[uint32]
+	codewords []*gpu.Array[kernels.Mont]
 	trees     []*kernels.MerkleTree
 	released  bool
 }
@@ -264,7 +264,7 @@ func (wp *whirProver) CommitFolded(logDomain int) (stark.Digest, error) {
 		return stark.Digest{}, err
 	}
 	n := 1 << logDomain
-	cw, err := gpu.AllocArray[uint32](wp.dev, fmt.Sprintf("whir codeword %d", len(wp.codewords)), 4*n)
+	cw, err := gpu.AllocArray[kernels.Mont](wp.dev, fmt.Sprintf("whir codeword %d", len(wp.codewords)), 4*n)
 	if err != nil {
 		return stark.Digest{}, err
 	}
@@ -460,10 +460,13 @@ func (wp *whirProver) Release() {
 		wp.sc.Close()
 	}
 	bufs := []*gpu.Array[uint32]{wp.f[0], wp.f[1], wp.w[0], wp.w[1], wp.coeffs, wp.horner, wp.mu, wp.kLo, wp.kHi, wp.points, wp.eqLo, wp.eqHi}
-	for _, a := range append(bufs, wp.codewords...) {
+	for _, a := range bufs {
 		if a != nil {
 			a.Free()
 		}
+	}
+	for _, a := range wp.codewords {
+		a.Free()
 	}
 	wp.trees, wp.codewords = nil, nil
 	wp.f, wp.w = [2]*gpu.Array[uint32]{}, [2]*gpu.Array[uint32]{}

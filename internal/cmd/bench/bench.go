@@ -363,7 +363,7 @@ func (b *bencher) run(s, ml int) error {
 	b.add("copy (Batch.Copy)", fmt.Sprintf("2^%d u32", logCopy), "elem", t, float64(n), float64(8*n), 0, 0)
 	t, err = b.median(func() error {
 		bt := dev.Batch()
-		if err := kernels.EncodeCopy(bt, dev, dst, src, n); err != nil {
+		if err := kernels.EncodeCopy(bt, dev, dst, gpu.View[uint32](src), n); err != nil {
 			return err
 		}
 		return bt.Wait()

@@ -12,7 +12,7 @@ import (
 )
 
 // absorb is the SIMD absorber with the kernels' constants (nil where the build has none).
-var absorb = host.NewAbsorber(kernels.RoundConstants())
+var absorb = host.NewAbsorber(kernels.RoundConstantWords())
 
 // goAbsorb is poseidon2.Absorb's own loop: Observe once per element.
 func goAbsorb(state *[poseidon2.Width]field.Fp, idx int, data []field.Fp) int {

@@ -11,7 +11,7 @@ import (
 	"github.com/metalprove/metalprove/internal/transcript"
 )
 
-var search = host.NewWitnessSearch(kernels.RoundConstants())
+var search = host.NewWitnessSearch(kernels.RoundConstantWords())
 
 // goSearch is the search by transcript.WitnessOK, one candidate at a time.
 func goSearch(state *[poseidon2.Width]field.Fp, idx int, mask uint32, from, to uint32) (field.Fp, bool) {

@@ -51,7 +51,7 @@ func shapes() [][2]int {
 }
 
 // onDevice uploads in (canonical) in Montgomery form, runs f on the array and reads it back.
-func onDevice(in []field.Fp, f func(a *gpu.Array[uint32]) error) ([]field.Fp, error) {
+func onDevice(in []field.Fp, f func(a *gpu.Array[kernels.Mont]) error) ([]field.Fp, error) {
 	a, err := kernels.UploadMont(dev, "dualtest input", in)
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func TestDFTAndIDFT(t *testing.T) {
 				Input:  Random(uint64(i), h*w),
 				Layout: ColumnMajor(h),
 				Device: func(in []field.Fp) ([]field.Fp, error) {
-					return onDevice(in, func(a *gpu.Array[uint32]) error { return ntt.DFTColumns(a, h, w, inverse) })
+					return onDevice(in, func(a *gpu.Array[kernels.Mont]) error { return ntt.DFTColumns(a, h, w, inverse) })
 				},
 				Ref: func(in []field.Fp) ([]field.Fp, error) {
 					if inverse {
@@ -99,16 +99,12 @@ func TestRSEncode(t *testing.T) {
 			Input:  Random(uint64(100+i), h*w),
 			Layout: ColumnMajor(h << logBlowup),
 			Device: func(in []field.Fp) ([]field.Fp, error) {
-				u := make([]uint32, len(in)) // canonical upload: the launcher converts
-				for j, x := range in {
-					u[j] = uint32(x)
-				}
-				q, err := gpu.UploadArray(dev, "dualtest rs input", u)
+				q, err := gpu.UploadArray(dev, "dualtest rs input", in) // canonical: the launcher converts
 				if err != nil {
 					return nil, err
 				}
 				defer q.Free()
-				out, err := ntt.RSEncodeMatrix("dualtest codeword", q, h, w, lSkip, logBlowup, true)
+				out, err := ntt.RSEncodeMatrix("dualtest codeword", gpu.View[kernels.Mont](q), h, w, lSkip, logBlowup, true)
 				if err != nil {
 					return nil, err
 				}
@@ -135,7 +131,7 @@ func TestPoseidon2Permute(t *testing.T) {
 			Input:  Random(uint64(200+i), poseidon2.Width*n),
 			Layout: RowMajor(poseidon2.Width),
 			Device: func(in []field.Fp) ([]field.Fp, error) {
-				return onDevice(in, func(a *gpu.Array[uint32]) error { return p2.Permute(a, n) })
+				return onDevice(in, func(a *gpu.Array[kernels.Mont]) error { return p2.Permute(a, n) })
 			},
 			Ref: func(in []field.Fp) ([]field.Fp, error) {
 				for s := 0; s < n; s++ {
