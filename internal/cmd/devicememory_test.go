@@ -32,6 +32,13 @@ func TestDeviceMemoryPreflight(t *testing.T) {
 	if rep.DeviceMemory == nil || rep.PeakMemory <= 0 || rep.EstimateBytes < rep.PeakMemory || rep.EstimateStep == "" || rep.AvailableBytes == 0 {
 		t.Fatalf("prove --json: peak %d, device memory %+v: want an estimate ≥ the peak, its step and the memory available", rep.PeakMemory, rep.DeviceMemory)
 	}
+	top := int64(0)
+	for _, s := range rep.EstimateSteps {
+		top = max(top, s.Peak)
+	}
+	if len(rep.EstimateSteps) == 0 || top != rep.EstimateBytes {
+		t.Errorf("prove --json: memory_estimate_steps %+v: want the steps, the largest the estimate %d", rep.EstimateSteps, rep.EstimateBytes)
+	}
 	for _, s := range rep.Stages {
 		if s.PeakMemory > rep.PeakMemory {
 			t.Errorf("stage %s peak %d above the report's %d", s.Stage, s.PeakMemory, rep.PeakMemory)

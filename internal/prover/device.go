@@ -138,6 +138,9 @@ type DeviceMemory struct {
 	// EstimateStep.
 	EstimateBytes int64  `json:"memory_estimate_bytes"`
 	EstimateStep  string `json:"memory_estimate_step"`
+	// EstimateSteps is each step's estimated peak, in proof order, to hold beside the stages'
+	// measured peaks (peak_memory_bytes of each stage).
+	EstimateSteps []device.StepMemory `json:"memory_estimate_steps,omitempty"`
 	// AvailableBytes is the device memory available before the proof (Device.AvailableMemory;
 	// 0 when the device does not say).
 	AvailableBytes uint64 `json:"memory_available_bytes,omitempty"`
@@ -157,7 +160,7 @@ func (b *Backend) CheckDeviceMemory(pk *stark.ProvingKey, heights []int, p sp.Sy
 	if err != nil {
 		return nil, err
 	}
-	dm := &DeviceMemory{EstimateBytes: est.Peak, EstimateStep: est.Step}
+	dm := &DeviceMemory{EstimateBytes: est.Peak, EstimateStep: est.Step, EstimateSteps: est.Steps}
 	avail, known := b.dev.AvailableMemory()
 	if known {
 		dm.AvailableBytes = avail

@@ -80,7 +80,8 @@ Device memory: before the proof starts (after keygen), its peak device memory is
 the trace shapes and the parameters; a proof whose estimate exceeds the memory the device has
 available (its memory less what is allocated; on CUDA at most what the driver reports free; at
 most --device-memory) is refused, naming both. --json reports the estimate
-(memory_estimate_bytes, memory_estimate_step) beside the measured peak (peak_memory_bytes).
+(memory_estimate_bytes, memory_estimate_step, and each step's in memory_estimate_steps) beside the
+measured peak (peak_memory_bytes).
 
 --json prints one object whatever the outcome: on failure {error, exit_code}, the message printed
 on stderr and the exit status.
