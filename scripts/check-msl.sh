@@ -4,8 +4,9 @@
 #      two flavours (docs/KERNELS.md): "cpp" = C++ with address_space(1/2/3); "ocl" = C++ for OpenCL
 #      2021 without the generic address space (unqualified = private = Metal's thread);
 #   2. the deliberate mistakes of shaders/bad/check_cases.metal give the expected verdicts;
-#   3. internal/gpu/cuda/kernels.gen.cu and the module template kernels_pieces.gen.cu completed
-#      with Keccak-f's generated code (scripts/moduleinstance) compile as CUDA (clang -x cuda with
+#   3. internal/gpu/cuda/kernels.gen.cu, the module template kernels_pieces.gen.cu completed
+#      with Keccak-f's generated code and kernels_whole.gen.cu with Fibonacci's whole program
+#      (scripts/moduleinstance) compile as CUDA (clang -x cuda with
 #      scripts/cuda_stub.h standing in for what NVRTC declares implicitly) and yield one PTX entry
 #      per kernel in all.
 # It uses the newest clang on PATH (clang-NN or clang; CLANG=... overrides) and installs one from
@@ -90,10 +91,13 @@ ne=0
 barrier=no
 mulhi=no
 # A module template (kernels_NAME.gen.cu) is checked completed with real generated code: the
-# pieces template with Keccak-f's (scripts/moduleinstance, units and main code in one source).
+# pieces template with Keccak-f's (scripts/moduleinstance, units and main code in one source), the
+# whole template with Fibonacci's whole program.
 "$GO" run ./scripts/moduleinstance -template internal/gpu/cuda/kernels_pieces.gen.cu -air keccakf -o "$OUT/kernels_pieces.keccakf.cu" ||
 	bad "scripts/moduleinstance (the pieces template with Keccak-f's code)"
-for CUFILE in internal/gpu/cuda/kernels.gen.cu "$OUT/kernels_pieces.keccakf.cu"; do
+"$GO" run ./scripts/moduleinstance -template internal/gpu/cuda/kernels_whole.gen.cu -air fibonacci -whole -o "$OUT/kernels_whole.fibonacci.cu" ||
+	bad "scripts/moduleinstance (the whole template with Fibonacci's code)"
+for CUFILE in internal/gpu/cuda/kernels.gen.cu "$OUT/kernels_pieces.keccakf.cu" "$OUT/kernels_whole.fibonacci.cu"; do
 	# (the one inactive #include <metal_stdlib> of prelude.h's Metal branch is preprocessed away)
 	if grep '^[[:space:]]*#[[:space:]]*include' "$CUFILE" | grep -qv '<metal_stdlib>'; then
 		bad "$CUFILE has an #include (NVRTC compiles it alone)"

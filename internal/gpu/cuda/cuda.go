@@ -39,8 +39,14 @@ var kernelsSource string
 //go:embed kernels_pieces.gen.cu
 var piecesSource string
 
+// wholeSource is the module template of the generated whole-program round-0 kernel
+// (shaders/constraints/zerocheck_whole.metal): BuildModules completes it with an AIR's code.
+//
+//go:embed kernels_whole.gen.cu
+var wholeSource string
+
 // moduleSources are the module templates, by KernelInfo.Module.
-var moduleSources = map[string]string{"pieces": piecesSource}
+var moduleSources = map[string]string{"pieces": piecesSource, "whole": wholeSource}
 
 // KernelPrefix is prepended to a kernel's name to get its CUDA entry point.
 const KernelPrefix = "mslk_"

@@ -4138,7 +4138,9 @@ MSL_KERNEL void msl_kernel_sc_eq_expand(MSL_DEVICE const uint* lo              ,
 //
 // The program runs through an evaluator given as a template parameter (ProgInterpreter of
 // program_lanes.h): the kernel bodies are templates, the kernels instantiate them with the
-// interpreter; a generated evaluator for one AIR gets its own two kernels from the same bodies.
+// interpreter; a generated evaluator for one AIR gets its own kernels from the same bodies (round
+// 0's body, zc_uni_body, lives in zc_uni_body.h for that: the module template zerocheck_whole.metal
+// instantiates it with the straight-line code written per AIR at run time, zc_uni_whole).
 //
 // Scratch (slot values and registers of the evaluator), laid out as the launcher says
 // (interleave): on the host device every thread owns a contiguous region (its lanes' values side
@@ -4147,7 +4149,18 @@ MSL_KERNEL void msl_kernel_sc_eq_expand(MSL_DEVICE const uint* lo              ,
 // words; interleave 1). zc_region gives a region's first word; within it entry e of lane l is at
 // e·T + t + l (T = zc_T, t = zc_t). No barriers, no atomics: partial sums are per-thread rows,
 // added by sc_sum_rows (two passes, deterministic).
-#line 38 "shaders/constraints/zerocheck.metal"
+#line 40 "shaders/constraints/zerocheck.metal"
+#line 1 "shaders/include/zc_uni_body.h"
+// zc_uni_body.h - round 0 of the batch constraint sumcheck by the whole program (zerocheck.metal
+// has the scratch layout and the strategies): its parameters, the slot values of a unit of points
+// (point mode, coset mode, the selectors) and the body zc_uni_body, a template over the evaluator
+// of the program. zerocheck.metal instantiates it with the lane interpreter (zc_uni_eval); the
+// module template zerocheck_whole.metal with an AIR's generated straight-line code (zc_uni_whole,
+// internal/kernels/piececode.Whole), which CUDA, Metal and the host device compile at run time:
+// both kernels share this one body.
+#ifndef ZC_UNI_BODY_H
+#define ZC_UNI_BODY_H
+#line 11 "shaders/include/zc_uni_body.h"
 #line 1 "shaders/include/zc_uni.h"
 // zc_uni.h - what the round-0 kernels of zerocheck.metal share with the generated ones of
 // zerocheck_pieces.metal (which CUDA compiles as a module of its own): the parameters of round 0
@@ -4181,7 +4194,7 @@ MSL_FN void zc_accumulate(MSL_DEVICE uint* partials, uint row, bb4 e, bb4 zc, bb
 }
 
 #endif  // ZC_UNI_H
-#line 39 "shaders/constraints/zerocheck.metal"
+#line 12 "shaders/include/zc_uni_body.h"
 
 #define ZC_NONE 0xffffffffu
 #define ZC_MAX_N 32u  // largest block (l_skip ≤ 5): thread arrays of the coset DFTs
@@ -4230,168 +4243,6 @@ MSL_FN void zc_dft(MSL_THREAD lanes_uint* v, uint logn, MSL_DEVICE const uint* t
         v[s + k + hlen] = bb_sub_lanes(a, b);
       }
     }
-  }
-}
-
-// Whether zc_load_rows can load n consecutive rows of every lane: host device, 16 lanes, n a
-// multiple of 16 (the rows of a block lie side by side when h ≥ N).
-MSL_FN bool zc_rows_by_vectors(uint n, uint h) {
-#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE && MSL_LANES == 16u
-  return n >= 16u && n % 16u == 0u && h >= n;
-#else
-  return false;
-#endif
-}
-
-// v[j] (j < n), lane l = p[offs[l] + j]: n consecutive words of each lane's run, loaded 16 at a
-// time and transposed 16×16 (zc_rows_by_vectors must hold; the runs must not wrap).
-MSL_FN void zc_load_rows(MSL_THREAD lanes_uint* v, MSL_DEVICE const uint* p, MSL_THREAD const uint* offs, uint n) {
-#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE && MSL_LANES == 16u
-  for (uint m = 0u; m < n; m += 16u) {
-    for (uint l = 0u; l < 16u; l++) v[m + l] = lanes_ld_dev(p + offs[l] + m);
-    lanes_transpose(v + m);
-  }
-#endif
-}
-
-// ------------------------------------------------------------------------------------------------
-// Round 0, pre-pass.
-
-struct ZcCoeffsParams {
-  uint log_h;         // the part has h = 2^log_h rows (column c at c·h), canonical values
-  uint log_n;         // N = 2^log_n rows per block
-  uint log_m;         // M = 2^log_m (the twiddle table's size)
-  uint x0;            // first block of the slice (blocks of the lifted height N·X, periodic)
-  uint slice_blocks;  // blocks of the slice: coefs and deltas hold them from block 0
-  uint col0;          // first source column of this part (a multiple of MSL_LANES)
-  uint count;         // source columns of this part
-  uint ncols;         // row length of coefs and deltas (source columns of all parts, padded)
-  uint inv_n;         // 1/N·R² mod p: scales canonical coefficients into Montgomery form
-  uint lanes;         // MSL_LANES the launcher assumed (the kernel does nothing on a mismatch)
-};
-
-// For block x = x0 + xl of the slice and source column s = col0 + c (c < count; part column
-// part_cols[s]): coefs[(xl·N + k)·ncols + s] = c_k, the coefficients of the block's interpolant
-// over the N-th roots of unity (Montgomery), and deltas[xl·ncols + s] = v_next − v_first (the first
-// value of the next block, cyclically, minus the block's first). Block rows are x·N + j mod h.
-// Padding columns (c ≥ count, up to the next multiple of MSL_LANES) get unspecified values (no slot
-// reads them).
-MSL_KERNEL void msl_kernel_zc_coeffs(MSL_DEVICE const uint* values              ,
-                      MSL_DEVICE const uint* part_cols              ,
-                      MSL_DEVICE const uint* tw              ,
-                      MSL_DEVICE uint* coefs              ,
-                      MSL_DEVICE uint* deltas              ,
-                      MSL_CONSTANT ZcCoeffsParams& p              ,
-                      uint gid                            ,
-                      uint G                     ) {
-  if (p.lanes != MSL_LANES) return;
-  uint log_h = p.log_h;
-  uint hmask = (1u << log_h) - 1u;
-  uint log_n = p.log_n;
-  uint n = 1u << log_n;
-  uint mmask = (1u << p.log_m) - 1u;
-  uint step = 1u << (p.log_m - log_n);
-  uint x0 = p.x0;
-  uint col0 = p.col0;
-  uint count = p.count;
-  uint ncols = p.ncols;
-  lanes_uint inv_n = lanes_splat(p.inv_n);
-  uint cgroups = (count + MSL_LANES - 1u) / MSL_LANES;
-  uint items = p.slice_blocks * cgroups;
-  for (uint it = gid; it < items; it += G) {
-    uint xl = it / cgroups;
-    uint c = (it % cgroups) * MSL_LANES;
-    uint x = x0 + xl;
-    uint base[MSL_LANES];
-    bool live[MSL_LANES];
-    for (uint l = 0u; l < MSL_LANES; l++) {
-      live[l] = c + l < count;
-      base[l] = live[l] ? part_cols[col0 + c + l] << log_h : 0u;
-    }
-    lanes_uint v[ZC_MAX_N];
-    uint tmp[MSL_LANES];
-    if (zc_rows_by_vectors(n, hmask + 1u)) {
-      for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = (live[l] ? base[l] : base[0]) + (x << log_n);
-      zc_load_rows(v, values, tmp, n);
-    } else {
-      for (uint j = 0u; j < n; j++) {
-        uint row = ((x << log_n) + j) & hmask;
-        for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + row] : 0u;
-        v[j] = lanes_ld_th(tmp);
-      }
-    }
-    uint next = ((x + 1u) << log_n) & hmask;
-    for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + next] : 0u;
-    lanes_uint delta = bb_mul_lanes(bb_sub_lanes(lanes_ld_th(tmp), v[0]), lanes_splat(BB_R2));
-    lanes_st_dev(deltas + xl * ncols + col0 + c, delta);
-    zc_dft(v, log_n, tw, mmask, step, true);
-    for (uint k = 0u; k < n; k++) {
-      lanes_st_dev(coefs + ((xl << log_n) + k) * ncols + col0 + c, bb_mul_lanes(v[k], inv_n));
-    }
-  }
-}
-
-// zc_coeffs on GPUs, through group memory: a group takes tiles of ZC_TILE_COLS source columns × TB
-// blocks (TB = tpg / ZC_TILE_COLS, TB·N ≤ 256 rows), reads the tile's TB·N + 1 rows of each column
-// with neighbouring threads on neighbouring rows (coalesced; zc_coeffs' thread reads its own 16
-// words of a column 128 KiB away from its neighbour's), then thread (block, column) takes its N
-// values from group memory (row stride TB·N + 1: an odd stride, so the threads of a SIMD group
-// fall in distinct banks) and writes what zc_coeffs writes. Lanes are not used (a host device
-// posing as a GPU in tests runs lane 0). sh: ZC_TILE_COLS·(TB·N + 1) words.
-#define ZC_TILE_COLS 16u
-MSL_KERNEL void msl_kernel_zc_coeffs_tiles(MSL_DEVICE const uint* values              ,
-                            MSL_DEVICE const uint* part_cols              ,
-                            MSL_DEVICE const uint* tw              ,
-                            MSL_DEVICE uint* coefs              ,
-                            MSL_DEVICE uint* deltas              ,
-                            MSL_CONSTANT ZcCoeffsParams& p              ,
-                            MSL_THREADGROUP uint* sh                   ,
-                            uint tid                                ,
-                            uint group                                 ,
-                            uint tpg                            ,
-                            uint ngroups                          ) {
-  uint log_h = p.log_h;
-  uint hmask = (1u << log_h) - 1u;
-  uint log_n = p.log_n;
-  uint n = 1u << log_n;
-  uint mmask = (1u << p.log_m) - 1u;
-  uint step = 1u << (p.log_m - log_n);
-  uint x0 = p.x0;
-  uint col0 = p.col0;
-  uint count = p.count;
-  uint ncols = p.ncols;
-  uint sb = p.slice_blocks;
-  uint inv_n = p.inv_n;
-  uint tb = tpg / ZC_TILE_COLS;  // blocks per tile
-  uint rows = tb * n + 1u;       // rows per tile and column (the next block's first row included)
-  uint xtiles = (sb + tb - 1u) / tb;
-  uint tiles = xtiles * ((count + ZC_TILE_COLS - 1u) / ZC_TILE_COLS);
-  uint cl = tid % ZC_TILE_COLS;  // this thread's column and block in a tile
-  uint bl = tid / ZC_TILE_COLS;
-  for (uint tile = group; tile < tiles; tile += ngroups) {
-    uint c0 = (tile / xtiles) * ZC_TILE_COLS;
-    uint xl0 = (tile % xtiles) * tb;
-    uint row0 = (x0 + xl0) << log_n;
-    for (uint i = tid; i < ZC_TILE_COLS * rows; i += tpg) {
-      uint c = i / rows;
-      uint r = i - c * rows;
-      sh[c * rows + r] = c0 + c < count ? values[(part_cols[col0 + c0 + c] << log_h) + ((row0 + r) & hmask)] : 0u;
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    uint c = c0 + cl;
-    uint xl = xl0 + bl;
-    if (bl < tb && c < count && xl < sb) {
-      lanes_uint v[ZC_MAX_N];
-      MSL_THREADGROUP const uint* col = sh + cl * rows + bl * n;
-      for (uint j = 0u; j < n; j++) v[j] = lanes_splat(col[j]);
-      uint first = col[0];
-      deltas[xl * ncols + col0 + c] = bb_mul(bb_sub(col[n], first), BB_R2);
-      zc_dft(v, log_n, tw, mmask, step, true);
-      for (uint k = 0u; k < n; k++) {
-        coefs[((xl << log_n) + k) * ncols + col0 + c] = bb_mul(lanes_get(v[k], 0u), inv_n);
-      }
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
   }
 }
 
@@ -4677,6 +4528,174 @@ MSL_FN void zc_uni_body(MSL_THREAD Eval& ev, MSL_DEVICE const uint* prog, MSL_DE
     }
   }
 }
+
+#endif  // ZC_UNI_BODY_H
+#line 41 "shaders/constraints/zerocheck.metal"
+
+// Whether zc_load_rows can load n consecutive rows of every lane: host device, 16 lanes, n a
+// multiple of 16 (the rows of a block lie side by side when h ≥ N).
+MSL_FN bool zc_rows_by_vectors(uint n, uint h) {
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE && MSL_LANES == 16u
+  return n >= 16u && n % 16u == 0u && h >= n;
+#else
+  return false;
+#endif
+}
+
+// v[j] (j < n), lane l = p[offs[l] + j]: n consecutive words of each lane's run, loaded 16 at a
+// time and transposed 16×16 (zc_rows_by_vectors must hold; the runs must not wrap).
+MSL_FN void zc_load_rows(MSL_THREAD lanes_uint* v, MSL_DEVICE const uint* p, MSL_THREAD const uint* offs, uint n) {
+#if defined(MSL_TARGET_HOST) && LANES_SHUFFLE && MSL_LANES == 16u
+  for (uint m = 0u; m < n; m += 16u) {
+    for (uint l = 0u; l < 16u; l++) v[m + l] = lanes_ld_dev(p + offs[l] + m);
+    lanes_transpose(v + m);
+  }
+#endif
+}
+
+// ------------------------------------------------------------------------------------------------
+// Round 0, pre-pass.
+
+struct ZcCoeffsParams {
+  uint log_h;         // the part has h = 2^log_h rows (column c at c·h), canonical values
+  uint log_n;         // N = 2^log_n rows per block
+  uint log_m;         // M = 2^log_m (the twiddle table's size)
+  uint x0;            // first block of the slice (blocks of the lifted height N·X, periodic)
+  uint slice_blocks;  // blocks of the slice: coefs and deltas hold them from block 0
+  uint col0;          // first source column of this part (a multiple of MSL_LANES)
+  uint count;         // source columns of this part
+  uint ncols;         // row length of coefs and deltas (source columns of all parts, padded)
+  uint inv_n;         // 1/N·R² mod p: scales canonical coefficients into Montgomery form
+  uint lanes;         // MSL_LANES the launcher assumed (the kernel does nothing on a mismatch)
+};
+
+// For block x = x0 + xl of the slice and source column s = col0 + c (c < count; part column
+// part_cols[s]): coefs[(xl·N + k)·ncols + s] = c_k, the coefficients of the block's interpolant
+// over the N-th roots of unity (Montgomery), and deltas[xl·ncols + s] = v_next − v_first (the first
+// value of the next block, cyclically, minus the block's first). Block rows are x·N + j mod h.
+// Padding columns (c ≥ count, up to the next multiple of MSL_LANES) get unspecified values (no slot
+// reads them).
+MSL_KERNEL void msl_kernel_zc_coeffs(MSL_DEVICE const uint* values              ,
+                      MSL_DEVICE const uint* part_cols              ,
+                      MSL_DEVICE const uint* tw              ,
+                      MSL_DEVICE uint* coefs              ,
+                      MSL_DEVICE uint* deltas              ,
+                      MSL_CONSTANT ZcCoeffsParams& p              ,
+                      uint gid                            ,
+                      uint G                     ) {
+  if (p.lanes != MSL_LANES) return;
+  uint log_h = p.log_h;
+  uint hmask = (1u << log_h) - 1u;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint mmask = (1u << p.log_m) - 1u;
+  uint step = 1u << (p.log_m - log_n);
+  uint x0 = p.x0;
+  uint col0 = p.col0;
+  uint count = p.count;
+  uint ncols = p.ncols;
+  lanes_uint inv_n = lanes_splat(p.inv_n);
+  uint cgroups = (count + MSL_LANES - 1u) / MSL_LANES;
+  uint items = p.slice_blocks * cgroups;
+  for (uint it = gid; it < items; it += G) {
+    uint xl = it / cgroups;
+    uint c = (it % cgroups) * MSL_LANES;
+    uint x = x0 + xl;
+    uint base[MSL_LANES];
+    bool live[MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      live[l] = c + l < count;
+      base[l] = live[l] ? part_cols[col0 + c + l] << log_h : 0u;
+    }
+    lanes_uint v[ZC_MAX_N];
+    uint tmp[MSL_LANES];
+    if (zc_rows_by_vectors(n, hmask + 1u)) {
+      for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = (live[l] ? base[l] : base[0]) + (x << log_n);
+      zc_load_rows(v, values, tmp, n);
+    } else {
+      for (uint j = 0u; j < n; j++) {
+        uint row = ((x << log_n) + j) & hmask;
+        for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + row] : 0u;
+        v[j] = lanes_ld_th(tmp);
+      }
+    }
+    uint next = ((x + 1u) << log_n) & hmask;
+    for (uint l = 0u; l < MSL_LANES; l++) tmp[l] = live[l] ? values[base[l] + next] : 0u;
+    lanes_uint delta = bb_mul_lanes(bb_sub_lanes(lanes_ld_th(tmp), v[0]), lanes_splat(BB_R2));
+    lanes_st_dev(deltas + xl * ncols + col0 + c, delta);
+    zc_dft(v, log_n, tw, mmask, step, true);
+    for (uint k = 0u; k < n; k++) {
+      lanes_st_dev(coefs + ((xl << log_n) + k) * ncols + col0 + c, bb_mul_lanes(v[k], inv_n));
+    }
+  }
+}
+
+// zc_coeffs on GPUs, through group memory: a group takes tiles of ZC_TILE_COLS source columns × TB
+// blocks (TB = tpg / ZC_TILE_COLS, TB·N ≤ 256 rows), reads the tile's TB·N + 1 rows of each column
+// with neighbouring threads on neighbouring rows (coalesced; zc_coeffs' thread reads its own 16
+// words of a column 128 KiB away from its neighbour's), then thread (block, column) takes its N
+// values from group memory (row stride TB·N + 1: an odd stride, so the threads of a SIMD group
+// fall in distinct banks) and writes what zc_coeffs writes. Lanes are not used (a host device
+// posing as a GPU in tests runs lane 0). sh: ZC_TILE_COLS·(TB·N + 1) words.
+#define ZC_TILE_COLS 16u
+MSL_KERNEL void msl_kernel_zc_coeffs_tiles(MSL_DEVICE const uint* values              ,
+                            MSL_DEVICE const uint* part_cols              ,
+                            MSL_DEVICE const uint* tw              ,
+                            MSL_DEVICE uint* coefs              ,
+                            MSL_DEVICE uint* deltas              ,
+                            MSL_CONSTANT ZcCoeffsParams& p              ,
+                            MSL_THREADGROUP uint* sh                   ,
+                            uint tid                                ,
+                            uint group                                 ,
+                            uint tpg                            ,
+                            uint ngroups                          ) {
+  uint log_h = p.log_h;
+  uint hmask = (1u << log_h) - 1u;
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint mmask = (1u << p.log_m) - 1u;
+  uint step = 1u << (p.log_m - log_n);
+  uint x0 = p.x0;
+  uint col0 = p.col0;
+  uint count = p.count;
+  uint ncols = p.ncols;
+  uint sb = p.slice_blocks;
+  uint inv_n = p.inv_n;
+  uint tb = tpg / ZC_TILE_COLS;  // blocks per tile
+  uint rows = tb * n + 1u;       // rows per tile and column (the next block's first row included)
+  uint xtiles = (sb + tb - 1u) / tb;
+  uint tiles = xtiles * ((count + ZC_TILE_COLS - 1u) / ZC_TILE_COLS);
+  uint cl = tid % ZC_TILE_COLS;  // this thread's column and block in a tile
+  uint bl = tid / ZC_TILE_COLS;
+  for (uint tile = group; tile < tiles; tile += ngroups) {
+    uint c0 = (tile / xtiles) * ZC_TILE_COLS;
+    uint xl0 = (tile % xtiles) * tb;
+    uint row0 = (x0 + xl0) << log_n;
+    for (uint i = tid; i < ZC_TILE_COLS * rows; i += tpg) {
+      uint c = i / rows;
+      uint r = i - c * rows;
+      sh[c * rows + r] = c0 + c < count ? values[(part_cols[col0 + c0 + c] << log_h) + ((row0 + r) & hmask)] : 0u;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    uint c = c0 + cl;
+    uint xl = xl0 + bl;
+    if (bl < tb && c < count && xl < sb) {
+      lanes_uint v[ZC_MAX_N];
+      MSL_THREADGROUP const uint* col = sh + cl * rows + bl * n;
+      for (uint j = 0u; j < n; j++) v[j] = lanes_splat(col[j]);
+      uint first = col[0];
+      deltas[xl * ncols + col0 + c] = bb_mul(bb_sub(col[n], first), BB_R2);
+      zc_dft(v, log_n, tw, mmask, step, true);
+      for (uint k = 0u; k < n; k++) {
+        coefs[((xl << log_n) + k) * ncols + col0 + c] = bb_mul(lanes_get(v[k], 0u), inv_n);
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Round 0 (zc_uni_body.h: the parameters, the slot values, the body).
 
 // Round 0 with the bytecode interpreter (zc_uni_body). weights: Montgomery Fp4 per output, then
 // the constant denominator term.

@@ -309,7 +309,7 @@ func moduleParts(m driver.ModuleSource) ([]string, error) {
 // moduleOpts are the NVRTC options of a module of template (rdc: a part to link).
 func moduleOpts(template, target string, fast, rdc bool) []string {
 	opts := []string{"--gpu-architecture=" + target, "-std=c++17", "-default-device"}
-	if fast {
+	if fast && !fullOptimize[template] {
 		opts = append(opts, "--Ofast-compile=min")
 	}
 	if rdc {
@@ -317,6 +317,13 @@ func moduleOpts(template, target string, fast, rdc bool) []string {
 	}
 	return append(opts, moduleOptions[template]...)
 }
+
+// fullOptimize are the module templates compiled without --Ofast-compile (as the main module
+// is): their modules are small (one AIR's short program). The whole template's kernel
+// zc_uni_whole of interaction-pair 2^20 took 1,761 µs a proof with --Ofast-compile=min and
+// 1,001 µs without, against 1,101 µs for the interpreter (zc_uni_eval) on an H200
+// (docs/perf-notes/constraints.md).
+var fullOptimize = map[string]bool{"whole": true}
 
 // buildImages builds the images of the modules ms[i], i in which: every part of every one
 // compiled side by side (at most one NVRTC program per host core), the parts of a module with

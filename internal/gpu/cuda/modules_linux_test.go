@@ -5,6 +5,7 @@ package cuda
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -201,4 +202,22 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// The NVRTC options of the module templates: --Ofast-compile=min where NVRTC has it, but for the
+// templates compiled fully optimized (fullOptimize: the whole template); the pieces template's
+// register cap; -rdc for a linked part.
+func TestModuleOpts(t *testing.T) {
+	has := func(opts []string, o string) bool { return slices.Contains(opts, o) }
+	p := moduleOpts("pieces", "sm_90", true, true)
+	if !has(p, "--Ofast-compile=min") || !has(p, "--maxrregcount=64") || !has(p, "--relocatable-device-code=true") {
+		t.Errorf("pieces: %q", p)
+	}
+	w := moduleOpts("whole", "sm_90", true, false)
+	if has(w, "--Ofast-compile=min") || has(w, "--relocatable-device-code=true") || !has(w, "--gpu-architecture=sm_90") {
+		t.Errorf("whole: %q", w)
+	}
+	if p := moduleOpts("pieces", "sm_90", false, false); has(p, "--Ofast-compile=min") {
+		t.Errorf("pieces without fast compile: %q", p)
+	}
 }

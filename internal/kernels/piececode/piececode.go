@@ -15,6 +15,10 @@
 // faster than linearly with a function's size. Every value gets its own name (the program reuses
 // registers by liveness; compilers build SSA form anyway). The output depends on the pieces
 // alone, so a module's digest names its compiled code in the backends' caches.
+//
+// A program too short to split (GPUs run it whole) gets its code from Whole (whole.go): the whole
+// program as one straight-line evaluator for the round-0 body the interpreter runs in, compiled
+// into a module of the template shaders/constraints/zerocheck_whole.metal.
 package piececode
 
 import (
@@ -190,56 +194,12 @@ func piece(b *bytes.Buffer, k int, p *constraints.Program) error {
 			fmt.Fprintf(b, "  bb4 a%d = bb4_zero();\n", kd)
 		}
 	}
-	regName := make([]string, p.NumRegs) // the variable holding each register's current value
-	loaded := map[int]bool{}
-	var err error
-	operand := func(o constraints.Operand) string {
-		i := o.Index()
-		switch o.Kind() {
-		case constraints.KindReg:
-			if i >= len(regName) || regName[i] == "" {
-				err = fmt.Errorf("register %d read before it is written", i)
-				return "0"
-			}
-			return regName[i]
-		case constraints.KindSlot:
-			if !loaded[i] {
-				loaded[i] = true
-				fmt.Fprintf(b, "  uint s%d = vals[%du * P + pt];\n", i, i)
-			}
-			return fmt.Sprintf("s%d", i)
-		case constraints.KindConst:
-			return fmt.Sprintf("0x%08xu", montOf(p.Consts[i]))
-		default:
-			return fmt.Sprintf("cp[%du]", len(p.Consts)+i)
-		}
-	}
-	for j, in := range p.Code {
-		a := operand(in.A)
-		if in.Op == constraints.OpEmit {
-			kd := outKind(p, in.Dst)
-			fmt.Fprintf(b, "  a%d = pg_emit(a%d, w + %du, %s);\n", kd, kd, 4*in.Dst, a)
-			continue
-		}
-		var expr string
-		switch in.Op {
-		case constraints.OpAdd:
-			expr = fmt.Sprintf("pg_add(%s, %s)", a, operand(in.B))
-		case constraints.OpSub:
-			expr = fmt.Sprintf("pg_sub(%s, %s)", a, operand(in.B))
-		case constraints.OpMul:
-			expr = fmt.Sprintf("pg_mul(%s, %s)", a, operand(in.B))
-		case constraints.OpNeg:
-			expr = fmt.Sprintf("pg_neg(%s)", a)
-		default:
-			return fmt.Errorf("instruction %d: op %v", j, in.Op)
-		}
-		v := fmt.Sprintf("v%d", j)
-		fmt.Fprintf(b, "  uint %s = %s;\n", v, expr)
-		if int(in.Dst) >= len(regName) {
-			return fmt.Errorf("instruction %d: register %d of %d", j, in.Dst, len(regName))
-		}
-		regName[in.Dst] = v
+	err := writeBody(b, p, pieceDialect, func(o uint32, v string) {
+		kd := outKind(p, o)
+		fmt.Fprintf(b, "  a%d = pg_emit(a%d, w + %du, %s);\n", kd, kd, 4*o, v)
+	})
+	if err != nil {
+		return err
 	}
 	for kd, used := range kinds {
 		if used {
@@ -247,8 +207,15 @@ func piece(b *bytes.Buffer, k int, p *constraints.Program) error {
 		}
 	}
 	b.WriteString("}\n\n")
-	return err
+	return nil
 }
+
+// pieceDialect spells a piece's code: scalar base-field values (uint), the pg_* operations of
+// pieces.h, slot s at point pt read from the slot-value table vals ([slot][point], row length P).
+var pieceDialect = dialect{indent: "  ", typ: "uint", add: "pg_add", sub: "pg_sub", mul: "pg_mul", neg: "pg_neg",
+	load:   func(s int) string { return fmt.Sprintf("vals[%du * P + pt]", s) },
+	konst:  func(m uint32) string { return fmt.Sprintf("0x%08xu", m) },
+	public: func(i int) string { return fmt.Sprintf("cp[%du]", i) }}
 
 // outKind is the sum output o adds to (PROG_OUT_* of program.h, ProgCombine): 0 the constraints,
 // 1 the interaction counts, 2 the message fields.
