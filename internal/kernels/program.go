@@ -16,9 +16,14 @@ type Program struct {
 	Words                        *gpu.Array[uint32]
 	NumRegs, NumSlots, NumOutput int
 	NumConsts, NumPublic         int
+	// NumCode is the number of instructions.
+	NumCode int
 	// Kinds[o] is output o's kind (PROG_OUT_* of program.h), on the device.
 	Kinds  *gpu.Array[uint32]
 	consts []field.Fp
+	// Generated is the program's generated whole-program round-0 code (UseGenerated; nil: none),
+	// which round 0 runs in place of the interpreter where the program runs whole.
+	Generated *GeneratedWhole
 }
 
 // UploadProgram encodes p and uploads it (two buffers named after name).
@@ -31,7 +36,7 @@ func UploadProgram(dev *gpu.Device, name string, p *constraints.Program) (*Progr
 		return nil, fmt.Errorf("kernels: program %s: %d words", name, len(words))
 	}
 	dp := &Program{NumRegs: p.NumRegs, NumSlots: p.NumSlots(), NumOutput: len(p.Outputs), NumConsts: len(p.Consts),
-		NumPublic: p.NumPublic, consts: p.Consts}
+		NumPublic: p.NumPublic, NumCode: len(p.Code), consts: p.Consts}
 	if dp.Words, err = gpu.UploadArray(dev, "program "+name, words); err != nil {
 		return nil, err
 	}

@@ -594,9 +594,14 @@ type ZcOptions struct {
 	// PieceThreads: the threads of the rounds' dispatches (0: chosen per device).
 	Pieces       bool
 	PieceThreads int
-	// Interpreted: round 0 in pieces runs the interpreter (zc_uni_pieces) even for pieces with
-	// generated code (ProgramPieces.UseGenerated), to compare the two.
+	// Interpreted: round 0 runs the interpreter (zc_uni_pieces, zc_uni_eval) even for pieces or
+	// programs with generated code (ProgramPieces.UseGenerated, Program.UseGenerated), to compare
+	// the two.
 	Interpreted bool
+	// GeneratedWhole: round 0 of a program run whole runs its generated code (Program.UseGenerated)
+	// on the host device too: the device backend builds it there (GPUs that build modules always
+	// do, unless Interpreted; the host device's lane interpreter is faster on CPUs).
+	GeneratedWhole bool
 }
 
 // Zerocheck runs the kernels of the traces of one sumcheck; it owns the scratch they share (slot
@@ -655,7 +660,7 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 				return nil, err
 			}
 			nSlots = max(nSlots, up.threads*up.unit*t.nslots)
-			nRegs = max(nRegs, up.threads*L*t.Prog.NumRegs)
+			nRegs = max(nRegs, up.threads*L*up.regs(t))
 			nPartials = max(nPartials, 12*up.threads*up.item)
 		}
 		z.uni[t] = up

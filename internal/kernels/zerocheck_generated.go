@@ -28,9 +28,10 @@ type GeneratedPieces struct {
 	Report GeneratedReport
 }
 
-// GeneratedReport says what BuildGenerated built: for which AIR, how many units of how many
-// pieces and instructions, whether the module was compiled rather than found in a cache, the
-// build's wall time, and where the backend keeps the result.
+// GeneratedReport says what BuildGenerated (or BuildWhole) built: for which AIR, how many units
+// of how many pieces and instructions (a whole program: one unit, no pieces), whether the module
+// was compiled rather than found in a cache, the build's wall time, and where the backend keeps
+// the result.
 type GeneratedReport struct {
 	AIR          string        `json:"air"`
 	Pieces       int           `json:"pieces"`

@@ -44,6 +44,9 @@ type zcRef struct {
 	logH, height int
 	// pieces, when set, is pg split (constraints.Split): the device trace gets them (UsePieces).
 	pieces []*constraints.Program
+	// whole, when set, is pg's generated whole-program code: the device program gets it
+	// (Program.UseGenerated).
+	whole *GeneratedWhole
 }
 
 func newZcRef(r *rand.Rand, pg *constraints.Program, logN, logH int) *zcRef {
@@ -248,6 +251,11 @@ func newZcDeviceOn(t *testing.T, dev *gpu.Device, ref *zcRef, logM, points int, 
 		t.Fatal(err)
 	}
 	t.Cleanup(prog.Free)
+	if ref.whole != nil {
+		if err := prog.UseGenerated(ref.whole); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var parts []ZcPart
 	for q, vals := range ref.parts {
 		p := ZcPart{Width: ref.pg.PartWidths[q]}

@@ -9,7 +9,8 @@ import (
 )
 
 // Round 0 of the batch constraint sumcheck (zerocheck.go has the geometry): the plans of a trace's
-// round 0, whole (zc_uni_eval, the coefficient pre-pass) or in pieces (the slot-value table of
+// round 0, whole (the coefficient pre-pass, then zc_uni_eval or the generated code of
+// zerocheck_whole.go) or in pieces (the slot-value table of
 // zc_uni_values, then zc_uni_pieces or the generated code of zerocheck_generated.go), and their
 // encoding.
 
@@ -21,6 +22,8 @@ type zcUniPlan struct {
 	width                                 int
 	// generated: the pieces run as generated code (zc_uni_generated), without scratch.
 	generated *GeneratedPieces
+	// whole: the whole program runs as generated code (zc_uni_whole), without register scratch.
+	whole *GeneratedWhole
 	// values: the dispatch of zc_uni_values (pieces).
 	values zcValuesPlan
 }
@@ -88,11 +91,14 @@ func (z *Zerocheck) planUniWhole(t *ZcTrace, budget int) (zcUniPlan, error) {
 	dev, opts, L := z.dev, z.opts, z.lanes
 	n, m, x := 1<<z.dom.LogN, 1<<z.dom.LogM, t.Blocks()
 	up := zcUniPlan{coset: isHost(dev) && !opts.PointMode}
+	if !opts.Interpreted {
+		up.whole = t.Prog.Generated
+	}
 	up.unit = L
 	if up.coset {
 		up.unit = max(n, L)
 	}
-	perThread := up.unit*t.nslots + L*t.Prog.NumRegs
+	perThread := up.unit*t.nslots + L*up.regs(t)
 	align := 1
 	if isHost(dev) && !opts.UnitItems {
 		// A thread takes whole blocks (its partial rows cover every point class).
@@ -105,6 +111,12 @@ func (z *Zerocheck) planUniWhole(t *ZcTrace, budget int) (zcUniPlan, error) {
 		up.tpg = 1
 		if !isHost(dev) {
 			up.tpg = groupSize(dev, "zc_uni_eval", gpuGroup)
+			if up.whole != nil {
+				up.tpg = groupSize(dev, "", gpuGroup)
+				if l, w := up.whole.groupLimit(), max(dev.Limits().SIMDWidth, 1); l > 0 && l < up.tpg {
+					up.tpg = max(l/w*w, 1)
+				}
+			}
 		}
 		align = max(m/up.unit, up.tpg)
 		up.threads = min(budget/max(perThread, 1), (x*m+up.item-1)/up.item)
@@ -141,6 +153,14 @@ func (z *Zerocheck) planUniWhole(t *ZcTrace, budget int) (zcUniPlan, error) {
 	}
 	up.sliceBlocks = sb
 	return up, nil
+}
+
+// regs is the register scratch of round 0 by the whole program per lane: none for generated code.
+func (up zcUniPlan) regs(t *ZcTrace) int {
+	if up.whole != nil {
+		return 0
+	}
+	return t.Prog.NumRegs
 }
 
 // planUniPieces plans round 0 of t by its pieces: slices of as many blocks as the slot-value table
@@ -312,15 +332,22 @@ func (z *Zerocheck) EncodeUniRoundThen(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[u
 		if x0 == 0 {
 			zero = 1
 		}
-		dispatchZcUniEval(b, gpu.D1(uint32(up.threads/up.tpg)), gpu.D1(uint32(up.tpg)), t.Prog.Words.Buffer, t.cp.Buffer,
-			t.Prog.Kinds.Buffer, t.weights.Buffer, z.coefs.Buffer, z.deltas.Buffer, t.srcmap.Buffer, dom.Tw.Buffer,
-			dom.LRow.Buffer, t.sel.Buffer, eq.Buffer, z.slots.Buffer, z.regs.Buffer, z.partials.Buffer,
-			zcUniParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x), x0: uint32(x0),
-				sliceBlocks: uint32(sb), unit: uint32(up.unit), item: uint32(up.item), cosetMode: coset, ncols: uint32(t.ncols),
-				nslots: uint32(t.nslots), nregs: uint32(t.Prog.NumRegs), selFirst: t.selSlots[0], selLast: t.selSlots[1],
-				selTrans: t.selSlots[2], hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: zero,
-				eqOff: uint32(eqOff), wide: uint32(b2u(!z.opts.NoTranspose)), interleave: uint32(b2u(!isHost(dev))),
-				lanes: uint32(z.lanes)})
+		groups, tpg := gpu.D1(uint32(up.threads/up.tpg)), gpu.D1(uint32(up.tpg))
+		params := zcUniParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x), x0: uint32(x0),
+			sliceBlocks: uint32(sb), unit: uint32(up.unit), item: uint32(up.item), cosetMode: coset, ncols: uint32(t.ncols),
+			nslots: uint32(t.nslots), nregs: uint32(up.regs(t)), selFirst: t.selSlots[0], selLast: t.selSlots[1],
+			selTrans: t.selSlots[2], hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: zero,
+			eqOff: uint32(eqOff), wide: uint32(b2u(!z.opts.NoTranspose)), interleave: uint32(b2u(!isHost(dev))),
+			lanes: uint32(z.lanes)}
+		if up.whole != nil {
+			dispatchZcUniWhole(b, up.whole.module, groups, tpg, t.Prog.Words.Buffer, t.cp.Buffer, t.Prog.Kinds.Buffer,
+				t.weights.Buffer, z.coefs.Buffer, z.deltas.Buffer, t.srcmap.Buffer, dom.Tw.Buffer, dom.LRow.Buffer, t.sel.Buffer,
+				eq.Buffer, z.slots.Buffer, z.regs.Buffer, z.partials.Buffer, params)
+			continue
+		}
+		dispatchZcUniEval(b, groups, tpg, t.Prog.Words.Buffer, t.cp.Buffer, t.Prog.Kinds.Buffer, t.weights.Buffer,
+			z.coefs.Buffer, z.deltas.Buffer, t.srcmap.Buffer, dom.Tw.Buffer, dom.LRow.Buffer, t.sel.Buffer, eq.Buffer,
+			z.slots.Buffer, z.regs.Buffer, z.partials.Buffer, params)
 	}
 	m := 1 << dom.LogM
 	return EncodeSumRowsVia(b, dev, z.partials, z.mid, out, outOff, up.threads*up.item/m, 12*m)
