@@ -100,6 +100,8 @@ func TestConformanceHostDeviceBaselineISA(t *testing.T) {
 // every round j ≥ 1 in pieces, as GPUs run long programs: Keccak-f's pieces by their generated
 // code (zc_uni_generated, built at run time by the host device's C++ compiler; every AIR in pieces), and again all by
 // the interpreter (zc_uni_pieces). Each run must have used the kernel it names, and not the other.
+// "whole" runs the short programs whole as GPUs do (a point per lane), by their generated
+// whole-program code (zc_uni_whole, built at run time; Keccak-f, too long for it, interpreted).
 func TestConformanceHostDevicePieces(t *testing.T) {
 	for _, tc := range []struct {
 		name, kernel, not string
@@ -107,6 +109,7 @@ func TestConformanceHostDevicePieces(t *testing.T) {
 	}{
 		{"generated", "zc_uni_generated", "", kernels.ZcOptions{Pieces: true}},
 		{"interpreted", "zc_uni_pieces", "zc_uni_generated", kernels.ZcOptions{Pieces: true, Interpreted: true}},
+		{"whole", "zc_uni_whole", "zc_uni_generated", kernels.ZcOptions{GeneratedWhole: true, PointMode: true, UnitItems: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := hostDevice(t, nil)
@@ -162,31 +165,43 @@ func (f faultyDriver) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, ar
 	return f.Backend.Upload(args[f.out].Buf, 0, w[:])
 }
 
-// TestConformanceCatchesBrokenConstraintKernel: with the generated round-0 kernel of Keccak-f's
-// pieces made to write one wrong partial sum, the constraint check of the Keccak-f fixture fails.
+// TestConformanceCatchesBrokenConstraintKernel: with a generated round-0 kernel made to write one
+// wrong partial sum, the constraint check of the fixture that runs it fails: Keccak-f's pieces
+// (zc_uni_generated), and the test AIRs' whole programs (zc_uni_whole, run as GPUs run them).
 func TestConformanceCatchesBrokenConstraintKernel(t *testing.T) {
-	dev := hostDevice(t, func(be driver.Backend) driver.Backend {
-		return faultyDriver{Backend: be, kernel: "zc_uni_generated", out: 5}
-	})
-	c, err := device.New(dev, device.Options{Zerocheck: kernels.ZcOptions{Pieces: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ran := false
-	for _, ch := range backendtest.Checks(backendtest.Subject{Backend: c.Stages()}) {
-		if !strings.HasPrefix(ch.Name, "conformance/"+backendtest.StageConstraints+"/keccakf") {
-			continue
-		}
-		ran = true
-		if err := ch.Run(); err == nil {
-			t.Errorf("%s passed with a broken zc_uni_generated", ch.Name)
-		} else {
-			t.Logf("%s: %v", ch.Name, err)
-		}
-	}
-	if !ran {
-		t.Fatal("no Keccak-f constraint check ran")
+	for _, tc := range []struct {
+		kernel, fixture string
+		out             int
+		opts            kernels.ZcOptions
+	}{
+		{"zc_uni_generated", "keccakf", 5, kernels.ZcOptions{Pieces: true}},
+		{"zc_uni_whole", "test-airs", 13, kernels.ZcOptions{GeneratedWhole: true, PointMode: true, UnitItems: true}},
+	} {
+		t.Run(tc.kernel, func(t *testing.T) {
+			dev := hostDevice(t, func(be driver.Backend) driver.Backend {
+				return faultyDriver{Backend: be, kernel: tc.kernel, out: tc.out}
+			})
+			c, err := device.New(dev, device.Options{Zerocheck: tc.opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			ran := false
+			for _, ch := range backendtest.Checks(backendtest.Subject{Backend: c.Stages()}) {
+				if !strings.HasPrefix(ch.Name, "conformance/"+backendtest.StageConstraints+"/"+tc.fixture) {
+					continue
+				}
+				ran = true
+				if err := ch.Run(); err == nil {
+					t.Errorf("%s passed with a broken %s", ch.Name, tc.kernel)
+				} else {
+					t.Logf("%s: %v", ch.Name, err)
+				}
+			}
+			if !ran || dev.Stats().PerKernel[tc.kernel] == 0 {
+				t.Fatalf("no %s constraint check ran %s (ran: %v)", tc.fixture, tc.kernel, ran)
+			}
+		})
 	}
 }
 

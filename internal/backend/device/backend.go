@@ -91,7 +91,7 @@ func New(dev *gpu.Device, opts Options) (*Backend, error) {
 	if shared == nil {
 		shared = NewShared()
 	}
-	return &Backend{dev: dev, log: log, ntt: kernels.NewNTT(dev), hash: hash, live: map[freer]struct{}{}, zcOpts: opts.Zerocheck, shared: shared}, nil
+	return &Backend{dev: dev, log: log, ntt: kernels.NewNTT(dev), hash: hash, live: map[freer]struct{}{}, zcOpts: withEnv(opts.Zerocheck), shared: shared}, nil
 }
 
 // Device is the device the backend runs on.

@@ -294,7 +294,9 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 	}
 	var prog *kernels.Program
 	if pg == in.Program {
-		prog, err = cp.be.program(pg)
+		if prog, err = cp.be.program(pg); err == nil && cp.be.generatesWhole(pg) {
+			_, err = cp.be.buildWholes([]wholeBuild{{in.Name, pg, prog}}, nil)
+		}
 	} else {
 		if prog, err = kernels.UploadProgram(cp.be.dev, fmt.Sprint("trace ", t), pg); err == nil {
 			cp.owned = append(cp.owned, prog)
@@ -803,10 +805,10 @@ func (b *Backend) usePieces(p *constraints.Program) bool {
 // pieces as straight-line code, compiled at run time: kernels.BuildGenerated) for the programs
 // it runs in pieces (usePieces): on devices that build modules and run round 0 in pieces (GPUs;
 // the host device when the options ask for pieces), unless the options ask for the interpreter.
-// A short program runs whole on GPUs, interpreted: interaction-pair 2^20 (two AIRs of a few
-// dozen instructions) took 17.7 ms in the constraint stage in pieces with generated code against
-// 9.2 whole (H200, issue 23), the slot-value table and the pieces' rounds costing more than the
-// interpreter saves.
+// A short program runs whole on GPUs, with generated code of its own (generatesWhole): in pieces,
+// interaction-pair 2^20 (two AIRs of a few dozen instructions) took 17.7 ms in the constraint
+// stage with generated code against 9.2 whole and interpreted (H200, issue 23), the slot-value
+// table and the pieces' rounds costing more than the interpreter saves.
 func (b *Backend) generates() bool {
 	return b.dev.BuildsModules() && !b.zcOpts.Interpreted && (kernels.ZcUsesPieces(b.dev) || b.zcOpts.Pieces)
 }
@@ -819,17 +821,28 @@ type GeneratedEvents struct {
 }
 
 // BuildConstraintCode builds the generated round-0 code of every AIR of pk on the device (where
-// round 0 runs it: see generates), so that a service pays the compile before its first proof
-// (keygen --warm) and a proof says what it compiles before its stages begin. Built code is
+// round 0 runs it: see generates and generatesWhole; the programs run whole in one build), so
+// that a service pays the compile before its first proof (keygen --warm) and a proof says what it
+// compiles before its stages begin. Built code is
 // kept per key for the backend's life; the device backend's cache keeps it across processes.
 // It returns the reports of the AIRs built now (none on devices that do not build code).
 func (b *Backend) BuildConstraintCode(pk *stark.ProvingKey, ev *GeneratedEvents) ([]kernels.GeneratedReport, error) {
-	if !b.generates() || pk == nil || pk.VK == nil || pk.VK.MVK == nil {
+	if !b.dev.BuildsModules() || b.zcOpts.Interpreted || pk == nil || pk.VK == nil || pk.VK.MVK == nil {
 		return nil, nil
 	}
 	var out []kernels.GeneratedReport
+	var whole []wholeBuild // the programs run whole, built together after the loop
 	for i, vk := range pk.VK.MVK.PerAir {
-		if pg := pk.VK.Program(i); pg == nil || !b.usePieces(pg) {
+		pg := pk.VK.Program(i)
+		if pg != nil && b.generatesWhole(pg) {
+			dp, err := b.program(pg)
+			if err != nil {
+				return nil, err
+			}
+			whole = append(whole, wholeBuild{pk.AirName(i), pg, dp})
+			continue
+		}
+		if pg == nil || !b.usePieces(pg) || !b.generates() {
 			continue
 		}
 		pp, err := b.pieces(vk, constraints.All, constraints.DevicePieces)
@@ -844,7 +857,11 @@ func (b *Backend) BuildConstraintCode(pk *stark.ProvingKey, ev *GeneratedEvents)
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	rs, err := b.buildWholes(whole, ev)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, rs...), nil
 }
 
 // buildGenerated builds the generated code of pp (once: pieces are kept per key) and makes

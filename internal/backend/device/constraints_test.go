@@ -13,6 +13,7 @@ import (
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
@@ -162,9 +163,16 @@ func sameTriples(t *testing.T, what string, got, want []stark.ConstraintTriple) 
 // compares every output; UnivariateRound and every Round sync once, BindUnivariate and Bind never,
 // Openings at most once; Release frees every buffer but the programs (once per backend).
 func TestConstraintProverMatchesCpuref(t *testing.T) {
-	for _, opts := range []kernels.ZcOptions{{}, {Pieces: true}, {Pieces: true, Interpreted: true}} {
-		t.Run(fmt.Sprintf("pieces=%v/interpreted=%v", opts.Pieces, opts.Interpreted), func(t *testing.T) {
+	for _, opts := range []kernels.ZcOptions{{}, {Pieces: true}, {Pieces: true, Interpreted: true},
+		{GeneratedWhole: true, PointMode: true, UnitItems: true}} {
+		t.Run(fmt.Sprintf("pieces=%v/interpreted=%v/whole=%v", opts.Pieces, opts.Interpreted, opts.GeneratedWhole), func(t *testing.T) {
+			before := testDev.Stats().PerKernel["zc_uni_whole"]
 			constraintProverMatchesCpuref(t, opts)
+			// The short programs' round 0 ran their generated code (GPU plan: a point per lane)
+			// only when asked (the host device interprets by default).
+			if ran := testDev.Stats().PerKernel["zc_uni_whole"] > before; ran != opts.GeneratedWhole && testDev.Kind() == gpu.KindHost {
+				t.Errorf("zc_uni_whole ran: %v", ran)
+			}
 		})
 	}
 }

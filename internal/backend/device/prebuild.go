@@ -11,9 +11,10 @@ import (
 
 // GPUConstraintSources are the module sources of the generated round-0 code that the backend of
 // a GPU builds for AIRs of these verifying keys (BuildConstraintCode with the default options:
-// generates, and usePieces for a program of at least minPiecesCode instructions): one per AIR
-// whose constraint program runs in pieces there, made as buildGenerated makes it (names[i] is
-// AIR i's name, as the proving key gives it: ProvingKey.AirName). They are written on the host
+// generates for a program of at least minPiecesCode instructions, run in pieces; generatesWhole
+// for a shorter one, run whole): one per AIR, made as buildGenerated or buildWhole makes it
+// (names[i] is AIR i's name, as the proving key gives it: ProvingKey.AirName); none when
+// ConstraintCodeEnv asks for the interpreter. They are written on the host
 // alone, from the verifying keys, so that a prover can have them compiled (gpu.Prebuild) while
 // its device opens and its key is made; a nil key is skipped. shared (nil: none) keeps the
 // programs and their split for the backends given the same Shared.
@@ -25,6 +26,9 @@ func GPUConstraintSources(names []string, vks []*air.VerifyingKey, shared *Share
 		shared = NewShared()
 	}
 	var out []driver.ModuleSource
+	if envInterpreted() {
+		return nil, nil
+	}
 	for i, vk := range vks {
 		if vk == nil || vk.DAG == nil {
 			continue
@@ -34,7 +38,13 @@ func GPUConstraintSources(names []string, vks []*air.VerifyingKey, shared *Share
 			return nil, fmt.Errorf("backend/device: AIR %s: %w", names[i], err)
 		}
 		if len(pg.Code) < minPiecesCode {
-			continue // runs whole and interpreted on GPUs
+			// Runs whole on GPUs, by its generated code.
+			src, err := kernels.WholeModule(names[i], pg)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, src)
+			continue
 		}
 		ps, err := shared.pieces(vk, constraints.All, constraints.DevicePieces)
 		if err != nil {

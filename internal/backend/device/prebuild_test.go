@@ -38,8 +38,9 @@ func (r *gpuRecorder) BuildModules(ms []driver.ModuleSource) ([]driver.ModuleBui
 }
 
 // GPUConstraintSources, written from the verifying keys alone, are the sources the backend of a
-// GPU builds for the same key (BuildConstraintCode): Keccak-f's program is long enough for
-// generated code, Fibonacci's is not.
+// GPU builds for the same key (BuildConstraintCode): Keccak-f's program is long enough for pieces
+// (units of generated code), Fibonacci's and Sum's run whole (a module of the whole template
+// each, built together).
 func TestGPUConstraintSources(t *testing.T) {
 	h, err := host.Open(2)
 	if err != nil {
@@ -73,17 +74,39 @@ func TestGPUConstraintSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.srcs) != 1 || len(want) != 1 || len(want[0].Units) < 2 {
-		t.Fatalf("the backend built %d modules, GPUConstraintSources gives %d (units %d)", len(rec.srcs), len(want), len(want[0].Units))
+	if len(rec.srcs) != 1 || len(want) != 2 || want[0].Template != "whole" || len(want[0].Units) != 0 || len(want[1].Units) < 2 {
+		t.Fatalf("the backend built %d modules, GPUConstraintSources gives %d", len(rec.srcs), len(want))
 	}
-	if !reflect.DeepEqual(rec.srcs[0], want[0]) {
-		t.Fatalf("GPUConstraintSources %s (%s) differs from the backend's %s (%s)", want[0].ID, want[0].What, rec.srcs[0].ID, rec.srcs[0].What)
+	if !reflect.DeepEqual(rec.srcs[0], want[1]) {
+		t.Fatalf("GPUConstraintSources %s (%s) differs from the backend's %s (%s)", want[1].ID, want[1].What, rec.srcs[0].ID, rec.srcs[0].What)
+	}
+	// Short programs only: the backend builds them whole in one build.
+	pk2, err := stark.Keygen(p, []air.Air{testair.FibonacciAir{}, testair.SumAir{W: 3}}, nil, cpuref.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pk2.Free()
+	rec.srcs = nil
+	if _, err := be.BuildConstraintCode(pk2, nil); !errors.Is(err, errRecorded) {
+		t.Fatalf("BuildConstraintCode: %v, want the recorder's error", err)
+	}
+	want2, err := device.GPUConstraintSources([]string{pk2.AirName(0), pk2.AirName(1)}, pk2.VK.MVK.PerAir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want2) != 2 || !reflect.DeepEqual(rec.srcs, want2) || want2[0].ID != want[0].ID || want2[1].ID == want[0].ID {
+		t.Fatalf("short programs: the backend built %d modules, GPUConstraintSources gives %d", len(rec.srcs), len(want2))
 	}
 	// A shared split gives the same; nil keys are skipped; names and keys must pair.
 	shared := device.NewShared()
 	again, err := device.GPUConstraintSources([]string{"", names[1]}, []*air.VerifyingKey{nil, pk.VK.MVK.PerAir[1]}, shared)
-	if err != nil || !reflect.DeepEqual(again, want) {
+	if err != nil || !reflect.DeepEqual(again, want[1:]) {
 		t.Fatalf("with a Shared and a nil key: %v", err)
+	}
+	// The interpreter asked for by the environment: nothing to build.
+	t.Setenv(device.ConstraintCodeEnv, "interpreted")
+	if none, err := device.GPUConstraintSources(names, pk.VK.MVK.PerAir, nil); err != nil || len(none) != 0 {
+		t.Fatalf("%s=interpreted: %d sources, %v", device.ConstraintCodeEnv, len(none), err)
 	}
 	if _, err := device.GPUConstraintSources(names[:1], pk.VK.MVK.PerAir, nil); err == nil {
 		t.Fatal("one name for two keys accepted")
