@@ -93,15 +93,7 @@ func TestZerocheckGeneratedMatches(t *testing.T) {
 // compares both with the plain-Go model; nonZero: the model's sums must not all be zero.
 func checkGeneratedUni(t *testing.T, r *rand.Rand, name string, ref *zcRef, lm, points int, opts ZcOptions, nonZero bool) {
 	t.Helper()
-	x := 1 << ref.nLift
-	e := make([]field.Fp4, x)
-	for i := range e {
-		e[i] = fieldrand.Fp4(r)
-	}
-	want := ref.uni(lm, e)
-	if nonZero {
-		requireNonZero(t, want[:])
-	}
+	e, want := uniModel(t, r, ref, lm, nonZero)
 	interp := opts
 	interp.Interpreted = true
 	for _, run := range []struct {

@@ -115,14 +115,7 @@ func TestZerocheckWholeMatches(t *testing.T) {
 // zero.
 func checkWholeUni(t *testing.T, r *rand.Rand, ref *zcRef, lm, points int, opts ZcOptions, nonZero bool) {
 	t.Helper()
-	e := make([]field.Fp4, 1<<ref.nLift)
-	for i := range e {
-		e[i] = fieldrand.Fp4(r)
-	}
-	want := ref.uni(lm, e)
-	if nonZero {
-		requireNonZero(t, want[:])
-	}
+	e, want := uniModel(t, r, ref, lm, nonZero)
 	interp := opts
 	interp.Interpreted = true
 	for _, run := range []struct {
@@ -137,6 +130,21 @@ func checkWholeUni(t *testing.T, r *rand.Rand, ref *zcRef, lm, points int, opts 
 		}
 		requireUniSums(t, run.kernel, dv, got, want, lm)
 	}
+}
+
+// uniModel draws random block weights e for ref's trace and returns them with the plain-Go
+// model's round-0 sums (zcRef.uni); nonZero: the sums must not all be zero.
+func uniModel(t *testing.T, r *rand.Rand, ref *zcRef, lm int, nonZero bool) ([]field.Fp4, [3][]field.Fp4) {
+	t.Helper()
+	e := make([]field.Fp4, 1<<ref.nLift)
+	for i := range e {
+		e[i] = fieldrand.Fp4(r)
+	}
+	want := ref.uni(lm, e)
+	if nonZero {
+		requireNonZero(t, want[:])
+	}
+	return e, want
 }
 
 // requireUniSums fails unless the round-0 sums got (uniRoundOf: 12 words a point class) of dv's
