@@ -83,6 +83,10 @@ func New(dev *gpu.Device, opts Options) (*Backend, error) {
 	if opts.Logger != nil {
 		log = opts.Logger.With().Str("backend", "device").Logger()
 	}
+	zcOpts, err := withEnv(opts.Zerocheck)
+	if err != nil {
+		return nil, err
+	}
 	hash, err := kernels.NewPoseidon2(dev)
 	if err != nil {
 		return nil, err
@@ -91,7 +95,7 @@ func New(dev *gpu.Device, opts Options) (*Backend, error) {
 	if shared == nil {
 		shared = NewShared()
 	}
-	return &Backend{dev: dev, log: log, ntt: kernels.NewNTT(dev), hash: hash, live: map[freer]struct{}{}, zcOpts: withEnv(opts.Zerocheck), shared: shared}, nil
+	return &Backend{dev: dev, log: log, ntt: kernels.NewNTT(dev), hash: hash, live: map[freer]struct{}{}, zcOpts: zcOpts, shared: shared}, nil
 }
 
 // Device is the device the backend runs on.

@@ -1,6 +1,7 @@
 package device
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"time"
@@ -77,17 +78,28 @@ func (b *Backend) buildWholes(ws []wholeBuild, ev *GeneratedEvents) ([]kernels.G
 // ConstraintCodeEnv names the environment variable that, set to "interpreted", makes every device
 // backend of the process run round 0 of the constraint sumcheck by the interpreter
 // (ZcOptions.Interpreted) instead of generated code, and builds none: a switch to compare the
-// two on a GPU (bench), like METALPROVE_HOST_ISA for the host device's kernel copies. Unset or
-// empty: the default. Any other value is ignored.
+// two on a GPU (bench), like METALPROVE_HOST_ISA for the host device's kernel copies. Unset,
+// empty or "generated": the default. Any other value is an error naming the variable.
 const ConstraintCodeEnv = "METALPROVE_CONSTRAINT_CODE"
 
-// envInterpreted says whether ConstraintCodeEnv asks for the interpreter.
-func envInterpreted() bool { return os.Getenv(ConstraintCodeEnv) == "interpreted" }
+// envInterpreted says whether ConstraintCodeEnv asks for the interpreter; an unknown value is
+// an error.
+func envInterpreted() (bool, error) {
+	switch v := os.Getenv(ConstraintCodeEnv); v {
+	case "", "generated":
+		return false, nil
+	case "interpreted":
+		return true, nil
+	default:
+		return false, fmt.Errorf("backend/device: %s=%q: want interpreted or generated", ConstraintCodeEnv, v)
+	}
+}
 
 // withEnv is opts with ConstraintCodeEnv applied.
-func withEnv(opts kernels.ZcOptions) kernels.ZcOptions {
-	if envInterpreted() {
+func withEnv(opts kernels.ZcOptions) (kernels.ZcOptions, error) {
+	interp, err := envInterpreted()
+	if interp {
 		opts.Interpreted = true
 	}
-	return opts
+	return opts, err
 }

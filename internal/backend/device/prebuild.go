@@ -26,8 +26,8 @@ func GPUConstraintSources(names []string, vks []*air.VerifyingKey, shared *Share
 		shared = NewShared()
 	}
 	var out []driver.ModuleSource
-	if envInterpreted() {
-		return nil, nil
+	if interp, err := envInterpreted(); interp || err != nil {
+		return nil, err
 	}
 	for i, vk := range vks {
 		if vk == nil || vk.DAG == nil {

@@ -3,6 +3,7 @@ package device_test
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/metalprove/metalprove/examples/keccakf"
@@ -110,5 +111,13 @@ func TestGPUConstraintSources(t *testing.T) {
 	}
 	if _, err := device.GPUConstraintSources(names[:1], pk.VK.MVK.PerAir, nil); err == nil {
 		t.Fatal("one name for two keys accepted")
+	}
+	// An unknown value is refused by name, here and where a backend is made.
+	t.Setenv(device.ConstraintCodeEnv, "interpretted")
+	if _, err := device.GPUConstraintSources(names, pk.VK.MVK.PerAir, nil); err == nil || !strings.Contains(err.Error(), device.ConstraintCodeEnv) {
+		t.Fatalf("%s=interpretted: GPUConstraintSources: %v, want an error naming the variable", device.ConstraintCodeEnv, err)
+	}
+	if _, err := device.New(testDev, device.Options{}); err == nil || !strings.Contains(err.Error(), device.ConstraintCodeEnv) {
+		t.Fatalf("%s=interpretted: New: %v, want an error naming the variable", device.ConstraintCodeEnv, err)
 	}
 }
