@@ -9,7 +9,7 @@
 // and return errors. They know nothing of the protocol.
 //
 // Device buffers hold BabyBear elements in MONTGOMERY form (x·2^32 mod p): their element types
-// say so (Mont, MontDigest), and a buffer of canonical values (a trace as uploaded) is a
+// say so (Mont, Mont4, MontDigest), and a buffer of canonical values (a trace as uploaded) is a
 // gpu.Array[field.Fp]; raw words (bytecode, indices, flags) are uint32, as are the buffers of the
 // families not typed yet. A launcher given the wrong kind of buffer does not compile. ToMont/FromMont convert on the device, MontOf/CanonicalOf
 // on the host.
@@ -55,6 +55,12 @@ type Mont uint32
 
 // MontDigest is a Poseidon2 digest as the Merkle kernels hold it: eight Montgomery elements.
 type MontDigest [8]Mont
+
+// Mont4 is an Fp4 value as the kernels hold it (bb4_load in bb4.h): its four coordinates in
+// Montgomery form, consecutive. Fp4 tables are interleaved, element i at words [4i, 4i+4), so a
+// table is a gpu.Array[Mont4]; where a kernel splits an Fp4 table into coordinate planes (the
+// WHIR codewords) the planes are base matrices, gpu.Array[Mont].
+type Mont4 [4]Mont
 
 // MontOf returns x in Montgomery form.
 func MontOf(x field.Fp) Mont { return Mont((uint64(x) << 32) % p) }

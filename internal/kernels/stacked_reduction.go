@@ -104,7 +104,7 @@ func StackedUniMaxRows(dev *gpu.Device) int { return maxReduceGroups(dev) }
 //
 // as one partials row per group from row: EncodeSumRows over all rows (StackedUniWidth wide)
 // finishes the sums. It returns the number of rows written (≤ StackedUniMaxRows).
-func EncodeStackedUniPartials(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[Mont], r SliceRange, etab, partials *gpu.Array[uint32], row, lSkip int) (int, error) {
+func EncodeStackedUniPartials(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[Mont], r SliceRange, etab *gpu.Array[Mont4], partials *gpu.Array[uint32], row, lSkip int) (int, error) {
 	if err := r.check("StackedUniPartials"); err != nil {
 		return 0, err
 	}
@@ -135,17 +135,17 @@ func EncodeStackedUniPartials(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[Mont],
 // EncodeStackedBindQ encodes out[outOff + e] = Σ_{z<N} lag[z]·Q[e·N + z] for e < entries (Fp4
 // out and lag; lag holds N values): with the Lagrange weights of u_0 on the order-N subgroup
 // (LagrangeWeights) this is every block's IDFT coefficients evaluated at u_0, i.e. q(u_0; x).
-func EncodeStackedBindQ(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[Mont], lag, out *gpu.Array[uint32], entries, lSkip, outOff int) error {
+func EncodeStackedBindQ(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[Mont], lag, out *gpu.Array[Mont4], entries, lSkip, outOff int) error {
 	if lSkip < 0 || lSkip > 5 || entries <= 0 || outOff < 0 {
 		return fmt.Errorf("kernels: StackedBindQ: %d entries, l_skip %d, offset %d", entries, lSkip, outOff)
 	}
 	if err := checkArray("StackedBindQ", q, entries<<lSkip); err != nil {
 		return err
 	}
-	if err := checkArray("StackedBindQ", lag, 4<<lSkip); err != nil {
+	if err := checkArray("StackedBindQ", lag, 1<<lSkip); err != nil {
 		return err
 	}
-	if err := checkArray("StackedBindQ", out, 4*(outOff+entries)); err != nil {
+	if err := checkArray("StackedBindQ", out, outOff+entries); err != nil {
 		return err
 	}
 	g, t := shapeFor(dev, "sr_bind_q", entries)
@@ -156,14 +156,14 @@ func EncodeStackedBindQ(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[Mont], lag, 
 // EncodeStackedBindW encodes, for every slice s of r (its i-th, i = s − r.First), w[WStart_s +
 // xl] = α_i·e_s[xl] + β_i·e_s[(xl − 1) mod 2^NN] for xl < 2^NN, with α_i = weights[2i] and β_i =
 // weights[2i + 1] (Fp4). Entries no slice covers are not written.
-func EncodeStackedBindW(b *gpu.Batch, dev *gpu.Device, r SliceRange, weights, etab, w *gpu.Array[uint32], lSkip int) error {
+func EncodeStackedBindW(b *gpu.Batch, dev *gpu.Device, r SliceRange, weights, etab, w *gpu.Array[Mont4], lSkip int) error {
 	if err := r.check("StackedBindW"); err != nil {
 		return err
 	}
 	if lSkip < 0 || lSkip > 5 {
 		return fmt.Errorf("kernels: StackedBindW: l_skip %d", lSkip)
 	}
-	if err := checkArray("StackedBindW", weights, 8*r.Count); err != nil {
+	if err := checkArray("StackedBindW", weights, 2*r.Count); err != nil {
 		return err
 	}
 	if etab == nil || w == nil {

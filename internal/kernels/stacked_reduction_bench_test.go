@@ -16,12 +16,14 @@ const (
 	kfLSkip, kfNStack, kfWidth, kfSlices, kfNN = 4, 17, 42, 2633, 11
 )
 
-func benchFp4Table(b *testing.B, n int) *gpu.Array[uint32] {
+func benchFp4Table(b *testing.B, n int) *gpu.Array[Mont4] {
 	b.Helper()
 	r := rand.New(rand.NewPCG(uint64(n), 1))
-	v := make([]uint32, 4*n)
+	v := make([]Mont4, n)
 	for i := range v {
-		v[i] = uint32(MontOf(field.Fp(r.Uint32N(field.P))))
+		for k := range v[i] {
+			v[i][k] = MontOf(field.Fp(r.Uint32N(field.P)))
+		}
 	}
 	a, err := gpu.UploadArray(testDev, "bench table", v)
 	if err != nil {
@@ -69,7 +71,7 @@ func BenchmarkSumcheckFoldRoundKeccakf(b *testing.B) {
 
 // keccakfSlices packs 2633 slices of 2^11 blocks over the 42 stacked columns, half with a
 // rotation weight, and uploads them with one random eq table.
-func keccakfSlices(b *testing.B) (SliceRange, *gpu.Array[uint32]) {
+func keccakfSlices(b *testing.B) (SliceRange, *gpu.Array[Mont4]) {
 	r := rand.New(rand.NewPCG(2, 2))
 	var ss []StackedSlice
 	for i := range kfSlices {

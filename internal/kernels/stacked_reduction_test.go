@@ -120,7 +120,7 @@ func TestStackedUniPartials(t *testing.T) {
 				}
 				row += g
 			}
-			if err := EncodeSumRows(b, testDev, partials, out, row, width); err != nil {
+			if err := EncodeSumRows(b, testDev, partials, fp4Words(out), row, width); err != nil {
 				t.Fatal(err)
 			}
 			if err := b.Wait(); err != nil {
@@ -159,7 +159,7 @@ func TestStackedUniPartialsShapes(t *testing.T) {
 		b.Dispatch("sr_uni_partials", gpu.D1(uint32(sh.groups)), gpu.D1(uint32(sh.tpg)), []gpu.Arg{gpu.Buf(qa.Buffer), gpu.Buf(sa.Buffer),
 			gpu.Buf(ea.Buffer), gpu.Buf(partials.Buffer),
 			gpu.U32(0, uint32(len(f.slices)), 0, uint32(chunks), uint32(lSkip), uint32(StackedChunkLog(lSkip)), 0)}, uint32(48*16*sh.tpg))
-		if err := EncodeSumRows(b, testDev, partials, out, sh.groups, width); err != nil {
+		if err := EncodeSumRows(b, testDev, fp4Words(partials), fp4Words(out), sh.groups, width); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Wait(); err != nil {

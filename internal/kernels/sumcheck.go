@@ -10,9 +10,13 @@ import (
 // The shared product-sumcheck family (shaders/common/sumcheck.metal), used by the stacked opening
 // reduction and by WHIR: round sums, folds and eq tables over column-major Fp4 tables.
 //
-// An Fp4 value on the device is 4 consecutive Montgomery uints (bb4.h); Fp4 indices below count
-// such elements (uint index = 4·Fp4 index). A table set has Cols columns of 2^LogRows rows, column
-// c starting at Fp4 index c·Stride of its buffer.
+// An Fp4 value on the device is a Mont4, 4 consecutive Montgomery words (bb4.h); Fp4 indices
+// below count such elements (word index = 4·Fp4 index). A table set has Cols columns of
+// 2^LogRows rows, column c starting at Fp4 index c·Stride of its buffer.
+//
+// EncodeFold, EqExpand, EqTables and the EncodeSumRows functions still take uint32 words: the
+// zerocheck family calls them with its own word buffers, and is typed separately. Typed callers
+// pass their Mont4 tables through gpu.View[uint32] until then.
 //
 // The typical round loop (one sync per round, none per bind):
 //
@@ -28,7 +32,7 @@ import (
 // ProductTables is a pair of table sets f and w of the same shape: Cols columns of 2^LogRows
 // Fp4 rows, column c at Fp4 index c·Stride of F and of W.
 type ProductTables struct {
-	F, W    *gpu.Array[uint32]
+	F, W    *gpu.Array[Mont4]
 	Cols    int
 	LogRows int
 	Stride  int
@@ -39,7 +43,7 @@ func (t ProductTables) check(op string) error {
 	if t.Cols <= 0 || t.LogRows < 0 || t.LogRows > 30 || t.Stride < 1<<t.LogRows && t.Cols > 1 {
 		return fmt.Errorf("kernels: %s: %d columns of 2^%d rows, stride %d", op, t.Cols, t.LogRows, t.Stride)
 	}
-	need := 4 * ((t.Cols-1)*t.Stride + 1<<t.LogRows)
+	need := (t.Cols-1)*t.Stride + 1<<t.LogRows
 	if err := checkArray(op, t.F, need); err != nil {
 		return err
 	}
@@ -312,7 +316,36 @@ func evalsEq(x []field.Fp4) []field.Fp4 {
 	return out
 }
 
-// MontFp4 returns the four Montgomery uints of x.
+// Mont4Of returns x as the kernels hold it.
+func Mont4Of(x field.Fp4) Mont4 {
+	return Mont4{MontOf(x[0]), MontOf(x[1]), MontOf(x[2]), MontOf(x[3])}
+}
+
+// Fp4Of returns the Fp4 value of m.
+func Fp4Of(m Mont4) field.Fp4 {
+	return field.Fp4{CanonicalOf(m[0]), CanonicalOf(m[1]), CanonicalOf(m[2]), CanonicalOf(m[3])}
+}
+
+// Mont4Slice converts Fp4 values to device form.
+func Mont4Slice(v []field.Fp4) []Mont4 {
+	out := make([]Mont4, len(v))
+	for i, x := range v {
+		out[i] = Mont4Of(x)
+	}
+	return out
+}
+
+// Fp4SliceOf converts device-form Fp4 values back.
+func Fp4SliceOf(v []Mont4) []field.Fp4 {
+	out := make([]field.Fp4, len(v))
+	for i, m := range v {
+		out[i] = Fp4Of(m)
+	}
+	return out
+}
+
+// MontFp4 returns the four Montgomery uints of x: the words of Mont4Of for the launchers'
+// parameter structs and for the families still on uint32 buffers.
 func MontFp4(x field.Fp4) [4]uint32 {
 	return [4]uint32{uint32(MontOf(x[0])), uint32(MontOf(x[1])), uint32(MontOf(x[2])), uint32(MontOf(x[3]))}
 }

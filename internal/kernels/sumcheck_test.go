@@ -42,9 +42,9 @@ func randFp4s(r *rand.Rand, n int) []field.Fp4 {
 	return out
 }
 
-func uploadFp4(t *testing.T, v []field.Fp4) *gpu.Array[uint32] {
+func uploadFp4(t *testing.T, v []field.Fp4) *gpu.Array[Mont4] {
 	t.Helper()
-	a, err := gpu.UploadArray(testDev, "test fp4", MontFp4Slice(v))
+	a, err := gpu.UploadArray(testDev, "test fp4", Mont4Slice(v))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,9 +52,9 @@ func uploadFp4(t *testing.T, v []field.Fp4) *gpu.Array[uint32] {
 	return a
 }
 
-func allocFp4(t *testing.T, n int) *gpu.Array[uint32] {
+func allocFp4(t *testing.T, n int) *gpu.Array[Mont4] {
 	t.Helper()
-	a, err := gpu.AllocArray[uint32](testDev, "test fp4 out", 4*n)
+	a, err := gpu.AllocArray[Mont4](testDev, "test fp4 out", n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +62,17 @@ func allocFp4(t *testing.T, n int) *gpu.Array[uint32] {
 	return a
 }
 
-func readFp4(t *testing.T, a *gpu.Array[uint32]) []field.Fp4 {
+func readFp4(t *testing.T, a *gpu.Array[Mont4]) []field.Fp4 {
 	t.Helper()
 	v, err := a.ReadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Fp4SliceOfMont(v)
+	return Fp4SliceOf(v)
 }
+
+// fp4Words is an Fp4 table as the words EncodeFold, EqExpand and the zerocheck family still take.
+func fp4Words(a *gpu.Array[Mont4]) *gpu.Array[uint32] { return gpu.View[uint32](a) }
 
 var sumcheckShapes = []struct{ cols, logRows, pad int }{
 	{1, 1, 0}, {1, 2, 0}, {3, 1, 0}, {2, 3, 5}, {5, 4, 0}, {1, 9, 0}, {7, 6, 3}, {4, 10, 0}, {33, 5, 1}, {2, 14, 0},
@@ -221,7 +224,7 @@ func TestSumcheckFold(t *testing.T) {
 		prev := randFp4s(r, s.cols*dstStride) // rows past 2^logRows must survive
 		da := uploadFp4(t, prev)
 		b := testDev.Batch()
-		if err := EncodeFold(b, testDev, sa, srcStride, da, dstStride, s.cols, s.logRows, alpha); err != nil {
+		if err := EncodeFold(b, testDev, fp4Words(sa), srcStride, fp4Words(da), dstStride, s.cols, s.logRows, alpha); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Wait(); err != nil {
@@ -242,7 +245,7 @@ func TestSumcheckFold(t *testing.T) {
 	for _, a := range []field.Fp4{{}, field.Fp4One} {
 		da := allocFp4(t, 4)
 		b := testDev.Batch()
-		if err := EncodeFold(b, testDev, sa, 8, da, 4, 1, 2, a); err != nil {
+		if err := EncodeFold(b, testDev, fp4Words(sa), 8, fp4Words(da), 4, 1, 2, a); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Wait(); err != nil {
@@ -276,7 +279,7 @@ func TestEqExpand(t *testing.T) {
 		}
 		out := allocFp4(t, 1<<k)
 		b := testDev.Batch()
-		if err := EncodeEqExpand(b, testDev, la, ha, out, h, k-h, 1, false); err != nil {
+		if err := EncodeEqExpand(b, testDev, la, ha, fp4Words(out), h, k-h, 1, false); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Wait(); err != nil {
@@ -306,7 +309,7 @@ func TestEqExpand(t *testing.T) {
 	prev := randFp4s(r, 1<<(logLo+logHi))
 	out := uploadFp4(t, prev)
 	b := testDev.Batch()
-	if err := EncodeEqExpand(b, testDev, uploadFp4(t, lo), uploadFp4(t, hi), out, logLo, logHi, count, true); err != nil {
+	if err := EncodeEqExpand(b, testDev, fp4Words(uploadFp4(t, lo)), fp4Words(uploadFp4(t, hi)), fp4Words(out), logLo, logHi, count, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Wait(); err != nil {
@@ -339,7 +342,7 @@ func TestEqExpand(t *testing.T) {
 		{LoOff: 0, HiOff: len(lo4) / 4, OutOff: 1, LogLo: h4, LogHi: 4 - h4},
 		{LoOff: (len(lo4) + len(hi4)) / 4, HiOff: (len(lo4) + len(hi4) + len(lo3)) / 4, OutOff: 17, LogLo: h3, LogHi: 3 - h3},
 	} {
-		e.Lo, e.Hi, e.Out, e.Count = ha, ha, out, 1
+		e.Lo, e.Hi, e.Out, e.Count = ha, ha, fp4Words(out), 1
 		if err := e.Encode(b, testDev); err != nil {
 			t.Fatal(err)
 		}
@@ -381,7 +384,7 @@ func TestSumcheckRejects(t *testing.T) {
 	if err := sc.EncodeFoldRound(b, src, ProductTables{F: c, W: c, Cols: 2, LogRows: 3, Stride: 8}, field.Fp4One); err == nil {
 		t.Error("fold round without a smaller table: no error")
 	}
-	if err := EncodeFold(b, testDev, a, 8, a, 4, 2, 2, field.Fp4One); err == nil {
+	if err := EncodeFold(b, testDev, fp4Words(a), 8, fp4Words(a), 4, 2, 2, field.Fp4One); err == nil {
 		t.Error("fold in place: no error")
 	}
 	sc.Close()

@@ -8,8 +8,8 @@ import (
 )
 
 // The launchers of shaders/openings/whir.metal: the tables of the WHIR prover beyond the NTT, Merkle and
-// sumcheck families. Fp4 tables are AoS (element i = the Montgomery uints [4i, 4i+4), as
-// bb4_load reads them); base matrices column-major Montgomery.
+// sumcheck families. Fp4 tables are AoS, arrays of Mont4 (element i = the Montgomery words
+// [4i, 4i+4), as bb4_load reads them); base matrices column-major Montgomery, arrays of Mont.
 
 // maxSubsetPassBits is the most index bits one whir_subset_pass handles (32 values per item in
 // registers).
@@ -30,17 +30,17 @@ const maxSubsetPassBits = 5
 // batch (cpuref NewWhirProver) up to the subset sum over the bits from lSkip on, which
 // EncodeSubsetSum adds. One thread per block reads each value of q once. lSkip ≤ 5, height a
 // multiple of 2^lSkip. A method of NTT: the block IDFT uses its inverse twiddle table.
-func (t *NTT) EncodeWhirBatch(b *gpu.Batch, q *gpu.Array[Mont], height, width, lSkip int, mu *gpu.Array[uint32], muOff int, f *gpu.Array[uint32], accumulate bool) error {
+func (t *NTT) EncodeWhirBatch(b *gpu.Batch, q *gpu.Array[Mont], height, width, lSkip int, mu *gpu.Array[Mont4], muOff int, f *gpu.Array[Mont4], accumulate bool) error {
 	if lSkip < 0 || lSkip > 5 || height <= 0 || height%(1<<lSkip) != 0 || width < 0 || muOff < 0 {
 		return fmt.Errorf("kernels: WhirBatch: %d×%d matrix, l_skip %d, μ offset %d", height, width, lSkip, muOff)
 	}
 	if err := checkArray("WhirBatch", q, height*width); err != nil {
 		return err
 	}
-	if err := checkArray("WhirBatch", mu, 4*(muOff+width)); err != nil {
+	if err := checkArray("WhirBatch", mu, muOff+width); err != nil {
 		return err
 	}
-	if err := checkArray("WhirBatch", f, 4*height); err != nil {
+	if err := checkArray("WhirBatch", f, height); err != nil {
 		return err
 	}
 	_, inv, err := t.tables(lSkip)
@@ -58,12 +58,13 @@ func (t *NTT) EncodeWhirBatch(b *gpu.Batch, q *gpu.Array[Mont], height, width, l
 }
 
 // EncodeSubsetSum encodes the subset-sum transform (cpuref.CoeffsToEvals; with inverse the
-// Möbius transform, EvalsToCoeffs) over the index bits [lo, hi) of the table of 2^logN uints
-// src, into dst (dst = src: in place). An AoS Fp4 table of 2^d elements is logN = d + 2 with
-// element bit i at uint bit i + 2: the bits [2, d + 2) transform it coordinate-wise. Passes of up
-// to 5 bits, each one read and one write of the table (the first reads src, the rest work in
-// dst); lo = hi copies nothing (dst must then be src).
-func EncodeSubsetSum(b *gpu.Batch, dev *gpu.Device, src, dst *gpu.Array[uint32], logN, lo, hi int, inverse bool) error {
+// Möbius transform, EvalsToCoeffs) over the index bits [lo, hi) of the table of 2^logN
+// Montgomery words src, into dst (dst = src: in place). The transform is linear over the base
+// field and indexes words, so an AoS Fp4 table of 2^d elements is its gpu.View[Mont] with logN =
+// d + 2, element bit i at word bit i + 2: the bits [2, d + 2) transform it coordinate-wise.
+// Passes of up to 5 bits, each one read and one write of the table (the first reads src, the
+// rest work in dst); lo = hi copies nothing (dst must then be src).
+func EncodeSubsetSum(b *gpu.Batch, dev *gpu.Device, src, dst *gpu.Array[Mont], logN, lo, hi int, inverse bool) error {
 	if logN < 0 || logN > 30 || lo < 0 || hi < lo || hi > logN {
 		return fmt.Errorf("kernels: SubsetSum: bits [%d, %d) of a table of 2^%d", lo, hi, logN)
 	}
@@ -74,7 +75,7 @@ func EncodeSubsetSum(b *gpu.Batch, dev *gpu.Device, src, dst *gpu.Array[uint32],
 		return err
 	}
 	if lo == hi {
-		if src != dst {
+		if src.Buffer != dst.Buffer {
 			return fmt.Errorf("kernels: SubsetSum: empty bit range with src ≠ dst")
 		}
 		return nil
@@ -104,11 +105,11 @@ func EncodeSubsetSum(b *gpu.Batch, dev *gpu.Device, src, dst *gpu.Array[uint32],
 // EncodeFp4ToPlanes encodes dst[c·2^logOut + i] = coordinate c of the AoS Fp4 src[i], i < n:
 // the table as the column-major 2^logOut × 4 base matrix that EncodeColumns and the Merkle tree
 // take. Rows n .. 2^logOut of dst are not written (a fresh, zeroed dst is the zero padding).
-func EncodeFp4ToPlanes(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[uint32], n int, dst *gpu.Array[Mont], logOut int) error {
+func EncodeFp4ToPlanes(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[Mont4], n int, dst *gpu.Array[Mont], logOut int) error {
 	if n < 0 || logOut < 0 || logOut > 29 || n > 1<<logOut {
 		return fmt.Errorf("kernels: Fp4ToPlanes: %d elements into planes of 2^%d", n, logOut)
 	}
-	if err := checkArray("Fp4ToPlanes", src, 4*n); err != nil {
+	if err := checkArray("Fp4ToPlanes", src, n); err != nil {
 		return err
 	}
 	if err := checkArray("Fp4ToPlanes", dst, 4<<logOut); err != nil {
@@ -136,8 +137,8 @@ func hornerPlan(logN int) []int {
 	return plan
 }
 
-// HornerScratchLen is the uints of scratch EncodeHorner needs for n coefficients (a power of
-// two).
+// HornerScratchLen is the Fp4 entries of scratch EncodeHorner needs for n coefficients (a power
+// of two).
 func HornerScratchLen(n int) int {
 	logN, ok := field.Log2(n)
 	if !ok {
@@ -148,19 +149,19 @@ func HornerScratchLen(n int) int {
 		logN -= c
 		total += 1 << logN
 	}
-	return 4 * max(total, 1)
+	return max(total, 1)
 }
 
 // EncodeHorner encodes the evaluation Σ_{b<n} c[b]·z^b of the AoS Fp4 table c (n a power of two)
 // by passes of whir_horner over chunks of 16 (each pass a table 16 times shorter, evaluated at
 // z^16, z^256, …: exact, as every association is in a field). The result is Fp4 element at of
-// scratch (HornerScratchLen(n) uints); n = 1 copies c[0] there.
-func EncodeHorner(b *gpu.Batch, dev *gpu.Device, c *gpu.Array[uint32], n int, z field.Fp4, scratch *gpu.Array[uint32]) (at int, err error) {
+// scratch (HornerScratchLen(n) entries); n = 1 copies c[0] there.
+func EncodeHorner(b *gpu.Batch, dev *gpu.Device, c *gpu.Array[Mont4], n int, z field.Fp4, scratch *gpu.Array[Mont4]) (at int, err error) {
 	logN, ok := field.Log2(n)
 	if !ok {
 		return 0, fmt.Errorf("kernels: Horner: %d coefficients (not a power of two)", n)
 	}
-	if err := checkArray("Horner", c, 4*n); err != nil {
+	if err := checkArray("Horner", c, n); err != nil {
 		return 0, err
 	}
 	if err := checkArray("Horner", scratch, HornerScratchLen(n)); err != nil {
@@ -194,17 +195,17 @@ func EncodeHorner(b *gpu.Batch, dev *gpu.Device, c *gpu.Array[uint32], n int, z 
 // lo needs npts·2^logLo and hi npts·2^logHi Fp4 entries; the sumcheck family's EncodeEqExpand
 // with count = npts then adds Σ_i coef_i·eq(pow_d(z_i), ·) to a table. One item per entry
 // (≤ d squarings and products each).
-func EncodePowEqTables(b *gpu.Batch, dev *gpu.Device, pc *gpu.Array[uint32], npts, logLo, logHi int, lo, hi *gpu.Array[uint32]) error {
+func EncodePowEqTables(b *gpu.Batch, dev *gpu.Device, pc *gpu.Array[Mont4], npts, logLo, logHi int, lo, hi *gpu.Array[Mont4]) error {
 	if npts < 0 || logLo < 0 || logHi < 0 || logLo+logHi > 28 {
 		return fmt.Errorf("kernels: PowEqTables: %d points, 2^%d × 2^%d", npts, logLo, logHi)
 	}
-	if err := checkArray("PowEqTables", pc, 8*npts); err != nil {
+	if err := checkArray("PowEqTables", pc, 2*npts); err != nil {
 		return err
 	}
-	if err := checkArray("PowEqTables", lo, 4*npts<<logLo); err != nil {
+	if err := checkArray("PowEqTables", lo, npts<<logLo); err != nil {
 		return err
 	}
-	if err := checkArray("PowEqTables", hi, 4*npts<<logHi); err != nil {
+	if err := checkArray("PowEqTables", hi, npts<<logHi); err != nil {
 		return err
 	}
 	if npts == 0 {

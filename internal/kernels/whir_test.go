@@ -12,16 +12,6 @@ import (
 	"github.com/metalprove/metalprove/internal/stark"
 )
 
-func allocU32(t *testing.T, n int) *gpu.Array[uint32] {
-	t.Helper()
-	a, err := gpu.AllocArray[uint32](testDev, "test buffer", n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Free)
-	return a
-}
-
 func firstDiff4(a, b []field.Fp4) int {
 	for i := range a {
 		if i >= len(b) || a[i] != b[i] {
@@ -97,7 +87,8 @@ func TestWhirBatchMatchesCpuref(t *testing.T) {
 					}
 					off += w
 				}
-				if err := EncodeSubsetSum(b, testDev, f, f, c.logM+2, c.lSkip+2, c.logM+2, false); err != nil {
+				fm := gpu.View[Mont](f) // the subset sum indexes words
+				if err := EncodeSubsetSum(b, testDev, fm, fm, c.logM+2, c.lSkip+2, c.logM+2, false); err != nil {
 					return err
 				}
 				return b.Wait()
@@ -144,10 +135,10 @@ func TestSubsetSumMatchesReference(t *testing.T) {
 				}
 				n := 1 << c.logN
 				v := fieldrand.Fps(r, n)
-				src := gpu.View[uint32](upload(t, v))
+				src := upload(t, v)
 				dst := src
 				if !inPlace {
-					dst = allocU32(t, n)
+					dst = upload(t, make([]field.Fp, n))
 				}
 				k := syncs(t, func() error {
 					b := testDev.Batch()
@@ -161,11 +152,11 @@ func TestSubsetSumMatchesReference(t *testing.T) {
 				}
 				want := append([]field.Fp(nil), v...)
 				subsetRef(want, c.lo, c.hi, inverse)
-				if i := firstDiff(readBack(t, gpu.View[Mont](dst)), want); i >= 0 {
+				if i := firstDiff(readBack(t, dst), want); i >= 0 {
 					t.Fatalf("%+v inverse=%v inPlace=%v: element %d", c, inverse, inPlace, i)
 				}
 				if !inPlace {
-					if i := firstDiff(readBack(t, gpu.View[Mont](src)), v); i >= 0 {
+					if i := firstDiff(readBack(t, src), v); i >= 0 {
 						t.Fatalf("%+v: source modified at %d", c, i)
 					}
 				}
@@ -175,8 +166,9 @@ func TestSubsetSumMatchesReference(t *testing.T) {
 	// Full-range transforms of an Fp4 table are CoeffsToEvals / EvalsToCoeffs coordinate-wise.
 	v := randFp4s(r, 1<<9)
 	a := uploadFp4(t, v)
+	am := gpu.View[Mont](a)
 	b := testDev.Batch()
-	if err := EncodeSubsetSum(b, testDev, a, a, 11, 2, 11, true); err != nil {
+	if err := EncodeSubsetSum(b, testDev, am, am, 11, 2, 11, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Wait(); err != nil {
@@ -195,7 +187,7 @@ func TestSubsetSumMatchesReference(t *testing.T) {
 			}
 		}
 	}
-	if err := EncodeSubsetSum(testDev.Batch(), testDev, a, a, 11, 5, 12, false); err == nil {
+	if err := EncodeSubsetSum(testDev.Batch(), testDev, am, am, 11, 5, 12, false); err == nil {
 		t.Error("bits beyond the table accepted")
 	}
 }
@@ -224,7 +216,7 @@ func TestFp4ToPlanes(t *testing.T) {
 			}
 		}
 	}
-	if err := EncodeFp4ToPlanes(testDev.Batch(), testDev, allocU32(t, 12), 3, upload(t, make([]field.Fp, 8)), 1); err == nil {
+	if err := EncodeFp4ToPlanes(testDev.Batch(), testDev, allocFp4(t, 3), 3, upload(t, make([]field.Fp, 8)), 1); err == nil {
 		t.Error("3 elements into planes of 2 accepted")
 	}
 }
@@ -236,7 +228,7 @@ func TestHornerMatchesStark(t *testing.T) {
 		c := randFp4s(r, n)
 		for _, z := range []field.Fp4{fieldrand.Fp4(r), {}, field.Fp4One, field.Lift(field.Fp(field.P - 1))} {
 			a := uploadFp4(t, c)
-			scratch := allocU32(t, HornerScratchLen(n))
+			scratch := allocFp4(t, HornerScratchLen(n))
 			var at int
 			k := syncs(t, func() error {
 				b := testDev.Batch()
@@ -276,14 +268,14 @@ func TestPowEqTablesExpandToWeights(t *testing.T) {
 			wa := uploadFp4(t, w)
 			pca := uploadFp4(t, pc)
 			dl, dh := c.d/2, c.d-c.d/2
-			lo := allocU32(t, 4*c.npts<<dl)
-			hi := allocU32(t, 4*c.npts<<dh)
+			lo := allocFp4(t, c.npts<<dl)
+			hi := allocFp4(t, c.npts<<dh)
 			k := syncs(t, func() error {
 				b := testDev.Batch()
 				if err := EncodePowEqTables(b, testDev, pca, c.npts, dl, dh, lo, hi); err != nil {
 					return err
 				}
-				if err := EncodeEqExpand(b, testDev, lo, hi, wa, dl, dh, c.npts, true); err != nil {
+				if err := EncodeEqExpand(b, testDev, fp4Words(lo), fp4Words(hi), fp4Words(wa), dl, dh, c.npts, true); err != nil {
 					return err
 				}
 				return b.Wait()
@@ -314,8 +306,8 @@ func BenchmarkWhirKernels(b *testing.B) {
 	ntt := NewNTT(testDev)
 	defer ntt.Close()
 	r := rand.New(rand.NewPCG(31, 32))
-	alloc := func(n int) *gpu.Array[uint32] {
-		a, err := gpu.AllocArray[uint32](testDev, "bench", n)
+	alloc := func(n int) *gpu.Array[Mont4] {
+		a, err := gpu.AllocArray[Mont4](testDev, "bench", n)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -327,20 +319,25 @@ func BenchmarkWhirKernels(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(q.Free)
-	mu := alloc(4 * width)
-	if err := mu.Write(0, MontFp4Slice(field.PowersFp4(fieldrand.Fp4(r), width))); err != nil {
+	mu := alloc(width)
+	if err := mu.Write(0, Mont4Slice(field.PowersFp4(fieldrand.Fp4(r), width))); err != nil {
 		b.Fatal(err)
 	}
-	f := alloc(4 << logM)
-	coeffs := alloc(4 << (logM - 4))
-	planes := gpu.View[Mont](alloc(4 << (logM + 1 - 1)))
+	f := alloc(1 << logM)
+	coeffs := alloc(1 << (logM - 4))
+	planes, err := gpu.AllocArray[Mont](testDev, "bench planes", 4<<logM)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(planes.Free)
 	scratch := alloc(HornerScratchLen(1 << (logM - 4)))
-	pc := alloc(8 * npts)
-	if err := pc.Write(0, MontFp4Slice(randFp4s(r, 2*npts))); err != nil {
+	pc := alloc(2 * npts)
+	if err := pc.Write(0, Mont4Slice(randFp4s(r, 2*npts))); err != nil {
 		b.Fatal(err)
 	}
 	d := logM - 4
-	lo, hi := alloc(4*npts<<(d/2)), alloc(4*npts<<(d-d/2))
+	lo, hi := alloc(npts<<(d/2)), alloc(npts<<(d-d/2))
+	fm, cm := gpu.View[Mont](f), gpu.View[Mont](coeffs) // the subset sum indexes words
 	run := func(name string, encode func(bt *gpu.Batch) error) {
 		b.Run(name, func(b *testing.B) {
 			for range b.N {
@@ -356,9 +353,9 @@ func BenchmarkWhirKernels(b *testing.B) {
 	}
 	run("batch 2^21x42", func(bt *gpu.Batch) error { return ntt.EncodeWhirBatch(bt, q, 1<<logM, width, lSkip, mu, 0, f, false) })
 	run("subset sum 2^21 bits 4..21", func(bt *gpu.Batch) error {
-		return EncodeSubsetSum(bt, testDev, f, f, logM+2, lSkip+2, logM+2, false)
+		return EncodeSubsetSum(bt, testDev, fm, fm, logM+2, lSkip+2, logM+2, false)
 	})
-	run("mobius 2^17", func(bt *gpu.Batch) error { return EncodeSubsetSum(bt, testDev, f, coeffs, d+2, 2, d+2, true) })
+	run("mobius 2^17", func(bt *gpu.Batch) error { return EncodeSubsetSum(bt, testDev, fm, cm, d+2, 2, d+2, true) })
 	run("to planes 2^17 into 2^21", func(bt *gpu.Batch) error { return EncodeFp4ToPlanes(bt, testDev, coeffs, 1<<d, planes, logM) })
 	run("horner 2^17", func(bt *gpu.Batch) error {
 		_, err := EncodeHorner(bt, testDev, coeffs, 1<<d, fieldrand.Fp4(r), scratch)
@@ -368,6 +365,6 @@ func BenchmarkWhirKernels(b *testing.B) {
 		return EncodePowEqTables(bt, testDev, pc, npts, d/2, d-d/2, lo, hi)
 	})
 	run("eq expand 194 x 2^17", func(bt *gpu.Batch) error {
-		return EncodeEqExpand(bt, testDev, lo, hi, f, d/2, d-d/2, npts, true)
+		return EncodeEqExpand(bt, testDev, fp4Words(lo), fp4Words(hi), fp4Words(f), d/2, d-d/2, npts, true)
 	})
 }

@@ -68,14 +68,14 @@ func checkSumcheck(dev *gpu.Device, cols, logRows int) error {
 	r := rand.New(rand.NewPCG(uint64(cols), uint64(logRows)))
 	n := cols << logRows
 	f, w := randFp4s(r, n), randFp4s(r, n)
-	var bufs []*gpu.Array[uint32]
+	var bufs []*gpu.Array[kernels.Mont4]
 	defer func() {
 		for _, b := range bufs {
 			b.Free()
 		}
 	}()
-	up := func(v []field.Fp4) (*gpu.Array[uint32], error) {
-		a, err := gpu.UploadArray(dev, "selftest sumcheck", kernels.MontFp4Slice(v))
+	up := func(v []field.Fp4) (*gpu.Array[kernels.Mont4], error) {
+		a, err := gpu.UploadArray(dev, "selftest sumcheck", kernels.Mont4Slice(v))
 		if err == nil {
 			bufs = append(bufs, a)
 		}
@@ -134,22 +134,23 @@ func checkSumcheck(dev *gpu.Device, cols, logRows int) error {
 		}
 	} else {
 		b := dev.Batch()
-		if err := kernels.EncodeFold(b, dev, fa, 1<<logRows, dF, 1<<(logRows-1), cols, logRows-1, alpha); err != nil {
+		// EncodeFold still takes words (shared with the zerocheck family).
+		if err := kernels.EncodeFold(b, dev, gpu.View[uint32](fa), 1<<logRows, gpu.View[uint32](dF), 1<<(logRows-1), cols, logRows-1, alpha); err != nil {
 			return err
 		}
-		if err := kernels.EncodeFold(b, dev, wa, 1<<logRows, dW, 1<<(logRows-1), cols, logRows-1, alpha); err != nil {
+		if err := kernels.EncodeFold(b, dev, gpu.View[uint32](wa), 1<<logRows, gpu.View[uint32](dW), 1<<(logRows-1), cols, logRows-1, alpha); err != nil {
 			return err
 		}
 	}
 	for _, x := range []struct {
-		a    *gpu.Array[uint32]
+		a    *gpu.Array[kernels.Mont4]
 		want []field.Fp4
 	}{{dF, ff}, {dW, fw}} {
 		v, err := x.a.ReadAll()
 		if err != nil {
 			return err
 		}
-		got := kernels.Fp4SliceOfMont(v)
+		got := kernels.Fp4SliceOf(v)
 		for i := range x.want {
 			if got[i] != x.want[i] {
 				return fmt.Errorf("folded table: element %d is %v, want %v", i, got[i], x.want[i])

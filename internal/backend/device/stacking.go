@@ -54,9 +54,13 @@ type stackingProver struct {
 	cur      int        // ping-pong side holding the current tables
 	logRows  int        // log rows of the current tables
 
-	slices, halves, etab, partials, result, lag, weights *gpu.Array[uint32]
-	qt, wt                                               [2]*gpu.Array[uint32]
-	sc                                                   *kernels.Sumcheck
+	// Words: slices, the packed descriptors; halves, the eq halves as EqTables returns them;
+	// partials and result, round 0's sums (EncodeSumRows adds them word by word) and, in result,
+	// the Q blocks of the short slices copied after them.
+	slices, halves, partials, result *gpu.Array[uint32]
+	etab, lag, weights               *gpu.Array[kernels.Mont4]
+	qt, wt                           [2]*gpu.Array[kernels.Mont4]
+	sc                               *kernels.Sumcheck
 }
 
 // wSlice is what BindUnivariate needs of one slice to compute its W scalars.
@@ -205,15 +209,23 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 		a, err = gpu.AllocArray[uint32](b.dev, "stacking "+name, max(n, 1))
 		return a
 	}
-	sp.etab = alloc("eq tables", 4*etabLen)
+	alloc4 := func(name string, n int) *gpu.Array[kernels.Mont4] {
+		if err != nil {
+			return nil
+		}
+		var a *gpu.Array[kernels.Mont4]
+		a, err = gpu.AllocArray[kernels.Mont4](b.dev, "stacking "+name, max(n, 1))
+		return a
+	}
+	sp.etab = alloc4("eq tables", etabLen)
 	sp.partials = alloc("partials", sp.rows*width)
 	sp.result = alloc("round 0 sums", width+len(sp.shorts)*n)
-	sp.lag = alloc("lagrange weights", 4*n)
-	sp.weights = alloc("W weights", 8*len(all))
-	sp.qt[0] = alloc("q table", 4*sp.cols*nx)
-	sp.wt[0] = alloc("W table", 4*sp.cols*nx)
-	sp.qt[1] = alloc("q table (folded)", 4*sp.cols*max(nx/2, 1))
-	sp.wt[1] = alloc("W table (folded)", 4*sp.cols*max(nx/2, 1))
+	sp.lag = alloc4("lagrange weights", n)
+	sp.weights = alloc4("W weights", 2*len(all))
+	sp.qt[0] = alloc4("q table", sp.cols*nx)
+	sp.wt[0] = alloc4("W table", sp.cols*nx)
+	sp.qt[1] = alloc4("q table (folded)", sp.cols*max(nx/2, 1))
+	sp.wt[1] = alloc4("W table (folded)", sp.cols*max(nx/2, 1))
 	if err != nil {
 		return fail(err)
 	}
@@ -230,7 +242,7 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	}
 	batchEnc := b.dev.Batch()
 	for _, e := range exps {
-		ex := kernels.EqExpand{Lo: hv, Hi: hv, Out: sp.etab, LoOff: e.loOff, HiOff: e.hiOff, OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1}
+		ex := kernels.EqExpand{Lo: hv, Hi: hv, Out: fp4Words(sp.etab), LoOff: e.loOff, HiOff: e.hiOff, OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1}
 		if err := ex.Encode(batchEnc, b.dev); err != nil {
 			hv.Free()
 			return fail(err)
@@ -255,14 +267,18 @@ func (sp *stackingProver) free() {
 
 // freeBuffers releases every device buffer (idempotent).
 func (sp *stackingProver) freeBuffers() {
-	for _, a := range []*gpu.Array[uint32]{sp.slices, sp.halves, sp.etab, sp.partials, sp.result, sp.lag, sp.weights,
-		sp.qt[0], sp.qt[1], sp.wt[0], sp.wt[1]} {
+	for _, a := range []*gpu.Array[uint32]{sp.slices, sp.halves, sp.partials, sp.result} {
+		if a != nil {
+			a.Free()
+		}
+	}
+	for _, a := range []*gpu.Array[kernels.Mont4]{sp.etab, sp.lag, sp.weights, sp.qt[0], sp.qt[1], sp.wt[0], sp.wt[1]} {
 		if a != nil {
 			a.Free()
 		}
 	}
 	sp.slices, sp.halves, sp.etab, sp.partials, sp.result, sp.lag, sp.weights = nil, nil, nil, nil, nil, nil, nil
-	sp.qt, sp.wt = [2]*gpu.Array[uint32]{}, [2]*gpu.Array[uint32]{}
+	sp.qt, sp.wt = [2]*gpu.Array[kernels.Mont4]{}, [2]*gpu.Array[kernels.Mont4]{}
 	if sp.sc != nil {
 		sp.sc.Close()
 		sp.sc = nil
@@ -480,10 +496,10 @@ func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
 		weights = append(weights, v.Mul(stark.InUni(l, s.nn, u0)), field.Fp4{})
 	}
 	// Uploads first: nothing is pending after UnivariateRound's download.
-	if err := sp.weights.Write(0, kernels.MontFp4Slice(weights)); err != nil {
+	if err := sp.weights.Write(0, kernels.Mont4Slice(weights)); err != nil {
 		return err
 	}
-	if err := sp.lag.Write(0, kernels.MontFp4Slice(kernels.LagrangeWeights(l, u0))); err != nil {
+	if err := sp.lag.Write(0, kernels.Mont4Slice(kernels.LagrangeWeights(l, u0))); err != nil {
 		return err
 	}
 	dev := sp.be.dev
@@ -556,11 +572,11 @@ func (sp *stackingProver) foldPending(both bool) error {
 	dev := sp.be.dev
 	b := dev.Batch()
 	lr := sp.logRows - 1
-	if err := kernels.EncodeFold(b, dev, sp.qt[sp.cur], 1<<sp.logRows, sp.qt[1-sp.cur], 1<<lr, sp.cols, lr, *sp.pending); err != nil {
+	if err := kernels.EncodeFold(b, dev, fp4Words(sp.qt[sp.cur]), 1<<sp.logRows, fp4Words(sp.qt[1-sp.cur]), 1<<lr, sp.cols, lr, *sp.pending); err != nil {
 		return err
 	}
 	if both {
-		if err := kernels.EncodeFold(b, dev, sp.wt[sp.cur], 1<<sp.logRows, sp.wt[1-sp.cur], 1<<lr, sp.cols, lr, *sp.pending); err != nil {
+		if err := kernels.EncodeFold(b, dev, fp4Words(sp.wt[sp.cur]), 1<<sp.logRows, fp4Words(sp.wt[1-sp.cur]), 1<<lr, sp.cols, lr, *sp.pending); err != nil {
 			return err
 		}
 		sp.cur, sp.logRows, sp.pending = 1-sp.cur, lr, nil
@@ -589,11 +605,11 @@ func (sp *stackingProver) Openings() ([][]field.Fp4, error) {
 	} else if sp.logRows != 0 {
 		return nil, ErrProverState
 	}
-	v := make([]uint32, 4*sp.cols)
+	v := make([]kernels.Mont4, sp.cols)
 	if err := sp.qt[side].Read(v, 0); err != nil {
 		return nil, err
 	}
-	all := kernels.Fp4SliceOfMont(v)
+	all := kernels.Fp4SliceOf(v)
 	out := make([][]field.Fp4, len(sp.commits))
 	for c, com := range sp.commits {
 		out[c] = all[sp.colOff[c] : sp.colOff[c]+com.width]

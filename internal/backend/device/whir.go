@@ -35,19 +35,19 @@ type whirProver struct {
 	sc *kernels.Sumcheck
 	// f[cur], w[cur] hold the current tables of 2^d entries; f[1−cur], w[1−cur] receive the fold.
 	// Buffers 0 hold 2^m entries, buffers 1 2^(m−1): the folds alternate between them.
-	f, w  [2]*gpu.Array[uint32]
+	f, w  [2]*gpu.Array[kernels.Mont4]
 	cur   int
 	d     int
 	alpha *field.Fp4 // a recorded fold not yet encoded
 
-	coeffs      *gpu.Array[uint32] // coefficient table of the current f (when coeffsValid)
+	coeffs      *gpu.Array[kernels.Mont4] // coefficient table of the current f (when coeffsValid)
 	coeffsValid bool
-	horner      *gpu.Array[uint32] // EncodeHorner scratch
+	horner      *gpu.Array[kernels.Mont4] // EncodeHorner scratch
 
 	// Inputs of encoded work (they must outlive it): μ powers, the Möbius-eq halves of w, and
 	// AccumulateWeight's points and eq tables (grown on demand, reused).
-	mu, kLo, kHi       *gpu.Array[uint32]
-	points, eqLo, eqHi *gpu.Array[uint32]
+	mu, kLo, kHi       *gpu.Array[kernels.Mont4]
+	points, eqLo, eqHi *gpu.Array[kernels.Mont4]
 
 	codewords []*gpu.Array[kernels.Mont]
 	trees     []*kernels.MerkleTree
@@ -90,21 +90,21 @@ func (b *Backend) NewWhirProver(p params.SystemParams, commits []stark.Committed
 		return fail(err)
 	}
 	for i, n := range []int{1 << m, 1 << max(m-1, 0)} {
-		if wp.f[i], err = gpu.AllocArray[uint32](b.dev, "whir f", 4*n); err != nil {
+		if wp.f[i], err = gpu.AllocArray[kernels.Mont4](b.dev, "whir f", n); err != nil {
 			return fail(err)
 		}
-		if wp.w[i], err = gpu.AllocArray[uint32](b.dev, "whir w", 4*n); err != nil {
+		if wp.w[i], err = gpu.AllocArray[kernels.Mont4](b.dev, "whir w", n); err != nil {
 			return fail(err)
 		}
 	}
-	if wp.mu, err = gpu.UploadArray(b.dev, "whir μ powers", kernels.MontFp4Slice(field.PowersFp4(mu, max(total, 1)))); err != nil {
+	if wp.mu, err = gpu.UploadArray(b.dev, "whir μ powers", kernels.Mont4Slice(field.PowersFp4(mu, max(total, 1)))); err != nil {
 		return fail(err)
 	}
 	logLo := m / 2
-	if wp.kLo, err = gpu.UploadArray(b.dev, "whir mobius eq lo", kernels.MontFp4Slice(stark.EvalsMobiusEqHypercube(uCube[:logLo]))); err != nil {
+	if wp.kLo, err = gpu.UploadArray(b.dev, "whir mobius eq lo", kernels.Mont4Slice(stark.EvalsMobiusEqHypercube(uCube[:logLo]))); err != nil {
 		return fail(err)
 	}
-	if wp.kHi, err = gpu.UploadArray(b.dev, "whir mobius eq hi", kernels.MontFp4Slice(stark.EvalsMobiusEqHypercube(uCube[logLo:]))); err != nil {
+	if wp.kHi, err = gpu.UploadArray(b.dev, "whir mobius eq hi", kernels.Mont4Slice(stark.EvalsMobiusEqHypercube(uCube[logLo:]))); err != nil {
 		return fail(err)
 	}
 	batch := b.dev.Batch()
@@ -120,10 +120,11 @@ func (b *Backend) NewWhirProver(p params.SystemParams, commits []stark.Committed
 		first = false
 	}
 	// The fresh f is zero when there is no column at all.
-	if err := kernels.EncodeSubsetSum(batch, b.dev, wp.f[0], wp.f[0], m+2, p.LSkip+2, m+2, false); err != nil {
+	fm := gpu.View[kernels.Mont](wp.f[0]) // the subset sum reads f word by word
+	if err := kernels.EncodeSubsetSum(batch, b.dev, fm, fm, m+2, p.LSkip+2, m+2, false); err != nil {
 		return fail(err)
 	}
-	if err := kernels.EncodeEqExpand(batch, b.dev, wp.kLo, wp.kHi, wp.w[0], logLo, m-logLo, 1, false); err != nil {
+	if err := kernels.EncodeEqExpand(batch, b.dev, fp4Words(wp.kLo), fp4Words(wp.kHi), fp4Words(wp.w[0]), logLo, m-logLo, 1, false); err != nil {
 		return fail(err)
 	}
 	if err := batch.Err(); err != nil {
@@ -153,10 +154,10 @@ func (wp *whirProver) flush(b *gpu.Batch) error {
 	a := *wp.alpha
 	src, dst := wp.cur, 1-wp.cur
 	n := wp.d - 1
-	if err := kernels.EncodeFold(b, wp.dev, wp.f[src], 2<<n, wp.f[dst], 1<<n, 1, n, a); err != nil {
+	if err := kernels.EncodeFold(b, wp.dev, fp4Words(wp.f[src]), 2<<n, fp4Words(wp.f[dst]), 1<<n, 1, n, a); err != nil {
 		return err
 	}
-	if err := kernels.EncodeFold(b, wp.dev, wp.w[src], 2<<n, wp.w[dst], 1<<n, 1, n, a); err != nil {
+	if err := kernels.EncodeFold(b, wp.dev, fp4Words(wp.w[src]), 2<<n, fp4Words(wp.w[dst]), 1<<n, 1, n, a); err != nil {
 		return err
 	}
 	wp.cur, wp.d, wp.alpha = dst, n, nil
@@ -212,15 +213,15 @@ func (wp *whirProver) Fold(alpha field.Fp4) error {
 	return nil
 }
 
-// grow returns a, or a new zeroed array named name when a holds fewer than n uints (a freed).
-func (wp *whirProver) grow(a *gpu.Array[uint32], name string, n int) (*gpu.Array[uint32], error) {
+// grow returns a, or a new zeroed array named name when a holds fewer than n entries (a freed).
+func (wp *whirProver) grow(a *gpu.Array[kernels.Mont4], name string, n int) (*gpu.Array[kernels.Mont4], error) {
 	if a != nil && a.Len() >= n {
 		return a, nil
 	}
 	if a != nil {
 		a.Free()
 	}
-	return gpu.AllocArray[uint32](wp.dev, name, n)
+	return gpu.AllocArray[kernels.Mont4](wp.dev, name, n)
 }
 
 // encodeCoeffs encodes the coefficient table of the current f (the Möbius transform over all
@@ -233,12 +234,12 @@ func (wp *whirProver) encodeCoeffs(b *gpu.Batch) error {
 		return nil
 	}
 	var err error
-	if wp.coeffs, err = wp.grow(wp.coeffs, "whir coefficients", 4<<wp.d); err != nil {
+	if wp.coeffs, err = wp.grow(wp.coeffs, "whir coefficients", 1<<wp.d); err != nil {
 		return err
 	}
 	if wp.d == 0 {
 		b.Copy(wp.coeffs.Buffer, 0, wp.f[wp.cur].Buffer, 0, 16)
-	} else if err := kernels.EncodeSubsetSum(b, wp.dev, wp.f[wp.cur], wp.coeffs, wp.d+2, 2, wp.d+2, true); err != nil {
+	} else if err := kernels.EncodeSubsetSum(b, wp.dev, gpu.View[kernels.Mont](wp.f[wp.cur]), gpu.View[kernels.Mont](wp.coeffs), wp.d+2, 2, wp.d+2, true); err != nil {
 		return err
 	}
 	if err := b.Err(); err != nil {
@@ -304,11 +305,11 @@ func (wp *whirProver) EvalFolded(z field.Fp4) (field.Fp4, error) {
 	if err != nil {
 		return field.Fp4{}, err
 	}
-	var v [4]uint32
-	if err := wp.horner.Read(v[:], 4*at); err != nil {
+	var v [1]kernels.Mont4
+	if err := wp.horner.Read(v[:], at); err != nil {
 		return field.Fp4{}, err
 	}
-	return kernels.Fp4OfMont(v[:]), nil
+	return kernels.Fp4Of(v[0]), nil
 }
 
 // FinalPoly downloads the coefficient table of the current f (one sync).
@@ -320,11 +321,11 @@ func (wp *whirProver) FinalPoly() ([]field.Fp4, error) {
 	if err := wp.encodeCoeffs(b); err != nil {
 		return nil, err
 	}
-	v := make([]uint32, 4<<wp.d)
+	v := make([]kernels.Mont4, 1<<wp.d)
 	if err := wp.coeffs.Read(v, 0); err != nil {
 		return nil, err
 	}
-	return kernels.Fp4SliceOfMont(v), nil
+	return kernels.Fp4SliceOf(v), nil
 }
 
 // OpenInitial answers the round-0 queries on every initial commitment: the indices uploaded
@@ -429,22 +430,22 @@ func (wp *whirProver) AccumulateWeight(coefs, points []field.Fp4) error {
 		pc = append(pc, z, coefs[i])
 	}
 	var err error
-	if wp.points, err = wp.grow(wp.points, "whir weight points", 8*npts); err != nil {
+	if wp.points, err = wp.grow(wp.points, "whir weight points", 2*npts); err != nil {
 		return err
 	}
-	if err := wp.points.Write(0, kernels.MontFp4Slice(pc)); err != nil {
+	if err := wp.points.Write(0, kernels.Mont4Slice(pc)); err != nil {
 		return err
 	}
-	if wp.eqLo, err = wp.grow(wp.eqLo, "whir weight eq lo", 4*npts<<logLo); err != nil {
+	if wp.eqLo, err = wp.grow(wp.eqLo, "whir weight eq lo", npts<<logLo); err != nil {
 		return err
 	}
-	if wp.eqHi, err = wp.grow(wp.eqHi, "whir weight eq hi", 4*npts<<(d-logLo)); err != nil {
+	if wp.eqHi, err = wp.grow(wp.eqHi, "whir weight eq hi", npts<<(d-logLo)); err != nil {
 		return err
 	}
 	if err := kernels.EncodePowEqTables(b, wp.dev, wp.points, npts, logLo, d-logLo, wp.eqLo, wp.eqHi); err != nil {
 		return err
 	}
-	return kernels.EncodeEqExpand(b, wp.dev, wp.eqLo, wp.eqHi, wp.w[wp.cur], logLo, d-logLo, npts, true)
+	return kernels.EncodeEqExpand(b, wp.dev, fp4Words(wp.eqLo), fp4Words(wp.eqHi), fp4Words(wp.w[wp.cur]), logLo, d-logLo, npts, true)
 }
 
 // Release frees every buffer of the prover (the commitments stay).
@@ -459,7 +460,7 @@ func (wp *whirProver) Release() {
 	if wp.sc != nil {
 		wp.sc.Close()
 	}
-	bufs := []*gpu.Array[uint32]{wp.f[0], wp.f[1], wp.w[0], wp.w[1], wp.coeffs, wp.horner, wp.mu, wp.kLo, wp.kHi, wp.points, wp.eqLo, wp.eqHi}
+	bufs := []*gpu.Array[kernels.Mont4]{wp.f[0], wp.f[1], wp.w[0], wp.w[1], wp.coeffs, wp.horner, wp.mu, wp.kLo, wp.kHi, wp.points, wp.eqLo, wp.eqHi}
 	for _, a := range bufs {
 		if a != nil {
 			a.Free()
@@ -469,6 +470,11 @@ func (wp *whirProver) Release() {
 		a.Free()
 	}
 	wp.trees, wp.codewords = nil, nil
-	wp.f, wp.w = [2]*gpu.Array[uint32]{}, [2]*gpu.Array[uint32]{}
+	wp.f, wp.w = [2]*gpu.Array[kernels.Mont4]{}, [2]*gpu.Array[kernels.Mont4]{}
 	wp.coeffs, wp.horner, wp.mu, wp.kLo, wp.kHi, wp.points, wp.eqLo, wp.eqHi = nil, nil, nil, nil, nil, nil, nil, nil
 }
+
+// fp4Words is an Fp4 table as the uint32 words that the sumcheck family's EncodeFold and
+// EncodeEqExpand still take (they share those launchers with the zerocheck family, which is not
+// typed yet): the same buffer, not a copy.
+func fp4Words(a *gpu.Array[kernels.Mont4]) *gpu.Array[uint32] { return gpu.View[uint32](a) }
