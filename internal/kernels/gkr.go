@@ -12,8 +12,8 @@ import (
 // of resident traces, the tree's layers and the rounds of the layer sumchecks (cpuref gkr.go
 // computes the same values on the host).
 //
-// A fraction (p, q) is GkrFractionWords uints: p then q, each an Fp4 (4 Montgomery uints); a layer
-// of the tree is a buffer of fractions. The layer sumcheck of layer j works on "tables of R rows":
+// A fraction (p, q) is a GkrFraction: p then q, each a Mont4; a layer of the tree is an array of
+// fractions, eq values an array of Mont4. The layer sumcheck of layer j works on "tables of R rows":
 // 2R fractions, row y being fractions 2y (p0, q0) and 2y + 1 (p1, q1), with R eq values: the layer
 // itself is the tables of R = 2^(j−1) rows, and the folds keep that layout. A round's value is
 //
@@ -24,8 +24,29 @@ import (
 // the first (the layer as built), then EncodeFoldRound, which folds the previous round's r into
 // smaller tables and sums the next round in one pass; one 48-byte download per round.
 
-// GkrFractionWords is the number of uints of a fraction (p, q).
+// GkrFraction is a fraction p/q of the tree as the kernels hold it.
+type GkrFraction struct{ P, Q Mont4 }
+
+// GkrFractionWords is the number of words of a GkrFraction.
 const GkrFractionWords = 8
+
+// GkrFractionsOf converts p_0, q_0, p_1, q_1, … to device fractions (len(v) even).
+func GkrFractionsOf(v []field.Fp4) []GkrFraction {
+	out := make([]GkrFraction, len(v)/2)
+	for i := range out {
+		out[i] = GkrFraction{Mont4Of(v[2*i]), Mont4Of(v[2*i+1])}
+	}
+	return out
+}
+
+// Fp4sOfGkrFractions converts device fractions back to p_0, q_0, p_1, q_1, ….
+func Fp4sOfGkrFractions(f []GkrFraction) []field.Fp4 {
+	out := make([]field.Fp4, 0, 2*len(f))
+	for _, x := range f {
+		out = append(out, Fp4Of(x.P), Fp4Of(x.Q))
+	}
+	return out
+}
 
 // GkrLeaves is the leaf evaluation of one run of rows of a trace: its interactions-only program
 // (constraints.Interactions outputs) runs on the rows, and row r of interaction k gives the
@@ -33,17 +54,18 @@ const GkrFractionWords = 8
 // (norm = Reps^−1: a trace shorter than its block repeats with scaled numerators).
 type GkrLeaves struct {
 	Run RowRun
-	// Outs is scratch of NumOutput·T uints.
+	// Outs is scratch of NumOutput·T words (the program's outputs, as the rows family writes them).
 	Outs *gpu.Array[uint32]
 	// Inter is GkrInteractionTable on the device, Consts GkrLeafConsts, for NumInteractions
 	// interactions whose longest message has MaxMsgLen fields.
-	Inter, Consts              *gpu.Array[uint32]
+	Inter                      *gpu.Array[uint32]
+	Consts                     *gpu.Array[Mont4]
 	NumInteractions, MaxMsgLen int
 	// Reps is 2^LogSize / h of the trace's blocks (≥ 1).
 	Reps int
 	// Leaves is the leaf layer; LeafEnd bounds the leaves the trace's blocks cover
 	// (max_k base_k + Reps·h).
-	Leaves  *gpu.Array[uint32]
+	Leaves  *gpu.Array[GkrFraction]
 	LeafEnd int
 }
 
@@ -68,9 +90,9 @@ func GkrInteractionTable(p *constraints.Program, bases []int) ([]uint32, error) 
 	return out, nil
 }
 
-// GkrLeafConsts returns gkr_leaves' Fp4 constants for p's interactions (Montgomery): d_k = α +
+// GkrLeafConsts returns gkr_leaves' Fp4 constants for p's interactions: d_k = α +
 // β^len_k·(bus_k + 1) for each interaction k, then β^j for j < MaxMsgLen.
-func GkrLeafConsts(p *constraints.Program, alpha, beta field.Fp4) []uint32 {
+func GkrLeafConsts(p *constraints.Program, alpha, beta field.Fp4) []Mont4 {
 	pows := field.PowersFp4(beta, p.MaxMsgLen+1)
 	v := make([]field.Fp4, 0, len(p.Interactions)+p.MaxMsgLen)
 	for _, it := range p.Interactions {
@@ -80,7 +102,7 @@ func GkrLeafConsts(p *constraints.Program, alpha, beta field.Fp4) []uint32 {
 	if len(v) == 0 {
 		v = append(v, field.Fp4{})
 	}
-	return MontFp4Slice(v)
+	return Mont4Slice(v)
 }
 
 // Encode encodes the leaves of the run (gkr_leaves). The slots of every part must be filled
@@ -100,10 +122,10 @@ func (l GkrLeaves) Encode(b *gpu.Batch, dev *gpu.Device) error {
 	if err := checkArray("GkrLeaves", l.Inter, 4*l.NumInteractions); err != nil {
 		return err
 	}
-	if err := checkArray("GkrLeaves", l.Consts, 4*(l.NumInteractions+l.MaxMsgLen)); err != nil {
+	if err := checkArray("GkrLeaves", l.Consts, l.NumInteractions+l.MaxMsgLen); err != nil {
 		return err
 	}
-	if err := checkArray("GkrLeaves", l.Leaves, GkrFractionWords*l.LeafEnd); err != nil {
+	if err := checkArray("GkrLeaves", l.Leaves, l.LeafEnd); err != nil {
 		return err
 	}
 	norm := field.New(uint32(l.Reps)).Inverse()
@@ -115,11 +137,11 @@ func (l GkrLeaves) Encode(b *gpu.Batch, dev *gpu.Device) error {
 }
 
 // EncodeGkrPad encodes leaves[i] = (0, α) for from ≤ i < to (gkr_pad): the padding leaves.
-func EncodeGkrPad(b *gpu.Batch, dev *gpu.Device, leaves *gpu.Array[uint32], from, to int, alpha field.Fp4) error {
+func EncodeGkrPad(b *gpu.Batch, dev *gpu.Device, leaves *gpu.Array[GkrFraction], from, to int, alpha field.Fp4) error {
 	if from < 0 || to < from {
 		return fmt.Errorf("kernels: GkrPad: leaves [%d, %d)", from, to)
 	}
-	if err := checkArray("GkrPad", leaves, GkrFractionWords*to); err != nil {
+	if err := checkArray("GkrPad", leaves, to); err != nil {
 		return err
 	}
 	if to == from {
@@ -133,14 +155,14 @@ func EncodeGkrPad(b *gpu.Batch, dev *gpu.Device, leaves *gpu.Array[uint32], from
 
 // EncodeGkrLayer encodes one layer of the fraction tree (gkr_layer): dst[y] = src[2y] + src[2y+1]
 // as fractions, (p_a·q_b + p_b·q_a, q_a·q_b), for y < n. dst must not overlap src.
-func EncodeGkrLayer(b *gpu.Batch, dev *gpu.Device, src, dst *gpu.Array[uint32], n int) error {
+func EncodeGkrLayer(b *gpu.Batch, dev *gpu.Device, src, dst *gpu.Array[GkrFraction], n int) error {
 	if n <= 0 {
 		return fmt.Errorf("kernels: GkrLayer: %d fractions", n)
 	}
-	if err := checkArray("GkrLayer", src, GkrFractionWords*2*n); err != nil {
+	if err := checkArray("GkrLayer", src, 2*n); err != nil {
 		return err
 	}
-	if err := checkArray("GkrLayer", dst, GkrFractionWords*n); err != nil {
+	if err := checkArray("GkrLayer", dst, n); err != nil {
 		return err
 	}
 	if src.Buffer == dst.Buffer {
@@ -151,8 +173,9 @@ func EncodeGkrLayer(b *gpu.Batch, dev *gpu.Device, src, dst *gpu.Array[uint32], 
 	return b.Err()
 }
 
-// GkrSumcheck runs the rounds of layer sumchecks: it owns the per-group partials and the 12-uint
-// result (s(1), s(2), s(3), Montgomery) of the last encoded round. Not for concurrent use.
+// GkrSumcheck runs the rounds of layer sumchecks: it owns the per-group partials and the 12-word
+// result (s(1), s(2), s(3), Montgomery) of the last encoded round, words that EncodeSumRows adds.
+// Not for concurrent use.
 type GkrSumcheck struct {
 	dev       *gpu.Device
 	maxGroups int
@@ -205,17 +228,17 @@ func (s *GkrSumcheck) shape(kernel string, pairs int) (groups, tpg gpu.Dim3, tgB
 
 // EncodeRound encodes the round sums of tables of 2^logRows rows (logRows ≥ 1) as built: frac holds
 // their 2^(logRows+1) fractions from index 0, eq their eq values from Fp4 index eqOff.
-func (s *GkrSumcheck) EncodeRound(b *gpu.Batch, eq *gpu.Array[uint32], eqOff int, frac *gpu.Array[uint32], logRows int, lambda field.Fp4) error {
+func (s *GkrSumcheck) EncodeRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqOff int, frac *gpu.Array[GkrFraction], logRows int, lambda field.Fp4) error {
 	if err := s.live(); err != nil {
 		return err
 	}
 	if logRows < 1 || logRows > 28 || eqOff < 0 {
 		return fmt.Errorf("kernels: GkrRound: tables of 2^%d rows, eq at %d", logRows, eqOff)
 	}
-	if err := checkArray("GkrRound", eq, 4*(eqOff+1<<logRows)); err != nil {
+	if err := checkArray("GkrRound", eq, eqOff+1<<logRows); err != nil {
 		return err
 	}
-	if err := checkArray("GkrRound", frac, GkrFractionWords<<(logRows+1)); err != nil {
+	if err := checkArray("GkrRound", frac, 2<<logRows); err != nil {
 		return err
 	}
 	g, t, tg := s.shape("gkr_round_partials", 1<<(logRows-1))
@@ -228,7 +251,7 @@ func (s *GkrSumcheck) EncodeRound(b *gpu.Batch, eq *gpu.Array[uint32], eqOff int
 // EncodeFoldRound encodes the fold at r of src (tables of 2^(logRows+1) rows, eq values from
 // eqSrc) into dst (2^logRows rows, logRows ≥ 1; eq values written from eqDst) and the round sums
 // of the folded tables, in one pass. The eq ranges must not overlap, nor dst and src.
-func (s *GkrSumcheck) EncodeFoldRound(b *gpu.Batch, eq *gpu.Array[uint32], eqSrc, eqDst int, src, dst *gpu.Array[uint32], logRows int, lambda, r field.Fp4) error {
+func (s *GkrSumcheck) EncodeFoldRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqSrc, eqDst int, src, dst *gpu.Array[GkrFraction], logRows int, lambda, r field.Fp4) error {
 	if err := s.live(); err != nil {
 		return err
 	}
@@ -238,13 +261,13 @@ func (s *GkrSumcheck) EncodeFoldRound(b *gpu.Batch, eq *gpu.Array[uint32], eqSrc
 	if eqSrc < eqDst+1<<logRows && eqDst < eqSrc+2<<logRows {
 		return fmt.Errorf("kernels: GkrFoldRound: eq ranges overlap")
 	}
-	if err := checkArray("GkrFoldRound", eq, 4*max(eqSrc+2<<logRows, eqDst+1<<logRows)); err != nil {
+	if err := checkArray("GkrFoldRound", eq, max(eqSrc+2<<logRows, eqDst+1<<logRows)); err != nil {
 		return err
 	}
-	if err := checkArray("GkrFoldRound", src, GkrFractionWords<<(logRows+2)); err != nil {
+	if err := checkArray("GkrFoldRound", src, 4<<logRows); err != nil {
 		return err
 	}
-	if err := checkArray("GkrFoldRound", dst, GkrFractionWords<<(logRows+1)); err != nil {
+	if err := checkArray("GkrFoldRound", dst, 2<<logRows); err != nil {
 		return err
 	}
 	if src.Buffer == dst.Buffer {

@@ -21,6 +21,44 @@ func fp4Edge(r *rand.Rand, i int) field.Fp4 {
 	return fieldrand.Fp4(r)
 }
 
+// allocArray is a zeroed array of n elements of T on dev, freed with the test.
+func allocArray[T any](t *testing.T, dev *gpu.Device, n int) *gpu.Array[T] {
+	t.Helper()
+	a, err := gpu.AllocArray[T](dev, "test array", max(n, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Free)
+	return a
+}
+
+// uploadArray uploads v to the test device, freed with the test.
+func uploadArray[T any](t *testing.T, v []T) *gpu.Array[T] {
+	t.Helper()
+	a, err := gpu.UploadArray(testDev, "test array", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Free)
+	return a
+}
+
+// uploadFractions uploads p_0, q_0, p_1, q_1, … as device fractions.
+func uploadFractions(t *testing.T, v []field.Fp4) *gpu.Array[GkrFraction] {
+	t.Helper()
+	return uploadArray(t, GkrFractionsOf(v))
+}
+
+// readFractions downloads a's fractions as p_0, q_0, p_1, q_1, ….
+func readFractions(t *testing.T, a *gpu.Array[GkrFraction]) []field.Fp4 {
+	t.Helper()
+	v, err := a.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Fp4sOfGkrFractions(v)
+}
+
 func fp4s(r *rand.Rand, n int) []field.Fp4 {
 	out := make([]field.Fp4, n)
 	for i := range out {
@@ -63,14 +101,14 @@ func TestGkrLeavesMatchGo(t *testing.T) {
 				}
 				nLeaves := 3 + K*reps*h + 2
 				init := fp4s(r, 2*nLeaves)
-				leaves := uploadWords(t, "leaves", MontFp4Slice(init))
+				leaves := uploadFractions(t, init)
 				words, err := GkrInteractionTable(p, bases)
 				if err != nil {
 					t.Fatal(err)
 				}
 				T := 1 << lp
 				lv := GkrLeaves{Outs: allocWords(t, len(p.Outputs)*T), Inter: uploadWords(t, "inter", words),
-					Consts: uploadWords(t, "consts", GkrLeafConsts(p, alpha, beta)), NumInteractions: K, MaxMsgLen: p.MaxMsgLen,
+					Consts: uploadArray(t, GkrLeafConsts(p, alpha, beta)), NumInteractions: K, MaxMsgLen: p.MaxMsgLen,
 					Reps: reps, Leaves: leaves, LeafEnd: 3 + K*reps*h}
 				slots := allocWords(t, f.dp.NumSlots*T)
 				regs := allocWords(t, max(f.dp.NumRegs, 1)*T)
@@ -81,11 +119,7 @@ func TestGkrLeavesMatchGo(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				w, err := leaves.ReadAll()
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := Fp4SliceOfMont(w)
+				got := readFractions(t, leaves)
 				want := append([]field.Fp4(nil), init...)
 				norm := field.New(uint32(reps)).Inverse()
 				pows := field.PowersFp4(beta, p.MaxMsgLen+1)
@@ -119,14 +153,13 @@ func TestGkrPadAndLayer(t *testing.T) {
 	r := rand.New(rand.NewPCG(53, 54))
 	for _, n := range []int{1, 2, 5, 64, 1000} {
 		src := fp4s(r, 4*n)
-		a := uploadWords(t, "src", MontFp4Slice(src))
-		dst := allocWords(t, GkrFractionWords*n)
+		a := uploadFractions(t, src)
+		dst := allocArray[GkrFraction](t, testDev, n)
 		b := testDev.Batch()
 		if err := EncodeGkrLayer(b, testDev, a, dst, n); err != nil {
 			t.Fatal(err)
 		}
-		w, _ := dst.ReadAll()
-		got := Fp4SliceOfMont(w)
+		got := readFractions(t, dst)
 		for y := range n {
 			pa, qa, pb, qb := src[4*y], src[4*y+1], src[4*y+2], src[4*y+3]
 			if p, q := pa.Mul(qb).Add(pb.Mul(qa)), qa.Mul(qb); got[2*y] != p || got[2*y+1] != q {
@@ -139,8 +172,7 @@ func TestGkrPadAndLayer(t *testing.T) {
 		if err := EncodeGkrPad(b, testDev, a, from, to, alpha); err != nil {
 			t.Fatal(err)
 		}
-		w, _ = a.ReadAll()
-		got = Fp4SliceOfMont(w)
+		got = readFractions(t, a)
 		for i := range 2 * n {
 			want := [2]field.Fp4{src[2*i], src[2*i+1]}
 			if i >= from && i < to {
@@ -152,8 +184,8 @@ func TestGkrPadAndLayer(t *testing.T) {
 		}
 	}
 	b := testDev.Batch()
-	a := allocWords(t, 16)
-	if EncodeGkrLayer(b, testDev, a, a, 1) == nil || EncodeGkrLayer(b, testDev, a, allocWords(t, 8), 2) == nil ||
+	a := allocArray[GkrFraction](t, testDev, 2)
+	if EncodeGkrLayer(b, testDev, a, a, 1) == nil || EncodeGkrLayer(b, testDev, a, allocArray[GkrFraction](t, testDev, 1), 2) == nil ||
 		EncodeGkrPad(b, testDev, a, 1, 3, field.Fp4{}) == nil {
 		t.Error("out-of-range or in-place launches accepted")
 	}
@@ -211,15 +243,15 @@ func TestGkrRoundsMatchGo(t *testing.T) {
 				host.q1 = append(host.q1, frac[4*y+3])
 			}
 			// Layers of the tables: layer k holds tables of 2^(k−1) rows; eq tables at Fp4 index R'.
-			layers := make([]*gpu.Array[uint32], logRows+2)
+			layers := make([]*gpu.Array[GkrFraction], logRows+2)
 			for k := 1; k <= logRows+1; k++ {
-				layers[k] = allocOn(t, dev, GkrFractionWords<<k)
+				layers[k] = allocArray[GkrFraction](t, dev, 1<<k)
 			}
-			if err := layers[logRows+1].Write(0, MontFp4Slice(frac)); err != nil {
+			if err := layers[logRows+1].Write(0, GkrFractionsOf(frac)); err != nil {
 				t.Fatal(err)
 			}
-			eqBuf := allocOn(t, dev, 4*2*R)
-			if err := eqBuf.Write(4*R, MontFp4Slice(eq)); err != nil {
+			eqBuf := allocArray[Mont4](t, dev, 2*R)
+			if err := eqBuf.Write(R, Mont4Slice(eq)); err != nil {
 				t.Fatal(err)
 			}
 			lambda := fp4Edge(r, logRows)
@@ -245,8 +277,7 @@ func TestGkrRoundsMatchGo(t *testing.T) {
 					t.Fatal(err)
 				}
 				if cur-1 == 2 { // the last folded tables against the host's
-					w, _ := layers[2].ReadAll()
-					got := Fp4SliceOfMont(w)
+					got := readFractions(t, layers[2])
 					for y := range 2 {
 						want := []field.Fp4{host.p0[y], host.q0[y], host.p1[y], host.q1[y]}
 						for c := range 4 {
@@ -256,16 +287,16 @@ func TestGkrRoundsMatchGo(t *testing.T) {
 						}
 					}
 					e, _ := eqBuf.ReadAll()
-					if ge := Fp4SliceOfMont(e[8:16]); ge[0] != host.eq[0] || ge[1] != host.eq[1] {
+					if ge := Fp4SliceOf(e[2:4]); ge[0] != host.eq[0] || ge[1] != host.eq[1] {
 						t.Fatalf("tables of 2^%d rows: folded eq %v, want %v", logRows, ge, host.eq)
 					}
 				}
 			}
 		}
 		b := dev.Batch()
-		a := allocOn(t, dev, 64)
-		if sc.EncodeRound(b, a, 0, a, 0, field.Fp4{}) == nil || sc.EncodeFoldRound(b, a, 0, 1, a, allocOn(t, dev, 64), 1, field.Fp4{}, field.Fp4{}) == nil ||
-			sc.EncodeFoldRound(b, a, 4, 2, a, a, 1, field.Fp4{}, field.Fp4{}) == nil {
+		e, a := allocArray[Mont4](t, dev, 16), allocArray[GkrFraction](t, dev, 8)
+		if sc.EncodeRound(b, e, 0, a, 0, field.Fp4{}) == nil || sc.EncodeFoldRound(b, e, 0, 1, a, allocArray[GkrFraction](t, dev, 8), 1, field.Fp4{}, field.Fp4{}) == nil ||
+			sc.EncodeFoldRound(b, e, 4, 2, a, a, 1, field.Fp4{}, field.Fp4{}) == nil {
 			t.Error("bad round launches accepted")
 		}
 	}
@@ -302,7 +333,7 @@ func TestGkrTables(t *testing.T) {
 		t.Error("missing base accepted")
 	}
 	alpha, beta := field.Fp4{1, 2, 3, 4}, field.Fp4{5, 6, 7, 8}
-	c := Fp4SliceOfMont(GkrLeafConsts(p, alpha, beta))
+	c := Fp4SliceOf(GkrLeafConsts(p, alpha, beta))
 	if len(c) != len(p.Interactions)+p.MaxMsgLen || c[len(p.Interactions)+1] != beta {
 		t.Fatalf("constants %v", c)
 	}

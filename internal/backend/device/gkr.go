@@ -42,13 +42,14 @@ type gkrProver struct {
 	mu       sync.Mutex
 	released bool
 	// layers[j] holds 2^j fractions; eq holds the eq tables, the one of R rows at Fp4 index R.
-	layers  []*gpu.Array[uint32]
-	eq      *gpu.Array[uint32]
+	layers  []*gpu.Array[kernels.GkrFraction]
+	eq      *gpu.Array[kernels.Mont4]
 	sc      *kernels.GkrSumcheck
-	halves  []*gpu.Array[uint32] // eq halves uploaded by BeginLayer
-	evals   []*rowEval           // leaf evaluation inputs (until Root)
-	uploads []*gpu.Array[uint32] // leaf tables (until Root)
-	scratch *rowScratch          // leaf scratch (until Root)
+	halves  []*gpu.Array[uint32]        // eq halves uploaded by BeginLayer (EqTables' words)
+	evals   []*rowEval                  // leaf evaluation inputs (until Root)
+	inters  []*gpu.Array[uint32]        // leaf interaction tables (until Root)
+	consts  []*gpu.Array[kernels.Mont4] // leaf constants (until Root)
+	scratch *rowScratch                 // leaf scratch (until Root)
 	root    *[2]field.Fp4
 
 	layer, rounds, done int // current layer, its rounds, rounds bound
@@ -107,18 +108,18 @@ func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, 
 		if err != nil {
 			return fail(err)
 		}
-		g.uploads = append(g.uploads, inter)
+		g.inters = append(g.inters, inter)
 		consts, err := gpu.UploadArray(b.dev, "gkr leaf constants", kernels.GkrLeafConsts(e.prog, alpha, beta))
 		if err != nil {
 			return fail(err)
 		}
-		g.uploads = append(g.uploads, consts)
+		g.consts = append(g.consts, consts)
 		tables[i] = kernels.GkrLeaves{Inter: inter, Consts: consts, NumInteractions: len(pt.bases), MaxMsgLen: e.prog.MaxMsgLen,
 			Reps: pt.reps, LeafEnd: slices.Max(pt.bases) + pt.reps*e.height}
 	}
-	g.layers = make([]*gpu.Array[uint32], L+1)
+	g.layers = make([]*gpu.Array[kernels.GkrFraction], L+1)
 	for j := range g.layers {
-		if g.layers[j], err = gpu.AllocArray[uint32](b.dev, fmt.Sprintf("gkr layer %d", j), kernels.GkrFractionWords<<j); err != nil {
+		if g.layers[j], err = gpu.AllocArray[kernels.GkrFraction](b.dev, fmt.Sprintf("gkr layer %d", j), 1<<j); err != nil {
 			return fail(err)
 		}
 	}
@@ -243,10 +244,13 @@ func (g *gkrProver) freeBuilding() {
 	for _, e := range g.evals {
 		e.free()
 	}
-	for _, a := range g.uploads {
+	for _, a := range g.inters {
 		a.Free()
 	}
-	g.evals, g.uploads = nil, nil
+	for _, a := range g.consts {
+		a.Free()
+	}
+	g.evals, g.inters, g.consts = nil, nil, nil
 	if g.scratch != nil {
 		g.scratch.free()
 		g.scratch = nil
@@ -305,12 +309,12 @@ func (g *gkrProver) Root() (p, q field.Fp4, err error) {
 }
 
 // readFractions downloads the first n fractions of a layer: p_0, q_0, p_1, q_1, …
-func readFractions(a *gpu.Array[uint32], n int) ([]field.Fp4, error) {
-	v := make([]uint32, kernels.GkrFractionWords*n)
+func readFractions(a *gpu.Array[kernels.GkrFraction], n int) ([]field.Fp4, error) {
+	v := make([]kernels.GkrFraction, n)
 	if err := a.Read(v, 0); err != nil {
 		return nil, err
 	}
-	return kernels.Fp4SliceOfMont(v), nil
+	return kernels.Fp4sOfGkrFractions(v), nil
 }
 
 func (g *gkrProver) BeginLayer(j int, xi []field.Fp4, lambda field.Fp4) error {
@@ -331,7 +335,7 @@ func (g *gkrProver) BeginLayer(j int, xi []field.Fp4, lambda field.Fp4) error {
 	}
 	if g.eq == nil { // first layer with rounds (the trace check never gets here)
 		var err error
-		if g.eq, err = gpu.AllocArray[uint32](g.be.dev, "gkr eq tables", 4<<g.L); err != nil {
+		if g.eq, err = gpu.AllocArray[kernels.Mont4](g.be.dev, "gkr eq tables", 1<<g.L); err != nil {
 			return err
 		}
 	}
@@ -342,7 +346,7 @@ func (g *gkrProver) BeginLayer(j int, xi []field.Fp4, lambda field.Fp4) error {
 	}
 	g.halves = append(g.halves, hv)
 	b := g.be.dev.Batch()
-	return kernels.EqExpand{Lo: hv, Hi: hv, HiOff: len(lo) / 4, Out: g.eq, OutOff: 1 << (j - 1), LogLo: logLo, LogHi: j - 1 - logLo, Count: 1}.Encode(b, g.be.dev)
+	return kernels.EqExpand{Lo: hv, Hi: hv, HiOff: len(lo) / 4, Out: fp4Words(g.eq), OutOff: 1 << (j - 1), LogLo: logLo, LogHi: j - 1 - logLo, Count: 1}.Encode(b, g.be.dev)
 }
 
 // encodeFold encodes the fold of the pending value into the next smaller tables and their round
