@@ -93,7 +93,7 @@ func UsedColumnsOf(p *constraints.Program) UsedColumns {
 // part's trace as loaded (column-major, Height rows, CANONICAL values), cols a UsedColumns table
 // on the device whose entries cols[off : off+count] are the part's, partStart the part's first
 // column among all parts (constraints.Program.PartStart). Slots become Montgomery values.
-func (r RowRun) EncodeFillSlots(b *gpu.Batch, dev *gpu.Device, part, cols *gpu.Array[uint32], off, count, partStart int) error {
+func (r RowRun) EncodeFillSlots(b *gpu.Batch, dev *gpu.Device, part *gpu.Array[field.Fp], cols *gpu.Array[uint32], off, count, partStart int) error {
 	if err := r.checkRows("FillSlots"); err != nil {
 		return err
 	}

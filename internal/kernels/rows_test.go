@@ -21,7 +21,7 @@ type rowsFixture struct {
 	prog   *constraints.Program
 	dp     *Program
 	rows   *constraints.Rows // the host reference
-	parts  []*gpu.Array[uint32]
+	parts  []*gpu.Array[field.Fp]
 	used   UsedColumns
 	cols   *gpu.Array[uint32]
 	cp     *gpu.Array[uint32]
@@ -64,11 +64,11 @@ func newRowsFixtureOn(t *testing.T, dev *gpu.Device, in testair.Instance, parts 
 	}
 	t.Cleanup(f.dp.Free)
 	for _, m := range parts {
-		w := make([]uint32, max(len(m.Values), 1))
-		for i, v := range m.Values {
-			w[i] = uint32(v)
+		v := m.Values
+		if len(v) == 0 {
+			v = []field.Fp{0} // a width-0 part: a buffer of one element
 		}
-		f.parts = append(f.parts, uploadOn(t, dev, w))
+		f.parts = append(f.parts, uploadOn(t, dev, v))
 	}
 	f.used = UsedColumnsOf(prog)
 	f.cols = uploadOn(t, dev, append(f.used.Words, 0))
@@ -80,9 +80,9 @@ func newRowsFixtureOn(t *testing.T, dev *gpu.Device, in testair.Instance, parts 
 	return f
 }
 
-func uploadOn(t *testing.T, dev *gpu.Device, w []uint32) *gpu.Array[uint32] {
+func uploadOn[T any](t *testing.T, dev *gpu.Device, w []T) *gpu.Array[T] {
 	t.Helper()
-	a, err := gpu.UploadArray(dev, "test words", w)
+	a, err := gpu.UploadArray(dev, "test array", w)
 	if err != nil {
 		t.Fatal(err)
 	}

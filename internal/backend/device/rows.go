@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/metalprove/metalprove/internal/constraints"
+	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/stark"
@@ -19,7 +20,7 @@ type rowEval struct {
 	prog  *constraints.Program
 	dp    *kernels.Program
 	cols  *usedColumns
-	parts []*gpu.Array[uint32] // opening-part order; nil for a width-0 part
+	parts []*gpu.Array[field.Fp] // opening-part order; nil for a width-0 part
 	// cp is the program's constants and public values (uploaded; freed by free).
 	cp                *gpu.Array[uint32]
 	height, logPoints int
@@ -68,7 +69,7 @@ func (b *Backend) newRowEval(in *stark.AirInput, outs constraints.Outputs, extra
 		if err != nil {
 			return nil, err
 		}
-		e.parts = append(e.parts, gpu.View[uint32](buf)) // the rows family takes words
+		e.parts = append(e.parts, buf)
 	}
 	words, err := dp.ConstsAndPublic(in.Public)
 	if err != nil {
