@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/metalprove/metalprove/internal/gpu"
 )
@@ -10,8 +11,9 @@ import (
 func MulChainProducts(n, iters int) int64 { return 4 * int64(n) * int64(iters) }
 
 // EncodeMulChain encodes bench_mul_chain: n items each running four dependent chains of iters
-// BabyBear Montgomery products, writing one uint per item to out (the multiply-rate ceiling).
-func EncodeMulChain(b *gpu.Batch, dev *gpu.Device, out *gpu.Array[uint32], n, iters int) error {
+// BabyBear Montgomery products, writing one Montgomery element per item to out (the
+// multiply-rate ceiling).
+func EncodeMulChain(b *gpu.Batch, dev *gpu.Device, out *gpu.Array[Mont], n, iters int) error {
 	if err := checkArray("MulChain", out, n); err != nil {
 		return err
 	}
@@ -23,9 +25,15 @@ func EncodeMulChain(b *gpu.Batch, dev *gpu.Device, out *gpu.Array[uint32], n, it
 	return b.Err()
 }
 
-// EncodeCopy encodes bench_copy: dst[i] = src[i] for i < n (a kernel copy, 8 bytes moved per
-// element; the copy-bandwidth ceiling besides Batch.Copy).
-func EncodeCopy(b *gpu.Batch, dev *gpu.Device, dst, src *gpu.Array[uint32], n int) error {
+// EncodeCopy encodes bench_copy: dst[i] = src[i] for the first n elements (a kernel copy, 8
+// bytes moved per word; the copy-bandwidth ceiling besides Batch.Copy). The kernel moves words
+// whatever they hold, so it copies arrays of any element type made of whole words.
+func EncodeCopy[T any](b *gpu.Batch, dev *gpu.Device, dst, src *gpu.Array[T], n int) error {
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	if size == 0 || size%4 != 0 {
+		return fmt.Errorf("kernels: Copy: elements of %d bytes (not whole words)", size)
+	}
 	if err := checkArray("Copy", dst, n); err != nil {
 		return err
 	}
@@ -35,7 +43,8 @@ func EncodeCopy(b *gpu.Batch, dev *gpu.Device, dst, src *gpu.Array[uint32], n in
 	if n == 0 {
 		return nil
 	}
-	g, t := shapeFor(dev, "bench_copy", n)
-	dispatchBenchCopy(b, g, t, src.Buffer, dst.Buffer, uint32(n))
+	words := n * size / 4
+	g, t := shapeFor(dev, "bench_copy", words)
+	dispatchBenchCopy(b, g, t, src.Buffer, dst.Buffer, uint32(words))
 	return b.Err()
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/field"
@@ -117,7 +118,7 @@ func TestBenchKernels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _ := gpu.AllocArray[uint32](testDev, "out", n)
+	out, _ := gpu.AllocArray[Mont](testDev, "out", n)
 	b := testDev.Batch()
 	if err := EncodeCopy(b, testDev, dst, src, n); err != nil {
 		t.Fatal(err)
@@ -146,11 +147,37 @@ func TestBenchKernels(t *testing.T) {
 			}
 			sum = sum.Add(x)
 		}
-		if CanonicalOf(Mont(o[i])) != sum {
-			t.Fatalf("mul chain item %d: %d, want %d", i, CanonicalOf(Mont(o[i])), sum)
+		if CanonicalOf(o[i]) != sum {
+			t.Fatalf("mul chain item %d: %d, want %d", i, CanonicalOf(o[i]), sum)
 		}
 	}
 	src.Free()
 	dst.Free()
 	out.Free()
+
+	// Elements of several words: n elements are 4n words, all copied.
+	v := make([]Mont4, 37)
+	for i := range v {
+		v[i] = Mont4{Mont(4 * i), Mont(4*i + 1), Mont(4*i + 2), Mont(4*i + 3)}
+	}
+	src4, err := gpu.UploadArray(testDev, "src4", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src4.Free()
+	dst4, err := gpu.AllocArray[Mont4](testDev, "dst4", len(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst4.Free()
+	b = testDev.Batch()
+	if err := EncodeCopy(b, testDev, dst4, src4, len(v)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := dst4.ReadAll(); !slices.Equal(got, v) {
+		t.Fatalf("Fp4 copy: %v, want %v", got, v)
+	}
 }

@@ -351,7 +351,7 @@ func (b *bencher) run(s, ml int) error {
 		return err
 	}
 	defer src.Free()
-	dst, err := gpu.AllocArray[uint32](dev, "bench copy dst", n)
+	dst, err := gpu.AllocArray[kernels.Mont](dev, "bench copy dst", n)
 	if err != nil {
 		return err
 	}
@@ -364,7 +364,7 @@ func (b *bencher) run(s, ml int) error {
 	b.add("copy (Batch.Copy)", fmt.Sprintf("2^%d u32", logCopy), "elem", t, float64(n), float64(8*n), 0, 0)
 	t, err = b.median(func() error {
 		bt := dev.Batch()
-		if err := kernels.EncodeCopy(bt, dev, dst, gpu.View[uint32](src), n); err != nil {
+		if err := kernels.EncodeCopy(bt, dev, dst, src, n); err != nil {
 			return err
 		}
 		return bt.Wait()
