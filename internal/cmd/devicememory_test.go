@@ -2,7 +2,9 @@ package cmd
 
 import (
 	"encoding/json"
+	"math"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -31,6 +33,12 @@ func TestDeviceMemoryPreflight(t *testing.T) {
 	}
 	if rep.DeviceMemory == nil || rep.PeakMemory <= 0 || rep.EstimateBytes < rep.PeakMemory || rep.EstimateStep == "" || rep.AvailableBytes == 0 {
 		t.Fatalf("prove --json: peak %d, device memory %+v: want an estimate ≥ the peak, its step and the memory available", rep.PeakMemory, rep.DeviceMemory)
+	}
+	pr := rep.Process
+	parts := pr.StartMS + pr.SetupMS + pr.ReadMS + pr.WaitMS + pr.ProveMS + pr.CloseMS
+	if pr.DeviceOpenMS <= 0 || pr.ReadMS <= 0 || pr.ProveMS < rep.TimesMS["commit"] || pr.CloseMS <= 0 ||
+		runtime.GOOS == "linux" && (pr.StartMS <= 0 || math.Abs(pr.TotalMS-parts) > 0.01) {
+		t.Errorf("prove --json: process %+v: want the parts of the process's life, total_ms their sum", pr)
 	}
 	top := int64(0)
 	for _, s := range rep.EstimateSteps {

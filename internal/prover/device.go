@@ -32,13 +32,15 @@ func (b *Backend) Device() *gpu.Device { return b.dev }
 // check's first failing rows; nil for cpuref).
 func (b *Backend) DeviceBackend() *device.Backend { return b.device }
 
-// Close releases the backend and its device.
+// Close releases the backend and its device; a second Close does nothing.
 func (b *Backend) Close() {
 	if b.device != nil {
 		b.device.Close()
+		b.device = nil
 	}
 	if b.dev != nil {
 		b.dev.Close()
+		b.dev = nil
 	}
 }
 

@@ -35,6 +35,7 @@ type Opening struct {
 type opened struct {
 	be     *Backend
 	err    error
+	open   time.Duration // the backend's opening (device and driver start, kernel modules)
 	pk     *stark.ProvingKey
 	keyErr error
 	keygen time.Duration
@@ -54,8 +55,9 @@ func StartOpening(settings *cmdutil.Settings, reference bool, ordinal int, p sp.
 		go PrebuildConstraintCode(settings, ordinal, func() ([]string, []*air.VerifyingKey) { return builtinVKs(p, op.airs) }, nil, log)
 	}
 	go func() {
+		t0 := time.Now()
 		be, err := OpenBackendOn(settings, reference, ordinal, log)
-		o := opened{be: be, err: err}
+		o := opened{be: be, err: err, open: time.Since(t0)}
 		if err == nil && op.scanErr == nil {
 			t := time.Now()
 			o.pk, o.keyErr = stark.Keygen(p, op.airs, nil, be.Backend)
@@ -79,8 +81,9 @@ func StartOpeningKey(settings *cmdutil.Settings, reference bool, ordinal int, k 
 		go PrebuildConstraintCode(settings, ordinal, func() ([]string, []*air.VerifyingKey) { return keyVKs(k) }, shared, log)
 	}
 	go func() {
+		t0 := time.Now()
 		be, err := openBackendShared(settings, reference, ordinal, shared, log)
-		o := opened{be: be, err: err}
+		o := opened{be: be, err: err, open: time.Since(t0)}
 		if err == nil {
 			t := time.Now()
 			o.pk, o.keyErr = stark.KeygenFromKey(k.File.MVK, k.File.PreHash, k.Airs, be.Backend)
@@ -118,6 +121,9 @@ func (op *Opening) Backend() (*Backend, error) {
 	o := op.wait()
 	return o.be, o.err
 }
+
+// OpenTime is how long the backend took to open (after Backend returned).
+func (op *Opening) OpenTime() time.Duration { return op.wait().open }
 
 // Key returns the proving key of st's AIRs on the backend and the time keygen took: the key made
 // while the cells were read, unless the file changed in between (st's AIRs or heights are not

@@ -78,6 +78,35 @@ type ProveReport struct {
 	// device that compiles them (compiled on a first use, else from the cache; timed as
 	// "constraint_kernels").
 	ConstraintKernels []ConstraintKernels `json:"constraint_kernels,omitempty"`
+	// Process accounts for the process around the command's own times.
+	Process ProcessTimes `json:"process"`
+}
+
+// ProcessTimes cut a prove process's life into consecutive parts, in milliseconds (the command's
+// own times, times_ms, name what runs inside them; keygen and the device's opening overlap the
+// read).
+type ProcessTimes struct {
+	// StartMS: from the process's start (exec) to the command's (loading, the Go runtime, flags
+	// and configuration); 0 where the system does not give the process's start
+	// (sysinfo.ProcessStart), and TotalMS is then 0 too.
+	StartMS float64 `json:"start_ms"`
+	// SetupMS: the command's checks before the read (parameters, the output file, the trace's
+	// headers) and the start of the device's opening.
+	SetupMS float64 `json:"setup_ms"`
+	// ReadMS: the trace read (times_ms.read).
+	ReadMS float64 `json:"read_ms"`
+	// WaitMS: after the read, the wait for the device and the proving key (what of the
+	// device's opening and of keygen the read did not hide), and the report's AIR rows.
+	WaitMS float64 `json:"wait_ms"`
+	// ProveMS: from the key to the written proof file: the memory estimate, the constraint
+	// kernels, the stages and the write (times_ms), and the set-up between them.
+	ProveMS float64 `json:"prove_ms"`
+	// CloseMS: the proving key and the device released.
+	CloseMS float64 `json:"close_ms"`
+	// TotalMS: from the process's start to the report, the sum of the parts above.
+	TotalMS float64 `json:"total_ms"`
+	// DeviceOpenMS: the device's opening (driver, context, kernel modules), beside the read.
+	DeviceOpenMS float64 `json:"device_open_ms"`
 }
 
 // timed records a stage's time in the report and adds it to the total.
@@ -155,6 +184,8 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	defer out.Abort()
 
 	rep := &ProveReport{Trace: req.Trace, Output: output, Params: res.Source, TimesMS: map[string]float64{}}
+	began := time.Now()
+	procStart, procKnown := sysinfo.ProcessStart()
 	dg := stark.ParamsDigest(p)
 	rep.ParamsDigest = hex.EncodeToString(dg[:])
 
@@ -188,17 +219,19 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 		opening = StartOpening(req.Settings, req.Reference, req.Ordinal, p, headers, log)
 	}
 	start := time.Now()
+	readStart := start
 	var st *Statement
 	if key != nil {
 		st, err = LoadKeyTrace(req.Trace, headers, key, present)
 	} else {
 		st, err = LoadTrace(req.Trace, headers)
 	}
+	readEnd := time.Now()
 	if err != nil {
 		opening.Release()
 		return nil, err
 	}
-	rep.timed("read", time.Since(start))
+	rep.timed("read", readEnd.Sub(start))
 	log.Info().Str("trace", req.Trace).Int("airs", len(st.Airs)).Str("bytes", sysinfo.Bytes(st.CellBytes)).
 		Str("elapsed", time.Since(start).Round(time.Millisecond).String()).Msg("trace read")
 	for i, a := range st.Airs {
@@ -211,6 +244,7 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep.Process.DeviceOpenMS = ms(opening.OpenTime())
 	if ctx.Err() != nil {
 		opening.Release()
 		return nil, cmdutil.ErrInterrupted
@@ -224,6 +258,7 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	keyReady := time.Now()
 	defer pk.Free()
 	rep.timed("keygen", keygen)
 	heights := make([]int, len(st.Meta))
@@ -287,6 +322,20 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	task.Done()
 	rep.FileBytes = len(file)
 	rep.timed("write", time.Since(start))
+	// Released here rather than by the deferred calls (which then do nothing), to be timed.
+	written := time.Now()
+	pk.Free()
+	be.Close()
+	end := time.Now()
+	rep.Process.SetupMS = ms(readStart.Sub(began))
+	rep.Process.ReadMS = ms(readEnd.Sub(readStart))
+	rep.Process.WaitMS = ms(keyReady.Sub(readEnd))
+	rep.Process.ProveMS = ms(written.Sub(keyReady))
+	rep.Process.CloseMS = ms(end.Sub(written))
+	if procKnown {
+		rep.Process.StartMS = ms(began.Sub(procStart))
+		rep.Process.TotalMS = ms(end.Sub(procStart))
+	}
 	log.Info().Str("proof", output).Int("proof_bytes", rep.ProofBytes).Int("file_bytes", rep.FileBytes).
 		Str("total", time.Duration(rep.TotalMS*float64(time.Millisecond)).Round(time.Millisecond).String()).Msg("proof written")
 	return rep, nil

@@ -63,14 +63,17 @@ func (pk *ProvingKey) AirName(i int) string {
 // Program is AIR i's compiled constraint program (nil for a key built without them).
 func (vk *VerifyingKey) Program(i int) *constraints.Program { return vk.program(i) }
 
-// Free releases the preprocessed traces and commitments held on the key's backend.
+// Free releases the preprocessed traces and commitments held on the key's backend; a second
+// Free does nothing.
 func (pk *ProvingKey) Free() {
 	for i, t := range pk.Preprocessed {
 		if t != nil {
 			t.Free()
+			pk.Preprocessed[i] = nil
 		}
 		if c := pk.PreprocessedCommit[i]; c != nil {
 			c.Free()
+			pk.PreprocessedCommit[i] = nil
 		}
 	}
 }

@@ -1,7 +1,8 @@
 // Package sysinfo reads what the machine offers to a request before it is made: physical memory
 // (total, and available to a new process where the system says so) and free disk space, so that
 // commands refuse a request that cannot fit instead of failing in the middle of it (a Go program
-// that runs out of memory dies with a fatal error that no code can catch).
+// that runs out of memory dies with a fatal error that no code can catch); and when this process
+// started, so that a command can account for its whole life.
 package sysinfo
 
 import (
@@ -9,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Memory describes the machine's memory in bytes. Available is what a new allocation can use
@@ -18,6 +20,10 @@ type Memory struct {
 	Total     uint64
 	Available uint64
 }
+
+// ProcessStart returns when the system started this process (exec), to the system's resolution
+// (Linux: clock ticks, 10 ms), and false where it cannot say.
+func ProcessStart() (time.Time, bool) { return processStart() }
 
 // ReadMemory returns the machine's memory (zeros when it cannot be read).
 func ReadMemory() Memory {

@@ -3,6 +3,7 @@ package sysinfo
 import (
 	"encoding/binary"
 	"syscall"
+	"time"
 )
 
 // readMemory reads hw.memsize (macOS compresses and swaps memory; it gives no cheap figure of
@@ -27,3 +28,6 @@ func diskFree(dir string) (uint64, error) {
 	}
 	return st.Bavail * uint64(st.Bsize), nil
 }
+
+// processStart: not read on this system.
+func processStart() (time.Time, bool) { return time.Time{}, false }

@@ -6,7 +6,42 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
+
+// userHZ is the unit of /proc/PID/stat's times: USER_HZ, 100 on every Linux architecture Go runs on.
+const userHZ = 100
+
+// processStart reads the process's start (field 22 of /proc/self/stat: clock ticks after boot)
+// against the time since boot (/proc/uptime).
+func processStart() (time.Time, bool) {
+	now := time.Now()
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return time.Time{}, false
+	}
+	up, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return time.Time{}, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces: fields count from after it.
+	i := strings.LastIndexByte(string(stat), ')')
+	fs := strings.Fields(string(stat)[i+1:])
+	us := strings.Fields(string(up))
+	if i < 0 || len(fs) < 20 || len(us) < 1 {
+		return time.Time{}, false
+	}
+	ticks, err1 := strconv.ParseUint(fs[19], 10, 64) // field 22
+	uptime, err2 := strconv.ParseFloat(us[0], 64)
+	if err1 != nil || err2 != nil {
+		return time.Time{}, false
+	}
+	age := time.Duration((uptime - float64(ticks)/userHZ) * float64(time.Second))
+	if age < 0 {
+		age = 0
+	}
+	return now.Add(-age), true
+}
 
 func readMemory() Memory {
 	var m Memory

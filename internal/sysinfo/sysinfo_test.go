@@ -1,6 +1,10 @@
 package sysinfo
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+	"time"
+)
 
 func TestReadMemory(t *testing.T) {
 	m := ReadMemory()
@@ -29,5 +33,25 @@ func TestParseBytes(t *testing.T) {
 		if got, err := ParseBytes(in); err == nil {
 			t.Errorf("ParseBytes(%q) = %d, want an error", in, got)
 		}
+	}
+}
+
+var testInit = time.Now()
+
+// TestProcessStart: on Linux the process's start is known, not after this package's init (to the
+// tick's 10 ms) and not long before it.
+func TestProcessStart(t *testing.T) {
+	start, ok := ProcessStart()
+	if runtime.GOOS != "linux" {
+		if ok {
+			t.Logf("process start %v", start)
+		}
+		return
+	}
+	if !ok {
+		t.Fatal("ProcessStart: unknown on Linux")
+	}
+	if start.After(testInit.Add(20*time.Millisecond)) || start.Before(testInit.Add(-time.Minute)) {
+		t.Fatalf("process start %v, package init %v", start, testInit)
 	}
 }

@@ -84,7 +84,11 @@ most --device-memory) is refused, naming both. --json reports the estimate
 measured peak (peak_memory_bytes).
 
 --json prints one object whatever the outcome: on failure {error, exit_code}, the message printed
-on stderr and the exit status.
+on stderr and the exit status. On success its process object cuts the process's life into consecutive parts (ms): start_ms
+(process start to the command's), setup_ms, read_ms, wait_ms (the device and the key after the
+read), prove_ms (the key to the written file: times_ms' stages inside), close_ms, and total_ms,
+their sum; device_open_ms is the device's opening beside the read. The process start is read on
+Linux only (elsewhere start_ms and total_ms are 0).
 
 Exit status: 0 on success; 1 on an I/O error or when the proof cannot fit in memory; 2 for bad
 flags or an output that cannot be written; 3 when the trace file is malformed or names an unknown
