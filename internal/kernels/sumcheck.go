@@ -14,9 +14,9 @@ import (
 // below count such elements (word index = 4·Fp4 index). A table set has Cols columns of
 // 2^LogRows rows, column c starting at Fp4 index c·Stride of its buffer.
 //
-// EncodeFold, EqExpand, EqTables and the EncodeSumRows functions still take uint32 words: the
-// zerocheck family calls them with its own word buffers, and is typed separately. Typed callers
-// pass their Mont4 tables through gpu.View[uint32] until then.
+// The EncodeSumRows functions take uint32 words: they add each word of a row as a base-field
+// value, whatever the rows hold (Fp4 sums of the stacked reduction and GKR, the zerocheck
+// family's per-point sums), so their partials are words.
 //
 // The typical round loop (one sync per round, none per bind):
 //
@@ -233,14 +233,14 @@ func EncodeSumRowsAt(b *gpu.Batch, dev *gpu.Device, in, out *gpu.Array[uint32], 
 // EncodeFold encodes the fold of one table set at alpha, out of place: dst[c·dstStride + y] =
 // src[c·srcStride + 2y] + α·(src[.. + 2y+1] − src[.. + 2y]) for c < cols, y < 2^logRows, where
 // src has 2^(logRows+1) rows (cpuref foldTable). dst must not overlap src.
-func EncodeFold(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[uint32], srcStride int, dst *gpu.Array[uint32], dstStride, cols, logRows int, alpha field.Fp4) error {
+func EncodeFold(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[Mont4], srcStride int, dst *gpu.Array[Mont4], dstStride, cols, logRows int, alpha field.Fp4) error {
 	if cols <= 0 || logRows < 0 || logRows > 29 || (cols > 1 && (srcStride < 2<<logRows || dstStride < 1<<logRows)) {
 		return fmt.Errorf("kernels: Fold: %d columns of 2^%d rows, strides %d → %d", cols, logRows+1, srcStride, dstStride)
 	}
-	if err := checkArray("Fold", src, 4*((cols-1)*srcStride+2<<logRows)); err != nil {
+	if err := checkArray("Fold", src, (cols-1)*srcStride+2<<logRows); err != nil {
 		return err
 	}
-	if err := checkArray("Fold", dst, 4*((cols-1)*dstStride+1<<logRows)); err != nil {
+	if err := checkArray("Fold", dst, (cols-1)*dstStride+1<<logRows); err != nil {
 		return err
 	}
 	if src.Buffer == dst.Buffer {
@@ -257,14 +257,14 @@ func EncodeFold(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[uint32], srcStride
 // EqTables' halves this is eq(r, ·) over 2^len(r) points, built on the device from two tables of
 // about 2^(len(r)/2) entries; any product-form table (WHIR's Möbius eq, a scaled eq) factors the
 // same way. EqExpand.Encode places the tables at offsets.
-func EncodeEqExpand(b *gpu.Batch, dev *gpu.Device, lo, hi, out *gpu.Array[uint32], logLo, logHi, count int, accumulate bool) error {
+func EncodeEqExpand(b *gpu.Batch, dev *gpu.Device, lo, hi, out *gpu.Array[Mont4], logLo, logHi, count int, accumulate bool) error {
 	return EqExpand{Lo: lo, Hi: hi, Out: out, LogLo: logLo, LogHi: logHi, Count: count, Accumulate: accumulate}.Encode(b, dev)
 }
 
 // EqExpand is EncodeEqExpand with every table at an offset (Fp4 indices): out[OutOff + b] (+)=
 // Σ_t Lo[LoOff + t·2^LogLo + (b mod 2^LogLo)]·Hi[HiOff + t·2^LogHi + (b >> LogLo)].
 type EqExpand struct {
-	Lo, Hi, Out          *gpu.Array[uint32]
+	Lo, Hi, Out          *gpu.Array[Mont4]
 	LoOff, HiOff, OutOff int
 	LogLo, LogHi, Count  int
 	Accumulate           bool
@@ -275,13 +275,13 @@ func (e EqExpand) Encode(b *gpu.Batch, dev *gpu.Device) error {
 	if e.LogLo < 0 || e.LogHi < 0 || e.LogLo+e.LogHi > 28 || e.Count <= 0 || e.LoOff < 0 || e.HiOff < 0 || e.OutOff < 0 {
 		return fmt.Errorf("kernels: EqExpand: 2^%d × 2^%d, %d products, offsets %d %d %d", e.LogLo, e.LogHi, e.Count, e.LoOff, e.HiOff, e.OutOff)
 	}
-	if err := checkArray("EqExpand", e.Lo, 4*(e.LoOff+e.Count<<e.LogLo)); err != nil {
+	if err := checkArray("EqExpand", e.Lo, e.LoOff+e.Count<<e.LogLo); err != nil {
 		return err
 	}
-	if err := checkArray("EqExpand", e.Hi, 4*(e.HiOff+e.Count<<e.LogHi)); err != nil {
+	if err := checkArray("EqExpand", e.Hi, e.HiOff+e.Count<<e.LogHi); err != nil {
 		return err
 	}
-	if err := checkArray("EqExpand", e.Out, 4*(e.OutOff+1<<(e.LogLo+e.LogHi))); err != nil {
+	if err := checkArray("EqExpand", e.Out, e.OutOff+1<<(e.LogLo+e.LogHi)); err != nil {
 		return err
 	}
 	acc := uint32(0)
@@ -294,11 +294,11 @@ func (e EqExpand) Encode(b *gpu.Batch, dev *gpu.Device) error {
 }
 
 // EqTables splits eq(r, ·) (bit i of an index ↔ r[i], stark.EvalsEqHypercube) into the halves
-// EncodeEqExpand multiplies: lo = eq(r[:h], ·), hi = eq(r[h:], ·) with h = len(r)/2, as
-// Montgomery uints. The host work is 2^h + 2^(len(r)−h) products.
-func EqTables(r []field.Fp4) (lo, hi []uint32, logLo int) {
+// EncodeEqExpand multiplies: lo = eq(r[:h], ·), hi = eq(r[h:], ·) with h = len(r)/2, in device
+// form. The host work is 2^h + 2^(len(r)−h) products.
+func EqTables(r []field.Fp4) (lo, hi []Mont4, logLo int) {
 	h := len(r) / 2
-	return MontFp4Slice(evalsEq(r[:h])), MontFp4Slice(evalsEq(r[h:])), h
+	return Mont4Slice(evalsEq(r[:h])), Mont4Slice(evalsEq(r[h:])), h
 }
 
 // evalsEq is stark.EvalsEqHypercube (repeated here: kernels does not import stark).

@@ -71,7 +71,7 @@ func readFp4(t *testing.T, a *gpu.Array[Mont4]) []field.Fp4 {
 	return Fp4SliceOf(v)
 }
 
-// fp4Words is an Fp4 table as the words EncodeFold, EqExpand and the zerocheck family still take.
+// fp4Words is an Fp4 table as the words that EncodeSumRows adds (it sums any rows word by word).
 func fp4Words(a *gpu.Array[Mont4]) *gpu.Array[uint32] { return gpu.View[uint32](a) }
 
 var sumcheckShapes = []struct{ cols, logRows, pad int }{
@@ -224,7 +224,7 @@ func TestSumcheckFold(t *testing.T) {
 		prev := randFp4s(r, s.cols*dstStride) // rows past 2^logRows must survive
 		da := uploadFp4(t, prev)
 		b := testDev.Batch()
-		if err := EncodeFold(b, testDev, fp4Words(sa), srcStride, fp4Words(da), dstStride, s.cols, s.logRows, alpha); err != nil {
+		if err := EncodeFold(b, testDev, sa, srcStride, da, dstStride, s.cols, s.logRows, alpha); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Wait(); err != nil {
@@ -245,7 +245,7 @@ func TestSumcheckFold(t *testing.T) {
 	for _, a := range []field.Fp4{{}, field.Fp4One} {
 		da := allocFp4(t, 4)
 		b := testDev.Batch()
-		if err := EncodeFold(b, testDev, fp4Words(sa), 8, fp4Words(da), 4, 1, 2, a); err != nil {
+		if err := EncodeFold(b, testDev, sa, 8, da, 4, 1, 2, a); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Wait(); err != nil {
@@ -279,7 +279,7 @@ func TestEqExpand(t *testing.T) {
 		}
 		out := allocFp4(t, 1<<k)
 		b := testDev.Batch()
-		if err := EncodeEqExpand(b, testDev, la, ha, fp4Words(out), h, k-h, 1, false); err != nil {
+		if err := EncodeEqExpand(b, testDev, la, ha, out, h, k-h, 1, false); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Wait(); err != nil {
@@ -309,7 +309,7 @@ func TestEqExpand(t *testing.T) {
 	prev := randFp4s(r, 1<<(logLo+logHi))
 	out := uploadFp4(t, prev)
 	b := testDev.Batch()
-	if err := EncodeEqExpand(b, testDev, fp4Words(uploadFp4(t, lo)), fp4Words(uploadFp4(t, hi)), fp4Words(out), logLo, logHi, count, true); err != nil {
+	if err := EncodeEqExpand(b, testDev, uploadFp4(t, lo), uploadFp4(t, hi), out, logLo, logHi, count, true); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Wait(); err != nil {
@@ -329,7 +329,7 @@ func TestEqExpand(t *testing.T) {
 	x4, x3 := randFp4s(r, 4), randFp4s(r, 3)
 	lo4, hi4, h4 := EqTables(x4)
 	lo3, hi3, h3 := EqTables(x3)
-	halves := append(append(append(append([]uint32(nil), lo4...), hi4...), lo3...), hi3...)
+	halves := append(append(append(append([]Mont4(nil), lo4...), hi4...), lo3...), hi3...)
 	ha, err := gpu.UploadArray(testDev, "halves", halves)
 	if err != nil {
 		t.Fatal(err)
@@ -339,10 +339,10 @@ func TestEqExpand(t *testing.T) {
 	out = uploadFp4(t, prev)
 	b = testDev.Batch()
 	for _, e := range []EqExpand{
-		{LoOff: 0, HiOff: len(lo4) / 4, OutOff: 1, LogLo: h4, LogHi: 4 - h4},
-		{LoOff: (len(lo4) + len(hi4)) / 4, HiOff: (len(lo4) + len(hi4) + len(lo3)) / 4, OutOff: 17, LogLo: h3, LogHi: 3 - h3},
+		{LoOff: 0, HiOff: len(lo4), OutOff: 1, LogLo: h4, LogHi: 4 - h4},
+		{LoOff: len(lo4) + len(hi4), HiOff: len(lo4) + len(hi4) + len(lo3), OutOff: 17, LogLo: h3, LogHi: 3 - h3},
 	} {
-		e.Lo, e.Hi, e.Out, e.Count = ha, ha, fp4Words(out), 1
+		e.Lo, e.Hi, e.Out, e.Count = ha, ha, out, 1
 		if err := e.Encode(b, testDev); err != nil {
 			t.Fatal(err)
 		}
@@ -384,7 +384,7 @@ func TestSumcheckRejects(t *testing.T) {
 	if err := sc.EncodeFoldRound(b, src, ProductTables{F: c, W: c, Cols: 2, LogRows: 3, Stride: 8}, field.Fp4One); err == nil {
 		t.Error("fold round without a smaller table: no error")
 	}
-	if err := EncodeFold(b, testDev, fp4Words(a), 8, fp4Words(a), 4, 2, 2, field.Fp4One); err == nil {
+	if err := EncodeFold(b, testDev, a, 8, a, 4, 2, 2, field.Fp4One); err == nil {
 		t.Error("fold in place: no error")
 	}
 	sc.Close()

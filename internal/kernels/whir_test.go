@@ -275,7 +275,7 @@ func TestPowEqTablesExpandToWeights(t *testing.T) {
 				if err := EncodePowEqTables(b, testDev, pca, c.npts, dl, dh, lo, hi); err != nil {
 					return err
 				}
-				if err := EncodeEqExpand(b, testDev, fp4Words(lo), fp4Words(hi), fp4Words(wa), dl, dh, c.npts, true); err != nil {
+				if err := EncodeEqExpand(b, testDev, lo, hi, wa, dl, dh, c.npts, true); err != nil {
 					return err
 				}
 				return b.Wait()
@@ -365,6 +365,6 @@ func BenchmarkWhirKernels(b *testing.B) {
 		return EncodePowEqTables(bt, testDev, pc, npts, d/2, d-d/2, lo, hi)
 	})
 	run("eq expand 194 x 2^17", func(bt *gpu.Batch) error {
-		return EncodeEqExpand(bt, testDev, fp4Words(lo), fp4Words(hi), fp4Words(f), d/2, d-d/2, npts, true)
+		return EncodeEqExpand(bt, testDev, lo, hi, f, d/2, d-d/2, npts, true)
 	})
 }

@@ -122,7 +122,8 @@ func BenchmarkZerocheckKernels(b *testing.B) {
 			continue
 		}
 		timeIt("fold1", func(bt *gpu.Batch) error {
-			return EncodeFold(bt, testDev, tabs, x, half, x/2, tr.NumTables(), tr.NLift-1, fieldrand.Fp4(r))
+			// The tables are words for the zerocheck launchers; the fold reads them as Mont4.
+			return EncodeFold(bt, testDev, gpu.View[Mont4](tabs), x, gpu.View[Mont4](half), x/2, tr.NumTables(), tr.NLift-1, fieldrand.Fp4(r))
 		})
 		timeIt("round1", func(bt *gpu.Batch) error {
 			return zc.EncodeRound(bt, tr, tabs, x, tr.NLift, eqa, 0, out, zc.UniWidth())

@@ -134,11 +134,10 @@ func checkSumcheck(dev *gpu.Device, cols, logRows int) error {
 		}
 	} else {
 		b := dev.Batch()
-		// EncodeFold still takes words (shared with the zerocheck family).
-		if err := kernels.EncodeFold(b, dev, gpu.View[uint32](fa), 1<<logRows, gpu.View[uint32](dF), 1<<(logRows-1), cols, logRows-1, alpha); err != nil {
+		if err := kernels.EncodeFold(b, dev, fa, 1<<logRows, dF, 1<<(logRows-1), cols, logRows-1, alpha); err != nil {
 			return err
 		}
-		if err := kernels.EncodeFold(b, dev, gpu.View[uint32](wa), 1<<logRows, gpu.View[uint32](dW), 1<<(logRows-1), cols, logRows-1, alpha); err != nil {
+		if err := kernels.EncodeFold(b, dev, wa, 1<<logRows, dW, 1<<(logRows-1), cols, logRows-1, alpha); err != nil {
 			return err
 		}
 	}
@@ -174,7 +173,7 @@ func checkEqExpand(dev *gpu.Device, k int) error {
 		return err
 	}
 	defer ha.Free()
-	out, err := gpu.AllocArray[uint32](dev, "selftest eq", 4<<k)
+	out, err := gpu.AllocArray[kernels.Mont4](dev, "selftest eq", 1<<k)
 	if err != nil {
 		return err
 	}
@@ -192,7 +191,7 @@ func checkEqExpand(dev *gpu.Device, k int) error {
 	if err != nil {
 		return err
 	}
-	got, want := kernels.Fp4SliceOfMont(v), stark.EvalsEqHypercube(x)
+	got, want := kernels.Fp4SliceOf(v), stark.EvalsEqHypercube(x)
 	for i := range want {
 		if got[i] != want[i] {
 			return fmt.Errorf("eq[%d] = %v, want %v", i, got[i], want[i])

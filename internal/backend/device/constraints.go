@@ -134,7 +134,7 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 
 	// eq(ξ_{l+j..l+ñ−1}, ·) for every lift ñ and round j ≤ ñ, expanded from halves.
 	type expansion struct{ loOff, hiOff, outOff, logLo, logHi int }
-	var halves []uint32
+	var halves []kernels.Mont4
 	var exps []expansion
 	eqLen := 0
 	eqAt := map[[2]int]int{}
@@ -150,7 +150,7 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 	for _, nLift := range nl {
 		for j := 0; j <= nLift; j++ {
 			lo, hi, h := kernels.EqTables(ch.Xi[l+j : l+nLift])
-			exps = append(exps, expansion{len(halves) / 4, (len(halves) + len(lo)) / 4, eqLen, h, nLift - j - h})
+			exps = append(exps, expansion{len(halves), len(halves) + len(lo), eqLen, h, nLift - j - h})
 			halves = append(append(halves, lo...), hi...)
 			eqAt[[2]int{nLift, j}] = eqLen
 			eqLen += 1 << (nLift - j)
@@ -171,14 +171,16 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 		return a
 	}
 	cp.eq = small("eq tables", 4*eqLen)
-	cp.halves = small("eq halves", len(halves))
+	cp.halves = small("eq halves", 4*len(halves))
 	cp.uniOut = small("round 0 sums", len(traces)*cp.uniWidth)
 	cp.roundOut = small("round sums", len(traces)*cp.rndWidth)
 	cp.bindW = small("bind weights", 4*n)
 	if err != nil {
 		return fail(err)
 	}
-	if err := cp.halves.Write(0, halves); err != nil {
+	// eq and halves are kept buffers of words (takeBuf) shared with the zerocheck family's
+	// launchers, which still take words; the sumcheck family's EqExpand reads them as Mont4.
+	if err := gpu.View[kernels.Mont4](cp.halves).Write(0, halves); err != nil {
 		return fail(err)
 	}
 	// Traces kept from an earlier proof: this proof's parts, public values and weights (the
@@ -199,8 +201,9 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 			return fail(fmt.Errorf("%w: trace %d: %w", stark.ErrBatchConstraintInput, ru.t, err))
 		}
 	}
+	halvesM4, eqM4 := gpu.View[kernels.Mont4](cp.halves), gpu.View[kernels.Mont4](cp.eq)
 	for _, e := range exps {
-		cp.eqExp = append(cp.eqExp, kernels.EqExpand{Lo: cp.halves, Hi: cp.halves, Out: cp.eq, LoOff: e.loOff, HiOff: e.hiOff,
+		cp.eqExp = append(cp.eqExp, kernels.EqExpand{Lo: halvesM4, Hi: halvesM4, Out: eqM4, LoOff: e.loOff, HiOff: e.hiOff,
 			OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1})
 	}
 	if err := b.track(cp); err != nil {
@@ -508,7 +511,8 @@ func (cp *constraintProver) BindUnivariate(r0 field.Fp4) error {
 // fold encodes the Binds not yet folded into tr's tables, at most up to its ñ.
 func (cp *constraintProver) fold(b *gpu.Batch, tr *zcTrace) error {
 	for tr.folds < min(cp.binds, tr.nLift) {
-		src, dst := tr.tabs[tr.cur], tr.tabs[1-tr.cur]
+		// The tables are the zerocheck family's word buffers; folding reads them as Mont4.
+		src, dst := gpu.View[kernels.Mont4](tr.tabs[tr.cur]), gpu.View[kernels.Mont4](tr.tabs[1-tr.cur])
 		if err := kernels.EncodeFold(b, cp.be.dev, src, 1<<tr.log, dst, 1<<(tr.log-1), tr.zt.NumTables(), tr.log-1, cp.rs[tr.folds]); err != nil {
 			return err
 		}

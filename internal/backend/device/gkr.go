@@ -45,7 +45,7 @@ type gkrProver struct {
 	layers  []*gpu.Array[kernels.GkrFraction]
 	eq      *gpu.Array[kernels.Mont4]
 	sc      *kernels.GkrSumcheck
-	halves  []*gpu.Array[uint32]        // eq halves uploaded by BeginLayer (EqTables' words)
+	halves  []*gpu.Array[kernels.Mont4] // eq halves uploaded by BeginLayer (EqTables' lo then hi)
 	evals   []*rowEval                  // leaf evaluation inputs (until Root)
 	inters  []*gpu.Array[uint32]        // leaf interaction tables (until Root)
 	consts  []*gpu.Array[kernels.Mont4] // leaf constants (until Root)
@@ -346,7 +346,7 @@ func (g *gkrProver) BeginLayer(j int, xi []field.Fp4, lambda field.Fp4) error {
 	}
 	g.halves = append(g.halves, hv)
 	b := g.be.dev.Batch()
-	return kernels.EqExpand{Lo: hv, Hi: hv, HiOff: len(lo) / 4, Out: fp4Words(g.eq), OutOff: 1 << (j - 1), LogLo: logLo, LogHi: j - 1 - logLo, Count: 1}.Encode(b, g.be.dev)
+	return kernels.EqExpand{Lo: hv, Hi: hv, HiOff: len(lo), Out: g.eq, OutOff: 1 << (j - 1), LogLo: logLo, LogHi: j - 1 - logLo, Count: 1}.Encode(b, g.be.dev)
 }
 
 // encodeFold encodes the fold of the pending value into the next smaller tables and their round

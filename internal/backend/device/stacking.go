@@ -54,13 +54,13 @@ type stackingProver struct {
 	cur      int        // ping-pong side holding the current tables
 	logRows  int        // log rows of the current tables
 
-	// Words: slices, the packed descriptors; halves, the eq halves as EqTables returns them;
-	// partials and result, round 0's sums (EncodeSumRows adds them word by word) and, in result,
-	// the Q blocks of the short slices copied after them.
-	slices, halves, partials, result *gpu.Array[uint32]
-	etab, lag, weights               *gpu.Array[kernels.Mont4]
-	qt, wt                           [2]*gpu.Array[kernels.Mont4]
-	sc                               *kernels.Sumcheck
+	// Words: slices, the packed descriptors; partials and result, round 0's sums (EncodeSumRows
+	// adds them word by word) and, in result, the Q blocks of the short slices copied after them.
+	// halves: the eq halves as EqTables returns them.
+	slices, partials, result   *gpu.Array[uint32]
+	halves, etab, lag, weights *gpu.Array[kernels.Mont4]
+	qt, wt                     [2]*gpu.Array[kernels.Mont4]
+	sc                         *kernels.Sumcheck
 }
 
 // wSlice is what BindUnivariate needs of one slice to compute its W scalars.
@@ -132,13 +132,13 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	}
 	sort.Ints(nns)
 	eOff := map[int]int{}
-	var halves []uint32
+	var halves []kernels.Mont4
 	type expansion struct{ loOff, hiOff, outOff, logLo, logHi int }
 	var exps []expansion
 	etabLen := 0
 	for _, nn := range nns {
 		lo, hi, h := kernels.EqTables(batch.R[1 : nn+1])
-		exps = append(exps, expansion{len(halves) / 4, (len(halves) + len(lo)) / 4, etabLen, h, nn - h})
+		exps = append(exps, expansion{len(halves), len(halves) + len(lo), etabLen, h, nn - h})
 		halves = append(append(halves, lo...), hi...)
 		eOff[nn] = etabLen
 		etabLen += 1 << nn
@@ -242,7 +242,7 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	}
 	batchEnc := b.dev.Batch()
 	for _, e := range exps {
-		ex := kernels.EqExpand{Lo: hv, Hi: hv, Out: fp4Words(sp.etab), LoOff: e.loOff, HiOff: e.hiOff, OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1}
+		ex := kernels.EqExpand{Lo: hv, Hi: hv, Out: sp.etab, LoOff: e.loOff, HiOff: e.hiOff, OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1}
 		if err := ex.Encode(batchEnc, b.dev); err != nil {
 			hv.Free()
 			return fail(err)
@@ -267,12 +267,12 @@ func (sp *stackingProver) free() {
 
 // freeBuffers releases every device buffer (idempotent).
 func (sp *stackingProver) freeBuffers() {
-	for _, a := range []*gpu.Array[uint32]{sp.slices, sp.halves, sp.partials, sp.result} {
+	for _, a := range []*gpu.Array[uint32]{sp.slices, sp.partials, sp.result} {
 		if a != nil {
 			a.Free()
 		}
 	}
-	for _, a := range []*gpu.Array[kernels.Mont4]{sp.etab, sp.lag, sp.weights, sp.qt[0], sp.qt[1], sp.wt[0], sp.wt[1]} {
+	for _, a := range []*gpu.Array[kernels.Mont4]{sp.halves, sp.etab, sp.lag, sp.weights, sp.qt[0], sp.qt[1], sp.wt[0], sp.wt[1]} {
 		if a != nil {
 			a.Free()
 		}
@@ -572,11 +572,11 @@ func (sp *stackingProver) foldPending(both bool) error {
 	dev := sp.be.dev
 	b := dev.Batch()
 	lr := sp.logRows - 1
-	if err := kernels.EncodeFold(b, dev, fp4Words(sp.qt[sp.cur]), 1<<sp.logRows, fp4Words(sp.qt[1-sp.cur]), 1<<lr, sp.cols, lr, *sp.pending); err != nil {
+	if err := kernels.EncodeFold(b, dev, sp.qt[sp.cur], 1<<sp.logRows, sp.qt[1-sp.cur], 1<<lr, sp.cols, lr, *sp.pending); err != nil {
 		return err
 	}
 	if both {
-		if err := kernels.EncodeFold(b, dev, fp4Words(sp.wt[sp.cur]), 1<<sp.logRows, fp4Words(sp.wt[1-sp.cur]), 1<<lr, sp.cols, lr, *sp.pending); err != nil {
+		if err := kernels.EncodeFold(b, dev, sp.wt[sp.cur], 1<<sp.logRows, sp.wt[1-sp.cur], 1<<lr, sp.cols, lr, *sp.pending); err != nil {
 			return err
 		}
 		sp.cur, sp.logRows, sp.pending = 1-sp.cur, lr, nil

@@ -124,7 +124,7 @@ func (b *Backend) NewWhirProver(p params.SystemParams, commits []stark.Committed
 	if err := kernels.EncodeSubsetSum(batch, b.dev, fm, fm, m+2, p.LSkip+2, m+2, false); err != nil {
 		return fail(err)
 	}
-	if err := kernels.EncodeEqExpand(batch, b.dev, fp4Words(wp.kLo), fp4Words(wp.kHi), fp4Words(wp.w[0]), logLo, m-logLo, 1, false); err != nil {
+	if err := kernels.EncodeEqExpand(batch, b.dev, wp.kLo, wp.kHi, wp.w[0], logLo, m-logLo, 1, false); err != nil {
 		return fail(err)
 	}
 	if err := batch.Err(); err != nil {
@@ -154,10 +154,10 @@ func (wp *whirProver) flush(b *gpu.Batch) error {
 	a := *wp.alpha
 	src, dst := wp.cur, 1-wp.cur
 	n := wp.d - 1
-	if err := kernels.EncodeFold(b, wp.dev, fp4Words(wp.f[src]), 2<<n, fp4Words(wp.f[dst]), 1<<n, 1, n, a); err != nil {
+	if err := kernels.EncodeFold(b, wp.dev, wp.f[src], 2<<n, wp.f[dst], 1<<n, 1, n, a); err != nil {
 		return err
 	}
-	if err := kernels.EncodeFold(b, wp.dev, fp4Words(wp.w[src]), 2<<n, fp4Words(wp.w[dst]), 1<<n, 1, n, a); err != nil {
+	if err := kernels.EncodeFold(b, wp.dev, wp.w[src], 2<<n, wp.w[dst], 1<<n, 1, n, a); err != nil {
 		return err
 	}
 	wp.cur, wp.d, wp.alpha = dst, n, nil
@@ -445,7 +445,7 @@ func (wp *whirProver) AccumulateWeight(coefs, points []field.Fp4) error {
 	if err := kernels.EncodePowEqTables(b, wp.dev, wp.points, npts, logLo, d-logLo, wp.eqLo, wp.eqHi); err != nil {
 		return err
 	}
-	return kernels.EncodeEqExpand(b, wp.dev, fp4Words(wp.eqLo), fp4Words(wp.eqHi), fp4Words(wp.w[wp.cur]), logLo, d-logLo, npts, true)
+	return kernels.EncodeEqExpand(b, wp.dev, wp.eqLo, wp.eqHi, wp.w[wp.cur], logLo, d-logLo, npts, true)
 }
 
 // Release frees every buffer of the prover (the commitments stay).
@@ -473,8 +473,3 @@ func (wp *whirProver) Release() {
 	wp.f, wp.w = [2]*gpu.Array[kernels.Mont4]{}, [2]*gpu.Array[kernels.Mont4]{}
 	wp.coeffs, wp.horner, wp.mu, wp.kLo, wp.kHi, wp.points, wp.eqLo, wp.eqHi = nil, nil, nil, nil, nil, nil, nil, nil
 }
-
-// fp4Words is an Fp4 table as the uint32 words that the sumcheck family's EncodeFold and
-// EncodeEqExpand still take (they share those launchers with the zerocheck family, which is not
-// typed yet): the same buffer, not a copy.
-func fp4Words(a *gpu.Array[kernels.Mont4]) *gpu.Array[uint32] { return gpu.View[uint32](a) }
