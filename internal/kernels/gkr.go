@@ -54,8 +54,9 @@ func Fp4sOfGkrFractions(f []GkrFraction) []field.Fp4 {
 // (norm = Reps^−1: a trace shorter than its block repeats with scaled numerators).
 type GkrLeaves struct {
 	Run RowRun
-	// Outs is scratch of NumOutput·T words (the program's outputs, as the rows family writes them).
-	Outs *gpu.Array[uint32]
+	// Outs is scratch of NumOutput·T Montgomery values (the program's outputs, as the rows family
+	// writes them).
+	Outs *gpu.Array[Mont]
 	// Inter is GkrInteractionTable on the device, Consts GkrLeafConsts, for NumInteractions
 	// interactions whose longest message has MaxMsgLen fields.
 	Inter                      *gpu.Array[uint32]

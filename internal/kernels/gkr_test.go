@@ -107,11 +107,11 @@ func TestGkrLeavesMatchGo(t *testing.T) {
 					t.Fatal(err)
 				}
 				T := 1 << lp
-				lv := GkrLeaves{Outs: allocWords(t, len(p.Outputs)*T), Inter: uploadWords(t, "inter", words),
+				lv := GkrLeaves{Outs: allocArray[Mont](t, testDev, len(p.Outputs)*T), Inter: uploadWords(t, "inter", words),
 					Consts: uploadArray(t, GkrLeafConsts(p, alpha, beta)), NumInteractions: K, MaxMsgLen: p.MaxMsgLen,
 					Reps: reps, Leaves: leaves, LeafEnd: 3 + K*reps*h}
-				slots := allocWords(t, f.dp.NumSlots*T)
-				regs := allocWords(t, max(f.dp.NumRegs, 1)*T)
+				slots := allocArray[Mont](t, testDev, f.dp.NumSlots*T)
+				regs := allocArray[Mont](t, testDev, max(f.dp.NumRegs, 1)*T)
 				b := testDev.Batch()
 				for row0 := 0; row0 < h; row0 += T {
 					lv.Run = f.encodeRun(t, b, slots, regs, row0, lp)

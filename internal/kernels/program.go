@@ -63,7 +63,7 @@ func (p *Program) Free() {
 
 // ConstsAndPublic returns the cp buffer of program.h for these public values: the Montgomery
 // constants, then the Montgomery public values (at least one word).
-func (p *Program) ConstsAndPublic(public []field.Fp) ([]uint32, error) {
+func (p *Program) ConstsAndPublic(public []field.Fp) ([]Mont, error) {
 	if len(public) != p.NumPublic {
 		return nil, fmt.Errorf("kernels: program: %d public values, want %d", len(public), p.NumPublic)
 	}
@@ -75,20 +75,22 @@ func (p *Program) ConstsAndPublic(public []field.Fp) ([]uint32, error) {
 }
 
 // appendConstsAndPublic appends the Montgomery forms of consts, then of public, to out.
-func appendConstsAndPublic(out []uint32, consts, public []field.Fp) []uint32 {
+func appendConstsAndPublic(out []Mont, consts, public []field.Fp) []Mont {
 	for _, c := range consts {
-		out = append(out, uint32(MontOf(c)))
+		out = append(out, MontOf(c))
 	}
 	for _, v := range public {
-		out = append(out, uint32(MontOf(v)))
+		out = append(out, MontOf(v))
 	}
 	return out
 }
 
 // EvalBuffers are the per-dispatch buffers of an evaluation at points points: cp (ConstsAndPublic),
-// slots ([slot][point], base or Fp4 per entry) and regs (scratch, [reg][point]).
+// slots ([slot][point]) and regs (scratch, [reg][point]). Slots and registers are Mont words
+// whether an entry is a base value or, with Ext, an Fp4 (four interleaved words): every word is
+// a Montgomery coordinate, and sizes count words.
 type EvalBuffers struct {
-	CP, Slots, Regs *gpu.Array[uint32]
+	CP, Slots, Regs *gpu.Array[Mont]
 	Points          int
 	Ext             bool
 }
@@ -111,8 +113,9 @@ func (p *Program) check(op string, e *EvalBuffers) error {
 }
 
 // EncodeEvalOutputs encodes the evaluation of every output at every point (prog_eval_outputs, or
-// prog_eval_outputs4 with e.Ext): out[o·Points + t] (an Fp4 per entry with e.Ext).
-func (p *Program) EncodeEvalOutputs(b *gpu.Batch, dev *gpu.Device, e *EvalBuffers, out *gpu.Array[uint32]) error {
+// prog_eval_outputs4 with e.Ext): out[o·Points + t] (an Fp4 per entry with e.Ext: four words, as
+// in the slots).
+func (p *Program) EncodeEvalOutputs(b *gpu.Batch, dev *gpu.Device, e *EvalBuffers, out *gpu.Array[Mont]) error {
 	if err := p.check("EvalOutputs", e); err != nil {
 		return err
 	}
@@ -134,21 +137,21 @@ func (p *Program) EncodeEvalOutputs(b *gpu.Batch, dev *gpu.Device, e *EvalBuffer
 
 // EncodeEvalCombine4 encodes the batched combination of every point over the extension field
 // (prog_eval_combine4; e.Ext must be set): out[3t .. 3t+3) = (Zc, Num, Den) as Fp4, weights one
-// Montgomery Fp4 per output (constraints.Weights.Out), denConst one Fp4 (added when hasDen).
-func (p *Program) EncodeEvalCombine4(b *gpu.Batch, dev *gpu.Device, e *EvalBuffers, weights, denConst, out *gpu.Array[uint32], hasDen bool) error {
+// Fp4 per output (constraints.Weights.Out), denConst one Fp4 (added when hasDen).
+func (p *Program) EncodeEvalCombine4(b *gpu.Batch, dev *gpu.Device, e *EvalBuffers, weights, denConst, out *gpu.Array[Mont4], hasDen bool) error {
 	if !e.Ext {
 		return fmt.Errorf("kernels: EvalCombine4: extension slots needed")
 	}
 	if err := p.check("EvalCombine4", e); err != nil {
 		return err
 	}
-	if err := checkArray("EvalCombine4", weights, 4*p.NumOutput); err != nil {
+	if err := checkArray("EvalCombine4", weights, p.NumOutput); err != nil {
 		return err
 	}
-	if err := checkArray("EvalCombine4", denConst, 4); err != nil {
+	if err := checkArray("EvalCombine4", denConst, 1); err != nil {
 		return err
 	}
-	if err := checkArray("EvalCombine4", out, 12*e.Points); err != nil {
+	if err := checkArray("EvalCombine4", out, 3*e.Points); err != nil {
 		return err
 	}
 	g, t := shapeFor(dev, "prog_eval_combine4", e.Points)
@@ -257,7 +260,7 @@ func (pp *ProgramPieces) Free() {
 // piece's constants and public values one after the other; table, 4 words per piece (its first
 // word, its first cp word, its first slots entry, its slot count); slots, 2 words per entry (the
 // piece's slot, the program's slot), piece after piece (at least one word each).
-func (pp *ProgramPieces) Bind(public []field.Fp) (cp, table, slots []uint32, err error) {
+func (pp *ProgramPieces) Bind(public []field.Fp) (cp []Mont, table, slots []uint32, err error) {
 	cp, cpOff, err := pp.ConstsAndPublic(public)
 	if err != nil {
 		return nil, nil, nil, err
@@ -276,11 +279,11 @@ func (pp *ProgramPieces) Bind(public []field.Fp) (cp, table, slots []uint32, err
 
 // ConstsAndPublic returns every piece's cp buffer (as Program.ConstsAndPublic, plus a zero word)
 // one after the other, and each one's first word.
-func (pp *ProgramPieces) ConstsAndPublic(public []field.Fp) ([]uint32, []int, error) {
+func (pp *ProgramPieces) ConstsAndPublic(public []field.Fp) ([]Mont, []int, error) {
 	if len(public) != pp.numPublic {
 		return nil, nil, fmt.Errorf("kernels: program pieces: %d public values, want %d", len(public), pp.numPublic)
 	}
-	var out []uint32
+	var out []Mont
 	offs := make([]int, 0, len(pp.consts))
 	for _, cs := range pp.consts {
 		offs = append(offs, len(out))

@@ -78,10 +78,10 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cp := uploadWords(t, "cp", cpw)
+		cp := uploadOn(t, testDev, cpw)
 		// Base field: slots [slot][t].
 		slots := make([][]field.Fp, T)
-		flat := make([]uint32, p.NumSlots()*T)
+		flat := make([]Mont, p.NumSlots()*T)
 		for pt := range T {
 			slots[pt] = fieldrand.Fps(r, p.NumSlots())
 			if pt < 3 {
@@ -90,11 +90,11 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 				}
 			}
 			for s, v := range slots[pt] {
-				flat[s*T+pt] = uint32(MontOf(v))
+				flat[s*T+pt] = MontOf(v)
 			}
 		}
-		e := &EvalBuffers{CP: cp, Slots: uploadWords(t, "slots", flat), Regs: allocWords(t, p.NumRegs*T), Points: T}
-		out := allocWords(t, len(p.Outputs)*T)
+		e := &EvalBuffers{CP: cp, Slots: uploadOn(t, testDev, flat), Regs: allocArray[Mont](t, testDev, p.NumRegs*T), Points: T}
+		out := allocArray[Mont](t, testDev, len(p.Outputs)*T)
 		b := testDev.Batch()
 		if err := dp.EncodeEvalOutputs(b, testDev, e, out); err != nil {
 			t.Fatal(err)
@@ -102,7 +102,7 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 		if err := b.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		got, err := ReadCanonical(gpu.View[Mont](out))
+		got, err := ReadCanonical(out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,16 +116,17 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 
 		// Extension field: outputs and the combination.
 		slots4 := make([][]field.Fp4, T)
-		flat4 := make([]uint32, 4*p.NumSlots()*T)
+		flat4 := make([]Mont, 4*p.NumSlots()*T)
 		for pt := range T {
 			slots4[pt] = make([]field.Fp4, p.NumSlots())
 			for s := range slots4[pt] {
 				slots4[pt][s] = fieldrand.Fp4(r)
-				copy(flat4[4*(s*T+pt):], MontFp4Slice(slots4[pt][s:s+1]))
+				m := Mont4Of(slots4[pt][s])
+				copy(flat4[4*(s*T+pt):], m[:])
 			}
 		}
-		e4 := &EvalBuffers{CP: cp, Slots: uploadWords(t, "slots4", flat4), Regs: allocWords(t, 4*p.NumRegs*T), Points: T, Ext: true}
-		out4 := allocWords(t, 4*len(p.Outputs)*T)
+		e4 := &EvalBuffers{CP: cp, Slots: uploadOn(t, testDev, flat4), Regs: allocArray[Mont](t, testDev, 4*p.NumRegs*T), Points: T, Ext: true}
+		out4 := allocArray[Mont](t, testDev, 4*len(p.Outputs)*T)
 		eq3b := make([]field.Fp4, len(p.Interactions))
 		for i := range eq3b {
 			eq3b[i] = fieldrand.Fp4(r)
@@ -134,9 +135,9 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		weights := uploadWords(t, "weights", append(MontFp4Slice(w.Out), 0, 0, 0, 0))
-		den := uploadWords(t, "den", MontFp4Slice([]field.Fp4{w.DenConst}))
-		comb := allocWords(t, 12*T)
+		weights := uploadOn(t, testDev, append(Mont4Slice(w.Out), Mont4{}))
+		den := uploadOn(t, testDev, Mont4Slice([]field.Fp4{w.DenConst}))
+		comb := allocArray[Mont4](t, testDev, 3*T)
 		b = testDev.Batch()
 		if err := dp.EncodeEvalOutputs(b, testDev, e4, out4); err != nil {
 			t.Fatal(err)
@@ -147,9 +148,10 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 		if err := b.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		ow, _ := out4.ReadAll()
+		// The Fp4 outputs are four Mont words each, interleaved: read back as Mont4.
+		ow, _ := gpu.View[Mont4](out4).ReadAll()
 		cw, _ := comb.ReadAll()
-		got4, gotC := Fp4SliceOfMont(ow), Fp4SliceOfMont(cw)
+		got4, gotC := Fp4SliceOf(ow), Fp4SliceOf(cw)
 		for pt := range T {
 			constraints.Eval(p, slots4[pt], public, field.Lift, func(o int, v field.Fp4) {
 				if got4[o*T+pt] != v {

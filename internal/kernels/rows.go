@@ -23,8 +23,8 @@ import (
 type RowRun struct {
 	Prog *Program
 	// CP is the program's constants and public values (Program.ConstsAndPublic); Slots and Regs
-	// hold at least NumSlots·T and NumRegs·T uints.
-	CP, Slots, Regs *gpu.Array[uint32]
+	// hold at least NumSlots·T and NumRegs·T Montgomery values.
+	CP, Slots, Regs *gpu.Array[Mont]
 	// Height is the trace height h (a power of two); the run is rows [Row0, Row0 + 2^LogPoints).
 	Height, Row0, LogPoints int
 }
@@ -209,7 +209,8 @@ func EncodeMinPairs(b *gpu.Batch, dev *gpu.Device, in, out *gpu.Array[uint32], f
 // (ProgramPieces.Bind, uploaded).
 type RowPieces struct {
 	Pieces                 *ProgramPieces
-	cp, table, slots       *gpu.Array[uint32]
+	cp                     *gpu.Array[Mont]
+	table, slots           *gpu.Array[uint32] // descriptors: ProgramPieces.Bind
 	groups, tpg, slotWords int
 	regWords               int
 }
@@ -244,7 +245,7 @@ func BindRowPieces(dev *gpu.Device, pp *ProgramPieces, public []field.Fp, points
 	return rp, nil
 }
 
-// Scratch is the uints of the thread scratch EncodeCheckPieces needs: slots and registers.
+// Scratch is the Montgomery values of the thread scratch EncodeCheckPieces needs: slots and registers.
 func (rp *RowPieces) Scratch() (slots, regs int) { return rp.slotWords, rp.regWords }
 
 // PartialGroups is the number of pairs EncodeCheckPieces writes per run.
@@ -252,7 +253,10 @@ func (rp *RowPieces) PartialGroups() int { return rp.groups }
 
 // Free releases the uploads (not the pieces).
 func (rp *RowPieces) Free() {
-	for _, a := range []*gpu.Array[uint32]{rp.cp, rp.table, rp.slots} {
+	if rp.cp != nil {
+		rp.cp.Free()
+	}
+	for _, a := range []*gpu.Array[uint32]{rp.table, rp.slots} {
 		if a != nil {
 			a.Free()
 		}
@@ -263,7 +267,7 @@ func (rp *RowPieces) Free() {
 // EncodeCheckPieces is EncodeCheckPartials by the pieces of the run's program (rows_check_pieces):
 // the run's Slots hold the filled slot values (EncodeFillSlots; CP and Regs are not used), slots and regs
 // are the pieces' thread scratch (Scratch), PartialGroups pairs are written from outPair.
-func (r RowRun) EncodeCheckPieces(b *gpu.Batch, dev *gpu.Device, rp *RowPieces, slots, regs, partials *gpu.Array[uint32], outPair int) error {
+func (r RowRun) EncodeCheckPieces(b *gpu.Batch, dev *gpu.Device, rp *RowPieces, slots, regs *gpu.Array[Mont], partials *gpu.Array[uint32], outPair int) error {
 	if err := r.checkRows("CheckPieces"); err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ type rowsFixture struct {
 	parts  []*gpu.Array[field.Fp]
 	used   UsedColumns
 	cols   *gpu.Array[uint32]
-	cp     *gpu.Array[uint32]
+	cp     *gpu.Array[Mont]
 	height int
 }
 
@@ -101,7 +101,7 @@ func allocOn(t *testing.T, dev *gpu.Device, n int) *gpu.Array[uint32] {
 }
 
 // encodeRun fills the slots of rows [row0, row0 + 2^logPoints) and returns the run.
-func (f *rowsFixture) encodeRun(t *testing.T, b *gpu.Batch, slots, regs *gpu.Array[uint32], row0, logPoints int) RowRun {
+func (f *rowsFixture) encodeRun(t *testing.T, b *gpu.Batch, slots, regs *gpu.Array[Mont], row0, logPoints int) RowRun {
 	t.Helper()
 	run := RowRun{Prog: f.dp, CP: f.cp, Slots: slots, Regs: regs, Height: f.height, Row0: row0, LogPoints: logPoints}
 	for q, part := range f.parts {
@@ -231,8 +231,8 @@ func runCheck(t *testing.T, f *rowsFixture, logPoints int) [2]uint32 {
 	t.Helper()
 	dev := f.dev
 	T := 1 << logPoints
-	slots := allocOn(t, dev, f.dp.NumSlots*T)
-	regs := allocOn(t, dev, max(f.dp.NumRegs, 1)*T)
+	slots := allocArray[Mont](t, dev, f.dp.NumSlots*T)
+	regs := allocArray[Mont](t, dev, max(f.dp.NumRegs, 1)*T)
 	per := CheckPartialGroups(dev, T)
 	runs := f.height / T
 	partials := allocOn(t, dev, 2*per*runs)
@@ -272,8 +272,8 @@ func TestRowsFillSlots(t *testing.T) {
 		const logT = 2
 		T := 1 << logT
 		for row0 := 0; row0 < f.height; row0 += T {
-			slots := allocWords(t, f.dp.NumSlots*T)
-			regs := allocWords(t, max(f.dp.NumRegs, 1)*T)
+			slots := allocArray[Mont](t, testDev, f.dp.NumSlots*T)
+			regs := allocArray[Mont](t, testDev, max(f.dp.NumRegs, 1)*T)
 			b := testDev.Batch()
 			f.encodeRun(t, b, slots, regs, row0, logT)
 			if err := b.Wait(); err != nil {
@@ -284,8 +284,8 @@ func TestRowsFillSlots(t *testing.T) {
 			for pt := range T {
 				want, _ = f.rows.Eval(row0+pt, want, nil, func(int, field.Fp) {})
 				for s, used := range f.prog.Used {
-					if used && s < f.prog.SlotIsFirst() && Mont(got[s*T+pt]) != MontOf(want[s]) {
-						t.Fatalf("%s row %d slot %d: %v, want %v", in.Air.Name(), row0+pt, s, CanonicalOf(Mont(got[s*T+pt])), want[s])
+					if used && s < f.prog.SlotIsFirst() && got[s*T+pt] != MontOf(want[s]) {
+						t.Fatalf("%s row %d slot %d: %v, want %v", in.Air.Name(), row0+pt, s, CanonicalOf(got[s*T+pt]), want[s])
 					}
 				}
 			}
@@ -296,8 +296,8 @@ func TestRowsFillSlots(t *testing.T) {
 // TestRowsRejects: launches that do not fit their buffers are errors.
 func TestRowsRejects(t *testing.T) {
 	f := newRowsFixture(t, testair.Fibonacci(0, 1, 8), instanceParts(testair.Fibonacci(0, 1, 8)), constraints.Constraints)
-	slots := allocWords(t, f.dp.NumSlots*4)
-	regs := allocWords(t, max(f.dp.NumRegs, 1)*4)
+	slots := allocArray[Mont](t, testDev, f.dp.NumSlots*4)
+	regs := allocArray[Mont](t, testDev, max(f.dp.NumRegs, 1)*4)
 	b := testDev.Batch()
 	for name, run := range map[string]RowRun{
 		"unaligned run":   {Prog: f.dp, CP: f.cp, Slots: slots, Regs: regs, Height: 8, Row0: 2, LogPoints: 2},

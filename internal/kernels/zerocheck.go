@@ -144,10 +144,11 @@ type ZcTrace struct {
 	NLift     int
 	Parts     []ZcPart
 
-	logN, logM  int
-	nslots      int
-	hasDen      bool
-	cp, weights *gpu.Array[uint32]
+	logN, logM int
+	nslots     int
+	hasDen     bool
+	cp         *gpu.Array[Mont]
+	weights    *gpu.Array[uint32]
 	// public is a copy of the public values cp (and the pieces' cp) hold; partWidths the
 	// program's part widths (Reuse checks a later proof's parts against them).
 	public     []field.Fp
@@ -180,15 +181,19 @@ type ZcTrace struct {
 // (piece slot, table) per slot for the rounds j ≥ 1 (used), (piece slot, program slot) for round
 // 0 (slots).
 type zcPieceSet struct {
-	pp                     *ProgramPieces
-	cp, table, used, slots *gpu.Array[uint32]
+	pp                 *ProgramPieces
+	cp                 *gpu.Array[Mont]
+	table, used, slots *gpu.Array[uint32]
 }
 
 func (s *zcPieceSet) free() {
 	if s == nil {
 		return
 	}
-	for _, a := range []*gpu.Array[uint32]{s.cp, s.table, s.used, s.slots} {
+	if s.cp != nil {
+		s.cp.Free()
+	}
+	for _, a := range []*gpu.Array[uint32]{s.table, s.used, s.slots} {
 		if a != nil {
 			a.Free()
 		}
@@ -261,7 +266,9 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 	if cerr != nil {
 		return fail(cerr)
 	}
-	z.cp = up("consts", cpw)
+	if err == nil {
+		z.cp, err = gpu.UploadArray(dev, "zerocheck consts", cpw)
+	}
 	z.weights = up("weights", zcWeightWords(weights, denConst))
 
 	// Round 0: source columns.
@@ -414,11 +421,17 @@ func (z *ZcTrace) Detach() {
 // bound piece sets; not the parts, the program or its pieces).
 func (z *ZcTrace) Bytes() int64 {
 	var n int64
-	arrs := []*gpu.Array[uint32]{z.cp, z.weights, z.srcmap, z.cols, z.sel, z.used}
+	arrs := []*gpu.Array[uint32]{z.weights, z.srcmap, z.cols, z.sel, z.used}
 	arrs = append(arrs, z.colmaps...)
+	if z.cp != nil {
+		n += int64(z.cp.Size())
+	}
 	for _, s := range []*zcPieceSet{z.pieces, z.rpieces} {
 		if s != nil {
-			arrs = append(arrs, s.cp, s.table, s.used, s.slots)
+			arrs = append(arrs, s.table, s.used, s.slots)
+			if s.cp != nil {
+				n += int64(s.cp.Size())
+			}
 		}
 	}
 	for _, a := range arrs {
@@ -482,7 +495,9 @@ func (z *ZcTrace) bindPieces(dev *gpu.Device, pp *ProgramPieces, public []field.
 		a, err = gpu.UploadArray(dev, name, w)
 		return a
 	}
-	s.cp = up("zerocheck piece consts", cpw)
+	if s.cp, err = gpu.UploadArray(dev, "zerocheck piece consts", cpw); err != nil {
+		return nil, err
+	}
 	s.table = up("zerocheck piece table", table)
 	s.used = up("zerocheck piece tables", used)
 	s.slots = up("zerocheck piece slots", slotsOf)
@@ -501,7 +516,10 @@ func (z *ZcTrace) freePieces() {
 
 // Free releases the trace's uploads (not the parts, not the program or its pieces).
 func (z *ZcTrace) Free() {
-	arrs := []*gpu.Array[uint32]{z.cp, z.weights, z.srcmap, z.cols, z.sel, z.used}
+	if z.cp != nil {
+		z.cp.Free()
+	}
+	arrs := []*gpu.Array[uint32]{z.weights, z.srcmap, z.cols, z.sel, z.used}
 	arrs = append(arrs, z.colmaps...)
 	for _, a := range arrs {
 		if a != nil {

@@ -22,7 +22,7 @@ type rowEval struct {
 	cols  *usedColumns
 	parts []*gpu.Array[field.Fp] // opening-part order; nil for a width-0 part
 	// cp is the program's constants and public values (uploaded; freed by free).
-	cp                *gpu.Array[uint32]
+	cp                *gpu.Array[kernels.Mont]
 	height, logPoints int
 	// pieces, when set, runs the program in pieces (the trace check on GPUs; freed by free).
 	pieces *kernels.RowPieces
@@ -119,7 +119,7 @@ func (e *rowEval) scratch() (slots, regs int) {
 }
 
 // encodeRuns encodes, run after run, the slots of every part's used columns and then f(run).
-func (e *rowEval) encodeRuns(b *gpu.Batch, dev *gpu.Device, slots, regs *gpu.Array[uint32], f func(kernels.RowRun) error) error {
+func (e *rowEval) encodeRuns(b *gpu.Batch, dev *gpu.Device, slots, regs *gpu.Array[kernels.Mont], f func(kernels.RowRun) error) error {
 	for row0 := 0; row0 < e.height; row0 += e.points() {
 		run := kernels.RowRun{Prog: e.dp, CP: e.cp, Slots: slots, Regs: regs, Height: e.height, Row0: row0, LogPoints: e.logPoints}
 		for q, part := range e.parts {
@@ -137,11 +137,13 @@ func (e *rowEval) encodeRuns(b *gpu.Batch, dev *gpu.Device, slots, regs *gpu.Arr
 }
 
 // rowScratch is the scratch of the runs of several traces, evaluated one after another.
+// Every word is a Montgomery value: slots, registers, and extra (the pieces' slots of the trace
+// check, the program's outputs of the GKR leaves).
 type rowScratch struct {
-	slots, regs, extra *gpu.Array[uint32]
+	slots, regs, extra *gpu.Array[kernels.Mont]
 }
 
-// allocRowScratch allocates scratch for the largest run of evals (extra: uints per run beyond
+// allocRowScratch allocates scratch for the largest run of evals (extra: words per run beyond
 // slots and registers, 0 for none).
 func allocRowScratch(dev *gpu.Device, evals []*rowEval, extra func(*rowEval) int) (*rowScratch, error) {
 	var ns, nr, ne int
@@ -151,15 +153,15 @@ func allocRowScratch(dev *gpu.Device, evals []*rowEval, extra func(*rowEval) int
 	}
 	sc := &rowScratch{}
 	var err error
-	if sc.slots, err = gpu.AllocArray[uint32](dev, "row slots", max(ns, 1)); err != nil {
+	if sc.slots, err = gpu.AllocArray[kernels.Mont](dev, "row slots", max(ns, 1)); err != nil {
 		return nil, err
 	}
-	if sc.regs, err = gpu.AllocArray[uint32](dev, "row registers", max(nr, 1)); err != nil {
+	if sc.regs, err = gpu.AllocArray[kernels.Mont](dev, "row registers", max(nr, 1)); err != nil {
 		sc.free()
 		return nil, err
 	}
 	if ne > 0 {
-		if sc.extra, err = gpu.AllocArray[uint32](dev, "row outputs", ne); err != nil {
+		if sc.extra, err = gpu.AllocArray[kernels.Mont](dev, "row outputs", ne); err != nil {
 			sc.free()
 			return nil, err
 		}
@@ -168,7 +170,7 @@ func allocRowScratch(dev *gpu.Device, evals []*rowEval, extra func(*rowEval) int
 }
 
 func (sc *rowScratch) free() {
-	for _, a := range []*gpu.Array[uint32]{sc.slots, sc.regs, sc.extra} {
+	for _, a := range []*gpu.Array[kernels.Mont]{sc.slots, sc.regs, sc.extra} {
 		if a != nil {
 			a.Free()
 		}
