@@ -131,7 +131,7 @@ func (d *ZcDomain) PointOf(q int) int {
 // ZcPart is one part of a trace (common main, preprocessed, cached: the program's part order): its
 // canonical column-major values on the device (nil for width 0) and its width.
 type ZcPart struct {
-	Values *gpu.Array[uint32]
+	Values *gpu.Array[field.Fp]
 	Width  int
 }
 

@@ -30,9 +30,9 @@ func BenchmarkZerocheckKernels(b *testing.B) {
 	r := rand.New(rand.NewPCG(71, 72))
 	const logN, logM, points = 4, 6, 4
 	h := 1 << logH
-	vals := make([]uint32, pg.PartWidths[0]*h)
+	vals := make([]field.Fp, pg.PartWidths[0]*h)
 	for i := range vals {
-		vals[i] = r.Uint32N(field.P)
+		vals[i] = field.Fp(r.Uint32N(field.P))
 	}
 	part, err := gpu.UploadArray(testDev, "bench trace", vals)
 	if err != nil {

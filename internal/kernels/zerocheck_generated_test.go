@@ -153,11 +153,7 @@ func newZcDeviceGenerated(t *testing.T, dev *gpu.Device, name string, ref *zcRef
 	for q, vals := range ref.parts {
 		p := ZcPart{Width: ref.pg.PartWidths[q]}
 		if p.Width > 0 {
-			w := make([]uint32, len(vals))
-			for i, v := range vals {
-				w[i] = uint32(v)
-			}
-			p.Values = upWords(t, dev, w)
+			p.Values = uploadOn(t, dev, vals)
 		}
 		parts = append(parts, p)
 	}

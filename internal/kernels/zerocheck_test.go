@@ -260,11 +260,7 @@ func newZcDeviceOn(t *testing.T, dev *gpu.Device, ref *zcRef, logM, points int, 
 	for q, vals := range ref.parts {
 		p := ZcPart{Width: ref.pg.PartWidths[q]}
 		if p.Width > 0 {
-			w := make([]uint32, len(vals))
-			for i, v := range vals {
-				w[i] = uint32(v)
-			}
-			p.Values = upWords(t, dev, w)
+			p.Values = uploadOn(t, dev, vals)
 		}
 		parts = append(parts, p)
 	}

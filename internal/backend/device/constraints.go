@@ -278,7 +278,7 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 		if err != nil {
 			return nil, err
 		}
-		parts[q] = kernels.ZcPart{Values: gpu.View[uint32](v), Width: dt.Width()}
+		parts[q] = kernels.ZcPart{Values: v, Width: dt.Width()}
 	}
 	var key *zcTraceKey
 	if pg == in.Program {
