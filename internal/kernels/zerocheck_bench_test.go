@@ -68,7 +68,7 @@ func BenchmarkZerocheckKernels(b *testing.B) {
 	for i := range eq {
 		eq[i] = fieldrand.Fp4(r)
 	}
-	eqa, err := gpu.UploadArray(testDev, "bench eq", MontFp4Slice(eq))
+	eqa, err := gpu.UploadArray(testDev, "bench eq", Mont4Slice(eq))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -81,9 +81,9 @@ func BenchmarkZerocheckKernels(b *testing.B) {
 	}
 	wa, _ := gpu.UploadArray(testDev, "bench bind weights", ZcBindWeights(w))
 	defer wa.Free()
-	tabs, _ := gpu.AllocArray[uint32](testDev, "bench tables", 4*tr.NumTables()*x)
+	tabs, _ := gpu.AllocArray[Mont4](testDev, "bench tables", tr.NumTables()*x)
 	defer tabs.Free()
-	half, _ := gpu.AllocArray[uint32](testDev, "bench folded", 4*tr.NumTables()*x/2)
+	half, _ := gpu.AllocArray[Mont4](testDev, "bench folded", tr.NumTables()*x/2)
 	defer half.Free()
 	up := zc.uni[tr]
 
@@ -122,8 +122,7 @@ func BenchmarkZerocheckKernels(b *testing.B) {
 			continue
 		}
 		timeIt("fold1", func(bt *gpu.Batch) error {
-			// The tables are words for the zerocheck launchers; the fold reads them as Mont4.
-			return EncodeFold(bt, testDev, gpu.View[Mont4](tabs), x, gpu.View[Mont4](half), x/2, tr.NumTables(), tr.NLift-1, fieldrand.Fp4(r))
+			return EncodeFold(bt, testDev, tabs, x, half, x/2, tr.NumTables(), tr.NLift-1, fieldrand.Fp4(r))
 		})
 		timeIt("round1", func(bt *gpu.Batch) error {
 			return zc.EncodeRound(bt, tr, tabs, x, tr.NLift, eqa, 0, out, zc.UniWidth())

@@ -110,7 +110,7 @@ func (pp *ProgramPieces) UseGenerated(g *GeneratedPieces) error {
 }
 
 // encodeUniGenerated encodes the round-0 kernel of the generated pieces g over one slice.
-func (z *Zerocheck) encodeUniGenerated(b *gpu.Batch, g *GeneratedPieces, groups, tpg gpu.Dim3, t *ZcTrace, eq *gpu.Array[uint32],
+func (z *Zerocheck) encodeUniGenerated(b *gpu.Batch, g *GeneratedPieces, groups, tpg gpu.Dim3, t *ZcTrace, eq *gpu.Array[Mont4],
 	params zcUniPiecesParams) error {
 	dispatchZcUniGenerated(b, g.module, groups, tpg, t.pieces.cp.Buffer, t.pieces.table.Buffer, t.weights.Buffer, z.vals.Buffer,
 		eq.Buffer, z.partials.Buffer, params)

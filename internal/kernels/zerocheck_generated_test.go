@@ -115,7 +115,7 @@ func checkGeneratedUni(t *testing.T, r *rand.Rand, name string, ref *zcRef, lm, 
 func uniRoundOf(t *testing.T, dv *zcDevice, e []field.Fp4) []uint32 {
 	t.Helper()
 	const eqOff = 2
-	eq := uploadWords(t, "eq", append(make([]uint32, 4*eqOff), MontFp4Slice(e)...))
+	eq := uploadOn(t, testDev, append(make([]Mont4, eqOff), Mont4Slice(e)...))
 	out := allocWords(t, dv.zc.UniWidth())
 	b := testDev.Batch()
 	if err := dv.zc.EncodeUniRound(b, dv.trace, eq, eqOff, out, 0); err != nil {

@@ -72,13 +72,13 @@ func zcUnitPad(units, tpg int) int { return (units + tpg - 1) / tpg * tpg }
 // EncodeBindUni encodes BindUnivariate of trace t into tables (NumTables() tables of X Fp4 rows,
 // table τ at Fp4 index τ·stride): w holds the N weights w_j (Fp4) in R²-scaled Montgomery form
 // (ZcBindWeights), first, last and sum the selector constants (the bound is_first at x = 0, the
-// bound is_last at x = X−1, Σ_j w_j).
-func (z *Zerocheck) EncodeBindUni(b *gpu.Batch, t *ZcTrace, w *gpu.Array[uint32], first, last, sum field.Fp4, tables *gpu.Array[uint32], stride int) error {
+// bound is_last at x = X−1, Σ_j w_j). w stays words: R²-scaled values are not Mont4 values.
+func (z *Zerocheck) EncodeBindUni(b *gpu.Batch, t *ZcTrace, w *gpu.Array[uint32], first, last, sum field.Fp4, tables *gpu.Array[Mont4], stride int) error {
 	x := t.Blocks()
 	if stride < x {
 		return fmt.Errorf("kernels: BindUni: stride %d < %d rows", stride, x)
 	}
-	if err := checkArray("BindUni", tables, 4*((t.numTables-1)*stride+x)); err != nil {
+	if err := checkArray("BindUni", tables, (t.numTables-1)*stride+x); err != nil {
 		return err
 	}
 	if err := checkArray("BindUni", w, 4<<z.dom.LogN); err != nil {
@@ -120,7 +120,7 @@ func ZcBindWeights(w []field.Fp4) []uint32 {
 // EncodeRound encodes a round j ≥ 1 of trace t over its tables (NumTables() tables of 2^logRows
 // Fp4 rows at Fp4 index τ·stride, logRows ≥ 1): out[outOff + 12(X−1) + 4k ..] = R_k[X] for X =
 // 1..P, e'(y) = eq[eqOff + y] for y < 2^(logRows−1).
-func (z *Zerocheck) EncodeRound(b *gpu.Batch, t *ZcTrace, tables *gpu.Array[uint32], stride, logRows int, eq *gpu.Array[uint32], eqOff int, out *gpu.Array[uint32], outOff int) error {
+func (z *Zerocheck) EncodeRound(b *gpu.Batch, t *ZcTrace, tables *gpu.Array[Mont4], stride, logRows int, eq *gpu.Array[Mont4], eqOff int, out *gpu.Array[uint32], outOff int) error {
 	rp, ok := z.round[t]
 	if !ok || z.slots == nil {
 		return fmt.Errorf("kernels: Round: trace not planned (or Zerocheck closed)")
@@ -128,10 +128,10 @@ func (z *Zerocheck) EncodeRound(b *gpu.Batch, t *ZcTrace, tables *gpu.Array[uint
 	if logRows < 1 || logRows > t.NLift || (t.numTables > 1 && stride < 1<<logRows) {
 		return fmt.Errorf("kernels: Round: 2^%d rows at stride %d (trace of 2^%d blocks)", logRows, stride, t.NLift)
 	}
-	if err := checkArray("Round", tables, 4*((t.numTables-1)*stride+1<<logRows)); err != nil {
+	if err := checkArray("Round", tables, (t.numTables-1)*stride+1<<logRows); err != nil {
 		return err
 	}
-	if err := checkArray("Round", eq, 4*(eqOff+1<<(logRows-1))); err != nil {
+	if err := checkArray("Round", eq, eqOff+1<<(logRows-1)); err != nil {
 		return err
 	}
 	interleave := uint32(b2u(!isHost(z.dev)))

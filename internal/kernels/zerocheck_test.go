@@ -347,7 +347,7 @@ func TestZerocheckUniMatchesGo(t *testing.T) {
 						e[i] = fieldrand.Fp4(r)
 					}
 					const eqOff, outOff = 3, 8
-					eq := uploadWords(t, "eq", append(make([]uint32, 4*eqOff), MontFp4Slice(e)...))
+					eq := uploadOn(t, testDev, append(make([]Mont4, eqOff), Mont4Slice(e)...))
 					out := allocWords(t, outOff+dv.zc.UniWidth())
 					b := testDev.Batch()
 					if err := dv.zc.EncodeUniRound(b, dv.trace, eq, eqOff, out, outOff); err != nil {
@@ -390,7 +390,7 @@ func TestZerocheckBindMatchesGo(t *testing.T) {
 				}
 				x := 1 << ref.nLift
 				stride := x + 3
-				tables := allocWords(t, 4*dv.trace.NumTables()*stride)
+				tables := allocArray[Mont4](t, testDev, dv.trace.NumTables()*stride)
 				wa := uploadWords(t, "bind weights", ZcBindWeights(w))
 				first, last, sum := ZcSelectorBind(c.logN, c.logH, w)
 				b := testDev.Batch()
@@ -408,7 +408,7 @@ func TestZerocheckBindMatchesGo(t *testing.T) {
 						t.Fatalf("slot %d: stored %v, table %d", s, tab != nil, tau)
 					}
 					for xx, v := range tab {
-						if g := Fp4OfMont(got[4*(tau*stride+xx):]); g != v {
+						if g := Fp4Of(got[tau*stride+xx]); g != v {
 							t.Fatalf("slot %d (table %d) row %d = %v, want %v", s, tau, xx, g, v)
 						}
 					}
@@ -449,7 +449,7 @@ func checkZcRound(t *testing.T, dev *gpu.Device, r *rand.Rand, ref *zcRef, pg *c
 	rows := 1 << logRows
 	stride := rows + 1
 	tables := make([][]field.Fp4, pg.NumSlots())
-	words := make([]uint32, 4*dv.trace.NumTables()*stride)
+	entries := make([]Mont4, dv.trace.NumTables()*stride)
 	for s := range tables {
 		tau := dv.trace.TableOf(s)
 		if tau < 0 {
@@ -458,16 +458,15 @@ func checkZcRound(t *testing.T, dev *gpu.Device, r *rand.Rand, ref *zcRef, pg *c
 		tables[s] = make([]field.Fp4, rows)
 		for y := range tables[s] {
 			tables[s][y] = fieldrand.Fp4(r)
-			m := MontFp4(tables[s][y])
-			copy(words[4*(tau*stride+y):], m[:])
+			entries[tau*stride+y] = Mont4Of(tables[s][y])
 		}
 	}
 	e := make([]field.Fp4, rows/2)
 	for i := range e {
 		e[i] = fieldrand.Fp4(r)
 	}
-	ta := upWords(t, dev, words)
-	eq := upWords(t, dev, append(make([]uint32, 4), MontFp4Slice(e)...))
+	ta := uploadOn(t, dev, entries)
+	eq := uploadOn(t, dev, append(make([]Mont4, 1), Mont4Slice(e)...))
 	out := upWords(t, dev, make([]uint32, 4+dv.zc.RoundWidth()))
 	b := dev.Batch()
 	if err := dv.zc.EncodeRound(b, dv.trace, ta, stride, logRows, eq, 1, out, 4); err != nil {
@@ -532,7 +531,7 @@ func TestZerocheckCombineExtremes(t *testing.T) {
 		for i := range e {
 			e[i] = topFp4
 		}
-		eq := uploadWords(t, "eq", MontFp4Slice(e))
+		eq := uploadOn(t, testDev, Mont4Slice(e))
 		out := allocWords(t, dv.zc.UniWidth())
 		b := testDev.Batch()
 		if err := dv.zc.EncodeUniRound(b, dv.trace, eq, 0, out, 0); err != nil {
@@ -554,7 +553,7 @@ func TestZerocheckCombineExtremes(t *testing.T) {
 		// A round over tables whose every coefficient is p−1 in Montgomery form.
 		rows := 1 << ref.nLift
 		tables := make([][]field.Fp4, pg.NumSlots())
-		words := make([]uint32, 4*dv.trace.NumTables()*rows)
+		entries := make([]Mont4, dv.trace.NumTables()*rows)
 		for s := range tables {
 			if tau := dv.trace.TableOf(s); tau >= 0 {
 				tables[s] = make([]field.Fp4, rows)
@@ -564,10 +563,10 @@ func TestZerocheckCombineExtremes(t *testing.T) {
 						tables[s][y] = field.Fp4{top, 0, top, 1} // t[2y+1] − t[2y] ≠ 0
 					}
 				}
-				copy(words[4*tau*rows:], MontFp4Slice(tables[s]))
+				copy(entries[tau*rows:], Mont4Slice(tables[s]))
 			}
 		}
-		ta := uploadWords(t, "tables", words)
+		ta := uploadOn(t, testDev, entries)
 		rout := allocWords(t, dv.zc.RoundWidth())
 		b = testDev.Batch()
 		if err := dv.zc.EncodeRound(b, dv.trace, ta, rows, ref.nLift, eq, 0, rout, 0); err != nil {
@@ -613,7 +612,7 @@ func TestZerocheckGPUShapes(t *testing.T) {
 				for i := range e {
 					e[i] = fieldrand.Fp4(r)
 				}
-				eq := upWords(t, dev, MontFp4Slice(e))
+				eq := uploadOn(t, dev, Mont4Slice(e))
 				out := upWords(t, dev, make([]uint32, dv.zc.UniWidth()+dv.zc.RoundWidth()))
 				b := dev.Batch()
 				if err := dv.zc.EncodeUniRound(b, dv.trace, eq, 0, out, 0); err != nil {
@@ -623,7 +622,7 @@ func TestZerocheckGPUShapes(t *testing.T) {
 				for j := range w {
 					w[j] = fieldrand.Fp4(r)
 				}
-				tables := upWords(t, dev, make([]uint32, 4*dv.trace.NumTables()*x))
+				tables := allocArray[Mont4](t, dev, dv.trace.NumTables()*x)
 				first, last, sum := ZcSelectorBind(c.logN, c.logH, w)
 				if err := dv.zc.EncodeBindUni(b, dv.trace, upWords(t, dev, ZcBindWeights(w)), first, last, sum, tables, x); err != nil {
 					t.Fatal(err)

@@ -259,7 +259,7 @@ func (z *Zerocheck) coeffsTileGroup() int {
 }
 
 // encodeUniPieces is EncodeUniRound by t's pieces (plan up).
-func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *gpu.Array[uint32], eqOff int, out *gpu.Array[uint32], outOff int, then func(*gpu.Batch) error) error {
+func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *gpu.Array[Mont4], eqOff int, out *gpu.Array[uint32], outOff int, then func(*gpu.Batch) error) error {
 	dev, dom, ps := z.dev, z.dom, t.pieces
 	pp := ps.pp
 	x, m := t.Blocks(), 1<<dom.LogM
@@ -295,7 +295,7 @@ func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *
 
 // EncodeUniRound encodes round 0 of trace t: out[outOff + 12q + 4k ..] = S_k of point class q
 // (Montgomery Fp4; k = Zc, Num, Den), e(x) = eq[eqOff + x] (Fp4 index) for x < X.
-func (z *Zerocheck) EncodeUniRound(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[uint32], eqOff int, out *gpu.Array[uint32], outOff int) error {
+func (z *Zerocheck) EncodeUniRound(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[Mont4], eqOff int, out *gpu.Array[uint32], outOff int) error {
 	return z.EncodeUniRoundThen(b, t, eq, eqOff, out, outOff, nil)
 }
 
@@ -303,13 +303,13 @@ func (z *Zerocheck) EncodeUniRound(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[uint3
 // coefficient pass (and, in pieces, its slot values), which read neither eq nor the weights, and
 // before the first kernel that does: work then encodes (the eq table's expansion, say) is queued
 // behind work the device is already running instead of ahead of it.
-func (z *Zerocheck) EncodeUniRoundThen(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[uint32], eqOff int, out *gpu.Array[uint32], outOff int, then func(*gpu.Batch) error) error {
+func (z *Zerocheck) EncodeUniRoundThen(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[Mont4], eqOff int, out *gpu.Array[uint32], outOff int, then func(*gpu.Batch) error) error {
 	up, ok := z.uni[t]
 	if !ok || z.slots == nil {
 		return fmt.Errorf("kernels: UniRound: trace not planned (or Zerocheck closed)")
 	}
 	x := t.Blocks()
-	if err := checkArray("UniRound", eq, 4*(eqOff+x)); err != nil {
+	if err := checkArray("UniRound", eq, eqOff+x); err != nil {
 		return err
 	}
 	if up.pieces {

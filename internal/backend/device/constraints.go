@@ -45,7 +45,7 @@ type constraintProver struct {
 	traces []*zcTrace
 	owned  []*kernels.Program // programs uploaded for this prover only (not from a key)
 
-	eq, halves         *gpu.Array[uint32]
+	eq, halves         *gpu.Array[kernels.Mont4]
 	eqExp              []kernels.EqExpand // the eq tables' expansion, encoded by UnivariateRound (nil after)
 	uniOut, roundOut   *gpu.Array[uint32]
 	bindW              *gpu.Array[uint32]
@@ -64,7 +64,7 @@ type zcTrace struct {
 	reuse *zcReuse    // non-nil: zt was kept from an earlier proof and still needs this proof's data
 	nLift int
 	eqOff []int // per round j = 0..ñ: Fp4 index of eq(ξ_{l+j..l+ñ−1}, ·) in the eq buffer
-	tabs  [2]*gpu.Array[uint32]
+	tabs  [2]*gpu.Array[kernels.Mont4]
 	cur   int // ping-pong side holding the current tables
 	log   int // log2 of their rows (the stride is 2^log)
 	folds int // Binds folded into the tables
@@ -113,19 +113,19 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 		return fail(err)
 	}
 	cp.uniWidth, cp.rndWidth = cp.zc.UniWidth(), cp.zc.RoundWidth()
-	alloc := func(name string, n int) *gpu.Array[uint32] {
+	alloc4 := func(name string, n int) *gpu.Array[kernels.Mont4] {
 		if err != nil {
 			return nil
 		}
-		var a *gpu.Array[uint32]
-		a, err = gpu.AllocArray[uint32](b.dev, "constraints "+name, max(n, 1))
+		var a *gpu.Array[kernels.Mont4]
+		a, err = gpu.AllocArray[kernels.Mont4](b.dev, "constraints "+name, max(n, 1))
 		return a
 	}
 	for _, tr := range cp.traces {
 		x := tr.zt.Blocks()
-		tr.tabs[0] = alloc("tables", 4*tr.zt.NumTables()*x)
+		tr.tabs[0] = alloc4("tables", tr.zt.NumTables()*x)
 		if x > 1 {
-			tr.tabs[1] = alloc("tables (folded)", 4*tr.zt.NumTables()*x/2)
+			tr.tabs[1] = alloc4("tables (folded)", tr.zt.NumTables()*x/2)
 		}
 	}
 	if err != nil {
@@ -167,20 +167,26 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 			return nil
 		}
 		var a *gpu.Array[uint32]
-		a, err = b.takeBuf("constraints "+name, max(n, 1))
+		a, err = takeBuf(b, &b.zc.words, "constraints "+name, max(n, 1))
 		return a
 	}
-	cp.eq = small("eq tables", 4*eqLen)
-	cp.halves = small("eq halves", 4*len(halves))
+	small4 := func(name string, n int) *gpu.Array[kernels.Mont4] {
+		if err != nil {
+			return nil
+		}
+		var a *gpu.Array[kernels.Mont4]
+		a, err = takeBuf(b, &b.zc.fp4s, "constraints "+name, max(n, 1))
+		return a
+	}
+	cp.eq = small4("eq tables", eqLen)
+	cp.halves = small4("eq halves", len(halves))
 	cp.uniOut = small("round 0 sums", len(traces)*cp.uniWidth)
 	cp.roundOut = small("round sums", len(traces)*cp.rndWidth)
 	cp.bindW = small("bind weights", 4*n)
 	if err != nil {
 		return fail(err)
 	}
-	// eq and halves are kept buffers of words (takeBuf) shared with the zerocheck family's
-	// launchers, which still take words; the sumcheck family's EqExpand reads them as Mont4.
-	if err := gpu.View[kernels.Mont4](cp.halves).Write(0, halves); err != nil {
+	if err := cp.halves.Write(0, halves); err != nil {
 		return fail(err)
 	}
 	// Traces kept from an earlier proof: this proof's parts, public values and weights (the
@@ -201,9 +207,8 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 			return fail(fmt.Errorf("%w: trace %d: %w", stark.ErrBatchConstraintInput, ru.t, err))
 		}
 	}
-	halvesM4, eqM4 := gpu.View[kernels.Mont4](cp.halves), gpu.View[kernels.Mont4](cp.eq)
 	for _, e := range exps {
-		cp.eqExp = append(cp.eqExp, kernels.EqExpand{Lo: halvesM4, Hi: halvesM4, Out: eqM4, LoOff: e.loOff, HiOff: e.hiOff,
+		cp.eqExp = append(cp.eqExp, kernels.EqExpand{Lo: cp.halves, Hi: cp.halves, Out: cp.eq, LoOff: e.loOff, HiOff: e.hiOff,
 			OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1})
 	}
 	if err := b.track(cp); err != nil {
@@ -347,9 +352,14 @@ func (cp *constraintProver) free() {
 
 // freeBuffers releases every device buffer (idempotent).
 func (cp *constraintProver) freeBuffers() {
-	for _, a := range []*gpu.Array[uint32]{cp.eq, cp.halves, cp.uniOut, cp.roundOut, cp.bindW} {
+	for _, a := range []*gpu.Array[kernels.Mont4]{cp.eq, cp.halves} {
 		if a != nil {
-			cp.be.putBuf(a)
+			putBuf(cp.be, &cp.be.zc.fp4s, a)
+		}
+	}
+	for _, a := range []*gpu.Array[uint32]{cp.uniOut, cp.roundOut, cp.bindW} {
+		if a != nil {
+			putBuf(cp.be, &cp.be.zc.words, a)
 		}
 	}
 	cp.eq, cp.halves, cp.uniOut, cp.roundOut, cp.bindW = nil, nil, nil, nil, nil
@@ -511,8 +521,7 @@ func (cp *constraintProver) BindUnivariate(r0 field.Fp4) error {
 // fold encodes the Binds not yet folded into tr's tables, at most up to its ñ.
 func (cp *constraintProver) fold(b *gpu.Batch, tr *zcTrace) error {
 	for tr.folds < min(cp.binds, tr.nLift) {
-		// The tables are the zerocheck family's word buffers; folding reads them as Mont4.
-		src, dst := gpu.View[kernels.Mont4](tr.tabs[tr.cur]), gpu.View[kernels.Mont4](tr.tabs[1-tr.cur])
+		src, dst := tr.tabs[tr.cur], tr.tabs[1-tr.cur]
 		if err := kernels.EncodeFold(b, cp.be.dev, src, 1<<tr.log, dst, 1<<(tr.log-1), tr.zt.NumTables(), tr.log-1, cp.rs[tr.folds]); err != nil {
 			return err
 		}
@@ -599,8 +608,8 @@ func (cp *constraintProver) Openings(t int) ([][]field.Fp4, error) {
 	if err := b.Err(); err != nil {
 		return nil, err
 	}
-	words := make([]uint32, 4*tr.zt.NumTables())
-	if err := tr.tabs[tr.cur].Read(words, 0); err != nil {
+	rows := make([]kernels.Mont4, tr.zt.NumTables())
+	if err := tr.tabs[tr.cur].Read(rows, 0); err != nil {
 		return nil, err
 	}
 	pg := tr.pg
@@ -613,9 +622,9 @@ func (cp *constraintProver) Openings(t int) ([][]field.Fp4, error) {
 		out[q] = make([]field.Fp4, f*pw)
 		for c := 0; c < pw; c++ {
 			s := 2 * (pg.PartStart[q] + c)
-			out[q][f*c] = kernels.Fp4OfMont(words[4*tr.zt.TableOf(s):])
+			out[q][f*c] = kernels.Fp4Of(rows[tr.zt.TableOf(s)])
 			if f == 2 {
-				out[q][f*c+1] = kernels.Fp4OfMont(words[4*tr.zt.TableOf(s+1):])
+				out[q][f*c+1] = kernels.Fp4Of(rows[tr.zt.TableOf(s+1)])
 			}
 		}
 	}
@@ -664,9 +673,23 @@ type zcCache struct {
 	mu   sync.Mutex
 	doms map[[2]int]*kernels.ZcDomain
 	idle map[zcTraceKey][]*kernels.ZcTrace
-	// bufs holds the small buffers of released provers (eq tables and their halves, the sums, the
-	// bind weights: tens of KiB), by name and length.
-	bufs map[zcBufKey][]*gpu.Array[uint32]
+	// fp4s and words hold the small buffers of released provers (tens of KiB): the eq tables and
+	// their halves; the sums and the bind weights.
+	fp4s  bufPool[kernels.Mont4]
+	words bufPool[uint32]
+}
+
+// bufPool holds kept buffers of one element type by name and length (guarded by zcCache.mu).
+type bufPool[T any] map[zcBufKey][]*gpu.Array[T]
+
+// free frees every kept buffer and empties the pool.
+func (p *bufPool[T]) free() {
+	for _, l := range *p {
+		for _, a := range l {
+			a.Free()
+		}
+	}
+	*p = nil
 }
 
 type zcBufKey struct {
@@ -674,24 +697,25 @@ type zcBufKey struct {
 	n    int
 }
 
-// takeBuf returns a kept buffer called name of n words, or a new one (its content undefined
-// either way: every use writes it first).
-func (b *Backend) takeBuf(name string, n int) (*gpu.Array[uint32], error) {
+// takeBuf returns a buffer of pool called name of n elements, or a new one (its content
+// undefined either way: every use writes it first).
+func takeBuf[T any](b *Backend, pool *bufPool[T], name string, n int) (*gpu.Array[T], error) {
 	c := &b.zc
 	c.mu.Lock()
 	k := zcBufKey{name, n}
-	if l := c.bufs[k]; len(l) > 0 {
+	if l := (*pool)[k]; len(l) > 0 {
 		a := l[len(l)-1]
-		c.bufs[k] = l[:len(l)-1]
+		(*pool)[k] = l[:len(l)-1]
 		c.mu.Unlock()
 		return a, nil
 	}
 	c.mu.Unlock()
-	return gpu.AllocArray[uint32](b.dev, name, n)
+	return gpu.AllocArray[T](b.dev, name, n)
 }
 
-// putBuf keeps a buffer of takeBuf for the next prover, or frees it once the backend is closed.
-func (b *Backend) putBuf(a *gpu.Array[uint32]) {
+// putBuf keeps a buffer of takeBuf in pool for the next prover, or frees it once the backend is
+// closed.
+func putBuf[T any](b *Backend, pool *bufPool[T], a *gpu.Array[T]) {
 	c := &b.zc
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -699,11 +723,11 @@ func (b *Backend) putBuf(a *gpu.Array[uint32]) {
 		a.Free()
 		return
 	}
-	if c.bufs == nil {
-		c.bufs = map[zcBufKey][]*gpu.Array[uint32]{}
+	if *pool == nil {
+		*pool = bufPool[T]{}
 	}
 	k := zcBufKey{a.Name(), a.Len()}
-	c.bufs[k] = append(c.bufs[k], a)
+	(*pool)[k] = append((*pool)[k], a)
 }
 
 // zcDomain returns the round-0 domain tables for N = 2^l, M = 2^logM: made once per backend.
@@ -781,12 +805,9 @@ func (b *Backend) freeZcCache() {
 	for _, d := range c.doms {
 		d.Free()
 	}
-	for _, l := range c.bufs {
-		for _, a := range l {
-			a.Free()
-		}
-	}
-	c.idle, c.doms, c.bufs = nil, nil, nil
+	c.fp4s.free()
+	c.words.free()
+	c.idle, c.doms = nil, nil
 }
 
 // isClosed says whether Close has begun.
