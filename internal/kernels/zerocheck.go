@@ -634,11 +634,14 @@ type Zerocheck struct {
 	uni   map[*ZcTrace]zcUniPlan
 	round map[*ZcTrace]zcRoundPlan
 
-	slots, regs, partials, coefs, deltas *gpu.Array[uint32]
+	// slots and regs are the interpreter's (EvalBuffers); coefs and deltas round 0's block
+	// interpolants and next-row differences of the source columns: all Montgomery words.
+	slots, regs, coefs, deltas *gpu.Array[Mont]
 	// vals holds a round-0 slice's slot values when a trace runs round 0 in pieces.
-	vals *gpu.Array[uint32]
-	// mid holds the first level of the two-level sums of the partials (GPUs: EncodeSumRowsVia).
-	mid *gpu.Array[uint32]
+	vals *gpu.Array[Mont]
+	// partials are rows of Fp4 sums per point and mid the first level of their two-level sums
+	// (GPUs): words, as EncodeSumRowsVia adds them.
+	partials, mid *gpu.Array[uint32]
 }
 
 // NewZerocheck plans the dispatches of traces on dom (points: the evaluation points of the rounds
@@ -717,28 +720,16 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		z.round[t] = rp
 	}
 	var err error
-	alloc := func(name string, n int) *gpu.Array[uint32] {
-		if err != nil {
-			return nil
-		}
-		if n >= maxElems {
-			err = fmt.Errorf("kernels: Zerocheck: %s of %d words exceeds 32-bit indexing", name, n)
-			return nil
-		}
-		var a *gpu.Array[uint32]
-		a, err = gpu.AllocArray[uint32](dev, "zerocheck "+name, max(n, 1))
-		return a
-	}
-	z.slots = alloc("slots", nSlots)
-	z.regs = alloc("registers", nRegs)
-	z.partials = alloc("partials", nPartials)
+	z.slots = allocZcScratch[Mont](dev, &err, "slots", nSlots)
+	z.regs = allocZcScratch[Mont](dev, &err, "registers", nRegs)
+	z.partials = allocZcScratch[uint32](dev, &err, "partials", nPartials)
 	if !isHost(dev) {
-		z.mid = alloc("partial sums", SumRowsMidRows*max(12<<dom.LogM, 12*points))
+		z.mid = allocZcScratch[uint32](dev, &err, "partial sums", SumRowsMidRows*max(12<<dom.LogM, 12*points))
 	}
-	z.coefs = alloc("coefficients", nCoefs)
-	z.deltas = alloc("deltas", nDeltas)
+	z.coefs = allocZcScratch[Mont](dev, &err, "coefficients", nCoefs)
+	z.deltas = allocZcScratch[Mont](dev, &err, "deltas", nDeltas)
 	if nVals > 0 {
-		z.vals = alloc("slot values", nVals)
+		z.vals = allocZcScratch[Mont](dev, &err, "slot values", nVals)
 	}
 	if err != nil {
 		z.Close()
@@ -747,9 +738,29 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 	return z, nil
 }
 
+// allocZcScratch allocates n words of scratch unless *err is set already, and sets *err when
+// the allocation fails or n exceeds 32-bit indexing.
+func allocZcScratch[T any](dev *gpu.Device, err *error, name string, n int) *gpu.Array[T] {
+	if *err != nil {
+		return nil
+	}
+	if n >= maxElems {
+		*err = fmt.Errorf("kernels: Zerocheck: %s of %d words exceeds 32-bit indexing", name, n)
+		return nil
+	}
+	var a *gpu.Array[T]
+	a, *err = gpu.AllocArray[T](dev, "zerocheck "+name, max(n, 1))
+	return a
+}
+
 // Close frees the scratch.
 func (z *Zerocheck) Close() {
-	for _, a := range []*gpu.Array[uint32]{z.slots, z.regs, z.partials, z.mid, z.coefs, z.deltas, z.vals} {
+	for _, a := range []*gpu.Array[Mont]{z.slots, z.regs, z.coefs, z.deltas, z.vals} {
+		if a != nil {
+			a.Free()
+		}
+	}
+	for _, a := range []*gpu.Array[uint32]{z.partials, z.mid} {
 		if a != nil {
 			a.Free()
 		}
