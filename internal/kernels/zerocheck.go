@@ -148,7 +148,7 @@ type ZcTrace struct {
 	nslots     int
 	hasDen     bool
 	cp         *gpu.Array[Mont]
-	weights    *gpu.Array[uint32]
+	weights    *gpu.Array[Mont4]
 	// public is a copy of the public values cp (and the pieces' cp) hold; partWidths the
 	// program's part widths (Reuse checks a later proof's parts against them).
 	public     []field.Fp
@@ -269,7 +269,9 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 	if err == nil {
 		z.cp, err = gpu.UploadArray(dev, "zerocheck consts", cpw)
 	}
-	z.weights = up("weights", zcWeightWords(weights, denConst))
+	if err == nil {
+		z.weights, err = gpu.UploadArray(dev, "zerocheck weights", zcWeights(weights, denConst))
+	}
 
 	// Round 0: source columns.
 	var srcmap, cols []uint32
@@ -349,10 +351,10 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 	return z, nil
 }
 
-// zcWeightWords is the weights buffer's content: the output weights, then the constant
-// denominator term (Montgomery Fp4).
-func zcWeightWords(weights []field.Fp4, denConst field.Fp4) []uint32 {
-	return append(MontFp4Slice(weights), MontFp4Slice([]field.Fp4{denConst})...)
+// zcWeights is the weights buffer's content: the output weights, then the constant
+// denominator term.
+func zcWeights(weights []field.Fp4, denConst field.Fp4) []Mont4 {
+	return append(Mont4Slice(weights), Mont4Of(denConst))
 }
 
 // Reuse binds a trace made for an earlier proof of the same program, height and domain (its maps,
@@ -402,7 +404,7 @@ func (z *ZcTrace) Reuse(parts []ZcPart, public []field.Fp, weights []field.Fp4, 
 		}
 		z.public = append(z.public[:0], public...)
 	}
-	if err := z.weights.Write(0, zcWeightWords(weights, denConst)); err != nil {
+	if err := z.weights.Write(0, zcWeights(weights, denConst)); err != nil {
 		return err
 	}
 	z.Parts = append(z.Parts[:0], parts...)
@@ -421,11 +423,8 @@ func (z *ZcTrace) Detach() {
 // bound piece sets; not the parts, the program or its pieces).
 func (z *ZcTrace) Bytes() int64 {
 	var n int64
-	arrs := []*gpu.Array[uint32]{z.weights, z.srcmap, z.cols, z.sel, z.used}
+	arrs := []*gpu.Array[uint32]{z.srcmap, z.cols, z.sel, z.used}
 	arrs = append(arrs, z.colmaps...)
-	if z.cp != nil {
-		n += int64(z.cp.Size())
-	}
 	for _, s := range []*zcPieceSet{z.pieces, z.rpieces} {
 		if s != nil {
 			arrs = append(arrs, s.table, s.used, s.slots)
@@ -433,6 +432,12 @@ func (z *ZcTrace) Bytes() int64 {
 				n += int64(s.cp.Size())
 			}
 		}
+	}
+	if z.cp != nil {
+		n += int64(z.cp.Size())
+	}
+	if z.weights != nil {
+		n += int64(z.weights.Size())
 	}
 	for _, a := range arrs {
 		if a != nil {
@@ -519,7 +524,10 @@ func (z *ZcTrace) Free() {
 	if z.cp != nil {
 		z.cp.Free()
 	}
-	arrs := []*gpu.Array[uint32]{z.weights, z.srcmap, z.cols, z.sel, z.used}
+	if z.weights != nil {
+		z.weights.Free()
+	}
+	arrs := []*gpu.Array[uint32]{z.srcmap, z.cols, z.sel, z.used}
 	arrs = append(arrs, z.colmaps...)
 	for _, a := range arrs {
 		if a != nil {
