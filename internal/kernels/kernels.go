@@ -81,23 +81,20 @@ func CanonicalOf(mont Mont) field.Fp {
 // montNegPInv is −p⁻¹ mod 2³².
 const montNegPInv = 0x77ffffff
 
-// MontSlice converts canonical values to Montgomery form.
-func MontSlice(v []field.Fp) []Mont {
-	out := make([]Mont, len(v))
+// convertSlice returns f of every element of v, in order.
+func convertSlice[T, U any](v []T, f func(T) U) []U {
+	out := make([]U, len(v))
 	for i, x := range v {
-		out[i] = MontOf(x)
+		out[i] = f(x)
 	}
 	return out
 }
 
+// MontSlice converts canonical values to Montgomery form.
+func MontSlice(v []field.Fp) []Mont { return convertSlice(v, MontOf) }
+
 // CanonicalSlice converts Montgomery values to canonical field elements.
-func CanonicalSlice(v []Mont) []field.Fp {
-	out := make([]field.Fp, len(v))
-	for i, x := range v {
-		out[i] = CanonicalOf(x)
-	}
-	return out
-}
+func CanonicalSlice(v []Mont) []field.Fp { return convertSlice(v, CanonicalOf) }
 
 // isHost reports whether dev is a CPU device (SIMD width 1).
 func isHost(dev *gpu.Device) bool { return dev.Limits().SIMDWidth <= 1 }

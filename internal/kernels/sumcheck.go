@@ -327,22 +327,10 @@ func Fp4Of(m Mont4) field.Fp4 {
 }
 
 // Mont4Slice converts Fp4 values to device form.
-func Mont4Slice(v []field.Fp4) []Mont4 {
-	out := make([]Mont4, len(v))
-	for i, x := range v {
-		out[i] = Mont4Of(x)
-	}
-	return out
-}
+func Mont4Slice(v []field.Fp4) []Mont4 { return convertSlice(v, Mont4Of) }
 
 // Fp4SliceOf converts device-form Fp4 values back.
-func Fp4SliceOf(v []Mont4) []field.Fp4 {
-	out := make([]field.Fp4, len(v))
-	for i, m := range v {
-		out[i] = Fp4Of(m)
-	}
-	return out
-}
+func Fp4SliceOf(v []Mont4) []field.Fp4 { return convertSlice(v, Fp4Of) }
 
 // MontFp4 returns the four Montgomery uints of x: the words of Mont4Of for the launchers'
 // parameter structs and for the families still on uint32 buffers.
