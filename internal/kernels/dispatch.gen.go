@@ -86,10 +86,12 @@ type nttPassParams struct {
 	nblocks uint32
 	scale   uint32
 	lanes   uint32
+	srcOff  uint32
+	dstOff  uint32
 }
 
 func (v nttPassParams) arg() gpu.Arg {
-	return gpu.U32(v.logN, v.logR, v.logNs, v.logT, v.nblocks, v.scale, v.lanes)
+	return gpu.U32(v.logN, v.logR, v.logNs, v.logT, v.nblocks, v.scale, v.lanes, v.srcOff, v.dstOff)
 }
 
 // nttBlocksParams is the value struct NttBlocksParams of the shaders: uint fields in declaration order.
@@ -684,17 +686,17 @@ func dispatchNttBitrev(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, p
 	return enc.Dispatch("ntt_bitrev", groups, tpg, []gpu.Arg{gpu.Buf(data), p.arg()})
 }
 
-// dispatchNttPass encodes kernel ntt_pass (shaders/commit/ntt.metal:524).
+// dispatchNttPass encodes kernel ntt_pass (shaders/commit/ntt.metal:526).
 func dispatchNttPass(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, tw *gpu.Buffer, p nttPassParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("ntt_pass", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(tw), p.arg()}, shBytes)
 }
 
-// dispatchNttBlocks encodes kernel ntt_blocks (shaders/commit/ntt.metal:681).
+// dispatchNttBlocks encodes kernel ntt_blocks (shaders/commit/ntt.metal:685).
 func dispatchNttBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, tw *gpu.Buffer, p nttBlocksParams) *gpu.Batch {
 	return enc.Dispatch("ntt_blocks", groups, tpg, []gpu.Arg{gpu.Buf(data), gpu.Buf(tw), p.arg()})
 }
 
-// dispatchNttPadColumns encodes kernel ntt_pad_columns (shaders/commit/ntt.metal:730).
+// dispatchNttPadColumns encodes kernel ntt_pad_columns (shaders/commit/ntt.metal:734).
 func dispatchNttPadColumns(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p nttPadParams) *gpu.Batch {
 	return enc.Dispatch("ntt_pad_columns", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()})
 }

@@ -24,8 +24,8 @@ import (
 // place when L ≤ 13 (a column fits in the 32 KiB threadgroup array), else twice (L ≤ 22) or four
 // times, each pass a batch of DFTs of ≤ 2^11 points (2^12 for the first of 2^22) in threadgroup
 // memory, ping-ponging between
-// the data and a scratch buffer of the same size that the NTT keeps (grown on demand, freed by
-// Close). The 1/n of an inverse is folded into the last pass. Host device: one-thread groups, and
+// the data and a scratch buffer that the NTT keeps (grown on demand up to scratchWords or one
+// column, freed by Close); a wider transform runs chunk by chunk of columns. The 1/n of an inverse is folded into the last pass. Host device: one-thread groups, and
 // passes planned by hostPassPlan for ntt_pass's lane functions (16 sub-transforms per SIMD op).
 type NTT struct {
 	dev *gpu.Device
@@ -238,7 +238,12 @@ func passPlan(logN, logTile int) []int {
 	return plan
 }
 
-// scratch returns a device buffer of at least n uints for the ping-pong of multi-pass transforms.
+// scratchWords is the most words of scratch a multi-pass transform uses (64 MiB): wider
+// transforms run in chunks of columns (at least one column each). A chunk of 2^22-row columns is
+// four columns, still 2^24 points per pass: as many blocks as the device can run at once.
+var scratchWords = 16 << 20 // a variable for the tests of chunked transforms
+
+// scratchOf returns a device buffer of at least n uints for the ping-pong of multi-pass transforms.
 // Batches run in order on the device's one queue, so every transform may use the same buffer; a
 // buffer outgrown is kept (work encoded earlier may still use it) until Close.
 func (t *NTT) scratchOf(n int) (*gpu.Array[Mont], error) {
@@ -263,7 +268,7 @@ func (t *NTT) scratchOf(n int) (*gpu.Array[Mont], error) {
 // height must be a power of two ≤ 2^27 and width·height < maxColumnElems (2^32 − 2^28: ntt_pass
 // indexes with unsigned 32-bit arithmetic, exact below 2^32). Transforms of more than 2^13
 // points (fewer where the threadgroup memory is smaller) use the NTT's scratch buffer of
-// height·width uints.
+// min(height·width, max(scratchWords, height)) uints.
 func (t *NTT) EncodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width int, inverse bool) error {
 	return t.encodeColumns(b, data, height, width, inverse, -1)
 }
@@ -323,40 +328,53 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width i
 	if useLanes {
 		lanes = 1
 	}
-	src, dst := data, data
+	// A multi-pass transform ping-pongs through the NTT's scratch, chunk by chunk of columns
+	// so that the scratch stays at most scratchWords (or one column): a codeword's transform
+	// would otherwise keep a second buffer of the codeword's size for the rest of the process.
+	cols := width
+	var scratch *gpu.Array[Mont]
 	if len(plan) > 1 {
-		if dst, err = t.scratchOf(total); err != nil {
+		cols = max(min(width, scratchWords/height), 1)
+		if scratch, err = t.scratchOf(cols * height); err != nil {
 			return err
 		}
 	}
-	logNs := 0
-	for i, lr := range plan {
-		lt := min(bits.TrailingZeros(uint(tile))-lr, logN-lr)
-		nblocks := width << (logN - lr - lt)
-		s := one
-		if i == len(plan)-1 {
-			s = scale
+	for c0 := 0; c0 < width; c0 += cols {
+		nc := min(cols, width-c0)
+		off := uint32(c0 * height) // < maxColumnElems: checkColumns bounds height·width
+		src, dst := data, data
+		srcOff, dstOff := off, off
+		if scratch != nil {
+			dst, dstOff = scratch, 0
 		}
-		if only >= 0 && i != only {
+		logNs := 0
+		for i, lr := range plan {
+			lt := min(bits.TrailingZeros(uint(tile))-lr, logN-lr)
+			nblocks := nc << (logN - lr - lt)
+			s := one
+			if i == len(plan)-1 {
+				s = scale
+			}
+			if only < 0 || i == only {
+				var groups, tpg int
+				if isHost(dev) {
+					groups, tpg = min(nblocks, 1<<16), 1
+				} else {
+					// 256 threads, not 512: measured faster on the H100 (2^20×16 190 → 183 µs,
+					// 2^22×16 762 → 730 µs; ntt_pass has 56 registers, 4 groups of 256 per SM), or
+					// fewer where the pipeline allows fewer (groupSize); ntt_pass takes any group size.
+					tpg = groupSize(dev, "ntt_pass", min(1<<(lr+lt-1), gpuGroup))
+					groups = min(nblocks, 1<<16)
+				}
+				dispatchNttPass(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), src.Buffer, dst.Buffer, tw.Buffer,
+					nttPassParams{logN: uint32(logN), logR: uint32(lr), logNs: uint32(logNs), logT: uint32(lt), nblocks: uint32(nblocks),
+						scale: uint32(s), lanes: lanes, srcOff: srcOff, dstOff: dstOff},
+					uint32(4<<(lr+lt)))
+			}
 			logNs += lr
 			src, dst = dst, src
-			continue
+			srcOff, dstOff = dstOff, srcOff
 		}
-		var groups, tpg int
-		if isHost(dev) {
-			groups, tpg = min(nblocks, 1<<16), 1
-		} else {
-			// 256 threads, not 512: measured faster on the H100 (2^20×16 190 → 183 µs,
-			// 2^22×16 762 → 730 µs; ntt_pass has 56 registers, 4 groups of 256 per SM), or
-			// fewer where the pipeline allows fewer (groupSize); ntt_pass takes any group size.
-			tpg = groupSize(dev, "ntt_pass", min(1<<(lr+lt-1), gpuGroup))
-			groups = min(nblocks, 1<<16)
-		}
-		dispatchNttPass(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), src.Buffer, dst.Buffer, tw.Buffer,
-			nttPassParams{logN: uint32(logN), logR: uint32(lr), logNs: uint32(logNs), logT: uint32(lt), nblocks: uint32(nblocks), scale: uint32(s), lanes: lanes},
-			uint32(4<<(lr+lt)))
-		logNs += lr
-		src, dst = dst, src
 	}
 	return b.Err()
 }

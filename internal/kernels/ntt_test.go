@@ -218,6 +218,54 @@ func TestDFTColumnsFourPasses(t *testing.T) {
 	}
 }
 
+// A transform wider than the scratch runs chunk by chunk of columns (scratchWords): the same
+// values as cpuref, on both pass plans, two and four passes, with chunks that do not divide the
+// width, and a scratch no larger than its cap.
+func TestDFTColumnsInChunks(t *testing.T) {
+	oldWords, oldPass, oldLanes := scratchWords, maxPassLog, hostLanes
+	defer func() { scratchWords, maxPassLog, hostLanes = oldWords, oldPass, oldLanes }()
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, c := range []struct {
+		logH, width, chunk, passLog int
+		lanes                       bool
+	}{
+		{14, 7, 3, oldPass, true}, {14, 7, 3, oldPass, false}, {15, 5, 2, oldPass, false}, {16, 5, 2, 4, false}, {14, 4, 1, 4, false},
+	} {
+		scratchWords, maxPassLog, hostLanes = c.chunk<<c.logH, c.passLog, c.lanes
+		ntt := NewNTT(testDev)
+		h := 1 << c.logH
+		if ntt.Passes(h) < 2 {
+			t.Fatalf("2^%d: %d passes, the test needs a multi-pass transform", c.logH, ntt.Passes(h))
+		}
+		for _, inverse := range []bool{false, true} {
+			name := fmt.Sprintf("2^%d×%d/chunk %d/passes %d/lanes=%v/inv=%v", c.logH, c.width, c.chunk, ntt.Passes(h), c.lanes, inverse)
+			v := fieldrand.Fps(r, h*c.width)
+			a := upload(t, v)
+			if n := syncs(t, func() error { return ntt.DFTColumns(a, h, c.width, inverse) }); n != 1 {
+				t.Errorf("%s: %d syncs, want 1", name, n)
+			}
+			want := append([]field.Fp(nil), v...)
+			var err error
+			if inverse {
+				err = cpuref.IDFTColumns(want, h)
+			} else {
+				err = cpuref.DFTColumns(want, h)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i := firstDiff(readBack(t, a), want); i >= 0 {
+				t.Fatalf("%s: element %d (column %d) differs", name, i, i/h)
+			}
+			a.Free()
+		}
+		if got := ntt.scratch.Len(); got > c.chunk*h {
+			t.Errorf("2^%d×%d: scratch of %d words, want at most %d", c.logH, c.width, got, c.chunk*h)
+		}
+		ntt.Close()
+	}
+}
+
 func TestEncodePassMatchesFullTransform(t *testing.T) {
 	ntt := NewNTT(testDev)
 	defer ntt.Close()

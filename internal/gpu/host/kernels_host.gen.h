@@ -1376,6 +1376,8 @@ struct NttPassParams {
   uint nblocks; // blocks: width · (n/R) / T
   uint scale;   // Montgomery factor applied on the way out (BB_ONE: none)
   uint lanes;   // 1: run blocks of T ≥ MSL_LANES with the lane functions (host SIMD); 0: never
+  uint src_off; // first word of src and dst that the pass reads and writes: a transform of many
+  uint dst_off; // columns runs in chunks of columns through a smaller scratch buffer (kernels.NTT)
 };
 
 // w_M^e for M = 2^log_m ≥ 4 and e < M, from two reads of the table (both in small regions, so
@@ -1839,6 +1841,8 @@ MSL_KERNEL void msl_kernel_ntt_pass(MSL_DEVICE const uint* src              ,
                      uint group                                 ,
                      uint tpg                            ,
                      uint ngroups                          ) {
+  src += p.src_off;
+  dst += p.dst_off;
   uint log_n = p.log_n;
   uint log_r = p.log_r;
   uint log_ns = p.log_ns;
