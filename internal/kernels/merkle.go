@@ -16,7 +16,8 @@ import (
 // digests: layer d (qs >> d digests; layer 0 has the query-group
 // digests, the last layer the root) starts at digest 2qs − (2qs >> d), so one dispatch can
 // gather sibling paths across all layers. The matrix is borrowed (the tree reads it for
-// openings) and must outlive the tree.
+// openings) and must outlive the tree, unless the tree lets it go (ReleaseMatrix): a commitment
+// that does not keep its codeword rebuilds it for the openings (EncodeOpenBatchOf).
 type MerkleTree struct {
 	dev                   *gpu.Device
 	matrix                *gpu.Array[Mont]
@@ -229,6 +230,9 @@ type Opening struct {
 // Open returns the opening of query index y (one gather dispatch and sync, then small
 // downloads).
 func (t *MerkleTree) Open(y int) (*Opening, error) {
+	if t.matrix == nil {
+		return nil, errNoMatrix
+	}
 	qs := t.QueryStride()
 	if y < 0 || y >= qs {
 		return nil, fmt.Errorf("kernels: MerkleTree.Open: index %d not in [0, %d)", y, qs)
@@ -325,6 +329,27 @@ type PendingOpening struct {
 // batch (one sync, or none: Read's download waits for encoded work) each PendingOpening's Read
 // is a single download. Every index must be below the tree's query stride.
 func (t *MerkleTree) EncodeOpenBatch(b *gpu.Batch, q *QueryIndices) (*PendingOpening, error) {
+	if t.matrix == nil {
+		return nil, errNoMatrix
+	}
+	return t.EncodeOpenBatchOf(b, t.matrix, q)
+}
+
+// errNoMatrix: the tree let its matrix go (ReleaseMatrix).
+var errNoMatrix = fmt.Errorf("kernels: MerkleTree: the matrix was released; open with EncodeOpenBatchOf")
+
+// ReleaseMatrix makes the tree forget its matrix, which the caller may then free: openings then
+// take the matrix as an argument (EncodeOpenBatchOf), typically rebuilt for them. Call it once the
+// tree's own batch is known to be done (after Root), since that batch reads the matrix.
+func (t *MerkleTree) ReleaseMatrix() { t.matrix = nil }
+
+// EncodeOpenBatchOf is EncodeOpenBatch with the rows gathered from matrix, which must hold the
+// values the tree was built from (height × width, column-major Montgomery): a codeword rebuilt
+// after ReleaseMatrix. matrix must stay allocated until the opening's batch is done.
+func (t *MerkleTree) EncodeOpenBatchOf(b *gpu.Batch, matrix *gpu.Array[Mont], q *QueryIndices) (*PendingOpening, error) {
+	if err := checkColumns("MerkleTree.EncodeOpenBatchOf", matrix, t.height*t.width); err != nil {
+		return nil, err
+	}
 	if t.layers == nil {
 		return nil, fmt.Errorf("kernels: MerkleTree.EncodeOpenBatch: tree was freed")
 	}
@@ -350,7 +375,7 @@ func (t *MerkleTree) EncodeOpenBatch(b *gpu.Batch, q *QueryIndices) (*PendingOpe
 		return nil, err
 	}
 	g, tp := shapeFor(t.dev, "merkle_gather_query_rows", rowElems)
-	dispatchMerkleGatherQueryRows(b, g, tp, t.matrix.Buffer, q.buf.Buffer, p.out.Buffer, merkleGatherQueryRowsParams{height: uint32(t.height), width: uint32(t.width), qs: uint32(qs), nrows: uint32(nrows), queries: uint32(nq)})
+	dispatchMerkleGatherQueryRows(b, g, tp, matrix.Buffer, q.buf.Buffer, p.out.Buffer, merkleGatherQueryRowsParams{height: uint32(t.height), width: uint32(t.width), qs: uint32(qs), nrows: uint32(nrows), queries: uint32(nq)})
 	if pathElems > 0 {
 		g, tp := shapeFor(t.dev, "merkle_gather_paths", pathElems)
 		dispatchMerkleGatherPaths(b, g, tp, t.layers.Buffer, q.buf.Buffer, p.out.Buffer, merkleGatherPathsParams{qs: uint32(qs), depth: uint32(t.depth), queries: uint32(nq), outOff: uint32(rowElems)})

@@ -12,9 +12,11 @@ import (
 	"github.com/metalprove/metalprove/internal/stark"
 )
 
-// Committed is the device backend's commitment: the stacked matrix Q and its RS codeword
-// (Montgomery form, column-major) and the Merkle tree, all on the device, plus the root and the
-// layout on the host.
+// Committed is the device backend's commitment: the stacked matrix Q (Montgomery form,
+// column-major) and the Merkle tree of its RS codeword on the device, the root and the layout on
+// the host. The codeword itself (twice Q) is freed once the tree is built and rebuilt from Q for
+// WHIR's round-0 openings (encodeCodeword), as OpenVM's prover does by default: keeping it would
+// hold 705 MB through the constraint stage of keccakf-1024 for a rebuild of about a millisecond.
 type Committed struct {
 	be     *Backend
 	layout *stark.StackedLayout
@@ -24,9 +26,9 @@ type Committed struct {
 	lSkip, logBlowup int
 	k                int
 
-	mu          sync.Mutex
-	q, codeword *gpu.Array[kernels.Mont]
-	tree        *kernels.MerkleTree
+	mu   sync.Mutex
+	q    *gpu.Array[kernels.Mont]
+	tree *kernels.MerkleTree
 }
 
 var _ stark.Committed = (*Committed)(nil)
@@ -51,12 +53,30 @@ func (c *Committed) free() {
 		c.tree.Free()
 		c.tree = nil
 	}
-	for _, a := range []*gpu.Array[kernels.Mont]{c.codeword, c.q} {
-		if a != nil {
-			a.Free()
-		}
+	if c.q != nil {
+		c.q.Free()
 	}
-	c.q, c.codeword = nil, nil
+	c.q = nil
+}
+
+// encodeCodeword encodes the rebuild of the RS codeword of Q into b (the commit's encoding: the
+// values the tree was built from) and returns it; the caller frees it once b's work is done.
+func (c *Committed) encodeCodeword(b *gpu.Batch) (*gpu.Array[kernels.Mont], error) {
+	c.mu.Lock()
+	q := c.q
+	c.mu.Unlock()
+	if q == nil {
+		return nil, ErrFreed
+	}
+	cw, err := gpu.AllocArray[kernels.Mont](c.be.dev, "stacked codeword", (c.height*c.width)<<c.logBlowup)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.be.ntt.EncodeRSMatrix(b, q, cw, c.height, c.width, c.lSkip, c.logBlowup, false); err != nil {
+		cw.Free()
+		return nil, err
+	}
+	return cw, nil
 }
 
 // live reports ErrFreed for a freed commitment.
@@ -129,9 +149,11 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 	if c.q, err = gpu.AllocArray[kernels.Mont](b.dev, "stacked matrix", c.height*c.width); err != nil {
 		return fail(err)
 	}
-	if c.codeword, err = gpu.AllocArray[kernels.Mont](b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup); err != nil {
+	codeword, err := gpu.AllocArray[kernels.Mont](b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup)
+	if err != nil {
 		return fail(err)
 	}
+	defer codeword.Free() // after the root's download, which waits for the batch
 	batch := b.dev.Batch()
 	for mat, t := range dts {
 		if t.width == 0 {
@@ -147,10 +169,10 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 			return fail(err)
 		}
 	}
-	if err := b.ntt.EncodeRSMatrix(batch, c.q, c.codeword, c.height, c.width, p.LSkip, p.LogBlowup, false); err != nil {
+	if err := b.ntt.EncodeRSMatrix(batch, c.q, codeword, c.height, c.width, p.LSkip, p.LogBlowup, false); err != nil {
 		return fail(err)
 	}
-	if c.tree, err = b.hash.EncodeMerkleTree(batch, c.codeword, c.height<<p.LogBlowup, c.width, p.Whir.K); err != nil {
+	if c.tree, err = b.hash.EncodeMerkleTree(batch, codeword, c.height<<p.LogBlowup, c.width, p.Whir.K); err != nil {
 		return fail(err)
 	}
 	if err := batch.Err(); err != nil {
@@ -159,6 +181,7 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 	if c.root, err = c.tree.Root(); err != nil {
 		return fail(fmt.Errorf("backend/device: commit: %w", err))
 	}
+	c.tree.ReleaseMatrix()
 	if err := b.track(c); err != nil {
 		return fail(err)
 	}

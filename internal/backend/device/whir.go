@@ -329,8 +329,9 @@ func (wp *whirProver) FinalPoly() ([]field.Fp4, error) {
 }
 
 // OpenInitial answers the round-0 queries on every initial commitment: the indices uploaded
-// once, per commitment one batched gather of rows and paths (kernels.EncodeOpenBatch), one sync
-// for all, one download per commitment.
+// once, per commitment its codeword rebuilt from Q (the commitment does not keep it) and one
+// batched gather of rows and paths (kernels.EncodeOpenBatchOf), one sync for all, one download
+// per commitment; the rebuilt codewords are freed after it.
 func (wp *whirProver) OpenInitial(ys []int) ([]stark.InitialOpening, error) {
 	if err := wp.live(); err != nil {
 		return nil, err
@@ -352,12 +353,23 @@ func (wp *whirProver) OpenInitial(ys []int) ([]stark.InitialOpening, error) {
 			}
 		}
 	}()
+	var codewords []*gpu.Array[kernels.Mont]
+	defer func() {
+		for _, cw := range codewords {
+			cw.Free()
+		}
+	}()
 	for c, com := range wp.commits {
 		tree, err := com.liveTree()
 		if err != nil {
 			return nil, err
 		}
-		if pending[c], err = tree.EncodeOpenBatch(b, q); err != nil {
+		cw, err := com.encodeCodeword(b)
+		if err != nil {
+			return nil, err
+		}
+		codewords = append(codewords, cw)
+		if pending[c], err = tree.EncodeOpenBatchOf(b, cw, q); err != nil {
 			return nil, err
 		}
 	}

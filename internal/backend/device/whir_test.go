@@ -132,6 +132,16 @@ func TestWhirProverMatchesCpuref(t *testing.T) {
 				dc, rc := commitWhirPair(t, be, p, randomTraces(r, c.logHeights[i], c.widths[i]))
 				dcs, rcs = append(dcs, dc), append(rcs, rc)
 			}
+			// The commitments keep Q and the tree, not the codeword: OpenInitial rebuilds it
+			// (driveWhir compares its openings with cpuref's) and frees it again.
+			if n := liveNamed(dev, "stacked codeword"); n != 0 {
+				t.Errorf("%d codewords live after the commits, want 0", n)
+			}
+			defer func() {
+				if n := liveNamed(dev, "stacked codeword"); n != 0 {
+					t.Errorf("%d codewords live after the openings, want 0", n)
+				}
+			}()
 			m := p.LSkip + p.NStack
 			mu := fieldrand.Fp4(r)
 			uCube := make([]field.Fp4, m)
@@ -155,6 +165,17 @@ func TestWhirProverMatchesCpuref(t *testing.T) {
 			driveWhir(t, r, p, dev, wp, ref)
 		})
 	}
+}
+
+// liveNamed counts dev's live buffers named name.
+func liveNamed(dev *gpu.Device, name string) int {
+	n := 0
+	for _, b := range dev.LiveBuffers() {
+		if b.Name == name {
+			n++
+		}
+	}
+	return n
 }
 
 // whirSyncs runs f and fails unless it caused want syncs.
