@@ -263,6 +263,15 @@ func (t *NTT) scratchOf(n int) (*gpu.Array[Mont], error) {
 	return s, nil
 }
 
+// ScratchWords returns the scratch (words) a transform of height rows × width columns takes from
+// the NTT on its device: none for one pass, else its chunk of columns (for the memory estimate).
+func (t *NTT) ScratchWords(height, width int) int {
+	if t.Passes(height) < 2 {
+		return 0
+	}
+	return max(min(width, scratchWords/height), 1) * height
+}
+
 // EncodeColumns encodes the DFT (or, with inverse, the IDFT) of each of the width columns of
 // height rows of the column-major Montgomery matrix data (data[c·height + r]), in place.
 // height must be a power of two ≤ 2^27 and width·height < maxColumnElems (2^32 − 2^28: ntt_pass
@@ -334,7 +343,7 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width i
 	cols := width
 	var scratch *gpu.Array[Mont]
 	if len(plan) > 1 {
-		cols = max(min(width, scratchWords/height), 1)
+		cols = t.ScratchWords(height, width) / height
 		if scratch, err = t.scratchOf(cols * height); err != nil {
 			return err
 		}

@@ -146,29 +146,41 @@ type DeviceMemory struct {
 	// AvailableBytes is the device memory available before the proof (Device.AvailableMemory;
 	// 0 when the device does not say).
 	AvailableBytes uint64 `json:"memory_available_bytes,omitempty"`
+	// CodewordsKept says whether the proof's commitments keep their RS codewords until the
+	// openings (device.Backend.KeepCodewords: faster, when the proof fits with them) or rebuild
+	// them there (less memory).
+	CodewordsKept bool `json:"codewords_kept"`
 }
 
 // CheckDeviceMemory estimates the device memory of proving traces of the given heights
 // (per AIR of pk, 0 for an absent AIR) with parameters p, the trace check included when check is
 // set, and refuses a proof whose estimate exceeds the memory the device has available, before
 // anything of it is allocated: the error (a DeviceError, exit status 5) names what the proof
-// needs and what the device has. what names the proof in that error. For the CPU reference
-// backend it does nothing (nil, nil).
+// needs and what the device has. what names the proof in that error. It chooses the faster plan
+// that fits: the commitments keep their codewords when the proof fits with them, else they
+// rebuild them for the openings (device.Backend.KeepCodewords). For the CPU reference backend it
+// does nothing (nil, nil).
 func (b *Backend) CheckDeviceMemory(pk *stark.ProvingKey, heights []int, p sp.SystemParams, check bool, what string, limit uint64, log *zerolog.Logger) (*DeviceMemory, error) {
 	if b.device == nil {
 		return nil, nil
 	}
+	avail, known := b.dev.AvailableMemory()
+	b.device.KeepCodewords(true)
 	est, err := b.device.EstimateProofMemory(pk, heights, p, check, false)
+	if err == nil && known && est.Peak-est.InUse > 0 && uint64(est.Peak-est.InUse) > avail {
+		b.device.KeepCodewords(false)
+		est, err = b.device.EstimateProofMemory(pk, heights, p, check, false)
+	}
 	if err != nil {
+		b.device.KeepCodewords(false)
 		return nil, err
 	}
-	dm := &DeviceMemory{EstimateBytes: est.Peak, EstimateStep: est.Step, EstimateSteps: est.Steps}
-	avail, known := b.dev.AvailableMemory()
+	dm := &DeviceMemory{EstimateBytes: est.Peak, EstimateStep: est.Step, EstimateSteps: est.Steps, CodewordsKept: b.device.CodewordsKept()}
 	if known {
 		dm.AvailableBytes = avail
 	}
 	need := est.Peak - est.InUse
-	ev := log.Info().Int64("estimate_bytes", est.Peak).Str("step", est.Step).Int64("in_use_bytes", est.InUse)
+	ev := log.Info().Int64("estimate_bytes", est.Peak).Str("step", est.Step).Int64("in_use_bytes", est.InUse).Bool("codewords_kept", dm.CodewordsKept)
 	if known {
 		ev = ev.Uint64("available_bytes", avail)
 	}

@@ -11,6 +11,7 @@ package device
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -71,7 +72,23 @@ type Backend struct {
 	rowProgs rowProgramCache
 	// zc keeps the constraint sumcheck's per-key device data across proofs (constraints.go).
 	zc zcCache
+
+	// keepCodewords: commitments made from now on keep their RS codeword until WHIR's round-0
+	// openings (KeepCodewords).
+	keepCodewords atomic.Bool
 }
+
+// KeepCodewords sets whether the commitments made from now on keep their RS codeword on the
+// device until WHIR's round-0 openings, or free it once its Merkle tree is built and rebuild it
+// from the stacked matrix for the openings (the default, as OpenVM's prover). Keeping costs the
+// codeword's memory from the commit to the openings (twice the stacked matrix: 705 MB for
+// keccakf-1024) and saves the rebuild (about 4 ms of an H200 for keccakf-1024). The prover keeps
+// them when the proof fits the device's memory with them (prover.Backend.CheckDeviceMemory);
+// EstimateProofMemory follows the setting. Proofs are the same either way.
+func (b *Backend) KeepCodewords(keep bool) { b.keepCodewords.Store(keep) }
+
+// CodewordsKept reports the KeepCodewords setting.
+func (b *Backend) CodewordsKept() bool { return b.keepCodewords.Load() }
 
 // freer is a handle the backend frees on Close.
 type freer interface{ free() }

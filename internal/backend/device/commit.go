@@ -14,9 +14,9 @@ import (
 
 // Committed is the device backend's commitment: the stacked matrix Q (Montgomery form,
 // column-major) and the Merkle tree of its RS codeword on the device, the root and the layout on
-// the host. The codeword itself (twice Q) is freed once the tree is built and rebuilt from Q for
-// WHIR's round-0 openings (encodeCodeword), as OpenVM's prover does by default: keeping it would
-// hold 705 MB through the constraint stage of keccakf-1024 for a rebuild of about a millisecond.
+// the host. The codeword itself (twice Q) is kept only where the backend keeps codewords
+// (Backend.KeepCodewords); else it is freed once the tree is built and rebuilt from Q for WHIR's
+// round-0 openings (encodeCodeword), as OpenVM's prover does by default.
 type Committed struct {
 	be     *Backend
 	layout *stark.StackedLayout
@@ -29,6 +29,9 @@ type Committed struct {
 	mu   sync.Mutex
 	q    *gpu.Array[kernels.Mont]
 	tree *kernels.MerkleTree
+	// codeword is the RS codeword the tree was built from, when kept (nil: rebuilt for the
+	// openings).
+	codeword *gpu.Array[kernels.Mont]
 }
 
 var _ stark.Committed = (*Committed)(nil)
@@ -53,30 +56,35 @@ func (c *Committed) free() {
 		c.tree.Free()
 		c.tree = nil
 	}
-	if c.q != nil {
-		c.q.Free()
+	for _, a := range []*gpu.Array[kernels.Mont]{c.codeword, c.q} {
+		if a != nil {
+			a.Free()
+		}
 	}
-	c.q = nil
+	c.q, c.codeword = nil, nil
 }
 
-// encodeCodeword encodes the rebuild of the RS codeword of Q into b (the commit's encoding: the
-// values the tree was built from) and returns it; the caller frees it once b's work is done.
-func (c *Committed) encodeCodeword(b *gpu.Batch) (*gpu.Array[kernels.Mont], error) {
+// encodeCodeword returns the RS codeword of Q, the values the tree was built from: the kept one
+// (rebuilt false), or a rebuild encoded into b (rebuilt true), which the caller frees once b's
+// work is done.
+func (c *Committed) encodeCodeword(b *gpu.Batch) (cw *gpu.Array[kernels.Mont], rebuilt bool, err error) {
 	c.mu.Lock()
-	q := c.q
+	q, kept := c.q, c.codeword
 	c.mu.Unlock()
 	if q == nil {
-		return nil, ErrFreed
+		return nil, false, ErrFreed
 	}
-	cw, err := gpu.AllocArray[kernels.Mont](c.be.dev, "stacked codeword", (c.height*c.width)<<c.logBlowup)
-	if err != nil {
-		return nil, err
+	if kept != nil {
+		return kept, false, nil
+	}
+	if cw, err = gpu.AllocArray[kernels.Mont](c.be.dev, "stacked codeword", (c.height*c.width)<<c.logBlowup); err != nil {
+		return nil, false, err
 	}
 	if err := c.be.ntt.EncodeRSMatrix(b, q, cw, c.height, c.width, c.lSkip, c.logBlowup, false); err != nil {
 		cw.Free()
-		return nil, err
+		return nil, false, err
 	}
-	return cw, nil
+	return cw, true, nil
 }
 
 // live reports ErrFreed for a freed commitment.
@@ -142,18 +150,20 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 	}
 	c := &Committed{be: b, layout: layout, height: 1 << layout.LogHeight, width: layout.Width,
 		lSkip: p.LSkip, logBlowup: p.LogBlowup, k: p.Whir.K}
+	var codeword *gpu.Array[kernels.Mont]
 	fail := func(err error) (stark.Committed, error) {
 		c.free()
+		if codeword != nil {
+			codeword.Free() // a second free of a kept codeword is harmless
+		}
 		return nil, err
 	}
 	if c.q, err = gpu.AllocArray[kernels.Mont](b.dev, "stacked matrix", c.height*c.width); err != nil {
 		return fail(err)
 	}
-	codeword, err := gpu.AllocArray[kernels.Mont](b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup)
-	if err != nil {
+	if codeword, err = gpu.AllocArray[kernels.Mont](b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup); err != nil {
 		return fail(err)
 	}
-	defer codeword.Free() // after the root's download, which waits for the batch
 	batch := b.dev.Batch()
 	for mat, t := range dts {
 		if t.width == 0 {
@@ -181,7 +191,12 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 	if c.root, err = c.tree.Root(); err != nil {
 		return fail(fmt.Errorf("backend/device: commit: %w", err))
 	}
-	c.tree.ReleaseMatrix()
+	if b.keepCodewords.Load() {
+		c.codeword = codeword
+	} else { // the root's download waited for the batch: nothing reads the codeword any more
+		c.tree.ReleaseMatrix()
+		codeword.Free()
+	}
 	if err := b.track(c); err != nil {
 		return fail(err)
 	}

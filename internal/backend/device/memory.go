@@ -6,8 +6,10 @@ package device
 //
 //   - resident for the whole proof: the traces, what was already allocated (the key's
 //     preprocessed commitments, the Poseidon2 constants), each commitment's stacked matrix Q
-//     (4·H·W bytes, H = 2^(l_skip+n_stack)), codeword (4·H·W·2^log_blowup) and Merkle layers, the
-//     NTT's twiddle tables and its scratch buffers (kernels.NTT keeps every scratch it outgrew);
+//     (4·H·W bytes, H = 2^(l_skip+n_stack)) and Merkle layers, its codeword (4·H·W·2^log_blowup)
+//     where the backend keeps codewords (KeepCodewords; else the commit step and WHIR's round-0
+//     openings hold it, rebuilt), the NTT's twiddle tables and its scratch buffers (kernels.NTT
+//     keeps every scratch it outgrew);
 //   - per step, freed after it: the trace check's row scratch (kernels.RowPoints' budget), the
 //     Merkle leaf and group scratch of a tree being built, the GKR layers, the constraint
 //     sumcheck's tables and zerocheck scratch (kernels.NewZerocheck's plans), the stacked
@@ -83,7 +85,7 @@ func (t *memTally) step(name string, transient int64) {
 }
 
 // nttModel follows kernels.NTT's twiddle tables (built for the largest transform, kept) and its
-// scratch (a multi-pass transform of n words needs n; an outgrown scratch is kept until Close).
+// scratch (NTT.ScratchWords; an outgrown scratch is kept until Close).
 type nttModel struct {
 	be      *Backend
 	logMax  int
@@ -97,8 +99,8 @@ func (m *nttModel) transform(t *memTally, height, width int) {
 		t.hold(2 * 4 << l)
 		m.logMax = l
 	}
-	if n := int64(height) * int64(width); m.be.ntt.Passes(height) > 1 && n > m.scratch {
-		t.hold(4 * n)
+	if n := int64(m.be.ntt.ScratchWords(height, width)); n > m.scratch {
+		t.hold(4 * n) // the outgrown scratch stays too
 		m.scratch = n
 	}
 }
@@ -228,18 +230,22 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 	// of their transforms.
 	// Those of the AIRs present are opened with the proof's own.
 	preCols, preCommits := 0, 0
+	// rebuilt: the codewords OpenInitial rebuilds at once (commitments that do not keep theirs).
+	var rebuilt int64
+	keep := b.keepCodewords.Load()
 	for i, c := range pk.PreprocessedCommit {
 		if c == nil {
 			continue
 		}
 		w := c.Layout().Width
 		ntt.logMax = max(ntt.logMax, max(m+p.LogBlowup, 12))
-		if b.ntt.Passes(R) > 1 {
-			ntt.scratch = max(ntt.scratch, int64(R)*int64(w))
-		}
+		ntt.scratch = max(ntt.scratch, int64(b.ntt.ScratchWords(R, w)))
 		if heights[i] != 0 {
 			preCols += w
 			preCommits++
+			if dc, ok := c.(*Committed); !ok || dc.codeword == nil {
+				rebuilt += 4 * int64(R) * int64(w)
+			}
 		}
 	}
 
@@ -257,12 +263,18 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 			return 0, nil
 		}
 		W := layout.Width
-		t.hold(4 * int64(H) * int64(W) << p.LogBlowup) // codeword
-		t.hold(4 * int64(H) * int64(W))                // stacked matrix
+		codeword := 4 * int64(H) * int64(W) << p.LogBlowup
+		t.hold(4 * int64(H) * int64(W)) // stacked matrix
 		ntt.transform(t, R, W)
 		layers, scratch := merkleBytes(R, k)
 		t.hold(layers)
-		t.step("commit", scratch)
+		if keep {
+			t.hold(codeword)
+			t.step("commit", scratch)
+		} else {
+			t.step("commit", scratch+codeword)
+			rebuilt += codeword
+		}
 		return W, nil
 	}
 	var dims []stark.MatrixDim
@@ -326,16 +338,19 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 	t.hold(48 << m) // f and w, 2^m and 2^(m−1) Fp4 entries each
 	t.hold(16 << max(m-k, 0))
 	lrs := m + p.LogBlowup
-	for range max(len(p.Whir.Rounds)-1, 0) {
+	for i := range max(len(p.Whir.Rounds)-1, 0) {
 		L := lrs - 1
 		t.hold(16 << L) // the folded codeword: 2^L rows × 4 planes
 		ntt.transform(t, 1<<L, 4)
 		layers, scratch := merkleBytes(1<<L, k)
 		t.hold(layers)
 		t.step("whir", scratch)
+		if i == 0 {
+			t.step("whir", rebuilt) // round 0's openings, after the first folded commitment
+		}
 		lrs--
 	}
-	t.step("whir", 0)
+	t.step("whir", rebuilt)
 	t.est.Steps = t.steps
 	return t.est, nil
 }

@@ -50,8 +50,26 @@ func TestEstimateProofMemory(t *testing.T) {
 		{"mixture-64 test in pieces", preset("test", 0), testair.Mixture(64), false, true, ""},
 		{"mixture-64 test without its preprocessed AIR", preset("test", 0), testair.Mixture(64), false, false, "fibonacci-selector"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	// keep: the commitments keep their codewords (Backend.KeepCodewords) in a second run of the
+	// cases with preprocessed or cached commitments besides the main one.
+	type run struct {
+		tc   int
+		keep bool
+	}
+	var runs []run
+	for i, tc := range cases {
+		runs = append(runs, run{i, false})
+		if strings.HasPrefix(tc.name, "mixture-64 test") || strings.HasPrefix(tc.name, "preprocessed-cached") || tc.name == "keccakf-16 app-100bit 2^14" {
+			runs = append(runs, run{i, true})
+		}
+	}
+	for _, r := range runs {
+		tc := cases[r.tc]
+		name := tc.name
+		if r.keep {
+			name += " keeping codewords"
+		}
+		t.Run(name, func(t *testing.T) {
 			if tc.long && testing.Short() {
 				t.Skip("a proof at stacked height 2^21: seconds on the host device")
 			}
@@ -64,6 +82,7 @@ func TestEstimateProofMemory(t *testing.T) {
 				}
 				t.Cleanup(be.Close)
 			}
+			be.KeepCodewords(r.keep)
 			stages := be.Stages()
 			airs := make([]air.Air, len(tc.ins))
 			inputs := make([]stark.AirProvingInput, len(tc.ins))

@@ -329,9 +329,9 @@ func (wp *whirProver) FinalPoly() ([]field.Fp4, error) {
 }
 
 // OpenInitial answers the round-0 queries on every initial commitment: the indices uploaded
-// once, per commitment its codeword rebuilt from Q (the commitment does not keep it) and one
-// batched gather of rows and paths (kernels.EncodeOpenBatchOf), one sync for all, one download
-// per commitment; the rebuilt codewords are freed after it.
+// once, per commitment its codeword (rebuilt from Q where the commitment did not keep it) and
+// one batched gather of rows and paths (kernels.EncodeOpenBatchOf), one sync for all, one
+// download per commitment; the rebuilt codewords are freed after it.
 func (wp *whirProver) OpenInitial(ys []int) ([]stark.InitialOpening, error) {
 	if err := wp.live(); err != nil {
 		return nil, err
@@ -364,11 +364,13 @@ func (wp *whirProver) OpenInitial(ys []int) ([]stark.InitialOpening, error) {
 		if err != nil {
 			return nil, err
 		}
-		cw, err := com.encodeCodeword(b)
+		cw, rebuilt, err := com.encodeCodeword(b)
 		if err != nil {
 			return nil, err
 		}
-		codewords = append(codewords, cw)
+		if rebuilt {
+			codewords = append(codewords, cw)
+		}
 		if pending[c], err = tree.EncodeOpenBatchOf(b, cw, q); err != nil {
 			return nil, err
 		}

@@ -123,48 +123,58 @@ func whirCases(t *testing.T) []whirCase {
 // and counts the syncs of each call.
 func TestWhirProverMatchesCpuref(t *testing.T) {
 	for _, c := range whirCases(t) {
-		t.Run(c.name, func(t *testing.T) {
-			be, dev := openHost(t)
-			r := rand.New(rand.NewPCG(41, uint64(len(c.name))))
-			p := c.p
-			var dcs, rcs []stark.Committed
-			for i := range c.widths {
-				dc, rc := commitWhirPair(t, be, p, randomTraces(r, c.logHeights[i], c.widths[i]))
-				dcs, rcs = append(dcs, dc), append(rcs, rc)
-			}
-			// The commitments keep Q and the tree, not the codeword: OpenInitial rebuilds it
-			// (driveWhir compares its openings with cpuref's) and frees it again.
-			if n := liveNamed(dev, "stacked codeword"); n != 0 {
-				t.Errorf("%d codewords live after the commits, want 0", n)
-			}
-			defer func() {
-				if n := liveNamed(dev, "stacked codeword"); n != 0 {
-					t.Errorf("%d codewords live after the openings, want 0", n)
-				}
-			}()
-			m := p.LSkip + p.NStack
-			mu := fieldrand.Fp4(r)
-			uCube := make([]field.Fp4, m)
-			for i := range uCube {
-				uCube[i] = fieldrand.Fp4(r)
-			}
-			ref, err := cpuref.Backend{}.NewWhirProver(p, rcs, mu, uCube)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ref.Release()
-			s0 := dev.Stats().Syncs
-			wp, err := be.NewWhirProver(p, dcs, mu, uCube)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer wp.Release()
-			if n := dev.Stats().Syncs - s0; n != 0 {
-				t.Errorf("NewWhirProver: %d syncs, want 0", n)
-			}
-			driveWhir(t, r, p, dev, wp, ref)
-		})
+		// keep: the commitments keep their codewords (Backend.KeepCodewords); else they keep Q
+		// and the tree only, and OpenInitial rebuilds each codeword (driveWhir compares its
+		// openings with cpuref's) and frees it again.
+		for _, keep := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/keep=%v", c.name, keep), func(t *testing.T) { testWhirProver(t, c, keep) })
+		}
 	}
+}
+
+func testWhirProver(t *testing.T, c whirCase, keep bool) {
+	be, dev := openHost(t)
+	be.KeepCodewords(keep)
+	r := rand.New(rand.NewPCG(41, uint64(len(c.name))))
+	p := c.p
+	var dcs, rcs []stark.Committed
+	for i := range c.widths {
+		dc, rc := commitWhirPair(t, be, p, randomTraces(r, c.logHeights[i], c.widths[i]))
+		dcs, rcs = append(dcs, dc), append(rcs, rc)
+	}
+	want := 0
+	if keep {
+		want = len(dcs)
+	}
+	if n := liveNamed(dev, "stacked codeword"); n != want {
+		t.Errorf("%d codewords live after the commits, want %d", n, want)
+	}
+	defer func() {
+		if n := liveNamed(dev, "stacked codeword"); n != want {
+			t.Errorf("%d codewords live after the openings, want %d", n, want)
+		}
+	}()
+	m := p.LSkip + p.NStack
+	mu := fieldrand.Fp4(r)
+	uCube := make([]field.Fp4, m)
+	for i := range uCube {
+		uCube[i] = fieldrand.Fp4(r)
+	}
+	ref, err := cpuref.Backend{}.NewWhirProver(p, rcs, mu, uCube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Release()
+	s0 := dev.Stats().Syncs
+	wp, err := be.NewWhirProver(p, dcs, mu, uCube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wp.Release()
+	if n := dev.Stats().Syncs - s0; n != 0 {
+		t.Errorf("NewWhirProver: %d syncs, want 0", n)
+	}
+	driveWhir(t, r, p, dev, wp, ref)
 }
 
 // liveNamed counts dev's live buffers named name.
