@@ -125,10 +125,12 @@ type stackParams struct {
 	count     uint32
 	dstStart  uint32
 	logStride uint32
+	logH      uint32
+	logOut    uint32
 }
 
 func (v stackParams) arg() gpu.Arg {
-	return gpu.U32(v.count, v.dstStart, v.logStride)
+	return gpu.U32(v.count, v.dstStart, v.logStride, v.logH, v.logOut)
 }
 
 // benchMulParams is the value struct BenchMulParams of the shaders: uint fields in declaration order.
@@ -706,7 +708,7 @@ func dispatchP2PermuteStates(enc *gpu.Batch, groups, tpg gpu.Dim3, states *gpu.B
 	return enc.Dispatch("p2_permute_states", groups, tpg, []gpu.Arg{gpu.Buf(states), gpu.Buf(rc), gpu.U32(n)})
 }
 
-// dispatchStackTrace encodes kernel stack_trace (shaders/commit/stacking.metal:18).
+// dispatchStackTrace encodes kernel stack_trace (shaders/commit/stacking.metal:22).
 func dispatchStackTrace(enc *gpu.Batch, groups, tpg gpu.Dim3, trace *gpu.Buffer, q *gpu.Buffer, p stackParams) *gpu.Batch {
 	return enc.Dispatch("stack_trace", groups, tpg, []gpu.Arg{gpu.Buf(trace), gpu.Buf(q), p.arg()})
 }

@@ -563,6 +563,28 @@ func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[Mont], height, widt
 	}
 	g, tp := shapeFor(t.dev, "ntt_pad_columns", n*width)
 	dispatchNttPadColumns(b, g, tp, q.Buffer, out.Buffer, nttPadParams{total: uint32(n * width), logIn: uint32(logM), logOut: uint32(logN), toMont: conv})
+	return t.EncodeRSInPlace(b, out, height, width, lSkip, logBlowup)
+}
+
+// EncodeRSInPlace encodes into b the RS encoding of EncodeRSMatrix for a codeword buffer out whose
+// columns (height·2^logBlowup rows each) hold Q's columns in their first height rows and zeros
+// below (EncodeStackTraceInto places them there): the message per block of 2^lSkip (IDFT, subset
+// sum), then the DFT of each column, in place.
+func (t *NTT) EncodeRSInPlace(b *gpu.Batch, out *gpu.Array[Mont], height, width, lSkip, logBlowup int) error {
+	logM, err := log2Exact("RSEncodeMatrix", height)
+	if err != nil {
+		return err
+	}
+	if width <= 0 || lSkip < 0 || lSkip > logM || lSkip > 5 || logBlowup < 0 || logM+logBlowup > field.TwoAdicity {
+		return fmt.Errorf("kernels: RSEncodeMatrix: %d×%d, l_skip %d, log blowup %d", height, width, lSkip, logBlowup)
+	}
+	n := height << logBlowup
+	if err := codewordLimit(n, width); err != nil {
+		return err
+	}
+	if err := checkColumns("RSEncodeMatrix", out, n*width); err != nil {
+		return err
+	}
 	if err := t.EncodeBlocks(b, out, BlockSpec{LogBlock: lSkip, NBlocks: width << (logM - lSkip), LogBlocksPerCol: logM - lSkip, ColStride: n}, true, true); err != nil {
 		return err
 	}

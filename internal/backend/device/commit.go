@@ -12,11 +12,17 @@ import (
 	"github.com/metalprove/metalprove/internal/stark"
 )
 
-// Committed is the device backend's commitment: the stacked matrix Q (Montgomery form,
-// column-major) and the Merkle tree of its RS codeword on the device, the root and the layout on
-// the host. The codeword itself (twice Q) is kept only where the backend keeps codewords
-// (Backend.KeepCodewords); else it is freed once the tree is built and rebuilt from Q for WHIR's
-// round-0 openings (encodeCodeword), as OpenVM's prover does by default.
+// Committed is the device backend's commitment: the Merkle tree of the RS codeword of the stacked
+// matrix Q on the device, the root and the layout on the host, and the resident traces Q is
+// stacked from (pinned: a trace freed meanwhile keeps its buffer for the commitment).
+//
+// Q itself (Montgomery form, column-major) is not kept: the commit stacks the traces straight
+// into the codeword's message rows, and the openings stack Q again where they need it
+// (acquireQ: the stacked reduction, then WHIR's batching; each a copy of the traces), so that
+// the traces are the only copy of the trace data between the stages (352 MB less for
+// keccakf-1024). The codeword (twice Q) is kept only where the backend
+// keeps codewords (Backend.KeepCodewords); else it is freed once the tree is built and rebuilt
+// for WHIR's round-0 openings (encodeCodeword), as OpenVM's prover does by default.
 type Committed struct {
 	be     *Backend
 	layout *stark.StackedLayout
@@ -25,13 +31,22 @@ type Committed struct {
 	height, width    int
 	lSkip, logBlowup int
 	k                int
+	sources          []stackSource
 
 	mu   sync.Mutex
-	q    *gpu.Array[kernels.Mont]
-	tree *kernels.MerkleTree
+	tree *kernels.MerkleTree // nil once freed
 	// codeword is the RS codeword the tree was built from, when kept (nil: rebuilt for the
 	// openings).
 	codeword *gpu.Array[kernels.Mont]
+	// q is Q while the openings use it: qUsers leases (acquireQ), freed with the last.
+	q      *gpu.Array[kernels.Mont]
+	qUsers int
+}
+
+// stackSource is one trace of a commitment and where its first column starts in Q.
+type stackSource struct {
+	trace            *Trace
+	start, logStride int
 }
 
 var _ stark.Committed = (*Committed)(nil)
@@ -43,7 +58,7 @@ func (c *Committed) Root() stark.Digest { return c.root }
 func (c *Committed) Layout() *stark.StackedLayout { return c.layout }
 
 // Free releases the device buffers of the commitment (the backend's Close does it for every live
-// commitment). Using it afterwards is an error.
+// commitment) and its pins of the traces. Using it afterwards is an error.
 func (c *Committed) Free() {
 	c.be.untrack(c)
 	c.free()
@@ -52,46 +67,28 @@ func (c *Committed) Free() {
 func (c *Committed) free() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.tree != nil {
-		c.tree.Free()
-		c.tree = nil
+	if c.tree == nil {
+		return
 	}
+	c.tree.Free()
+	c.tree = nil
 	for _, a := range []*gpu.Array[kernels.Mont]{c.codeword, c.q} {
 		if a != nil {
 			a.Free()
 		}
 	}
 	c.q, c.codeword = nil, nil
-}
-
-// encodeCodeword returns the RS codeword of Q, the values the tree was built from: the kept one
-// (rebuilt false), or a rebuild encoded into b (rebuilt true), which the caller frees once b's
-// work is done.
-func (c *Committed) encodeCodeword(b *gpu.Batch) (cw *gpu.Array[kernels.Mont], rebuilt bool, err error) {
-	c.mu.Lock()
-	q, kept := c.q, c.codeword
-	c.mu.Unlock()
-	if q == nil {
-		return nil, false, ErrFreed
+	for _, s := range c.sources {
+		s.trace.unpin()
 	}
-	if kept != nil {
-		return kept, false, nil
-	}
-	if cw, err = gpu.AllocArray[kernels.Mont](c.be.dev, "stacked codeword", (c.height*c.width)<<c.logBlowup); err != nil {
-		return nil, false, err
-	}
-	if err := c.be.ntt.EncodeRSMatrix(b, q, cw, c.height, c.width, c.lSkip, c.logBlowup, false); err != nil {
-		cw.Free()
-		return nil, false, err
-	}
-	return cw, true, nil
+	c.sources = nil
 }
 
 // live reports ErrFreed for a freed commitment.
 func (c *Committed) live() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.q == nil {
+	if c.tree == nil {
 		return ErrFreed
 	}
 	return nil
@@ -107,12 +104,103 @@ func (c *Committed) liveTree() (*kernels.MerkleTree, error) {
 	return c.tree, nil
 }
 
+// encodeStack encodes the stacking of the commitment's traces into dst: Q itself (logOut = 0),
+// or the first height rows of the columns of a codeword of height<<logBlowup rows
+// (logOut = log2 of that), whose other rows must be zero.
+func (c *Committed) encodeStack(b *gpu.Batch, dst *gpu.Array[kernels.Mont], logOut int) error {
+	logH := 0
+	if logOut > 0 {
+		logH, _ = field.Log2(c.height)
+	}
+	for _, s := range c.sources {
+		t := s.trace
+		if err := kernels.EncodeStackTraceInto(b, c.be.dev, t.pinnedValues(), t.height, t.width, dst, s.start, s.logStride, logH, logOut); err != nil {
+			return err
+		}
+	}
+	return b.Err()
+}
+
+// encodeCodewordInto encodes the RS codeword of Q into cw (fresh, zeroed): the traces stacked
+// into its message rows, then the encoding in place.
+func (c *Committed) encodeCodewordInto(b *gpu.Batch, cw *gpu.Array[kernels.Mont]) error {
+	logH, _ := field.Log2(c.height)
+	if err := c.encodeStack(b, cw, logH+c.logBlowup); err != nil {
+		return err
+	}
+	return c.be.ntt.EncodeRSInPlace(b, cw, c.height, c.width, c.lSkip, c.logBlowup)
+}
+
+// encodeCodeword returns the RS codeword of Q, the values the tree was built from: the kept one
+// (rebuilt false), or a rebuild encoded into b (rebuilt true), which the caller frees once b's
+// work is done.
+func (c *Committed) encodeCodeword(b *gpu.Batch) (cw *gpu.Array[kernels.Mont], rebuilt bool, err error) {
+	c.mu.Lock()
+	kept, live := c.codeword, c.tree != nil
+	c.mu.Unlock()
+	if !live {
+		return nil, false, ErrFreed
+	}
+	if kept != nil {
+		return kept, false, nil
+	}
+	if cw, err = gpu.AllocArray[kernels.Mont](c.be.dev, "stacked codeword", (c.height*c.width)<<c.logBlowup); err != nil {
+		return nil, false, err
+	}
+	if err := c.encodeCodewordInto(b, cw); err != nil {
+		cw.Free()
+		return nil, false, err
+	}
+	return cw, true, nil
+}
+
+// acquireQ returns Q, stacked into b when it is not on the device; give it back with releaseQ.
+func (c *Committed) acquireQ(b *gpu.Batch) (*gpu.Array[kernels.Mont], error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tree == nil {
+		return nil, ErrFreed
+	}
+	if c.q == nil {
+		q, err := gpu.AllocArray[kernels.Mont](c.be.dev, "stacked matrix", c.height*c.width)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.encodeStack(b, q, 0); err != nil {
+			q.Free()
+			return nil, err
+		}
+		c.q = q
+	}
+	c.qUsers++
+	return c.q, nil
+}
+
+// releaseQ gives back a lease of acquireQ; Q is freed with the last. Work encoded before the
+// call may still read Q: frees are in queue order on GPUs, and the host runs work as it is
+// encoded.
+func (c *Committed) releaseQ() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.qUsers--
+	if c.qUsers == 0 && c.q != nil {
+		c.q.Free()
+		c.q = nil
+	}
+}
+
 // StackedMatrix downloads Q (canonical): for tests and diagnostics, never on the proving path.
 func (c *Committed) StackedMatrix() (air.Matrix, error) {
-	if err := c.live(); err != nil {
+	b := c.be.dev.Batch()
+	q, err := c.acquireQ(b)
+	if err != nil {
 		return air.Matrix{}, err
 	}
-	v, err := kernels.ReadCanonical(c.q)
+	defer c.releaseQ()
+	if err := b.Wait(); err != nil {
+		return air.Matrix{}, err
+	}
+	v, err := kernels.ReadCanonical(q)
 	if err != nil {
 		return air.Matrix{}, err
 	}
@@ -136,9 +224,10 @@ func (b *Backend) commits(cs []stark.Committed) ([]*Committed, error) {
 }
 
 // Commit implements stark.Committer (stacked_commit, spec A §5.8) on the device, in one batch:
-// the stacking kernel places every resident trace into Q (Montgomery), RS encoding is the NTT
-// batch of kernels.EncodeRSMatrix, the Merkle tree the Poseidon2 kernels; the root is the only
-// download (32 bytes).
+// the stacking kernel places every resident trace into the codeword's message rows (Montgomery),
+// RS encoding is the NTT batch of kernels.EncodeRSInPlace, the Merkle tree the Poseidon2
+// kernels; the root is the only download (32 bytes). The traces are pinned until the commitment
+// is freed.
 func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Committed, error) {
 	layout, err := stark.CommitLayout(p, traces)
 	if err != nil {
@@ -152,34 +241,36 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 		lSkip: p.LSkip, logBlowup: p.LogBlowup, k: p.Whir.K}
 	var codeword *gpu.Array[kernels.Mont]
 	fail := func(err error) (stark.Committed, error) {
+		c.mu.Lock()
+		if c.tree == nil { // not built: free() would not let the pins go
+			for _, s := range c.sources {
+				s.trace.unpin()
+			}
+			c.sources = nil
+		}
+		c.mu.Unlock()
 		c.free()
 		if codeword != nil {
 			codeword.Free() // a second free of a kept codeword is harmless
 		}
 		return nil, err
 	}
-	if c.q, err = gpu.AllocArray[kernels.Mont](b.dev, "stacked matrix", c.height*c.width); err != nil {
-		return fail(err)
+	for mat, t := range dts {
+		if t.width == 0 {
+			continue
+		}
+		if err := t.pin(); err != nil {
+			return fail(err)
+		}
+		start, stride := layout.Placement(layout.Cols[layout.MatStarts[mat]])
+		logStride, _ := field.Log2(stride)
+		c.sources = append(c.sources, stackSource{trace: t, start: start, logStride: logStride})
 	}
 	if codeword, err = gpu.AllocArray[kernels.Mont](b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup); err != nil {
 		return fail(err)
 	}
 	batch := b.dev.Batch()
-	for mat, t := range dts {
-		if t.width == 0 {
-			continue
-		}
-		vals, err := t.values()
-		if err != nil {
-			return fail(err)
-		}
-		start, stride := layout.Placement(layout.Cols[layout.MatStarts[mat]])
-		logStride, _ := field.Log2(stride)
-		if err := kernels.EncodeStackTrace(batch, b.dev, vals, t.height, t.width, c.q, start, logStride); err != nil {
-			return fail(err)
-		}
-	}
-	if err := b.ntt.EncodeRSMatrix(batch, c.q, codeword, c.height, c.width, p.LSkip, p.LogBlowup, false); err != nil {
+	if err := c.encodeCodewordInto(batch, codeword); err != nil {
 		return fail(err)
 	}
 	if c.tree, err = b.hash.EncodeMerkleTree(batch, codeword, c.height<<p.LogBlowup, c.width, p.Whir.K); err != nil {

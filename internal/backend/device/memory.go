@@ -5,12 +5,13 @@ package device
 // allocates, in order, from the trace shapes and the parameters alone:
 //
 //   - resident for the whole proof: the traces, what was already allocated (the key's
-//     preprocessed commitments, the Poseidon2 constants), each commitment's stacked matrix Q
-//     (4·H·W bytes, H = 2^(l_skip+n_stack)) and Merkle layers, its codeword (4·H·W·2^log_blowup)
+//     preprocessed commitments, the Poseidon2 constants), each commitment's Merkle layers, its
+//     codeword (4·H·W·2^log_blowup, H = 2^(l_skip+n_stack))
 //     where the backend keeps codewords (KeepCodewords; else the commit step and WHIR's round-0
 //     openings hold it, rebuilt), the NTT's twiddle tables and its scratch buffers (kernels.NTT
 //     keeps every scratch it outgrew);
-//   - per step, freed after it: the trace check's row scratch (kernels.RowPoints' budget), the
+//   - per step, freed after it: the stacked matrices Q (4·H·W bytes each; the stacked
+//     reduction's and WHIR's batching), the trace check's row scratch (kernels.RowPoints' budget), the
 //     Merkle leaf and group scratch of a tree being built, the GKR layers, the constraint
 //     sumcheck's tables and zerocheck scratch (kernels.NewZerocheck's plans), the stacked
 //     reduction's tables, WHIR's f and w tables, folded codewords and their trees.
@@ -264,7 +265,6 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 		}
 		W := layout.Width
 		codeword := 4 * int64(H) * int64(W) << p.LogBlowup
-		t.hold(4 * int64(H) * int64(W)) // stacked matrix
 		ntt.transform(t, R, W)
 		layers, scratch := merkleBytes(R, k)
 		t.hold(layers)
@@ -333,9 +333,13 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 
 	// Openings: the stacked reduction's q and W tables (and their folded halves) over every
 	// committed column, then WHIR.
+	// The stacked matrices of every opened commitment are stacked again from the traces for
+	// the stacked reduction, and again for WHIR's batching (Committed.acquireQ).
 	nx := int64(1) << p.NStack
-	t.step("stacking", 48*int64(cols)*nx+4*int64(kernels.StackedUniWidth(p.LSkip))*int64(kernels.StackedUniMaxRows(b.dev))*int64(commits))
+	qBytes := 4 * int64(H) * int64(cols)
+	t.step("stacking", qBytes+48*int64(cols)*nx+4*int64(kernels.StackedUniWidth(p.LSkip))*int64(kernels.StackedUniMaxRows(b.dev))*int64(commits))
 	t.hold(48 << m) // f and w, 2^m and 2^(m−1) Fp4 entries each
+	t.step("whir", qBytes)
 	t.hold(16 << max(m-k, 0))
 	lrs := m + p.LogBlowup
 	for i := range max(len(p.Whir.Rounds)-1, 0) {

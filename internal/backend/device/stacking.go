@@ -36,9 +36,12 @@ type stackingProver struct {
 	be      *Backend
 	p       params.SystemParams
 	commits []*Committed
-	batch   *stark.StackingBatch
-	colOff  []int // first table column of each commitment
-	cols    int   // Σ widths
+	// qs are the commitments' stacked matrices, stacked from the traces for the prover and
+	// freed with it (Committed.acquireQ).
+	qs     []*gpu.Array[kernels.Mont]
+	batch  *stark.StackingBatch
+	colOff []int // first table column of each commitment
+	cols   int   // Σ widths
 
 	uni     []kernels.SliceRange // per commitment: its slices of log height ≥ l_skip (Count 0: none)
 	wRange  kernels.SliceRange   // every slice (of every commitment), for W
@@ -241,6 +244,13 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 		return fail(err)
 	}
 	batchEnc := b.dev.Batch()
+	sp.qs = make([]*gpu.Array[kernels.Mont], len(cs))
+	for c, com := range cs {
+		if sp.qs[c], err = com.acquireQ(batchEnc); err != nil {
+			hv.Free()
+			return fail(err)
+		}
+	}
 	for _, e := range exps {
 		ex := kernels.EqExpand{Lo: hv, Hi: hv, Out: sp.etab, LoOff: e.loOff, HiOff: e.hiOff, OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1}
 		if err := ex.Encode(batchEnc, b.dev); err != nil {
@@ -279,6 +289,12 @@ func (sp *stackingProver) freeBuffers() {
 	}
 	sp.slices, sp.halves, sp.etab, sp.partials, sp.result, sp.lag, sp.weights = nil, nil, nil, nil, nil, nil, nil
 	sp.qt, sp.wt = [2]*gpu.Array[kernels.Mont4]{}, [2]*gpu.Array[kernels.Mont4]{}
+	for c, q := range sp.qs {
+		if q != nil {
+			sp.commits[c].releaseQ()
+		}
+	}
+	sp.qs = nil
 	if sp.sc != nil {
 		sp.sc.Close()
 		sp.sc = nil
@@ -331,7 +347,7 @@ func (sp *stackingProver) UnivariateRound() ([]field.Fp4, error) {
 			continue
 		}
 		r.Slices = sp.slices
-		g, err := kernels.EncodeStackedUniPartials(b, dev, sp.commits[c].q, r, sp.etab, sp.partials, row, l)
+		g, err := kernels.EncodeStackedUniPartials(b, dev, sp.qs[c], r, sp.etab, sp.partials, row, l)
 		if err != nil {
 			return nil, err
 		}
@@ -343,7 +359,7 @@ func (sp *stackingProver) UnivariateRound() ([]field.Fp4, error) {
 		}
 	}
 	for _, g := range sp.gathers {
-		b.Copy(sp.result.Buffer, 4*g.at, sp.commits[g.c].q.Buffer, 4*g.qStart, 4*g.count*n)
+		b.Copy(sp.result.Buffer, 4*g.at, sp.qs[g.c].Buffer, 4*g.qStart, 4*g.count*n)
 	}
 	if err := b.Err(); err != nil {
 		return nil, err
@@ -506,7 +522,7 @@ func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
 	b := dev.Batch()
 	nx := 1 << ns
 	for c, com := range sp.commits {
-		if err := kernels.EncodeStackedBindQ(b, dev, com.q, sp.lag, sp.qt[0], com.width*nx, l, sp.colOff[c]*nx); err != nil {
+		if err := kernels.EncodeStackedBindQ(b, dev, sp.qs[c], sp.lag, sp.qt[0], com.width*nx, l, sp.colOff[c]*nx); err != nil {
 			return err
 		}
 	}

@@ -20,6 +20,11 @@ type Trace struct {
 
 	mu  sync.Mutex
 	buf *gpu.Array[field.Fp]
+	// pins counts the commitments that stack their matrix from this trace when they need it
+	// (Committed.sources); a trace freed while pinned (dropped) keeps its buffer until the last
+	// commitment lets it go, but is freed to everyone else.
+	pins    int
+	dropped bool
 }
 
 var _ stark.Trace = (*Trace)(nil)
@@ -63,6 +68,10 @@ func (t *Trace) Free() {
 func (t *Trace) free() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.pins > 0 {
+		t.dropped = true
+		return
+	}
 	if t.buf != nil {
 		t.buf.Free()
 		t.buf = nil
@@ -73,10 +82,39 @@ func (t *Trace) free() {
 func (t *Trace) values() (*gpu.Array[field.Fp], error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.width > 0 && t.buf == nil {
+	if t.width > 0 && (t.buf == nil || t.dropped) {
 		return nil, ErrFreed
 	}
 	return t.buf, nil
+}
+
+// pin keeps the trace's buffer for a commitment stacked from it (ErrFreed if it is gone).
+func (t *Trace) pin() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.width > 0 && (t.buf == nil || t.dropped) {
+		return ErrFreed
+	}
+	t.pins++
+	return nil
+}
+
+// unpin lets a pin go; the buffer of a trace freed meanwhile goes with the last one.
+func (t *Trace) unpin() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pins--
+	if t.pins == 0 && t.dropped && t.buf != nil {
+		t.buf.Free()
+		t.buf = nil
+	}
+}
+
+// pinnedValues returns the buffer of a pinned trace (nil for a width-0 trace).
+func (t *Trace) pinnedValues() *gpu.Array[field.Fp] {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.buf
 }
 
 // traces checks that every handle is a live trace of b.

@@ -113,7 +113,14 @@ func (b *Backend) NewWhirProver(p params.SystemParams, commits []stark.Committed
 		if c.width == 0 {
 			continue
 		}
-		if err := b.ntt.EncodeWhirBatch(batch, c.q, c.height, c.width, p.LSkip, wp.mu, off, wp.f[0], !first); err != nil {
+		// Q stacked again from the traces for this pass only.
+		q, err := c.acquireQ(batch)
+		if err != nil {
+			return fail(err)
+		}
+		err = b.ntt.EncodeWhirBatch(batch, q, c.height, c.width, p.LSkip, wp.mu, off, wp.f[0], !first)
+		c.releaseQ()
+		if err != nil {
 			return fail(err)
 		}
 		off += c.width

@@ -2255,10 +2255,14 @@ struct StackParams {
   uint count;       // values written: width · h · 2^log_stride (< 2^31 − dst_start)
   uint dst_start;   // index in Q of column 0's first value
   uint log_stride;  // l_skip − log2(h) when h < 2^l_skip, else 0
+  uint log_h;       // Q's height 2^log_h, and the destination's column height 2^log_out: Q's
+  uint log_out;     // value k goes to (k >> log_h)·2^log_out + (k mod 2^log_h) (equal: Q itself)
 };
 
-// q[dst_start + i] = i mod 2^log_stride == 0 ? Montgomery(trace[i >> log_stride]) : 0, for
-// i < count: every value of the trace's slices, the zero rows of strided slices included.
+// Q[dst_start + i] = i mod 2^log_stride == 0 ? Montgomery(trace[i >> log_stride]) : 0, for
+// i < count: every value of the trace's slices, the zero rows of strided slices included; Q's
+// values written into q, or into the first 2^log_h rows of the columns of 2^log_out rows of a
+// codeword (the RS encoding's message, placed without Q).
 MSL_KERNEL void msl_kernel_stack_trace(MSL_DEVICE const uint* trace              ,
                         MSL_DEVICE uint* q              ,
                         MSL_CONSTANT StackParams& p              ,
@@ -2269,7 +2273,9 @@ MSL_KERNEL void msl_kernel_stack_trace(MSL_DEVICE const uint* trace             
   uint ls = p.log_stride;
   uint gap = (1u << ls) - 1u;
   for (uint i = gid; i < count; i += stride) {
-    q[start + i] = (i & gap) == 0u ? bb_to_mont(trace[i >> ls]) : 0u;
+    uint k = start + i;
+    uint at = ((k >> p.log_h) << p.log_out) | (k & ((1u << p.log_h) - 1u));
+    q[at] = (i & gap) == 0u ? bb_to_mont(trace[i >> ls]) : 0u;
   }
 }
 #line 1 "shaders/common/bench.metal"
