@@ -146,10 +146,10 @@ type DeviceMemory struct {
 	// AvailableBytes is the device memory available before the proof (Device.AvailableMemory;
 	// 0 when the device does not say).
 	AvailableBytes uint64 `json:"memory_available_bytes,omitempty"`
-	// CodewordsKept says whether the proof's commitments keep their RS codewords until the
-	// openings (device.Backend.KeepCodewords: faster, when the proof fits with them) or rebuild
+	// StackedKept says whether the proof's commitments keep their RS codewords until the
+	// openings (device.Backend.KeepStacked: faster, when the proof fits with them) or rebuild
 	// them there (less memory).
-	CodewordsKept bool `json:"codewords_kept"`
+	StackedKept bool `json:"stacked_kept"`
 }
 
 // CheckDeviceMemory estimates the device memory of proving traces of the given heights
@@ -158,29 +158,29 @@ type DeviceMemory struct {
 // anything of it is allocated: the error (a DeviceError, exit status 5) names what the proof
 // needs and what the device has. what names the proof in that error. It chooses the faster plan
 // that fits: the commitments keep their codewords when the proof fits with them, else they
-// rebuild them for the openings (device.Backend.KeepCodewords). For the CPU reference backend it
+// rebuild them for the openings (device.Backend.KeepStacked). For the CPU reference backend it
 // does nothing (nil, nil).
 func (b *Backend) CheckDeviceMemory(pk *stark.ProvingKey, heights []int, p sp.SystemParams, check bool, what string, limit uint64, log *zerolog.Logger) (*DeviceMemory, error) {
 	if b.device == nil {
 		return nil, nil
 	}
 	avail, known := b.dev.AvailableMemory()
-	b.device.KeepCodewords(true)
+	b.device.KeepStacked(true)
 	est, err := b.device.EstimateProofMemory(pk, heights, p, check, false)
 	if err == nil && known && est.Peak-est.InUse > 0 && uint64(est.Peak-est.InUse) > avail {
-		b.device.KeepCodewords(false)
+		b.device.KeepStacked(false)
 		est, err = b.device.EstimateProofMemory(pk, heights, p, check, false)
 	}
 	if err != nil {
-		b.device.KeepCodewords(false)
+		b.device.KeepStacked(false)
 		return nil, err
 	}
-	dm := &DeviceMemory{EstimateBytes: est.Peak, EstimateStep: est.Step, EstimateSteps: est.Steps, CodewordsKept: b.device.CodewordsKept()}
+	dm := &DeviceMemory{EstimateBytes: est.Peak, EstimateStep: est.Step, EstimateSteps: est.Steps, StackedKept: b.device.StackedKept()}
 	if known {
 		dm.AvailableBytes = avail
 	}
 	need := est.Peak - est.InUse
-	ev := log.Info().Int64("estimate_bytes", est.Peak).Str("step", est.Step).Int64("in_use_bytes", est.InUse).Bool("codewords_kept", dm.CodewordsKept)
+	ev := log.Info().Int64("estimate_bytes", est.Peak).Str("step", est.Step).Int64("in_use_bytes", est.InUse).Bool("stacked_kept", dm.StackedKept)
 	if known {
 		ev = ev.Uint64("available_bytes", avail)
 	}

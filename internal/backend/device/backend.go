@@ -73,22 +73,23 @@ type Backend struct {
 	// zc keeps the constraint sumcheck's per-key device data across proofs (constraints.go).
 	zc zcCache
 
-	// keepCodewords: commitments made from now on keep their RS codeword until WHIR's round-0
-	// openings (KeepCodewords).
-	keepCodewords atomic.Bool
+	// keepStacked: commitments made from now on keep Q and the codeword (KeepStacked).
+	keepStacked atomic.Bool
 }
 
-// KeepCodewords sets whether the commitments made from now on keep their RS codeword on the
-// device until WHIR's round-0 openings, or free it once its Merkle tree is built and rebuild it
-// from the stacked matrix for the openings (the default, as OpenVM's prover). Keeping costs the
-// codeword's memory from the commit to the openings (twice the stacked matrix: 705 MB for
-// keccakf-1024) and saves the rebuild (about 4 ms of an H200 for keccakf-1024). The prover keeps
-// them when the proof fits the device's memory with them (prover.Backend.CheckDeviceMemory);
-// EstimateProofMemory follows the setting. Proofs are the same either way.
-func (b *Backend) KeepCodewords(keep bool) { b.keepCodewords.Store(keep) }
+// KeepStacked chooses the memory plan of the commitments made from now on. Kept (the fast
+// plan): a commitment keeps its stacked matrix Q and its RS codeword on the device for the
+// openings. Not kept (the lean plan, the default, as OpenVM's prover): it keeps only its Merkle
+// tree and the traces it was stacked from; the stacked reduction stacks Q again from the traces
+// (kept for WHIR's batching), and WHIR's round-0 openings rebuild the codeword. For keccakf-1024
+// the lean plan holds 1.06 GB less (Q 352 MB, the codeword 705 MB) and takes about 6 ms more on an
+// H200. The prover keeps them when the proof fits the device's memory with them
+// (prover.Backend.CheckDeviceMemory); EstimateProofMemory follows the setting. Proofs are the
+// same either way.
+func (b *Backend) KeepStacked(keep bool) { b.keepStacked.Store(keep) }
 
-// CodewordsKept reports the KeepCodewords setting.
-func (b *Backend) CodewordsKept() bool { return b.keepCodewords.Load() }
+// StackedKept reports the KeepStacked setting.
+func (b *Backend) StackedKept() bool { return b.keepStacked.Load() }
 
 // freer is a handle the backend frees on Close.
 type freer interface{ free() }

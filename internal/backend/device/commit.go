@@ -14,15 +14,13 @@ import (
 
 // Committed is the device backend's commitment: the Merkle tree of the RS codeword of the stacked
 // matrix Q on the device, the root and the layout on the host, and the resident traces Q is
-// stacked from (pinned: a trace freed meanwhile keeps its buffer for the commitment).
-//
-// Q itself (Montgomery form, column-major) is not kept: the commit stacks the traces straight
-// into the codeword's message rows, and the openings stack Q again where they need it
-// (acquireQ: the stacked reduction, then WHIR's batching; each a copy of the traces), so that
-// the traces are the only copy of the trace data between the stages (352 MB less for
-// keccakf-1024). The codeword (twice Q) is kept only where the backend
-// keeps codewords (Backend.KeepCodewords); else it is freed once the tree is built and rebuilt
-// for WHIR's round-0 openings (encodeCodeword), as OpenVM's prover does by default.
+// stacked from (pinned: a trace freed meanwhile keeps its buffer for the commitment). Where the
+// backend keeps them (Backend.KeepStacked, the fast plan) Q and the codeword stay on the device
+// until the commitment is freed. Else (the lean plan) the commit stacks the traces straight into
+// the codeword's message rows and frees the codeword once the tree is built; the openings stack Q
+// again from the traces (acquireQ: the stacked reduction, which leaves it to WHIR's batching) and
+// rebuild the codeword for WHIR's round-0 openings (encodeCodeword), as OpenVM's prover does by
+// default: between the stages the traces are the only copy of the trace data.
 type Committed struct {
 	be     *Backend
 	layout *stark.StackedLayout
@@ -38,9 +36,12 @@ type Committed struct {
 	// codeword is the RS codeword the tree was built from, when kept (nil: rebuilt for the
 	// openings).
 	codeword *gpu.Array[kernels.Mont]
-	// q is Q while the openings use it: qUsers leases (acquireQ), freed with the last.
+	// q is Q: kept (qKept), or while the openings use it: qUsers leases (acquireQ), freed
+	// with the last lease given back after a release that asked for it (qDrop).
 	q      *gpu.Array[kernels.Mont]
+	qKept  bool
 	qUsers int
+	qDrop  bool
 }
 
 // stackSource is one trace of a commitment and where its first column starts in Q.
@@ -176,16 +177,18 @@ func (c *Committed) acquireQ(b *gpu.Batch) (*gpu.Array[kernels.Mont], error) {
 	return c.q, nil
 }
 
-// releaseQ gives back a lease of acquireQ; Q is freed with the last. Work encoded before the
-// call may still read Q: frees are in queue order on GPUs, and the host runs work as it is
-// encoded.
-func (c *Committed) releaseQ() {
+// releaseQ gives back a lease of acquireQ; with drop, a Q that is not kept is freed once no
+// lease holds it (the stacked reduction leaves it to WHIR's batching, which drops it). Work
+// encoded before the call may still read Q: frees are in queue order on GPUs, and the host runs
+// work as it is encoded.
+func (c *Committed) releaseQ(drop bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.qUsers--
-	if c.qUsers == 0 && c.q != nil {
+	c.qDrop = c.qDrop || drop
+	if c.qUsers == 0 && c.qDrop && !c.qKept && c.q != nil {
 		c.q.Free()
-		c.q = nil
+		c.q, c.qDrop = nil, false
 	}
 }
 
@@ -196,7 +199,7 @@ func (c *Committed) StackedMatrix() (air.Matrix, error) {
 	if err != nil {
 		return air.Matrix{}, err
 	}
-	defer c.releaseQ()
+	defer c.releaseQ(true)
 	if err := b.Wait(); err != nil {
 		return air.Matrix{}, err
 	}
@@ -224,10 +227,10 @@ func (b *Backend) commits(cs []stark.Committed) ([]*Committed, error) {
 }
 
 // Commit implements stark.Committer (stacked_commit, spec A §5.8) on the device, in one batch:
-// the stacking kernel places every resident trace into the codeword's message rows (Montgomery),
-// RS encoding is the NTT batch of kernels.EncodeRSInPlace, the Merkle tree the Poseidon2
-// kernels; the root is the only download (32 bytes). The traces are pinned until the commitment
-// is freed.
+// the stacking kernel places every resident trace into Q (kept) or straight into the codeword's
+// message rows (Montgomery), RS encoding is the NTT batch of kernels.EncodeRSMatrix or
+// EncodeRSInPlace, the Merkle tree the Poseidon2 kernels; the root is the only download (32
+// bytes). The traces are pinned until the commitment is freed.
 func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Committed, error) {
 	layout, err := stark.CommitLayout(p, traces)
 	if err != nil {
@@ -266,11 +269,26 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 		logStride, _ := field.Log2(stride)
 		c.sources = append(c.sources, stackSource{trace: t, start: start, logStride: logStride})
 	}
+	keep := b.keepStacked.Load()
+	batch := b.dev.Batch()
+	if keep { // Q, then the codeword from it
+		if c.q, err = gpu.AllocArray[kernels.Mont](b.dev, "stacked matrix", c.height*c.width); err != nil {
+			return fail(err)
+		}
+		c.qKept = true
+		if err := c.encodeStack(batch, c.q, 0); err != nil {
+			return fail(err)
+		}
+	}
 	if codeword, err = gpu.AllocArray[kernels.Mont](b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup); err != nil {
 		return fail(err)
 	}
-	batch := b.dev.Batch()
-	if err := c.encodeCodewordInto(batch, codeword); err != nil {
+	if keep {
+		err = b.ntt.EncodeRSMatrix(batch, c.q, codeword, c.height, c.width, p.LSkip, p.LogBlowup, false)
+	} else {
+		err = c.encodeCodewordInto(batch, codeword)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	if c.tree, err = b.hash.EncodeMerkleTree(batch, codeword, c.height<<p.LogBlowup, c.width, p.Whir.K); err != nil {
@@ -282,7 +300,7 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 	if c.root, err = c.tree.Root(); err != nil {
 		return fail(fmt.Errorf("backend/device: commit: %w", err))
 	}
-	if b.keepCodewords.Load() {
+	if keep {
 		c.codeword = codeword
 	} else { // the root's download waited for the batch: nothing reads the codeword any more
 		c.tree.ReleaseMatrix()

@@ -6,12 +6,12 @@ package device
 //
 //   - resident for the whole proof: the traces, what was already allocated (the key's
 //     preprocessed commitments, the Poseidon2 constants), each commitment's Merkle layers, its
-//     codeword (4·H·W·2^log_blowup, H = 2^(l_skip+n_stack))
-//     where the backend keeps codewords (KeepCodewords; else the commit step and WHIR's round-0
-//     openings hold it, rebuilt), the NTT's twiddle tables and its scratch buffers (kernels.NTT
-//     keeps every scratch it outgrew);
-//   - per step, freed after it: the stacked matrices Q (4·H·W bytes each; the stacked
-//     reduction's and WHIR's batching), the trace check's row scratch (kernels.RowPoints' budget), the
+//     stacked matrix Q (4·H·W bytes, H = 2^(l_skip+n_stack)) and codeword (4·H·W·2^log_blowup)
+//     where the backend keeps them (KeepStacked; else the commit step holds the codeword, the
+//     openings Q from the stacked reduction to WHIR's batching and the codeword again at round
+//     0's openings), the NTT's twiddle tables and its scratch buffers (kernels.NTT keeps every
+//     scratch it outgrew);
+//   - per step, freed after it: the trace check's row scratch (kernels.RowPoints' budget), the
 //     Merkle leaf and group scratch of a tree being built, the GKR layers, the constraint
 //     sumcheck's tables and zerocheck scratch (kernels.NewZerocheck's plans), the stacked
 //     reduction's tables, WHIR's f and w tables, folded codewords and their trees.
@@ -231,9 +231,10 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 	// of their transforms.
 	// Those of the AIRs present are opened with the proof's own.
 	preCols, preCommits := 0, 0
-	// rebuilt: the codewords OpenInitial rebuilds at once (commitments that do not keep theirs).
-	var rebuilt int64
-	keep := b.keepCodewords.Load()
+	// rebuilt: the codewords OpenInitial rebuilds at once, restacked: the stacked matrices the
+	// openings stack again (commitments that do not keep theirs).
+	var rebuilt, restacked int64
+	keep := b.keepStacked.Load()
 	for i, c := range pk.PreprocessedCommit {
 		if c == nil {
 			continue
@@ -246,6 +247,9 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 			preCommits++
 			if dc, ok := c.(*Committed); !ok || dc.codeword == nil {
 				rebuilt += 4 * int64(R) * int64(w)
+			}
+			if dc, ok := c.(*Committed); !ok || !dc.qKept {
+				restacked += 4 * int64(H) * int64(w)
 			}
 		}
 	}
@@ -269,11 +273,12 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 		layers, scratch := merkleBytes(R, k)
 		t.hold(layers)
 		if keep {
-			t.hold(codeword)
+			t.hold(codeword + 4*int64(H)*int64(W)) // and Q
 			t.step("commit", scratch)
 		} else {
 			t.step("commit", scratch+codeword)
 			rebuilt += codeword
+			restacked += 4 * int64(H) * int64(W)
 		}
 		return W, nil
 	}
@@ -333,13 +338,14 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 
 	// Openings: the stacked reduction's q and W tables (and their folded halves) over every
 	// committed column, then WHIR.
-	// The stacked matrices of every opened commitment are stacked again from the traces for
-	// the stacked reduction, and again for WHIR's batching (Committed.acquireQ).
+	// The stacked matrices not kept are stacked again from the traces for the stacked
+	// reduction and left to WHIR's batching (Committed.acquireQ).
 	nx := int64(1) << p.NStack
-	qBytes := 4 * int64(H) * int64(cols)
-	t.step("stacking", qBytes+48*int64(cols)*nx+4*int64(kernels.StackedUniWidth(p.LSkip))*int64(kernels.StackedUniMaxRows(b.dev))*int64(commits))
+	t.hold(restacked)
+	t.step("stacking", 48*int64(cols)*nx+4*int64(kernels.StackedUniWidth(p.LSkip))*int64(kernels.StackedUniMaxRows(b.dev))*int64(commits))
 	t.hold(48 << m) // f and w, 2^m and 2^(m−1) Fp4 entries each
-	t.step("whir", qBytes)
+	t.step("whir", 0)
+	t.live -= restacked
 	t.hold(16 << max(m-k, 0))
 	lrs := m + p.LogBlowup
 	for i := range max(len(p.Whir.Rounds)-1, 0) {

@@ -50,7 +50,7 @@ func TestEstimateProofMemory(t *testing.T) {
 		{"mixture-64 test in pieces", preset("test", 0), testair.Mixture(64), false, true, ""},
 		{"mixture-64 test without its preprocessed AIR", preset("test", 0), testair.Mixture(64), false, false, "fibonacci-selector"},
 	}
-	// keep: the commitments keep their codewords (Backend.KeepCodewords) in a second run of the
+	// keep: the commitments keep their codewords (Backend.KeepStacked) in a second run of the
 	// cases with preprocessed or cached commitments besides the main one.
 	type run struct {
 		tc   int
@@ -82,7 +82,7 @@ func TestEstimateProofMemory(t *testing.T) {
 				}
 				t.Cleanup(be.Close)
 			}
-			be.KeepCodewords(r.keep)
+			be.KeepStacked(r.keep)
 			stages := be.Stages()
 			airs := make([]air.Air, len(tc.ins))
 			inputs := make([]stark.AirProvingInput, len(tc.ins))

@@ -36,8 +36,8 @@ type stackingProver struct {
 	be      *Backend
 	p       params.SystemParams
 	commits []*Committed
-	// qs are the commitments' stacked matrices, stacked from the traces for the prover and
-	// freed with it (Committed.acquireQ).
+	// qs are the commitments' stacked matrices, leased for the prover (Committed.acquireQ);
+	// its release leaves them to WHIR's batching.
 	qs     []*gpu.Array[kernels.Mont]
 	batch  *stark.StackingBatch
 	colOff []int // first table column of each commitment
@@ -291,7 +291,7 @@ func (sp *stackingProver) freeBuffers() {
 	sp.qt, sp.wt = [2]*gpu.Array[kernels.Mont4]{}, [2]*gpu.Array[kernels.Mont4]{}
 	for c, q := range sp.qs {
 		if q != nil {
-			sp.commits[c].releaseQ()
+			sp.commits[c].releaseQ(false)
 		}
 	}
 	sp.qs = nil

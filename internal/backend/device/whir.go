@@ -113,13 +113,14 @@ func (b *Backend) NewWhirProver(p params.SystemParams, commits []stark.Committed
 		if c.width == 0 {
 			continue
 		}
-		// Q stacked again from the traces for this pass only.
+		// Q: kept, left by the stacked reduction, or stacked again; the batching is its last
+		// use in the proof.
 		q, err := c.acquireQ(batch)
 		if err != nil {
 			return fail(err)
 		}
 		err = b.ntt.EncodeWhirBatch(batch, q, c.height, c.width, p.LSkip, wp.mu, off, wp.f[0], !first)
-		c.releaseQ()
+		c.releaseQ(true)
 		if err != nil {
 			return fail(err)
 		}

@@ -123,7 +123,7 @@ func whirCases(t *testing.T) []whirCase {
 // and counts the syncs of each call.
 func TestWhirProverMatchesCpuref(t *testing.T) {
 	for _, c := range whirCases(t) {
-		// keep: the commitments keep their codewords (Backend.KeepCodewords); else they keep Q
+		// keep: the commitments keep their codewords (Backend.KeepStacked); else they keep Q
 		// and the tree only, and OpenInitial rebuilds each codeword (driveWhir compares its
 		// openings with cpuref's) and frees it again.
 		for _, keep := range []bool{false, true} {
@@ -134,7 +134,7 @@ func TestWhirProverMatchesCpuref(t *testing.T) {
 
 func testWhirProver(t *testing.T, c whirCase, keep bool) {
 	be, dev := openHost(t)
-	be.KeepCodewords(keep)
+	be.KeepStacked(keep)
 	r := rand.New(rand.NewPCG(41, uint64(len(c.name))))
 	p := c.p
 	var dcs, rcs []stark.Committed
