@@ -96,7 +96,7 @@ failed, 5 device unavailable or out of memory, 130 interrupted (SIGINT/SIGTERM).
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&s.ConfigFile, "config", "", "config file (YAML: global flags in snake_case, a params section, per-command flags under commands: → NAME:)")
 	pf.StringVar(&s.Device, "device", "auto", "device: "+strings.Join(gpu.KindNames(), "|"))
-	pf.StringVar(&s.DeviceMemory, "device-memory", "", "use at most this much device memory, e.g. 12GiB (default: all the device has); a proof that would need more is refused before it starts")
+	pf.StringVar(&s.DeviceMemory, "device-memory", "", "use at most this much device memory, e.g. 12GiB (default: all the device has); a proof keeps less on the device to fit in it (slower), and one that would need more even so is refused before it starts")
 	pf.StringVar(&s.LogLevel, "log-level", "info", "log level: "+strings.Join(logLevels, "|"))
 	pf.StringVar(&s.LogFormat, "log-format", "console", "log format on stderr: console|json")
 	pf.BoolVarP(&s.Quiet, "quiet", "q", false, "no progress display on stderr, and log level warn unless --log-level is given")
