@@ -236,6 +236,8 @@ type backend struct {
 	major, minor int
 	cacheDir     string
 	log          zerolog.Logger
+	loadTime     time.Duration // the main module's cuModuleLoadData calls (loadModule)
+	rtcTime      time.Duration // loading NVRTC in loadModule (its version is in the cache keys)
 
 	funcs    map[string]C.CUfunction // by kernel name; "ID/name" for a built module's
 	smemSet  map[string]uint32       // dynamic shared memory limit raised per kernel
@@ -260,9 +262,11 @@ var _ driver.KernelLimiter = (*backend)(nil)
 // The module's NVRTC compile holds no lock of the package: a Prebuild (constraint code) runs
 // beside it, and backends opened at the same time compile the one source once (compileOnce).
 func Open(opts Options) (driver.Backend, error) {
+	t0 := time.Now()
 	if err := checkOrdinal(opts.Device); err != nil {
 		return nil, err
 	}
+	tInit := time.Since(t0)
 	b := &backend{funcs: map[string]C.CUfunction{}, smemSet: map[string]uint32{}, built: map[string]C.CUmodule{}}
 	if r := C.mp_cu_device_get(&b.dev, C.int(opts.Device)); r != 0 {
 		return nil, cuErr("cuDeviceGet", "", r)
@@ -314,9 +318,11 @@ func Open(opts Options) (driver.Backend, error) {
 	}
 	b.name = fmt.Sprintf("%s (sm_%d%d, CUDA %d.%d driver)", C.GoString(&nameBuf[0]), major, minor, drv/1000, drv%1000/10)
 
+	t1 := time.Now()
 	if r := C.mp_cu_primary_ctx_retain(&b.ctx, b.dev); r != 0 {
 		return nil, cuErr("cuDevicePrimaryCtxRetain", "", r)
 	}
+	tCtx := time.Since(t1)
 	if r := C.mp_cu_stream_create(b.ctx, &b.stream); r != 0 {
 		C.mp_cu_primary_ctx_release(b.dev)
 		return nil, cuErr("cuStreamCreate", "", r)
@@ -338,11 +344,16 @@ func Open(opts Options) (driver.Backend, error) {
 		dir = defaultCacheDir()
 	}
 	b.major, b.minor, b.cacheDir, b.log = int(major), int(minor), dir, opts.Logger
+	t2 := time.Now()
 	if err := b.loadModule(src, srcName, dir, major, minor); err != nil {
 		C.mp_cu_stream_destroy(b.ctx, b.stream)
 		C.mp_cu_primary_ctx_release(b.dev)
 		return nil, err
 	}
+	// Where a process's device opening goes (issue 24: a one-shot prove in ≤ 250 ms).
+	b.log.Debug().Dur("driver_init", tInit).Dur("context", tCtx).Dur("kernels", time.Since(t2)).
+		Dur("kernels_nvrtc_load", b.rtcTime).Dur("kernels_load", b.loadTime).Dur("total", time.Since(t0)).Bool("cache_hit", b.cacheHit).
+		Msg("CUDA device opened")
 	return b, nil
 }
 
@@ -360,10 +371,12 @@ func (b *backend) loadModule(src, srcName, dir string, major, minor int) error {
 		}
 		// no image for this architecture in the fatbin (and no PTX the driver can use): NVRTC
 	}
+	tRTC := time.Now()
 	target, cubin, _, err := rtcTarget(major, minor)
 	if err != nil {
 		return err
 	}
+	b.rtcTime = time.Since(tRTC)
 	b.target = target
 	opts := []string{"--gpu-architecture=" + target, "-std=c++17", "-default-device"}
 	parts, partOf := splitKernels(src, mainParts())
@@ -392,6 +405,8 @@ func (b *backend) loadModule(src, srcName, dir string, major, minor int) error {
 			}
 		}
 	}
+	tLoad := time.Now()
+	defer func() { b.loadTime = time.Since(tLoad) }()
 	for i, img := range images {
 		if img == nil {
 			continue

@@ -67,17 +67,25 @@ type compileJob struct {
 // one NVRTC program per host core (NVRTC is thread-safe), and each linked image is cached. Each
 // backend loads its own CUmodule of every image.
 func (b *backend) BuildModules(ms []driver.ModuleSource) ([]driver.ModuleBuild, error) {
+	t0 := time.Now()
 	target, cubin, fast, err := rtcTarget(b.major, b.minor)
 	if err != nil {
 		return nil, err
 	}
+	tRTC := time.Since(t0)
 	p, err := b.planModules(ms, target, fast, false)
 	if err != nil {
 		return nil, err
 	}
+	tPlan := time.Since(t0) - tRTC
 	if err := b.buildPlanned(ms, p, p.todo, target, fast, cubin, false); err != nil {
 		return nil, err
 	}
+	t1 := time.Now()
+	defer func() {
+		b.log.Debug().Int("modules", len(ms)).Int("built", len(p.todo)).Dur("nvrtc_load", tRTC).Dur("plan", tPlan).
+			Dur("load", time.Since(t1)).Dur("total", time.Since(t0)).Msg("CUDA modules built or loaded")
+	}()
 	for i, m := range ms {
 		mod, err := b.loadImage(p.images[i])
 		if err != nil && p.fromCache[i] {
