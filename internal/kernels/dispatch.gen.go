@@ -6,14 +6,17 @@ import "github.com/metalprove/metalprove/internal/gpu"
 
 // merkleRowParams is the value struct MerkleRowParams of the shaders: uint fields in declaration order.
 type merkleRowParams struct {
-	height   uint32
-	width    uint32
-	rowBegin uint32
-	rowEnd   uint32
+	height     uint32
+	width      uint32
+	rowBegin   uint32
+	rowEnd     uint32
+	logSlab    uint32
+	slabStride uint32
+	slabFirst  uint32
 }
 
 func (v merkleRowParams) arg() gpu.Arg {
-	return gpu.U32(v.height, v.width, v.rowBegin, v.rowEnd)
+	return gpu.U32(v.height, v.width, v.rowBegin, v.rowEnd, v.logSlab, v.slabStride, v.slabFirst)
 }
 
 // merkleCompressParams is the value struct MerkleCompressParams of the shaders: uint fields in declaration order.
@@ -658,27 +661,27 @@ func (v whirEqTablesParams) arg() gpu.Arg {
 	return gpu.U32(v.npts, v.logLo, v.logHi)
 }
 
-// dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:24).
+// dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:28).
 func dispatchMerkleHashRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, digests *gpu.Buffer, rc *gpu.Buffer, p merkleRowParams) *gpu.Batch {
 	return enc.Dispatch("merkle_hash_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(digests), gpu.Buf(rc), p.arg()})
 }
 
-// dispatchMerkleCompress encodes kernel merkle_compress (shaders/commit/merkle.metal:74).
+// dispatchMerkleCompress encodes kernel merkle_compress (shaders/commit/merkle.metal:80).
 func dispatchMerkleCompress(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, rc *gpu.Buffer, p merkleCompressParams) *gpu.Batch {
 	return enc.Dispatch("merkle_compress", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), gpu.Buf(rc), p.arg()})
 }
 
-// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/commit/merkle.metal:121).
+// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/commit/merkle.metal:127).
 func dispatchMerkleGatherRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, out *gpu.Buffer, p merkleGatherParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(out), p.arg()})
 }
 
-// dispatchMerkleGatherQueryRows encodes kernel merkle_gather_query_rows (shaders/commit/merkle.metal:149).
+// dispatchMerkleGatherQueryRows encodes kernel merkle_gather_query_rows (shaders/commit/merkle.metal:155).
 func dispatchMerkleGatherQueryRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, ys *gpu.Buffer, out *gpu.Buffer, p merkleGatherQueryRowsParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_query_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(ys), gpu.Buf(out), p.arg()})
 }
 
-// dispatchMerkleGatherPaths encodes kernel merkle_gather_paths (shaders/commit/merkle.metal:179).
+// dispatchMerkleGatherPaths encodes kernel merkle_gather_paths (shaders/commit/merkle.metal:185).
 func dispatchMerkleGatherPaths(enc *gpu.Batch, groups, tpg gpu.Dim3, layers *gpu.Buffer, ys *gpu.Buffer, out *gpu.Buffer, p merkleGatherPathsParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_paths", groups, tpg, []gpu.Arg{gpu.Buf(layers), gpu.Buf(ys), gpu.Buf(out), p.arg()})
 }

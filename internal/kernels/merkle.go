@@ -85,42 +85,42 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[Mont], heig
 		}
 		return a, err
 	}
-	// Leaves; with k = 0 they are layer 0.
-	leaves := t.layers
-	if logRowsPerQuery > 0 {
-		if leaves, err = scratch("merkle leaves", height); err != nil {
+	// Leaves; with k = 0 they are layer 0, hashed straight into it.
+	if logRowsPerQuery == 0 {
+		encodeHashRows(b, dev, matrix, t.layers, h.rc, height, width, height, logH, 0, 0)
+	} else {
+		// The query groups chunk by chunk of c consecutive group indices y (MerkleScratch): the
+		// 2^k slabs of c rows y0 + t·qs + [0, c) hashed into the leaf scratch, then the k group
+		// levels (qs = c there), the last into layer 0 at y0; the scratch reused by each chunk.
+		c := merkleChunk(qs, logRowsPerQuery)
+		logC := bits.TrailingZeros(uint(c))
+		leaves, err := scratch("merkle leaves", c<<logRowsPerQuery)
+		if err != nil {
 			return fail(err)
 		}
-	}
-	step := chunkItems(height, (width+7)/8)
-	for r := 0; r < height; r += step {
-		end := min(r+step, height)
-		g, tp := shapeFor(dev, "merkle_hash_rows", end-r)
-		dispatchMerkleHashRows(b, g, tp, matrix.Buffer, leaves.Buffer, h.rc.Buffer,
-			merkleRowParams{height: uint32(height), width: uint32(width), rowBegin: uint32(r), rowEnd: uint32(end)})
-	}
-	// The k group levels, ping-ponging between the leaves and one scratch buffer; the last
-	// level writes layer 0.
-	cur := leaves
-	var other *gpu.Array[MontDigest]
-	for lvl := 1; lvl <= logRowsPerQuery; lvl++ {
-		n := height >> lvl
-		var dst *gpu.Array[MontDigest]
-		switch {
-		case lvl == logRowsPerQuery:
-			dst = t.layers
-		case cur == leaves:
-			if other == nil {
-				if other, err = scratch("merkle group scratch", n); err != nil {
-					return fail(err)
-				}
+		var other *gpu.Array[MontDigest]
+		if logRowsPerQuery > 1 {
+			if other, err = scratch("merkle group scratch", c<<(logRowsPerQuery-1)); err != nil {
+				return fail(err)
 			}
-			dst = other
-		default:
-			dst = leaves
 		}
-		encodeCompress(b, dev, cur, dst, h.rc, n, qs, 0, 0)
-		cur = dst
+		for y0 := 0; y0 < qs; y0 += c {
+			encodeHashRows(b, dev, matrix, leaves, h.rc, height, width, c<<logRowsPerQuery, logC, qs, y0)
+			// The k group levels, ping-ponging between the leaves and the other scratch.
+			cur := leaves
+			for lvl := 1; lvl <= logRowsPerQuery; lvl++ {
+				n := c << (logRowsPerQuery - lvl)
+				dst, outOff := leaves, 0
+				switch {
+				case lvl == logRowsPerQuery:
+					dst, outOff = t.layers, y0
+				case cur == leaves:
+					dst = other
+				}
+				encodeCompress(b, dev, cur, dst, h.rc, n, c, 0, outOff)
+				cur = dst
+			}
+		}
 	}
 	for d := 1; d <= t.depth; d++ {
 		n := qs >> d
@@ -130,6 +130,52 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[Mont], heig
 		return fail(err)
 	}
 	return t, nil
+}
+
+// merkleScratchDigests caps the leaf scratch of a tree with query groups (digests; 32 MiB): a
+// larger tree hashes its leaves and compresses its group levels chunk by chunk of query groups
+// (keccakf-1024's codeword: 2^22 leaves in four chunks, 48 MiB of scratch instead of 201 MiB). A
+// variable for tests.
+var merkleScratchDigests = 1 << 20
+
+// merkleChunk is the number of consecutive query groups a chunk of EncodeMerkleTree takes: a
+// power of two dividing qs, at least MSL_LANES' 16 rows a slab (the host's lane groups), whose
+// 2^k leaves fit merkleScratchDigests.
+func merkleChunk(qs, logRPQ int) int {
+	c := qs
+	for c > 16 && c<<logRPQ > merkleScratchDigests {
+		c >>= 1
+	}
+	return c
+}
+
+// MerkleScratch returns the scratch digests EncodeMerkleTree takes for a tree of height rows with
+// 2^logRowsPerQuery rows per query group (the leaves and the group levels of a chunk), for the
+// memory estimate.
+func MerkleScratch(height, logRowsPerQuery int) (leaves, groups int) {
+	if logRowsPerQuery == 0 {
+		return 0, 0
+	}
+	c := merkleChunk(height>>logRowsPerQuery, logRowsPerQuery)
+	if logRowsPerQuery > 1 {
+		groups = c << (logRowsPerQuery - 1)
+	}
+	return c << logRowsPerQuery, groups
+}
+
+// encodeHashRows encodes the row hashes of items [0, n) of matrix into digests (item i: row
+// (i >> logSlab)·slabStride + slabFirst + i mod 2^logSlab; logSlab = log2 height, slabFirst 0:
+// row i), in dispatches of at most maxPermsPerDispatch permutations.
+func encodeHashRows(b *gpu.Batch, dev *gpu.Device, matrix *gpu.Array[Mont], digests *gpu.Array[MontDigest], rc *gpu.Array[Mont],
+	height, width, n, logSlab, slabStride, slabFirst int) {
+	step := chunkItems(n, (width+7)/8)
+	for r := 0; r < n; r += step {
+		end := min(r+step, n)
+		g, tp := shapeFor(dev, "merkle_hash_rows", end-r)
+		dispatchMerkleHashRows(b, g, tp, matrix.Buffer, digests.Buffer, rc.Buffer,
+			merkleRowParams{height: uint32(height), width: uint32(width), rowBegin: uint32(r), rowEnd: uint32(end),
+				logSlab: uint32(logSlab), slabStride: uint32(slabStride), slabFirst: uint32(slabFirst)})
+	}
 }
 
 // maxPermsPerDispatch bounds the Poseidon2 permutations of one Merkle dispatch: larger layers are

@@ -199,3 +199,48 @@ func TestMerkleOpenBatchValidates(t *testing.T) {
 		t.Errorf("empty opening did device work")
 	}
 }
+
+// A tree larger than the leaf scratch (merkleScratchDigests) is built chunk by chunk of query
+// groups: the same root, layers and openings as cpuref's, with at most the capped scratch, for
+// chunks of at least 16 rows a slab, one to 2^4 rows per query, and the unchunked case.
+func TestMerkleTreeInChunks(t *testing.T) {
+	defer func(old int) { merkleScratchDigests = old }(merkleScratchDigests)
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, c := range []struct{ logH, width, k, capDigests, chunks int }{
+		{10, 9, 4, 256, 4}, {12, 3, 2, 256, 16}, {9, 17, 1, 64, 8}, {8, 2, 3, 2048, 1}, {9, 8, 4, 16, 2},
+	} {
+		merkleScratchDigests = c.capDigests
+		qs := 1 << (c.logH - c.k)
+		if got := qs / merkleChunk(qs, c.k); got != c.chunks {
+			t.Fatalf("2^%d rows, k %d, cap %d: %d chunks, want %d", c.logH, c.k, c.capDigests, got, c.chunks)
+		}
+		tree, want := merkleCase(t, h, r, c.logH, c.width, c.k)
+		var scratch int
+		for _, b := range testDev.LiveBuffers() {
+			if b.Name == "merkle leaves" || b.Name == "merkle group scratch" {
+				scratch += b.Size
+			}
+		}
+		leaves, groups := MerkleScratch(1<<c.logH, c.k)
+		if scratch != 32*(leaves+groups) || (c.chunks > 1 && leaves > max(c.capDigests, 16<<c.k)) {
+			t.Errorf("2^%d×%d k %d: %d bytes of scratch, MerkleScratch says %d+%d digests (cap %d)", c.logH, c.width, c.k, scratch, leaves, groups, c.capDigests)
+		}
+		root, err := tree.Root()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if root != want.Root() {
+			t.Fatalf("2^%d×%d k %d in %d chunks: root differs from cpuref", c.logH, c.width, c.k, c.chunks)
+		}
+		ys := queryIndices(r, qs)
+		got, err := tree.OpenBatch(ys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkBatchOpening(t, tree, want, ys, got)
+	}
+}

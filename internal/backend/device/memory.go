@@ -107,17 +107,13 @@ func (m *nttModel) transform(t *memTally, height, width int) {
 }
 
 // merkleBytes returns the resident layers and the build scratch of kernels.EncodeMerkleTree over
-// rows rows with 2^k rows per query group.
+// rows rows with 2^k rows per query group (kernels.MerkleScratch: the leaf digests and group
+// levels of a chunk of query groups).
 func merkleBytes(rows, k int) (layers, scratch int64) {
 	qs := int64(rows >> k)
 	layers = 32 * (2*qs - 1)
-	if k > 0 {
-		scratch += 32 * int64(rows) // leaf digests
-	}
-	if k > 1 {
-		scratch += 32 * int64(rows/2) // group levels
-	}
-	return layers, scratch
+	leaves, groups := kernels.MerkleScratch(rows, k)
+	return layers, 32 * int64(leaves+groups)
 }
 
 // airShape is one present AIR of the proof.
@@ -357,12 +353,26 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 		t.step("whir", scratch)
 		if i == 0 {
 			t.step("whir", rebuilt) // round 0's openings, after the first folded commitment
+			t.hold(whirWeightBytes(p, m))
 		}
 		lrs--
 	}
 	t.step("whir", rebuilt)
 	t.est.Steps = t.steps
 	return t.est, nil
+}
+
+// whirWeightBytes bounds the buffers WHIR's AccumulateWeight keeps from round 0's openings on
+// (grown to the largest round's): per point of a round (its queries and an out-of-domain sample)
+// the two halves of its eq table over the d = m − k·(i+1) variables left, and the point itself.
+func whirWeightBytes(p params.SystemParams, m int) int64 {
+	var most int64
+	for i, r := range p.Whir.Rounds {
+		d := max(m-p.Whir.K*(i+1), 0)
+		npts := int64(r.NumQueries + 1)
+		most = max(most, 16*npts*(int64(1)<<(d/2)+int64(1)<<(d-d/2))+32*npts)
+	}
+	return most
 }
 
 // rowScratchBytes is the row scratch (slots, then registers and the pieces' scratch) of an

@@ -4,15 +4,15 @@ package driver
 
 // Kernels lists every kernel of shaders/<stage>/*.metal in file and declaration order.
 var Kernels = []KernelInfo{
-	{Name: "merkle_hash_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:24", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_hash_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:28", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "digests", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant MerkleRowParams&", Kind: ParamValue, Index: 3, ValueSize: 16},
+		{Name: "p", Type: "constant MerkleRowParams&", Kind: ParamValue, Index: 3, ValueSize: 28},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/commit/merkle.metal:74", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/commit/merkle.metal:80", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
@@ -20,14 +20,14 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:121", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:127", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant MerkleGatherParams&", Kind: ParamValue, Index: 2, ValueSize: 20},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_query_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:149", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_query_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:155", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -35,7 +35,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_paths", Family: "merkle", Pos: "shaders/commit/merkle.metal:179", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_paths", Family: "merkle", Pos: "shaders/commit/merkle.metal:185", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "layers", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},

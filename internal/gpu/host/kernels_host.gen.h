@@ -1121,13 +1121,17 @@ MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
 struct MerkleRowParams {
   uint height;     // rows (column length: the distance between two columns)
   uint width;      // columns, ≥ 1
-  uint row_begin;  // the rows hashed by this dispatch: [row_begin, row_end) (launchers split a
+  uint row_begin;  // the items hashed by this dispatch: [row_begin, row_end) (launchers split a
   uint row_end;    // large matrix into several dispatches, so that none runs for long)
+  uint log_slab;   // item i hashes row (i >> log_slab)·slab_stride + slab_first + (i mod 2^log_slab):
+  uint slab_stride;  // the slabs of 2^log_slab rows of one chunk of query groups (a tree built
+  uint slab_first;   // chunk by chunk); log_slab = log2(height), slab_first = 0: item i is row i
 };
 
-// digests[r] = hash_slice(m[0·height + r], m[1·height + r], …, m[(width−1)·height + r]) for
-// row_begin ≤ r < row_end: the padding-free sponge (rate 8, zero initial state, a partial last
-// block overwrites only its elements). Thread r reads element r of each column: neighbouring
+// digests[i] = hash_slice(m[0·height + r], m[1·height + r], …, m[(width−1)·height + r]) for
+// row_begin ≤ i < row_end and r the row of item i (above): the padding-free sponge (rate 8, zero
+// initial state, a partial last block overwrites only its elements). Lane groups never cross a
+// slab (slabs of at least MSL_LANES rows, row_begin a multiple of MSL_LANES). Thread r reads element r of each column: neighbouring
 // threads read neighbouring addresses, so the column-major reads coalesce. Lanes (prelude.h):
 // every MSL_LANES-th work item hashes the rows r0 .. r0+MSL_LANES (lane l: row r0 + l, skipped when
 // ≥ row_end), again reading neighbouring addresses; the grid stride, rounded up to whole lanes,
@@ -1143,9 +1147,11 @@ MSL_KERNEL void msl_kernel_merkle_hash_rows(MSL_DEVICE const uint* m            
   uint begin = p.row_begin;
   uint end = p.row_end;
   uint lstride = lane_stride(stride);
+  uint smask = (1u << p.log_slab) - 1u;
   uint s[P2_STATE];
-  for (uint r0 = begin + lane_first(gid, end - begin); r0 < end; r0 += lstride) {
-    uint nl = min(MSL_LANES, end - r0);
+  for (uint i0 = begin + lane_first(gid, end - begin); i0 < end; i0 += lstride) {
+    uint nl = min(MSL_LANES, end - i0);
+    uint r0 = (i0 >> p.log_slab) * p.slab_stride + p.slab_first + (i0 & smask);
     for (uint k = 0u; k < P2_STATE; k++) s[k] = 0u;
     for (uint c = 0u; c < width; c += P2_RATE) {
       uint nb = min(P2_RATE, width - c);
@@ -1163,7 +1169,7 @@ MSL_KERNEL void msl_kernel_merkle_hash_rows(MSL_DEVICE const uint* m            
       p2_permute(s, rc);
     }
     for (uint l = 0u; l < nl; l++) {
-      for (uint k = 0u; k < 8u; k++) digests[(r0 + l) * 8u + k] = s[k * MSL_LANES + l];
+      for (uint k = 0u; k < 8u; k++) digests[(i0 + l) * 8u + k] = s[k * MSL_LANES + l];
     }
   }
 }
