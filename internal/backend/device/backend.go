@@ -82,7 +82,7 @@ type Backend struct {
 // openings. Not kept (the lean plan, the default, as OpenVM's prover): it keeps only its Merkle
 // tree and the traces it was stacked from; the stacked reduction stacks Q again from the traces
 // (kept for WHIR's batching), and WHIR's round-0 openings rebuild the codeword. For keccakf-1024
-// the lean plan holds 1.06 GB less (Q 352 MB, the codeword 705 MB) and takes about 6 ms more on an
+// the lean plan holds 1.06 GB less (Q 352 MB, the codeword 705 MB) and takes about 5 ms more on an
 // H200. The prover keeps them when the proof fits the device's memory with them
 // (prover.Backend.CheckDeviceMemory); EstimateProofMemory follows the setting. Proofs are the
 // same either way.
