@@ -208,16 +208,38 @@ func EncodeMinPairs(b *gpu.Batch, dev *gpu.Device, in, out *gpu.Array[uint32], f
 // RowPieces is a program in pieces bound to one trace's public values for the rows kernels
 // (ProgramPieces.Bind, uploaded).
 type RowPieces struct {
-	Pieces                 *ProgramPieces
-	cp                     *gpu.Array[Mont]
-	table, slots           *gpu.Array[uint32] // descriptors: ProgramPieces.Bind
-	groups, tpg, slotWords int
-	regWords               int
+	Pieces       *ProgramPieces
+	cp           *gpu.Array[Mont]
+	table, slots *gpu.Array[uint32] // descriptors: ProgramPieces.Bind
+	RowPiecesPlan
+}
+
+// RowPiecesPlan is the check's dispatch of a program in pieces (rows_check_pieces: Groups groups
+// of TPG threads) and the thread scratch it needs (Montgomery values): the largest piece's slots
+// and registers per thread.
+type RowPiecesPlan struct {
+	Groups, TPG, SlotWords, RegWords int
+}
+
+// PlanRowPieces plans the check of pp's pieces on dev for runs of up to points rows: on GPUs
+// enough threads to fill the device twice over, in groups of up to 256; on the host one-thread
+// groups (barriers cost per work item).
+func PlanRowPieces(dev *gpu.Device, pp *ProgramPieces, points int) RowPiecesPlan {
+	var p RowPiecesPlan
+	items := points * pp.NumPieces()
+	if isHost(dev) {
+		p.TPG, p.Groups = 1, min(items, maxReduceGroups(dev))
+	} else {
+		p.TPG = groupSize(dev, "rows_check_pieces", gpuGroup)
+		p.Groups = min((items+p.TPG-1)/p.TPG, 8*max(dev.Limits().ComputeUnits, 1)*gpuGroup/p.TPG, 1<<16)
+	}
+	g := p.Groups * p.TPG
+	p.SlotWords, p.RegWords = g*max(pp.MaxSlots, 1), g*max(pp.MaxRegs, 1)
+	return p
 }
 
 // BindRowPieces uploads pp's buffers for these public values and plans the check's dispatch for
-// runs of up to points rows: on GPUs enough threads to fill the device twice over, in groups of up
-// to 256; on the host one-thread groups (barriers cost per work item).
+// runs of up to points rows (PlanRowPieces).
 func BindRowPieces(dev *gpu.Device, pp *ProgramPieces, public []field.Fp, points int) (*RowPieces, error) {
 	cp, table, slots, err := pp.Bind(public)
 	if err != nil {
@@ -233,23 +255,15 @@ func BindRowPieces(dev *gpu.Device, pp *ProgramPieces, public []field.Fp, points
 		rp.Free()
 		return nil, err
 	}
-	items := points * pp.NumPieces()
-	if isHost(dev) {
-		rp.tpg, rp.groups = 1, min(items, maxReduceGroups(dev))
-	} else {
-		rp.tpg = groupSize(dev, "rows_check_pieces", gpuGroup)
-		rp.groups = min((items+rp.tpg-1)/rp.tpg, 8*max(dev.Limits().ComputeUnits, 1)*gpuGroup/rp.tpg, 1<<16)
-	}
-	g := rp.groups * rp.tpg
-	rp.slotWords, rp.regWords = g*max(pp.MaxSlots, 1), g*max(pp.MaxRegs, 1)
+	rp.RowPiecesPlan = PlanRowPieces(dev, pp, points)
 	return rp, nil
 }
 
 // Scratch is the Montgomery values of the thread scratch EncodeCheckPieces needs: slots and registers.
-func (rp *RowPieces) Scratch() (slots, regs int) { return rp.slotWords, rp.regWords }
+func (rp *RowPieces) Scratch() (slots, regs int) { return rp.SlotWords, rp.RegWords }
 
 // PartialGroups is the number of pairs EncodeCheckPieces writes per run.
-func (rp *RowPieces) PartialGroups() int { return rp.groups }
+func (rp *RowPieces) PartialGroups() int { return rp.Groups }
 
 // Free releases the uploads (not the pieces).
 func (rp *RowPieces) Free() {
@@ -277,20 +291,20 @@ func (r RowRun) EncodeCheckPieces(b *gpu.Batch, dev *gpu.Device, rp *RowPieces, 
 	if rp == nil || rp.table == nil || rp.Pieces.Words == nil {
 		return fmt.Errorf("kernels: CheckPieces: no pieces")
 	}
-	if err := checkArray("CheckPieces", slots, rp.slotWords); err != nil {
+	if err := checkArray("CheckPieces", slots, rp.SlotWords); err != nil {
 		return err
 	}
-	if err := checkArray("CheckPieces", regs, rp.regWords); err != nil {
+	if err := checkArray("CheckPieces", regs, rp.RegWords); err != nil {
 		return err
 	}
-	if err := checkArray("CheckPieces", partials, 2*(outPair+rp.groups)); err != nil {
+	if err := checkArray("CheckPieces", partials, 2*(outPair+rp.Groups)); err != nil {
 		return err
 	}
 	pp := rp.Pieces
-	dispatchRowsCheckPieces(b, gpu.D1(uint32(rp.groups)), gpu.D1(uint32(rp.tpg)), pp.Words.Buffer, rp.cp.Buffer, rp.table.Buffer,
+	dispatchRowsCheckPieces(b, gpu.D1(uint32(rp.Groups)), gpu.D1(uint32(rp.TPG)), pp.Words.Buffer, rp.cp.Buffer, rp.table.Buffer,
 		rp.slots.Buffer, r.Slots.Buffer, slots.Buffer, regs.Buffer, partials.Buffer,
 		rowsPiecesParams{points: uint32(r.Points()), row0: uint32(r.Row0), height: uint32(r.Height),
 			selSlot: uint32(r.Prog.NumSlots - 3), outRow: uint32(outPair), npieces: uint32(pp.NumPieces()),
-			nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs)}, uint32(8*rp.tpg))
+			nslots: uint32(pp.MaxSlots), nregs: uint32(pp.MaxRegs)}, uint32(8*rp.TPG))
 	return b.Err()
 }

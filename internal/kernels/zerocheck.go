@@ -274,32 +274,8 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 	}
 
 	// Round 0: source columns.
-	var srcmap, cols []uint32
-	for q, pw := range pg.PartWidths {
-		for len(srcmap)/2%zcAlign != 0 {
-			srcmap, cols = append(srcmap, zcNone, zcNone), append(cols, 0)
-		}
-		run := zcRun{col0: len(cols)}
-		for c := 0; c < pw; c++ {
-			s := 2 * (pg.PartStart[q] + c)
-			loc, rot := zcNone, zcNone
-			if pg.Used[s] {
-				loc = uint32(s)
-			}
-			if pg.Used[s+1] {
-				rot = uint32(s + 1)
-			}
-			if loc == zcNone && rot == zcNone {
-				continue
-			}
-			srcmap, cols = append(srcmap, loc, rot), append(cols, uint32(c))
-		}
-		run.count = len(cols) - run.col0
-		z.srcRuns = append(z.srcRuns, run)
-	}
-	for len(cols)%zcAlign != 0 || len(cols) == 0 {
-		srcmap, cols = append(srcmap, zcNone, zcNone), append(cols, 0)
-	}
+	srcmap, cols, runs := zcSources(pg)
+	z.srcRuns = runs
 	z.ncols = len(cols)
 	z.srcmap = up("source slots", srcmap)
 	z.cols = up("source columns", cols)
@@ -349,6 +325,38 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 		return fail(err)
 	}
 	return z, nil
+}
+
+// zcSources returns round 0's source columns of pg: (local slot, rotated slot) per source
+// column (zcNone: not read), the part column of each, and each part's run, from a multiple of
+// zcAlign (so lane groups never straddle parts); at least zcAlign columns, a multiple of it.
+func zcSources(pg *constraints.Program) (srcmap, cols []uint32, runs []zcRun) {
+	for q, pw := range pg.PartWidths {
+		for len(srcmap)/2%zcAlign != 0 {
+			srcmap, cols = append(srcmap, zcNone, zcNone), append(cols, 0)
+		}
+		run := zcRun{col0: len(cols)}
+		for c := 0; c < pw; c++ {
+			s := 2 * (pg.PartStart[q] + c)
+			loc, rot := zcNone, zcNone
+			if pg.Used[s] {
+				loc = uint32(s)
+			}
+			if pg.Used[s+1] {
+				rot = uint32(s + 1)
+			}
+			if loc == zcNone && rot == zcNone {
+				continue
+			}
+			srcmap, cols = append(srcmap, loc, rot), append(cols, uint32(c))
+		}
+		run.count = len(cols) - run.col0
+		runs = append(runs, run)
+	}
+	for len(cols)%zcAlign != 0 || len(cols) == 0 {
+		srcmap, cols = append(srcmap, zcNone, zcNone), append(cols, 0)
+	}
+	return srcmap, cols, runs
 }
 
 // zcWeights is the weights buffer's content: the output weights, then the constant
@@ -653,91 +661,44 @@ type Zerocheck struct {
 }
 
 // NewZerocheck plans the dispatches of traces on dom (points: the evaluation points of the rounds
-// j ≥ 1, d + 1) and allocates the shared scratch.
+// j ≥ 1, d + 1) by their shapes (zerocheck_plan.go) and allocates the shared scratch.
 func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace, opts ZcOptions) (*Zerocheck, error) {
 	if dom == nil || points < 1 || points > 1<<10 {
 		return nil, fmt.Errorf("kernels: Zerocheck: %d points", points)
 	}
-	if opts.ScratchBytes <= 0 {
-		opts.ScratchBytes = 256 << 20
-	}
-	z := &Zerocheck{dev: dev, dom: dom, points: points, lanes: zcLanes(dev), opts: opts,
+	pl := newZcPlanner(dev, dom.LogN, dom.LogM, points, opts)
+	z := &Zerocheck{dev: dev, dom: dom, points: points, lanes: pl.lanes, opts: pl.opts,
 		uni: map[*ZcTrace]zcUniPlan{}, round: map[*ZcTrace]zcRoundPlan{}}
-	budget := opts.ScratchBytes / 4 // words
-	n := 1 << dom.LogN
-	L := z.lanes
-	var nSlots, nRegs, nPartials, nCoefs, nDeltas, nVals int
+	sc := ZcScratch{Mid: pl.mid()}
 	for _, t := range traces {
 		if t.logN != dom.LogN || t.logM != dom.LogM {
 			return nil, fmt.Errorf("kernels: Zerocheck: trace built for another domain")
 		}
-		// Round 0.
-		x := t.Blocks()
-		var up zcUniPlan
-		if t.pieces != nil && (opts.Pieces || !isHost(dev)) {
-			pp := t.pieces.pp
-			up = z.planUniPieces(t, budget)
-			if up.generated == nil {
-				nSlots = max(nSlots, up.threads*L*pp.MaxSlots)
-				nRegs = max(nRegs, up.threads*L*pp.MaxRegs)
-			}
-			nPartials = max(nPartials, 12*up.threads*L)
-			nVals = max(nVals, t.nslots*up.width)
-		} else {
-			var err error
-			if up, err = z.planUniWhole(t, budget); err != nil {
-				return nil, err
-			}
-			nSlots = max(nSlots, up.threads*up.unit*t.nslots)
-			nRegs = max(nRegs, up.threads*L*up.regs(t))
-			nPartials = max(nPartials, 12*up.threads*up.item)
+		up, rp, rounds, err := pl.plan(t.Shape(), &sc)
+		if err != nil {
+			return nil, err
+		}
+		if up.gen && up.pieces {
+			up.generated = t.pieces.pp.Generated
+		} else if up.gen {
+			up.whole = t.Prog.Generated
 		}
 		z.uni[t] = up
-		nCoefs = max(nCoefs, up.sliceBlocks*n*t.ncols)
-		nDeltas = max(nDeltas, up.sliceBlocks*t.ncols)
-
-		// Rounds j ≥ 1.
-		if t.NLift == 0 {
-			continue
+		if rounds {
+			z.round[t] = rp
 		}
-		rp := zcRoundPlan{}
-		units := (x/2*points + L - 1) / L // the first round's (pair, X) lane groups
-		if rs := t.roundPieces(); rs != nil {
-			z.planRoundPieces(&rp, rs.pp, units, points)
-			nPartials = max(nPartials, rp.pieceThreads*L*points*12)
-		}
-		if units < rp.pieceBelow {
-			z.round[t] = rp // every round runs the pieces: no scratch for the whole program
-			continue
-		}
-		if isHost(dev) {
-			rp.tpg = 1
-			rp.threads = min(8*max(dev.Limits().ComputeUnits, 1), units)
-		} else {
-			rp.tpg = groupSize(dev, "zc_round_eval", gpuGroup)
-			per := 4 * (t.nslots + t.Prog.NumRegs)
-			rp.threads = min(budget/max(per, 1), units)
-		}
-		if opts.RoundThreads > 0 {
-			rp.threads = opts.RoundThreads
-		}
-		rp.threads = max((rp.threads+rp.tpg-1)/rp.tpg*rp.tpg, rp.tpg)
-		nSlots = max(nSlots, rp.threads*L*4*t.nslots)
-		nRegs = max(nRegs, rp.threads*L*4*t.Prog.NumRegs)
-		nPartials = max(nPartials, rp.threads*L*points*12)
-		z.round[t] = rp
 	}
 	var err error
-	z.slots = allocZcScratch[Mont](dev, &err, "slots", nSlots)
-	z.regs = allocZcScratch[Mont](dev, &err, "registers", nRegs)
-	z.partials = allocZcScratch[uint32](dev, &err, "partials", nPartials)
-	if !isHost(dev) {
-		z.mid = allocZcScratch[uint32](dev, &err, "partial sums", SumRowsMidRows*max(12<<dom.LogM, 12*points))
+	z.slots = allocZcScratch[Mont](dev, &err, "slots", sc.Slots)
+	z.regs = allocZcScratch[Mont](dev, &err, "registers", sc.Regs)
+	z.partials = allocZcScratch[uint32](dev, &err, "partials", sc.Partials)
+	if sc.Mid > 0 {
+		z.mid = allocZcScratch[uint32](dev, &err, "partial sums", sc.Mid)
 	}
-	z.coefs = allocZcScratch[Mont](dev, &err, "coefficients", nCoefs)
-	z.deltas = allocZcScratch[Mont](dev, &err, "deltas", nDeltas)
-	if nVals > 0 {
-		z.vals = allocZcScratch[Mont](dev, &err, "slot values", nVals)
+	z.coefs = allocZcScratch[Mont](dev, &err, "coefficients", sc.Coefs)
+	z.deltas = allocZcScratch[Mont](dev, &err, "deltas", sc.Deltas)
+	if sc.Vals > 0 {
+		z.vals = allocZcScratch[Mont](dev, &err, "slot values", sc.Vals)
 	}
 	if err != nil {
 		z.Close()

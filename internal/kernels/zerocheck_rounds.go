@@ -25,13 +25,13 @@ type zcRoundPlan struct {
 // KiB; larger groups would not hold more threads per compute unit, whose memory is the limit.
 const zcRoundPieceMem = 48 << 10
 
-// planRoundPieces plans zc_round_pieces for a trace with pieces pp, whose first round has units
-// lane groups of points evaluation points. Registers live in threadgroup memory (16 bytes an Fp4
+// planRoundPieces plans zc_round_pieces for a trace with pieces ps, whose first round has units
+// lane groups. Registers live in threadgroup memory (16 bytes an Fp4
 // value a lane), which bounds the group; groups are as many as the compute units hold at once
 // (the first round's work items, (piece, lane group), go round-robin over them).
-func (z *Zerocheck) planRoundPieces(rp *zcRoundPlan, pp *ProgramPieces, units, points int) {
-	dev, L := z.dev, z.lanes
-	per := 16 * L * max(pp.MaxRegs, 1)
+func (pl zcPlanner) planRoundPieces(rp *zcRoundPlan, ps *ZcPiecesShape, units int) {
+	dev, L := pl.dev, pl.lanes
+	per := 16 * L * max(ps.MaxRegs, 1)
 	limit := 32 << 10
 	if m := dev.Limits().MaxThreadgroupMemory; m > 0 {
 		limit = m
@@ -41,7 +41,7 @@ func (z *Zerocheck) planRoundPieces(rp *zcRoundPlan, pp *ProgramPieces, units, p
 		return // registers beyond a group's memory: the rounds run the whole program
 	}
 	switch {
-	case z.opts.Pieces:
+	case pl.opts.Pieces:
 		rp.pieceBelow = units + 1
 	case !isHost(dev):
 		// Fewer (pair, X) items than a few waves of threads: the whole program's serial walk per
@@ -57,10 +57,10 @@ func (z *Zerocheck) planRoundPieces(rp *zcRoundPlan, pp *ProgramPieces, units, p
 		tpg = groupSize(dev, "zc_round_pieces", min(tpg, gpuGroup))
 		groups = cus * max(limit/(tpg*per), 1)
 	}
-	items := zcUnitPad(min(units, rp.pieceBelow), tpg) * pp.NumPieces()
+	items := zcUnitPad(min(units, rp.pieceBelow), tpg) * ps.Count
 	groups = min(groups, (items+tpg-1)/tpg)
-	if z.opts.PieceThreads > 0 {
-		groups = (z.opts.PieceThreads + tpg - 1) / tpg
+	if pl.opts.PieceThreads > 0 {
+		groups = (pl.opts.PieceThreads + tpg - 1) / tpg
 	}
 	rp.pieceTpg, rp.pieceThreads, rp.pieceShBytes = tpg, max(groups, 1)*tpg, tpg*per
 }

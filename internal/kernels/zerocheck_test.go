@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/metalprove/metalprove/examples/keccakf"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/air"
@@ -269,6 +270,11 @@ func newZcDeviceOn(t *testing.T, dev *gpu.Device, ref *zcRef, logM, points int, 
 		t.Fatal(err)
 	}
 	t.Cleanup(tr.Free)
+	// The shape a memory estimate makes from the key alone, before any upload.
+	shape := ZcShapeOf(ref.pg, ref.logN, ref.logH)
+	if ref.whole != nil {
+		shape.UseWhole(ref.whole)
+	}
 	if ref.pieces != nil {
 		pp, err := UploadPieces(dev, "zerocheck test", ref.pieces)
 		if err != nil {
@@ -278,13 +284,42 @@ func newZcDeviceOn(t *testing.T, dev *gpu.Device, ref *zcRef, logM, points int, 
 		if err := tr.UsePieces(dev, pp, ref.public); err != nil {
 			t.Fatal(err)
 		}
+		ps := pp.Shape()
+		shape.Pieces = &ps
+	}
+	if got := tr.Shape(); !reflect.DeepEqual(got, shape) {
+		t.Fatalf("trace shape %+v, from the program %+v", got, shape)
 	}
 	zc, err := NewZerocheck(dev, dom, points, []*ZcTrace{tr}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(zc.Close)
+	// The scratch planned from the shape is the scratch allocated.
+	sc, err := ZerocheckScratch(dev, ref.logN, logM, points, []ZcShape{shape}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := zc.scratchBytes(); sc.Bytes() != got {
+		t.Fatalf("planned scratch %+v: %d bytes, allocated %d", sc, sc.Bytes(), got)
+	}
 	return &zcDevice{dom: dom, prog: prog, trace: tr, zc: zc}
+}
+
+// scratchBytes is the device memory of the zerocheck's scratch buffers.
+func (z *Zerocheck) scratchBytes() int64 {
+	var n int64
+	for _, a := range []*gpu.Array[Mont]{z.slots, z.regs, z.coefs, z.deltas, z.vals} {
+		if a != nil {
+			n += int64(a.Size())
+		}
+	}
+	for _, a := range []*gpu.Array[uint32]{z.partials, z.mid} {
+		if a != nil {
+			n += int64(a.Size())
+		}
+	}
+	return n
 }
 
 func logM(logN, d int) int {

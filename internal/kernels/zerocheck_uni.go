@@ -20,10 +20,12 @@ type zcUniPlan struct {
 	unit, item, threads, tpg, sliceBlocks int
 	coset, pieces                         bool
 	width                                 int
-	// generated: the pieces run as generated code (zc_uni_generated), without scratch.
+	// gen: round 0 runs generated code: the pieces' (zc_uni_generated, without scratch) or the
+	// whole program's (zc_uni_whole, without register scratch); NewZerocheck sets generated or
+	// whole to the trace's code.
+	gen       bool
 	generated *GeneratedPieces
-	// whole: the whole program runs as generated code (zc_uni_whole), without register scratch.
-	whole *GeneratedWhole
+	whole     *GeneratedWhole
 	// values: the dispatch of zc_uni_values (pieces).
 	values zcValuesPlan
 }
@@ -85,20 +87,18 @@ func encodeZcValues(b *gpu.Batch, dev *gpu.Device, vp zcValuesPlan, coefs, delta
 // few and its lanes already fill them.
 func ZcUsesPieces(dev *gpu.Device) bool { return !isHost(dev) }
 
-// planUniWhole plans round 0 of t by the whole program: slices of the coefficient pre-pass, and
-// threads that take one point (GPUs) or whole blocks (the host) per step.
-func (z *Zerocheck) planUniWhole(t *ZcTrace, budget int) (zcUniPlan, error) {
-	dev, opts, L := z.dev, z.opts, z.lanes
-	n, m, x := 1<<z.dom.LogN, 1<<z.dom.LogM, t.Blocks()
-	up := zcUniPlan{coset: isHost(dev) && !opts.PointMode}
-	if !opts.Interpreted {
-		up.whole = t.Prog.Generated
-	}
+// planUniWhole plans round 0 of a trace of shape sh by the whole program: slices of the
+// coefficient pre-pass, and threads that take one point (GPUs) or whole blocks (the host) per
+// step.
+func (pl zcPlanner) planUniWhole(sh ZcShape, budget int) (zcUniPlan, error) {
+	dev, opts, L := pl.dev, pl.opts, pl.lanes
+	n, m, x := 1<<pl.logN, 1<<pl.logM, 1<<sh.NLift
+	up := zcUniPlan{coset: isHost(dev) && !opts.PointMode, gen: sh.Whole && !opts.Interpreted}
 	up.unit = L
 	if up.coset {
 		up.unit = max(n, L)
 	}
-	perThread := up.unit*t.nslots + L*up.regs(t)
+	perThread := up.unit*sh.Slots + L*up.regs(sh.Regs)
 	align := 1
 	if isHost(dev) && !opts.UnitItems {
 		// A thread takes whole blocks (its partial rows cover every point class).
@@ -111,11 +111,8 @@ func (z *Zerocheck) planUniWhole(t *ZcTrace, budget int) (zcUniPlan, error) {
 		up.tpg = 1
 		if !isHost(dev) {
 			up.tpg = groupSize(dev, "zc_uni_eval", gpuGroup)
-			if up.whole != nil {
-				up.tpg = groupSize(dev, "", gpuGroup)
-				if l, w := up.whole.groupLimit(), max(dev.Limits().SIMDWidth, 1); l > 0 && l < up.tpg {
-					up.tpg = max(l/w*w, 1)
-				}
+			if up.gen {
+				up.tpg = generatedGroup(dev, sh.WholeGroup)
 			}
 		}
 		align = max(m/up.unit, up.tpg)
@@ -140,7 +137,7 @@ func (z *Zerocheck) planUniWhole(t *ZcTrace, budget int) (zcUniPlan, error) {
 	if isHost(dev) {
 		coefBudget = budget / 16
 	}
-	perBlock := (n + 1) * t.ncols
+	perBlock := (n + 1) * sh.Cols
 	sb := 1
 	for sb < x && 2*sb*perBlock <= coefBudget {
 		sb *= 2
@@ -155,48 +152,54 @@ func (z *Zerocheck) planUniWhole(t *ZcTrace, budget int) (zcUniPlan, error) {
 	return up, nil
 }
 
-// regs is the register scratch of round 0 by the whole program per lane: none for generated code.
-func (up zcUniPlan) regs(t *ZcTrace) int {
-	if up.whole != nil {
-		return 0
+// generatedGroup is the group of a generated round-0 kernel on a GPU: the device's group size,
+// within the kernel's own limit (limit 0: not known yet).
+func generatedGroup(dev *gpu.Device, limit int) int {
+	tpg := groupSize(dev, "", gpuGroup)
+	if w := max(dev.Limits().SIMDWidth, 1); limit > 0 && limit < tpg {
+		tpg = max(limit/w*w, 1)
 	}
-	return t.Prog.NumRegs
+	return tpg
 }
 
-// planUniPieces plans round 0 of t by its pieces: slices of as many blocks as the slot-value table
-// (every slot at every point of the slice) allows in budget words, and threads that fill the
-// device without more scratch than budget; G·lanes a multiple of M (the partial rows' classes).
-func (z *Zerocheck) planUniPieces(t *ZcTrace, budget int) zcUniPlan {
-	dev, L := z.dev, z.lanes
-	m, x := 1<<z.dom.LogM, t.Blocks()
-	pp := t.pieces.pp
-	width := func(sb int) int { return (sb*m + L - 1) / L * L }
-	up := zcUniPlan{pieces: true, tpg: 1, sliceBlocks: 1}
-	if !z.opts.Interpreted {
-		up.generated = pp.Generated
+// regs is the register scratch of round 0 by the whole program per lane: none for generated code.
+// numRegs: the program's registers.
+func (up zcUniPlan) regs(numRegs int) int {
+	if up.gen {
+		return 0
 	}
-	for up.sliceBlocks < x && t.nslots*width(2*up.sliceBlocks) <= budget {
+	return numRegs
+}
+
+// planUniPieces plans round 0 of a trace of shape sh by its pieces: slices of as many blocks as
+// the slot-value table (every slot at every point of the slice) allows in budget words, and
+// threads that fill the device without more scratch than budget; G·lanes a multiple of M (the
+// partial rows' classes).
+func (pl zcPlanner) planUniPieces(sh ZcShape, budget int) zcUniPlan {
+	dev, L := pl.dev, pl.lanes
+	m, x := 1<<pl.logM, 1<<sh.NLift
+	ps := sh.Pieces
+	width := func(sb int) int { return (sb*m + L - 1) / L * L }
+	up := zcUniPlan{pieces: true, tpg: 1, sliceBlocks: 1, gen: ps.Generated && !pl.opts.Interpreted}
+	for up.sliceBlocks < x && sh.Slots*width(2*up.sliceBlocks) <= budget {
 		up.sliceBlocks *= 2
 	}
-	if z.opts.SliceBlocks > 0 {
-		up.sliceBlocks = min(z.opts.SliceBlocks, x)
+	if pl.opts.SliceBlocks > 0 {
+		up.sliceBlocks = min(pl.opts.SliceBlocks, x)
 	}
 	up.width = width(up.sliceBlocks)
-	up.values = planZcValues(dev, z.dom.LogN, z.dom.LogM)
-	per := L * (pp.MaxSlots + pp.MaxRegs)
-	if up.generated != nil {
+	up.values = planZcValues(dev, pl.logN, pl.logM)
+	per := L * (ps.MaxSlots + ps.MaxRegs)
+	if up.gen {
 		per = 0 // values in registers: no scratch
 	}
 	if !isHost(dev) {
 		up.tpg = groupSize(dev, "zc_uni_pieces", gpuGroup)
-		if up.generated != nil {
-			up.tpg = groupSize(dev, "", gpuGroup)
-			if l, w := up.generated.groupLimit(), max(dev.Limits().SIMDWidth, 1); l > 0 && l < up.tpg {
-				up.tpg = max(l/w*w, 1)
-			}
+		if up.gen {
+			up.tpg = generatedGroup(dev, ps.GroupLimit)
 		}
 	}
-	up.threads = up.width / L * pp.NumPieces()
+	up.threads = up.width / L * ps.Count
 	if per > 0 {
 		up.threads = min(budget/per, up.threads)
 	}
@@ -205,8 +208,8 @@ func (z *Zerocheck) planUniPieces(t *ZcTrace, budget int) zcUniPlan {
 	} else {
 		up.threads = min(up.threads, 8*gpuGroup*max(dev.Limits().ComputeUnits, 1))
 	}
-	if z.opts.UniThreads > 0 {
-		up.threads = z.opts.UniThreads
+	if pl.opts.UniThreads > 0 {
+		up.threads = pl.opts.UniThreads
 	}
 	align := max(up.tpg, m)
 	up.threads = max((up.threads+align-1)/align*align, align)
@@ -335,7 +338,7 @@ func (z *Zerocheck) EncodeUniRoundThen(b *gpu.Batch, t *ZcTrace, eq *gpu.Array[M
 		groups, tpg := gpu.D1(uint32(up.threads/up.tpg)), gpu.D1(uint32(up.tpg))
 		params := zcUniParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x), x0: uint32(x0),
 			sliceBlocks: uint32(sb), unit: uint32(up.unit), item: uint32(up.item), cosetMode: coset, ncols: uint32(t.ncols),
-			nslots: uint32(t.nslots), nregs: uint32(up.regs(t)), selFirst: t.selSlots[0], selLast: t.selSlots[1],
+			nslots: uint32(t.nslots), nregs: uint32(up.regs(t.Prog.NumRegs)), selFirst: t.selSlots[0], selLast: t.selSlots[1],
 			selTrans: t.selSlots[2], hasDen: uint32(b2u(t.hasDen)), nout: uint32(t.Prog.NumOutput), zero: zero,
 			eqOff: uint32(eqOff), wide: uint32(b2u(!z.opts.NoTranspose)), interleave: uint32(b2u(!isHost(dev))),
 			lanes: uint32(z.lanes)}

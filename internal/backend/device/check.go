@@ -80,13 +80,7 @@ func (b *Backend) FirstFailures(traces []*stark.AirInput) ([]int, error) {
 	if len(evals) == 0 {
 		return out, nil
 	}
-	sc, err := allocRowScratch(b.dev, evals, func(e *rowEval) int {
-		if e.pieces == nil {
-			return 0
-		}
-		s, _ := e.pieces.Scratch()
-		return s
-	})
+	sc, err := allocRowScratch(b.dev, evals, checkExtra)
 	if err != nil {
 		return nil, err
 	}
@@ -94,10 +88,7 @@ func (b *Backend) FirstFailures(traces []*stark.AirInput) ([]int, error) {
 	per := make([]int, len(evals)) // partial pairs per run
 	total := 0
 	for i, e := range evals {
-		per[i] = kernels.CheckPartialGroups(b.dev, e.points())
-		if e.pieces != nil {
-			per[i] = e.pieces.PartialGroups()
-		}
+		per[i] = e.checkGroups(b.dev)
 		total += per[i] * (e.height / e.points())
 	}
 	partials, err := gpu.AllocArray[uint32](b.dev, "check partials", 2*total)
@@ -140,6 +131,23 @@ func (b *Backend) FirstFailures(traces []*stark.AirInput) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkExtra is the check's scratch of e per run besides slots and registers: the pieces' slots.
+func checkExtra(e *rowEval) int {
+	if e.pieces == nil {
+		return 0
+	}
+	s, _ := e.pieces.Scratch()
+	return s
+}
+
+// checkGroups is the number of (row, output) pairs the check of one run of e writes.
+func (e *rowEval) checkGroups(dev *gpu.Device) int {
+	if e.pieces != nil {
+		return e.pieces.PartialGroups()
+	}
+	return kernels.CheckPartialGroups(dev, e.points())
 }
 
 // InteractionsBalance reports whether the interactions of traces (any order) balance, from their

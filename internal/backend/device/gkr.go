@@ -92,7 +92,7 @@ func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, 
 	tables := make([]kernels.GkrLeaves, len(plan))
 	for i, pt := range plan {
 		in := traces[pt.t]
-		e, err := b.newRowEval(in, constraints.Interactions, func(dp *kernels.Program) int { return dp.NumOutput })
+		e, err := b.newRowEval(in, constraints.Interactions, gkrPointExtra)
 		if err != nil {
 			return fail(fmt.Errorf("%w: %w", stark.ErrGkrInput, err))
 		}
@@ -126,7 +126,7 @@ func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, 
 	if g.sc, err = kernels.NewGkrSumcheck(b.dev); err != nil {
 		return fail(err)
 	}
-	if g.scratch, err = allocRowScratch(b.dev, g.evals, func(e *rowEval) int { return e.dp.NumOutput << e.logPoints }); err != nil {
+	if g.scratch, err = allocRowScratch(b.dev, g.evals, gkrExtra); err != nil {
 		return fail(err)
 	}
 
@@ -160,6 +160,14 @@ func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, 
 	}
 	return g, nil
 }
+
+// gkrPointExtra is the leaves' scratch per point besides slots and registers (the run length):
+// the program's outputs.
+func gkrPointExtra(dp *kernels.Program) int { return dp.NumOutput }
+
+// gkrExtra is the leaves' scratch of e per run besides slots and registers: its outputs at every
+// point.
+func gkrExtra(e *rowEval) int { return e.dp.NumOutput << e.logPoints }
 
 // planGkrLeaves groups the layout's blocks by trace and checks them as cpuref does, plus what
 // the leaf kernel assumes of a layout (stark.NewGkrLayout's): every interaction of a trace has one

@@ -11,16 +11,20 @@ package device
 //     openings Q from the stacked reduction to WHIR's batching and the codeword again at round
 //     0's openings), the NTT's twiddle tables and its scratch buffers (kernels.NTT keeps every
 //     scratch it outgrew);
-//   - per step, freed after it: the trace check's row scratch (kernels.RowPoints' budget), the
-//     Merkle leaf and group scratch of a tree being built, the GKR layers, the constraint
-//     sumcheck's tables and zerocheck scratch (kernels.NewZerocheck's plans), the stacked
-//     reduction's tables, WHIR's f and w tables, folded codewords and their trees.
+//   - per step, freed after it: the trace check's row scratch (the rowEval the check makes,
+//     planned without the trace) or its GKR leaves, the Merkle leaf and group scratch of a tree
+//     being built, the GKR layers, the constraint sumcheck's tables and zerocheck scratch
+//     (kernels.ZerocheckScratch: NewZerocheck's own plans, from the traces' shapes), the stacked
+//     reduction's tables, WHIR's f and w tables, folded codewords and their trees;
+//   - the check counts what a proof of the same shape before it left on the device (the NTT's
+//     tables and scratch, the constraint sumcheck's per-key data and eq tables): a later proof's
+//     check in the same process (bench) sees them.
 //
 // The largest of resident + step over the steps is the estimate. The terms mirror the
 // allocation code (commit.go, whir.go, stacking.go, gkr.go, constraints.go and the kernels they
 // call); TestEstimateProofMemory measures real peaks on the host device and requires the
-// estimate to stay above them and within 1.5× of them, so a change of an allocation pattern
-// shows there.
+// estimate to stay above them and within 1.3× of them (1.5× in pieces), so a change of an
+// allocation pattern shows there.
 
 import (
 	"fmt"
@@ -48,6 +52,8 @@ type MemoryEstimate struct {
 	InUse int64
 	// Steps is each step's estimated peak, in proof order.
 	Steps []StepMemory
+	// resident is the model's resident bytes at the end of the proof.
+	resident int64
 }
 
 // StepMemory is one step's estimated peak (bytes).
@@ -134,6 +140,12 @@ type airShape struct {
 // keygen and before the traces are loaded (loaded tells it they are: their bytes are then in
 // use already). The estimate counts the device memory in use now.
 func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p params.SystemParams, check, loaded bool) (MemoryEstimate, error) {
+	return b.estimateProof(pk, heights, p, check, loaded, nil)
+}
+
+// estimateProof is EstimateProofMemory with the NTT's model started from next when not nil (the
+// state a proof of the same shape leaves it in: the next proof's NTT holds nothing new).
+func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.SystemParams, check, loaded bool, next *nttModel) (MemoryEstimate, error) {
 	if pk == nil || pk.VK == nil || pk.VK.MVK == nil {
 		return MemoryEstimate{}, fmt.Errorf("backend/device: memory estimate without a key")
 	}
@@ -180,39 +192,48 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 	// GKR: the fraction layers, the eq tables and the leaves' row scratch (the trace check
 	// builds the same leaves to check the interactions' balance).
 	logHeights, nInter := make([]int, len(airs)), make([]int, len(airs))
-	var gkrRows, gkrBytes int64
+	var gkrRows rowBytes
+	var gkrBytes int64
 	for i, a := range airs {
 		logHeights[i], nInter[i] = a.logH, a.nInter
-		if a.nInter > 0 && a.prog != nil {
-			s, r, err := b.rowScratchBytes(a, constraints.Interactions, len(a.prog.Outputs))
+		if a.nInter > 0 {
+			r, _, err := b.rowScratchBytes(a, false)
 			if err != nil {
 				return MemoryEstimate{}, err
 			}
-			gkrRows = max(gkrRows, s+r)
+			gkrRows = gkrRows.max(r)
 		}
 	}
 	if layout, _, err := stark.NewGkrLayout(p.LSkip, logHeights, nInter); err == nil && layout.Total > 0 {
 		L := int64(layout.NumLayers())
-		gkrBytes = 4*kernels.GkrFractionWords*(2<<L-1) + 16<<L + gkrRows
+		gkrBytes = 4*kernels.GkrFractionWords*(2<<L-1) + 16<<L + gkrRows.slots + gkrRows.regs + gkrRows.extra
 	}
 
 	// Check: the row scratch of the largest evaluation (slots, registers and the pieces'
-	// scratch are each sized for the largest trace). Computed before the memory in use is read:
-	// splitting a program into pieces uploads them.
+	// scratch are each sized for the largest trace), every run's partial pairs and the result.
+	// Computed before the memory in use is read: splitting a program into pieces uploads them.
 	var checkBytes int64
 	if check {
-		var slots, regs int64
+		var rows rowBytes
+		evals := 0
 		for _, a := range airs {
-			if a.prog == nil || a.prog.NumConstraints == 0 {
-				continue
-			}
-			s, r, err := b.rowScratchBytes(a, constraints.Constraints, 0)
+			r, ok, err := b.rowScratchBytes(a, true)
 			if err != nil {
 				return MemoryEstimate{}, err
 			}
-			slots, regs = max(slots, s), max(regs, r)
+			if ok {
+				rows, evals = rows.max(r), evals+1
+				checkBytes += r.partials
+			}
 		}
-		checkBytes = slots + regs
+		checkBytes += rows.slots + rows.regs + rows.extra + 8*int64(evals)
+	}
+	// Constraints: the zerocheck's scratch, planned from the traces' shapes (which splits and
+	// uploads pieces too).
+	logM := bits.Len(uint(p.MaxConstraintDegree * ((1 << p.LSkip) - 1)))
+	zcScratch, err := b.zerocheckScratch(airs, p, logM)
+	if err != nil {
+		return MemoryEstimate{}, fmt.Errorf("backend/device: memory estimate: %w", err)
 	}
 
 	t := &memTally{}
@@ -223,6 +244,9 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 	}
 	H, R, k := 1<<m, 1<<(m+p.LogBlowup), p.Whir.K
 	ntt := &nttModel{be: b, logMax: -1}
+	if next != nil {
+		ntt = next
+	}
 	// The preprocessed commitments made at keygen (in use already) built the tables and scratch
 	// of their transforms.
 	// Those of the AIRs present are opened with the proof's own.
@@ -250,6 +274,10 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 		}
 	}
 
+	// A check before a later proof of the process finds what this one keeps (kept: the
+	// constraint sumcheck's per-key data; the NTT's tables and scratch): counted at the end.
+	checkLive := t.live
+	var kept int64
 	if check {
 		t.step("check", max(checkBytes, gkrBytes))
 	}
@@ -300,9 +328,9 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 
 	t.step("gkr", gkrBytes)
 
-	// Constraints: per trace its tables (and their folded half), the eq tables, and the
-	// zerocheck scratch planned for the largest trace.
-	var zcTables, zcScratch int64
+	// Constraints: per trace its tables (and their folded half), the eq tables (kept from one
+	// proof to the next, zcCache), and the zerocheck scratch (above).
+	var zcTables, zcEq int64
 	lifts := map[int]bool{}
 	for _, a := range airs {
 		if a.prog == nil {
@@ -320,17 +348,18 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 		}
 		if !lifts[nLift] {
 			lifts[nLift] = true
-			zcTables += 32 << nLift // eq tables of every round of this lift
+			zcEq += 32 << nLift // eq tables of every round of this lift
 		}
-		zcScratch = max(zcScratch, b.zerocheckBytes(a, p))
 		// The trace's maps, constants and piece bindings stay on the device after the first
 		// proof of the key (zcCache): in use already when kept, else allocated here and kept.
-		logM := bits.Len(uint(p.MaxConstraintDegree * ((1 << p.LSkip) - 1)))
 		if !b.zcKept(zcTraceKey{pg: a.prog, vk: a.vk, logH: a.logH, l: p.LSkip, logM: logM}) {
-			t.hold(b.zcKeyBytes(a, p, logM))
+			n := b.zcKeyBytes(a, p, logM)
+			t.hold(n)
+			kept += n
 		}
 	}
-	t.step("constraints", zcTables+zcScratch)
+	t.step("constraints", zcTables+zcEq+zcScratch)
+	kept += zcEq
 
 	// Openings: the stacked reduction's q and W tables (and their folded halves) over every
 	// committed column, then WHIR.
@@ -358,7 +387,20 @@ func (b *Backend) EstimateProofMemory(pk *stark.ProvingKey, heights []int, p par
 		lrs--
 	}
 	t.step("whir", rebuilt)
-	t.est.Steps = t.steps
+	if check && next == nil {
+		// What the NTT keeps for the process: the resident bytes this proof's model holds
+		// beyond those of the same model with the NTT started as this one ends.
+		seed := *ntt
+		again, err := b.estimateProof(pk, heights, p, false, loaded, &seed)
+		if err != nil {
+			return MemoryEstimate{}, err
+		}
+		saved := t.live
+		t.live = checkLive + kept + t.live - again.resident
+		t.step("check", max(checkBytes, gkrBytes))
+		t.live = saved
+	}
+	t.est.Steps, t.est.resident = t.steps, t.live
 	return t.est, nil
 }
 
@@ -375,26 +417,100 @@ func whirWeightBytes(p params.SystemParams, m int) int64 {
 	return most
 }
 
-// rowScratchBytes is the row scratch (slots, then registers and the pieces' scratch) of an
-// evaluation of a's program for outs on its rows with extra words per row besides slots and
-// registers: the run length is kernels.RowPoints'; in pieces (GPUs, long programs) the run is as
-// long as the slot values alone allow and the pieces' threads (kernels.BindRowPieces: at most
-// 8·256 per compute unit) hold the largest piece's slots and registers each. Splitting the
-// program uploads its pieces (once per key; the check and the proof use the same).
-func (b *Backend) rowScratchBytes(a airShape, outs constraints.Outputs, extra int) (slots, rest int64, err error) {
-	pg := a.prog
-	ns := pg.NumSlots()
-	if b.usePieces(pg) {
+// rowBytes is the row scratch of evaluations (bytes): allocRowScratch's slots, registers and
+// extra words (each the largest evaluation's), and the check's partial pairs.
+type rowBytes struct{ slots, regs, extra, partials int64 }
+
+func (r rowBytes) max(o rowBytes) rowBytes {
+	return rowBytes{max(r.slots, o.slots), max(r.regs, o.regs), max(r.extra, o.extra), max(r.partials, o.partials)}
+}
+
+// rowScratchBytes is the row scratch of a's evaluation by the trace check (check: its
+// constraints, in pieces where the backend runs them so; ok false: the check has nothing to
+// evaluate) or by the GKR leaves (its interactions): the rowEval the check or the leaves make,
+// planned without the trace. Splitting the program uploads its pieces (once per key; the check
+// and the proof use the same).
+func (b *Backend) rowScratchBytes(a airShape, check bool) (r rowBytes, ok bool, err error) {
+	if a.vk == nil || a.vk.DAG == nil {
+		return r, false, nil // the check and the leaves refuse it
+	}
+	outs := constraints.Interactions
+	if check {
+		outs = constraints.Constraints
+	}
+	pg, err := b.shared.compile(a.vk, outs)
+	if err != nil {
+		return r, false, err
+	}
+	if check && pg.NumConstraints == 0 {
+		return r, false, nil
+	}
+	e := &rowEval{prog: pg, height: a.height,
+		dp: &kernels.Program{NumSlots: pg.NumSlots(), NumRegs: pg.NumRegs, NumOutput: len(pg.Outputs)}}
+	extra := gkrExtra
+	switch {
+	case !check:
+		e.planRuns(b.dev, gkrPointExtra(e.dp))
+	case b.usePieces(pg):
 		pp, err := b.pieces(a.vk, outs, constraints.DevicePieces)
 		if err != nil {
-			return 0, 0, err
+			return r, false, err
 		}
-		T := kernels.RowPointsFor(b.dev, ns, a.height)
-		threads := int64(min(T*pp.NumPieces(), 8*256*max(b.dev.Limits().ComputeUnits, 1), 256<<16))
-		return 4 * int64(T) * int64(ns), 4*threads*int64(max(pp.MaxSlots, 1)+max(pp.MaxRegs, 1)) + 4*int64(T)*int64(extra), nil
+		e.pieces = &kernels.RowPieces{RowPiecesPlan: e.planPieces(b.dev, pp)}
+		extra = checkExtra
+	default:
+		e.planRuns(b.dev, 0)
+		extra = checkExtra
 	}
-	T := int64(kernels.RowPointsFor(b.dev, ns+max(pg.NumRegs, 1)+extra, a.height))
-	return 4 * T * int64(ns), 4 * T * int64(max(pg.NumRegs, 1)+extra), nil
+	s, g := e.scratch()
+	r = rowBytes{slots: 4 * int64(max(s, 1)), regs: 4 * int64(max(g, 1)), extra: 4 * int64(extra(e))}
+	if check {
+		r.partials = 8 * int64(e.checkGroups(b.dev)) * int64(e.height/e.points())
+	}
+	return r, true, nil
+}
+
+// zerocheckScratch is the scratch kernels.NewZerocheck allocates for the proof's traces: their
+// shapes as the constraint prover gives them (newTrace: the key's program, in pieces where the
+// backend runs it so, with the generated code it builds), planned by the zerocheck's own planners
+// (kernels.ZerocheckScratch). The pieces are split and uploaded here if they were not yet.
+func (b *Backend) zerocheckScratch(airs []airShape, p params.SystemParams, logM int) (int64, error) {
+	var shapes []kernels.ZcShape
+	for _, a := range airs {
+		if a.prog == nil {
+			continue
+		}
+		sh := kernels.ZcShapeOf(a.prog, p.LSkip, a.logH)
+		switch {
+		case b.usePieces(a.prog):
+			pp, err := b.pieces(a.vk, constraints.All, constraints.DevicePieces)
+			if err != nil {
+				return 0, err
+			}
+			rpp, err := b.pieces(a.vk, constraints.All, constraints.DeviceRoundPieces)
+			if err != nil {
+				return 0, err
+			}
+			ps, rs := pp.Shape(), rpp.Shape()
+			ps.Generated = ps.Generated || b.generates() // built by the first proof
+			sh.Pieces, sh.RoundPieces = &ps, &rs
+		case b.generatesWhole(a.prog):
+			sh.UseWhole(b.builtWhole(a.prog))
+		}
+		shapes = append(shapes, sh)
+	}
+	sc, err := kernels.ZerocheckScratch(b.dev, p.LSkip, logM, p.MaxConstraintDegree+1, shapes, b.zcOpts)
+	return sc.Bytes(), err
+}
+
+// builtWhole is p's generated whole-program code if it was built already (nil: not yet).
+func (b *Backend) builtWhole(p *constraints.Program) *kernels.GeneratedWhole {
+	b.progMu.Lock()
+	defer b.progMu.Unlock()
+	if dp := b.progs[p]; dp != nil {
+		return dp.Generated
+	}
+	return nil
 }
 
 // zcKeyBytes bounds the device data kernels.NewZcTrace and the piece bindings make for a's trace
@@ -423,64 +539,4 @@ func (b *Backend) zcKeyBytes(a airShape, p params.SystemParams, logM int) int64 
 	nLift := max(a.logH-p.LSkip, 0)
 	n += 2*(32<<nLift) + 48<<logM + 48*int64(p.MaxConstraintDegree+1) + 16<<p.LSkip
 	return n
-}
-
-// zerocheckBytes is the scratch kernels.NewZerocheck allocates for a's trace: on the host its
-// plans (round 0 whole-program threads by coset blocks, rounds j ≥ 1 by lane groups); on GPUs
-// each buffer's budget (kernels.ZcOptions.ScratchBytes, 256 MiB) or the trace's own size,
-// whichever is smaller.
-func (b *Backend) zerocheckBytes(a airShape, p params.SystemParams) int64 {
-	pg := a.prog
-	n := 1 << p.LSkip
-	points := p.MaxConstraintDegree + 1
-	logM := bits.Len(uint(p.MaxConstraintDegree * (n - 1)))
-	M := 1 << logM
-	nLift := max(a.logH-p.LSkip, 0)
-	x := 1 << nLift
-	nslots, regs := pg.NumSlots(), max(pg.NumRegs, 1)
-	// Source columns: each part's run aligned to 16.
-	ncols := 0
-	for _, w := range pg.PartWidths {
-		ncols = (ncols+15)/16*16 + w
-	}
-	ncols = max((ncols+15)/16*16, 16)
-	cu := max(b.dev.Limits().ComputeUnits, 1)
-	if b.dev.Limits().SIMDWidth <= 1 && !b.zcOpts.Pieces && !b.zcOpts.PointMode && !b.zcOpts.UnitItems { // the host device's plans
-		const lanes = 16
-		budget := (256 << 20) / 4
-		unit := max(n, lanes)
-		threads := 16 * cu
-		item := max(M, unit)
-		slots := threads * unit * nslots
-		regsW := threads * lanes * regs
-		partials := 12 * threads * item
-		perBlock := (n + 1) * ncols
-		sb := 1
-		for sb < x && 2*sb*perBlock <= budget/16 {
-			sb *= 2
-		}
-		for sb < x && sb*M < item {
-			sb *= 2
-		}
-		if nLift > 0 {
-			units := (x/2*points + lanes - 1) / lanes
-			rt := max(min(8*cu, units), 1)
-			slots = max(slots, rt*lanes*4*nslots)
-			regsW = max(regsW, rt*lanes*4*regs)
-			partials = max(partials, rt*lanes*points*12)
-		}
-		return 4 * int64(slots+regsW+partials+sb*n*ncols+sb*ncols)
-	}
-	// GPUs: each buffer at most its budget (slots and registers together: each plan's within it,
-	// the buffers the largest of the plans'), and at most what the whole trace could use: a
-	// thread per point of round 0 (x·M), a lane group per (pair, point) of round 1.
-	const capBytes = 256 << 20
-	pts := int64(x) * int64(M)
-	c := func(v int64) int64 { return min(v, capBytes) }
-	slotsRegs := min(4*pts*int64(nslots+regs)*int64(points), 2*capBytes)
-	partials := 4 * 12 * pts * int64(points)
-	coefs := c(4 * int64(x) * int64(n+1) * int64(ncols))
-	vals := c(4 * pts * int64(nslots))
-	mid := int64(4 * kernels.SumRowsMidRows * max(12*M, 12*points))
-	return slotsRegs + partials + coefs + vals + mid
 }

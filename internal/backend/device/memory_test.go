@@ -14,10 +14,10 @@ import (
 )
 
 // TestEstimateProofMemory proves statements on the host device and compares the estimate made
-// before each proof with the device's measured peaks: never below them (per step and overall),
-// and at most 1.5× the overall peak (plus 1 MiB: the estimate's allowance for small buffers,
-// which dominates proofs of a few hundred kB). Programs in pieces are the GPUs' plans, whose
-// scratch the estimate bounds by their budgets: on the host only the lower bound is checked.
+// before each proof with the device's measured peaks: never below them (per step and overall;
+// the check's also as a later proof's check sees it, after the first proof), and at most 1.3×
+// the overall peak (plus 1 MiB: the estimate's allowance for small buffers, which dominates
+// proofs of a few hundred kB; 1.5× for programs in pieces, the GPUs' plans).
 func TestEstimateProofMemory(t *testing.T) {
 	preset := func(name string, logH int) params.SystemParams {
 		p, _, err := params.Preset(name, logH)
@@ -123,6 +123,20 @@ func TestEstimateProofMemory(t *testing.T) {
 			if _, err := stark.Prove(pk, inputs, tc.p, stages, po); err != nil {
 				t.Fatal(err)
 			}
+			// The check of a later proof (as bench runs them): the traces loaded, what the
+			// first proof kept on the device (the NTT's tables and scratch, the constraint
+			// sumcheck's per-key data) in use.
+			traces, err := stark.LoadInputs(stages, pk, inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dev.ResetPeak()
+			if err := be.CheckTraces(pk, traces, 1); err != nil {
+				t.Fatal(err)
+			}
+			measured[stark.StageCheck] = max(measured[stark.StageCheck], dev.Stats().MemoryPeak)
+			peak = max(peak, measured[stark.StageCheck])
+			stark.FreeTraces(traces)
 			step := map[string]int64{}
 			for _, s := range est.Steps {
 				step[s.Step] = s.Peak
@@ -136,9 +150,16 @@ func TestEstimateProofMemory(t *testing.T) {
 				if step[s] < measured[s] {
 					t.Errorf("stage %s: estimated %d bytes, measured %d", s, step[s], measured[s])
 				}
+				t.Logf("%-11s estimated %11d measured %11d (×%.3f)", s, step[s], measured[s], float64(step[s])/float64(measured[s]))
 			}
-			if est.Peak < peak || float64(est.Peak) > 1.5*float64(peak)+(1<<20) && !tc.pieces {
-				t.Errorf("estimated peak %d bytes (%s), measured %d: ratio %.3f, want in [1, 1.5] (+1 MiB)", est.Peak, est.Step, peak, float64(est.Peak)/float64(peak))
+			// Programs in pieces: zcKeyBytes bounds their per-key data loosely (about 4× for
+			// mixture-64's short programs: 0.4 MB against 0.1), which shows in proofs of 1 MB.
+			ratio := 1.3
+			if tc.pieces {
+				ratio = 1.5
+			}
+			if est.Peak < peak || float64(est.Peak) > ratio*float64(peak)+(1<<20) {
+				t.Errorf("estimated peak %d bytes (%s), measured %d: ratio %.3f, want in [1, %.1f] (+1 MiB)", est.Peak, est.Step, peak, float64(est.Peak)/float64(peak), ratio)
 			}
 			t.Logf("estimated %d bytes at %s, measured %d (×%.3f)", est.Peak, est.Step, peak, float64(est.Peak)/float64(peak))
 		})

@@ -78,8 +78,21 @@ func (b *Backend) newRowEval(in *stark.AirInput, outs constraints.Outputs, extra
 	if e.cp, err = gpu.UploadArray(b.dev, "program constants and public values", words); err != nil {
 		return nil, err
 	}
-	e.logPoints = bits.TrailingZeros(uint(kernels.RowPoints(b.dev, dp, h, extra(dp))))
+	e.planRuns(b.dev, extra(dp))
 	return e, nil
+}
+
+// planRuns sets the run length for extra words of scratch per point besides slots and registers
+// (kernels.RowPoints).
+func (e *rowEval) planRuns(dev *gpu.Device, extra int) {
+	e.logPoints = bits.TrailingZeros(uint(kernels.RowPoints(dev, e.dp, e.height, extra)))
+}
+
+// planPieces sets the run length of an evaluation by pp's pieces (as long as the slot values
+// alone allow) and returns the pieces' plan for it.
+func (e *rowEval) planPieces(dev *gpu.Device, pp *kernels.ProgramPieces) kernels.RowPiecesPlan {
+	e.logPoints = bits.TrailingZeros(uint(kernels.RowPointsFor(dev, e.dp.NumSlots, e.height)))
+	return kernels.PlanRowPieces(dev, pp, e.points())
 }
 
 func (e *rowEval) free() {
@@ -100,7 +113,7 @@ func (e *rowEval) usePieces(b *Backend, in *stark.AirInput, outs constraints.Out
 	if err != nil {
 		return err
 	}
-	e.logPoints = bits.TrailingZeros(uint(kernels.RowPointsFor(b.dev, e.dp.NumSlots, e.height)))
+	e.planPieces(b.dev, pp)
 	e.pieces, err = kernels.BindRowPieces(b.dev, pp, in.Public, e.points())
 	return err
 }
