@@ -298,6 +298,17 @@ func (b *Buffer) Size() int { return b.size }
 
 // Alloc returns a zeroed buffer of size bytes called name.
 func (d *Device) Alloc(name string, size int) (*Buffer, error) {
+	return d.alloc(name, size, false)
+}
+
+// AllocUninit is Alloc without the zeroing where the backend can skip it
+// (driver.UninitAllocator): for a buffer the kernels write in full before they read it. Its
+// contents are unspecified (stale values of earlier buffers).
+func (d *Device) AllocUninit(name string, size int) (*Buffer, error) {
+	return d.alloc(name, size, true)
+}
+
+func (d *Device) alloc(name string, size int, uninit bool) (*Buffer, error) {
 	if size <= 0 {
 		return nil, &Error{Op: "alloc", Buffer: name, Err: fmt.Errorf("size %d must be positive", size)}
 	}
@@ -307,7 +318,13 @@ func (d *Device) Alloc(name string, size int) (*Buffer, error) {
 		return nil, &Error{Op: "alloc", Buffer: name, Err: fmt.Errorf("%w: %d bytes requested, %d in use of %d",
 			ErrOutOfMemory, size, d.stats.MemoryInUse, d.limits.MemoryBytes)}
 	}
-	raw, err := d.be.Alloc(size)
+	var raw driver.Buffer
+	var err error
+	if ua, ok := d.be.(driver.UninitAllocator); ok && uninit {
+		raw, err = ua.AllocUninit(size)
+	} else {
+		raw, err = d.be.Alloc(size)
+	}
 	if err != nil {
 		return nil, &Error{Op: "alloc", Buffer: name, Err: fmt.Errorf("%d bytes: %w", size, err)}
 	}

@@ -23,6 +23,17 @@ func AllocArray[T any](d *Device, name string, n int) (*Array[T], error) {
 	return &Array[T]{Buffer: b, n: n}, nil
 }
 
+// AllocArrayUninit allocates an array of n elements with unspecified contents
+// (Device.AllocUninit): for arrays the kernels write in full before they read them.
+func AllocArrayUninit[T any](d *Device, name string, n int) (*Array[T], error) {
+	var zero T
+	b, err := d.AllocUninit(name, n*int(unsafe.Sizeof(zero)))
+	if err != nil {
+		return nil, err
+	}
+	return &Array[T]{Buffer: b, n: n}, nil
+}
+
 // UploadArray allocates an array holding a copy of src.
 func UploadArray[T any](d *Device, name string, src []T) (*Array[T], error) {
 	a, err := AllocArray[T](d, name, len(src))

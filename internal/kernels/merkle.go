@@ -79,7 +79,7 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[Mont], heig
 		return nil, err
 	}
 	scratch := func(name string, n int) (*gpu.Array[MontDigest], error) {
-		a, err := gpu.AllocArray[MontDigest](dev, name, n)
+		a, err := gpu.AllocArrayUninit[MontDigest](dev, name, n) // written before each read
 		if err == nil {
 			t.scratch = append(t.scratch, a)
 		}

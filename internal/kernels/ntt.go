@@ -252,7 +252,7 @@ func (t *NTT) scratchOf(n int) (*gpu.Array[Mont], error) {
 	if t.scratch != nil && t.scratch.Len() >= n {
 		return t.scratch, nil
 	}
-	s, err := gpu.AllocArray[Mont](t.dev, "ntt scratch", n)
+	s, err := gpu.AllocArrayUninit[Mont](t.dev, "ntt scratch", n) // each pass writes what the next reads
 	if err != nil {
 		return nil, err
 	}
@@ -512,7 +512,7 @@ func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[Mont], height, width, lSk
 	if err := codewordLimit(height<<logBlowup, width); err != nil {
 		return nil, err
 	}
-	out, err := gpu.AllocArray[Mont](t.dev, name, (height*width)<<logBlowup)
+	out, err := gpu.AllocArrayUninit[Mont](t.dev, name, (height*width)<<logBlowup) // ntt_pad_columns writes it all
 	if err != nil {
 		return nil, err
 	}

@@ -280,7 +280,13 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 			return fail(err)
 		}
 	}
-	if codeword, err = gpu.AllocArray[kernels.Mont](b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup); err != nil {
+	// The fast plan's ntt_pad_columns writes every word of the codeword; the lean plan's
+	// stacking only the message rows, the rest must be zero.
+	alloc := gpu.AllocArray[kernels.Mont]
+	if keep {
+		alloc = gpu.AllocArrayUninit[kernels.Mont]
+	}
+	if codeword, err = alloc(b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup); err != nil {
 		return fail(err)
 	}
 	if keep {

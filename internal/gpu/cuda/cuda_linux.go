@@ -586,14 +586,23 @@ func (b *backend) FreeMemory() (uint64, error) {
 	return n, nil
 }
 
-func (b *backend) Alloc(size int) (driver.Buffer, error) {
+func (b *backend) Alloc(size int) (driver.Buffer, error) { return b.alloc(size, true) }
+
+// AllocUninit implements driver.UninitAllocator: no memset after the allocation.
+func (b *backend) AllocUninit(size int) (driver.Buffer, error) { return b.alloc(size, false) }
+
+func (b *backend) alloc(size int, zero bool) (driver.Buffer, error) {
+	z := C.int(0)
+	if zero {
+		z = 1
+	}
 	if size < 1 {
 		return nil, fmt.Errorf("size %d must be positive", size)
 	}
 	var p C.CUdeviceptr
 	var stage C.int
 	if b.usePool {
-		if r := C.mp_cu_alloc_async_zeroed(b.ctx, b.stream, &p, C.size_t(size), &stage); r != 0 {
+		if r := C.mp_cu_alloc_async_zeroed(b.ctx, b.stream, &p, C.size_t(size), z, &stage); r != 0 {
 			op := "cuMemAllocAsync"
 			if stage == 1 {
 				op = "cuMemsetD8Async"
@@ -602,7 +611,7 @@ func (b *backend) Alloc(size int) (driver.Buffer, error) {
 		}
 		return &buffer{ptr: p, size: size}, nil
 	}
-	if r := C.mp_cu_alloc_zeroed(b.ctx, &p, C.size_t(size), &stage); r != 0 {
+	if r := C.mp_cu_alloc_zeroed(b.ctx, &p, C.size_t(size), z, &stage); r != 0 {
 		op := "cuMemAlloc"
 		if stage == 1 {
 			op = "cuMemsetD8"

@@ -275,11 +275,11 @@ CUresult mp_cu_func_attr(CUcontext ctx, int* v, int attr, CUfunction f) {
   CTX(ctx);
   return cu.cuFuncGetAttribute(v, attr, f);
 }
-CUresult mp_cu_alloc_zeroed(CUcontext ctx, CUdeviceptr* p, size_t n, int* stage) {
+CUresult mp_cu_alloc_zeroed(CUcontext ctx, CUdeviceptr* p, size_t n, int zero, int* stage) {
   *stage = 0;
   CTX(ctx);
   CUresult r = cu.cuMemAlloc(p, n);
-  if (r != MP_CUDA_SUCCESS) return r;
+  if (r != MP_CUDA_SUCCESS || !zero) return r;
   *stage = 1;
   r = cu.cuMemsetD8(*p, 0, n);
   if (r != MP_CUDA_SUCCESS) {
@@ -318,11 +318,11 @@ CUresult mp_cu_pool_trim(CUcontext ctx, CUmemoryPool pool) {
   CTX(ctx);
   return cu.cuMemPoolTrimTo(pool, 0);
 }
-CUresult mp_cu_alloc_async_zeroed(CUcontext ctx, CUstream s, CUdeviceptr* p, size_t n, int* stage) {
+CUresult mp_cu_alloc_async_zeroed(CUcontext ctx, CUstream s, CUdeviceptr* p, size_t n, int zero, int* stage) {
   *stage = 0;
   CTX(ctx);
   CUresult r = cu.cuMemAllocAsync(p, n, s);
-  if (r != MP_CUDA_SUCCESS) return r;
+  if (r != MP_CUDA_SUCCESS || !zero) return r;
   *stage = 1;
   r = cu.cuMemsetD8Async(*p, 0, n, s);
   if (r != MP_CUDA_SUCCESS) {

@@ -87,7 +87,8 @@ CUresult mp_cu_module_unload(CUcontext ctx, CUmodule m);
 CUresult mp_cu_module_function(CUcontext ctx, CUfunction* f, CUmodule m, const char* name);
 CUresult mp_cu_func_max_dyn_smem(CUcontext ctx, CUfunction f, int bytes);
 CUresult mp_cu_func_attr(CUcontext ctx, int* v, int attr, CUfunction f);
-CUresult mp_cu_alloc_zeroed(CUcontext ctx, CUdeviceptr* p, size_t n, int* stage);
+// zero: clear the buffer after allocating it (0: leave its contents unspecified).
+CUresult mp_cu_alloc_zeroed(CUcontext ctx, CUdeviceptr* p, size_t n, int zero, int* stage);
 CUresult mp_cu_free(CUcontext ctx, CUdeviceptr p);
 // Stream-ordered allocation (driver API 11.2+; optional symbols): mp_cu_has_pools says whether
 // the driver has them; mp_cu_pool_setup takes the device's default pool and makes it keep freed
@@ -97,7 +98,7 @@ int mp_cu_has_pools(void);
 CUresult mp_cu_pool_setup(CUcontext ctx, CUdevice d, CUmemoryPool* pool);
 CUresult mp_cu_pool_unused(CUcontext ctx, CUmemoryPool pool, unsigned long long* bytes);
 CUresult mp_cu_pool_trim(CUcontext ctx, CUmemoryPool pool);
-CUresult mp_cu_alloc_async_zeroed(CUcontext ctx, CUstream s, CUdeviceptr* p, size_t n, int* stage);
+CUresult mp_cu_alloc_async_zeroed(CUcontext ctx, CUstream s, CUdeviceptr* p, size_t n, int zero, int* stage);
 CUresult mp_cu_free_async(CUcontext ctx, CUstream s, CUdeviceptr p);
 // Pinned host memory and events (optional symbols), for uploads staged through pinned buffers:
 // the driver copies pageable memory at a fraction of the bus's rate.

@@ -150,6 +150,14 @@ type Backend interface {
 	Close() error
 }
 
+// UninitAllocator is implemented by backends that can allocate without zeroing: for buffers
+// the kernels write in full before they read them (scratch, outputs), so that neither the
+// device nor the host spends time clearing them. A backend without it zeroes (Backend.Alloc).
+type UninitAllocator interface {
+	// AllocUninit returns a buffer of size bytes (size ≥ 1) with unspecified contents.
+	AllocUninit(size int) (Buffer, error)
+}
+
 // CheckRange reports an error when the n bytes from offset do not lie inside a buffer of size
 // bytes. Package gpu checks every range before a backend sees it; backends check again so that
 // they stay safe when used directly.
