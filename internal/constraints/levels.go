@@ -59,7 +59,7 @@ func ScheduleLevels(p *Program) (*LevelCode, error) {
 		def[r] = -1
 	}
 	level := make([]int, n)
-	emit := make([]int, n)  // the output each instruction emits (NoEmit: none)
+	emit := make([]int, n)   // the output each instruction emits (NoEmit: none)
 	fused := make([]bool, n) // an emit fused into the instruction that computes its operand
 	dep := make([][2]int, n) // the instructions whose results A and B are (−1: not a register)
 	for i, in := range p.Code {
