@@ -245,6 +245,81 @@ func UploadPieces(dev *gpu.Device, name string, pieces []*constraints.Program) (
 	return pp, nil
 }
 
+// LevelWords returns the pieces' code level-scheduled (constraints.ScheduleLevels), in the words
+// zc_round_levels reads: first one word per piece, the offset of its level code; then per piece
+// a header (levels, slots, constants, instructions), the level starts (levels + 1 instruction
+// indices), and 3 words per instruction: op<<24 | the output it emits (zcLevelNoEmit: none),
+// operands A and B. Operands are registers (slot l of the piece's own slot list: register l;
+// instruction i's result: register slots + i), constants and public values (the piece's cp, as
+// for its program words). A piece gets one level at least (an empty one, when it has no code).
+// regs is the most registers of a piece: its slots and instructions.
+func (pp *ProgramPieces) LevelWords() (words []uint32, regs int, err error) {
+	n := len(pp.programs)
+	words = make([]uint32, n, n+4*n)
+	for k, p := range pp.programs {
+		lc, err := constraints.ScheduleLevels(p)
+		if err != nil {
+			return nil, 0, fmt.Errorf("kernels: pieces: piece %d: %w", k, err)
+		}
+		slots := pp.Slots[k]
+		local := make(map[int]uint32, len(slots))
+		for l, s := range slots {
+			local[s] = uint32(l)
+		}
+		ns := uint32(len(slots))
+		operand := func(o constraints.Operand) (uint32, error) {
+			switch o.Kind() {
+			case constraints.KindReg:
+				return uint32(constraints.KindReg) | (ns + uint32(o.Index())), nil
+			case constraints.KindSlot:
+				l, ok := local[o.Index()]
+				if !ok {
+					return 0, fmt.Errorf("kernels: pieces: piece %d reads slot %d, not in its slot list", k, o.Index())
+				}
+				return uint32(constraints.KindReg) | l, nil
+			}
+			return uint32(o), nil
+		}
+		start := lc.Start
+		if len(start) == 1 {
+			start = []int{0, 0}
+		}
+		words[k] = uint32(len(words))
+		words = append(words, uint32(len(start)-1), ns, uint32(len(p.Consts)), uint32(len(lc.Code)))
+		for _, x := range start {
+			words = append(words, uint32(x))
+		}
+		for _, in := range lc.Code {
+			out := uint32(zcLevelNoEmit)
+			if in.Emit != constraints.NoEmit {
+				if in.Emit >= zcLevelNoEmit {
+					return nil, 0, fmt.Errorf("kernels: pieces: piece %d emits output %d", k, in.Emit)
+				}
+				out = uint32(in.Emit)
+			}
+			a, err := operand(in.A)
+			if err != nil {
+				return nil, 0, err
+			}
+			var b uint32
+			if in.Op != constraints.OpNeg && in.Op != constraints.OpEmit {
+				if b, err = operand(in.B); err != nil {
+					return nil, 0, err
+				}
+			}
+			words = append(words, uint32(in.Op)<<24|out, a, b)
+		}
+		regs = max(regs, len(slots)+len(lc.Code))
+	}
+	if len(words) >= maxElems {
+		return nil, 0, fmt.Errorf("kernels: pieces: %d words of level code", len(words))
+	}
+	return words, regs, nil
+}
+
+// zcLevelNoEmit is ZC_LEVEL_NO_EMIT of zerocheck.metal: an instruction that emits nothing.
+const zcLevelNoEmit = 0xffffff
+
 // NumPieces is the number of pieces.
 func (pp *ProgramPieces) NumPieces() int { return len(pp.WordOff) }
 

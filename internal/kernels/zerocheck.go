@@ -184,6 +184,26 @@ type zcPieceSet struct {
 	pp                 *ProgramPieces
 	cp                 *gpu.Array[Mont]
 	table, used, slots *gpu.Array[uint32]
+	// levels is the pieces' level code (ProgramPieces.LevelWords), uploaded when a plan first runs
+	// rounds level-scheduled (useLevels); levelRegs its most registers of a piece.
+	levels    *gpu.Array[uint32]
+	levelRegs int
+}
+
+// useLevels uploads the pieces' level code unless it is there already.
+func (s *zcPieceSet) useLevels(dev *gpu.Device) error {
+	if s.levels != nil {
+		return nil
+	}
+	words, regs, err := s.pp.LevelWords()
+	if err != nil {
+		return err
+	}
+	if s.levels, err = gpu.UploadArray(dev, "zerocheck piece levels", words); err != nil {
+		return err
+	}
+	s.levelRegs = regs
+	return nil
 }
 
 func (s *zcPieceSet) free() {
@@ -193,7 +213,7 @@ func (s *zcPieceSet) free() {
 	if s.cp != nil {
 		s.cp.Free()
 	}
-	for _, a := range []*gpu.Array[uint32]{s.table, s.used, s.slots} {
+	for _, a := range []*gpu.Array[uint32]{s.table, s.used, s.slots, s.levels} {
 		if a != nil {
 			a.Free()
 		}
@@ -420,14 +440,14 @@ func (z *ZcTrace) Detach() {
 }
 
 // Bytes is the device memory the trace's own buffers take (its maps, constants, weights and
-// bound piece sets; not the parts, the program or its pieces).
+// bound piece sets with their level code; not the parts, the program or its pieces).
 func (z *ZcTrace) Bytes() int64 {
 	var n int64
 	arrs := []*gpu.Array[uint32]{z.srcmap, z.cols, z.sel, z.used}
 	arrs = append(arrs, z.colmaps...)
 	for _, s := range []*zcPieceSet{z.pieces, z.rpieces} {
 		if s != nil {
-			arrs = append(arrs, s.table, s.used, s.slots)
+			arrs = append(arrs, s.table, s.used, s.slots, s.levels)
 			if s.cp != nil {
 				n += int64(s.cp.Size())
 			}
@@ -620,6 +640,14 @@ type ZcOptions struct {
 	// PieceThreads: the threads of the rounds' dispatches (0: chosen per device).
 	Pieces       bool
 	PieceThreads int
+	// Levels: every round that runs pieces runs them level-scheduled (zc_round_levels; by default
+	// only GPUs do, in the rounds with fewer lane groups a piece than LevelBelow); NoLevels:
+	// none does. LevelThreads: the threads that share a lane group's point (0: chosen per device;
+	// a power of two). LevelBelow: the rounds with fewer lane groups a piece than this run level-
+	// scheduled on GPUs (0: chosen per device).
+	Levels, NoLevels bool
+	LevelThreads     int
+	LevelBelow       int
 	// Interpreted: round 0 runs the interpreter (zc_uni_pieces, zc_uni_eval) even for pieces or
 	// programs with generated code (ProgramPieces.UseGenerated, Program.UseGenerated), to compare
 	// the two.
@@ -705,6 +733,12 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		if rs := t.roundPieces(); rs != nil {
 			z.planRoundPieces(&rp, rs.pp, units, points)
 			nPartials = max(nPartials, rp.pieceThreads*L*points*12)
+			if rp.pieceThreads > 0 {
+				if err := z.planRoundLevels(&rp, rs, units); err != nil {
+					return nil, err
+				}
+				nPartials = max(nPartials, rp.levelRows*points*12)
+			}
 		}
 		if units < rp.pieceBelow {
 			z.round[t] = rp // every round runs the pieces: no scratch for the whole program

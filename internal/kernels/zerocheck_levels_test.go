@@ -1,0 +1,185 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/metalprove/metalprove/examples/keccakf"
+	"github.com/metalprove/metalprove/internal/constraints"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
+)
+
+// evalLevelWords runs piece k of LevelWords' words in Go over Fp4, as zc_round_levels does:
+// the piece's slots (its own slot list, values by the program's slot numbering) into registers
+// 0 .. nslots−1, then the instructions level by level; every register an operand reads must be
+// written at an earlier level. It returns the emitted (output → values) and fails on malformed
+// words.
+func evalLevelWords(t *testing.T, words []uint32, k int, pp *ProgramPieces, slots []field.Fp4, public []field.Fp) map[int][]field.Fp4 {
+	t.Helper()
+	lp := words[words[k]:]
+	nlev, ns, nconst, ncode := int(lp[0]), int(lp[1]), int(lp[2]), int(lp[3])
+	if ns != len(pp.Slots[k]) || nconst != len(pp.consts[k]) {
+		t.Fatalf("piece %d: header %v, want %d slots and %d constants", k, lp[:4], len(pp.Slots[k]), len(pp.consts[k]))
+	}
+	start := lp[4 : 4+nlev+1]
+	if nlev < 1 || start[0] != 0 || int(start[nlev]) != ncode {
+		t.Fatalf("piece %d: level starts %v for %d instructions", k, start, ncode)
+	}
+	code := lp[4+nlev+1 : 4+nlev+1+3*ncode]
+	regs := make([]field.Fp4, ns+ncode)
+	level := make([]int, ns+ncode) // the level a register is written at (slots: −1)
+	for l, s := range pp.Slots[k] {
+		regs[l], level[l] = slots[s], -1
+	}
+	out := map[int][]field.Fp4{}
+	for lv := range nlev {
+		if start[lv+1] < start[lv] {
+			t.Fatalf("piece %d: level starts %v", k, start)
+		}
+		for i := int(start[lv]); i < int(start[lv+1]); i++ {
+			w := code[3*i:]
+			op, emit := constraints.Op(w[0]>>24), int(w[0]&zcLevelNoEmit)
+			val := func(o uint32) field.Fp4 {
+				idx := int(o & (1<<30 - 1))
+				switch constraints.Operand(o).Kind() {
+				case constraints.KindReg:
+					if idx >= ns+i || level[idx] >= lv {
+						t.Fatalf("piece %d: instruction %d (level %d) reads register %d", k, i, lv, idx)
+					}
+					return regs[idx]
+				case constraints.KindConst:
+					return field.Fp4{pp.consts[k][idx]}
+				case constraints.KindPublic:
+					return field.Fp4{public[idx]}
+				}
+				t.Fatalf("piece %d: instruction %d has a slot operand", k, i)
+				return field.Fp4{}
+			}
+			var v field.Fp4
+			switch op {
+			case constraints.OpAdd:
+				v = val(w[1]).Add(val(w[2]))
+			case constraints.OpSub:
+				v = val(w[1]).Sub(val(w[2]))
+			case constraints.OpMul:
+				v = val(w[1]).Mul(val(w[2]))
+			case constraints.OpNeg:
+				v = val(w[1]).Neg()
+			case constraints.OpEmit:
+				out[emit] = append(out[emit], val(w[1]))
+				continue
+			default:
+				t.Fatalf("piece %d: instruction %d: op %d", k, i, op)
+			}
+			regs[ns+i], level[ns+i] = v, lv
+			if emit != zcLevelNoEmit {
+				out[emit] = append(out[emit], v)
+			}
+		}
+	}
+	return out
+}
+
+// TestLevelWords: every piece's level code (Keccak-f's rounds' pieces, and a small AIR's) emits
+// what the piece emits, to the same values, reading only registers of earlier levels; the most
+// registers is a piece's slots plus instructions.
+func TestLevelWords(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	airs := append(zcAirs(), keccakf.Air{})
+	for _, a := range airs[len(airs)-2:] {
+		pg, vk := compileProgram(t, a)
+		pieces := splitProgram(t, vk, constraints.DeviceRoundPieces)
+		pp, err := UploadPieces(testDev, "levels test", pieces)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pp.Free)
+		words, regs, err := pp.LevelWords()
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots := make([]field.Fp4, pg.NumSlots())
+		for s := range slots {
+			slots[s] = fieldrand.Fp4(r)
+		}
+		public := fieldrand.Fps(r, pg.NumPublic)
+		most := 0
+		for k, p := range pieces {
+			want := map[int][]field.Fp4{}
+			constraints.Eval(p, slots, public, func(x field.Fp) field.Fp4 { return field.Fp4{x} },
+				func(o int, v field.Fp4) { want[o] = append(want[o], v) }, nil)
+			got := evalLevelWords(t, words, k, pp, slots, public)
+			if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%s piece %d: level code emits %v, the piece %v", a.Name(), k, got, want)
+			}
+			lp := words[words[k]:]
+			most = max(most, int(lp[1]+lp[3]))
+		}
+		if regs != most {
+			t.Errorf("%s: %d registers, the largest piece has %d", a.Name(), regs, most)
+		}
+	}
+}
+
+// TestZerocheckRoundLevels: rounds j ≥ 1 run level-scheduled (zc_round_levels) equal the plain-Go
+// round for every test AIR in pieces, on the host device (one lane group a group, k threads on
+// it: k = 1 is the serial walk) and on the host posing as a GPU (groups of 32 threads, k of them a
+// lane group, several lane groups a group), down to one pair, with the constant denominator term.
+func TestZerocheckRoundLevels(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	gdev, lb := openLimitedWith(t, &limitedBackend{tgMemory: 1 << 20})
+	for _, c := range []struct {
+		logN, logH, logRows, points, pieces, k int
+		gpu                                    bool
+	}{
+		{2, 6, 4, 4, 3, 1, false}, {2, 6, 1, 4, 5, 2, false}, {2, 9, 7, 3, 2, 4, false}, {0, 6, 6, 4, 64, 1, false},
+		{2, 6, 4, 4, 3, 0, true}, {2, 6, 1, 4, 5, 8, true}, {2, 9, 7, 3, 2, 32, true}, {4, 8, 2, 4, 4, 1, true},
+	} {
+		for _, a := range zcAirs() {
+			pg, vk := compileProgram(t, a)
+			t.Run(fmt.Sprintf("%s/h%d/rows%d/p%d/pieces%d/k%d/gpu%v", a.Name(), c.logH, c.logRows, c.points, c.pieces, c.k, c.gpu), func(t *testing.T) {
+				ref := newZcRef(r, pg, c.logN, c.logH)
+				ref.pieces = splitProgram(t, vk, c.pieces)
+				dev, opts := testDev, ZcOptions{Pieces: true, Levels: true, LevelThreads: c.k}
+				if c.gpu {
+					dev, opts = gdev, ZcOptions{LevelThreads: c.k}
+				}
+				dv := newZcDeviceOn(t, dev, ref, logM(c.logN, 3), c.points, opts)
+				rp := dv.zc.round[dv.trace]
+				wantK := max(c.k, 1)
+				if c.gpu && c.k == 0 {
+					wantK = zcLevelThreads
+				}
+				if rp.levelBelow == 0 || rp.levelK != wantK || (c.gpu && rp.levelTpg != 32) || (!c.gpu && rp.levelTpg != wantK) {
+					t.Fatalf("round plan %+v: want levels, %d threads a lane group", rp, wantK)
+				}
+				checkZcRound(t, dev, r, ref, pg, dv, c.logRows, c.points)
+			})
+		}
+	}
+	if lb.largest["zc_round_levels"] != 32 || lb.largest["zc_round_pieces"] != 0 {
+		t.Errorf("kernels run on the GPU-shaped device: %v", lb.largest)
+	}
+}
+
+// TestZerocheckRoundLevelsKeccak: Keccak-f's rounds' pieces (up to 47 levels, 75 slots, emits
+// fused and not) level-scheduled on the host posing as a GPU with room for two lane groups' registers
+// a group, against the plain-Go round, and against zc_round_pieces on the same tables.
+func TestZerocheckRoundLevelsKeccak(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	pg, vk := compileProgram(t, keccakf.Air{})
+	dev, lb := openLimitedWith(t, &limitedBackend{tgMemory: 192 << 10})
+	ref := newZcRef(r, pg, 2, 6)
+	ref.pieces = splitProgram(t, vk, constraints.DeviceRoundPieces)
+	dv := newZcDeviceOn(t, dev, ref, logM(2, 3), 4, ZcOptions{})
+	if rp := dv.zc.round[dv.trace]; rp.levelK != zcLevelThreads || rp.levelTpg != 32 {
+		t.Fatalf("round plan %+v: want levels, %d threads a lane group in groups of 32", rp, zcLevelThreads)
+	}
+	checkZcRound(t, dev, r, ref, pg, dv, 4, 4)
+	checkZcRound(t, dev, r, ref, pg, dv, 1, 4)
+	if lb.largest["zc_round_levels"] != 32 {
+		t.Errorf("zc_round_levels did not run in groups of 32: %v", lb.largest)
+	}
+}
