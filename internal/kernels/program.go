@@ -245,21 +245,30 @@ func UploadPieces(dev *gpu.Device, name string, pieces []*constraints.Program) (
 	return pp, nil
 }
 
-// LevelWords returns the pieces' code level-scheduled (constraints.ScheduleLevels), in the words
-// zc_round_levels reads: first one word per piece, the offset of its level code; then per piece
-// a header (levels, slots, constants, instructions), the level starts (levels + 1 instruction
-// indices), and 3 words per instruction: op<<24 | the output it emits (zcLevelNoEmit: none),
-// operands A and B. Operands are registers (slot l of the piece's own slot list: register l;
-// instruction i's result: register slots + i), constants and public values (the piece's cp, as
-// for its program words). A piece gets one level at least (an empty one, when it has no code).
-// regs is the most registers of a piece: its slots and instructions.
-func (pp *ProgramPieces) LevelWords() (words []uint32, regs int, err error) {
+// LevelCode is the pieces' code level-scheduled (constraints.ScheduleLevels) in the words
+// zc_round_levels reads (ProgramPieces.LevelWords).
+type LevelCode struct {
+	// Words: first 3 words per piece, its block's first word, the block's length and the piece's
+	// constants; then the blocks: a header (levels, slots, constants, instructions), the level
+	// starts (levels + 1 instruction indices), and 3 words per instruction: op<<24 | the output
+	// it emits (zcLevelNoEmit: none), operands A and B. Operands are registers (slot l of the
+	// piece's own slot list: register l; instruction i's result: register slots + i), constants
+	// and public values (the piece's cp, as for its program words). A piece gets one level at
+	// least (an empty one, when it has no code).
+	Words []uint32
+	// Regs is the most registers of a piece (its slots and instructions), BlockWords the longest
+	// block, Consts the most constants of a piece.
+	Regs, BlockWords, Consts int
+}
+
+// LevelWords returns the pieces' level code.
+func (pp *ProgramPieces) LevelWords() (*LevelCode, error) {
 	n := len(pp.programs)
-	words = make([]uint32, n, n+4*n)
+	lc := &LevelCode{Words: make([]uint32, 3*n, 3*n+16*n)}
 	for k, p := range pp.programs {
-		lc, err := constraints.ScheduleLevels(p)
+		sc, err := constraints.ScheduleLevels(p)
 		if err != nil {
-			return nil, 0, fmt.Errorf("kernels: pieces: piece %d: %w", k, err)
+			return nil, fmt.Errorf("kernels: pieces: piece %d: %w", k, err)
 		}
 		slots := pp.Slots[k]
 		local := make(map[int]uint32, len(slots))
@@ -280,41 +289,45 @@ func (pp *ProgramPieces) LevelWords() (words []uint32, regs int, err error) {
 			}
 			return uint32(o), nil
 		}
-		start := lc.Start
+		start := sc.Start
 		if len(start) == 1 {
 			start = []int{0, 0}
 		}
-		words[k] = uint32(len(words))
-		words = append(words, uint32(len(start)-1), ns, uint32(len(p.Consts)), uint32(len(lc.Code)))
+		first := len(lc.Words)
+		lc.Words = append(lc.Words, uint32(len(start)-1), ns, uint32(len(p.Consts)), uint32(len(sc.Code)))
 		for _, x := range start {
-			words = append(words, uint32(x))
+			lc.Words = append(lc.Words, uint32(x))
 		}
-		for _, in := range lc.Code {
+		for _, in := range sc.Code {
 			out := uint32(zcLevelNoEmit)
 			if in.Emit != constraints.NoEmit {
 				if in.Emit >= zcLevelNoEmit {
-					return nil, 0, fmt.Errorf("kernels: pieces: piece %d emits output %d", k, in.Emit)
+					return nil, fmt.Errorf("kernels: pieces: piece %d emits output %d", k, in.Emit)
 				}
 				out = uint32(in.Emit)
 			}
 			a, err := operand(in.A)
 			if err != nil {
-				return nil, 0, err
+				return nil, err
 			}
 			var b uint32
 			if in.Op != constraints.OpNeg && in.Op != constraints.OpEmit {
 				if b, err = operand(in.B); err != nil {
-					return nil, 0, err
+					return nil, err
 				}
 			}
-			words = append(words, uint32(in.Op)<<24|out, a, b)
+			lc.Words = append(lc.Words, uint32(in.Op)<<24|out, a, b)
 		}
-		regs = max(regs, len(slots)+len(lc.Code))
+		words := len(lc.Words) - first
+		lc.Words[3*k], lc.Words[3*k+1], lc.Words[3*k+2] = uint32(first), uint32(words), uint32(len(p.Consts))
+		lc.Regs = max(lc.Regs, len(slots)+len(sc.Code))
+		lc.BlockWords = max(lc.BlockWords, words)
+		lc.Consts = max(lc.Consts, len(p.Consts))
 	}
-	if len(words) >= maxElems {
-		return nil, 0, fmt.Errorf("kernels: pieces: %d words of level code", len(words))
+	if len(lc.Words) >= maxElems {
+		return nil, fmt.Errorf("kernels: pieces: %d words of level code", len(lc.Words))
 	}
-	return words, regs, nil
+	return lc, nil
 }
 
 // zcLevelNoEmit is ZC_LEVEL_NO_EMIT of zerocheck.metal: an instruction that emits nothing.

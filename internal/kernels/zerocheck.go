@@ -185,9 +185,9 @@ type zcPieceSet struct {
 	cp                 *gpu.Array[Mont]
 	table, used, slots *gpu.Array[uint32]
 	// levels is the pieces' level code (ProgramPieces.LevelWords), uploaded when a plan first runs
-	// rounds level-scheduled (useLevels); levelRegs its most registers of a piece.
-	levels    *gpu.Array[uint32]
-	levelRegs int
+	// rounds level-scheduled (useLevels); lc its counts (Words dropped).
+	levels *gpu.Array[uint32]
+	lc     LevelCode
 }
 
 // useLevels uploads the pieces' level code unless it is there already.
@@ -195,14 +195,14 @@ func (s *zcPieceSet) useLevels(dev *gpu.Device) error {
 	if s.levels != nil {
 		return nil
 	}
-	words, regs, err := s.pp.LevelWords()
+	lc, err := s.pp.LevelWords()
 	if err != nil {
 		return err
 	}
-	if s.levels, err = gpu.UploadArray(dev, "zerocheck piece levels", words); err != nil {
+	if s.levels, err = gpu.UploadArray(dev, "zerocheck piece levels", lc.Words); err != nil {
 		return err
 	}
-	s.levelRegs = regs
+	s.lc, s.lc.Words = *lc, nil
 	return nil
 }
 
@@ -734,7 +734,7 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 			z.planRoundPieces(&rp, rs.pp, units, points)
 			nPartials = max(nPartials, rp.pieceThreads*L*points*12)
 			if rp.pieceThreads > 0 {
-				if err := z.planRoundLevels(&rp, rs, units); err != nil {
+				if err := z.planRoundLevels(&rp, rs, t.NLift); err != nil {
 					return nil, err
 				}
 				nPartials = max(nPartials, rp.levelRows*points*12)

@@ -18,10 +18,10 @@ import (
 // words.
 func evalLevelWords(t *testing.T, words []uint32, k int, pp *ProgramPieces, slots []field.Fp4, public []field.Fp) map[int][]field.Fp4 {
 	t.Helper()
-	lp := words[words[k]:]
+	lp := words[words[3*k] : words[3*k]+words[3*k+1]]
 	nlev, ns, nconst, ncode := int(lp[0]), int(lp[1]), int(lp[2]), int(lp[3])
-	if ns != len(pp.Slots[k]) || nconst != len(pp.consts[k]) {
-		t.Fatalf("piece %d: header %v, want %d slots and %d constants", k, lp[:4], len(pp.Slots[k]), len(pp.consts[k]))
+	if ns != len(pp.Slots[k]) || nconst != len(pp.consts[k]) || int(words[3*k+2]) != nconst || len(lp) != 4+nlev+1+3*ncode {
+		t.Fatalf("piece %d: header %v (%d words, %d constants), want %d slots and %d constants", k, lp[:4], len(lp), words[3*k+2], len(pp.Slots[k]), len(pp.consts[k]))
 	}
 	start := lp[4 : 4+nlev+1]
 	if nlev < 1 || start[0] != 0 || int(start[nlev]) != ncode {
@@ -96,16 +96,17 @@ func TestLevelWords(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(pp.Free)
-		words, regs, err := pp.LevelWords()
+		lc, err := pp.LevelWords()
 		if err != nil {
 			t.Fatal(err)
 		}
+		words := lc.Words
 		slots := make([]field.Fp4, pg.NumSlots())
 		for s := range slots {
 			slots[s] = fieldrand.Fp4(r)
 		}
 		public := fieldrand.Fps(r, pg.NumPublic)
-		most := 0
+		most, block, consts := 0, 0, 0
 		for k, p := range pieces {
 			want := map[int][]field.Fp4{}
 			constraints.Eval(p, slots, public, func(x field.Fp) field.Fp4 { return field.Fp4{x} },
@@ -114,11 +115,11 @@ func TestLevelWords(t *testing.T) {
 			if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("%s piece %d: level code emits %v, the piece %v", a.Name(), k, got, want)
 			}
-			lp := words[words[k]:]
-			most = max(most, int(lp[1]+lp[3]))
+			lp := words[words[3*k]:]
+			most, block, consts = max(most, int(lp[1]+lp[3])), max(block, int(words[3*k+1])), max(consts, len(p.Consts))
 		}
-		if regs != most {
-			t.Errorf("%s: %d registers, the largest piece has %d", a.Name(), regs, most)
+		if lc.Regs != most || lc.BlockWords != block || lc.Consts != consts {
+			t.Errorf("%s: counts %d, %d, %d; the pieces' %d registers, %d words, %d constants", a.Name(), lc.Regs, lc.BlockWords, lc.Consts, most, block, consts)
 		}
 	}
 }
@@ -148,9 +149,9 @@ func TestZerocheckRoundLevels(t *testing.T) {
 				}
 				dv := newZcDeviceOn(t, dev, ref, logM(c.logN, 3), c.points, opts)
 				rp := dv.zc.round[dv.trace]
-				wantK := max(c.k, 1)
-				if c.gpu && c.k == 0 {
-					wantK = zcLevelThreads
+				wantK := c.k // GPUs: 0 chooses by round
+				if !c.gpu {
+					wantK = max(c.k, 1)
 				}
 				if rp.levelBelow == 0 || rp.levelK != wantK || (c.gpu && rp.levelTpg != 32) || (!c.gpu && rp.levelTpg != wantK) {
 					t.Fatalf("round plan %+v: want levels, %d threads a lane group", rp, wantK)
@@ -165,21 +166,33 @@ func TestZerocheckRoundLevels(t *testing.T) {
 }
 
 // TestZerocheckRoundLevelsKeccak: Keccak-f's rounds' pieces (up to 47 levels, 75 slots, emits
-// fused and not) level-scheduled on the host posing as a GPU with room for two lane groups' registers
-// a group, against the plain-Go round, and against zc_round_pieces on the same tables.
+// fused and not) level-scheduled on the host posing as a GPU, against the plain-Go round: with 2
+// compute units a round's lane groups get 8 threads each (4 lane groups a group), with 64 they
+// get 16 (2 a group).
 func TestZerocheckRoundLevelsKeccak(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 36))
 	pg, vk := compileProgram(t, keccakf.Air{})
-	dev, lb := openLimitedWith(t, &limitedBackend{tgMemory: 192 << 10})
-	ref := newZcRef(r, pg, 2, 6)
-	ref.pieces = splitProgram(t, vk, constraints.DeviceRoundPieces)
-	dv := newZcDeviceOn(t, dev, ref, logM(2, 3), 4, ZcOptions{})
-	if rp := dv.zc.round[dv.trace]; rp.levelK != zcLevelThreads || rp.levelTpg != 32 {
-		t.Fatalf("round plan %+v: want levels, %d threads a lane group in groups of 32", rp, zcLevelThreads)
-	}
-	checkZcRound(t, dev, r, ref, pg, dv, 4, 4)
-	checkZcRound(t, dev, r, ref, pg, dv, 1, 4)
-	if lb.largest["zc_round_levels"] != 32 {
-		t.Errorf("zc_round_levels did not run in groups of 32: %v", lb.largest)
+	pieces := splitProgram(t, vk, constraints.DeviceRoundPieces)
+	for _, c := range []struct{ cus, k int }{{2, 8}, {64, 16}} {
+		t.Run(fmt.Sprint("cus", c.cus), func(t *testing.T) {
+			dev, lb := openLimitedWith(t, &limitedBackend{tgMemory: 320 << 10, computeUnits: c.cus})
+			ref := newZcRef(r, pg, 2, 6)
+			ref.pieces = pieces
+			dv := newZcDeviceOn(t, dev, ref, logM(2, 3), 4, ZcOptions{})
+			rp := dv.zc.round[dv.trace]
+			if rp.levelBelow == 0 || rp.levelK != 0 || rp.levelKMin != 8 || rp.levelTpg != 32 {
+				t.Fatalf("round plan %+v: want levels by round (8 threads a lane group at least) in groups of 32", rp)
+			}
+			for _, logRows := range []int{4, 1} {
+				units := ((1<<(logRows-1))*4 + 15) / 16
+				if k, u, _ := dv.zc.levelShape(&rp, dv.trace.roundPieces(), units); k != c.k || u != 32/c.k {
+					t.Fatalf("2^%d rows: %d threads a lane group, %d lane groups a group; want %d", logRows, k, u, c.k)
+				}
+				checkZcRound(t, dev, r, ref, pg, dv, logRows, 4)
+			}
+			if lb.largest["zc_round_levels"] != 32 {
+				t.Errorf("zc_round_levels did not run in groups of 32: %v", lb.largest)
+			}
+		})
 	}
 }

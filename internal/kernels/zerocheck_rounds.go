@@ -20,32 +20,33 @@ type zcRoundPlan struct {
 	threads, tpg                                     int
 	pieceThreads, pieceTpg, pieceBelow, pieceShBytes int
 	// Level-scheduled pieces (zc_round_levels): rounds with fewer lane groups than levelBelow (≤
-	// pieceBelow; 0: none) run them in groups of levelTpg threads, levelK threads a lane group, at
-	// most levelGroups groups, each holding levelShBytes of threadgroup memory; levelRows is the
+	// pieceBelow; 0: none) run them in groups of levelTpg threads, levelK threads a lane group
+	// (0: by round, levelShape; at least levelKMin), at most levelGroups groups; levelRows is the
 	// partial rows of the largest such round.
-	levelBelow, levelTpg, levelK, levelGroups, levelShBytes, levelRows int
+	levelBelow, levelTpg, levelK, levelKMin, levelGroups, levelRows int
 }
 
 // zcLevelGroup is zc_round_levels' group size on GPUs: one SIMD group, whose barriers are cheap
 // (Apple's and NVIDIA's SIMD groups are 32 wide).
 const zcLevelGroup = 32
 
-// zcLevelThreads is the threads a lane group (one point on GPUs) gets in zc_round_levels on GPUs
-// by default: Keccak-f's rounds' pieces take as many steps with 16 threads as with 32 (their
-// depth, 47 levels at most) and 54 with 8 (their widest levels hold up to 60 instructions).
-const zcLevelThreads = 16
-
 // zcLevelBelow is the rounds that run level-scheduled on GPUs by default: those with fewer lane
 // groups a piece than this. Above it zc_round_pieces' serial walks fill the device and do less
 // work (a level-scheduled unit's threads idle where a level is narrower than they are many).
 const zcLevelBelow = 129
 
+// zcLevelThreadsPerCU: on GPUs a round's lane groups get 16 threads each (Keccak-f's rounds'
+// pieces take as many steps with 16 as with 32: their depth, 47 levels at most) while that
+// makes at most this many threads a compute unit, else 8 (54 steps: their widest levels hold
+// up to 60 instructions), which does less work on idle threads.
+const zcLevelThreadsPerCU = 2048
+
 // planRoundLevels plans zc_round_levels for a trace whose rounds run the pieces of rs (rp's
-// zc_round_pieces plan made), whose first round has units lane groups a piece: on GPUs the rounds
-// with fewer than LevelBelow (zcLevelBelow), on any device every round that runs pieces with
-// ZcOptions.Levels; none with NoLevels, or where one lane group's registers do not fit in a
-// group's threadgroup memory. It uploads the pieces' level code (once per piece set).
-func (z *Zerocheck) planRoundLevels(rp *zcRoundPlan, rs *zcPieceSet, units int) error {
+// zc_round_pieces plan made), 2^nLift rows in the first round: on GPUs the rounds with fewer lane
+// groups a piece than LevelBelow (zcLevelBelow), on any device every round that runs pieces with
+// ZcOptions.Levels; none with NoLevels, or where a lane group's registers do not fit in a group's
+// threadgroup memory. It uploads the pieces' level code (once per piece set).
+func (z *Zerocheck) planRoundLevels(rp *zcRoundPlan, rs *zcPieceSet, nLift int) error {
 	dev, L, opts := z.dev, z.lanes, z.opts
 	below := 0
 	switch {
@@ -62,50 +63,75 @@ func (z *Zerocheck) planRoundLevels(rp *zcRoundPlan, rs *zcPieceSet, units int) 
 	if below = min(below, rp.pieceBelow); below <= 0 {
 		return nil
 	}
+	k := opts.LevelThreads
+	if k&(k-1) != 0 || k < 0 || k > 1<<10 {
+		return fmt.Errorf("kernels: Zerocheck: %d threads a lane group (a power of two)", k)
+	}
 	if err := rs.useLevels(dev); err != nil {
 		return err
 	}
+	lv := zcRoundPlan{levelBelow: below, levelK: k, levelKMin: max(k, 1)}
+	cus := max(dev.Limits().ComputeUnits, 1)
+	if isHost(dev) {
+		lv.levelK = max(k, 1)
+		lv.levelTpg, lv.levelGroups = lv.levelK, 8*cus
+	} else {
+		lv.levelTpg = groupSize(dev, "zc_round_levels", zcLevelGroup)
+		lv.levelTpg = 1 << (bits.Len(uint(lv.levelTpg)) - 1)
+		lv.levelGroups = 32 * cus // resident groups at most (32 a compute unit: CUDA's limit on Hopper)
+		if k == 0 {
+			lv.levelKMin = 8
+		}
+	}
+	lv.levelKMin = min(lv.levelKMin, lv.levelTpg)
 	limit := 32 << 10
 	if m := dev.Limits().MaxThreadgroupMemory; m > 0 {
 		limit = m
 	}
-	k := opts.LevelThreads
-	var tpg, groups int
-	cus := max(dev.Limits().ComputeUnits, 1)
-	if isHost(dev) {
-		k = max(k, 1)
-		tpg, groups = k, 8*cus
-	} else {
-		if k <= 0 {
-			k = zcLevelThreads
-		}
-		tpg = groupSize(dev, "zc_round_levels", zcLevelGroup)
-		tpg = 1 << (bits.Len(uint(tpg)) - 1)
-		groups = 32 * cus // resident groups at most (32 a compute unit: CUDA's limit on Hopper)
+	for z.levelBytes(&lv, rs, lv.levelKMin) > limit && lv.levelKMin < lv.levelTpg {
+		lv.levelKMin *= 2
 	}
-	if k&(k-1) != 0 || k > 1<<10 {
-		return fmt.Errorf("kernels: Zerocheck: %d threads a lane group (a power of two)", k)
-	}
-	k = min(k, tpg)
-	sh := func(k int) int {
-		n := 16 * L * rs.levelRegs * (tpg / k)
-		if k > 1 {
-			n += 48 * L * tpg
-		}
-		return n
-	}
-	for sh(k) > limit && k < tpg {
-		k *= 2
-	}
-	if sh(k) > limit {
+	if z.levelBytes(&lv, rs, lv.levelKMin) > limit {
 		return nil // a lane group's registers beyond a group's memory: the rounds walk the pieces
 	}
-	u := tpg / k
-	items := rs.pp.NumPieces() * ((min(units, below-1) + u - 1) / u)
-	groups = max(min(groups, items), 1)
-	rp.levelBelow, rp.levelTpg, rp.levelK, rp.levelGroups = below, tpg, k, groups
-	rp.levelShBytes, rp.levelRows = sh(k), groups*u*L
+	if lv.levelK > 0 {
+		lv.levelK = max(min(lv.levelK, lv.levelTpg), lv.levelKMin)
+	}
+	for logRows := nLift; logRows >= 1; logRows-- {
+		if units := ((1<<(logRows-1))*z.points + L - 1) / L; units < below {
+			_, u, groups := z.levelShape(&lv, rs, units)
+			lv.levelRows = max(lv.levelRows, groups*u*L)
+		}
+	}
+	rp.levelBelow, rp.levelTpg, rp.levelK, rp.levelKMin, rp.levelGroups, rp.levelRows =
+		lv.levelBelow, lv.levelTpg, lv.levelK, lv.levelKMin, lv.levelGroups, lv.levelRows
 	return nil
+}
+
+// levelShape is zc_round_levels' dispatch for a round of units lane groups a piece: k threads a
+// lane group, u lane groups a group, and the groups.
+func (z *Zerocheck) levelShape(rp *zcRoundPlan, rs *zcPieceSet, units int) (k, u, groups int) {
+	k = rp.levelK
+	if k == 0 {
+		k = 16
+		if units*rs.pp.NumPieces()*16 > zcLevelThreadsPerCU*max(z.dev.Limits().ComputeUnits, 1) {
+			k = 8
+		}
+		k = max(min(k, rp.levelTpg), rp.levelKMin)
+	}
+	u = rp.levelTpg / k
+	groups = min(rp.levelGroups, rs.pp.NumPieces()*((units+u-1)/u))
+	return k, u, max(groups, 1)
+}
+
+// levelBytes is zc_round_levels' threadgroup memory with k threads a lane group: the registers
+// of tpg/k lane groups, the threads' sums when k > 1, a piece's level code and constants.
+func (z *Zerocheck) levelBytes(rp *zcRoundPlan, rs *zcPieceSet, k int) int {
+	n := 16*z.lanes*rs.lc.Regs*(rp.levelTpg/k) + 4*(rs.lc.BlockWords+rs.lc.Consts+rs.pp.numPublic)
+	if k > 1 {
+		n += 48 * z.lanes * rp.levelTpg
+	}
+	return n
 }
 
 // zcRoundPieceMem caps the threadgroup memory of zc_round_pieces' groups (bytes): a multiple of
@@ -225,15 +251,14 @@ func (z *Zerocheck) EncodeRound(b *gpu.Batch, t *ZcTrace, tables *gpu.Array[Mont
 	interleave := uint32(b2u(!isHost(z.dev)))
 	units := ((1<<(logRows-1))*z.points + z.lanes - 1) / z.lanes
 	if ps := t.roundPieces(); ps != nil && units < rp.levelBelow {
-		u := rp.levelTpg / rp.levelK
-		pad := (units + u - 1) / u * u
-		groups := min(rp.levelGroups, ps.pp.NumPieces()*pad/u)
+		k, u, groups := z.levelShape(&rp, ps, units)
 		dispatchZcRoundLevels(b, gpu.D1(uint32(groups)), gpu.D1(uint32(rp.levelTpg)), ps.levels.Buffer, ps.cp.Buffer,
 			ps.table.Buffer, t.Prog.Kinds.Buffer, t.weights.Buffer, ps.used.Buffer, tables.Buffer, eq.Buffer, z.partials.Buffer,
 			zcLevelsParams{logRows: uint32(logRows), stride: uint32(stride), npieces: uint32(ps.pp.NumPieces()),
-				nregs: uint32(ps.levelRegs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
-				nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), unitPad: uint32(pad), lanes: uint32(z.lanes),
-				k: uint32(rp.levelK)}, uint32(rp.levelShBytes))
+				nregs: uint32(ps.lc.Regs), points: uint32(z.points), hasDen: uint32(b2u(t.hasDen)),
+				nout: uint32(t.Prog.NumOutput), eqOff: uint32(eqOff), unitPad: uint32((units + u - 1) / u * u),
+				lanes: uint32(z.lanes), k: uint32(k), npublic: uint32(ps.pp.numPublic), codeWords: uint32(ps.lc.BlockWords),
+				cpWords: uint32(ps.lc.Consts + ps.pp.numPublic)}, uint32(z.levelBytes(&rp, ps, k)))
 		return EncodeSumRowsVia(b, z.dev, z.partials, z.mid, out, outOff, groups*u*z.lanes, 12*z.points)
 	}
 	if t.roundPieces() != nil && units < rp.pieceBelow {

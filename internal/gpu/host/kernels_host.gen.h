@@ -5153,7 +5153,8 @@ MSL_KERNEL void msl_kernel_zc_round_pieces(MSL_DEVICE const uint* prog          
 // instructions of a level side by side (i = start + q, stride k), then the group meets at a
 // barrier before the next level: depth steps (Keccak-f: at most 47) instead of the code's length.
 //
-// Level code of piece k at lcode + lcode[k]: nlevels, nslots, nconst, ncode; the level starts
+// Level code: per piece k, lcode[3k] its block's first word, lcode[3k + 1] the block's words,
+// lcode[3k + 2] the piece's constants. A block: nlevels, nslots, nconst, ncode; the level starts
 // (nlevels + 1 words, instruction indices); then 3 words per instruction: op<<24 | output (the
 // output the instruction emits, ZC_LEVEL_NO_EMIT: none), operands A and B. The code is in SSA
 // form over the unit's registers: registers 0 .. nslots−1 hold the piece's slots (its slot list,
@@ -5169,22 +5170,26 @@ MSL_KERNEL void msl_kernel_zc_round_pieces(MSL_DEVICE const uint* prog          
 #define ZC_LEVEL_HEADER 4u
 
 struct ZcLevelsParams {
-  uint log_rows;  // n ≥ 1: the tables have 2^n rows (pairs y < 2^(n−1))
-  uint stride;    // Fp4 index distance between tables
-  uint npieces;   // pieces of the program
-  uint nregs;     // the largest piece's slots + instructions (threadgroup memory: 4·nregs words a lane of a unit)
-  uint points;    // d + 1: evaluation points X = 1..d+1
-  uint has_den;   // add the constant denominator term (once: piece 0)
-  uint nout;      // outputs of the whole program (weights[nout]: the constant denominator term)
-  uint eq_off;    // Fp4 index of e'(0) in eq
-  uint unit_pad;  // lane groups per piece in the item numbering: the round's, rounded up to a multiple of U
-  uint lanes;     // MSL_LANES the launcher assumed
-  uint k;         // threads per unit: a power of two dividing the group size (U = group size / k units a group)
+  uint log_rows;    // n ≥ 1: the tables have 2^n rows (pairs y < 2^(n−1))
+  uint stride;      // Fp4 index distance between tables
+  uint npieces;     // pieces of the program
+  uint nregs;       // the largest piece's slots + instructions (threadgroup memory: 4·nregs words a lane of a unit)
+  uint points;      // d + 1: evaluation points X = 1..d+1
+  uint has_den;     // add the constant denominator term (once: piece 0)
+  uint nout;        // outputs of the whole program (weights[nout]: the constant denominator term)
+  uint eq_off;      // Fp4 index of e'(0) in eq
+  uint unit_pad;    // lane groups per piece in the item numbering: the round's, rounded up to a multiple of U
+  uint lanes;       // MSL_LANES the launcher assumed
+  uint k;           // threads per unit: a power of two dividing the group size (U = group size / k units a group)
+  uint npublic;     // public values (each piece's constants are followed by them in cp)
+  uint code_words;  // the largest block of level code (threadgroup memory)
+  uint cp_words;    // the most constants of a piece, plus npublic (threadgroup memory)
 };
 
-// A level-code operand for the lanes at column t of T: a register from threadgroup memory, or a
-// constant or public value broadcast.
-MSL_FN bb4l zc_level_operand(uint o, MSL_THREADGROUP const uint* regs, MSL_DEVICE const uint* cp, uint nconst, uint t, uint T) {
+// A level-code operand for the lanes at column t of T: a register, or a constant or public value
+// broadcast (registers and constants in threadgroup memory).
+MSL_FN bb4l zc_level_operand(uint o, MSL_THREADGROUP const uint* regs, MSL_THREADGROUP const uint* cp, uint nconst, uint t,
+                             uint T) {
   uint idx = o & PROG_INDEX_MASK;
   uint kind = o >> 30;
   if (kind >= PROG_KIND_CONST) return bb4l_lift(lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]));
@@ -5192,9 +5197,12 @@ MSL_FN bb4l zc_level_operand(uint o, MSL_THREADGROUP const uint* regs, MSL_DEVIC
 }
 
 // Threadgroup memory: the registers, 4·nregs words per lane of each of the U units (register r,
-// coefficient c of unit s at (4r + c)·U·MSL_LANES + s·MSL_LANES), then the threads' sums (12
-// words a lane per thread) when k > 1. Work items (piece, block of U lane groups), piece-major,
-// a grid-stride loop over them (uniform across a group: barriers in uniform control flow).
+// coefficient c of unit s at (4r + c)·U·MSL_LANES + s·MSL_LANES); the threads' sums (12 words a
+// lane per thread) when k > 1; the piece's block of level code (code_words) and its constants
+// and public values (cp_words), copied by the group's threads together at each item (one round
+// trip to memory instead of one a level). Work items (piece, block of U lane groups),
+// piece-major, a grid-stride loop over them (uniform across a group: barriers in uniform control
+// flow).
 MSL_KERNEL void msl_kernel_zc_round_levels(MSL_DEVICE const uint* lcode              ,
                             MSL_DEVICE const uint* cp              ,
                             MSL_DEVICE const uint* table              ,
@@ -5225,7 +5233,9 @@ MSL_KERNEL void msl_kernel_zc_round_levels(MSL_DEVICE const uint* lcode         
   uint T = U * MSL_LANES;
   uint t = su * MSL_LANES;
   MSL_THREADGROUP uint* regs = sh;
-  MSL_THREADGROUP uint* red = sh + 4u * p.nregs * T;
+  MSL_THREADGROUP uint* red = regs + 4u * p.nregs * T;
+  MSL_THREADGROUP uint* scode = red + (K > 1u ? 12u * tpg * MSL_LANES : 0u);
+  MSL_THREADGROUP uint* scp = scode + p.code_words;
   uint row = group * U + su;
   if (q == 0u) {
     for (uint w = 0u; w < 12u * npts * MSL_LANES; w++) partials[12u * npts * MSL_LANES * row + w] = 0u;
@@ -5238,12 +5248,13 @@ MSL_KERNEL void msl_kernel_zc_round_levels(MSL_DEVICE const uint* lcode         
     MSL_DEVICE const uint* pt = table + 4u * piece;
     MSL_DEVICE const uint* pused = used + 2u * pt[2];
     MSL_DEVICE const uint* pcp = cp + pt[1];
-    MSL_DEVICE const uint* lp = lcode + lcode[piece];
-    uint nlev = lp[0];
-    uint nslots = lp[1];
-    uint nconst = lp[2];
-    MSL_DEVICE const uint* lstart = lp + ZC_LEVEL_HEADER;
-    MSL_DEVICE const uint* code = lstart + nlev + 1u;
+    MSL_DEVICE const uint* dir = lcode + 3u * piece;
+    MSL_DEVICE const uint* lp = lcode + dir[0];
+    uint nw = dir[1];
+    uint ncp = dir[2] + p.npublic;
+    uint nslots = pt[3];
+    for (uint w = tid; w < nw; w += tpg) scode[w] = lp[w];
+    for (uint w = tid; w < ncp; w += tpg) scp[w] = pcp[w];
     uint ys[MSL_LANES];
     uint xs[MSL_LANES];
     uint rows[MSL_LANES];
@@ -5264,40 +5275,43 @@ MSL_KERNEL void msl_kernel_zc_round_levels(MSL_DEVICE const uint* lcode         
     }
     ProgCombineLanes c;
     c.start(kinds, weights, p.has_den != 0u && piece == 0u && q == 0u ? den_const : bb4l_zero());
+    threadgroup_barrier(mem_flags::mem_threadgroup);  // code, constants and slots in place
+    uint nlev = scode[0];
+    uint nconst = scode[2];
+    MSL_THREADGROUP const uint* lstart = scode + ZC_LEVEL_HEADER;
+    MSL_THREADGROUP const uint* code = lstart + nlev + 1u;
     for (uint lv = 0u; lv < nlev; lv++) {
-      if (K > 1u) threadgroup_barrier(mem_flags::mem_threadgroup);  // the level's operands are written
+      if (lv > 0u) threadgroup_barrier(mem_flags::mem_threadgroup);  // the level's operands are written
       uint end = lstart[lv + 1u];
       if (!live) continue;
       for (uint i = lstart[lv] + q; i < end; i += K) {
-        MSL_DEVICE const uint* w = code + 3u * i;
+        MSL_THREADGROUP const uint* w = code + 3u * i;
         uint w0 = w[0];
         uint op = w0 >> 24;
         uint out = w0 & ZC_LEVEL_NO_EMIT;
-        bb4l a = zc_level_operand(w[1], regs, pcp, nconst, t, T);
+        bb4l a = zc_level_operand(w[1], regs, scp, nconst, t, T);
         if (op == PROG_OP_EMIT) {
           c.put(out, a);
           continue;
         }
-        bb4l r = op == PROG_OP_NEG ? bb4l_neg(a) : prog_binary4_lanes(op, a, zc_level_operand(w[2], regs, pcp, nconst, t, T));
+        bb4l r = op == PROG_OP_NEG ? bb4l_neg(a) : prog_binary4_lanes(op, a, zc_level_operand(w[2], regs, scp, nconst, t, T));
         zc_tg_store4(regs + 4u * (nslots + i) * T + t, T, r);
         if (out != ZC_LEVEL_NO_EMIT) c.put(out, r);
       }
     }
     c.finish();
-    if (K > 1u) {
-      // The unit's sums: each thread's into threadgroup memory, added by the unit's first thread.
-      // The barrier also keeps the next item's registers from being written while this item's
-      // last level still reads them.
+    if (K > 1u) {  // the unit's sums: each thread's into threadgroup memory, added by the unit's first thread
       zc_tg_store4(red + tid * MSL_LANES, tpg * MSL_LANES, c.zc);
       zc_tg_store4(red + (4u * tpg + tid) * MSL_LANES, tpg * MSL_LANES, c.num);
       zc_tg_store4(red + (8u * tpg + tid) * MSL_LANES, tpg * MSL_LANES, c.den);
-      threadgroup_barrier(mem_flags::mem_threadgroup);
-      if (q == 0u) {
-        for (uint j = 1u; j < K; j++) {
-          c.zc = bb4l_add(c.zc, zc_tg_load4(red + (tid + j) * MSL_LANES, tpg * MSL_LANES));
-          c.num = bb4l_add(c.num, zc_tg_load4(red + (4u * tpg + tid + j) * MSL_LANES, tpg * MSL_LANES));
-          c.den = bb4l_add(c.den, zc_tg_load4(red + (8u * tpg + tid + j) * MSL_LANES, tpg * MSL_LANES));
-        }
+    }
+    // The sums in place; and the next item's copies and slots wait for this item's last reads.
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (K > 1u && q == 0u) {
+      for (uint j = 1u; j < K; j++) {
+        c.zc = bb4l_add(c.zc, zc_tg_load4(red + (tid + j) * MSL_LANES, tpg * MSL_LANES));
+        c.num = bb4l_add(c.num, zc_tg_load4(red + (4u * tpg + tid + j) * MSL_LANES, tpg * MSL_LANES));
+        c.den = bb4l_add(c.den, zc_tg_load4(red + (8u * tpg + tid + j) * MSL_LANES, tpg * MSL_LANES));
       }
     }
     if (live && q == 0u) zc_round_accumulate(partials, eq, p.eq_off, c, u, total, npts, row, ys, xs);
