@@ -908,7 +908,7 @@ func dispatchZcRoundPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffe
 	return enc.Dispatch("zc_round_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
 }
 
-// dispatchZcRoundLevels encodes kernel zc_round_levels (shaders/constraints/zerocheck.metal:699).
+// dispatchZcRoundLevels encodes kernel zc_round_levels (shaders/constraints/zerocheck.metal:700).
 func dispatchZcRoundLevels(enc *gpu.Batch, groups, tpg gpu.Dim3, lcode *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcLevelsParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_round_levels", groups, tpg, []gpu.Arg{gpu.Buf(lcode), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
 }

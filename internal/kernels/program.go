@@ -249,17 +249,21 @@ func UploadPieces(dev *gpu.Device, name string, pieces []*constraints.Program) (
 // zc_round_levels reads (ProgramPieces.LevelWords).
 type LevelCode struct {
 	// Words: first 3 words per piece, its block's first word, the block's length and the piece's
-	// constants; then the blocks: a header (levels, slots, constants, instructions), the level
-	// starts (levels + 1 instruction indices), and 3 words per instruction: op<<24 | the output
-	// it emits (zcLevelNoEmit: none), operands A and B. Operands are registers (slot l of the
+	// constants; then the blocks: a header (levels, slots, constants, instructions, emits), the
+	// level starts (levels + 1 instruction indices), 3 words per instruction (op<<24, operands A
+	// and B), and 2 words per emit (output, operand). Operands are registers (slot l of the
 	// piece's own slot list: register l; instruction i's result: register slots + i), constants
-	// and public values (the piece's cp, as for its program words). A piece gets one level at
-	// least (an empty one, when it has no code).
+	// and public values (the piece's cp, as for its program words). The instructions compute
+	// values only, level by level (no level empty); the emits, the piece's outputs in the order of
+	// its level code, are read after the last level.
 	Words []uint32
 	// Regs is the most registers of a piece (its slots and instructions), BlockWords the longest
 	// block, Consts the most constants of a piece.
 	Regs, BlockWords, Consts int
 }
+
+// zcLevelHeader is ZC_LEVEL_HEADER of zerocheck.metal: a block's header words.
+const zcLevelHeader = 5
 
 // LevelWords returns the pieces' level code.
 func (pp *ProgramPieces) LevelWords() (*LevelCode, error) {
@@ -276,10 +280,29 @@ func (pp *ProgramPieces) LevelWords() (*LevelCode, error) {
 			local[s] = uint32(l)
 		}
 		ns := uint32(len(slots))
+		// The value instructions, renumbered (emit instructions leave the code), and the levels
+		// that keep some.
+		reg := make([]uint32, len(sc.Code))
+		var code []constraints.LevelInstr
+		start := []int{0}
+		for l := range sc.Levels() {
+			for i := sc.Start[l]; i < sc.Start[l+1]; i++ {
+				if in := sc.Code[i]; in.Op != constraints.OpEmit {
+					reg[i] = ns + uint32(len(code))
+					code = append(code, in)
+				}
+			}
+			if len(code) > start[len(start)-1] {
+				start = append(start, len(code))
+			}
+		}
+		if len(start) == 1 {
+			start = append(start, 0) // one level at least
+		}
 		operand := func(o constraints.Operand) (uint32, error) {
 			switch o.Kind() {
 			case constraints.KindReg:
-				return uint32(constraints.KindReg) | (ns + uint32(o.Index())), nil
+				return uint32(constraints.KindReg) | reg[o.Index()], nil
 			case constraints.KindSlot:
 				l, ok := local[o.Index()]
 				if !ok {
@@ -289,38 +312,43 @@ func (pp *ProgramPieces) LevelWords() (*LevelCode, error) {
 			}
 			return uint32(o), nil
 		}
-		start := sc.Start
-		if len(start) == 1 {
-			start = []int{0, 0}
+		var emits []uint32
+		for i, in := range sc.Code {
+			if in.Emit == constraints.NoEmit {
+				continue
+			}
+			o := constraints.KindReg | constraints.Operand(i) // a value instruction's own result
+			if in.Op == constraints.OpEmit {
+				o = in.A
+			}
+			x, err := operand(o)
+			if err != nil {
+				return nil, err
+			}
+			emits = append(emits, uint32(in.Emit), x)
 		}
 		first := len(lc.Words)
-		lc.Words = append(lc.Words, uint32(len(start)-1), ns, uint32(len(p.Consts)), uint32(len(sc.Code)))
+		lc.Words = append(lc.Words, uint32(len(start)-1), ns, uint32(len(p.Consts)), uint32(len(code)), uint32(len(emits)/2))
 		for _, x := range start {
 			lc.Words = append(lc.Words, uint32(x))
 		}
-		for _, in := range sc.Code {
-			out := uint32(zcLevelNoEmit)
-			if in.Emit != constraints.NoEmit {
-				if in.Emit >= zcLevelNoEmit {
-					return nil, fmt.Errorf("kernels: pieces: piece %d emits output %d", k, in.Emit)
-				}
-				out = uint32(in.Emit)
-			}
+		for _, in := range code {
 			a, err := operand(in.A)
 			if err != nil {
 				return nil, err
 			}
 			var b uint32
-			if in.Op != constraints.OpNeg && in.Op != constraints.OpEmit {
+			if in.Op != constraints.OpNeg {
 				if b, err = operand(in.B); err != nil {
 					return nil, err
 				}
 			}
-			lc.Words = append(lc.Words, uint32(in.Op)<<24|out, a, b)
+			lc.Words = append(lc.Words, uint32(in.Op)<<24, a, b)
 		}
+		lc.Words = append(lc.Words, emits...)
 		words := len(lc.Words) - first
 		lc.Words[3*k], lc.Words[3*k+1], lc.Words[3*k+2] = uint32(first), uint32(words), uint32(len(p.Consts))
-		lc.Regs = max(lc.Regs, len(slots)+len(sc.Code))
+		lc.Regs = max(lc.Regs, len(slots)+len(code))
 		lc.BlockWords = max(lc.BlockWords, words)
 		lc.Consts = max(lc.Consts, len(p.Consts))
 	}
@@ -329,9 +357,6 @@ func (pp *ProgramPieces) LevelWords() (*LevelCode, error) {
 	}
 	return lc, nil
 }
-
-// zcLevelNoEmit is ZC_LEVEL_NO_EMIT of zerocheck.metal: an instruction that emits nothing.
-const zcLevelNoEmit = 0xffffff
 
 // NumPieces is the number of pieces.
 func (pp *ProgramPieces) NumPieces() int { return len(pp.WordOff) }

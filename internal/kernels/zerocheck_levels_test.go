@@ -13,71 +13,75 @@ import (
 
 // evalLevelWords runs piece k of LevelWords' words in Go over Fp4, as zc_round_levels does:
 // the piece's slots (its own slot list, values by the program's slot numbering) into registers
-// 0 .. nslots−1, then the instructions level by level; every register an operand reads must be
-// written at an earlier level. It returns the emitted (output → values) and fails on malformed
-// words.
+// 0 .. nslots−1, then the instructions level by level (every level non-empty; a register an
+// operand reads must be written at an earlier level), then the emits. It returns the emitted
+// (output → values) and fails on malformed words.
 func evalLevelWords(t *testing.T, words []uint32, k int, pp *ProgramPieces, slots []field.Fp4, public []field.Fp) map[int][]field.Fp4 {
 	t.Helper()
 	lp := words[words[3*k] : words[3*k]+words[3*k+1]]
-	nlev, ns, nconst, ncode := int(lp[0]), int(lp[1]), int(lp[2]), int(lp[3])
-	if ns != len(pp.Slots[k]) || nconst != len(pp.consts[k]) || int(words[3*k+2]) != nconst || len(lp) != 4+nlev+1+3*ncode {
-		t.Fatalf("piece %d: header %v (%d words, %d constants), want %d slots and %d constants", k, lp[:4], len(lp), words[3*k+2], len(pp.Slots[k]), len(pp.consts[k]))
+	nlev, ns, nconst, ncode, nemit := int(lp[0]), int(lp[1]), int(lp[2]), int(lp[3]), int(lp[4])
+	if ns != len(pp.Slots[k]) || nconst != len(pp.consts[k]) || int(words[3*k+2]) != nconst ||
+		len(lp) != zcLevelHeader+nlev+1+3*ncode+2*nemit {
+		t.Fatalf("piece %d: header %v (%d words, %d constants), want %d slots and %d constants", k, lp[:zcLevelHeader], len(lp),
+			words[3*k+2], len(pp.Slots[k]), len(pp.consts[k]))
 	}
-	start := lp[4 : 4+nlev+1]
+	start := lp[zcLevelHeader : zcLevelHeader+nlev+1]
 	if nlev < 1 || start[0] != 0 || int(start[nlev]) != ncode {
 		t.Fatalf("piece %d: level starts %v for %d instructions", k, start, ncode)
 	}
-	code := lp[4+nlev+1 : 4+nlev+1+3*ncode]
+	code := lp[zcLevelHeader+nlev+1 : zcLevelHeader+nlev+1+3*ncode]
+	emits := lp[zcLevelHeader+nlev+1+3*ncode:]
 	regs := make([]field.Fp4, ns+ncode)
 	level := make([]int, ns+ncode) // the level a register is written at (slots: −1)
 	for l, s := range pp.Slots[k] {
 		regs[l], level[l] = slots[s], -1
 	}
-	out := map[int][]field.Fp4{}
+	val := func(o uint32, lv int, what string) field.Fp4 {
+		idx := int(o & (1<<30 - 1))
+		switch constraints.Operand(o).Kind() {
+		case constraints.KindReg:
+			if idx >= len(regs) || level[idx] >= lv {
+				t.Fatalf("piece %d: %s (level %d) reads register %d", k, what, lv, idx)
+			}
+			return regs[idx]
+		case constraints.KindConst:
+			return field.Fp4{pp.consts[k][idx]}
+		case constraints.KindPublic:
+			return field.Fp4{public[idx]}
+		}
+		t.Fatalf("piece %d: %s has a slot operand", k, what)
+		return field.Fp4{}
+	}
 	for lv := range nlev {
-		if start[lv+1] < start[lv] {
-			t.Fatalf("piece %d: level starts %v", k, start)
+		if start[lv+1] <= start[lv] && ncode > 0 {
+			t.Fatalf("piece %d: level starts %v: level %d empty", k, start, lv)
 		}
 		for i := int(start[lv]); i < int(start[lv+1]); i++ {
 			w := code[3*i:]
-			op, emit := constraints.Op(w[0]>>24), int(w[0]&zcLevelNoEmit)
-			val := func(o uint32) field.Fp4 {
-				idx := int(o & (1<<30 - 1))
-				switch constraints.Operand(o).Kind() {
-				case constraints.KindReg:
-					if idx >= ns+i || level[idx] >= lv {
-						t.Fatalf("piece %d: instruction %d (level %d) reads register %d", k, i, lv, idx)
-					}
-					return regs[idx]
-				case constraints.KindConst:
-					return field.Fp4{pp.consts[k][idx]}
-				case constraints.KindPublic:
-					return field.Fp4{public[idx]}
-				}
-				t.Fatalf("piece %d: instruction %d has a slot operand", k, i)
-				return field.Fp4{}
+			what := fmt.Sprint("instruction ", i)
+			if w[0]&(1<<24-1) != 0 {
+				t.Fatalf("piece %d: %s: word %#x", k, what, w[0])
 			}
 			var v field.Fp4
-			switch op {
+			switch op := constraints.Op(w[0] >> 24); op {
 			case constraints.OpAdd:
-				v = val(w[1]).Add(val(w[2]))
+				v = val(w[1], lv, what).Add(val(w[2], lv, what))
 			case constraints.OpSub:
-				v = val(w[1]).Sub(val(w[2]))
+				v = val(w[1], lv, what).Sub(val(w[2], lv, what))
 			case constraints.OpMul:
-				v = val(w[1]).Mul(val(w[2]))
+				v = val(w[1], lv, what).Mul(val(w[2], lv, what))
 			case constraints.OpNeg:
-				v = val(w[1]).Neg()
-			case constraints.OpEmit:
-				out[emit] = append(out[emit], val(w[1]))
-				continue
+				v = val(w[1], lv, what).Neg()
 			default:
-				t.Fatalf("piece %d: instruction %d: op %d", k, i, op)
+				t.Fatalf("piece %d: %s: op %d", k, what, op)
 			}
 			regs[ns+i], level[ns+i] = v, lv
-			if emit != zcLevelNoEmit {
-				out[emit] = append(out[emit], v)
-			}
 		}
+	}
+	out := map[int][]field.Fp4{}
+	for e := range nemit {
+		o := int(emits[2*e])
+		out[o] = append(out[o], val(emits[2*e+1], nlev, fmt.Sprint("emit ", e)))
 	}
 	return out
 }
@@ -106,7 +110,7 @@ func TestLevelWords(t *testing.T) {
 			slots[s] = fieldrand.Fp4(r)
 		}
 		public := fieldrand.Fps(r, pg.NumPublic)
-		most, block, consts := 0, 0, 0
+		most, block, consts, emitted, listed := 0, 0, 0, 0, 0
 		for k, p := range pieces {
 			want := map[int][]field.Fp4{}
 			constraints.Eval(p, slots, public, func(x field.Fp) field.Fp4 { return field.Fp4{x} },
@@ -117,6 +121,15 @@ func TestLevelWords(t *testing.T) {
 			}
 			lp := words[words[3*k]:]
 			most, block, consts = max(most, int(lp[1]+lp[3])), max(block, int(words[3*k+1])), max(consts, len(p.Consts))
+			for _, in := range p.Code {
+				if in.Op == constraints.OpEmit {
+					emitted++
+				}
+			}
+			listed += int(lp[4])
+		}
+		if emitted != listed {
+			t.Errorf("%s: %d emits listed, the pieces emit %d times", a.Name(), listed, emitted)
 		}
 		if lc.Regs != most || lc.BlockWords != block || lc.Consts != consts {
 			t.Errorf("%s: counts %d, %d, %d; the pieces' %d registers, %d words, %d constants", a.Name(), lc.Regs, lc.BlockWords, lc.Consts, most, block, consts)

@@ -32,14 +32,17 @@ const zcLevelGroup = 32
 
 // zcLevelBelow is the rounds that run level-scheduled on GPUs by default: those with fewer lane
 // groups a piece than this. Above it zc_round_pieces' serial walks fill the device and do less
-// work (a level-scheduled unit's threads idle where a level is narrower than they are many).
-const zcLevelBelow = 129
+// work (a level-scheduled lane group's threads idle where a level is narrower than they are
+// many): on an H200, Keccak-f's round with 128 points a piece took 190 µs level-scheduled
+// against 147 walked, the one with 64 98 against 138.
+const zcLevelBelow = 65
 
-// zcLevelThreadsPerCU: on GPUs a round's lane groups get 16 threads each (Keccak-f's rounds'
-// pieces take as many steps with 16 as with 32: their depth, 47 levels at most) while that
-// makes at most this many threads a compute unit, else 8 (54 steps: their widest levels hold
-// up to 60 instructions), which does less work on idle threads.
-const zcLevelThreadsPerCU = 2048
+// zcLevelThreadsPerCU: on GPUs a round's lane groups get 16 threads each while that makes at
+// most this many threads a compute unit, else 8. Keccak-f's rounds' pieces take as many steps
+// with 16 as with 32 (their depth, 47 levels at most) and 54 with 8 (their widest levels hold up
+// to 60 instructions), but 8 do less work on idle threads: on an H200, 16 were faster with 4 and
+// 8 lane groups a piece (29 against 34 µs a round), 8 with 16 and more (35 against 42 µs).
+const zcLevelThreadsPerCU = 512
 
 // planRoundLevels plans zc_round_levels for a trace whose rounds run the pieces of rs (rp's
 // zc_round_pieces plan made), 2^nLift rows in the first round: on GPUs the rounds with fewer lane

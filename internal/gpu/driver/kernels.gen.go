@@ -424,7 +424,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 14, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_round_levels", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:699", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
+	{Name: "zc_round_levels", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:700", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
 		{Name: "lcode", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},

@@ -5154,20 +5154,21 @@ MSL_KERNEL void msl_kernel_zc_round_pieces(MSL_DEVICE const uint* prog          
 // barrier before the next level: depth steps (Keccak-f: at most 47) instead of the code's length.
 //
 // Level code: per piece k, lcode[3k] its block's first word, lcode[3k + 1] the block's words,
-// lcode[3k + 2] the piece's constants. A block: nlevels, nslots, nconst, ncode; the level starts
-// (nlevels + 1 words, instruction indices); then 3 words per instruction: op<<24 | output (the
-// output the instruction emits, ZC_LEVEL_NO_EMIT: none), operands A and B. The code is in SSA
-// form over the unit's registers: registers 0 .. nslots−1 hold the piece's slots (its slot list,
-// loaded first), register nslots + i the result of instruction i; an operand is a register, a
-// constant or a public value (no slot operands).
+// lcode[3k + 2] the piece's constants. A block: nlevels, nslots, nconst, ncode, nemit; the level
+// starts (nlevels + 1 words, instruction indices); 3 words per instruction: op<<24, operands A
+// and B; then 2 words per emit: output, operand. The code is in SSA form over the unit's
+// registers: registers 0 .. nslots−1 hold the piece's slots (its slot list, loaded first),
+// register nslots + i the result of instruction i; an operand is a register, a constant or a
+// public value (no slot operands).
 //
-// Emits: each thread adds the outputs it computes into its own ProgCombineLanes; the combination
-// is linear, so the unit's k sums (added through threadgroup memory by the unit's first thread,
-// which also adds the constant denominator term, once) are the serial walk's. One partial row a
-// unit slot of a group: (group·U + unit)·MSL_LANES + lane, (d+1) points each.
+// Emits come after the last level, the unit's threads side by side: the loads of their weights
+// and kinds, independent of each other, are no longer on a level's critical path. Each thread
+// adds the outputs it emits into its own ProgCombineLanes; the combination is linear, so the
+// unit's k sums (added through threadgroup memory by the unit's first thread, which also adds the
+// constant denominator term, once) are the serial walk's. One partial row a unit slot of a group:
+// (group·U + unit)·MSL_LANES + lane, (d+1) points each.
 
-#define ZC_LEVEL_NO_EMIT 0xffffffu
-#define ZC_LEVEL_HEADER 4u
+#define ZC_LEVEL_HEADER 5u
 
 struct ZcLevelsParams {
   uint log_rows;    // n ≥ 1: the tables have 2^n rows (pairs y < 2^(n−1))
@@ -5278,26 +5279,25 @@ MSL_KERNEL void msl_kernel_zc_round_levels(MSL_DEVICE const uint* lcode         
     threadgroup_barrier(mem_flags::mem_threadgroup);  // code, constants and slots in place
     uint nlev = scode[0];
     uint nconst = scode[2];
+    uint nemit = scode[4];
     MSL_THREADGROUP const uint* lstart = scode + ZC_LEVEL_HEADER;
     MSL_THREADGROUP const uint* code = lstart + nlev + 1u;
+    MSL_THREADGROUP const uint* emits = code + 3u * scode[3];
     for (uint lv = 0u; lv < nlev; lv++) {
       if (lv > 0u) threadgroup_barrier(mem_flags::mem_threadgroup);  // the level's operands are written
       uint end = lstart[lv + 1u];
       if (!live) continue;
       for (uint i = lstart[lv] + q; i < end; i += K) {
         MSL_THREADGROUP const uint* w = code + 3u * i;
-        uint w0 = w[0];
-        uint op = w0 >> 24;
-        uint out = w0 & ZC_LEVEL_NO_EMIT;
+        uint op = w[0] >> 24;
         bb4l a = zc_level_operand(w[1], regs, scp, nconst, t, T);
-        if (op == PROG_OP_EMIT) {
-          c.put(out, a);
-          continue;
-        }
         bb4l r = op == PROG_OP_NEG ? bb4l_neg(a) : prog_binary4_lanes(op, a, zc_level_operand(w[2], regs, scp, nconst, t, T));
         zc_tg_store4(regs + 4u * (nslots + i) * T + t, T, r);
-        if (out != ZC_LEVEL_NO_EMIT) c.put(out, r);
       }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);  // the last level's values are written
+    if (live) {
+      for (uint e = q; e < nemit; e += K) c.put(emits[2u * e], zc_level_operand(emits[2u * e + 1u], regs, scp, nconst, t, T));
     }
     c.finish();
     if (K > 1u) {  // the unit's sums: each thread's into threadgroup memory, added by the unit's first thread
