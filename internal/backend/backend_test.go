@@ -102,6 +102,8 @@ func TestConformanceHostDeviceBaselineISA(t *testing.T) {
 // the interpreter (zc_uni_pieces). Each run must have used the kernel it names, and not the other.
 // "whole" runs the short programs whole as GPUs do (a point per lane), by their generated
 // whole-program code (zc_uni_whole, built at run time; Keccak-f, too long for it, interpreted).
+// "levels" runs the rounds' pieces level-scheduled (zc_round_levels), four threads a lane group
+// (the test AIRs; Keccak-f's registers exceed the host's group memory: its pieces are walked).
 func TestConformanceHostDevicePieces(t *testing.T) {
 	for _, tc := range []struct {
 		name, kernel, not string
@@ -110,6 +112,7 @@ func TestConformanceHostDevicePieces(t *testing.T) {
 		{"generated", "zc_uni_generated", "", kernels.ZcOptions{Pieces: true}},
 		{"interpreted", "zc_uni_pieces", "zc_uni_generated", kernels.ZcOptions{Pieces: true, Interpreted: true}},
 		{"whole", "zc_uni_whole", "zc_uni_generated", kernels.ZcOptions{GeneratedWhole: true, PointMode: true, UnitItems: true}},
+		{"levels", "zc_round_levels", "", kernels.ZcOptions{Pieces: true, Levels: true, LevelThreads: 4}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := hostDevice(t, nil)

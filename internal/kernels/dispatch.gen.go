@@ -446,6 +446,28 @@ func (v zcPiecesParams) arg() gpu.Arg {
 	return gpu.U32(v.logRows, v.stride, v.npieces, v.nregs, v.points, v.hasDen, v.nout, v.eqOff, v.unitPad, v.lanes, v.touch, v.zero)
 }
 
+// zcLevelsParams is the value struct ZcLevelsParams of the shaders: uint fields in declaration order.
+type zcLevelsParams struct {
+	logRows   uint32
+	stride    uint32
+	npieces   uint32
+	nregs     uint32
+	points    uint32
+	hasDen    uint32
+	nout      uint32
+	eqOff     uint32
+	unitPad   uint32
+	lanes     uint32
+	k         uint32
+	npublic   uint32
+	codeWords uint32
+	cpWords   uint32
+}
+
+func (v zcLevelsParams) arg() gpu.Arg {
+	return gpu.U32(v.logRows, v.stride, v.npieces, v.nregs, v.points, v.hasDen, v.nout, v.eqOff, v.unitPad, v.lanes, v.k, v.npublic, v.codeWords, v.cpWords)
+}
+
 // zcValuesParams is the value struct ZcValuesParams of the shaders: uint fields in declaration order.
 type zcValuesParams struct {
 	logN        uint32
@@ -881,17 +903,22 @@ func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer,
 	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/constraints/zerocheck.metal:575).
+// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/constraints/zerocheck.metal:580).
 func dispatchZcRoundPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcPiecesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_round_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
 }
 
-// dispatchZcUniValues encodes kernel zc_uni_values (shaders/constraints/zerocheck.metal:666).
+// dispatchZcRoundLevels encodes kernel zc_round_levels (shaders/constraints/zerocheck.metal:700).
+func dispatchZcRoundLevels(enc *gpu.Batch, groups, tpg gpu.Dim3, lcode *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcLevelsParams, shBytes uint32) *gpu.Batch {
+	return enc.Dispatch("zc_round_levels", groups, tpg, []gpu.Arg{gpu.Buf(lcode), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
+}
+
+// dispatchZcUniValues encodes kernel zc_uni_values (shaders/constraints/zerocheck.metal:847).
 func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcValuesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
 }
 
-// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/constraints/zerocheck.metal:775).
+// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/constraints/zerocheck.metal:956).
 func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

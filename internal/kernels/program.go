@@ -245,6 +245,119 @@ func UploadPieces(dev *gpu.Device, name string, pieces []*constraints.Program) (
 	return pp, nil
 }
 
+// LevelCode is the pieces' code level-scheduled (constraints.ScheduleLevels) in the words
+// zc_round_levels reads (ProgramPieces.LevelWords).
+type LevelCode struct {
+	// Words: first 3 words per piece, its block's first word, the block's length and the piece's
+	// constants; then the blocks: a header (levels, slots, constants, instructions, emits), the
+	// level starts (levels + 1 instruction indices), 3 words per instruction (op<<24, operands A
+	// and B), and 2 words per emit (output, operand). Operands are registers (slot l of the
+	// piece's own slot list: register l; instruction i's result: register slots + i), constants
+	// and public values (the piece's cp, as for its program words). The instructions compute
+	// values only, level by level (no level empty); the emits, the piece's outputs in the order of
+	// its level code, are read after the last level.
+	Words []uint32
+	// Regs is the most registers of a piece (its slots and instructions), BlockWords the longest
+	// block, Consts the most constants of a piece.
+	Regs, BlockWords, Consts int
+}
+
+// zcLevelHeader is ZC_LEVEL_HEADER of zerocheck.metal: a block's header words.
+const zcLevelHeader = 5
+
+// LevelWords returns the pieces' level code.
+func (pp *ProgramPieces) LevelWords() (*LevelCode, error) {
+	n := len(pp.programs)
+	lc := &LevelCode{Words: make([]uint32, 3*n, 3*n+16*n)}
+	for k, p := range pp.programs {
+		sc, err := constraints.ScheduleLevels(p)
+		if err != nil {
+			return nil, fmt.Errorf("kernels: pieces: piece %d: %w", k, err)
+		}
+		slots := pp.Slots[k]
+		local := make(map[int]uint32, len(slots))
+		for l, s := range slots {
+			local[s] = uint32(l)
+		}
+		ns := uint32(len(slots))
+		// The value instructions, renumbered (emit instructions leave the code), and the levels
+		// that keep some.
+		reg := make([]uint32, len(sc.Code))
+		var code []constraints.LevelInstr
+		start := []int{0}
+		for l := range sc.Levels() {
+			for i := sc.Start[l]; i < sc.Start[l+1]; i++ {
+				if in := sc.Code[i]; in.Op != constraints.OpEmit {
+					reg[i] = ns + uint32(len(code))
+					code = append(code, in)
+				}
+			}
+			if len(code) > start[len(start)-1] {
+				start = append(start, len(code))
+			}
+		}
+		if len(start) == 1 {
+			start = append(start, 0) // one level at least
+		}
+		operand := func(o constraints.Operand) (uint32, error) {
+			switch o.Kind() {
+			case constraints.KindReg:
+				return uint32(constraints.KindReg) | reg[o.Index()], nil
+			case constraints.KindSlot:
+				l, ok := local[o.Index()]
+				if !ok {
+					return 0, fmt.Errorf("kernels: pieces: piece %d reads slot %d, not in its slot list", k, o.Index())
+				}
+				return uint32(constraints.KindReg) | l, nil
+			}
+			return uint32(o), nil
+		}
+		var emits []uint32
+		for i, in := range sc.Code {
+			if in.Emit == constraints.NoEmit {
+				continue
+			}
+			o := constraints.KindReg | constraints.Operand(i) // a value instruction's own result
+			if in.Op == constraints.OpEmit {
+				o = in.A
+			}
+			x, err := operand(o)
+			if err != nil {
+				return nil, err
+			}
+			emits = append(emits, uint32(in.Emit), x)
+		}
+		first := len(lc.Words)
+		lc.Words = append(lc.Words, uint32(len(start)-1), ns, uint32(len(p.Consts)), uint32(len(code)), uint32(len(emits)/2))
+		for _, x := range start {
+			lc.Words = append(lc.Words, uint32(x))
+		}
+		for _, in := range code {
+			a, err := operand(in.A)
+			if err != nil {
+				return nil, err
+			}
+			var b uint32
+			if in.Op != constraints.OpNeg {
+				if b, err = operand(in.B); err != nil {
+					return nil, err
+				}
+			}
+			lc.Words = append(lc.Words, uint32(in.Op)<<24, a, b)
+		}
+		lc.Words = append(lc.Words, emits...)
+		words := len(lc.Words) - first
+		lc.Words[3*k], lc.Words[3*k+1], lc.Words[3*k+2] = uint32(first), uint32(words), uint32(len(p.Consts))
+		lc.Regs = max(lc.Regs, len(slots)+len(code))
+		lc.BlockWords = max(lc.BlockWords, words)
+		lc.Consts = max(lc.Consts, len(p.Consts))
+	}
+	if len(lc.Words) >= maxElems {
+		return nil, fmt.Errorf("kernels: pieces: %d words of level code", len(lc.Words))
+	}
+	return lc, nil
+}
+
 // NumPieces is the number of pieces.
 func (pp *ProgramPieces) NumPieces() int { return len(pp.WordOff) }
 

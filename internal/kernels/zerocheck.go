@@ -184,6 +184,26 @@ type zcPieceSet struct {
 	pp                 *ProgramPieces
 	cp                 *gpu.Array[Mont]
 	table, used, slots *gpu.Array[uint32]
+	// levels is the pieces' level code (ProgramPieces.LevelWords), uploaded when a plan first runs
+	// rounds level-scheduled (useLevels); lc its counts (Words dropped).
+	levels *gpu.Array[uint32]
+	lc     LevelCode
+}
+
+// useLevels uploads the pieces' level code unless it is there already.
+func (s *zcPieceSet) useLevels(dev *gpu.Device) error {
+	if s.levels != nil {
+		return nil
+	}
+	lc, err := s.pp.LevelWords()
+	if err != nil {
+		return err
+	}
+	if s.levels, err = gpu.UploadArray(dev, "zerocheck piece levels", lc.Words); err != nil {
+		return err
+	}
+	s.lc, s.lc.Words = *lc, nil
+	return nil
 }
 
 func (s *zcPieceSet) free() {
@@ -193,7 +213,7 @@ func (s *zcPieceSet) free() {
 	if s.cp != nil {
 		s.cp.Free()
 	}
-	for _, a := range []*gpu.Array[uint32]{s.table, s.used, s.slots} {
+	for _, a := range []*gpu.Array[uint32]{s.table, s.used, s.slots, s.levels} {
 		if a != nil {
 			a.Free()
 		}
@@ -428,14 +448,14 @@ func (z *ZcTrace) Detach() {
 }
 
 // Bytes is the device memory the trace's own buffers take (its maps, constants, weights and
-// bound piece sets; not the parts, the program or its pieces).
+// bound piece sets with their level code; not the parts, the program or its pieces).
 func (z *ZcTrace) Bytes() int64 {
 	var n int64
 	arrs := []*gpu.Array[uint32]{z.srcmap, z.cols, z.sel, z.used}
 	arrs = append(arrs, z.colmaps...)
 	for _, s := range []*zcPieceSet{z.pieces, z.rpieces} {
 		if s != nil {
-			arrs = append(arrs, s.table, s.used, s.slots)
+			arrs = append(arrs, s.table, s.used, s.slots, s.levels)
 			if s.cp != nil {
 				n += int64(s.cp.Size())
 			}
@@ -628,6 +648,14 @@ type ZcOptions struct {
 	// PieceThreads: the threads of the rounds' dispatches (0: chosen per device).
 	Pieces       bool
 	PieceThreads int
+	// Levels: every round that runs pieces runs them level-scheduled (zc_round_levels; by default
+	// only GPUs do, in the rounds with fewer lane groups a piece than LevelBelow); NoLevels:
+	// none does. LevelThreads: the threads that share a lane group's point (0: chosen per device;
+	// a power of two). LevelBelow: the rounds with fewer lane groups a piece than this run level-
+	// scheduled on GPUs (0: chosen per device).
+	Levels, NoLevels bool
+	LevelThreads     int
+	LevelBelow       int
 	// Interpreted: round 0 runs the interpreter (zc_uni_pieces, zc_uni_eval) even for pieces or
 	// programs with generated code (ProgramPieces.UseGenerated, Program.UseGenerated), to compare
 	// the two.
@@ -685,6 +713,16 @@ func NewZerocheck(dev *gpu.Device, dom *ZcDomain, points int, traces []*ZcTrace,
 		}
 		z.uni[t] = up
 		if rounds {
+			z.round[t] = rp
+		}
+		// The late rounds level-scheduled (zc_round_levels): planned from the trace's own pieces,
+		// whose level code it uploads; its partial rows are a few MB at most (not in the
+		// shape-based estimate).
+		if rs := t.roundPieces(); rounds && rs != nil && rp.pieceThreads > 0 {
+			if err := z.planRoundLevels(&rp, rs, t.NLift); err != nil {
+				return nil, err
+			}
+			sc.Partials = max(sc.Partials, rp.levelRows*points*12)
 			z.round[t] = rp
 		}
 	}

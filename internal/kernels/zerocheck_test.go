@@ -638,7 +638,8 @@ func TestZerocheckGPUShapes(t *testing.T) {
 					ref.pieces = splitProgram(t, vk, c.pieces)
 				}
 				lm := logM(c.logN, c.d)
-				dv := newZcDeviceOn(t, dev, ref, lm, c.d+1, ZcOptions{})
+				// Pieces: 3 walked by zc_round_pieces, 8 level-scheduled (zc_round_levels).
+				dv := newZcDeviceOn(t, dev, ref, lm, c.d+1, ZcOptions{NoLevels: c.pieces == 3})
 				if up := dv.zc.uni[dv.trace]; up.coset || up.tpg != 64 || up.pieces != (c.pieces > 0) {
 					t.Fatalf("round-0 plan %+v: want the GPU plan in groups of 64", up)
 				}
@@ -694,8 +695,8 @@ func TestZerocheckGPUShapes(t *testing.T) {
 			})
 		}
 	}
-	if lb.largest["zc_round_pieces"] == 0 || lb.largest["zc_uni_pieces"] == 0 || lb.largest["zc_coeffs_tiles"] == 0 {
-		t.Errorf("zc_round_pieces, zc_uni_pieces or zc_coeffs_tiles never ran: %v", lb.largest)
+	if lb.largest["zc_round_pieces"] == 0 || lb.largest["zc_round_levels"] == 0 || lb.largest["zc_uni_pieces"] == 0 || lb.largest["zc_coeffs_tiles"] == 0 {
+		t.Errorf("zc_round_pieces, zc_round_levels, zc_uni_pieces or zc_coeffs_tiles never ran: %v", lb.largest)
 	}
 	if lb.largest["zc_uni_eval"] > 64 || lb.largest["zc_round_eval"] > 32 || lb.largest["zc_round_pieces"] > 32 || lb.largest["zc_uni_pieces"] > 64 {
 		t.Errorf("groups above the kernels' limits: %v", lb.largest)

@@ -164,14 +164,20 @@ func sameTriples(t *testing.T, what string, got, want []stark.ConstraintTriple) 
 // Openings at most once; Release frees every buffer but the programs (once per backend).
 func TestConstraintProverMatchesCpuref(t *testing.T) {
 	for _, opts := range []kernels.ZcOptions{{}, {Pieces: true}, {Pieces: true, Interpreted: true},
-		{GeneratedWhole: true, PointMode: true, UnitItems: true}} {
-		t.Run(fmt.Sprintf("pieces=%v/interpreted=%v/whole=%v", opts.Pieces, opts.Interpreted, opts.GeneratedWhole), func(t *testing.T) {
+		{GeneratedWhole: true, PointMode: true, UnitItems: true}, {Pieces: true, Levels: true, LevelThreads: 2}} {
+		t.Run(fmt.Sprintf("pieces=%v/interpreted=%v/whole=%v/levels=%v", opts.Pieces, opts.Interpreted, opts.GeneratedWhole, opts.Levels), func(t *testing.T) {
+			levels := testDev.Stats().PerKernel["zc_round_levels"]
 			before := testDev.Stats().PerKernel["zc_uni_whole"]
 			constraintProverMatchesCpuref(t, opts)
 			// The short programs' round 0 ran their generated code (GPU plan: a point per lane)
 			// only when asked (the host device interprets by default).
 			if ran := testDev.Stats().PerKernel["zc_uni_whole"] > before; ran != opts.GeneratedWhole && testDev.Kind() == gpu.KindHost {
 				t.Errorf("zc_uni_whole ran: %v", ran)
+			}
+			// The rounds ran level-scheduled (the test AIRs' pieces: Keccak-f's registers, 16
+			// lanes a thread, exceed the host's group memory) only when asked.
+			if ran := testDev.Stats().PerKernel["zc_round_levels"] > levels; ran != opts.Levels && testDev.Kind() == gpu.KindHost {
+				t.Errorf("zc_round_levels ran: %v", ran)
 			}
 		})
 	}

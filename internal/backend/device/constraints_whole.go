@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/metalprove/metalprove/internal/constraints"
@@ -95,11 +97,50 @@ func envInterpreted() (bool, error) {
 	}
 }
 
-// withEnv is opts with ConstraintCodeEnv applied.
+// LevelsEnv names the environment variable that sets how the constraint sumcheck's last rounds
+// run their pieces level-scheduled (kernels.ZcOptions.NoLevels, LevelThreads, LevelBelow), to
+// compare plans on a GPU (bench): "off" walks every piece serially (zc_round_pieces); "K/B" gives
+// K threads to a point in the rounds with fewer than B points a piece (0 or empty: the default of
+// either). Unset or empty: the defaults. Anything else is an error naming the variable.
+const LevelsEnv = "METALPROVE_ZC_LEVELS"
+
+// envLevels applies LevelsEnv to opts.
+func envLevels(opts *kernels.ZcOptions) error {
+	v := os.Getenv(LevelsEnv)
+	switch v {
+	case "":
+		return nil
+	case "off":
+		opts.NoLevels = true
+		return nil
+	}
+	k, b, ok := strings.Cut(v, "/")
+	var err error
+	num := func(s string) int {
+		if s == "" || err != nil {
+			return 0
+		}
+		var n int
+		if n, err = strconv.Atoi(s); err == nil && n < 0 {
+			err = fmt.Errorf("negative")
+		}
+		return n
+	}
+	opts.LevelThreads, opts.LevelBelow = num(k), num(b)
+	if !ok || err != nil || opts.LevelThreads&(opts.LevelThreads-1) != 0 {
+		return fmt.Errorf("backend/device: %s=%q: want off or K/B (K threads a point, a power of two; rounds below B points a piece)", LevelsEnv, v)
+	}
+	return nil
+}
+
+// withEnv is opts with ConstraintCodeEnv and LevelsEnv applied.
 func withEnv(opts kernels.ZcOptions) (kernels.ZcOptions, error) {
 	interp, err := envInterpreted()
 	if interp {
 		opts.Interpreted = true
+	}
+	if err == nil {
+		err = envLevels(&opts)
 	}
 	return opts, err
 }

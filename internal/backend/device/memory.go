@@ -518,8 +518,11 @@ func (b *Backend) builtWhole(p *constraints.Program) *kernels.GeneratedWhole {
 // the source columns, slots and tables, the constants and weights, and per piece set (round 0's
 // and the rounds', GPUs) its constants, table and two slot lists (counted as two words per
 // instruction of the program: at most the operands a piece reads, pieces sharing little code; at
-// most constraints.DeviceRoundPieces pieces); and the prover's small buffers, kept too: the eq
-// tables of every round and their halves, the sums, the bind weights.
+// most constraints.DeviceRoundPieces pieces) and the rounds' level code (kernels.ProgramPieces.
+// LevelWords: 3 words an instruction, a level start at most per instruction, 9 words a piece;
+// counted as 5 words per instruction of the program, as the pieces repeat some of its code:
+// Keccak-f's 39,536 instructions are 42,750 in the rounds' pieces); and the prover's small
+// buffers, kept too: the eq tables of every round and their halves, the sums, the bind weights.
 func (b *Backend) zcKeyBytes(a airShape, p params.SystemParams, logM int) int64 {
 	pg := a.prog
 	ncols := 0
@@ -533,8 +536,10 @@ func (b *Backend) zcKeyBytes(a airShape, p params.SystemParams, logM int) int64 
 		n += 8*int64(w) + 4
 	}
 	if b.usePieces(pg) {
-		code, k := int64(len(pg.Code)), int64(constraints.DeviceRoundPieces)
+		code := int64(len(pg.Code))
+		k := min(int64(constraints.DeviceRoundPieces), max(code, 1)) // a piece has an instruction at least
 		n += 2 * (4*k*int64(pg.NumPublic+1) + 4*code + 16*k + 2*8*2*code)
+		n += 4 * (10*k + 5*code) // the rounds' level code
 	}
 	nLift := max(a.logH-p.LSkip, 0)
 	n += 2*(32<<nLift) + 48<<logM + 48*int64(p.MaxConstraintDegree+1) + 16<<p.LSkip

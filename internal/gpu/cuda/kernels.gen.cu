@@ -4992,17 +4992,9 @@ MSL_FN void zc_tg_store4(MSL_THREADGROUP uint* p, uint stride, bb4l v) {
   lanes_st_tg(p + 3u * stride, v[3]);
 }
 
-// A piece's operand o for the lanes at column t of T: registers from threadgroup memory, slot s
-// (table pused[2s + 1]) at rows (2y, 2y + 1), rows[l] = 8y of lane l, as a + X·(b − a),
-// constants and public values broadcast.
-MSL_FN bb4l zc_piece_operand(uint o, MSL_THREADGROUP const uint* regs, MSL_DEVICE const uint* pused, MSL_DEVICE const uint* tables,
-                             uint stride, MSL_THREAD const uint* rows, lanes_uint xv, MSL_DEVICE const uint* cp, uint nconst,
-                             uint t, uint T) {
-  uint idx = o & PROG_INDEX_MASK;
-  uint kind = o >> 30;
-  if (kind >= PROG_KIND_CONST) return bb4l_lift(lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]));
-  if (kind == PROG_KIND_REG) return zc_tg_load4(regs + 4u * idx * T + t, T);
-  MSL_DEVICE const uint* tab = tables + 4u * pused[2u * idx + 1u] * stride;
+// The slot of table tab (Fp4 rows) at the lanes' points: rows (2y, 2y + 1), rows[l] = 8y of lane
+// l, as a + X·(b − a).
+MSL_FN bb4l zc_slot_at(MSL_DEVICE const uint* tab, MSL_THREAD const uint* rows, lanes_uint xv) {
   uint ta[4][MSL_LANES];
   uint tb[4][MSL_LANES];
   for (uint l = 0u; l < MSL_LANES; l++) {
@@ -5018,6 +5010,19 @@ MSL_FN bb4l zc_piece_operand(uint o, MSL_THREADGROUP const uint* regs, MSL_DEVIC
     v[c] = bb_add_lanes(a, bb_mul_lanes(bb_sub_lanes(lanes_ld_th(tb[c]), a), xv));
   }
   return bb4l_make(v[0], v[1], v[2], v[3]);
+}
+
+// A piece's operand o for the lanes at column t of T: registers from threadgroup memory, slot s
+// (table pused[2s + 1]) at rows (2y, 2y + 1), rows[l] = 8y of lane l, as a + X·(b − a),
+// constants and public values broadcast.
+MSL_FN bb4l zc_piece_operand(uint o, MSL_THREADGROUP const uint* regs, MSL_DEVICE const uint* pused, MSL_DEVICE const uint* tables,
+                             uint stride, MSL_THREAD const uint* rows, lanes_uint xv, MSL_DEVICE const uint* cp, uint nconst,
+                             uint t, uint T) {
+  uint idx = o & PROG_INDEX_MASK;
+  uint kind = o >> 30;
+  if (kind >= PROG_KIND_CONST) return bb4l_lift(lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]));
+  if (kind == PROG_KIND_REG) return zc_tg_load4(regs + 4u * idx * T + t, T);
+  return zc_slot_at(tables + 4u * pused[2u * idx + 1u] * stride, rows, xv);
 }
 
 // Touches what a piece's walk will read, before the walk: its code and slot list (the group's
@@ -5136,6 +5141,182 @@ MSL_KERNEL void msl_kernel_zc_round_pieces(MSL_DEVICE const uint* prog          
     zc_piece_run4(prog + pt[0], cp + pt[1], pused, tables, stride, rows, lanes_ld_th(xm), sh, t, T, c);
     c.finish();
     zc_round_accumulate(partials, eq, p.eq_off, c, u, total, npts, gid, ys, xs);
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Rounds j ≥ 1, pieces level-scheduled: the threads of a group cooperate on a point.
+//
+// In the last rounds a piece has a handful of (pair, X) lane groups, and zc_round_pieces' thread
+// walks its piece's instructions one after another (Keccak-f: up to 196, each a dependent chain of
+// decode, operand fetch, Fp4 product and store) while the other threads of its group idle. Here a
+// piece's code is ordered by dependency level (constraints.ScheduleLevels, encoded by
+// kernels.LevelWords): the k threads of a unit (one lane group of one piece) take the
+// instructions of a level side by side (i = start + q, stride k), then the group meets at a
+// barrier before the next level: depth steps (Keccak-f: at most 47) instead of the code's length.
+//
+// Level code: per piece k, lcode[3k] its block's first word, lcode[3k + 1] the block's words,
+// lcode[3k + 2] the piece's constants. A block: nlevels, nslots, nconst, ncode, nemit; the level
+// starts (nlevels + 1 words, instruction indices); 3 words per instruction: op<<24, operands A
+// and B; then 2 words per emit: output, operand. The code is in SSA form over the unit's
+// registers: registers 0 .. nslots−1 hold the piece's slots (its slot list, loaded first),
+// register nslots + i the result of instruction i; an operand is a register, a constant or a
+// public value (no slot operands).
+//
+// Emits come after the last level, the unit's threads side by side: the loads of their weights
+// and kinds, independent of each other, are no longer on a level's critical path. Each thread
+// adds the outputs it emits into its own ProgCombineLanes; the combination is linear, so the
+// unit's k sums (added through threadgroup memory by the unit's first thread, which also adds the
+// constant denominator term, once) are the serial walk's. One partial row a unit slot of a group:
+// (group·U + unit)·MSL_LANES + lane, (d+1) points each.
+
+#define ZC_LEVEL_HEADER 5u
+
+struct ZcLevelsParams {
+  uint log_rows;    // n ≥ 1: the tables have 2^n rows (pairs y < 2^(n−1))
+  uint stride;      // Fp4 index distance between tables
+  uint npieces;     // pieces of the program
+  uint nregs;       // the largest piece's slots + instructions (threadgroup memory: 4·nregs words a lane of a unit)
+  uint points;      // d + 1: evaluation points X = 1..d+1
+  uint has_den;     // add the constant denominator term (once: piece 0)
+  uint nout;        // outputs of the whole program (weights[nout]: the constant denominator term)
+  uint eq_off;      // Fp4 index of e'(0) in eq
+  uint unit_pad;    // lane groups per piece in the item numbering: the round's, rounded up to a multiple of U
+  uint lanes;       // MSL_LANES the launcher assumed
+  uint k;           // threads per unit: a power of two dividing the group size (U = group size / k units a group)
+  uint npublic;     // public values (each piece's constants are followed by them in cp)
+  uint code_words;  // the largest block of level code (threadgroup memory)
+  uint cp_words;    // the most constants of a piece, plus npublic (threadgroup memory)
+};
+
+// A level-code operand for the lanes at column t of T: a register, or a constant or public value
+// broadcast (registers and constants in threadgroup memory).
+MSL_FN bb4l zc_level_operand(uint o, MSL_THREADGROUP const uint* regs, MSL_THREADGROUP const uint* cp, uint nconst, uint t,
+                             uint T) {
+  uint idx = o & PROG_INDEX_MASK;
+  uint kind = o >> 30;
+  if (kind >= PROG_KIND_CONST) return bb4l_lift(lanes_splat(cp[(kind == PROG_KIND_CONST ? 0u : nconst) + idx]));
+  return zc_tg_load4(regs + 4u * idx * T + t, T);
+}
+
+// Threadgroup memory: the registers, 4·nregs words per lane of each of the U units (register r,
+// coefficient c of unit s at (4r + c)·U·MSL_LANES + s·MSL_LANES); the threads' sums (12 words a
+// lane per thread) when k > 1; the piece's block of level code (code_words) and its constants
+// and public values (cp_words), copied by the group's threads together at each item (one round
+// trip to memory instead of one a level). Work items (piece, block of U lane groups),
+// piece-major, a grid-stride loop over them (uniform across a group: barriers in uniform control
+// flow).
+MSL_KERNEL void msl_kernel_zc_round_levels(MSL_DEVICE const uint* lcode              ,
+                            MSL_DEVICE const uint* cp              ,
+                            MSL_DEVICE const uint* table              ,
+                            MSL_DEVICE const uint* kinds              ,
+                            MSL_DEVICE const uint* weights              ,
+                            MSL_DEVICE const uint* used              ,
+                            MSL_DEVICE const uint* tables              ,
+                            MSL_DEVICE const uint* eq              ,
+                            MSL_DEVICE uint* partials              ,
+                            MSL_CONSTANT ZcLevelsParams& p              ,
+                            MSL_THREADGROUP uint* sh                   ,
+                            uint tid                                ,
+                            uint group                                 ,
+                            uint tpg                            ,
+                            uint ngroups                          ) {
+  if (p.lanes != MSL_LANES) return;
+  uint pairs = 1u << (p.log_rows - 1u);
+  uint stride = p.stride;
+  uint npts = p.points;
+  uint total = pairs * npts;
+  uint units = (total + MSL_LANES - 1u) / MSL_LANES;
+  uint K = p.k;
+  uint U = tpg / K;
+  uint su = tid / K;  // the thread's unit in the group
+  uint q = tid - su * K;
+  uint blocks = p.unit_pad / U;
+  uint items = blocks * p.npieces;
+  uint T = U * MSL_LANES;
+  uint t = su * MSL_LANES;
+  MSL_THREADGROUP uint* regs = sh;
+  MSL_THREADGROUP uint* red = regs + 4u * p.nregs * T;
+  MSL_THREADGROUP uint* scode = red + (K > 1u ? 12u * tpg * MSL_LANES : 0u);
+  MSL_THREADGROUP uint* scp = scode + p.code_words;
+  uint row = group * U + su;
+  if (q == 0u) {
+    for (uint w = 0u; w < 12u * npts * MSL_LANES; w++) partials[12u * npts * MSL_LANES * row + w] = 0u;
+  }
+  bb4l den_const = bb4l_splat(bb4_load(weights, p.nout));
+  for (uint it = group; it < items; it += ngroups) {
+    uint piece = it / blocks;
+    uint u = (it - piece * blocks) * U + su;
+    bool live = u < units;
+    MSL_DEVICE const uint* pt = table + 4u * piece;
+    MSL_DEVICE const uint* pused = used + 2u * pt[2];
+    MSL_DEVICE const uint* pcp = cp + pt[1];
+    MSL_DEVICE const uint* dir = lcode + 3u * piece;
+    MSL_DEVICE const uint* lp = lcode + dir[0];
+    uint nw = dir[1];
+    uint ncp = dir[2] + p.npublic;
+    uint nslots = pt[3];
+    for (uint w = tid; w < nw; w += tpg) scode[w] = lp[w];
+    for (uint w = tid; w < ncp; w += tpg) scp[w] = pcp[w];
+    uint ys[MSL_LANES];
+    uint xs[MSL_LANES];
+    uint rows[MSL_LANES];
+    uint xm[MSL_LANES];
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      uint f = min(u * MSL_LANES + l, total - 1u);
+      ys[l] = f / npts;
+      xs[l] = f - ys[l] * npts;  // X − 1
+      rows[l] = 8u * ys[l];
+      xm[l] = bb_to_mont(xs[l] + 1u);
+    }
+    lanes_uint xv = lanes_ld_th(xm);
+    // The slots, the unit's threads side by side.
+    if (live) {
+      for (uint s = q; s < nslots; s += K) {
+        zc_tg_store4(regs + 4u * s * T + t, T, zc_slot_at(tables + 4u * pused[2u * s + 1u] * stride, rows, xv));
+      }
+    }
+    ProgCombineLanes c;
+    c.start(kinds, weights, p.has_den != 0u && piece == 0u && q == 0u ? den_const : bb4l_zero());
+    threadgroup_barrier(mem_flags::mem_threadgroup);  // code, constants and slots in place
+    uint nlev = scode[0];
+    uint nconst = scode[2];
+    uint nemit = scode[4];
+    MSL_THREADGROUP const uint* lstart = scode + ZC_LEVEL_HEADER;
+    MSL_THREADGROUP const uint* code = lstart + nlev + 1u;
+    MSL_THREADGROUP const uint* emits = code + 3u * scode[3];
+    for (uint lv = 0u; lv < nlev; lv++) {
+      if (lv > 0u) threadgroup_barrier(mem_flags::mem_threadgroup);  // the level's operands are written
+      uint end = lstart[lv + 1u];
+      if (!live) continue;
+      for (uint i = lstart[lv] + q; i < end; i += K) {
+        MSL_THREADGROUP const uint* w = code + 3u * i;
+        uint op = w[0] >> 24;
+        bb4l a = zc_level_operand(w[1], regs, scp, nconst, t, T);
+        bb4l r = op == PROG_OP_NEG ? bb4l_neg(a) : prog_binary4_lanes(op, a, zc_level_operand(w[2], regs, scp, nconst, t, T));
+        zc_tg_store4(regs + 4u * (nslots + i) * T + t, T, r);
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);  // the last level's values are written
+    if (live) {
+      for (uint e = q; e < nemit; e += K) c.put(emits[2u * e], zc_level_operand(emits[2u * e + 1u], regs, scp, nconst, t, T));
+    }
+    c.finish();
+    if (K > 1u) {  // the unit's sums: each thread's into threadgroup memory, added by the unit's first thread
+      zc_tg_store4(red + tid * MSL_LANES, tpg * MSL_LANES, c.zc);
+      zc_tg_store4(red + (4u * tpg + tid) * MSL_LANES, tpg * MSL_LANES, c.num);
+      zc_tg_store4(red + (8u * tpg + tid) * MSL_LANES, tpg * MSL_LANES, c.den);
+    }
+    // The sums in place; and the next item's copies and slots wait for this item's last reads.
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (K > 1u && q == 0u) {
+      for (uint j = 1u; j < K; j++) {
+        c.zc = bb4l_add(c.zc, zc_tg_load4(red + (tid + j) * MSL_LANES, tpg * MSL_LANES));
+        c.num = bb4l_add(c.num, zc_tg_load4(red + (4u * tpg + tid + j) * MSL_LANES, tpg * MSL_LANES));
+        c.den = bb4l_add(c.den, zc_tg_load4(red + (8u * tpg + tid + j) * MSL_LANES, tpg * MSL_LANES));
+      }
+    }
+    if (live && q == 0u) zc_round_accumulate(partials, eq, p.eq_off, c, u, total, npts, row, ys, xs);
   }
 }
 
@@ -6714,6 +6895,25 @@ extern "C" __global__ void mslk_zc_round_eval(MSL_DEVICE const uint* prog, MSL_D
 extern "C" __global__ void mslk_zc_round_pieces(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* table, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* used, MSL_DEVICE const uint* tables, MSL_DEVICE const uint* eq, MSL_DEVICE uint* partials, MSL_CONSTANT ZcPiecesParams p, unsigned tg_off_0) {
   msl_kernel_zc_round_pieces(
       prog,
+      cp,
+      table,
+      kinds,
+      weights,
+      used,
+      tables,
+      eq,
+      partials,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
+}
+
+extern "C" __global__ void mslk_zc_round_levels(MSL_DEVICE const uint* lcode, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* table, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* used, MSL_DEVICE const uint* tables, MSL_DEVICE const uint* eq, MSL_DEVICE uint* partials, MSL_CONSTANT ZcLevelsParams p, unsigned tg_off_0) {
+  msl_kernel_zc_round_levels(
+      lcode,
       cp,
       table,
       kinds,

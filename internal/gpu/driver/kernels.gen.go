@@ -407,7 +407,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:575", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
+	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:580", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -424,7 +424,24 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 14, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:666", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
+	{Name: "zc_round_levels", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:700", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
+		{Name: "lcode", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 4},
+		{Name: "used", Type: "device const uint*", Kind: ParamBuffer, Index: 5},
+		{Name: "tables", Type: "device const uint*", Kind: ParamBuffer, Index: 6},
+		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 7},
+		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 8},
+		{Name: "p", Type: "constant ZcLevelsParams&", Kind: ParamValue, Index: 9, ValueSize: 56},
+		{Name: "sh", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_threadgroup"},
+		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 14, Builtin: "threadgroups_per_grid"},
+	}},
+	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:847", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
 		{Name: "coefs", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "deltas", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "srcmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -439,7 +456,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:775", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:956", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},

@@ -173,6 +173,22 @@ HD_TARGET_V3 void hd_group_zc_round_pieces_v3(const hd_launch* Lp, hd_u3 gp, uns
   (void)tg;
   HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_round_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
+HD_TARGET_V3 void hd_group_zc_round_levels_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a4 = (MSL_DEVICE const uint*)L->bufs[4];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_DEVICE const uint* const a7 = (MSL_DEVICE const uint*)L->bufs[7];
+  MSL_DEVICE uint* const a8 = (MSL_DEVICE uint*)L->bufs[8];
+  MSL_CONSTANT ZcLevelsParams a9 = *(MSL_CONSTANT ZcLevelsParams*)L->bufs[9];
+  MSL_THREADGROUP uint* const a10 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_round_levels(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
 HD_TARGET_V3 void hd_group_zc_uni_pieces_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
