@@ -15,19 +15,18 @@ func (a *Array[T]) Len() int { return a.n }
 
 // AllocArray allocates a zeroed array of n elements of T.
 func AllocArray[T any](d *Device, name string, n int) (*Array[T], error) {
-	var zero T
-	b, err := d.Alloc(name, n*int(unsafe.Sizeof(zero)))
-	if err != nil {
-		return nil, err
-	}
-	return &Array[T]{Buffer: b, n: n}, nil
+	return allocArray[T](d, name, n, false)
 }
 
 // AllocArrayUninit allocates an array of n elements with unspecified contents
 // (Device.AllocUninit): for arrays the kernels write in full before they read them.
 func AllocArrayUninit[T any](d *Device, name string, n int) (*Array[T], error) {
+	return allocArray[T](d, name, n, true)
+}
+
+func allocArray[T any](d *Device, name string, n int, uninit bool) (*Array[T], error) {
 	var zero T
-	b, err := d.AllocUninit(name, n*int(unsafe.Sizeof(zero)))
+	b, err := d.alloc(name, n*int(unsafe.Sizeof(zero)), uninit)
 	if err != nil {
 		return nil, err
 	}

@@ -36,16 +36,7 @@ func TestDFTColumnsMatchesCpuref(t *testing.T) {
 				if n := syncs(t, func() error { return ntt.DFTColumns(a, h, c.width, inverse) }); n != 1 {
 					t.Errorf("%d syncs, want 1", n)
 				}
-				want := append([]field.Fp(nil), v...)
-				var err error
-				if inverse {
-					err = cpuref.IDFTColumns(want, h)
-				} else {
-					err = cpuref.DFTColumns(want, h)
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
+				want := cpurefDFT(t, v, h, inverse)
 				got := readBack(t, a)
 				if i := firstDiff(got, want); i >= 0 {
 					t.Fatalf("element %d: got %d, want %d", i, got[i], want[i])
@@ -53,6 +44,22 @@ func TestDFTColumnsMatchesCpuref(t *testing.T) {
 			})
 		}
 	}
+}
+
+// cpurefDFT is cpuref's DFT (or IDFT) of every column of height h of a copy of v.
+func cpurefDFT(t *testing.T, v []field.Fp, h int, inverse bool) []field.Fp {
+	t.Helper()
+	want := append([]field.Fp(nil), v...)
+	var err error
+	if inverse {
+		err = cpuref.IDFTColumns(want, h)
+	} else {
+		err = cpuref.DFTColumns(want, h)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
 }
 
 func TestDFTThenIDFTIsIdentity(t *testing.T) {
@@ -244,16 +251,7 @@ func TestDFTColumnsInChunks(t *testing.T) {
 			if n := syncs(t, func() error { return ntt.DFTColumns(a, h, c.width, inverse) }); n != 1 {
 				t.Errorf("%s: %d syncs, want 1", name, n)
 			}
-			want := append([]field.Fp(nil), v...)
-			var err error
-			if inverse {
-				err = cpuref.IDFTColumns(want, h)
-			} else {
-				err = cpuref.DFTColumns(want, h)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := cpurefDFT(t, v, h, inverse)
 			if i := firstDiff(readBack(t, a), want); i >= 0 {
 				t.Fatalf("%s: element %d (column %d) differs", name, i, i/h)
 			}
