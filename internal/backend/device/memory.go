@@ -193,7 +193,7 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 	// builds the same leaves to check the interactions' balance).
 	logHeights, nInter := make([]int, len(airs)), make([]int, len(airs))
 	var gkrRows rowBytes
-	var gkrBytes int64
+	var gkrBytes, gkrCheck int64 // the proof's GKR; the check's (its tree only: no eq tables)
 	for i, a := range airs {
 		logHeights[i], nInter[i] = a.logH, a.nInter
 		if a.nInter > 0 {
@@ -206,7 +206,8 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 	}
 	if layout, _, err := stark.NewGkrLayout(p.LSkip, logHeights, nInter); err == nil && layout.Total > 0 {
 		L := int64(layout.NumLayers())
-		gkrBytes = 4*kernels.GkrFractionWords*(2<<L-1) + 16<<L + gkrRows.slots + gkrRows.regs + gkrRows.extra
+		gkrCheck = 4*kernels.GkrFractionWords*(2<<L-1) + gkrRows.slots + gkrRows.regs + gkrRows.extra
+		gkrBytes = gkrCheck + 16<<L
 	}
 
 	// Check: the row scratch of the largest evaluation (slots, registers and the pieces'
@@ -279,7 +280,7 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 	checkLive := t.live
 	var kept int64
 	if check {
-		t.step("check", max(checkBytes, gkrBytes))
+		t.step("check", max(checkBytes, gkrCheck))
 	}
 
 	// Commit: the common main traces stacked together, then each cached trace alone.
@@ -397,7 +398,7 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 		}
 		saved := t.live
 		t.live = checkLive + kept + t.live - again.resident
-		t.step("check", max(checkBytes, gkrBytes))
+		t.step("check", max(checkBytes, gkrCheck))
 		t.live = saved
 	}
 	t.est.Steps, t.est.resident = t.steps, t.live
