@@ -68,11 +68,10 @@ func (c *Committed) Free() {
 func (c *Committed) free() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.tree == nil {
-		return
+	if c.tree != nil {
+		c.tree.Free()
+		c.tree = nil
 	}
-	c.tree.Free()
-	c.tree = nil
 	for _, a := range []*gpu.Array[kernels.Mont]{c.codeword, c.q} {
 		if a != nil {
 			a.Free()
@@ -244,14 +243,6 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 		lSkip: p.LSkip, logBlowup: p.LogBlowup, k: p.Whir.K}
 	var codeword *gpu.Array[kernels.Mont]
 	fail := func(err error) (stark.Committed, error) {
-		c.mu.Lock()
-		if c.tree == nil { // not built: free() would not let the pins go
-			for _, s := range c.sources {
-				s.trace.unpin()
-			}
-			c.sources = nil
-		}
-		c.mu.Unlock()
 		c.free()
 		if codeword != nil {
 			codeword.Free() // a second free of a kept codeword is harmless
