@@ -24,17 +24,7 @@ func Eval[T Elem[T]](p *Program, slots []T, public []field.Fp, lift func(field.F
 		regs = make([]T, p.NumRegs)
 	}
 	regs = regs[:p.NumRegs]
-	val := func(o Operand) T {
-		switch o.Kind() {
-		case KindReg:
-			return regs[o.Index()]
-		case KindSlot:
-			return slots[o.Index()]
-		case KindConst:
-			return lift(p.Consts[o.Index()])
-		}
-		return lift(public[o.Index()])
-	}
+	val := func(o Operand) T { return operandValue(o, p, regs, slots, public, lift) }
 	for _, in := range p.Code {
 		switch in.Op {
 		case OpAdd:
@@ -146,4 +136,18 @@ func (p *Program) CombineExt(w *Weights, slots []field.Fp4, public []field.Fp, r
 		c.Den = c.Den.Add(w.DenConst)
 	}
 	return c, regs
+}
+
+// operandValue is operand o's value for an evaluation of p (Eval, EvalLevels): a register, a slot,
+// a constant or a public value, the last two lifted into T.
+func operandValue[T Elem[T]](o Operand, p *Program, regs, slots []T, public []field.Fp, lift func(field.Fp) T) T {
+	switch o.Kind() {
+	case KindReg:
+		return regs[o.Index()]
+	case KindSlot:
+		return slots[o.Index()]
+	case KindConst:
+		return lift(p.Consts[o.Index()])
+	}
+	return lift(public[o.Index()])
 }

@@ -153,17 +153,7 @@ func EvalLevels[T Elem[T]](p *Program, lc *LevelCode, slots []T, public []field.
 		regs = make([]T, len(lc.Code))
 	}
 	regs = regs[:len(lc.Code)]
-	val := func(o Operand) T {
-		switch o.Kind() {
-		case KindReg:
-			return regs[o.Index()]
-		case KindSlot:
-			return slots[o.Index()]
-		case KindConst:
-			return lift(p.Consts[o.Index()])
-		}
-		return lift(public[o.Index()])
-	}
+	val := func(o Operand) T { return operandValue(o, p, regs, slots, public, lift) }
 	for i, in := range lc.Code {
 		var v T
 		switch in.Op {

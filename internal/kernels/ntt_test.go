@@ -201,16 +201,7 @@ func TestDFTColumnsFourPasses(t *testing.T) {
 			if err := ntt.DFTColumns(a, h, c.width, inverse); err != nil {
 				t.Fatal(err)
 			}
-			want := append([]field.Fp(nil), v...)
-			var err error
-			if inverse {
-				err = cpuref.IDFTColumns(want, h)
-			} else {
-				err = cpuref.DFTColumns(want, h)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := cpurefDFT(t, v, h, inverse)
 			got, err := ReadCanonical(a)
 			if err != nil {
 				t.Fatal(err)
