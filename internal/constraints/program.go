@@ -320,16 +320,21 @@ func compile(vk *air.VerifyingKey, outs Outputs, keep func(o int) bool) (*Progra
 			p.Used[operand[i].Index()] = true
 		}
 	}
-	lastUse := make([]int, n)
-	for i := range lastUse {
-		lastUse[i] = i
+	// The order the instructions run in (seq: positions of the needed nodes; a leaf appears where
+	// its emits go), and for each computed node the position of its last reader.
+	seq := scheduleNodes(n, outNode, needed, isLeaf, operands)
+	pos := make([]int, n)
+	for q, i := range seq {
+		pos[i] = q
 	}
-	for i := range n {
-		if !needed[i] {
+	lastUse := make([]int, n)
+	for _, i := range seq {
+		lastUse[i] = max(lastUse[i], pos[i])
+		if isLeaf[i] {
 			continue
 		}
 		for _, c := range operands(i) {
-			lastUse[c] = max(lastUse[c], i)
+			lastUse[c] = max(lastUse[c], pos[i])
 		}
 	}
 	emits := make([][]int, n)
@@ -338,9 +343,9 @@ func compile(vk *air.VerifyingKey, outs Outputs, keep func(o int) bool) (*Progra
 			emits[idx] = append(emits[idx], o)
 		}
 	}
-	dying := make([][]int, n) // dying[i]: computed nodes whose last reader is node i
-	for i := range n {
-		if needed[i] && !isLeaf[i] && lastUse[i] > i {
+	dying := make([][]int, len(seq)) // dying[q]: computed nodes whose last reader is at position q
+	for _, i := range seq {
+		if !isLeaf[i] && lastUse[i] > pos[i] {
 			dying[lastUse[i]] = append(dying[lastUse[i]], i)
 		}
 	}
@@ -355,10 +360,7 @@ func compile(vk *air.VerifyingKey, outs Outputs, keep func(o int) bool) (*Progra
 		p.NumRegs++
 		return r
 	}
-	for i := range n {
-		if !needed[i] {
-			continue
-		}
+	for q, i := range seq {
 		if !isLeaf[i] {
 			nd := g.Nodes[i]
 			in := Instr{A: operand[nd.L]}
@@ -373,7 +375,7 @@ func compile(vk *air.VerifyingKey, outs Outputs, keep func(o int) bool) (*Progra
 				in.Op = OpNeg
 			}
 			// Operands whose last reader is this node die now: the result may reuse a register.
-			for _, d := range dying[i] {
+			for _, d := range dying[q] {
 				free = append(free, operand[d].regIndex())
 			}
 			in.Dst = alloc()
@@ -383,7 +385,7 @@ func compile(vk *air.VerifyingKey, outs Outputs, keep func(o int) bool) (*Progra
 		for _, o := range emits[i] {
 			p.Code = append(p.Code, Instr{Op: OpEmit, Dst: uint32(o), A: operand[i]})
 		}
-		if !isLeaf[i] && lastUse[i] == i { // read by no later node: only by its emits
+		if !isLeaf[i] && lastUse[i] == q { // read by no later node: only by its emits
 			free = append(free, operand[i].regIndex())
 		}
 	}
@@ -441,15 +443,15 @@ func (p *Program) OpeningSlots(openings [][]field.Fp4, isFirst, isLast field.Fp4
 
 // DevicePieces is the number of pieces devices split a key's program into (Split) where one
 // point's walk of the whole program would leave them idle: Keccak-f's 39,536 instructions become
-// 126 pieces of at most 388 instructions and 65 registers. The straight-line code generated for
+// 126 pieces of at most 388 instructions and 4 registers. The straight-line code generated for
 // an AIR's round 0 at run time (internal/kernels/piececode) is generated from this split.
 const DevicePieces = 128
 
 // DeviceRoundPieces is the split of the constraint sumcheck's rounds j ≥ 1 on devices, finer than
 // DevicePieces: a round's work items (piece, pair, X) walk their piece with its registers in
 // threadgroup memory, so the longest piece bounds a round with few pairs and the most registers
-// bound the threads per group. Keccak-f: 364 pieces of at most 196 instructions and 33
-// registers (DevicePieces: 388 and 65), 42,750 instructions in all (42,743).
+// bound the threads per group. Keccak-f: 364 pieces of at most 196 instructions and 4
+// registers (DevicePieces: 388 and 4), 42,750 instructions in all (42,743).
 const DeviceRoundPieces = 512
 
 // Split compiles the outputs of Compile(vk, outs) into at most k programs over contiguous ranges
@@ -535,4 +537,82 @@ func Split(vk *air.VerifyingKey, outs Outputs, k int) ([]*Program, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// scheduleNodes orders the needed nodes for compile: each output's cone depth first, outputs in
+// output order, of a node's operands the one that needs more registers first (Sethi–Ullman
+// numbers, counted as if the cone were a tree), each node once, after its operands. A leaf is
+// listed (once) only where an output reads it directly: its emit goes there. Why: the DAG's own
+// order computes many expressions side by side; depth first, a piece of a split program keeps few
+// values live (Keccak-f's pieces of DeviceRoundPieces: 33 registers at most in the DAG's order, 4
+// depth first), and the device keeps a piece's registers in group memory.
+func scheduleNodes(n int, outNode []int, needed, isLeaf []bool, operands func(i int) []int) []int {
+	need := make([]int, n)
+	for i := range n {
+		if !needed[i] || isLeaf[i] {
+			continue
+		}
+		var ns []int
+		for _, c := range operands(i) {
+			ns = append(ns, need[c]) // 0 for a leaf: an operand, not a register
+		}
+		if len(ns) == 2 && ns[1] > ns[0] {
+			ns[0], ns[1] = ns[1], ns[0]
+		}
+		m := 1
+		for k, v := range ns {
+			m = max(m, v+k)
+		}
+		need[i] = m
+	}
+	const (
+		fresh = iota
+		open
+		done
+	)
+	state := make([]uint8, n)
+	seq := make([]int, 0, n)
+	var stack []int
+	for _, root := range outNode {
+		if root < 0 || state[root] == done {
+			continue
+		}
+		if isLeaf[root] {
+			state[root] = done
+			seq = append(seq, root)
+			continue
+		}
+		stack = append(stack[:0], root)
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			switch state[i] {
+			case fresh:
+				state[i] = open
+				ops := operands(i)
+				// Pushed in reverse visiting order: the operand that needs more registers on top.
+				first, second := -1, -1
+				if len(ops) > 0 {
+					first = ops[0]
+				}
+				if len(ops) > 1 {
+					second = ops[1]
+					if need[second] > need[first] {
+						first, second = second, first
+					}
+				}
+				for _, c := range []int{second, first} {
+					if c >= 0 && !isLeaf[c] && state[c] == fresh {
+						stack = append(stack, c)
+					}
+				}
+			case open:
+				state[i] = done
+				seq = append(seq, i)
+				stack = stack[:len(stack)-1]
+			default:
+				stack = stack[:len(stack)-1]
+			}
+		}
+	}
+	return seq
 }

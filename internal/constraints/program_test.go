@@ -275,3 +275,66 @@ func TestSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestCompileDepthFirst: a DAG that lists K expressions side by side (every first step, then
+// every second, then every third) compiles depth first, one expression after another: a couple of
+// registers instead of K, and the same outputs; Keccak-f's device pieces keep few registers.
+func TestCompileDepthFirst(t *testing.T) {
+	const K = 40
+	vk := *keygen(t, keccakf.Air{})
+	x := func(i int) air.Node {
+		return air.Node{Op: air.OpVariable, Var: air.Var{Entry: air.EntryMain, Index: i}, Degree: 1}
+	}
+	// Nodes: x0, x1, x2, then K constants, K sums x0 + c_k, K products (x0 + c_k)·x1, K
+	// differences minus x2 (the constraints).
+	dag := &air.DAG{Nodes: []air.Node{x(0), x(1), x(2)}}
+	for k := range K {
+		dag.Nodes = append(dag.Nodes, air.Node{Op: air.OpConstant, C: field.Fp(k + 2)})
+	}
+	for k := range K {
+		dag.Nodes = append(dag.Nodes, air.Node{Op: air.OpAdd, L: 0, R: 3 + k, Degree: 1})
+	}
+	for k := range K {
+		dag.Nodes = append(dag.Nodes, air.Node{Op: air.OpMul, L: 3 + K + k, R: 1, Degree: 2})
+	}
+	for k := range K {
+		dag.Nodes = append(dag.Nodes, air.Node{Op: air.OpSub, L: 3 + 2*K + k, R: 2, Degree: 2})
+		dag.ConstraintIdx = append(dag.ConstraintIdx, len(dag.Nodes)-1)
+	}
+	vk.DAG = dag
+	p, err := constraints.Compile(&vk, constraints.All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.NumRegs > 2 || len(p.Code) != 4*K {
+		t.Errorf("%d registers and %d instructions, want at most 2 and %d", p.NumRegs, len(p.Code), 4*K)
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	slots := fieldrand.Fps(r, p.NumSlots())
+	x0, x1, x2 := slots[2*p.PartStart[0]], slots[2*p.PartStart[0]+2], slots[2*p.PartStart[0]+4] // columns 0..2, offset 0
+	seen := 0
+	constraints.Eval(p, slots, nil, func(v field.Fp) field.Fp { return v }, func(o int, v field.Fp) {
+		seen++
+		if want := x0.Add(field.Fp(o + 2)).Mul(x1).Sub(x2); v != want {
+			t.Errorf("output %d = %v, want %v", o, v, want)
+		}
+	}, nil)
+	if seen != K {
+		t.Errorf("%d outputs emitted, want %d", seen, K)
+	}
+
+	// Keccak-f's device pieces (constraints.Split): 65 and 33 registers at most in the DAG's order.
+	for _, k := range []int{constraints.DevicePieces, constraints.DeviceRoundPieces} {
+		pieces, err := constraints.Split(keygen(t, keccakf.Air{}), constraints.All, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		most := 0
+		for _, p := range pieces {
+			most = max(most, p.NumRegs)
+		}
+		if most > 8 {
+			t.Errorf("keccakf in %d pieces: a piece needs %d registers, want at most 8", len(pieces), most)
+		}
+	}
+}

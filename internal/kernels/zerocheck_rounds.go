@@ -142,6 +142,12 @@ func (z *Zerocheck) levelBytes(rp *zcRoundPlan, rs *zcPieceSet, k int) int {
 // KiB; larger groups would not hold more threads per compute unit, whose memory is the limit.
 const zcRoundPieceMem = 48 << 10
 
+// zcRoundPieceThreadsPerCU caps zc_round_pieces' threads a compute unit. Pieces with few
+// registers (scheduled depth first: Keccak-f's need 4) would otherwise fill a compute unit's
+// group memory with more threads than its register file runs at once, each with partial rows of
+// its own (192 bytes a thread with d + 1 = 4 points).
+var zcRoundPieceThreadsPerCU = 768
+
 // planRoundPieces plans zc_round_pieces for a trace with pieces ps, whose first round has units
 // lane groups. Registers live in threadgroup memory (16 bytes an Fp4
 // value a lane), which bounds the group; groups are as many as the compute units hold at once
@@ -172,7 +178,7 @@ func (pl zcPlanner) planRoundPieces(rp *zcRoundPlan, ps *ZcPiecesShape, units in
 		groups = 8 * cus
 	} else {
 		tpg = groupSize(dev, "zc_round_pieces", min(tpg, gpuGroup))
-		groups = cus * max(limit/(tpg*per), 1)
+		groups = cus * max(min(limit/(tpg*per), zcRoundPieceThreadsPerCU/tpg), 1)
 	}
 	items := zcUnitPad(min(units, rp.pieceBelow), tpg) * ps.Count
 	groups = min(groups, (items+tpg-1)/tpg)

@@ -704,23 +704,33 @@ func TestZerocheckGPUShapes(t *testing.T) {
 }
 
 // TestZerocheckRoundPiecesFallback: on a GPU-shaped device whose threadgroup memory cannot hold one
-// thread's piece registers (Keccak-f's device pieces: 16 bytes × 16 lanes × 65 registers), the rounds
-// run the whole program (zc_round_pieces never runs) and still match the plain-Go round; with room
-// for the registers, zc_round_pieces runs them.
+// thread's piece registers (16 bytes × 16 lanes × the registers of Keccak-f in 16 pieces, a split
+// coarser than the device's whose pieces keep shared values live: 71 registers), the rounds run
+// the whole program (zc_round_pieces never runs) and still match the plain-Go round; with room for
+// the registers, zc_round_pieces runs them.
 func TestZerocheckRoundPiecesFallback(t *testing.T) {
 	r := rand.New(rand.NewPCG(91, 92))
 	pg, vk := compileProgram(t, keccakf.Air{})
-	for _, mem := range []int{4 << 10, 32 << 10} {
+	pieces := splitProgram(t, vk, 16)
+	regs := 0
+	for _, p := range pieces {
+		regs = max(regs, p.NumRegs)
+	}
+	small := 16*16*regs - 16 // below one thread's registers
+	if small < 4<<10 || small >= 32<<10 {
+		t.Fatalf("pieces of %d registers: %d bytes do not lie between 4 and 32 KiB", regs, small)
+	}
+	for _, mem := range []int{small, 32 << 10} {
 		t.Run(fmt.Sprint("tg", mem), func(t *testing.T) {
 			dev, lb := openLimitedWith(t, &limitedBackend{tgMemory: mem})
 			ref := newZcRef(r, pg, 2, 6)
-			ref.pieces = splitProgram(t, vk, constraints.DevicePieces)
+			ref.pieces = pieces
 			dv := newZcDeviceOn(t, dev, ref, logM(2, 3), 4, ZcOptions{})
-			if rp := dv.zc.round[dv.trace]; (rp.pieceBelow > 0) != (mem > 4<<10) {
+			if rp := dv.zc.round[dv.trace]; (rp.pieceBelow > 0) != (mem > small) {
 				t.Fatalf("round plan %+v with %d bytes of threadgroup memory", rp, mem)
 			}
 			checkZcRound(t, dev, r, ref, pg, dv, 4, 4)
-			if ran := lb.largest["zc_round_pieces"] > 0; ran != (mem > 4<<10) {
+			if ran := lb.largest["zc_round_pieces"] > 0; ran != (mem > small) {
 				t.Errorf("zc_round_pieces ran: %v, with %d bytes of threadgroup memory", ran, mem)
 			}
 		})

@@ -168,10 +168,10 @@ func piece(b *bytes.Buffer, k int, p *constraints.Program) error {
 	slots := 0
 	for _, in := range p.Code {
 		if in.Op == constraints.OpEmit {
-			if lo < 0 {
+			if lo < 0 || int(in.Dst) < lo {
 				lo = int(in.Dst)
 			}
-			hi = int(in.Dst)
+			hi = max(hi, int(in.Dst))
 		}
 	}
 	for _, u := range p.Used {
