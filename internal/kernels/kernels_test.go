@@ -15,13 +15,18 @@ import (
 var testDev *gpu.Device
 
 func TestMain(m *testing.M) {
-	// The modules the host device builds (generated round-0 code) are cached in a directory of
-	// this test binary's: compiled once per run (Keccak-f's too), never taken from the user's.
-	cache, err := os.MkdirTemp("", "metalprove-kernels-test-")
-	if err != nil {
-		panic(err)
+	// The modules the host device builds (generated round-0 code) are cached in the directory
+	// $METALPROVE_HOST_CACHE names (make test: one for all its runs, whose keys are the modules'
+	// sources and flags), else in a directory of this test binary's: compiled once per run
+	// (Keccak-f's too), never taken from the user's cache.
+	var tmp string
+	if os.Getenv(host.CacheEnv) == "" {
+		var err error
+		if tmp, err = os.MkdirTemp("", "metalprove-kernels-test-"); err != nil {
+			panic(err)
+		}
+		os.Setenv(host.CacheEnv, tmp)
 	}
-	os.Setenv(host.CacheEnv, cache)
 	d, err := gpu.Open(gpu.KindHost, gpu.Options{})
 	if err != nil {
 		panic(err)
@@ -29,7 +34,9 @@ func TestMain(m *testing.M) {
 	testDev = d
 	code := m.Run()
 	d.Close()
-	os.RemoveAll(cache)
+	if tmp != "" {
+		os.RemoveAll(tmp)
+	}
 	os.Exit(code)
 }
 
