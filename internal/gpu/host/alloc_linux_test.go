@@ -1,4 +1,4 @@
-package host
+package host_test
 
 import (
 	"bufio"
@@ -6,39 +6,41 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/metalprove/metalprove/internal/gpu/host"
 )
 
 // TestLargeBuffersAskForHugePages: a large buffer is a mapping of its own starting on a 2 MiB
 // boundary whose whole 2 MiB pages carry MADV_HUGEPAGE (VmFlags "hg" in /proc/self/smaps), and a
 // small one is calloc'd.
 func TestLargeBuffersAskForHugePages(t *testing.T) {
-	h, err := Open(2)
+	h, err := host.Open(2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	small, err := h.Alloc(recycleMin - 1)
+	small, err := h.Alloc(host.RecycleMin - 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Free(small)
-	if b := small.(*buffer); b.mapped != 0 {
-		t.Errorf("a %d-byte buffer is mapped (%d bytes)", b.n, b.mapped)
+	if _, n, mapped := host.BufferMapping(small); mapped != 0 {
+		t.Errorf("a %d-byte buffer is mapped (%d bytes)", n, mapped)
 	}
 	big, err := h.Alloc(5<<20 + 12)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Free(big)
-	b := big.(*buffer)
+	start, n, mapped := host.BufferMapping(big)
 	const huge = 2 << 20
-	if b.mapped < b.size || uintptr(b.p)%huge != 0 {
-		t.Fatalf("large buffer: mapped %d bytes for %d, start %#x", b.mapped, b.size, uintptr(b.p))
+	if mapped < n || start%huge != 0 {
+		t.Fatalf("large buffer: mapped %d bytes for %d, start %#x", mapped, n, start)
 	}
 	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
 		t.Skipf("this kernel has no transparent huge pages (%v): madvise refuses MADV_HUGEPAGE", err)
 	}
-	flags, err := vmFlags(uintptr(b.p))
+	flags, err := vmFlags(start)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,15 +1,16 @@
-package host
+package host_test
 
 import (
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/gpu/driver"
+	"github.com/metalprove/metalprove/internal/gpu/host"
 )
 
 // A recycled buffer comes back zeroed from Alloc and as it was left from AllocUninit (the memset
 // skipped); a small one is zeroed either way.
 func TestAllocUninitSkipsTheZeroing(t *testing.T) {
-	h, err := Open(2)
+	h, err := host.Open(2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,7 @@ func TestAllocUninitSkipsTheZeroing(t *testing.T) {
 		uninit bool
 		size   int
 		stale  bool
-	}{{false, n, false}, {true, n, true}, {true, recycleMin - 64, false}} {
+	}{{false, n, false}, {true, n, true}, {true, host.RecycleMin - 64, false}} {
 		a, err := h.Alloc(c.size)
 		if err != nil {
 			t.Fatal(err)
