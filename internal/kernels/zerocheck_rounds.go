@@ -145,8 +145,9 @@ const zcRoundPieceMem = 48 << 10
 // zcRoundPieceThreadsPerCU caps zc_round_pieces' threads a compute unit. Pieces with few
 // registers (scheduled depth first: Keccak-f's need 4) would otherwise fill a compute unit's
 // group memory with more threads than its register file runs at once, each with partial rows of
-// its own (192 bytes a thread with d + 1 = 4 points).
-var zcRoundPieceThreadsPerCU = 768
+// its own (192 bytes a thread with d + 1 = 4 points). 768 ran keccakf-1024's constraint stage as
+// fast as 1024 and faster than 512 or none on an H200 (docs/perf-notes/constraints.md).
+const zcRoundPieceThreadsPerCU = 768
 
 // planRoundPieces plans zc_round_pieces for a trace with pieces ps, whose first round has units
 // lane groups. Registers live in threadgroup memory (16 bytes an Fp4
