@@ -13,10 +13,12 @@ type merkleRowParams struct {
 	logSlab    uint32
 	slabStride uint32
 	slabFirst  uint32
+	stateIn    uint32
+	stateOut   uint32
 }
 
 func (v merkleRowParams) arg() gpu.Arg {
-	return gpu.U32(v.height, v.width, v.rowBegin, v.rowEnd, v.logSlab, v.slabStride, v.slabFirst)
+	return gpu.U32(v.height, v.width, v.rowBegin, v.rowEnd, v.logSlab, v.slabStride, v.slabFirst, v.stateIn, v.stateOut)
 }
 
 // merkleCompressParams is the value struct MerkleCompressParams of the shaders: uint fields in declaration order.
@@ -47,15 +49,17 @@ func (v merkleGatherParams) arg() gpu.Arg {
 
 // merkleGatherQueryRowsParams is the value struct MerkleGatherQueryRowsParams of the shaders: uint fields in declaration order.
 type merkleGatherQueryRowsParams struct {
-	height  uint32
-	width   uint32
-	qs      uint32
-	nrows   uint32
-	queries uint32
+	height   uint32
+	width    uint32
+	qs       uint32
+	nrows    uint32
+	queries  uint32
+	colBegin uint32
+	cols     uint32
 }
 
 func (v merkleGatherQueryRowsParams) arg() gpu.Arg {
-	return gpu.U32(v.height, v.width, v.qs, v.nrows, v.queries)
+	return gpu.U32(v.height, v.width, v.qs, v.nrows, v.queries, v.colBegin, v.cols)
 }
 
 // merkleGatherPathsParams is the value struct MerkleGatherPathsParams of the shaders: uint fields in declaration order.
@@ -130,10 +134,20 @@ type stackParams struct {
 	logStride uint32
 	logH      uint32
 	logOut    uint32
+	begin     uint32
 }
 
 func (v stackParams) arg() gpu.Arg {
-	return gpu.U32(v.count, v.dstStart, v.logStride, v.logH, v.logOut)
+	return gpu.U32(v.count, v.dstStart, v.logStride, v.logH, v.logOut, v.begin)
+}
+
+// zeroParams is the value struct ZeroParams of the shaders: uint fields in declaration order.
+type zeroParams struct {
+	count uint32
+}
+
+func (v zeroParams) arg() gpu.Arg {
+	return gpu.U32(v.count)
 }
 
 // benchMulParams is the value struct BenchMulParams of the shaders: uint fields in declaration order.
@@ -683,27 +697,27 @@ func (v whirEqTablesParams) arg() gpu.Arg {
 	return gpu.U32(v.npts, v.logLo, v.logHi)
 }
 
-// dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:28).
-func dispatchMerkleHashRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, digests *gpu.Buffer, rc *gpu.Buffer, p merkleRowParams) *gpu.Batch {
-	return enc.Dispatch("merkle_hash_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(digests), gpu.Buf(rc), p.arg()})
+// dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:33).
+func dispatchMerkleHashRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, digests *gpu.Buffer, rc *gpu.Buffer, p merkleRowParams, states *gpu.Buffer) *gpu.Batch {
+	return enc.Dispatch("merkle_hash_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(digests), gpu.Buf(rc), p.arg(), gpu.Buf(states)})
 }
 
-// dispatchMerkleCompress encodes kernel merkle_compress (shaders/commit/merkle.metal:80).
+// dispatchMerkleCompress encodes kernel merkle_compress (shaders/commit/merkle.metal:98).
 func dispatchMerkleCompress(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, rc *gpu.Buffer, p merkleCompressParams) *gpu.Batch {
 	return enc.Dispatch("merkle_compress", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), gpu.Buf(rc), p.arg()})
 }
 
-// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/commit/merkle.metal:127).
+// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/commit/merkle.metal:145).
 func dispatchMerkleGatherRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, out *gpu.Buffer, p merkleGatherParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(out), p.arg()})
 }
 
-// dispatchMerkleGatherQueryRows encodes kernel merkle_gather_query_rows (shaders/commit/merkle.metal:155).
+// dispatchMerkleGatherQueryRows encodes kernel merkle_gather_query_rows (shaders/commit/merkle.metal:175).
 func dispatchMerkleGatherQueryRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, ys *gpu.Buffer, out *gpu.Buffer, p merkleGatherQueryRowsParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_query_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(ys), gpu.Buf(out), p.arg()})
 }
 
-// dispatchMerkleGatherPaths encodes kernel merkle_gather_paths (shaders/commit/merkle.metal:185).
+// dispatchMerkleGatherPaths encodes kernel merkle_gather_paths (shaders/commit/merkle.metal:206).
 func dispatchMerkleGatherPaths(enc *gpu.Batch, groups, tpg gpu.Dim3, layers *gpu.Buffer, ys *gpu.Buffer, out *gpu.Buffer, p merkleGatherPathsParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_paths", groups, tpg, []gpu.Arg{gpu.Buf(layers), gpu.Buf(ys), gpu.Buf(out), p.arg()})
 }
@@ -733,9 +747,14 @@ func dispatchP2PermuteStates(enc *gpu.Batch, groups, tpg gpu.Dim3, states *gpu.B
 	return enc.Dispatch("p2_permute_states", groups, tpg, []gpu.Arg{gpu.Buf(states), gpu.Buf(rc), gpu.U32(n)})
 }
 
-// dispatchStackTrace encodes kernel stack_trace (shaders/commit/stacking.metal:22).
+// dispatchStackTrace encodes kernel stack_trace (shaders/commit/stacking.metal:25).
 func dispatchStackTrace(enc *gpu.Batch, groups, tpg gpu.Dim3, trace *gpu.Buffer, q *gpu.Buffer, p stackParams) *gpu.Batch {
 	return enc.Dispatch("stack_trace", groups, tpg, []gpu.Arg{gpu.Buf(trace), gpu.Buf(q), p.arg()})
+}
+
+// dispatchZeroWords encodes kernel zero_words (shaders/commit/stacking.metal:47).
+func dispatchZeroWords(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, p zeroParams) *gpu.Batch {
+	return enc.Dispatch("zero_words", groups, tpg, []gpu.Arg{gpu.Buf(q), p.arg()})
 }
 
 // dispatchBenchMulChain encodes kernel bench_mul_chain (shaders/common/bench.metal:14).

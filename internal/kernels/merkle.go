@@ -16,8 +16,9 @@ import (
 // digests: layer d (qs >> d digests; layer 0 has the query-group
 // digests, the last layer the root) starts at digest 2qs − (2qs >> d), so one dispatch can
 // gather sibling paths across all layers. The matrix is borrowed (the tree reads it for
-// openings) and must outlive the tree, unless the tree lets it go (ReleaseMatrix): a commitment
-// that does not keep its codeword rebuilds it for the openings (EncodeOpenBatchOf).
+// openings) and must outlive the tree. A tree streamed a chunk of columns at a time
+// (EncodeMerkleTreeStreamed) has no matrix: its openings write it again
+// (EncodeOpenBatchStreamed).
 type MerkleTree struct {
 	dev                   *gpu.Device
 	matrix                *gpu.Array[Mont]
@@ -28,6 +29,8 @@ type MerkleTree struct {
 	// known to be done (the first download: Root, Open or a batch opening's Read), then it is
 	// freed.
 	scratch []*gpu.Array[MontDigest]
+	// extra is scratch of other types freed with it: a streamed tree's chunk and sponge states.
+	extra []*gpu.Array[Mont]
 }
 
 // MerkleTree commits to the column-major Montgomery matrix (height rows, a power of two; width
@@ -53,6 +56,24 @@ func layerOffset(qs, d int) int { return 2*qs - (2*qs)>>d }
 // EncodeMerkleTree encodes MerkleTree into b: the layers are allocated now and valid once b's
 // work is done (the tree's Root and Open wait for it). On an error the tree is freed.
 func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[Mont], height, width, logRowsPerQuery int) (*MerkleTree, error) {
+	// merkle_hash_rows and the gathers of the openings index the matrix with unsigned 32-bit
+	// arithmetic (exact below 2^32): it may be a codeword beyond 2^31 elements.
+	if err := checkColumns("MerkleTree", matrix, height*width); err != nil {
+		return nil, err
+	}
+	t, err := h.newTree(matrix, height, width, logRowsPerQuery)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.encodeLeavesAndLevels(b, t, matrix, width, nil); err != nil {
+		t.Free()
+		return nil, err
+	}
+	return t, nil
+}
+
+// newTree checks the shape of a tree and allocates its layers.
+func (h *Poseidon2) newTree(matrix *gpu.Array[Mont], height, width, logRowsPerQuery int) (*MerkleTree, error) {
 	logH, err := log2Exact("MerkleTree", height)
 	if err != nil {
 		return nil, err
@@ -60,52 +81,54 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[Mont], heig
 	if width <= 0 || logRowsPerQuery < 0 || logRowsPerQuery > logH {
 		return nil, fmt.Errorf("kernels: MerkleTree: width %d, 2^%d rows per query, height 2^%d", width, logRowsPerQuery, logH)
 	}
-	// merkle_hash_rows and the gathers of the openings index the matrix with unsigned 32-bit
-	// arithmetic (exact below 2^32): it may be a codeword beyond 2^31 elements.
-	if err := checkColumns("MerkleTree", matrix, height*width); err != nil {
-		return nil, err
-	}
 	if 8*height >= maxElems {
 		return nil, fmt.Errorf("kernels: MerkleTree: %d rows exceed 2^28", height)
 	}
-	dev := h.dev
 	qs := height >> logRowsPerQuery
-	t := &MerkleTree{dev: dev, matrix: matrix, height: height, width: width, logRPQ: logRowsPerQuery, depth: logH - logRowsPerQuery}
-	fail := func(err error) (*MerkleTree, error) {
-		t.Free()
+	t := &MerkleTree{dev: h.dev, matrix: matrix, height: height, width: width, logRPQ: logRowsPerQuery, depth: logH - logRowsPerQuery}
+	if t.layers, err = gpu.AllocArray[MontDigest](h.dev, "merkle layers", 2*qs-1); err != nil {
 		return nil, err
 	}
-	if t.layers, err = gpu.AllocArray[MontDigest](dev, "merkle layers", 2*qs-1); err != nil {
-		return nil, err
+	return t, nil
+}
+
+// scratchOf allocates a scratch buffer the tree frees after its first download.
+func (t *MerkleTree) scratchOf(name string, n int) (*gpu.Array[MontDigest], error) {
+	a, err := gpu.AllocArrayUninit[MontDigest](t.dev, name, n) // written before each read
+	if err == nil {
+		t.scratch = append(t.scratch, a)
 	}
-	scratch := func(name string, n int) (*gpu.Array[MontDigest], error) {
-		a, err := gpu.AllocArrayUninit[MontDigest](dev, name, n) // written before each read
-		if err == nil {
-			t.scratch = append(t.scratch, a)
-		}
-		return a, err
-	}
+	return a, err
+}
+
+// encodeLeavesAndLevels encodes the row hashes of matrix (width columns: the whole matrix, or the
+// last chunk of a streamed one, whose rows' sponges continue from states), the query groups'
+// levels and the binary tree above them.
+func (h *Poseidon2) encodeLeavesAndLevels(b *gpu.Batch, t *MerkleTree, matrix *gpu.Array[Mont], width int, states *gpu.Array[Mont]) error {
+	dev, height, logRowsPerQuery := h.dev, t.height, t.logRPQ
+	logH := t.depth + logRowsPerQuery
+	qs := height >> logRowsPerQuery
 	// Leaves; with k = 0 they are layer 0, hashed straight into it.
 	if logRowsPerQuery == 0 {
-		encodeHashRows(b, dev, matrix, t.layers, h.rc, height, width, height, logH, 0, 0)
+		encodeHashRows(b, dev, matrix, t.layers, h.rc, height, width, height, logH, 0, 0, states, nil)
 	} else {
 		// The query groups chunk by chunk of c consecutive group indices y (MerkleScratch): the
 		// 2^k slabs of c rows y0 + t·qs + [0, c) hashed into the leaf scratch, then the k group
 		// levels (qs = c there), the last into layer 0 at y0; the scratch reused by each chunk.
 		c := merkleChunk(qs, logRowsPerQuery)
 		logC := bits.TrailingZeros(uint(c))
-		leaves, err := scratch("merkle leaves", c<<logRowsPerQuery)
+		leaves, err := t.scratchOf("merkle leaves", c<<logRowsPerQuery)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		var other *gpu.Array[MontDigest]
 		if logRowsPerQuery > 1 {
-			if other, err = scratch("merkle group scratch", c<<(logRowsPerQuery-1)); err != nil {
-				return fail(err)
+			if other, err = t.scratchOf("merkle group scratch", c<<(logRowsPerQuery-1)); err != nil {
+				return err
 			}
 		}
 		for y0 := 0; y0 < qs; y0 += c {
-			encodeHashRows(b, dev, matrix, leaves, h.rc, height, width, c<<logRowsPerQuery, logC, qs, y0)
+			encodeHashRows(b, dev, matrix, leaves, h.rc, height, width, c<<logRowsPerQuery, logC, qs, y0, states, nil)
 			// The k group levels, ping-ponging between the leaves and the other scratch.
 			cur := leaves
 			for lvl := 1; lvl <= logRowsPerQuery; lvl++ {
@@ -125,6 +148,86 @@ func (h *Poseidon2) EncodeMerkleTree(b *gpu.Batch, matrix *gpu.Array[Mont], heig
 	for d := 1; d <= t.depth; d++ {
 		n := qs >> d
 		encodeCompress(b, dev, t.layers, t.layers, h.rc, n, 1, layerOffset(qs, d-1), layerOffset(qs, d))
+	}
+	return b.Err()
+}
+
+// FillColumns encodes into b the columns [colBegin, colBegin + cols) of a matrix that is never
+// whole on the device into chunk (column-major, the matrix's height; every word of the first
+// cols columns written): a codeword encoded a few columns at a time (EncodeMerkleTreeStreamed,
+// EncodeOpenBatchStreamed).
+type FillColumns func(b *gpu.Batch, chunk *gpu.Array[Mont], colBegin, cols int) error
+
+// StreamChunkColumns returns the columns a streamed tree of width columns takes at a time: all of
+// them (one chunk, no sponge states) when that is at most three rate blocks, whose memory the
+// chunks and the sponge states of a narrower stream would take anyway; else one rate block.
+func StreamChunkColumns(width int) int {
+	if width <= 3*poseidon2.Rate {
+		return width
+	}
+	return poseidon2.Rate
+}
+
+// StreamScratch returns the words EncodeMerkleTreeStreamed allocates besides the tree's own
+// scratch (MerkleScratch) for height rows of width columns: the chunk and the rows' sponge
+// states, for the memory estimate.
+func StreamScratch(height, width int) (chunk, states int) {
+	cc := StreamChunkColumns(width)
+	if cc < width {
+		states = 16 * height
+	}
+	return height * cc, states
+}
+
+// EncodeMerkleTreeStreamed encodes the tree of a height × width matrix that is never whole on the
+// device: fill writes it StreamChunkColumns(width) columns at a time into one chunk buffer, and
+// each row's sponge carries from chunk to chunk in a buffer of 16 words a row (the leaf hash
+// absorbs 8 columns a permutation, so a chunk of 8 columns is one permutation a row). The tree is
+// equal to EncodeMerkleTree's of the whole matrix. It has no matrix: open it with
+// EncodeOpenBatchStreamed. The chunk and the states are freed with the tree's scratch.
+func (h *Poseidon2) EncodeMerkleTreeStreamed(b *gpu.Batch, height, width, logRowsPerQuery int, fill FillColumns) (*MerkleTree, error) {
+	cc := StreamChunkColumns(width)
+	if height*cc >= maxColumnElems || 16*height >= maxColumnElems {
+		return nil, fmt.Errorf("kernels: MerkleTree: %d rows of %d-column chunks exceed the limit of 32-bit indexing (%s)", height, cc, limitString(maxColumnElems))
+	}
+	t, err := h.newTree(nil, height, width, logRowsPerQuery)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*MerkleTree, error) {
+		t.Free()
+		return nil, err
+	}
+	chunkWords, stateWords := StreamScratch(height, width)
+	chunk, err := gpu.AllocArrayUninit[Mont](h.dev, "streamed codeword chunk", chunkWords)
+	if err != nil {
+		return fail(err)
+	}
+	t.extra = append(t.extra, chunk)
+	var states *gpu.Array[Mont]
+	if stateWords > 0 {
+		if states, err = gpu.AllocArrayUninit[Mont](h.dev, "merkle row sponges", stateWords); err != nil {
+			return fail(err)
+		}
+		t.extra = append(t.extra, states)
+	}
+	logH := bits.TrailingZeros(uint(height))
+	for c0 := 0; c0 < width; c0 += cc {
+		n := min(cc, width-c0)
+		if err := fill(b, chunk, c0, n); err != nil {
+			return fail(err)
+		}
+		in := states
+		if c0 == 0 {
+			in = nil
+		}
+		if c0+n < width { // absorb: every row's state after these columns
+			encodeHashRows(b, h.dev, chunk, nil, h.rc, height, n, height, logH, 0, 0, in, states)
+			continue
+		}
+		if err := h.encodeLeavesAndLevels(b, t, chunk, n, in); err != nil {
+			return fail(err)
+		}
 	}
 	if err := b.Err(); err != nil {
 		return fail(err)
@@ -165,16 +268,29 @@ func MerkleScratch(height, logRowsPerQuery int) (leaves, groups int) {
 
 // encodeHashRows encodes the row hashes of items [0, n) of matrix into digests (item i: row
 // (i >> logSlab)·slabStride + slabFirst + i mod 2^logSlab; logSlab = log2 height, slabFirst 0:
-// row i), in dispatches of at most maxPermsPerDispatch permutations.
+// row i), in dispatches of at most maxPermsPerDispatch permutations. The rows' sponges start
+// from statesIn where it is not nil (a streamed matrix's earlier columns); where statesOut is not
+// nil, the states after matrix's columns are written there instead of digests (nil then).
 func encodeHashRows(b *gpu.Batch, dev *gpu.Device, matrix *gpu.Array[Mont], digests *gpu.Array[MontDigest], rc *gpu.Array[Mont],
-	height, width, n, logSlab, slabStride, slabFirst int) {
+	height, width, n, logSlab, slabStride, slabFirst int, statesIn, statesOut *gpu.Array[Mont]) {
 	step := chunkItems(n, (width+7)/8)
+	p := merkleRowParams{height: uint32(height), width: uint32(width), logSlab: uint32(logSlab), slabStride: uint32(slabStride), slabFirst: uint32(slabFirst)}
+	states := matrix.Buffer // bound, never read nor written without states
+	if statesIn != nil {    // statesOut, where set too, is the same buffer: each row's state in place
+		states, p.stateIn = statesIn.Buffer, 1
+	}
+	var out *gpu.Buffer
+	if statesOut != nil {
+		states, p.stateOut = statesOut.Buffer, 1
+		out = statesOut.Buffer
+	} else {
+		out = digests.Buffer
+	}
 	for r := 0; r < n; r += step {
 		end := min(r+step, n)
 		g, tp := shapeFor(dev, "merkle_hash_rows", end-r)
-		dispatchMerkleHashRows(b, g, tp, matrix.Buffer, digests.Buffer, rc.Buffer,
-			merkleRowParams{height: uint32(height), width: uint32(width), rowBegin: uint32(r), rowEnd: uint32(end),
-				logSlab: uint32(logSlab), slabStride: uint32(slabStride), slabFirst: uint32(slabFirst)})
+		p.rowBegin, p.rowEnd = uint32(r), uint32(end)
+		dispatchMerkleHashRows(b, g, tp, matrix.Buffer, out, rc.Buffer, p, states)
 	}
 }
 
@@ -223,7 +339,10 @@ func (t *MerkleTree) freeScratch() {
 	for _, s := range t.scratch {
 		s.Free()
 	}
-	t.scratch = nil
+	for _, s := range t.extra {
+		s.Free()
+	}
+	t.scratch, t.extra = nil, nil
 }
 
 // Depth is the number of layers below the root (log2 qs).
@@ -367,6 +486,8 @@ type PendingOpening struct {
 	// out holds the opened rows, queries·2^k·width canonical values (query, row, column), then
 	// the paths, queries·depth digests of 8 canonical values (query, layer).
 	out *gpu.Array[field.Fp]
+	// chunk is the streamed opening's codeword chunk (EncodeOpenBatchStreamed), freed with out.
+	chunk *gpu.Array[Mont]
 }
 
 // EncodeOpenBatch encodes the gathers of a batched opening at the indices q into b: one
@@ -378,24 +499,52 @@ func (t *MerkleTree) EncodeOpenBatch(b *gpu.Batch, q *QueryIndices) (*PendingOpe
 	if t.matrix == nil {
 		return nil, errNoMatrix
 	}
-	return t.EncodeOpenBatchOf(b, t.matrix, q)
+	p, err := t.newPendingOpening(q)
+	if err != nil || p.out == nil {
+		return p, err
+	}
+	t.encodeGatherRows(b, p, t.matrix, q, 0, t.width)
+	return p, t.encodeGatherPaths(b, p, q)
 }
 
-// errNoMatrix: the tree let its matrix go (ReleaseMatrix).
-var errNoMatrix = fmt.Errorf("kernels: MerkleTree: the matrix was released; open with EncodeOpenBatchOf")
+// errNoMatrix: a streamed tree has no matrix on the device.
+var errNoMatrix = fmt.Errorf("kernels: MerkleTree: a streamed tree has no matrix; open it with EncodeOpenBatchStreamed")
 
-// ReleaseMatrix makes the tree forget its matrix, which the caller may then free: openings then
-// take the matrix as an argument (EncodeOpenBatchOf), typically rebuilt for them. Call it once the
-// tree's own batch is known to be done (after Root), since that batch reads the matrix.
-func (t *MerkleTree) ReleaseMatrix() { t.matrix = nil }
-
-// EncodeOpenBatchOf is EncodeOpenBatch with the rows gathered from matrix, which must hold the
-// values the tree was built from (height × width, column-major Montgomery): a codeword rebuilt
-// after ReleaseMatrix. matrix must stay allocated until the opening's batch is done.
-func (t *MerkleTree) EncodeOpenBatchOf(b *gpu.Batch, matrix *gpu.Array[Mont], q *QueryIndices) (*PendingOpening, error) {
-	if err := checkColumns("MerkleTree.EncodeOpenBatchOf", matrix, t.height*t.width); err != nil {
+// EncodeOpenBatchStreamed is EncodeOpenBatch for a matrix that is not on the device (a tree of
+// EncodeMerkleTreeStreamed): fill writes it again, chunkCols
+// columns at a time, into one chunk buffer, and each chunk's part of the opened rows is gathered
+// from it. The chunk is freed with the opening (Read or Free).
+func (t *MerkleTree) EncodeOpenBatchStreamed(b *gpu.Batch, q *QueryIndices, chunkCols int, fill FillColumns) (*PendingOpening, error) {
+	chunkCols = min(chunkCols, t.width)
+	if chunkCols <= 0 || t.height*chunkCols >= maxColumnElems {
+		return nil, fmt.Errorf("kernels: MerkleTree.EncodeOpenBatchStreamed: chunks of %d columns of %d rows", chunkCols, t.height)
+	}
+	p, err := t.newPendingOpening(q)
+	if err != nil || p.out == nil {
+		return p, err
+	}
+	if p.chunk, err = gpu.AllocArrayUninit[Mont](t.dev, "streamed codeword chunk", t.height*chunkCols); err != nil {
+		p.Free()
 		return nil, err
 	}
+	for c0 := 0; c0 < t.width; c0 += chunkCols {
+		n := min(chunkCols, t.width-c0)
+		if err := fill(b, p.chunk, c0, n); err != nil {
+			p.Free()
+			return nil, err
+		}
+		t.encodeGatherRows(b, p, p.chunk, q, c0, n)
+	}
+	if err := t.encodeGatherPaths(b, p, q); err != nil {
+		p.Free()
+		return nil, err
+	}
+	return p, nil
+}
+
+// newPendingOpening checks the query indices and allocates the opening's output (none for no
+// queries).
+func (t *MerkleTree) newPendingOpening(q *QueryIndices) (*PendingOpening, error) {
 	if t.layers == nil {
 		return nil, fmt.Errorf("kernels: MerkleTree.EncodeOpenBatch: tree was freed")
 	}
@@ -420,17 +569,30 @@ func (t *MerkleTree) EncodeOpenBatchOf(b *gpu.Batch, matrix *gpu.Array[Mont], q 
 	if p.out, err = gpu.AllocArray[field.Fp](t.dev, "merkle batch opening", rowElems+pathElems); err != nil {
 		return nil, err
 	}
-	g, tp := shapeFor(t.dev, "merkle_gather_query_rows", rowElems)
-	dispatchMerkleGatherQueryRows(b, g, tp, matrix.Buffer, q.buf.Buffer, p.out.Buffer, merkleGatherQueryRowsParams{height: uint32(t.height), width: uint32(t.width), qs: uint32(qs), nrows: uint32(nrows), queries: uint32(nq)})
-	if pathElems > 0 {
+	return p, nil
+}
+
+// encodeGatherRows gathers the opened rows' columns [colBegin, colBegin + cols) from m, which
+// holds those columns.
+func (t *MerkleTree) encodeGatherRows(b *gpu.Batch, p *PendingOpening, m *gpu.Array[Mont], q *QueryIndices, colBegin, cols int) {
+	nrows := 1 << t.logRPQ
+	g, tp := shapeFor(t.dev, "merkle_gather_query_rows", p.queries*nrows*cols)
+	dispatchMerkleGatherQueryRows(b, g, tp, m.Buffer, q.buf.Buffer, p.out.Buffer, merkleGatherQueryRowsParams{height: uint32(t.height), width: uint32(t.width),
+		qs: uint32(t.QueryStride()), nrows: uint32(nrows), queries: uint32(p.queries), colBegin: uint32(colBegin), cols: uint32(cols)})
+}
+
+// encodeGatherPaths gathers the sibling paths after the rows; on an error p is freed.
+func (t *MerkleTree) encodeGatherPaths(b *gpu.Batch, p *PendingOpening, q *QueryIndices) error {
+	rowElems := p.queries * (1 << t.logRPQ) * t.width
+	if pathElems := p.queries * t.depth * 8; pathElems > 0 {
 		g, tp := shapeFor(t.dev, "merkle_gather_paths", pathElems)
-		dispatchMerkleGatherPaths(b, g, tp, t.layers.Buffer, q.buf.Buffer, p.out.Buffer, merkleGatherPathsParams{qs: uint32(qs), depth: uint32(t.depth), queries: uint32(nq), outOff: uint32(rowElems)})
+		dispatchMerkleGatherPaths(b, g, tp, t.layers.Buffer, q.buf.Buffer, p.out.Buffer, merkleGatherPathsParams{qs: uint32(t.QueryStride()), depth: uint32(t.depth), queries: uint32(p.queries), outOff: uint32(rowElems)})
 	}
 	if err := b.Err(); err != nil {
 		p.Free()
-		return nil, err
+		return err
 	}
-	return p, nil
+	return nil
 }
 
 // Read downloads the opening (one download; it waits for the batch if that was not waited
@@ -473,6 +635,10 @@ func (p *PendingOpening) Free() {
 	if p.out != nil {
 		p.out.Free()
 		p.out = nil
+	}
+	if p.chunk != nil {
+		p.chunk.Free()
+		p.chunk = nil
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/metalprove/metalprove/internal/backend/cpuref"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/gpu"
 )
 
 // merkleCase builds a random width × 2^logH matrix (edge values in the first rows), its device
@@ -67,12 +68,14 @@ func checkBatchOpening(t *testing.T, tree *MerkleTree, want *cpuref.MerkleTree, 
 		if len(got.Paths[q]) != len(wo.Proof) || fmt.Sprint(got.Paths[q]) != fmt.Sprint(wo.Proof) {
 			t.Fatalf("query %d (y=%d): path differs from cpuref", q, y)
 		}
-		o, err := tree.Open(y)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprint(got.Rows[q]) != fmt.Sprint(o.Rows) || fmt.Sprint(got.Paths[q]) != fmt.Sprint(o.Proof) {
-			t.Fatalf("query %d (y=%d): differs from Open", q, y)
+		if tree.matrix != nil {
+			o, err := tree.Open(y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got.Rows[q]) != fmt.Sprint(o.Rows) || fmt.Sprint(got.Paths[q]) != fmt.Sprint(o.Proof) {
+				t.Fatalf("query %d (y=%d): differs from Open", q, y)
+			}
 		}
 		if err := cpuref.VerifyOpening(root, want.RowsPerQuery, want.Backing.Width,
 			&cpuref.MerkleOpening{Index: y, Rows: got.Rows[q], Proof: got.Paths[q]}); err != nil {
@@ -242,5 +245,112 @@ func TestMerkleTreeInChunks(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkBatchOpening(t, tree, want, ys, got)
+	}
+}
+
+// A tree streamed a chunk of columns at a time (EncodeMerkleTreeStreamed: the rows' sponges
+// carried across chunks) has cpuref's root and layers, and its streamed openings
+// (EncodeOpenBatchStreamed, any chunk width) are cpuref's: widths of one chunk and of several
+// (a last chunk of 1 to 8 columns), 1 to 2^4 rows per query, the leaf scratch in chunks of query
+// groups or not. The chunk and the sponge states are the scratch StreamScratch counts, freed
+// with the tree's scratch.
+func TestMerkleTreeStreamed(t *testing.T) {
+	defer func(old int) { merkleScratchDigests = old }(merkleScratchDigests)
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, c := range []struct{ logH, width, k, capDigests, chunks int }{
+		{6, 25, 0, 1 << 20, 4}, {8, 42, 4, 256, 6}, {7, 33, 1, 1 << 20, 5}, {9, 24, 2, 64, 1},
+		{5, 1, 0, 1 << 20, 1}, {10, 40, 3, 128, 5}, {4, 31, 4, 1 << 20, 4},
+	} {
+		t.Run(fmt.Sprintf("2^%dx%d/k=%d", c.logH, c.width, c.k), func(t *testing.T) {
+			merkleScratchDigests = c.capDigests
+			height := 1 << c.logH
+			m := air.NewMatrix(c.width, height)
+			copy(m.Values, fieldrand.Fps(r, len(m.Values)))
+			m.Values[0], m.Values[len(m.Values)-1] = field.Fp(field.P-1), 0
+			want, err := cpuref.NewMerkleTree(m, 1<<c.k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole := upload(t, m.Values)
+			fills := 0
+			var chunkCols []int
+			fill := func(b *gpu.Batch, chunk *gpu.Array[Mont], c0, n int) error {
+				fills++
+				chunkCols = append(chunkCols, n)
+				if n*height > chunk.Len() {
+					return fmt.Errorf("chunk of %d words for %d columns", chunk.Len(), n)
+				}
+				b.Copy(chunk.Buffer, 0, whole.Buffer, 4*c0*height, 4*n*height)
+				return b.Err()
+			}
+			b := testDev.Batch()
+			tree, err := h.EncodeMerkleTreeStreamed(b, height, c.width, c.k, fill)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tree.Free()
+			if fills != c.chunks {
+				t.Errorf("%d chunks (%v), want %d", fills, chunkCols, c.chunks)
+			}
+			var chunk, states int
+			for _, lb := range testDev.LiveBuffers() {
+				switch lb.Name {
+				case "streamed codeword chunk":
+					chunk += lb.Size
+				case "merkle row sponges":
+					states += lb.Size
+				}
+			}
+			if wc, ws := StreamScratch(height, c.width); chunk != 4*wc || states != 4*ws || (c.chunks > 1) != (ws > 0) {
+				t.Errorf("chunk %d and states %d bytes, StreamScratch says %d and %d words", chunk, states, wc, ws)
+			}
+			root, err := tree.Root() // waits for the batch
+			if err != nil {
+				t.Fatal(err)
+			}
+			if root != want.Root() {
+				t.Fatalf("root differs from cpuref")
+			}
+			for _, lb := range testDev.LiveBuffers() {
+				if lb.Name == "streamed codeword chunk" || lb.Name == "merkle row sponges" {
+					t.Fatalf("%s still allocated after the root", lb.Name)
+				}
+			}
+			for d := 0; d <= tree.Depth(); d++ {
+				got, err := tree.Layer(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want.DigestLayers[d]) {
+					t.Fatalf("layer %d differs from cpuref", d)
+				}
+			}
+			if _, err := tree.OpenBatch([]int{0}); err == nil {
+				t.Fatal("a streamed tree opened without its matrix")
+			}
+			ys := queryIndices(r, tree.QueryStride())
+			q, err := UploadQueryIndices(testDev, ys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Free()
+			for _, cc := range []int{1, 3, 8, c.width} {
+				b := testDev.Batch()
+				p, err := tree.EncodeOpenBatchStreamed(b, q, cc, fill)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := p.Read()
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkBatchOpening(t, tree, want, ys, got)
+			}
+		})
 	}
 }

@@ -42,6 +42,22 @@ func NewNTT(dev *gpu.Device) *NTT { return &NTT{dev: dev, logMax: -1} }
 
 // Close frees the twiddle tables and the scratch buffers.
 func (t *NTT) Close() {
+	t.ReleaseScratch()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.fwd != nil {
+		t.fwd.Free()
+		t.inv.Free()
+		t.fwd, t.inv = nil, nil
+	}
+	t.logMax = -1
+}
+
+// ReleaseScratch frees the scratch buffers (the tables stay): a proof short of memory gives them
+// back between its transforms, and the next multi-pass transform allocates its scratch again.
+// Work encoded before may still use them: frees are in queue order on GPUs, and the host runs
+// work as it is encoded.
+func (t *NTT) ReleaseScratch() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, s := range append(t.retired, t.scratch) {
@@ -50,12 +66,6 @@ func (t *NTT) Close() {
 		}
 	}
 	t.scratch, t.retired = nil, nil
-	if t.fwd != nil {
-		t.fwd.Free()
-		t.inv.Free()
-		t.fwd, t.inv = nil, nil
-	}
-	t.logMax = -1
 }
 
 // minTableLog is the smallest table built (so small transforms do not rebuild it repeatedly).
@@ -568,7 +578,7 @@ func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[Mont], height, widt
 
 // EncodeRSInPlace encodes into b the RS encoding of EncodeRSMatrix for a codeword buffer out whose
 // columns (height·2^logBlowup rows each) hold Q's columns in their first height rows and zeros
-// below (EncodeStackTraceInto places them there): the message per block of 2^lSkip (IDFT, subset
+// below (EncodeStackTraceCols places them there): the message per block of 2^lSkip (IDFT, subset
 // sum), then the DFT of each column, in place.
 func (t *NTT) EncodeRSInPlace(b *gpu.Batch, out *gpu.Array[Mont], height, width, lSkip, logBlowup int) error {
 	logM, err := log2Exact("RSEncodeMatrix", height)

@@ -13,15 +13,26 @@ import (
 // q[start + j·h·2^logStride + i·2^logStride], i < h, with zeros on the rows between them; start
 // and logStride come from stark.StackedLayout.Placement of the trace's first column.
 func EncodeStackTrace(b *gpu.Batch, dev *gpu.Device, trace *gpu.Array[field.Fp], height, width int, q *gpu.Array[Mont], start, logStride int) error {
-	return EncodeStackTraceInto(b, dev, trace, height, width, q, start, logStride, 0, 0)
+	return encodeStackWindow(b, dev, trace, height, width, q, start, logStride, 0, 0, 0, -1)
 }
 
-// EncodeStackTraceInto is EncodeStackTrace with Q's values written into dst laid out as columns
-// of 2^logOut rows (logOut ≥ logH): Q's value k (Q of height 2^logH) goes to
-// dst[(k >> logH)·2^logOut + k mod 2^logH]. Into a codeword buffer (logOut = logH + log blowup)
-// this places the RS encoding's message without Q (NTT.EncodeRSInPlace then encodes it); the
-// rows it does not write must be zero already (a new allocation is). logH = logOut = 0: Q itself.
-func EncodeStackTraceInto(b *gpu.Batch, dev *gpu.Device, trace *gpu.Array[field.Fp], height, width int, dst *gpu.Array[Mont], start, logStride, logH, logOut int) error {
+// EncodeStackTraceCols is EncodeStackTrace for a chunk of the columns of Q (of height 2^logH,
+// logH ≥ 1) laid out as columns of 2^logOut rows (logOut ≥ logH): dst holds Q's columns
+// [colBegin, colBegin + cols), Q's value k going to dst[(k' >> logH)·2^logOut + k' mod 2^logH]
+// for k' = k − colBegin·2^logH. Into a chunk of a codeword (logOut = logH + log blowup) this
+// places the RS encoding's message without Q (NTT.EncodeRSInPlace then encodes it). Only the part
+// of the trace that falls in those columns is written (none, when it lies outside); the other
+// words of dst must be zero already (EncodeZero).
+func EncodeStackTraceCols(b *gpu.Batch, dev *gpu.Device, trace *gpu.Array[field.Fp], height, width int, dst *gpu.Array[Mont], start, logStride, logH, logOut, colBegin, cols int) error {
+	if logH < 1 || colBegin < 0 || cols <= 0 {
+		return fmt.Errorf("kernels: StackTrace: columns [%d, %d+%d) of a Q of height 2^%d", colBegin, colBegin, cols, logH)
+	}
+	return encodeStackWindow(b, dev, trace, height, width, dst, start, logStride, logH, logOut, colBegin<<logH, (colBegin+cols)<<logH)
+}
+
+// encodeStackWindow writes Q's values k in [lo, hi) (hi < 0: no bound) to dst at k − lo, mapped
+// to columns of 2^logOut rows; lo is a multiple of 2^logH.
+func encodeStackWindow(b *gpu.Batch, dev *gpu.Device, trace *gpu.Array[field.Fp], height, width int, dst *gpu.Array[Mont], start, logStride, logH, logOut, lo, hi int) error {
 	if width == 0 {
 		return nil
 	}
@@ -32,15 +43,33 @@ func EncodeStackTraceInto(b *gpu.Batch, dev *gpu.Device, trace *gpu.Array[field.
 	if err := checkArray("StackTrace", trace, width*height); err != nil {
 		return err
 	}
-	end := start + count // one past Q's last value written
-	if logH > 0 {
-		end = ((end-1)>>logH)<<logOut + (end-1)&(1<<logH-1) + 1
+	// The trace's values i in [begin, end) fall in the window.
+	begin, end := max(lo-start, 0), count
+	if hi >= 0 {
+		end = min(end, hi-start)
 	}
-	if err := checkArray("StackTrace", dst, end); err != nil {
+	if begin >= end {
+		return nil
+	}
+	last := start + end - 1 - lo // the window's last value written, relative to lo
+	if logH > 0 {
+		last = (last>>logH)<<logOut + last&(1<<logH-1)
+	}
+	if err := checkArray("StackTrace", dst, last+1); err != nil {
 		return err
 	}
-	g, t := shapeFor(dev, "stack_trace", count)
-	dispatchStackTrace(b, g, t, trace.Buffer, dst.Buffer, stackParams{count: uint32(count), dstStart: uint32(start), logStride: uint32(logStride),
-		logH: uint32(logH), logOut: uint32(logOut)})
+	g, t := shapeFor(dev, "stack_trace", end-begin)
+	dispatchStackTrace(b, g, t, trace.Buffer, dst.Buffer, stackParams{count: uint32(end), dstStart: uint32(start - lo), logStride: uint32(logStride),
+		logH: uint32(logH), logOut: uint32(logOut), begin: uint32(begin)})
+	return b.Err()
+}
+
+// EncodeZero encodes dst[i] = 0 for every element of dst.
+func EncodeZero(b *gpu.Batch, dev *gpu.Device, dst *gpu.Array[Mont]) error {
+	if err := checkArray("Zero", dst, dst.Len()); err != nil {
+		return err
+	}
+	g, t := shapeFor(dev, "zero_words", dst.Len())
+	dispatchZeroWords(b, g, t, dst.Buffer, zeroParams{count: uint32(dst.Len())})
 	return b.Err()
 }

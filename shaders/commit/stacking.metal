@@ -13,12 +13,15 @@ struct StackParams {
   uint log_stride;  // l_skip − log2(h) when h < 2^l_skip, else 0
   uint log_h;       // Q's height 2^log_h, and the destination's column height 2^log_out: Q's
   uint log_out;     // value k goes to (k >> log_h)·2^log_out + (k mod 2^log_h) (equal: Q itself)
+  uint begin;       // the first i written (a chunk of Q's columns: dst_start wraps below it)
 };
 
 // Q[dst_start + i] = i mod 2^log_stride == 0 ? Montgomery(trace[i >> log_stride]) : 0, for
-// i < count: every value of the trace's slices, the zero rows of strided slices included; Q's
-// values written into q, or into the first 2^log_h rows of the columns of 2^log_out rows of a
-// codeword (the RS encoding's message, placed without Q).
+// begin ≤ i < count: every value of the trace's slices, the zero rows of strided slices included;
+// Q's values written into q, or into the first 2^log_h rows of the columns of 2^log_out rows of a
+// codeword (the RS encoding's message, placed without Q). A chunk of Q's columns takes the part
+// of the trace that falls in it: begin and count bound that part, dst_start is the trace's start
+// less the chunk's (modulo 2^32: k is exact from begin on).
 kernel void stack_trace(device const uint* trace [[buffer(0)]],
                         device uint* q [[buffer(1)]],
                         constant StackParams& p [[buffer(2)]],
@@ -28,9 +31,22 @@ kernel void stack_trace(device const uint* trace [[buffer(0)]],
   uint start = p.dst_start;
   uint ls = p.log_stride;
   uint gap = (1u << ls) - 1u;
-  for (uint i = gid; i < count; i += stride) {
+  for (uint i = p.begin + gid; i < count; i += stride) {
     uint k = start + i;
     uint at = ((k >> p.log_h) << p.log_out) | (k & ((1u << p.log_h) - 1u));
     q[at] = (i & gap) == 0u ? bb_to_mont(trace[i >> ls]) : 0u;
   }
+}
+
+struct ZeroParams {
+  uint count;  // words
+};
+
+// q[i] = 0 for i < count: a reused codeword chunk cleared before its message is stacked into it
+// (the rows below the message must be zero for the RS encoding in place).
+kernel void zero_words(device uint* q [[buffer(0)]],
+                       constant ZeroParams& p [[buffer(1)]],
+                       uint gid [[thread_position_in_grid]],
+                       uint stride [[threads_per_grid]]) {
+  for (uint i = gid; i < p.count; i += stride) q[i] = 0u;
 }

@@ -16,11 +16,13 @@ import (
 // matrix Q on the device, the root and the layout on the host, and the resident traces Q is
 // stacked from (pinned: a trace freed meanwhile keeps its buffer for the commitment). Where the
 // backend keeps them (Backend.KeepStacked, the fast plan) Q and the codeword stay on the device
-// until the commitment is freed. Else (the lean plan) the commit stacks the traces straight into
-// the codeword's message rows and frees the codeword once the tree is built; the openings stack Q
-// again from the traces (acquireQ: the stacked reduction, which leaves it to WHIR's batching) and
-// rebuild the codeword for WHIR's round-0 openings (encodeCodeword), as OpenVM's prover does by
-// default: between the stages the traces are the only copy of the trace data.
+// until the commitment is freed. Else (the lean plan) the codeword is never whole on the device:
+// the commit encodes it a chunk of columns at a time, the traces stacked straight into the
+// chunk's message rows, and hashes each chunk into the rows' sponges
+// (kernels.EncodeMerkleTreeStreamed); the openings stack Q again from the traces (acquireQ: the
+// stacked reduction, which leaves it to WHIR's batching) and encode the codeword again, chunk by
+// chunk, for WHIR's round-0 openings (encodeOpenings). OpenVM's prover rebuilds the codeword for
+// those openings too, whole: between the stages the traces are the only copy of the trace data.
 type Committed struct {
 	be     *Backend
 	layout *stark.StackedLayout
@@ -33,8 +35,8 @@ type Committed struct {
 
 	mu   sync.Mutex
 	tree *kernels.MerkleTree // nil once freed
-	// codeword is the RS codeword the tree was built from, when kept (nil: rebuilt for the
-	// openings).
+	// codeword is the RS codeword the tree was built from, when kept (nil: encoded again, chunk
+	// by chunk, for the openings).
 	codeword *gpu.Array[kernels.Mont]
 	// q is Q: kept (qKept), or while the openings use it: qUsers leases (acquireQ), freed
 	// with the last lease given back after a release that asked for it (qDrop).
@@ -104,54 +106,48 @@ func (c *Committed) liveTree() (*kernels.MerkleTree, error) {
 	return c.tree, nil
 }
 
-// encodeStack encodes the stacking of the commitment's traces into dst: Q itself (logOut = 0),
-// or the first height rows of the columns of a codeword of height<<logBlowup rows
-// (logOut = log2 of that), whose other rows must be zero.
-func (c *Committed) encodeStack(b *gpu.Batch, dst *gpu.Array[kernels.Mont], logOut int) error {
-	logH := 0
-	if logOut > 0 {
-		logH, _ = field.Log2(c.height)
-	}
+// encodeStack encodes the stacking of the commitment's traces into q (Q).
+func (c *Committed) encodeStack(b *gpu.Batch, q *gpu.Array[kernels.Mont]) error {
 	for _, s := range c.sources {
 		t := s.trace
-		if err := kernels.EncodeStackTraceInto(b, c.be.dev, t.pinnedValues(), t.height, t.width, dst, s.start, s.logStride, logH, logOut); err != nil {
+		if err := kernels.EncodeStackTrace(b, c.be.dev, t.pinnedValues(), t.height, t.width, q, s.start, s.logStride); err != nil {
 			return err
 		}
 	}
 	return b.Err()
 }
 
-// encodeCodewordInto encodes the RS codeword of Q into cw (fresh, zeroed): the traces stacked
-// into its message rows, then the encoding in place.
-func (c *Committed) encodeCodewordInto(b *gpu.Batch, cw *gpu.Array[kernels.Mont]) error {
+// fillCodeword writes the columns [c0, c0 + n) of the commitment's RS codeword into chunk
+// (kernels.FillColumns, for the streamed tree and its openings): the chunk cleared, the part of
+// each trace that falls in those columns of Q stacked into its message rows, the encoding in
+// place.
+func (c *Committed) fillCodeword(b *gpu.Batch, chunk *gpu.Array[kernels.Mont], c0, n int) error {
 	logH, _ := field.Log2(c.height)
-	if err := c.encodeStack(b, cw, logH+c.logBlowup); err != nil {
+	if err := kernels.EncodeZero(b, c.be.dev, chunk); err != nil {
 		return err
 	}
-	return c.be.ntt.EncodeRSInPlace(b, cw, c.height, c.width, c.lSkip, c.logBlowup)
+	for _, s := range c.sources {
+		t := s.trace
+		if err := kernels.EncodeStackTraceCols(b, c.be.dev, t.pinnedValues(), t.height, t.width, chunk, s.start, s.logStride, logH, logH+c.logBlowup, c0, n); err != nil {
+			return err
+		}
+	}
+	return c.be.ntt.EncodeRSInPlace(b, chunk, c.height, n, c.lSkip, c.logBlowup)
 }
 
-// encodeCodeword returns the RS codeword of Q, the values the tree was built from: the kept one
-// (rebuilt false), or a rebuild encoded into b (rebuilt true), which the caller frees once b's
-// work is done.
-func (c *Committed) encodeCodeword(b *gpu.Batch) (cw *gpu.Array[kernels.Mont], rebuilt bool, err error) {
+// encodeOpenings encodes the batched opening of the commitment's tree at q: from the kept
+// codeword, or from the codeword encoded again a chunk of columns at a time (the lean plan).
+func (c *Committed) encodeOpenings(b *gpu.Batch, q *kernels.QueryIndices) (*kernels.PendingOpening, error) {
 	c.mu.Lock()
-	kept, live := c.codeword, c.tree != nil
+	tree, kept := c.tree, c.codeword != nil
 	c.mu.Unlock()
-	if !live {
-		return nil, false, ErrFreed
+	if tree == nil {
+		return nil, ErrFreed
 	}
-	if kept != nil {
-		return kept, false, nil
+	if kept { // the tree's own matrix
+		return tree.EncodeOpenBatch(b, q)
 	}
-	if cw, err = gpu.AllocArray[kernels.Mont](c.be.dev, "stacked codeword", (c.height*c.width)<<c.logBlowup); err != nil {
-		return nil, false, err
-	}
-	if err := c.encodeCodewordInto(b, cw); err != nil {
-		cw.Free()
-		return nil, false, err
-	}
-	return cw, true, nil
+	return tree.EncodeOpenBatchStreamed(b, q, kernels.StreamChunkColumns(c.width), c.fillCodeword)
 }
 
 // acquireQ returns Q, stacked into b when it is not on the device; give it back with releaseQ.
@@ -166,7 +162,7 @@ func (c *Committed) acquireQ(b *gpu.Batch) (*gpu.Array[kernels.Mont], error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := c.encodeStack(b, q, 0); err != nil {
+		if err := c.encodeStack(b, q); err != nil {
 			q.Free()
 			return nil, err
 		}
@@ -226,10 +222,11 @@ func (b *Backend) commits(cs []stark.Committed) ([]*Committed, error) {
 }
 
 // Commit implements stark.Committer (stacked_commit, spec A §5.8) on the device, in one batch:
-// the stacking kernel places every resident trace into Q (kept) or straight into the codeword's
-// message rows (Montgomery), RS encoding is the NTT batch of kernels.EncodeRSMatrix or
-// EncodeRSInPlace, the Merkle tree the Poseidon2 kernels; the root is the only download (32
-// bytes). The traces are pinned until the commitment is freed.
+// the stacking kernel places every resident trace into Q (kept) or straight into the message rows
+// of a chunk of the codeword's columns (Montgomery), RS encoding is the NTT batch of
+// kernels.EncodeRSMatrix or EncodeRSInPlace, the Merkle tree the Poseidon2 kernels (streamed
+// chunk by chunk in the lean plan); the root is the only download (32 bytes). The traces are
+// pinned until the commitment is freed.
 func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Committed, error) {
 	layout, err := stark.CommitLayout(p, traces)
 	if err != nil {
@@ -262,33 +259,26 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 	}
 	keep := b.keepStacked.Load()
 	batch := b.dev.Batch()
-	if keep { // Q, then the codeword from it
+	if keep { // Q, then the codeword from it, the tree from the codeword
 		if c.q, err = gpu.AllocArray[kernels.Mont](b.dev, "stacked matrix", c.height*c.width); err != nil {
 			return fail(err)
 		}
 		c.qKept = true
-		if err := c.encodeStack(batch, c.q, 0); err != nil {
+		if err := c.encodeStack(batch, c.q); err != nil {
 			return fail(err)
 		}
-	}
-	// The fast plan's ntt_pad_columns writes every word of the codeword; the lean plan's
-	// stacking only the message rows, the rest must be zero.
-	alloc := gpu.AllocArray[kernels.Mont]
-	if keep {
-		alloc = gpu.AllocArrayUninit[kernels.Mont]
-	}
-	if codeword, err = alloc(b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup); err != nil {
-		return fail(err)
-	}
-	if keep {
-		err = b.ntt.EncodeRSMatrix(batch, c.q, codeword, c.height, c.width, p.LSkip, p.LogBlowup, false)
-	} else {
-		err = c.encodeCodewordInto(batch, codeword)
+		// ntt_pad_columns writes every word of the codeword.
+		if codeword, err = gpu.AllocArrayUninit[kernels.Mont](b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup); err != nil {
+			return fail(err)
+		}
+		if err := b.ntt.EncodeRSMatrix(batch, c.q, codeword, c.height, c.width, p.LSkip, p.LogBlowup, false); err != nil {
+			return fail(err)
+		}
+		c.tree, err = b.hash.EncodeMerkleTree(batch, codeword, c.height<<p.LogBlowup, c.width, p.Whir.K)
+	} else { // the codeword never whole: encoded and hashed a chunk of columns at a time
+		c.tree, err = b.hash.EncodeMerkleTreeStreamed(batch, c.height<<p.LogBlowup, c.width, p.Whir.K, c.fillCodeword)
 	}
 	if err != nil {
-		return fail(err)
-	}
-	if c.tree, err = b.hash.EncodeMerkleTree(batch, codeword, c.height<<p.LogBlowup, c.width, p.Whir.K); err != nil {
 		return fail(err)
 	}
 	if err := batch.Err(); err != nil {
@@ -297,11 +287,11 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 	if c.root, err = c.tree.Root(); err != nil {
 		return fail(fmt.Errorf("backend/device: commit: %w", err))
 	}
-	if keep {
-		c.codeword = codeword
-	} else { // the root's download waited for the batch: nothing reads the codeword any more
-		c.tree.ReleaseMatrix()
-		codeword.Free()
+	c.codeword = codeword
+	if !keep {
+		// The lean plan gives the NTT's scratch back until the openings' transforms: the
+		// stacked reduction's step, the proof's peak without it, needs none.
+		b.ntt.ReleaseScratch()
 	}
 	if err := b.track(c); err != nil {
 		return fail(err)

@@ -7,10 +7,10 @@ package device
 //   - resident for the whole proof: the traces, what was already allocated (the key's
 //     preprocessed commitments, the Poseidon2 constants), each commitment's Merkle layers, its
 //     stacked matrix Q (4·H·W bytes, H = 2^(l_skip+n_stack)) and codeword (4·H·W·2^log_blowup)
-//     where the backend keeps them (KeepStacked; else the commit step holds the codeword, the
-//     openings Q from the stacked reduction to WHIR's batching and the codeword again at round
-//     0's openings), the NTT's twiddle tables and its scratch buffers (kernels.NTT keeps every
-//     scratch it outgrew);
+//     where the backend keeps them (KeepStacked; else the commit step holds a chunk of the
+//     codeword's columns and the rows' sponge states, the openings Q from the stacked reduction
+//     to WHIR's batching and a chunk of the codeword again at round 0's openings), the NTT's
+//     twiddle tables and its scratch buffers (kernels.NTT keeps every scratch it outgrew);
 //   - per step, freed after it: the trace check's row scratch (the rowEval the check makes,
 //     planned without the trace) or its GKR leaves, the Merkle leaf and group scratch of a tree
 //     being built, the GKR layers, the constraint sumcheck's tables and zerocheck scratch
@@ -97,6 +97,7 @@ type nttModel struct {
 	be      *Backend
 	logMax  int
 	scratch int64 // words of the current scratch
+	held    int64 // bytes of every scratch kept (the current and the outgrown)
 }
 
 // transform records a column transform of height rows × width columns.
@@ -108,8 +109,15 @@ func (m *nttModel) transform(t *memTally, height, width int) {
 	}
 	if n := int64(m.be.ntt.ScratchWords(height, width)); n > m.scratch {
 		t.hold(4 * n) // the outgrown scratch stays too
+		m.held += 4 * n
 		m.scratch = n
 	}
+}
+
+// release records NTT.ReleaseScratch.
+func (m *nttModel) release(t *memTally) {
+	t.live -= m.held
+	m.scratch, m.held = 0, 0
 }
 
 // merkleBytes returns the resident layers and the build scratch of kernels.EncodeMerkleTree over
@@ -252,9 +260,11 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 	// of their transforms.
 	// Those of the AIRs present are opened with the proof's own.
 	preCols, preCommits := 0, 0
-	// rebuilt: the codewords OpenInitial rebuilds at once, restacked: the stacked matrices the
-	// openings stack again (commitments that do not keep theirs).
+	// rebuilt: the codeword chunks OpenInitial encodes (one per commitment that does not keep
+	// its codeword, live together until the openings are read), restacked: the stacked matrices
+	// the openings stack again (commitments that do not keep theirs).
 	var rebuilt, restacked int64
+	var rebuiltCols []int // the chunks' widths: their transforms
 	keep := b.keepStacked.Load()
 	for i, c := range pk.PreprocessedCommit {
 		if c == nil {
@@ -267,7 +277,8 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 			preCols += w
 			preCommits++
 			if dc, ok := c.(*Committed); !ok || dc.codeword == nil {
-				rebuilt += 4 * int64(R) * int64(w)
+				rebuilt += 4 * int64(R) * int64(kernels.StreamChunkColumns(w))
+				rebuiltCols = append(rebuiltCols, kernels.StreamChunkColumns(w))
 			}
 			if dc, ok := c.(*Committed); !ok || !dc.qKept {
 				restacked += 4 * int64(H) * int64(w)
@@ -293,16 +304,21 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 			return 0, nil
 		}
 		W := layout.Width
-		codeword := 4 * int64(H) * int64(W) << p.LogBlowup
-		ntt.transform(t, R, W)
 		layers, scratch := merkleBytes(R, k)
 		t.hold(layers)
 		if keep {
-			t.hold(codeword + 4*int64(H)*int64(W)) // and Q
+			ntt.transform(t, R, W)
+			t.hold(4*int64(H)*int64(W)<<p.LogBlowup + 4*int64(H)*int64(W)) // the codeword and Q
 			t.step("commit", scratch)
 		} else {
-			t.step("commit", scratch+codeword)
-			rebuilt += codeword
+			// The codeword streamed: a chunk of columns and the rows' sponge states at a time,
+			// and again a chunk for the openings.
+			ntt.transform(t, R, kernels.StreamChunkColumns(W))
+			chunk, states := kernels.StreamScratch(R, W)
+			t.step("commit", scratch+4*int64(chunk+states))
+			ntt.release(t)
+			rebuilt += 4 * int64(chunk)
+			rebuiltCols = append(rebuiltCols, kernels.StreamChunkColumns(W))
 			restacked += 4 * int64(H) * int64(W)
 		}
 		return W, nil
@@ -362,6 +378,13 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 	t.step("constraints", zcTables+zcEq+zcScratch)
 	kept += zcEq
 
+	// round0 records round 0's openings: the codeword chunks encoded again and their transforms.
+	round0 := func(t *memTally) {
+		for _, w := range rebuiltCols {
+			ntt.transform(t, R, w)
+		}
+		t.step("whir", rebuilt)
+	}
 	// Openings: the stacked reduction's q and W tables (and their folded halves) over every
 	// committed column, then WHIR.
 	// The stacked matrices not kept are stacked again from the traces for the stacked
@@ -382,12 +405,14 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 		t.hold(layers)
 		t.step("whir", scratch)
 		if i == 0 {
-			t.step("whir", rebuilt) // round 0's openings, after the first folded commitment
+			round0(t) // round 0's openings, after the first folded commitment
 			t.hold(whirWeightBytes(p, m))
 		}
 		lrs--
 	}
-	t.step("whir", rebuilt)
+	if len(p.Whir.Rounds) <= 1 {
+		round0(t)
+	}
 	if check && next == nil {
 		// What the NTT keeps for the process: the resident bytes this proof's model holds
 		// beyond those of the same model with the NTT started as this one ends.

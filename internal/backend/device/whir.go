@@ -337,9 +337,9 @@ func (wp *whirProver) FinalPoly() ([]field.Fp4, error) {
 }
 
 // OpenInitial answers the round-0 queries on every initial commitment: the indices uploaded
-// once, per commitment its codeword (rebuilt from Q where the commitment did not keep it) and
-// one batched gather of rows and paths (kernels.EncodeOpenBatchOf), one sync for all, one
-// download per commitment; the rebuilt codewords are freed after it.
+// once, per commitment one batched gather of rows and paths from its kept codeword, or from its
+// codeword encoded again a chunk of columns at a time (Committed.encodeOpenings), one sync for
+// all, one download per commitment; the chunks are freed with the openings.
 func (wp *whirProver) OpenInitial(ys []int) ([]stark.InitialOpening, error) {
 	if err := wp.live(); err != nil {
 		return nil, err
@@ -361,25 +361,8 @@ func (wp *whirProver) OpenInitial(ys []int) ([]stark.InitialOpening, error) {
 			}
 		}
 	}()
-	var codewords []*gpu.Array[kernels.Mont]
-	defer func() {
-		for _, cw := range codewords {
-			cw.Free()
-		}
-	}()
 	for c, com := range wp.commits {
-		tree, err := com.liveTree()
-		if err != nil {
-			return nil, err
-		}
-		cw, rebuilt, err := com.encodeCodeword(b)
-		if err != nil {
-			return nil, err
-		}
-		if rebuilt {
-			codewords = append(codewords, cw)
-		}
-		if pending[c], err = tree.EncodeOpenBatchOf(b, cw, q); err != nil {
+		if pending[c], err = com.encodeOpenings(b, q); err != nil {
 			return nil, err
 		}
 	}

@@ -103,6 +103,9 @@ func whirCases(t *testing.T) []whirCase {
 		// test preset: l_skip 2, n_stack 8, k 3, three rounds; traces below 2^l_skip rows too.
 		{"test/one", test, [][]int{{10, 7, 1, 0}}, [][]int{{3, 5, 2, 4}}},
 		{"test/three", test, [][]int{{9, 9}, {10}, {4, 1, 0}}, [][]int{{2, 3}, {1}, {6, 1, 9}}},
+		// wider than a chunk of the streamed codeword (kernels.StreamChunkColumns): 33 columns
+		// of 2^10, traces across the chunks' edges, a short one spread with a stride.
+		{"test/wide", test, [][]int{{10, 10, 9, 1}}, [][]int{{20, 9, 7, 3}}},
 		// app-100bit (l_skip 4, k 4) at small stacked heights: one round at 2^14, two at 2^18.
 		{"app14/two", app14, [][]int{{14, 12, 3}, {13}}, [][]int{{2, 5, 7}, {3}}},
 		{"app18/one", app18, [][]int{{18, 16, 2}}, [][]int{{1, 3, 4}}},
@@ -113,7 +116,7 @@ func whirCases(t *testing.T) []whirCase {
 		{"small/l5k3", params.TestParamsSmall(5, 4, 3), [][]int{{9, 4, 0}, {9}}, [][]int{{1, 2, 3}, {2}}},
 	}
 	if testing.Short() {
-		cases = append(cases[:3], cases[4:]...)
+		cases = append(cases[:4], cases[5:]...)
 	}
 	return cases
 }

@@ -1128,11 +1128,16 @@ struct MerkleRowParams {
   uint log_slab;   // item i hashes row (i >> log_slab)·slab_stride + slab_first + (i mod 2^log_slab):
   uint slab_stride;  // the slabs of 2^log_slab rows of one chunk of query groups (a tree built
   uint slab_first;   // chunk by chunk); log_slab = log2(height), slab_first = 0: item i is row i
+  uint state_in;     // 1: the sponge of row r starts from states (a tree streamed by columns), 0: zero
+  uint state_out;    // 1: the state after m's columns goes to states, not a digest to digests
 };
 
 // digests[i] = hash_slice(m[0·height + r], m[1·height + r], …, m[(width−1)·height + r]) for
 // row_begin ≤ i < row_end and r the row of item i (above): the padding-free sponge (rate 8, zero
-// initial state, a partial last block overwrites only its elements). Lane groups never cross a
+// initial state, a partial last block overwrites only its elements). A matrix streamed a chunk of
+// columns at a time (each chunk but the last a multiple of 8 columns wide) continues the sponges
+// of its rows: row r's 16-word state is states[k·height + r] (k < 16: neighbouring rows at
+// neighbouring addresses), read with state_in, written instead of the digest with state_out. Lane groups never cross a
 // slab (slabs of at least MSL_LANES rows, row_begin a multiple of MSL_LANES). Thread r reads element r of each column: neighbouring
 // threads read neighbouring addresses, so the column-major reads coalesce. Lanes (prelude.h):
 // every MSL_LANES-th work item hashes the rows r0 .. r0+MSL_LANES (lane l: row r0 + l, skipped when
@@ -1142,6 +1147,7 @@ MSL_KERNEL void msl_kernel_merkle_hash_rows(MSL_DEVICE const uint* m            
                              MSL_DEVICE uint* digests              ,
                              MSL_CONSTANT uint* rc              ,
                              MSL_CONSTANT MerkleRowParams& p              ,
+                             MSL_DEVICE uint* states              ,
                              uint gid                            ,
                              uint stride                     ) {
   uint height = p.height;
@@ -1154,7 +1160,13 @@ MSL_KERNEL void msl_kernel_merkle_hash_rows(MSL_DEVICE const uint* m            
   for (uint i0 = begin + lane_first(gid, end - begin); i0 < end; i0 += lstride) {
     uint nl = min(MSL_LANES, end - i0);
     uint r0 = (i0 >> p.log_slab) * p.slab_stride + p.slab_first + (i0 & smask);
-    for (uint k = 0u; k < P2_STATE; k++) s[k] = 0u;
+    if (p.state_in != 0u) {
+      for (uint k = 0u; k < 16u; k++) {
+        for (uint l = 0u; l < MSL_LANES; l++) s[k * MSL_LANES + l] = l < nl ? states[k * height + r0 + l] : 0u;
+      }
+    } else {
+      for (uint k = 0u; k < P2_STATE; k++) s[k] = 0u;
+    }
     for (uint c = 0u; c < width; c += P2_RATE) {
       uint nb = min(P2_RATE, width - c);
       if (nl == MSL_LANES) {
@@ -1170,8 +1182,14 @@ MSL_KERNEL void msl_kernel_merkle_hash_rows(MSL_DEVICE const uint* m            
       }
       p2_permute(s, rc);
     }
-    for (uint l = 0u; l < nl; l++) {
-      for (uint k = 0u; k < 8u; k++) digests[(i0 + l) * 8u + k] = s[k * MSL_LANES + l];
+    if (p.state_out != 0u) {
+      for (uint k = 0u; k < 16u; k++) {
+        for (uint l = 0u; l < nl; l++) states[k * height + r0 + l] = s[k * MSL_LANES + l];
+      }
+    } else {
+      for (uint l = 0u; l < nl; l++) {
+        for (uint k = 0u; k < 8u; k++) digests[(i0 + l) * 8u + k] = s[k * MSL_LANES + l];
+      }
     }
   }
 }
@@ -1260,11 +1278,13 @@ struct MerkleGatherQueryRowsParams {
   uint qs;       // query stride
   uint nrows;    // rows per query 2^k
   uint queries;  // number of query indices in ys
+  uint col_begin;  // m holds the columns [col_begin, col_begin + cols) of the matrix (a chunk of a
+  uint cols;       // codeword rebuilt a few columns at a time); whole: 0 and width
 };
 
-// out[(q·nrows + t)·width + c] = canonical m[c·height + ys[q] + t·qs] for q < queries: the rows of
-// every query group ys[q] (ys[q] < qs, checked by the launcher), in order of q, then t, then
-// column, converted out of Montgomery form (batched openings).
+// out[(q·nrows + t)·width + col_begin + c] = canonical m[c·height + ys[q] + t·qs] for q < queries,
+// c < cols: the rows of every query group ys[q] (ys[q] < qs, checked by the launcher), in order of
+// q, then t, then column, converted out of Montgomery form (batched openings).
 MSL_KERNEL void msl_kernel_merkle_gather_query_rows(MSL_DEVICE const uint* m              ,
                                      MSL_DEVICE const uint* ys              ,
                                      MSL_DEVICE uint* out              ,
@@ -1274,14 +1294,15 @@ MSL_KERNEL void msl_kernel_merkle_gather_query_rows(MSL_DEVICE const uint* m    
   uint height = p.height;
   uint width = p.width;
   uint qs = p.qs;
-  uint per_query = p.nrows * width;
+  uint cols = p.cols;
+  uint per_query = p.nrows * cols;
   uint total = p.queries * per_query;
   for (uint i = gid; i < total; i += stride) {
     uint q = i / per_query;
     uint j = i - q * per_query;
-    uint t = j / width;
-    uint c = j - t * width;
-    out[i] = bb_from_mont(m[c * height + ys[q] + t * qs]);
+    uint t = j / cols;
+    uint c = j - t * cols;
+    out[(q * p.nrows + t) * width + p.col_begin + c] = bb_from_mont(m[c * height + ys[q] + t * qs]);
   }
 }
 
@@ -2263,12 +2284,15 @@ struct StackParams {
   uint log_stride;  // l_skip − log2(h) when h < 2^l_skip, else 0
   uint log_h;       // Q's height 2^log_h, and the destination's column height 2^log_out: Q's
   uint log_out;     // value k goes to (k >> log_h)·2^log_out + (k mod 2^log_h) (equal: Q itself)
+  uint begin;       // the first i written (a chunk of Q's columns: dst_start wraps below it)
 };
 
 // Q[dst_start + i] = i mod 2^log_stride == 0 ? Montgomery(trace[i >> log_stride]) : 0, for
-// i < count: every value of the trace's slices, the zero rows of strided slices included; Q's
-// values written into q, or into the first 2^log_h rows of the columns of 2^log_out rows of a
-// codeword (the RS encoding's message, placed without Q).
+// begin ≤ i < count: every value of the trace's slices, the zero rows of strided slices included;
+// Q's values written into q, or into the first 2^log_h rows of the columns of 2^log_out rows of a
+// codeword (the RS encoding's message, placed without Q). A chunk of Q's columns takes the part
+// of the trace that falls in it: begin and count bound that part, dst_start is the trace's start
+// less the chunk's (modulo 2^32: k is exact from begin on).
 MSL_KERNEL void msl_kernel_stack_trace(MSL_DEVICE const uint* trace              ,
                         MSL_DEVICE uint* q              ,
                         MSL_CONSTANT StackParams& p              ,
@@ -2278,11 +2302,24 @@ MSL_KERNEL void msl_kernel_stack_trace(MSL_DEVICE const uint* trace             
   uint start = p.dst_start;
   uint ls = p.log_stride;
   uint gap = (1u << ls) - 1u;
-  for (uint i = gid; i < count; i += stride) {
+  for (uint i = p.begin + gid; i < count; i += stride) {
     uint k = start + i;
     uint at = ((k >> p.log_h) << p.log_out) | (k & ((1u << p.log_h) - 1u));
     q[at] = (i & gap) == 0u ? bb_to_mont(trace[i >> ls]) : 0u;
   }
+}
+
+struct ZeroParams {
+  uint count;  // words
+};
+
+// q[i] = 0 for i < count: a reused codeword chunk cleared before its message is stacked into it
+// (the rows below the message must be zero for the RS encoding in place).
+MSL_KERNEL void msl_kernel_zero_words(MSL_DEVICE uint* q              ,
+                       MSL_CONSTANT ZeroParams& p              ,
+                       uint gid                            ,
+                       uint stride                     ) {
+  for (uint i = gid; i < p.count; i += stride) q[i] = 0u;
 }
 #line 1 "shaders/common/bench.metal"
 // bench.metal - kernels that measure device ceilings for `metalprove bench --kernels`.
@@ -6401,12 +6438,13 @@ static __device__ __forceinline__ __attribute__((unused)) msl_u3 msl_bi_thread_i
   return msl_u3{threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z), 0, 0};
 }
 
-extern "C" __global__ void mslk_merkle_hash_rows(MSL_DEVICE const uint* m, MSL_DEVICE uint* digests, MSL_CONSTANT uint* rc, MSL_CONSTANT MerkleRowParams p) {
+extern "C" __global__ void mslk_merkle_hash_rows(MSL_DEVICE const uint* m, MSL_DEVICE uint* digests, MSL_CONSTANT uint* rc, MSL_CONSTANT MerkleRowParams p, MSL_DEVICE uint* states) {
   msl_kernel_merkle_hash_rows(
       m,
       digests,
       rc,
       p,
+      states,
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),
       msl_cvt<uint>(msl_bi_threads_per_grid()));
 }
@@ -6501,6 +6539,14 @@ extern "C" __global__ void mslk_p2_permute_states(MSL_DEVICE uint* states, MSL_C
 extern "C" __global__ void mslk_stack_trace(MSL_DEVICE const uint* trace, MSL_DEVICE uint* q, MSL_CONSTANT StackParams p) {
   msl_kernel_stack_trace(
       trace,
+      q,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_zero_words(MSL_DEVICE uint* q, MSL_CONSTANT ZeroParams p) {
+  msl_kernel_zero_words(
       q,
       p,
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),

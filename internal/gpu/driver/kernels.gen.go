@@ -4,15 +4,16 @@ package driver
 
 // Kernels lists every kernel of shaders/<stage>/*.metal in file and declaration order.
 var Kernels = []KernelInfo{
-	{Name: "merkle_hash_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:28", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_hash_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:33", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "digests", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant MerkleRowParams&", Kind: ParamValue, Index: 3, ValueSize: 28},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
+		{Name: "p", Type: "constant MerkleRowParams&", Kind: ParamValue, Index: 3, ValueSize: 36},
+		{Name: "states", Type: "device uint*", Kind: ParamBuffer, Index: 4},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/commit/merkle.metal:80", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_compress", Family: "merkle", Pos: "shaders/commit/merkle.metal:98", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 2},
@@ -20,22 +21,22 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:127", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:145", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant MerkleGatherParams&", Kind: ParamValue, Index: 2, ValueSize: 20},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_query_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:155", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_query_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:175", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant MerkleGatherQueryRowsParams&", Kind: ParamValue, Index: 3, ValueSize: 20},
+		{Name: "p", Type: "constant MerkleGatherQueryRowsParams&", Kind: ParamValue, Index: 3, ValueSize: 28},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_paths", Family: "merkle", Pos: "shaders/commit/merkle.metal:185", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_paths", Family: "merkle", Pos: "shaders/commit/merkle.metal:206", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "layers", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -81,12 +82,18 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "stack_trace", Family: "stacking", Pos: "shaders/commit/stacking.metal:22", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "stack_trace", Family: "stacking", Pos: "shaders/commit/stacking.metal:25", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "trace", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "q", Type: "device uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "p", Type: "constant StackParams&", Kind: ParamValue, Index: 2, ValueSize: 20},
+		{Name: "p", Type: "constant StackParams&", Kind: ParamValue, Index: 2, ValueSize: 24},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
+	}},
+	{Name: "zero_words", Family: "stacking", Pos: "shaders/commit/stacking.metal:47", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+		{Name: "q", Type: "device uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "p", Type: "constant ZeroParams&", Kind: ParamValue, Index: 1, ValueSize: 4},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
 	{Name: "bench_mul_chain", Family: "bench", Pos: "shaders/common/bench.metal:14", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 0},

@@ -10,8 +10,9 @@ HD_TARGET_V4 void hd_group_merkle_hash_rows_v4(const hd_launch* Lp, hd_u3 gp, un
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
   MSL_CONSTANT uint* const a2 = (MSL_CONSTANT uint*)L->bufs[2];
   MSL_CONSTANT MerkleRowParams a3 = *(MSL_CONSTANT MerkleRowParams*)L->bufs[3];
+  MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
   (void)tg;
-  HD_FOR_EACH_ITEM(L, lp) msl_kernel_merkle_hash_rows(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_merkle_hash_rows(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
 HD_TARGET_V4 void hd_group_merkle_compress_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
