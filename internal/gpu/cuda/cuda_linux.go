@@ -332,6 +332,13 @@ func Open(opts Options) (driver.Backend, error) {
 			b.usePool = C.mp_cu_pool_setup(b.ctx, b.dev, &b.pool) == 0
 		}
 	}
+	// The driver reserves the per-thread stack size for every thread the device can hold
+	// (1 KiB by default: 277 MB on an H200), and grows it at a launch that needs more. The
+	// kernels' frames are at most a few hundred bytes, so the context starts with none and
+	// holds what the largest launched so far needs. Memory only: a driver that refuses keeps
+	// its default.
+	var stack C.size_t
+	stackErr := cuErr("cuCtxSetLimit", "", C.mp_cu_stack_limit(b.ctx, 0, &stack))
 	src, srcName := kernelsSource, "kernels.gen.cu"
 	if opts.Source != "" {
 		src, srcName = opts.Source, opts.SourceName
@@ -353,6 +360,7 @@ func Open(opts Options) (driver.Backend, error) {
 	// Where a process's device opening goes (issue 24: a one-shot prove in ≤ 250 ms).
 	b.log.Debug().Dur("driver_init", tInit).Dur("context", tCtx).Dur("kernels", time.Since(t2)).
 		Dur("kernels_nvrtc_load", b.rtcTime).Dur("kernels_load", b.loadTime).Dur("total", time.Since(t0)).Bool("cache_hit", b.cacheHit).
+		Uint64("stack_limit_bytes", uint64(stack)).AnErr("stack_limit_error", stackErr).
 		Msg("CUDA device opened")
 	return b, nil
 }

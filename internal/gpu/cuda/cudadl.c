@@ -47,6 +47,9 @@ struct mp_cu {
   CUresult (*cuMemPoolSetAttribute)(CUmemoryPool, int, void*);
   CUresult (*cuMemPoolGetAttribute)(CUmemoryPool, int, void*);
   CUresult (*cuMemPoolTrimTo)(CUmemoryPool, size_t);
+  // optional: the context's limits (cuda.h, enum CUlimit: CU_LIMIT_STACK_SIZE 0)
+  CUresult (*cuCtxSetLimit)(int, size_t);
+  CUresult (*cuCtxGetLimit)(size_t*, int);
   // optional: pinned staging of uploads
   CUresult (*cuMemHostAlloc)(void**, size_t, unsigned);
   CUresult (*cuMemFreeHost)(void*);
@@ -143,6 +146,8 @@ int mp_cu_load(const char* name, char* err, int errlen) {
   OPT(t, cuMemPoolSetAttribute, "cuMemPoolSetAttribute");
   OPT(t, cuMemPoolGetAttribute, "cuMemPoolGetAttribute");
   OPT(t, cuMemPoolTrimTo, "cuMemPoolTrimTo");
+  OPT(t, cuCtxSetLimit, "cuCtxSetLimit");
+  OPT(t, cuCtxGetLimit, "cuCtxGetLimit");
   OPT(t, cuMemHostAlloc, "cuMemHostAlloc");
   OPT(t, cuMemFreeHost, "cuMemFreeHost");
   OPT(t, cuEventCreate, "cuEventCreate");
@@ -303,6 +308,14 @@ CUresult mp_cu_pool_setup(CUcontext ctx, CUdevice d, CUmemoryPool* pool) {
   if (r != MP_CUDA_SUCCESS) return r;
   unsigned long long keep = ~0ull;
   return cu.cuMemPoolSetAttribute(*pool, MP_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+}
+CUresult mp_cu_stack_limit(CUcontext ctx, size_t want, size_t* got) {
+  *got = 0;
+  if (cu.cuCtxSetLimit == NULL || cu.cuCtxGetLimit == NULL) return MP_CUDA_ERROR_NOT_SUPPORTED;
+  CTX(ctx);
+  CUresult r = cu.cuCtxSetLimit(0, want);
+  if (r != MP_CUDA_SUCCESS) return r;
+  return cu.cuCtxGetLimit(got, 0);
 }
 CUresult mp_cu_pool_unused(CUcontext ctx, CUmemoryPool pool, unsigned long long* bytes) {
   CTX(ctx);

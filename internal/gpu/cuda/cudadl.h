@@ -94,6 +94,9 @@ CUresult mp_cu_free(CUcontext ctx, CUdeviceptr p);
 // the driver has them; mp_cu_pool_setup takes the device's default pool and makes it keep freed
 // memory (release threshold: all), so that allocating and freeing inside a proof neither calls
 // the OS nor synchronises the device, as cuMemAlloc/cuMemFree do.
+// mp_cu_stack_limit sets the context's per-thread stack size (CU_LIMIT_STACK_SIZE) to want bytes
+// and reads back the size set (got); MP_CUDA_ERROR_NOT_SUPPORTED without cuCtxSetLimit.
+CUresult mp_cu_stack_limit(CUcontext ctx, size_t want, size_t* got);
 int mp_cu_has_pools(void);
 CUresult mp_cu_pool_setup(CUcontext ctx, CUdevice d, CUmemoryPool* pool);
 CUresult mp_cu_pool_unused(CUcontext ctx, CUmemoryPool pool, unsigned long long* bytes);
