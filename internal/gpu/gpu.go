@@ -195,6 +195,17 @@ func (d *Device) AvailableMemory() (avail uint64, known bool) {
 	return avail, true
 }
 
+// DriverUsedMemory is the device memory the driver says is in use now, by every process
+// (driver.UsedMemoryReporter; known false where it does not say).
+func (d *Device) DriverUsedMemory() (used uint64, known bool) {
+	r, ok := d.be.(driver.UsedMemoryReporter)
+	if !ok {
+		return 0, false
+	}
+	used, err := r.UsedMemory()
+	return used, err == nil
+}
+
 // KernelLimits are the limits of kernel name as compiled for this device (its Metal pipeline or
 // CUDA function): launchers clamp their group sizes to MaxThreadsPerGroup. For "" (or a name not
 // in the kernel table) they are the limits every kernel satisfies: the smallest

@@ -32,6 +32,16 @@ func (b *Backend) Device() *gpu.Device { return b.dev }
 // check's first failing rows; nil for cpuref).
 func (b *Backend) DeviceBackend() *device.Backend { return b.device }
 
+// DriverUsedMemory is the device memory in use by every process, as the driver counts it
+// (gpu.Device.DriverUsedMemory; 0 where it does not say, and for cpuref).
+func (b *Backend) DriverUsedMemory() uint64 {
+	if b.dev == nil {
+		return 0
+	}
+	used, _ := b.dev.DriverUsedMemory()
+	return used
+}
+
 // Close releases the backend and its device; a second Close does nothing.
 func (b *Backend) Close() {
 	if b.device != nil {

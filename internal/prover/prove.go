@@ -73,6 +73,11 @@ type ProveReport struct {
 	// PeakMemory is the largest of the stages' peak device memory; the memory estimate made
 	// before the proof (device backend only) stands beside it.
 	PeakMemory int64 `json:"peak_memory_bytes"`
+	// DriverUsedMemory is the device memory in use by every process when the proof is done, as
+	// the driver counts it (CUDA; omitted where it does not say): the process's own on a GPU it
+	// has alone, context, stacks and the memory pool's reserve included (the pool keeps what
+	// the proof freed, so this is the process's peak).
+	DriverUsedMemory uint64 `json:"driver_memory_used_bytes,omitempty"`
 	*DeviceMemory
 	// ConstraintKernels are the AIRs' generated round-0 kernels, built before the proof on a
 	// device that compiles them (compiled on a first use, else from the cache; timed as
@@ -299,6 +304,7 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	if err != nil {
 		return nil, ProveError(ctx, req.Trace, err)
 	}
+	rep.DriverUsedMemory = be.DriverUsedMemory()
 
 	task.Step("writing the proof")
 	start = time.Now()

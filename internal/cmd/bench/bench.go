@@ -149,8 +149,9 @@ printed on stderr and the exit status):
    load: STAGE, stages: [STAGE], prove_ms: SPREAD, verify_ms: SPREAD, perms_per_second,
    proof_bytes, proof_digest, concurrency, gpus: [{ordinal, name, queues, proofs}],
    proofs_per_second, timed_wall_ms, identical_proofs, trace_out, peak_memory_bytes,
-   memory_estimate_bytes, memory_estimate_step, memory_estimate_steps: [{step, peak_bytes}],
-   memory_available_bytes}
+   driver_memory_used_bytes (CUDA: the device memory in use after the runs, as the driver
+   counts it), memory_estimate_bytes, memory_estimate_step,
+   memory_estimate_steps: [{step, peak_bytes}], memory_available_bytes}
   STAGE = {stage, wall_ms: SPREAD, dispatches, syncs, sync_wait_ms, host_gap_ms,
            bytes_to_device, bytes_from_device, peak_memory_bytes} (counters: medians
            per proof; sync_wait_ms: the host blocked in syncs)

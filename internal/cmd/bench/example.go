@@ -112,6 +112,9 @@ type ExampleReport struct {
 	// PeakMemory is the largest peak device memory of the load, the check and the stages (their
 	// medians); the estimate made before the load stands beside it (device backend only).
 	PeakMemory int64 `json:"peak_memory_bytes"`
+	// DriverUsedMemory is the device memory in use by every process after the runs, as the
+	// driver counts it (prover.Report's field of that name; the first device's).
+	DriverUsedMemory uint64 `json:"driver_memory_used_bytes,omitempty"`
 	*prover.DeviceMemory
 }
 
@@ -588,6 +591,7 @@ func exampleRun(opts *Options) error {
 	for _, s := range rep.Stages {
 		rep.PeakMemory = max(rep.PeakMemory, s.PeakMemory)
 	}
+	rep.DriverUsedMemory = be.DriverUsedMemory()
 	if opts.Perms > 0 && rep.ProveMS.Median > 0 {
 		rep.PermsPerSecond = float64(opts.Perms) / (rep.ProveMS.Median / 1000)
 	}

@@ -81,7 +81,9 @@ the trace shapes and the parameters; a proof whose estimate exceeds the memory t
 available (its memory less what is allocated; on CUDA at most what the driver reports free; at
 most --device-memory) is refused, naming both. --json reports the estimate
 (memory_estimate_bytes, memory_estimate_step, and each step's in memory_estimate_steps) beside the
-measured peak (peak_memory_bytes).
+measured peak (peak_memory_bytes), and on CUDA the device memory in use when the proof is done as
+the driver counts it (driver_memory_used_bytes: every process's; on a GPU the process has alone,
+its own peak, context, stacks and the memory pool's reserve included).
 
 --json prints one object whatever the outcome: on failure {error, exit_code}, the message printed
 on stderr and the exit status. On success its process object cuts the process's life into consecutive parts (ms): start_ms

@@ -594,6 +594,18 @@ func (b *backend) FreeMemory() (uint64, error) {
 	return n, nil
 }
 
+var _ driver.UsedMemoryReporter = (*backend)(nil)
+
+// UsedMemory is cuMemGetInfo's total less free: every process's device memory, this one's
+// context, code, stacks and pool reserve included.
+func (b *backend) UsedMemory() (uint64, error) {
+	var free, total C.size_t
+	if r := C.mp_cu_mem_get_info(b.ctx, &free, &total); r != 0 {
+		return 0, cuErr("cuMemGetInfo", "", r)
+	}
+	return uint64(total - free), nil
+}
+
 func (b *backend) Alloc(size int) (driver.Buffer, error) { return b.alloc(size, true) }
 
 // AllocUninit implements driver.UninitAllocator: no memset after the allocation.

@@ -121,6 +121,14 @@ type FreeMemoryReporter interface {
 	FreeMemory() (uint64, error)
 }
 
+// UsedMemoryReporter is implemented by backends whose driver can say how much of the device's
+// memory is in use now, by every process (CUDA: cuMemGetInfo's total less free): besides this
+// process's buffers, what the driver holds for it (context, code, stacks, the memory pool's
+// reserve). On a device the process has alone it is the process's own device memory.
+type UsedMemoryReporter interface {
+	UsedMemory() (uint64, error)
+}
+
 // ErrOutOfMemory is returned (wrapped) by Alloc when the device cannot satisfy a request.
 var ErrOutOfMemory = errors.New("out of device memory")
 
