@@ -732,12 +732,12 @@ func dispatchNttPass(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst 
 	return enc.Dispatch("ntt_pass", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(tw), p.arg()}, shBytes)
 }
 
-// dispatchNttBlocks encodes kernel ntt_blocks (shaders/commit/ntt.metal:685).
+// dispatchNttBlocks encodes kernel ntt_blocks (shaders/commit/ntt.metal:714).
 func dispatchNttBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, tw *gpu.Buffer, p nttBlocksParams) *gpu.Batch {
 	return enc.Dispatch("ntt_blocks", groups, tpg, []gpu.Arg{gpu.Buf(data), gpu.Buf(tw), p.arg()})
 }
 
-// dispatchNttPadColumns encodes kernel ntt_pad_columns (shaders/commit/ntt.metal:734).
+// dispatchNttPadColumns encodes kernel ntt_pad_columns (shaders/commit/ntt.metal:752).
 func dispatchNttPadColumns(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p nttPadParams) *gpu.Batch {
 	return enc.Dispatch("ntt_pad_columns", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()})
 }
@@ -994,27 +994,27 @@ func dispatchSrBindW(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, w
 	return enc.Dispatch("sr_bind_w", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(weights), gpu.Buf(etab), gpu.Buf(w), p.arg()})
 }
 
-// dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/openings/whir.metal:87).
+// dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/openings/whir.metal:89).
 func dispatchWhirBatchBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, mu *gpu.Buffer, tw *gpu.Buffer, f *gpu.Buffer, p whirBatchParams) *gpu.Batch {
 	return enc.Dispatch("whir_batch_blocks", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(mu), gpu.Buf(tw), gpu.Buf(f), p.arg()})
 }
 
-// dispatchWhirSubsetPass encodes kernel whir_subset_pass (shaders/openings/whir.metal:149).
+// dispatchWhirSubsetPass encodes kernel whir_subset_pass (shaders/openings/whir.metal:152).
 func dispatchWhirSubsetPass(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirSubsetParams) *gpu.Batch {
 	return enc.Dispatch("whir_subset_pass", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirFp4ToPlanes encodes kernel whir_fp4_to_planes (shaders/openings/whir.metal:183).
+// dispatchWhirFp4ToPlanes encodes kernel whir_fp4_to_planes (shaders/openings/whir.metal:186).
 func dispatchWhirFp4ToPlanes(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirPlanesParams) *gpu.Batch {
 	return enc.Dispatch("whir_fp4_to_planes", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirHorner encodes kernel whir_horner (shaders/openings/whir.metal:205).
+// dispatchWhirHorner encodes kernel whir_horner (shaders/openings/whir.metal:208).
 func dispatchWhirHorner(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirHornerParams) *gpu.Batch {
 	return enc.Dispatch("whir_horner", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:236).
+// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:239).
 func dispatchWhirPowEqTables(enc *gpu.Batch, groups, tpg gpu.Dim3, pc *gpu.Buffer, lo *gpu.Buffer, hi *gpu.Buffer, p whirEqTablesParams) *gpu.Batch {
 	return enc.Dispatch("whir_pow_eq_tables", groups, tpg, []gpu.Arg{gpu.Buf(pc), gpu.Buf(lo), gpu.Buf(hi), p.arg()})
 }

@@ -678,6 +678,35 @@ struct NttBlocksParams {
   uint subset_sum;      // 1: then apply the subset-sum (coeffs → evals) transform to the block
 };
 
+// One block of N = 2^L values at data[base..] (N and L constants at every call, so the loops
+// unroll and v stays in registers: with L a run-time value v went to local memory, and the kernel
+// ran at a seventh of the copy bandwidth).
+MSL_FN void ntt_block(device uint* data, device const uint* tw, uint N, uint L, uint base, uint scale, uint subset_sum) {
+  uint v[32];
+  for (uint t = 0u; t < N; t++) v[t] = data[base + (L == 0u ? 0u : ntt_rev_bits(t, L))];
+  for (uint h = 1u; h < N; h <<= 1) {
+    for (uint s = 0u; s < N; s += 2u * h) {
+      for (uint j = 0u; j < h; j++) {
+        uint u = v[s + j];
+        uint w = bb_mul(v[s + j + h], tw[h + j]);
+        v[s + j] = bb_add(u, w);
+        v[s + j + h] = bb_sub(u, w);
+      }
+    }
+  }
+  if (scale != BB_ONE) {
+    for (uint t = 0u; t < N; t++) v[t] = bb_mul(v[t], scale);
+  }
+  if (subset_sum != 0u) {
+    for (uint h = 1u; h < N; h <<= 1) {
+      for (uint s = 0u; s < N; s += 2u * h) {
+        for (uint j = s; j < s + h; j++) v[j + h] = bb_add(v[j + h], v[j]);
+      }
+    }
+  }
+  for (uint t = 0u; t < N; t++) data[base + t] = v[t];
+}
+
 // The small batched transform of the RS message (cpuref.RSMessageInPlace): block b lives at
 // (b >> log_blocks_col)·col_stride + (b mod 2^log_blocks_col)·2^l; one thread transforms one
 // block in registers (DIT with twiddle table tw: pass the inverse table and scale = 2^-l for an
@@ -689,36 +718,25 @@ kernel void ntt_blocks(device uint* data [[buffer(0)]],
                        uint stride [[threads_per_grid]]) {
   uint nblocks = p.nblocks;
   uint l = p.log_block;
-  uint n = 1u << l;
   uint lbc = p.log_blocks_col;
   uint col_stride = p.col_stride;
   uint scale = p.scale;
   uint subset_sum = p.subset_sum;
-  uint v[32];
   for (uint b = gid; b < nblocks; b += stride) {
     uint base = (b >> lbc) * col_stride + ((b & ((1u << lbc) - 1u)) << l);
-    for (uint t = 0u; t < n; t++) v[t] = data[base + (l == 0u ? 0u : ntt_rev_bits(t, l))];
-    for (uint h = 1u; h < n; h <<= 1) {
-      for (uint s = 0u; s < n; s += 2u * h) {
-        for (uint j = 0u; j < h; j++) {
-          uint u = v[s + j];
-          uint w = bb_mul(v[s + j + h], tw[h + j]);
-          v[s + j] = bb_add(u, w);
-          v[s + j + h] = bb_sub(u, w);
-        }
-      }
+    if (l == 4u) {
+      ntt_block(data, tw, 16u, 4u, base, scale, subset_sum);
+    } else if (l == 2u) {
+      ntt_block(data, tw, 4u, 2u, base, scale, subset_sum);
+    } else if (l == 3u) {
+      ntt_block(data, tw, 8u, 3u, base, scale, subset_sum);
+    } else if (l == 1u) {
+      ntt_block(data, tw, 2u, 1u, base, scale, subset_sum);
+    } else if (l == 0u) {
+      ntt_block(data, tw, 1u, 0u, base, scale, subset_sum);
+    } else {
+      ntt_block(data, tw, 32u, 5u, base, scale, subset_sum);
     }
-    if (scale != BB_ONE) {
-      for (uint t = 0u; t < n; t++) v[t] = bb_mul(v[t], scale);
-    }
-    if (subset_sum != 0u) {
-      for (uint h = 1u; h < n; h <<= 1) {
-        for (uint s = 0u; s < n; s += 2u * h) {
-          for (uint j = s; j < s + h; j++) v[j + h] = bb_add(v[j + h], v[j]);
-        }
-      }
-    }
-    for (uint t = 0u; t < n; t++) data[base + t] = v[t];
   }
 }
 

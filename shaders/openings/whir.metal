@@ -22,27 +22,29 @@ struct WhirBatchParams {
   uint accumulate;  // 1: add the result to f; 0: overwrite f
 };
 
-// One block of 2^L rows (B = 2^L; B and L constants at every call, so the loops unroll and acc
-// stays in registers): acc[t] = Σ_j mu[mu_off + j]·Q[j][r0 + t] (Fp4 × base), then per Fp4
-// coordinate the IDFT over the block (as ntt_blocks: natural order, inverse table tw, times 2^-L)
-// and the square of the subset-sum transform on the L block bits. That square is ⊗ (1 0; 2 1):
-// per bit, E[x | 2^i] += 2·E[x] — the subset sum of the RS message (cpuref.RSMessageInPlace) and
-// the low L bits of the following full CoeffsToEvals, at once.
+// One block of 2^L rows (B = 2^L; B, L, C0 and NC constants at every call, so the loops unroll and
+// acc stays in registers), Fp4 coordinates [C0, C0 + NC) (NC·B ≤ 64: a block of 32 rows takes its
+// coordinates in two calls, each reading Q's block, rather than 128 words of acc, which went to
+// local memory and held every block size's registers at 255): acc[t] = Σ_j mu[mu_off + j]·Q[j][r0 + t]
+// (Fp4 × base), then per Fp4 coordinate the IDFT over the block (as ntt_blocks: natural order,
+// inverse table tw, times 2^-L) and the square of the subset-sum transform on the L block bits.
+// That square is ⊗ (1 0; 2 1): per bit, E[x | 2^i] += 2·E[x] — the subset sum of the RS message
+// (cpuref.RSMessageInPlace) and the low L bits of the following full CoeffsToEvals, at once.
 MSL_FN void whir_batch_block(device const uint* q, device const uint* mu, device const uint* tw, device uint* f,
-                             uint B, uint L, uint blk, uint height, uint width, uint mu_off, uint scale,
-                             uint accumulate) {
-  uint acc[128];  // acc[c·B + t]: coordinate-major, so the row loops are contiguous (host SIMD)
-  for (uint i = 0u; i < 4u * B; i++) acc[i] = 0u;
+                             uint B, uint L, uint C0, uint NC, uint blk, uint height, uint width, uint mu_off,
+                             uint scale, uint accumulate) {
+  uint acc[64];  // acc[c·B + t]: coordinate-major, so the row loops are contiguous (host SIMD)
+  for (uint i = 0u; i < NC * B; i++) acc[i] = 0u;
   uint r0 = blk << L;
   for (uint j = 0u; j < width; j++) {
     bb4 m = bb4_load(mu, mu_off + j);
     device const uint* col = q + (j * height + r0);
-    for (uint c = 0u; c < 4u; c++) {
-      uint mc = m[c];
+    for (uint c = 0u; c < NC; c++) {
+      uint mc = m[C0 + c];
       for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_add(acc[c * B + t], bb_mul(mc, col[t]));
     }
   }
-  for (uint c = 0u; c < 4u; c++) {
+  for (uint c = 0u; c < NC; c++) {
     uint v[32];
     for (uint t = 0u; t < B; t++) {
       uint r = t;
@@ -69,9 +71,9 @@ MSL_FN void whir_batch_block(device const uint* q, device const uint* mu, device
     }
     for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_mul(v[t], scale);
   }
-  device uint* out = f + 4u * r0;
+  device uint* out = f + 4u * r0 + C0;
   for (uint t = 0u; t < B; t++) {
-    for (uint c = 0u; c < 4u; c++) {
+    for (uint c = 0u; c < NC; c++) {
       uint x = acc[c * B + t];
       if (accumulate != 0u) x = bb_add(out[4u * t + c], x);
       out[4u * t + c] = x;
@@ -100,17 +102,18 @@ kernel void whir_batch_blocks(device const uint* q [[buffer(0)]],
   uint accumulate = p.accumulate;
   for (uint b = gid; b < nblocks; b += stride) {
     if (l == 4u) {
-      whir_batch_block(q, mu, tw, f, 16u, 4u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 16u, 4u, 0u, 4u, b, height, width, mu_off, scale, accumulate);
     } else if (l == 2u) {
-      whir_batch_block(q, mu, tw, f, 4u, 2u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 4u, 2u, 0u, 4u, b, height, width, mu_off, scale, accumulate);
     } else if (l == 3u) {
-      whir_batch_block(q, mu, tw, f, 8u, 3u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 8u, 3u, 0u, 4u, b, height, width, mu_off, scale, accumulate);
     } else if (l == 1u) {
-      whir_batch_block(q, mu, tw, f, 2u, 1u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 2u, 1u, 0u, 4u, b, height, width, mu_off, scale, accumulate);
     } else if (l == 0u) {
-      whir_batch_block(q, mu, tw, f, 1u, 0u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 1u, 0u, 0u, 4u, b, height, width, mu_off, scale, accumulate);
     } else {
-      whir_batch_block(q, mu, tw, f, 32u, 5u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 32u, 5u, 0u, 2u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 32u, 5u, 2u, 2u, b, height, width, mu_off, scale, accumulate);
     }
   }
 }

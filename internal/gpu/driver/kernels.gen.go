@@ -61,14 +61,14 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "ntt_blocks", Family: "ntt", Pos: "shaders/commit/ntt.metal:685", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "ntt_blocks", Family: "ntt", Pos: "shaders/commit/ntt.metal:714", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "data", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant NttBlocksParams&", Kind: ParamValue, Index: 2, ValueSize: 24},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "ntt_pad_columns", Family: "ntt", Pos: "shaders/commit/ntt.metal:734", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "ntt_pad_columns", Family: "ntt", Pos: "shaders/commit/ntt.metal:752", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant NttPadParams&", Kind: ParamValue, Index: 2, ValueSize: 16},
@@ -587,7 +587,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_batch_blocks", Family: "whir", Pos: "shaders/openings/whir.metal:87", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "whir_batch_blocks", Family: "whir", Pos: "shaders/openings/whir.metal:89", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "mu", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -596,28 +596,28 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_subset_pass", Family: "whir", Pos: "shaders/openings/whir.metal:149", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_subset_pass", Family: "whir", Pos: "shaders/openings/whir.metal:152", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirSubsetParams&", Kind: ParamValue, Index: 2, ValueSize: 16},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_fp4_to_planes", Family: "whir", Pos: "shaders/openings/whir.metal:183", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_fp4_to_planes", Family: "whir", Pos: "shaders/openings/whir.metal:186", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirPlanesParams&", Kind: ParamValue, Index: 2, ValueSize: 8},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_horner", Family: "whir", Pos: "shaders/openings/whir.metal:205", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_horner", Family: "whir", Pos: "shaders/openings/whir.metal:208", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirHornerParams&", Kind: ParamValue, Index: 2, ValueSize: 32},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/openings/whir.metal:236", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/openings/whir.metal:239", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "pc", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lo", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "hi", Type: "device uint*", Kind: ParamBuffer, Index: 2},

@@ -2014,6 +2014,35 @@ struct NttBlocksParams {
   uint subset_sum;      // 1: then apply the subset-sum (coeffs → evals) transform to the block
 };
 
+// One block of N = 2^L values at data[base..] (N and L constants at every call, so the loops
+// unroll and v stays in registers: with L a run-time value v went to local memory, and the kernel
+// ran at a seventh of the copy bandwidth).
+MSL_FN void ntt_block(MSL_DEVICE uint* data, MSL_DEVICE const uint* tw, uint N, uint L, uint base, uint scale, uint subset_sum) {
+  uint v[32];
+  for (uint t = 0u; t < N; t++) v[t] = data[base + (L == 0u ? 0u : ntt_rev_bits(t, L))];
+  for (uint h = 1u; h < N; h <<= 1) {
+    for (uint s = 0u; s < N; s += 2u * h) {
+      for (uint j = 0u; j < h; j++) {
+        uint u = v[s + j];
+        uint w = bb_mul(v[s + j + h], tw[h + j]);
+        v[s + j] = bb_add(u, w);
+        v[s + j + h] = bb_sub(u, w);
+      }
+    }
+  }
+  if (scale != BB_ONE) {
+    for (uint t = 0u; t < N; t++) v[t] = bb_mul(v[t], scale);
+  }
+  if (subset_sum != 0u) {
+    for (uint h = 1u; h < N; h <<= 1) {
+      for (uint s = 0u; s < N; s += 2u * h) {
+        for (uint j = s; j < s + h; j++) v[j + h] = bb_add(v[j + h], v[j]);
+      }
+    }
+  }
+  for (uint t = 0u; t < N; t++) data[base + t] = v[t];
+}
+
 // The small batched transform of the RS message (cpuref.RSMessageInPlace): block b lives at
 // (b >> log_blocks_col)·col_stride + (b mod 2^log_blocks_col)·2^l; one thread transforms one
 // block in registers (DIT with twiddle table tw: pass the inverse table and scale = 2^-l for an
@@ -2025,36 +2054,25 @@ MSL_KERNEL void msl_kernel_ntt_blocks(MSL_DEVICE uint* data              ,
                        uint stride                     ) {
   uint nblocks = p.nblocks;
   uint l = p.log_block;
-  uint n = 1u << l;
   uint lbc = p.log_blocks_col;
   uint col_stride = p.col_stride;
   uint scale = p.scale;
   uint subset_sum = p.subset_sum;
-  uint v[32];
   for (uint b = gid; b < nblocks; b += stride) {
     uint base = (b >> lbc) * col_stride + ((b & ((1u << lbc) - 1u)) << l);
-    for (uint t = 0u; t < n; t++) v[t] = data[base + (l == 0u ? 0u : ntt_rev_bits(t, l))];
-    for (uint h = 1u; h < n; h <<= 1) {
-      for (uint s = 0u; s < n; s += 2u * h) {
-        for (uint j = 0u; j < h; j++) {
-          uint u = v[s + j];
-          uint w = bb_mul(v[s + j + h], tw[h + j]);
-          v[s + j] = bb_add(u, w);
-          v[s + j + h] = bb_sub(u, w);
-        }
-      }
+    if (l == 4u) {
+      ntt_block(data, tw, 16u, 4u, base, scale, subset_sum);
+    } else if (l == 2u) {
+      ntt_block(data, tw, 4u, 2u, base, scale, subset_sum);
+    } else if (l == 3u) {
+      ntt_block(data, tw, 8u, 3u, base, scale, subset_sum);
+    } else if (l == 1u) {
+      ntt_block(data, tw, 2u, 1u, base, scale, subset_sum);
+    } else if (l == 0u) {
+      ntt_block(data, tw, 1u, 0u, base, scale, subset_sum);
+    } else {
+      ntt_block(data, tw, 32u, 5u, base, scale, subset_sum);
     }
-    if (scale != BB_ONE) {
-      for (uint t = 0u; t < n; t++) v[t] = bb_mul(v[t], scale);
-    }
-    if (subset_sum != 0u) {
-      for (uint h = 1u; h < n; h <<= 1) {
-        for (uint s = 0u; s < n; s += 2u * h) {
-          for (uint j = s; j < s + h; j++) v[j + h] = bb_add(v[j + h], v[j]);
-        }
-      }
-    }
-    for (uint t = 0u; t < n; t++) data[base + t] = v[t];
   }
 }
 
@@ -6151,27 +6169,29 @@ struct WhirBatchParams {
   uint accumulate;  // 1: add the result to f; 0: overwrite f
 };
 
-// One block of 2^L rows (B = 2^L; B and L constants at every call, so the loops unroll and acc
-// stays in registers): acc[t] = Σ_j mu[mu_off + j]·Q[j][r0 + t] (Fp4 × base), then per Fp4
-// coordinate the IDFT over the block (as ntt_blocks: natural order, inverse table tw, times 2^-L)
-// and the square of the subset-sum transform on the L block bits. That square is ⊗ (1 0; 2 1):
-// per bit, E[x | 2^i] += 2·E[x] — the subset sum of the RS message (cpuref.RSMessageInPlace) and
-// the low L bits of the following full CoeffsToEvals, at once.
+// One block of 2^L rows (B = 2^L; B, L, C0 and NC constants at every call, so the loops unroll and
+// acc stays in registers), Fp4 coordinates [C0, C0 + NC) (NC·B ≤ 64: a block of 32 rows takes its
+// coordinates in two calls, each reading Q's block, rather than 128 words of acc, which went to
+// local memory and held every block size's registers at 255): acc[t] = Σ_j mu[mu_off + j]·Q[j][r0 + t]
+// (Fp4 × base), then per Fp4 coordinate the IDFT over the block (as ntt_blocks: natural order,
+// inverse table tw, times 2^-L) and the square of the subset-sum transform on the L block bits.
+// That square is ⊗ (1 0; 2 1): per bit, E[x | 2^i] += 2·E[x] — the subset sum of the RS message
+// (cpuref.RSMessageInPlace) and the low L bits of the following full CoeffsToEvals, at once.
 MSL_FN void whir_batch_block(MSL_DEVICE const uint* q, MSL_DEVICE const uint* mu, MSL_DEVICE const uint* tw, MSL_DEVICE uint* f,
-                             uint B, uint L, uint blk, uint height, uint width, uint mu_off, uint scale,
-                             uint accumulate) {
-  uint acc[128];  // acc[c·B + t]: coordinate-major, so the row loops are contiguous (host SIMD)
-  for (uint i = 0u; i < 4u * B; i++) acc[i] = 0u;
+                             uint B, uint L, uint C0, uint NC, uint blk, uint height, uint width, uint mu_off,
+                             uint scale, uint accumulate) {
+  uint acc[64];  // acc[c·B + t]: coordinate-major, so the row loops are contiguous (host SIMD)
+  for (uint i = 0u; i < NC * B; i++) acc[i] = 0u;
   uint r0 = blk << L;
   for (uint j = 0u; j < width; j++) {
     bb4 m = bb4_load(mu, mu_off + j);
     MSL_DEVICE const uint* col = q + (j * height + r0);
-    for (uint c = 0u; c < 4u; c++) {
-      uint mc = m[c];
+    for (uint c = 0u; c < NC; c++) {
+      uint mc = m[C0 + c];
       for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_add(acc[c * B + t], bb_mul(mc, col[t]));
     }
   }
-  for (uint c = 0u; c < 4u; c++) {
+  for (uint c = 0u; c < NC; c++) {
     uint v[32];
     for (uint t = 0u; t < B; t++) {
       uint r = t;
@@ -6198,9 +6218,9 @@ MSL_FN void whir_batch_block(MSL_DEVICE const uint* q, MSL_DEVICE const uint* mu
     }
     for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_mul(v[t], scale);
   }
-  MSL_DEVICE uint* out = f + 4u * r0;
+  MSL_DEVICE uint* out = f + 4u * r0 + C0;
   for (uint t = 0u; t < B; t++) {
-    for (uint c = 0u; c < 4u; c++) {
+    for (uint c = 0u; c < NC; c++) {
       uint x = acc[c * B + t];
       if (accumulate != 0u) x = bb_add(out[4u * t + c], x);
       out[4u * t + c] = x;
@@ -6229,17 +6249,18 @@ MSL_KERNEL void msl_kernel_whir_batch_blocks(MSL_DEVICE const uint* q           
   uint accumulate = p.accumulate;
   for (uint b = gid; b < nblocks; b += stride) {
     if (l == 4u) {
-      whir_batch_block(q, mu, tw, f, 16u, 4u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 16u, 4u, 0u, 4u, b, height, width, mu_off, scale, accumulate);
     } else if (l == 2u) {
-      whir_batch_block(q, mu, tw, f, 4u, 2u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 4u, 2u, 0u, 4u, b, height, width, mu_off, scale, accumulate);
     } else if (l == 3u) {
-      whir_batch_block(q, mu, tw, f, 8u, 3u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 8u, 3u, 0u, 4u, b, height, width, mu_off, scale, accumulate);
     } else if (l == 1u) {
-      whir_batch_block(q, mu, tw, f, 2u, 1u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 2u, 1u, 0u, 4u, b, height, width, mu_off, scale, accumulate);
     } else if (l == 0u) {
-      whir_batch_block(q, mu, tw, f, 1u, 0u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 1u, 0u, 0u, 4u, b, height, width, mu_off, scale, accumulate);
     } else {
-      whir_batch_block(q, mu, tw, f, 32u, 5u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 32u, 5u, 0u, 2u, b, height, width, mu_off, scale, accumulate);
+      whir_batch_block(q, mu, tw, f, 32u, 5u, 2u, 2u, b, height, width, mu_off, scale, accumulate);
     }
   }
 }
