@@ -109,10 +109,11 @@ type nttBlocksParams struct {
 	colStride    uint32
 	scale        uint32
 	subsetSum    uint32
+	tiled        uint32
 }
 
 func (v nttBlocksParams) arg() gpu.Arg {
-	return gpu.U32(v.nblocks, v.logBlock, v.logBlocksCol, v.colStride, v.scale, v.subsetSum)
+	return gpu.U32(v.nblocks, v.logBlock, v.logBlocksCol, v.colStride, v.scale, v.subsetSum, v.tiled)
 }
 
 // nttPadParams is the value struct NttPadParams of the shaders: uint fields in declaration order.
@@ -732,12 +733,12 @@ func dispatchNttPass(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst 
 	return enc.Dispatch("ntt_pass", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(tw), p.arg()}, shBytes)
 }
 
-// dispatchNttBlocks encodes kernel ntt_blocks (shaders/commit/ntt.metal:714).
-func dispatchNttBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, tw *gpu.Buffer, p nttBlocksParams) *gpu.Batch {
-	return enc.Dispatch("ntt_blocks", groups, tpg, []gpu.Arg{gpu.Buf(data), gpu.Buf(tw), p.arg()})
+// dispatchNttBlocks encodes kernel ntt_blocks (shaders/commit/ntt.metal:740).
+func dispatchNttBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, tw *gpu.Buffer, p nttBlocksParams, shBytes uint32) *gpu.Batch {
+	return enc.Dispatch("ntt_blocks", groups, tpg, []gpu.Arg{gpu.Buf(data), gpu.Buf(tw), p.arg()}, shBytes)
 }
 
-// dispatchNttPadColumns encodes kernel ntt_pad_columns (shaders/commit/ntt.metal:752).
+// dispatchNttPadColumns encodes kernel ntt_pad_columns (shaders/commit/ntt.metal:786).
 func dispatchNttPadColumns(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p nttPadParams) *gpu.Batch {
 	return enc.Dispatch("ntt_pad_columns", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()})
 }

@@ -485,10 +485,39 @@ func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[Mont], spec BlockSpec, 
 	if subsetSum {
 		ss = 1
 	}
+	p := nttBlocksParams{nblocks: uint32(spec.NBlocks), logBlock: uint32(l),
+		logBlocksCol: uint32(spec.LogBlocksPerCol), colStride: uint32(spec.ColStride), scale: uint32(scale), subsetSum: ss}
+	row := 4 * (1<<l + 1) // bytes of one block in group memory
+	if tpg := blocksTile(t.dev, l); tpg > 0 && 1<<spec.LogBlocksPerCol >= tpg {
+		p.tiled = 1
+		groups := min((spec.NBlocks+tpg-1)/tpg, maxGridThreads/tpg)
+		if lim := t.dev.Limits().ComputeUnits; lim > 0 {
+			groups = min(groups, 64*gpuGroup*lim/tpg)
+		}
+		dispatchNttBlocks(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), data.Buffer, tw.Buffer, p, uint32(tpg*row))
+		return b.Err()
+	}
 	g, tp := shapeFor(t.dev, "ntt_blocks", spec.NBlocks)
-	dispatchNttBlocks(b, g, tp, data.Buffer, tw.Buffer, nttBlocksParams{nblocks: uint32(spec.NBlocks), logBlock: uint32(l),
-		logBlocksCol: uint32(spec.LogBlocksPerCol), colStride: uint32(spec.ColStride), scale: uint32(scale), subsetSum: ss})
+	dispatchNttBlocks(b, g, tp, data.Buffer, tw.Buffer, p, uint32(row))
 	return b.Err()
+}
+
+// blocksTile is the group size of ntt_blocks' tiled path on dev for blocks of 2^l (0: untiled):
+// the largest power of two ≤ 256 threads whose blocks fit the group memory (a block's row of
+// 2^l + 1 words each) and the kernel's thread limit. The host device runs untiled: its threads
+// are fibers, and a block's words are already in its cache.
+func blocksTile(dev *gpu.Device, l int) int {
+	if isHost(dev) {
+		return 0
+	}
+	tpg := groupSize(dev, "ntt_blocks", 256)
+	tpg = 1 << (bits.Len(uint(tpg)) - 1)
+	if m := dev.Limits().MaxThreadgroupMemory; m > 0 {
+		for tpg > 1 && tpg*4*(1<<l+1) > m {
+			tpg >>= 1
+		}
+	}
+	return tpg
 }
 
 // IDFTBlocks applies the IDFT to each consecutive block of 2^logBlock elements of the first n

@@ -341,3 +341,56 @@ func TestTwiddleTable(t *testing.T) {
 		}
 	}
 }
+
+// ntt_blocks' tiled path (GPUs: a group's blocks through group memory) against the host
+// device's untiled one, on the host posing as a GPU with 64-thread groups: every block size,
+// columns of 64 to 256 blocks with gaps between them, a partial last tile and a partial last
+// column, forward and inverse, with and without the subset sum; words outside the blocks are
+// left alone (the untiled path is cpuref's: TestIDFTBlocks, TestRSEncodeMatrix).
+func TestNTTBlocksTiled(t *testing.T) {
+	gpuDev, _ := openLimitedWith(t, &limitedBackend{maxThreads: map[string]int{"ntt_blocks": 64}})
+	tiled, plain := NewNTT(gpuDev), NewNTT(testDev)
+	defer tiled.Close()
+	defer plain.Close()
+	r := rand.New(rand.NewPCG(31, 32))
+	for l := 0; l <= 5; l++ {
+		if tpg := blocksTile(gpuDev, l); tpg != 64 {
+			t.Fatalf("l=%d: tile of %d blocks, want 64", l, tpg)
+		}
+		for _, c := range []struct{ logPerCol, nblocks, gap int }{{6, 64, 0}, {7, 300, 5}, {8, 256 * 3, 0}, {6, 64*4 - 1, 64}} {
+			stride := c.gap + (1<<c.logPerCol)<<l
+			n := ((c.nblocks-1)>>c.logPerCol)*stride + (1<<c.logPerCol)<<l
+			v := fieldrand.Fps(r, n)
+			spec := BlockSpec{LogBlock: l, NBlocks: c.nblocks, LogBlocksPerCol: c.logPerCol, ColStride: stride}
+			for _, inverse := range []bool{false, true} {
+				for _, ss := range []bool{false, true} {
+					var got, want []field.Fp
+					for _, run := range []struct {
+						dev *gpu.Device
+						ntt *NTT
+						out *[]field.Fp
+					}{{gpuDev, tiled, &got}, {testDev, plain, &want}} {
+						a, err := UploadMont(run.dev, "blocks", v)
+						if err != nil {
+							t.Fatal(err)
+						}
+						b := run.dev.Batch()
+						if err := run.ntt.EncodeBlocks(b, a, spec, inverse, ss); err != nil {
+							t.Fatal(err)
+						}
+						if err := b.Wait(); err != nil {
+							t.Fatal(err)
+						}
+						if *run.out, err = ReadCanonical(a); err != nil {
+							t.Fatal(err)
+						}
+						a.Free()
+					}
+					if i := firstDiff(got, want); i >= 0 {
+						t.Fatalf("l=%d %+v inverse=%v subset=%v: element %d", l, c, inverse, ss, i)
+					}
+				}
+			}
+		}
+	}
+}

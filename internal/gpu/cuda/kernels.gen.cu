@@ -2014,14 +2014,18 @@ struct NttBlocksParams {
   uint col_stride;      // distance between the first elements of two columns
   uint scale;           // Montgomery factor after the transform (2^-l for an inverse; BB_ONE)
   uint subset_sum;      // 1: then apply the subset-sum (coeffs → evals) transform to the block
+  uint tiled;           // 1: each group takes tpg consecutive blocks of one column through group
+                        // memory (tpg a power of two ≤ 2^log_blocks_col; sh: tpg·(2^l + 1) words)
 };
 
-// One block of N = 2^L values at data[base..] (N and L constants at every call, so the loops
-// unroll and v stays in registers: with L a run-time value v went to local memory, and the kernel
-// ran at a seventh of the copy bandwidth).
-MSL_FN void ntt_block(MSL_DEVICE uint* data, MSL_DEVICE const uint* tw, uint N, uint L, uint base, uint scale, uint subset_sum) {
+// One block of N = 2^L values (N and L constants at every call, so the loops unroll and v stays
+// in registers: with L a run-time value v went to local memory, and the kernel ran at a seventh
+// of the copy bandwidth): read from src[rev(t)·stride] (t < N; rev: L-bit reversal), transformed,
+// written to dst[t·stride] (the same buffer: in place).
+template <typename P>
+MSL_FN void ntt_block(P src, P dst, uint stride, MSL_DEVICE const uint* tw, uint N, uint L, uint scale, uint subset_sum) {
   uint v[32];
-  for (uint t = 0u; t < N; t++) v[t] = data[base + (L == 0u ? 0u : ntt_rev_bits(t, L))];
+  for (uint t = 0u; t < N; t++) v[t] = src[(L == 0u ? 0u : ntt_rev_bits(t, L)) * stride];
   for (uint h = 1u; h < N; h <<= 1) {
     for (uint s = 0u; s < N; s += 2u * h) {
       for (uint j = 0u; j < h; j++) {
@@ -2042,39 +2046,69 @@ MSL_FN void ntt_block(MSL_DEVICE uint* data, MSL_DEVICE const uint* tw, uint N, 
       }
     }
   }
-  for (uint t = 0u; t < N; t++) data[base + t] = v[t];
+  for (uint t = 0u; t < N; t++) dst[t * stride] = v[t];
+}
+
+template <typename P>
+MSL_FN void ntt_block_l(P src, P dst, uint stride, MSL_DEVICE const uint* tw, uint l, uint scale, uint subset_sum) {
+  if (l == 4u) {
+    ntt_block(src, dst, stride, tw, 16u, 4u, scale, subset_sum);
+  } else if (l == 2u) {
+    ntt_block(src, dst, stride, tw, 4u, 2u, scale, subset_sum);
+  } else if (l == 3u) {
+    ntt_block(src, dst, stride, tw, 8u, 3u, scale, subset_sum);
+  } else if (l == 1u) {
+    ntt_block(src, dst, stride, tw, 2u, 1u, scale, subset_sum);
+  } else if (l == 0u) {
+    ntt_block(src, dst, stride, tw, 1u, 0u, scale, subset_sum);
+  } else {
+    ntt_block(src, dst, stride, tw, 32u, 5u, scale, subset_sum);
+  }
 }
 
 // The small batched transform of the RS message (cpuref.RSMessageInPlace): block b lives at
 // (b >> log_blocks_col)·col_stride + (b mod 2^log_blocks_col)·2^l; one thread transforms one
 // block in registers (DIT with twiddle table tw: pass the inverse table and scale = 2^-l for an
-// IDFT), then optionally runs the subset-sum transform E[x] += E[x − 2^i] for each bit i.
+// IDFT), then optionally runs the subset-sum transform E[x] += E[x − 2^i] for each bit i. Tiled
+// (GPUs): a group loads its tpg consecutive blocks into group memory with neighbouring threads
+// reading neighbouring words, each thread transforms its block there (row stride 2^l + 1, odd:
+// the threads fall in distinct banks), and the group stores the tile back the same way (one
+// thread a block reading its 2^l words straight from memory touched 32 words 64 bytes apart per
+// instruction: 4× the copy time). Untiled (the host device): each thread straight from memory.
 MSL_KERNEL void msl_kernel_ntt_blocks(MSL_DEVICE uint* data              ,
                        MSL_DEVICE const uint* tw              ,
                        MSL_CONSTANT NttBlocksParams& p              ,
+                       MSL_THREADGROUP uint* sh                   ,
                        uint gid                            ,
-                       uint stride                     ) {
+                       uint stride                     ,
+                       uint tid                                ,
+                       uint group                                 ,
+                       uint tpg                            ,
+                       uint ngroups                          ) {
   uint nblocks = p.nblocks;
   uint l = p.log_block;
   uint lbc = p.log_blocks_col;
   uint col_stride = p.col_stride;
   uint scale = p.scale;
   uint subset_sum = p.subset_sum;
-  for (uint b = gid; b < nblocks; b += stride) {
-    uint base = (b >> lbc) * col_stride + ((b & ((1u << lbc) - 1u)) << l);
-    if (l == 4u) {
-      ntt_block(data, tw, 16u, 4u, base, scale, subset_sum);
-    } else if (l == 2u) {
-      ntt_block(data, tw, 4u, 2u, base, scale, subset_sum);
-    } else if (l == 3u) {
-      ntt_block(data, tw, 8u, 3u, base, scale, subset_sum);
-    } else if (l == 1u) {
-      ntt_block(data, tw, 2u, 1u, base, scale, subset_sum);
-    } else if (l == 0u) {
-      ntt_block(data, tw, 1u, 0u, base, scale, subset_sum);
-    } else {
-      ntt_block(data, tw, 32u, 5u, base, scale, subset_sum);
+  if (p.tiled == 0u) {
+    for (uint b = gid; b < nblocks; b += stride) {
+      uint base = (b >> lbc) * col_stride + ((b & ((1u << lbc) - 1u)) << l);
+      ntt_block_l(data + base, data + base, 1u, tw, l, scale, subset_sum);
     }
+    return;
+  }
+  uint n = 1u << l;
+  uint row = n + 1u;
+  for (uint b0 = group * tpg; b0 < nblocks; b0 += ngroups * tpg) {
+    uint base = (b0 >> lbc) * col_stride + ((b0 & ((1u << lbc) - 1u)) << l);
+    uint words = min(tpg, nblocks - b0) << l;  // the last tile may be partial
+    for (uint i = tid; i < words; i += tpg) sh[(i >> l) * row + (i & (n - 1u))] = data[base + i];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if ((tid << l) < words) ntt_block_l(sh + tid * row, sh + tid * row, 1u, tw, l, scale, subset_sum);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint i = tid; i < words; i += tpg) data[base + i] = sh[(i >> l) * row + (i & (n - 1u))];
+    threadgroup_barrier(mem_flags::mem_threadgroup);
   }
 }
 
@@ -6530,13 +6564,18 @@ extern "C" __global__ void mslk_ntt_pass(MSL_DEVICE const uint* src, MSL_DEVICE 
       msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
 }
 
-extern "C" __global__ void mslk_ntt_blocks(MSL_DEVICE uint* data, MSL_DEVICE const uint* tw, MSL_CONSTANT NttBlocksParams p) {
+extern "C" __global__ void mslk_ntt_blocks(MSL_DEVICE uint* data, MSL_DEVICE const uint* tw, MSL_CONSTANT NttBlocksParams p, unsigned tg_off_0) {
   msl_kernel_ntt_blocks(
       data,
       tw,
       p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),
-      msl_cvt<uint>(msl_bi_threads_per_grid()));
+      msl_cvt<uint>(msl_bi_threads_per_grid()),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()),
+      msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
 }
 
 extern "C" __global__ void mslk_ntt_pad_columns(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT NttPadParams p) {
