@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"strings"
@@ -73,4 +74,59 @@ func vmFlags(addr uintptr) (string, error) {
 		return "", err
 	}
 	return "", fmt.Errorf("no mapping of /proc/self/smaps holds %#x", addr)
+}
+
+// TestRecyclerMovesPages: a request no free piece holds gets the free pieces' pages moved into a
+// mapping of its own (mremap: the pages keep the freed buffers' bytes, nothing faults in again),
+// fresh pages only for what they lack; Alloc zeroes the moved pages.
+func TestRecyclerMovesPages(t *testing.T) {
+	h, err := host.Open(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	const mib = 1 << 20
+	a, err := h.Alloc(8 * mib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.Alloc(8 * mib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillBuffer(t, h, a, 8*mib, 1)
+	fillBuffer(t, h, b, 8*mib, 2)
+	h.Free(a)
+	h.Free(b)
+	_, _, _, _, moves0, fresh0 := host.RecyclerStats(h)
+	c, err := h.AllocUninit(16 * mib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 16*mib)
+	if err := h.Download(got, c, 0); err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := bytes.Count(got[:8*mib], got[:1]), bytes.Count(got[8*mib:], got[8*mib:8*mib+1])
+	if lo != 8*mib || hi != 8*mib || got[0]+got[8*mib] != 3 {
+		t.Errorf("16 MiB from two freed 8 MiB buffers (bytes 1 and 2): halves of %d×%d and %d×%d", lo, got[0], hi, got[8*mib])
+	}
+	live, cached, peak, _, moves, fresh := host.RecyclerStats(h)
+	if moves != moves0+2 || fresh != fresh0 || live != 16*mib || cached != 0 || peak != 16*mib {
+		t.Errorf("moves %d → %d, fresh bytes %d → %d, live %d, cached %d, peak %d; want 2 moves, no fresh bytes, 16 MiB live and at the peak", moves0, moves, fresh0, fresh, live, cached, peak)
+	}
+	h.Free(c)
+	// Larger than everything cached: the 16 MiB moved, 4 MiB fresh; zeroed by Alloc.
+	d, err := h.Alloc(20 * mib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !allBytes(t, h, d, 20*mib, 0) {
+		t.Error("Alloc of moved pages is not zero")
+	}
+	live, cached, peak, _, _, fresh = host.RecyclerStats(h)
+	if fresh != fresh0+4*mib || live != 20*mib || cached != 0 || peak != 20*mib {
+		t.Errorf("20 MiB from 16 cached: fresh bytes %d → %d, live %d, cached %d, peak %d; want 4 MiB fresh, 20 MiB live and at the peak", fresh0, fresh, live, cached, peak)
+	}
+	h.Free(d)
 }

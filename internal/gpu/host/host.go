@@ -27,29 +27,51 @@ package host
 #cgo CXXFLAGS: -std=c++17 -O3 -g0 -Wno-psabi
 #cgo !darwin LDFLAGS: -pthread -lstdc++
 #cgo darwin LDFLAGS: -lc++
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE // mremap
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include "hd_runtime.h"
 
-// hd_map: a mapping of fresh zero pages holding size bytes from *off on, where *off puts the
-// start on a 2 MiB boundary; *mapped is the mapping's length; NULL if mmap fails. On Linux the
-// whole 2 MiB pages of the range are marked for transparent huge pages: where the kernel's
-// policy is "madvise" (the default of many distributions) a proof's gigabytes of buffers would
-// otherwise fault in 4 KiB at a time and miss the TLB on every strided pass of the NTT and the
-// Merkle hashing.
-static void* hd_map(size_t size, size_t* mapped, size_t* off) {
+// hd_map: a mapping of size fresh zero bytes (a multiple of 2 MiB) starting on a 2 MiB boundary
+// (the slack mapped for the alignment is unmapped again), NULL if mmap fails. On Linux the
+// mapping is marked for transparent huge pages: where the kernel's policy is "madvise" (the
+// default of many distributions) a proof's gigabytes of buffers would otherwise fault in 4 KiB at
+// a time and miss the TLB on every strided pass of the NTT and the Merkle hashing.
+static void* hd_map(size_t size) {
 	const size_t huge = (size_t)2 << 20;
-	*mapped = size + huge;
-	void* p = mmap(NULL, *mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
-	if (p == MAP_FAILED) return NULL;
-	*off = (huge - (size_t)p % huge) % huge;
+	char* p = (char*)mmap(NULL, size + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+	if (p == (char*)MAP_FAILED) return NULL;
+	size_t off = (huge - (size_t)p % huge) % huge;
+	if (off > 0) munmap(p, off);
+	munmap(p + off + size, huge - off);
+	p += off;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-	if (size >= huge) madvise((char*)p + *off, size / huge * huge, MADV_HUGEPAGE);
+	madvise(p, size, MADV_HUGEPAGE);
 #endif
 	return p;
 }
 static void hd_unmap(void* p, size_t len) { munmap(p, len); }
+
+// hd_move moves the pages of [src, src+len) (one mapping) to dst, replacing what was mapped
+// there (Linux's mremap: the page tables move, the memory is neither copied nor faulted in
+// again); 0 on success, -1 where it failed or the OS has no mremap.
+static int hd_move(void* src, size_t len, void* dst) {
+#if defined(__linux__) && defined(MREMAP_FIXED)
+	return mremap(src, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, dst) == dst ? 0 : -1;
+#else
+	return -1;
+#endif
+}
+static int hd_can_move(void) {
+#if defined(__linux__) && defined(MREMAP_FIXED)
+	return 1;
+#else
+	return 0;
+#endif
+}
 static int hd_kcount(void) { return hd_nkernels; }
 static const hd_kernel* hd_kentry(int i) { return &hd_kernels[i]; }
 */
@@ -170,7 +192,7 @@ func OpenOptions(o Options) (*Backend, error) {
 	if dir == "" {
 		dir = defaultCacheDir()
 	}
-	return &Backend{threads: threads, isa: isa, ids: ids, rec: &recycler{}, cacheDir: dir, built: map[string]*moduleLib{}}, nil
+	return &Backend{threads: threads, isa: isa, ids: ids, rec: newRecycler(), cacheDir: dir, built: map[string]*moduleLib{}}, nil
 }
 
 // cKernel is one entry of the generated C table.
@@ -282,19 +304,20 @@ func (h *Backend) kernel(k *driver.KernelInfo) (*C.hd_kernel, error) {
 	return e, nil
 }
 
-// buffer is C memory aligned to 64 bytes: from calloc, or (recyclable sizes) a mapping of its own.
+// buffer is C memory: from calloc, aligned to 64 bytes, or (recyclable sizes) pages of mappings
+// of the recycler, on a 2 MiB boundary.
 type buffer struct {
-	raw    unsafe.Pointer // as returned by calloc or mmap; nil once freed
-	mapped int            // bytes mapped at raw (0: calloc'd)
-	p      unsafe.Pointer // aligned start
-	n      int            // size asked for
-	size   int            // usable bytes from p (≥ n: a recycled buffer may be larger)
+	raw  unsafe.Pointer // as returned by calloc, or p for a mapped buffer; nil once freed
+	p    unsafe.Pointer // aligned start
+	n    int            // size asked for
+	size int            // usable bytes from p (≥ n: a mapped buffer's multiple of recycleGranule)
+	segs []seg          // a mapped buffer's pieces in address order, each in one mapping (nil: calloc'd)
 }
 
 // release returns b's memory to the C library or the kernel.
 func (b *buffer) release() {
-	if b.mapped > 0 {
-		C.hd_unmap(b.raw, C.size_t(b.mapped))
+	if b.segs != nil {
+		C.hd_unmap(b.p, C.size_t(b.size)) // munmap spans the pieces' mappings
 	} else {
 		C.free(b.raw)
 	}
@@ -315,92 +338,134 @@ func callocBuffer(n, size int) *buffer {
 	return &buffer{raw: raw, p: p, n: n, size: size}
 }
 
-// mapBuffer maps a buffer of its own for size bytes (fresh zero pages; see hd_map).
-func mapBuffer(n, size int) *buffer {
-	var mapped, off C.size_t
-	raw := C.hd_map(C.size_t(size), &mapped, &off)
-	if raw == nil {
-		return nil
-	}
-	return &buffer{raw: raw, mapped: int(mapped), p: unsafe.Add(raw, int(off)), n: n, size: size}
-}
-
 // recycleMin: buffers of at least this many bytes are recycled (recycler).
 const recycleMin = 1 << 20
 
-// recycler keeps freed large buffers mapped for later allocations of about their size. A proof
-// allocates gigabytes of device memory (keccakf-1024: 2.4 GB) and frees it at the end; on this
-// project's VM the fresh pages of the next proof cost 0.2-1.7 s per GB in page faults (the
-// hypervisor takes freed memory back within seconds: free page reporting), against 0.03 s per
-// GB to zero a recycled buffer. The bytes the process holds never exceed the most it held live:
-// before a fresh allocation, cached buffers are released until live + cached + new ≤ that peak.
-type recycler struct {
-	mu     sync.Mutex
-	free   []*buffer // freed buffers, still allocated
-	cached int       // their bytes
-	live   int       // bytes of recyclable buffers handed out and not freed
-	peak   int       // the most live + cached bytes so far
-	closed bool      // Close released the cache: Free releases at once
+// recycleGranule: a recycled buffer takes a multiple of 2 MiB (a huge page), so that every piece
+// the recycler splits off or moves starts on a huge-page boundary.
+const recycleGranule = 2 << 20
+
+// seg is a piece of a mapping held by the recycler: size bytes (a multiple of recycleGranule)
+// from p. Pieces with the same id lie in one mapping of the kernel (one VMA on Linux: a fresh
+// mapping, or pages moved there by one hd_move): adjacent free pieces merge only then, because
+// hd_move moves a range of one mapping only.
+type seg struct {
+	p    unsafe.Pointer
+	size int
+	id   uint64
 }
 
-// get returns a recycled buffer of at least n bytes (at most n + n/8), zeroed where zero is
-// set, or nil.
-func (r *recycler) get(n int, zero bool) *buffer {
+// recycler keeps freed large buffers' pages mapped for later allocations. A proof allocates
+// gigabytes of device memory (keccakf-1024: 1.8 GB at its peak) and frees it at the end; on this
+// project's VM the fresh pages of the next proof cost 0.2-1.7 s per GB in page faults (the
+// hypervisor takes freed memory back within seconds: free page reporting), against 0.03 s per
+// GB to zero a recycled buffer.
+//
+// An allocation takes the smallest free piece that holds it (the rest stays free); where none
+// does, it gathers free pieces, smallest first, into a fresh mapping with hd_move (Linux's
+// mremap: the pages keep their memory, nothing faults) and maps fresh pages only for what the
+// free pieces lack. Without hd_move (other OSes) free pieces are released, smallest first, before
+// a fresh mapping, until live + cached + new ≤ the peak. Either way the bytes the process holds
+// never exceed the most it held live (in whole granules), and proofs after the first of a
+// process map no fresh pages as long as they allocate no more than the peak in all: a first fit
+// by size alone (the buffers of one proof are not freed in the order of the last) let the
+// constraints and openings of keccakf-1024 map 1.47 GB fresh in every proof.
+type recycler struct {
+	mu      sync.Mutex
+	free    []seg
+	cached  int    // bytes of free
+	live    int    // bytes of recyclable buffers handed out and not freed
+	peak    int    // the most live + cached bytes so far
+	ids     uint64 // the last seg.id handed out
+	closed  bool   // Close released the cache: Free releases at once
+	canMove bool   // hd_move works here
+	moves   int    // hd_move calls (tests)
+	fresh   int    // bytes of fresh mappings (tests)
+}
+
+func newRecycler() *recycler { return &recycler{canMove: C.hd_can_move() != 0} }
+
+// takeFree removes free piece i and returns its first size bytes; the rest stays free.
+func (r *recycler) takeFree(i, size int) seg {
+	s := r.free[i]
+	if s.size > size {
+		r.free[i] = seg{unsafe.Add(s.p, size), s.size - size, s.id}
+		s.size = size
+	} else {
+		r.free = append(r.free[:i], r.free[i+1:]...)
+	}
+	r.cached -= size
+	return s
+}
+
+// get returns a buffer of n bytes (size: n rounded up to recycleGranule) and how many bytes
+// from its start may hold stale values (the rest are fresh zero pages); nil if mmap fails.
+func (r *recycler) get(n, size int) (*buffer, int) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	best := -1
-	for i, b := range r.free {
-		if b.size >= n && b.size <= n+n/8 && (best < 0 || b.size < r.free[best].size) {
+	for i, s := range r.free {
+		if s.size >= size && (best < 0 || s.size < r.free[best].size) {
 			best = i
 		}
 	}
-	if best < 0 {
-		r.mu.Unlock()
-		return nil
+	if best >= 0 {
+		s := r.takeFree(best, size)
+		r.live += size
+		return &buffer{raw: s.p, p: s.p, n: n, size: size, segs: []seg{s}}, size
 	}
-	b := r.free[best]
-	r.free = append(r.free[:best], r.free[best+1:]...)
-	r.cached -= b.size
-	r.live += b.size
-	r.mu.Unlock()
-	if zero {
-		C.memset(b.p, 0, C.size_t(n))
+	if !r.canMove {
+		// Make room: release free pieces, smallest first, while live + cached + size > peak.
+		for len(r.free) > 0 && r.live+r.cached+size > r.peak {
+			small := 0
+			for i, s := range r.free {
+				if s.size < r.free[small].size {
+					small = i
+				}
+			}
+			s := r.takeFree(small, r.free[small].size)
+			C.hd_unmap(s.p, C.size_t(s.size))
+		}
 	}
-	b.n = n
-	return b
-}
-
-// reserve makes room for a fresh buffer of size bytes: it releases cached buffers (largest
-// first) while live + cached + size exceeds the peak, then counts the new one as live.
-func (r *recycler) reserve(size int) {
-	r.mu.Lock()
-	var drop []*buffer
-	for len(r.free) > 0 && r.live+r.cached+size > r.peak {
-		big := 0
-		for i, b := range r.free {
-			if b.size > r.free[big].size {
-				big = i
+	p := C.hd_map(C.size_t(size))
+	if p == nil {
+		return nil, 0
+	}
+	b := &buffer{raw: p, p: p, n: n, size: size}
+	r.ids++
+	id := r.ids
+	off, stale := 0, 0
+	for r.canMove && off < size && len(r.free) > 0 {
+		small := 0
+		for i, s := range r.free {
+			if s.size < r.free[small].size {
+				small = i
 			}
 		}
-		drop = append(drop, r.free[big])
-		r.cached -= r.free[big].size
-		r.free = append(r.free[:big], r.free[big+1:]...)
+		s := r.takeFree(small, min(r.free[small].size, size-off))
+		dst := unsafe.Add(p, off)
+		if C.hd_move(s.p, C.size_t(s.size), dst) == 0 {
+			r.moves++
+			r.ids++
+			b.segs = append(b.segs, seg{dst, s.size, r.ids})
+			stale = off + s.size
+		} else { // the fresh pages at dst stay; s goes back to the kernel
+			C.hd_unmap(s.p, C.size_t(s.size))
+			b.segs = append(b.segs, seg{dst, s.size, id})
+			r.fresh += s.size
+		}
+		off += s.size
+	}
+	if off < size {
+		b.segs = append(b.segs, seg{unsafe.Add(p, off), size - off, id})
+		r.fresh += size - off
 	}
 	r.live += size
 	r.peak = max(r.peak, r.live+r.cached)
-	r.mu.Unlock()
-	for _, b := range drop {
-		b.release()
-	}
+	return b, stale
 }
 
-// unreserve undoes reserve for an allocation that failed.
-func (r *recycler) unreserve(size int) {
-	r.mu.Lock()
-	r.live -= size
-	r.mu.Unlock()
-}
-
-// put takes a freed recyclable buffer; false: the caller frees it.
+// put takes the pieces of a freed recyclable buffer; false: the caller releases it.
 func (r *recycler) put(b *buffer) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -408,24 +473,46 @@ func (r *recycler) put(b *buffer) bool {
 	if r.closed {
 		return false
 	}
-	r.free = append(r.free, b)
+	for _, s := range b.segs {
+		for i := 0; i < len(r.free); {
+			f := r.free[i]
+			if f.id == s.id && (unsafe.Add(f.p, f.size) == s.p || unsafe.Add(s.p, s.size) == f.p) {
+				if uintptr(f.p) < uintptr(s.p) {
+					s.p = f.p
+				}
+				s.size += f.size
+				r.free = append(r.free[:i], r.free[i+1:]...)
+				continue
+			}
+			i++
+		}
+		r.free = append(r.free, s)
+	}
 	r.cached += b.size
 	return true
 }
 
-// release frees every cached buffer; later Frees release at once.
+// release frees every cached piece; later Frees release at once.
 func (r *recycler) release() {
 	r.mu.Lock()
 	drop := r.free
 	r.free, r.cached, r.closed = nil, 0, true
 	r.mu.Unlock()
-	for _, b := range drop {
-		b.release()
+	for _, s := range drop {
+		C.hd_unmap(s.p, C.size_t(s.size))
 	}
 }
 
-// Alloc returns size zeroed bytes: calloc for small buffers; a mapping of fresh zero pages
-// (mapBuffer) or a recycled one cleared for large ones.
+// stats reports the recycler's bytes live, cached and at the peak, its free pieces, hd_move
+// calls and bytes of fresh mappings so far.
+func (r *recycler) stats() (live, cached, peak, pieces, moves, fresh int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.live, r.cached, r.peak, len(r.free), r.moves, r.fresh
+}
+
+// Alloc returns size zeroed bytes: calloc for small buffers; for large ones the recycler's pages
+// (zeroed with memset where they held an earlier buffer) or fresh zero pages.
 func (h *Backend) Alloc(size int) (driver.Buffer, error) { return h.alloc(size, true) }
 
 // AllocUninit implements driver.UninitAllocator: a recycled buffer is handed out as it was left
@@ -442,14 +529,12 @@ func (h *Backend) alloc(size int, zero bool) (driver.Buffer, error) {
 		}
 		return nil, fmt.Errorf("host: %w (calloc of %d bytes failed)", driver.ErrOutOfMemory, size)
 	}
-	if b := h.rec.get(size, zero); b != nil {
-		return b, nil
-	}
-	h.rec.reserve(size)
-	b := mapBuffer(size, size)
+	b, stale := h.rec.get(size, (size+recycleGranule-1)/recycleGranule*recycleGranule)
 	if b == nil {
-		h.rec.unreserve(size)
 		return nil, fmt.Errorf("host: %w (mmap of %d bytes failed)", driver.ErrOutOfMemory, size)
+	}
+	if zero && stale > 0 {
+		C.memset(b.p, 0, C.size_t(min(size, stale)))
 	}
 	return b, nil
 }
@@ -469,7 +554,7 @@ func (h *Backend) buf(b driver.Buffer) (*buffer, error) {
 func (h *Backend) Free(b driver.Buffer) {
 	if hb, ok := b.(*buffer); ok && hb.raw != nil {
 		kept := *hb
-		if hb.size < recycleMin || !h.rec.put(&kept) {
+		if hb.segs == nil || !h.rec.put(&kept) {
 			kept.release()
 		}
 		hb.raw, hb.p = nil, nil

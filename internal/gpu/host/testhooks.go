@@ -33,5 +33,18 @@ func ForgetModules() {
 // bytes mapped for it (0: allocated by the C library).
 func BufferMapping(b driver.Buffer) (start uintptr, size, mapped int) {
 	buf := b.(*buffer)
-	return uintptr(buf.p), buf.n, buf.mapped
+	if buf.segs == nil {
+		return uintptr(buf.p), buf.n, 0
+	}
+	return uintptr(buf.p), buf.n, buf.size
+}
+
+// RecycleGranule: a recycled buffer takes a multiple of this many bytes.
+const RecycleGranule = recycleGranule
+
+// RecyclerStats reports h's recycler: bytes of buffers live, bytes cached, the most of both
+// together so far, the free pieces, the moves of pages between mappings (mremap) and the bytes
+// of fresh mappings so far.
+func RecyclerStats(h *Backend) (live, cached, peak, pieces, moves, fresh int) {
+	return h.rec.stats()
 }
