@@ -35,6 +35,10 @@ type NTT struct {
 	fwd, inv *gpu.Array[Mont]
 	scratch  *gpu.Array[Mont]
 	retired  []*gpu.Array[Mont]
+	// users counts the transforms encoding with the scratch now (scratchOf to doneScratch);
+	// release asks the last of them to free it (ReleaseScratch while they encode).
+	users   int
+	release bool
 }
 
 // NewNTT returns the NTT launcher of dev; tables are uploaded on first use.
@@ -42,9 +46,9 @@ func NewNTT(dev *gpu.Device) *NTT { return &NTT{dev: dev, logMax: -1} }
 
 // Close frees the twiddle tables and the scratch buffers.
 func (t *NTT) Close() {
-	t.ReleaseScratch()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.freeScratch()
 	if t.fwd != nil {
 		t.fwd.Free()
 		t.inv.Free()
@@ -56,16 +60,36 @@ func (t *NTT) Close() {
 // ReleaseScratch frees the scratch buffers (the tables stay): a proof short of memory gives them
 // back between its transforms, and the next multi-pass transform allocates its scratch again.
 // Work encoded before may still use them: frees are in queue order on GPUs, and the host runs
-// work as it is encoded.
+// work as it is encoded. A transform that another goroutine is encoding meanwhile keeps them
+// until it is encoded (the last one frees them).
 func (t *NTT) ReleaseScratch() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.users > 0 {
+		t.release = true
+		return
+	}
+	t.freeScratch()
+}
+
+// freeScratch frees the scratch buffers (t.mu held).
+func (t *NTT) freeScratch() {
 	for _, s := range append(t.retired, t.scratch) {
 		if s != nil {
 			s.Free()
 		}
 	}
-	t.scratch, t.retired = nil, nil
+	t.scratch, t.retired, t.release = nil, nil, false
+}
+
+// doneScratch ends a use of scratchOf, once the transform's dispatches are encoded.
+func (t *NTT) doneScratch() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.users--
+	if t.users == 0 && t.release {
+		t.freeScratch()
+	}
 }
 
 // minTableLog is the smallest table built (so small transforms do not rebuild it repeatedly).
@@ -253,24 +277,25 @@ func passPlan(logN, logTile int) []int {
 // four columns, still 2^24 points per pass: as many blocks as the device can run at once.
 var scratchWords = 16 << 20 // a variable for the tests of chunked transforms
 
-// scratchOf returns a device buffer of at least n uints for the ping-pong of multi-pass transforms.
-// Batches run in order on the device's one queue, so every transform may use the same buffer; a
-// buffer outgrown is kept (work encoded earlier may still use it) until Close.
+// scratchOf returns a device buffer of at least n uints for the ping-pong of multi-pass transforms;
+// the caller calls doneScratch once its dispatches are encoded. Batches run in order on the
+// device's one queue, so every transform may use the same buffer; a buffer outgrown is kept
+// (work encoded earlier may still use it) until Close or ReleaseScratch.
 func (t *NTT) scratchOf(n int) (*gpu.Array[Mont], error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.scratch != nil && t.scratch.Len() >= n {
-		return t.scratch, nil
+	if t.scratch == nil || t.scratch.Len() < n {
+		s, err := gpu.AllocArrayUninit[Mont](t.dev, "ntt scratch", n) // each pass writes what the next reads
+		if err != nil {
+			return nil, err
+		}
+		if t.scratch != nil {
+			t.retired = append(t.retired, t.scratch)
+		}
+		t.scratch = s
 	}
-	s, err := gpu.AllocArrayUninit[Mont](t.dev, "ntt scratch", n) // each pass writes what the next reads
-	if err != nil {
-		return nil, err
-	}
-	if t.scratch != nil {
-		t.retired = append(t.retired, t.scratch)
-	}
-	t.scratch = s
-	return s, nil
+	t.users++
+	return t.scratch, nil
 }
 
 // ScratchWords returns the scratch (words) a transform of height rows × width columns takes from
@@ -357,6 +382,7 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width i
 		if scratch, err = t.scratchOf(cols * height); err != nil {
 			return err
 		}
+		defer t.doneScratch()
 	}
 	for c0 := 0; c0 < width; c0 += cols {
 		nc := min(cols, width-c0)

@@ -394,3 +394,62 @@ func TestNTTBlocksTiled(t *testing.T) {
 		}
 	}
 }
+
+// ReleaseScratch frees the multi-pass scratch at once when no transform is encoding with it, and
+// otherwise leaves it to the last such transform; transforms after it allocate it again and stay
+// correct.
+func TestNTTReleaseScratch(t *testing.T) {
+	defer func(old int) { maxPassLog = old }(maxPassLog)
+	maxPassLog = 4 // two passes from 2^5 points on: the scratch is used
+	ntt := NewNTT(testDev)
+	defer ntt.Close()
+	r := rand.New(rand.NewPCG(41, 42))
+	live := func() int {
+		n := 0
+		for _, b := range testDev.LiveBuffers() {
+			if b.Name == "ntt scratch" {
+				n++
+			}
+		}
+		return n
+	}
+	transform := func() {
+		t.Helper()
+		v := fieldrand.Fps(r, 1<<8*3)
+		a := upload(t, v)
+		if err := ntt.DFTColumns(a, 1<<8, 3, false); err != nil {
+			t.Fatal(err)
+		}
+		want := append([]field.Fp(nil), v...)
+		for c := range 3 {
+			if err := cpuref.DFT(want[c<<8 : (c+1)<<8]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i := firstDiff(readBack(t, a), want); i >= 0 {
+			t.Fatalf("element %d", i)
+		}
+	}
+	transform()
+	if n := live(); n != 1 {
+		t.Fatalf("%d scratch buffers after a two-pass transform, want 1", n)
+	}
+	ntt.ReleaseScratch()
+	if n := live(); n != 0 {
+		t.Fatalf("%d scratch buffers after ReleaseScratch, want 0", n)
+	}
+	transform()
+	// A release while a transform encodes with the scratch waits for it.
+	if _, err := ntt.scratchOf(1 << 9); err != nil {
+		t.Fatal(err)
+	}
+	ntt.ReleaseScratch()
+	if n := live(); n == 0 {
+		t.Fatal("the scratch was freed while a transform was encoding with it")
+	}
+	ntt.doneScratch()
+	if n := live(); n != 0 {
+		t.Fatalf("%d scratch buffers after the last user, want 0", n)
+	}
+	transform()
+}
