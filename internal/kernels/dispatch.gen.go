@@ -570,10 +570,11 @@ type gkrRoundParams struct {
 	l1       uint32
 	l2       uint32
 	l3       uint32
+	chLambda uint32
 }
 
 func (v gkrRoundParams) arg() gpu.Arg {
-	return gpu.U32(v.logPairs, v.eqOff, v.l0, v.l1, v.l2, v.l3)
+	return gpu.U32(v.logPairs, v.eqOff, v.l0, v.l1, v.l2, v.l3, v.chLambda)
 }
 
 // gkrFoldRoundParams is the value struct GkrFoldRoundParams of the shaders: uint fields in declaration order.
@@ -589,10 +590,38 @@ type gkrFoldRoundParams struct {
 	r1       uint32
 	r2       uint32
 	r3       uint32
+	chLambda uint32
+	chR      uint32
 }
 
 func (v gkrFoldRoundParams) arg() gpu.Arg {
-	return gpu.U32(v.logPairs, v.eqSrc, v.eqDst, v.l0, v.l1, v.l2, v.l3, v.r0, v.r1, v.r2, v.r3)
+	return gpu.U32(v.logPairs, v.eqSrc, v.eqDst, v.l0, v.l1, v.l2, v.l3, v.r0, v.r1, v.r2, v.r3, v.chLambda, v.chR)
+}
+
+// gkrTrRoundParams is the value struct GkrTrRoundParams of the shaders: uint fields in declaration order.
+type gkrTrRoundParams struct {
+	groups uint32
+	at     uint32
+}
+
+func (v gkrTrRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.groups, v.at)
+}
+
+// gkrTrLayerParams is the value struct GkrTrLayerParams of the shaders: uint fields in declaration order.
+type gkrTrLayerParams struct {
+	first    uint32
+	rAt      uint32
+	at       uint32
+	lambdaAt uint32
+	rhoAt    uint32
+	rhoStep  uint32
+	nXi      uint32
+	logLo    uint32
+}
+
+func (v gkrTrLayerParams) arg() gpu.Arg {
+	return gpu.U32(v.first, v.rAt, v.at, v.lambdaAt, v.rhoAt, v.rhoStep, v.nXi, v.logLo)
 }
 
 // srUniParams is the value struct SrUniParams of the shaders: uint fields in declaration order.
@@ -955,29 +984,39 @@ func dispatchZcUniWhole(enc *gpu.Batch, mod *gpu.Module, groups, tpg gpu.Dim3, p
 	return enc.DispatchIn(mod, "zc_uni_whole", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchGkrLeaves encodes kernel gkr_leaves (shaders/gkr/gkr.metal:53).
+// dispatchGkrLeaves encodes kernel gkr_leaves (shaders/gkr/gkr.metal:54).
 func dispatchGkrLeaves(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, outs *gpu.Buffer, inter *gpu.Buffer, consts *gpu.Buffer, leaves *gpu.Buffer, p gkrLeafParams) *gpu.Batch {
 	return enc.Dispatch("gkr_leaves", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(outs), gpu.Buf(inter), gpu.Buf(consts), gpu.Buf(leaves), p.arg()})
 }
 
-// dispatchGkrPad encodes kernel gkr_pad (shaders/gkr/gkr.metal:101).
+// dispatchGkrPad encodes kernel gkr_pad (shaders/gkr/gkr.metal:102).
 func dispatchGkrPad(enc *gpu.Batch, groups, tpg gpu.Dim3, leaves *gpu.Buffer, p gkrPadParams) *gpu.Batch {
 	return enc.Dispatch("gkr_pad", groups, tpg, []gpu.Arg{gpu.Buf(leaves), p.arg()})
 }
 
-// dispatchGkrLayer encodes kernel gkr_layer (shaders/gkr/gkr.metal:116).
+// dispatchGkrLayer encodes kernel gkr_layer (shaders/gkr/gkr.metal:117).
 func dispatchGkrLayer(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p gkrLayerParams) *gpu.Batch {
 	return enc.Dispatch("gkr_layer", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/gkr/gkr.metal:191).
-func dispatchGkrRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, frac *gpu.Buffer, partials *gpu.Buffer, p gkrRoundParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("gkr_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(frac), gpu.Buf(partials), p.arg()}, scratchBytes)
+// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/gkr/gkr.metal:201).
+func dispatchGkrRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, frac *gpu.Buffer, partials *gpu.Buffer, ch *gpu.Buffer, p gkrRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(frac), gpu.Buf(partials), gpu.Buf(ch), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/gkr/gkr.metal:231).
-func dispatchGkrFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, dst *gpu.Buffer, partials *gpu.Buffer, p gkrFoldRoundParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("gkr_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(dst), gpu.Buf(partials), p.arg()}, scratchBytes)
+// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/gkr/gkr.metal:244).
+func dispatchGkrFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, dst *gpu.Buffer, partials *gpu.Buffer, ch *gpu.Buffer, p gkrFoldRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(dst), gpu.Buf(partials), gpu.Buf(ch), p.arg()}, scratchBytes)
+}
+
+// dispatchGkrTrRound encodes kernel gkr_tr_round (shaders/gkr/gkr.metal:309).
+func dispatchGkrTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, partials *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p gkrTrRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(partials), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
+}
+
+// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:358).
+func dispatchGkrTrLayerEnd(enc *gpu.Batch, groups, tpg gpu.Dim3, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, halves *gpu.Buffer, p gkrTrLayerParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_tr_layer_end", groups, tpg, []gpu.Arg{gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(halves), p.arg()}, scratchBytes)
 }
 
 // dispatchSrUniPartials encodes kernel sr_uni_partials (shaders/openings/stacked_reduction.metal:71).

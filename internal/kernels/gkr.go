@@ -6,6 +6,7 @@ import (
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/poseidon2"
 )
 
 // The LogUp-GKR family (shaders/gkr/gkr.metal): the leaves of the fraction tree from the interactions
@@ -178,10 +179,11 @@ func EncodeGkrLayer(b *gpu.Batch, dev *gpu.Device, src, dst *gpu.Array[GkrFracti
 // result (s(1), s(2), s(3), Montgomery) of the last encoded round, words that EncodeSumRows adds.
 // Not for concurrent use.
 type GkrSumcheck struct {
-	dev       *gpu.Device
-	maxGroups int
-	partials  *gpu.Array[uint32]
-	result    *gpu.Array[uint32]
+	dev        *gpu.Device
+	maxGroups  int
+	partials   *gpu.Array[uint32]
+	result     *gpu.Array[uint32]
+	lastGroups int // the partial rows of the last encoded round
 }
 
 // NewGkrSumcheck allocates the partials (12 uints per group of the largest dispatch) and the result.
@@ -230,55 +232,121 @@ func (s *GkrSumcheck) shape(kernel string, pairs int) (groups, tpg gpu.Dim3, tgB
 // EncodeRound encodes the round sums of tables of 2^logRows rows (logRows ≥ 1) as built: frac holds
 // their 2^(logRows+1) fractions from index 0, eq their eq values from Fp4 index eqOff.
 func (s *GkrSumcheck) EncodeRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqOff int, frac *gpu.Array[GkrFraction], logRows int, lambda field.Fp4) error {
-	if err := s.live(); err != nil {
+	g, err := s.encodeRound(b, eq, eqOff, frac, logRows, lambda, nil)
+	if err != nil {
 		return err
 	}
-	if logRows < 1 || logRows > 28 || eqOff < 0 {
-		return fmt.Errorf("kernels: GkrRound: tables of 2^%d rows, eq at %d", logRows, eqOff)
-	}
-	if err := checkArray("GkrRound", eq, eqOff+1<<logRows); err != nil {
-		return err
-	}
-	if err := checkArray("GkrRound", frac, 2<<logRows); err != nil {
-		return err
-	}
-	g, t, tg := s.shape("gkr_round_partials", 1<<(logRows-1))
-	l := MontFp4(lambda)
-	dispatchGkrRoundPartials(b, g, t, eq.Buffer, frac.Buffer, s.partials.Buffer, gkrRoundParams{logPairs: uint32(logRows - 1), eqOff: uint32(eqOff),
-		l0: l[0], l1: l[1], l2: l[2], l3: l[3]}, tg)
-	return EncodeSumRows(b, s.dev, s.partials, s.result, int(g.X), 12)
+	return EncodeSumRows(b, s.dev, s.partials, s.result, g, 12)
 }
 
 // EncodeFoldRound encodes the fold at r of src (tables of 2^(logRows+1) rows, eq values from
 // eqSrc) into dst (2^logRows rows, logRows ≥ 1; eq values written from eqDst) and the round sums
 // of the folded tables, in one pass. The eq ranges must not overlap, nor dst and src.
 func (s *GkrSumcheck) EncodeFoldRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqSrc, eqDst int, src, dst *gpu.Array[GkrFraction], logRows int, lambda, r field.Fp4) error {
-	if err := s.live(); err != nil {
+	g, err := s.encodeFoldRound(b, eq, eqSrc, eqDst, src, dst, logRows, lambda, r, nil)
+	if err != nil {
 		return err
+	}
+	return EncodeSumRows(b, s.dev, s.partials, s.result, g, 12)
+}
+
+// GkrFromLog says where the round kernels take λ and the bound value r from when the transcript
+// runs on the device: their Fp4 indices in the log of a GkrTranscript.
+type GkrFromLog struct {
+	Tr        *GkrTranscript
+	Lambda, R int
+}
+
+// EncodeRoundLogged is EncodeRound with λ from the log, the sums left to tr.EncodeRound.
+func (s *GkrSumcheck) EncodeRoundLogged(b *gpu.Batch, eq *gpu.Array[Mont4], eqOff int, frac *gpu.Array[GkrFraction], logRows int, from GkrFromLog) error {
+	_, err := s.encodeRound(b, eq, eqOff, frac, logRows, field.Fp4{}, &from)
+	return err
+}
+
+// EncodeFoldRoundLogged is EncodeFoldRound with λ and r from the log, the sums left to
+// tr.EncodeRound.
+func (s *GkrSumcheck) EncodeFoldRoundLogged(b *gpu.Batch, eq *gpu.Array[Mont4], eqSrc, eqDst int, src, dst *gpu.Array[GkrFraction], logRows int, from GkrFromLog) error {
+	_, err := s.encodeFoldRound(b, eq, eqSrc, eqDst, src, dst, logRows, field.Fp4{}, field.Fp4{}, &from)
+	return err
+}
+
+// challengeAt is the kernels' index of a challenge (gkrNone: the parameter) and the buffer they
+// read it from (any buffer when none is logged).
+func (s *GkrSumcheck) challengeAt(from *GkrFromLog) (ch *gpu.Buffer, lambda, r uint32, err error) {
+	if from == nil {
+		return s.result.Buffer, gkrNone, gkrNone, nil
+	}
+	if from.Tr == nil || from.Tr.Log == nil {
+		return nil, 0, 0, fmt.Errorf("kernels: GkrRound: no device transcript")
+	}
+	n := from.Tr.Log.Len()
+	if from.Lambda < 0 || from.Lambda >= n || from.R < 0 || from.R >= n {
+		return nil, 0, 0, fmt.Errorf("kernels: GkrRound: challenges at %d and %d of a log of %d", from.Lambda, from.R, n)
+	}
+	return from.Tr.Log.Buffer, uint32(from.Lambda), uint32(from.R), nil
+}
+
+// gkrNone is GKR_NONE of gkr.metal: a challenge taken from the parameters.
+const gkrNone = 0xffffffff
+
+func (s *GkrSumcheck) encodeRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqOff int, frac *gpu.Array[GkrFraction], logRows int, lambda field.Fp4, from *GkrFromLog) (int, error) {
+	if err := s.live(); err != nil {
+		return 0, err
+	}
+	if logRows < 1 || logRows > 28 || eqOff < 0 {
+		return 0, fmt.Errorf("kernels: GkrRound: tables of 2^%d rows, eq at %d", logRows, eqOff)
+	}
+	if err := checkArray("GkrRound", eq, eqOff+1<<logRows); err != nil {
+		return 0, err
+	}
+	if err := checkArray("GkrRound", frac, 2<<logRows); err != nil {
+		return 0, err
+	}
+	ch, chL, _, err := s.challengeAt(from)
+	if err != nil {
+		return 0, err
+	}
+	g, t, tg := s.shape("gkr_round_partials", 1<<(logRows-1))
+	l := MontFp4(lambda)
+	dispatchGkrRoundPartials(b, g, t, eq.Buffer, frac.Buffer, s.partials.Buffer, ch, gkrRoundParams{logPairs: uint32(logRows - 1), eqOff: uint32(eqOff),
+		l0: l[0], l1: l[1], l2: l[2], l3: l[3], chLambda: chL}, tg)
+	s.lastGroups = int(g.X)
+	return int(g.X), b.Err()
+}
+
+func (s *GkrSumcheck) encodeFoldRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqSrc, eqDst int, src, dst *gpu.Array[GkrFraction], logRows int, lambda, r field.Fp4, from *GkrFromLog) (int, error) {
+	if err := s.live(); err != nil {
+		return 0, err
 	}
 	if logRows < 1 || logRows > 27 || eqSrc < 0 || eqDst < 0 {
-		return fmt.Errorf("kernels: GkrFoldRound: tables of 2^%d rows, eq at %d and %d", logRows, eqSrc, eqDst)
+		return 0, fmt.Errorf("kernels: GkrFoldRound: tables of 2^%d rows, eq at %d and %d", logRows, eqSrc, eqDst)
 	}
 	if eqSrc < eqDst+1<<logRows && eqDst < eqSrc+2<<logRows {
-		return fmt.Errorf("kernels: GkrFoldRound: eq ranges overlap")
+		return 0, fmt.Errorf("kernels: GkrFoldRound: eq ranges overlap")
 	}
 	if err := checkArray("GkrFoldRound", eq, max(eqSrc+2<<logRows, eqDst+1<<logRows)); err != nil {
-		return err
+		return 0, err
 	}
 	if err := checkArray("GkrFoldRound", src, 4<<logRows); err != nil {
-		return err
+		return 0, err
 	}
 	if err := checkArray("GkrFoldRound", dst, 2<<logRows); err != nil {
-		return err
+		return 0, err
 	}
 	if src.Buffer == dst.Buffer {
-		return fmt.Errorf("kernels: GkrFoldRound: the folded tables must not share the source's buffer")
+		return 0, fmt.Errorf("kernels: GkrFoldRound: the folded tables must not share the source's buffer")
+	}
+	ch, chL, chR, err := s.challengeAt(from)
+	if err != nil {
+		return 0, err
 	}
 	g, t, tg := s.shape("gkr_fold_round_partials", 1<<(logRows-1))
 	l, rm := MontFp4(lambda), MontFp4(r)
-	dispatchGkrFoldRoundPartials(b, g, t, eq.Buffer, src.Buffer, dst.Buffer, s.partials.Buffer, gkrFoldRoundParams{logPairs: uint32(logRows - 1),
-		eqSrc: uint32(eqSrc), eqDst: uint32(eqDst), l0: l[0], l1: l[1], l2: l[2], l3: l[3], r0: rm[0], r1: rm[1], r2: rm[2], r3: rm[3]}, tg)
-	return EncodeSumRows(b, s.dev, s.partials, s.result, int(g.X), 12)
+	dispatchGkrFoldRoundPartials(b, g, t, eq.Buffer, src.Buffer, dst.Buffer, s.partials.Buffer, ch, gkrFoldRoundParams{logPairs: uint32(logRows - 1),
+		eqSrc: uint32(eqSrc), eqDst: uint32(eqDst), l0: l[0], l1: l[1], l2: l[2], l3: l[3], r0: rm[0], r1: rm[1], r2: rm[2], r3: rm[3],
+		chLambda: chL, chR: chR}, tg)
+	s.lastGroups = int(g.X)
+	return int(g.X), b.Err()
 }
 
 // ReadRound downloads the last encoded round's s(1), s(2), s(3) (48 bytes; the round's sync).
@@ -293,6 +361,176 @@ func (s *GkrSumcheck) ReadRound() ([3]field.Fp4, error) {
 	}
 	for i := range out {
 		out[i] = Fp4OfMont(v[4*i : 4*i+4])
+	}
+	return out, nil
+}
+
+// GkrTranscript is a copy of the GKR stage's transcript in device memory, with which the layers'
+// rounds follow one another on the device (gkr.metal: gkr_tr_round, gkr_tr_layer_end): the
+// sponge state (16 Montgomery words, then the absorb and sample indices of transcript.Transcript)
+// and Log, the Fp4 values the kernels write (the rounds' sums and bound values, the layers'
+// claims, μ and λ), which the stage downloads once and replays through its own transcript.
+type GkrTranscript struct {
+	dev   *gpu.Device
+	rc    *gpu.Array[Mont]
+	state *gpu.Array[uint32]
+	Log   *gpu.Array[Mont4]
+}
+
+// NewGkrTranscript allocates the state and a log of n Fp4 values; h gives the permutation's
+// constants.
+func (h *Poseidon2) NewGkrTranscript(n int) (*GkrTranscript, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("kernels: GkrTranscript: a log of %d values", n)
+	}
+	t := &GkrTranscript{dev: h.dev, rc: h.rc}
+	var err error
+	if t.state, err = gpu.AllocArray[uint32](h.dev, "gkr transcript state", poseidon2.Width+2); err != nil {
+		return nil, err
+	}
+	if t.Log, err = gpu.AllocArray[Mont4](h.dev, "gkr transcript log", n); err != nil {
+		t.state.Free()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Close frees the buffers.
+func (t *GkrTranscript) Close() {
+	if t.state != nil {
+		t.state.Free()
+		t.Log.Free()
+		t.state, t.Log = nil, nil
+	}
+}
+
+// SetState uploads a transcript's state (transcript.Transcript.State).
+func (t *GkrTranscript) SetState(state [poseidon2.Width]field.Fp, absorbIdx, sampleIdx int) error {
+	if t.state == nil {
+		return fmt.Errorf("kernels: GkrTranscript used after Close")
+	}
+	if absorbIdx < 0 || absorbIdx >= 8 || sampleIdx < 0 || sampleIdx > 8 {
+		return fmt.Errorf("kernels: GkrTranscript: indices %d, %d", absorbIdx, sampleIdx)
+	}
+	w := make([]uint32, poseidon2.Width+2)
+	for i, x := range state {
+		w[i] = uint32(MontOf(x))
+	}
+	w[poseidon2.Width], w[poseidon2.Width+1] = uint32(absorbIdx), uint32(sampleIdx)
+	return t.state.Write(0, w)
+}
+
+// groupFor is the one group of a transcript kernel: want threads on GPUs, 16 on the host device
+// (its work items are fibers). The group's sponge (poseidon2_group.h) needs at least 16.
+func (t *GkrTranscript) groupFor(kernel string, want int) (int, error) {
+	n := 16
+	if !isHost(t.dev) {
+		n = groupSize(t.dev, kernel, want)
+	}
+	if n < 16 {
+		return 0, fmt.Errorf("kernels: %s: groups of %d threads on this device, the sponge needs 16", kernel, n)
+	}
+	return n, nil
+}
+
+// gkrTrScratch is the threadgroup memory of gkr_tr_layer_end: the sponge's exchanges and outputs,
+// and the round constants (poseidon2_group.h).
+const gkrTrScratch = (48 + poseidon2RCLen) * 4
+
+// EncodeRound encodes the transcript step of the round s encoded last (EncodeRoundLogged or
+// EncodeFoldRoundLogged): its sums s(1), s(2), s(3) into Log[at .. at+3), observed, and the bound
+// value sampled into Log[at+3].
+func (t *GkrTranscript) EncodeRound(b *gpu.Batch, s *GkrSumcheck, at int) error {
+	if t.state == nil {
+		return fmt.Errorf("kernels: GkrTranscript used after Close")
+	}
+	if err := s.live(); err != nil {
+		return err
+	}
+	if at < 0 || at+4 > t.Log.Len() || s.lastGroups < 1 {
+		return fmt.Errorf("kernels: GkrTranscript: round at %d of a log of %d (%d partial rows)", at, t.Log.Len(), s.lastGroups)
+	}
+	// One SIMD group: the round's partial rows are few, and the sponge's exchanges then wait for
+	// one SIMD group only.
+	tpg, err := t.groupFor("gkr_tr_round", 32)
+	if err != nil {
+		return err
+	}
+	dispatchGkrTrRound(b, gpu.D1(1), gpu.D1(uint32(tpg)), s.partials.Buffer, t.Log.Buffer, t.state.Buffer, t.rc.Buffer,
+		gkrTrRoundParams{groups: uint32(s.lastGroups), at: uint32(at)}, uint32(48*tpg+4*poseidon2RCLen))
+	return b.Err()
+}
+
+// GkrLayerEnd is one layer's end on the device (EncodeLayerEnd).
+type GkrLayerEnd struct {
+	// Tab holds the layer's last tables: layer 1 itself (First), else the two rows of its folded
+	// tables, folded at the bound value at Log[RAt].
+	Tab   *gpu.Array[GkrFraction]
+	First bool
+	RAt   int
+	// At: the claims go to Log[At .. At+4), μ to Log[At+4].
+	At int
+	// Next: a layer follows, whose λ goes to Log[LambdaAt] and whose eq halves (kernels.EqTables
+	// of ξ = (μ, Log[RhoAt], Log[RhoAt+RhoStep], …), NXi coordinates, the first LogLo in lo) to
+	// Halves: lo at 0, hi at 2^LogLo.
+	Next                     bool
+	LambdaAt, RhoAt, RhoStep int
+	NXi, LogLo               int
+	Halves                   *gpu.Array[Mont4]
+}
+
+// EncodeLayerEnd encodes e.
+func (t *GkrTranscript) EncodeLayerEnd(b *gpu.Batch, e GkrLayerEnd) error {
+	if t.state == nil {
+		return fmt.Errorf("kernels: GkrTranscript used after Close")
+	}
+	n := t.Log.Len()
+	rows := 4
+	if e.First {
+		rows = 2
+	}
+	if err := checkArray("GkrLayerEnd", e.Tab, rows); err != nil {
+		return err
+	}
+	if e.At < 0 || e.At+5 > n || (!e.First && (e.RAt < 0 || e.RAt >= n)) {
+		return fmt.Errorf("kernels: GkrLayerEnd: claims at %d, r at %d, log of %d", e.At, e.RAt, n)
+	}
+	p := gkrTrLayerParams{first: uint32(b2u(e.First)), rAt: uint32(max(e.RAt, 0)), at: uint32(e.At), lambdaAt: gkrNone}
+	halves := t.Log.Buffer
+	if e.Next {
+		if e.LambdaAt < 0 || e.LambdaAt >= n || e.NXi < 1 || e.LogLo < 0 || e.LogLo > e.NXi || e.NXi-e.LogLo > 30 || e.LogLo > 30 {
+			return fmt.Errorf("kernels: GkrLayerEnd: λ at %d, ξ of %d coordinates (%d low)", e.LambdaAt, e.NXi, e.LogLo)
+		}
+		if last := e.RhoAt + (e.NXi-2)*e.RhoStep; e.NXi > 1 && (e.RhoAt < 0 || e.RhoStep < 0 || last >= n) {
+			return fmt.Errorf("kernels: GkrLayerEnd: bound values from %d by %d in a log of %d", e.RhoAt, e.RhoStep, n)
+		}
+		if err := checkArray("GkrLayerEnd", e.Halves, 1<<e.LogLo+1<<(e.NXi-e.LogLo)); err != nil {
+			return err
+		}
+		p.lambdaAt, p.rhoAt, p.rhoStep, p.nXi, p.logLo = uint32(e.LambdaAt), uint32(max(e.RhoAt, 0)), uint32(e.RhoStep), uint32(e.NXi), uint32(e.LogLo)
+		halves = e.Halves.Buffer
+	}
+	// 256 threads on GPUs: the next layer's eq halves (up to 2^12 rows each) are doubled side by side.
+	tpg, err := t.groupFor("gkr_tr_layer_end", 256)
+	if err != nil {
+		return err
+	}
+	dispatchGkrTrLayerEnd(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Tab.Buffer, t.Log.Buffer, t.state.Buffer, t.rc.Buffer, halves, p, gkrTrScratch)
+	return b.Err()
+}
+
+// ReadLog downloads the first n values of the log (the stage's one sync).
+func (t *GkrTranscript) ReadLog(n int) ([]field.Fp4, error) {
+	if t.state == nil {
+		return nil, fmt.Errorf("kernels: GkrTranscript used after Close")
+	}
+	v := make([]Mont4, n)
+	if err := t.Log.Read(v, 0); err != nil {
+		return nil, err
+	}
+	out := make([]field.Fp4, n)
+	for i, m := range v {
+		out[i] = Fp4Of(m)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/air/testair"
@@ -10,6 +11,8 @@ import (
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
 	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/poseidon2"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // fp4Edge returns a random Fp4, or for small i one made of 0, 1 and p − 1.
@@ -340,5 +343,130 @@ func TestGkrTables(t *testing.T) {
 	it := p.Interactions[0]
 	if want := field.PowersFp4(beta, len(it.Message)+1)[len(it.Message)].MulBase(field.New(uint32(it.Bus) + 1)).Add(alpha); c[0] != want {
 		t.Errorf("d_0 = %v, want %v", c[0], want)
+	}
+}
+
+// TestGkrTranscriptMatchesHost: the device transcript's round step (the sum of the partial rows,
+// observed, a bound value sampled) and its layer ends (claims of layer 1 and of folded tables, μ,
+// the next λ, the next layer's eq halves) give what transcript.Transcript and the host's
+// arithmetic give, from transcript states with observes pending (the host device runs the
+// kernels' one-thread groups; GPUs' 256-thread groups are checked by the CUDA selftest's GKR
+// stages and proofs).
+func TestGkrTranscriptMatchesHost(t *testing.T) {
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pending := range []int{1, 2, 7} {
+		r := rand.New(rand.NewPCG(61, uint64(pending)))
+		var ht transcript.Transcript
+		for i := range 8 + pending {
+			ht.Observe(field.New(uint32(r.Uint64() % uint64(field.P))))
+			if i == 3 {
+				ht.Sample()
+			}
+		}
+		tt, err := h.NewGkrTranscript(32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tt.Close()
+		st, ai, si := ht.State()
+		if err := tt.SetState(st, ai, si); err != nil {
+			t.Fatal(err)
+		}
+		sc, err := NewGkrSumcheck(testDev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Close()
+		const groups = 7
+		rows := fp4s(r, 3*groups)
+		if err := sc.partials.Write(0, MontFp4Slice(rows)); err != nil {
+			t.Fatal(err)
+		}
+		sc.lastGroups = groups
+		first := fp4s(r, 4)  // layer 1: fractions 0 and 1 (p, q each)
+		folded := fp4s(r, 8) // two rows of folded tables: fractions 0..3
+		tab1, tab2 := uploadFractions(t, first), uploadFractions(t, folded)
+		halves := allocArray[Mont4](t, testDev, 4)
+		b := testDev.Batch()
+		if err := tt.EncodeRound(b, sc, 1); err != nil {
+			t.Fatal(err)
+		}
+		// Layer 1's end at 5, the next layer's λ at 10, its ξ = (μ, the bound value at 4).
+		if err := tt.EncodeLayerEnd(b, GkrLayerEnd{Tab: tab1, First: true, At: 5, Next: true, LambdaAt: 10, RhoAt: 4, RhoStep: 4,
+			NXi: 2, LogLo: 1, Halves: halves}); err != nil {
+			t.Fatal(err)
+		}
+		// A later layer's end at 11, folded at the bound value at 4, the last layer.
+		if err := tt.EncodeLayerEnd(b, GkrLayerEnd{Tab: tab2, RAt: 4, At: 11}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := tt.ReadLog(16)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		var sums [3]field.Fp4
+		for g := range groups {
+			for k := range 3 {
+				sums[k] = sums[k].Add(rows[3*g+k])
+			}
+		}
+		for k := range 3 {
+			ht.ObserveExt(sums[k])
+		}
+		rho := ht.SampleExt()
+		c1 := [4]field.Fp4{first[0], first[1], first[2], first[3]}
+		for _, c := range c1 {
+			ht.ObserveExt(c)
+		}
+		mu := ht.SampleExt()
+		lambda := ht.SampleExt()
+		lerp := func(a, b field.Fp4) field.Fp4 { return a.Add(rho.Mul(b.Sub(a))) }
+		c2 := [4]field.Fp4{lerp(folded[0], folded[4]), lerp(folded[1], folded[5]), lerp(folded[2], folded[6]), lerp(folded[3], folded[7])}
+		for _, c := range c2 {
+			ht.ObserveExt(c)
+		}
+		mu2 := ht.SampleExt()
+		want := map[int]field.Fp4{1: sums[0], 2: sums[1], 3: sums[2], 4: rho, 5: c1[0], 6: c1[1], 7: c1[2], 8: c1[3], 9: mu, 10: lambda,
+			11: c2[0], 12: c2[1], 13: c2[2], 14: c2[3], 15: mu2}
+		for i, w := range want {
+			if v[i] != w {
+				t.Errorf("%d pending: log[%d] = %v, want %v", pending, i, v[i], w)
+			}
+		}
+		lo, hi, logLo := EqTables([]field.Fp4{mu, rho})
+		gotHalves := make([]Mont4, 4)
+		if err := halves.Read(gotHalves, 0); err != nil {
+			t.Fatal(err)
+		}
+		if logLo != 1 || !slices.Equal(gotHalves, append(lo, hi...)) {
+			t.Errorf("%d pending: eq halves %v, want %v then %v", pending, gotHalves, lo, hi)
+		}
+		words := make([]uint32, poseidon2.Width+2)
+		if err := tt.state.Read(words, 0); err != nil {
+			t.Fatal(err)
+		}
+		st, ai, si = ht.State()
+		for i, x := range st {
+			if CanonicalOf(Mont(words[i])) != x {
+				t.Errorf("%d pending: state word %d differs", pending, i)
+			}
+		}
+		if int(words[16]) != ai || int(words[17]) != si {
+			t.Errorf("%d pending: indices %d, %d, want %d, %d", pending, words[16], words[17], ai, si)
+		}
+	}
+	tt, err := h.NewGkrTranscript(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tt.Close()
+	b := testDev.Batch()
+	if tt.SetState([poseidon2.Width]field.Fp{}, 8, 0) == nil ||
+		tt.EncodeLayerEnd(b, GkrLayerEnd{Tab: uploadFractions(t, fp4s(rand.New(rand.NewPCG(1, 2)), 4)), First: true, At: 4}) == nil {
+		t.Error("out-of-range transcript calls accepted")
 	}
 }

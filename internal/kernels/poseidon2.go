@@ -17,12 +17,15 @@ type Poseidon2 struct {
 	rc  *gpu.Array[Mont]
 }
 
+// poseidon2RCLen is the length of RoundConstants (P2_RC_LEN).
+const poseidon2RCLen = 4*16 + 13 + 4*16 + 16
+
 // RoundConstants returns the constant buffer of shaders/include/poseidon2.h in Montgomery form:
 // the 4×16 initial full-round constants, the 13 partial-round constants, the 4×16 final
 // full-round constants, the 16 diagonal entries of M_I.
 func RoundConstants() []Mont {
 	ei, in, ef, diag := poseidon2.Constants()
-	out := make([]Mont, 0, 157)
+	out := make([]Mont, 0, poseidon2RCLen)
 	for _, r := range ei {
 		out = append(out, MontSlice(r[:])...)
 	}

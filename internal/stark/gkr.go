@@ -19,6 +19,9 @@ import (
 // wraps ErrPow and a shape failure also wraps ErrShape.
 var (
 	ErrGkr = errors.New("stark: LogUp-GKR")
+	// ErrDeviceTranscript: a backend's copy of the transcript on the device sampled another
+	// challenge than the stage's (GkrDeviceLayers): a defect of the backend, never of the input.
+	ErrDeviceTranscript = errors.New("stark: the device transcript diverged from the stage's")
 	// ErrGkrInput: the parameters or traces are unusable (prover and verifier).
 	ErrGkrInput = fmt.Errorf("%w: invalid input", ErrGkr)
 	// ErrGkrShape: a GKR proof list has the wrong length (IncorrectLayerCount, …).
@@ -157,21 +160,44 @@ func ProveGkrWithOptions(be GkrBackend, g transcript.Grinder, tr *transcript.Tra
 		tr.ObserveExt(q0)
 		proof.ClaimsPerLayer = make([]GkrLayerClaims, L)
 		proof.SumcheckPolys = make([][][3]field.Fp4, L-1)
+		// A backend that runs the layers' rounds with the transcript on the device returns every
+		// value at once (run); the loop below replays them through tr, checking each sample.
+		var run *GkrLayersRun
+		if dl, ok := gp.(GkrDeviceLayers); ok {
+			if run, err = dl.ProveLayers(tr); err != nil {
+				return GkrProof{}, nil, err
+			}
+			if err := run.check(L); err != nil {
+				return GkrProof{}, nil, err
+			}
+		}
+		same := func(what string, j, t int, dev, host field.Fp4) error {
+			if dev != host {
+				return fmt.Errorf("%w: %s of layer %d (round %d): %v on the device, %v here", ErrDeviceTranscript, what, j, t, dev, host)
+			}
+			return nil
+		}
 		var xi []field.Fp4
 		for j := 1; j <= L; j++ {
 			var lambda field.Fp4
 			if j > 1 {
 				lambda = tr.SampleExt()
 			}
-			if err := gp.BeginLayer(j, xi, lambda); err != nil {
+			if run != nil {
+				if err := same("λ", j, 0, run.Lambda[j-1], lambda); err != nil {
+					return GkrProof{}, nil, err
+				}
+			} else if err := gp.BeginLayer(j, xi, lambda); err != nil {
 				return GkrProof{}, nil, err
 			}
 			rho := make([]field.Fp4, j-1)
 			if j > 1 {
 				polys := make([][3]field.Fp4, j-1)
 				for t := range j - 1 {
-					s, err := gp.Round()
-					if err != nil {
+					var s [3]field.Fp4
+					if run != nil {
+						s = run.Polys[j-1][t]
+					} else if s, err = gp.Round(); err != nil {
 						return GkrProof{}, nil, err
 					}
 					for _, v := range s {
@@ -179,19 +205,30 @@ func ProveGkrWithOptions(be GkrBackend, g transcript.Grinder, tr *transcript.Tra
 					}
 					polys[t] = s
 					rho[t] = tr.SampleExt()
-					if err := gp.Bind(rho[t]); err != nil {
+					if run != nil {
+						if err := same("bound value", j, t, run.Rho[j-1][t], rho[t]); err != nil {
+							return GkrProof{}, nil, err
+						}
+					} else if err := gp.Bind(rho[t]); err != nil {
 						return GkrProof{}, nil, err
 					}
 				}
 				proof.SumcheckPolys[j-2] = polys
 			}
-			c, err := gp.LayerClaims()
-			if err != nil {
+			var c GkrLayerClaims
+			if run != nil {
+				c = run.Claims[j-1]
+			} else if c, err = gp.LayerClaims(); err != nil {
 				return GkrProof{}, nil, err
 			}
 			proof.ClaimsPerLayer[j-1] = c
 			observeLayerClaims(tr, &c)
 			mu := tr.SampleExt()
+			if run != nil {
+				if err := same("μ", j, 0, run.Mu[j-1], mu); err != nil {
+					return GkrProof{}, nil, err
+				}
+			}
 			out.PClaim, out.QClaim = reduceLayerClaims(&c, mu)
 			xi = append([]field.Fp4{mu}, rho...)
 		}

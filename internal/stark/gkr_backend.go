@@ -1,8 +1,11 @@
 package stark
 
 import (
+	"fmt"
+
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // GkrBlock is one (trace, interaction) block of the LogUp leaf column (spec B §3.3 item 4): leaves
@@ -57,4 +60,40 @@ type GkrProver interface {
 	LayerClaims() (GkrLayerClaims, error)
 	// Release frees backend resources.
 	Release()
+}
+
+// GkrDeviceLayers is a GkrProver that runs the layers' sumchecks with a copy of the stage's
+// transcript on its device, so that the rounds follow one another without waiting for the host
+// (the stage's loop otherwise waits for every round's sums before it samples the bound value).
+// The stage replays what ProveLayers returns through its own transcript and checks every sample
+// against the device's (ErrDeviceTranscript): the protocol's order stays the stage's.
+type GkrDeviceLayers interface {
+	// ProveLayers runs layers 1 .. L after Root, from tr's state (tr is not changed), doing what
+	// the stage's loop does: sample λ (j ≥ 2), then per round observe s(1), s(2), s(3) and sample
+	// the bound value, then observe the claims and sample μ. The prover's per-layer methods fail
+	// afterwards.
+	ProveLayers(tr *transcript.Transcript) (*GkrLayersRun, error)
+}
+
+// GkrLayersRun holds what ProveLayers computed and sampled, per layer j at index j − 1: λ (zero
+// for j = 1), the rounds' s(1), s(2), s(3) and bound values (j − 1 each), the claims and μ.
+type GkrLayersRun struct {
+	Lambda []field.Fp4
+	Polys  [][][3]field.Fp4
+	Rho    [][]field.Fp4
+	Claims []GkrLayerClaims
+	Mu     []field.Fp4
+}
+
+// check reports whether r has the shape of L layers.
+func (r *GkrLayersRun) check(L int) error {
+	if r == nil || len(r.Lambda) != L || len(r.Polys) != L || len(r.Rho) != L || len(r.Claims) != L || len(r.Mu) != L {
+		return fmt.Errorf("%w: the device's layers do not have %d layers", ErrDeviceTranscript, L)
+	}
+	for j := 1; j <= L; j++ {
+		if len(r.Polys[j-1]) != j-1 || len(r.Rho[j-1]) != j-1 {
+			return fmt.Errorf("%w: layer %d: %d rounds' sums and %d bound values, want %d", ErrDeviceTranscript, j, len(r.Polys[j-1]), len(r.Rho[j-1]), j-1)
+		}
+	}
+	return nil
 }

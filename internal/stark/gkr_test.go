@@ -420,3 +420,102 @@ func TestGkrTamper(t *testing.T) {
 		t.Fatalf("huge log height: %v", err)
 	}
 }
+
+// layersBackend gives cpuref's GKR provers ProveLayers (stark.GkrDeviceLayers) computed on the
+// host round by round from a copy of the transcript, with tamper applied to the run.
+type layersBackend struct {
+	cpuref.Backend
+	tamper func(*stark.GkrLayersRun)
+}
+
+type layersProver struct {
+	stark.GkrProver
+	L      int
+	tamper func(*stark.GkrLayersRun)
+}
+
+func (b layersBackend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, layout *stark.GkrLayout, alpha, beta field.Fp4) (stark.GkrProver, error) {
+	gp, err := b.Backend.NewGkrProver(p, traces, layout, alpha, beta)
+	if err != nil {
+		return nil, err
+	}
+	return &layersProver{GkrProver: gp, L: layout.NumLayers(), tamper: b.tamper}, nil
+}
+
+func (lp *layersProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun, error) {
+	c := *tr
+	L := lp.L
+	run := &stark.GkrLayersRun{Lambda: make([]field.Fp4, L), Polys: make([][][3]field.Fp4, L), Rho: make([][]field.Fp4, L),
+		Claims: make([]stark.GkrLayerClaims, L), Mu: make([]field.Fp4, L)}
+	var xi []field.Fp4
+	for j := 1; j <= L; j++ {
+		if j > 1 {
+			run.Lambda[j-1] = c.SampleExt()
+		}
+		if err := lp.BeginLayer(j, xi, run.Lambda[j-1]); err != nil {
+			return nil, err
+		}
+		for range j - 1 {
+			s, err := lp.Round()
+			if err != nil {
+				return nil, err
+			}
+			for _, v := range s {
+				c.ObserveExt(v)
+			}
+			r := c.SampleExt()
+			run.Polys[j-1] = append(run.Polys[j-1], s)
+			run.Rho[j-1] = append(run.Rho[j-1], r)
+			if err := lp.Bind(r); err != nil {
+				return nil, err
+			}
+		}
+		cl, err := lp.LayerClaims()
+		if err != nil {
+			return nil, err
+		}
+		run.Claims[j-1] = cl
+		for _, v := range []field.Fp4{cl.PXi0, cl.QXi0, cl.PXi1, cl.QXi1} {
+			c.ObserveExt(v)
+		}
+		run.Mu[j-1] = c.SampleExt()
+		xi = append([]field.Fp4{run.Mu[j-1]}, run.Rho[j-1]...)
+	}
+	if lp.tamper != nil {
+		lp.tamper(run)
+	}
+	return run, nil
+}
+
+// TestGkrDeviceLayers: a backend that returns the layers at once (stark.GkrDeviceLayers) gives the
+// stage's proof and transcript byte for byte; a run whose sample, sums or claims differ from the
+// stage's replay, or whose shape is wrong, is an ErrDeviceTranscript error (a changed sum changes
+// the next sample).
+func TestGkrDeviceLayers(t *testing.T) {
+	p := gkrParams(2)
+	for name, ins := range gkrFixtures() {
+		c := newGkrCase(t, p, ins)
+		want, wout, wtr := proveGkr(t, p, c)
+		tr := preamble()
+		got, gout, err := stark.ProveGkr(layersBackend{}, transcript.HostGrinder{}, tr, p, c.inputs)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gout, wout) || !tr.Same(wtr) {
+			t.Fatalf("%s: the layers at once differ from the stage's loop", name)
+		}
+		one := field.Fp4{1}
+		for what, tamper := range map[string]func(*stark.GkrLayersRun){
+			"λ":           func(r *stark.GkrLayersRun) { r.Lambda[len(r.Lambda)-1] = r.Lambda[len(r.Lambda)-1].Add(one) },
+			"bound value": func(r *stark.GkrLayersRun) { r.Rho[1][0] = r.Rho[1][0].Add(one) },
+			"sums":        func(r *stark.GkrLayersRun) { r.Polys[1][0][2] = r.Polys[1][0][2].Add(one) },
+			"claims":      func(r *stark.GkrLayersRun) { r.Claims[0].QXi1 = r.Claims[0].QXi1.Add(one) },
+			"μ":           func(r *stark.GkrLayersRun) { r.Mu[0] = r.Mu[0].Add(one) },
+			"shape":       func(r *stark.GkrLayersRun) { r.Rho[1] = r.Rho[1][:0] },
+		} {
+			if _, _, err := stark.ProveGkr(layersBackend{tamper: tamper}, transcript.HostGrinder{}, preamble(), p, c.inputs); !errors.Is(err, stark.ErrDeviceTranscript) {
+				t.Errorf("%s: %s changed: err %v, want ErrDeviceTranscript", name, what, err)
+			}
+		}
+	}
+}

@@ -54,6 +54,12 @@ func (t *Transcript) Same(u *Transcript) bool {
 	return t.state == u.state && t.absorbIdx == u.absorbIdx && t.sampleIdx == u.sampleIdx
 }
 
+// State returns the sponge state and the absorb and sample indices (in [0, 8) and [0, 8]): what
+// a copy of the transcript on a device starts from.
+func (t *Transcript) State() (state [poseidon2.Width]field.Fp, absorbIdx, sampleIdx int) {
+	return t.state, int(t.absorbIdx), int(t.sampleIdx)
+}
+
 // ObserveSlice absorbs xs in order: the same as Observe on each element, in one call of
 // poseidon2.AbsorbWith (the transcript's absorber, if any, for long inputs).
 func (t *Transcript) ObserveSlice(xs []field.Fp) {

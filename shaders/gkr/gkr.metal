@@ -16,6 +16,7 @@
 // per group, sc_sum_rows (sumcheck.metal) adds the rows. On the host device (MSL_LANES > 1) each
 // thread takes GKR_RUN consecutive pairs per step of its grid-stride loop.
 #include "rows.h"
+#include "poseidon2_group.h"
 
 #define GKR_RUN MSL_LANES
 
@@ -180,10 +181,19 @@ MSL_FN void gkr_group_reduce(bb4 s1, bb4 s2, bb4 s3, threadgroup uint* scratch, 
   }
 }
 
+// Where a round kernel takes λ (and r) from: the parameters, or (ch_* ≠ GKR_NONE) the Fp4 at that
+// index of ch, the log that the device transcript writes (gkr_tr_round, gkr_tr_layer_end).
+#define GKR_NONE 0xffffffffu
+
+MSL_FN bb4 gkr_challenge(device const uint* ch, uint at, uint c0, uint c1, uint c2, uint c3) {
+  return at == GKR_NONE ? bb4_make(c0, c1, c2, c3) : bb4_load(ch, at);
+}
+
 struct GkrRoundParams {
   uint log_pairs;       // pairs of rows: 2^log_pairs (tables of 2^(log_pairs+1) rows)
   uint eq_off;          // Fp4 index of the eq table's row 0
   uint l0, l1, l2, l3;  // λ (Montgomery)
+  uint ch_lambda;       // GKR_NONE, or λ's Fp4 index in ch
 };
 
 // partials[group] = (s1, s2, s3) of the round over the pairs this group visits, tables as built
@@ -191,7 +201,8 @@ struct GkrRoundParams {
 kernel void gkr_round_partials(device const uint* eq [[buffer(0)]],
                                device const uint* frac [[buffer(1)]],
                                device uint* partials [[buffer(2)]],
-                               constant GkrRoundParams& p [[buffer(3)]],
+                               device const uint* ch [[buffer(3)]],
+                               constant GkrRoundParams& p [[buffer(4)]],
                                threadgroup uint* scratch [[threadgroup(0)]],
                                uint tid [[thread_index_in_threadgroup]],
                                uint group [[threadgroup_position_in_grid]],
@@ -199,7 +210,7 @@ kernel void gkr_round_partials(device const uint* eq [[buffer(0)]],
                                uint ngroups [[threadgroups_per_grid]]) {
   uint pairs = 1u << p.log_pairs;
   uint eq_off = p.eq_off;
-  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  bb4 lambda = gkr_challenge(ch, p.ch_lambda, p.l0, p.l1, p.l2, p.l3);
   uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
@@ -222,6 +233,8 @@ struct GkrFoldRoundParams {
   uint eq_dst;          // Fp4 index of the folded eq table (2^(log_pairs+1) rows)
   uint l0, l1, l2, l3;  // λ
   uint r0, r1, r2, r3;  // the bound value r
+  uint ch_lambda;       // GKR_NONE, or λ's Fp4 index in ch
+  uint ch_r;            // GKR_NONE, or r's Fp4 index in ch
 };
 
 // Fold then round, in one pass: src (tables of 4P rows, P = 2^log_pairs) folded at r into dst
@@ -232,7 +245,8 @@ kernel void gkr_fold_round_partials(device uint* eq [[buffer(0)]],
                                     device const uint* src [[buffer(1)]],
                                     device uint* dst [[buffer(2)]],
                                     device uint* partials [[buffer(3)]],
-                                    constant GkrFoldRoundParams& p [[buffer(4)]],
+                                    device const uint* ch [[buffer(4)]],
+                                    constant GkrFoldRoundParams& p [[buffer(5)]],
                                     threadgroup uint* scratch [[threadgroup(0)]],
                                     uint tid [[thread_index_in_threadgroup]],
                                     uint group [[threadgroup_position_in_grid]],
@@ -241,8 +255,8 @@ kernel void gkr_fold_round_partials(device uint* eq [[buffer(0)]],
   uint pairs = 1u << p.log_pairs;
   uint es = p.eq_src;
   uint ed = p.eq_dst;
-  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
-  bb4 r = bb4_make(p.r0, p.r1, p.r2, p.r3);
+  bb4 lambda = gkr_challenge(ch, p.ch_lambda, p.l0, p.l1, p.l2, p.l3);
+  bb4 r = gkr_challenge(ch, p.ch_r, p.r0, p.r1, p.r2, p.r3);
   uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
@@ -273,4 +287,134 @@ kernel void gkr_fold_round_partials(device uint* eq [[buffer(0)]],
     }
   }
   gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
+}
+
+// ------------------------------------------------------------------------------------------------
+// The layers' transcript on the device. The stage (internal/stark/gkr.go) observes each round's
+// s(1), s(2), s(3) and samples its bound value, observes each layer's claims and samples μ, then
+// the next layer's λ; these kernels do the same on a copy of the stage's transcript held in device
+// memory, so that the layers' rounds follow one another without the host: ts[0..16) is the sponge
+// state (Montgomery), ts[16] its absorb index, ts[17] its sample index (transcript.Transcript's
+// fields). Every value goes to trlog (Fp4 indices), which the stage downloads once and replays
+// through its own transcript, checking each sample against the device's.
+
+struct GkrTrRoundParams {
+  uint groups;  // partial rows of the round (12 uints each)
+  uint at;      // Fp4 index in trlog: s(1), s(2), s(3) at at .. at + 2, the bound value at at + 3
+};
+
+// One round's step: s(1), s(2), s(3) = the sum of the round's partial rows (one group of ≥ 16
+// threads; scratch: 48 bytes a thread and P2_RC_LEN uints), then observe them and sample the bound value r with the
+// group's sponge (poseidon2_group.h).
+kernel void gkr_tr_round(device const uint* partials [[buffer(0)]],
+                         device uint* trlog [[buffer(1)]],
+                         device uint* ts [[buffer(2)]],
+                         constant uint* rc [[buffer(3)]],
+                         constant GkrTrRoundParams& p [[buffer(4)]],
+                         threadgroup uint* scratch [[threadgroup(0)]],
+                         uint tid [[thread_index_in_threadgroup]],
+                         uint tpg [[threads_per_threadgroup]]) {
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  bb4 s3 = bb4_zero();
+  // scratch: the reduce's 12 uints a thread, then (after it) the sums at 0..12, the sponge's
+  // exchanges at 16..48 and outputs at 48..64; the round constants at 64.. throughout.
+  threadgroup uint* rcs = scratch + 12u * tpg;
+  for (uint i = tid; i < P2_RC_LEN; i += tpg) rcs[i] = rc[i];
+  for (uint g = tid; g < p.groups; g += tpg) {
+    s1 = bb4_add(s1, bb4_load(partials, 3u * g));
+    s2 = bb4_add(s2, bb4_load(partials, 3u * g + 1u));
+    s3 = bb4_add(s3, bb4_load(partials, 3u * g + 2u));
+  }
+  gkr_group_reduce(s1, s2, s3, scratch, trlog + 4u * p.at, tid, tpg, 0u);
+  // The reduce's barriers also cover rcs. It ended with one: scratch[0..12) holds the sums for
+  // every thread.
+  threadgroup uint* xs = scratch + 16u;
+  threadgroup uint* out = scratch + 48u;
+  p2g_sponge sp = p2g_sponge_load(ts, tid);
+  for (uint k = 0u; k < 3u; k++) p2g_observe4(sp, bb4_load_tg(scratch, k), rcs, tid, xs, out);
+  bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
+  if (tid == 0u) bb4_store(trlog, p.at + 3u, r);
+  threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
+  p2g_sponge_store(ts, sp, tid);
+}
+
+struct GkrTrLayerParams {
+  uint first;      // 1: layer 1, whose claims are its two fractions as built (no bound value)
+  uint r_at;       // layers j ≥ 2: the Fp4 index in trlog of the last bound value (tab: two rows)
+  uint at;         // claims (P0, Q0, P1, Q1) at at .. at + 3, μ at at + 4
+  uint lambda_at;  // GKR_NONE: the last layer; else the next layer's λ goes there
+  uint rho_at;     // the first bound value of this layer's rounds (the next ξ's coordinates 1..)
+  uint rho_step;   // Fp4 distance between them in trlog
+  uint n_xi;       // the next layer's ξ: μ, then n_xi − 1 bound values
+  uint log_lo;     // kernels.EqTables: lo = eq of ξ's first log_lo coordinates, hi of the rest
+};
+
+// A layer's end: its claims from tab (layer 1: fractions 0 and 1 of the layer; else the two rows
+// of the folded tables, fractions 0..3, folded at the last bound value), observed, then μ and
+// the next layer's λ sampled; then (not the last layer) the halves of eq(ξ, ·) of the next layer,
+// ξ = (μ, the bound values of this layer), into halves: lo at 0, hi at 2^log_lo (EqTables).
+// One group of ≥ 16 threads (poseidon2_group.h); scratch: 48 + P2_RC_LEN uints.
+kernel void gkr_tr_layer_end(device const uint* tab [[buffer(0)]],
+                             device uint* trlog [[buffer(1)]],
+                             device uint* ts [[buffer(2)]],
+                             constant uint* rc [[buffer(3)]],
+                             device uint* halves [[buffer(4)]],
+                             constant GkrTrLayerParams& p [[buffer(5)]],
+                             threadgroup uint* scratch [[threadgroup(0)]],
+                             uint tid [[thread_index_in_threadgroup]],
+                             uint tpg [[threads_per_threadgroup]]) {
+  // Every thread computes the claims (four lerps) and runs its part of the sponge.
+  bb4 c[4];
+  if (p.first != 0u) {
+    c[0] = gkr_p(tab, 0u);
+    c[1] = gkr_q(tab, 0u);
+    c[2] = gkr_p(tab, 1u);
+    c[3] = gkr_q(tab, 1u);
+  } else {
+    bb4 r = bb4_load(trlog, p.r_at);
+    c[0] = gkr_lerp(gkr_p(tab, 0u), gkr_p(tab, 2u), r);
+    c[1] = gkr_lerp(gkr_q(tab, 0u), gkr_q(tab, 2u), r);
+    c[2] = gkr_lerp(gkr_p(tab, 1u), gkr_p(tab, 3u), r);
+    c[3] = gkr_lerp(gkr_q(tab, 1u), gkr_q(tab, 3u), r);
+  }
+  threadgroup uint* xs = scratch;
+  threadgroup uint* out = scratch + 32u;
+  threadgroup uint* rcs = scratch + 48u;
+  p2g_load_constants(rc, rcs, tid, tpg);
+  p2g_sponge sp = p2g_sponge_load(ts, tid);
+  for (uint k = 0u; k < 4u; k++) {
+    if (tid == 0u) bb4_store(trlog, p.at + k, c[k]);
+    p2g_observe4(sp, c[k], rcs, tid, xs, out);
+  }
+  bb4 mu = p2g_sample4(sp, rcs, tid, xs, out);
+  if (tid == 0u) bb4_store(trlog, p.at + 4u, mu);
+  if (p.lambda_at != GKR_NONE) {
+    bb4 lambda = p2g_sample4(sp, rcs, tid, xs, out);
+    if (tid == 0u) bb4_store(trlog, p.lambda_at, lambda);
+  }
+  threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts and tab, μ is in trlog
+  p2g_sponge_store(ts, sp, tid);
+  threadgroup_barrier(mem_flags::mem_device);
+  if (p.lambda_at == GKR_NONE) return;
+  // evalsEq of each half by doubling: out[j + h] = out[j]·x_i, out[j] = out[j]·(1 − x_i).
+  for (uint half = 0u; half < 2u; half++) {
+    uint first = half == 0u ? 0u : p.log_lo;
+    uint count = half == 0u ? p.log_lo : p.n_xi - p.log_lo;
+    uint base = half == 0u ? 0u : (1u << p.log_lo);
+    if (tid == 0u) bb4_store(halves, base, bb4_one());
+    threadgroup_barrier(mem_flags::mem_device);
+    for (uint i = 0u; i < count; i++) {
+      uint k = first + i;
+      bb4 x = k == 0u ? bb4_load(trlog, p.at + 4u) : bb4_load(trlog, p.rho_at + (k - 1u) * p.rho_step);
+      bb4 one_x = bb4_sub(bb4_one(), x);
+      uint h = 1u << i;
+      for (uint j = tid; j < h; j += tpg) {
+        bb4 v = bb4_load(halves, base + j);
+        bb4_store(halves, base + j + h, bb4_mul(v, x));
+        bb4_store(halves, base + j, bb4_mul(v, one_x));
+      }
+      threadgroup_barrier(mem_flags::mem_device);
+    }
+  }
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // maxGkrLayers bounds L on the device: the leaf layer (2^L fractions of 8 uints) must be indexable
@@ -426,4 +427,121 @@ func (g *gkrProver) LayerClaims() (stark.GkrLayerClaims, error) {
 	r := *g.pending
 	lerp := func(lo, hi field.Fp4) field.Fp4 { return lo.Add(r.Mul(hi.Sub(lo))) }
 	return stark.GkrLayerClaims{PXi0: lerp(f[0], f[4]), QXi0: lerp(f[1], f[5]), PXi1: lerp(f[2], f[6]), QXi1: lerp(f[3], f[7])}, nil
+}
+
+var _ stark.GkrDeviceLayers = (*gkrProver)(nil)
+
+// ProveLayers implements stark.GkrDeviceLayers: every layer's rounds encoded at once, the
+// transcript steps on the device (kernels.GkrTranscript), one download of the log at the end.
+// Per layer j: the eq table from the halves the previous layer's end wrote (ξ on the device),
+// each round's partials with λ and the last bound value read from the log, the round's
+// transcript step (its sums, the bound value), the layer's end (claims, μ, the next λ and eq
+// halves). The log holds, per layer, λ (j ≥ 2), four values a round (s(1), s(2), s(3), r) and
+// five at the end (the claims, μ).
+func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.released || g.layer != -1 || g.begun != 0 {
+		return nil, fmt.Errorf("%w: ProveLayers after a layer was begun", ErrProverState)
+	}
+	L := g.L
+	type layerAt struct{ lambda, rounds, end int }
+	at := make([]layerAt, L+1)
+	n := 0
+	for j := 1; j <= L; j++ {
+		if j > 1 {
+			at[j].lambda = n
+			n++
+		}
+		at[j].rounds = n
+		n += 4 * (j - 1)
+		at[j].end = n
+		n += 5
+	}
+	dev := g.be.dev
+	tt, err := g.be.hash.NewGkrTranscript(n)
+	if err != nil {
+		return nil, err
+	}
+	defer tt.Close()
+	state, absorbIdx, sampleIdx := tr.State()
+	if err := tt.SetState(state, absorbIdx, sampleIdx); err != nil {
+		return nil, err
+	}
+	var halves *gpu.Array[kernels.Mont4]
+	if L > 1 {
+		if g.eq == nil {
+			if g.eq, err = gpu.AllocArray[kernels.Mont4](dev, "gkr eq tables", 1<<L); err != nil {
+				return nil, err
+			}
+		}
+		h := (L - 1) / 2 // the largest halves: layer L's ξ of L − 1 coordinates
+		if halves, err = gpu.AllocArray[kernels.Mont4](dev, "gkr eq halves", 1<<h+1<<(L-1-h)); err != nil {
+			return nil, err
+		}
+		g.halves = append(g.halves, halves)
+	}
+	g.begun = L + 1 // the per-layer methods refuse from now on
+	b := dev.Batch()
+	for j := 1; j <= L; j++ {
+		if j > 1 {
+			nXi := j - 1
+			h := nXi / 2
+			if err := (kernels.EqExpand{Lo: halves, Hi: halves, HiOff: 1 << h, Out: g.eq, OutOff: 1 << (j - 1), LogLo: h, LogHi: nXi - h, Count: 1}).Encode(b, dev); err != nil {
+				return nil, err
+			}
+			cur := j
+			for t := range j - 1 {
+				from := kernels.GkrFromLog{Tr: tt, Lambda: at[j].lambda, R: at[j].rounds + 4*(t-1) + 3}
+				if t == 0 {
+					from.R = from.Lambda
+					err = g.sc.EncodeRoundLogged(b, g.eq, 1<<(cur-1), g.layers[cur], cur-1, from)
+				} else {
+					err = g.sc.EncodeFoldRoundLogged(b, g.eq, 1<<(cur-1), 1<<(cur-2), g.layers[cur], g.layers[cur-1], cur-2, from)
+					cur--
+				}
+				if err == nil {
+					err = tt.EncodeRound(b, g.sc, at[j].rounds+4*t)
+				}
+				if err != nil {
+					return nil, err
+				}
+			}
+		}
+		e := kernels.GkrLayerEnd{At: at[j].end, Tab: g.layers[1], First: j == 1}
+		if j > 1 {
+			e.Tab, e.RAt = g.layers[2], at[j].rounds+4*(j-2)+3
+		}
+		if j < L {
+			e.Next, e.LambdaAt, e.RhoAt, e.RhoStep, e.NXi, e.LogLo, e.Halves = true, at[j+1].lambda, at[j].rounds+3, 4, j, j/2, halves
+		}
+		if err := tt.EncodeLayerEnd(b, e); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.Err(); err != nil {
+		return nil, err
+	}
+	v, err := tt.ReadLog(n)
+	if err != nil {
+		return nil, err
+	}
+	run := &stark.GkrLayersRun{Lambda: make([]field.Fp4, L), Polys: make([][][3]field.Fp4, L), Rho: make([][]field.Fp4, L),
+		Claims: make([]stark.GkrLayerClaims, L), Mu: make([]field.Fp4, L)}
+	for j := 1; j <= L; j++ {
+		if j > 1 {
+			run.Lambda[j-1] = v[at[j].lambda]
+		}
+		run.Polys[j-1] = make([][3]field.Fp4, j-1)
+		run.Rho[j-1] = make([]field.Fp4, j-1)
+		for t := range j - 1 {
+			k := at[j].rounds + 4*t
+			run.Polys[j-1][t] = [3]field.Fp4{v[k], v[k+1], v[k+2]}
+			run.Rho[j-1][t] = v[k+3]
+		}
+		k := at[j].end
+		run.Claims[j-1] = stark.GkrLayerClaims{PXi0: v[k], QXi0: v[k+1], PXi1: v[k+2], QXi1: v[k+3]}
+		run.Mu[j-1] = v[k+4]
+	}
+	return run, nil
 }

@@ -5617,6 +5617,175 @@ MSL_KERNEL void msl_kernel_zc_uni_pieces(MSL_DEVICE const uint* prog            
 // per group, sc_sum_rows (sumcheck.metal) adds the rows. On the host device (MSL_LANES > 1) each
 // thread takes GKR_RUN consecutive pairs per step of its grid-stride loop.
 #line 19 "shaders/gkr/gkr.metal"
+#line 1 "shaders/include/poseidon2_group.h"
+// poseidon2_group.h - one Poseidon2 state (poseidon2.h) permuted by the threads of one group
+// together, for kernels whose permutations follow one another (the device transcript: each
+// permutation waits for the one before). Thread k holds element k & 15 of the state; the 16
+// S-boxes of a full round run side by side, M_E and the partial rounds' sums go through 32 words
+// of threadgroup memory. One thread would take the permutation's whole chain of ~8,700
+// dependent-ish instructions (≈ 13 µs on an H200); here the chain is one S-box a round plus 31
+// exchanges.
+//
+// The round constants come from threadgroup memory (p2g_load_constants): read from device memory,
+// each round's constant would be one more dependent load from L2 on the permutation's chain (21 a
+// permutation), which is what one GPU thread's permutation mostly waits for.
+//
+// Rules: every thread of the group calls these functions in uniform control flow with the same
+// arguments (they contain barriers); a group of at least 16 threads (threads ≥ 16 mirror thread
+// k & 15 and write nothing). xs: 32 uints of threadgroup memory, used by nothing else meanwhile.
+// Exchanges alternate between its two halves, so one barrier each suffices: a thread writes a
+// half again only after the next exchange's barrier, which every reader of the previous use of
+// that half has passed.
+#ifndef POSEIDON2_GROUP_H
+#define POSEIDON2_GROUP_H
+#line 22 "shaders/include/poseidon2_group.h"
+
+// Copies the P2_RC_LEN round constants to rcs (threadgroup memory); a barrier follows.
+MSL_FN void p2g_load_constants(MSL_CONSTANT uint* rc, MSL_THREADGROUP uint* rcs, uint tid, uint tpg) {
+  for (uint i = tid; i < P2_RC_LEN; i += tpg) rcs[i] = rc[i];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+}
+
+// The sponge's state as the group holds it: x is this thread's element, half the exchange half
+// to write next (0 or 1).
+struct p2g_state {
+  uint x;
+  uint half;
+};
+
+// Publishes every thread's value v and returns the 16 values' exchange half (after its barrier).
+MSL_FN MSL_THREADGROUP uint* p2g_exchange(MSL_THREAD p2g_state& st, uint v, uint tid, MSL_THREADGROUP uint* xs) {
+  MSL_THREADGROUP uint* buf = xs + 16u * st.half;
+  if (tid < 16u) buf[tid] = v;
+  st.half ^= 1u;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  return buf;
+}
+
+// M_E (poseidon2.h: p2_external): mat4 on each group of four elements, then the sums of the
+// elements equal mod 4. (Reading all 16 inputs once and computing the result directly, one
+// exchange instead of two, measured 2.6× slower on an H200: 1,104 against 427 cycles.)
+MSL_FN void p2g_external(MSL_THREAD p2g_state& st, uint tid, MSL_THREADGROUP uint* xs) {
+  uint k = tid & 15u;
+  uint g = k & 12u, j = k & 3u;
+  MSL_THREADGROUP uint* b = p2g_exchange(st, st.x, tid, xs);
+  uint x0 = b[g], x1 = b[g + 1u], x2 = b[g + 2u], x3 = b[g + 3u];
+  uint t01 = bb_add(x0, x1);
+  uint t23 = bb_add(x2, x3);
+  uint t0123 = bb_add(t01, t23);
+  // p2_mat4_lane: out0 = t0123 + x1 + t01, out1 = t0123 + x1 + 2·x2, out2 = t0123 + x3 + t23,
+  // out3 = t0123 + x3 + 2·x0.
+  uint a = j < 2u ? x1 : x3;
+  uint c = j == 0u ? t01 : (j == 1u ? bb_double(x2) : (j == 2u ? t23 : bb_double(x0)));
+  uint y = bb_add(bb_add(t0123, a), c);
+  b = p2g_exchange(st, y, tid, xs);
+  uint sum = bb_add(bb_add(b[j], b[4u + j]), bb_add(b[8u + j], b[12u + j]));
+  st.x = bb_add(y, sum);
+}
+
+MSL_FN void p2g_full_round(MSL_THREAD p2g_state& st, MSL_THREADGROUP const uint* rc, uint off, uint tid, MSL_THREADGROUP uint* xs) {
+  st.x = p2_sbox(bb_add(st.x, rc[off + (tid & 15u)]));
+  p2g_external(st, tid, xs);
+}
+
+// The sum of 16 exchanged values, as a tree (depth 4).
+MSL_FN uint p2g_sum16(MSL_THREADGROUP const uint* b) {
+  uint t0 = bb_add(bb_add(b[0], b[1]), bb_add(b[2], b[3]));
+  uint t1 = bb_add(bb_add(b[4], b[5]), bb_add(b[6], b[7]));
+  uint t2 = bb_add(bb_add(b[8], b[9]), bb_add(b[10], b[11]));
+  uint t3 = bb_add(bb_add(b[12], b[13]), bb_add(b[14], b[15]));
+  return bb_add(bb_add(t0, t1), bb_add(t2, t3));
+}
+
+// The permutation of the group's state.
+MSL_FN void p2g_permute(MSL_THREAD p2g_state& st, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs) {
+  uint k = tid & 15u;
+  p2g_external(st, tid, xs);
+  for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_INIT + 16u * r, tid, xs);
+  // Partial rounds: element 0 through the S-box (every thread computes it, thread 0's counts), then
+  // M_I = J + diag(V): x_k ← Σ_i x_i + V_k·x_k.
+  uint diag = rc[P2_RC_DIAG + k];
+  for (uint r = 0u; r < 13u; r++) {
+    uint s0 = p2_sbox(bb_add(st.x, rc[P2_RC_INTERNAL + r]));
+    uint y = k == 0u ? s0 : st.x;
+    MSL_THREADGROUP uint* b = p2g_exchange(st, y, tid, xs);
+    st.x = bb_add(p2g_sum16(b), bb_mul(diag, y));
+  }
+  for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_FINAL + 16u * r, tid, xs);
+}
+
+// The duplex sponge of transcript.Transcript over the group's state: absorb and sample are its
+// indices (every thread keeps the same copies). After each permutation the state is also left in
+// out[0..16) (threadgroup memory beside xs), from which samples are read: a sample always follows
+// a permutation with no observe in between.
+struct p2g_sponge {
+  p2g_state st;
+  uint absorb;
+  uint sample;
+};
+
+MSL_FN void p2g_sponge_permute(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
+                               MSL_THREADGROUP uint* out) {
+  p2g_permute(sp.st, rc, tid, xs);
+  if (tid < 16u) out[tid] = sp.st.x;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  sp.absorb = 0u;
+  sp.sample = P2_RATE;
+}
+
+// ts: the state (16 Montgomery words), the absorb index, the sample index (GkrTranscript).
+MSL_FN p2g_sponge p2g_sponge_load(MSL_DEVICE const uint* ts, uint tid) {
+  p2g_sponge sp;
+  sp.st.x = ts[tid & 15u];
+  sp.st.half = 0u;
+  sp.absorb = ts[16];
+  sp.sample = ts[17];
+  return sp;
+}
+
+// Stores the sponge (the caller has its other threads' writes to ts ordered before this).
+MSL_FN void p2g_sponge_store(MSL_DEVICE uint* ts, MSL_THREAD const p2g_sponge& sp, uint tid) {
+  if (tid < 16u) ts[tid] = sp.st.x;
+  if (tid == 0u) {
+    ts[16] = sp.absorb;
+    ts[17] = sp.sample;
+  }
+}
+
+// transcript.Observe of v (the same on every thread): overwrite position absorb; after the 8th,
+// permute.
+MSL_FN void p2g_observe(MSL_THREAD p2g_sponge& sp, uint v, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
+                        MSL_THREADGROUP uint* out) {
+  if ((tid & 15u) == sp.absorb) sp.st.x = v;
+  sp.absorb++;
+  if (sp.absorb == P2_RATE) p2g_sponge_permute(sp, rc, tid, xs, out);
+}
+
+MSL_FN void p2g_observe4(MSL_THREAD p2g_sponge& sp, bb4 v, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
+                         MSL_THREADGROUP uint* out) {
+  for (uint c = 0u; c < 4u; c++) p2g_observe(sp, v[c], rc, tid, xs, out);
+}
+
+// transcript.Sample: permute first if observes are pending or the outputs are used up; outputs
+// are read backwards.
+MSL_FN uint p2g_sample(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
+                       MSL_THREADGROUP uint* out) {
+  if (sp.absorb != 0u || sp.sample == 0u) p2g_sponge_permute(sp, rc, tid, xs, out);
+  sp.sample--;
+  return out[sp.sample];
+}
+
+MSL_FN bb4 p2g_sample4(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
+                       MSL_THREADGROUP uint* out) {
+  uint c0 = p2g_sample(sp, rc, tid, xs, out);
+  uint c1 = p2g_sample(sp, rc, tid, xs, out);
+  uint c2 = p2g_sample(sp, rc, tid, xs, out);
+  uint c3 = p2g_sample(sp, rc, tid, xs, out);
+  return bb4_make(c0, c1, c2, c3);
+}
+
+#endif  // POSEIDON2_GROUP_H
+#line 20 "shaders/gkr/gkr.metal"
 
 #define GKR_RUN MSL_LANES
 
@@ -5781,10 +5950,19 @@ MSL_FN void gkr_group_reduce(bb4 s1, bb4 s2, bb4 s3, MSL_THREADGROUP uint* scrat
   }
 }
 
+// Where a round kernel takes λ (and r) from: the parameters, or (ch_* ≠ GKR_NONE) the Fp4 at that
+// index of ch, the log that the device transcript writes (gkr_tr_round, gkr_tr_layer_end).
+#define GKR_NONE 0xffffffffu
+
+MSL_FN bb4 gkr_challenge(MSL_DEVICE const uint* ch, uint at, uint c0, uint c1, uint c2, uint c3) {
+  return at == GKR_NONE ? bb4_make(c0, c1, c2, c3) : bb4_load(ch, at);
+}
+
 struct GkrRoundParams {
   uint log_pairs;       // pairs of rows: 2^log_pairs (tables of 2^(log_pairs+1) rows)
   uint eq_off;          // Fp4 index of the eq table's row 0
   uint l0, l1, l2, l3;  // λ (Montgomery)
+  uint ch_lambda;       // GKR_NONE, or λ's Fp4 index in ch
 };
 
 // partials[group] = (s1, s2, s3) of the round over the pairs this group visits, tables as built
@@ -5792,6 +5970,7 @@ struct GkrRoundParams {
 MSL_KERNEL void msl_kernel_gkr_round_partials(MSL_DEVICE const uint* eq              ,
                                MSL_DEVICE const uint* frac              ,
                                MSL_DEVICE uint* partials              ,
+                               MSL_DEVICE const uint* ch              ,
                                MSL_CONSTANT GkrRoundParams& p              ,
                                MSL_THREADGROUP uint* scratch                   ,
                                uint tid                                ,
@@ -5800,7 +5979,7 @@ MSL_KERNEL void msl_kernel_gkr_round_partials(MSL_DEVICE const uint* eq         
                                uint ngroups                          ) {
   uint pairs = 1u << p.log_pairs;
   uint eq_off = p.eq_off;
-  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  bb4 lambda = gkr_challenge(ch, p.ch_lambda, p.l0, p.l1, p.l2, p.l3);
   uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
@@ -5823,6 +6002,8 @@ struct GkrFoldRoundParams {
   uint eq_dst;          // Fp4 index of the folded eq table (2^(log_pairs+1) rows)
   uint l0, l1, l2, l3;  // λ
   uint r0, r1, r2, r3;  // the bound value r
+  uint ch_lambda;       // GKR_NONE, or λ's Fp4 index in ch
+  uint ch_r;            // GKR_NONE, or r's Fp4 index in ch
 };
 
 // Fold then round, in one pass: src (tables of 4P rows, P = 2^log_pairs) folded at r into dst
@@ -5833,6 +6014,7 @@ MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq          
                                     MSL_DEVICE const uint* src              ,
                                     MSL_DEVICE uint* dst              ,
                                     MSL_DEVICE uint* partials              ,
+                                    MSL_DEVICE const uint* ch              ,
                                     MSL_CONSTANT GkrFoldRoundParams& p              ,
                                     MSL_THREADGROUP uint* scratch                   ,
                                     uint tid                                ,
@@ -5842,8 +6024,8 @@ MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq          
   uint pairs = 1u << p.log_pairs;
   uint es = p.eq_src;
   uint ed = p.eq_dst;
-  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
-  bb4 r = bb4_make(p.r0, p.r1, p.r2, p.r3);
+  bb4 lambda = gkr_challenge(ch, p.ch_lambda, p.l0, p.l1, p.l2, p.l3);
+  bb4 r = gkr_challenge(ch, p.ch_r, p.r0, p.r1, p.r2, p.r3);
   uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
@@ -5874,6 +6056,136 @@ MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq          
     }
   }
   gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
+}
+
+// ------------------------------------------------------------------------------------------------
+// The layers' transcript on the device. The stage (internal/stark/gkr.go) observes each round's
+// s(1), s(2), s(3) and samples its bound value, observes each layer's claims and samples μ, then
+// the next layer's λ; these kernels do the same on a copy of the stage's transcript held in device
+// memory, so that the layers' rounds follow one another without the host: ts[0..16) is the sponge
+// state (Montgomery), ts[16] its absorb index, ts[17] its sample index (transcript.Transcript's
+// fields). Every value goes to trlog (Fp4 indices), which the stage downloads once and replays
+// through its own transcript, checking each sample against the device's.
+
+struct GkrTrRoundParams {
+  uint groups;  // partial rows of the round (12 uints each)
+  uint at;      // Fp4 index in trlog: s(1), s(2), s(3) at at .. at + 2, the bound value at at + 3
+};
+
+// One round's step: s(1), s(2), s(3) = the sum of the round's partial rows (one group of ≥ 16
+// threads; scratch: 48 bytes a thread and P2_RC_LEN uints), then observe them and sample the bound value r with the
+// group's sponge (poseidon2_group.h).
+MSL_KERNEL void msl_kernel_gkr_tr_round(MSL_DEVICE const uint* partials              ,
+                         MSL_DEVICE uint* trlog              ,
+                         MSL_DEVICE uint* ts              ,
+                         MSL_CONSTANT uint* rc              ,
+                         MSL_CONSTANT GkrTrRoundParams& p              ,
+                         MSL_THREADGROUP uint* scratch                   ,
+                         uint tid                                ,
+                         uint tpg                            ) {
+  bb4 s1 = bb4_zero();
+  bb4 s2 = bb4_zero();
+  bb4 s3 = bb4_zero();
+  // scratch: the reduce's 12 uints a thread, then (after it) the sums at 0..12, the sponge's
+  // exchanges at 16..48 and outputs at 48..64; the round constants at 64.. throughout.
+  MSL_THREADGROUP uint* rcs = scratch + 12u * tpg;
+  for (uint i = tid; i < P2_RC_LEN; i += tpg) rcs[i] = rc[i];
+  for (uint g = tid; g < p.groups; g += tpg) {
+    s1 = bb4_add(s1, bb4_load(partials, 3u * g));
+    s2 = bb4_add(s2, bb4_load(partials, 3u * g + 1u));
+    s3 = bb4_add(s3, bb4_load(partials, 3u * g + 2u));
+  }
+  gkr_group_reduce(s1, s2, s3, scratch, trlog + 4u * p.at, tid, tpg, 0u);
+  // The reduce's barriers also cover rcs. It ended with one: scratch[0..12) holds the sums for
+  // every thread.
+  MSL_THREADGROUP uint* xs = scratch + 16u;
+  MSL_THREADGROUP uint* out = scratch + 48u;
+  p2g_sponge sp = p2g_sponge_load(ts, tid);
+  for (uint k = 0u; k < 3u; k++) p2g_observe4(sp, bb4_load_tg(scratch, k), rcs, tid, xs, out);
+  bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
+  if (tid == 0u) bb4_store(trlog, p.at + 3u, r);
+  threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
+  p2g_sponge_store(ts, sp, tid);
+}
+
+struct GkrTrLayerParams {
+  uint first;      // 1: layer 1, whose claims are its two fractions as built (no bound value)
+  uint r_at;       // layers j ≥ 2: the Fp4 index in trlog of the last bound value (tab: two rows)
+  uint at;         // claims (P0, Q0, P1, Q1) at at .. at + 3, μ at at + 4
+  uint lambda_at;  // GKR_NONE: the last layer; else the next layer's λ goes there
+  uint rho_at;     // the first bound value of this layer's rounds (the next ξ's coordinates 1..)
+  uint rho_step;   // Fp4 distance between them in trlog
+  uint n_xi;       // the next layer's ξ: μ, then n_xi − 1 bound values
+  uint log_lo;     // kernels.EqTables: lo = eq of ξ's first log_lo coordinates, hi of the rest
+};
+
+// A layer's end: its claims from tab (layer 1: fractions 0 and 1 of the layer; else the two rows
+// of the folded tables, fractions 0..3, folded at the last bound value), observed, then μ and
+// the next layer's λ sampled; then (not the last layer) the halves of eq(ξ, ·) of the next layer,
+// ξ = (μ, the bound values of this layer), into halves: lo at 0, hi at 2^log_lo (EqTables).
+// One group of ≥ 16 threads (poseidon2_group.h); scratch: 48 + P2_RC_LEN uints.
+MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab              ,
+                             MSL_DEVICE uint* trlog              ,
+                             MSL_DEVICE uint* ts              ,
+                             MSL_CONSTANT uint* rc              ,
+                             MSL_DEVICE uint* halves              ,
+                             MSL_CONSTANT GkrTrLayerParams& p              ,
+                             MSL_THREADGROUP uint* scratch                   ,
+                             uint tid                                ,
+                             uint tpg                            ) {
+  // Every thread computes the claims (four lerps) and runs its part of the sponge.
+  bb4 c[4];
+  if (p.first != 0u) {
+    c[0] = gkr_p(tab, 0u);
+    c[1] = gkr_q(tab, 0u);
+    c[2] = gkr_p(tab, 1u);
+    c[3] = gkr_q(tab, 1u);
+  } else {
+    bb4 r = bb4_load(trlog, p.r_at);
+    c[0] = gkr_lerp(gkr_p(tab, 0u), gkr_p(tab, 2u), r);
+    c[1] = gkr_lerp(gkr_q(tab, 0u), gkr_q(tab, 2u), r);
+    c[2] = gkr_lerp(gkr_p(tab, 1u), gkr_p(tab, 3u), r);
+    c[3] = gkr_lerp(gkr_q(tab, 1u), gkr_q(tab, 3u), r);
+  }
+  MSL_THREADGROUP uint* xs = scratch;
+  MSL_THREADGROUP uint* out = scratch + 32u;
+  MSL_THREADGROUP uint* rcs = scratch + 48u;
+  p2g_load_constants(rc, rcs, tid, tpg);
+  p2g_sponge sp = p2g_sponge_load(ts, tid);
+  for (uint k = 0u; k < 4u; k++) {
+    if (tid == 0u) bb4_store(trlog, p.at + k, c[k]);
+    p2g_observe4(sp, c[k], rcs, tid, xs, out);
+  }
+  bb4 mu = p2g_sample4(sp, rcs, tid, xs, out);
+  if (tid == 0u) bb4_store(trlog, p.at + 4u, mu);
+  if (p.lambda_at != GKR_NONE) {
+    bb4 lambda = p2g_sample4(sp, rcs, tid, xs, out);
+    if (tid == 0u) bb4_store(trlog, p.lambda_at, lambda);
+  }
+  threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts and tab, μ is in trlog
+  p2g_sponge_store(ts, sp, tid);
+  threadgroup_barrier(mem_flags::mem_device);
+  if (p.lambda_at == GKR_NONE) return;
+  // evalsEq of each half by doubling: out[j + h] = out[j]·x_i, out[j] = out[j]·(1 − x_i).
+  for (uint half = 0u; half < 2u; half++) {
+    uint first = half == 0u ? 0u : p.log_lo;
+    uint count = half == 0u ? p.log_lo : p.n_xi - p.log_lo;
+    uint base = half == 0u ? 0u : (1u << p.log_lo);
+    if (tid == 0u) bb4_store(halves, base, bb4_one());
+    threadgroup_barrier(mem_flags::mem_device);
+    for (uint i = 0u; i < count; i++) {
+      uint k = first + i;
+      bb4 x = k == 0u ? bb4_load(trlog, p.at + 4u) : bb4_load(trlog, p.rho_at + (k - 1u) * p.rho_step);
+      bb4 one_x = bb4_sub(bb4_one(), x);
+      uint h = 1u << i;
+      for (uint j = tid; j < h; j += tpg) {
+        bb4 v = bb4_load(halves, base + j);
+        bb4_store(halves, base + j + h, bb4_mul(v, x));
+        bb4_store(halves, base + j, bb4_mul(v, one_x));
+      }
+      threadgroup_barrier(mem_flags::mem_device);
+    }
+  }
 }
 #line 1 "shaders/openings/stacked_reduction.metal"
 // stacked_reduction.metal - the stacked opening reduction's own kernels (spec B §5.3–5.4;
