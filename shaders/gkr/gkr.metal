@@ -331,7 +331,8 @@ kernel void gkr_tr_round(device const uint* partials [[buffer(0)]],
   // every thread.
   threadgroup uint* xs = scratch + 16u;
   threadgroup uint* out = scratch + 48u;
-  p2g_sponge sp = p2g_sponge_load(ts, tid);
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
   for (uint k = 0u; k < 3u; k++) p2g_observe4(sp, bb4_load_tg(scratch, k), rcs, tid, xs, out);
   bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
   if (tid == 0u) bb4_store(trlog, p.at + 3u, r);
@@ -382,7 +383,8 @@ kernel void gkr_tr_layer_end(device const uint* tab [[buffer(0)]],
   threadgroup uint* out = scratch + 32u;
   threadgroup uint* rcs = scratch + 48u;
   p2g_load_constants(rc, rcs, tid, tpg);
-  p2g_sponge sp = p2g_sponge_load(ts, tid);
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
   for (uint k = 0u; k < 4u; k++) {
     if (tid == 0u) bb4_store(trlog, p.at + k, c[k]);
     p2g_observe4(sp, c[k], rcs, tid, xs, out);
@@ -398,10 +400,10 @@ kernel void gkr_tr_layer_end(device const uint* tab [[buffer(0)]],
   threadgroup_barrier(mem_flags::mem_device);
   if (p.lambda_at == GKR_NONE) return;
   // evalsEq of each half by doubling: out[j + h] = out[j]·x_i, out[j] = out[j]·(1 − x_i).
-  for (uint half = 0u; half < 2u; half++) {
-    uint first = half == 0u ? 0u : p.log_lo;
-    uint count = half == 0u ? p.log_lo : p.n_xi - p.log_lo;
-    uint base = half == 0u ? 0u : (1u << p.log_lo);
+  for (uint side = 0u; side < 2u; side++) {
+    uint first = side == 0u ? 0u : p.log_lo;
+    uint count = side == 0u ? p.log_lo : p.n_xi - p.log_lo;
+    uint base = side == 0u ? 0u : (1u << p.log_lo);
     if (tid == 0u) bb4_store(halves, base, bb4_one());
     threadgroup_barrier(mem_flags::mem_device);
     for (uint i = 0u; i < count; i++) {

@@ -26,18 +26,22 @@ MSL_FN void p2g_load_constants(constant uint* rc, threadgroup uint* rcs, uint ti
   threadgroup_barrier(mem_flags::mem_threadgroup);
 }
 
-// The sponge's state as the group holds it: x is this thread's element, half the exchange half
-// to write next (0 or 1).
-struct p2g_state {
+// The group's sponge (transcript.Transcript): x is this thread's element of the state, buf the
+// exchange half to write next (0 or 1), absorb and sample the sponge's indices (every thread keeps
+// the same copies). One flat struct, filled in place (p2g_sponge_load): the OpenCL check of MSL
+// refuses nested structs without constructors and structs returned by value.
+struct p2g_sponge {
   uint x;
-  uint half;
+  uint buf;
+  uint absorb;
+  uint sample;
 };
 
 // Publishes every thread's value v and returns the 16 values' exchange half (after its barrier).
-MSL_FN threadgroup uint* p2g_exchange(thread p2g_state& st, uint v, uint tid, threadgroup uint* xs) {
-  threadgroup uint* buf = xs + 16u * st.half;
+MSL_FN threadgroup uint* p2g_exchange(thread p2g_sponge& st, uint v, uint tid, threadgroup uint* xs) {
+  threadgroup uint* buf = xs + 16u * st.buf;
   if (tid < 16u) buf[tid] = v;
-  st.half ^= 1u;
+  st.buf ^= 1u;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   return buf;
 }
@@ -45,7 +49,7 @@ MSL_FN threadgroup uint* p2g_exchange(thread p2g_state& st, uint v, uint tid, th
 // M_E (poseidon2.h: p2_external): mat4 on each group of four elements, then the sums of the
 // elements equal mod 4. (Reading all 16 inputs once and computing the result directly, one
 // exchange instead of two, measured 2.6× slower on an H200: 1,104 against 427 cycles.)
-MSL_FN void p2g_external(thread p2g_state& st, uint tid, threadgroup uint* xs) {
+MSL_FN void p2g_external(thread p2g_sponge& st, uint tid, threadgroup uint* xs) {
   uint k = tid & 15u;
   uint g = k & 12u, j = k & 3u;
   threadgroup uint* b = p2g_exchange(st, st.x, tid, xs);
@@ -63,7 +67,7 @@ MSL_FN void p2g_external(thread p2g_state& st, uint tid, threadgroup uint* xs) {
   st.x = bb_add(y, sum);
 }
 
-MSL_FN void p2g_full_round(thread p2g_state& st, threadgroup const uint* rc, uint off, uint tid, threadgroup uint* xs) {
+MSL_FN void p2g_full_round(thread p2g_sponge& st, threadgroup const uint* rc, uint off, uint tid, threadgroup uint* xs) {
   st.x = p2_sbox(bb_add(st.x, rc[off + (tid & 15u)]));
   p2g_external(st, tid, xs);
 }
@@ -78,7 +82,7 @@ MSL_FN uint p2g_sum16(threadgroup const uint* b) {
 }
 
 // The permutation of the group's state.
-MSL_FN void p2g_permute(thread p2g_state& st, threadgroup const uint* rc, uint tid, threadgroup uint* xs) {
+MSL_FN void p2g_permute(thread p2g_sponge& st, threadgroup const uint* rc, uint tid, threadgroup uint* xs) {
   uint k = tid & 15u;
   p2g_external(st, tid, xs);
   for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_INIT + 16u * r, tid, xs);
@@ -94,38 +98,30 @@ MSL_FN void p2g_permute(thread p2g_state& st, threadgroup const uint* rc, uint t
   for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_FINAL + 16u * r, tid, xs);
 }
 
-// The duplex sponge of transcript.Transcript over the group's state: absorb and sample are its
-// indices (every thread keeps the same copies). After each permutation the state is also left in
+// The duplex sponge over the group's state. After each permutation the state is also left in
 // out[0..16) (threadgroup memory beside xs), from which samples are read: a sample always follows
 // a permutation with no observe in between.
-struct p2g_sponge {
-  p2g_state st;
-  uint absorb;
-  uint sample;
-};
 
 MSL_FN void p2g_sponge_permute(thread p2g_sponge& sp, threadgroup const uint* rc, uint tid, threadgroup uint* xs,
                                threadgroup uint* out) {
-  p2g_permute(sp.st, rc, tid, xs);
-  if (tid < 16u) out[tid] = sp.st.x;
+  p2g_permute(sp, rc, tid, xs);
+  if (tid < 16u) out[tid] = sp.x;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   sp.absorb = 0u;
   sp.sample = P2_RATE;
 }
 
 // ts: the state (16 Montgomery words), the absorb index, the sample index (GkrTranscript).
-MSL_FN p2g_sponge p2g_sponge_load(device const uint* ts, uint tid) {
-  p2g_sponge sp;
-  sp.st.x = ts[tid & 15u];
-  sp.st.half = 0u;
+MSL_FN void p2g_sponge_load(thread p2g_sponge& sp, device const uint* ts, uint tid) {
+  sp.x = ts[tid & 15u];
+  sp.buf = 0u;
   sp.absorb = ts[16];
   sp.sample = ts[17];
-  return sp;
 }
 
 // Stores the sponge (the caller has its other threads' writes to ts ordered before this).
 MSL_FN void p2g_sponge_store(device uint* ts, thread const p2g_sponge& sp, uint tid) {
-  if (tid < 16u) ts[tid] = sp.st.x;
+  if (tid < 16u) ts[tid] = sp.x;
   if (tid == 0u) {
     ts[16] = sp.absorb;
     ts[17] = sp.sample;
@@ -136,7 +132,7 @@ MSL_FN void p2g_sponge_store(device uint* ts, thread const p2g_sponge& sp, uint 
 // permute.
 MSL_FN void p2g_observe(thread p2g_sponge& sp, uint v, threadgroup const uint* rc, uint tid, threadgroup uint* xs,
                         threadgroup uint* out) {
-  if ((tid & 15u) == sp.absorb) sp.st.x = v;
+  if ((tid & 15u) == sp.absorb) sp.x = v;
   sp.absorb++;
   if (sp.absorb == P2_RATE) p2g_sponge_permute(sp, rc, tid, xs, out);
 }

@@ -575,7 +575,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:358", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:359", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "tab", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},

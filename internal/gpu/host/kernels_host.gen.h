@@ -5646,18 +5646,22 @@ MSL_FN void p2g_load_constants(MSL_CONSTANT uint* rc, MSL_THREADGROUP uint* rcs,
   threadgroup_barrier(mem_flags::mem_threadgroup);
 }
 
-// The sponge's state as the group holds it: x is this thread's element, half the exchange half
-// to write next (0 or 1).
-struct p2g_state {
+// The group's sponge (transcript.Transcript): x is this thread's element of the state, buf the
+// exchange half to write next (0 or 1), absorb and sample the sponge's indices (every thread keeps
+// the same copies). One flat struct, filled in place (p2g_sponge_load): the OpenCL check of MSL
+// refuses nested structs without constructors and structs returned by value.
+struct p2g_sponge {
   uint x;
-  uint half;
+  uint buf;
+  uint absorb;
+  uint sample;
 };
 
 // Publishes every thread's value v and returns the 16 values' exchange half (after its barrier).
-MSL_FN MSL_THREADGROUP uint* p2g_exchange(MSL_THREAD p2g_state& st, uint v, uint tid, MSL_THREADGROUP uint* xs) {
-  MSL_THREADGROUP uint* buf = xs + 16u * st.half;
+MSL_FN MSL_THREADGROUP uint* p2g_exchange(MSL_THREAD p2g_sponge& st, uint v, uint tid, MSL_THREADGROUP uint* xs) {
+  MSL_THREADGROUP uint* buf = xs + 16u * st.buf;
   if (tid < 16u) buf[tid] = v;
-  st.half ^= 1u;
+  st.buf ^= 1u;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   return buf;
 }
@@ -5665,7 +5669,7 @@ MSL_FN MSL_THREADGROUP uint* p2g_exchange(MSL_THREAD p2g_state& st, uint v, uint
 // M_E (poseidon2.h: p2_external): mat4 on each group of four elements, then the sums of the
 // elements equal mod 4. (Reading all 16 inputs once and computing the result directly, one
 // exchange instead of two, measured 2.6× slower on an H200: 1,104 against 427 cycles.)
-MSL_FN void p2g_external(MSL_THREAD p2g_state& st, uint tid, MSL_THREADGROUP uint* xs) {
+MSL_FN void p2g_external(MSL_THREAD p2g_sponge& st, uint tid, MSL_THREADGROUP uint* xs) {
   uint k = tid & 15u;
   uint g = k & 12u, j = k & 3u;
   MSL_THREADGROUP uint* b = p2g_exchange(st, st.x, tid, xs);
@@ -5683,7 +5687,7 @@ MSL_FN void p2g_external(MSL_THREAD p2g_state& st, uint tid, MSL_THREADGROUP uin
   st.x = bb_add(y, sum);
 }
 
-MSL_FN void p2g_full_round(MSL_THREAD p2g_state& st, MSL_THREADGROUP const uint* rc, uint off, uint tid, MSL_THREADGROUP uint* xs) {
+MSL_FN void p2g_full_round(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* rc, uint off, uint tid, MSL_THREADGROUP uint* xs) {
   st.x = p2_sbox(bb_add(st.x, rc[off + (tid & 15u)]));
   p2g_external(st, tid, xs);
 }
@@ -5698,7 +5702,7 @@ MSL_FN uint p2g_sum16(MSL_THREADGROUP const uint* b) {
 }
 
 // The permutation of the group's state.
-MSL_FN void p2g_permute(MSL_THREAD p2g_state& st, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs) {
+MSL_FN void p2g_permute(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs) {
   uint k = tid & 15u;
   p2g_external(st, tid, xs);
   for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_INIT + 16u * r, tid, xs);
@@ -5714,38 +5718,30 @@ MSL_FN void p2g_permute(MSL_THREAD p2g_state& st, MSL_THREADGROUP const uint* rc
   for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_FINAL + 16u * r, tid, xs);
 }
 
-// The duplex sponge of transcript.Transcript over the group's state: absorb and sample are its
-// indices (every thread keeps the same copies). After each permutation the state is also left in
+// The duplex sponge over the group's state. After each permutation the state is also left in
 // out[0..16) (threadgroup memory beside xs), from which samples are read: a sample always follows
 // a permutation with no observe in between.
-struct p2g_sponge {
-  p2g_state st;
-  uint absorb;
-  uint sample;
-};
 
 MSL_FN void p2g_sponge_permute(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
                                MSL_THREADGROUP uint* out) {
-  p2g_permute(sp.st, rc, tid, xs);
-  if (tid < 16u) out[tid] = sp.st.x;
+  p2g_permute(sp, rc, tid, xs);
+  if (tid < 16u) out[tid] = sp.x;
   threadgroup_barrier(mem_flags::mem_threadgroup);
   sp.absorb = 0u;
   sp.sample = P2_RATE;
 }
 
 // ts: the state (16 Montgomery words), the absorb index, the sample index (GkrTranscript).
-MSL_FN p2g_sponge p2g_sponge_load(MSL_DEVICE const uint* ts, uint tid) {
-  p2g_sponge sp;
-  sp.st.x = ts[tid & 15u];
-  sp.st.half = 0u;
+MSL_FN void p2g_sponge_load(MSL_THREAD p2g_sponge& sp, MSL_DEVICE const uint* ts, uint tid) {
+  sp.x = ts[tid & 15u];
+  sp.buf = 0u;
   sp.absorb = ts[16];
   sp.sample = ts[17];
-  return sp;
 }
 
 // Stores the sponge (the caller has its other threads' writes to ts ordered before this).
 MSL_FN void p2g_sponge_store(MSL_DEVICE uint* ts, MSL_THREAD const p2g_sponge& sp, uint tid) {
-  if (tid < 16u) ts[tid] = sp.st.x;
+  if (tid < 16u) ts[tid] = sp.x;
   if (tid == 0u) {
     ts[16] = sp.absorb;
     ts[17] = sp.sample;
@@ -5756,7 +5752,7 @@ MSL_FN void p2g_sponge_store(MSL_DEVICE uint* ts, MSL_THREAD const p2g_sponge& s
 // permute.
 MSL_FN void p2g_observe(MSL_THREAD p2g_sponge& sp, uint v, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
                         MSL_THREADGROUP uint* out) {
-  if ((tid & 15u) == sp.absorb) sp.st.x = v;
+  if ((tid & 15u) == sp.absorb) sp.x = v;
   sp.absorb++;
   if (sp.absorb == P2_RATE) p2g_sponge_permute(sp, rc, tid, xs, out);
 }
@@ -6100,7 +6096,8 @@ MSL_KERNEL void msl_kernel_gkr_tr_round(MSL_DEVICE const uint* partials         
   // every thread.
   MSL_THREADGROUP uint* xs = scratch + 16u;
   MSL_THREADGROUP uint* out = scratch + 48u;
-  p2g_sponge sp = p2g_sponge_load(ts, tid);
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
   for (uint k = 0u; k < 3u; k++) p2g_observe4(sp, bb4_load_tg(scratch, k), rcs, tid, xs, out);
   bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
   if (tid == 0u) bb4_store(trlog, p.at + 3u, r);
@@ -6151,7 +6148,8 @@ MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab          
   MSL_THREADGROUP uint* out = scratch + 32u;
   MSL_THREADGROUP uint* rcs = scratch + 48u;
   p2g_load_constants(rc, rcs, tid, tpg);
-  p2g_sponge sp = p2g_sponge_load(ts, tid);
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
   for (uint k = 0u; k < 4u; k++) {
     if (tid == 0u) bb4_store(trlog, p.at + k, c[k]);
     p2g_observe4(sp, c[k], rcs, tid, xs, out);
@@ -6167,10 +6165,10 @@ MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab          
   threadgroup_barrier(mem_flags::mem_device);
   if (p.lambda_at == GKR_NONE) return;
   // evalsEq of each half by doubling: out[j + h] = out[j]·x_i, out[j] = out[j]·(1 − x_i).
-  for (uint half = 0u; half < 2u; half++) {
-    uint first = half == 0u ? 0u : p.log_lo;
-    uint count = half == 0u ? p.log_lo : p.n_xi - p.log_lo;
-    uint base = half == 0u ? 0u : (1u << p.log_lo);
+  for (uint side = 0u; side < 2u; side++) {
+    uint first = side == 0u ? 0u : p.log_lo;
+    uint count = side == 0u ? p.log_lo : p.n_xi - p.log_lo;
+    uint base = side == 0u ? 0u : (1u << p.log_lo);
     if (tid == 0u) bb4_store(halves, base, bb4_one());
     threadgroup_barrier(mem_flags::mem_device);
     for (uint i = 0u; i < count; i++) {
