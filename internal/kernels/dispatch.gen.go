@@ -624,6 +624,20 @@ func (v gkrTrLayerParams) arg() gpu.Arg {
 	return gpu.U32(v.first, v.rAt, v.at, v.lambdaAt, v.rhoAt, v.rhoStep, v.nXi, v.logLo)
 }
 
+// gkrSmallParams is the value struct GkrSmallParams of the shaders: uint fields in declaration order.
+type gkrSmallParams struct {
+	logPairs uint32
+	fold     uint32
+	rAt      uint32
+	eqOff    uint32
+	lambdaAt uint32
+	at       uint32
+}
+
+func (v gkrSmallParams) arg() gpu.Arg {
+	return gpu.U32(v.logPairs, v.fold, v.rAt, v.eqOff, v.lambdaAt, v.at)
+}
+
 // srUniParams is the value struct SrUniParams of the shaders: uint fields in declaration order.
 type srUniParams struct {
 	sliceFirst uint32
@@ -1017,6 +1031,11 @@ func dispatchGkrTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, partials *gpu.Buff
 // dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:359).
 func dispatchGkrTrLayerEnd(enc *gpu.Batch, groups, tpg gpu.Dim3, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, halves *gpu.Buffer, p gkrTrLayerParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_layer_end", groups, tpg, []gpu.Arg{gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(halves), p.arg()}, scratchBytes)
+}
+
+// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:445).
+func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p gkrSmallParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
 // dispatchSrUniPartials encodes kernel sr_uni_partials (shaders/openings/stacked_reduction.metal:71).

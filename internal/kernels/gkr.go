@@ -519,6 +519,67 @@ func (t *GkrTranscript) EncodeLayerEnd(b *gpu.Batch, e GkrLayerEnd) error {
 	return b.Err()
 }
 
+// GkrSmallLog bounds the rounds EncodeSmallRounds runs: from tables of at most 2^(GkrSmallLog+1)
+// rows (GKR_SMALL_LOG of gkr.metal; 27 KiB of threadgroup memory with 128 threads).
+const GkrSmallLog = 7
+
+// GkrSmallRounds are the last rounds of one layer, run by gkr_tr_small_rounds in one group.
+type GkrSmallRounds struct {
+	// Eq and EqOff: the eq table the first round uses (Fold: the previous round's, twice the rows).
+	Eq    *gpu.Array[Mont4]
+	EqOff int
+	// Src: the first round's tables, 2^(LogPairs+1) rows; with Fold the previous round's (twice
+	// the rows), folded at the bound value at Log[RAt].
+	Src      *gpu.Array[GkrFraction]
+	LogPairs int
+	Fold     bool
+	RAt      int
+	// LambdaAt: the layer's λ in the log; At: the first round's s(1), s(2), s(3), r go to
+	// Log[At .. At+4), each next round's 4 later, down to one pair.
+	LambdaAt, At int
+	// Tab receives the last round's two rows (4 fractions) for EncodeLayerEnd; it may be Src.
+	Tab *gpu.Array[GkrFraction]
+}
+
+// EncodeSmallRounds encodes the rounds of e: 1 + LogPairs rounds, one launch.
+func (t *GkrTranscript) EncodeSmallRounds(b *gpu.Batch, e GkrSmallRounds) error {
+	if t.state == nil {
+		return fmt.Errorf("kernels: GkrTranscript used after Close")
+	}
+	if e.LogPairs < 0 || e.LogPairs > GkrSmallLog {
+		return fmt.Errorf("kernels: GkrSmallRounds: 2^%d pairs (at most 2^%d)", e.LogPairs, GkrSmallLog)
+	}
+	rows := 2 << e.LogPairs
+	srcRows := rows
+	if e.Fold {
+		srcRows *= 2
+	}
+	if err := checkArray("GkrSmallRounds", e.Src, 2*srcRows); err != nil {
+		return err
+	}
+	if err := checkArray("GkrSmallRounds", e.Tab, 4); err != nil {
+		return err
+	}
+	if err := checkArray("GkrSmallRounds", e.Eq, e.EqOff+srcRows); err != nil || e.EqOff < 0 {
+		return fmt.Errorf("kernels: GkrSmallRounds: eq table of %d rows at %d: %v", srcRows, e.EqOff, err)
+	}
+	n := t.Log.Len()
+	rounds := e.LogPairs + 1
+	if e.At < 0 || e.At+4*rounds > n || e.LambdaAt < 0 || e.LambdaAt >= n || (e.Fold && (e.RAt < 0 || e.RAt >= n)) {
+		return fmt.Errorf("kernels: GkrSmallRounds: %d rounds at %d, λ at %d, r at %d, log of %d", rounds, e.At, e.LambdaAt, e.RAt, n)
+	}
+	tpg, err := t.groupFor("gkr_tr_small_rounds", 128)
+	if err != nil {
+		return err
+	}
+	words := 20*rows + 12*tpg + 48 + poseidon2RCLen
+	p := gkrSmallParams{logPairs: uint32(e.LogPairs), fold: uint32(b2u(e.Fold)), rAt: uint32(max(e.RAt, 0)), eqOff: uint32(e.EqOff),
+		lambdaAt: uint32(e.LambdaAt), at: uint32(e.At)}
+	dispatchGkrTrSmallRounds(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Eq.Buffer, e.Src.Buffer, e.Tab.Buffer, t.Log.Buffer, t.state.Buffer,
+		t.rc.Buffer, p, uint32(4*words))
+	return b.Err()
+}
+
 // ReadLog downloads the first n values of the log (the stage's one sync).
 func (t *GkrTranscript) ReadLog(n int) ([]field.Fp4, error) {
 	if t.state == nil {

@@ -491,7 +491,10 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 				return nil, err
 			}
 			cur := j
-			for t := range j - 1 {
+			// Round t has 2^(j−2−t) pairs: the last rounds, from 2^GkrSmallLog pairs down, run in
+			// one launch (EncodeSmallRounds).
+			small := max(0, j-2-kernels.GkrSmallLog)
+			for t := range small {
 				from := kernels.GkrFromLog{Tr: tt, Lambda: at[j].lambda, R: at[j].rounds + 4*(t-1) + 3}
 				if t == 0 {
 					from.R = from.Lambda
@@ -506,6 +509,13 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 				if err != nil {
 					return nil, err
 				}
+			}
+			// Before round small, the tables are g.layers[cur] (2^(cur−1) rows) and the eq table
+			// sits at 2^(cur−1): round 0's as built, or the previous round's, folded by the kernel.
+			e := kernels.GkrSmallRounds{Eq: g.eq, EqOff: 1 << (cur - 1), Src: g.layers[cur], LogPairs: j - 2 - small,
+				Fold: small > 0, RAt: at[j].rounds + 4*(small-1) + 3, LambdaAt: at[j].lambda, At: at[j].rounds + 4*small, Tab: g.layers[2]}
+			if err := tt.EncodeSmallRounds(b, e); err != nil {
+				return nil, err
 			}
 		}
 		e := kernels.GkrLayerEnd{At: at[j].end, Tab: g.layers[1], First: j == 1}

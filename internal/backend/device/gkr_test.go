@@ -3,6 +3,7 @@ package device_test
 import (
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/metalprove/metalprove/internal/air"
@@ -11,8 +12,10 @@ import (
 	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // statement is a multi-AIR statement set up on a backend: its key, loaded traces and stage
@@ -143,6 +146,53 @@ func TestGkrProverMatchesCpuref(t *testing.T) {
 			dg.Release()
 			if got := testDev.Stats().MemoryInUse; got != mem {
 				t.Errorf("after Release: %d bytes in use, want %d", got, mem)
+			}
+		})
+	}
+}
+
+// TestGkrStageMatchesCpuref runs the whole GKR stage (stark.ProveGkr) on the device, whose prover
+// runs the layers with the transcript on the device (stark.GkrDeviceLayers: rounds of ≥ 2^8 pairs
+// as fold and transcript-step launches, the smaller ones in one launch a layer), and on cpuref
+// from the same transcript: the proofs, the outcomes and the transcripts after it must agree.
+// pair-1024-app's layers reach 2^13 rows, so both kinds of rounds and the switch between them run.
+func TestGkrStageMatchesCpuref(t *testing.T) {
+	be, err := device.New(testDev, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	maxLayers := 0
+	defer func() {
+		// Layer j's rounds of ≥ 2^(GkrSmallLog+1) pairs exist from j = GkrSmallLog + 3 on.
+		if maxLayers < kernels.GkrSmallLog+4 {
+			t.Errorf("the largest case has %d layers: the large rounds and the switch did not run", maxLayers)
+		}
+	}()
+	for ci, tc := range gkrCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.p(t)
+			ins := tc.ins()
+			dst := setUp(t, be.Stages(), p, ins)
+			rst := setUp(t, cpuref.New(), p, ins)
+			r := rand.New(rand.NewPCG(uint64(ci), 0x57a6e))
+			var dtr, rtr transcript.Transcript
+			for range 5 + ci%7 { // the stage starts at any absorb index
+				x := field.New(uint32(r.Uint64() % uint64(field.P)))
+				dtr.Observe(x)
+				rtr.Observe(x)
+			}
+			dp, dout, err := stark.ProveGkr(be.Stages().Gkr, transcript.HostGrinder{}, &dtr, p, dst.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rp, rout, err := stark.ProveGkr(cpuref.Backend{}, transcript.HostGrinder{}, &rtr, p, rst.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			maxLayers = max(maxLayers, len(rp.ClaimsPerLayer))
+			if !reflect.DeepEqual(dp, rp) || !reflect.DeepEqual(dout, rout) || !dtr.Same(&rtr) {
+				t.Fatalf("the device's GKR stage differs from cpuref's (%d layers)", len(rp.ClaimsPerLayer))
 			}
 		})
 	}

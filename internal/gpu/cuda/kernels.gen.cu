@@ -6187,6 +6187,103 @@ MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab          
     }
   }
 }
+
+// The rounds of a layer whose tables have at most 2^(GKR_SMALL_LOG+1) rows, run by one group in
+// threadgroup memory, one launch for all of them: each round's sums over the pairs, the transcript
+// step (observe s(1), s(2), s(3), sample the bound value r: the group's sponge), then the tables
+// and eq folded at r in place, until one pair is left. A round of the other path costs two
+// launches (fold and round, transcript step) with ≥ 5 µs of launch latency each on an H200, and
+// the small rounds are most of a proof's rounds (the last 8 of every layer).
+#define GKR_SMALL_LOG 7u
+
+struct GkrSmallParams {
+  uint log_pairs;  // pairs of the first round run here: 2^log_pairs ≤ 2^GKR_SMALL_LOG
+  uint fold;       // 1: src and eq hold the previous round's tables (twice the rows), folded here
+                   // at trlog[r_at]; 0: they are the first round's
+  uint r_at;       // the previous round's bound value (fold)
+  uint eq_off;     // Fp4 index of the eq table loaded (the previous round's when fold)
+  uint lambda_at;  // λ's Fp4 index in trlog
+  uint at;         // the first round's s(1), s(2), s(3), r at at .. at + 3, each next round's 4 later
+};
+
+// After the last round (one pair, two rows) the two rows go to tab (fractions 0..3), which
+// gkr_tr_layer_end folds at the last bound value. tab may be src (layer 2). One group of ≥ 16
+// threads; scratch: 20·rows + 12·tpg + 48 + P2_RC_LEN uints, rows = 2^(log_pairs+1).
+MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq              ,
+                                MSL_DEVICE const uint* src              ,
+                                MSL_DEVICE uint* tab              ,
+                                MSL_DEVICE uint* trlog              ,
+                                MSL_DEVICE uint* ts              ,
+                                MSL_CONSTANT uint* rc              ,
+                                MSL_CONSTANT GkrSmallParams& p              ,
+                                MSL_THREADGROUP uint* scratch                   ,
+                                uint tid                                ,
+                                uint tpg                            ) {
+  uint rows = 2u << p.log_pairs;
+  MSL_THREADGROUP uint* T = scratch;        // row k: fractions 2k, 2k + 1 (16 uints)
+  MSL_THREADGROUP uint* E = T + 16u * rows;  // eq, one Fp4 a row
+  MSL_THREADGROUP uint* red = E + 4u * rows;  // the reduce's 12 uints a thread; the sums at 0..12 after it
+  MSL_THREADGROUP uint* xs = red + 12u * tpg;
+  MSL_THREADGROUP uint* out = xs + 32u;
+  MSL_THREADGROUP uint* rcs = out + 16u;
+  for (uint i = tid; i < P2_RC_LEN; i += tpg) rcs[i] = rc[i];
+  bb4 lambda = bb4_load(trlog, p.lambda_at);
+  if (p.fold != 0u) {
+    bb4 r = bb4_load(trlog, p.r_at);  // new row m = lerp(rows 2m, 2m + 1)
+    for (uint m = tid; m < rows; m += tpg) {
+      for (uint c = 0u; c < 4u; c++) bb4_store_tg(T, 4u * m + c, gkr_lerp(bb4_load(src, 8u * m + c), bb4_load(src, 8u * m + 4u + c), r));
+      bb4_store_tg(E, m, gkr_lerp(bb4_load(eq, p.eq_off + 2u * m), bb4_load(eq, p.eq_off + 2u * m + 1u), r));
+    }
+  } else {
+    for (uint m = tid; m < rows; m += tpg) {
+      for (uint c = 0u; c < 4u; c++) bb4_store_tg(T, 4u * m + c, bb4_load(src, 4u * m + c));
+      bb4_store_tg(E, m, bb4_load(eq, p.eq_off + m));
+    }
+  }
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  uint at = p.at;
+  for (uint lp = p.log_pairs + 1u; lp > 0u; lp--) {
+    uint pairs = 1u << (lp - 1u);
+    bb4 s1 = bb4_zero();
+    bb4 s2 = bb4_zero();
+    bb4 s3 = bb4_zero();
+    for (uint y = tid; y < pairs; y += tpg) {
+      uint f = 4u * y;  // fraction f: p at Fp4 2f, q at 2f + 1
+      gkr_pair_terms(bb4_load_tg(E, 2u * y), bb4_load_tg(T, 2u * f), bb4_load_tg(T, 2u * f + 1u), bb4_load_tg(T, 2u * f + 2u),
+                     bb4_load_tg(T, 2u * f + 3u), bb4_load_tg(E, 2u * y + 1u), bb4_load_tg(T, 2u * f + 4u),
+                     bb4_load_tg(T, 2u * f + 5u), bb4_load_tg(T, 2u * f + 6u), bb4_load_tg(T, 2u * f + 7u), lambda, s1, s2,
+                     s3);
+    }
+    gkr_group_reduce(s1, s2, s3, red, trlog + 4u * at, tid, tpg, 0u);
+    for (uint k = 0u; k < 3u; k++) p2g_observe4(sp, bb4_load_tg(red, k), rcs, tid, xs, out);
+    bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
+    if (tid == 0u) bb4_store(trlog, at + 3u, r);
+    at += 4u;
+    if (pairs == 1u) break;
+    // Fold in place, in chunks of tpg new rows: a chunk reads old rows beyond every row an
+    // earlier chunk wrote, and writes rows no later chunk reads.
+    for (uint m0 = 0u; m0 < pairs; m0 += tpg) {
+      uint m = m0 + tid;
+      bb4 v[5];
+      if (m < pairs) {
+        for (uint c = 0u; c < 4u; c++) v[c] = gkr_lerp(bb4_load_tg(T, 8u * m + c), bb4_load_tg(T, 8u * m + 4u + c), r);
+        v[4] = gkr_lerp(bb4_load_tg(E, 2u * m), bb4_load_tg(E, 2u * m + 1u), r);
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      if (m < pairs) {
+        for (uint c = 0u; c < 4u; c++) bb4_store_tg(T, 4u * m + c, v[c]);
+        bb4_store_tg(E, m, v[4]);
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+  }
+  // The last round's two rows, for the layer's end.
+  for (uint i = tid; i < 8u; i += tpg) bb4_store(tab, i, bb4_load_tg(T, i));
+  threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
+  p2g_sponge_store(ts, sp, tid);
+}
 #line 1 "shaders/openings/stacked_reduction.metal"
 // stacked_reduction.metal - the stacked opening reduction's own kernels (spec B §5.3–5.4;
 // cpuref stackingProver): the round-0 sums over the stacked matrix Q and the tables q(u_0; x),
@@ -7461,6 +7558,20 @@ extern "C" __global__ void mslk_gkr_tr_layer_end(MSL_DEVICE const uint* tab, MSL
       ts,
       rc,
       halves,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
+}
+
+extern "C" __global__ void mslk_gkr_tr_small_rounds(MSL_DEVICE const uint* eq, MSL_DEVICE const uint* src, MSL_DEVICE uint* tab, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_CONSTANT GkrSmallParams p, unsigned tg_off_0) {
+  msl_kernel_gkr_tr_small_rounds(
+      eq,
+      src,
+      tab,
+      trlog,
+      ts,
+      rc,
       p,
       (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
       msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),

@@ -586,6 +586,18 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 	}},
+	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:445", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
+		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "tab", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 4},
+		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 5},
+		{Name: "p", Type: "constant GkrSmallParams&", Kind: ParamValue, Index: 6, ValueSize: 24},
+		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_index_in_threadgroup"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
+	}},
 	{Name: "sr_uni_partials", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:71", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
