@@ -5642,6 +5642,30 @@ MSL_KERNEL void msl_kernel_zc_uni_pieces(MSL_DEVICE const uint* prog            
 #define POSEIDON2_GROUP_H
 #line 22 "shaders/include/poseidon2_group.h"
 
+// The permutation's additions and products end with a minimum (of t and t − p as unsigned
+// values) instead of a comparison and a conditional addition: two dependent steps instead of three,
+// and this permutation is one chain of latencies (H200 micro-benchmark: 10,387 → 8,353 cycles a
+// permutation, M_E 436 → 318, the 21 S-boxes 3,417 → 3,046). Same values as bb_add and bb_mul.
+MSL_FN uint p2g_add(uint a, uint b) {
+  uint t = a + b;  // < 2p < 2^32
+  return min(t, t - BB_P);
+}
+
+MSL_FN uint p2g_mul(uint a, uint b) {
+  uint lo = a * b;
+  uint hi = mulhi(a, b);
+  uint m = lo * BB_PINV;
+  uint r = hi - mulhi(m, BB_P);  // hi − hi(m·p), wrapped when negative
+  return min(r, r + BB_P);
+}
+
+MSL_FN uint p2g_sbox(uint x) {  // x^7
+  uint x2 = p2g_mul(x, x);
+  uint x3 = p2g_mul(x2, x);
+  uint x4 = p2g_mul(x2, x2);
+  return p2g_mul(x3, x4);
+}
+
 // Copies the P2_RC_LEN round constants to rcs (threadgroup memory); a barrier follows.
 MSL_FN void p2g_load_constants(MSL_CONSTANT uint* rc, MSL_THREADGROUP uint* rcs, uint tid, uint tpg) {
   for (uint i = tid; i < P2_RC_LEN; i += tpg) rcs[i] = rc[i];
@@ -5676,31 +5700,31 @@ MSL_FN void p2g_external(MSL_THREAD p2g_sponge& st, uint tid, MSL_THREADGROUP ui
   uint g = k & 12u, j = k & 3u;
   MSL_THREADGROUP uint* b = p2g_exchange(st, st.x, tid, xs);
   uint x0 = b[g], x1 = b[g + 1u], x2 = b[g + 2u], x3 = b[g + 3u];
-  uint t01 = bb_add(x0, x1);
-  uint t23 = bb_add(x2, x3);
-  uint t0123 = bb_add(t01, t23);
+  uint t01 = p2g_add(x0, x1);
+  uint t23 = p2g_add(x2, x3);
+  uint t0123 = p2g_add(t01, t23);
   // p2_mat4_lane: out0 = t0123 + x1 + t01, out1 = t0123 + x1 + 2·x2, out2 = t0123 + x3 + t23,
   // out3 = t0123 + x3 + 2·x0.
   uint a = j < 2u ? x1 : x3;
-  uint c = j == 0u ? t01 : (j == 1u ? bb_double(x2) : (j == 2u ? t23 : bb_double(x0)));
-  uint y = bb_add(bb_add(t0123, a), c);
+  uint c = j == 0u ? t01 : (j == 1u ? p2g_add(x2, x2) : (j == 2u ? t23 : p2g_add(x0, x0)));
+  uint y = p2g_add(p2g_add(t0123, a), c);
   b = p2g_exchange(st, y, tid, xs);
-  uint sum = bb_add(bb_add(b[j], b[4u + j]), bb_add(b[8u + j], b[12u + j]));
-  st.x = bb_add(y, sum);
+  uint sum = p2g_add(p2g_add(b[j], b[4u + j]), p2g_add(b[8u + j], b[12u + j]));
+  st.x = p2g_add(y, sum);
 }
 
 MSL_FN void p2g_full_round(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* rc, uint off, uint tid, MSL_THREADGROUP uint* xs) {
-  st.x = p2_sbox(bb_add(st.x, rc[off + (tid & 15u)]));
+  st.x = p2g_sbox(p2g_add(st.x, rc[off + (tid & 15u)]));
   p2g_external(st, tid, xs);
 }
 
 // The sum of 16 exchanged values, as a tree (depth 4).
 MSL_FN uint p2g_sum16(MSL_THREADGROUP const uint* b) {
-  uint t0 = bb_add(bb_add(b[0], b[1]), bb_add(b[2], b[3]));
-  uint t1 = bb_add(bb_add(b[4], b[5]), bb_add(b[6], b[7]));
-  uint t2 = bb_add(bb_add(b[8], b[9]), bb_add(b[10], b[11]));
-  uint t3 = bb_add(bb_add(b[12], b[13]), bb_add(b[14], b[15]));
-  return bb_add(bb_add(t0, t1), bb_add(t2, t3));
+  uint t0 = p2g_add(p2g_add(b[0], b[1]), p2g_add(b[2], b[3]));
+  uint t1 = p2g_add(p2g_add(b[4], b[5]), p2g_add(b[6], b[7]));
+  uint t2 = p2g_add(p2g_add(b[8], b[9]), p2g_add(b[10], b[11]));
+  uint t3 = p2g_add(p2g_add(b[12], b[13]), p2g_add(b[14], b[15]));
+  return p2g_add(p2g_add(t0, t1), p2g_add(t2, t3));
 }
 
 // The permutation of the group's state.
@@ -5712,10 +5736,10 @@ MSL_FN void p2g_permute(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* r
   // M_I = J + diag(V): x_k ← Σ_i x_i + V_k·x_k.
   uint diag = rc[P2_RC_DIAG + k];
   for (uint r = 0u; r < 13u; r++) {
-    uint s0 = p2_sbox(bb_add(st.x, rc[P2_RC_INTERNAL + r]));
+    uint s0 = p2g_sbox(p2g_add(st.x, rc[P2_RC_INTERNAL + r]));
     uint y = k == 0u ? s0 : st.x;
     MSL_THREADGROUP uint* b = p2g_exchange(st, y, tid, xs);
-    st.x = bb_add(p2g_sum16(b), bb_mul(diag, y));
+    st.x = p2g_add(p2g_sum16(b), p2g_mul(diag, y));
   }
   for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_FINAL + 16u * r, tid, xs);
 }
