@@ -366,7 +366,8 @@ func (s *GkrSumcheck) ReadRound() ([3]field.Fp4, error) {
 }
 
 // GkrTranscript is a copy of the GKR stage's transcript in device memory, with which the layers'
-// rounds follow one another on the device (gkr.metal: gkr_tr_round, gkr_tr_layer_end): the
+// rounds follow one another on the device (gkr.metal: gkr_tr_round, gkr_tr_small_rounds,
+// gkr_tr_layer_end, over the group sponge of poseidon2_group.h): the
 // sponge state (16 Montgomery words, then the absorb and sample indices of transcript.Transcript)
 // and Log, the Fp4 values the kernels write (the rounds' sums and bound values, the layers'
 // claims, μ and λ), which the stage downloads once and replays through its own transcript.

@@ -350,8 +350,8 @@ func TestGkrTables(t *testing.T) {
 // observed, a bound value sampled) and its layer ends (claims of layer 1 and of folded tables, μ,
 // the next λ, the next layer's eq halves) give what transcript.Transcript and the host's
 // arithmetic give, from transcript states with observes pending (the host device runs the
-// kernels' one-thread groups; GPUs' 256-thread groups are checked by the CUDA selftest's GKR
-// stages and proofs).
+// group sponge of poseidon2_group.h as 16 fibers; GPUs' groups of 32 and 256 threads are checked
+// by the CUDA selftest's GKR stages and proofs).
 func TestGkrTranscriptMatchesHost(t *testing.T) {
 	h, err := NewPoseidon2(testDev)
 	if err != nil {
