@@ -434,9 +434,9 @@ var _ stark.GkrDeviceLayers = (*gkrProver)(nil)
 // ProveLayers implements stark.GkrDeviceLayers: every layer's rounds encoded at once, the
 // transcript steps on the device (kernels.GkrTranscript), one download of the log at the end.
 // Per layer j: the eq table from the halves the previous layer's end wrote (ξ on the device),
-// each round's partials with λ and the last bound value read from the log, the round's
-// transcript step (its sums, the bound value), the layer's end (claims, μ, the next λ and eq
-// halves). The log holds, per layer, λ (j ≥ 2), four values a round (s(1), s(2), s(3), r) and
+// each large round's partials with λ and the last bound value read from the log and its
+// transcript step (its sums, the bound value), the rounds of ≤ 2^GkrSmallLog pairs in one launch
+// (EncodeSmallRounds), the layer's end (claims, μ, the next λ and eq halves). The log holds, per layer, λ (j ≥ 2), four values a round (s(1), s(2), s(3), r) and
 // five at the end (the claims, μ).
 func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun, error) {
 	g.mu.Lock()
