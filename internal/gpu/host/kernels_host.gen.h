@@ -945,11 +945,57 @@ MSL_FN void p2_full_round(MSL_THREAD uint* s, MSL_CONSTANT uint* rc, uint off) {
   p2_external_sums(s);
 }
 
-// The 13 partial rounds: S-box on element 0 only, then M_I = J + diag(V). `part` carries, per
-// lane, the sum of elements 1..15 from one round to the next.
+// x·2^-k for x < p (1 ≤ k ≤ 27), fully reduced, by shifts: with m = −x mod 2^k, x + m·p is a
+// multiple of 2^k (p ≡ 1 mod 2^27) below 2^k·p, and (x + m·p) / 2^k = (x + m) / 2^k + 15·m·2^(27−k).
+// A product by a constant keeps the Montgomery form (c·xR = (cx)R), so this is the product of
+// the state element by the field element 2^-k.
+MSL_FN uint p2_mul_2exp_neg(uint x, uint k) {
+  uint m = (0u - x) & ((1u << k) - 1u);
+  return ((x + m) >> k) + ((m << (31u - k)) - (m << (27u - k)));
+}
+
+// Elements 1..15 of lane l become full + V[i]·x_i, with the BabyBear width-16 diagonal (Plonky3's
+// BABYBEAR_INTERNAL_DIAGONAL; rc[P2_RC_DIAG..] holds the same values)
+//   V = [−2, 1, 2, 1/2, 3, 4, −1/2, −3, −4, 1/2^8, 1/4, 1/8, 1/2^27, −1/2^8, −1/16, −1/2^27]
+// by additions and shifts instead of 15 Montgomery products (a quarter of a permutation's
+// products); returns their sum, the next round's `part`, as a tree.
+MSL_FN uint p2_internal_diag(MSL_THREAD uint* s, uint l, uint full) {
+#define P2_E(i) s[(i) * MSL_LANES + l]
+  uint x2 = bb_add(P2_E(2u), P2_E(2u));
+  uint x4 = bb_add(P2_E(4u), P2_E(4u));
+  uint x5 = bb_add(P2_E(5u), P2_E(5u));
+  uint x7 = bb_add(P2_E(7u), P2_E(7u));
+  uint x8 = bb_add(P2_E(8u), P2_E(8u));
+  uint v1 = bb_add(full, P2_E(1u));
+  uint v2 = bb_add(full, x2);
+  uint v3 = bb_add(full, p2_mul_2exp_neg(P2_E(3u), 1u));
+  uint v4 = bb_add(full, bb_add(x4, P2_E(4u)));
+  uint v5 = bb_add(full, bb_add(x5, x5));
+  uint v6 = bb_sub(full, p2_mul_2exp_neg(P2_E(6u), 1u));
+  uint v7 = bb_sub(full, bb_add(x7, P2_E(7u)));
+  uint v8 = bb_sub(full, bb_add(x8, x8));
+  uint v9 = bb_add(full, p2_mul_2exp_neg(P2_E(9u), 8u));
+  uint v10 = bb_add(full, p2_mul_2exp_neg(P2_E(10u), 2u));
+  uint v11 = bb_add(full, p2_mul_2exp_neg(P2_E(11u), 3u));
+  uint v12 = bb_add(full, p2_mul_2exp_neg(P2_E(12u), 27u));
+  uint v13 = bb_sub(full, p2_mul_2exp_neg(P2_E(13u), 8u));
+  uint v14 = bb_sub(full, p2_mul_2exp_neg(P2_E(14u), 4u));
+  uint v15 = bb_sub(full, p2_mul_2exp_neg(P2_E(15u), 27u));
+  P2_E(1u) = v1; P2_E(2u) = v2; P2_E(3u) = v3; P2_E(4u) = v4; P2_E(5u) = v5;
+  P2_E(6u) = v6; P2_E(7u) = v7; P2_E(8u) = v8; P2_E(9u) = v9; P2_E(10u) = v10;
+  P2_E(11u) = v11; P2_E(12u) = v12; P2_E(13u) = v13; P2_E(14u) = v14; P2_E(15u) = v15;
+#undef P2_E
+  uint a = bb_add(bb_add(v1, v2), bb_add(v3, v4));
+  uint b = bb_add(bb_add(v5, v6), bb_add(v7, v8));
+  uint c = bb_add(bb_add(v9, v10), bb_add(v11, v12));
+  uint d = bb_add(bb_add(v13, v14), v15);
+  return bb_add(bb_add(a, b), bb_add(c, d));
+}
+
+// The 13 partial rounds: S-box on element 0 only, then M_I = J + diag(V) (p2_internal_diag).
+// `part` carries, per lane, the sum of elements 1..15 from one round to the next.
 MSL_FN void p2_partial_rounds(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
   uint part[MSL_LANES];
-  uint full[MSL_LANES];
   MSL_FOR_LANES(l) part[l] = s[MSL_LANES + l];
   for (uint i = 2u; i < P2_WIDTH; i++) {
     MSL_FOR_LANES(l) part[l] = bb_add(part[l], s[i * MSL_LANES + l]);
@@ -958,22 +1004,9 @@ MSL_FN void p2_partial_rounds(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
     uint c = rc[P2_RC_INTERNAL + r];
     MSL_FOR_LANES(l) {
       uint s0 = p2_sbox(bb_add(s[l], c));
-      full[l] = bb_add(part[l], s0);
+      uint full = bb_add(part[l], s0);
       s[l] = bb_sub(part[l], s0);  // V[0] = -2
-    }
-    uint d1 = rc[P2_RC_DIAG + 1u];
-    MSL_FOR_LANES(l) {
-      uint v = bb_add(full[l], bb_mul(d1, s[MSL_LANES + l]));
-      s[MSL_LANES + l] = v;
-      part[l] = v;
-    }
-    for (uint i = 2u; i < P2_WIDTH; i++) {
-      uint d = rc[P2_RC_DIAG + i];
-      MSL_FOR_LANES(l) {
-        uint v = bb_add(full[l], bb_mul(d, s[i * MSL_LANES + l]));
-        s[i * MSL_LANES + l] = v;
-        part[l] = bb_add(part[l], v);
-      }
+      part[l] = p2_internal_diag(s, l, full);
     }
   }
 }
@@ -1025,20 +1058,13 @@ MSL_FN void p2_full_round_lanes(MSL_THREAD lanes_reg* v, MSL_CONSTANT uint* rc, 
   p2_external_lanes(v);
 }
 
-// x·2^-k for x < p (1 ≤ k ≤ 27), fully reduced, by shifts: with m = −x mod 2^k, x + m·p is a
-// multiple of 2^k (p ≡ 1 mod 2^27) below 2^k·p, and (x + m·p) / 2^k = (x + m) / 2^k + 15·m·2^(27−k).
-// A product by a constant keeps the Montgomery form (c·xR = (cx)R), so this is the product of
-// the state element by the field element 2^-k.
+// p2_mul_2exp_neg on lane vectors.
 MSL_FN lanes_reg p2_mul_2exp_neg_lanes(lanes_reg x, uint k) {
   lanes_reg m = (lanes_reg_splat(0u) - x) & lanes_reg_splat((1u << k) - 1u);
   return ((x + m) >> k) + ((m << (31u - k)) - (m << (27u - k)));
 }
 
-// v[i] = full + V[i]·v[i] for i = 1..15, with the BabyBear width-16 diagonal (Plonky3's
-// BABYBEAR_INTERNAL_DIAGONAL; rc[P2_RC_DIAG..] holds the same values)
-//   V = [−2, 1, 2, 1/2, 3, 4, −1/2, −3, −4, 1/2^8, 1/4, 1/8, 1/2^27, −1/2^8, −1/16, −1/2^27]
-// by additions and shifts instead of 15 Montgomery products (a quarter of a permutation's
-// products; TestPermuteMatchesGo and TestISAVariantsAgree hold it to the Go permutation).
+// v[i] = full + V[i]·v[i] for i = 1..15: p2_internal_diag on lane vectors.
 MSL_FN void p2_internal_diag_lanes(MSL_THREAD lanes_reg* v, lanes_reg full) {
   lanes_reg x2 = bb_add_lanes(v[2], v[2]);
   lanes_reg x4 = bb_add_lanes(v[4], v[4]);
