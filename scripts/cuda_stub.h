@@ -16,6 +16,7 @@
 __device__ inline unsigned __umulhi(unsigned a, unsigned b) { return __nvvm_mulhi_ui(a, b); }
 __device__ inline int __mulhi(int a, int b) { return __nvvm_mulhi_i(a, b); }
 __device__ inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) { return __nvvm_mulhi_ull(a, b); }
+__device__ inline void __syncwarp(unsigned mask = 0xffffffffu) { asm volatile("bar.warp.sync %0;" ::"r"(mask) : "memory"); }
 // NVRTC also declares min/max; prelude.h must not collide with them.
 __host__ __device__ inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
 __host__ __device__ inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }

@@ -145,12 +145,69 @@ func (h *Poseidon2) encodeLeavesAndLevels(b *gpu.Batch, t *MerkleTree, matrix *g
 			}
 		}
 	}
-	for d := 1; d <= t.depth; d++ {
-		n := qs >> d
-		encodeCompress(b, dev, t.layers, t.layers, h.rc, n, 1, layerOffset(qs, d-1), layerOffset(qs, d))
-	}
+	h.encodeBinaryLayers(b, t.layers, qs, t.depth)
 	return b.Err()
 }
+
+// merkleGroupMax: on GPUs, binary layers of at most this many compressions run
+// merkle_compress_top (16 threads a compression: a permutation ≈ 4 µs, against ≈ 15 µs on one
+// thread, for ≈ 2.7× the instructions), wider ones merkle_compress. H200, keccakf-1024: every
+// merkle_compress launch of ≤ 2^14 compressions took 15–23 µs, its permutation's latency. A
+// variable for tests.
+var merkleGroupMax = 1 << 13
+
+// merkleTopOnHost, for tests: the host device's threads a group for merkle_compress_top's
+// one-layer and all-layers launches (zero: the host keeps merkle_compress).
+var merkleTopOnHost [2]int
+
+// encodeBinaryLayers encodes layers 1..depth of a tree with qs digests in layer 0: wide layers
+// one launch each with a thread a compression; on GPUs the narrow ones with 16 threads a
+// compression, one launch each, and the last ones (as narrow as one threadgroup's states) in one
+// launch of one threadgroup. The host device keeps merkle_compress throughout: its work items
+// are fibers, and its lanes already permute 16 states side by side.
+func (h *Poseidon2) encodeBinaryLayers(b *gpu.Batch, layers *gpu.Array[MontDigest], qs, depth int) {
+	dev := h.dev
+	group, top, simd := merkleTopOnHost[0], merkleTopOnHost[1], uint32(0)
+	if !isHost(dev) {
+		// The last launch: 16 states, each layer one permutation's latency (H200: 1024 threads,
+		// 64 states, took 12 µs a layer; a launch of one layer takes 8 µs).
+		group, top = h.topGroup(gpuGroup), h.topGroup(256)
+		if w := dev.KernelLimits("merkle_compress_top").SIMDWidth; w >= 16 && w%16 == 0 {
+			simd = 1
+		}
+	}
+	if group < 16 || top < 16 { // no threadgroup of whole 16-thread states
+		group, top = 0, 0
+	}
+	d := 1
+	for ; d <= depth && (group == 0 || qs>>d > merkleGroupMax); d++ {
+		encodeCompress(b, dev, layers, layers, h.rc, qs>>d, 1, layerOffset(qs, d-1), layerOffset(qs, d))
+	}
+	for ; d <= depth && qs>>d > top/16; d++ { // one layer a launch, 16 threads a compression
+		groups := (16*(qs>>d) + group - 1) / group
+		dispatchMerkleCompressTop(b, gpu.D1(uint32(groups)), gpu.D1(uint32(group)), layers.Buffer, h.rc.Buffer,
+			merkleTopParams{qs: uint32(qs), dFirst: uint32(d), dLast: uint32(d), simd: simd}, merkleTopScratch(group))
+	}
+	if d <= depth {
+		dispatchMerkleCompressTop(b, gpu.D1(1), gpu.D1(uint32(top)), layers.Buffer, h.rc.Buffer,
+			merkleTopParams{qs: uint32(qs), dFirst: uint32(d), dLast: uint32(depth), simd: simd}, merkleTopScratch(top))
+	}
+}
+
+// topGroup is merkle_compress_top's threadgroup size on a GPU: want threads clamped by the
+// kernel's limit and by the threadgroup memory (merkleTopScratch), in whole 16-thread states;
+// below 16 when not even one state fits.
+func (h *Poseidon2) topGroup(want int) int {
+	n := groupSize(h.dev, "merkle_compress_top", want)
+	if lim := h.dev.Limits().MaxThreadgroupMemory; lim > 0 {
+		n = min(n, (lim/4-poseidon2RCLen)/2)
+	}
+	return n &^ 15
+}
+
+// merkleTopScratch is merkle_compress_top's threadgroup memory for tpg threads: the round
+// constants and two exchange halves of 16 words per state.
+func merkleTopScratch(tpg int) uint32 { return uint32(4 * (poseidon2RCLen + 2*tpg)) }
 
 // FillColumns encodes into b the columns [colBegin, colBegin + cols) of a matrix that is never
 // whole on the device into chunk (column-major, the matrix's height; every word of the first

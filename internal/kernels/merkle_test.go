@@ -354,3 +354,48 @@ func TestMerkleTreeStreamed(t *testing.T) {
 		})
 	}
 }
+
+// TestMerkleTopLayers builds trees whose binary layers take all three launch kinds of
+// encodeBinaryLayers (merkle_compress, merkle_compress_top one layer a launch over several
+// threadgroups, and the last layers in one threadgroup) on the host device with the GPUs' shape
+// scaled down, and compares every layer with cpuref.
+func TestMerkleTopLayers(t *testing.T) {
+	defer func(g int, top [2]int) { merkleGroupMax, merkleTopOnHost = g, top }(merkleGroupMax, merkleTopOnHost)
+	merkleGroupMax, merkleTopOnHost = 64, [2]int{32, 64} // 2 states a threadgroup; 4 in the last launch
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r := rand.New(rand.NewPCG(31, 32))
+	cases := []struct {
+		logH, width, k int
+		compress, top  int // launches of merkle_compress (the binary layers') and merkle_compress_top
+	}{
+		{0, 1, 0, 0, 0}, {1, 3, 0, 0, 1}, {2, 2, 1, 0, 1}, {3, 9, 0, 0, 1}, {5, 5, 2, 0, 1},
+		{7, 1, 0, 0, 5}, {10, 2, 0, 3, 5}, {11, 17, 1, 3, 5}, {12, 1, 3, 2, 5},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("2^%dx%d/k=%d", c.logH, c.width, c.k), func(t *testing.T) {
+			before := testDev.Stats().PerKernel
+			tree, want := merkleCase(t, h, r, c.logH, c.width, c.k)
+			after := testDev.Stats().PerKernel
+			groupLevels := c.k // merkle_compress launches of the query groups' levels
+			if n := after["merkle_compress"] - before["merkle_compress"]; n != c.compress+groupLevels {
+				t.Errorf("%d merkle_compress launches, want %d", n, c.compress+groupLevels)
+			}
+			if n := after["merkle_compress_top"] - before["merkle_compress_top"]; n != c.top {
+				t.Errorf("%d merkle_compress_top launches, want %d", n, c.top)
+			}
+			for d := 0; d <= tree.Depth(); d++ {
+				got, err := tree.Layer(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want.DigestLayers[d]) {
+					t.Fatalf("layer %d of %d differs from cpuref", d, tree.Depth())
+				}
+			}
+		})
+	}
+}

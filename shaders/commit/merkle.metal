@@ -5,7 +5,7 @@
 // The matrix (an RS codeword, possibly beyond 2^31 elements) is indexed with unsigned 32-bit
 // arithmetic only, c·height + row ≤ the element addressed, so merkle_hash_rows and the row gathers
 // are exact for up to 2^32 elements (launchers: below 2^32 − 2^28, kernels.maxColumnElems).
-#include "poseidon2.h"
+#include "poseidon2_group.h"
 
 struct MerkleRowParams {
   uint height;     // rows (column length: the distance between two columns)
@@ -129,6 +129,51 @@ kernel void merkle_compress(device const uint* in [[buffer(0)]],
     for (uint l = 0u; l < nl; l++) {
       for (uint k = 0u; k < 8u; k++) out[out_base + (i0 + l) * 8u + k] = s[k * MSL_LANES + l];
     }
+  }
+}
+
+struct MerkleTopParams {
+  uint qs;       // digests of layer 0 (the query groups' digests)
+  uint d_first;  // the layers computed: d_first ≤ d ≤ d_last (layer d has qs >> d digests and
+  uint d_last;   // starts at digest 2qs − (2qs >> d) of layers)
+  uint simd;     // 1: a SIMD group holds whole states (SIMD-group barriers), 0: threadgroup barriers
+};
+
+// Layers d_first..d_last of a tree's binary part, each compression permuted by 16 threads
+// together (poseidon2_group.h; thread k holds state element k: words k of the two children,
+// which lie side by side). A tree's top layers are too narrow to fill a GPU, and a permutation
+// on one thread is a long chain of latencies (≈ 15 µs on an H200, merkle_compress) where 16
+// threads take ≈ 4 µs. With d_first < d_last one threadgroup computes all the layers, a barrier
+// between them (each layer costs a permutation of every state of the group, live or not: launch it
+// for the last few layers only); with d_first == d_last any number of threadgroups share the layer.
+kernel void merkle_compress_top(device uint* layers [[buffer(0)]],
+                                constant uint* rc [[buffer(1)]],
+                                constant MerkleTopParams& p [[buffer(2)]],
+                                threadgroup uint* scratch [[threadgroup(0)]],
+                                uint tid [[thread_index_in_threadgroup]],
+                                uint tpg [[threads_per_threadgroup]],
+                                uint group [[threadgroup_position_in_grid]],
+                                uint ngroups [[threadgroups_per_grid]]) {
+  threadgroup uint* rcs = scratch;
+  threadgroup uint* xs = scratch + P2_RC_LEN + 32u * (tid >> 4);  // this state's exchange halves
+  p2g_load_constants(rc, rcs, tid, tpg);
+  uint k = tid & 15u;
+  uint per = tpg >> 4;  // states a threadgroup permutes at once
+  p2g_sponge st;        // only its state word, exchange half and barrier kind: kept across
+  st.buf = 0u;          // permutations, so that consecutive exchanges always alternate halves
+  st.simd = p.simd;
+  for (uint d = p.d_first; d <= p.d_last; d++) {
+    uint n = p.qs >> d;
+    uint in_off = 2u * p.qs - ((2u * p.qs) >> (d - 1u));
+    uint out_off = 2u * p.qs - ((2u * p.qs) >> d);
+    for (uint i0 = group * per; i0 < n; i0 += ngroups * per) {  // the same trip count on every thread
+      uint i = i0 + (tid >> 4);
+      bool live = i < n;
+      st.x = live ? layers[8u * (in_off + 2u * i) + k] : 0u;
+      p2g_permute(st, rcs, k, xs);
+      if (live && k < 8u) layers[8u * (out_off + i) + k] = st.x;
+    }
+    threadgroup_barrier(mem_flags::mem_device);
   }
 }
 

@@ -13,11 +13,15 @@
 // Rules: every thread of the group calls these functions in uniform control flow with the same
 // arguments (they contain barriers); a group of at least 16 threads (threads ≥ 16 mirror thread
 // k & 15 and write nothing). xs: 32 uints of threadgroup memory, used by nothing else meanwhile.
+// A kernel that permutes several states side by side passes each state's threads tid & 15 and
+// their own xs; with `simd` set (the 16 threads of a state in one SIMD group of a GPU) the
+// exchanges wait for the SIMD group only.
 // Exchanges alternate between its two halves, so one barrier each suffices: a thread writes a
 // half again only after the next exchange's barrier, which every reader of the previous use of
 // that half has passed.
 #ifndef POSEIDON2_GROUP_H
 #define POSEIDON2_GROUP_H
+#include "bb4.h"
 #include "poseidon2.h"
 
 // The permutation's additions and products end with a minimum (of t and t − p as unsigned
@@ -59,6 +63,7 @@ struct p2g_sponge {
   uint buf;
   uint absorb;
   uint sample;
+  uint simd;  // 1: the 16 threads of each state lie in one SIMD group (exchanges wait for it alone)
 };
 
 // Publishes every thread's value v and returns the 16 values' exchange half (after its barrier).
@@ -66,7 +71,11 @@ MSL_FN threadgroup uint* p2g_exchange(thread p2g_sponge& st, uint v, uint tid, t
   threadgroup uint* buf = xs + 16u * st.buf;
   if (tid < 16u) buf[tid] = v;
   st.buf ^= 1u;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
+  if (st.simd != 0u) {
+    simdgroup_barrier(mem_flags::mem_threadgroup);
+  } else {
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
   return buf;
 }
 
@@ -139,6 +148,7 @@ MSL_FN void p2g_sponge_permute(thread p2g_sponge& sp, threadgroup const uint* rc
 MSL_FN void p2g_sponge_load(thread p2g_sponge& sp, device const uint* ts, uint tid) {
   sp.x = ts[tid & 15u];
   sp.buf = 0u;
+  sp.simd = 0u;
   sp.absorb = ts[16];
   sp.sample = ts[17];
 }

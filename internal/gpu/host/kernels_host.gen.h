@@ -8,25 +8,41 @@
 // The matrix (an RS codeword, possibly beyond 2^31 elements) is indexed with unsigned 32-bit
 // arithmetic only, c·height + row ≤ the element addressed, so merkle_hash_rows and the row gathers
 // are exact for up to 2^32 elements (launchers: below 2^32 − 2^28, kernels.maxColumnElems).
-#line 1 "shaders/include/poseidon2.h"
-// poseidon2.h - the Poseidon2 permutation over BabyBear, width 16 (Plonky3 v0.4.3
-// default_babybear_poseidon2_16, spec A §2), on Montgomery-form elements. Mirrors
-// internal/poseidon2.Permute: initial M_E, 4 full rounds, 13 partial rounds, 4 full rounds.
+#line 1 "shaders/include/poseidon2_group.h"
+// poseidon2_group.h - one Poseidon2 state (poseidon2.h) permuted by the threads of one group
+// together, for kernels whose permutations follow one another (the device transcript: each
+// permutation waits for the one before). Thread k holds element k & 15 of the state; the 16
+// S-boxes of a full round run side by side, M_E and the partial rounds' sums go through 32 words
+// of threadgroup memory. One thread would take the permutation's whole chain of ~8,700
+// dependent-ish instructions (≈ 13 µs on an H200); here the chain is one S-box a round plus 31
+// exchanges.
 //
-// Round constants come in a buffer `rc` of P2_RC_LEN uints, all in Montgomery form:
-//   rc[P2_RC_EXT_INIT + 16·r + i]   r < 4: constants of the initial full rounds
-//   rc[P2_RC_INTERNAL + r]          r < 13: constant of partial round r (added to element 0)
-//   rc[P2_RC_EXT_FINAL + 16·r + i]  r < 4: constants of the final full rounds
-//   rc[P2_RC_DIAG + i]              i < 16: the diagonal V of M_I = J + diag(V)
-// (internal/kernels.Poseidon2Constants builds it from internal/poseidon2.)
+// The round constants come from threadgroup memory (p2g_load_constants): read from device memory,
+// each round's constant would be one more dependent load from L2 on the permutation's chain (21 a
+// permutation), which is what one GPU thread's permutation mostly waits for.
 //
-// Lanes (prelude.h): the functions permute MSL_LANES states at once. A state array `s` holds
-// P2_WIDTH·MSL_LANES uints, element k of lane l at s[k·MSL_LANES + l] (lane-major; declare it as
-// `uint s[P2_STATE]`). Every step is a loop over elements (or groups of four) around an innermost
-// loop over lanes, so that the host compiler vectorises across lanes; constants are read once and
-// shared by all lanes. With MSL_LANES = 1 (GPUs) this is the plain scalar permutation.
-#ifndef POSEIDON2_H
-#define POSEIDON2_H
+// Rules: every thread of the group calls these functions in uniform control flow with the same
+// arguments (they contain barriers); a group of at least 16 threads (threads ≥ 16 mirror thread
+// k & 15 and write nothing). xs: 32 uints of threadgroup memory, used by nothing else meanwhile.
+// A kernel that permutes several states side by side passes each state's threads tid & 15 and
+// their own xs; with `simd` set (the 16 threads of a state in one SIMD group of a GPU) the
+// exchanges wait for the SIMD group only.
+// Exchanges alternate between its two halves, so one barrier each suffices: a thread writes a
+// half again only after the next exchange's barrier, which every reader of the previous use of
+// that half has passed.
+#ifndef POSEIDON2_GROUP_H
+#define POSEIDON2_GROUP_H
+#line 1 "shaders/include/bb4.h"
+// bb4.h - the quartic extension Fp4 = Fp[X]/(X^4 - 11) of BabyBear (internal/field.Fp4), on
+// Montgomery limbs. An element c0 + c1 X + c2 X^2 + c3 X^3 is a thread value `bb4` (four uints,
+// coefficient k is a[k]); in buffers it is four consecutive uints (Montgomery form), element i
+// at [4i, 4i+4). Load and store with bb4_load / bb4_store (no whole-struct device loads).
+//
+// bb4 is Metal's uint4 on Metal, a clang ext_vector in the OpenCL check flavour (C++ for OpenCL
+// without a generic address space cannot copy a class object: its implicit copy and move
+// constructors take __generic references), and a small struct with operator[] elsewhere.
+#ifndef BB4_H
+#define BB4_H
 #line 1 "shaders/include/babybear.h"
 // babybear.h - BabyBear field, p = 2^31 - 2^27 + 1 = 0x78000001, in Montgomery form (R = 2^32).
 // Written once in the subset of MSL that prelude.h provides for CUDA and the host: only uint
@@ -223,8 +239,10 @@ enum class mem_flags : uint { mem_none = 0, mem_device = 1, mem_threadgroup = 2,
 MSL_FN mem_flags operator|(mem_flags a, mem_flags b) { return (mem_flags)((uint)a | (uint)b); }
 #if defined(MSL_TARGET_CUDA)
 MSL_FN void threadgroup_barrier(mem_flags) { __syncthreads(); }
+MSL_FN void simdgroup_barrier(mem_flags) { __syncwarp(); }
 #elif defined(MSL_TARGET_CHECK)
 void threadgroup_barrier(mem_flags flags);
+void simdgroup_barrier(mem_flags flags);
 #else
 extern "C" void hd_threadgroup_barrier(void);  // host device: switch to the next work item
 MSL_FN void threadgroup_barrier(mem_flags) {
@@ -232,6 +250,9 @@ MSL_FN void threadgroup_barrier(mem_flags) {
   hd_threadgroup_barrier();
   __asm__ __volatile__("" ::: "memory");
 }
+// The host's SIMD groups are single work items; kernels that exchange values within a SIMD
+// group of a GPU get a full barrier instead (stronger, so correct).
+MSL_FN void simdgroup_barrier(mem_flags f) { threadgroup_barrier(f); }
 #endif
 
 #endif  // !__METAL_VERSION__
@@ -871,6 +892,126 @@ MSL_FN void lanes_reg_st_tg(MSL_THREADGROUP uint* p, lanes_reg v) { LANES_REG_ST
 MSL_FN void lanes_reg_st_th(MSL_THREAD uint* p, lanes_reg v) { LANES_REG_ST(p, v); }
 
 #endif  // BABYBEAR_H
+#line 12 "shaders/include/bb4.h"
+
+// BB4_W (X^4 = W) and BB4_W_MONT come from field_consts.h (generated from internal/field).
+
+#if defined(__METAL_VERSION__)
+typedef uint4 bb4;
+#elif defined(MSL_TARGET_CHECK) && defined(__OPENCL_CPP_VERSION__)
+typedef uint bb4 __attribute__((ext_vector_type(4)));
+#else
+struct bb4 {
+  uint c[4];
+  MSL_METHOD uint& operator[](uint k) { return c[k]; }
+  MSL_METHOD uint operator[](uint k) const { return c[k]; }
+};
+#endif
+
+MSL_FN bb4 bb4_make(uint c0, uint c1, uint c2, uint c3) {
+  bb4 r;
+  r[0] = c0;
+  r[1] = c1;
+  r[2] = c2;
+  r[3] = c3;
+  return r;
+}
+
+MSL_FN bb4 bb4_zero() { return bb4_make(0u, 0u, 0u, 0u); }
+MSL_FN bb4 bb4_one() { return bb4_make(BB_ONE, 0u, 0u, 0u); }
+MSL_FN bb4 bb4_lift(uint a) { return bb4_make(a, 0u, 0u, 0u); }  // base element into Fp4
+
+// Element i of a device buffer of Fp4 values (4 uints each).
+MSL_FN bb4 bb4_load(MSL_DEVICE const uint* p, uint i) {
+  return bb4_make(p[4u * i], p[4u * i + 1u], p[4u * i + 2u], p[4u * i + 3u]);
+}
+
+MSL_FN void bb4_store(MSL_DEVICE uint* p, uint i, bb4 v) {
+  p[4u * i] = v[0];
+  p[4u * i + 1u] = v[1];
+  p[4u * i + 2u] = v[2];
+  p[4u * i + 3u] = v[3];
+}
+
+// The same for threadgroup memory (separate names: overloads that differ only by address space
+// collapse on host and CUDA).
+MSL_FN bb4 bb4_load_tg(MSL_THREADGROUP const uint* p, uint i) {
+  return bb4_make(p[4u * i], p[4u * i + 1u], p[4u * i + 2u], p[4u * i + 3u]);
+}
+
+MSL_FN void bb4_store_tg(MSL_THREADGROUP uint* p, uint i, bb4 v) {
+  p[4u * i] = v[0];
+  p[4u * i + 1u] = v[1];
+  p[4u * i + 2u] = v[2];
+  p[4u * i + 3u] = v[3];
+}
+
+MSL_FN bb4 bb4_add(bb4 a, bb4 b) {
+  return bb4_make(bb_add(a[0], b[0]), bb_add(a[1], b[1]), bb_add(a[2], b[2]),
+                  bb_add(a[3], b[3]));
+}
+
+MSL_FN bb4 bb4_sub(bb4 a, bb4 b) {
+  return bb4_make(bb_sub(a[0], b[0]), bb_sub(a[1], b[1]), bb_sub(a[2], b[2]),
+                  bb_sub(a[3], b[3]));
+}
+
+MSL_FN bb4 bb4_neg(bb4 a) { return bb4_make(bb_neg(a[0]), bb_neg(a[1]), bb_neg(a[2]), bb_neg(a[3])); }
+
+MSL_FN bb4 bb4_mul_base(bb4 a, uint b) {
+  return bb4_make(bb_mul(a[0], b), bb_mul(a[1], b), bb_mul(a[2], b), bb_mul(a[3], b));
+}
+
+MSL_FN bb4 bb4_add_base(bb4 a, uint b) { return bb4_make(bb_add(a[0], b), a[1], a[2], a[3]); }
+
+// Schoolbook product reduced with X^4 = W: b1, b2, b3 times W first (3 Montgomery products), then
+// each coefficient as one sum of four products reduced once (bb_redc_wide).
+MSL_FN bb4 bb4_mul(bb4 a, bb4 b) {
+  uint a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+  uint b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
+  uint w1 = bb_mul(b1, BB4_W_MONT), w2 = bb_mul(b2, BB4_W_MONT), w3 = bb_mul(b3, BB4_W_MONT);
+  uint r0 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b0), a1, w3), a2, w2), a3, w1));
+  uint r1 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b1), a1, b0), a2, w3), a3, w2));
+  uint r2 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b2), a1, b1), a2, b0), a3, w3));
+  uint r3 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b3), a1, b2), a2, b1), a3, b0));
+  return bb4_make(r0, r1, r2, r3);
+}
+
+MSL_FN bb4 bb4_square(bb4 a) { return bb4_mul(a, a); }
+
+MSL_FN bb4 bb4_pow(bb4 a, uint e) {
+  bb4 r = bb4_one();
+  while (e != 0u) {
+    if ((e & 1u) != 0u) r = bb4_mul(r, a);
+    a = bb4_mul(a, a);
+    e >>= 1;
+  }
+  return r;
+}
+
+MSL_FN bool bb4_is_zero(bb4 a) { return (a[0] | a[1] | a[2] | a[3]) == 0u; }
+
+#endif  // BB4_H
+#line 25 "shaders/include/poseidon2_group.h"
+#line 1 "shaders/include/poseidon2.h"
+// poseidon2.h - the Poseidon2 permutation over BabyBear, width 16 (Plonky3 v0.4.3
+// default_babybear_poseidon2_16, spec A §2), on Montgomery-form elements. Mirrors
+// internal/poseidon2.Permute: initial M_E, 4 full rounds, 13 partial rounds, 4 full rounds.
+//
+// Round constants come in a buffer `rc` of P2_RC_LEN uints, all in Montgomery form:
+//   rc[P2_RC_EXT_INIT + 16·r + i]   r < 4: constants of the initial full rounds
+//   rc[P2_RC_INTERNAL + r]          r < 13: constant of partial round r (added to element 0)
+//   rc[P2_RC_EXT_FINAL + 16·r + i]  r < 4: constants of the final full rounds
+//   rc[P2_RC_DIAG + i]              i < 16: the diagonal V of M_I = J + diag(V)
+// (internal/kernels.Poseidon2Constants builds it from internal/poseidon2.)
+//
+// Lanes (prelude.h): the functions permute MSL_LANES states at once. A state array `s` holds
+// P2_WIDTH·MSL_LANES uints, element k of lane l at s[k·MSL_LANES + l] (lane-major; declare it as
+// `uint s[P2_STATE]`). Every step is a loop over elements (or groups of four) around an innermost
+// loop over lanes, so that the host compiler vectorises across lanes; constants are read once and
+// shared by all lanes. With MSL_LANES = 1 (GPUs) this is the plain scalar permutation.
+#ifndef POSEIDON2_H
+#define POSEIDON2_H
 #line 20 "shaders/include/poseidon2.h"
 
 #define P2_WIDTH 16u
@@ -1142,6 +1283,179 @@ MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
 #endif
 
 #endif  // POSEIDON2_H
+#line 26 "shaders/include/poseidon2_group.h"
+
+// The permutation's additions and products end with a minimum (of t and t − p as unsigned
+// values) instead of a comparison and a conditional addition: two dependent steps instead of three,
+// and this permutation is one chain of latencies (H200 micro-benchmark: 10,387 → 8,353 cycles a
+// permutation, M_E 436 → 318, the 21 S-boxes 3,417 → 3,046). Same values as bb_add and bb_mul.
+MSL_FN uint p2g_add(uint a, uint b) {
+  uint t = a + b;  // < 2p < 2^32
+  return min(t, t - BB_P);
+}
+
+MSL_FN uint p2g_mul(uint a, uint b) {
+  uint lo = a * b;
+  uint hi = mulhi(a, b);
+  uint m = lo * BB_PINV;
+  uint r = hi - mulhi(m, BB_P);  // hi − hi(m·p), wrapped when negative
+  return min(r, r + BB_P);
+}
+
+MSL_FN uint p2g_sbox(uint x) {  // x^7
+  uint x2 = p2g_mul(x, x);
+  uint x3 = p2g_mul(x2, x);
+  uint x4 = p2g_mul(x2, x2);
+  return p2g_mul(x3, x4);
+}
+
+// Copies the P2_RC_LEN round constants to rcs (threadgroup memory); a barrier follows.
+MSL_FN void p2g_load_constants(MSL_CONSTANT uint* rc, MSL_THREADGROUP uint* rcs, uint tid, uint tpg) {
+  for (uint i = tid; i < P2_RC_LEN; i += tpg) rcs[i] = rc[i];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+}
+
+// The group's sponge (transcript.Transcript): x is this thread's element of the state, buf the
+// exchange half to write next (0 or 1), absorb and sample the sponge's indices (every thread keeps
+// the same copies). One flat struct, filled in place (p2g_sponge_load): the OpenCL check of MSL
+// refuses nested structs without constructors and structs returned by value.
+struct p2g_sponge {
+  uint x;
+  uint buf;
+  uint absorb;
+  uint sample;
+  uint simd;  // 1: the 16 threads of each state lie in one SIMD group (exchanges wait for it alone)
+};
+
+// Publishes every thread's value v and returns the 16 values' exchange half (after its barrier).
+MSL_FN MSL_THREADGROUP uint* p2g_exchange(MSL_THREAD p2g_sponge& st, uint v, uint tid, MSL_THREADGROUP uint* xs) {
+  MSL_THREADGROUP uint* buf = xs + 16u * st.buf;
+  if (tid < 16u) buf[tid] = v;
+  st.buf ^= 1u;
+  if (st.simd != 0u) {
+    simdgroup_barrier(mem_flags::mem_threadgroup);
+  } else {
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  return buf;
+}
+
+// M_E (poseidon2.h: p2_external): mat4 on each group of four elements, then the sums of the
+// elements equal mod 4. (Reading all 16 inputs once and computing the result directly, one
+// exchange instead of two, measured 2.6× slower on an H200: 1,104 against 427 cycles.)
+MSL_FN void p2g_external(MSL_THREAD p2g_sponge& st, uint tid, MSL_THREADGROUP uint* xs) {
+  uint k = tid & 15u;
+  uint g = k & 12u, j = k & 3u;
+  MSL_THREADGROUP uint* b = p2g_exchange(st, st.x, tid, xs);
+  uint x0 = b[g], x1 = b[g + 1u], x2 = b[g + 2u], x3 = b[g + 3u];
+  uint t01 = p2g_add(x0, x1);
+  uint t23 = p2g_add(x2, x3);
+  uint t0123 = p2g_add(t01, t23);
+  // p2_mat4_lane: out0 = t0123 + x1 + t01, out1 = t0123 + x1 + 2·x2, out2 = t0123 + x3 + t23,
+  // out3 = t0123 + x3 + 2·x0.
+  uint a = j < 2u ? x1 : x3;
+  uint c = j == 0u ? t01 : (j == 1u ? p2g_add(x2, x2) : (j == 2u ? t23 : p2g_add(x0, x0)));
+  uint y = p2g_add(p2g_add(t0123, a), c);
+  b = p2g_exchange(st, y, tid, xs);
+  uint sum = p2g_add(p2g_add(b[j], b[4u + j]), p2g_add(b[8u + j], b[12u + j]));
+  st.x = p2g_add(y, sum);
+}
+
+MSL_FN void p2g_full_round(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* rc, uint off, uint tid, MSL_THREADGROUP uint* xs) {
+  st.x = p2g_sbox(p2g_add(st.x, rc[off + (tid & 15u)]));
+  p2g_external(st, tid, xs);
+}
+
+// The sum of 16 exchanged values, as a tree (depth 4).
+MSL_FN uint p2g_sum16(MSL_THREADGROUP const uint* b) {
+  uint t0 = p2g_add(p2g_add(b[0], b[1]), p2g_add(b[2], b[3]));
+  uint t1 = p2g_add(p2g_add(b[4], b[5]), p2g_add(b[6], b[7]));
+  uint t2 = p2g_add(p2g_add(b[8], b[9]), p2g_add(b[10], b[11]));
+  uint t3 = p2g_add(p2g_add(b[12], b[13]), p2g_add(b[14], b[15]));
+  return p2g_add(p2g_add(t0, t1), p2g_add(t2, t3));
+}
+
+// The permutation of the group's state.
+MSL_FN void p2g_permute(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs) {
+  uint k = tid & 15u;
+  p2g_external(st, tid, xs);
+  for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_INIT + 16u * r, tid, xs);
+  // Partial rounds: element 0 through the S-box (every thread computes it, thread 0's counts), then
+  // M_I = J + diag(V): x_k ← Σ_i x_i + V_k·x_k.
+  uint diag = rc[P2_RC_DIAG + k];
+  for (uint r = 0u; r < 13u; r++) {
+    uint s0 = p2g_sbox(p2g_add(st.x, rc[P2_RC_INTERNAL + r]));
+    uint y = k == 0u ? s0 : st.x;
+    MSL_THREADGROUP uint* b = p2g_exchange(st, y, tid, xs);
+    st.x = p2g_add(p2g_sum16(b), p2g_mul(diag, y));
+  }
+  for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_FINAL + 16u * r, tid, xs);
+}
+
+// The duplex sponge over the group's state. After each permutation the state is also left in
+// out[0..16) (threadgroup memory beside xs), from which samples are read: a sample always follows
+// a permutation with no observe in between.
+
+MSL_FN void p2g_sponge_permute(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
+                               MSL_THREADGROUP uint* out) {
+  p2g_permute(sp, rc, tid, xs);
+  if (tid < 16u) out[tid] = sp.x;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  sp.absorb = 0u;
+  sp.sample = P2_RATE;
+}
+
+// ts: the state (16 Montgomery words), the absorb index, the sample index (GkrTranscript).
+MSL_FN void p2g_sponge_load(MSL_THREAD p2g_sponge& sp, MSL_DEVICE const uint* ts, uint tid) {
+  sp.x = ts[tid & 15u];
+  sp.buf = 0u;
+  sp.simd = 0u;
+  sp.absorb = ts[16];
+  sp.sample = ts[17];
+}
+
+// Stores the sponge (the caller has its other threads' writes to ts ordered before this).
+MSL_FN void p2g_sponge_store(MSL_DEVICE uint* ts, MSL_THREAD const p2g_sponge& sp, uint tid) {
+  if (tid < 16u) ts[tid] = sp.x;
+  if (tid == 0u) {
+    ts[16] = sp.absorb;
+    ts[17] = sp.sample;
+  }
+}
+
+// transcript.Observe of v (the same on every thread): overwrite position absorb; after the 8th,
+// permute.
+MSL_FN void p2g_observe(MSL_THREAD p2g_sponge& sp, uint v, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
+                        MSL_THREADGROUP uint* out) {
+  if ((tid & 15u) == sp.absorb) sp.x = v;
+  sp.absorb++;
+  if (sp.absorb == P2_RATE) p2g_sponge_permute(sp, rc, tid, xs, out);
+}
+
+MSL_FN void p2g_observe4(MSL_THREAD p2g_sponge& sp, bb4 v, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
+                         MSL_THREADGROUP uint* out) {
+  for (uint c = 0u; c < 4u; c++) p2g_observe(sp, v[c], rc, tid, xs, out);
+}
+
+// transcript.Sample: permute first if observes are pending or the outputs are used up; outputs
+// are read backwards.
+MSL_FN uint p2g_sample(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
+                       MSL_THREADGROUP uint* out) {
+  if (sp.absorb != 0u || sp.sample == 0u) p2g_sponge_permute(sp, rc, tid, xs, out);
+  sp.sample--;
+  return out[sp.sample];
+}
+
+MSL_FN bb4 p2g_sample4(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
+                       MSL_THREADGROUP uint* out) {
+  uint c0 = p2g_sample(sp, rc, tid, xs, out);
+  uint c1 = p2g_sample(sp, rc, tid, xs, out);
+  uint c2 = p2g_sample(sp, rc, tid, xs, out);
+  uint c3 = p2g_sample(sp, rc, tid, xs, out);
+  return bb4_make(c0, c1, c2, c3);
+}
+
+#endif  // POSEIDON2_GROUP_H
 #line 9 "shaders/commit/merkle.metal"
 
 struct MerkleRowParams {
@@ -1266,6 +1580,51 @@ MSL_KERNEL void msl_kernel_merkle_compress(MSL_DEVICE const uint* in            
     for (uint l = 0u; l < nl; l++) {
       for (uint k = 0u; k < 8u; k++) out[out_base + (i0 + l) * 8u + k] = s[k * MSL_LANES + l];
     }
+  }
+}
+
+struct MerkleTopParams {
+  uint qs;       // digests of layer 0 (the query groups' digests)
+  uint d_first;  // the layers computed: d_first ≤ d ≤ d_last (layer d has qs >> d digests and
+  uint d_last;   // starts at digest 2qs − (2qs >> d) of layers)
+  uint simd;     // 1: a SIMD group holds whole states (SIMD-group barriers), 0: threadgroup barriers
+};
+
+// Layers d_first..d_last of a tree's binary part, each compression permuted by 16 threads
+// together (poseidon2_group.h; thread k holds state element k: words k of the two children,
+// which lie side by side). A tree's top layers are too narrow to fill a GPU, and a permutation
+// on one thread is a long chain of latencies (≈ 15 µs on an H200, merkle_compress) where 16
+// threads take ≈ 4 µs. With d_first < d_last one threadgroup computes all the layers, a barrier
+// between them (each layer costs a permutation of every state of the group, live or not: launch it
+// for the last few layers only); with d_first == d_last any number of threadgroups share the layer.
+MSL_KERNEL void msl_kernel_merkle_compress_top(MSL_DEVICE uint* layers              ,
+                                MSL_CONSTANT uint* rc              ,
+                                MSL_CONSTANT MerkleTopParams& p              ,
+                                MSL_THREADGROUP uint* scratch                   ,
+                                uint tid                                ,
+                                uint tpg                            ,
+                                uint group                                 ,
+                                uint ngroups                          ) {
+  MSL_THREADGROUP uint* rcs = scratch;
+  MSL_THREADGROUP uint* xs = scratch + P2_RC_LEN + 32u * (tid >> 4);  // this state's exchange halves
+  p2g_load_constants(rc, rcs, tid, tpg);
+  uint k = tid & 15u;
+  uint per = tpg >> 4;  // states a threadgroup permutes at once
+  p2g_sponge st;        // only its state word, exchange half and barrier kind: kept across
+  st.buf = 0u;          // permutations, so that consecutive exchanges always alternate halves
+  st.simd = p.simd;
+  for (uint d = p.d_first; d <= p.d_last; d++) {
+    uint n = p.qs >> d;
+    uint in_off = 2u * p.qs - ((2u * p.qs) >> (d - 1u));
+    uint out_off = 2u * p.qs - ((2u * p.qs) >> d);
+    for (uint i0 = group * per; i0 < n; i0 += ngroups * per) {  // the same trip count on every thread
+      uint i = i0 + (tid >> 4);
+      bool live = i < n;
+      st.x = live ? layers[8u * (in_off + 2u * i) + k] : 0u;
+      p2g_permute(st, rcs, k, xs);
+      if (live && k < 8u) layers[8u * (out_off + i) + k] = st.x;
+    }
+    threadgroup_barrier(mem_flags::mem_device);
   }
 }
 
@@ -2460,117 +2819,6 @@ MSL_KERNEL void msl_kernel_bench_copy(MSL_DEVICE const uint* src              ,
 // a stride loop (i += threads_per_grid), so a launcher may dispatch any number of full groups;
 // n < 2^31. Output buffers may alias inputs element for element (in-place operation): each
 // element is read before it is written, by the same thread.
-#line 1 "shaders/include/bb4.h"
-// bb4.h - the quartic extension Fp4 = Fp[X]/(X^4 - 11) of BabyBear (internal/field.Fp4), on
-// Montgomery limbs. An element c0 + c1 X + c2 X^2 + c3 X^3 is a thread value `bb4` (four uints,
-// coefficient k is a[k]); in buffers it is four consecutive uints (Montgomery form), element i
-// at [4i, 4i+4). Load and store with bb4_load / bb4_store (no whole-struct device loads).
-//
-// bb4 is Metal's uint4 on Metal, a clang ext_vector in the OpenCL check flavour (C++ for OpenCL
-// without a generic address space cannot copy a class object: its implicit copy and move
-// constructors take __generic references), and a small struct with operator[] elsewhere.
-#ifndef BB4_H
-#define BB4_H
-#line 12 "shaders/include/bb4.h"
-
-// BB4_W (X^4 = W) and BB4_W_MONT come from field_consts.h (generated from internal/field).
-
-#if defined(__METAL_VERSION__)
-typedef uint4 bb4;
-#elif defined(MSL_TARGET_CHECK) && defined(__OPENCL_CPP_VERSION__)
-typedef uint bb4 __attribute__((ext_vector_type(4)));
-#else
-struct bb4 {
-  uint c[4];
-  MSL_METHOD uint& operator[](uint k) { return c[k]; }
-  MSL_METHOD uint operator[](uint k) const { return c[k]; }
-};
-#endif
-
-MSL_FN bb4 bb4_make(uint c0, uint c1, uint c2, uint c3) {
-  bb4 r;
-  r[0] = c0;
-  r[1] = c1;
-  r[2] = c2;
-  r[3] = c3;
-  return r;
-}
-
-MSL_FN bb4 bb4_zero() { return bb4_make(0u, 0u, 0u, 0u); }
-MSL_FN bb4 bb4_one() { return bb4_make(BB_ONE, 0u, 0u, 0u); }
-MSL_FN bb4 bb4_lift(uint a) { return bb4_make(a, 0u, 0u, 0u); }  // base element into Fp4
-
-// Element i of a device buffer of Fp4 values (4 uints each).
-MSL_FN bb4 bb4_load(MSL_DEVICE const uint* p, uint i) {
-  return bb4_make(p[4u * i], p[4u * i + 1u], p[4u * i + 2u], p[4u * i + 3u]);
-}
-
-MSL_FN void bb4_store(MSL_DEVICE uint* p, uint i, bb4 v) {
-  p[4u * i] = v[0];
-  p[4u * i + 1u] = v[1];
-  p[4u * i + 2u] = v[2];
-  p[4u * i + 3u] = v[3];
-}
-
-// The same for threadgroup memory (separate names: overloads that differ only by address space
-// collapse on host and CUDA).
-MSL_FN bb4 bb4_load_tg(MSL_THREADGROUP const uint* p, uint i) {
-  return bb4_make(p[4u * i], p[4u * i + 1u], p[4u * i + 2u], p[4u * i + 3u]);
-}
-
-MSL_FN void bb4_store_tg(MSL_THREADGROUP uint* p, uint i, bb4 v) {
-  p[4u * i] = v[0];
-  p[4u * i + 1u] = v[1];
-  p[4u * i + 2u] = v[2];
-  p[4u * i + 3u] = v[3];
-}
-
-MSL_FN bb4 bb4_add(bb4 a, bb4 b) {
-  return bb4_make(bb_add(a[0], b[0]), bb_add(a[1], b[1]), bb_add(a[2], b[2]),
-                  bb_add(a[3], b[3]));
-}
-
-MSL_FN bb4 bb4_sub(bb4 a, bb4 b) {
-  return bb4_make(bb_sub(a[0], b[0]), bb_sub(a[1], b[1]), bb_sub(a[2], b[2]),
-                  bb_sub(a[3], b[3]));
-}
-
-MSL_FN bb4 bb4_neg(bb4 a) { return bb4_make(bb_neg(a[0]), bb_neg(a[1]), bb_neg(a[2]), bb_neg(a[3])); }
-
-MSL_FN bb4 bb4_mul_base(bb4 a, uint b) {
-  return bb4_make(bb_mul(a[0], b), bb_mul(a[1], b), bb_mul(a[2], b), bb_mul(a[3], b));
-}
-
-MSL_FN bb4 bb4_add_base(bb4 a, uint b) { return bb4_make(bb_add(a[0], b), a[1], a[2], a[3]); }
-
-// Schoolbook product reduced with X^4 = W: b1, b2, b3 times W first (3 Montgomery products), then
-// each coefficient as one sum of four products reduced once (bb_redc_wide).
-MSL_FN bb4 bb4_mul(bb4 a, bb4 b) {
-  uint a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
-  uint b0 = b[0], b1 = b[1], b2 = b[2], b3 = b[3];
-  uint w1 = bb_mul(b1, BB4_W_MONT), w2 = bb_mul(b2, BB4_W_MONT), w3 = bb_mul(b3, BB4_W_MONT);
-  uint r0 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b0), a1, w3), a2, w2), a3, w1));
-  uint r1 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b1), a1, b0), a2, w3), a3, w2));
-  uint r2 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b2), a1, b1), a2, b0), a3, w3));
-  uint r3 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(a0, b3), a1, b2), a2, b1), a3, b0));
-  return bb4_make(r0, r1, r2, r3);
-}
-
-MSL_FN bb4 bb4_square(bb4 a) { return bb4_mul(a, a); }
-
-MSL_FN bb4 bb4_pow(bb4 a, uint e) {
-  bb4 r = bb4_one();
-  while (e != 0u) {
-    if ((e & 1u) != 0u) r = bb4_mul(r, a);
-    a = bb4_mul(a, a);
-    e >>= 1;
-  }
-  return r;
-}
-
-MSL_FN bool bb4_is_zero(bb4 a) { return (a[0] | a[1] | a[2] | a[3]) == 0u; }
-
-#endif  // BB4_H
 #line 9 "shaders/common/field_ops.metal"
 
 // out[i] = canonical in[i] into Montgomery form (in may equal out).
@@ -5643,194 +5891,6 @@ MSL_KERNEL void msl_kernel_zc_uni_pieces(MSL_DEVICE const uint* prog            
 // per group, sc_sum_rows (sumcheck.metal) adds the rows. On the host device (MSL_LANES > 1) each
 // thread takes GKR_RUN consecutive pairs per step of its grid-stride loop.
 #line 19 "shaders/gkr/gkr.metal"
-#line 1 "shaders/include/poseidon2_group.h"
-// poseidon2_group.h - one Poseidon2 state (poseidon2.h) permuted by the threads of one group
-// together, for kernels whose permutations follow one another (the device transcript: each
-// permutation waits for the one before). Thread k holds element k & 15 of the state; the 16
-// S-boxes of a full round run side by side, M_E and the partial rounds' sums go through 32 words
-// of threadgroup memory. One thread would take the permutation's whole chain of ~8,700
-// dependent-ish instructions (≈ 13 µs on an H200); here the chain is one S-box a round plus 31
-// exchanges.
-//
-// The round constants come from threadgroup memory (p2g_load_constants): read from device memory,
-// each round's constant would be one more dependent load from L2 on the permutation's chain (21 a
-// permutation), which is what one GPU thread's permutation mostly waits for.
-//
-// Rules: every thread of the group calls these functions in uniform control flow with the same
-// arguments (they contain barriers); a group of at least 16 threads (threads ≥ 16 mirror thread
-// k & 15 and write nothing). xs: 32 uints of threadgroup memory, used by nothing else meanwhile.
-// Exchanges alternate between its two halves, so one barrier each suffices: a thread writes a
-// half again only after the next exchange's barrier, which every reader of the previous use of
-// that half has passed.
-#ifndef POSEIDON2_GROUP_H
-#define POSEIDON2_GROUP_H
-#line 22 "shaders/include/poseidon2_group.h"
-
-// The permutation's additions and products end with a minimum (of t and t − p as unsigned
-// values) instead of a comparison and a conditional addition: two dependent steps instead of three,
-// and this permutation is one chain of latencies (H200 micro-benchmark: 10,387 → 8,353 cycles a
-// permutation, M_E 436 → 318, the 21 S-boxes 3,417 → 3,046). Same values as bb_add and bb_mul.
-MSL_FN uint p2g_add(uint a, uint b) {
-  uint t = a + b;  // < 2p < 2^32
-  return min(t, t - BB_P);
-}
-
-MSL_FN uint p2g_mul(uint a, uint b) {
-  uint lo = a * b;
-  uint hi = mulhi(a, b);
-  uint m = lo * BB_PINV;
-  uint r = hi - mulhi(m, BB_P);  // hi − hi(m·p), wrapped when negative
-  return min(r, r + BB_P);
-}
-
-MSL_FN uint p2g_sbox(uint x) {  // x^7
-  uint x2 = p2g_mul(x, x);
-  uint x3 = p2g_mul(x2, x);
-  uint x4 = p2g_mul(x2, x2);
-  return p2g_mul(x3, x4);
-}
-
-// Copies the P2_RC_LEN round constants to rcs (threadgroup memory); a barrier follows.
-MSL_FN void p2g_load_constants(MSL_CONSTANT uint* rc, MSL_THREADGROUP uint* rcs, uint tid, uint tpg) {
-  for (uint i = tid; i < P2_RC_LEN; i += tpg) rcs[i] = rc[i];
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-}
-
-// The group's sponge (transcript.Transcript): x is this thread's element of the state, buf the
-// exchange half to write next (0 or 1), absorb and sample the sponge's indices (every thread keeps
-// the same copies). One flat struct, filled in place (p2g_sponge_load): the OpenCL check of MSL
-// refuses nested structs without constructors and structs returned by value.
-struct p2g_sponge {
-  uint x;
-  uint buf;
-  uint absorb;
-  uint sample;
-};
-
-// Publishes every thread's value v and returns the 16 values' exchange half (after its barrier).
-MSL_FN MSL_THREADGROUP uint* p2g_exchange(MSL_THREAD p2g_sponge& st, uint v, uint tid, MSL_THREADGROUP uint* xs) {
-  MSL_THREADGROUP uint* buf = xs + 16u * st.buf;
-  if (tid < 16u) buf[tid] = v;
-  st.buf ^= 1u;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  return buf;
-}
-
-// M_E (poseidon2.h: p2_external): mat4 on each group of four elements, then the sums of the
-// elements equal mod 4. (Reading all 16 inputs once and computing the result directly, one
-// exchange instead of two, measured 2.6× slower on an H200: 1,104 against 427 cycles.)
-MSL_FN void p2g_external(MSL_THREAD p2g_sponge& st, uint tid, MSL_THREADGROUP uint* xs) {
-  uint k = tid & 15u;
-  uint g = k & 12u, j = k & 3u;
-  MSL_THREADGROUP uint* b = p2g_exchange(st, st.x, tid, xs);
-  uint x0 = b[g], x1 = b[g + 1u], x2 = b[g + 2u], x3 = b[g + 3u];
-  uint t01 = p2g_add(x0, x1);
-  uint t23 = p2g_add(x2, x3);
-  uint t0123 = p2g_add(t01, t23);
-  // p2_mat4_lane: out0 = t0123 + x1 + t01, out1 = t0123 + x1 + 2·x2, out2 = t0123 + x3 + t23,
-  // out3 = t0123 + x3 + 2·x0.
-  uint a = j < 2u ? x1 : x3;
-  uint c = j == 0u ? t01 : (j == 1u ? p2g_add(x2, x2) : (j == 2u ? t23 : p2g_add(x0, x0)));
-  uint y = p2g_add(p2g_add(t0123, a), c);
-  b = p2g_exchange(st, y, tid, xs);
-  uint sum = p2g_add(p2g_add(b[j], b[4u + j]), p2g_add(b[8u + j], b[12u + j]));
-  st.x = p2g_add(y, sum);
-}
-
-MSL_FN void p2g_full_round(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* rc, uint off, uint tid, MSL_THREADGROUP uint* xs) {
-  st.x = p2g_sbox(p2g_add(st.x, rc[off + (tid & 15u)]));
-  p2g_external(st, tid, xs);
-}
-
-// The sum of 16 exchanged values, as a tree (depth 4).
-MSL_FN uint p2g_sum16(MSL_THREADGROUP const uint* b) {
-  uint t0 = p2g_add(p2g_add(b[0], b[1]), p2g_add(b[2], b[3]));
-  uint t1 = p2g_add(p2g_add(b[4], b[5]), p2g_add(b[6], b[7]));
-  uint t2 = p2g_add(p2g_add(b[8], b[9]), p2g_add(b[10], b[11]));
-  uint t3 = p2g_add(p2g_add(b[12], b[13]), p2g_add(b[14], b[15]));
-  return p2g_add(p2g_add(t0, t1), p2g_add(t2, t3));
-}
-
-// The permutation of the group's state.
-MSL_FN void p2g_permute(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs) {
-  uint k = tid & 15u;
-  p2g_external(st, tid, xs);
-  for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_INIT + 16u * r, tid, xs);
-  // Partial rounds: element 0 through the S-box (every thread computes it, thread 0's counts), then
-  // M_I = J + diag(V): x_k ← Σ_i x_i + V_k·x_k.
-  uint diag = rc[P2_RC_DIAG + k];
-  for (uint r = 0u; r < 13u; r++) {
-    uint s0 = p2g_sbox(p2g_add(st.x, rc[P2_RC_INTERNAL + r]));
-    uint y = k == 0u ? s0 : st.x;
-    MSL_THREADGROUP uint* b = p2g_exchange(st, y, tid, xs);
-    st.x = p2g_add(p2g_sum16(b), p2g_mul(diag, y));
-  }
-  for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_FINAL + 16u * r, tid, xs);
-}
-
-// The duplex sponge over the group's state. After each permutation the state is also left in
-// out[0..16) (threadgroup memory beside xs), from which samples are read: a sample always follows
-// a permutation with no observe in between.
-
-MSL_FN void p2g_sponge_permute(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
-                               MSL_THREADGROUP uint* out) {
-  p2g_permute(sp, rc, tid, xs);
-  if (tid < 16u) out[tid] = sp.x;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  sp.absorb = 0u;
-  sp.sample = P2_RATE;
-}
-
-// ts: the state (16 Montgomery words), the absorb index, the sample index (GkrTranscript).
-MSL_FN void p2g_sponge_load(MSL_THREAD p2g_sponge& sp, MSL_DEVICE const uint* ts, uint tid) {
-  sp.x = ts[tid & 15u];
-  sp.buf = 0u;
-  sp.absorb = ts[16];
-  sp.sample = ts[17];
-}
-
-// Stores the sponge (the caller has its other threads' writes to ts ordered before this).
-MSL_FN void p2g_sponge_store(MSL_DEVICE uint* ts, MSL_THREAD const p2g_sponge& sp, uint tid) {
-  if (tid < 16u) ts[tid] = sp.x;
-  if (tid == 0u) {
-    ts[16] = sp.absorb;
-    ts[17] = sp.sample;
-  }
-}
-
-// transcript.Observe of v (the same on every thread): overwrite position absorb; after the 8th,
-// permute.
-MSL_FN void p2g_observe(MSL_THREAD p2g_sponge& sp, uint v, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
-                        MSL_THREADGROUP uint* out) {
-  if ((tid & 15u) == sp.absorb) sp.x = v;
-  sp.absorb++;
-  if (sp.absorb == P2_RATE) p2g_sponge_permute(sp, rc, tid, xs, out);
-}
-
-MSL_FN void p2g_observe4(MSL_THREAD p2g_sponge& sp, bb4 v, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
-                         MSL_THREADGROUP uint* out) {
-  for (uint c = 0u; c < 4u; c++) p2g_observe(sp, v[c], rc, tid, xs, out);
-}
-
-// transcript.Sample: permute first if observes are pending or the outputs are used up; outputs
-// are read backwards.
-MSL_FN uint p2g_sample(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
-                       MSL_THREADGROUP uint* out) {
-  if (sp.absorb != 0u || sp.sample == 0u) p2g_sponge_permute(sp, rc, tid, xs, out);
-  sp.sample--;
-  return out[sp.sample];
-}
-
-MSL_FN bb4 p2g_sample4(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
-                       MSL_THREADGROUP uint* out) {
-  uint c0 = p2g_sample(sp, rc, tid, xs, out);
-  uint c1 = p2g_sample(sp, rc, tid, xs, out);
-  uint c2 = p2g_sample(sp, rc, tid, xs, out);
-  uint c3 = p2g_sample(sp, rc, tid, xs, out);
-  return bb4_make(c0, c1, c2, c3);
-}
-
-#endif  // POSEIDON2_GROUP_H
 #line 20 "shaders/gkr/gkr.metal"
 
 #define GKR_RUN MSL_LANES

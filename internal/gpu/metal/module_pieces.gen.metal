@@ -221,8 +221,10 @@ enum class mem_flags : uint { mem_none = 0, mem_device = 1, mem_threadgroup = 2,
 MSL_FN mem_flags operator|(mem_flags a, mem_flags b) { return (mem_flags)((uint)a | (uint)b); }
 #if defined(MSL_TARGET_CUDA)
 MSL_FN void threadgroup_barrier(mem_flags) { __syncthreads(); }
+MSL_FN void simdgroup_barrier(mem_flags) { __syncwarp(); }
 #elif defined(MSL_TARGET_CHECK)
 void threadgroup_barrier(mem_flags flags);
+void simdgroup_barrier(mem_flags flags);
 #else
 extern "C" void hd_threadgroup_barrier(void);  // host device: switch to the next work item
 MSL_FN void threadgroup_barrier(mem_flags) {
@@ -230,6 +232,9 @@ MSL_FN void threadgroup_barrier(mem_flags) {
   hd_threadgroup_barrier();
   __asm__ __volatile__("" ::: "memory");
 }
+// The host's SIMD groups are single work items; kernels that exchange values within a SIMD
+// group of a GPU get a full barrier instead (stronger, so correct).
+MSL_FN void simdgroup_barrier(mem_flags f) { threadgroup_barrier(f); }
 #endif
 
 #endif  // !__METAL_VERSION__
