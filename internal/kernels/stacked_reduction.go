@@ -60,12 +60,7 @@ func PackStackedSlices(slices []StackedSlice, lSkip int) (words []uint32, chunks
 		}
 		d := words[srSliceWords*i:]
 		d[srQStart], d[srEOff], d[srNN], d[srChunk0] = uint32(s.QStart), uint32(s.EOff), uint32(s.NN), uint32(chunks)
-		a, bw := MontFp4(s.A), MontFp4(s.BW)
-		copy(d[srA:], a[:])
-		copy(d[srBW:], bw[:])
-		if !s.BW.IsZero() {
-			d[srRot] = 1
-		}
+		SetStackedSliceWeights(words, i, s.A, s.BW)
 		d[srWStart] = uint32(s.WStart)
 		chunks += StackedSliceChunks(s.NN, lSkip)
 	}
@@ -73,6 +68,19 @@ func PackStackedSlices(slices []StackedSlice, lSkip int) (words []uint32, chunks
 		return nil, 0, fmt.Errorf("kernels: stacked slices: %d chunks", chunks)
 	}
 	return words, chunks, nil
+}
+
+// SetStackedSliceWeights sets the weights A and BW of slice i in packed descriptor words
+// (PackStackedSlices): a descriptor list packed before its weights are known gets them here.
+func SetStackedSliceWeights(words []uint32, i int, a, bw field.Fp4) {
+	d := words[srSliceWords*i:]
+	ma, mbw := MontFp4(a), MontFp4(bw)
+	copy(d[srA:], ma[:])
+	copy(d[srBW:], mbw[:])
+	d[srRot] = 0
+	if !bw.IsZero() {
+		d[srRot] = 1
+	}
 }
 
 // SliceRange names Count slices of a descriptor buffer from index First: their chunks are

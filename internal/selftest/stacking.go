@@ -260,7 +260,8 @@ func checkStacking(dev *gpu.Device, p params.SystemParams, r *rand.Rand, commits
 		}
 		dcs, rcs = append(dcs, dc), append(rcs, rc)
 	}
-	batch := &stark.StackingBatch{R: randFp4s(r, p.NStack+1)}
+	pt := randFp4s(r, p.NStack+1)
+	batch := &stark.StackingBatch{}
 	for _, c := range dcs {
 		n := len(c.Layout().Cols)
 		eq, rot := randFp4s(r, n), randFp4s(r, n)
@@ -271,12 +272,12 @@ func checkStacking(dev *gpu.Device, p params.SystemParams, r *rand.Rand, commits
 		}
 		batch.EqWeight, batch.RotWeight = append(batch.EqWeight, eq), append(batch.RotWeight, rot)
 	}
-	dsp, err := be.NewStackingProver(p, dcs, batch)
+	dsp, err := be.NewStackingProver(p, dcs, pt)
 	if err != nil {
 		return err
 	}
 	defer dsp.Release()
-	rsp, err := ref.Stacking.NewStackingProver(p, rcs, batch)
+	rsp, err := ref.Stacking.NewStackingProver(p, rcs, pt)
 	if err != nil {
 		return err
 	}
@@ -292,10 +293,10 @@ func checkStacking(dev *gpu.Device, p params.SystemParams, r *rand.Rand, commits
 		return nil
 	}
 	var got []field.Fp4
-	if err := syncs(1, "UnivariateRound", func() (err error) { got, err = dsp.UnivariateRound(); return err }); err != nil {
+	if err := syncs(1, "UnivariateRound", func() (err error) { got, err = dsp.UnivariateRound(batch); return err }); err != nil {
 		return err
 	}
-	want, err := rsp.UnivariateRound()
+	want, err := rsp.UnivariateRound(batch)
 	if err != nil {
 		return err
 	}

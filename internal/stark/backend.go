@@ -1,6 +1,7 @@
 package stark
 
 import (
+	"fmt"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"time"
 
@@ -78,9 +79,11 @@ type Committer interface {
 
 // StackingBackend runs the stacked opening reduction (spec B §5).
 type StackingBackend interface {
-	// NewStackingProver prepares the stacked opening reduction over commits with the batching
-	// weights of b.
-	NewStackingProver(p params.SystemParams, commits []Committed, b *StackingBatch) (StackingProver, error)
+	// NewStackingProver prepares the stacked opening reduction over commits at the batch-sumcheck
+	// point r = (r_0; r_1, …), at least 1 + max ñ long: all of it that the batching weights do not
+	// enter (Prove builds it beside the transcript's absorb of the column openings, before λ is
+	// sampled). UnivariateRound takes the weights.
+	NewStackingProver(p params.SystemParams, commits []Committed, r []field.Fp4) (StackingProver, error)
 }
 
 // WhirBackend runs WHIR (spec A §6.3).
@@ -90,19 +93,33 @@ type WhirBackend interface {
 	NewWhirProver(p params.SystemParams, commits []Committed, mu field.Fp4, uCube []field.Fp4) (WhirProver, error)
 }
 
-// StackingBatch describes the batched kernel W_{c,m} of the stacked reduction (spec B §5.3).
+// StackingBatch holds the weights of the batched kernel W_{c,m} of the stacked reduction (spec B
+// §5.3).
 type StackingBatch struct {
-	// R is the batch-sumcheck point (r_0; r_1, …); it must be at least 1 + max ñ long.
-	R []field.Fp4
 	// EqWeight[c][i] and RotWeight[c][i] are the weights of sorted column i of commitment c:
 	// λ^(2k) and (need_rot ? λ^(2k+1) : 0), k the global claim index.
 	EqWeight, RotWeight [][]field.Fp4
 }
 
+// CheckStackingBatch checks that b holds a weight pair for every sorted column of every
+// commitment (layouts in commitment-list order).
+func CheckStackingBatch(b *StackingBatch, layouts []*StackedLayout) error {
+	if b == nil || len(b.EqWeight) != len(layouts) || len(b.RotWeight) != len(layouts) {
+		return fmt.Errorf("%w: stacking weights do not match %d commitments", ErrOpeningInput, len(layouts))
+	}
+	for c, l := range layouts {
+		if len(b.EqWeight[c]) != len(l.Cols) || len(b.RotWeight[c]) != len(l.Cols) {
+			return fmt.Errorf("%w: commitment %d weights", ErrOpeningInput, c)
+		}
+	}
+	return nil
+}
+
 // StackingProver runs the stacked reduction's sumcheck rounds on the backend.
 type StackingProver interface {
-	// UnivariateRound returns the 2(2^l_skip − 1) + 1 coefficients of s_0(Z) (constant first).
-	UnivariateRound() ([]field.Fp4, error)
+	// UnivariateRound returns the 2(2^l_skip − 1) + 1 coefficients of s_0(Z) (constant first)
+	// with the batching weights of b.
+	UnivariateRound(b *StackingBatch) ([]field.Fp4, error)
 	// BindUnivariate fixes Z = u_0.
 	BindUnivariate(u0 field.Fp4) error
 	// Round returns s_j(1), s_j(2) of the next multilinear round.

@@ -356,7 +356,10 @@ func checkAirInputs(traces []*AirInput) (vks []*air.VerifyingKey, progs []*const
 // ProveBatchConstraints runs the batch constraint sumcheck prover (spec B §4.2 B1–B8) on traces
 // given in trace order, after the GKR stage (g.Xi already extended to l + n_global). It returns
 // the proof part and the opening claims for the stacked reduction (ColumnOpeningsToClaims).
-func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p params.SystemParams, traces []*AirInput, g *GkrOutcome) (BatchConstraintProof, *OpeningClaims, error) {
+// beside, when not nil, runs beside the transcript's absorb of the column openings, after the
+// backend's constraint prover is released, with the sumcheck point r (the claims' R): the next
+// stage's work that does not wait for the transcript.
+func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p params.SystemParams, traces []*AirInput, g *GkrOutcome, beside func(r []field.Fp4)) (BatchConstraintProof, *OpeningClaims, error) {
 	vks, progs, publics, logHeights, err := checkAirInputs(traces)
 	if err != nil {
 		return BatchConstraintProof{}, nil, err
@@ -542,8 +545,8 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 			return BatchConstraintProof{}, nil, err
 		}
 	}
-	// The claims and the prover's release (frees the tables) run beside the transcript's absorb
-	// of the openings, which is sequential: ~2,600 permutations for keccakf-1024.
+	// The claims, the prover's release (frees the tables) and beside run beside the transcript's
+	// absorb of the openings, which is sequential: ~2,600 permutations for keccakf-1024.
 	var claims *OpeningClaims
 	var cerr error
 	side := make(chan struct{})
@@ -551,6 +554,9 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 	go func() {
 		defer close(side)
 		cp.Release()
+		if beside != nil {
+			beside(r)
+		}
 		claims, cerr = ColumnOpeningsToClaims(vks, r, openings)
 	}()
 	sh.observeOpenings(tr, openings) // B7, B8

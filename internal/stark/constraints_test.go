@@ -138,7 +138,7 @@ func bcTranscript() *transcript.Transcript {
 func (c *bcCase) prove(t testing.TB) (stark.BatchConstraintProof, *stark.OpeningClaims, *transcript.Transcript) {
 	t.Helper()
 	tr := bcTranscript()
-	proof, claims, err := stark.ProveBatchConstraints(cpuref.Backend{}, tr, c.p, c.inputs, c.g)
+	proof, claims, err := stark.ProveBatchConstraints(cpuref.Backend{}, tr, c.p, c.inputs, c.g, nil)
 	if err != nil {
 		t.Fatalf("prove: %v", err)
 	}

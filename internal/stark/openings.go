@@ -66,7 +66,14 @@ type OpeningClaims struct {
 // ProveOpenings proves claims on the committed columns: the stacked opening reduction (spec B §5)
 // followed by WHIR (spec A §6), on transcript tr.
 func ProveOpenings(be *Backend, tr *transcript.Transcript, p params.SystemParams, commits []Committed, claims *OpeningClaims) (StackingProof, WhirProof, error) {
-	sp, u, err := ProveStacking(be.Stacking, tr, p, commits, claims)
+	if claims == nil {
+		return StackingProof{}, WhirProof{}, fmt.Errorf("%w: no claims", ErrOpeningInput)
+	}
+	prover, err := be.Stacking.NewStackingProver(p, commits, claims.R)
+	if err != nil {
+		return StackingProof{}, WhirProof{}, err
+	}
+	sp, u, err := ProveStacking(prover, tr, p, commits, claims)
 	if err != nil {
 		return StackingProof{}, WhirProof{}, err
 	}

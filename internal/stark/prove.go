@@ -511,13 +511,22 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 		return nil, err
 	}
 
+	// The stacking prover is built beside the constraint stage's absorb of the column openings:
+	// all of it but the batching weights, which wait for λ (StackingBackend.NewStackingProver).
 	var claims *OpeningClaims
+	var stacking StackingProver
+	var stackingErr error
 	err = st.run(StageConstraints, func() error {
 		var err error
-		proof.BatchConstraint, claims, err = ProveBatchConstraints(be.Constraints, &tr, p, traces, outcome)
+		proof.BatchConstraint, claims, err = ProveBatchConstraints(be.Constraints, &tr, p, traces, outcome, func(r []field.Fp4) {
+			stacking, stackingErr = be.Stacking.NewStackingProver(p, commits, r)
+		})
 		return err
 	})
 	if err != nil {
+		if stacking != nil {
+			stacking.Release()
+		}
 		return nil, err
 	}
 
@@ -525,8 +534,11 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 	err = st.run(StageOpenings, func() error {
 		var u []field.Fp4
 		err := st.part("stacking", func() error {
+			if stackingErr != nil {
+				return stackingErr
+			}
 			var err error
-			proof.Stacking, u, err = ProveStacking(be.Stacking, &tr, p, commits, claims)
+			proof.Stacking, u, err = ProveStacking(stacking, &tr, p, commits, claims)
 			return err
 		})
 		if err != nil {

@@ -96,9 +96,11 @@ func batchWeights(flat [][]stackingClaim, lambda field.Fp4) (eqW, rotW [][]field
 	return eqW, rotW, claim
 }
 
-// ProveStacking runs the stacked opening reduction prover (spec B §5.4) and returns the proof and
-// the point u = (u_0; u_1..u_{n_stack}).
-func ProveStacking(be StackingBackend, tr *transcript.Transcript, p params.SystemParams, commits []Committed, claims *OpeningClaims) (StackingProof, []field.Fp4, error) {
+// ProveStacking runs the stacked opening reduction prover (spec B §5.4) on sp, a prover of
+// commits at claims.R (StackingBackend.NewStackingProver), and returns the proof and the point
+// u = (u_0; u_1..u_{n_stack}). It releases sp.
+func ProveStacking(sp StackingProver, tr *transcript.Transcript, p params.SystemParams, commits []Committed, claims *OpeningClaims) (StackingProof, []field.Fp4, error) {
+	defer sp.Release()
 	layouts := make([]*StackedLayout, len(commits))
 	for i, c := range commits {
 		layouts[i] = c.Layout()
@@ -109,13 +111,8 @@ func ProveStacking(be StackingBackend, tr *transcript.Transcript, p params.Syste
 	}
 	lambda := tr.SampleExt()
 	eqW, rotW, _ := batchWeights(flat, lambda)
-	sp, err := be.NewStackingProver(p, commits, &StackingBatch{R: claims.R, EqWeight: eqW, RotWeight: rotW})
-	if err != nil {
-		return StackingProof{}, nil, err
-	}
-	defer sp.Release()
 	var proof StackingProof
-	if proof.UnivariateRoundCoeffs, err = sp.UnivariateRound(); err != nil {
+	if proof.UnivariateRoundCoeffs, err = sp.UnivariateRound(&StackingBatch{EqWeight: eqW, RotWeight: rotW}); err != nil {
 		return StackingProof{}, nil, err
 	}
 	for _, c := range proof.UnivariateRoundCoeffs {

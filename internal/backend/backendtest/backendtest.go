@@ -516,10 +516,11 @@ func checkConstraints(pr *pair) error {
 	return nil
 }
 
-// stackingBatch is a fixed batch for the commitment list of sub: weights for every column, a
-// rotation weight on every other column.
-func stackingBatch(r *rand.Rand, p params.SystemParams, cs []stark.Committed) *stark.StackingBatch {
-	b := &stark.StackingBatch{R: fp4s(r, p.NStack+1)}
+// stackingBatch is a fixed point and batch for the commitment list of sub: weights for every
+// column, a rotation weight on every other column.
+func stackingBatch(r *rand.Rand, p params.SystemParams, cs []stark.Committed) ([]field.Fp4, *stark.StackingBatch) {
+	pt := fp4s(r, p.NStack+1)
+	b := &stark.StackingBatch{}
 	for _, c := range cs {
 		n := len(c.Layout().Cols)
 		eq, rot := fp4s(r, n), fp4s(r, n)
@@ -529,7 +530,7 @@ func stackingBatch(r *rand.Rand, p params.SystemParams, cs []stark.Committed) *s
 		b.EqWeight = append(b.EqWeight, eq)
 		b.RotWeight = append(b.RotWeight, rot)
 	}
-	return b
+	return pt, b
 }
 
 func checkStacking(pr *pair) error {
@@ -540,22 +541,22 @@ func checkStacking(pr *pair) error {
 	}
 	defer free()
 	r := rng(3)
-	batch := stackingBatch(r, p, sub)
-	ss, err := pr.sub.Stacking.NewStackingProver(p, sub, batch)
+	pt, batch := stackingBatch(r, p, sub)
+	ss, err := pr.sub.Stacking.NewStackingProver(p, sub, pt)
 	if err != nil {
 		return fmt.Errorf("stacking: new prover: %w", err)
 	}
 	defer ss.Release()
-	sr, err := pr.ref.Stacking.NewStackingProver(p, ref, batch)
+	sr, err := pr.ref.Stacking.NewStackingProver(p, ref, pt)
 	if err != nil {
 		return err
 	}
 	defer sr.Release()
-	u0, err := ss.UnivariateRound()
+	u0, err := ss.UnivariateRound(batch)
 	if err != nil {
 		return fmt.Errorf("stacking: round 0: %w", err)
 	}
-	u0r, _ := sr.UnivariateRound()
+	u0r, _ := sr.UnivariateRound(batch)
 	if err := diffSlice("stacking round 0 coefficients", u0, u0r); err != nil {
 		return err
 	}

@@ -18,10 +18,11 @@ var ErrProverState = errors.New("cpuref: prover method called out of order")
 type stackingProver struct {
 	p       params.SystemParams
 	commits []*Committed
-	b       *stark.StackingBatch
-	coeffs  [][][]field.Fp  // [c][m] block-wise Z coefficients (length 2^m)
-	q, w    [][][]field.Fp4 // [c][m][x] after BindUnivariate
-	bound   int             // number of bound variables (0 before u_0)
+	r       []field.Fp4          // the batch-sumcheck point
+	b       *stark.StackingBatch // the weights, from UnivariateRound on
+	coeffs  [][][]field.Fp       // [c][m] block-wise Z coefficients (length 2^m)
+	q, w    [][][]field.Fp4      // [c][m][x] after BindUnivariate
+	bound   int                  // number of bound variables (0 before u_0)
 	eqR     map[int][]field.Fp4
 }
 
@@ -30,29 +31,26 @@ type stackingProver struct {
 func (sp *stackingProver) eqTable(nn int) []field.Fp4 {
 	e, ok := sp.eqR[nn]
 	if !ok {
-		e = stark.EvalsEqHypercube(sp.b.R[1 : nn+1])
+		e = stark.EvalsEqHypercube(sp.r[1 : nn+1])
 		sp.eqR[nn] = e
 	}
 	return e
 }
 
 // NewStackingProver implements stark.Backend.
-func (Backend) NewStackingProver(p params.SystemParams, commits []stark.Committed, b *stark.StackingBatch) (stark.StackingProver, error) {
+func (Backend) NewStackingProver(p params.SystemParams, commits []stark.Committed, r []field.Fp4) (stark.StackingProver, error) {
 	cs, err := cpuCommits(commits)
 	if err != nil {
 		return nil, err
 	}
-	if b == nil || len(b.EqWeight) != len(cs) || len(b.RotWeight) != len(cs) || len(b.R) == 0 {
-		return nil, fmt.Errorf("%w: stacking batch does not match %d commitments", stark.ErrOpeningInput, len(cs))
+	if len(r) == 0 {
+		return nil, fmt.Errorf("%w: no point r", stark.ErrOpeningInput)
 	}
-	sp := &stackingProver{p: p, commits: cs, b: b, coeffs: make([][][]field.Fp, len(cs)), eqR: map[int][]field.Fp4{}}
+	sp := &stackingProver{p: p, commits: cs, r: r, coeffs: make([][][]field.Fp, len(cs)), eqR: map[int][]field.Fp4{}}
 	for c, com := range cs {
 		l := com.Layout()
-		if len(b.EqWeight[c]) != len(l.Cols) || len(b.RotWeight[c]) != len(l.Cols) {
-			return nil, fmt.Errorf("%w: commitment %d weights", stark.ErrOpeningInput, c)
-		}
 		for _, sc := range l.Cols {
-			if nl := sc.Slice.LogHeight - p.LSkip; nl+1 > len(b.R) {
+			if nl := sc.Slice.LogHeight - p.LSkip; nl+1 > len(r) {
 				return nil, fmt.Errorf("%w: point r too short", stark.ErrOpeningInput)
 			}
 		}
@@ -75,13 +73,21 @@ func (Backend) NewStackingProver(p params.SystemParams, commits []stark.Committe
 func (sp *stackingProver) Release() { sp.coeffs, sp.q, sp.w, sp.eqR = nil, nil, nil, nil }
 
 // UnivariateRound returns s_0(Z) = Σ_x Σ_{c,m} q_{c,m}(Z; x)·W_{c,m}(Z; x).
-func (sp *stackingProver) UnivariateRound() ([]field.Fp4, error) {
-	if sp.coeffs == nil || sp.bound != 0 {
+func (sp *stackingProver) UnivariateRound(b *stark.StackingBatch) ([]field.Fp4, error) {
+	if sp.coeffs == nil || sp.bound != 0 || sp.b != nil {
 		return nil, ErrProverState
 	}
+	layouts := make([]*stark.StackedLayout, len(sp.commits))
+	for c, com := range sp.commits {
+		layouts[c] = com.Layout()
+	}
+	if err := stark.CheckStackingBatch(b, layouts); err != nil {
+		return nil, err
+	}
+	sp.b = b
 	l := sp.p.LSkip
 	n := 1 << l
-	r := sp.b.R
+	r := sp.r
 	omega := field.TwoAdicGenerator(l)
 	r0w := r[0].MulBase(omega)
 	polyA := stark.EqUniCoeffs(l, r[0])
@@ -163,13 +169,13 @@ func (sp *stackingProver) UnivariateRound() ([]field.Fp4, error) {
 
 // BindUnivariate builds the q(u_0; x) and W(u_0; x) tables.
 func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
-	if sp.coeffs == nil || sp.bound != 0 {
+	if sp.coeffs == nil || sp.bound != 0 || sp.b == nil { // the weights come with UnivariateRound
 		return ErrProverState
 	}
 	l := sp.p.LSkip
 	n := 1 << l
 	nx := 1 << sp.p.NStack
-	r := sp.b.R
+	r := sp.r
 	omega := field.TwoAdicGenerator(l)
 	r0w := r[0].MulBase(omega)
 	a0 := stark.EqUni(l, u0, r[0])

@@ -39,9 +39,10 @@ type stackingProver struct {
 	// qs are the commitments' stacked matrices, leased for the prover (Committed.acquireQ);
 	// its release leaves them to WHIR's batching.
 	qs     []*gpu.Array[kernels.Mont]
-	batch  *stark.StackingBatch
-	colOff []int // first table column of each commitment
-	cols   int   // Σ widths
+	r      []field.Fp4          // the batch-sumcheck point
+	batch  *stark.StackingBatch // the weights, from UnivariateRound on
+	colOff []int                // first table column of each commitment
+	cols   int                  // Σ widths
 
 	uni     []kernels.SliceRange // per commitment: its slices of log height ≥ l_skip (Count 0: none)
 	wRange  kernels.SliceRange   // every slice (of every commitment), for W
@@ -49,6 +50,10 @@ type stackingProver struct {
 	shorts  []shortSlice         // slices of log height < l_skip, in gather order
 	gathers []gatherRun          // copies of short blocks into the result buffer
 	rows    int                  // partials rows of UnivariateRound
+	// words are the packed slice descriptors, uploaded by UnivariateRound once weighted holds
+	// their weights (the slices of log height ≥ l_skip: index in words, commitment, column).
+	words    []uint32
+	weighted []weightedSlice
 
 	mu       sync.Mutex
 	released bool
@@ -72,6 +77,9 @@ type wSlice struct {
 	nn   int // log height − l_skip (may be negative)
 }
 
+// weightedSlice is a slice of log height ≥ l_skip: its descriptor's index and its column.
+type weightedSlice struct{ at, c, i int }
+
 // shortSlice is a slice of log height < l_skip: one block, gathered for the host.
 type shortSlice struct {
 	c, i, nn int
@@ -86,29 +94,27 @@ type gatherRun struct {
 var _ stark.StackingProver = (*stackingProver)(nil)
 
 // NewStackingProver implements stark.StackingBackend on the device: it validates the inputs as
-// cpuref does, uploads the slice descriptors and the halves of the eq tables (a few KiB) and
-// encodes the eq tables' expansion (no sync).
-func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Committed, batch *stark.StackingBatch) (stark.StackingProver, error) {
+// cpuref does, packs the slice descriptors (their weights come with UnivariateRound), allocates
+// the tables, uploads the halves of the eq tables (a few KiB) and encodes the eq tables'
+// expansion (no sync).
+func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Committed, r []field.Fp4) (stark.StackingProver, error) {
 	cs, err := b.commits(commits)
 	if err != nil {
 		return nil, err
 	}
-	if batch == nil || len(batch.EqWeight) != len(cs) || len(batch.RotWeight) != len(cs) || len(batch.R) == 0 {
-		return nil, fmt.Errorf("%w: stacking batch does not match %d commitments", stark.ErrOpeningInput, len(cs))
+	if len(r) == 0 {
+		return nil, fmt.Errorf("%w: no point r", stark.ErrOpeningInput)
 	}
 	if p.LSkip < 0 || p.LSkip > 5 || p.NStack < 0 {
 		return nil, fmt.Errorf("%w: l_skip=%d n_stack=%d", stark.ErrOpeningInput, p.LSkip, p.NStack)
 	}
 	l, ns := p.LSkip, p.NStack
 	n := 1 << l
-	sp := &stackingProver{be: b, p: p, commits: cs, batch: batch, colOff: make([]int, len(cs)), uni: make([]kernels.SliceRange, len(cs))}
+	sp := &stackingProver{be: b, p: p, commits: cs, r: r, colOff: make([]int, len(cs)), uni: make([]kernels.SliceRange, len(cs))}
 	for c, com := range cs {
 		lay := com.Layout()
-		if len(batch.EqWeight[c]) != len(lay.Cols) || len(batch.RotWeight[c]) != len(lay.Cols) {
-			return nil, fmt.Errorf("%w: commitment %d weights", stark.ErrOpeningInput, c)
-		}
 		for _, sc := range lay.Cols {
-			if nl := sc.Slice.LogHeight - l; nl+1 > len(batch.R) {
+			if nl := sc.Slice.LogHeight - l; nl+1 > len(r) {
 				return nil, fmt.Errorf("%w: point r too short", stark.ErrOpeningInput)
 			}
 		}
@@ -140,7 +146,7 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	var exps []expansion
 	etabLen := 0
 	for _, nn := range nns {
-		lo, hi, h := kernels.EqTables(batch.R[1 : nn+1])
+		lo, hi, h := kernels.EqTables(r[1 : nn+1])
 		exps = append(exps, expansion{len(halves), len(halves) + len(lo), etabLen, h, nn - h})
 		halves = append(append(halves, lo...), hi...)
 		eOff[nn] = etabLen
@@ -170,7 +176,8 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 			if len(all) != r.First+r.Count {
 				return nil, fmt.Errorf("backend/device: commitment %d: a slice of log height ≥ l_skip follows a shorter one", c)
 			}
-			all = append(all, kernels.StackedSlice{QStart: qStart, EOff: eOff[nn], NN: nn, A: batch.EqWeight[c][i], BW: batch.RotWeight[c][i], WStart: wStart})
+			sp.weighted = append(sp.weighted, weightedSlice{at: len(all), c: c, i: i})
+			all = append(all, kernels.StackedSlice{QStart: qStart, EOff: eOff[nn], NN: nn, WStart: wStart})
 			r.Count++
 			r.Chunks += kernels.StackedSliceChunks(nn, l)
 			chunk += kernels.StackedSliceChunks(nn, l)
@@ -184,6 +191,7 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	if err != nil {
 		return nil, err
 	}
+	sp.words = words
 	if chunks != chunk {
 		return nil, fmt.Errorf("backend/device: %d chunks packed, %d counted", chunks, chunk)
 	}
@@ -220,6 +228,7 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 		a, err = gpu.AllocArray[kernels.Mont4](b.dev, "stacking "+name, max(n, 1))
 		return a
 	}
+	sp.slices = alloc("slices", len(words))
 	sp.etab = alloc4("eq tables", etabLen)
 	sp.partials = alloc("partials", sp.rows*width)
 	sp.result = alloc("round 0 sums", width+len(sp.shorts)*n)
@@ -230,9 +239,6 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	sp.qt[1] = alloc4("q table (folded)", sp.cols*max(nx/2, 1))
 	sp.wt[1] = alloc4("W table (folded)", sp.cols*max(nx/2, 1))
 	if err != nil {
-		return fail(err)
-	}
-	if sp.slices, err = gpu.UploadArray(b.dev, "stacking slices", words); err != nil {
 		return fail(err)
 	}
 	hv, err := gpu.UploadArray(b.dev, "stacking eq halves", halves)
@@ -326,16 +332,31 @@ func (sp *stackingProver) live() error {
 	return nil
 }
 
-// UnivariateRound returns s_0(Z) = Σ_x Σ_{c,m} q_{c,m}(Z; x)·W_{c,m}(Z; x) (2N − 1 coefficients).
-func (sp *stackingProver) UnivariateRound() ([]field.Fp4, error) {
+// UnivariateRound returns s_0(Z) = Σ_x Σ_{c,m} q_{c,m}(Z; x)·W_{c,m}(Z; x) (2N − 1 coefficients)
+// with the weights of batch, which it uploads into the slice descriptors first.
+func (sp *stackingProver) UnivariateRound(batch *stark.StackingBatch) ([]field.Fp4, error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	if err := sp.live(); err != nil {
 		return nil, err
 	}
-	if sp.bound != 0 {
+	if sp.bound != 0 || sp.batch != nil {
 		return nil, ErrProverState
 	}
+	layouts := make([]*stark.StackedLayout, len(sp.commits))
+	for c, com := range sp.commits {
+		layouts[c] = com.Layout()
+	}
+	if err := stark.CheckStackingBatch(batch, layouts); err != nil {
+		return nil, err
+	}
+	for _, w := range sp.weighted {
+		kernels.SetStackedSliceWeights(sp.words, w.at, batch.EqWeight[w.c][w.i], batch.RotWeight[w.c][w.i])
+	}
+	if err := sp.slices.Write(0, sp.words); err != nil {
+		return nil, err
+	}
+	sp.batch = batch
 	l := sp.p.LSkip
 	n := 1 << l
 	dev := sp.be.dev
@@ -373,7 +394,7 @@ func (sp *stackingProver) UnivariateRound() ([]field.Fp4, error) {
 		return nil, err
 	}
 
-	r := sp.batch.R
+	r := sp.r
 	omega := field.TwoAdicGenerator(l)
 	r0w := r[0].MulBase(omega)
 	polyA := stark.EqUniCoeffs(l, r[0])
@@ -485,11 +506,11 @@ func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
 	if err := sp.live(); err != nil {
 		return err
 	}
-	if sp.bound != 0 {
+	if sp.bound != 0 || sp.batch == nil { // the weights come with UnivariateRound
 		return ErrProverState
 	}
 	l, ns := sp.p.LSkip, sp.p.NStack
-	r := sp.batch.R
+	r := sp.r
 	omega := field.TwoAdicGenerator(l)
 	r0w := r[0].MulBase(omega)
 	a0 := stark.EqUni(l, u0, r[0])

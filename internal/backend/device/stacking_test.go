@@ -116,13 +116,14 @@ func commitBoth(t *testing.T, be *device.Backend, p params.SystemParams, r *rand
 	return dev, ref
 }
 
-// randomBatch draws r (1 + n_stack coordinates) and weights: eq weights random, rotation weights
-// zero for about half of the columns.
-func randomBatch(r *rand.Rand, p params.SystemParams, cs []stark.Committed) *stark.StackingBatch {
-	b := &stark.StackingBatch{R: make([]field.Fp4, p.NStack+1)}
-	for i := range b.R {
-		b.R[i] = fieldrand.Fp4(r)
+// randomBatch draws a point (1 + n_stack coordinates) and weights: eq weights random, rotation
+// weights zero for about half of the columns.
+func randomBatch(r *rand.Rand, p params.SystemParams, cs []stark.Committed) ([]field.Fp4, *stark.StackingBatch) {
+	pt := make([]field.Fp4, p.NStack+1)
+	for i := range pt {
+		pt[i] = fieldrand.Fp4(r)
 	}
+	b := &stark.StackingBatch{}
 	for _, c := range cs {
 		n := len(c.Layout().Cols)
 		eq, rot := make([]field.Fp4, n), make([]field.Fp4, n)
@@ -134,7 +135,7 @@ func randomBatch(r *rand.Rand, p params.SystemParams, cs []stark.Committed) *sta
 		}
 		b.EqWeight, b.RotWeight = append(b.EqWeight, eq), append(b.RotWeight, rot)
 	}
-	return b
+	return pt, b
 }
 
 // syncsOf runs f and returns the syncs it made.
@@ -164,23 +165,23 @@ func TestStackingProverMatchesCpuref(t *testing.T) {
 			}
 			r := rand.New(rand.NewPCG(uint64(ci), 0x57ac))
 			dcs, rcs := commitBoth(t, be, p, r, tc.commits)
-			batch := randomBatch(r, p, dcs)
+			pt, batch := randomBatch(r, p, dcs)
 			mem := testDev.Stats().MemoryInUse
-			dsp, err := be.Stages().Stacking.NewStackingProver(p, dcs, batch)
+			dsp, err := be.Stages().Stacking.NewStackingProver(p, dcs, pt)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rsp, err := cpuref.New().Stacking.NewStackingProver(p, rcs, batch)
+			rsp, err := cpuref.New().Stacking.NewStackingProver(p, rcs, pt)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer rsp.Release()
 
 			var got []field.Fp4
-			if n := syncsOf(t, func() (err error) { got, err = dsp.UnivariateRound(); return err }); n != 1 {
+			if n := syncsOf(t, func() (err error) { got, err = dsp.UnivariateRound(batch); return err }); n != 1 {
 				t.Errorf("UnivariateRound: %d syncs, want 1", n)
 			}
-			want, err := rsp.UnivariateRound()
+			want, err := rsp.UnivariateRound(batch)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,13 +270,13 @@ func TestStackingProverOrder(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(99, 1))
 	dcs, rcs := commitBoth(t, be, p, r, [][]traceShape{{{9, 2}, {3, 2}, {1, 1}}})
-	batch := randomBatch(r, p, dcs)
-	sp, err := be.NewStackingProver(p, dcs, batch)
+	pt, batch := randomBatch(r, p, dcs)
+	sp, err := be.NewStackingProver(p, dcs, pt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sp.Release()
-	ref, err := cpuref.New().Stacking.NewStackingProver(p, rcs, batch)
+	ref, err := cpuref.New().Stacking.NewStackingProver(p, rcs, pt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,14 +289,21 @@ func TestStackingProverOrder(t *testing.T) {
 	if _, err := sp.Openings(); !errors.Is(err, device.ErrProverState) {
 		t.Errorf("Openings before the rounds: %v", err)
 	}
-	// BindUnivariate without UnivariateRound, two Binds in a row, Round twice: all as cpuref.
+	// BindUnivariate before UnivariateRound (which brings the weights) fails; then two Binds in a
+	// row, Round twice: all as cpuref.
 	u := fieldrand.Fp4(r)
 	for _, x := range []stark.StackingProver{sp, ref} {
+		if err := x.BindUnivariate(u); err == nil {
+			t.Errorf("%T: BindUnivariate before UnivariateRound: no error", x)
+		}
+		if _, err := x.UnivariateRound(batch); err != nil {
+			t.Fatal(err)
+		}
 		if err := x.BindUnivariate(u); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := sp.UnivariateRound(); !errors.Is(err, device.ErrProverState) {
+	if _, err := sp.UnivariateRound(batch); !errors.Is(err, device.ErrProverState) {
 		t.Errorf("UnivariateRound after BindUnivariate: %v", err)
 	}
 	if err := sp.BindUnivariate(u); !errors.Is(err, device.ErrProverState) {
@@ -335,24 +343,46 @@ func TestStackingProverOrder(t *testing.T) {
 		t.Fatal("openings differ after an irregular call order")
 	}
 
-	// Invalid inputs.
-	bad := []*stark.StackingBatch{
-		nil,
-		{R: batch.R, EqWeight: batch.EqWeight},
-		{R: batch.R[:1], EqWeight: batch.EqWeight, RotWeight: batch.RotWeight},
-		{R: batch.R, EqWeight: [][]field.Fp4{batch.EqWeight[0][:1]}, RotWeight: batch.RotWeight},
-	}
-	for i, bb := range bad {
-		if _, err := be.NewStackingProver(p, dcs, bb); !errors.Is(err, stark.ErrOpeningInput) {
-			t.Errorf("bad batch %d: %v, want ErrOpeningInput", i, err)
+	// Invalid inputs: points to NewStackingProver, weights to UnivariateRound (each on a fresh
+	// prover, with cpuref's answer alongside).
+	for i, bp := range [][]field.Fp4{nil, pt[:1]} {
+		if _, err := be.NewStackingProver(p, dcs, bp); !errors.Is(err, stark.ErrOpeningInput) {
+			t.Errorf("bad point %d: %v, want ErrOpeningInput", i, err)
+		}
+		if _, err := cpuref.New().Stacking.NewStackingProver(p, rcs, bp); !errors.Is(err, stark.ErrOpeningInput) {
+			t.Errorf("bad point %d, cpuref: %v, want ErrOpeningInput", i, err)
 		}
 	}
-	if _, err := be.NewStackingProver(p, rcs, batch); !errors.Is(err, device.ErrForeignHandle) {
+	bad := []*stark.StackingBatch{
+		nil,
+		{EqWeight: batch.EqWeight},
+		{EqWeight: [][]field.Fp4{batch.EqWeight[0][:1]}, RotWeight: batch.RotWeight},
+	}
+	for i, bb := range bad {
+		fresh, err := be.NewStackingProver(p, dcs, pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fresh.UnivariateRound(bb); !errors.Is(err, stark.ErrOpeningInput) {
+			t.Errorf("bad batch %d: %v, want ErrOpeningInput", i, err)
+		}
+		fresh.Release()
+		rfresh, err := cpuref.New().Stacking.NewStackingProver(p, rcs, pt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rfresh.UnivariateRound(bb); !errors.Is(err, stark.ErrOpeningInput) {
+			t.Errorf("bad batch %d, cpuref: %v, want ErrOpeningInput", i, err)
+		}
+		rfresh.Release()
+	}
+	if _, err := be.NewStackingProver(p, rcs, pt); !errors.Is(err, device.ErrForeignHandle) {
 		t.Errorf("cpuref commitments: %v, want ErrForeignHandle", err)
 	}
 	p2 := p
 	p2.NStack++
-	if _, err := be.NewStackingProver(p2, dcs, randomBatch(r, p2, dcs)); !errors.Is(err, stark.ErrOpeningInput) {
+	pt2, _ := randomBatch(r, p2, dcs)
+	if _, err := be.NewStackingProver(p2, dcs, pt2); !errors.Is(err, stark.ErrOpeningInput) {
 		t.Errorf("other n_stack: %v, want ErrOpeningInput", err)
 	}
 }
@@ -366,12 +396,13 @@ func TestStackingProverClose(t *testing.T) {
 	p, _, _ := params.Preset("test", 0)
 	r := rand.New(rand.NewPCG(7, 7))
 	dcs, _ := commitBoth(t, be, p, r, [][]traceShape{{{9, 2}}})
-	sp, err := be.NewStackingProver(p, dcs, randomBatch(r, p, dcs))
+	pt, batch := randomBatch(r, p, dcs)
+	sp, err := be.NewStackingProver(p, dcs, pt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	be.Close()
-	if _, err := sp.UnivariateRound(); err == nil {
+	if _, err := sp.UnivariateRound(batch); err == nil {
 		t.Error("UnivariateRound after Close: no error")
 	}
 	sp.Release()
@@ -380,7 +411,7 @@ func TestStackingProverClose(t *testing.T) {
 // keccakfShape is the stacked layout of keccakf-1024 (metalprove trace --example keccakf --perms
 // 1024): one trace of 2633 columns × 2^15 rows under app-100bit at 2^21 (l_skip 4, n_stack 17),
 // stacked into 42 columns.
-func keccakfShape(b *testing.B) (params.SystemParams, *device.Backend, []stark.Committed, *stark.StackingBatch) {
+func keccakfShape(b *testing.B) (params.SystemParams, *device.Backend, []stark.Committed, []field.Fp4, *stark.StackingBatch) {
 	b.Helper()
 	p, _, err := params.Preset("app-100bit", 21)
 	if err != nil {
@@ -403,11 +434,12 @@ func keccakfShape(b *testing.B) (params.SystemParams, *device.Backend, []stark.C
 	}
 	tr.Free()
 	cs := []stark.Committed{c}
-	return p, be, cs, randomBatch(r, p, cs)
+	pt, batch := randomBatch(r, p, cs)
+	return p, be, cs, pt, batch
 }
 
 // runStacking drives sp through a whole reduction and reports the time of each step (ms/op).
-func runStacking(b *testing.B, p params.SystemParams, newProver func() (stark.StackingProver, error)) {
+func runStacking(b *testing.B, p params.SystemParams, batch *stark.StackingBatch, newProver func() (stark.StackingProver, error)) {
 	r := rand.New(rand.NewPCG(5, 5))
 	var tNew, tUni, tBindUni, tRounds, tBinds, tOpen time.Duration
 	lap := func(d *time.Duration, start time.Time) time.Time {
@@ -423,7 +455,7 @@ func runStacking(b *testing.B, p params.SystemParams, newProver func() (stark.St
 			b.Fatal(err)
 		}
 		t = lap(&tNew, t)
-		if _, err := sp.UnivariateRound(); err != nil {
+		if _, err := sp.UnivariateRound(batch); err != nil {
 			b.Fatal(err)
 		}
 		t = lap(&tUni, t)
@@ -458,17 +490,17 @@ func runStacking(b *testing.B, p params.SystemParams, newProver func() (stark.St
 
 // BenchmarkStackingKeccakf1024Device: the device prover on the keccakf-1024 layout.
 func BenchmarkStackingKeccakf1024Device(b *testing.B) {
-	p, be, cs, batch := keccakfShape(b)
-	runStacking(b, p, func() (stark.StackingProver, error) { return be.NewStackingProver(p, cs, batch) })
+	p, be, cs, pt, batch := keccakfShape(b)
+	runStacking(b, p, batch, func() (stark.StackingProver, error) { return be.NewStackingProver(p, cs, pt) })
 }
 
 // BenchmarkStackingKeccakf1024Cpuref: cpuref's prover on the same stacked matrix (downloaded).
 func BenchmarkStackingKeccakf1024Cpuref(b *testing.B) {
-	p, _, cs, batch := keccakfShape(b)
+	p, _, cs, pt, batch := keccakfShape(b)
 	q, err := cs[0].(*device.Committed).StackedMatrix()
 	if err != nil {
 		b.Fatal(err)
 	}
 	rc := []stark.Committed{&cpuref.Committed{Data: &cpuref.StackedPCSData{Layout: cs[0].Layout(), Matrix: q}}}
-	runStacking(b, p, func() (stark.StackingProver, error) { return cpuref.New().Stacking.NewStackingProver(p, rc, batch) })
+	runStacking(b, p, batch, func() (stark.StackingProver, error) { return cpuref.New().Stacking.NewStackingProver(p, rc, pt) })
 }
