@@ -2,6 +2,7 @@ package stark_test
 
 import (
 	"errors"
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"reflect"
@@ -138,9 +139,18 @@ func bcTranscript() *transcript.Transcript {
 func (c *bcCase) prove(t testing.TB) (stark.BatchConstraintProof, *stark.OpeningClaims, *transcript.Transcript) {
 	t.Helper()
 	tr := bcTranscript()
-	proof, claims, err := stark.ProveBatchConstraints(cpuref.Backend{}, tr, c.p, c.inputs, c.g, nil)
+	var beside []field.Fp4
+	calls := 0
+	proof, claims, err := stark.ProveBatchConstraints(cpuref.Backend{}, tr, c.p, c.inputs, c.g, func(r []field.Fp4) {
+		beside = append([]field.Fp4(nil), r...)
+		calls++
+	})
 	if err != nil {
 		t.Fatalf("prove: %v", err)
+	}
+	// The function beside the absorb ran once, with the claims' point.
+	if calls != 1 || fmt.Sprint(beside) != fmt.Sprint(claims.R) {
+		t.Fatalf("beside: %d calls with r %v, want 1 with the claims' R %v", calls, beside, claims.R)
 	}
 	return proof, claims, tr
 }

@@ -523,10 +523,10 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 		})
 		return err
 	})
+	if stacking != nil { // ProveStacking releases it too; this covers the paths that skip it
+		defer stacking.Release()
+	}
 	if err != nil {
-		if stacking != nil {
-			stacking.Release()
-		}
 		return nil, err
 	}
 
