@@ -292,3 +292,30 @@ func TestPackStackedSlicesRejects(t *testing.T) {
 		t.Error("l_skip 6: no error")
 	}
 }
+
+// TestSetStackedSliceWeights: descriptors packed without weights and given them afterwards (as
+// the device stacking prover does once λ is known) equal descriptors packed with them; a zero
+// rotation weight clears the rotation flag a previous weight set.
+func TestSetStackedSliceWeights(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	f := newStackedFixture(r, 4, 6, 3, []int{5, 5, 3, 0, 2})
+	f.slices[1].BW, f.slices[2].BW = field.Fp4{}, fieldrand.Fp4(r) // one without a rotation, one with
+	want, wantChunks, err := PackStackedSlices(f.slices, f.lSkip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := append([]StackedSlice(nil), f.slices...)
+	for i := range bare {
+		bare[i].A, bare[i].BW = field.Fp4{}, fieldrand.Fp4(r) // a stale weight, overwritten below
+	}
+	got, chunks, err := PackStackedSlices(bare, f.lSkip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range f.slices {
+		SetStackedSliceWeights(got, i, s.A, s.BW)
+	}
+	if chunks != wantChunks || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("descriptors with weights set afterwards differ from packed ones (%d / %d chunks)", chunks, wantChunks)
+	}
+}
