@@ -169,9 +169,11 @@ func (h *Poseidon2) encodeBinaryLayers(b *gpu.Batch, layers *gpu.Array[MontDiges
 	dev := h.dev
 	group, top, simd := merkleTopOnHost[0], merkleTopOnHost[1], uint32(0)
 	if !isHost(dev) {
-		// The last launch: 16 states, each layer one permutation's latency (H200: 1024 threads,
-		// 64 states, took 12 µs a layer; a launch of one layer takes 8 µs).
-		group, top = h.topGroup(gpuGroup), h.topGroup(256)
+		// The last launch has the one-layer launches' group, 16 states: each layer one
+		// permutation's latency (H200: 1024 threads, 64 states, took 12 µs a layer; a launch of
+		// one layer takes 8 µs).
+		group = h.topGroup(gpuGroup)
+		top = group
 		if w := dev.KernelLimits("merkle_compress_top").SIMDWidth; w >= 16 && w%16 == 0 {
 			simd = 1
 		}
