@@ -358,12 +358,11 @@ type zcCoeffsParams struct {
 	col0        uint32
 	count       uint32
 	ncols       uint32
-	invN        uint32
 	lanes       uint32
 }
 
 func (v zcCoeffsParams) arg() gpu.Arg {
-	return gpu.U32(v.logH, v.logN, v.logM, v.x0, v.sliceBlocks, v.col0, v.count, v.ncols, v.invN, v.lanes)
+	return gpu.U32(v.logH, v.logN, v.logM, v.x0, v.sliceBlocks, v.col0, v.count, v.ncols, v.lanes)
 }
 
 // zcUniParams is the value struct ZcUniParams of the shaders: uint fields in declaration order.
@@ -953,52 +952,52 @@ func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }
 
-// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/constraints/zerocheck.metal:85).
-func dispatchZcCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams) *gpu.Batch {
-	return enc.Dispatch("zc_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()})
+// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/constraints/zerocheck.metal:86).
+func dispatchZcCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, scale *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams) *gpu.Batch {
+	return enc.Dispatch("zc_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(scale), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()})
 }
 
-// dispatchZcCoeffsTiles encodes kernel zc_coeffs_tiles (shaders/constraints/zerocheck.metal:148).
-func dispatchZcCoeffsTiles(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams, shBytes uint32) *gpu.Batch {
-	return enc.Dispatch("zc_coeffs_tiles", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()}, shBytes)
+// dispatchZcCoeffsTiles encodes kernel zc_coeffs_tiles (shaders/constraints/zerocheck.metal:149).
+func dispatchZcCoeffsTiles(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, scale *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams, shBytes uint32) *gpu.Batch {
+	return enc.Dispatch("zc_coeffs_tiles", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(scale), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()}, shBytes)
 }
 
-// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/constraints/zerocheck.metal:209).
+// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/constraints/zerocheck.metal:210).
 func dispatchZcUniEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/constraints/zerocheck.metal:247).
+// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/constraints/zerocheck.metal:248).
 func dispatchZcBindUni(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, w *gpu.Buffer, colmap *gpu.Buffer, tables *gpu.Buffer, p zcBindParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_uni", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(w), gpu.Buf(colmap), gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/constraints/zerocheck.metal:314).
+// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/constraints/zerocheck.metal:315).
 func dispatchZcBindSelectors(enc *gpu.Batch, groups, tpg gpu.Dim3, tables *gpu.Buffer, p zcBindSelParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_selectors", groups, tpg, []gpu.Arg{gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/constraints/zerocheck.metal:431).
+// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/constraints/zerocheck.metal:432).
 func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
 	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/constraints/zerocheck.metal:580).
+// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/constraints/zerocheck.metal:581).
 func dispatchZcRoundPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcPiecesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_round_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
 }
 
-// dispatchZcRoundLevels encodes kernel zc_round_levels (shaders/constraints/zerocheck.metal:700).
+// dispatchZcRoundLevels encodes kernel zc_round_levels (shaders/constraints/zerocheck.metal:701).
 func dispatchZcRoundLevels(enc *gpu.Batch, groups, tpg gpu.Dim3, lcode *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcLevelsParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_round_levels", groups, tpg, []gpu.Arg{gpu.Buf(lcode), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
 }
 
-// dispatchZcUniValues encodes kernel zc_uni_values (shaders/constraints/zerocheck.metal:847).
+// dispatchZcUniValues encodes kernel zc_uni_values (shaders/constraints/zerocheck.metal:848).
 func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcValuesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
 }
 
-// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/constraints/zerocheck.metal:956).
+// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/constraints/zerocheck.metal:957).
 func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

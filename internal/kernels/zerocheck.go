@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/metalprove/metalprove/internal/constraints"
@@ -75,15 +76,35 @@ func zcLanes(dev *gpu.Device) int {
 	return 1
 }
 
-// ZcDomain holds the round-0 tables of N = 2^LogN rows per block and M = 2^LogM points: the powers
-// ω_M^e (e < M) and L_{N−1}(ω_M^i) (i < M), Montgomery, uploaded once.
+// ZcDomain holds the round-0 tables of N = 2^LogN rows per block and M = 2^LogM points σ·ω_M^i
+// (i < M): the powers ω_M^e (e < M), L_{N−1}(σ·ω_M^i) (i < M) and the coefficient scales σ^k/N
+// (k < N), Montgomery, uploaded once. The shift σ is 1, or ω_2M for a shifted domain
+// (NewZcShiftedDomain): points off the N-th roots of unity, where the zerocheck polynomial's
+// quotient by Z^N − 1 is read (the round-0 kernels see σ only through these tables and the
+// selector values of NewZcTrace).
 type ZcDomain struct {
 	LogN, LogM int
+	Shift      field.Fp
 	Tw, LRow   *gpu.Array[Mont]
+	Scale      *gpu.Array[uint32]
 }
 
-// NewZcDomain computes and uploads the tables (LogN ≤ ZcMaxLogN, LogN ≤ LogM ≤ 20).
+// NewZcDomain computes and uploads the tables (LogN ≤ ZcMaxLogN, LogN ≤ LogM ≤ 20) of the
+// points ω_M^i.
 func NewZcDomain(dev *gpu.Device, logN, logM int) (*ZcDomain, error) {
+	return newZcDomain(dev, logN, logM, field.One)
+}
+
+// NewZcShiftedDomain is NewZcDomain with the points ω_2M·ω_M^i: the odd powers of ω_2M, none of
+// them an N-th root of unity (their N-th powers are odd powers of ω_{2M/N}).
+func NewZcShiftedDomain(dev *gpu.Device, logN, logM int) (*ZcDomain, error) {
+	if logM >= field.TwoAdicity {
+		return nil, fmt.Errorf("kernels: ZcDomain: M = 2^%d has no shift", logM)
+	}
+	return newZcDomain(dev, logN, logM, field.TwoAdicGenerator(logM+1))
+}
+
+func newZcDomain(dev *gpu.Device, logN, logM int, shift field.Fp) (*ZcDomain, error) {
 	if logN < 0 || logN > ZcMaxLogN || logM < logN || logM > 20 {
 		return nil, fmt.Errorf("kernels: ZcDomain: N = 2^%d, M = 2^%d", logN, logM)
 	}
@@ -91,16 +112,23 @@ func NewZcDomain(dev *gpu.Device, logN, logM int) (*ZcDomain, error) {
 	pw := field.Powers(field.TwoAdicGenerator(logM), m)
 	invN := field.Fp(uint32(n)).Inverse()
 	lrow := make([]field.Fp, m)
+	wn := field.TwoAdicGenerator(logN)
 	for i := range lrow {
-		// L_{N−1}(z) = (1/N)·Σ_k (z·ω_N)^k at z = ω_M^i.
+		// L_{N−1}(z) = (1/N)·Σ_k (z·ω_N)^k at z = σ·ω_M^i.
 		var s field.Fp
-		e := (i + m/n) % m
+		zw, acc := shift.Mul(pw[i]).Mul(wn), field.One
 		for k := 0; k < n; k++ {
-			s = s.Add(pw[(e*k)%m])
+			s = s.Add(acc)
+			acc = acc.Mul(zw)
 		}
 		lrow[i] = s.Mul(invN)
 	}
-	d := &ZcDomain{LogN: logN, LogM: logM}
+	// σ^k/N·R² mod p: the factor that takes a canonical IDFT output to Montgomery form, twisted.
+	scale := make([]uint32, n)
+	for k, sk := range field.Powers(shift, n) {
+		scale[k] = uint32(MontOf(field.Fp(MontOf(sk.Mul(invN)))))
+	}
+	d := &ZcDomain{LogN: logN, LogM: logM, Shift: shift}
 	var err error
 	if d.Tw, err = UploadMont(dev, "zerocheck twiddles", pw); err != nil {
 		return nil, err
@@ -109,7 +137,32 @@ func NewZcDomain(dev *gpu.Device, logN, logM int) (*ZcDomain, error) {
 		d.Free()
 		return nil, err
 	}
+	if d.Scale, err = gpu.UploadArray(dev, "zerocheck coefficient scales", scale); err != nil {
+		d.Free()
+		return nil, err
+	}
 	return d, nil
+}
+
+// ZcRound0Domain chooses round 0's points for N = 2^logN rows a block and constraints of degree
+// at most d (spec B §4.3: the polynomials have degree ≤ d(N−1)): M = 2^logM points, shifted or
+// not. Where no trace has interactions (Num = Den = 0) and d ≥ 2, the zerocheck polynomial
+// vanishes on the N-th roots (every row satisfies the constraints), so its quotient by Z^N − 1, of
+// degree ≤ d(N−1) − N < (d−1)·N, is all round 0 must find: (d−1)·N points off the N-th roots
+// (rounded up to a power of two), the shifted domain (OpenVM evaluates d − 1 cosets the same way).
+// Otherwise the Num and Den polynomials need d(N−1) + 1 points: M = next_pow2(d(N−1) + 1) roots
+// of unity.
+func ZcRound0Domain(logN, d int, interactions bool) (logM int, shifted bool) {
+	n := 1 << logN
+	if !interactions && d >= 2 {
+		return max(bits.Len(uint((d-1)*n-1)), logN), true
+	}
+	return bits.Len(uint(d * (n - 1))), false
+}
+
+// Point returns the point of index i, σ·ω_M^i.
+func (d *ZcDomain) Point(i int) field.Fp {
+	return d.Shift.Mul(field.TwoAdicGenerator(d.LogM).Exp(uint64(i)))
 }
 
 // Free releases the tables.
@@ -119,7 +172,10 @@ func (d *ZcDomain) Free() {
 			a.Free()
 		}
 	}
-	d.Tw, d.LRow = nil, nil
+	if d.Scale != nil {
+		d.Scale.Free()
+	}
+	d.Tw, d.LRow, d.Scale = nil, nil, nil
 }
 
 // PointOf returns the point index i (ω_M^i) of round-0 class q = g·N + b: i = g + (M/N)·b.
@@ -305,7 +361,7 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 			z.selSlots[k] = uint32(s)
 		}
 	}
-	z.sel = up("selectors", zcSelectorValues(dom.LogN, dom.LogM, logHeight))
+	z.sel = up("selectors", zcSelectorValues(dom, logHeight))
 
 	// Tables.
 	z.tableOf = make([]int, pg.NumSlots())
@@ -575,10 +631,10 @@ func (z *ZcTrace) TableOf(s int) int { return z.tableOf[s] }
 // Blocks is X = 2^NLift.
 func (z *ZcTrace) Blocks() int { return 1 << z.NLift }
 
-// zcSelectorValues returns the values at the M points ω_M^i of the interpolants of the first and
-// the last block of is_first and is_last of a trace of height 2^logH (Montgomery; 2M words).
-func zcSelectorValues(logN, logM, logH int) []uint32 {
-	n, m, h := 1<<logN, 1<<logM, 1<<logH
+// zcSelectorValues returns the values at dom's M points σ·ω_M^i of the interpolants of the first
+// and the last block of is_first and is_last of a trace of height 2^logH (Montgomery; 2M words).
+func zcSelectorValues(dom *ZcDomain, logH int) []uint32 {
+	n, m, h := 1<<dom.LogN, 1<<dom.LogM, 1<<logH
 	x := max(h/n, 1)
 	first, last := make([]field.Fp, n), make([]field.Fp, n)
 	for j := 0; j < n; j++ {
@@ -591,20 +647,19 @@ func zcSelectorValues(logN, logM, logH int) []uint32 {
 	}
 	out := make([]uint32, 0, 2*m)
 	for _, v := range [][]field.Fp{first, last} {
-		for _, y := range zcExtend(v, logM) {
+		for _, y := range zcExtend(v, dom) {
 			out = append(out, uint32(MontOf(y)))
 		}
 	}
 	return out
 }
 
-// zcExtend returns the values at the 2^logM-th roots of unity of the polynomial of degree < len(v)
-// through (ω_N^j, v[j]) (plain O(N·M) arithmetic on the host).
-func zcExtend(v []field.Fp, logM int) []field.Fp {
-	n, m := len(v), 1<<logM
+// zcExtend returns the values at dom's points σ·ω_M^i of the polynomial of degree < len(v) through
+// (ω_N^j, v[j]) (plain O(N·M) arithmetic on the host).
+func zcExtend(v []field.Fp, dom *ZcDomain) []field.Fp {
+	n, m := len(v), 1<<dom.LogM
 	logN, _ := field.Log2(n)
 	wn := field.Powers(field.TwoAdicGenerator(logN), n)
-	wm := field.Powers(field.TwoAdicGenerator(logM), m)
 	invN := field.Fp(uint32(n)).Inverse()
 	coef := make([]field.Fp, n)
 	for k := range coef {
@@ -616,9 +671,10 @@ func zcExtend(v []field.Fp, logM int) []field.Fp {
 	}
 	out := make([]field.Fp, m)
 	for i := range out {
+		z := dom.Point(i)
 		var s field.Fp
-		for k, c := range coef {
-			s = s.Add(c.Mul(wm[(i*k)%m]))
+		for k := n - 1; k >= 0; k-- {
+			s = s.Mul(z).Add(coef[k])
 		}
 		out[i] = s
 	}

@@ -108,9 +108,9 @@ func BenchmarkZerocheckKernels(b *testing.B) {
 				sb := min(up.sliceBlocks, x-x0)
 				run := tr.srcRuns[0]
 				g, tp := shapeFor(testDev, "zc_coeffs", sb*((run.count+zc.lanes-1)/zc.lanes))
-				dispatchZcCoeffs(bt, g, tp, part.Buffer, tr.cols.Buffer, dom.Tw.Buffer, zc.coefs.Buffer, zc.deltas.Buffer,
+				dispatchZcCoeffs(bt, g, tp, part.Buffer, tr.cols.Buffer, dom.Tw.Buffer, dom.Scale.Buffer, zc.coefs.Buffer, zc.deltas.Buffer,
 					zcCoeffsParams{logH: uint32(logH), logN: logN, logM: logM, x0: uint32(x0), sliceBlocks: uint32(sb),
-						col0: uint32(run.col0), count: uint32(run.count), ncols: uint32(tr.ncols), invN: 1, lanes: uint32(zc.lanes)})
+						col0: uint32(run.col0), count: uint32(run.count), ncols: uint32(tr.ncols), lanes: uint32(zc.lanes)})
 			}
 			return bt.Err()
 		})

@@ -48,6 +48,9 @@ type zcRef struct {
 	// whole, when set, is pg's generated whole-program code: the device program gets it
 	// (Program.UseGenerated).
 	whole *GeneratedWhole
+	// shifted: the device runs round 0 on the shifted domain (NewZcShiftedDomain) and uni models
+	// its points.
+	shifted bool
 }
 
 func newZcRef(r *rand.Rand, pg *constraints.Program, logN, logH int) *zcRef {
@@ -120,6 +123,13 @@ func lagrangeAt(logN int, z field.Fp) []field.Fp {
 func (z *zcRef) uni(logM int, e []field.Fp4) [3][]field.Fp4 {
 	n, m := 1<<z.logN, 1<<logM
 	pts := field.Powers(field.TwoAdicGenerator(logM), m)
+	if z.shifted {
+		pts = field.Powers(field.TwoAdicGenerator(logM+1), 2*m)
+		for i := range m {
+			pts[i] = pts[2*i+1]
+		}
+		pts = pts[:m]
+	}
 	lag := make([][]field.Fp, m)
 	for i := range lag {
 		lag[i] = lagrangeAt(z.logN, pts[i])
@@ -242,7 +252,11 @@ func upWords(t *testing.T, dev *gpu.Device, w []uint32) *gpu.Array[uint32] {
 
 func newZcDeviceOn(t *testing.T, dev *gpu.Device, ref *zcRef, logM, points int, opts ZcOptions) *zcDevice {
 	t.Helper()
-	dom, err := NewZcDomain(dev, ref.logN, logM)
+	newDom := NewZcDomain
+	if ref.shifted {
+		newDom = NewZcShiftedDomain
+	}
+	dom, err := newDom(dev, ref.logN, logM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,30 +353,38 @@ func TestZerocheckUniMatchesGo(t *testing.T) {
 		logN, d int
 		logHs   []int
 		opts    ZcOptions
+		shifted bool
 	}
 	cfgs := []cfg{
-		{2, 3, []int{0, 1, 2, 4}, ZcOptions{}},
-		{2, 3, []int{3, 5}, ZcOptions{PointMode: true}},
-		{2, 3, []int{0, 2, 5}, ZcOptions{PointMode: true, UnitItems: true}},
-		{4, 3, []int{3, 6}, ZcOptions{PointMode: true, UnitItems: true, UniThreads: 5, SliceBlocks: 2}},
-		{4, 3, []int{6}, ZcOptions{UnitItems: true, UniThreads: 3}},
-		{2, 2, []int{0, 4}, ZcOptions{UnitItems: true}},
-		{2, 2, []int{0, 3, 4}, ZcOptions{}}, // M = 8 < 16 lanes: units span blocks
-		{4, 3, []int{2, 4, 6}, ZcOptions{}},
-		{4, 3, []int{6}, ZcOptions{SliceBlocks: 1, UniThreads: 3}},
-		{4, 3, []int{0, 6}, ZcOptions{NoTranspose: true}},
-		{5, 3, []int{3, 7}, ZcOptions{NoTranspose: true, UniThreads: 2}},
-		{4, 3, []int{5}, ZcOptions{PointMode: true, SliceBlocks: 2, UniThreads: 5}},
-		{0, 3, []int{0, 3}, ZcOptions{}},
-		{1, 3, []int{0, 2}, ZcOptions{PointMode: true}},
-		{5, 2, []int{5, 6}, ZcOptions{}},
-		{3, 4, []int{2, 5}, ZcOptions{UniThreads: 1}},
+		{2, 3, []int{0, 1, 2, 4}, ZcOptions{}, false},
+		{2, 3, []int{3, 5}, ZcOptions{PointMode: true}, false},
+		{2, 3, []int{0, 2, 5}, ZcOptions{PointMode: true, UnitItems: true}, false},
+		{4, 3, []int{3, 6}, ZcOptions{PointMode: true, UnitItems: true, UniThreads: 5, SliceBlocks: 2}, false},
+		{4, 3, []int{6}, ZcOptions{UnitItems: true, UniThreads: 3}, false},
+		{2, 2, []int{0, 4}, ZcOptions{UnitItems: true}, false},
+		{2, 2, []int{0, 3, 4}, ZcOptions{}, false}, // M = 8 < 16 lanes: units span blocks
+		{4, 3, []int{2, 4, 6}, ZcOptions{}, false},
+		{4, 3, []int{6}, ZcOptions{SliceBlocks: 1, UniThreads: 3}, false},
+		{4, 3, []int{0, 6}, ZcOptions{NoTranspose: true}, false},
+		{5, 3, []int{3, 7}, ZcOptions{NoTranspose: true, UniThreads: 2}, false},
+		{4, 3, []int{5}, ZcOptions{PointMode: true, SliceBlocks: 2, UniThreads: 5}, false},
+		{0, 3, []int{0, 3}, ZcOptions{}, false},
+		{1, 3, []int{0, 2}, ZcOptions{PointMode: true}, false},
+		{5, 2, []int{5, 6}, ZcOptions{}, false},
+		{3, 4, []int{2, 5}, ZcOptions{UniThreads: 1}, false},
 		// The program in pieces (zc_uni_values, zc_uni_pieces: 5 pieces).
-		{2, 3, []int{0, 1, 2, 4}, ZcOptions{Pieces: true}},
-		{4, 3, []int{3, 6}, ZcOptions{Pieces: true, UniThreads: 5, SliceBlocks: 2}},
-		{2, 2, []int{0, 3, 4}, ZcOptions{Pieces: true, SliceBlocks: 1}}, // M = 8 < 16 lanes
-		{0, 3, []int{0, 3}, ZcOptions{Pieces: true, UniThreads: 1}},
-		{5, 2, []int{5, 6}, ZcOptions{Pieces: true}},
+		{2, 3, []int{0, 1, 2, 4}, ZcOptions{Pieces: true}, false},
+		{4, 3, []int{3, 6}, ZcOptions{Pieces: true, UniThreads: 5, SliceBlocks: 2}, false},
+		{2, 2, []int{0, 3, 4}, ZcOptions{Pieces: true, SliceBlocks: 1}, false}, // M = 8 < 16 lanes
+		{0, 3, []int{0, 3}, ZcOptions{Pieces: true, UniThreads: 1}, false},
+		{5, 2, []int{5, 6}, ZcOptions{Pieces: true}, false},
+		// The shifted domain (ZcRound0Domain without interactions): both strategies, pieces.
+		{4, 3, []int{3, 6}, ZcOptions{}, true},
+		{4, 3, []int{5}, ZcOptions{PointMode: true, UnitItems: true, UniThreads: 5, SliceBlocks: 2}, true},
+		{2, 2, []int{0, 4}, ZcOptions{UnitItems: true}, true},
+		{0, 3, []int{0, 3}, ZcOptions{}, true},
+		{4, 3, []int{3, 6}, ZcOptions{Pieces: true, UniThreads: 5, SliceBlocks: 2}, true},
+		{5, 3, []int{7}, ZcOptions{Pieces: true}, true},
 	}
 	r := rand.New(rand.NewPCG(31, 32))
 	for ci, c := range cfgs {
@@ -375,6 +397,10 @@ func TestZerocheckUniMatchesGo(t *testing.T) {
 						ref.pieces = splitProgram(t, vk, 5)
 					}
 					lm := logM(c.logN, c.d)
+					if c.shifted {
+						ref.shifted = true
+						lm, _ = ZcRound0Domain(c.logN, c.d, false)
+					}
 					dv := newZcDevice(t, ref, lm, c.d+1, c.opts)
 					x := 1 << ref.nLift
 					e := make([]field.Fp4, x)

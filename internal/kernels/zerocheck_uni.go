@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/bits"
 
-	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
 )
 
@@ -219,7 +218,6 @@ func (pl zcPlanner) planUniPieces(sh ZcShape, budget int) zcUniPlan {
 // encodeCoeffs encodes the coefficient pre-pass of blocks x0 .. x0+sb of t.
 func (z *Zerocheck) encodeCoeffs(b *gpu.Batch, t *ZcTrace, x0, sb int) {
 	dom := z.dom
-	invN := MontOf(field.Fp(MontOf(field.Fp(uint32(1 << dom.LogN)).Inverse())))
 	for q, part := range t.Parts {
 		run := t.srcRuns[q]
 		if run.count == 0 {
@@ -227,17 +225,17 @@ func (z *Zerocheck) encodeCoeffs(b *gpu.Batch, t *ZcTrace, x0, sb int) {
 		}
 		params := zcCoeffsParams{logH: uint32(t.LogHeight), logN: uint32(dom.LogN), logM: uint32(dom.LogM), x0: uint32(x0),
 			sliceBlocks: uint32(sb), col0: uint32(run.col0), count: uint32(run.count), ncols: uint32(t.ncols),
-			invN: uint32(invN), lanes: uint32(z.lanes)}
+			lanes: uint32(z.lanes)}
 		if tpg := z.coeffsTileGroup(); tpg > 0 {
 			tb := tpg / zcTileCols
 			tiles := (sb + tb - 1) / tb * ((run.count + zcTileCols - 1) / zcTileCols)
 			dispatchZcCoeffsTiles(b, gpu.D1(uint32(min(tiles, 1<<16))), gpu.D1(uint32(tpg)), part.Values.Buffer, t.cols.Buffer,
-				dom.Tw.Buffer, z.coefs.Buffer, z.deltas.Buffer, params, uint32(4*zcTileCols*(tb<<dom.LogN+1)))
+				dom.Tw.Buffer, dom.Scale.Buffer, z.coefs.Buffer, z.deltas.Buffer, params, uint32(4*zcTileCols*(tb<<dom.LogN+1)))
 			continue
 		}
 		items := sb * ((run.count + z.lanes - 1) / z.lanes)
 		g, tp := shapeFor(z.dev, "zc_coeffs", items)
-		dispatchZcCoeffs(b, g, tp, part.Values.Buffer, t.cols.Buffer, dom.Tw.Buffer, z.coefs.Buffer, z.deltas.Buffer, params)
+		dispatchZcCoeffs(b, g, tp, part.Values.Buffer, t.cols.Buffer, dom.Tw.Buffer, dom.Scale.Buffer, z.coefs.Buffer, z.deltas.Buffer, params)
 	}
 }
 

@@ -72,22 +72,24 @@ struct ZcCoeffsParams {
   uint col0;          // first source column of this part (a multiple of MSL_LANES)
   uint count;         // source columns of this part
   uint ncols;         // row length of coefs and deltas (source columns of all parts, padded)
-  uint inv_n;         // 1/N·R² mod p: scales canonical coefficients into Montgomery form
   uint lanes;         // MSL_LANES the launcher assumed (the kernel does nothing on a mismatch)
 };
 
 // For block x = x0 + xl of the slice and source column s = col0 + c (c < count; part column
-// part_cols[s]): coefs[(xl·N + k)·ncols + s] = c_k, the coefficients of the block's interpolant
-// over the N-th roots of unity (Montgomery), and deltas[xl·ncols + s] = v_next − v_first (the first
+// part_cols[s]): coefs[(xl·N + k)·ncols + s] = c_k·σ^k, the coefficients of the block's
+// interpolant over the N-th roots of unity twisted by the domain's shift σ (Montgomery: scale[k] =
+// σ^k/N·R² mod p multiplies the canonical IDFT outputs), so that the round-0 kernels' values at
+// ω_M^i are the interpolant's at σ·ω_M^i; and deltas[xl·ncols + s] = v_next − v_first (the first
 // value of the next block, cyclically, minus the block's first). Block rows are x·N + j mod h.
 // Padding columns (c ≥ count, up to the next multiple of MSL_LANES) get unspecified values (no slot
 // reads them).
 kernel void zc_coeffs(device const uint* values [[buffer(0)]],
                       device const uint* part_cols [[buffer(1)]],
                       device const uint* tw [[buffer(2)]],
-                      device uint* coefs [[buffer(3)]],
-                      device uint* deltas [[buffer(4)]],
-                      constant ZcCoeffsParams& p [[buffer(5)]],
+                      device const uint* scale [[buffer(3)]],
+                      device uint* coefs [[buffer(4)]],
+                      device uint* deltas [[buffer(5)]],
+                      constant ZcCoeffsParams& p [[buffer(6)]],
                       uint gid [[thread_position_in_grid]],
                       uint G [[threads_per_grid]]) {
   if (p.lanes != MSL_LANES) return;
@@ -101,7 +103,6 @@ kernel void zc_coeffs(device const uint* values [[buffer(0)]],
   uint col0 = p.col0;
   uint count = p.count;
   uint ncols = p.ncols;
-  lanes_uint inv_n = lanes_splat(p.inv_n);
   uint cgroups = (count + MSL_LANES - 1u) / MSL_LANES;
   uint items = p.slice_blocks * cgroups;
   for (uint it = gid; it < items; it += G) {
@@ -132,7 +133,7 @@ kernel void zc_coeffs(device const uint* values [[buffer(0)]],
     lanes_st_dev(deltas + xl * ncols + col0 + c, delta);
     zc_dft(v, log_n, tw, mmask, step, true);
     for (uint k = 0u; k < n; k++) {
-      lanes_st_dev(coefs + ((xl << log_n) + k) * ncols + col0 + c, bb_mul_lanes(v[k], inv_n));
+      lanes_st_dev(coefs + ((xl << log_n) + k) * ncols + col0 + c, bb_mul_lanes(v[k], lanes_splat(scale[k])));
     }
   }
 }
@@ -148,9 +149,10 @@ kernel void zc_coeffs(device const uint* values [[buffer(0)]],
 kernel void zc_coeffs_tiles(device const uint* values [[buffer(0)]],
                             device const uint* part_cols [[buffer(1)]],
                             device const uint* tw [[buffer(2)]],
-                            device uint* coefs [[buffer(3)]],
-                            device uint* deltas [[buffer(4)]],
-                            constant ZcCoeffsParams& p [[buffer(5)]],
+                            device const uint* scale [[buffer(3)]],
+                            device uint* coefs [[buffer(4)]],
+                            device uint* deltas [[buffer(5)]],
+                            constant ZcCoeffsParams& p [[buffer(6)]],
                             threadgroup uint* sh [[threadgroup(0)]],
                             uint tid [[thread_index_in_threadgroup]],
                             uint group [[threadgroup_position_in_grid]],
@@ -167,7 +169,6 @@ kernel void zc_coeffs_tiles(device const uint* values [[buffer(0)]],
   uint count = p.count;
   uint ncols = p.ncols;
   uint sb = p.slice_blocks;
-  uint inv_n = p.inv_n;
   uint tb = tpg / ZC_TILE_COLS;  // blocks per tile
   uint rows = tb * n + 1u;       // rows per tile and column (the next block's first row included)
   uint xtiles = (sb + tb - 1u) / tb;
@@ -194,7 +195,7 @@ kernel void zc_coeffs_tiles(device const uint* values [[buffer(0)]],
       deltas[xl * ncols + col0 + c] = bb_mul(bb_sub(col[n], first), BB_R2);
       zc_dft(v, log_n, tw, mmask, step, true);
       for (uint k = 0u; k < n; k++) {
-        coefs[((xl << log_n) + k) * ncols + col0 + c] = bb_mul(lanes_get(v[k], 0u), inv_n);
+        coefs[((xl << log_n) + k) * ncols + col0 + c] = bb_mul(lanes_get(v[k], 0u), scale[k]);
       }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);

@@ -39,6 +39,7 @@ type constraintProver struct {
 	be      *Backend
 	l, n, d int
 	logM    int
+	shifted bool // round 0 on the shifted domain: the Zc quotient by Z^N − 1 (kernels.ZcRound0Domain)
 
 	dom    *kernels.ZcDomain // the backend's (zcDomain): not freed with the prover
 	zc     *kernels.Zerocheck
@@ -88,19 +89,29 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 		return nil, fmt.Errorf("%w: l_skip %d (at most %d on the device), max constraint degree %d", stark.ErrBatchConstraintInput, l, kernels.ZcMaxLogN, d)
 	}
 	n := 1 << l
-	logM := bits.Len(uint(d * (n - 1))) // M = next_pow2(d(N−1)+1)
-	cp := &constraintProver{be: b, l: l, n: n, d: d, logM: logM, binds: -1}
+	pgs := make([]*constraints.Program, len(traces))
+	interactions := false
+	for t, in := range traces {
+		pg, err := programOf(t, in, ch)
+		if err != nil {
+			return nil, err
+		}
+		pgs[t] = pg
+		interactions = interactions || len(pg.Interactions) > 0
+	}
+	logM, shifted := kernels.ZcRound0Domain(l, d, interactions)
+	cp := &constraintProver{be: b, l: l, n: n, d: d, logM: logM, shifted: shifted, binds: -1}
 	fail := func(err error) (stark.ConstraintProver, error) {
 		cp.freeBuffers()
 		return nil, err
 	}
 	var err error
-	if cp.dom, err = b.zcDomain(l, logM); err != nil {
+	if cp.dom, err = b.zcDomain(l, logM, shifted); err != nil {
 		return fail(err)
 	}
 	var zts []*kernels.ZcTrace
 	for t, in := range traces {
-		zt, err := cp.newTrace(t, in, ch)
+		zt, err := cp.newTrace(t, in, pgs[t], ch)
 		if err != nil {
 			return fail(err)
 		}
@@ -234,9 +245,9 @@ func weightsOf(t int, pg *constraints.Program, ch *stark.ConstraintChallenges) (
 	return pg.Weights(ch.Lambda, ch.Beta, ch.Eq3b[t])
 }
 
-// newTrace validates trace t (as cpuref does) and uploads its maps and weights; a trace kept from
-// an earlier proof of the key gets its weights later (reuse).
-func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.ConstraintChallenges) (*zcTrace, error) {
+// programOf is trace t's constraint program: the stage's, else its key's, else compiled from its
+// verifying key.
+func programOf(t int, in *stark.AirInput, ch *stark.ConstraintChallenges) (*constraints.Program, error) {
 	if in == nil || in.Common == nil {
 		return nil, fmt.Errorf("%w: trace %d missing", stark.ErrBatchConstraintInput, t)
 	}
@@ -248,11 +259,14 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 		pg = in.Program
 	}
 	if pg == nil {
-		var err error
-		if pg, err = constraints.Compile(in.VK, constraints.All); err != nil {
-			return nil, err
-		}
+		return constraints.Compile(in.VK, constraints.All)
 	}
+	return pg, nil
+}
+
+// newTrace validates trace t (as cpuref does) and uploads its maps and weights; a trace kept from
+// an earlier proof of the key gets its weights later (reuse).
+func (cp *constraintProver) newTrace(t int, in *stark.AirInput, pg *constraints.Program, ch *stark.ConstraintChallenges) (*zcTrace, error) {
 	h := in.Common.Height()
 	logH, ok := field.Log2(h)
 	if !ok || h < 1 {
@@ -289,7 +303,7 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, ch *stark.Constr
 	if pg == in.Program {
 		// A key's program: the trace's maps, constants and piece bindings are the same for every
 		// proof of this key and height; they stay on the device from one proof to the next.
-		key = &zcTraceKey{pg: pg, vk: in.VK, logH: logH, l: cp.l, logM: cp.logM}
+		key = &zcTraceKey{pg: pg, vk: in.VK, logH: logH, l: cp.l, logM: cp.logM, shifted: cp.shifted}
 		if zt := cp.be.takeZcTrace(*key); zt != nil {
 			tr := &zcTrace{pg: pg, zt: zt, key: key, reuse: &zcReuse{t: t, parts: parts, public: in.Public}, nLift: nLift, log: nLift}
 			cp.traces = append(cp.traces, tr)
@@ -444,6 +458,14 @@ func (cp *constraintProver) UnivariateRound() ([]stark.ConstraintTriple, error) 
 			for q := 0; q < m; q++ {
 				a[cp.dom.PointOf(q)] = kernels.Fp4OfMont(words[t*cp.uniWidth+12*q+4*k:])
 			}
+			if cp.shifted {
+				p, err := cp.zcFromQuotient(t, k, a, plen)
+				if err != nil {
+					return nil, err
+				}
+				polys[k] = p
+				continue
+			}
 			idftFp4(a, cp.logM)
 			for _, c := range a[plen:] {
 				if !c.IsZero() {
@@ -455,6 +477,55 @@ func (cp *constraintProver) UnivariateRound() ([]stark.ConstraintTriple, error) 
 		out[t] = stark.ConstraintTriple{Zc: polys[0], Num: polys[1], Den: polys[2]}
 	}
 	return out, nil
+}
+
+// zcFromQuotient returns the plen coefficients of round-0 polynomial k of trace t from its values
+// a[i] at the shifted domain's points z_i = σ·ω_M^i (kernels.ZcRound0Domain). Zc = (Z^N − 1)·Q:
+// Q(z_i) = a[i]/(z_i^N − 1) (z_i^N ≠ 1), Q's coefficients by the M-point inverse DFT of those
+// values (σ^k·Q_k) untwisted, of degree ≤ d(N−1) − N, then Zc_j = Q_{j−N} − Q_j. Num and Den are
+// zero (no trace has interactions). A Q of higher degree means Zc does not vanish on the N-th
+// roots: some row of the trace violates its constraints (a trace proved with --no-check).
+func (cp *constraintProver) zcFromQuotient(t, k int, a []field.Fp4, plen int) ([]field.Fp4, error) {
+	n := cp.n
+	if k != 0 {
+		for _, v := range a {
+			if !v.IsZero() {
+				return nil, fmt.Errorf("%w: trace %d round-0 polynomial %d is not zero without interactions", stark.ErrBatchConstraintInput, t, k)
+			}
+		}
+		return make([]field.Fp4, plen), nil
+	}
+	den := make([]field.Fp, len(a))
+	for i := range a {
+		den[i] = cp.dom.Point(i).Exp(uint64(n)).Sub(field.One)
+	}
+	field.BatchInverse(den, den)
+	for i := range a {
+		a[i] = a[i].MulBase(den[i])
+	}
+	idftFp4(a, cp.logM)
+	inv := cp.dom.Shift.Inverse()
+	s := field.One
+	for i := range a {
+		a[i] = a[i].MulBase(s)
+		s = s.Mul(inv)
+	}
+	qlen := max(plen-n, 0)
+	for _, c := range a[qlen:] {
+		if !c.IsZero() {
+			return nil, fmt.Errorf("%w: trace %d does not satisfy its AIR's constraints (round 0's polynomial does not vanish on the %d-th roots of unity); check the trace without --no-check to find the row", stark.ErrBatchConstraintInput, t, n)
+		}
+	}
+	zc := make([]field.Fp4, plen)
+	for j := range zc {
+		if j >= n && j-n < qlen {
+			zc[j] = a[j-n]
+		}
+		if j < qlen {
+			zc[j] = zc[j].Sub(a[j])
+		}
+	}
+	return zc, nil
 }
 
 // idftFp4 is the inverse DFT of 2^logM extension values (coefficient order out), in place.
@@ -663,6 +734,7 @@ type zcTraceKey struct {
 	pg            *constraints.Program
 	vk            *air.VerifyingKey
 	logH, l, logM int
+	shifted       bool
 }
 
 // zcCache keeps, across proofs, the constraint sumcheck's device data that a proof of the same key
@@ -671,7 +743,7 @@ type zcTraceKey struct {
 // and proof in flight at once. Freed by Close.
 type zcCache struct {
 	mu   sync.Mutex
-	doms map[[2]int]*kernels.ZcDomain
+	doms map[zcDomainKey]*kernels.ZcDomain
 	idle map[zcTraceKey][]*kernels.ZcTrace
 	// fp4s and words hold the small buffers of released provers (tens of KiB): the eq tables and
 	// their halves; the sums and the bind weights.
@@ -730,25 +802,37 @@ func putBuf[T any](b *Backend, pool *bufPool[T], a *gpu.Array[T]) {
 	(*pool)[k] = append((*pool)[k], a)
 }
 
-// zcDomain returns the round-0 domain tables for N = 2^l, M = 2^logM: made once per backend.
-func (b *Backend) zcDomain(l, logM int) (*kernels.ZcDomain, error) {
+// zcDomainKey names a round-0 domain: N = 2^l, M = 2^logM, shifted or not.
+type zcDomainKey struct {
+	l, logM int
+	shifted bool
+}
+
+// zcDomain returns the round-0 domain tables for N = 2^l, M = 2^logM (shifted:
+// kernels.NewZcShiftedDomain): made once per backend.
+func (b *Backend) zcDomain(l, logM int, shifted bool) (*kernels.ZcDomain, error) {
 	c := &b.zc
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d := c.doms[[2]int{l, logM}]; d != nil {
+	k := zcDomainKey{l, logM, shifted}
+	if d := c.doms[k]; d != nil {
 		return d, nil
 	}
 	if b.isClosed() {
 		return nil, ErrClosed
 	}
-	d, err := kernels.NewZcDomain(b.dev, l, logM)
+	newDom := kernels.NewZcDomain
+	if shifted {
+		newDom = kernels.NewZcShiftedDomain
+	}
+	d, err := newDom(b.dev, l, logM)
 	if err != nil {
 		return nil, err
 	}
 	if c.doms == nil {
-		c.doms = map[[2]int]*kernels.ZcDomain{}
+		c.doms = map[zcDomainKey]*kernels.ZcDomain{}
 	}
-	c.doms[[2]int{l, logM}] = d
+	c.doms[k] = d
 	return d, nil
 }
 

@@ -1,8 +1,10 @@
 package device_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,11 +22,15 @@ import (
 )
 
 // constraintSet is a set of AIR instances proved together (trace values replaced by random ones:
-// the prover does not need valid traces, and random values make every sum non-zero).
+// with interactions the prover does not need valid traces, and random values make every sum
+// non-zero). valid: the instances' own traces, which satisfy their constraints: a set without
+// interactions runs round 0 on the shifted domain, which finds only the quotient of a polynomial
+// that vanishes on the N-th roots (kernels.ZcRound0Domain).
 type constraintSet struct {
 	name   string
 	params func() (params.SystemParams, error)
 	ins    func() []testair.Instance
+	valid  bool
 }
 
 func keccakInstance(perms int) testair.Instance {
@@ -52,21 +58,30 @@ var constraintSets = []constraintSet{
 		ins = append(ins, testair.InteractionsFixture11(true)...)
 		ins = append(ins, testair.SelfInteraction([]int{3, 7}, 32, 5)...)
 		return append(ins, testair.ShortTraces()...)
-	}},
+	}, false},
 	{"app-keccak-4", preset("app-100bit", 12), func() []testair.Instance {
 		return []testair.Instance{keccakInstance(4), testair.Fibonacci(0, 1, 16), testair.Fibonacci(0, 1, 1),
 			testair.Fibonacci(0, 1, 4)}
-	}},
+	}, true},
+	// The shifted domain over the other program shapes: rotations, selectors, public values,
+	// preprocessed and cached parts, heights 1 and 2 below 2^l_skip, l_skip 0.
+	{"no-interactions-lskip2", small(2, 6, 2), func() []testair.Instance {
+		return append([]testair.Instance{testair.Fibonacci(0, 1, 64), testair.FibonacciSelector(7, 3, 8),
+			testair.PreprocessedCached(2, 16)}, testair.ShortTraces()[:3]...)
+	}, true},
+	{"no-interactions-lskip0", small(0, 8, 2), func() []testair.Instance {
+		return []testair.Instance{testair.Fibonacci(0, 1, 32), testair.Fibonacci(0, 1, 1), testair.FibonacciSelector(7, 3, 4)}
+	}, true},
 	{"lskip0", small(0, 8, 2), func() []testair.Instance {
 		return append([]testair.Instance{testair.Fibonacci(0, 1, 32), testair.Fibonacci(0, 1, 1)}, testair.InteractionsFixture11(true)...)
-	}},
+	}, false},
 	{"lskip1", small(1, 7, 2), func() []testair.Instance {
 		return append([]testair.Instance{testair.Fibonacci(0, 1, 8)}, testair.SelfInteraction([]int{2}, 16, 1)...)
-	}},
+	}, false},
 	{"lskip5", small(5, 3, 2), func() []testair.Instance {
 		return append([]testair.Instance{testair.Fibonacci(0, 1, 128), testair.Fibonacci(0, 1, 8), testair.PreprocessedCached(1, 32)},
 			testair.SelfInteraction([]int{4}, 64, 2)...)
-	}},
+	}, false},
 }
 
 // randomize replaces an instance's trace values (common and cached parts) with random ones.
@@ -81,6 +96,14 @@ func randomize(r *rand.Rand, in testair.Instance) stark.AirProvingInput {
 	for _, c := range in.Trace.CachedMains {
 		ai.Cached = append(ai.Cached, rnd(c))
 	}
+	return ai
+}
+
+// asProvingInput is an instance's own trace as proving input.
+func asProvingInput(in testair.Instance) stark.AirProvingInput {
+	ai := stark.AirProvingInput{Common: in.Trace.CommonMain, Public: in.Trace.Public}
+	ai.Common.Height = in.Height()
+	ai.Cached = append(ai.Cached, in.Trace.CachedMains...)
 	return ai
 }
 
@@ -205,7 +228,11 @@ func constraintProverMatchesCpuref(t *testing.T, opts kernels.ZcOptions) {
 			ins := set.ins()
 			var inputs []stark.AirProvingInput
 			for _, in := range ins {
-				inputs = append(inputs, randomize(r, in))
+				if set.valid {
+					inputs = append(inputs, asProvingInput(in))
+				} else {
+					inputs = append(inputs, randomize(r, in))
+				}
 			}
 			dIn := constraintInputs(t, be.Stages(), p, ins, inputs)
 			rIn := constraintInputs(t, cpuref.New(), p, ins, inputs)
@@ -425,4 +452,32 @@ func BenchmarkConstraintProver(b *testing.B) {
 		run(b, be.Stages())
 	})
 	b.Run(fmt.Sprintf("cpuref/keccakf-%d", perms), func(b *testing.B) { run(b, cpuref.New()) })
+}
+
+// TestConstraintProverRejectsViolatedConstraints: without interactions round 0 runs on the
+// shifted domain, which assumes every row satisfies the constraints; a trace that does not (one
+// proved with --no-check) is an input error naming the trace, not a wrong polynomial.
+func TestConstraintProverRejectsViolatedConstraints(t *testing.T) {
+	be, err := device.New(testDev, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	p, err := small(2, 6, 2)()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	ins := []testair.Instance{testair.Fibonacci(0, 1, 32), testair.FibonacciSelector(7, 3, 8)}
+	inputs := []stark.AirProvingInput{asProvingInput(ins[0]), randomize(r, ins[1])}
+	dIn := constraintInputs(t, be.Stages(), p, ins, inputs)
+	dp, err := be.NewConstraintProver(p, dIn, randomChallenges(t, r, p, dIn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Release()
+	_, err = dp.UnivariateRound()
+	if !errors.Is(err, stark.ErrBatchConstraintInput) || !strings.Contains(err.Error(), "trace 1 does not satisfy") {
+		t.Fatalf("UnivariateRound on a trace that violates its constraints: %v, want an input error naming trace 1", err)
+	}
 }

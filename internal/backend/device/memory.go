@@ -239,7 +239,11 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 	}
 	// Constraints: the zerocheck's scratch, planned from the traces' shapes (which splits and
 	// uploads pieces too).
-	logM := bits.Len(uint(p.MaxConstraintDegree * ((1 << p.LSkip) - 1)))
+	interactions := false
+	for _, a := range airs {
+		interactions = interactions || (a.prog != nil && len(a.prog.Interactions) > 0)
+	}
+	logM, _ := kernels.ZcRound0Domain(p.LSkip, p.MaxConstraintDegree, interactions)
 	zcScratch, err := b.zerocheckScratch(airs, p, logM)
 	if err != nil {
 		return MemoryEstimate{}, fmt.Errorf("backend/device: memory estimate: %w", err)

@@ -132,7 +132,7 @@ of memory, or when the proof would not fit in the device's memory; 130 when inte
 	fl.StringVar(&opts.Preset, "preset", "", "preset: "+strings.Join(sp.PresetNames(), "|")+
 		" (default: the config file's params section if any, else "+prover.DefaultPreset+")")
 	fl.BoolVar(&opts.AllowInsecure, "allow-insecure", false, "accept parameters with a security target below 100 bits")
-	fl.BoolVar(&opts.NoCheck, "no-check", false, "skip the host constraint and interaction checks (an invalid trace then gives a proof that does not verify)")
+	fl.BoolVar(&opts.NoCheck, "no-check", false, "skip the host constraint and interaction checks (an invalid trace then gives a proof that does not verify, or, on the device backend when no AIR has interactions, an error from the constraint stage)")
 	fl.BoolVar(&opts.Reference, "cpuref", false, "prove on the CPU reference backend instead of the device backend (not with --device)")
 	fl.BoolVar(&opts.JSON, "json", false, "print one JSON summary object (on failure: {error, exit_code})")
 	f.JSONOnFailure(cmd, &opts.JSON)

@@ -4944,19 +4944,21 @@ struct ZcCoeffsParams {
   uint col0;          // first source column of this part (a multiple of MSL_LANES)
   uint count;         // source columns of this part
   uint ncols;         // row length of coefs and deltas (source columns of all parts, padded)
-  uint inv_n;         // 1/N·R² mod p: scales canonical coefficients into Montgomery form
   uint lanes;         // MSL_LANES the launcher assumed (the kernel does nothing on a mismatch)
 };
 
 // For block x = x0 + xl of the slice and source column s = col0 + c (c < count; part column
-// part_cols[s]): coefs[(xl·N + k)·ncols + s] = c_k, the coefficients of the block's interpolant
-// over the N-th roots of unity (Montgomery), and deltas[xl·ncols + s] = v_next − v_first (the first
+// part_cols[s]): coefs[(xl·N + k)·ncols + s] = c_k·σ^k, the coefficients of the block's
+// interpolant over the N-th roots of unity twisted by the domain's shift σ (Montgomery: scale[k] =
+// σ^k/N·R² mod p multiplies the canonical IDFT outputs), so that the round-0 kernels' values at
+// ω_M^i are the interpolant's at σ·ω_M^i; and deltas[xl·ncols + s] = v_next − v_first (the first
 // value of the next block, cyclically, minus the block's first). Block rows are x·N + j mod h.
 // Padding columns (c ≥ count, up to the next multiple of MSL_LANES) get unspecified values (no slot
 // reads them).
 MSL_KERNEL void msl_kernel_zc_coeffs(MSL_DEVICE const uint* values              ,
                       MSL_DEVICE const uint* part_cols              ,
                       MSL_DEVICE const uint* tw              ,
+                      MSL_DEVICE const uint* scale              ,
                       MSL_DEVICE uint* coefs              ,
                       MSL_DEVICE uint* deltas              ,
                       MSL_CONSTANT ZcCoeffsParams& p              ,
@@ -4973,7 +4975,6 @@ MSL_KERNEL void msl_kernel_zc_coeffs(MSL_DEVICE const uint* values              
   uint col0 = p.col0;
   uint count = p.count;
   uint ncols = p.ncols;
-  lanes_uint inv_n = lanes_splat(p.inv_n);
   uint cgroups = (count + MSL_LANES - 1u) / MSL_LANES;
   uint items = p.slice_blocks * cgroups;
   for (uint it = gid; it < items; it += G) {
@@ -5004,7 +5005,7 @@ MSL_KERNEL void msl_kernel_zc_coeffs(MSL_DEVICE const uint* values              
     lanes_st_dev(deltas + xl * ncols + col0 + c, delta);
     zc_dft(v, log_n, tw, mmask, step, true);
     for (uint k = 0u; k < n; k++) {
-      lanes_st_dev(coefs + ((xl << log_n) + k) * ncols + col0 + c, bb_mul_lanes(v[k], inv_n));
+      lanes_st_dev(coefs + ((xl << log_n) + k) * ncols + col0 + c, bb_mul_lanes(v[k], lanes_splat(scale[k])));
     }
   }
 }
@@ -5020,6 +5021,7 @@ MSL_KERNEL void msl_kernel_zc_coeffs(MSL_DEVICE const uint* values              
 MSL_KERNEL void msl_kernel_zc_coeffs_tiles(MSL_DEVICE const uint* values              ,
                             MSL_DEVICE const uint* part_cols              ,
                             MSL_DEVICE const uint* tw              ,
+                            MSL_DEVICE const uint* scale              ,
                             MSL_DEVICE uint* coefs              ,
                             MSL_DEVICE uint* deltas              ,
                             MSL_CONSTANT ZcCoeffsParams& p              ,
@@ -5039,7 +5041,6 @@ MSL_KERNEL void msl_kernel_zc_coeffs_tiles(MSL_DEVICE const uint* values        
   uint count = p.count;
   uint ncols = p.ncols;
   uint sb = p.slice_blocks;
-  uint inv_n = p.inv_n;
   uint tb = tpg / ZC_TILE_COLS;  // blocks per tile
   uint rows = tb * n + 1u;       // rows per tile and column (the next block's first row included)
   uint xtiles = (sb + tb - 1u) / tb;
@@ -5066,7 +5067,7 @@ MSL_KERNEL void msl_kernel_zc_coeffs_tiles(MSL_DEVICE const uint* values        
       deltas[xl * ncols + col0 + c] = bb_mul(bb_sub(col[n], first), BB_R2);
       zc_dft(v, log_n, tw, mmask, step, true);
       for (uint k = 0u; k < n; k++) {
-        coefs[((xl << log_n) + k) * ncols + col0 + c] = bb_mul(lanes_get(v[k], 0u), inv_n);
+        coefs[((xl << log_n) + k) * ncols + col0 + c] = bb_mul(lanes_get(v[k], 0u), scale[k]);
       }
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -7443,11 +7444,12 @@ extern "C" __global__ void mslk_sc_eq_expand(MSL_DEVICE const uint* lo, MSL_DEVI
       msl_cvt<uint>(msl_bi_threads_per_grid()));
 }
 
-extern "C" __global__ void mslk_zc_coeffs(MSL_DEVICE const uint* values, MSL_DEVICE const uint* part_cols, MSL_DEVICE const uint* tw, MSL_DEVICE uint* coefs, MSL_DEVICE uint* deltas, MSL_CONSTANT ZcCoeffsParams p) {
+extern "C" __global__ void mslk_zc_coeffs(MSL_DEVICE const uint* values, MSL_DEVICE const uint* part_cols, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* scale, MSL_DEVICE uint* coefs, MSL_DEVICE uint* deltas, MSL_CONSTANT ZcCoeffsParams p) {
   msl_kernel_zc_coeffs(
       values,
       part_cols,
       tw,
+      scale,
       coefs,
       deltas,
       p,
@@ -7455,11 +7457,12 @@ extern "C" __global__ void mslk_zc_coeffs(MSL_DEVICE const uint* values, MSL_DEV
       msl_cvt<uint>(msl_bi_threads_per_grid()));
 }
 
-extern "C" __global__ void mslk_zc_coeffs_tiles(MSL_DEVICE const uint* values, MSL_DEVICE const uint* part_cols, MSL_DEVICE const uint* tw, MSL_DEVICE uint* coefs, MSL_DEVICE uint* deltas, MSL_CONSTANT ZcCoeffsParams p, unsigned tg_off_0) {
+extern "C" __global__ void mslk_zc_coeffs_tiles(MSL_DEVICE const uint* values, MSL_DEVICE const uint* part_cols, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* scale, MSL_DEVICE uint* coefs, MSL_DEVICE uint* deltas, MSL_CONSTANT ZcCoeffsParams p, unsigned tg_off_0) {
   msl_kernel_zc_coeffs_tiles(
       values,
       part_cols,
       tw,
+      scale,
       coefs,
       deltas,
       p,

@@ -357,30 +357,32 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_coeffs", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:85", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
+	{Name: "zc_coeffs", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:86", UsesBarrier: false, NBuf: 7, NTG: 0, Params: []Param{
 		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "part_cols", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "coefs", Type: "device uint*", Kind: ParamBuffer, Index: 3},
-		{Name: "deltas", Type: "device uint*", Kind: ParamBuffer, Index: 4},
-		{Name: "p", Type: "constant ZcCoeffsParams&", Kind: ParamValue, Index: 5, ValueSize: 40},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_position_in_grid"},
-		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_grid"},
+		{Name: "scale", Type: "device const uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "coefs", Type: "device uint*", Kind: ParamBuffer, Index: 4},
+		{Name: "deltas", Type: "device uint*", Kind: ParamBuffer, Index: 5},
+		{Name: "p", Type: "constant ZcCoeffsParams&", Kind: ParamValue, Index: 6, ValueSize: 36},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_position_in_grid"},
+		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_coeffs_tiles", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:148", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "zc_coeffs_tiles", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:149", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
 		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "part_cols", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "coefs", Type: "device uint*", Kind: ParamBuffer, Index: 3},
-		{Name: "deltas", Type: "device uint*", Kind: ParamBuffer, Index: 4},
-		{Name: "p", Type: "constant ZcCoeffsParams&", Kind: ParamValue, Index: 5, ValueSize: 40},
+		{Name: "scale", Type: "device const uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "coefs", Type: "device uint*", Kind: ParamBuffer, Index: 4},
+		{Name: "deltas", Type: "device uint*", Kind: ParamBuffer, Index: 5},
+		{Name: "p", Type: "constant ZcCoeffsParams&", Kind: ParamValue, Index: 6, ValueSize: 36},
 		{Name: "sh", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
-		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
-		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroup_position_in_grid"},
-		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
-		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroups_per_grid"},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threads_per_threadgroup"},
+		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:209", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
+	{Name: "zc_uni_eval", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:210", UsesBarrier: false, NBuf: 15, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -399,7 +401,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 15, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 16, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_bind_uni", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:247", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "zc_bind_uni", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:248", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "w", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "colmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -408,13 +410,13 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:314", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:315", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "tables", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant ZcBindSelParams&", Kind: ParamValue, Index: 1, ValueSize: 68},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:431", UsesBarrier: false, NBuf: 11, NTG: 0, Params: []Param{
+	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:432", UsesBarrier: false, NBuf: 11, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -429,7 +431,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:580", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
+	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:581", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -446,7 +448,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 14, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_round_levels", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:700", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
+	{Name: "zc_round_levels", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:701", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
 		{Name: "lcode", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -463,7 +465,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 14, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:847", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
+	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:848", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
 		{Name: "coefs", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "deltas", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "srcmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -478,7 +480,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:956", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:957", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},

@@ -108,11 +108,12 @@ void hd_group_zc_coeffs(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg)
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
   MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
-  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_DEVICE const uint* const a3 = (MSL_DEVICE const uint*)L->bufs[3];
   MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
-  MSL_CONSTANT ZcCoeffsParams a5 = *(MSL_CONSTANT ZcCoeffsParams*)L->bufs[5];
+  MSL_DEVICE uint* const a5 = (MSL_DEVICE uint*)L->bufs[5];
+  MSL_CONSTANT ZcCoeffsParams a6 = *(MSL_CONSTANT ZcCoeffsParams*)L->bufs[6];
   (void)tg;
-  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_coeffs(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_coeffs(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
 void hd_group_zc_uni_eval(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
