@@ -228,8 +228,8 @@ func sumOverD(a []field.Fp4, n int) field.Fp4 {
 	return s.MulBase(field.Fp(uint32(n)))
 }
 
-// interpolateAt evaluates the polynomial of degree < len(evals) through (i, evals[i]) at r.
-func interpolateAt(evals []field.Fp4, r field.Fp4) field.Fp4 {
+// InterpolateAt evaluates the polynomial of degree < len(evals) through (i, evals[i]) at r.
+func InterpolateAt(evals []field.Fp4, r field.Fp4) field.Fp4 {
 	s := len(evals) - 1
 	fact := make([]field.Fp, s+1)
 	fact[0] = field.One
@@ -665,7 +665,7 @@ func VerifyBatchConstraints(tr *transcript.Transcript, p params.SystemParams, tr
 		rj := tr.SampleExt()
 		evals[0] = cur.Sub(s[0])
 		copy(evals[1:], s)
-		cur = interpolateAt(evals, rj)
+		cur = InterpolateAt(evals, rj)
 		r = append(r, rj)
 	}
 	sh.observeOpenings(tr, proof.ColumnOpenings)

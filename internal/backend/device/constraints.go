@@ -46,6 +46,14 @@ type constraintProver struct {
 	traces []*zcTrace
 	owned  []*kernels.Program // programs uploaded for this prover only (not from a key)
 
+	// xi is ξ; uni the round-0 polynomials (UnivariateRound), r0 their point (BindUnivariate),
+	// last the previous Round's values at X = 0..d+1: what Round needs for the value at X = 0,
+	// which the device does not compute (roundClaims).
+	xi   []field.Fp4
+	uni  []stark.ConstraintTriple
+	r0   field.Fp4
+	last []stark.ConstraintTriple
+
 	eq, halves         *gpu.Array[kernels.Mont4]
 	eqExp              []kernels.EqExpand // the eq tables' expansion, encoded by UnivariateRound (nil after)
 	uniOut, roundOut   *gpu.Array[uint32]
@@ -100,7 +108,8 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 		interactions = interactions || len(pg.Interactions) > 0
 	}
 	logM, shifted := kernels.ZcRound0Domain(l, d, interactions)
-	cp := &constraintProver{be: b, l: l, n: n, d: d, logM: logM, shifted: shifted, binds: -1}
+	cp := &constraintProver{be: b, l: l, n: n, d: d, logM: logM, shifted: shifted, binds: -1,
+		xi: append([]field.Fp4(nil), ch.Xi...)}
 	fail := func(err error) (stark.ConstraintProver, error) {
 		cp.freeBuffers()
 		return nil, err
@@ -120,7 +129,8 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 	// The large buffers first: the device zeroes them (new buffers are zeroed in queue order) while
 	// the host computes the eq tables' halves and the stage its weights; the uploads below wait for
 	// that zeroing (an upload waits for all queued work), the first kernels then do not.
-	if cp.zc, err = kernels.NewZerocheck(b.dev, cp.dom, d+1, zts, b.zcOpts); err != nil {
+	// The rounds' values at X = 1..d on the device; Round derives X = 0 and d+1 (roundClaims).
+	if cp.zc, err = kernels.NewZerocheck(b.dev, cp.dom, d, zts, b.zcOpts); err != nil {
 		return fail(err)
 	}
 	cp.uniWidth, cp.rndWidth = cp.zc.UniWidth(), cp.zc.RoundWidth()
@@ -476,6 +486,7 @@ func (cp *constraintProver) UnivariateRound() ([]stark.ConstraintTriple, error) 
 		}
 		out[t] = stark.ConstraintTriple{Zc: polys[0], Num: polys[1], Den: polys[2]}
 	}
+	cp.uni = out
 	return out, nil
 }
 
@@ -562,6 +573,7 @@ func (cp *constraintProver) BindUnivariate(r0 field.Fp4) error {
 	if cp.released || cp.binds != -1 {
 		return ErrProverState
 	}
+	cp.r0 = r0
 	w := make([]field.Fp4, cp.n)
 	omega := field.TwoAdicGenerator(cp.l)
 	pw := field.One
@@ -631,21 +643,65 @@ func (cp *constraintProver) Round() ([]stark.ConstraintTriple, error) {
 	if err := cp.roundOut.Read(words, 0); err != nil {
 		return nil, err
 	}
-	pts := cp.d + 1
+	d := cp.d
+	xi := cp.xi[cp.l+j-1]
+	if xi == field.Fp4One { // probability 2^−124: R(0) would need the program at X = 0
+		return nil, fmt.Errorf("%w: ξ_%d = 1", ErrProverState, cp.l+j-1)
+	}
+	inv := field.Fp4One.Sub(xi).Inverse()
+	all := make([]stark.ConstraintTriple, len(cp.traces))
 	for t, tr := range cp.traces {
 		if tr.nLift < j {
 			continue
 		}
+		claims, err := cp.roundClaims(t, j)
+		if err != nil {
+			return nil, err
+		}
 		var vals [3][]field.Fp4
 		for k := range vals {
-			vals[k] = make([]field.Fp4, pts)
-			for x := range pts {
-				vals[k][x] = kernels.Fp4OfMont(words[t*cp.rndWidth+12*x+4*k:])
+			// R(0..d+1): R(1..d) from the device, R(0) from the claim
+			// R_{j−1}(r_{j−1}) = (1 − ξ)·R(0) + ξ·R(1), R(d+1) from R(0..d) (degree ≤ d).
+			v := make([]field.Fp4, d+2)
+			for x := 1; x <= d; x++ {
+				v[x] = kernels.Fp4OfMont(words[t*cp.rndWidth+12*(x-1)+4*k:])
 			}
+			v[0] = claims[k].Sub(xi.Mul(v[1])).Mul(inv)
+			v[d+1] = stark.InterpolateAt(v[:d+1], field.Lift(field.Fp(uint32(d+1))))
+			vals[k] = v
 		}
-		out[t] = stark.ConstraintTriple{Zc: vals[0], Num: vals[1], Den: vals[2]}
+		all[t] = stark.ConstraintTriple{Zc: vals[0], Num: vals[1], Den: vals[2]}
+		out[t] = stark.ConstraintTriple{Zc: vals[0][1:], Num: vals[1][1:], Den: vals[2][1:]}
 	}
+	cp.last = all
 	return out, nil
+}
+
+// roundClaims returns trace t's three values R_{j−1}(r_{j−1}) (Zc, Num, Den) before round j:
+// the round-0 polynomials at r_0 (j = 1), else the previous round's at r_{j−1}. Σ over X ∈ {0, 1}
+// of eq(ξ_{l+j−1}, X)·R_j(X) equals it (spec B §4: e' of round j−1 is eq(ξ_{l+j−1}, X)·e' of
+// round j), which gives R_j(0) without evaluating the program there.
+func (cp *constraintProver) roundClaims(t, j int) ([3]field.Fp4, error) {
+	var c [3]field.Fp4
+	if j == 1 {
+		if cp.uni == nil {
+			return c, fmt.Errorf("%w: Round before UnivariateRound", ErrProverState)
+		}
+		u := cp.uni[t]
+		for k, p := range [][]field.Fp4{u.Zc, u.Num, u.Den} {
+			c[k] = stark.Horner(p, cp.r0)
+		}
+		return c, nil
+	}
+	if cp.last == nil || cp.last[t].Zc == nil {
+		return c, fmt.Errorf("%w: round %d without round %d", ErrProverState, j, j-1)
+	}
+	l := cp.last[t]
+	r := cp.rs[j-2]
+	for k, v := range [][]field.Fp4{l.Zc, l.Num, l.Den} {
+		c[k] = stark.InterpolateAt(v[:cp.d+1], r)
+	}
+	return c, nil
 }
 
 // Bind implements stark.ConstraintProver: r is folded into the tables by the next Round (or
