@@ -303,30 +303,34 @@ func TestEqExpand(t *testing.T) {
 		la.Free()
 		ha.Free()
 	}
-	// Several products, accumulated onto existing values.
-	logLo, logHi, count := 3, 2, 3
-	lo, hi := randFp4s(r, count<<logLo), randFp4s(r, count<<logHi)
-	prev := randFp4s(r, 1<<(logLo+logHi))
-	out := uploadFp4(t, prev)
-	b := testDev.Batch()
-	if err := EncodeEqExpand(b, testDev, uploadFp4(t, lo), uploadFp4(t, hi), out, logLo, logHi, count, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	got := readFp4(t, out)
-	for bidx := range 1 << (logLo + logHi) {
-		want := prev[bidx]
-		for c := range count {
-			want = want.Add(lo[c<<logLo+bidx&(1<<logLo-1)].Mul(hi[c<<logHi+bidx>>logLo]))
+	// Several products, accumulated onto existing values (the host's lane path from logLo 4).
+	var prev []field.Fp4
+	var out *gpu.Array[Mont4]
+	for _, c := range []struct{ logLo, logHi, count int }{{3, 2, 3}, {5, 2, 3}, {4, 0, 2}, {6, 3, 1}} {
+		logLo, logHi, count := c.logLo, c.logHi, c.count
+		lo, hi := randFp4s(r, count<<logLo), randFp4s(r, count<<logHi)
+		prev = randFp4s(r, 1<<(logLo+logHi))
+		out = uploadFp4(t, prev)
+		b := testDev.Batch()
+		if err := EncodeEqExpand(b, testDev, uploadFp4(t, lo), uploadFp4(t, hi), out, logLo, logHi, count, true); err != nil {
+			t.Fatal(err)
 		}
-		if got[bidx] != want {
-			t.Fatalf("accumulate: entry %d: got %v, want %v", bidx, got[bidx], want)
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		got := readFp4(t, out)
+		for bidx := range 1 << (logLo + logHi) {
+			want := prev[bidx]
+			for c := range count {
+				want = want.Add(lo[c<<logLo+bidx&(1<<logLo-1)].Mul(hi[c<<logHi+bidx>>logLo]))
+			}
+			if got[bidx] != want {
+				t.Fatalf("accumulate %+v: entry %d: got %v, want %v", c, bidx, got[bidx], want)
+			}
 		}
 	}
 	// Tables at offsets: two eq tables side by side in one buffer, the entries around them kept.
-	x4, x3 := randFp4s(r, 4), randFp4s(r, 3)
+	x4, x3 := randFp4s(r, 9), randFp4s(r, 3)
 	lo4, hi4, h4 := EqTables(x4)
 	lo3, hi3, h3 := EqTables(x3)
 	halves := append(append(append(append([]Mont4(nil), lo4...), hi4...), lo3...), hi3...)
@@ -335,12 +339,12 @@ func TestEqExpand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ha.Free()
-	prev = randFp4s(r, 1+16+8+1)
+	prev = randFp4s(r, 1+512+8+1)
 	out = uploadFp4(t, prev)
-	b = testDev.Batch()
+	b := testDev.Batch()
 	for _, e := range []EqExpand{
-		{LoOff: 0, HiOff: len(lo4), OutOff: 1, LogLo: h4, LogHi: 4 - h4},
-		{LoOff: len(lo4) + len(hi4), HiOff: len(lo4) + len(hi4) + len(lo3), OutOff: 17, LogLo: h3, LogHi: 3 - h3},
+		{LoOff: 0, HiOff: len(lo4), OutOff: 1, LogLo: h4, LogHi: 9 - h4},
+		{LoOff: len(lo4) + len(hi4), HiOff: len(lo4) + len(hi4) + len(lo3), OutOff: 513, LogLo: h3, LogHi: 3 - h3},
 	} {
 		e.Lo, e.Hi, e.Out, e.Count = ha, ha, out, 1
 		if err := e.Encode(b, testDev); err != nil {
@@ -350,8 +354,8 @@ func TestEqExpand(t *testing.T) {
 	if err := b.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	got = readFp4(t, out)
-	want := append(append(append([]field.Fp4{prev[0]}, evalsEq(x4)...), evalsEq(x3)...), prev[25])
+	got := readFp4(t, out)
+	want := append(append(append([]field.Fp4{prev[0]}, evalsEq(x4)...), evalsEq(x3)...), prev[521])
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("offsets: entry %d: got %v, want %v", i, got[i], want[i])

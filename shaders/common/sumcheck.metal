@@ -389,6 +389,39 @@ kernel void sc_eq_expand(device const uint* lo [[buffer(0)]],
   uint total = 1u << k;
   uint lo_len = 1u << h;
   uint hi_len = 1u << (k - h);
+#if MSL_LANES > 1
+  // The host: MSL_LANES consecutive b share their hi entry (h ≥ log2 lanes), so a lane vector of
+  // lo entries takes one uniform hi product (16 vector products for MSL_LANES Fp4 products).
+  if (h >= MSL_LOG_LANES) {
+    for (uint b0 = lane_first(gid, total); b0 < total; b0 += lane_stride(stride)) {
+      uint tmp[4u * MSL_LANES];
+      lanes_uint acc[4];
+      for (uint c = 0u; c < 4u; c++) acc[c] = lanes_splat(0u);
+      if (acc_out != 0u) {
+        for (uint l = 0u; l < MSL_LANES; l++) {
+          for (uint c = 0u; c < 4u; c++) tmp[c * MSL_LANES + l] = out[4u * (out_off + b0 + l) + c];
+        }
+        for (uint c = 0u; c < 4u; c++) acc[c] = lanes_ld_th(tmp + c * MSL_LANES);
+      }
+      uint bl = lo_off + (b0 & (lo_len - 1u));
+      uint bh = hi_off + (b0 >> h);
+      for (uint t = 0u; t < count; t++) {
+        lanes_uint g[4];
+        for (uint l = 0u; l < MSL_LANES; l++) {
+          for (uint c = 0u; c < 4u; c++) tmp[c * MSL_LANES + l] = lo[4u * (t * lo_len + bl + l) + c];
+        }
+        for (uint c = 0u; c < 4u; c++) g[c] = lanes_ld_th(tmp + c * MSL_LANES);
+        lanes_uint u[7];
+        bb4l_uniform_of(u, bb4_load(hi, t * hi_len + bh));
+        bb4l_mul_uniform_acc(acc, u, g);
+      }
+      for (uint l = 0u; l < MSL_LANES; l++) {
+        for (uint c = 0u; c < 4u; c++) out[4u * (out_off + b0 + l) + c] = lanes_get(acc[c], l);
+      }
+    }
+    return;
+  }
+#endif
   for (uint b = gid; b < total; b += stride) {
     bb4 acc = acc_out != 0u ? bb4_load(out, out_off + b) : bb4_zero();
     uint bl = lo_off + (b & (lo_len - 1u));
