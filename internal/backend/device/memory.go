@@ -241,7 +241,7 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 	// uploads pieces too).
 	interactions := false
 	for _, a := range airs {
-		interactions = interactions || (a.prog != nil && len(a.prog.Interactions) > 0)
+		interactions = interactions || (a.present && a.nInter > 0)
 	}
 	logM, _ := kernels.ZcRound0Domain(p.LSkip, p.MaxConstraintDegree, interactions)
 	zcScratch, err := b.zerocheckScratch(airs, p, logM)
