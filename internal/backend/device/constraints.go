@@ -128,8 +128,8 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 	}
 	// The large buffers first: the device zeroes them (new buffers are zeroed in queue order) while
 	// the host computes the eq tables' halves and the stage its weights; the uploads below wait for
-	// that zeroing (an upload waits for all queued work), the first kernels then do not.
-	// The rounds' values at X = 1..d on the device; Round derives X = 0 and d+1 (roundClaims).
+	// that zeroing (an upload waits for all queued work), the first kernels then do not. The
+	// rounds evaluate X = 1..d on the device (points d); Round derives X = 0 and d+1 (roundClaims).
 	if cp.zc, err = kernels.NewZerocheck(b.dev, cp.dom, d, zts, b.zcOpts); err != nil {
 		return fail(err)
 	}
