@@ -138,14 +138,14 @@ func TwiddleTable(logN int, inverse bool) []Mont {
 	}
 	half := n / 2
 	top := tw[half:]
-	parallelRanges(half, func(lo, hi int) {
+	ParallelRanges(half, 1<<15, func(lo, hi int) {
 		acc := g.Exp(uint64(lo))
 		for j := lo; j < hi; j++ {
 			top[j] = MontOf(acc)
 			acc = acc.Mul(g)
 		}
 	})
-	parallelRanges(half, func(lo, hi int) { // entries [lo, hi) of the levels below the top
+	ParallelRanges(half, 1<<15, func(lo, hi int) { // entries [lo, hi) of the levels below the top
 		for h := 1; h < half; h <<= 1 {
 			step := half / h
 			for j := max(lo, h) - h; j < min(hi, 2*h)-h; j++ {
@@ -156,10 +156,10 @@ func TwiddleTable(logN int, inverse bool) []Mont {
 	return tw
 }
 
-// parallelRanges splits [0, n) into contiguous ranges run on all cores; small n runs inline.
-func parallelRanges(n int, f func(lo, hi int)) {
-	const minPerWorker = 1 << 15
-	w := min(runtime.GOMAXPROCS(0), n/minPerWorker)
+// ParallelRanges splits [0, n) into contiguous ranges of at least minPerWorker items run on all
+// cores, and returns when all are done; small n runs inline.
+func ParallelRanges(n, minPerWorker int, f func(lo, hi int)) {
+	w := min(runtime.GOMAXPROCS(0), n/max(minPerWorker, 1))
 	if w <= 1 {
 		f(0, n)
 		return

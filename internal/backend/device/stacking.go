@@ -517,23 +517,30 @@ func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
 	b0 := stark.EqUni(l, u0, r0w)
 	c0 := stark.EqUniAtOne(l, u0).Mul(stark.EqUniAtOne(l, r0w))
 	// cpuref adds a·a0·e[xl] + bw·(b0·e[xl] + c0·(e[xl−1] − e[xl])) = α·e[xl] + β·e[xl−1].
-	weights := make([]field.Fp4, 0, 2*len(sp.wInfo))
-	for _, s := range sp.wInfo {
-		a, bw := sp.batch.EqWeight[s.c][s.i], sp.batch.RotWeight[s.c][s.i]
-		if s.nn >= 0 {
-			weights = append(weights, a.Mul(a0).Add(bw.Mul(b0.Sub(c0))), bw.Mul(c0))
-			continue
+	// Three Fp4 products a slice (keccakf-1024: 2,633 slices, 0.4 ms on one core between u0 and
+	// the bind's kernels, the device idle), so the slices are split over the host's cores.
+	weights := make([]kernels.Mont4, 2*len(sp.wInfo))
+	bmc := b0.Sub(c0)
+	sliceWeights := func(lo, hi int) {
+		for k := lo; k < hi; k++ {
+			s := sp.wInfo[k]
+			a, bw := sp.batch.EqWeight[s.c][s.i], sp.batch.RotWeight[s.c][s.i]
+			if s.nn >= 0 {
+				weights[2*k], weights[2*k+1] = kernels.Mont4Of(a.Mul(a0).Add(bw.Mul(bmc))), kernels.Mont4Of(bw.Mul(c0))
+				continue
+			}
+			lp := l + s.nn
+			rp := stark.ExpPow2(r[0], -s.nn)
+			v := a.Mul(stark.EqUni(lp, u0, rp))
+			if !bw.IsZero() {
+				v = v.Add(bw.Mul(stark.EqUni(lp, u0, rp.MulBase(field.TwoAdicGenerator(lp)))))
+			}
+			weights[2*k], weights[2*k+1] = kernels.Mont4Of(v.Mul(stark.InUni(l, s.nn, u0))), kernels.Mont4{}
 		}
-		lp := l + s.nn
-		rp := stark.ExpPow2(r[0], -s.nn)
-		v := a.Mul(stark.EqUni(lp, u0, rp))
-		if !bw.IsZero() {
-			v = v.Add(bw.Mul(stark.EqUni(lp, u0, rp.MulBase(field.TwoAdicGenerator(lp)))))
-		}
-		weights = append(weights, v.Mul(stark.InUni(l, s.nn, u0)), field.Fp4{})
 	}
+	kernels.ParallelRanges(len(sp.wInfo), 256, sliceWeights)
 	// Uploads first: nothing is pending after UnivariateRound's download.
-	if err := sp.weights.Write(0, kernels.Mont4Slice(weights)); err != nil {
+	if err := sp.weights.Write(0, weights); err != nil {
 		return err
 	}
 	if err := sp.lag.Write(0, kernels.Mont4Slice(kernels.LagrangeWeights(l, u0))); err != nil {
