@@ -657,11 +657,24 @@ type srUniParams struct {
 	chunks     uint32
 	logN       uint32
 	logCb      uint32
-	row        uint32
 }
 
 func (v srUniParams) arg() gpu.Arg {
-	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logN, v.logCb, v.row)
+	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logN, v.logCb)
+}
+
+// srUniWeighParams is the value struct SrUniWeighParams of the shaders: uint fields in declaration order.
+type srUniWeighParams struct {
+	sliceFirst uint32
+	sliceCount uint32
+	chunk0     uint32
+	chunks     uint32
+	logN       uint32
+	row        uint32
+}
+
+func (v srUniWeighParams) arg() gpu.Arg {
+	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logN, v.row)
 }
 
 // srBindQParams is the value struct SrBindQParams of the shaders: uint fields in declaration order.
@@ -1054,17 +1067,22 @@ func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buff
 	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchSrUniPartials encodes kernel sr_uni_partials (shaders/openings/stacked_reduction.metal:71).
-func dispatchSrUniPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, slices *gpu.Buffer, etab *gpu.Buffer, partials *gpu.Buffer, p srUniParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("sr_uni_partials", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(slices), gpu.Buf(etab), gpu.Buf(partials), p.arg()}, scratchBytes)
+// dispatchSrUniChunks encodes kernel sr_uni_chunks (shaders/openings/stacked_reduction.metal:70).
+func dispatchSrUniChunks(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, slices *gpu.Buffer, etab *gpu.Buffer, sums *gpu.Buffer, p srUniParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("sr_uni_chunks", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(slices), gpu.Buf(etab), gpu.Buf(sums), p.arg()}, scratchBytes)
 }
 
-// dispatchSrBindQ encodes kernel sr_bind_q (shaders/openings/stacked_reduction.metal:196).
+// dispatchSrUniWeigh encodes kernel sr_uni_weigh (shaders/openings/stacked_reduction.metal:178).
+func dispatchSrUniWeigh(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, slices *gpu.Buffer, partials *gpu.Buffer, p srUniWeighParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("sr_uni_weigh", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(slices), gpu.Buf(partials), p.arg()}, scratchBytes)
+}
+
+// dispatchSrBindQ encodes kernel sr_bind_q (shaders/openings/stacked_reduction.metal:238).
 func dispatchSrBindQ(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, lag *gpu.Buffer, out *gpu.Buffer, p srBindQParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_q", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(lag), gpu.Buf(out), p.arg()})
 }
 
-// dispatchSrBindW encodes kernel sr_bind_w (shaders/openings/stacked_reduction.metal:250).
+// dispatchSrBindW encodes kernel sr_bind_w (shaders/openings/stacked_reduction.metal:292).
 func dispatchSrBindW(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, weights *gpu.Buffer, etab *gpu.Buffer, w *gpu.Buffer, p srBindWParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_w", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(weights), gpu.Buf(etab), gpu.Buf(w), p.arg()})
 }

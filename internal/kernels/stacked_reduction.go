@@ -97,46 +97,82 @@ func (r SliceRange) check(op string) error {
 	return checkArray(op, r.Slices, srSliceWords*(r.First+r.Count))
 }
 
-// StackedUniWidth is the width in uints of one partials row of EncodeStackedUniPartials: A, B,
-// C, N Fp4 each.
+// StackedUniWidth is the width in uints of one partials row of EncodeStackedUniWeigh: A, B, C,
+// N Fp4 each.
 func StackedUniWidth(lSkip int) int { return 12 << lSkip }
 
-// StackedUniMaxRows is the most partials rows one EncodeStackedUniPartials dispatch writes.
+// StackedChunkWidth is the width in uints of one row of EncodeStackedUniChunks' sums: G0, G1, N
+// Fp4 each.
+func StackedChunkWidth(lSkip int) int { return 8 << lSkip }
+
+// StackedUniMaxRows is the most partials rows one EncodeStackedUniWeigh dispatch writes.
 func StackedUniMaxRows(dev *gpu.Device) int { return maxReduceGroups(dev) }
 
-// EncodeStackedUniPartials encodes the first pass of round 0 over the slices of r (all of log
-// height ≥ lSkip, all in q): with G0_s[z] = Σ_xl e_s[xl]·Q[(x0+xl)·N + z] and G1_s[z] =
-// Σ_xl e_s[(xl−1) mod 2^NN]·Q[..] per slice s,
+// EncodeStackedUniChunks encodes the first pass of round 0 over the slices of r (all of log
+// height ≥ lSkip, all in q), the one that no batching weight enters: per chunk k of slice s
+// (its blocks x0 + xl)
 //
-//	A[z] = Σ_s A_s·G0_s[z],  B[z] = Σ_s BW_s·G0_s[z],  C[z] = Σ_s BW_s·(G1_s[z] − G0_s[z]),
+//	G0_k[z] = Σ_xl e_s[xl]·Q[(x0+xl)·N + z],  G1_k[z] = Σ_xl e_s[(xl−1) mod 2^NN]·Q[(x0+xl)·N + z]
 //
-// as one partials row per group from row: EncodeSumRows over all rows (StackedUniWidth wide)
-// finishes the sums. It returns the number of rows written (≤ StackedUniMaxRows).
-func EncodeStackedUniPartials(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[Mont], r SliceRange, etab *gpu.Array[Mont4], partials *gpu.Array[uint32], row, lSkip int) (int, error) {
-	if err := r.check("StackedUniPartials"); err != nil {
+// into row k of sums (chunk numbers as packed: rows r.FirstChunk .. r.FirstChunk + r.Chunks − 1,
+// StackedChunkWidth uints each). EncodeStackedUniWeigh applies the weights.
+func EncodeStackedUniChunks(b *gpu.Batch, dev *gpu.Device, q *gpu.Array[Mont], r SliceRange, etab *gpu.Array[Mont4], sums *gpu.Array[uint32], lSkip int) error {
+	if err := r.check("StackedUniChunks"); err != nil {
+		return err
+	}
+	if lSkip < 0 || lSkip > 5 {
+		return fmt.Errorf("kernels: StackedUniChunks: l_skip %d", lSkip)
+	}
+	if q == nil || etab == nil {
+		return fmt.Errorf("kernels: StackedUniChunks: nil buffer")
+	}
+	if err := checkArray("StackedUniChunks", sums, (r.FirstChunk+r.Chunks)*StackedChunkWidth(lSkip)); err != nil {
+		return err
+	}
+	n := 1 << lSkip
+	t, lanes := groupSize(dev, "sr_uni_chunks", gpuGroup), 1
+	if isHost(dev) {
+		t, lanes = max(1, n/16), 16 // one item of 16 lanes per group (host barriers cost per item)
+	}
+	g := min(r.Chunks, maxReduceGroups(dev))
+	dispatchSrUniChunks(b, gpu.D1(uint32(g)), gpu.D1(uint32(t)), q.Buffer, r.Slices.Buffer, etab.Buffer, sums.Buffer,
+		srUniParams{sliceFirst: uint32(r.First), sliceCount: uint32(r.Count), chunk0: uint32(r.FirstChunk), chunks: uint32(r.Chunks),
+			logN: uint32(lSkip), logCb: uint32(StackedChunkLog(lSkip))}, uint32(32*t*lanes))
+	return b.Err()
+}
+
+// EncodeStackedUniWeigh encodes the second pass of round 0: with the weights of r's descriptors
+// (SetStackedSliceWeights) and the chunk sums of EncodeStackedUniChunks,
+//
+//	A[z] = Σ_k A_s·G0_k[z],  B[z] = Σ_k BW_s·G0_k[z],  C[z] = Σ_k BW_s·(G1_k[z] − G0_k[z])
+//
+// (s the slice of chunk k) as one partials row per group from row: EncodeSumRows over all rows
+// (StackedUniWidth wide) finishes the sums. It returns the number of rows written (≤
+// StackedUniMaxRows).
+func EncodeStackedUniWeigh(b *gpu.Batch, dev *gpu.Device, sums *gpu.Array[uint32], r SliceRange, partials *gpu.Array[uint32], row, lSkip int) (int, error) {
+	if err := r.check("StackedUniWeigh"); err != nil {
 		return 0, err
 	}
 	if lSkip < 0 || lSkip > 5 || row < 0 {
-		return 0, fmt.Errorf("kernels: StackedUniPartials: l_skip %d, row %d", lSkip, row)
+		return 0, fmt.Errorf("kernels: StackedUniWeigh: l_skip %d, row %d", lSkip, row)
 	}
-	if q == nil || etab == nil {
-		return 0, fmt.Errorf("kernels: StackedUniPartials: nil buffer")
-	}
-	n := 1 << lSkip
-	t := groupSize(dev, "sr_uni_partials", gpuGroup)
-	if isHost(dev) {
-		t = max(1, n/16) // one item of 16 lanes per group (host barriers cost per item)
-	}
-	g := min(r.Chunks, maxReduceGroups(dev))
-	width := StackedUniWidth(lSkip)
-	if err := checkArray("StackedUniPartials", partials, (row+g)*width); err != nil {
+	if err := checkArray("StackedUniWeigh", sums, (r.FirstChunk+r.Chunks)*StackedChunkWidth(lSkip)); err != nil {
 		return 0, err
 	}
-	lanes := 1
-	if isHost(dev) {
-		lanes = 16
+	n := 1 << lSkip
+	t := groupSize(dev, "sr_uni_weigh", gpuGroup)
+	if isHost(dev) || t < n {
+		t = n
 	}
-	dispatchSrUniPartials(b, gpu.D1(uint32(g)), gpu.D1(uint32(t)), q.Buffer, r.Slices.Buffer, etab.Buffer, partials.Buffer, srUniParams{sliceFirst: uint32(r.First), sliceCount: uint32(r.Count), chunk0: uint32(r.FirstChunk), chunks: uint32(r.Chunks), logN: uint32(lSkip), logCb: uint32(StackedChunkLog(lSkip)), row: uint32(row)}, uint32(48*t*lanes))
+	t -= t % n // a whole number of threads for every z
+	g := min((r.Chunks*n+t-1)/t, maxReduceGroups(dev))
+	width := StackedUniWidth(lSkip)
+	if err := checkArray("StackedUniWeigh", partials, (row+g)*width); err != nil {
+		return 0, err
+	}
+	dispatchSrUniWeigh(b, gpu.D1(uint32(g)), gpu.D1(uint32(t)), sums.Buffer, r.Slices.Buffer, partials.Buffer,
+		srUniWeighParams{sliceFirst: uint32(r.First), sliceCount: uint32(r.Count), chunk0: uint32(r.FirstChunk), chunks: uint32(r.Chunks),
+			logN: uint32(lSkip), row: uint32(row)}, uint32(48*t))
 	return g, b.Err()
 }
 

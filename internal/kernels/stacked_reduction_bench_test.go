@@ -107,18 +107,23 @@ func benchQ(b *testing.B) *gpu.Array[Mont] {
 	return a
 }
 
-func BenchmarkStackedUniPartialsKeccakf(b *testing.B) {
+func BenchmarkStackedUniKeccakf(b *testing.B) {
 	rg, etab := keccakfSlices(b)
 	q := benchQ(b)
 	width := StackedUniWidth(kfLSkip)
 	partials, _ := gpu.AllocArray[uint32](testDev, "partials", StackedUniMaxRows(testDev)*width)
 	defer partials.Free()
+	sums, _ := gpu.AllocArray[uint32](testDev, "chunk sums", (rg.FirstChunk+rg.Chunks)*StackedChunkWidth(kfLSkip))
+	defer sums.Free()
 	out, _ := gpu.AllocArray[uint32](testDev, "out", width)
 	defer out.Free()
 	b.ResetTimer()
 	for range b.N {
 		bt := testDev.Batch()
-		g, err := EncodeStackedUniPartials(bt, testDev, q, rg, etab, partials, 0, kfLSkip)
+		if err := EncodeStackedUniChunks(bt, testDev, q, rg, etab, sums, kfLSkip); err != nil {
+			b.Fatal(err)
+		}
+		g, err := EncodeStackedUniWeigh(bt, testDev, sums, rg, partials, 0, kfLSkip)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -39,7 +39,32 @@ func newStackedFixture(r *rand.Rand, lSkip, nStack, width int, nns []int) stacke
 	return f
 }
 
-// refUni is the plain-Go formula of EncodeStackedUniPartials + EncodeSumRows: A, B, C.
+// refChunks is the plain-Go formula of EncodeStackedUniChunks: per chunk of every slice, G0 then
+// G1 (N Fp4 each), in chunk order.
+func (f stackedFixture) refChunks(slices []StackedSlice) [][]field.Fp4 {
+	n := 1 << f.lSkip
+	per := 1 << StackedChunkLog(f.lSkip)
+	var out [][]field.Fp4
+	for _, s := range slices {
+		for c := range StackedSliceChunks(s.NN, f.lSkip) {
+			g := make([]field.Fp4, 2*n)
+			for xl := c * per; xl < min((c+1)*per, 1<<s.NN); xl++ {
+				e0 := f.etab[s.EOff+xl]
+				e1 := f.etab[s.EOff+(xl-1)&(1<<s.NN-1)]
+				for z := range n {
+					v := f.q[s.QStart+xl*n+z]
+					g[z] = g[z].Add(e0.MulBase(v))
+					g[n+z] = g[n+z].Add(e1.MulBase(v))
+				}
+			}
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// refUni is the plain-Go formula of EncodeStackedUniChunks + EncodeStackedUniWeigh +
+// EncodeSumRows: A, B, C.
 func (f stackedFixture) refUni(slices []StackedSlice) []field.Fp4 {
 	n := 1 << f.lSkip
 	out := make([]field.Fp4, 3*n)
@@ -58,7 +83,10 @@ func (f stackedFixture) refUni(slices []StackedSlice) []field.Fp4 {
 	return out
 }
 
-func TestStackedUniPartials(t *testing.T) {
+// TestStackedUniChunksWeigh: both passes of round 0 through their launchers, one pair of
+// dispatches per sub-list of slices over one packed list, against plain Go (the chunk sums on
+// their own too).
+func TestStackedUniChunksWeigh(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	cases := []struct {
 		lSkip, nStack, width int
@@ -109,12 +137,24 @@ func TestStackedUniPartials(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer partials.Free()
+			cw := StackedChunkWidth(c.lSkip)
+			sums, err := gpu.AllocArray[uint32](testDev, "chunk sums", chunk*cw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sums.Free()
 			out := allocFp4(t, 3<<c.lSkip)
 			b := testDev.Batch()
+			for _, rg := range ranges {
+				rg.Slices = sa
+				if err := EncodeStackedUniChunks(b, testDev, qa, rg, ea, sums, c.lSkip); err != nil {
+					t.Fatal(err)
+				}
+			}
 			row := 0
 			for _, rg := range ranges {
 				rg.Slices = sa
-				g, err := EncodeStackedUniPartials(b, testDev, qa, rg, ea, partials, row, c.lSkip)
+				g, err := EncodeStackedUniWeigh(b, testDev, sums, rg, partials, row, c.lSkip)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -125,6 +165,18 @@ func TestStackedUniPartials(t *testing.T) {
 			}
 			if err := b.Wait(); err != nil {
 				t.Fatal(err)
+			}
+			gotSums := make([]uint32, chunk*cw)
+			if err := sums.Read(gotSums, 0); err != nil {
+				t.Fatal(err)
+			}
+			for k, g := range f.refChunks(f.slices) {
+				got := Fp4SliceOfMont(gotSums[k*cw : (k+1)*cw])
+				for i := range g {
+					if got[i] != g[i] {
+						t.Fatalf("chunk %d: G%d[%d] = %v, want %v", k, i>>c.lSkip, i&(1<<c.lSkip-1), got[i], g[i])
+					}
+				}
 			}
 			got := readFp4(t, out)
 			want := f.refUni(f.slices)
@@ -137,11 +189,13 @@ func TestStackedUniPartials(t *testing.T) {
 	}
 }
 
-// TestStackedUniPartialsShapes runs sr_uni_partials with GPU-like group shapes on the host
-// device (256 threads: 16 lanes per thread, or fewer) against the launcher's.
-func TestStackedUniPartialsShapes(t *testing.T) {
+// TestStackedUniShapes runs sr_uni_chunks with GPU-like group shapes on the host device (256
+// threads: 16 lanes per thread, or fewer) and sr_uni_weigh with several groups of several
+// threads per z, against the launchers' result.
+func TestStackedUniShapes(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	lSkip := 4
+	n := 1 << lSkip
 	f := newStackedFixture(r, lSkip, 9, 2, []int{9, 8, 5, 5, 2, 0})
 	w, chunks, err := PackStackedSlices(f.slices, lSkip)
 	if err != nil {
@@ -152,14 +206,22 @@ func TestStackedUniPartialsShapes(t *testing.T) {
 	defer sa.Free()
 	want := f.refUni(f.slices)
 	width := StackedUniWidth(lSkip)
-	for _, sh := range []struct{ groups, tpg int }{{1, 1}, {3, 1}, {2, 16}, {5, 4}, {1, 2}} {
-		partials := allocFp4(t, sh.groups*width/4)
+	sums, err := gpu.AllocArray[uint32](testDev, "chunk sums", chunks*StackedChunkWidth(lSkip))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sums.Free()
+	shapes := []struct{ groups, tpg, wGroups, wTpg int }{{1, 1, 1, n}, {3, 1, 2, 2 * n}, {2, 16, 3, n}, {5, 4, 1, 4 * n}, {1, 2, 5, 2 * n}}
+	for _, sh := range shapes {
+		partials := allocFp4(t, sh.wGroups*width/4)
 		out := allocFp4(t, 3<<lSkip)
 		b := testDev.Batch()
-		b.Dispatch("sr_uni_partials", gpu.D1(uint32(sh.groups)), gpu.D1(uint32(sh.tpg)), []gpu.Arg{gpu.Buf(qa.Buffer), gpu.Buf(sa.Buffer),
-			gpu.Buf(ea.Buffer), gpu.Buf(partials.Buffer),
-			gpu.U32(0, uint32(len(f.slices)), 0, uint32(chunks), uint32(lSkip), uint32(StackedChunkLog(lSkip)), 0)}, uint32(48*16*sh.tpg))
-		if err := EncodeSumRows(b, testDev, fp4Words(partials), fp4Words(out), sh.groups, width); err != nil {
+		b.Dispatch("sr_uni_chunks", gpu.D1(uint32(sh.groups)), gpu.D1(uint32(sh.tpg)), []gpu.Arg{gpu.Buf(qa.Buffer), gpu.Buf(sa.Buffer),
+			gpu.Buf(ea.Buffer), gpu.Buf(sums.Buffer),
+			gpu.U32(0, uint32(len(f.slices)), 0, uint32(chunks), uint32(lSkip), uint32(StackedChunkLog(lSkip)))}, uint32(32*16*sh.tpg))
+		b.Dispatch("sr_uni_weigh", gpu.D1(uint32(sh.wGroups)), gpu.D1(uint32(sh.wTpg)), []gpu.Arg{gpu.Buf(sums.Buffer), gpu.Buf(sa.Buffer),
+			gpu.Buf(partials.Buffer), gpu.U32(0, uint32(len(f.slices)), 0, uint32(chunks), uint32(lSkip), 0)}, uint32(48*sh.wTpg))
+		if err := EncodeSumRows(b, testDev, fp4Words(partials), fp4Words(out), sh.wGroups, width); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Wait(); err != nil {

@@ -269,12 +269,16 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 	// the openings stack again (commitments that do not keep theirs).
 	var rebuilt, restacked int64
 	var rebuiltCols []int // the chunks' widths: their transforms
+	chunks := 0           // the stacked reduction's round-0 chunks (its chunk sums)
 	keep := b.keepStacked.Load()
 	for i, c := range pk.PreprocessedCommit {
 		if c == nil {
 			continue
 		}
 		w := c.Layout().Width
+		if heights[i] != 0 {
+			chunks += stackedChunks(c.Layout())
+		}
 		ntt.logMax = max(ntt.logMax, max(m+p.LogBlowup, 12))
 		ntt.scratch = max(ntt.scratch, int64(b.ntt.ScratchWords(R, w)))
 		if heights[i] != 0 {
@@ -307,6 +311,7 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 		if layout.Width == 0 {
 			return 0, nil
 		}
+		chunks += stackedChunks(layout)
 		W := layout.Width
 		layers, scratch := merkleBytes(R, k)
 		t.hold(layers)
@@ -395,7 +400,8 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 	// reduction and left to WHIR's batching (Committed.acquireQ).
 	nx := int64(1) << p.NStack
 	t.hold(restacked)
-	t.step("stacking", 48*int64(cols)*nx+4*int64(kernels.StackedUniWidth(p.LSkip))*int64(kernels.StackedUniMaxRows(b.dev))*int64(commits))
+	t.step("stacking", 48*int64(cols)*nx+4*int64(kernels.StackedUniWidth(p.LSkip))*int64(kernels.StackedUniMaxRows(b.dev))*int64(commits)+
+		4*int64(kernels.StackedChunkWidth(p.LSkip))*int64(chunks))
 	t.hold(48 << m) // f and w, 2^m and 2^(m−1) Fp4 entries each
 	t.step("whir", 0)
 	t.live -= restacked
@@ -573,5 +579,15 @@ func (b *Backend) zcKeyBytes(a airShape, p params.SystemParams, logM int) int64 
 	}
 	nLift := max(a.logH-p.LSkip, 0)
 	n += 2*(32<<nLift) + 48<<logM + 48*int64(p.MaxConstraintDegree+1) + 16<<p.LSkip
+	return n
+}
+
+// stackedChunks is the number of round-0 chunks of the stacked reduction over layout's slices
+// (kernels.StackedSliceChunks; a slice shorter than 2^l_skip counts one).
+func stackedChunks(layout *stark.StackedLayout) int {
+	n := 0
+	for _, sc := range layout.Cols {
+		n += kernels.StackedSliceChunks(max(sc.Slice.LogHeight-layout.LSkip, 0), layout.LSkip)
+	}
 	return n
 }

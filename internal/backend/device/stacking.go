@@ -21,9 +21,11 @@ var ErrProverState = errors.New("backend/device: prover method called out of ord
 //
 //   - UnivariateRound: the kernels reduce the stacked matrices Q to A, B, C (N = 2^l_skip Fp4
 //     each: the sums of the slices' blocks weighted by eq(r_1..r_nn, ·), its rotation and the
-//     batching weights, kernels.EncodeStackedUniPartials) and gather the blocks of the slices
-//     shorter than 2^l_skip; the host takes IDFTs of those few values and multiplies by the
-//     eq_D polynomials (2N − 1 coefficients). One sync.
+//     batching weights) and gather the blocks of the slices shorter than 2^l_skip; the host
+//     takes IDFTs of those few values and multiplies by the eq_D polynomials (2N − 1
+//     coefficients). One sync. The pass over Q, which no weight enters, is encoded by
+//     NewStackingProver (kernels.EncodeStackedUniChunks: per-chunk sums), so that it runs before
+//     λ is known; UnivariateRound weighs those sums (kernels.EncodeStackedUniWeigh).
 //   - BindUnivariate: q(u_0; x) = Σ_z L_z(u_0)·Q[x·N + z] and W(u_0; x) per slice from its eq
 //     table and two host scalars, into tables of every commitment side by side (Σ widths columns
 //     of 2^n_stack Fp4). No sync.
@@ -62,13 +64,14 @@ type stackingProver struct {
 	cur      int        // ping-pong side holding the current tables
 	logRows  int        // log rows of the current tables
 
-	// Words: slices, the packed descriptors; partials and result, round 0's sums (EncodeSumRows
-	// adds them word by word) and, in result, the Q blocks of the short slices copied after them.
+	// Words: slices, the packed descriptors; sums, round 0's weight-free chunk sums (encoded by
+	// NewStackingProver); partials and result, round 0's weighted sums (EncodeSumRows adds them
+	// word by word) and, in result, the Q blocks of the short slices copied after them.
 	// halves: the eq halves as EqTables returns them.
-	slices, partials, result   *gpu.Array[uint32]
-	halves, etab, lag, weights *gpu.Array[kernels.Mont4]
-	qt, wt                     [2]*gpu.Array[kernels.Mont4]
-	sc                         *kernels.Sumcheck
+	slices, sums, partials, result *gpu.Array[uint32]
+	halves, etab, lag, weights     *gpu.Array[kernels.Mont4]
+	qt, wt                         [2]*gpu.Array[kernels.Mont4]
+	sc                             *kernels.Sumcheck
 }
 
 // wSlice is what BindUnivariate needs of one slice to compute its W scalars.
@@ -94,9 +97,9 @@ type gatherRun struct {
 var _ stark.StackingProver = (*stackingProver)(nil)
 
 // NewStackingProver implements stark.StackingBackend on the device: it validates the inputs as
-// cpuref does, packs the slice descriptors (their weights come with UnivariateRound), allocates
-// the tables, uploads the halves of the eq tables (a few KiB) and encodes the eq tables'
-// expansion (no sync).
+// cpuref does, packs the slice descriptors (their weights come with UnivariateRound), uploads
+// them and the halves of the eq tables (a few KiB), encodes the eq tables' expansion and round
+// 0's pass over Q, and allocates the tables (no sync).
 func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Committed, r []field.Fp4) (stark.StackingProver, error) {
 	cs, err := b.commits(commits)
 	if err != nil {
@@ -228,8 +231,42 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 		a, err = gpu.AllocArray[kernels.Mont4](b.dev, "stacking "+name, max(n, 1))
 		return a
 	}
+	// First what round 0's weight-free pass needs, so that it runs on the device while the host
+	// allocates the tables below (and, in Prove, absorbs the column openings).
 	sp.slices = alloc("slices", len(words))
 	sp.etab = alloc4("eq tables", etabLen)
+	sp.sums = alloc("round 0 chunk sums", chunks*kernels.StackedChunkWidth(l))
+	if err != nil {
+		return fail(err)
+	}
+	if err := sp.slices.Write(0, words); err != nil {
+		return fail(err)
+	}
+	if sp.halves, err = gpu.UploadArray(b.dev, "stacking eq halves", halves); err != nil {
+		return fail(err)
+	}
+	batchEnc := b.dev.Batch()
+	sp.qs = make([]*gpu.Array[kernels.Mont], len(cs))
+	for c, com := range cs {
+		if sp.qs[c], err = com.acquireQ(batchEnc); err != nil {
+			return fail(err)
+		}
+	}
+	for _, e := range exps {
+		ex := kernels.EqExpand{Lo: sp.halves, Hi: sp.halves, Out: sp.etab, LoOff: e.loOff, HiOff: e.hiOff, OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1}
+		if err := ex.Encode(batchEnc, b.dev); err != nil {
+			return fail(err)
+		}
+	}
+	for c, r := range sp.uni {
+		if r.Count == 0 {
+			continue
+		}
+		r.Slices = sp.slices
+		if err := kernels.EncodeStackedUniChunks(batchEnc, b.dev, sp.qs[c], r, sp.etab, sp.sums, l); err != nil {
+			return fail(err)
+		}
+	}
 	sp.partials = alloc("partials", sp.rows*width)
 	sp.result = alloc("round 0 sums", width+len(sp.shorts)*n)
 	sp.lag = alloc4("lagrange weights", n)
@@ -241,32 +278,11 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	if err != nil {
 		return fail(err)
 	}
-	hv, err := gpu.UploadArray(b.dev, "stacking eq halves", halves)
-	if err != nil {
-		return fail(err)
-	}
 	if sp.sc, err = kernels.NewSumcheck(b.dev); err != nil {
-		hv.Free()
 		return fail(err)
-	}
-	batchEnc := b.dev.Batch()
-	sp.qs = make([]*gpu.Array[kernels.Mont], len(cs))
-	for c, com := range cs {
-		if sp.qs[c], err = com.acquireQ(batchEnc); err != nil {
-			hv.Free()
-			return fail(err)
-		}
-	}
-	for _, e := range exps {
-		ex := kernels.EqExpand{Lo: hv, Hi: hv, Out: sp.etab, LoOff: e.loOff, HiOff: e.hiOff, OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1}
-		if err := ex.Encode(batchEnc, b.dev); err != nil {
-			hv.Free()
-			return fail(err)
-		}
 	}
 	// The halves are needed until the expansion has run: the first sync (UnivariateRound) comes
 	// later, so they are freed with the prover.
-	sp.halves = hv
 	if err := b.track(sp); err != nil {
 		return fail(err)
 	}
@@ -283,7 +299,7 @@ func (sp *stackingProver) free() {
 
 // freeBuffers releases every device buffer (idempotent).
 func (sp *stackingProver) freeBuffers() {
-	for _, a := range []*gpu.Array[uint32]{sp.slices, sp.partials, sp.result} {
+	for _, a := range []*gpu.Array[uint32]{sp.slices, sp.sums, sp.partials, sp.result} {
 		if a != nil {
 			a.Free()
 		}
@@ -293,7 +309,7 @@ func (sp *stackingProver) freeBuffers() {
 			a.Free()
 		}
 	}
-	sp.slices, sp.halves, sp.etab, sp.partials, sp.result, sp.lag, sp.weights = nil, nil, nil, nil, nil, nil, nil
+	sp.slices, sp.sums, sp.halves, sp.etab, sp.partials, sp.result, sp.lag, sp.weights = nil, nil, nil, nil, nil, nil, nil, nil
 	sp.qt, sp.wt = [2]*gpu.Array[kernels.Mont4]{}, [2]*gpu.Array[kernels.Mont4]{}
 	for c, q := range sp.qs {
 		if q != nil {
@@ -363,12 +379,12 @@ func (sp *stackingProver) UnivariateRound(batch *stark.StackingBatch) ([]field.F
 	width := kernels.StackedUniWidth(l)
 	b := dev.Batch()
 	row := 0
-	for c, r := range sp.uni {
+	for _, r := range sp.uni {
 		if r.Count == 0 {
 			continue
 		}
 		r.Slices = sp.slices
-		g, err := kernels.EncodeStackedUniPartials(b, dev, sp.qs[c], r, sp.etab, sp.partials, row, l)
+		g, err := kernels.EncodeStackedUniWeigh(b, dev, sp.sums, r, sp.partials, row, l)
 		if err != nil {
 			return nil, err
 		}

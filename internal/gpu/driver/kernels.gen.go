@@ -610,19 +610,30 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sr_uni_partials", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:71", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "sr_uni_chunks", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:70", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 3},
-		{Name: "p", Type: "constant SrUniParams&", Kind: ParamValue, Index: 4, ValueSize: 28},
+		{Name: "sums", Type: "device uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "p", Type: "constant SrUniParams&", Kind: ParamValue, Index: 4, ValueSize: 24},
 		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threadgroup_position_in_grid"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:196", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sr_uni_weigh", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:178", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+		{Name: "sums", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant SrUniWeighParams&", Kind: ParamValue, Index: 3, ValueSize: 24},
+		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
+		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
+	}},
+	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:238", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lag", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -630,7 +641,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:250", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:292", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},

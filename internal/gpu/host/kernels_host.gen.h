@@ -6484,29 +6484,28 @@ struct SrUniParams {
   uint chunks;       // chunks of those slices
   uint log_n;        // l_skip (N = 2^l_skip ≤ 32)
   uint log_cb;       // log2 of the blocks per chunk
-  uint row;          // partials row of group 0 (rows: 12·N uints each)
 };
 
 // Round 0 of the stacked reduction (UnivariateRound), first pass, for one commitment's slices of
-// log height ≥ l_skip. With G0_s[z] = Σ_xl e[xl]·Q[(x0+xl)·N + z] and G1_s[z] = Σ_xl
-// e[(xl−1) mod 2^nn]·Q[(x0+xl)·N + z] per slice s (weights a_s, bw_s):
-//   A[z] = Σ_s a_s·G0_s[z],  B[z] = Σ_s bw_s·G0_s[z],  C[z] = Σ_s bw_s·(G1_s[z] − G0_s[z]),
-// the IDFT-free sums whose IDFTs are cpuref's qa, qb, qc (the IDFT is linear). Group g writes the
-// part of A, B, C over the chunks it visits to partials row (row + g): A[0..N), B, C, Fp4 each
-// (12·N uints). A group works on one chunk at a time: its tpg·MSL_LANES virtual threads (a
-// multiple of N) read the chunk's values in order, so virtual thread v always sees z = v mod N;
-// after a chunk each applies the slice weights to its G0, G1. scratch: 48 bytes per virtual
-// thread.
-MSL_KERNEL void msl_kernel_sr_uni_partials(MSL_DEVICE const uint* q              ,
-                            MSL_DEVICE const uint* slices              ,
-                            MSL_DEVICE const uint* etab              ,
-                            MSL_DEVICE uint* partials              ,
-                            MSL_CONSTANT SrUniParams& p              ,
-                            MSL_THREADGROUP uint* scratch                   ,
-                            uint tid                                ,
-                            uint group                                 ,
-                            uint tpg                            ,
-                            uint ngroups                          ) {
+// log height ≥ l_skip: per chunk k of slice s (blocks x0 + xl of the chunk)
+//   G0_k[z] = Σ_xl e_s[xl]·Q[(x0+xl)·N + z],  G1_k[z] = Σ_xl e_s[(xl−1) mod 2^nn]·Q[(x0+xl)·N + z],
+// into row k of sums (8·N uints: G0[0..N), G1[0..N), Fp4 each). No batching weight enters: the
+// stacking prover runs this pass before λ is sampled, beside the transcript's absorb of the
+// column openings; sr_uni_weigh applies the weights. G1 is computed for every slice (whether a
+// slice's column has a rotation claim is not known before the weights). A group works on one
+// chunk at a time: its tpg·MSL_LANES virtual threads (a multiple of N) read the chunk's values in
+// order, so virtual thread v always sees z = v mod N; after a chunk the group adds the vt / N
+// virtual threads of each z. scratch: 32 bytes per virtual thread.
+MSL_KERNEL void msl_kernel_sr_uni_chunks(MSL_DEVICE const uint* q              ,
+                          MSL_DEVICE const uint* slices              ,
+                          MSL_DEVICE const uint* etab              ,
+                          MSL_DEVICE uint* sums              ,
+                          MSL_CONSTANT SrUniParams& p              ,
+                          MSL_THREADGROUP uint* scratch                   ,
+                          uint tid                                ,
+                          uint group                                 ,
+                          uint tpg                            ,
+                          uint ngroups                          ) {
   uint first = p.slice_first;
   uint count = p.slice_count;
   uint chunk0 = p.chunk0;
@@ -6515,14 +6514,8 @@ MSL_KERNEL void msl_kernel_sr_uni_partials(MSL_DEVICE const uint* q             
   uint n = 1u << log_n;
   uint log_cb = p.log_cb;
   uint vt = tpg * MSL_LANES;  // virtual threads of the group
-  lanes_uint acc_a[4];
-  lanes_uint acc_b[4];
-  lanes_uint acc_c[4];
-  for (uint c = 0u; c < 4u; c++) {
-    acc_a[c] = lanes_splat(0u);
-    acc_b[c] = lanes_splat(0u);
-    acc_c[c] = lanes_splat(0u);
-  }
+  uint width = 8u * n;
+  uint per_z = vt >> log_n;
   for (uint kk = group; kk < chunks; kk += ngroups) {
     uint k = chunk0 + kk;
     uint s = sr_find_slice(slices, first, count, k);
@@ -6530,7 +6523,6 @@ MSL_KERNEL void msl_kernel_sr_uni_partials(MSL_DEVICE const uint* q             
     uint nn = slices[d + SR_NN];
     uint mask = (1u << nn) - 1u;
     uint e_off = slices[d + SR_E_OFF];
-    uint rot = slices[d + SR_ROT];
     uint blk0 = (k - slices[d + SR_CHUNK0]) << log_cb;       // first block of the chunk in the slice
     uint nvals = min(1u << log_cb, (1u << nn) - blk0) << log_n;  // values in the chunk
     uint base = slices[d + SR_Q_START] + (blk0 << log_n);
@@ -6548,7 +6540,7 @@ MSL_KERNEL void msl_kernel_sr_uni_partials(MSL_DEVICE const uint* q             
         v = lanes_ld_dev(q + base + i0);
         uint xl = blk0 + (i0 >> log_n);
         sr_load_e_uniform(e0, etab, e_off + xl);
-        if (rot != 0u) sr_load_e_uniform(e1, etab, e_off + ((xl - 1u) & mask));
+        sr_load_e_uniform(e1, etab, e_off + ((xl - 1u) & mask));
       } else {  // host: blocks shorter than the lanes, or a partial vector
         uint tv[MSL_LANES];
         uint te0[4u * MSL_LANES];
@@ -6572,42 +6564,92 @@ MSL_KERNEL void msl_kernel_sr_uni_partials(MSL_DEVICE const uint* q             
         }
       }
       sr_acc_ext_base(g0, e0, v);
-      if (rot != 0u) sr_acc_ext_base(g1, e1, v);
+      sr_acc_ext_base(g1, e1, v);
     }
+    // Virtual thread v holds G0, G1 at z = v mod N: 8 uints each in scratch, then one thread per
+    // output adds the vt / N virtual threads of its z.
+    for (uint l = 0u; l < MSL_LANES; l++) {
+      uint at = 8u * (tid * MSL_LANES + l);
+      for (uint c = 0u; c < 4u; c++) {
+        scratch[at + c] = lanes_get(g0[c], l);
+        scratch[at + 4u + c] = lanes_get(g1[c], l);
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint o = tid; o < width; o += tpg) {
+      uint t = o >> (log_n + 2u);  // 0: G0, 1: G1
+      uint z = (o >> 2u) & (n - 1u);
+      uint c = o & 3u;
+      uint sum = 0u;
+      for (uint j = 0u; j < per_z; j++) sum = bb_add(sum, scratch[8u * ((j << log_n) + z) + 4u * t + c]);
+      sums[k * width + o] = sum;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);  // scratch is written again by the next chunk
+  }
+}
+
+struct SrUniWeighParams {
+  uint slice_first;  // as SrUniParams
+  uint slice_count;
+  uint chunk0;
+  uint chunks;
+  uint log_n;
+  uint row;  // partials row of group 0 (rows: 12·N uints each)
+};
+
+// Round 0 of the stacked reduction, second pass: the slice weights a_s, bw_s (descriptor words)
+// applied to the chunk sums of sr_uni_chunks,
+//   A[z] = Σ_k a_s·G0_k[z],  B[z] = Σ_k bw_s·G0_k[z],  C[z] = Σ_k bw_s·(G1_k[z] − G0_k[z])
+// (s the slice of chunk k): the IDFT-free sums whose IDFTs are cpuref's qa, qb, qc. Thread tid
+// of a group works on z = tid mod N (tpg a multiple of N) and on every (ngroups·tpg / N)-th chunk;
+// group g writes its part of A, B, C to partials row (row + g) (12·N uints). scratch: 48 bytes
+// per thread.
+MSL_KERNEL void msl_kernel_sr_uni_weigh(MSL_DEVICE const uint* sums              ,
+                         MSL_DEVICE const uint* slices              ,
+                         MSL_DEVICE uint* partials              ,
+                         MSL_CONSTANT SrUniWeighParams& p              ,
+                         MSL_THREADGROUP uint* scratch                   ,
+                         uint tid                                ,
+                         uint group                                 ,
+                         uint tpg                            ,
+                         uint ngroups                          ) {
+  uint log_n = p.log_n;
+  uint n = 1u << log_n;
+  uint z = tid & (n - 1u);
+  uint per_group = tpg >> log_n;
+  uint workers = ngroups * per_group;
+  uint width = 8u * n;
+  bb4 acc_a = bb4_zero();
+  bb4 acc_b = bb4_zero();
+  bb4 acc_c = bb4_zero();
+  for (uint kk = group * per_group + (tid >> log_n); kk < p.chunks; kk += workers) {
+    uint k = p.chunk0 + kk;
+    uint d = sr_find_slice(slices, p.slice_first, p.slice_count, k) * SR_SLICE_WORDS;
+    bb4 g0 = bb4_load(sums + k * width, z);
     bb4 a = bb4_make(slices[d + SR_A], slices[d + SR_A + 1u], slices[d + SR_A + 2u], slices[d + SR_A + 3u]);
-    lanes_uint ul[7];
-    bb4l_uniform_of(ul, a);
-    bb4l_mul_uniform_acc(acc_a, ul, g0);
-    if (rot != 0u) {
+    acc_a = bb4_add(acc_a, bb4_mul(a, g0));
+    if (slices[d + SR_ROT] != 0u) {
+      bb4 g1 = bb4_load(sums + k * width + 4u * n, z);
       bb4 bw = bb4_make(slices[d + SR_BW], slices[d + SR_BW + 1u], slices[d + SR_BW + 2u], slices[d + SR_BW + 3u]);
-      lanes_uint bwl[7];
-      bb4l_uniform_of(bwl, bw);
-      bb4l_mul_uniform_acc(acc_b, bwl, g0);
-      bb4l_sub(g1, g1, g0);
-      bb4l_mul_uniform_acc(acc_c, bwl, g1);
+      acc_b = bb4_add(acc_b, bb4_mul(bw, g0));
+      acc_c = bb4_add(acc_c, bb4_mul(bw, bb4_sub(g1, g0)));
     }
   }
-  // Virtual thread v holds A, B, C at z = v mod N: 12 uints each in scratch, then one thread per
-  // output adds the vt / N virtual threads of its z.
-  for (uint l = 0u; l < MSL_LANES; l++) {
-    uint at = 12u * (tid * MSL_LANES + l);
-    for (uint c = 0u; c < 4u; c++) {
-      scratch[at + c] = lanes_get(acc_a[c], l);
-      scratch[at + 4u + c] = lanes_get(acc_b[c], l);
-      scratch[at + 8u + c] = lanes_get(acc_c[c], l);
-    }
+  for (uint c = 0u; c < 4u; c++) {
+    scratch[12u * tid + c] = acc_a[c];
+    scratch[12u * tid + 4u + c] = acc_b[c];
+    scratch[12u * tid + 8u + c] = acc_c[c];
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
-  uint width = 12u * n;
-  uint per_z = vt >> log_n;
+  uint out_width = 12u * n;
   uint row = p.row + group;
-  for (uint o = tid; o < width; o += tpg) {
-    uint t = o >> (log_n + 2u);          // 0: A, 1: B, 2: C
-    uint z = (o >> 2u) & (n - 1u);
+  for (uint o = tid; o < out_width; o += tpg) {
+    uint t = o >> (log_n + 2u);  // 0: A, 1: B, 2: C
+    uint zz = (o >> 2u) & (n - 1u);
     uint c = o & 3u;
     uint sum = 0u;
-    for (uint j = 0u; j < per_z; j++) sum = bb_add(sum, scratch[12u * ((j << log_n) + z) + 4u * t + c]);
-    partials[row * width + o] = sum;
+    for (uint j = 0u; j < per_group; j++) sum = bb_add(sum, scratch[12u * ((j << log_n) + zz) + 4u * t + c]);
+    partials[row * out_width + o] = sum;
   }
 }
 

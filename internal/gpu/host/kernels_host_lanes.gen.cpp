@@ -219,7 +219,7 @@ void hd_group_zc_uni_pieces(const hd_launch* Lp, hd_u3 gp, unsigned char* const*
   (void)tg;
   HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-void hd_group_sr_uni_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+void hd_group_sr_uni_chunks(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -228,7 +228,7 @@ void hd_group_sr_uni_partials(const hd_launch* Lp, hd_u3 gp, unsigned char* cons
   MSL_CONSTANT SrUniParams a4 = *(MSL_CONSTANT SrUniParams*)L->bufs[4];
   MSL_THREADGROUP uint* const a5 = (MSL_THREADGROUP uint*)tg[0];
   (void)tg;
-  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_uni_partials(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_uni_chunks(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
 void hd_group_sr_bind_q(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;

@@ -217,7 +217,7 @@ HD_TARGET_V3 void hd_group_zc_uni_pieces_v3(const hd_launch* Lp, hd_u3 gp, unsig
   (void)tg;
   HD_FOR_EACH_ITEM(L, lp) msl_kernel_zc_uni_pieces(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
-HD_TARGET_V3 void hd_group_sr_uni_partials_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+HD_TARGET_V3 void hd_group_sr_uni_chunks_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
@@ -226,7 +226,7 @@ HD_TARGET_V3 void hd_group_sr_uni_partials_v3(const hd_launch* Lp, hd_u3 gp, uns
   MSL_CONSTANT SrUniParams a4 = *(MSL_CONSTANT SrUniParams*)L->bufs[4];
   MSL_THREADGROUP uint* const a5 = (MSL_THREADGROUP uint*)tg[0];
   (void)tg;
-  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_uni_partials(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sr_uni_chunks(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
 HD_TARGET_V3 void hd_group_sr_bind_q_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
