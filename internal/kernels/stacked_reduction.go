@@ -22,8 +22,9 @@ type StackedSlice struct {
 	QStart int       // uint index in Q of the slice's first value (UniPartials)
 	EOff   int       // Fp4 index in etab of e[0]
 	NN     int       // log2 of the slice's block count
-	A, BW  field.Fp4 // weights of G0 and of G1 − G0 (UniPartials)
+	A, BW  field.Fp4 // weights of G0 and of G1 − G0 (UniWeigh, BindWeights)
 	WStart int       // Fp4 index in the W table of the slice's first entry (BindW)
+	Short  bool      // log height < lSkip: BindWeights leaves its weights to the host
 }
 
 // Descriptor words (shaders/openings/stacked_reduction.metal SR_*).
@@ -37,6 +38,7 @@ const (
 	srBW         = 8
 	srRot        = 12
 	srWStart     = 13
+	srShort      = 14
 )
 
 // StackedChunkLog is the log2 of the blocks per chunk: chunks of 2^14 values (on a GPU, 64 per
@@ -62,6 +64,9 @@ func PackStackedSlices(slices []StackedSlice, lSkip int) (words []uint32, chunks
 		d[srQStart], d[srEOff], d[srNN], d[srChunk0] = uint32(s.QStart), uint32(s.EOff), uint32(s.NN), uint32(chunks)
 		SetStackedSliceWeights(words, i, s.A, s.BW)
 		d[srWStart] = uint32(s.WStart)
+		if s.Short {
+			d[srShort] = 1
+		}
 		chunks += StackedSliceChunks(s.NN, lSkip)
 	}
 	if chunks >= maxElems {
@@ -219,6 +224,28 @@ func EncodeStackedBindW(b *gpu.Batch, dev *gpu.Device, r SliceRange, weights, et
 	}
 	g, t := shapeFor(dev, "sr_bind_w", units)
 	dispatchSrBindW(b, g, t, r.Slices.Buffer, weights.Buffer, etab.Buffer, w.Buffer, srBindWParams{sliceFirst: uint32(r.First), sliceCount: uint32(r.Count), chunk0: uint32(r.FirstChunk), chunks: uint32(r.Chunks), logCb: uint32(StackedChunkLog(lSkip))})
+	return b.Err()
+}
+
+// EncodeStackedBindWeights encodes the bind weights of every slice of the descriptor table
+// slices (count slices) that is not Short: weights[2s] = A_s·a0 + BW_s·bmc, weights[2s+1] =
+// BW_s·c0 with (a0, bmc, c0) = uni[uniOff..uniOff+3) and A_s, BW_s the descriptors' weights
+// (SetStackedSliceWeights). Short slices' entries are left as they are.
+func EncodeStackedBindWeights(b *gpu.Batch, dev *gpu.Device, slices *gpu.Array[uint32], count int, uni *gpu.Array[Mont4], uniOff int, weights *gpu.Array[Mont4]) error {
+	if count <= 0 || uniOff < 0 {
+		return fmt.Errorf("kernels: StackedBindWeights: %d slices, offset %d", count, uniOff)
+	}
+	if err := checkArray("StackedBindWeights", slices, srSliceWords*count); err != nil {
+		return err
+	}
+	if err := checkArray("StackedBindWeights", uni, uniOff+3); err != nil {
+		return err
+	}
+	if err := checkArray("StackedBindWeights", weights, 2*count); err != nil {
+		return err
+	}
+	g, t := shapeFor(dev, "sr_bind_weights", count)
+	dispatchSrBindWeights(b, g, t, slices.Buffer, uni.Buffer, weights.Buffer, srBindWeightsParams{count: uint32(count), uniOff: uint32(uniOff)})
 	return b.Err()
 }
 

@@ -381,3 +381,55 @@ func TestSetStackedSliceWeights(t *testing.T) {
 		t.Fatalf("descriptors with weights set afterwards differ from packed ones (%d / %d chunks)", chunks, wantChunks)
 	}
 }
+
+// TestStackedBindWeights: sr_bind_weights against the Go formula on a descriptor list with short
+// slices (left as they were), from an offset in the scalars' buffer.
+func TestStackedBindWeights(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 28))
+	lSkip := 3
+	var slices []StackedSlice
+	for i := range 300 {
+		s := StackedSlice{NN: i % 5, A: fieldrand.Fp4(r), Short: i%7 == 3}
+		if i%3 != 0 {
+			s.BW = fieldrand.Fp4(r)
+		}
+		if s.Short {
+			s.NN, s.A, s.BW = 0, field.Fp4{}, field.Fp4{}
+		}
+		slices = append(slices, s)
+	}
+	words, _, err := PackStackedSlices(slices, lSkip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := gpu.UploadArray(testDev, "slices", words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sa.Free()
+	uni := randFp4s(r, 5) // scalars at offset 2
+	ua := uploadFp4(t, uni)
+	before := randFp4s(r, 2*len(slices))
+	wa := uploadFp4(t, before)
+	b := testDev.Batch()
+	if err := EncodeStackedBindWeights(b, testDev, sa, len(slices), ua, 2, wa); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	got := readFp4(t, wa)
+	a0, bmc, c0 := uni[2], uni[3], uni[4]
+	for i, s := range slices {
+		alpha, beta := s.A.Mul(a0).Add(s.BW.Mul(bmc)), s.BW.Mul(c0)
+		if s.Short {
+			alpha, beta = before[2*i], before[2*i+1]
+		}
+		if got[2*i] != alpha || got[2*i+1] != beta {
+			t.Fatalf("slice %d (short %v): (%v, %v), want (%v, %v)", i, s.Short, got[2*i], got[2*i+1], alpha, beta)
+		}
+	}
+	if err := EncodeStackedBindWeights(testDev.Batch(), testDev, sa, len(slices), ua, 3, wa); err == nil {
+		t.Fatal("scalars past the buffer's end accepted")
+	}
+}

@@ -22,6 +22,7 @@
 #define SR_BW 8u        // 4 uints: the rotation weight bw
 #define SR_ROT 12u      // 1 when bw ≠ 0
 #define SR_W_START 13u  // Fp4 index in the W table of the slice's first entry
+#define SR_SHORT 14u    // 1: a slice of log height < l_skip (its bind weights come from the host)
 
 // The slice of chunk k among slices [first, first + count) (binary search on chunk_first).
 MSL_FN uint sr_find_slice(device const uint* slices, uint first, uint count, uint k) {
@@ -272,6 +273,35 @@ kernel void sr_bind_q(device const uint* q [[buffer(0)]],
     for (uint l = 0u; l < nl; l++) {
       for (uint c = 0u; c < 4u; c++) out[4u * (out_off + e0 + l) + c] = lanes_get(acc[c], l);
     }
+  }
+}
+
+struct SrBindWeightsParams {
+  uint count;    // slices in the table
+  uint uni_off;  // Fp4 index in uni of (a0, b0 − c0, c0)
+};
+
+// The bind weights of every slice of log height ≥ l_skip (BindUnivariate): with the slice's
+// batching weights a, bw (descriptor words) and three scalars of u_0 shared by those slices,
+//   weights[2s] = α_s = a·a0 + bw·(b0 − c0),  weights[2s + 1] = β_s = bw·c0
+// (cpuref's a·a0·e[xl] + bw·(b0·e[xl] + c0·(e[xl−1] − e[xl])) = α·e[xl] + β·e[xl−1]). Short
+// slices are left as they are (the host writes theirs).
+kernel void sr_bind_weights(device const uint* slices [[buffer(0)]],
+                            device const uint* uni [[buffer(1)]],
+                            device uint* weights [[buffer(2)]],
+                            constant SrBindWeightsParams& p [[buffer(3)]],
+                            uint gid [[thread_position_in_grid]],
+                            uint stride [[threads_per_grid]]) {
+  bb4 a0 = bb4_load(uni, p.uni_off);
+  bb4 bmc = bb4_load(uni, p.uni_off + 1u);
+  bb4 c0 = bb4_load(uni, p.uni_off + 2u);
+  for (uint s = gid; s < p.count; s += stride) {
+    uint d = s * SR_SLICE_WORDS;
+    if (slices[d + SR_SHORT] != 0u) continue;
+    bb4 a = bb4_make(slices[d + SR_A], slices[d + SR_A + 1u], slices[d + SR_A + 2u], slices[d + SR_A + 3u]);
+    bb4 bw = bb4_make(slices[d + SR_BW], slices[d + SR_BW + 1u], slices[d + SR_BW + 2u], slices[d + SR_BW + 3u]);
+    bb4_store(weights, 2u * s, bb4_add(bb4_mul(a, a0), bb4_mul(bw, bmc)));
+    bb4_store(weights, 2u * s + 1u, bb4_mul(bw, c0));
   }
 }
 

@@ -172,7 +172,7 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 			sp.wInfo = append(sp.wInfo, wSlice{c: c, i: i, nn: nn})
 			if nn < 0 {
 				sp.shorts = append(sp.shorts, shortSlice{c: c, i: i, nn: nn, qStart: qStart})
-				all = append(all, kernels.StackedSlice{EOff: eOff[0], NN: 0, WStart: wStart})
+				all = append(all, kernels.StackedSlice{EOff: eOff[0], NN: 0, WStart: wStart, Short: true})
 				chunk += kernels.StackedSliceChunks(0, l)
 				continue
 			}
@@ -269,7 +269,7 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	}
 	sp.partials = alloc("partials", sp.rows*width)
 	sp.result = alloc("round 0 sums", width+len(sp.shorts)*n)
-	sp.lag = alloc4("lagrange weights", n)
+	sp.lag = alloc4("lagrange weights", n+3) // and BindUnivariate's three scalars
 	sp.weights = alloc4("W weights", 2*len(all))
 	sp.qt[0] = alloc4("q table", sp.cols*nx)
 	sp.wt[0] = alloc4("W table", sp.cols*nx)
@@ -532,34 +532,34 @@ func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
 	a0 := stark.EqUni(l, u0, r[0])
 	b0 := stark.EqUni(l, u0, r0w)
 	c0 := stark.EqUniAtOne(l, u0).Mul(stark.EqUniAtOne(l, r0w))
-	// cpuref adds a·a0·e[xl] + bw·(b0·e[xl] + c0·(e[xl−1] − e[xl])) = α·e[xl] + β·e[xl−1].
-	// Three Fp4 products a slice (keccakf-1024: 2,633 slices, 0.4 ms on one core between u0 and
-	// the bind's kernels, the device idle), so the slices are split over the host's cores.
-	weights := make([]kernels.Mont4, 2*len(sp.wInfo))
-	bmc := b0.Sub(c0)
-	sliceWeights := func(lo, hi int) {
-		for k := lo; k < hi; k++ {
-			s := sp.wInfo[k]
-			a, bw := sp.batch.EqWeight[s.c][s.i], sp.batch.RotWeight[s.c][s.i]
+	// cpuref adds a·a0·e[xl] + bw·(b0·e[xl] + c0·(e[xl−1] − e[xl])) = α·e[xl] + β·e[xl−1]: α, β
+	// of the slices of log height ≥ l_skip on the device from their descriptors' a, bw
+	// (kernels.EncodeStackedBindWeights; on the host, three Fp4 products for each of
+	// keccakf-1024's 2,633 slices and their upload took ≈ 0.25 ms with the device idle), those
+	// of the short slices here (uploaded first; the kernel leaves them).
+	if len(sp.shorts) > 0 {
+		weights := make([]kernels.Mont4, 2*len(sp.wInfo))
+		for k, s := range sp.wInfo {
 			if s.nn >= 0 {
-				weights[2*k], weights[2*k+1] = kernels.Mont4Of(a.Mul(a0).Add(bw.Mul(bmc))), kernels.Mont4Of(bw.Mul(c0))
 				continue
 			}
+			a, bw := sp.batch.EqWeight[s.c][s.i], sp.batch.RotWeight[s.c][s.i]
 			lp := l + s.nn
 			rp := stark.ExpPow2(r[0], -s.nn)
 			v := a.Mul(stark.EqUni(lp, u0, rp))
 			if !bw.IsZero() {
 				v = v.Add(bw.Mul(stark.EqUni(lp, u0, rp.MulBase(field.TwoAdicGenerator(lp)))))
 			}
-			weights[2*k], weights[2*k+1] = kernels.Mont4Of(v.Mul(stark.InUni(l, s.nn, u0))), kernels.Mont4{}
+			weights[2*k] = kernels.Mont4Of(v.Mul(stark.InUni(l, s.nn, u0)))
+		}
+		if err := sp.weights.Write(0, weights); err != nil {
+			return err
 		}
 	}
-	kernels.ParallelRanges(len(sp.wInfo), 256, sliceWeights)
-	// Uploads first: nothing is pending after UnivariateRound's download.
-	if err := sp.weights.Write(0, weights); err != nil {
-		return err
-	}
-	if err := sp.lag.Write(0, kernels.Mont4Slice(kernels.LagrangeWeights(l, u0))); err != nil {
+	// The Lagrange weights of u_0 (N), then a0, b0 − c0, c0.
+	n := 1 << l
+	lag := append(kernels.LagrangeWeights(l, u0), a0, b0.Sub(c0), c0)
+	if err := sp.lag.Write(0, kernels.Mont4Slice(lag)); err != nil {
 		return err
 	}
 	dev := sp.be.dev
@@ -572,6 +572,9 @@ func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
 	}
 	wr := sp.wRange
 	wr.Slices = sp.slices
+	if err := kernels.EncodeStackedBindWeights(b, dev, sp.slices, wr.Count, sp.lag, n, sp.weights); err != nil {
+		return err
+	}
 	if err := kernels.EncodeStackedBindW(b, dev, wr, sp.weights, sp.etab, sp.wt[0], l); err != nil {
 		return err
 	}
