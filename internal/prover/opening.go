@@ -11,6 +11,7 @@ import (
 	"github.com/metalprove/metalprove/internal/backend/device"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/kernels"
 	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
 )
@@ -44,21 +45,54 @@ type opened struct {
 // StartOpening starts opening the backend (OpenBackendOn: the device of the settings, on GPU
 // ordinal for CUDA) and, when h's AIRs can be had from its headers, making their proving key with
 // parameters p. h may be nil (the headers could not be read). Either Backend or Release must
-// follow. On a GPU that builds modules ahead (CUDA), the AIRs' constraint kernels are compiled
-// meanwhile too (PrebuildConstraintCode), beside the device's own kernels.
+// follow. Where no AIR has a preprocessed trace (whose commitment needs the backend) and the
+// backend is a device's, the key is made on the host beside the device's opening (the device
+// backend's keygen uses only kernels.HostAbsorber), and the constraint kernels are prepared
+// from its verifying keys, the programs' split shared with the backend (device.Shared). On a GPU
+// that builds modules ahead (CUDA), the AIRs' constraint kernels are compiled meanwhile too
+// (PrebuildConstraintCode), beside the device's own kernels.
 func StartOpening(settings *cmdutil.Settings, reference bool, ordinal int, p sp.SystemParams, h *Headers, log *zerolog.Logger) *Opening {
 	op := &Opening{p: p, done: make(chan opened, 1), scanErr: errors.New("no headers")}
 	if h != nil {
 		op.airs, op.heights, op.scanErr = h.ScanAirs()
 	}
-	if !reference && op.scanErr == nil {
+	hostKey := !reference && op.scanErr == nil && !anyPreprocessed(op.airs)
+	var shared *device.Shared
+	var host opened // the key made on the host (hostKey), once keyMade is closed
+	keyMade := make(chan struct{})
+	switch {
+	case hostKey:
+		shared = device.NewShared()
+		go func() {
+			t := time.Now()
+			host.pk, host.keyErr = stark.Keygen(p, op.airs, nil, &stark.Backend{Absorber: kernels.HostAbsorber})
+			host.keygen = time.Since(t)
+			close(keyMade)
+			if host.keyErr == nil {
+				vks := host.pk.VK.MVK.PerAir
+				names := make([]string, len(vks))
+				for i := range vks {
+					names[i] = host.pk.AirName(i)
+				}
+				PrebuildConstraintCode(settings, ordinal, func() ([]string, []*air.VerifyingKey) { return names, vks }, shared, log)
+			}
+		}()
+	case !reference && op.scanErr == nil:
 		go PrebuildConstraintCode(settings, ordinal, func() ([]string, []*air.VerifyingKey) { return builtinVKs(p, op.airs) }, nil, log)
 	}
 	go func() {
 		t0 := time.Now()
-		be, err := OpenBackendOn(settings, reference, ordinal, log)
+		be, err := openBackendShared(settings, reference, ordinal, shared, log)
 		o := opened{be: be, err: err, open: time.Since(t0)}
-		if err == nil && op.scanErr == nil {
+		switch {
+		case hostKey:
+			<-keyMade
+			o.pk, o.keyErr, o.keygen = host.pk, host.keyErr, host.keygen
+			if err != nil && o.pk != nil { // no key without a backend, as below
+				o.pk.Free()
+				o.pk = nil
+			}
+		case err == nil && op.scanErr == nil:
 			t := time.Now()
 			o.pk, o.keyErr = stark.Keygen(p, op.airs, nil, be.Backend)
 			o.keygen = time.Since(t)
@@ -66,6 +100,16 @@ func StartOpening(settings *cmdutil.Settings, reference bool, ordinal int, p sp.
 		op.done <- o
 	}()
 	return op
+}
+
+// anyPreprocessed reports whether an AIR of airs has a preprocessed trace (or is missing).
+func anyPreprocessed(airs []air.Air) bool {
+	for _, a := range airs {
+		if a == nil || a.Width().HasPreprocessed() {
+			return true
+		}
+	}
+	return false
 }
 
 // StartOpeningKey starts opening the backend (as StartOpening) and making the proving key of k on
