@@ -6,8 +6,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
 	sp "github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
@@ -83,6 +85,63 @@ func TestOpeningKey(t *testing.T) {
 				t.Errorf("changed %v: AIR %d of the key is %s, the statement's %s", changed, i, a.Name(), st.Airs[i].Name())
 			}
 		}
+		pk.Free()
+		be.Close()
+	}
+}
+
+// TestOpeningHostKey: on a device backend the key of AIRs without preprocessed traces is made on
+// the host beside the opening; it is the key the backend makes (same pre-hash, same programs).
+func TestOpeningHostKey(t *testing.T) {
+	p, _, err := sp.Preset("test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := zerolog.Nop()
+	path := filepath.Join(t.TempDir(), "t.trace")
+	for _, name := range []string{"fibonacci", "interaction-pair"} {
+		writeExample(t, path, name, 16)
+		h, err := ReadHeaders(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		airs, _, err := h.ScanAirs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if anyPreprocessed(airs) {
+			t.Fatalf("%s: the example has a preprocessed trace: not the host-key path", name)
+		}
+		op := StartOpening(&cmdutil.Settings{Device: "host"}, false, 0, p, h, &log)
+		st, err := LoadTrace(path, h)
+		if err != nil {
+			op.Release()
+			t.Fatal(err)
+		}
+		be, err := op.Backend()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pk, _, err := op.Key(st, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := stark.Keygen(p, st.Airs, nil, be.Backend)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pk.VK.PreHash != want.VK.PreHash {
+			t.Errorf("%s: the host's key has pre-hash %v, the backend's %v", name, pk.VK.PreHash, want.VK.PreHash)
+		}
+		if len(pk.VK.Programs) != len(want.VK.Programs) {
+			t.Errorf("%s: %d programs, want %d", name, len(pk.VK.Programs), len(want.VK.Programs))
+		}
+		for i := range pk.VK.Programs {
+			if pk.VK.Programs[i].NumSlots() != want.VK.Programs[i].NumSlots() {
+				t.Errorf("%s: AIR %d's program differs", name, i)
+			}
+		}
+		want.Free()
 		pk.Free()
 		be.Close()
 	}
