@@ -138,14 +138,14 @@ func TwiddleTable(logN int, inverse bool) []Mont {
 	}
 	half := n / 2
 	top := tw[half:]
-	ParallelRanges(half, 1<<15, func(lo, hi int) {
+	parallelRanges(half, 1<<15, func(lo, hi int) {
 		acc := g.Exp(uint64(lo))
 		for j := lo; j < hi; j++ {
 			top[j] = MontOf(acc)
 			acc = acc.Mul(g)
 		}
 	})
-	ParallelRanges(half, 1<<15, func(lo, hi int) { // entries [lo, hi) of the levels below the top
+	parallelRanges(half, 1<<15, func(lo, hi int) { // entries [lo, hi) of the levels below the top
 		for h := 1; h < half; h <<= 1 {
 			step := half / h
 			for j := max(lo, h) - h; j < min(hi, 2*h)-h; j++ {
@@ -156,9 +156,9 @@ func TwiddleTable(logN int, inverse bool) []Mont {
 	return tw
 }
 
-// ParallelRanges splits [0, n) into contiguous ranges of at least minPerWorker items run on all
+// parallelRanges splits [0, n) into contiguous ranges of at least minPerWorker items run on all
 // cores, and returns when all are done; small n runs inline.
-func ParallelRanges(n, minPerWorker int, f func(lo, hi int)) {
+func parallelRanges(n, minPerWorker int, f func(lo, hi int)) {
 	w := min(runtime.GOMAXPROCS(0), n/max(minPerWorker, 1))
 	if w <= 1 {
 		f(0, n)

@@ -69,12 +69,7 @@ func StartOpening(settings *cmdutil.Settings, reference bool, ordinal int, p sp.
 			host.keygen = time.Since(t)
 			close(keyMade)
 			if host.keyErr == nil {
-				vks := host.pk.VK.MVK.PerAir
-				names := make([]string, len(vks))
-				for i := range vks {
-					names[i] = host.pk.AirName(i)
-				}
-				PrebuildConstraintCode(settings, ordinal, func() ([]string, []*air.VerifyingKey) { return names, vks }, shared, log)
+				PrebuildConstraintCode(settings, ordinal, func() ([]string, []*air.VerifyingKey) { return provingKeyVKs(host.pk) }, shared, log)
 			}
 		}()
 	case !reference && op.scanErr == nil:

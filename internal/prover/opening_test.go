@@ -42,6 +42,26 @@ func writeExample(t *testing.T, path, name string, rows int) {
 	}
 }
 
+// loadOpened reads the statement at path (headers h) while op opens, and returns it with op's
+// backend and key.
+func loadOpened(t *testing.T, op *Opening, path string, h *Headers) (*Statement, *Backend, *stark.ProvingKey) {
+	t.Helper()
+	st, err := LoadTrace(path, h)
+	if err != nil {
+		op.Release()
+		t.Fatal(err)
+	}
+	be, err := op.Backend()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, _, err := op.Key(st, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, be, pk
+}
+
 // TestOpeningKey: the key made from the headers while the cells are read is the statement's, and
 // a file that changed between its headers and its cells gets the key of what was read.
 func TestOpeningKey(t *testing.T) {
@@ -64,19 +84,7 @@ func TestOpeningKey(t *testing.T) {
 		if changed {
 			writeExample(t, path, "interaction-pair", 16)
 		}
-		st, err := LoadTrace(path, h)
-		if err != nil {
-			op.Release()
-			t.Fatal(err)
-		}
-		be, err := op.Backend()
-		if err != nil {
-			t.Fatal(err)
-		}
-		pk, _, err := op.Key(st, path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st, be, pk := loadOpened(t, op, path, h)
 		if len(pk.Airs) != len(st.Airs) {
 			t.Errorf("changed %v: a key of %d AIRs for a statement of %d", changed, len(pk.Airs), len(st.Airs))
 		}
@@ -113,19 +121,7 @@ func TestOpeningHostKey(t *testing.T) {
 			t.Fatalf("%s: the example has a preprocessed trace: not the host-key path", name)
 		}
 		op := StartOpening(&cmdutil.Settings{Device: "host"}, false, 0, p, h, &log)
-		st, err := LoadTrace(path, h)
-		if err != nil {
-			op.Release()
-			t.Fatal(err)
-		}
-		be, err := op.Backend()
-		if err != nil {
-			t.Fatal(err)
-		}
-		pk, _, err := op.Key(st, path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st, be, pk := loadOpened(t, op, path, h)
 		want, err := stark.Keygen(p, st.Airs, nil, be.Backend)
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/gpu"
 	sp "github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
 )
 
 // PrebuildConstraintCode compiles the generated constraint code of a statement's AIRs
@@ -68,6 +69,16 @@ func builtinVKs(p sp.SystemParams, airs []air.Air) ([]string, []*air.VerifyingKe
 		}
 		names[i] = a.Name()
 		vks[i], _ = air.Keygen(a, p.MaxConstraintDegree, false, nil)
+	}
+	return names, vks
+}
+
+// provingKeyVKs are the verifying keys of pk's AIRs, with their names.
+func provingKeyVKs(pk *stark.ProvingKey) ([]string, []*air.VerifyingKey) {
+	vks := pk.VK.MVK.PerAir
+	names := make([]string, len(vks))
+	for i := range vks {
+		names[i] = pk.AirName(i)
 	}
 	return names, vks
 }

@@ -242,6 +242,8 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	if err := sp.slices.Write(0, words); err != nil {
 		return fail(err)
 	}
+	// The halves are needed until the expansion has run (no sync before UnivariateRound's): freed
+	// with the prover.
 	if sp.halves, err = gpu.UploadArray(b.dev, "stacking eq halves", halves); err != nil {
 		return fail(err)
 	}
@@ -281,8 +283,6 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	if sp.sc, err = kernels.NewSumcheck(b.dev); err != nil {
 		return fail(err)
 	}
-	// The halves are needed until the expansion has run: the first sync (UnivariateRound) comes
-	// later, so they are freed with the prover.
 	if err := b.track(sp); err != nil {
 		return fail(err)
 	}
