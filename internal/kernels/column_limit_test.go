@@ -270,12 +270,12 @@ func TestEncodeBlocksChecksEveryColumn(t *testing.T) {
 func TestShapeBoundsGridThreads(t *testing.T) {
 	dev, _ := openLimitedWith(t, &limitedBackend{computeUnits: 1 << 20})
 	for _, work := range []int{1, 1 << 20, 1 << 31, 1<<32 - maxGridThreads - 1} {
-		g, tpg := shapeFor(dev, "ntt_pad_columns", work)
+		g, tpg := shapeFor(dev, "ntt_message_columns", work)
 		if n := g.Count() * tpg.Count(); n > maxGridThreads || (work >= 1<<28 && n != maxGridThreads) {
 			t.Errorf("work %d: %d groups of %d threads = %d threads (bound %d)", work, g.X, tpg.X, n, maxGridThreads)
 		}
 	}
-	g, tpg := shapeFor(testDev, "ntt_pad_columns", 1<<31)
+	g, tpg := shapeFor(testDev, "ntt_message_columns", 1<<31)
 	if n := g.Count() * tpg.Count(); n > maxGridThreads {
 		t.Errorf("host device: %d threads", n)
 	}

@@ -128,16 +128,20 @@ func (v nttBlocksParams) arg() gpu.Arg {
 	return gpu.U32(v.nblocks, v.logBlock, v.logBlocksCol, v.colStride, v.scale, v.subsetSum, v.tiled)
 }
 
-// nttPadParams is the value struct NttPadParams of the shaders: uint fields in declaration order.
-type nttPadParams struct {
-	total  uint32
-	logIn  uint32
-	logOut uint32
-	toMont uint32
+// nttMessageParams is the value struct NttMessageParams of the shaders: uint fields in declaration order.
+type nttMessageParams struct {
+	nblocks      uint32
+	logBlock     uint32
+	logBlocksCol uint32
+	logIn        uint32
+	logOut       uint32
+	scale        uint32
+	toMont       uint32
+	tiled        uint32
 }
 
-func (v nttPadParams) arg() gpu.Arg {
-	return gpu.U32(v.total, v.logIn, v.logOut, v.toMont)
+func (v nttMessageParams) arg() gpu.Arg {
+	return gpu.U32(v.nblocks, v.logBlock, v.logBlocksCol, v.logIn, v.logOut, v.scale, v.toMont, v.tiled)
 }
 
 // stackParams is the value struct StackParams of the shaders: uint fields in declaration order.
@@ -820,9 +824,9 @@ func dispatchNttBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, t
 	return enc.Dispatch("ntt_blocks", groups, tpg, []gpu.Arg{gpu.Buf(data), gpu.Buf(tw), p.arg()}, shBytes)
 }
 
-// dispatchNttPadColumns encodes kernel ntt_pad_columns (shaders/commit/ntt.metal:786).
-func dispatchNttPadColumns(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p nttPadParams) *gpu.Batch {
-	return enc.Dispatch("ntt_pad_columns", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()})
+// dispatchNttMessageColumns encodes kernel ntt_message_columns (shaders/commit/ntt.metal:797).
+func dispatchNttMessageColumns(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, out *gpu.Buffer, tw *gpu.Buffer, p nttMessageParams, shBytes uint32) *gpu.Batch {
+	return enc.Dispatch("ntt_message_columns", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(out), gpu.Buf(tw), p.arg()}, shBytes)
 }
 
 // dispatchP2PermuteStates encodes kernel p2_permute_states (shaders/commit/poseidon2.metal:9).

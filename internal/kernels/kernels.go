@@ -30,7 +30,7 @@ var maxElems = 1 << 31
 
 // maxColumnElems bounds the column-major matrices of the commitment path, which may exceed 2^31
 // elements (keccakf-16384's RS codeword: 2^22 rows × 659 columns, 2.76·10^9): the matrices that
-// ntt_pad_columns, ntt_blocks and ntt_pass transform (EncodeRSMatrix, EncodeColumns,
+// ntt_message_columns, ntt_blocks and ntt_pass transform (EncodeRSMatrix, EncodeColumns,
 // EncodeBlocks) and that merkle_hash_rows, merkle_gather_rows and merkle_gather_query_rows read
 // (MerkleTree and its openings). Those kernels index with unsigned 32-bit arithmetic only, every
 // intermediate bounded by the element it addresses (audited; see the headers of

@@ -116,14 +116,14 @@ func TestLaunchersRespectKernelLimits(t *testing.T) {
 	// ntt_pass: 1, the extreme case; also, the host device runs a group of more than one item of
 	// a barrier kernel on fibers with 64 KiB stacks, and ntt_pass's frame is larger (GCC 12 -O3).
 	limits := map[string]int{
-		"ntt_pass": 1, "ntt_blocks": 64, "ntt_pad_columns": 160, "merkle_hash_rows": 64,
+		"ntt_pass": 1, "ntt_message_columns": 64, "merkle_hash_rows": 64,
 		"merkle_compress": 32, "merkle_gather_rows": 128, "p2_permute_states": 32,
 		"fo_to_mont": 128, "fo_from_mont": 128,
 	}
 	dev, lb := openLimited(t, limits)
 	r := rand.New(rand.NewPCG(21, 22))
 
-	// RS encoding: pad, blocks, two-pass DFT (forced), conversions.
+	// RS encoding: the message columns (tiled), two-pass DFT (forced), conversions.
 	old := maxPassLog
 	maxPassLog = 4
 	defer func() { maxPassLog = old }()

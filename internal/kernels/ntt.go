@@ -514,7 +514,7 @@ func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[Mont], spec BlockSpec, 
 	p := nttBlocksParams{nblocks: uint32(spec.NBlocks), logBlock: uint32(l),
 		logBlocksCol: uint32(spec.LogBlocksPerCol), colStride: uint32(spec.ColStride), scale: uint32(scale), subsetSum: ss}
 	row := 4 * (1<<l + 1) // bytes of one block in group memory
-	if tpg := blocksTile(t.dev, l); tpg > 0 && 1<<spec.LogBlocksPerCol >= tpg {
+	if tpg := blocksTile(t.dev, "ntt_blocks", l); tpg > 0 && 1<<spec.LogBlocksPerCol >= tpg {
 		p.tiled = 1
 		groups := min((spec.NBlocks+tpg-1)/tpg, maxGridThreads/tpg)
 		if lim := t.dev.Limits().ComputeUnits; lim > 0 {
@@ -528,15 +528,15 @@ func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[Mont], spec BlockSpec, 
 	return b.Err()
 }
 
-// blocksTile is the group size of ntt_blocks' tiled path on dev for blocks of 2^l (0: untiled):
-// the largest power of two ≤ 256 threads whose blocks fit the group memory (a block's row of
+// blocksTile is the group size of the tiled path of kernel (ntt_blocks, ntt_message_columns) on
+// dev for blocks of 2^l (0: untiled): the largest power of two ≤ 256 threads whose blocks fit the group memory (a block's row of
 // 2^l + 1 words each) and the kernel's thread limit. The host device runs untiled: its threads
 // are fibers, and a block's words are already in its cache.
-func blocksTile(dev *gpu.Device, l int) int {
+func blocksTile(dev *gpu.Device, kernel string, l int) int {
 	if isHost(dev) {
 		return 0
 	}
-	tpg := groupSize(dev, "ntt_blocks", 256)
+	tpg := groupSize(dev, kernel, 256)
 	tpg = 1 << (bits.Len(uint(tpg)) - 1)
 	if m := dev.Limits().MaxThreadgroupMemory; m > 0 {
 		for tpg > 1 && tpg*4*(1<<l+1) > m {
@@ -577,7 +577,7 @@ func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[Mont], height, width, lSk
 	if err := codewordLimit(height<<logBlowup, width); err != nil {
 		return nil, err
 	}
-	out, err := gpu.AllocArrayUninit[Mont](t.dev, name, (height*width)<<logBlowup) // ntt_pad_columns writes it all
+	out, err := gpu.AllocArrayUninit[Mont](t.dev, name, (height*width)<<logBlowup) // ntt_message_columns writes it all
 	if err != nil {
 		return nil, err
 	}
@@ -594,8 +594,8 @@ func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[Mont], height, width, lSk
 }
 
 // EncodeRSMatrix encodes RSEncodeMatrix into b, writing the codeword into out (at least
-// height·2^logBlowup·width values, fewer than maxColumnElems: ntt_pad_columns, ntt_blocks and
-// ntt_pass index it with unsigned 32-bit arithmetic, exact below 2^32, so codewords beyond 2^31
+// height·2^logBlowup·width values, fewer than maxColumnElems: ntt_message_columns and ntt_pass
+// index it with unsigned 32-bit arithmetic, exact below 2^32, so codewords beyond 2^31
 // elements (keccakf-16384: 2^22 × 659) need neither 64-bit indices nor column chunks).
 func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[Mont], height, width, lSkip, logBlowup int, canonical bool) error {
 	logM, err := log2Exact("RSEncodeMatrix", height)
@@ -622,13 +622,30 @@ func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[Mont], height, widt
 	if err := checkColumns("RSEncodeMatrix", out, n*width); err != nil {
 		return err
 	}
-	conv := uint32(0)
-	if canonical {
-		conv = 1
+	_, inv, err := t.tables(lSkip)
+	if err != nil {
+		return err
 	}
-	g, tp := shapeFor(t.dev, "ntt_pad_columns", n*width)
-	dispatchNttPadColumns(b, g, tp, q.Buffer, out.Buffer, nttPadParams{total: uint32(n * width), logIn: uint32(logM), logOut: uint32(logN), toMont: conv})
-	return t.EncodeRSInPlace(b, out, height, width, lSkip, logBlowup)
+	p := nttMessageParams{nblocks: uint32(width << (logM - lSkip)), logBlock: uint32(lSkip), logBlocksCol: uint32(logM - lSkip),
+		logIn: uint32(logM), logOut: uint32(logN), scale: uint32(MontOf(field.Fp(uint32(1) << lSkip).Inverse()))}
+	if canonical {
+		p.toMont = 1
+	}
+	if tpg := blocksTile(t.dev, "ntt_message_columns", lSkip); tpg > 0 && 1<<(logM-lSkip) >= tpg {
+		p.tiled = 1
+		groups := min((int(p.nblocks)+tpg-1)/tpg, maxGridThreads/tpg)
+		if lim := t.dev.Limits().ComputeUnits; lim > 0 {
+			groups = min(groups, 64*gpuGroup*lim/tpg)
+		}
+		dispatchNttMessageColumns(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), q.Buffer, out.Buffer, inv.Buffer, p, uint32(tpg*4*(1<<lSkip+1)))
+	} else {
+		g, tp := shapeFor(t.dev, "ntt_message_columns", int(p.nblocks))
+		dispatchNttMessageColumns(b, g, tp, q.Buffer, out.Buffer, inv.Buffer, p, uint32(4*(1<<lSkip+1)))
+	}
+	if err := b.Err(); err != nil {
+		return err
+	}
+	return t.EncodeColumns(b, out, n, width, false)
 }
 
 // EncodeRSInPlace encodes into b the RS encoding of EncodeRSMatrix for a codeword buffer out whose

@@ -354,7 +354,7 @@ func TestNTTBlocksTiled(t *testing.T) {
 	defer plain.Close()
 	r := rand.New(rand.NewPCG(31, 32))
 	for l := 0; l <= 5; l++ {
-		if tpg := blocksTile(gpuDev, l); tpg != 64 {
+		if tpg := blocksTile(gpuDev, "ntt_blocks", l); tpg != 64 {
 			t.Fatalf("l=%d: tile of %d blocks, want 64", l, tpg)
 		}
 		for _, c := range []struct{ logPerCol, nblocks, gap int }{{6, 64, 0}, {7, 300, 5}, {8, 256 * 3, 0}, {6, 64*4 - 1, 64}} {
@@ -392,6 +392,60 @@ func TestNTTBlocksTiled(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// ntt_message_columns' tiled path (GPUs) on the host posing as a GPU with 64-thread groups, against
+// cpuref: every block size, blowups 1, 2 and 4 (the zero copies), columns of exactly one tile and
+// of several, a column too short for a tile (the untiled path on a GPU), canonical input. ntt_pass
+// runs one thread a group: the host's fibers have too small a stack for its frame
+// (TestLaunchersRespectKernelLimits).
+func TestRSEncodeMatrixTiled(t *testing.T) {
+	gpuDev, lb := openLimitedWith(t, &limitedBackend{maxThreads: map[string]int{"ntt_message_columns": 64, "ntt_pass": 1}})
+	if tpg := blocksTile(gpuDev, "ntt_message_columns", 5); tpg != 64 {
+		t.Fatalf("tile of %d blocks, want 64", tpg)
+	}
+	ntt := NewNTT(gpuDev)
+	defer ntt.Close()
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, c := range []struct{ logM, width, lSkip, logBlowup int }{
+		{6, 3, 0, 1}, {7, 2, 1, 2}, {9, 3, 3, 1}, {10, 2, 4, 0}, {11, 3, 5, 1}, {10, 5, 4, 1}, {5, 2, 2, 1},
+	} {
+		q := air.NewMatrix(c.width, 1<<c.logM)
+		copy(q.Values, fieldrand.Fps(r, len(q.Values)))
+		q.Values[0], q.Values[len(q.Values)-1] = 0, field.Fp(field.P-1)
+		want, err := cpuref.RSEncodeMatrix(c.lSkip, c.logBlowup, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, canonical := range []bool{false, true} {
+			var a *gpu.Array[Mont]
+			if canonical {
+				u, err := gpu.UploadArray(gpuDev, "q", q.Values)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a = gpu.View[Mont](u)
+			} else if a, err = UploadMont(gpuDev, "q", q.Values); err != nil {
+				t.Fatal(err)
+			}
+			cw, err := ntt.RSEncodeMatrix("codeword", a, 1<<c.logM, c.width, c.lSkip, c.logBlowup, canonical)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadCanonical(cw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i := firstDiff(got, want.Values); i >= 0 {
+				t.Fatalf("%+v canonical=%v: element %d: got %d want %d", c, canonical, i, got[i], want.Values[i])
+			}
+			cw.Free()
+			a.Free()
+		}
+	}
+	if lb.largest["ntt_message_columns"] != 64 {
+		t.Errorf("ntt_message_columns ran in groups of at most %d threads, want tiles of 64", lb.largest["ntt_message_columns"])
 	}
 }
 

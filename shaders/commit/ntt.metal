@@ -16,7 +16,7 @@
 // launcher passes n^-1 to the last dispatch of an inverse transform.
 //
 // Indexing: unsigned 32-bit only, and every intermediate of an index is at most the element it
-// addresses (column base + offset within the column), so ntt_pad_columns, ntt_blocks and ntt_pass
+// addresses (column base + offset within the column), so ntt_message_columns, ntt_blocks and ntt_pass
 // are exact for buffers of up to 2^32 elements (RS codewords beyond 2^31: 2^22 × 659); no signed
 // int anywhere. Grid-stride loops add one grid (≤ 2^28 threads, kernels.maxGridThreads) to an index
 // below the launchers' bound 2^32 − 2^28 (kernels.maxColumnElems), so they never wrap.
@@ -774,33 +774,79 @@ kernel void ntt_blocks(device uint* data [[buffer(0)]],
   }
 }
 
-struct NttPadParams {
-  uint total;      // elements of out: width · 2^log_out
-  uint log_in;     // log2 of the input column height
-  uint log_out;    // log2 of the output column height (≥ log_in)
-  uint to_mont;    // 1: convert canonical input to Montgomery form on the way
+struct NttMessageParams {
+  uint nblocks;         // blocks of 2^l values to transform: width · 2^log_blocks_col
+  uint log_block;       // l = l_skip, 0 ≤ l ≤ 5
+  uint log_blocks_col;  // log2 of the blocks per column: log_in − l
+  uint log_in;          // log2 of the height of a column of src
+  uint log_out;         // log2 of the height of a column of the codeword (≥ log_in)
+  uint scale;           // 2^−l (Montgomery): the IDFT's factor
+  uint to_mont;         // 1: convert canonical input to Montgomery form on the way
+  uint tiled;           // 1: each group takes tpg consecutive blocks of one column through group
+                        // memory (tpg a power of two ≤ 2^log_blocks_col; sh: tpg·(2^l + 1) words)
 };
 
-// out[c·2^log_out + i] = i < 2^log_in ? in[c·2^log_in + i] : 0 (zero-padding every column of a
-// column-major matrix to a taller one, for the low-degree extension).
-kernel void ntt_pad_columns(device const uint* in [[buffer(0)]],
-                            device uint* out [[buffer(1)]],
-                            constant NttPadParams& p [[buffer(2)]],
-                            uint gid [[thread_position_in_grid]],
-                            uint stride [[threads_per_grid]]) {
-  uint total = p.total;
+// The RS message of every column of a stacked matrix, zero-padded into its codeword
+// (cpuref.RSEncodeMatrix before the DFT): block b of src (its 2^l values from b·2^l; src is
+// column-major with columns of 2^log_in values) goes through the IDFT over ⟨g_l⟩ (tw the inverse
+// table) and the subset-sum transform to (b >> log_blocks_col)·2^log_out + (b mod
+// 2^log_blocks_col)·2^l of out, and the zeros of the padding go to the same offset plus
+// k·2^log_in for 0 < k < 2^(log_out − log_in). One pass: a padding copy followed by ntt_blocks in
+// place read and wrote the message twice more. Tiled as ntt_blocks (GPUs), untiled on the host
+// device (one block a thread).
+kernel void ntt_message_columns(device const uint* src [[buffer(0)]],
+                                device uint* out [[buffer(1)]],
+                                device const uint* tw [[buffer(2)]],
+                                constant NttMessageParams& p [[buffer(3)]],
+                                threadgroup uint* sh [[threadgroup(0)]],
+                                uint gid [[thread_position_in_grid]],
+                                uint stride [[threads_per_grid]],
+                                uint tid [[thread_index_in_threadgroup]],
+                                uint group [[threadgroup_position_in_grid]],
+                                uint tpg [[threads_per_threadgroup]],
+                                uint ngroups [[threadgroups_per_grid]]) {
+  uint nblocks = p.nblocks;
+  uint l = p.log_block;
+  uint lbc = p.log_blocks_col;
   uint log_in = p.log_in;
+  uint reps = 1u << (p.log_out - log_in);  // the message and reps − 1 zero copies
   uint log_out = p.log_out;
+  uint scale = p.scale;
   uint to_mont = p.to_mont;
-  uint in_mask = (1u << log_in) - 1u;
-  uint out_mask = (1u << log_out) - 1u;
-  for (uint g = gid; g < total; g += stride) {
-    uint i = g & out_mask;
-    uint r = 0u;
-    if (i <= in_mask) {
-      r = in[((g >> log_out) << log_in) + i];
-      if (to_mont != 0u) r = bb_to_mont(r);
+  uint n = 1u << l;
+  uint bmask = (1u << lbc) - 1u;
+  if (p.tiled == 0u) {
+    for (uint b = gid; b < nblocks; b += stride) {
+      uint v[32];
+      for (uint t = 0u; t < n; t++) {
+        uint x = src[(b << l) + t];
+        v[t] = to_mont != 0u ? bb_to_mont(x) : x;
+      }
+      ntt_block_l(v, v, 1u, tw, l, scale, 1u);
+      uint base = ((b >> lbc) << log_out) + ((b & bmask) << l);
+      for (uint t = 0u; t < n; t++) out[base + t] = v[t];
+      for (uint k = 1u; k < reps; k++) {
+        for (uint t = 0u; t < n; t++) out[base + (k << log_in) + t] = 0u;
+      }
     }
-    out[g] = r;
+    return;
+  }
+  uint row = n + 1u;
+  for (uint b0 = group * tpg; b0 < nblocks; b0 += ngroups * tpg) {
+    uint words = min(tpg, nblocks - b0) << l;  // the last tile may be partial
+    uint in_base = b0 << l;
+    for (uint i = tid; i < words; i += tpg) {
+      uint x = src[in_base + i];
+      sh[(i >> l) * row + (i & (n - 1u))] = to_mont != 0u ? bb_to_mont(x) : x;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if ((tid << l) < words) ntt_block_l(sh + tid * row, sh + tid * row, 1u, tw, l, scale, 1u);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    uint base = ((b0 >> lbc) << log_out) + ((b0 & bmask) << l);
+    for (uint i = tid; i < words; i += tpg) {
+      out[base + i] = sh[(i >> l) * row + (i & (n - 1u))];
+      for (uint k = 1u; k < reps; k++) out[base + (k << log_in) + i] = 0u;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
   }
 }

@@ -267,7 +267,7 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 		if err := c.encodeStack(batch, c.q); err != nil {
 			return fail(err)
 		}
-		// ntt_pad_columns writes every word of the codeword.
+		// ntt_message_columns writes every word of the codeword.
 		if codeword, err = gpu.AllocArrayUninit[kernels.Mont](b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup); err != nil {
 			return fail(err)
 		}

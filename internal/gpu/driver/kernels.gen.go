@@ -83,12 +83,18 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "ntt_pad_columns", Family: "ntt", Pos: "shaders/commit/ntt.metal:786", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
-		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+	{Name: "ntt_message_columns", Family: "ntt", Pos: "shaders/commit/ntt.metal:797", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "p", Type: "constant NttPadParams&", Kind: ParamValue, Index: 2, ValueSize: 16},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
+		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant NttMessageParams&", Kind: ParamValue, Index: 3, ValueSize: 32},
+		{Name: "sh", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
+		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroups_per_grid"},
 	}},
 	{Name: "p2_permute_states", Family: "poseidon2", Pos: "shaders/commit/poseidon2.metal:9", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "states", Type: "device uint*", Kind: ParamBuffer, Index: 0},
