@@ -107,10 +107,11 @@ type nttPassParams struct {
 	lanes   uint32
 	srcOff  uint32
 	dstOff  uint32
+	zeroHi  uint32
 }
 
 func (v nttPassParams) arg() gpu.Arg {
-	return gpu.U32(v.logN, v.logR, v.logNs, v.logT, v.nblocks, v.scale, v.lanes, v.srcOff, v.dstOff)
+	return gpu.U32(v.logN, v.logR, v.logNs, v.logT, v.nblocks, v.scale, v.lanes, v.srcOff, v.dstOff, v.zeroHi)
 }
 
 // nttBlocksParams is the value struct NttBlocksParams of the shaders: uint fields in declaration order.
@@ -138,10 +139,11 @@ type nttMessageParams struct {
 	scale        uint32
 	toMont       uint32
 	tiled        uint32
+	zeroReps     uint32
 }
 
 func (v nttMessageParams) arg() gpu.Arg {
-	return gpu.U32(v.nblocks, v.logBlock, v.logBlocksCol, v.logIn, v.logOut, v.scale, v.toMont, v.tiled)
+	return gpu.U32(v.nblocks, v.logBlock, v.logBlocksCol, v.logIn, v.logOut, v.scale, v.toMont, v.tiled, v.zeroReps)
 }
 
 // stackParams is the value struct StackParams of the shaders: uint fields in declaration order.
@@ -814,17 +816,17 @@ func dispatchNttBitrev(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, p
 	return enc.Dispatch("ntt_bitrev", groups, tpg, []gpu.Arg{gpu.Buf(data), p.arg()})
 }
 
-// dispatchNttPass encodes kernel ntt_pass (shaders/commit/ntt.metal:526).
+// dispatchNttPass encodes kernel ntt_pass (shaders/commit/ntt.metal:540).
 func dispatchNttPass(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, tw *gpu.Buffer, p nttPassParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("ntt_pass", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(tw), p.arg()}, shBytes)
 }
 
-// dispatchNttBlocks encodes kernel ntt_blocks (shaders/commit/ntt.metal:740).
+// dispatchNttBlocks encodes kernel ntt_blocks (shaders/commit/ntt.metal:755).
 func dispatchNttBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, data *gpu.Buffer, tw *gpu.Buffer, p nttBlocksParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("ntt_blocks", groups, tpg, []gpu.Arg{gpu.Buf(data), gpu.Buf(tw), p.arg()}, shBytes)
 }
 
-// dispatchNttMessageColumns encodes kernel ntt_message_columns (shaders/commit/ntt.metal:797).
+// dispatchNttMessageColumns encodes kernel ntt_message_columns (shaders/commit/ntt.metal:814).
 func dispatchNttMessageColumns(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, out *gpu.Buffer, tw *gpu.Buffer, p nttMessageParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("ntt_message_columns", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(out), gpu.Buf(tw), p.arg()}, shBytes)
 }

@@ -314,7 +314,7 @@ func (t *NTT) ScratchWords(height, width int) int {
 // points (fewer where the threadgroup memory is smaller) use the NTT's scratch buffer of
 // min(height·width, max(scratchWords, height)) uints.
 func (t *NTT) EncodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width int, inverse bool) error {
-	return t.encodeColumns(b, data, height, width, inverse, -1)
+	return t.encodeColumns(b, data, height, width, inverse, -1, false)
 }
 
 // EncodePass encodes only pass i (0 ≤ i < Passes(height)) of EncodeColumns' forward transform,
@@ -324,7 +324,7 @@ func (t *NTT) EncodePass(b *gpu.Batch, data *gpu.Array[Mont], height, width, i i
 	if n := t.Passes(height); i < 0 || i >= n {
 		return fmt.Errorf("kernels: EncodePass: pass %d of %d", i, n)
 	}
-	return t.encodeColumns(b, data, height, width, false, i)
+	return t.encodeColumns(b, data, height, width, false, i, false)
 }
 
 // PassLogs returns the DFT size (log2) of each ntt_pass dispatch of a transform of height rows
@@ -338,8 +338,10 @@ func (t *NTT) PassLogs(height int) []int {
 	return plan
 }
 
-// encodeColumns encodes every pass of the transform (only < 0), or pass only alone.
-func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width int, inverse bool, only int) error {
+// encodeColumns encodes every pass of the transform (only < 0), or pass only alone. zeroHi says
+// that rows height/2.. of every column are zero: the first pass does not read them (ntt_pass
+// zero_hi; GPU plans only, see skipsZeroHalf).
+func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width int, inverse bool, only int, zeroHi bool) error {
 	logN, err := log2Exact("DFTColumns", height)
 	if err != nil {
 		return err
@@ -371,6 +373,9 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width i
 	lanes := uint32(0)
 	if useLanes {
 		lanes = 1
+	}
+	if zeroHi && useLanes {
+		return fmt.Errorf("kernels: DFTColumns: the lane passes read every row (skipsZeroHalf)")
 	}
 	// A multi-pass transform ping-pongs through the NTT's scratch, chunk by chunk of columns
 	// so that the scratch stays at most scratchWords (or one column): a codeword's transform
@@ -413,7 +418,7 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width i
 				}
 				dispatchNttPass(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), src.Buffer, dst.Buffer, tw.Buffer,
 					nttPassParams{logN: uint32(logN), logR: uint32(lr), logNs: uint32(logNs), logT: uint32(lt), nblocks: uint32(nblocks),
-						scale: uint32(s), lanes: lanes, srcOff: srcOff, dstOff: dstOff},
+						scale: uint32(s), lanes: lanes, srcOff: srcOff, dstOff: dstOff, zeroHi: uint32(b2u(zeroHi && i == 0))},
 					uint32(4<<(lr+lt)))
 			}
 			logNs += lr
@@ -626,8 +631,14 @@ func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[Mont], height, widt
 	if err != nil {
 		return err
 	}
+	// The DFT's first pass skips the upper half of each column where it can: its zeros are then
+	// not written either.
+	zeroHi := logBlowup > 0 && t.skipsZeroHalf(logN)
 	p := nttMessageParams{nblocks: uint32(width << (logM - lSkip)), logBlock: uint32(lSkip), logBlocksCol: uint32(logM - lSkip),
-		logIn: uint32(logM), logOut: uint32(logN), scale: uint32(MontOf(field.Fp(uint32(1) << lSkip).Inverse()))}
+		logIn: uint32(logM), logOut: uint32(logN), scale: uint32(MontOf(field.Fp(uint32(1) << lSkip).Inverse())), zeroReps: uint32(1) << logBlowup}
+	if zeroHi {
+		p.zeroReps /= 2
+	}
 	if canonical {
 		p.toMont = 1
 	}
@@ -645,7 +656,15 @@ func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[Mont], height, widt
 	if err := b.Err(); err != nil {
 		return err
 	}
-	return t.EncodeColumns(b, out, n, width, false)
+	return t.encodeColumns(b, out, n, width, false, -1, zeroHi)
+}
+
+// skipsZeroHalf reports whether the first pass of a transform of 2^logN rows can leave the upper
+// half of its input unread (ntt_pass zero_hi): the GPU plans can, the host device's lane passes
+// cannot.
+func (t *NTT) skipsZeroHalf(logN int) bool {
+	_, lanes := t.plan(logN)
+	return logN > 0 && !lanes
 }
 
 // EncodeRSInPlace encodes into b the RS encoding of EncodeRSMatrix for a codeword buffer out whose

@@ -395,9 +395,10 @@ func TestNTTBlocksTiled(t *testing.T) {
 	}
 }
 
-// ntt_message_columns' tiled path (GPUs) on the host posing as a GPU with 64-thread groups, against
-// cpuref: every block size, blowups 1, 2 and 4 (the zero copies), columns of exactly one tile and
-// of several, a column too short for a tile (the untiled path on a GPU), canonical input. ntt_pass
+// ntt_message_columns' tiled path (GPUs) and the DFT's first pass that leaves the zero half unread
+// (ntt_pass zero_hi), on the host posing as a GPU with 64-thread groups, against cpuref: every block
+// size, blowups 1, 2 and 4 (the zero copies), columns of exactly one tile and of several, a column
+// too short for a tile (the untiled path on a GPU), canonical input, one and two passes. ntt_pass
 // runs one thread a group: the host's fibers have too small a stack for its frame
 // (TestLaunchersRespectKernelLimits).
 func TestRSEncodeMatrixTiled(t *testing.T) {
@@ -410,6 +411,9 @@ func TestRSEncodeMatrixTiled(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
 	for _, c := range []struct{ logM, width, lSkip, logBlowup int }{
 		{6, 3, 0, 1}, {7, 2, 1, 2}, {9, 3, 3, 1}, {10, 2, 4, 0}, {11, 3, 5, 1}, {10, 5, 4, 1}, {5, 2, 2, 1},
+		// two passes whose first is ntt_pass' specialised shape (2^10, 2^11, 2^12 points) reading
+		// only the lower half of each column (zero_hi)
+		{19, 1, 4, 1}, {20, 1, 4, 1}, {21, 1, 4, 1}, {19, 1, 4, 2},
 	} {
 		q := air.NewMatrix(c.width, 1<<c.logM)
 		copy(q.Values, fieldrand.Fps(r, len(q.Values)))

@@ -69,6 +69,8 @@ struct NttPassParams {
   uint lanes;   // 1: run blocks of T ≥ MSL_LANES with the lane functions (host SIMD); 0: never
   uint src_off; // first word of src and dst that the pass reads and writes: a transform of many
   uint dst_off; // columns runs in chunks of columns through a smaller scratch buffer (kernels.NTT)
+  uint zero_hi; // 1 (first pass only, log_ns = 0, GPU paths): rows n/2.. of every input column are
+                // zero and not read; the first DIT stage pairs each row with one of them, a copy
 };
 
 // w_M^e for M = 2^log_m ≥ 4 and e < M, from two reads of the table (both in small regions, so
@@ -89,15 +91,17 @@ MSL_FN uint ntt_tw_pow(device const uint* tw, uint log_m, uint e) {
 // applies the input twiddles (log_ns > 0), does the first K DIT stages in registers (twiddles
 // tw[hs + j]; j = 0 needs none) and stores them into the tile. K is a constant at each call.
 MSL_FN void ntt_round0(device const uint* src, device const uint* tw, threadgroup uint* sh, uint K, uint q,
-                       uint in0, uint jb, uint log_r, uint log_t, uint log_m, uint log_ns) {
+                       uint in0, uint jb, uint log_r, uint log_t, uint log_m, uint log_ns, uint zh) {
   uint t = q & ((1u << log_t) - 1u);
   uint b = q >> log_t;
   uint rb = ntt_rev_bits(b << K, log_r);
   uint k = (jb + t) & ((1u << log_ns) - 1u);
   uint log_big = log_ns + log_r;
   uint v[8];
+  // Position m holds input row rb + rev(m)·2^(log_r − K): its top bit is m's lowest, so with zh the
+  // odd positions are the zero rows.
   for (uint m = 0u; m < 8u; m++) {
-    if (m < (1u << K)) v[m] = src[in0 + t + ((rb | (ntt_rev_bits(m, K) << (log_r - K))) << log_m)];
+    if (m < (1u << K) && (zh == 0u || (m & 1u) == 0u)) v[m] = src[in0 + t + ((rb | (ntt_rev_bits(m, K) << (log_r - K))) << log_m)];
   }
   if (log_ns != 0u) {
     // w_M^(r·k) for r = rb + i·2^(log_r − K), i = rev(m): a geometric sequence in i.
@@ -111,8 +115,13 @@ MSL_FN void ntt_round0(device const uint* src, device const uint* tw, threadgrou
       }
     }
   }
+  if (zh != 0u) {  // stage 0 against zeros: u ± 0
+    for (uint m = 0u; m < 8u; m += 2u) {
+      if (m < (1u << K)) v[m + 1u] = v[m];
+    }
+  }
   for (uint s2 = 0u; s2 < 3u; s2++) {
-    if (s2 < K) {
+    if (s2 < K && (s2 != 0u || zh == 0u)) {  // constant bounds: the loops unroll, v stays in registers
       uint hs = 1u << s2;
       for (uint m = 0u; m < 8u; m++) {
         if (m < (1u << K) && (m & hs) == 0u) {
@@ -386,15 +395,15 @@ MSL_FN void ntt_out_lanes(device uint* dst, threadgroup const uint* sh, uint g, 
 // constant at every call): one tile round trip fewer than rounds of 3 (H100, 2^22×16: 726 →
 // 689 µs; 2^20×16: 180 → 169 µs). First round: as ntt_round0.
 MSL_FN void ntt_r0c(device const uint* src, device const uint* tw, threadgroup uint* sh, uint K, uint LR, uint LT,
-                    uint q, uint in0, uint jb, uint log_m, uint log_ns) {
+                    uint q, uint in0, uint jb, uint log_m, uint log_ns, uint zh) {
   uint t = q & ((1u << LT) - 1u);
   uint b = q >> LT;
   uint rb = ntt_rev_bits(b << K, LR);
   device const uint* s0 = src + (in0 + t + (rb << log_m));
   uint gs = 1u << (LR - K + log_m);  // input rows rb + rev(m)·2^(LR−K)
   uint v[16];
-  for (uint m = 0u; m < 16u; m++) {
-    if (m < (1u << K)) v[m] = s0[ntt_rev_bits(m, K) * gs];
+  for (uint m = 0u; m < 16u; m++) {  // zh: the odd positions are the zero rows (ntt_round0)
+    if (m < (1u << K) && (zh == 0u || (m & 1u) == 0u)) v[m] = s0[ntt_rev_bits(m, K) * gs];
   }
   if (log_ns != 0u) {
     uint k = (jb + t) & ((1u << log_ns) - 1u);
@@ -408,8 +417,13 @@ MSL_FN void ntt_r0c(device const uint* src, device const uint* tw, threadgroup u
       }
     }
   }
+  if (zh != 0u) {
+    for (uint m = 0u; m < 16u; m += 2u) {
+      if (m < (1u << K)) v[m + 1u] = v[m];
+    }
+  }
   for (uint s2 = 0u; s2 < 4u; s2++) {
-    if (s2 < K) {
+    if (s2 < K && (s2 != 0u || zh == 0u)) {
       uint hs = 1u << s2;
       for (uint m = 0u; m < 16u; m++) {
         if (m < (1u << K) && (m & hs) == 0u) {
@@ -480,7 +494,7 @@ MSL_FN void ntt_rmc(device uint* dst, device const uint* tw, threadgroup uint* s
 // (K0 + K1 + K2 + K3 = LR, K1 ≥ 1; K3 = 0, or K2 = K3 = 0, for fewer rounds), all constants.
 MSL_FN void ntt_pass_c(device const uint* src, device uint* dst, device const uint* tw, threadgroup uint* sh,
                        uint LR, uint LT, uint K0, uint K1, uint K2, uint K3, uint log_n, uint log_ns,
-                       uint nblocks, uint scale, uint tid, uint group, uint tpg, uint ngroups) {
+                       uint nblocks, uint scale, uint zh, uint tid, uint group, uint tpg, uint ngroups) {
   uint log_m = log_n - LR;
   uint log_bpc = log_m - LT;
   uint size = 1u << (LR + LT);
@@ -488,7 +502,7 @@ MSL_FN void ntt_pass_c(device const uint* src, device uint* dst, device const ui
     uint colbase = (c >> log_bpc) << log_n;
     uint jb = (c & ((1u << log_bpc) - 1u)) << LT;
     for (uint q = tid; q < (size >> K0); q += tpg) {
-      ntt_r0c(src, tw, sh, K0, LR, LT, q, colbase + jb, jb, log_m, log_ns);
+      ntt_r0c(src, tw, sh, K0, LR, LT, q, colbase + jb, jb, log_m, log_ns, zh);
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     for (uint q = tid; q < (size >> K1); q += tpg) {
@@ -541,6 +555,7 @@ kernel void ntt_pass(device const uint* src [[buffer(0)]],
   uint nblocks = p.nblocks;
   uint scale = p.scale;
   uint lanes = p.lanes;
+  uint zh = p.zero_hi;
   // The host device's lane branch first (dead code on GPUs, MSL_LANES = 1). Then the shapes of
   // 2^20..2^22-point transforms (the bulk of the prover's work), specialised (ntt_pass_c);
   // every other shape takes the generic loop at the end. (A separate kernel for these shapes gets
@@ -622,11 +637,11 @@ kernel void ntt_pass(device const uint* src [[buffer(0)]],
       }
     }
   } else if (log_r == 11u && log_t == 2u) {
-    ntt_pass_c(src, dst, tw, sh, 11u, 2u, 4u, 4u, 3u, 0u, log_n, log_ns, nblocks, scale, tid, group, tpg, ngroups);
+    ntt_pass_c(src, dst, tw, sh, 11u, 2u, 4u, 4u, 3u, 0u, log_n, log_ns, nblocks, scale, zh, tid, group, tpg, ngroups);
   } else if (log_r == 12u && log_t == 1u) {
-    ntt_pass_c(src, dst, tw, sh, 12u, 1u, 4u, 4u, 4u, 0u, log_n, log_ns, nblocks, scale, tid, group, tpg, ngroups);
+    ntt_pass_c(src, dst, tw, sh, 12u, 1u, 4u, 4u, 4u, 0u, log_n, log_ns, nblocks, scale, zh, tid, group, tpg, ngroups);
   } else if (log_r == 10u && log_t == 3u) {
-    ntt_pass_c(src, dst, tw, sh, 10u, 3u, 4u, 4u, 2u, 0u, log_n, log_ns, nblocks, scale, tid, group, tpg, ngroups);
+    ntt_pass_c(src, dst, tw, sh, 10u, 3u, 4u, 4u, 2u, 0u, log_n, log_ns, nblocks, scale, zh, tid, group, tpg, ngroups);
   } else {
     uint log_m = log_n - log_r;          // m = n / R
     uint log_bpc = log_m - log_t;        // blocks per column
@@ -638,11 +653,11 @@ kernel void ntt_pass(device const uint* src [[buffer(0)]],
       uint in0 = colbase + jb;
       for (uint q = tid; q < (size >> k0); q += tpg) {
         if (k0 == 3u) {
-          ntt_round0(src, tw, sh, 3u, q, in0, jb, log_r, log_t, log_m, log_ns);
+          ntt_round0(src, tw, sh, 3u, q, in0, jb, log_r, log_t, log_m, log_ns, zh);
         } else if (k0 == 2u) {
-          ntt_round0(src, tw, sh, 2u, q, in0, jb, log_r, log_t, log_m, log_ns);
+          ntt_round0(src, tw, sh, 2u, q, in0, jb, log_r, log_t, log_m, log_ns, zh);
         } else {
-          ntt_round0(src, tw, sh, 1u, q, in0, jb, log_r, log_t, log_m, log_ns);
+          ntt_round0(src, tw, sh, 1u, q, in0, jb, log_r, log_t, log_m, log_ns, zh);
         }
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -784,6 +799,8 @@ struct NttMessageParams {
   uint to_mont;         // 1: convert canonical input to Montgomery form on the way
   uint tiled;           // 1: each group takes tpg consecutive blocks of one column through group
                         // memory (tpg a power of two ≤ 2^log_blocks_col; sh: tpg·(2^l + 1) words)
+  uint zero_reps;       // zeros go to the copies k < zero_reps: 2^(log_out − log_in), or half that
+                        // where the DFT's first pass does not read the upper half (ntt_pass zero_hi)
 };
 
 // The RS message of every column of a stacked matrix, zero-padded into its codeword
@@ -791,7 +808,7 @@ struct NttMessageParams {
 // column-major with columns of 2^log_in values) goes through the IDFT over ⟨g_l⟩ (tw the inverse
 // table) and the subset-sum transform to (b >> log_blocks_col)·2^log_out + (b mod
 // 2^log_blocks_col)·2^l of out, and the zeros of the padding go to the same offset plus
-// k·2^log_in for 0 < k < 2^(log_out − log_in). One pass: a padding copy followed by ntt_blocks in
+// k·2^log_in for 0 < k < zero_reps. One pass: a padding copy followed by ntt_blocks in
 // place read and wrote the message twice more. Tiled as ntt_blocks (GPUs), untiled on the host
 // device (one block a thread).
 kernel void ntt_message_columns(device const uint* src [[buffer(0)]],
@@ -809,7 +826,7 @@ kernel void ntt_message_columns(device const uint* src [[buffer(0)]],
   uint l = p.log_block;
   uint lbc = p.log_blocks_col;
   uint log_in = p.log_in;
-  uint reps = 1u << (p.log_out - log_in);  // the message and reps − 1 zero copies
+  uint reps = p.zero_reps;  // the message and reps − 1 zero copies
   uint log_out = p.log_out;
   uint scale = p.scale;
   uint to_mont = p.to_mont;

@@ -60,18 +60,18 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "ntt_pass", Family: "ntt", Pos: "shaders/commit/ntt.metal:526", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+	{Name: "ntt_pass", Family: "ntt", Pos: "shaders/commit/ntt.metal:540", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant NttPassParams&", Kind: ParamValue, Index: 3, ValueSize: 36},
+		{Name: "p", Type: "constant NttPassParams&", Kind: ParamValue, Index: 3, ValueSize: 40},
 		{Name: "sh", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_index_in_threadgroup"},
 		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threadgroup_position_in_grid"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "ntt_blocks", Family: "ntt", Pos: "shaders/commit/ntt.metal:740", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "ntt_blocks", Family: "ntt", Pos: "shaders/commit/ntt.metal:755", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "data", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant NttBlocksParams&", Kind: ParamValue, Index: 2, ValueSize: 28},
@@ -83,11 +83,11 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "ntt_message_columns", Family: "ntt", Pos: "shaders/commit/ntt.metal:797", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+	{Name: "ntt_message_columns", Family: "ntt", Pos: "shaders/commit/ntt.metal:814", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant NttMessageParams&", Kind: ParamValue, Index: 3, ValueSize: 32},
+		{Name: "p", Type: "constant NttMessageParams&", Kind: ParamValue, Index: 3, ValueSize: 36},
 		{Name: "sh", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
