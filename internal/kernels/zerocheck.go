@@ -720,6 +720,9 @@ type ZcOptions struct {
 	// on the host device too: the device backend builds it there (GPUs that build modules always
 	// do, unless Interpreted; the host device's lane interpreter is faster on CPUs).
 	GeneratedWhole bool
+	// WideBind: BindUnivariate takes one block a work item and sums in 64 bits on the host device
+	// too (GPUs always do; the host's lanes across blocks are faster there).
+	WideBind bool
 }
 
 // Zerocheck runs the kernels of the traces of one sumcheck; it owns the scratch they share (slot

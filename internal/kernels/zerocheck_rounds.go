@@ -209,15 +209,21 @@ func (z *Zerocheck) EncodeBindUni(b *gpu.Batch, t *ZcTrace, w *gpu.Array[uint32]
 		return err
 	}
 	dev := z.dev
+	// GPUs sum each coefficient's products in 64 bits, one block a work item; the host device
+	// keeps its lanes across blocks (ZcOptions.WideBind runs the GPUs' path there).
+	wide := !isHost(dev) || z.opts.WideBind
 	for q, part := range t.Parts {
 		if part.Width == 0 {
 			continue
 		}
 		items := part.Width * ((x + z.lanes - 1) / z.lanes)
+		if wide {
+			items = part.Width * x
+		}
 		g, tp := shapeFor(dev, "zc_bind_uni", items)
 		dispatchZcBindUni(b, g, tp, part.Values.Buffer, w.Buffer, t.colmaps[q].Buffer, tables.Buffer,
 			zcBindParams{logH: uint32(t.LogHeight), logN: uint32(z.dom.LogN), blocks: uint32(x), width: uint32(part.Width),
-				stride: uint32(stride), lanes: uint32(z.lanes)})
+				stride: uint32(stride), lanes: uint32(z.lanes), wide: uint32(b2u(wide))})
 	}
 	f, l, s := MontFp4(first), MontFp4(last), MontFp4(sum)
 	g, tp := shapeFor(dev, "zc_bind_selectors", x)

@@ -436,18 +436,36 @@ func TestZerocheckUniMatchesGo(t *testing.T) {
 }
 
 // TestZerocheckBindMatchesGo: BindUnivariate's tables (columns, rotations, selectors) equal
-// Σ_j w_j·t(ω^j, x) of the lifted columns.
+// Σ_j w_j·t(ω^j, x) of the lifted columns, with the host's lanes and with the GPUs' 64-bit sums
+// (WideBind; there the trace values and weights lean to p − 1, the sums' largest terms).
 func TestZerocheckBindMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(41, 42))
-	for _, c := range []struct{ logN, logH int }{{2, 0}, {2, 1}, {2, 2}, {2, 5}, {4, 3}, {4, 9}, {0, 3}, {5, 7}} {
+	for _, c := range []struct {
+		logN, logH int
+		wide       bool
+	}{{2, 0, false}, {2, 1, false}, {2, 2, false}, {2, 5, false}, {4, 3, false}, {4, 9, false}, {0, 3, false}, {5, 7, false},
+		{2, 1, true}, {2, 5, true}, {4, 9, true}, {0, 3, true}, {1, 4, true}, {5, 7, true}, {3, 6, true}} {
 		for _, a := range zcAirs() {
 			pg, _ := compileProgram(t, a)
-			t.Run(fmt.Sprintf("%s/n%d/h%d", a.Name(), c.logN, c.logH), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/n%d/h%d/wide%v", a.Name(), c.logN, c.logH, c.wide), func(t *testing.T) {
 				ref := newZcRef(r, pg, c.logN, c.logH)
-				dv := newZcDevice(t, ref, logM(c.logN, 3), 4, ZcOptions{})
+				big := func() field.Fp { return field.Fp(field.P - 1 - uint32(r.IntN(3))) }
+				if c.wide {
+					ref = newZcRefWith(r, pg, c.logN, c.logH, func() field.Fp {
+						if r.IntN(2) == 0 {
+							return big()
+						}
+						return fieldrand.Fp(r)
+					})
+				}
+				dv := newZcDevice(t, ref, logM(c.logN, 3), 4, ZcOptions{WideBind: c.wide})
 				w := make([]field.Fp4, 1<<c.logN)
 				for j := range w {
 					w[j] = fieldrand.Fp4(r)
+					if c.wide && j%2 == 0 {
+						// the coefficient whose R²-scaled form (ZcBindWeights) is p − 1: (p − 1)·R^−2
+						w[j][j%4] = CanonicalOf(Mont(CanonicalOf(Mont(field.P - 1))))
+					}
 				}
 				x := 1 << ref.nLift
 				stride := x + 3
