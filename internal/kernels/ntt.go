@@ -521,16 +521,22 @@ func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[Mont], spec BlockSpec, 
 	row := 4 * (1<<l + 1) // bytes of one block in group memory
 	if tpg := blocksTile(t.dev, "ntt_blocks", l); tpg > 0 && 1<<spec.LogBlocksPerCol >= tpg {
 		p.tiled = 1
-		groups := min((spec.NBlocks+tpg-1)/tpg, maxGridThreads/tpg)
-		if lim := t.dev.Limits().ComputeUnits; lim > 0 {
-			groups = min(groups, 64*gpuGroup*lim/tpg)
-		}
-		dispatchNttBlocks(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), data.Buffer, tw.Buffer, p, uint32(tpg*row))
+		dispatchNttBlocks(b, gpu.D1(uint32(tileGroups(t.dev, spec.NBlocks, tpg))), gpu.D1(uint32(tpg)), data.Buffer, tw.Buffer, p, uint32(tpg*row))
 		return b.Err()
 	}
 	g, tp := shapeFor(t.dev, "ntt_blocks", spec.NBlocks)
 	dispatchNttBlocks(b, g, tp, data.Buffer, tw.Buffer, p, uint32(row))
 	return b.Err()
+}
+
+// tileGroups is the groups of a tiled block kernel (tiles of tpg blocks, groups walking them
+// with a stride): one a tile, within the grid bound and 64 groups of 256 threads a compute unit.
+func tileGroups(dev *gpu.Device, blocks, tpg int) int {
+	groups := min((blocks+tpg-1)/tpg, maxGridThreads/tpg)
+	if lim := dev.Limits().ComputeUnits; lim > 0 {
+		groups = min(groups, 64*gpuGroup*lim/tpg)
+	}
+	return groups
 }
 
 // blocksTile is the group size of the tiled path of kernel (ntt_blocks, ntt_message_columns) on
@@ -582,7 +588,7 @@ func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[Mont], height, width, lSk
 	if err := codewordLimit(height<<logBlowup, width); err != nil {
 		return nil, err
 	}
-	out, err := gpu.AllocArrayUninit[Mont](t.dev, name, (height*width)<<logBlowup) // ntt_message_columns writes it all
+	out, err := gpu.AllocArrayUninit[Mont](t.dev, name, (height*width)<<logBlowup) // EncodeRSMatrix writes it all
 	if err != nil {
 		return nil, err
 	}
@@ -644,11 +650,7 @@ func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[Mont], height, widt
 	}
 	if tpg := blocksTile(t.dev, "ntt_message_columns", lSkip); tpg > 0 && 1<<(logM-lSkip) >= tpg {
 		p.tiled = 1
-		groups := min((int(p.nblocks)+tpg-1)/tpg, maxGridThreads/tpg)
-		if lim := t.dev.Limits().ComputeUnits; lim > 0 {
-			groups = min(groups, 64*gpuGroup*lim/tpg)
-		}
-		dispatchNttMessageColumns(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), q.Buffer, out.Buffer, inv.Buffer, p, uint32(tpg*4*(1<<lSkip+1)))
+		dispatchNttMessageColumns(b, gpu.D1(uint32(tileGroups(t.dev, int(p.nblocks), tpg))), gpu.D1(uint32(tpg)), q.Buffer, out.Buffer, inv.Buffer, p, uint32(tpg*4*(1<<lSkip+1)))
 	} else {
 		g, tp := shapeFor(t.dev, "ntt_message_columns", int(p.nblocks))
 		dispatchNttMessageColumns(b, g, tp, q.Buffer, out.Buffer, inv.Buffer, p, uint32(4*(1<<lSkip+1)))

@@ -267,7 +267,7 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 		if err := c.encodeStack(batch, c.q); err != nil {
 			return fail(err)
 		}
-		// ntt_message_columns writes every word of the codeword.
+		// The RS encoding writes every word of the codeword before it reads it (EncodeRSMatrix).
 		if codeword, err = gpu.AllocArrayUninit[kernels.Mont](b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup); err != nil {
 			return fail(err)
 		}
