@@ -540,9 +540,9 @@ func tileGroups(dev *gpu.Device, blocks, tpg int) int {
 }
 
 // blocksTile is the group size of the tiled path of kernel (ntt_blocks, ntt_message_columns) on
-// dev for blocks of 2^l (0: untiled): the largest power of two ≤ 256 threads whose blocks fit the group memory (a block's row of
-// 2^l + 1 words each) and the kernel's thread limit. The host device runs untiled: its threads
-// are fibers, and a block's words are already in its cache.
+// dev for blocks of 2^l (0: untiled): the largest power of two ≤ 256 threads whose blocks fit
+// the group memory (a block's row of 2^l + 1 words each) and the kernel's thread limit. The host
+// device runs untiled: its threads are fibers, and a block's words are already in its cache.
 func blocksTile(dev *gpu.Device, kernel string, l int) int {
 	if isHost(dev) {
 		return 0
