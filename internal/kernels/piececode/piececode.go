@@ -24,6 +24,8 @@ package piececode
 import (
 	"bytes"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
@@ -194,12 +196,32 @@ func piece(b *bytes.Buffer, k int, p *constraints.Program) error {
 			fmt.Fprintf(b, "  bb4 a%d = bb4_zero();\n", kd)
 		}
 	}
+	// A kind's outputs are given four at a time (pg_emit4 of pieces.h: each weight coefficient's
+	// products summed in 64 bits, reduced once); the values are the code's variables, each
+	// assigned once, so an output can wait for the next ones.
+	var pending [3][]string
+	flush := func(kd int) {
+		if n := len(pending[kd]); n > 0 {
+			name := "pg_emit"
+			if n > 1 {
+				name += strconv.Itoa(n)
+			}
+			fmt.Fprintf(b, "  a%d = %s(a%d, %s);\n", kd, name, kd, strings.Join(pending[kd], ", "))
+			pending[kd] = pending[kd][:0]
+		}
+	}
 	err := writeBody(b, p, pieceDialect, func(o uint32, v string) {
 		kd := outKind(p, o)
-		fmt.Fprintf(b, "  a%d = pg_emit(a%d, w + %du, %s);\n", kd, kd, 4*o, v)
+		pending[kd] = append(pending[kd], fmt.Sprintf("w + %du, %s", 4*o, v))
+		if len(pending[kd]) == 4 {
+			flush(kd)
+		}
 	})
 	if err != nil {
 		return err
+	}
+	for kd := range pending {
+		flush(kd)
 	}
 	for kd, used := range kinds {
 		if used {

@@ -72,7 +72,10 @@ func TestUnitsAndMain(t *testing.T) {
 					t.Errorf("%s: piece %d missing from unit %d", a.Name(), k, i)
 				}
 			}
-			emits += strings.Count(u.Code, "pg_emit(")
+			emits += strings.Count(u.Code, "w + ") // each output's weights, given to one pg_emit
+			if strings.Contains(u.Code, "pg_emit5") {
+				t.Errorf("%s: unit %d gives more than four outputs at once", a.Name(), i)
+			}
 		}
 		if next != len(ps) {
 			t.Fatalf("%s: units cover %d pieces of %d", a.Name(), next, len(ps))
