@@ -115,9 +115,7 @@ func ProveStacking(sp StackingProver, tr *transcript.Transcript, p params.System
 	if proof.UnivariateRoundCoeffs, err = sp.UnivariateRound(&StackingBatch{EqWeight: eqW, RotWeight: rotW}); err != nil {
 		return StackingProof{}, nil, err
 	}
-	for _, c := range proof.UnivariateRoundCoeffs {
-		tr.ObserveExt(c)
-	}
+	tr.ObserveSlice(flattenExt(proof.UnivariateRoundCoeffs)) // as ObserveExt of each, in one absorb
 	u := make([]field.Fp4, p.NStack+1)
 	u[0] = tr.SampleExt()
 	if err := sp.BindUnivariate(u[0]); err != nil {
@@ -140,11 +138,11 @@ func ProveStacking(sp StackingProver, tr *transcript.Transcript, p params.System
 	if proof.StackingOpenings, err = sp.Openings(); err != nil {
 		return StackingProof{}, nil, err
 	}
+	var opened []field.Fp4
 	for _, col := range proof.StackingOpenings {
-		for _, v := range col {
-			tr.ObserveExt(v)
-		}
+		opened = append(opened, col...)
 	}
+	tr.ObserveSlice(flattenExt(opened)) // as ObserveExt of each, in one absorb
 	return proof, u, nil
 }
 

@@ -104,9 +104,7 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 			if err != nil {
 				return WhirProof{}, err
 			}
-			for _, c := range fp {
-				tr.ObserveExt(c)
-			}
+			tr.ObserveSlice(flattenExt(fp)) // as ObserveExt of each, in one absorb (2^d of them)
 			proof.FinalPoly = fp
 		}
 		w, err := grind(p.Whir.QueryPhasePowBits)
@@ -118,6 +116,26 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 		idx := make([]int, rc.NumQueries)
 		for q := range idx {
 			idx[q] = int(tr.SampleBits(qbits))
+		}
+		// γ right after the indices (the openings do not enter the transcript), and the next
+		// round's weights given to the backend before the openings: the device works on them
+		// while the host gathers the opened rows.
+		gamma := tr.SampleExt()
+		if !last {
+			omega := field.TwoAdicGenerator(qbits)
+			coefs := make([]field.Fp4, 0, len(idx)+1)
+			points := make([]field.Fp4, 0, len(idx)+1)
+			coefs = append(coefs, gamma)
+			points = append(points, z0)
+			gp := gamma
+			for _, y := range idx {
+				gp = gp.Mul(gamma)
+				coefs = append(coefs, gp)
+				points = append(points, field.Lift(omega.Exp(uint64(y))))
+			}
+			if err := wp.AccumulateWeight(coefs, points); err != nil {
+				return WhirProof{}, err
+			}
 		}
 		if r == 0 {
 			ops, err := wp.OpenInitial(idx)
@@ -151,23 +169,6 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 			}
 			proof.CodewordOpenedValues = append(proof.CodewordOpenedValues, vals)
 			proof.CodewordMerkleProofs = append(proof.CodewordMerkleProofs, paths)
-		}
-		gamma := tr.SampleExt()
-		if !last {
-			omega := field.TwoAdicGenerator(qbits)
-			coefs := make([]field.Fp4, 0, len(idx)+1)
-			points := make([]field.Fp4, 0, len(idx)+1)
-			coefs = append(coefs, gamma)
-			points = append(points, z0)
-			gp := gamma
-			for _, y := range idx {
-				gp = gp.Mul(gamma)
-				coefs = append(coefs, gp)
-				points = append(points, field.Lift(omega.Exp(uint64(y))))
-			}
-			if err := wp.AccumulateWeight(coefs, points); err != nil {
-				return WhirProof{}, err
-			}
 		}
 		lrs--
 	}
