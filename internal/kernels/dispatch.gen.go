@@ -521,6 +521,27 @@ func (v zcValuesParams) arg() gpu.Arg {
 	return gpu.U32(v.logN, v.logM, v.blocks, v.x0, v.sliceBlocks, v.ncols, v.width, v.selFirst, v.selLast, v.selTrans, v.logCols, v.logCosets)
 }
 
+// zcSlotValuesParams is the value struct ZcSlotValuesParams of the shaders: uint fields in declaration order.
+type zcSlotValuesParams struct {
+	logH        uint32
+	logN        uint32
+	logM        uint32
+	blocks      uint32
+	x0          uint32
+	sliceBlocks uint32
+	col0        uint32
+	count       uint32
+	width       uint32
+	sels        uint32
+	selFirst    uint32
+	selLast     uint32
+	selTrans    uint32
+}
+
+func (v zcSlotValuesParams) arg() gpu.Arg {
+	return gpu.U32(v.logH, v.logN, v.logM, v.blocks, v.x0, v.sliceBlocks, v.col0, v.count, v.width, v.sels, v.selFirst, v.selLast, v.selTrans)
+}
+
 // zcUniPiecesParams is the value struct ZcUniPiecesParams of the shaders: uint fields in declaration order.
 type zcUniPiecesParams struct {
 	logM       uint32
@@ -1027,7 +1048,12 @@ func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer
 	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
 }
 
-// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/constraints/zerocheck.metal:1004).
+// dispatchZcSlotValues encodes kernel zc_slot_values (shaders/constraints/zerocheck.metal:1029).
+func dispatchZcSlotValues(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, scale *gpu.Buffer, srcmap *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcSlotValuesParams, shBytes uint32) *gpu.Batch {
+	return enc.Dispatch("zc_slot_values", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(scale), gpu.Buf(srcmap), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
+}
+
+// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/constraints/zerocheck.metal:1121).
 func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }

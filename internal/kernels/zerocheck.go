@@ -723,6 +723,9 @@ type ZcOptions struct {
 	// WideBind: BindUnivariate takes one block a work item and sums in 64 bits on the host device
 	// too (GPUs always do; the host's lanes across blocks are faster there).
 	WideBind bool
+	// SlotValues: round 0 in pieces makes its slot values with zc_slot_values on the host device
+	// too (GPUs always do for N = 16).
+	SlotValues bool
 }
 
 // Zerocheck runs the kernels of the traces of one sumcheck; it owns the scratch they share (slot

@@ -147,6 +147,9 @@ func (pl zcPlanner) plan(sh ZcShape, sc *ZcScratch) (up zcUniPlan, rp zcRoundPla
 		sc.Regs = max(sc.Regs, up.threads*L*up.regs(sh.Regs))
 		sc.Partials = max(sc.Partials, 12*up.threads*up.item)
 	}
+	// zc_slot_values (up.slotValues) reads no coefficient table, but the table stays allocated:
+	// without its 46 MB (keccakf-1024) the stream-ordered pool served the later allocations of
+	// the proof slower, 0.4–0.7 ms a proof on an H200 (docs/perf-notes/constraints.md).
 	sc.Coefs = max(sc.Coefs, up.sliceBlocks*n*sh.Cols)
 	sc.Deltas = max(sc.Deltas, up.sliceBlocks*sh.Cols)
 

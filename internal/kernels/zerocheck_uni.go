@@ -25,8 +25,10 @@ type zcUniPlan struct {
 	gen       bool
 	generated *GeneratedPieces
 	whole     *GeneratedWhole
-	// values: the dispatch of zc_uni_values (pieces).
-	values zcValuesPlan
+	// values: the dispatch of zc_uni_values (pieces); slotValues: zc_slot_values instead of
+	// zc_coeffs(_tiles) and zc_uni_values (zcPlanner.slotValues).
+	values     zcValuesPlan
+	slotValues bool
 }
 
 // zcValuesPlan is the dispatch of zc_uni_values: threads per group, chunks of 2^logCols columns ×
@@ -188,6 +190,7 @@ func (pl zcPlanner) planUniPieces(sh ZcShape, budget int) zcUniPlan {
 	}
 	up.width = width(up.sliceBlocks)
 	up.values = planZcValues(dev, pl.logN, pl.logM)
+	up.slotValues = pl.slotValues()
 	per := L * (ps.MaxSlots + ps.MaxRegs)
 	if up.gen {
 		per = 0 // values in registers: no scratch
@@ -239,6 +242,45 @@ func (z *Zerocheck) encodeCoeffs(b *gpu.Batch, t *ZcTrace, x0, sb int) {
 	}
 }
 
+// slotValues says whether round 0 in pieces makes its slot values with zc_slot_values (the
+// coefficient pass and the values in one kernel, N = 16) rather than zc_coeffs(_tiles) and
+// zc_uni_values: on GPUs, and on the host device with ZcOptions.SlotValues (tests).
+func (pl zcPlanner) slotValues() bool {
+	return pl.logN == 4 && (!isHost(pl.dev) || pl.opts.SlotValues)
+}
+
+// encodeSlotValues encodes zc_slot_values for blocks x0 .. x0+sb of t (one dispatch a part; the
+// first also writes the selector slots) into the slot-value table of row length width.
+func (z *Zerocheck) encodeSlotValues(b *gpu.Batch, t *ZcTrace, x0, sb, width int) error {
+	dom := z.dom
+	if len(t.Parts) == 0 {
+		return fmt.Errorf("kernels: UniRound: a trace without parts")
+	}
+	sels := uint32(1)
+	for q, part := range t.Parts {
+		run := t.srcRuns[q]
+		if run.count == 0 && sels == 0 {
+			continue
+		}
+		params := zcSlotValuesParams{logH: uint32(t.LogHeight), logN: uint32(dom.LogN), logM: uint32(dom.LogM),
+			blocks: uint32(t.Blocks()), x0: uint32(x0), sliceBlocks: uint32(sb), col0: uint32(run.col0),
+			count: uint32(run.count), width: uint32(width), sels: sels,
+			selFirst: t.selSlots[0], selLast: t.selSlots[1], selTrans: t.selSlots[2]}
+		groups := min(((run.count+int(sels))*sb+zsvGroup-1)/zsvGroup, 1<<16)
+		dispatchZcSlotValues(b, gpu.D1(uint32(groups)), gpu.D1(zsvGroup), part.Values.Buffer, t.cols.Buffer, dom.Tw.Buffer,
+			dom.Scale.Buffer, t.srcmap.Buffer, dom.LRow.Buffer, t.sel.Buffer, z.vals.Buffer, params, zsvGroup/32*2*zsvTile*4)
+		sels = 0
+	}
+	return nil
+}
+
+// zsvGroup is zc_slot_values' group: two SIMD groups of 32, each with two tiles of zsvTile words
+// (ZSV_TILE of zerocheck.metal: 16.5 KiB of group memory a group, within Apple's 32 KiB).
+const (
+	zsvGroup = 64
+	zsvTile  = 32 * 33
+)
+
 // zcTileCols is ZC_TILE_COLS of zerocheck.metal: the source columns of a zc_coeffs_tiles tile.
 const zcTileCols = 16
 
@@ -266,11 +308,17 @@ func (z *Zerocheck) encodeUniPieces(b *gpu.Batch, t *ZcTrace, up zcUniPlan, eq *
 	x, m := t.Blocks(), 1<<dom.LogM
 	for x0 := 0; x0 < x; x0 += up.sliceBlocks {
 		sb := min(up.sliceBlocks, x-x0)
-		z.encodeCoeffs(b, t, x0, sb)
-		encodeZcValues(b, dev, up.values, z.coefs.Buffer, z.deltas.Buffer, t.srcmap.Buffer, dom.Tw.Buffer, dom.LRow.Buffer,
-			t.sel.Buffer, z.vals.Buffer, zcValuesParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x),
-				x0: uint32(x0), sliceBlocks: uint32(sb), ncols: uint32(t.ncols), width: uint32(up.width),
-				selFirst: t.selSlots[0], selLast: t.selSlots[1], selTrans: t.selSlots[2]})
+		if up.slotValues {
+			if err := z.encodeSlotValues(b, t, x0, sb, up.width); err != nil {
+				return err
+			}
+		} else {
+			z.encodeCoeffs(b, t, x0, sb)
+			encodeZcValues(b, dev, up.values, z.coefs.Buffer, z.deltas.Buffer, t.srcmap.Buffer, dom.Tw.Buffer, dom.LRow.Buffer,
+				t.sel.Buffer, z.vals.Buffer, zcValuesParams{logN: uint32(dom.LogN), logM: uint32(dom.LogM), blocks: uint32(x),
+					x0: uint32(x0), sliceBlocks: uint32(sb), ncols: uint32(t.ncols), width: uint32(up.width),
+					selFirst: t.selSlots[0], selLast: t.selSlots[1], selTrans: t.selSlots[2]})
+		}
 		if x0 == 0 && then != nil {
 			if err := then(b); err != nil {
 				return err

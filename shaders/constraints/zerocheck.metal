@@ -995,6 +995,123 @@ kernel void zc_uni_values(device const uint* coefs [[buffer(0)]],
   }
 }
 
+struct ZcSlotValuesParams {
+  uint log_h;         // the part has h = 2^log_h rows (column c at c·h), canonical values
+  uint log_n;         // N = 2^log_n rows per block: 16 only (the kernel does nothing otherwise)
+  uint log_m;         // M = 2^log_m points per block
+  uint blocks;        // X: blocks of the lifted trace
+  uint x0;            // first block of the slice
+  uint slice_blocks;  // blocks of the slice
+  uint col0;          // first source column of this part
+  uint count;         // source columns of this part
+  uint width;         // P: points per slot row of vals
+  uint sels;          // 1: this dispatch also writes the selector slots (one more column of items)
+  uint sel_first;     // slot of is_first, or ZC_NONE
+  uint sel_last;
+  uint sel_trans;
+};
+
+// zc_coeffs and zc_uni_values in one pass, for N = 16 (GPUs): work item (column, block), the
+// blocks of a column on neighbouring items (neighbouring threads read neighbouring rows). The
+// block's 16 rows and the next block's first go through the inverse DFT and the scale (zc_coeffs:
+// the coefficients c_k·σ^k and δ), then each coset g of the M points through the forward DFT of
+// c_k·ω_M^{gk}, in registers; the slot values are those zc_uni_values writes (local slot at b,
+// rotation at b + 1 plus δ·L_{N−1}(ω_M^i)). No coefficient table. A thread's values of a slot are
+// consecutive words (one block's points), its neighbours' 4·M bytes apart: stored directly, every
+// store of a SIMD group touched 32 lines and the kernel was bound by L2 (80 % busy, DRAM 8 %). So
+// each SIMD group passes its values through a tile in group memory (a row a thread, 32 points,
+// the row's slot address in word 32) and stores row by row: 32 consecutive words a store. Groups
+// of whole SIMD groups of 32 (ZSV_GROUP threads: 2·ZSV_TILE words each); with sels, items of
+// column `count` write the selector slots directly. Lanes are not used (a host device posing as a
+// GPU in tests runs lane 0; its SIMD-group barrier is a group barrier).
+#define ZSV_N 16u
+#define ZSV_TILE (32u * 33u)
+kernel void zc_slot_values(device const uint* values [[buffer(0)]],
+                           device const uint* part_cols [[buffer(1)]],
+                           device const uint* tw [[buffer(2)]],
+                           device const uint* scale [[buffer(3)]],
+                           device const uint* srcmap [[buffer(4)]],
+                           device const uint* lrow [[buffer(5)]],
+                           device const uint* sel [[buffer(6)]],
+                           device uint* vals [[buffer(7)]],
+                           constant ZcSlotValuesParams& p [[buffer(8)]],
+                           threadgroup uint* sh [[threadgroup(0)]],
+                           uint tid [[thread_index_in_threadgroup]],
+                           uint gid [[thread_position_in_grid]],
+                           uint G [[threads_per_grid]]) {
+  if (p.log_n != 4u) return;
+  uint log_h = p.log_h;
+  uint hmask = (1u << log_h) - 1u;
+  uint log_m = p.log_m;
+  uint mmask = (1u << log_m) - 1u;
+  uint cosets = 1u << (log_m - 4u);  // also the DFT's twiddle step M/N
+  uint cpts = min(32u, mmask + 1u);  // points a tile holds
+  uint sb = p.slice_blocks;
+  uint P = p.width;
+  uint items = (p.count + p.sels) * sb;
+  uint lane = tid & 31u;
+  threadgroup uint* tl = sh + (tid >> 5u) * (2u * ZSV_TILE);  // local slot values
+  threadgroup uint* tr = tl + ZSV_TILE;                      // rotation slot values
+  for (uint base = gid - tid; base < items; base += G) {  // uniform in a group (a host SIMD-group barrier is a group barrier)
+    uint it = base + tid;
+    uint cl = it / sb;
+    uint xl = it - cl * sb;
+    uint x = p.x0 + xl;
+    bool live = it < items && cl < p.count;
+    uint c = p.col0 + cl;
+    uint sl = live ? srcmap[2u * c] : ZC_NONE;
+    uint sr = live ? srcmap[2u * c + 1u] : ZC_NONE;
+    bool work = sl != ZC_NONE || sr != ZC_NONE;
+    tl[lane * 33u + 32u] = sl != ZC_NONE ? sl * P + (xl << log_m) : ZC_NONE;
+    tr[lane * 33u + 32u] = sr != ZC_NONE ? sr * P + (xl << log_m) : ZC_NONE;
+    lanes_uint v[ZSV_N];
+    uint delta = 0u;
+    if (work) {
+      uint b0 = part_cols[c] << log_h;
+      for (uint j = 0u; j < ZSV_N; j++) v[j] = lanes_splat(values[b0 + (((x << 4u) + j) & hmask)]);
+      delta = bb_mul(bb_sub(values[b0 + (((x + 1u) << 4u) & hmask)], lanes_get(v[0], 0u)), BB_R2);
+      zc_dft(v, 4u, tw, mmask, cosets, true);
+      for (uint k = 0u; k < ZSV_N; k++) v[k] = bb_mul_lanes(v[k], lanes_splat(scale[k]));
+    }
+    for (uint q0 = 0u; q0 <= mmask; q0 += 32u) {
+      if (work) {
+        for (uint g = q0 >> 4u; g < (q0 + cpts) >> 4u; g++) {
+          lanes_uint t[ZSV_N];
+          for (uint k = 0u; k < ZSV_N; k++) t[k] = g != 0u ? bb_mul_lanes(v[k], lanes_splat(tw[(g * k) & mmask])) : v[k];
+          zc_dft(t, 4u, tw, mmask, cosets, false);
+          uint col = lane * 33u + (g << 4u) - q0;
+          for (uint b = 0u; b < ZSV_N; b++) tl[col + b] = lanes_get(t[b], 0u);
+          if (sr != ZC_NONE) {
+            for (uint b = 0u; b < ZSV_N; b++) {
+              tr[col + b] = bb_add(lanes_get(t[(b + 1u) & (ZSV_N - 1u)], 0u), bb_mul(delta, lrow[g + cosets * b]));
+            }
+          }
+        }
+      }
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+      if (lane < cpts) {
+        for (uint r = 0u; r < 32u; r++) {
+          uint al = tl[r * 33u + 32u];
+          uint ar = tr[r * 33u + 32u];
+          if (al != ZC_NONE) vals[al + q0 + lane] = tl[r * 33u + lane];
+          if (ar != ZC_NONE) vals[ar + q0 + lane] = tr[r * 33u + lane];
+        }
+      }
+      simdgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    if (it < items && cl == p.count) {
+      for (uint q = 0u; q <= mmask; q++) {
+        uint i = (q >> 4u) + cosets * (q & (ZSV_N - 1u));
+        uint pp = (xl << log_m) + q;
+        uint last = zc_is_last(sel, x, p.blocks, mmask + 1u, i);
+        if (p.sel_first != ZC_NONE) vals[p.sel_first * P + pp] = zc_is_first(sel, x, i);
+        if (p.sel_last != ZC_NONE) vals[p.sel_last * P + pp] = last;
+        if (p.sel_trans != ZC_NONE) vals[p.sel_trans * P + pp] = bb_sub(BB_ONE, last);
+      }
+    }
+  }
+}
+
 // Round 0 over the slice with the program in pieces (table and the pieces' slot lists as in
 // zc_round_pieces; here slots[2k + 1] is the program's slot number, a row of vals). Work items (piece,
 // lane group u of points), piece-major: the piece's slots are copied from vals into the thread's

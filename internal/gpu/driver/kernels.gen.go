@@ -486,7 +486,22 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:1004", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_slot_values", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:1029", UsesBarrier: true, NBuf: 9, NTG: 1, Params: []Param{
+		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "part_cols", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "scale", Type: "device const uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "srcmap", Type: "device const uint*", Kind: ParamBuffer, Index: 4},
+		{Name: "lrow", Type: "device const uint*", Kind: ParamBuffer, Index: 5},
+		{Name: "sel", Type: "device const uint*", Kind: ParamBuffer, Index: 6},
+		{Name: "vals", Type: "device uint*", Kind: ParamBuffer, Index: 7},
+		{Name: "p", Type: "constant ZcSlotValuesParams&", Kind: ParamValue, Index: 8, ValueSize: 52},
+		{Name: "sh", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "thread_index_in_threadgroup"},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "thread_position_in_grid"},
+		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threads_per_grid"},
+	}},
+	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:1121", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
