@@ -20,6 +20,8 @@ __device__ inline void __syncwarp(unsigned mask = 0xffffffffu) { asm volatile("b
 // NVRTC also declares min/max; prelude.h must not collide with them.
 __host__ __device__ inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
 __host__ __device__ inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
-// and uint2/uint3 as plain structs (prelude.h renames its own).
+// and uint2/uint3/uint4 as plain structs (prelude.h renames its own uint2/uint3; uint4 is the
+// built-in 16-byte vector of bb4_store_aligned).
 struct uint2 { unsigned x, y; };
 struct uint3 { unsigned x, y, z; };
+struct __attribute__((aligned(16))) uint4 { unsigned x, y, z, w; };

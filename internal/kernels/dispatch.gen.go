@@ -733,10 +733,11 @@ type srBindWParams struct {
 	chunk0     uint32
 	chunks     uint32
 	logCb      uint32
+	perEntry   uint32
 }
 
 func (v srBindWParams) arg() gpu.Arg {
-	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logCb)
+	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logCb, v.perEntry)
 }
 
 // whirBatchParams is the value struct WhirBatchParams of the shaders: uint fields in declaration order.
@@ -1130,7 +1131,7 @@ func dispatchSrBindWeights(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buf
 	return enc.Dispatch("sr_bind_weights", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(uni), gpu.Buf(weights), p.arg()})
 }
 
-// dispatchSrBindW encodes kernel sr_bind_w (shaders/openings/stacked_reduction.metal:322).
+// dispatchSrBindW encodes kernel sr_bind_w (shaders/openings/stacked_reduction.metal:323).
 func dispatchSrBindW(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, weights *gpu.Buffer, etab *gpu.Buffer, w *gpu.Buffer, p srBindWParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_w", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(weights), gpu.Buf(etab), gpu.Buf(w), p.arg()})
 }

@@ -218,12 +218,13 @@ func EncodeStackedBindW(b *gpu.Batch, dev *gpu.Device, r SliceRange, weights, et
 	if etab == nil || w == nil {
 		return fmt.Errorf("kernels: StackedBindW: nil buffer")
 	}
-	units := r.Chunks << StackedChunkLog(lSkip) >> 2 // 4 entries per item; the host runs 64 per item
+	units := r.Chunks << StackedChunkLog(lSkip) // GPUs: an entry per item; the host runs 64 per item
 	if isHost(dev) {
-		units >>= 4
+		units >>= 6
 	}
 	g, t := shapeFor(dev, "sr_bind_w", units)
-	dispatchSrBindW(b, g, t, r.Slices.Buffer, weights.Buffer, etab.Buffer, w.Buffer, srBindWParams{sliceFirst: uint32(r.First), sliceCount: uint32(r.Count), chunk0: uint32(r.FirstChunk), chunks: uint32(r.Chunks), logCb: uint32(StackedChunkLog(lSkip))})
+	dispatchSrBindW(b, g, t, r.Slices.Buffer, weights.Buffer, etab.Buffer, w.Buffer, srBindWParams{sliceFirst: uint32(r.First), sliceCount: uint32(r.Count),
+		chunk0: uint32(r.FirstChunk), chunks: uint32(r.Chunks), logCb: uint32(StackedChunkLog(lSkip)), perEntry: uint32(b2u(!isHost(dev)))})
 	return b.Err()
 }
 

@@ -267,78 +267,102 @@ func TestLagrangeWeights(t *testing.T) {
 	}
 }
 
+// TestStackedBindQ: sr_bind_q against the Horner of each block's IDFT, on the host device and on
+// a host device posing as a GPU, with values at 0 and p − 1 among the random ones.
+func uploadMontOn(t *testing.T, dev *gpu.Device, v []field.Fp) *gpu.Array[Mont] {
+	t.Helper()
+	a, err := UploadMont(dev, "test input", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Free)
+	return a
+}
+
 func TestStackedBindQ(t *testing.T) {
 	r := rand.New(rand.NewPCG(27, 28))
-	for _, c := range []struct{ lSkip, entries, off int }{{0, 5, 0}, {2, 33, 3}, {4, 100, 0}, {4, 1, 7}, {5, 40, 1}, {3, 1 << 12, 0}} {
-		n := 1 << c.lSkip
-		q := fieldrand.Fps(r, c.entries*n)
-		u := fieldrand.Fp4(r)
-		prev := randFp4s(r, c.off+c.entries+2)
-		out := uploadFp4(t, prev)
-		b := testDev.Batch()
-		if err := EncodeStackedBindQ(b, testDev, upload(t, q), uploadFp4(t, LagrangeWeights(c.lSkip, u)), out, c.entries, c.lSkip, c.off); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Wait(); err != nil {
-			t.Fatal(err)
-		}
-		got := readFp4(t, out)
-		for i := range prev {
-			want := prev[i]
-			if e := i - c.off; e >= 0 && e < c.entries {
-				want = hornerIDFT(t, q[e*n:(e+1)*n], c.lSkip, u)
+	gpuDev, _ := openLimited(t, nil)
+	for _, c := range []struct{ lSkip, entries, off int }{{0, 5, 0}, {2, 33, 3}, {4, 100, 0}, {4, 1, 7}, {5, 40, 1}, {3, 1 << 12, 0}, {4, 1 << 10, 2}} {
+		for _, dev := range []*gpu.Device{testDev, gpuDev} {
+			n := 1 << c.lSkip
+			q := fieldrand.Fps(r, c.entries*n)
+			for i := 0; i < len(q); i += 7 {
+				q[i] = field.Fp(field.P - 1)
 			}
-			if got[i] != want {
-				t.Fatalf("%+v: entry %d = %v, want %v", c, i, got[i], want)
+			q[0] = 0
+			u := fieldrand.Fp4(r)
+			prev := randFp4s(r, c.off+c.entries+2)
+			out := uploadOn(t, dev, Mont4Slice(prev))
+			b := dev.Batch()
+			if err := EncodeStackedBindQ(b, dev, uploadMontOn(t, dev, q), uploadOn(t, dev, Mont4Slice(LagrangeWeights(c.lSkip, u))), out, c.entries, c.lSkip, c.off); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			got := readFp4(t, out)
+			for i := range prev {
+				want := prev[i]
+				if e := i - c.off; e >= 0 && e < c.entries {
+					want = hornerIDFT(t, q[e*n:(e+1)*n], c.lSkip, u)
+				}
+				if got[i] != want {
+					t.Fatalf("%+v (GPU path %v): entry %d = %v, want %v", c, dev == gpuDev, i, got[i], want)
+				}
 			}
 		}
 	}
 }
 
+// TestStackedBindW: sr_bind_w against the formula, on the host device and on a host device
+// posing as a GPU (an entry a work item).
 func TestStackedBindW(t *testing.T) {
 	r := rand.New(rand.NewPCG(29, 30))
+	gpuDev, _ := openLimited(t, nil)
 	for _, c := range []struct {
 		lSkip int
 		nns   []int
 	}{{4, []int{9, 7, 7, 0, 0, 0}}, {2, []int{0}}, {0, []int{12, 3, 1}}, {5, []int{6, 2}}} {
-		f := newStackedFixture(r, c.lSkip, 12, 1, c.nns)
-		weights := randFp4s(r, 2*len(f.slices))
-		weights[1] = field.Fp4{} // β = 0: no rotation term
-		w, chunks, err := PackStackedSlices(f.slices, c.lSkip)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// A leading dummy slice makes the dispatch's First non-zero.
-		dummy, _, _ := PackStackedSlices([]StackedSlice{{}}, c.lSkip)
-		sa, err := gpu.UploadArray(testDev, "slices", append(dummy, w...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		total := 3
-		for _, s := range f.slices {
-			total += 1 << s.NN
-		}
-		prev := randFp4s(r, total+2)
-		out := uploadFp4(t, prev)
-		b := testDev.Batch()
-		if err := EncodeStackedBindW(b, testDev, SliceRange{Slices: sa, First: 1, Count: len(f.slices), Chunks: chunks}, uploadFp4(t, weights), uploadFp4(t, f.etab), out, c.lSkip); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.Wait(); err != nil {
-			t.Fatal(err)
-		}
-		sa.Free()
-		want := append([]field.Fp4(nil), prev...)
-		for i, s := range f.slices {
-			for xl := 0; xl < 1<<s.NN; xl++ {
-				e0, e1 := f.etab[s.EOff+xl], f.etab[s.EOff+(xl-1)&(1<<s.NN-1)]
-				want[s.WStart+xl] = weights[2*i].Mul(e0).Add(weights[2*i+1].Mul(e1))
+		for _, dev := range []*gpu.Device{testDev, gpuDev} {
+			f := newStackedFixture(r, c.lSkip, 12, 1, c.nns)
+			weights := randFp4s(r, 2*len(f.slices))
+			weights[1] = field.Fp4{} // β = 0: no rotation term
+			w, chunks, err := PackStackedSlices(f.slices, c.lSkip)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		got := readFp4(t, out)
-		for i := range want {
-			if got[i] != want[i] {
-				t.Fatalf("%+v: entry %d = %v, want %v", c, i, got[i], want[i])
+			// A leading dummy slice makes the dispatch's First non-zero.
+			dummy, _, _ := PackStackedSlices([]StackedSlice{{}}, c.lSkip)
+			sa, err := gpu.UploadArray(dev, "slices", append(dummy, w...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			total := 3
+			for _, s := range f.slices {
+				total += 1 << s.NN
+			}
+			prev := randFp4s(r, total+2)
+			out := uploadOn(t, dev, Mont4Slice(prev))
+			b := dev.Batch()
+			if err := EncodeStackedBindW(b, dev, SliceRange{Slices: sa, First: 1, Count: len(f.slices), Chunks: chunks}, uploadOn(t, dev, Mont4Slice(weights)), uploadOn(t, dev, Mont4Slice(f.etab)), out, c.lSkip); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			sa.Free()
+			want := append([]field.Fp4(nil), prev...)
+			for i, s := range f.slices {
+				for xl := 0; xl < 1<<s.NN; xl++ {
+					e0, e1 := f.etab[s.EOff+xl], f.etab[s.EOff+(xl-1)&(1<<s.NN-1)]
+					want[s.WStart+xl] = weights[2*i].Mul(e0).Add(weights[2*i+1].Mul(e1))
+				}
+			}
+			got := readFp4(t, out)
+			for i := range want {
+				if got[i] != want[i] {
+					t.Fatalf("%+v (GPU path %v): entry %d = %v, want %v", c, dev == gpuDev, i, got[i], want[i])
+				}
 			}
 		}
 	}

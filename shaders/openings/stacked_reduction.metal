@@ -311,6 +311,7 @@ struct SrBindWParams {
   uint chunk0;       // the first chunk of slice_first
   uint chunks;       // chunks of those slices
   uint log_cb;       // log2 of the blocks per chunk
+  uint per_entry;    // 1 (GPUs): an entry a work item (see sr_bind_w)
 };
 
 // W(u_0; x) for every slice: w[w_start + xl] = α_s·e[xl] + β_s·e[(xl − 1) mod 2^nn] for
@@ -334,6 +335,26 @@ kernel void sr_bind_w(device const uint* slices [[buffer(0)]],
   uint log_upc = log_cb - log_unit;
   uint units = p.chunks << log_upc;
   uint chunk0 = p.chunk0;
+  if (p.per_entry != 0u) {
+    // GPUs: an entry a work item, written as one 16-byte store, so that a SIMD group's stores
+    // cover whole lines (four entries a thread, 64 bytes apart from the neighbour's, kept L2 busy
+    // with partial writes); a chunk (≥ 64 entries) is one slice, so a SIMD group's look-ups agree.
+    uint entries = p.chunks << log_cb;
+    for (uint u = gid; u < entries; u += stride) {
+      uint k = chunk0 + (u >> log_cb);
+      uint s = sr_find_slice(slices, first, count, k);
+      uint d = s * SR_SLICE_WORDS;
+      uint size = 1u << slices[d + SR_NN];
+      uint xl = ((k - slices[d + SR_CHUNK0]) << log_cb) + (u & ((1u << log_cb) - 1u));
+      if (xl >= size) continue;
+      uint e_off = slices[d + SR_E_OFF];
+      bb4 v = bb4_mul(bb4_load(weights, 2u * (s - first)), bb4_load(etab, e_off + xl));
+      bb4 beta = bb4_load(weights, 2u * (s - first) + 1u);
+      if (!bb4_is_zero(beta)) v = bb4_add(v, bb4_mul(beta, bb4_load(etab, e_off + ((xl - 1u) & (size - 1u)))));
+      bb4_store_aligned(w, slices[d + SR_W_START] + xl, v);
+    }
+    return;
+  }
   for (uint u = gid; u < units; u += stride) {
     uint k = chunk0 + (u >> log_upc);
     uint s = sr_find_slice(slices, first, count, k);

@@ -960,6 +960,23 @@ MSL_FN bb4 bb4_load(MSL_DEVICE const uint* p, uint i) {
   return bb4_make(p[4u * i], p[4u * i + 1u], p[4u * i + 2u], p[4u * i + 3u]);
 }
 
+// Element i of a device buffer of Fp4 values written as one 16-byte store on GPUs (the buffer
+// 16-byte aligned): neighbouring threads writing neighbouring elements cover whole lines.
+#if defined(MSL_TARGET_CUDA)
+MSL_FN void bb4_store_aligned(MSL_DEVICE uint* p, uint i, bb4 v) {
+  uint4 q;
+  q.x = v[0];
+  q.y = v[1];
+  q.z = v[2];
+  q.w = v[3];
+  reinterpret_cast<uint4*>(p)[i] = q;
+}
+#elif defined(__METAL_VERSION__)
+MSL_FN void bb4_store_aligned(MSL_DEVICE uint* p, uint i, bb4 v) { ((MSL_DEVICE uint4*)p)[i] = v; }
+#else
+#define bb4_store_aligned bb4_store
+#endif
+
 MSL_FN void bb4_store(MSL_DEVICE uint* p, uint i, bb4 v) {
   p[4u * i] = v[0];
   p[4u * i + 1u] = v[1];

@@ -670,12 +670,12 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:322", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:323", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
 		{Name: "w", Type: "device uint*", Kind: ParamBuffer, Index: 3},
-		{Name: "p", Type: "constant SrBindWParams&", Kind: ParamValue, Index: 4, ValueSize: 20},
+		{Name: "p", Type: "constant SrBindWParams&", Kind: ParamValue, Index: 4, ValueSize: 24},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},

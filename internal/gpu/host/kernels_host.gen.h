@@ -926,6 +926,23 @@ MSL_FN bb4 bb4_load(MSL_DEVICE const uint* p, uint i) {
   return bb4_make(p[4u * i], p[4u * i + 1u], p[4u * i + 2u], p[4u * i + 3u]);
 }
 
+// Element i of a device buffer of Fp4 values written as one 16-byte store on GPUs (the buffer
+// 16-byte aligned): neighbouring threads writing neighbouring elements cover whole lines.
+#if defined(MSL_TARGET_CUDA)
+MSL_FN void bb4_store_aligned(MSL_DEVICE uint* p, uint i, bb4 v) {
+  uint4 q;
+  q.x = v[0];
+  q.y = v[1];
+  q.z = v[2];
+  q.w = v[3];
+  reinterpret_cast<uint4*>(p)[i] = q;
+}
+#elif defined(__METAL_VERSION__)
+MSL_FN void bb4_store_aligned(MSL_DEVICE uint* p, uint i, bb4 v) { ((MSL_DEVICE uint4*)p)[i] = v; }
+#else
+#define bb4_store_aligned bb4_store
+#endif
+
 MSL_FN void bb4_store(MSL_DEVICE uint* p, uint i, bb4 v) {
   p[4u * i] = v[0];
   p[4u * i + 1u] = v[1];
@@ -6967,6 +6984,7 @@ struct SrBindWParams {
   uint chunk0;       // the first chunk of slice_first
   uint chunks;       // chunks of those slices
   uint log_cb;       // log2 of the blocks per chunk
+  uint per_entry;    // 1 (GPUs): an entry a work item (see sr_bind_w)
 };
 
 // W(u_0; x) for every slice: w[w_start + xl] = α_s·e[xl] + β_s·e[(xl − 1) mod 2^nn] for
@@ -6990,6 +7008,26 @@ MSL_KERNEL void msl_kernel_sr_bind_w(MSL_DEVICE const uint* slices              
   uint log_upc = log_cb - log_unit;
   uint units = p.chunks << log_upc;
   uint chunk0 = p.chunk0;
+  if (p.per_entry != 0u) {
+    // GPUs: an entry a work item, written as one 16-byte store, so that a SIMD group's stores
+    // cover whole lines (four entries a thread, 64 bytes apart from the neighbour's, kept L2 busy
+    // with partial writes); a chunk (≥ 64 entries) is one slice, so a SIMD group's look-ups agree.
+    uint entries = p.chunks << log_cb;
+    for (uint u = gid; u < entries; u += stride) {
+      uint k = chunk0 + (u >> log_cb);
+      uint s = sr_find_slice(slices, first, count, k);
+      uint d = s * SR_SLICE_WORDS;
+      uint size = 1u << slices[d + SR_NN];
+      uint xl = ((k - slices[d + SR_CHUNK0]) << log_cb) + (u & ((1u << log_cb) - 1u));
+      if (xl >= size) continue;
+      uint e_off = slices[d + SR_E_OFF];
+      bb4 v = bb4_mul(bb4_load(weights, 2u * (s - first)), bb4_load(etab, e_off + xl));
+      bb4 beta = bb4_load(weights, 2u * (s - first) + 1u);
+      if (!bb4_is_zero(beta)) v = bb4_add(v, bb4_mul(beta, bb4_load(etab, e_off + ((xl - 1u) & (size - 1u)))));
+      bb4_store_aligned(w, slices[d + SR_W_START] + xl, v);
+    }
+    return;
+  }
   for (uint u = gid; u < units; u += stride) {
     uint k = chunk0 + (u >> log_upc);
     uint s = sr_find_slice(slices, first, count, k);
