@@ -101,18 +101,28 @@ MSL_FN void bb4l_mul_uniform_acc(thread lanes_uint* acc, thread const lanes_uint
 
 // v[0..16) = the 16·MSL_LANES uints from p, transposed (see the top of this file).
 MSL_FN void bb4l_load_block(thread lanes_uint* v, device const uint* p) {
+#if MSL_LANES == 1 && (defined(MSL_TARGET_CUDA) || defined(__METAL_VERSION__))
+  // GPUs: the four elements as 16-byte loads (every caller's p is element-aligned).
+  for (uint a = 0u; a < 4u; a++) {
+    bb4 e = bb4_load_aligned(p, a);
+    for (uint c = 0u; c < 4u; c++) v[4u * a + c] = e[c];
+  }
+#else
   for (uint k = 0u; k < 16u; k++) v[k] = lanes_ld_dev(p + k * MSL_LANES);
   lanes_transpose(v);
+#endif
 }
 
 // The inverse for a block whose elements come in pairs: given x[4b + c] = component c of lane l's
 // element b (b < 4), writes lane l's elements 0, 1 at p0 + 8l and elements 2, 3 at p1 + 8l
 // (8 uints each). x is overwritten.
 MSL_FN void bb4l_store_pairs(device uint* p0, device uint* p1, thread lanes_uint* x) {
-  if (MSL_LANES == 1u) {
-    for (uint k = 0u; k < 8u; k++) {
-      p0[k] = lanes_get(x[k], 0u);
-      p1[k] = lanes_get(x[8u + k], 0u);
+  if (MSL_LANES == 1u) {  // GPUs: 16-byte stores (p0, p1 element-aligned)
+    for (uint b = 0u; b < 2u; b++) {
+      bb4_store_aligned(p0, b, bb4_make(lanes_get(x[4u * b], 0u), lanes_get(x[4u * b + 1u], 0u), lanes_get(x[4u * b + 2u], 0u),
+                                        lanes_get(x[4u * b + 3u], 0u)));
+      bb4_store_aligned(p1, b, bb4_make(lanes_get(x[8u + 4u * b], 0u), lanes_get(x[9u + 4u * b], 0u),
+                                        lanes_get(x[10u + 4u * b], 0u), lanes_get(x[11u + 4u * b], 0u)));
     }
   } else {
     lanes_transpose(x);  // x[l] = lane l's 16 uints: elements 0..3

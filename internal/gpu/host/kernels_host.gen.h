@@ -926,9 +926,14 @@ MSL_FN bb4 bb4_load(MSL_DEVICE const uint* p, uint i) {
   return bb4_make(p[4u * i], p[4u * i + 1u], p[4u * i + 2u], p[4u * i + 3u]);
 }
 
-// Element i of a device buffer of Fp4 values written as one 16-byte store on GPUs (the buffer
-// 16-byte aligned): neighbouring threads writing neighbouring elements cover whole lines.
+// Element i of a device buffer of Fp4 values (16-byte aligned) read and written as one 16-byte
+// access on GPUs: neighbouring threads on neighbouring elements cover whole lines, and a thread's
+// block of elements takes a quarter of the instructions.
 #if defined(MSL_TARGET_CUDA)
+MSL_FN bb4 bb4_load_aligned(MSL_DEVICE const uint* p, uint i) {
+  uint4 q = reinterpret_cast<const uint4*>(p)[i];
+  return bb4_make(q.x, q.y, q.z, q.w);
+}
 MSL_FN void bb4_store_aligned(MSL_DEVICE uint* p, uint i, bb4 v) {
   uint4 q;
   q.x = v[0];
@@ -938,8 +943,10 @@ MSL_FN void bb4_store_aligned(MSL_DEVICE uint* p, uint i, bb4 v) {
   reinterpret_cast<uint4*>(p)[i] = q;
 }
 #elif defined(__METAL_VERSION__)
+MSL_FN bb4 bb4_load_aligned(MSL_DEVICE const uint* p, uint i) { return ((MSL_DEVICE const uint4*)p)[i]; }
 MSL_FN void bb4_store_aligned(MSL_DEVICE uint* p, uint i, bb4 v) { ((MSL_DEVICE uint4*)p)[i] = v; }
 #else
+#define bb4_load_aligned bb4_load
 #define bb4_store_aligned bb4_store
 #endif
 
@@ -4157,18 +4164,28 @@ MSL_FN void bb4l_mul_uniform_acc(MSL_THREAD lanes_uint* acc, MSL_THREAD const la
 
 // v[0..16) = the 16·MSL_LANES uints from p, transposed (see the top of this file).
 MSL_FN void bb4l_load_block(MSL_THREAD lanes_uint* v, MSL_DEVICE const uint* p) {
+#if MSL_LANES == 1 && (defined(MSL_TARGET_CUDA) || defined(__METAL_VERSION__))
+  // GPUs: the four elements as 16-byte loads (every caller's p is element-aligned).
+  for (uint a = 0u; a < 4u; a++) {
+    bb4 e = bb4_load_aligned(p, a);
+    for (uint c = 0u; c < 4u; c++) v[4u * a + c] = e[c];
+  }
+#else
   for (uint k = 0u; k < 16u; k++) v[k] = lanes_ld_dev(p + k * MSL_LANES);
   lanes_transpose(v);
+#endif
 }
 
 // The inverse for a block whose elements come in pairs: given x[4b + c] = component c of lane l's
 // element b (b < 4), writes lane l's elements 0, 1 at p0 + 8l and elements 2, 3 at p1 + 8l
 // (8 uints each). x is overwritten.
 MSL_FN void bb4l_store_pairs(MSL_DEVICE uint* p0, MSL_DEVICE uint* p1, MSL_THREAD lanes_uint* x) {
-  if (MSL_LANES == 1u) {
-    for (uint k = 0u; k < 8u; k++) {
-      p0[k] = lanes_get(x[k], 0u);
-      p1[k] = lanes_get(x[8u + k], 0u);
+  if (MSL_LANES == 1u) {  // GPUs: 16-byte stores (p0, p1 element-aligned)
+    for (uint b = 0u; b < 2u; b++) {
+      bb4_store_aligned(p0, b, bb4_make(lanes_get(x[4u * b], 0u), lanes_get(x[4u * b + 1u], 0u), lanes_get(x[4u * b + 2u], 0u),
+                                        lanes_get(x[4u * b + 3u], 0u)));
+      bb4_store_aligned(p1, b, bb4_make(lanes_get(x[8u + 4u * b], 0u), lanes_get(x[9u + 4u * b], 0u),
+                                        lanes_get(x[10u + 4u * b], 0u), lanes_get(x[11u + 4u * b], 0u)));
     }
   } else {
     lanes_transpose(x);  // x[l] = lane l's 16 uints: elements 0..3
