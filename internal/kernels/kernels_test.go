@@ -52,7 +52,12 @@ func syncs(t *testing.T, f func() error) int {
 
 func upload(t *testing.T, v []field.Fp) *gpu.Array[Mont] {
 	t.Helper()
-	a, err := UploadMont(testDev, "test input", v)
+	return uploadMontOn(t, testDev, v)
+}
+
+func uploadMontOn(t *testing.T, dev *gpu.Device, v []field.Fp) *gpu.Array[Mont] {
+	t.Helper()
+	a, err := UploadMont(dev, "test input", v)
 	if err != nil {
 		t.Fatal(err)
 	}

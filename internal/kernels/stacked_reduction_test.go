@@ -269,16 +269,6 @@ func TestLagrangeWeights(t *testing.T) {
 
 // TestStackedBindQ: sr_bind_q against the Horner of each block's IDFT, on the host device and on
 // a host device posing as a GPU, with values at 0 and p − 1 among the random ones.
-func uploadMontOn(t *testing.T, dev *gpu.Device, v []field.Fp) *gpu.Array[Mont] {
-	t.Helper()
-	a, err := UploadMont(dev, "test input", v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Free)
-	return a
-}
-
 func TestStackedBindQ(t *testing.T) {
 	r := rand.New(rand.NewPCG(27, 28))
 	gpuDev, _ := openLimited(t, nil)
