@@ -1024,37 +1024,37 @@ func dispatchZcBindUni(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer,
 	return enc.Dispatch("zc_bind_uni", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(w), gpu.Buf(colmap), gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/constraints/zerocheck.metal:362).
+// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/constraints/zerocheck.metal:371).
 func dispatchZcBindSelectors(enc *gpu.Batch, groups, tpg gpu.Dim3, tables *gpu.Buffer, p zcBindSelParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_selectors", groups, tpg, []gpu.Arg{gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/constraints/zerocheck.metal:479).
+// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/constraints/zerocheck.metal:488).
 func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
 	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/constraints/zerocheck.metal:628).
+// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/constraints/zerocheck.metal:637).
 func dispatchZcRoundPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcPiecesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_round_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
 }
 
-// dispatchZcRoundLevels encodes kernel zc_round_levels (shaders/constraints/zerocheck.metal:748).
+// dispatchZcRoundLevels encodes kernel zc_round_levels (shaders/constraints/zerocheck.metal:757).
 func dispatchZcRoundLevels(enc *gpu.Batch, groups, tpg gpu.Dim3, lcode *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcLevelsParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_round_levels", groups, tpg, []gpu.Arg{gpu.Buf(lcode), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
 }
 
-// dispatchZcUniValues encodes kernel zc_uni_values (shaders/constraints/zerocheck.metal:895).
+// dispatchZcUniValues encodes kernel zc_uni_values (shaders/constraints/zerocheck.metal:904).
 func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcValuesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
 }
 
-// dispatchZcSlotValues encodes kernel zc_slot_values (shaders/constraints/zerocheck.metal:1029).
+// dispatchZcSlotValues encodes kernel zc_slot_values (shaders/constraints/zerocheck.metal:1038).
 func dispatchZcSlotValues(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, scale *gpu.Buffer, srcmap *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcSlotValuesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_slot_values", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(scale), gpu.Buf(srcmap), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
 }
 
-// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/constraints/zerocheck.metal:1121).
+// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/constraints/zerocheck.metal:1130).
 func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
@@ -1136,27 +1136,27 @@ func dispatchSrBindW(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, w
 	return enc.Dispatch("sr_bind_w", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(weights), gpu.Buf(etab), gpu.Buf(w), p.arg()})
 }
 
-// dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/openings/whir.metal:89).
+// dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/openings/whir.metal:106).
 func dispatchWhirBatchBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, mu *gpu.Buffer, tw *gpu.Buffer, f *gpu.Buffer, p whirBatchParams) *gpu.Batch {
 	return enc.Dispatch("whir_batch_blocks", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(mu), gpu.Buf(tw), gpu.Buf(f), p.arg()})
 }
 
-// dispatchWhirSubsetPass encodes kernel whir_subset_pass (shaders/openings/whir.metal:152).
+// dispatchWhirSubsetPass encodes kernel whir_subset_pass (shaders/openings/whir.metal:169).
 func dispatchWhirSubsetPass(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirSubsetParams) *gpu.Batch {
 	return enc.Dispatch("whir_subset_pass", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirFp4ToPlanes encodes kernel whir_fp4_to_planes (shaders/openings/whir.metal:186).
+// dispatchWhirFp4ToPlanes encodes kernel whir_fp4_to_planes (shaders/openings/whir.metal:203).
 func dispatchWhirFp4ToPlanes(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirPlanesParams) *gpu.Batch {
 	return enc.Dispatch("whir_fp4_to_planes", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirHorner encodes kernel whir_horner (shaders/openings/whir.metal:208).
+// dispatchWhirHorner encodes kernel whir_horner (shaders/openings/whir.metal:225).
 func dispatchWhirHorner(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirHornerParams) *gpu.Batch {
 	return enc.Dispatch("whir_horner", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:239).
+// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:256).
 func dispatchWhirPowEqTables(enc *gpu.Batch, groups, tpg gpu.Dim3, pc *gpu.Buffer, lo *gpu.Buffer, hi *gpu.Buffer, p whirEqTablesParams) *gpu.Batch {
 	return enc.Dispatch("whir_pow_eq_tables", groups, tpg, []gpu.Arg{gpu.Buf(pc), gpu.Buf(lo), gpu.Buf(hi), p.arg()})
 }

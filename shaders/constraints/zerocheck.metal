@@ -282,10 +282,19 @@ kernel void zc_bind_uni(device const uint* values [[buffer(0)]],
       // (the rotation's last term); weights past g are 0, so the unused terms vanish.
       for (uint i = 0u; i < n; i += 4u) {
         uint g = min(4u, n - i);
-        uint v0 = col[(base + i) & hmask];
-        uint v1 = g > 1u ? col[(base + i + 1u) & hmask] : 0u;
-        uint v2 = g > 2u ? col[(base + i + 2u) & hmask] : 0u;
-        uint v3 = g > 3u ? col[(base + i + 3u) & hmask] : 0u;
+        uint v0, v1, v2, v3;
+        if (g == 4u && hmask >= 3u) {  // four rows in one 16-byte load on GPUs (aligned: 4 | base + i, 4 | h)
+          bb4 q4 = bb4_load_aligned(col, ((base + i) & hmask) >> 2);
+          v0 = q4[0];
+          v1 = q4[1];
+          v2 = q4[2];
+          v3 = q4[3];
+        } else {
+          v0 = col[(base + i) & hmask];
+          v1 = g > 1u ? col[(base + i + 1u) & hmask] : 0u;
+          v2 = g > 2u ? col[(base + i + 2u) & hmask] : 0u;
+          v3 = g > 3u ? col[(base + i + 3u) & hmask] : 0u;
+        }
         uint v4 = col[(base + i + g) & hmask];
         uint r0 = g > 1u ? v1 : v4;
         uint r1 = g > 2u ? v2 : v4;
@@ -301,8 +310,8 @@ kernel void zc_bind_uni(device const uint* values [[buffer(0)]],
           }
         }
       }
-      if (tl != ZC_NONE) bb4_store(tables, tl * stride + x, bb4_make(accl[0], accl[1], accl[2], accl[3]));
-      if (tr != ZC_NONE) bb4_store(tables, tr * stride + x, bb4_make(accr[0], accr[1], accr[2], accr[3]));
+      if (tl != ZC_NONE) bb4_store_aligned(tables, tl * stride + x, bb4_make(accl[0], accl[1], accl[2], accl[3]));
+      if (tr != ZC_NONE) bb4_store_aligned(tables, tr * stride + x, bb4_make(accr[0], accr[1], accr[2], accr[3]));
     }
     return;
   }

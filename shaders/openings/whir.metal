@@ -38,10 +38,19 @@ MSL_FN void whir_batch_block(device const uint* q, device const uint* mu, device
   uint r0 = blk << L;
   for (uint j = 0u; j < width; j++) {
     bb4 m = bb4_load(mu, mu_off + j);
-    device const uint* col = q + (j * height + r0);
+    uint qv[32];
+    if (B >= 4u) {  // 16-byte loads on GPUs (the block is 16-byte aligned: height is a multiple of B)
+      uint e0 = (j * height + r0) >> 2;
+      for (uint t = 0u; t < B; t += 4u) {
+        bb4 w = bb4_load_aligned(q, e0 + (t >> 2));
+        for (uint k = 0u; k < 4u; k++) qv[t + k] = w[k];
+      }
+    } else {
+      for (uint t = 0u; t < B; t++) qv[t] = q[j * height + r0 + t];
+    }
     for (uint c = 0u; c < NC; c++) {
       uint mc = m[C0 + c];
-      for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_add(acc[c * B + t], bb_mul(mc, col[t]));
+      for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_add(acc[c * B + t], bb_mul(mc, qv[t]));
     }
   }
   for (uint c = 0u; c < NC; c++) {
@@ -70,6 +79,14 @@ MSL_FN void whir_batch_block(device const uint* q, device const uint* mu, device
       }
     }
     for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_mul(v[t], scale);
+  }
+  if (C0 == 0u && NC == 4u) {  // a row's Fp4 value as one 16-byte access on GPUs
+    for (uint t = 0u; t < B; t++) {
+      bb4 x = bb4_make(acc[t], acc[B + t], acc[2u * B + t], acc[3u * B + t]);
+      if (accumulate != 0u) x = bb4_add(bb4_load_aligned(f, r0 + t), x);
+      bb4_store_aligned(f, r0 + t, x);
+    }
+    return;
   }
   device uint* out = f + 4u * r0 + C0;
   for (uint t = 0u; t < B; t++) {

@@ -5284,10 +5284,19 @@ MSL_KERNEL void msl_kernel_zc_bind_uni(MSL_DEVICE const uint* values            
       // (the rotation's last term); weights past g are 0, so the unused terms vanish.
       for (uint i = 0u; i < n; i += 4u) {
         uint g = min(4u, n - i);
-        uint v0 = col[(base + i) & hmask];
-        uint v1 = g > 1u ? col[(base + i + 1u) & hmask] : 0u;
-        uint v2 = g > 2u ? col[(base + i + 2u) & hmask] : 0u;
-        uint v3 = g > 3u ? col[(base + i + 3u) & hmask] : 0u;
+        uint v0, v1, v2, v3;
+        if (g == 4u && hmask >= 3u) {  // four rows in one 16-byte load on GPUs (aligned: 4 | base + i, 4 | h)
+          bb4 q4 = bb4_load_aligned(col, ((base + i) & hmask) >> 2);
+          v0 = q4[0];
+          v1 = q4[1];
+          v2 = q4[2];
+          v3 = q4[3];
+        } else {
+          v0 = col[(base + i) & hmask];
+          v1 = g > 1u ? col[(base + i + 1u) & hmask] : 0u;
+          v2 = g > 2u ? col[(base + i + 2u) & hmask] : 0u;
+          v3 = g > 3u ? col[(base + i + 3u) & hmask] : 0u;
+        }
         uint v4 = col[(base + i + g) & hmask];
         uint r0 = g > 1u ? v1 : v4;
         uint r1 = g > 2u ? v2 : v4;
@@ -5303,8 +5312,8 @@ MSL_KERNEL void msl_kernel_zc_bind_uni(MSL_DEVICE const uint* values            
           }
         }
       }
-      if (tl != ZC_NONE) bb4_store(tables, tl * stride + x, bb4_make(accl[0], accl[1], accl[2], accl[3]));
-      if (tr != ZC_NONE) bb4_store(tables, tr * stride + x, bb4_make(accr[0], accr[1], accr[2], accr[3]));
+      if (tl != ZC_NONE) bb4_store_aligned(tables, tl * stride + x, bb4_make(accl[0], accl[1], accl[2], accl[3]));
+      if (tr != ZC_NONE) bb4_store_aligned(tables, tr * stride + x, bb4_make(accr[0], accr[1], accr[2], accr[3]));
     }
     return;
   }
@@ -7126,10 +7135,19 @@ MSL_FN void whir_batch_block(MSL_DEVICE const uint* q, MSL_DEVICE const uint* mu
   uint r0 = blk << L;
   for (uint j = 0u; j < width; j++) {
     bb4 m = bb4_load(mu, mu_off + j);
-    MSL_DEVICE const uint* col = q + (j * height + r0);
+    uint qv[32];
+    if (B >= 4u) {  // 16-byte loads on GPUs (the block is 16-byte aligned: height is a multiple of B)
+      uint e0 = (j * height + r0) >> 2;
+      for (uint t = 0u; t < B; t += 4u) {
+        bb4 w = bb4_load_aligned(q, e0 + (t >> 2));
+        for (uint k = 0u; k < 4u; k++) qv[t + k] = w[k];
+      }
+    } else {
+      for (uint t = 0u; t < B; t++) qv[t] = q[j * height + r0 + t];
+    }
     for (uint c = 0u; c < NC; c++) {
       uint mc = m[C0 + c];
-      for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_add(acc[c * B + t], bb_mul(mc, col[t]));
+      for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_add(acc[c * B + t], bb_mul(mc, qv[t]));
     }
   }
   for (uint c = 0u; c < NC; c++) {
@@ -7158,6 +7176,14 @@ MSL_FN void whir_batch_block(MSL_DEVICE const uint* q, MSL_DEVICE const uint* mu
       }
     }
     for (uint t = 0u; t < B; t++) acc[c * B + t] = bb_mul(v[t], scale);
+  }
+  if (C0 == 0u && NC == 4u) {  // a row's Fp4 value as one 16-byte access on GPUs
+    for (uint t = 0u; t < B; t++) {
+      bb4 x = bb4_make(acc[t], acc[B + t], acc[2u * B + t], acc[3u * B + t]);
+      if (accumulate != 0u) x = bb4_add(bb4_load_aligned(f, r0 + t), x);
+      bb4_store_aligned(f, r0 + t, x);
+    }
+    return;
   }
   MSL_DEVICE uint* out = f + 4u * r0 + C0;
   for (uint t = 0u; t < B; t++) {

@@ -416,13 +416,13 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:362", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "zc_bind_selectors", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:371", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "tables", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant ZcBindSelParams&", Kind: ParamValue, Index: 1, ValueSize: 68},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:479", UsesBarrier: false, NBuf: 11, NTG: 0, Params: []Param{
+	{Name: "zc_round_eval", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:488", UsesBarrier: false, NBuf: 11, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "kinds", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -437,7 +437,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:628", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
+	{Name: "zc_round_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:637", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -454,7 +454,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 14, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_round_levels", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:748", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
+	{Name: "zc_round_levels", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:757", UsesBarrier: true, NBuf: 10, NTG: 1, Params: []Param{
 		{Name: "lcode", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -471,7 +471,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 14, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:895", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
+	{Name: "zc_uni_values", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:904", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
 		{Name: "coefs", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "deltas", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "srcmap", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -486,7 +486,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "zc_slot_values", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:1029", UsesBarrier: true, NBuf: 9, NTG: 1, Params: []Param{
+	{Name: "zc_slot_values", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:1038", UsesBarrier: true, NBuf: 9, NTG: 1, Params: []Param{
 		{Name: "values", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "part_cols", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -501,7 +501,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:1121", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
+	{Name: "zc_uni_pieces", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:1130", UsesBarrier: false, NBuf: 12, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -679,7 +679,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_batch_blocks", Family: "whir", Pos: "shaders/openings/whir.metal:89", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "whir_batch_blocks", Family: "whir", Pos: "shaders/openings/whir.metal:106", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "mu", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -688,28 +688,28 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_subset_pass", Family: "whir", Pos: "shaders/openings/whir.metal:152", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_subset_pass", Family: "whir", Pos: "shaders/openings/whir.metal:169", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirSubsetParams&", Kind: ParamValue, Index: 2, ValueSize: 16},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_fp4_to_planes", Family: "whir", Pos: "shaders/openings/whir.metal:186", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_fp4_to_planes", Family: "whir", Pos: "shaders/openings/whir.metal:203", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirPlanesParams&", Kind: ParamValue, Index: 2, ValueSize: 8},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_horner", Family: "whir", Pos: "shaders/openings/whir.metal:208", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_horner", Family: "whir", Pos: "shaders/openings/whir.metal:225", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirHornerParams&", Kind: ParamValue, Index: 2, ValueSize: 32},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/openings/whir.metal:239", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/openings/whir.metal:256", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "pc", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lo", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "hi", Type: "device uint*", Kind: ParamBuffer, Index: 2},
