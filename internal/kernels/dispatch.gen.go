@@ -716,6 +716,19 @@ func (v srBindQParams) arg() gpu.Arg {
 	return gpu.U32(v.entries, v.logN, v.outOff)
 }
 
+// srSliceWeightsParams is the value struct SrSliceWeightsParams of the shaders: uint fields in declaration order.
+type srSliceWeightsParams struct {
+	count uint32
+	lam0  uint32
+	lam1  uint32
+	lam2  uint32
+	lam3  uint32
+}
+
+func (v srSliceWeightsParams) arg() gpu.Arg {
+	return gpu.U32(v.count, v.lam0, v.lam1, v.lam2, v.lam3)
+}
+
 // srBindWeightsParams is the value struct SrBindWeightsParams of the shaders: uint fields in declaration order.
 type srBindWeightsParams struct {
 	count  uint32
@@ -1111,27 +1124,32 @@ func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buff
 	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchSrUniChunks encodes kernel sr_uni_chunks (shaders/openings/stacked_reduction.metal:71).
+// dispatchSrUniChunks encodes kernel sr_uni_chunks (shaders/openings/stacked_reduction.metal:72).
 func dispatchSrUniChunks(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, slices *gpu.Buffer, etab *gpu.Buffer, sums *gpu.Buffer, p srUniParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sr_uni_chunks", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(slices), gpu.Buf(etab), gpu.Buf(sums), p.arg()}, scratchBytes)
 }
 
-// dispatchSrUniWeigh encodes kernel sr_uni_weigh (shaders/openings/stacked_reduction.metal:179).
+// dispatchSrUniWeigh encodes kernel sr_uni_weigh (shaders/openings/stacked_reduction.metal:180).
 func dispatchSrUniWeigh(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, slices *gpu.Buffer, partials *gpu.Buffer, p srUniWeighParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sr_uni_weigh", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(slices), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchSrBindQ encodes kernel sr_bind_q (shaders/openings/stacked_reduction.metal:239).
+// dispatchSrBindQ encodes kernel sr_bind_q (shaders/openings/stacked_reduction.metal:240).
 func dispatchSrBindQ(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, lag *gpu.Buffer, out *gpu.Buffer, p srBindQParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_q", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(lag), gpu.Buf(out), p.arg()})
 }
 
-// dispatchSrBindWeights encodes kernel sr_bind_weights (shaders/openings/stacked_reduction.metal:289).
+// dispatchSrSliceWeights encodes kernel sr_slice_weights (shaders/openings/stacked_reduction.metal:291).
+func dispatchSrSliceWeights(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, rotBits *gpu.Buffer, p srSliceWeightsParams) *gpu.Batch {
+	return enc.Dispatch("sr_slice_weights", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(rotBits), p.arg()})
+}
+
+// dispatchSrBindWeights encodes kernel sr_bind_weights (shaders/openings/stacked_reduction.metal:322).
 func dispatchSrBindWeights(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, uni *gpu.Buffer, weights *gpu.Buffer, p srBindWeightsParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_weights", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(uni), gpu.Buf(weights), p.arg()})
 }
 
-// dispatchSrBindW encodes kernel sr_bind_w (shaders/openings/stacked_reduction.metal:323).
+// dispatchSrBindW encodes kernel sr_bind_w (shaders/openings/stacked_reduction.metal:356).
 func dispatchSrBindW(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, weights *gpu.Buffer, etab *gpu.Buffer, w *gpu.Buffer, p srBindWParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_w", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(weights), gpu.Buf(etab), gpu.Buf(w), p.arg()})
 }

@@ -25,6 +25,7 @@ type StackedSlice struct {
 	A, BW  field.Fp4 // weights of G0 and of G1 − G0 (UniWeigh, BindWeights)
 	WStart int       // Fp4 index in the W table of the slice's first entry (BindW)
 	Short  bool      // log height < lSkip: BindWeights leaves its weights to the host
+	Claim  int       // k: the weights λ^(2k), λ^(2k+1) of EncodeStackedSliceWeights
 }
 
 // Descriptor words (shaders/openings/stacked_reduction.metal SR_*).
@@ -39,6 +40,7 @@ const (
 	srRot        = 12
 	srWStart     = 13
 	srShort      = 14
+	srClaim      = 15
 )
 
 // StackedChunkLog is the log2 of the blocks per chunk: chunks of 2^14 values (on a GPU, 64 per
@@ -57,13 +59,15 @@ func PackStackedSlices(slices []StackedSlice, lSkip int) (words []uint32, chunks
 	words = make([]uint32, srSliceWords*len(slices))
 	for i, s := range slices {
 		if s.NN < 0 || s.NN > 30-lSkip || s.QStart < 0 || s.EOff < 0 || s.WStart < 0 ||
-			s.QStart+(1<<(lSkip+s.NN)) >= maxElems || 4*(s.EOff+1<<s.NN) >= maxElems || 4*(s.WStart+1<<s.NN) >= maxElems {
+			s.QStart+(1<<(lSkip+s.NN)) >= maxElems || 4*(s.EOff+1<<s.NN) >= maxElems || 4*(s.WStart+1<<s.NN) >= maxElems ||
+			s.Claim < 0 || s.Claim >= maxElems {
 			return nil, 0, fmt.Errorf("kernels: stacked slice %d: %+v", i, s)
 		}
 		d := words[srSliceWords*i:]
 		d[srQStart], d[srEOff], d[srNN], d[srChunk0] = uint32(s.QStart), uint32(s.EOff), uint32(s.NN), uint32(chunks)
 		SetStackedSliceWeights(words, i, s.A, s.BW)
 		d[srWStart] = uint32(s.WStart)
+		d[srClaim] = uint32(s.Claim)
 		if s.Short {
 			d[srShort] = 1
 		}
@@ -247,6 +251,26 @@ func EncodeStackedBindWeights(b *gpu.Batch, dev *gpu.Device, slices *gpu.Array[u
 	}
 	g, t := shapeFor(dev, "sr_bind_weights", count)
 	dispatchSrBindWeights(b, g, t, slices.Buffer, uni.Buffer, weights.Buffer, srBindWeightsParams{count: uint32(count), uniOff: uint32(uniOff)})
+	return b.Err()
+}
+
+// EncodeStackedSliceWeights sets the batching weights of the first count slices of a packed
+// descriptor buffer from λ (stark.StackingBatch): A = λ^(2k) and, for a slice whose bit in
+// rotBits (bit s%32 of word s/32) is set, BW = λ^(2k+1), else 0; k the slice's Claim. Short
+// slices are left as they are.
+func EncodeStackedSliceWeights(b *gpu.Batch, dev *gpu.Device, slices *gpu.Array[uint32], count int, lambda field.Fp4, rotBits *gpu.Array[uint32]) error {
+	if count <= 0 {
+		return fmt.Errorf("kernels: StackedSliceWeights: %d slices", count)
+	}
+	if err := checkArray("StackedSliceWeights", slices, srSliceWords*count); err != nil {
+		return err
+	}
+	if err := checkArray("StackedSliceWeights", rotBits, (count+31)/32); err != nil {
+		return err
+	}
+	lam := MontFp4(lambda)
+	g, t := shapeFor(dev, "sr_slice_weights", count)
+	dispatchSrSliceWeights(b, g, t, slices.Buffer, rotBits.Buffer, srSliceWeightsParams{count: uint32(count), lam0: lam[0], lam1: lam[1], lam2: lam[2], lam3: lam[3]})
 	return b.Err()
 }
 

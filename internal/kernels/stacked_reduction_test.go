@@ -396,6 +396,84 @@ func TestSetStackedSliceWeights(t *testing.T) {
 	}
 }
 
+// TestStackedSliceWeights: sr_slice_weights against the packed descriptors of the same slices
+// with their weights λ^(2k), λ^(2k+1) computed in Go (stark.StackingBatch's definition), for
+// claim indices 0, 1, large and random, rotation flags across word boundaries, λ random and with
+// coordinates 0 and p − 1; short slices keep their words.
+func TestStackedSliceWeights(t *testing.T) {
+	r := rand.New(rand.NewPCG(57, 58))
+	const pm1 = field.Fp(2013265920)
+	for _, lambda := range []field.Fp4{fieldrand.Fp4(r), {pm1, 0, pm1, 1}, {0, 0, 0, pm1}} {
+		var slices []StackedSlice
+		var rot []bool
+		for i := range 200 {
+			s := StackedSlice{NN: i % 4, Claim: i, Short: i%11 == 5}
+			switch {
+			case i == 7:
+				s.Claim = 1<<27 + 3
+			case i%5 == 4:
+				s.Claim = r.IntN(1 << 20)
+			}
+			if s.Short { // as the device prover packs them: its own words, never rewritten here
+				s.NN, s.A, s.BW = 0, fieldrand.Fp4(r), fieldrand.Fp4(r)
+			}
+			slices = append(slices, s)
+			rot = append(rot, r.IntN(2) == 0)
+		}
+		words, _, err := PackStackedSlices(slices, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append([]uint32(nil), words...)
+		bits := make([]uint32, (len(slices)+31)/32)
+		for i, s := range slices {
+			if rot[i] {
+				bits[i/32] |= 1 << (i % 32)
+			}
+			if s.Short {
+				continue
+			}
+			a := lambda.Exp(2 * uint64(s.Claim))
+			var bw field.Fp4
+			if rot[i] {
+				bw = a.Mul(lambda)
+			}
+			SetStackedSliceWeights(want, i, a, bw)
+			want[srSliceWords*i+srRot] = 0
+			if rot[i] {
+				want[srSliceWords*i+srRot] = 1
+			}
+		}
+		sa, err := gpu.UploadArray(testDev, "slices", words)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ba, err := gpu.UploadArray(testDev, "rotation flags", bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := testDev.Batch()
+		if err := EncodeStackedSliceWeights(b, testDev, sa, len(slices), lambda, ba); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]uint32, len(words))
+		if err := sa.Read(got, 0); err != nil {
+			t.Fatal(err)
+		}
+		sa.Free()
+		ba.Free()
+		for i := range slices {
+			d := srSliceWords * i
+			if fmt.Sprint(got[d:d+srSliceWords]) != fmt.Sprint(want[d:d+srSliceWords]) {
+				t.Fatalf("λ %v, slice %d (%+v, rotation %v): got %v, want %v", lambda, i, slices[i], rot[i], got[d:d+srSliceWords], want[d:d+srSliceWords])
+			}
+		}
+	}
+}
+
 // TestStackedBindWeights: sr_bind_weights against the Go formula on a descriptor list with short
 // slices (left as they were), from an offset in the scalars' buffer.
 func TestStackedBindWeights(t *testing.T) {

@@ -261,16 +261,13 @@ func checkStacking(dev *gpu.Device, p params.SystemParams, r *rand.Rand, commits
 		dcs, rcs = append(dcs, dc), append(rcs, rc)
 	}
 	pt := randFp4s(r, p.NStack+1)
-	batch := &stark.StackingBatch{}
+	batch := &stark.StackingBatch{Lambda: randFp4s(r, 1)[0]}
 	for _, c := range dcs {
-		n := len(c.Layout().Cols)
-		eq, rot := randFp4s(r, n), randFp4s(r, n)
+		rot := make([]bool, len(c.Layout().Cols))
 		for i := range rot {
-			if i%3 == 0 {
-				rot[i] = field.Fp4{}
-			}
+			rot[i] = i%3 != 0
 		}
-		batch.EqWeight, batch.RotWeight = append(batch.EqWeight, eq), append(batch.RotWeight, rot)
+		batch.NeedRot = append(batch.NeedRot, rot)
 	}
 	dsp, err := be.NewStackingProver(p, dcs, pt)
 	if err != nil {

@@ -82,7 +82,7 @@ type StackingBackend interface {
 	// NewStackingProver prepares the stacked opening reduction over commits at the batch-sumcheck
 	// point r = (r_0; r_1, …), at least 1 + max ñ long: all of it that the batching weights do not
 	// enter (Prove builds it beside the transcript's absorb of the column openings, before λ is
-	// sampled). UnivariateRound takes the weights.
+	// sampled). UnivariateRound takes λ.
 	NewStackingProver(p params.SystemParams, commits []Committed, r []field.Fp4) (StackingProver, error)
 }
 
@@ -93,23 +93,59 @@ type WhirBackend interface {
 	NewWhirProver(p params.SystemParams, commits []Committed, mu field.Fp4, uCube []field.Fp4) (WhirProver, error)
 }
 
-// StackingBatch holds the weights of the batched kernel W_{c,m} of the stacked reduction (spec B
-// §5.3).
+// StackingBatch is the batching of the stacked reduction's opening claims (spec B §5.3): the
+// claim of sorted column i of commitment c, the k-th in (commitment, column) order, has the eq
+// weight λ^(2k) and, where its matrix needs the rotation, the rotation weight λ^(2k+1) (else 0).
+// The backend computes the weights it needs (the device backend on the device, so that nothing
+// but λ waits for the transcript's absorb of the column openings).
 type StackingBatch struct {
-	// EqWeight[c][i] and RotWeight[c][i] are the weights of sorted column i of commitment c:
-	// λ^(2k) and (need_rot ? λ^(2k+1) : 0), k the global claim index.
-	EqWeight, RotWeight [][]field.Fp4
+	Lambda field.Fp4
+	// NeedRot[c][i] says whether sorted column i of commitment c has a rotation claim.
+	NeedRot [][]bool
 }
 
-// CheckStackingBatch checks that b holds a weight pair for every sorted column of every
+// Weights returns the eq and rotation weights of every sorted column ([c][i]).
+func (b *StackingBatch) Weights() (eqW, rotW [][]field.Fp4) {
+	lsq := b.Lambda.Square()
+	pw := field.Fp4One
+	eqW = make([][]field.Fp4, len(b.NeedRot))
+	rotW = make([][]field.Fp4, len(b.NeedRot))
+	for c, cols := range b.NeedRot {
+		eqW[c] = make([]field.Fp4, len(cols))
+		rotW[c] = make([]field.Fp4, len(cols))
+		for i, rot := range cols {
+			eqW[c][i] = pw
+			if rot {
+				rotW[c][i] = pw.Mul(b.Lambda)
+			}
+			pw = pw.Mul(lsq)
+		}
+	}
+	return eqW, rotW
+}
+
+// Weight returns the eq and rotation weights of sorted column i of commitment c alone.
+func (b *StackingBatch) Weight(c, i int) (eq, rot field.Fp4) {
+	k := i
+	for _, cols := range b.NeedRot[:c] {
+		k += len(cols)
+	}
+	eq = b.Lambda.Exp(2 * uint64(k))
+	if b.NeedRot[c][i] {
+		rot = eq.Mul(b.Lambda)
+	}
+	return eq, rot
+}
+
+// CheckStackingBatch checks that b has a rotation flag for every sorted column of every
 // commitment (layouts in commitment-list order).
 func CheckStackingBatch(b *StackingBatch, layouts []*StackedLayout) error {
-	if b == nil || len(b.EqWeight) != len(layouts) || len(b.RotWeight) != len(layouts) {
-		return fmt.Errorf("%w: stacking weights do not match %d commitments", ErrOpeningInput, len(layouts))
+	if b == nil || len(b.NeedRot) != len(layouts) {
+		return fmt.Errorf("%w: stacking batch does not match %d commitments", ErrOpeningInput, len(layouts))
 	}
 	for c, l := range layouts {
-		if len(b.EqWeight[c]) != len(l.Cols) || len(b.RotWeight[c]) != len(l.Cols) {
-			return fmt.Errorf("%w: commitment %d weights", ErrOpeningInput, c)
+		if len(b.NeedRot[c]) != len(l.Cols) {
+			return fmt.Errorf("%w: commitment %d: %d rotation flags for %d columns", ErrOpeningInput, c, len(b.NeedRot[c]), len(l.Cols))
 		}
 	}
 	return nil
@@ -118,7 +154,7 @@ func CheckStackingBatch(b *StackingBatch, layouts []*StackedLayout) error {
 // StackingProver runs the stacked reduction's sumcheck rounds on the backend.
 type StackingProver interface {
 	// UnivariateRound returns the 2(2^l_skip − 1) + 1 coefficients of s_0(Z) (constant first)
-	// with the batching weights of b.
+	// with the batching of b.
 	UnivariateRound(b *StackingBatch) ([]field.Fp4, error)
 	// BindUnivariate fixes Z = u_0.
 	BindUnivariate(u0 field.Fp4) error

@@ -74,26 +74,30 @@ func flattenClaims(p params.SystemParams, layouts []*StackedLayout, claims *Open
 	return out, nil
 }
 
-// batchWeights returns λ^(2k) and [need_rot]·λ^(2k+1) per commitment and column, and the
-// batched claim Σ_k λ^(2k)(t_k + λ·t_k^rot).
-func batchWeights(flat [][]stackingClaim, lambda field.Fp4) (eqW, rotW [][]field.Fp4, claim field.Fp4) {
+// rotationFlags returns whether each of flat's claims has a rotation claim ([c][i]).
+func rotationFlags(flat [][]stackingClaim) [][]bool {
+	flags := make([][]bool, len(flat))
+	for c, cols := range flat {
+		flags[c] = make([]bool, len(cols))
+		for i, cl := range cols {
+			flags[c][i] = cl.needRot
+		}
+	}
+	return flags
+}
+
+// batchedClaim is Σ_k λ^(2k)(t_k + λ·t_k^rot) over flat's claims in order.
+func batchedClaim(flat [][]stackingClaim, lambda field.Fp4) field.Fp4 {
 	lsq := lambda.Square()
 	pw := field.Fp4One
-	eqW = make([][]field.Fp4, len(flat))
-	rotW = make([][]field.Fp4, len(flat))
-	for c, cols := range flat {
-		eqW[c] = make([]field.Fp4, len(cols))
-		rotW[c] = make([]field.Fp4, len(cols))
-		for i, cl := range cols {
-			eqW[c][i] = pw
+	var claim field.Fp4
+	for _, cols := range flat {
+		for _, cl := range cols {
 			claim = claim.Add(pw.Mul(cl.t.Add(lambda.Mul(cl.tRot))))
-			if cl.needRot {
-				rotW[c][i] = pw.Mul(lambda)
-			}
 			pw = pw.Mul(lsq)
 		}
 	}
-	return eqW, rotW, claim
+	return claim
 }
 
 // ProveStacking runs the stacked opening reduction prover (spec B §5.4) on sp, a prover of
@@ -109,10 +113,11 @@ func ProveStacking(sp StackingProver, tr *transcript.Transcript, p params.System
 	if err != nil {
 		return StackingProof{}, nil, err
 	}
-	lambda := tr.SampleExt()
-	eqW, rotW, _ := batchWeights(flat, lambda)
+	// λ and the rotation flags: the backend computes the weights (the batched claim is the
+	// verifier's).
+	batch := &StackingBatch{NeedRot: rotationFlags(flat), Lambda: tr.SampleExt()}
 	var proof StackingProof
-	if proof.UnivariateRoundCoeffs, err = sp.UnivariateRound(&StackingBatch{EqWeight: eqW, RotWeight: rotW}); err != nil {
+	if proof.UnivariateRoundCoeffs, err = sp.UnivariateRound(batch); err != nil {
 		return StackingProof{}, nil, err
 	}
 	tr.ObserveSlice(flattenExt(proof.UnivariateRoundCoeffs)) // as ObserveExt of each, in one absorb
@@ -160,8 +165,9 @@ func VerifyStacking(tr *transcript.Transcript, p params.SystemParams, layouts []
 		return nil, stageShapeError(ErrStackingShape, err)
 	}
 	n := 1 << p.LSkip
-	lambda := tr.SampleExt()
-	eqW, rotW, claim := batchWeights(flat, lambda)
+	batch := &StackingBatch{Lambda: tr.SampleExt(), NeedRot: rotationFlags(flat)}
+	claim := batchedClaim(flat, batch.Lambda)
+	eqW, rotW := batch.Weights()
 
 	var sum field.Fp4
 	for j := 0; j < len(proof.UnivariateRoundCoeffs); j += n {

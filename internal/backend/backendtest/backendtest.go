@@ -516,21 +516,19 @@ func checkConstraints(pr *pair) error {
 	return nil
 }
 
-// stackingBatch is a fixed point and batch for the commitment list of sub: weights for every
-// column, a rotation weight on every other column.
+// stackingBatch is a fixed point and batch for the commitment list of sub: a random λ, a
+// rotation claim on every other column.
 func stackingBatch(r *rand.Rand, p params.SystemParams, cs []stark.Committed) ([]field.Fp4, *stark.StackingBatch) {
-	pt := fp4s(r, p.NStack+1)
-	b := &stark.StackingBatch{}
+	pt := fp4s(r, p.NStack+2)
+	b := &stark.StackingBatch{Lambda: pt[p.NStack+1]}
 	for _, c := range cs {
-		n := len(c.Layout().Cols)
-		eq, rot := fp4s(r, n), fp4s(r, n)
-		for i := 0; i < n; i += 2 {
-			rot[i] = field.Fp4{}
+		rot := make([]bool, len(c.Layout().Cols))
+		for i := 1; i < len(rot); i += 2 {
+			rot[i] = true
 		}
-		b.EqWeight = append(b.EqWeight, eq)
-		b.RotWeight = append(b.RotWeight, rot)
+		b.NeedRot = append(b.NeedRot, rot)
 	}
-	return pt, b
+	return pt[:p.NStack+1], b
 }
 
 func checkStacking(pr *pair) error {

@@ -18,11 +18,12 @@ var ErrProverState = errors.New("cpuref: prover method called out of order")
 type stackingProver struct {
 	p       params.SystemParams
 	commits []*Committed
-	r       []field.Fp4          // the batch-sumcheck point
-	b       *stark.StackingBatch // the weights, from UnivariateRound on
-	coeffs  [][][]field.Fp       // [c][m] block-wise Z coefficients (length 2^m)
-	q, w    [][][]field.Fp4      // [c][m][x] after BindUnivariate
-	bound   int                  // number of bound variables (0 before u_0)
+	r       []field.Fp4   // the batch-sumcheck point
+	eqW     [][]field.Fp4 // the batching weights ([c][i]), from UnivariateRound on
+	rotW    [][]field.Fp4
+	coeffs  [][][]field.Fp  // [c][m] block-wise Z coefficients (length 2^m)
+	q, w    [][][]field.Fp4 // [c][m][x] after BindUnivariate
+	bound   int             // number of bound variables (0 before u_0)
 	eqR     map[int][]field.Fp4
 }
 
@@ -74,7 +75,7 @@ func (sp *stackingProver) Release() { sp.coeffs, sp.q, sp.w, sp.eqR = nil, nil, 
 
 // UnivariateRound returns s_0(Z) = Σ_x Σ_{c,m} q_{c,m}(Z; x)·W_{c,m}(Z; x).
 func (sp *stackingProver) UnivariateRound(b *stark.StackingBatch) ([]field.Fp4, error) {
-	if sp.coeffs == nil || sp.bound != 0 || sp.b != nil {
+	if sp.coeffs == nil || sp.bound != 0 || sp.eqW != nil {
 		return nil, ErrProverState
 	}
 	layouts := make([]*stark.StackedLayout, len(sp.commits))
@@ -84,7 +85,7 @@ func (sp *stackingProver) UnivariateRound(b *stark.StackingBatch) ([]field.Fp4, 
 	if err := stark.CheckStackingBatch(b, layouts); err != nil {
 		return nil, err
 	}
-	sp.b = b
+	sp.eqW, sp.rotW = b.Weights()
 	l := sp.p.LSkip
 	n := 1 << l
 	r := sp.r
@@ -102,7 +103,7 @@ func (sp *stackingProver) UnivariateRound(b *stark.StackingBatch) ([]field.Fp4, 
 	for c, com := range sp.commits {
 		for i, sc := range com.Layout().Cols {
 			s := sc.Slice
-			a, bw := sp.b.EqWeight[c][i], sp.b.RotWeight[c][i]
+			a, bw := sp.eqW[c][i], sp.rotW[c][i]
 			rot := !bw.IsZero()
 			col := sp.coeffs[c][s.Col]
 			x0 := s.Row >> l
@@ -169,7 +170,7 @@ func (sp *stackingProver) UnivariateRound(b *stark.StackingBatch) ([]field.Fp4, 
 
 // BindUnivariate builds the q(u_0; x) and W(u_0; x) tables.
 func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
-	if sp.coeffs == nil || sp.bound != 0 || sp.b == nil { // the weights come with UnivariateRound
+	if sp.coeffs == nil || sp.bound != 0 || sp.eqW == nil { // the weights come with UnivariateRound
 		return ErrProverState
 	}
 	l := sp.p.LSkip
@@ -198,7 +199,7 @@ func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
 		}
 		for i, sc := range com.Layout().Cols {
 			s := sc.Slice
-			a, bw := sp.b.EqWeight[c][i], sp.b.RotWeight[c][i]
+			a, bw := sp.eqW[c][i], sp.rotW[c][i]
 			wt := sp.w[c][s.Col]
 			x0 := s.Row >> l
 			nn := s.LogHeight - l

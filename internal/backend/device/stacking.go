@@ -42,7 +42,7 @@ type stackingProver struct {
 	// its release leaves them to WHIR's batching.
 	qs     []*gpu.Array[kernels.Mont]
 	r      []field.Fp4          // the batch-sumcheck point
-	batch  *stark.StackingBatch // the weights, from UnivariateRound on
+	batch  *stark.StackingBatch // λ and the rotation flags, from UnivariateRound on
 	colOff []int                // first table column of each commitment
 	cols   int                  // Σ widths
 
@@ -52,9 +52,8 @@ type stackingProver struct {
 	shorts  []shortSlice         // slices of log height < l_skip, in gather order
 	gathers []gatherRun          // copies of short blocks into the result buffer
 	rows    int                  // partials rows of UnivariateRound
-	// words are the packed slice descriptors, uploaded by UnivariateRound once weighted holds
-	// their weights (the slices of log height ≥ l_skip: index in words, commitment, column).
-	words    []uint32
+	// weighted are the slices of log height ≥ l_skip (index in the descriptors, commitment,
+	// column): UnivariateRound's kernel writes their weights into the descriptors from λ.
 	weighted []weightedSlice
 
 	mu       sync.Mutex
@@ -64,14 +63,15 @@ type stackingProver struct {
 	cur      int        // ping-pong side holding the current tables
 	logRows  int        // log rows of the current tables
 
-	// Words: slices, the packed descriptors; sums, round 0's weight-free chunk sums (encoded by
+	// Words: slices, the packed descriptors; rotBits, a bit a descriptor: its column's rotation
+	// flag (UnivariateRound); sums, round 0's weight-free chunk sums (encoded by
 	// NewStackingProver); partials and result, round 0's weighted sums (EncodeSumRows adds them
 	// word by word) and, in result, the Q blocks of the short slices copied after them.
 	// halves: the eq halves as EqTables returns them.
-	slices, sums, partials, result *gpu.Array[uint32]
-	halves, etab, lag, weights     *gpu.Array[kernels.Mont4]
-	qt, wt                         [2]*gpu.Array[kernels.Mont4]
-	sc                             *kernels.Sumcheck
+	slices, rotBits, sums, partials, result *gpu.Array[uint32]
+	halves, etab, lag, weights              *gpu.Array[kernels.Mont4]
+	qt, wt                                  [2]*gpu.Array[kernels.Mont4]
+	sc                                      *kernels.Sumcheck
 }
 
 // wSlice is what BindUnivariate needs of one slice to compute its W scalars.
@@ -162,6 +162,7 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	var all []kernels.StackedSlice
 	nx := 1 << ns
 	chunk := 0
+	claim := 0 // the column's claim in (commitment, column) order: its weights λ^(2k), λ^(2k+1)
 	for c, com := range cs {
 		r := kernels.SliceRange{First: len(all), FirstChunk: chunk}
 		for i, sc := range com.Layout().Cols {
@@ -180,11 +181,12 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 				return nil, fmt.Errorf("backend/device: commitment %d: a slice of log height ≥ l_skip follows a shorter one", c)
 			}
 			sp.weighted = append(sp.weighted, weightedSlice{at: len(all), c: c, i: i})
-			all = append(all, kernels.StackedSlice{QStart: qStart, EOff: eOff[nn], NN: nn, WStart: wStart})
+			all = append(all, kernels.StackedSlice{QStart: qStart, EOff: eOff[nn], NN: nn, WStart: wStart, Claim: claim + i})
 			r.Count++
 			r.Chunks += kernels.StackedSliceChunks(nn, l)
 			chunk += kernels.StackedSliceChunks(nn, l)
 		}
+		claim += len(com.Layout().Cols)
 		if r.Count > 0 {
 			sp.uni[c] = r
 			sp.rows += min(r.Chunks, kernels.StackedUniMaxRows(b.dev))
@@ -194,7 +196,6 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	if err != nil {
 		return nil, err
 	}
-	sp.words = words
 	if chunks != chunk {
 		return nil, fmt.Errorf("backend/device: %d chunks packed, %d counted", chunks, chunk)
 	}
@@ -234,6 +235,7 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 	// First what round 0's weight-free pass needs, so that it runs on the device while the host
 	// allocates the tables below (and, in Prove, absorbs the column openings).
 	sp.slices = alloc("slices", len(words))
+	sp.rotBits = alloc("rotation flags", (len(all)+31)/32)
 	sp.etab = alloc4("eq tables", etabLen)
 	sp.sums = alloc("round 0 chunk sums", chunks*kernels.StackedChunkWidth(l))
 	if err != nil {
@@ -299,7 +301,7 @@ func (sp *stackingProver) free() {
 
 // freeBuffers releases every device buffer (idempotent).
 func (sp *stackingProver) freeBuffers() {
-	for _, a := range []*gpu.Array[uint32]{sp.slices, sp.sums, sp.partials, sp.result} {
+	for _, a := range []*gpu.Array[uint32]{sp.slices, sp.rotBits, sp.sums, sp.partials, sp.result} {
 		if a != nil {
 			a.Free()
 		}
@@ -309,7 +311,7 @@ func (sp *stackingProver) freeBuffers() {
 			a.Free()
 		}
 	}
-	sp.slices, sp.sums, sp.halves, sp.etab, sp.partials, sp.result, sp.lag, sp.weights = nil, nil, nil, nil, nil, nil, nil, nil
+	sp.slices, sp.rotBits, sp.sums, sp.halves, sp.etab, sp.partials, sp.result, sp.lag, sp.weights = nil, nil, nil, nil, nil, nil, nil, nil, nil
 	sp.qt, sp.wt = [2]*gpu.Array[kernels.Mont4]{}, [2]*gpu.Array[kernels.Mont4]{}
 	for c, q := range sp.qs {
 		if q != nil {
@@ -366,10 +368,14 @@ func (sp *stackingProver) UnivariateRound(batch *stark.StackingBatch) ([]field.F
 	if err := stark.CheckStackingBatch(batch, layouts); err != nil {
 		return nil, err
 	}
+	// The weights on the device from λ: up go the rotation flags, a bit a slice.
+	rot := make([]uint32, (sp.wRange.Count+31)/32)
 	for _, w := range sp.weighted {
-		kernels.SetStackedSliceWeights(sp.words, w.at, batch.EqWeight[w.c][w.i], batch.RotWeight[w.c][w.i])
+		if batch.NeedRot[w.c][w.i] {
+			rot[w.at/32] |= 1 << (w.at % 32)
+		}
 	}
-	if err := sp.slices.Write(0, sp.words); err != nil {
+	if err := sp.rotBits.Write(0, rot); err != nil {
 		return nil, err
 	}
 	sp.batch = batch
@@ -378,6 +384,11 @@ func (sp *stackingProver) UnivariateRound(batch *stark.StackingBatch) ([]field.F
 	dev := sp.be.dev
 	width := kernels.StackedUniWidth(l)
 	b := dev.Batch()
+	if len(sp.weighted) > 0 {
+		if err := kernels.EncodeStackedSliceWeights(b, dev, sp.slices, sp.wRange.Count, batch.Lambda, sp.rotBits); err != nil {
+			return nil, err
+		}
+	}
 	row := 0
 	for _, r := range sp.uni {
 		if r.Count == 0 {
@@ -431,7 +442,7 @@ func (sp *stackingProver) UnivariateRound(batch *stark.StackingBatch) ([]field.F
 		for j := range blk {
 			blk[j] = kernels.CanonicalOf(kernels.Mont(sums[width+k*n+j]))
 		}
-		a, bw := sp.batch.EqWeight[s.c][s.i], sp.batch.RotWeight[s.c][s.i]
+		a, bw := sp.batch.Weight(s.c, s.i)
 		polyMulAcc(res, idft.base(blk), shortWeightPoly(l, s.nn, r[0], a, bw))
 	}
 	return res, nil
@@ -543,7 +554,7 @@ func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
 			if s.nn >= 0 {
 				continue
 			}
-			a, bw := sp.batch.EqWeight[s.c][s.i], sp.batch.RotWeight[s.c][s.i]
+			a, bw := sp.batch.Weight(s.c, s.i)
 			lp := l + s.nn
 			rp := stark.ExpPow2(r[0], -s.nn)
 			v := a.Mul(stark.EqUni(lp, u0, rp))

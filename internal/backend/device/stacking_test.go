@@ -116,24 +116,20 @@ func commitBoth(t *testing.T, be *device.Backend, p params.SystemParams, r *rand
 	return dev, ref
 }
 
-// randomBatch draws a point (1 + n_stack coordinates) and weights: eq weights random, rotation
-// weights zero for about half of the columns.
+// randomBatch draws a point (1 + n_stack coordinates) and a batch: λ random, a rotation claim
+// on about half of the columns.
 func randomBatch(r *rand.Rand, p params.SystemParams, cs []stark.Committed) ([]field.Fp4, *stark.StackingBatch) {
 	pt := make([]field.Fp4, p.NStack+1)
 	for i := range pt {
 		pt[i] = fieldrand.Fp4(r)
 	}
-	b := &stark.StackingBatch{}
+	b := &stark.StackingBatch{Lambda: fieldrand.Fp4(r)}
 	for _, c := range cs {
-		n := len(c.Layout().Cols)
-		eq, rot := make([]field.Fp4, n), make([]field.Fp4, n)
-		for i := range n {
-			eq[i] = fieldrand.Fp4(r)
-			if r.IntN(2) == 0 {
-				rot[i] = fieldrand.Fp4(r)
-			}
+		rot := make([]bool, len(c.Layout().Cols))
+		for i := range rot {
+			rot[i] = r.IntN(2) == 0
 		}
-		b.EqWeight, b.RotWeight = append(b.EqWeight, eq), append(b.RotWeight, rot)
+		b.NeedRot = append(b.NeedRot, rot)
 	}
 	return pt, b
 }
@@ -355,8 +351,8 @@ func TestStackingProverOrder(t *testing.T) {
 	}
 	bad := []*stark.StackingBatch{
 		nil,
-		{EqWeight: batch.EqWeight},
-		{EqWeight: [][]field.Fp4{batch.EqWeight[0][:1]}, RotWeight: batch.RotWeight},
+		{Lambda: batch.Lambda},
+		{Lambda: batch.Lambda, NeedRot: [][]bool{batch.NeedRot[0][:1]}},
 	}
 	for i, bb := range bad {
 		fresh, err := be.NewStackingProver(p, dcs, pt)

@@ -6722,6 +6722,7 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
 #define SR_ROT 12u      // 1 when bw ≠ 0
 #define SR_W_START 13u  // Fp4 index in the W table of the slice's first entry
 #define SR_SHORT 14u    // 1: a slice of log height < l_skip (its bind weights come from the host)
+#define SR_CLAIM 15u    // k: the slice's claim in (commitment, column) order (its weights λ^(2k), λ^(2k+1))
 
 // The slice of chunk k among slices [first, first + count) (binary search on chunk_first).
 MSL_FN uint sr_find_slice(MSL_DEVICE const uint* slices, uint first, uint count, uint k) {
@@ -6972,6 +6973,38 @@ MSL_KERNEL void msl_kernel_sr_bind_q(MSL_DEVICE const uint* q              ,
     for (uint l = 0u; l < nl; l++) {
       for (uint c = 0u; c < 4u; c++) out[4u * (out_off + e0 + l) + c] = lanes_get(acc[c], l);
     }
+  }
+}
+
+struct SrSliceWeightsParams {
+  uint count;                       // slices in the table
+  uint lam0, lam1, lam2, lam3;      // λ (Montgomery)
+};
+
+// The batching weights of every slice of log height ≥ l_skip, from λ alone (stark.StackingBatch):
+// a = λ^(2k), and where bit s of rot_bits is set bw = λ^(2k+1) and SR_ROT = 1 (else bw = 0,
+// SR_ROT = 0), k = the descriptor's SR_CLAIM. On the device, so that after the transcript's
+// absorb of the column openings only λ (one dispatch's parameters) and the flags (a bit a slice)
+// go up: on the host the 2,633 weights of keccakf-1024, their Montgomery form and the
+// descriptors' upload took ≈ 0.55 ms with the device idle. Short slices are left as they are.
+MSL_KERNEL void msl_kernel_sr_slice_weights(MSL_DEVICE uint* slices              ,
+                             MSL_DEVICE const uint* rot_bits              ,
+                             MSL_CONSTANT SrSliceWeightsParams& p              ,
+                             uint gid                            ,
+                             uint stride                     ) {
+  bb4 lam = bb4_make(p.lam0, p.lam1, p.lam2, p.lam3);
+  bb4 lsq = bb4_mul(lam, lam);
+  for (uint s = gid; s < p.count; s += stride) {
+    uint d = s * SR_SLICE_WORDS;
+    if (slices[d + SR_SHORT] != 0u) continue;
+    bb4 a = bb4_pow(lsq, slices[d + SR_CLAIM]);
+    uint rot = (rot_bits[s >> 5u] >> (s & 31u)) & 1u;
+    bb4 bw = rot != 0u ? bb4_mul(a, lam) : bb4_zero();
+    for (uint c = 0u; c < 4u; c++) {
+      slices[d + SR_A + c] = a[c];
+      slices[d + SR_BW + c] = bw[c];
+    }
+    slices[d + SR_ROT] = rot;
   }
 }
 
