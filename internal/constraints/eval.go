@@ -2,7 +2,6 @@ package constraints
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/metalprove/metalprove/internal/field"
 )
@@ -57,7 +56,7 @@ func (p *Program) Weights(lambda, beta field.Fp4, eq3b []field.Fp4) (*Weights, e
 	if len(eq3b) != len(p.Interactions) {
 		return nil, fmt.Errorf("%w: %d eq3b weights for %d interactions", ErrProgram, len(eq3b), len(p.Interactions))
 	}
-	lam := powersFp4(lambda, p.NumConstraints)
+	lam := field.PowersFp4(lambda, p.NumConstraints)
 	bet := field.PowersFp4(beta, p.MaxMsgLen+1)
 	w := &Weights{Out: make([]field.Fp4, len(p.Outputs))}
 	for o, out := range p.Outputs {
@@ -74,32 +73,6 @@ func (p *Program) Weights(lambda, beta field.Fp4, eq3b []field.Fp4) (*Weights, e
 		w.DenConst = w.DenConst.Add(eq3b[k].Mul(bet[len(in.Message)]).MulBase(field.Fp(uint32(in.Bus) + 1)))
 	}
 	return w, nil
-}
-
-// powersFp4 is field.PowersFp4, for long lists in chunks side by side (λ_c's powers for a program
-// of thousands of constraints: the constraint stage waits for its weights).
-func powersFp4(a field.Fp4, n int) []field.Fp4 {
-	const chunk = 1024
-	if n <= 2*chunk {
-		return field.PowersFp4(a, n)
-	}
-	out := make([]field.Fp4, n)
-	step := a.Exp(chunk)
-	start := field.Fp4One
-	var wg sync.WaitGroup
-	for c0 := 0; c0 < n; c0 += chunk {
-		wg.Add(1)
-		go func(c0, c1 int, acc field.Fp4) {
-			defer wg.Done()
-			for i := c0; i < c1; i++ {
-				out[i] = acc
-				acc = acc.Mul(a)
-			}
-		}(c0, min(c0+chunk, n), start)
-		start = start.Mul(step)
-	}
-	wg.Wait()
-	return out
 }
 
 // Combined are the three batched values of one point: the λ-combined constraints (Zc), the

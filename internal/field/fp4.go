@@ -132,10 +132,29 @@ func BatchInverseFp4(dst, src []Fp4) {
 // PowersFp4 returns [1, a, a², …, a^(n−1)].
 func PowersFp4(a Fp4, n int) []Fp4 {
 	out := make([]Fp4, n)
-	acc := Fp4One
-	for i := range out {
-		out[i] = acc
-		acc = acc.Mul(a)
+	// Long lists as eight chains side by side, out[c·m + j] = a^(c·m)·a^j: a product no longer
+	// waits for the one before it (the constraint stage waits for λ's thousands of powers).
+	const chains = 8
+	m := n / chains
+	acc := [chains]Fp4{Fp4One}
+	if m >= 16 {
+		am := a.Exp(uint64(m))
+		for c := 1; c < chains; c++ {
+			acc[c] = acc[c-1].Mul(am)
+		}
+		for j := range m {
+			for c := range chains {
+				out[c*m+j] = acc[c]
+				acc[c] = acc[c].Mul(a)
+			}
+		}
+		acc[0] = acc[chains-1] // a^(chains·m)
+	} else {
+		m = 0
+	}
+	for i := chains * m; i < n; i++ {
+		out[i] = acc[0]
+		acc[0] = acc[0].Mul(a)
 	}
 	return out
 }

@@ -210,7 +210,7 @@ func TestBatchInverseFp4(t *testing.T) {
 func TestPowersFp4(t *testing.T) {
 	r := newRand(t)
 	for _, a := range append(testFp4s(r, 3)[:10], randFp4(r)) {
-		for _, n := range []int{0, 1, 2, 40} {
+		for _, n := range []int{0, 1, 2, 40, 127, 128, 129, 135, 1000, 3182} { // the chained form from 128 on
 			pw := PowersFp4(a, n)
 			if len(pw) != n {
 				t.Fatalf("len(PowersFp4(%v, %d)) = %d", a, n, len(pw))

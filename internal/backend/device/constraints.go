@@ -126,33 +126,29 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 		}
 		zts = append(zts, zt.zt)
 	}
-	// The large buffers first: the device zeroes them (new buffers are zeroed in queue order) while
-	// the host computes the eq tables' halves and the stage its weights; the uploads below wait for
-	// that zeroing (an upload waits for all queued work), the first kernels then do not. The
-	// rounds evaluate X = 1..d on the device (points d); Round derives X = 0 and d+1 (roundClaims).
+	// The large buffers first: the device zeroes round 0's (new buffers are zeroed in queue order)
+	// while the host computes the eq tables' halves and the stage its weights; the uploads below
+	// wait for that zeroing (an upload waits for all queued work), the first kernels then do not.
+	// The rounds evaluate X = 1..d on the device (points d); Round derives X = 0 and d+1 (roundClaims).
 	if cp.zc, err = kernels.NewZerocheck(b.dev, cp.dom, d, zts, b.zcOpts); err != nil {
 		return fail(err)
 	}
 	cp.uniWidth, cp.rndWidth = cp.zc.UniWidth(), cp.zc.RoundWidth()
-	alloc4 := func(name string, n int) *gpu.Array[kernels.Mont4] {
-		if err != nil {
-			return nil
-		}
-		var a *gpu.Array[kernels.Mont4]
-		a, err = gpu.AllocArray[kernels.Mont4](b.dev, "constraints "+name, max(n, 1))
-		return a
-	}
+	// The rounds' tables, not zeroed: BindUnivariate writes every table in full (each column's
+	// and rotation's, the selectors'), each fold the half it reads next. (Allocated after round
+	// 0's launches instead, they made the next proof's commit 0.2–0.4 ms slower on an H200: the
+	// stream-ordered pool's later allocations.)
 	for _, tr := range cp.traces {
 		x := tr.zt.Blocks()
-		tr.tabs[0] = alloc4("tables", tr.zt.NumTables()*x)
+		if tr.tabs[0], err = gpu.AllocArrayUninit[kernels.Mont4](b.dev, "constraints tables", max(tr.zt.NumTables()*x, 1)); err != nil {
+			return fail(err)
+		}
 		if x > 1 {
-			tr.tabs[1] = alloc4("tables (folded)", tr.zt.NumTables()*x/2)
+			if tr.tabs[1], err = gpu.AllocArrayUninit[kernels.Mont4](b.dev, "constraints tables (folded)", max(tr.zt.NumTables()*x/2, 1)); err != nil {
+				return fail(err)
+			}
 		}
 	}
-	if err != nil {
-		return fail(err)
-	}
-
 	// eq(ξ_{l+j..l+ñ−1}, ·) for every lift ñ and round j ≤ ñ, expanded from halves.
 	type expansion struct{ loOff, hiOff, outOff, logLo, logHi int }
 	var halves []kernels.Mont4
