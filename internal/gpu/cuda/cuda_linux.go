@@ -242,6 +242,11 @@ type backend struct {
 	funcs    map[string]C.CUfunction // by kernel name; "ID/name" for a built module's
 	smemSet  map[string]uint32       // dynamic shared memory limit raised per kernel
 	inFlight []string                // kernels launched since the last Sync (for fault reports)
+	// orders are the kernels' parameter lists in launch order (*driver.KernelInfo →
+	// *paramOrder), launch the parameters of the launch being made: a launch allocates nothing
+	// (Dispatch calls are serial: gpu.Device holds its lock around them).
+	orders sync.Map
+	launch launchParams
 
 	// how the module was obtained (tests and diagnostics)
 	target      string
@@ -914,20 +919,13 @@ func (b *backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error
 }
 
 func (b *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args []driver.Arg, tgLen []uint32) error {
-	entry := KernelPrefix + k.Name
 	f, err := b.function(k)
 	if err != nil {
 		return err
 	}
-	lp, err := packParams(k, args, tgLen, func(x driver.Buffer) (uint64, error) {
-		bb, err := b.buf(x)
-		if err != nil {
-			return 0, err
-		}
-		return uint64(bb.ptr), nil
-	})
-	if err != nil {
-		return fmt.Errorf("%s (%s): %w", entry, k.Pos, err)
+	lp := &b.launch
+	if err := b.packLaunch(lp, k, args, tgLen); err != nil {
+		return fmt.Errorf("%s%s (%s): %w", KernelPrefix, k.Name, k.Pos, err)
 	}
 	if lp.smem > defaultDynSmem {
 		// per function (a built module's kernel is a function of its own), under modMu: a module
@@ -938,7 +936,7 @@ func (b *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args [
 		b.modMu.Unlock()
 		if lp.smem > set {
 			if r := C.mp_cu_func_max_dyn_smem(b.ctx, f, C.int(lp.smem)); r != 0 {
-				e := cuErr("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", entry, r).(*Error)
+				e := cuErr("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", KernelPrefix+k.Name, r).(*Error)
 				e.Detail = fmt.Sprintf("%d bytes of threadgroup memory", lp.smem)
 				return e
 			}
@@ -956,14 +954,42 @@ func (b *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args [
 	r := C.mp_cu_launch(b.ctx, f, C.uint(groups.X), C.uint(groups.Y), C.uint(groups.Z),
 		C.uint(tpg.X), C.uint(tpg.Y), C.uint(tpg.Z), C.uint(lp.smem), b.stream, blob, offs, C.int(len(lp.offs)))
 	if r != 0 {
-		e := cuErr("cuLaunchKernel", entry, r).(*Error)
+		e := cuErr("cuLaunchKernel", KernelPrefix+k.Name, r).(*Error)
 		e.Detail = fmt.Sprintf("groups %d×%d×%d, threads %d×%d×%d, %d bytes shared", groups.X, groups.Y, groups.Z, tpg.X, tpg.Y, tpg.Z, lp.smem)
 		return e
 	}
 	if len(b.inFlight) < 16 {
-		b.inFlight = append(b.inFlight, entry)
+		b.inFlight = append(b.inFlight, k.Name)
 	}
 	return nil
+}
+
+// packLaunch writes k's launch parameters into lp, with k's parameter order checked and sorted
+// on its first launch only.
+func (b *backend) packLaunch(lp *launchParams, k *driver.KernelInfo, args []driver.Arg, tgLen []uint32) error {
+	if err := checkArgCounts(k, args, tgLen); err != nil {
+		return err
+	}
+	var o *paramOrder
+	if v, ok := b.orders.Load(k); ok {
+		o = v.(*paramOrder)
+	} else {
+		var err error
+		if o, err = orderParams(k); err != nil {
+			return err
+		}
+		b.orders.Store(k, o)
+	}
+	return o.pack(lp, args, tgLen, b.devPtr)
+}
+
+// devPtr is the device address of a buffer of this backend.
+func (b *backend) devPtr(x driver.Buffer) (uint64, error) {
+	bb, err := b.buf(x)
+	if err != nil {
+		return 0, err
+	}
+	return uint64(bb.ptr), nil
 }
 
 // faultErr adds the kernels launched since the last Sync to an error that a synchronisation
@@ -971,7 +997,7 @@ func (b *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args [
 func (b *backend) faultErr(err error, synced bool) error {
 	if err != nil && synced && len(b.inFlight) > 0 {
 		if e, ok := err.(*Error); ok {
-			e.Detail = "kernels launched since the last sync: " + strings.Join(b.inFlight, ", ")
+			e.Detail = "kernels launched since the last sync: " + KernelPrefix + strings.Join(b.inFlight, ", "+KernelPrefix)
 		}
 	}
 	if synced {

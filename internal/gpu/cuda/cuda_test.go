@@ -79,6 +79,41 @@ func TestPackParams(t *testing.T) {
 	}
 }
 
+// TestPackReusesItsBuffers: a backend packs every launch into one launchParams; a launch after a
+// longer one must leave nothing of it (offsets, blob, threadgroup layout), and the result equals
+// a fresh packParams.
+func TestPackReusesItsBuffers(t *testing.T) {
+	in := &fakeBuf{ptr: 0x7f0000001000, size: 64}
+	out := &fakeBuf{ptr: 0x7f0000002000, size: 64}
+	small := driver.KernelInfo{Name: "s", NBuf: 1, Params: []driver.Param{{Name: "in", Kind: driver.ParamBuffer, Index: 0}}}
+	launches := []struct {
+		k    *driver.KernelInfo
+		args []driver.Arg
+		tg   []uint32
+	}{
+		{&packKernel, []driver.Arg{{Buf: in}, {Bytes: make([]byte, 12)}, {Buf: out}}, []uint32{100, 20}},
+		{&small, []driver.Arg{{Buf: out}}, nil},
+		{&packKernel, []driver.Arg{{Buf: out}, {Bytes: []byte{9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2}}, {Buf: in}}, []uint32{4, 300}},
+	}
+	var lp launchParams
+	for i, l := range launches {
+		o, err := orderParams(l.k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := o.pack(&lp, l.args, l.tg, fakePtr); err != nil {
+			t.Fatal(err)
+		}
+		want, err := packParams(l.k, l.args, l.tg, fakePtr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(lp.blob, want.blob) || !slices.Equal(lp.offs, want.offs) || !slices.Equal(lp.tgOff, want.tgOff) || lp.smem != want.smem {
+			t.Fatalf("launch %d: reused %+v, fresh %+v", i, lp, want)
+		}
+	}
+}
+
 func TestPackParamsErrors(t *testing.T) {
 	in := &fakeBuf{ptr: 1, size: 4}
 	val := make([]byte, 12)
@@ -121,7 +156,7 @@ func TestPackParamsNoParams(t *testing.T) {
 }
 
 func TestTGLayout(t *testing.T) {
-	offs, total := tgLayout([]uint32{0, 1, 16, 17})
+	offs, total := tgLayout(nil, []uint32{0, 1, 16, 17})
 	if !slices.Equal(offs, []uint32{0, 0, 16, 32}) || total != 64 {
 		t.Fatalf("offs %v total %d", offs, total)
 	}
