@@ -227,6 +227,7 @@ type backend struct {
 	pool    C.CUmemoryPool
 	usePool bool
 	stage   staging
+	bounce  bounce
 
 	// built are the modules built from templates (BuildModules), by ID; major, minor and
 	// cacheDir are what building one needs. modMu guards built and funcs: modules are built
@@ -693,9 +694,48 @@ func (b *backend) Upload(dst driver.Buffer, offset int, src []byte) error {
 			return err
 		}
 	}
+	from := unsafe.Pointer(&src[0])
+	if len(src) <= bounceBytes && b.bounceReady() {
+		copy(b.bounce.buf, src)
+		from = b.bounce.ptr
+	}
 	var stage C.int
-	r := C.mp_cu_upload(b.ctx, b.stream, bb.ptr+C.CUdeviceptr(offset), unsafe.Pointer(&src[0]), C.size_t(len(src)), &stage)
+	r := C.mp_cu_upload(b.ctx, b.stream, bb.ptr+C.CUdeviceptr(offset), from, C.size_t(len(src)), &stage)
 	return b.faultErr(cuErr(stageOp(stage, "cuMemcpyHtoDAsync"), "", r), stage == 1)
+}
+
+// Small transfers (a sumcheck round's sums, the column openings, weights and tables of a few KB)
+// go through one pinned buffer, as a copy the driver makes from or to pinned memory directly: from
+// pageable memory it stages each one itself. A proof makes about sixty of them, each waited for.
+const bounceBytes = 1 << 20
+
+// bounce is the pinned buffer of the small transfers, allocated on the first one (Upload and
+// Download are serial: gpu.Device holds its lock around them, and each waits for its copy).
+type bounce struct {
+	tried bool
+	ptr   unsafe.Pointer
+	buf   []byte
+}
+
+// bounceReady allocates the bounce buffer once; false when the host cannot give pinned memory
+// (transfers then go from and to pageable memory).
+func (b *backend) bounceReady() bool {
+	bn := &b.bounce
+	if !bn.tried {
+		bn.tried = true
+		var p unsafe.Pointer
+		if C.mp_cu_has_staging() != 0 && C.mp_cu_host_alloc(b.ctx, &p, bounceBytes) == 0 {
+			bn.ptr, bn.buf = p, unsafe.Slice((*byte)(p), bounceBytes)
+		}
+	}
+	return bn.ptr != nil
+}
+
+func (b *backend) freeBounce() {
+	if b.bounce.ptr != nil {
+		C.mp_cu_host_free(b.ctx, b.bounce.ptr)
+	}
+	b.bounce = bounce{}
 }
 
 // Large uploads go through pinned staging buffers: from pageable memory the driver copies at
@@ -829,8 +869,16 @@ func (b *backend) Download(dst []byte, src driver.Buffer, offset int) error {
 	if err := checkRange(bb, offset, len(dst)); err != nil || len(dst) == 0 {
 		return err
 	}
+	to := unsafe.Pointer(&dst[0])
+	bounced := len(dst) <= bounceBytes && b.bounceReady()
+	if bounced {
+		to = b.bounce.ptr
+	}
 	var stage C.int
-	r := C.mp_cu_download(b.ctx, b.stream, unsafe.Pointer(&dst[0]), bb.ptr+C.CUdeviceptr(offset), C.size_t(len(dst)), &stage)
+	r := C.mp_cu_download(b.ctx, b.stream, to, bb.ptr+C.CUdeviceptr(offset), C.size_t(len(dst)), &stage)
+	if r == 0 && bounced {
+		copy(dst, b.bounce.buf)
+	}
 	return b.faultErr(cuErr(stageOp(stage, "cuMemcpyDtoHAsync"), "", r), stage == 1)
 }
 
@@ -1027,6 +1075,7 @@ func (b *backend) Close() error {
 	}
 	b.modMu.Unlock()
 	b.freeStaging()
+	b.freeBounce()
 	C.mp_cu_stream_destroy(b.ctx, b.stream)
 	if b.usePool {
 		// give the pool's unused memory back (buffers still allocated keep theirs)
