@@ -436,3 +436,29 @@ func TestVerifyNeverPanics(t *testing.T) {
 }
 
 func deepEq(a, b any) bool { return reflect.DeepEqual(a, b) }
+
+// TestStackingBatchWeights: the batch's weights are λ^(2k) and, with a rotation claim, λ^(2k+1)
+// (k counted across commitments); Weight of one column equals Weights' entry.
+func TestStackingBatchWeights(t *testing.T) {
+	r := rand.New(rand.NewPCG(61, 62))
+	lambda := field.Fp4{randFp(r), randFp(r), randFp(r), randFp(r)}
+	b := &stark.StackingBatch{Lambda: lambda, NeedRot: [][]bool{{true, false, true}, {}, {false, true}}}
+	eqW, rotW := b.Weights()
+	k := 0
+	for c, cols := range b.NeedRot {
+		for i, rot := range cols {
+			wantEq := lambda.Exp(2 * uint64(k))
+			var wantRot field.Fp4
+			if rot {
+				wantRot = lambda.Exp(2*uint64(k) + 1)
+			}
+			if eqW[c][i] != wantEq || rotW[c][i] != wantRot {
+				t.Fatalf("column %d of commitment %d: weights %v %v, want %v %v", i, c, eqW[c][i], rotW[c][i], wantEq, wantRot)
+			}
+			if eq, rw := b.Weight(c, i); eq != wantEq || rw != wantRot {
+				t.Fatalf("Weight(%d, %d) = %v %v, want %v %v", c, i, eq, rw, wantEq, wantRot)
+			}
+			k++
+		}
+	}
+}
