@@ -243,8 +243,9 @@ type backend struct {
 	funcs    map[string]C.CUfunction // by kernel name; "ID/name" for a built module's
 	smemSet  map[string]uint32       // dynamic shared memory limit raised per kernel
 	inFlight []string                // kernels launched since the last Sync (for fault reports)
-	// orders are the kernels' parameter lists in launch order (*driver.KernelInfo →
-	// *paramOrder), launch the parameters of the launch being made: a launch allocates nothing
+	// orders are the kernels' parameter lists in launch order (kernel name → *paramOrder: a
+	// built module's kernels are copies of their template's, names are unique in the kernel
+	// table), launch the parameters of the launch being made: a launch allocates nothing
 	// (Dispatch calls are serial: gpu.Device holds its lock around them).
 	orders sync.Map
 	launch launchParams
@@ -1019,14 +1020,14 @@ func (b *backend) packLaunch(lp *launchParams, k *driver.KernelInfo, args []driv
 		return err
 	}
 	var o *paramOrder
-	if v, ok := b.orders.Load(k); ok {
+	if v, ok := b.orders.Load(k.Name); ok {
 		o = v.(*paramOrder)
 	} else {
 		var err error
 		if o, err = orderParams(k); err != nil {
 			return err
 		}
-		b.orders.Store(k, o)
+		b.orders.Store(k.Name, o)
 	}
 	return o.pack(lp, args, tgLen, b.devPtr)
 }
