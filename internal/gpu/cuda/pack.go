@@ -99,6 +99,8 @@ func packParams(k *driver.KernelInfo, args []driver.Arg, tgLen []uint32, devPtr 
 	return lp, err
 }
 
+// checkArgCounts checks that a launch gives k one argument per [[buffer]] slot and one length
+// per [[threadgroup]] array.
 func checkArgCounts(k *driver.KernelInfo, args []driver.Arg, tgLen []uint32) error {
 	if len(args) != k.NBuf {
 		return fmt.Errorf("%d buffer arguments for %d slots", len(args), k.NBuf)
