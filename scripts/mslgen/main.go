@@ -87,7 +87,7 @@ type Kernel struct {
 	Pos         string // file:line
 	Params      []Param
 	UsesBarrier bool // has threadgroup parameters or calls threadgroup_barrier
-	HostSIMD    bool // its body uses MSL_LANES: host group trampolines get x86-64 ISA variants
+	HostSIMD    bool // its body uses MSL_LANES or MSL_HOST_ISA_COPIES: host group trampolines get x86-64 ISA variants
 	NBuf, NTG   int  // 1 + highest buffer / threadgroup index
 	// Module: the CUDA module of the file's kernels ("": the main one), from a line
 	// `// mslgen:module NAME` in the file (see main).
@@ -383,7 +383,7 @@ func parseKernels(path string, src []byte, st structs, lax bool) ([]Kernel, []ed
 			return nil, nil, err
 		}
 		k.UsesBarrier = k.NTG > 0 || bytes.Contains(m[closeP:bodyClose], []byte("threadgroup_barrier"))
-		k.HostSIMD = bytes.Contains(m[closeP:bodyClose], []byte("MSL_LANES"))
+		k.HostSIMD = bytes.Contains(m[closeP:bodyClose], []byte("MSL_LANES")) || bytes.Contains(m[closeP:bodyClose], []byte("MSL_HOST_ISA_COPIES"))
 		ks = append(ks, k)
 	}
 	return ks, eds, nil

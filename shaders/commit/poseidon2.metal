@@ -28,9 +28,16 @@ kernel void p2_permute_states(device uint* states [[buffer(0)]],
   }
 }
 
-// HD_TRAMPOLINES_ONLY: the host's files of instruction-set copies of the trampolines
-// (scripts/mslgen) compile the kernels again but not these exported functions.
-#if defined(MSL_TARGET_HOST) && !defined(HD_TRAMPOLINES_ONLY)
+// The host's transcript helpers below. HD_TRAMPOLINES_ONLY: the host's files of instruction-set
+// copies of the trampolines (scripts/mslgen) compile the kernels again; the x86-64-v4 file
+// (HD_LANE_COPY 4) also compiles the search's AVX-512 copy (hd_p2_search_v4), whose lane products
+// are vpmuludq there (babybear.h), and the main file exports the helpers.
+#if defined(__x86_64__) && !defined(HD_NO_CLONES)
+#define P2_HOST_CLONES 1  // as hd_glue.h's HD_ISA_VARIANTS (included after the kernels)
+#else
+#define P2_HOST_CLONES 0
+#endif
+#if defined(MSL_TARGET_HOST) && (!defined(HD_TRAMPOLINES_ONLY) || (P2_HOST_CLONES && HD_LANE_COPY == 4))
 // ------------------------------------------------------------------------------------------------
 // The transcript's proof-of-work search for small bit counts (internal/gpu/host calls hd_p2_search;
 // no GPU runs this): candidates w = from, from+1, … below to, MSL_LANES at a time, each in its own
@@ -53,28 +60,35 @@ MSL_FN uint p2_search(const uint* state, uint idx, uint mask, uint from, uint to
   return ~0u;
 }
 
-#if defined(__x86_64__) && !defined(HD_NO_CLONES)
-__attribute__((target("arch=x86-64-v4"))) static uint p2_search_v4(const uint* st, uint i, uint m, uint f, uint t, const uint* rc) {
+#if P2_HOST_CLONES
+extern "C" unsigned hd_p2_search_v4(const unsigned*, unsigned, unsigned, unsigned, unsigned, const unsigned*);
+#if defined(HD_TRAMPOLINES_ONLY)
+extern "C" __attribute__((target("arch=x86-64-v4"))) unsigned hd_p2_search_v4(const unsigned* st, unsigned i, unsigned m, unsigned f, unsigned t,
+                                                 const unsigned* rc) {
   return p2_search(st, i, m, f, t, rc);
 }
+#else
 __attribute__((target("arch=x86-64-v3"))) static uint p2_search_v3(const uint* st, uint i, uint m, uint f, uint t, const uint* rc) {
   return p2_search(st, i, m, f, t, rc);
 }
 #endif
+#endif
 
+#if !defined(HD_TRAMPOLINES_ONLY)
 // The exported search (hd_runtime.h): the copy for the best instruction set this CPU runs.
 extern "C" unsigned hd_p2_search(const unsigned* state, unsigned idx, unsigned mask, unsigned from, unsigned to,
                                  const unsigned* rc) {
   if (idx >= P2_WIDTH || from >= to || to > BB_P) return ~0u;
-#if defined(__x86_64__) && !defined(HD_NO_CLONES)
+#if P2_HOST_CLONES
   int isa = hd_isa_supported();
-  if (isa >= HD_ISA_X86_64_V4) return p2_search_v4(state, idx, mask, from, to, rc);
+  if (isa >= HD_ISA_X86_64_V4) return hd_p2_search_v4(state, idx, mask, from, to, rc);
   if (isa >= HD_ISA_X86_64_V3) return p2_search_v3(state, idx, mask, from, to, rc);
 #endif
   return p2_search(state, idx, mask, from, to, rc);
 }
+#endif
 
-#if LANES_SHUFFLE
+#if LANES_SHUFFLE && !defined(HD_TRAMPOLINES_ONLY)
 // ------------------------------------------------------------------------------------------------
 // One state at a time, for the host's Fiat–Shamir transcript (internal/gpu/host calls
 // hd_p2_absorb, below; no GPU runs this). A proof's transcript absorbs thousands of values in one sequence (keccakf-1024:
@@ -152,7 +166,7 @@ MSL_FN uint p2_one_absorb(uint* state, const uint* data, ulong n, uint idx, cons
   return idx;
 }
 
-#if defined(__x86_64__) && !defined(HD_NO_CLONES)
+#if P2_HOST_CLONES
 __attribute__((target("arch=x86-64-v4"))) static uint p2_one_absorb_v4(uint* s, const uint* d, ulong n, uint i, const uint* rc) {
   return p2_one_absorb(s, d, n, i, rc);
 }
@@ -163,15 +177,15 @@ __attribute__((target("arch=x86-64-v3"))) static uint p2_one_absorb_v3(uint* s, 
 
 // The exported absorb (hd_runtime.h): the copy for the best instruction set this CPU runs.
 extern "C" unsigned hd_p2_absorb(unsigned* state, const unsigned* data, unsigned long n, unsigned idx, const unsigned* rc) {
-#if defined(__x86_64__) && !defined(HD_NO_CLONES)
+#if P2_HOST_CLONES
   int isa = hd_isa_supported();
   if (isa >= HD_ISA_X86_64_V4) return p2_one_absorb_v4(state, data, n, idx, rc);
   if (isa >= HD_ISA_X86_64_V3) return p2_one_absorb_v3(state, data, n, idx, rc);
 #endif
   return p2_one_absorb(state, data, n, idx, rc);
 }
-#else
+#elif !defined(HD_TRAMPOLINES_ONLY)
 // No vector shuffles in this compiler (GCC before 12): the caller keeps its own absorb.
 extern "C" unsigned hd_p2_absorb(unsigned*, const unsigned*, unsigned long, unsigned, const unsigned*) { return ~0u; }
 #endif  // LANES_SHUFFLE
-#endif  // MSL_TARGET_HOST && !HD_TRAMPOLINES_ONLY
+#endif  // MSL_TARGET_HOST

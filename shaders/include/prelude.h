@@ -203,6 +203,13 @@ MSL_FN void simdgroup_barrier(mem_flags f) { threadgroup_barrier(f); }
 
 #endif  // !__METAL_VERSION__
 
+// MSL_HOST_ISA_COPIES, a statement at the start of a kernel's body: the host device compiles its
+// group trampolines once per x86-64 instruction set (scripts/mslgen), as it does for every kernel
+// that uses MSL_LANES. For kernels without lanes whose own loops the host compiler vectorises (a
+// block of 16 rows, a small transform in registers): the baseline copy runs them on SSE2 only.
+// Nothing on GPUs.
+#define MSL_HOST_ISA_COPIES
+
 // MSL_FOR_LANES(l) stmt: stmt for every lane l, as one SIMD loop on the host (kept rolled, so the
 // vectoriser rather than the unroller takes it; iterations independent).
 #define MSL_FOR_LANES(l) MSL_LANE_PRAGMA for (uint l = 0u; l < MSL_LANES; l++)

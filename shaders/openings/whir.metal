@@ -110,6 +110,7 @@ kernel void whir_batch_blocks(device const uint* q [[buffer(0)]],
                               constant WhirBatchParams& p [[buffer(4)]],
                               uint gid [[thread_position_in_grid]],
                               uint stride [[threads_per_grid]]) {
+  MSL_HOST_ISA_COPIES  // the block's rows are a loop of 16 (l_skip 4) that the host vectorises
   uint nblocks = p.nblocks;
   uint l = p.log_block;
   uint height = p.height;
@@ -171,6 +172,7 @@ kernel void whir_subset_pass(device const uint* src [[buffer(0)]],
                              constant WhirSubsetParams& p [[buffer(2)]],
                              uint gid [[thread_position_in_grid]],
                              uint stride [[threads_per_grid]]) {
+  MSL_HOST_ISA_COPIES  // an item's 2^nb values in registers
   uint count = p.count;
   uint lo = p.lo;
   uint nb = p.nb;

@@ -257,6 +257,13 @@ MSL_FN void simdgroup_barrier(mem_flags f) { threadgroup_barrier(f); }
 
 #endif  // !__METAL_VERSION__
 
+// MSL_HOST_ISA_COPIES, a statement at the start of a kernel's body: the host device compiles its
+// group trampolines once per x86-64 instruction set (scripts/mslgen), as it does for every kernel
+// that uses MSL_LANES. For kernels without lanes whose own loops the host compiler vectorises (a
+// block of 16 rows, a small transform in registers): the baseline copy runs them on SSE2 only.
+// Nothing on GPUs.
+#define MSL_HOST_ISA_COPIES
+
 // MSL_FOR_LANES(l) stmt: stmt for every lane l, as one SIMD loop on the host (kept rolled, so the
 // vectoriser rather than the unroller takes it; iterations independent).
 #define MSL_FOR_LANES(l) MSL_LANE_PRAGMA for (uint l = 0u; l < MSL_LANES; l++)
@@ -464,8 +471,44 @@ MSL_FN lanes_uint bb_sub_lanes(lanes_uint a, lanes_uint b) {
   lanes_uint s = r + BB_P;
   return r < s ? r : s;
 }
+#if defined(__x86_64__) && LANES_SHUFFLE && !defined(HD_GENERIC_LANES) && defined(__GNUC__) && !defined(__clang__) && \
+    defined(HD_LANE_COPY) && HD_LANE_COPY == 4
+// The AVX-512 copy (scripts/mslgen's file of x86-64-v4 trampolines): every 64-bit product of two
+// 32-bit halves is one vpmuludq. GCC compiles the vector code of the general branch below into
+// vpmullq (a full 64×64-bit product: 3 µops on Intel cores) and vpmulld. A product of 16 lanes,
+// dependent chain / 8 independent chains: 18.3 → 9.7 ns / 5.9–7.4 → 2.8–3.1 ns on the H200
+// machine's Intel host, 7.8 → 5.4 ns / 1.50 → 1.13 ns on the AMD Zen 5 VM
+// (docs/perf-notes/host-device.md). The builtin is declared by the empty region below (as the
+// AVX2 parts' pmuludq) and is compiled only inside the x86-64-v4 trampolines.
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+#pragma GCC pop_options
+#define HD_AVX512_PMULUDQ 1
+typedef int lanes_si512 __attribute__((vector_size(64)));
+typedef long long lanes_sl512 __attribute__((vector_size(64)));
+#define LANES_PMULUDQ512(a, b) \
+  ((lanes_ulong)__builtin_ia32_pmuludq512_mask((lanes_si512)(a), (lanes_si512)(b), (lanes_sl512){}, (unsigned char)0xff))
+#endif
 MSL_FN lanes_uint bb_mul_lanes(lanes_uint a, lanes_uint b) {
-#if defined(__x86_64__) && LANES_SHUFFLE && !defined(HD_GENERIC_LANES)
+#if defined(HD_AVX512_PMULUDQ)
+  // Montgomery: m = lo(a·b)·p^−1 from the low halves of the products, the result hi(a·b) − hi(m·p)
+  // (+ p if negative). Even lanes in the products' low words, odd lanes shifted down first; the
+  // high words come back into place by one masked blend each.
+  lanes_ulong pc = {BB_P}, pinv = {BB_PINV};
+  pc = __builtin_shufflevector(pc, pc, 0, 0, 0, 0, 0, 0, 0, 0);
+  pinv = __builtin_shufflevector(pinv, pinv, 0, 0, 0, 0, 0, 0, 0, 0);
+  lanes_ulong pe = LANES_PMULUDQ512(a, b);
+  lanes_ulong po = LANES_PMULUDQ512((lanes_ulong)a >> 32, (lanes_ulong)b >> 32);
+  lanes_ulong qe = LANES_PMULUDQ512(LANES_PMULUDQ512(pe, pinv), pc);
+  lanes_ulong qo = LANES_PMULUDQ512(LANES_PMULUDQ512(po, pinv), pc);
+  lanes_uint hi = __builtin_shufflevector((lanes_uint)(pe >> 32), (lanes_uint)po, 0, 17, 2, 19, 4, 21, 6, 23, 8, 25, 10, 27,
+                                          12, 29, 14, 31);
+  lanes_uint mp = __builtin_shufflevector((lanes_uint)(qe >> 32), (lanes_uint)qo, 0, 17, 2, 19, 4, 21, 6, 23, 8, 25, 10, 27,
+                                          12, 29, 14, 31);
+  lanes_uint r = hi - mp;
+  lanes_uint s = r + BB_P;
+  return r < s ? r : s;
+#elif defined(__x86_64__) && LANES_SHUFFLE && !defined(HD_GENERIC_LANES)
   // hi(a·b) and hi(m·p) from 64-bit products of the even lanes (low halves) and the odd lanes
   // (shifted down); p reaches the multiplies through an empty asm so that GCC keeps one vpmullq
   // rather than expanding the constant into shifts.
@@ -2643,9 +2686,16 @@ MSL_KERNEL void msl_kernel_p2_permute_states(MSL_DEVICE uint* states            
   }
 }
 
-// HD_TRAMPOLINES_ONLY: the host's files of instruction-set copies of the trampolines
-// (scripts/mslgen) compile the kernels again but not these exported functions.
-#if defined(MSL_TARGET_HOST) && !defined(HD_TRAMPOLINES_ONLY)
+// The host's transcript helpers below. HD_TRAMPOLINES_ONLY: the host's files of instruction-set
+// copies of the trampolines (scripts/mslgen) compile the kernels again; the x86-64-v4 file
+// (HD_LANE_COPY 4) also compiles the search's AVX-512 copy (hd_p2_search_v4), whose lane products
+// are vpmuludq there (babybear.h), and the main file exports the helpers.
+#if defined(__x86_64__) && !defined(HD_NO_CLONES)
+#define P2_HOST_CLONES 1  // as hd_glue.h's HD_ISA_VARIANTS (included after the kernels)
+#else
+#define P2_HOST_CLONES 0
+#endif
+#if defined(MSL_TARGET_HOST) && (!defined(HD_TRAMPOLINES_ONLY) || (P2_HOST_CLONES && HD_LANE_COPY == 4))
 // ------------------------------------------------------------------------------------------------
 // The transcript's proof-of-work search for small bit counts (internal/gpu/host calls hd_p2_search;
 // no GPU runs this): candidates w = from, from+1, … below to, MSL_LANES at a time, each in its own
@@ -2668,28 +2718,35 @@ MSL_FN uint p2_search(const uint* state, uint idx, uint mask, uint from, uint to
   return ~0u;
 }
 
-#if defined(__x86_64__) && !defined(HD_NO_CLONES)
-__attribute__((target("arch=x86-64-v4"))) static uint p2_search_v4(const uint* st, uint i, uint m, uint f, uint t, const uint* rc) {
+#if P2_HOST_CLONES
+extern "C" unsigned hd_p2_search_v4(const unsigned*, unsigned, unsigned, unsigned, unsigned, const unsigned*);
+#if defined(HD_TRAMPOLINES_ONLY)
+extern "C" __attribute__((target("arch=x86-64-v4"))) unsigned hd_p2_search_v4(const unsigned* st, unsigned i, unsigned m, unsigned f, unsigned t,
+                                                 const unsigned* rc) {
   return p2_search(st, i, m, f, t, rc);
 }
+#else
 __attribute__((target("arch=x86-64-v3"))) static uint p2_search_v3(const uint* st, uint i, uint m, uint f, uint t, const uint* rc) {
   return p2_search(st, i, m, f, t, rc);
 }
 #endif
+#endif
 
+#if !defined(HD_TRAMPOLINES_ONLY)
 // The exported search (hd_runtime.h): the copy for the best instruction set this CPU runs.
 extern "C" unsigned hd_p2_search(const unsigned* state, unsigned idx, unsigned mask, unsigned from, unsigned to,
                                  const unsigned* rc) {
   if (idx >= P2_WIDTH || from >= to || to > BB_P) return ~0u;
-#if defined(__x86_64__) && !defined(HD_NO_CLONES)
+#if P2_HOST_CLONES
   int isa = hd_isa_supported();
-  if (isa >= HD_ISA_X86_64_V4) return p2_search_v4(state, idx, mask, from, to, rc);
+  if (isa >= HD_ISA_X86_64_V4) return hd_p2_search_v4(state, idx, mask, from, to, rc);
   if (isa >= HD_ISA_X86_64_V3) return p2_search_v3(state, idx, mask, from, to, rc);
 #endif
   return p2_search(state, idx, mask, from, to, rc);
 }
+#endif
 
-#if LANES_SHUFFLE
+#if LANES_SHUFFLE && !defined(HD_TRAMPOLINES_ONLY)
 // ------------------------------------------------------------------------------------------------
 // One state at a time, for the host's Fiat–Shamir transcript (internal/gpu/host calls
 // hd_p2_absorb, below; no GPU runs this). A proof's transcript absorbs thousands of values in one sequence (keccakf-1024:
@@ -2767,7 +2824,7 @@ MSL_FN uint p2_one_absorb(uint* state, const uint* data, ulong n, uint idx, cons
   return idx;
 }
 
-#if defined(__x86_64__) && !defined(HD_NO_CLONES)
+#if P2_HOST_CLONES
 __attribute__((target("arch=x86-64-v4"))) static uint p2_one_absorb_v4(uint* s, const uint* d, ulong n, uint i, const uint* rc) {
   return p2_one_absorb(s, d, n, i, rc);
 }
@@ -2778,18 +2835,18 @@ __attribute__((target("arch=x86-64-v3"))) static uint p2_one_absorb_v3(uint* s, 
 
 // The exported absorb (hd_runtime.h): the copy for the best instruction set this CPU runs.
 extern "C" unsigned hd_p2_absorb(unsigned* state, const unsigned* data, unsigned long n, unsigned idx, const unsigned* rc) {
-#if defined(__x86_64__) && !defined(HD_NO_CLONES)
+#if P2_HOST_CLONES
   int isa = hd_isa_supported();
   if (isa >= HD_ISA_X86_64_V4) return p2_one_absorb_v4(state, data, n, idx, rc);
   if (isa >= HD_ISA_X86_64_V3) return p2_one_absorb_v3(state, data, n, idx, rc);
 #endif
   return p2_one_absorb(state, data, n, idx, rc);
 }
-#else
+#elif !defined(HD_TRAMPOLINES_ONLY)
 // No vector shuffles in this compiler (GCC before 12): the caller keeps its own absorb.
 extern "C" unsigned hd_p2_absorb(unsigned*, const unsigned*, unsigned long, unsigned, const unsigned*) { return ~0u; }
 #endif  // LANES_SHUFFLE
-#endif  // MSL_TARGET_HOST && !HD_TRAMPOLINES_ONLY
+#endif  // MSL_TARGET_HOST
 #line 1 "shaders/commit/stacking.metal"
 // stacking.metal - the stacked matrix Q of spec A §5.3 (stacked_matrix), filled on the device
 // from resident traces: one dispatch per trace places all its columns.
@@ -7238,6 +7295,7 @@ MSL_KERNEL void msl_kernel_whir_batch_blocks(MSL_DEVICE const uint* q           
                               MSL_CONSTANT WhirBatchParams& p              ,
                               uint gid                            ,
                               uint stride                     ) {
+  MSL_HOST_ISA_COPIES  // the block's rows are a loop of 16 (l_skip 4) that the host vectorises
   uint nblocks = p.nblocks;
   uint l = p.log_block;
   uint height = p.height;
@@ -7299,6 +7357,7 @@ MSL_KERNEL void msl_kernel_whir_subset_pass(MSL_DEVICE const uint* src          
                              MSL_CONSTANT WhirSubsetParams& p              ,
                              uint gid                            ,
                              uint stride                     ) {
+  MSL_HOST_ISA_COPIES  // an item's 2^nb values in registers
   uint count = p.count;
   uint lo = p.lo;
   uint nb = p.nb;
