@@ -524,7 +524,7 @@ func (t *NTT) EncodeBlocks(b *gpu.Batch, data *gpu.Array[Mont], spec BlockSpec, 
 		dispatchNttBlocks(b, gpu.D1(uint32(tileGroups(t.dev, spec.NBlocks, tpg))), gpu.D1(uint32(tpg)), data.Buffer, tw.Buffer, p, uint32(tpg*row))
 		return b.Err()
 	}
-	g, tp := shapeFor(t.dev, "ntt_blocks", spec.NBlocks)
+	g, tp := untiledBlocksShape(t.dev, "ntt_blocks", spec.NBlocks)
 	dispatchNttBlocks(b, g, tp, data.Buffer, tw.Buffer, p, uint32(row))
 	return b.Err()
 }
@@ -555,6 +555,18 @@ func blocksTile(dev *gpu.Device, kernel string, l int) int {
 		}
 	}
 	return tpg
+}
+
+// untiledBlocksShape is the dispatch of the untiled path of kernel (ntt_blocks,
+// ntt_message_columns: one block a work item) for blocks blocks. On the host device, a
+// one-thread group a block: the path has no barrier, but the host runs the items of a larger
+// group of a kernel with barriers each on its own fiber (a switch per block of 2^l values), and
+// its pool hands each thread runs of consecutive groups, so of consecutive blocks.
+func untiledBlocksShape(dev *gpu.Device, kernel string, blocks int) (groups, tpg gpu.Dim3) {
+	if isHost(dev) {
+		return gpu.D1(uint32(min(max(blocks, 1), maxGridThreads))), gpu.D1(1)
+	}
+	return shapeFor(dev, kernel, blocks)
 }
 
 // IDFTBlocks applies the IDFT to each consecutive block of 2^logBlock elements of the first n
@@ -652,7 +664,7 @@ func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[Mont], height, widt
 		p.tiled = 1
 		dispatchNttMessageColumns(b, gpu.D1(uint32(tileGroups(t.dev, int(p.nblocks), tpg))), gpu.D1(uint32(tpg)), q.Buffer, out.Buffer, inv.Buffer, p, uint32(tpg*4*(1<<lSkip+1)))
 	} else {
-		g, tp := shapeFor(t.dev, "ntt_message_columns", int(p.nblocks))
+		g, tp := untiledBlocksShape(t.dev, "ntt_message_columns", int(p.nblocks))
 		dispatchNttMessageColumns(b, g, tp, q.Buffer, out.Buffer, inv.Buffer, p, uint32(4*(1<<lSkip+1)))
 	}
 	if err := b.Err(); err != nil {
