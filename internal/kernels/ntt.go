@@ -664,7 +664,11 @@ func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[Mont], height, widt
 		p.tiled = 1
 		dispatchNttMessageColumns(b, gpu.D1(uint32(tileGroups(t.dev, int(p.nblocks), tpg))), gpu.D1(uint32(tpg)), q.Buffer, out.Buffer, inv.Buffer, p, uint32(tpg*4*(1<<lSkip+1)))
 	} else {
-		g, tp := untiledBlocksShape(t.dev, "ntt_message_columns", int(p.nblocks))
+		items := int(p.nblocks)
+		if isHost(t.dev) && lSkip == hostLogLanes && logM-lSkip >= hostLogLanes {
+			items >>= hostLogLanes // the kernel's lane path: 16 blocks a work item
+		}
+		g, tp := untiledBlocksShape(t.dev, "ntt_message_columns", items)
 		dispatchNttMessageColumns(b, g, tp, q.Buffer, out.Buffer, inv.Buffer, p, uint32(4*(1<<lSkip+1)))
 	}
 	if err := b.Err(); err != nil {

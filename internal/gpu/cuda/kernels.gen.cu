@@ -2600,7 +2600,7 @@ struct NttMessageParams {
 // 2^log_blocks_col)·2^l of out, and the zeros of the padding go to the same offset plus
 // k·2^log_in for 0 < k < zero_reps. One pass: a padding copy followed by ntt_blocks in
 // place read and wrote the message twice more. Tiled as ntt_blocks (GPUs), untiled on the host
-// device (one block a thread).
+// device (one block a thread; with l = 4, 16 blocks a thread on lane vectors).
 MSL_KERNEL void msl_kernel_ntt_message_columns(MSL_DEVICE const uint* src              ,
                                 MSL_DEVICE uint* out              ,
                                 MSL_DEVICE const uint* tw              ,
@@ -2622,6 +2622,44 @@ MSL_KERNEL void msl_kernel_ntt_message_columns(MSL_DEVICE const uint* src       
   uint to_mont = p.to_mont;
   uint n = 1u << l;
   uint bmask = (1u << lbc) - 1u;
+  if (p.tiled == 0u && MSL_LANES == 16u && l == 4u && lbc >= 4u) {
+    // The host's lanes: 16 consecutive blocks of one column a work item, block k in lane k (a
+    // transpose of their 256 words), every butterfly a vector operation.
+    uint lstride = lane_stride(stride);
+    for (uint b0 = lane_first(gid, nblocks); b0 < nblocks; b0 += lstride) {
+      lanes_uint w[16];
+      for (uint k = 0u; k < 16u; k++) w[k] = lanes_ld_dev(src + (b0 << 4) + (k << 4));
+      lanes_transpose(w);  // w[t]: value t of every lane's block
+      lanes_uint v[16];
+      for (uint t = 0u; t < 16u; t++) {
+        v[t] = w[ntt_rev_bits(t, 4u)];
+        if (to_mont != 0u) v[t] = bb_mul_lanes(v[t], lanes_splat(BB_R2));
+      }
+      for (uint h = 1u; h < 16u; h <<= 1) {
+        for (uint s = 0u; s < 16u; s += 2u * h) {
+          for (uint j = 0u; j < h; j++) {
+            lanes_uint u = v[s + j];
+            lanes_uint x = bb_mul_lanes(v[s + j + h], lanes_splat(tw[h + j]));
+            v[s + j] = bb_add_lanes(u, x);
+            v[s + j + h] = bb_sub_lanes(u, x);
+          }
+        }
+      }
+      for (uint t = 0u; t < 16u; t++) v[t] = bb_mul_lanes(v[t], lanes_splat(scale));
+      for (uint h = 1u; h < 16u; h <<= 1) {  // the subset sum
+        for (uint s = 0u; s < 16u; s += 2u * h) {
+          for (uint j = s; j < s + h; j++) v[j + h] = bb_add_lanes(v[j + h], v[j]);
+        }
+      }
+      lanes_transpose(v);  // back: v[k] holds block b0 + k
+      uint base = ((b0 >> lbc) << log_out) + ((b0 & bmask) << 4);  // the 16 blocks are consecutive
+      for (uint k = 0u; k < 16u; k++) lanes_st_dev(out + base + (k << 4), v[k]);
+      for (uint r = 1u; r < reps; r++) {
+        for (uint k = 0u; k < 16u; k++) lanes_st_dev(out + base + (r << log_in) + (k << 4), lanes_splat(0u));
+      }
+    }
+    return;
+  }
   if (p.tiled == 0u) {
     for (uint b = gid; b < nblocks; b += stride) {
       uint v[32];

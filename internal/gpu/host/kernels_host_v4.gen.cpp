@@ -33,6 +33,16 @@ HD_TARGET_V4 void hd_group_ntt_pass_v4(const hd_launch* Lp, hd_u3 gp, unsigned c
   (void)tg;
   HD_FOR_EACH_ITEM(L, lp) msl_kernel_ntt_pass(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
+HD_TARGET_V4 void hd_group_ntt_message_columns_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_CONSTANT NttMessageParams a3 = *(MSL_CONSTANT NttMessageParams*)L->bufs[3];
+  MSL_THREADGROUP uint* const a4 = (MSL_THREADGROUP uint*)tg[0];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_ntt_message_columns(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+}
 HD_TARGET_V4 void hd_group_p2_permute_states_v4(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
