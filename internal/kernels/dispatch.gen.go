@@ -877,7 +877,7 @@ func dispatchStackTrace(enc *gpu.Batch, groups, tpg gpu.Dim3, trace *gpu.Buffer,
 	return enc.Dispatch("stack_trace", groups, tpg, []gpu.Arg{gpu.Buf(trace), gpu.Buf(q), p.arg()})
 }
 
-// dispatchZeroWords encodes kernel zero_words (shaders/commit/stacking.metal:47).
+// dispatchZeroWords encodes kernel zero_words (shaders/commit/stacking.metal:67).
 func dispatchZeroWords(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, p zeroParams) *gpu.Batch {
 	return enc.Dispatch("zero_words", groups, tpg, []gpu.Arg{gpu.Buf(q), p.arg()})
 }

@@ -31,6 +31,26 @@ kernel void stack_trace(device const uint* trace [[buffer(0)]],
   uint start = p.dst_start;
   uint ls = p.log_stride;
   uint gap = (1u << ls) - 1u;
+  if (MSL_LANES == 16u) {
+    // The host's lanes: values i0 .. i0 + 15 a work item, as one vector where they are
+    // consecutive in the trace and in q (no stride; in one column of q), else one by one.
+    uint lstride = lane_stride(stride);
+    for (uint j0 = lane_first(gid, count - p.begin); j0 < count - p.begin; j0 += lstride) {
+      uint i0 = p.begin + j0;
+      uint k0 = start + i0;
+      uint at0 = ((k0 >> p.log_h) << p.log_out) | (k0 & ((1u << p.log_h) - 1u));
+      if (ls == 0u && count - i0 >= 16u && (p.log_h == 0u || (p.log_h >= 4u && (k0 & 15u) == 0u))) {
+        lanes_st_dev(q + at0, bb_mul_lanes(lanes_ld_dev(trace + i0), lanes_splat(BB_R2)));
+        continue;
+      }
+      for (uint i = i0; i < min(i0 + 16u, count); i++) {
+        uint k = start + i;
+        uint at = ((k >> p.log_h) << p.log_out) | (k & ((1u << p.log_h) - 1u));
+        q[at] = (i & gap) == 0u ? bb_to_mont(trace[i >> ls]) : 0u;
+      }
+    }
+    return;
+  }
   for (uint i = p.begin + gid; i < count; i += stride) {
     uint k = start + i;
     uint at = ((k >> p.log_h) << p.log_out) | (k & ((1u << p.log_h) - 1u));

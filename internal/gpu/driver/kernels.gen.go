@@ -110,7 +110,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "zero_words", Family: "stacking", Pos: "shaders/commit/stacking.metal:47", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "zero_words", Family: "stacking", Pos: "shaders/commit/stacking.metal:67", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant ZeroParams&", Kind: ParamValue, Index: 1, ValueSize: 4},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},

@@ -53,6 +53,14 @@ void hd_group_p2_permute_states(const hd_launch* Lp, hd_u3 gp, unsigned char* co
   (void)tg;
   HD_FOR_EACH_ITEM(L, lp) msl_kernel_p2_permute_states(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
+void hd_group_stack_trace(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
+  MSL_CONSTANT StackParams a2 = *(MSL_CONSTANT StackParams*)L->bufs[2];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_stack_trace(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
 void hd_group_bench_mul_chain(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE uint* const a0 = (MSL_DEVICE uint*)L->bufs[0];
