@@ -872,7 +872,7 @@ func dispatchP2PermuteStates(enc *gpu.Batch, groups, tpg gpu.Dim3, states *gpu.B
 	return enc.Dispatch("p2_permute_states", groups, tpg, []gpu.Arg{gpu.Buf(states), gpu.Buf(rc), gpu.U32(n)})
 }
 
-// dispatchStackTrace encodes kernel stack_trace (shaders/commit/stacking.metal:25).
+// dispatchStackTrace encodes kernel stack_trace (shaders/commit/stacking.metal:33).
 func dispatchStackTrace(enc *gpu.Batch, groups, tpg gpu.Dim3, trace *gpu.Buffer, q *gpu.Buffer, p stackParams) *gpu.Batch {
 	return enc.Dispatch("stack_trace", groups, tpg, []gpu.Arg{gpu.Buf(trace), gpu.Buf(q), p.arg()})
 }

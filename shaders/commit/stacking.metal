@@ -22,6 +22,14 @@ struct StackParams {
 // codeword (the RS encoding's message, placed without Q). A chunk of Q's columns takes the part
 // of the trace that falls in it: begin and count bound that part, dst_start is the trace's start
 // less the chunk's (modulo 2^32: k is exact from begin on).
+// Q's value k goes to (k >> log_h)·2^log_out + (k mod 2^log_h) of q.
+MSL_FN uint stack_dst(uint k, uint log_h, uint log_out) { return ((k >> log_h) << log_out) | (k & ((1u << log_h) - 1u)); }
+
+// Trace value i (a zero between the values of a strided slice) into q.
+MSL_FN void stack_one(device const uint* trace, device uint* q, uint i, uint start, uint ls, uint log_h, uint log_out) {
+  q[stack_dst(start + i, log_h, log_out)] = (i & ((1u << ls) - 1u)) == 0u ? bb_to_mont(trace[i >> ls]) : 0u;
+}
+
 kernel void stack_trace(device const uint* trace [[buffer(0)]],
                         device uint* q [[buffer(1)]],
                         constant StackParams& p [[buffer(2)]],
@@ -30,7 +38,8 @@ kernel void stack_trace(device const uint* trace [[buffer(0)]],
   uint count = p.count;
   uint start = p.dst_start;
   uint ls = p.log_stride;
-  uint gap = (1u << ls) - 1u;
+  uint log_h = p.log_h;
+  uint log_out = p.log_out;
   if (MSL_LANES == 16u) {
     // The host's lanes: values i0 .. i0 + 15 a work item, as one vector where they are
     // consecutive in the trace and in q (no stride; in one column of q), else one by one.
@@ -38,24 +47,15 @@ kernel void stack_trace(device const uint* trace [[buffer(0)]],
     for (uint j0 = lane_first(gid, count - p.begin); j0 < count - p.begin; j0 += lstride) {
       uint i0 = p.begin + j0;
       uint k0 = start + i0;
-      uint at0 = ((k0 >> p.log_h) << p.log_out) | (k0 & ((1u << p.log_h) - 1u));
-      if (ls == 0u && count - i0 >= 16u && (p.log_h == 0u || (p.log_h >= 4u && (k0 & 15u) == 0u))) {
-        lanes_st_dev(q + at0, bb_mul_lanes(lanes_ld_dev(trace + i0), lanes_splat(BB_R2)));
+      if (ls == 0u && count - i0 >= 16u && (log_h == 0u || (log_h >= 4u && (k0 & 15u) == 0u))) {
+        lanes_st_dev(q + stack_dst(k0, log_h, log_out), bb_mul_lanes(lanes_ld_dev(trace + i0), lanes_splat(BB_R2)));
         continue;
       }
-      for (uint i = i0; i < min(i0 + 16u, count); i++) {
-        uint k = start + i;
-        uint at = ((k >> p.log_h) << p.log_out) | (k & ((1u << p.log_h) - 1u));
-        q[at] = (i & gap) == 0u ? bb_to_mont(trace[i >> ls]) : 0u;
-      }
+      for (uint i = i0; i < min(i0 + 16u, count); i++) stack_one(trace, q, i, start, ls, log_h, log_out);
     }
     return;
   }
-  for (uint i = p.begin + gid; i < count; i += stride) {
-    uint k = start + i;
-    uint at = ((k >> p.log_h) << p.log_out) | (k & ((1u << p.log_h) - 1u));
-    q[at] = (i & gap) == 0u ? bb_to_mont(trace[i >> ls]) : 0u;
-  }
+  for (uint i = p.begin + gid; i < count; i += stride) stack_one(trace, q, i, start, ls, log_h, log_out);
 }
 
 struct ZeroParams {

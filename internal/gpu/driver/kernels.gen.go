@@ -103,7 +103,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "stack_trace", Family: "stacking", Pos: "shaders/commit/stacking.metal:25", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "stack_trace", Family: "stacking", Pos: "shaders/commit/stacking.metal:33", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "trace", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "q", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant StackParams&", Kind: ParamValue, Index: 2, ValueSize: 24},
