@@ -206,6 +206,27 @@ func (d *Device) DriverUsedMemory() (used uint64, known bool) {
 	return used, err == nil
 }
 
+// DriverPoolPeak is the driver's count of the device memory pool's high-water marks since the
+// last ResetDriverPoolPeak (or the device's opening): used, the bytes handed out to allocations
+// at once; reserved, the bytes the pool held (driver.PoolPeakReporter; known false where the
+// device does not say: the host device, Metal, CUDA without pools).
+func (d *Device) DriverPoolPeak() (used, reserved uint64, known bool) {
+	r, ok := d.be.(driver.PoolPeakReporter)
+	if !ok {
+		return 0, 0, false
+	}
+	used, reserved, err := r.PoolPeak()
+	return used, reserved, err == nil
+}
+
+// ResetDriverPoolPeak starts the driver's high-water marks of DriverPoolPeak afresh from the
+// pool's current use (nothing where the device does not keep them).
+func (d *Device) ResetDriverPoolPeak() {
+	if r, ok := d.be.(driver.PoolPeakReporter); ok {
+		_ = r.ResetPoolPeak()
+	}
+}
+
 // KernelLimits are the limits of kernel name as compiled for this device (its Metal pipeline or
 // CUDA function): launchers clamp their group sizes to MaxThreadsPerGroup. For "" (or a name not
 // in the kernel table) they are the limits every kernel satisfies: the smallest

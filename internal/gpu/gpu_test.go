@@ -347,6 +347,65 @@ func TestMemoryLimitAndAvailable(t *testing.T) {
 	}
 }
 
+// poolReporter is a host backend whose "driver" keeps a memory pool's high-water marks: every
+// allocation counts, and a reset starts them from the bytes held now.
+type poolReporter struct {
+	*host.Backend
+	now, peak, resets int
+}
+
+func (p *poolReporter) Alloc(size int) (driver.Buffer, error) {
+	p.now += size
+	p.peak = max(p.peak, p.now)
+	return p.Backend.Alloc(size)
+}
+
+func (p *poolReporter) PoolPeak() (used, reserved uint64, err error) {
+	return uint64(p.peak), uint64(p.peak + 1<<20), nil
+}
+
+func (p *poolReporter) ResetPoolPeak() error {
+	p.peak = p.now
+	p.resets++
+	return nil
+}
+
+// TestDriverPoolPeak: Device reports a backend's pool high-water marks and resets them; a device
+// whose backend keeps none (the host device) says it does not know.
+func TestDriverPoolPeak(t *testing.T) {
+	if _, _, known := openHost(t).DriverPoolPeak(); known {
+		t.Error("the host device reports a driver memory pool")
+	}
+	hb, err := host.Open(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := &poolReporter{Backend: hb}
+	d, err := gpu.NewDevice(gpu.KindHost, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	a, err := d.Alloc("a", 3<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Free()
+	d.ResetDriverPoolPeak()
+	b, err := d.Alloc("b", 5<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Free()
+	used, reserved, known := d.DriverPoolPeak()
+	if !known || pr.resets != 1 || used != uint64(pr.peak) || reserved != used+1<<20 {
+		t.Fatalf("DriverPoolPeak = %d, %d, %v after %d resets; want %d, %d, true after 1", used, reserved, known, pr.resets, pr.peak, pr.peak+1<<20)
+	}
+	if used < 8<<10 {
+		t.Errorf("pool peak %d below the 8 KiB held", used)
+	}
+}
+
 // TestCountAndOrdinal: the host device is one device; an ordinal other than 0 is CUDA's only; two
 // Opens give independent Devices (own accounting) that work at the same time.
 func TestCountAndOrdinal(t *testing.T) {

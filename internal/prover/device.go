@@ -42,6 +42,40 @@ func (b *Backend) DriverUsedMemory() uint64 {
 	return used
 }
 
+// DriverPool is the driver's count of the device memory pool over a proof (CUDA's stream-ordered
+// pool; omitted where the device does not keep one): Peak, the most bytes handed out to buffers
+// at once (the driver's counterpart of the own count's peak_memory_bytes); ReservedPeak, the most
+// the pool held from the device (Peak plus the pool's granularity and fragmentation). The
+// process's own context, code and stacks are outside both.
+type DriverPool struct {
+	Peak         uint64 `json:"driver_pool_peak_bytes,omitempty"`
+	ReservedPeak uint64 `json:"driver_pool_reserved_peak_bytes,omitempty"`
+}
+
+// ResetDriverPool starts the driver's high-water marks of DriverPool afresh.
+func (b *Backend) ResetDriverPool() {
+	if b.dev != nil {
+		b.dev.ResetDriverPoolPeak()
+	}
+}
+
+// DriverPool is the driver's high-water marks since ResetDriverPool (zero where it keeps none).
+func (b *Backend) DriverPool() DriverPool {
+	if b.dev == nil {
+		return DriverPool{}
+	}
+	used, reserved, ok := b.dev.DriverPoolPeak()
+	if !ok {
+		return DriverPool{}
+	}
+	return DriverPool{Peak: used, ReservedPeak: reserved}
+}
+
+// Max is the larger of each mark of d and o.
+func (d DriverPool) Max(o DriverPool) DriverPool {
+	return DriverPool{Peak: max(d.Peak, o.Peak), ReservedPeak: max(d.ReservedPeak, o.ReservedPeak)}
+}
+
 // Close releases the backend and its device; a second Close does nothing.
 func (b *Backend) Close() {
 	if b.device != nil {

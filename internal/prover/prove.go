@@ -78,6 +78,9 @@ type ProveReport struct {
 	// has alone, context, stacks and the memory pool's reserve included (the pool keeps what
 	// the proof freed, so this is the process's peak).
 	DriverUsedMemory uint64 `json:"driver_memory_used_bytes,omitempty"`
+	// DriverPool is the driver's count of the memory pool's peaks over the proof (the trace's
+	// load included).
+	DriverPool
 	*DeviceMemory
 	// ConstraintKernels are the AIRs' generated round-0 kernels, built before the proof on a
 	// device that compiles them (compiled on a first use, else from the cache; timed as
@@ -299,12 +302,14 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 		rep.Stages = append(rep.Stages, NewStageRow(r))
 		rep.PeakMemory = max(rep.PeakMemory, r.MemoryPeak)
 	}
+	be.ResetDriverPool()
 	proof, err := stark.Prove(pk, st.Inputs, p, be.Backend, po)
 	watch.Close()
 	if err != nil {
 		return nil, ProveError(ctx, req.Trace, err)
 	}
 	rep.DriverUsedMemory = be.DriverUsedMemory()
+	rep.DriverPool = be.DriverPool()
 
 	task.Step("writing the proof")
 	start = time.Now()

@@ -150,7 +150,9 @@ printed on stderr and the exit status):
    proof_bytes, proof_digest, concurrency, gpus: [{ordinal, name, queues, proofs}],
    proofs_per_second, timed_wall_ms, identical_proofs, trace_out, peak_memory_bytes,
    driver_memory_used_bytes (CUDA: the device memory in use after the runs, as the driver
-   counts it), memory_estimate_bytes, memory_estimate_step,
+   counts it), driver_pool_peak_bytes and driver_pool_reserved_peak_bytes (CUDA: the
+   driver's high-water marks of the memory pool over each timed proof, the largest: bytes
+   handed to buffers, bytes the pool held), memory_estimate_bytes, memory_estimate_step,
    memory_estimate_steps: [{step, peak_bytes}], memory_available_bytes}
   STAGE = {stage, wall_ms: SPREAD, dispatches, syncs, sync_wait_ms, host_gap_ms,
            bytes_to_device, bytes_from_device, peak_memory_bytes} (counters: medians

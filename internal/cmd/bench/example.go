@@ -115,6 +115,9 @@ type ExampleReport struct {
 	// DriverUsedMemory is the device memory in use by every process after the runs, as the
 	// driver counts it (prover.Report's field of that name; the first device's).
 	DriverUsedMemory uint64 `json:"driver_memory_used_bytes,omitempty"`
+	// DriverPool is the driver's count of the memory pool's peaks over the timed proofs (the
+	// largest of them; the resident trace included, the checks between them not).
+	prover.DriverPool
 	*prover.DeviceMemory
 }
 
@@ -532,6 +535,7 @@ func exampleRun(opts *Options) error {
 		// A CPU profile of the command (METALPROVE_CPUPROFILE) tells the proofs from the rest by
 		// the label phase=prove (go tool pprof -tagfocus=phase=prove).
 		var proof *stark.Proof
+		be.ResetDriverPool()
 		runStart = time.Now()
 		pprof.Do(ctx, pprof.Labels("phase", "prove"), func(context.Context) {
 			proof, err = stark.ProveTraces(pk, traces, p, be.Backend, po)
@@ -539,6 +543,9 @@ func exampleRun(opts *Options) error {
 		proveWall := time.Since(runStart)
 		if err != nil {
 			return prover.ProveError(ctx, "bench "+name, err)
+		}
+		if !warm {
+			rep.DriverPool = rep.DriverPool.Max(be.DriverPool())
 		}
 		task.Step(name + " verify")
 		vStart := time.Now()

@@ -83,7 +83,10 @@ most --device-memory) is refused, naming both. --json reports the estimate
 (memory_estimate_bytes, memory_estimate_step, and each step's in memory_estimate_steps) beside the
 measured peak (peak_memory_bytes), and on CUDA the device memory in use when the proof is done as
 the driver counts it (driver_memory_used_bytes: every process's; on a GPU the process has alone,
-its own peak, context, stacks and the memory pool's reserve included).
+its own peak, context, stacks and the memory pool's reserve included), and the driver's
+high-water marks of the memory pool over the proof (driver_pool_peak_bytes: the most bytes handed
+to buffers at once, the counterpart of peak_memory_bytes; driver_pool_reserved_peak_bytes: the
+most the pool held).
 
 --json prints one object whatever the outcome: on failure {error, exit_code}, the message printed
 on stderr and the exit status. On success its process object cuts the process's life into consecutive parts (ms): start_ms

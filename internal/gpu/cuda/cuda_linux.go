@@ -613,6 +613,32 @@ func (b *backend) UsedMemory() (uint64, error) {
 	return uint64(total - free), nil
 }
 
+var _ driver.PoolPeakReporter = (*backend)(nil)
+
+// PoolPeak is the stream-ordered pool's high-water marks since the last ResetPoolPeak: the
+// bytes handed out to allocations and the bytes the pool held from the driver.
+func (b *backend) PoolPeak() (used, reserved uint64, err error) {
+	if !b.usePool {
+		return 0, 0, driver.ErrNoPool
+	}
+	var u, r C.ulonglong
+	if e := C.mp_cu_pool_peak(b.ctx, b.pool, &u, &r); e != 0 {
+		return 0, 0, cuErr("cuMemPoolGetAttribute", "", e)
+	}
+	return uint64(u), uint64(r), nil
+}
+
+// ResetPoolPeak sets both of the pool's high-water marks to its current values.
+func (b *backend) ResetPoolPeak() error {
+	if !b.usePool {
+		return driver.ErrNoPool
+	}
+	if e := C.mp_cu_pool_peak_reset(b.ctx, b.pool); e != 0 {
+		return cuErr("cuMemPoolSetAttribute", "", e)
+	}
+	return nil
+}
+
 func (b *backend) Alloc(size int) (driver.Buffer, error) { return b.alloc(size, true) }
 
 // AllocUninit implements driver.UninitAllocator: no memset after the allocation.

@@ -331,6 +331,22 @@ CUresult mp_cu_pool_trim(CUcontext ctx, CUmemoryPool pool) {
   CTX(ctx);
   return cu.cuMemPoolTrimTo(pool, 0);
 }
+// The pool's high-water marks since its creation or their last reset: bytes handed out to
+// allocations (used) and bytes the pool held from the driver (reserved).
+CUresult mp_cu_pool_peak(CUcontext ctx, CUmemoryPool pool, unsigned long long* used, unsigned long long* reserved) {
+  CTX(ctx);
+  CUresult r = cu.cuMemPoolGetAttribute(pool, MP_CU_MEMPOOL_ATTR_USED_MEM_HIGH, used);
+  if (r != MP_CUDA_SUCCESS) return r;
+  return cu.cuMemPoolGetAttribute(pool, MP_CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, reserved);
+}
+// Resets both high-water marks to the current values (the driver takes 0 only).
+CUresult mp_cu_pool_peak_reset(CUcontext ctx, CUmemoryPool pool) {
+  CTX(ctx);
+  unsigned long long zero = 0;
+  CUresult r = cu.cuMemPoolSetAttribute(pool, MP_CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero);
+  if (r != MP_CUDA_SUCCESS) return r;
+  return cu.cuMemPoolSetAttribute(pool, MP_CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero);
+}
 CUresult mp_cu_alloc_async_zeroed(CUcontext ctx, CUstream s, CUdeviceptr* p, size_t n, int zero, int* stage) {
   *stage = 0;
   CTX(ctx);

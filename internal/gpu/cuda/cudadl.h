@@ -37,7 +37,9 @@ typedef struct CUevent_st* CUevent;
 // cuda.h, enum CUmemPool_attribute_enum
 #define MP_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
 #define MP_CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
+#define MP_CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH 6
 #define MP_CU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
+#define MP_CU_MEMPOOL_ATTR_USED_MEM_HIGH 8
 // cuda.h, enum CUfunction_attribute_enum
 #define MP_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
 #define MP_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
@@ -101,6 +103,8 @@ int mp_cu_has_pools(void);
 CUresult mp_cu_pool_setup(CUcontext ctx, CUdevice d, CUmemoryPool* pool);
 CUresult mp_cu_pool_unused(CUcontext ctx, CUmemoryPool pool, unsigned long long* bytes);
 CUresult mp_cu_pool_trim(CUcontext ctx, CUmemoryPool pool);
+CUresult mp_cu_pool_peak(CUcontext ctx, CUmemoryPool pool, unsigned long long* used, unsigned long long* reserved);
+CUresult mp_cu_pool_peak_reset(CUcontext ctx, CUmemoryPool pool);
 CUresult mp_cu_alloc_async_zeroed(CUcontext ctx, CUstream s, CUdeviceptr* p, size_t n, int zero, int* stage);
 CUresult mp_cu_free_async(CUcontext ctx, CUstream s, CUdeviceptr p);
 // Pinned host memory and events (optional symbols), for uploads staged through pinned buffers:

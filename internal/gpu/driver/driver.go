@@ -129,6 +129,18 @@ type UsedMemoryReporter interface {
 	UsedMemory() (uint64, error)
 }
 
+// PoolPeakReporter is implemented by backends that allocate from a driver-managed memory pool
+// whose high-water marks the driver keeps (CUDA: the stream-ordered pool's USED_MEM_HIGH and
+// RESERVED_MEM_HIGH): the bytes handed out to allocations and the bytes the pool held, since the
+// last ResetPoolPeak. Both return ErrNoPool where the backend allocates without one.
+type PoolPeakReporter interface {
+	PoolPeak() (used, reserved uint64, err error)
+	ResetPoolPeak() error
+}
+
+// ErrNoPool is returned by a PoolPeakReporter whose device allocates outside a memory pool.
+var ErrNoPool = errors.New("no driver memory pool")
+
 // ErrOutOfMemory is returned (wrapped) by Alloc when the device cannot satisfy a request.
 var ErrOutOfMemory = errors.New("out of device memory")
 
