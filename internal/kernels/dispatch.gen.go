@@ -1134,22 +1134,22 @@ func dispatchSrUniWeigh(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, 
 	return enc.Dispatch("sr_uni_weigh", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(slices), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchSrBindQ encodes kernel sr_bind_q (shaders/openings/stacked_reduction.metal:240).
+// dispatchSrBindQ encodes kernel sr_bind_q (shaders/openings/stacked_reduction.metal:242).
 func dispatchSrBindQ(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, lag *gpu.Buffer, out *gpu.Buffer, p srBindQParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_q", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(lag), gpu.Buf(out), p.arg()})
 }
 
-// dispatchSrSliceWeights encodes kernel sr_slice_weights (shaders/openings/stacked_reduction.metal:291).
+// dispatchSrSliceWeights encodes kernel sr_slice_weights (shaders/openings/stacked_reduction.metal:297).
 func dispatchSrSliceWeights(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, rotBits *gpu.Buffer, p srSliceWeightsParams) *gpu.Batch {
 	return enc.Dispatch("sr_slice_weights", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(rotBits), p.arg()})
 }
 
-// dispatchSrBindWeights encodes kernel sr_bind_weights (shaders/openings/stacked_reduction.metal:322).
+// dispatchSrBindWeights encodes kernel sr_bind_weights (shaders/openings/stacked_reduction.metal:328).
 func dispatchSrBindWeights(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, uni *gpu.Buffer, weights *gpu.Buffer, p srBindWeightsParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_weights", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(uni), gpu.Buf(weights), p.arg()})
 }
 
-// dispatchSrBindW encodes kernel sr_bind_w (shaders/openings/stacked_reduction.metal:356).
+// dispatchSrBindW encodes kernel sr_bind_w (shaders/openings/stacked_reduction.metal:362).
 func dispatchSrBindW(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, weights *gpu.Buffer, etab *gpu.Buffer, w *gpu.Buffer, p srBindWParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_w", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(weights), gpu.Buf(etab), gpu.Buf(w), p.arg()})
 }

@@ -235,8 +235,10 @@ struct SrBindQParams {
 // q(u_0; x) for every block: out[out_off + e] = Σ_{z<N} L_z·Q[e·N + z], L_z = the Lagrange
 // weights of u_0 on the order-N subgroup (lag: N Fp4), so that out = Σ_j coef_j·u_0^j for the
 // block's IDFT coefficients (cpuref's Horner of them). Entry e = m·2^n_stack + x is block x of
-// column m. Lanes: MSL_LANES consecutive entries per work item (when N = MSL_LANES the 16 blocks
-// are one transposed load: value z of every lane's block in one vector).
+// column m. Lanes: MSL_LANES consecutive entries per work item. With N = 16 a work item's blocks
+// are one bb4l_load_block: on the host one transposed load (value z of every lane's block in one
+// vector); on GPUs the block's 64 bytes as four 16-byte loads and the result as one 16-byte
+// store (with a load per value, each load instruction of a SIMD group touched 32 lines, 16 times).
 kernel void sr_bind_q(device const uint* q [[buffer(0)]],
                       device const uint* lag [[buffer(1)]],
                       device uint* out [[buffer(2)]],
@@ -252,10 +254,9 @@ kernel void sr_bind_q(device const uint* q [[buffer(0)]],
     uint nl = min(MSL_LANES, entries - e0);
     lanes_uint acc[4];
     for (uint c = 0u; c < 4u; c++) acc[c] = lanes_splat(0u);
-    if (MSL_LANES == 16u && n == 16u && nl == 16u) {
+    if ((MSL_LANES == 16u || MSL_LANES == 1u) && n == 16u && nl == MSL_LANES) {
       lanes_uint v[16];
-      for (uint k = 0u; k < 16u; k++) v[k] = lanes_ld_dev(q + (e0 << log_n) + k * MSL_LANES);
-      lanes_transpose(v);  // v[z]: value z of every lane's block
+      bb4l_load_block(v, q + (e0 << log_n));  // v[z]: value z of every lane's block
       for (uint z = 0u; z < 16u; z++) {
         lanes_uint lz[4];
         sr_load_e_uniform(lz, lag, z);
@@ -270,6 +271,11 @@ kernel void sr_bind_q(device const uint* q [[buffer(0)]],
         sr_load_e_uniform(lz, lag, z);
         sr_acc_ext_base(acc, lz, v);
       }
+    }
+    if (MSL_LANES == 1u) {
+      bb4_store_aligned(out, out_off + e0, bb4_make(lanes_get(acc[0], 0u), lanes_get(acc[1], 0u), lanes_get(acc[2], 0u),
+                                                    lanes_get(acc[3], 0u)));
+      continue;
     }
     for (uint l = 0u; l < nl; l++) {
       for (uint c = 0u; c < 4u; c++) out[4u * (out_off + e0 + l) + c] = lanes_get(acc[c], l);

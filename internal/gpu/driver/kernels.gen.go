@@ -654,7 +654,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:240", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:242", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lag", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -662,14 +662,14 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_slice_weights", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:291", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "sr_slice_weights", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:297", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "slices", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "rot_bits", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant SrSliceWeightsParams&", Kind: ParamValue, Index: 2, ValueSize: 20},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_bind_weights", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:322", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sr_bind_weights", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:328", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "uni", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "weights", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -677,7 +677,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:356", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:362", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
