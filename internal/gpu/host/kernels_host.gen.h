@@ -6211,7 +6211,16 @@ MSL_KERNEL void msl_kernel_zc_slot_values(MSL_DEVICE const uint* values         
     uint delta = 0u;
     if (work) {
       uint b0 = part_cols[c] << log_h;
-      for (uint j = 0u; j < ZSV_N; j++) v[j] = lanes_splat(values[b0 + (((x << 4u) + j) & hmask)]);
+      if (log_h >= 4u) {
+        // The block's 16 rows lie side by side (16-word aligned): four 16-byte loads, not 16
+        // 4-byte ones whose every instruction touched 32 lines of a SIMD group.
+        for (uint a = 0u; a < 4u; a++) {
+          bb4 r = bb4_load_aligned(values + b0 + ((x << 4u) & hmask), a);
+          for (uint cc = 0u; cc < 4u; cc++) v[4u * a + cc] = lanes_splat(r[cc]);
+        }
+      } else {
+        for (uint j = 0u; j < ZSV_N; j++) v[j] = lanes_splat(values[b0 + (((x << 4u) + j) & hmask)]);
+      }
       delta = bb_mul(bb_sub(values[b0 + (((x + 1u) << 4u) & hmask)], lanes_get(v[0], 0u)), BB_R2);
       zc_dft(v, 4u, tw, mmask, cosets, true);
       for (uint k = 0u; k < ZSV_N; k++) v[k] = bb_mul_lanes(v[k], lanes_splat(scale[k]));
