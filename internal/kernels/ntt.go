@@ -83,6 +83,21 @@ func (t *NTT) freeScratch() {
 }
 
 // doneScratch ends a use of scratchOf, once the transform's dispatches are encoded.
+// Reserve allocates the scratch now if it is shorter than words: a caller that has just given a
+// wide scratch back (ReleaseScratch) keeps the size its later transforms take, so that their
+// encoding finds it (an allocation there, with the device waiting, cost an H200 0.3–0.6 ms of
+// WHIR's host gap).
+func (t *NTT) Reserve(words int) error {
+	if words <= 0 {
+		return nil
+	}
+	if _, err := t.scratchOf(words); err != nil {
+		return err
+	}
+	t.doneScratch()
+	return nil
+}
+
 func (t *NTT) doneScratch() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -277,6 +292,11 @@ func passPlan(logN, logTile int) []int {
 // four columns, still 2^24 points per pass: as many blocks as the device can run at once.
 var scratchWords = 16 << 20 // a variable for the tests of chunked transforms
 
+// WideScratchWords is the scratch limit of EncodeRSMatrixWide (256 MiB: sixteen 2^22-row
+// columns a chunk). keccakf-1024's commitment DFT on an H200: 26 ntt_pass launches, 1,943 µs,
+// with scratchWords; 10 launches, 1,778 µs, with this (fewer ramps and tails).
+const WideScratchWords = 64 << 20
+
 // scratchOf returns a device buffer of at least n uints for the ping-pong of multi-pass transforms;
 // the caller calls doneScratch once its dispatches are encoded. Batches run in order on the
 // device's one queue, so every transform may use the same buffer; a buffer outgrown is kept
@@ -301,10 +321,16 @@ func (t *NTT) scratchOf(n int) (*gpu.Array[Mont], error) {
 // ScratchWords returns the scratch (words) a transform of height rows × width columns takes from
 // the NTT on its device: none for one pass, else its chunk of columns (for the memory estimate).
 func (t *NTT) ScratchWords(height, width int) int {
+	return t.ScratchWordsWithin(height, width, scratchWords)
+}
+
+// ScratchWordsWithin is ScratchWords for transforms whose scratch is limited to limit words
+// (scratchWords for ScratchWords; WideScratchWords for EncodeRSMatrixWide).
+func (t *NTT) ScratchWordsWithin(height, width, limit int) int {
 	if t.Passes(height) < 2 {
 		return 0
 	}
-	return max(min(width, scratchWords/height), 1) * height
+	return max(min(width, limit/height), 1) * height
 }
 
 // EncodeColumns encodes the DFT (or, with inverse, the IDFT) of each of the width columns of
@@ -314,7 +340,7 @@ func (t *NTT) ScratchWords(height, width int) int {
 // points (fewer where the threadgroup memory is smaller) use the NTT's scratch buffer of
 // min(height·width, max(scratchWords, height)) uints.
 func (t *NTT) EncodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width int, inverse bool) error {
-	return t.encodeColumns(b, data, height, width, inverse, -1, false)
+	return t.encodeColumns(b, data, height, width, inverse, -1, false, scratchWords)
 }
 
 // EncodePass encodes only pass i (0 ≤ i < Passes(height)) of EncodeColumns' forward transform,
@@ -324,7 +350,7 @@ func (t *NTT) EncodePass(b *gpu.Batch, data *gpu.Array[Mont], height, width, i i
 	if n := t.Passes(height); i < 0 || i >= n {
 		return fmt.Errorf("kernels: EncodePass: pass %d of %d", i, n)
 	}
-	return t.encodeColumns(b, data, height, width, false, i, false)
+	return t.encodeColumns(b, data, height, width, false, i, false, scratchWords)
 }
 
 // PassLogs returns the DFT size (log2) of each ntt_pass dispatch of a transform of height rows
@@ -341,7 +367,7 @@ func (t *NTT) PassLogs(height int) []int {
 // encodeColumns encodes every pass of the transform (only < 0), or pass only alone. zeroHi says
 // that rows height/2.. of every column are zero: the first pass does not read them (ntt_pass
 // zero_hi; GPU plans only, see skipsZeroHalf).
-func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width int, inverse bool, only int, zeroHi bool) error {
+func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width int, inverse bool, only int, zeroHi bool, limit int) error {
 	logN, err := log2Exact("DFTColumns", height)
 	if err != nil {
 		return err
@@ -383,7 +409,7 @@ func (t *NTT) encodeColumns(b *gpu.Batch, data *gpu.Array[Mont], height, width i
 	cols := width
 	var scratch *gpu.Array[Mont]
 	if len(plan) > 1 {
-		cols = t.ScratchWords(height, width) / height
+		cols = t.ScratchWordsWithin(height, width, limit) / height
 		if scratch, err = t.scratchOf(cols * height); err != nil {
 			return err
 		}
@@ -621,6 +647,17 @@ func (t *NTT) RSEncodeMatrix(name string, q *gpu.Array[Mont], height, width, lSk
 // index it with unsigned 32-bit arithmetic, exact below 2^32, so codewords beyond 2^31
 // elements (keccakf-16384: 2^22 × 659) need neither 64-bit indices nor column chunks).
 func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[Mont], height, width, lSkip, logBlowup int, canonical bool) error {
+	return t.encodeRSMatrix(b, q, out, height, width, lSkip, logBlowup, canonical, scratchWords)
+}
+
+// EncodeRSMatrixWide is EncodeRSMatrix with its DFT's scratch up to WideScratchWords (fewer,
+// larger chunks of columns): for a caller that has the memory and gives the scratch back after
+// the commitment (ReleaseScratch), as the device backend's fast plan does.
+func (t *NTT) EncodeRSMatrixWide(b *gpu.Batch, q, out *gpu.Array[Mont], height, width, lSkip, logBlowup int, canonical bool) error {
+	return t.encodeRSMatrix(b, q, out, height, width, lSkip, logBlowup, canonical, WideScratchWords)
+}
+
+func (t *NTT) encodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[Mont], height, width, lSkip, logBlowup int, canonical bool, limit int) error {
 	logM, err := log2Exact("RSEncodeMatrix", height)
 	if err != nil {
 		return err
@@ -674,7 +711,7 @@ func (t *NTT) EncodeRSMatrix(b *gpu.Batch, q, out *gpu.Array[Mont], height, widt
 	if err := b.Err(); err != nil {
 		return err
 	}
-	return t.encodeColumns(b, out, n, width, false, -1, zeroHi)
+	return t.encodeColumns(b, out, n, width, false, -1, zeroHi, limit)
 }
 
 // skipsZeroHalf reports whether the first pass of a transform of 2^logN rows can leave the upper

@@ -255,6 +255,61 @@ func TestDFTColumnsInChunks(t *testing.T) {
 	}
 }
 
+// EncodeRSMatrixWide chunks the codeword's transform by WideScratchWords rather than scratchWords:
+// the same codeword as cpuref with a scratch of the whole width, where EncodeRSMatrix's is a column.
+func TestRSEncodeMatrixWideScratch(t *testing.T) {
+	oldWords, oldPass := scratchWords, maxPassLog
+	defer func() { scratchWords, maxPassLog = oldWords, oldPass }()
+	r := rand.New(rand.NewPCG(13, 14))
+	logM, width, lSkip, logBlowup := 12, 5, 4, 1
+	h, n := 1<<logM, 1<<(logM+logBlowup)
+	scratchWords, maxPassLog = n, 8 // one column a chunk, two passes
+	q := air.NewMatrix(width, h)
+	copy(q.Values, fieldrand.Fps(r, h*width))
+	want, err := cpuref.RSEncodeMatrix(lSkip, logBlowup, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, wide := range []bool{false, true} {
+		ntt := NewNTT(testDev)
+		if ntt.Passes(n) < 2 {
+			t.Fatalf("2^%d: %d passes, the test needs a multi-pass transform", logM+logBlowup, ntt.Passes(n))
+		}
+		a, err := UploadMont(testDev, "test input", q.Values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := gpu.AllocArrayUninit[Mont](testDev, "codeword", n*width)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := testDev.Batch()
+		encode := ntt.EncodeRSMatrix
+		if wide {
+			encode = ntt.EncodeRSMatrixWide
+		}
+		if err := encode(b, a, out, h, width, lSkip, logBlowup, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if i := firstDiff(readBack(t, out), want.Values); i >= 0 {
+			t.Fatalf("wide=%v: element %d (column %d) differs", wide, i, i/n)
+		}
+		wantScratch := n
+		if wide {
+			wantScratch = width * n
+		}
+		if got := ntt.scratch.Len(); got != wantScratch || ntt.ScratchWordsWithin(n, width, WideScratchWords) != width*n {
+			t.Errorf("wide=%v: scratch of %d words, want %d", wide, got, wantScratch)
+		}
+		a.Free()
+		out.Free()
+		ntt.Close()
+	}
+}
+
 func TestEncodePassMatchesFullTransform(t *testing.T) {
 	ntt := NewNTT(testDev)
 	defer ntt.Close()

@@ -271,7 +271,7 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 		if codeword, err = gpu.AllocArrayUninit[kernels.Mont](b.dev, "stacked codeword", (c.height*c.width)<<p.LogBlowup); err != nil {
 			return fail(err)
 		}
-		if err := b.ntt.EncodeRSMatrix(batch, c.q, codeword, c.height, c.width, p.LSkip, p.LogBlowup, false); err != nil {
+		if err := b.ntt.EncodeRSMatrixWide(batch, c.q, codeword, c.height, c.width, p.LSkip, p.LogBlowup, false); err != nil {
 			return fail(err)
 		}
 		c.tree, err = b.hash.EncodeMerkleTree(batch, codeword, c.height<<p.LogBlowup, c.width, p.Whir.K)
@@ -288,10 +288,14 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 		return fail(fmt.Errorf("backend/device: commit: %w", err))
 	}
 	c.codeword = codeword
-	if !keep {
-		// The lean plan gives the NTT's scratch back until the openings' transforms: the
-		// stacked reduction's step, the proof's peak without it, needs none.
-		b.ntt.ReleaseScratch()
+	// The NTT's scratch goes back: the lean plan's until the openings' transforms (the stacked
+	// reduction's step, the proof's peak, needs none); the fast plan's commitment took a wide one
+	// (EncodeRSMatrixWide), of which it keeps the size of a plain transform of its columns.
+	b.ntt.ReleaseScratch()
+	if keep {
+		if err := b.ntt.Reserve(b.ntt.ScratchWords(c.height<<p.LogBlowup, c.width)); err != nil {
+			return fail(err)
+		}
 	}
 	if err := b.track(c); err != nil {
 		return fail(err)

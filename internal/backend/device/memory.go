@@ -102,12 +102,21 @@ type nttModel struct {
 
 // transform records a column transform of height rows × width columns.
 func (m *nttModel) transform(t *memTally, height, width int) {
+	m.transformWithin(t, height, width, m.be.ntt.ScratchWords(height, width))
+}
+
+// wide records a commitment's transform by EncodeRSMatrixWide.
+func (m *nttModel) wide(t *memTally, height, width int) {
+	m.transformWithin(t, height, width, m.be.ntt.ScratchWordsWithin(height, width, kernels.WideScratchWords))
+}
+
+func (m *nttModel) transformWithin(t *memTally, height, width, scratchWords int) {
 	logN := bits.TrailingZeros(uint(height))
 	if l := max(logN, 12); l > m.logMax {
 		t.hold(2 * 4 << l)
 		m.logMax = l
 	}
-	if n := int64(m.be.ntt.ScratchWords(height, width)); n > m.scratch {
+	if n := int64(scratchWords); n > m.scratch {
 		t.hold(4 * n) // the outgrown scratch stays too
 		m.held += 4 * n
 		m.scratch = n
@@ -316,9 +325,12 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 		layers, scratch := merkleBytes(R, k)
 		t.hold(layers)
 		if keep {
-			ntt.transform(t, R, W)
+			ntt.wide(t, R, W)
 			t.hold(4*int64(H)*int64(W)<<p.LogBlowup + 4*int64(H)*int64(W)) // the codeword and Q
 			t.step("commit", scratch)
+			ntt.release(t)
+			ntt.transform(t, R, W) // NTT.Reserve: a plain transform's scratch kept
+
 		} else {
 			// The codeword streamed: a chunk of columns and the rows' sponge states at a time,
 			// and again a chunk for the openings.
