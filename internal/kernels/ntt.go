@@ -82,7 +82,6 @@ func (t *NTT) freeScratch() {
 	t.scratch, t.retired, t.release = nil, nil, false
 }
 
-// doneScratch ends a use of scratchOf, once the transform's dispatches are encoded.
 // Reserve allocates the scratch now if it is shorter than words: a caller that has just given a
 // wide scratch back (ReleaseScratch) keeps the size its later transforms take, so that their
 // encoding finds it (an allocation there, with the device waiting, cost an H200 0.3–0.6 ms of
@@ -98,6 +97,7 @@ func (t *NTT) Reserve(words int) error {
 	return nil
 }
 
+// doneScratch ends a use of scratchOf, once the transform's dispatches are encoded.
 func (t *NTT) doneScratch() {
 	t.mu.Lock()
 	defer t.mu.Unlock()

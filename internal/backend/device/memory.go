@@ -330,7 +330,6 @@ func (b *Backend) estimateProof(pk *stark.ProvingKey, heights []int, p params.Sy
 			t.step("commit", scratch)
 			ntt.release(t)
 			ntt.transform(t, R, W) // NTT.Reserve: a plain transform's scratch kept
-
 		} else {
 			// The codeword streamed: a chunk of columns and the rows' sponge states at a time,
 			// and again a chunk for the openings.
