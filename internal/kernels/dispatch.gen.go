@@ -947,9 +947,9 @@ func dispatchGrindSearch(enc *gpu.Batch, groups, tpg gpu.Dim3, state *gpu.Buffer
 	return enc.Dispatch("grind_search", groups, tpg, []gpu.Arg{gpu.Buf(state), gpu.Buf(rc), gpu.Buf(groupMin), gpu.Buf(found), p.arg()}, scratchBytes)
 }
 
-// dispatchGrindMin encodes kernel grind_min (shaders/common/grind.metal:88).
-func dispatchGrindMin(enc *gpu.Batch, groups, tpg gpu.Dim3, groupMin *gpu.Buffer, out *gpu.Buffer, n uint32, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("grind_min", groups, tpg, []gpu.Arg{gpu.Buf(groupMin), gpu.Buf(out), gpu.U32(n)}, scratchBytes)
+// dispatchGrindMin encodes kernel grind_min (shaders/common/grind.metal:89).
+func dispatchGrindMin(enc *gpu.Batch, groups, tpg gpu.Dim3, groupMin *gpu.Buffer, out *gpu.Buffer, n uint32, found *gpu.Buffer, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("grind_min", groups, tpg, []gpu.Arg{gpu.Buf(groupMin), gpu.Buf(out), gpu.U32(n), gpu.Buf(found)}, scratchBytes)
 }
 
 // dispatchProgEvalOutputs encodes kernel prog_eval_outputs (shaders/common/program.metal:25).

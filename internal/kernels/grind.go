@@ -24,8 +24,7 @@ type Grind struct {
 	state     *gpu.Array[Mont]   // 16 elements
 	groupMin  *gpu.Array[uint32] // one slot per threadgroup of grind_search
 	result    *gpu.Array[uint32] // 1: the minimum of the last slice
-	found     *gpu.Array[uint32] // 1: some hit of the running search (GRIND_NONE before it)
-	none      *gpu.Array[uint32] // 1: GRIND_NONE, copied into found before each search
+	found     *gpu.Array[uint32] // 1: some hit of the running search (GRIND_NONE between searches: grind_min resets it)
 	maxGroups int
 	slice     int // tests: candidates per slice instead of SliceSize (0: SliceSize)
 }
@@ -67,11 +66,7 @@ func (h *Poseidon2) NewGrind() (*Grind, error) {
 		g.Close()
 		return nil, err
 	}
-	if g.found, err = gpu.AllocArray[uint32](h.dev, "grind hit", 1); err != nil {
-		g.Close()
-		return nil, err
-	}
-	if g.none, err = gpu.UploadArray(h.dev, "grind none", []uint32{grindNone}); err != nil {
+	if g.found, err = gpu.UploadArray(h.dev, "grind hit", []uint32{grindNone}); err != nil {
 		g.Close()
 		return nil, err
 	}
@@ -83,7 +78,7 @@ func (g *Grind) Close() {
 	if g.state != nil {
 		g.state.Free()
 	}
-	for _, a := range []*gpu.Array[uint32]{g.groupMin, g.result, g.found, g.none} {
+	for _, a := range []*gpu.Array[uint32]{g.groupMin, g.result, g.found} {
 		if a != nil {
 			a.Free()
 		}
@@ -115,15 +110,15 @@ func (g *Grind) EncodeSearch(b *gpu.Batch, absorbIdx, bits int, base, count uint
 		return fmt.Errorf("kernels: Grind: candidates [%d, %d + %d) not a non-empty range of at most 2^30 below p", base, base, count)
 	}
 	groups, tpg := g.searchShape(int(count))
-	b.Copy(g.found.Buffer, 0, g.none.Buffer, 0, 4)
 	dispatchGrindSearch(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), g.state.Buffer, g.rc.Buffer, g.groupMin.Buffer, g.found.Buffer, grindParams{absorbIdx: uint32(absorbIdx), mask: uint32(1)<<bits - 1, base: base, count: count}, uint32(4*tpg))
-	// One group reduces the group minima: a single thread on the host (a plain loop over at
-	// most 2^12 values), a full group on GPUs.
+	// One group reduces the group minima (a single thread on the host: a plain loop over at
+	// most 2^12 values; a full group on GPUs) and resets found for the next search, so that no
+	// copy is encoded before grind_search (a device-to-device copy costs the host a launch).
 	mt := 1
 	if !isHost(g.dev) {
 		mt = min(gpuGrindThreads, max(g.dev.Limits().MaxThreadsPerGroup, 1))
 	}
-	dispatchGrindMin(b, gpu.D1(1), gpu.D1(uint32(mt)), g.groupMin.Buffer, g.result.Buffer, uint32(groups), uint32(4*mt))
+	dispatchGrindMin(b, gpu.D1(1), gpu.D1(uint32(mt)), g.groupMin.Buffer, g.result.Buffer, uint32(groups), g.found.Buffer, uint32(4*mt))
 	return b.Err()
 }
 
@@ -154,8 +149,8 @@ func (g *Grind) SliceSize(bits int) int {
 
 // Search returns the smallest w in [0, p) passing the check for state and absorbIdx (see
 // Grind), and false if there is none. It tests slices of SliceSize(bits) candidates in
-// increasing order, one batch (one sync) each, stopping at the first slice with a hit; ctx is
-// checked between slices.
+// increasing order, one batch each (its only sync the result's download), stopping at the first
+// slice with a hit; ctx is checked between slices.
 func (g *Grind) Search(ctx context.Context, state [poseidon2.Width]field.Fp, absorbIdx, bits int) (field.Fp, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
@@ -172,11 +167,7 @@ func (g *Grind) Search(ctx context.Context, state [poseidon2.Width]field.Fp, abs
 			return 0, false, err
 		}
 		count := min(slice, uint64(field.P)-base)
-		b := g.dev.Batch()
-		if err := g.EncodeSearch(b, absorbIdx, bits, uint32(base), uint32(count)); err != nil {
-			return 0, false, err
-		}
-		if err := b.Wait(); err != nil {
+		if err := g.EncodeSearch(g.dev.Batch(), absorbIdx, bits, uint32(base), uint32(count)); err != nil {
 			return 0, false, err
 		}
 		w, ok, err := g.ReadResult()

@@ -16,9 +16,9 @@ struct GrindParams {
 };
 
 // group_min[g] = the smallest passing candidate among those visited by group g, or GRIND_NONE.
-// found[0] (GRIND_NONE before the dispatch) holds some passing candidate once a thread has one:
-// a thread stops before a candidate above it (the smallest hit is not there), so a hit early in
-// the range spares the groups that start after it.
+// found[0] (GRIND_NONE before the dispatch: grind_min resets it) holds some passing candidate
+// once a thread has one: a thread stops before a candidate above it (the smallest hit is not
+// there), so a hit early in the range spares the groups that start after it.
 // state: the 16 state elements in Montgomery form. Thread j (grid position) visits the candidate
 // lane groups i0 = j·MSL_LANES, then steps by the whole grid (threads_per_grid · MSL_LANES), in
 // ascending order, and stops at its first hit. Lanes (prelude.h): on the host one work item
@@ -84,10 +84,12 @@ kernel void grind_search(constant uint* state [[buffer(0)]],
 }
 
 // out[0] = min(group_min[0 .. n)), by one threadgroup (scratch: 4 · tpg bytes); GRIND_NONE when
-// n = 0 or no group had a hit. Dispatch exactly one group.
+// n = 0 or no group had a hit. found[0] (grind_search's hit, read by no one after it) goes back to
+// GRIND_NONE for the next search. Dispatch exactly one group.
 kernel void grind_min(device const uint* group_min [[buffer(0)]],
                       device uint* out [[buffer(1)]],
                       constant uint& n [[buffer(2)]],
+                      device uint* found [[buffer(3)]],
                       threadgroup uint* scratch [[threadgroup(0)]],
                       uint tid [[thread_index_in_threadgroup]],
                       uint tpg [[threads_per_threadgroup]]) {
@@ -100,5 +102,6 @@ kernel void grind_min(device const uint* group_min [[buffer(0)]],
     uint r = GRIND_NONE;
     for (uint t = 0u; t < tpg; t++) r = min(r, scratch[t]);
     out[0] = r;
+    found[0] = GRIND_NONE;
   }
 }

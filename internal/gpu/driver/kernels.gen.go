@@ -221,13 +221,14 @@ var Kernels = []KernelInfo{
 		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroup_position_in_grid"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "grind_min", Family: "grind", Pos: "shaders/common/grind.metal:88", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "grind_min", Family: "grind", Pos: "shaders/common/grind.metal:89", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
 		{Name: "group_min", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "n", Type: "constant uint&", Kind: ParamValue, Index: 2, ValueSize: 4},
+		{Name: "found", Type: "device uint*", Kind: ParamBuffer, Index: 3},
 		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
-		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_index_in_threadgroup"},
-		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_index_in_threadgroup"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_threadgroup"},
 	}},
 	{Name: "prog_eval_outputs", Family: "program", Pos: "shaders/common/program.metal:25", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},

@@ -3189,9 +3189,9 @@ struct GrindParams {
 };
 
 // group_min[g] = the smallest passing candidate among those visited by group g, or GRIND_NONE.
-// found[0] (GRIND_NONE before the dispatch) holds some passing candidate once a thread has one:
-// a thread stops before a candidate above it (the smallest hit is not there), so a hit early in
-// the range spares the groups that start after it.
+// found[0] (GRIND_NONE before the dispatch: grind_min resets it) holds some passing candidate
+// once a thread has one: a thread stops before a candidate above it (the smallest hit is not
+// there), so a hit early in the range spares the groups that start after it.
 // state: the 16 state elements in Montgomery form. Thread j (grid position) visits the candidate
 // lane groups i0 = j·MSL_LANES, then steps by the whole grid (threads_per_grid · MSL_LANES), in
 // ascending order, and stops at its first hit. Lanes (prelude.h): on the host one work item
@@ -3257,10 +3257,12 @@ MSL_KERNEL void msl_kernel_grind_search(MSL_CONSTANT uint* state              ,
 }
 
 // out[0] = min(group_min[0 .. n)), by one threadgroup (scratch: 4 · tpg bytes); GRIND_NONE when
-// n = 0 or no group had a hit. Dispatch exactly one group.
+// n = 0 or no group had a hit. found[0] (grind_search's hit, read by no one after it) goes back to
+// GRIND_NONE for the next search. Dispatch exactly one group.
 MSL_KERNEL void msl_kernel_grind_min(MSL_DEVICE const uint* group_min              ,
                       MSL_DEVICE uint* out              ,
                       MSL_CONSTANT uint& n              ,
+                      MSL_DEVICE uint* found              ,
                       MSL_THREADGROUP uint* scratch                   ,
                       uint tid                                ,
                       uint tpg                            ) {
@@ -3273,6 +3275,7 @@ MSL_KERNEL void msl_kernel_grind_min(MSL_DEVICE const uint* group_min           
     uint r = GRIND_NONE;
     for (uint t = 0u; t < tpg; t++) r = min(r, scratch[t]);
     out[0] = r;
+    found[0] = GRIND_NONE;
   }
 }
 #line 1 "shaders/common/program.metal"
