@@ -101,9 +101,9 @@ func (s *Sumcheck) EncodeRound(b *gpu.Batch, t ProductTables) error {
 		return fmt.Errorf("kernels: Round: tables of one row have no round")
 	}
 	pairs := t.Cols << (t.LogRows - 1)
-	g, tp, tg := s.reduceShape("sc_round_partials", pairs)
-	dispatchScRoundPartials(b, g, tp, t.F.Buffer, t.W.Buffer, s.partials.Buffer, scRoundParams{logHalf: uint32(t.LogRows - 1), cols: uint32(t.Cols), stride: uint32(t.Stride)}, tg)
-	return s.encodeSum(b, int(g.X))
+	g, tp, tg, out := s.roundShape("sc_round_partials", pairs)
+	dispatchScRoundPartials(b, g, tp, t.F.Buffer, t.W.Buffer, out.Buffer, scRoundParams{logHalf: uint32(t.LogRows - 1), cols: uint32(t.Cols), stride: uint32(t.Stride)}, tg)
+	return s.encodeSum(b, out, int(g.X))
 }
 
 // EncodeFoldRound encodes the fold of src at alpha into dst (both f and w; dst.LogRows =
@@ -126,10 +126,10 @@ func (s *Sumcheck) EncodeFoldRound(b *gpu.Batch, src, dst ProductTables, alpha f
 		return fmt.Errorf("kernels: FoldRound: the folded tables must not share a buffer with the source")
 	}
 	pairs := dst.Cols << (dst.LogRows - 1)
-	g, tp, tg := s.reduceShape("sc_fold_round_partials", pairs)
+	g, tp, tg, out := s.roundShape("sc_fold_round_partials", pairs)
 	a := MontFp4(alpha)
-	dispatchScFoldRoundPartials(b, g, tp, src.F.Buffer, src.W.Buffer, dst.F.Buffer, dst.W.Buffer, s.partials.Buffer, scFoldRoundParams{logHalf: uint32(dst.LogRows - 1), cols: uint32(dst.Cols), srcStride: uint32(src.Stride), dstStride: uint32(dst.Stride), a0: a[0], a1: a[1], a2: a[2], a3: a[3]}, tg)
-	return s.encodeSum(b, int(g.X))
+	dispatchScFoldRoundPartials(b, g, tp, src.F.Buffer, src.W.Buffer, dst.F.Buffer, dst.W.Buffer, out.Buffer, scFoldRoundParams{logHalf: uint32(dst.LogRows - 1), cols: uint32(dst.Cols), srcStride: uint32(src.Stride), dstStride: uint32(dst.Stride), a0: a[0], a1: a[1], a2: a[2], a3: a[3]}, tg)
+	return s.encodeSum(b, out, int(g.X))
 }
 
 // ReadRound downloads Result (32 bytes; the sync of the round when work is pending).
@@ -151,9 +151,29 @@ func (s *Sumcheck) live() error {
 	return nil
 }
 
-// encodeSum adds the rows of partials into result.
-func (s *Sumcheck) encodeSum(b *gpu.Batch, rows int) error {
+// encodeSum adds the rows of partials into result, unless the partials kernel wrote its one row
+// there (out: roundShape).
+func (s *Sumcheck) encodeSum(b *gpu.Batch, out *gpu.Array[uint32], rows int) error {
+	if out == s.result {
+		return b.Err()
+	}
 	return EncodeSumRows(b, s.dev, s.partials, s.result, rows, 8)
+}
+
+// oneGroupRound bounds the groups of a round that runs in one group instead (each thread taking
+// up to this many groups' share of the pairs): that group's row of sums is the round's result, one
+// launch instead of two. The late rounds of a sumcheck are that small, and there the host's
+// launch, not the device, sets the pace (about 7 µs a launch on an H200 host).
+const oneGroupRound = 8
+
+// roundShape is reduceShape for a round's partials kernel, with the buffer it writes: the
+// partials, or Result itself for a round of one group (oneGroupRound).
+func (s *Sumcheck) roundShape(kernel string, pairs int) (groups, tpg gpu.Dim3, tgBytes uint32, out *gpu.Array[uint32]) {
+	groups, tpg, tgBytes = s.reduceShape(kernel, pairs)
+	if groups.X <= oneGroupRound {
+		return gpu.D1(1), tpg, tgBytes, s.result
+	}
+	return groups, tpg, tgBytes, s.partials
 }
 
 // maxReduceGroups bounds the groups of a partials dispatch: on GPUs 4 groups of 256 threads per

@@ -91,8 +91,14 @@ func TestSumcheckRoundAndFoldRound(t *testing.T) {
 			f, w := randFp4s(r, s.cols*stride), randFp4s(r, s.cols*stride)
 			src := ProductTables{F: uploadFp4(t, f), W: uploadFp4(t, w), Cols: s.cols, LogRows: s.logRows, Stride: stride}
 			b := testDev.Batch()
+			sums := testDev.Stats().PerKernel["sc_sum_rows"]
 			if err := sc.EncodeRound(b, src); err != nil {
 				t.Fatal(err)
+			}
+			// A round of a few groups' pairs runs in one group, without the second pass.
+			g, _, _ := sc.reduceShape("sc_round_partials", s.cols<<(s.logRows-1))
+			if two := testDev.Stats().PerKernel["sc_sum_rows"] > sums; two != (g.X > oneGroupRound) {
+				t.Errorf("round of %d groups: second pass %v", g.X, two)
 			}
 			var s1, s2 field.Fp4
 			if n := syncs(t, func() (err error) { s1, s2, err = sc.ReadRound(); return err }); n != 1 {
