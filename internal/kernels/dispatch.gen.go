@@ -354,6 +354,17 @@ func (v scEqExpandParams) arg() gpu.Arg {
 	return gpu.U32(v.logLo, v.logTotal, v.count, v.accumulate, v.loOff, v.hiOff, v.outOff)
 }
 
+// scEqSuffixParams is the value struct ScEqSuffixParams of the shaders: uint fields in declaration order.
+type scEqSuffixParams struct {
+	n         uint32
+	halvesOff uint32
+	outOff    uint32
+}
+
+func (v scEqSuffixParams) arg() gpu.Arg {
+	return gpu.U32(v.n, v.halvesOff, v.outOff)
+}
+
 // zcCoeffsParams is the value struct ZcCoeffsParams of the shaders: uint fields in declaration order.
 type zcCoeffsParams struct {
 	logH        uint32
@@ -1015,6 +1026,11 @@ func dispatchScSumRowBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer
 // dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:376).
 func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
+}
+
+// dispatchScEqSuffixes encodes kernel sc_eq_suffixes (shaders/common/sumcheck.metal:447).
+func dispatchScEqSuffixes(enc *gpu.Batch, groups, tpg gpu.Dim3, halves *gpu.Buffer, out *gpu.Buffer, p scEqSuffixParams) *gpu.Batch {
+	return enc.Dispatch("sc_eq_suffixes", groups, tpg, []gpu.Arg{gpu.Buf(halves), gpu.Buf(out), p.arg()})
 }
 
 // dispatchZcCoeffs encodes kernel zc_coeffs (shaders/constraints/zerocheck.metal:86).

@@ -323,6 +323,42 @@ func EqTables(r []field.Fp4) (lo, hi []Mont4, logLo int) {
 	return Mont4Slice(evalsEq(r[:h])), Mont4Slice(evalsEq(r[h:])), h
 }
 
+// EqSuffixHalves returns the halves of the eq tables of every suffix of r (EqTables of r[j:] for
+// j = 0..len(r), laid out lo_0, hi_0, lo_1, hi_1, …), for EncodeEqSuffixes.
+func EqSuffixHalves(r []field.Fp4) []Mont4 {
+	var out []Mont4
+	for j := 0; j <= len(r); j++ {
+		lo, hi, _ := EqTables(r[j:])
+		out = append(append(out, lo...), hi...)
+	}
+	return out
+}
+
+// EncodeEqSuffixes encodes the eq tables of every suffix of a point of n coordinates from their
+// halves (EqSuffixHalves, at Fp4 index halvesOff): table j = eq(r_j..r_{n−1}, ·) into out at Fp4
+// index outOff + 2^(n+1) − 2^(n−j+1), 2^(n−j) entries, for j = 0..n. One dispatch
+// (sc_eq_suffixes) where an EqExpand each took n + 1: a launch costs the host more than these
+// small tables cost the device.
+func EncodeEqSuffixes(b *gpu.Batch, dev *gpu.Device, halves *gpu.Array[Mont4], halvesOff int, out *gpu.Array[Mont4], outOff, n int) error {
+	if n < 0 || n > 28 || halvesOff < 0 || outOff < 0 {
+		return fmt.Errorf("kernels: EqSuffixes: point of %d coordinates, offsets %d %d", n, halvesOff, outOff)
+	}
+	need := 0
+	for m := n; m >= 0; m-- {
+		need += 1<<(m/2) + 1<<(m-m/2)
+	}
+	if err := checkArray("EqSuffixes", halves, halvesOff+need); err != nil {
+		return err
+	}
+	total := 2<<n - 1
+	if err := checkArray("EqSuffixes", out, outOff+total); err != nil {
+		return err
+	}
+	g, t := shapeFor(dev, "sc_eq_suffixes", total)
+	dispatchScEqSuffixes(b, g, t, halves.Buffer, out.Buffer, scEqSuffixParams{n: uint32(n), halvesOff: uint32(halvesOff), outOff: uint32(outOff)})
+	return b.Err()
+}
+
 // evalsEq is stark.EvalsEqHypercube (repeated here: kernels does not import stark).
 func evalsEq(x []field.Fp4) []field.Fp4 {
 	out := make([]field.Fp4, 1<<len(x))

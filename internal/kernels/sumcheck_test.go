@@ -270,6 +270,54 @@ func TestSumcheckFold(t *testing.T) {
 	}
 }
 
+// TestEqSuffixes: every suffix's eq table from one dispatch, at offsets in both buffers, against
+// the product formula; the entries around the tables stay untouched.
+func TestEqSuffixes(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, n := range []int{0, 1, 2, 5, 11} {
+		x := randFp4s(r, n)
+		const hOff, oOff = 3, 5
+		halves := append(make([]Mont4, hOff), EqSuffixHalves(x)...)
+		ha, err := gpu.UploadArray(testDev, "halves", halves)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := 2<<n - 1
+		out := allocFp4(t, oOff+total+2)
+		b := testDev.Batch()
+		if err := EncodeEqSuffixes(b, testDev, ha, hOff, out, oOff, n); err != nil {
+			t.Fatal(err)
+		}
+		got := readFp4(t, out)
+		for i := range oOff {
+			if !got[i].IsZero() || !got[oOff+total+i%2].IsZero() {
+				t.Fatalf("n %d: an entry outside the tables was written", n)
+			}
+		}
+		at := oOff
+		for j := 0; j <= n; j++ {
+			for bidx := range 1 << (n - j) {
+				want := field.Fp4One
+				for i := range n - j {
+					if bidx>>i&1 == 1 {
+						want = want.Mul(x[j+i])
+					} else {
+						want = want.Mul(field.Fp4One.Sub(x[j+i]))
+					}
+				}
+				if got[at+bidx] != want {
+					t.Fatalf("n %d, table %d, entry %d: got %v, want %v", n, j, bidx, got[at+bidx], want)
+				}
+			}
+			at += 1 << (n - j)
+		}
+		ha.Free()
+	}
+	if err := EncodeEqSuffixes(testDev.Batch(), testDev, allocFp4(t, 4), 0, allocFp4(t, 8), 0, 2); err == nil {
+		t.Error("short halves: no error")
+	}
+}
+
 func TestEqExpand(t *testing.T) {
 	r := rand.New(rand.NewPCG(19, 20))
 	for _, k := range []int{0, 1, 2, 3, 7, 12} {

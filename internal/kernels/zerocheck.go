@@ -444,9 +444,10 @@ func zcWeights(weights []field.Fp4, denConst field.Fp4) []Mont4 {
 // Reuse binds a trace made for an earlier proof of the same program, height and domain (its maps,
 // piece sets and constants stay on the device: a backend keeps them per key) to another proof:
 // its parts (the program's part order and widths, height 2^LogHeight), public values (the
-// constants are uploaded again only when they differ) and output weights (uploaded). Its
-// planned dispatches are unchanged: plan it again with NewZerocheck.
-func (z *ZcTrace) Reuse(parts []ZcPart, public []field.Fp, weights []field.Fp4, denConst field.Fp4) error {
+// constants are uploaded again only when they differ); its output weights follow (SetWeights)
+// before round 0's first kernel that reads them. Its planned dispatches are unchanged: plan it
+// again with NewZerocheck.
+func (z *ZcTrace) Reuse(parts []ZcPart, public []field.Fp) error {
 	if z.weights == nil {
 		return fmt.Errorf("kernels: ZcTrace: reused after Free")
 	}
@@ -462,9 +463,6 @@ func (z *ZcTrace) Reuse(parts []ZcPart, public []field.Fp, weights []field.Fp4, 
 				return err
 			}
 		}
-	}
-	if len(weights) != z.Prog.NumOutput {
-		return fmt.Errorf("kernels: ZcTrace: %d weights for %d outputs", len(weights), z.Prog.NumOutput)
 	}
 	if !slices.Equal(public, z.public) {
 		cpw, err := z.Prog.ConstsAndPublic(public)
@@ -488,11 +486,21 @@ func (z *ZcTrace) Reuse(parts []ZcPart, public []field.Fp, weights []field.Fp4, 
 		}
 		z.public = append(z.public[:0], public...)
 	}
-	if err := z.weights.Write(0, zcWeights(weights, denConst)); err != nil {
-		return err
-	}
 	z.Parts = append(z.Parts[:0], parts...)
 	return nil
+}
+
+// SetWeights uploads the output weights and LogUp constant of a reused trace's proof (Reuse):
+// round 0's slot values (EncodeUniRoundThen's first kernels) read none, so a caller may compute
+// them while the device makes those.
+func (z *ZcTrace) SetWeights(weights []field.Fp4, denConst field.Fp4) error {
+	if z.weights == nil {
+		return fmt.Errorf("kernels: ZcTrace: weights set after Free")
+	}
+	if len(weights) != z.Prog.NumOutput {
+		return fmt.Errorf("kernels: ZcTrace: %d weights for %d outputs", len(weights), z.Prog.NumOutput)
+	}
+	return z.weights.Write(0, zcWeights(weights, denConst))
 }
 
 // Detach forgets the parts, so that a trace kept for later proofs (Reuse) holds no buffer of the

@@ -21,21 +21,10 @@ type ConstraintChallenges struct {
 	// Eq3b[t][k] is eq3b_{T,k} of interaction k of trace t (trace order).
 	Eq3b [][]field.Fp4
 	// Programs and Weights (one per trace, trace order) are the traces' constraint programs
-	// (compiled once per verifying key) and their weights for Lambda, Beta and Eq3b; a backend
-	// uses them read-only.
+	// (compiled once per verifying key) and, when non-nil, their weights for Lambda, Beta and
+	// Eq3b (a backend computes missing ones itself); a backend uses them read-only.
 	Programs []*constraints.Program
 	Weights  []*constraints.Weights
-	// WeightsReady, when non-nil, is closed once Weights is filled in: the stage computes the
-	// weights (thousands of Fp4 products for a long program) beside the backend's set-up, and a
-	// backend waits for it before it reads an entry of Weights.
-	WeightsReady <-chan struct{}
-}
-
-// WaitWeights waits until Weights is filled in (WeightsReady).
-func (ch *ConstraintChallenges) WaitWeights() {
-	if ch.WeightsReady != nil {
-		<-ch.WeightsReady
-	}
 }
 
 // ConstraintTriple holds one value list per polynomial family of a trace: the λ_c-batched

@@ -372,26 +372,11 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 	xi := g.Xi
 
 	lambda := tr.SampleExt() // B1
-	// The weights are computed beside the backend's set-up (WeightsReady); the host's part of
-	// round 0 that depends on ξ alone, beside the device's round 0.
-	weights := make([]*constraints.Weights, T)
-	ready := make(chan struct{})
-	var werr error
-	go func() {
-		defer close(ready)
-		for t, pg := range sh.progs {
-			if weights[t], werr = pg.Weights(lambda, g.Beta, sh.eq3b[t]); werr != nil {
-				return
-			}
-		}
-	}()
-	cp, err := be.NewConstraintProver(p, traces, &ConstraintChallenges{Lambda: lambda, Beta: g.Beta, Xi: xi, Eq3b: sh.eq3b, Programs: sh.progs,
-		Weights: weights, WeightsReady: ready})
-	<-ready
-	if err == nil && werr != nil {
-		cp.Release()
-		err = werr
-	}
+	// The backend computes the weights where it needs them (a goroutine started here ran up to
+	// 0.3 ms late on a GPU host, and round 0 waited for it); this stage's own copy, read only
+	// after round 0, is computed beside the device's round 0 with the host's part of it that
+	// depends on ξ alone.
+	cp, err := be.NewConstraintProver(p, traces, &ConstraintChallenges{Lambda: lambda, Beta: g.Beta, Xi: xi, Eq3b: sh.eq3b, Programs: sh.progs})
 	if err != nil {
 		return BatchConstraintProof{}, nil, err
 	}
@@ -404,13 +389,23 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 
 	// Round 0 (§4.3).
 	var eqSharp, eqUni0 []field.Fp4
+	weights := make([]*constraints.Weights, T)
+	var werr error
 	eqDone := make(chan struct{})
 	go func() {
 		defer close(eqDone)
 		eqSharp, eqUni0 = eqSharpCoeffs(l, xi[:l]), EqUniCoeffs(l, xi[0])
+		for t, pg := range sh.progs {
+			if weights[t], werr = pg.Weights(lambda, g.Beta, sh.eq3b[t]); werr != nil {
+				return
+			}
+		}
 	}()
 	polys, err := cp.UnivariateRound()
 	<-eqDone
+	if err == nil {
+		err = werr
+	}
 	if err != nil {
 		return BatchConstraintProof{}, nil, err
 	}

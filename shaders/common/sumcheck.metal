@@ -432,3 +432,39 @@ kernel void sc_eq_expand(device const uint* lo [[buffer(0)]],
     bb4_store(out, out_off + b, acc);
   }
 }
+
+struct ScEqSuffixParams {
+  uint n;           // coordinates of the point: tables j = 0..n
+  uint halves_off;  // Fp4 index of table 0's lo half in halves
+  uint out_off;     // Fp4 index of table 0's first entry in out
+};
+
+// The eq tables of every suffix of a point r of n coordinates in one dispatch (a launch each cost
+// the host more than the device spent on them): table j = eq(r_j..r_{n−1}, ·), 2^(n−j) entries,
+// j = 0..n (the last is the one entry 1), at out_off + 2^(n+1) − 2^(n−j+1); each entry the product
+// of table j's halves lo_j = eq(r_j..r_{j+h−1}, ·) and hi_j = eq(r_{j+h}..r_{n−1}, ·) with
+// h = ⌊(n−j)/2⌋ (kernels.EqTables), laid out in halves from halves_off as lo_0, hi_0, lo_1, ….
+kernel void sc_eq_suffixes(device const uint* halves [[buffer(0)]],
+                           device uint* out [[buffer(1)]],
+                           constant ScEqSuffixParams& p [[buffer(2)]],
+                           uint gid [[thread_position_in_grid]],
+                           uint stride [[threads_per_grid]]) {
+  uint n = p.n;
+  uint total = (2u << n) - 1u;
+  for (uint e = gid; e < total; e += stride) {
+    uint v = (2u << n) - e;  // table j holds the e with 2^(n−j) < v ≤ 2^(n−j+1)
+    uint k = 0u;
+    while ((2u << k) < v) k++;
+    uint j = n - k;
+    uint b = (2u << k) - v;  // the entry within table j
+    uint off = p.halves_off;
+    for (uint i = 0u; i < j; i++) {
+      uint m = n - i;
+      off += (1u << (m / 2u)) + (1u << (m - m / 2u));
+    }
+    uint h = k / 2u;
+    bb4 lo = bb4_load(halves, off + (b & ((1u << h) - 1u)));
+    bb4 hi = bb4_load(halves, off + (1u << h) + (b >> h));
+    bb4_store(out, p.out_off + e, bb4_mul(lo, hi));
+  }
+}

@@ -51,7 +51,6 @@ func (Backend) NewConstraintProver(p params.SystemParams, traces []*stark.AirInp
 	if (ch.Programs != nil && len(ch.Programs) != len(traces)) || (ch.Weights != nil && len(ch.Weights) != len(traces)) {
 		return nil, fmt.Errorf("%w: programs or weights for %d traces expected", ErrConstraintProver, len(traces))
 	}
-	ch.WaitWeights()
 	l := p.LSkip
 	n := 1 << l
 	bp := &bcProver{l: l, n: n, d: p.MaxConstraintDegree, xi: ch.Xi, binds: -1}

@@ -55,7 +55,7 @@ type constraintProver struct {
 	last []stark.ConstraintTriple
 
 	eq, halves         *gpu.Array[kernels.Mont4]
-	eqExp              []kernels.EqExpand // the eq tables' expansion, encoded by UnivariateRound (nil after)
+	eqSuffixes         []eqSuffixes // the eq tables' expansion, encoded by UnivariateRound (nil after)
 	uniOut, roundOut   *gpu.Array[uint32]
 	bindW              *gpu.Array[uint32]
 	rs                 []field.Fp4 // the r of every Bind so far
@@ -63,6 +63,9 @@ type constraintProver struct {
 	mu                 sync.Mutex
 	released           bool
 	uniWidth, rndWidth int
+	weights            []*constraints.Weights // per trace, once weightsDone is closed (startWeights)
+	weightsErr         error
+	weightsDone        chan struct{}
 }
 
 // zcTrace is one trace of a constraintProver.
@@ -70,7 +73,7 @@ type zcTrace struct {
 	pg    *constraints.Program
 	zt    *kernels.ZcTrace
 	key   *zcTraceKey // non-nil: zt goes back to the backend's cache at Release (a key's program)
-	reuse *zcReuse    // non-nil: zt was kept from an earlier proof and still needs this proof's data
+	reuse *zcReuse    // non-nil: zt was kept from an earlier proof and still needs this proof's weights
 	nLift int
 	eqOff []int // per round j = 0..ñ: Fp4 index of eq(ξ_{l+j..l+ñ−1}, ·) in the eq buffer
 	tabs  [2]*gpu.Array[kernels.Mont4]
@@ -83,8 +86,9 @@ var _ stark.ConstraintProver = (*constraintProver)(nil)
 
 // NewConstraintProver implements stark.ConstraintBackend on the device. It validates the inputs
 // as cpuref does, uploads each trace's maps and weights (the programs once per backend, see
-// program; the maps once per key, see zcCache: a later proof of the key uploads its weights and
-// the eq tables' halves only) and allocates the tables and scratch. No dispatch, no sync.
+// program; the maps once per key, see zcCache: a later proof of the key uploads the eq tables'
+// halves here and its weights in UnivariateRound) and allocates the tables and scratch. No
+// dispatch.
 func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.AirInput, ch *stark.ConstraintChallenges) (stark.ConstraintProver, error) {
 	if ch == nil || len(ch.Eq3b) != len(traces) {
 		return nil, fmt.Errorf("%w: challenges for %d traces expected", ErrProverState, len(traces))
@@ -110,6 +114,7 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 	logM, shifted := kernels.ZcRound0Domain(l, d, interactions)
 	cp := &constraintProver{be: b, l: l, n: n, d: d, logM: logM, shifted: shifted, binds: -1,
 		xi: append([]field.Fp4(nil), ch.Xi...)}
+	cp.startWeights(pgs, ch)
 	fail := func(err error) (stark.ConstraintProver, error) {
 		cp.freeBuffers()
 		return nil, err
@@ -127,7 +132,7 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 		zts = append(zts, zt.zt)
 	}
 	// The large buffers first: the device zeroes round 0's (new buffers are zeroed in queue order)
-	// while the host computes the eq tables' halves and the stage its weights; the uploads below
+	// while the host computes the eq tables' halves (and the weights, startWeights); the uploads below
 	// wait for that zeroing (an upload waits for all queued work), the first kernels then do not.
 	// The rounds evaluate X = 1..d on the device (points d); Round derives X = 0 and d+1 (roundClaims).
 	if cp.zc, err = kernels.NewZerocheck(b.dev, cp.dom, d, zts, b.zcOpts); err != nil {
@@ -149,10 +154,9 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 			}
 		}
 	}
-	// eq(ξ_{l+j..l+ñ−1}, ·) for every lift ñ and round j ≤ ñ, expanded from halves.
-	type expansion struct{ loOff, hiOff, outOff, logLo, logHi int }
+	// eq(ξ_{l+j..l+ñ−1}, ·) for every lift ñ and round j ≤ ñ, expanded from halves: for each
+	// lift the tables of every suffix of ξ_{l..l+ñ−1}, one dispatch (kernels.EncodeEqSuffixes).
 	var halves []kernels.Mont4
-	var exps []expansion
 	eqLen := 0
 	eqAt := map[[2]int]int{}
 	lifts := map[int]bool{}
@@ -165,13 +169,12 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 	}
 	sort.Ints(nl)
 	for _, nLift := range nl {
+		cp.eqSuffixes = append(cp.eqSuffixes, eqSuffixes{halvesOff: len(halves), outOff: eqLen, n: nLift})
+		halves = append(halves, kernels.EqSuffixHalves(ch.Xi[l:l+nLift])...)
 		for j := 0; j <= nLift; j++ {
-			lo, hi, h := kernels.EqTables(ch.Xi[l+j : l+nLift])
-			exps = append(exps, expansion{len(halves), len(halves) + len(lo), eqLen, h, nLift - j - h})
-			halves = append(append(halves, lo...), hi...)
-			eqAt[[2]int{nLift, j}] = eqLen
-			eqLen += 1 << (nLift - j)
+			eqAt[[2]int{nLift, j}] = eqLen + 2<<nLift - 2<<(nLift-j)
 		}
+		eqLen += 2<<nLift - 1
 	}
 	for _, tr := range cp.traces {
 		for j := 0; j <= tr.nLift; j++ {
@@ -206,27 +209,18 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 	if err := cp.halves.Write(0, halves); err != nil {
 		return fail(err)
 	}
-	// Traces kept from an earlier proof: this proof's parts, public values and weights (the
-	// weights computed meanwhile by the stage: ConstraintChallenges.WeightsReady).
+	// Traces kept from an earlier proof: this proof's parts and public values; their weights
+	// wait for UnivariateRound (setWeights).
 	for _, tr := range cp.traces {
 		if tr.reuse == nil {
 			continue
 		}
 		ru := tr.reuse
-		tr.reuse = nil
-		w, err := weightsOf(ru.t, tr.pg, ch)
-		if err == nil {
-			err = tr.zt.Reuse(ru.parts, ru.public, w.Out, w.DenConst)
-		}
-		if err != nil {
+		if err := tr.zt.Reuse(ru.parts, ru.public); err != nil {
 			// A trace whose Reuse failed may hold another proof's constants: not kept.
 			tr.key = nil
 			return fail(fmt.Errorf("%w: trace %d: %w", stark.ErrBatchConstraintInput, ru.t, err))
 		}
-	}
-	for _, e := range exps {
-		cp.eqExp = append(cp.eqExp, kernels.EqExpand{Lo: cp.halves, Hi: cp.halves, Out: cp.eq, LoOff: e.loOff, HiOff: e.hiOff,
-			OutOff: e.outOff, LogLo: e.logLo, LogHi: e.logHi, Count: 1})
 	}
 	if err := b.track(cp); err != nil {
 		return fail(err)
@@ -234,21 +228,87 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 	return cp, nil
 }
 
-// zcReuse is what a kept trace needs of this proof (kernels.ZcTrace.Reuse, once the weights are
-// known).
+// eqSuffixes is one lift's eq tables in the eq buffer (kernels.EncodeEqSuffixes).
+type eqSuffixes struct{ halvesOff, outOff, n int }
+
+// encodeEqTables encodes the eq tables' expansion from the halves, once (the first call).
+func (cp *constraintProver) encodeEqTables(b *gpu.Batch) error {
+	for _, e := range cp.eqSuffixes {
+		if err := kernels.EncodeEqSuffixes(b, cp.be.dev, cp.halves, e.halvesOff, cp.eq, e.outOff, e.n); err != nil {
+			return err
+		}
+	}
+	cp.eqSuffixes = nil
+	return nil
+}
+
+// setWeights uploads the weights of the traces kept from an earlier proof
+// (kernels.ZcTrace.SetWeights), waiting for startWeights.
+func (cp *constraintProver) setWeights() error {
+	for _, tr := range cp.traces {
+		ru := tr.reuse
+		if ru == nil {
+			continue
+		}
+		tr.reuse = nil
+		w, err := cp.weightsOf(ru.t)
+		if err == nil {
+			err = tr.zt.SetWeights(w.Out, w.DenConst)
+		}
+		if err != nil {
+			// A trace without this proof's weights is not kept.
+			tr.key = nil
+			return fmt.Errorf("%w: trace %d: %w", stark.ErrBatchConstraintInput, ru.t, err)
+		}
+	}
+	return nil
+}
+
+// zcReuse is what a kept trace needs of this proof (kernels.ZcTrace.Reuse, then its weights:
+// setWeights).
 type zcReuse struct {
 	t      int
 	parts  []kernels.ZcPart
 	public []field.Fp
 }
 
-// weightsOf returns trace t's weights (program pg): the stage's, once ready, else computed here.
-func weightsOf(t int, pg *constraints.Program, ch *stark.ConstraintChallenges) (*constraints.Weights, error) {
-	ch.WaitWeights()
-	if ch.Weights != nil && ch.Weights[t] != nil {
-		return ch.Weights[t], nil
+// startWeights computes the traces' weights that ch lacks on a goroutine: a reused trace's
+// are read only once round 0's first kernels are queued (setWeights). Keccak-f's 3,184 weights
+// took 0.15–0.2 ms of an H200 host's time before round 0 could start, in line.
+func (cp *constraintProver) startWeights(pgs []*constraints.Program, ch *stark.ConstraintChallenges) {
+	cp.weights = make([]*constraints.Weights, len(pgs))
+	done := make(chan struct{})
+	cp.weightsDone = done
+	var todo []int
+	for t := range pgs {
+		if ch.Weights != nil && ch.Weights[t] != nil {
+			cp.weights[t] = ch.Weights[t]
+		} else {
+			todo = append(todo, t)
+		}
 	}
-	return pg.Weights(ch.Lambda, ch.Beta, ch.Eq3b[t])
+	if len(todo) == 0 {
+		close(done)
+		return
+	}
+	lambda, beta, eq3b := ch.Lambda, ch.Beta, ch.Eq3b
+	go func() {
+		defer close(done)
+		for _, t := range todo {
+			if cp.weights[t], cp.weightsErr = pgs[t].Weights(lambda, beta, eq3b[t]); cp.weightsErr != nil {
+				return
+			}
+		}
+	}()
+}
+
+// weightsOf returns trace t's weights (startWeights), waiting for them.
+func (cp *constraintProver) weightsOf(t int) (*constraints.Weights, error) {
+	<-cp.weightsDone
+	if cp.weightsErr != nil {
+		return nil, cp.weightsErr
+	}
+	return cp.weights[t], nil
 }
 
 // programOf is trace t's constraint program: the stage's, else its key's, else compiled from its
@@ -316,7 +376,7 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, pg *constraints.
 			return tr, nil
 		}
 	}
-	w, err := weightsOf(t, pg, ch)
+	w, err := cp.weightsOf(t)
 	if err != nil {
 		return nil, err
 	}
@@ -429,16 +489,14 @@ func (cp *constraintProver) UnivariateRound() ([]stark.ConstraintTriple, error) 
 	}
 	dev := cp.be.dev
 	b := dev.Batch()
-	// The eq tables are expanded behind the first trace's first round-0 kernels (the coefficient
-	// pass and slot values, which read no table), so that the device starts on those while the
-	// host encodes the expansion's short launches.
+	// The weights of reused traces are uploaded and the eq tables expanded behind the first
+	// trace's first round-0 kernels (the coefficient pass and slot values, which read neither),
+	// so that the device starts on those while the host waits for the weights (startWeights).
 	expand := func(b *gpu.Batch) error {
-		for _, ex := range cp.eqExp {
-			if err := ex.Encode(b, dev); err != nil {
-				return err
-			}
+		if err := cp.setWeights(); err != nil {
+			return err
 		}
-		return nil
+		return cp.encodeEqTables(b)
 	}
 	for t, tr := range cp.traces {
 		if err := cp.zc.EncodeUniRoundThen(b, tr.zt, cp.eq, tr.eqOff[0], cp.uniOut, t*cp.uniWidth, expand); err != nil {
@@ -446,7 +504,6 @@ func (cp *constraintProver) UnivariateRound() ([]stark.ConstraintTriple, error) 
 		}
 		expand = nil
 	}
-	cp.eqExp = nil
 	if err := b.Err(); err != nil {
 		return nil, err
 	}
@@ -581,12 +638,13 @@ func (cp *constraintProver) BindUnivariate(r0 field.Fp4) error {
 		return err
 	}
 	b := cp.be.dev.Batch()
-	for _, ex := range cp.eqExp { // UnivariateRound did not run: the rounds still read the tables
-		if err := ex.Encode(b, cp.be.dev); err != nil {
-			return err
-		}
+	// UnivariateRound did not run: the rounds still read the weights and the eq tables.
+	if err := cp.setWeights(); err != nil {
+		return err
 	}
-	cp.eqExp = nil
+	if err := cp.encodeEqTables(b); err != nil {
+		return err
+	}
 	for _, tr := range cp.traces {
 		first, last, sum := kernels.ZcSelectorBind(cp.l, tr.zt.LogHeight, w)
 		if err := cp.zc.EncodeBindUni(b, tr.zt, cp.bindW, first, last, sum, tr.tabs[0], tr.zt.Blocks()); err != nil {

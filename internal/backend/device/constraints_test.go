@@ -243,14 +243,18 @@ func constraintProverMatchesCpuref(t *testing.T, opts kernels.ZcOptions) {
 				chR.Programs = append(chR.Programs, a.Program)
 			}
 			// The programs are uploaded once per backend (kept until Close): a first prover
-			// uploads them, the memory of the second must come back entirely at Release.
-			warm, err := be.NewConstraintProver(p, dIn, ch)
+			// uploads them, the memory of the second must come back entirely at Release. The
+			// second keeps the first's traces (a key's programs) with other challenges, and
+			// computes their weights itself (Weights nil): stale weights would fail round 0.
+			warm, err := be.NewConstraintProver(p, dIn, randomChallenges(t, r, p, dIn))
 			if err != nil {
 				t.Fatal(err)
 			}
 			warm.Release()
 			mem := testDev.Stats().MemoryInUse
-			dp, err := be.NewConstraintProver(p, dIn, ch)
+			chD := *ch
+			chD.Weights = nil
+			dp, err := be.NewConstraintProver(p, dIn, &chD)
 			if err != nil {
 				t.Fatal(err)
 			}
