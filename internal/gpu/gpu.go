@@ -246,16 +246,31 @@ func (d *Device) FallbackReason() string { return d.fallback }
 func (d *Device) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	s := d.totalsLocked()
+	s.PerKernel = make(map[string]int, len(d.stats.PerKernel))
+	for k, v := range d.stats.PerKernel {
+		s.PerKernel[k] = v
+	}
+	return s
+}
+
+// Totals returns a copy of the counters without PerKernel (nil), so without copying that map: a
+// proof reads the counters at every stage boundary.
+func (d *Device) Totals() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.totalsLocked()
+}
+
+// totalsLocked is Totals with d.mu held: the host gap brought up to now.
+func (d *Device) totalsLocked() Stats {
 	if !d.idleSince.IsZero() {
 		now := time.Now()
 		d.stats.HostGap += now.Sub(d.idleSince)
 		d.idleSince = now
 	}
 	s := d.stats
-	s.PerKernel = make(map[string]int, len(d.stats.PerKernel))
-	for k, v := range d.stats.PerKernel {
-		s.PerKernel[k] = v
-	}
+	s.PerKernel = nil
 	return s
 }
 

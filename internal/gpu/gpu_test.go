@@ -126,6 +126,12 @@ func TestStatsAndBuffers(t *testing.T) {
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("stats\n got %+v\nwant %+v", s, want)
 	}
+	tot := d.Totals()
+	tot.SyncWait, tot.HostGap = 0, 0
+	want.PerKernel = nil
+	if !reflect.DeepEqual(tot, want) {
+		t.Fatalf("totals\n got %+v\nwant %+v", tot, want)
+	}
 
 	big.Free()
 	big.Free() // harmless

@@ -181,7 +181,7 @@ func (b *Backend) untrack(h freer) {
 
 // Counters implements stark.Meter from the device's statistics.
 func (b *Backend) Counters() stark.Counters {
-	s := b.dev.Stats()
+	s := b.dev.Totals()
 	return stark.Counters{Dispatches: s.Dispatches, Syncs: s.Syncs, BytesToDevice: s.BytesToDevice,
 		BytesFromDevice: s.BytesFromDevice, MemoryPeak: s.MemoryPeak, SyncWait: s.SyncWait, HostGap: s.HostGap}
 }

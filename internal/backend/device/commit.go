@@ -284,19 +284,21 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 	if err := batch.Err(); err != nil {
 		return fail(err)
 	}
-	if c.root, err = c.tree.Root(); err != nil {
-		return fail(fmt.Errorf("backend/device: commit: %w", err))
-	}
-	c.codeword = codeword
 	// The NTT's scratch goes back: the lean plan's until the openings' transforms (the stacked
 	// reduction's step, the proof's peak, needs none); the fast plan's commitment took a wide one
-	// (EncodeRSMatrixWide), of which it keeps the size of a plain transform of its columns.
+	// (EncodeRSMatrixWide), of which it keeps the size of a plain transform of its columns. In
+	// queue order after the work that reads it, before the root's download: the host frees and
+	// allocates while the device hashes.
 	b.ntt.ReleaseScratch()
 	if keep {
 		if err := b.ntt.Reserve(b.ntt.ScratchWords(c.height<<p.LogBlowup, c.width)); err != nil {
 			return fail(err)
 		}
 	}
+	if c.root, err = c.tree.Root(); err != nil {
+		return fail(fmt.Errorf("backend/device: commit: %w", err))
+	}
+	c.codeword = codeword
 	if err := b.track(c); err != nil {
 		return fail(err)
 	}
