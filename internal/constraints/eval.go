@@ -69,10 +69,26 @@ func (p *Program) Weights(lambda, beta field.Fp4, eq3b []field.Fp4) (*Weights, e
 			w.Out[o] = eq3b[out.K].Mul(bet[out.J])
 		}
 	}
-	for k, in := range p.Interactions {
-		w.DenConst = w.DenConst.Add(eq3b[k].Mul(bet[len(in.Message)]).MulBase(field.Fp(uint32(in.Bus) + 1)))
-	}
+	w.DenConst = p.denConst(bet, eq3b)
 	return w, nil
+}
+
+// DenConst is Weights(·, beta, eq3b).DenConst alone: a few products per interaction, for a
+// caller whose output weights are made elsewhere (the device's zc_weights).
+func (p *Program) DenConst(beta field.Fp4, eq3b []field.Fp4) (field.Fp4, error) {
+	if len(eq3b) != len(p.Interactions) {
+		return field.Fp4{}, fmt.Errorf("%w: %d eq3b weights for %d interactions", ErrProgram, len(eq3b), len(p.Interactions))
+	}
+	return p.denConst(field.PowersFp4(beta, p.MaxMsgLen+1), eq3b), nil
+}
+
+// denConst is Σ_K eq3b_K·β^{L_K}·(bus_K + 1) from the powers of β.
+func (p *Program) denConst(bet, eq3b []field.Fp4) field.Fp4 {
+	var d field.Fp4
+	for k, in := range p.Interactions {
+		d = d.Add(eq3b[k].Mul(bet[len(in.Message)]).MulBase(field.Fp(uint32(in.Bus) + 1)))
+	}
+	return d
 }
 
 // Combined are the three batched values of one point: the λ-combined constraints (Zc), the

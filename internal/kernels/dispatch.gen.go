@@ -574,6 +574,27 @@ func (v zcUniPiecesParams) arg() gpu.Arg {
 	return gpu.U32(v.logM, v.x0, v.points, v.width, v.npieces, v.nslots, v.nregs, v.hasDen, v.nout, v.zero, v.eqOff, v.interleave, v.lanes)
 }
 
+// zcWeightsParams is the value struct ZcWeightsParams of the shaders: uint fields in declaration order.
+type zcWeightsParams struct {
+	nOut uint32
+	l0   uint32
+	l1   uint32
+	l2   uint32
+	l3   uint32
+	b0   uint32
+	b1   uint32
+	b2   uint32
+	b3   uint32
+	dc0  uint32
+	dc1  uint32
+	dc2  uint32
+	dc3  uint32
+}
+
+func (v zcWeightsParams) arg() gpu.Arg {
+	return gpu.U32(v.nOut, v.l0, v.l1, v.l2, v.l3, v.b0, v.b1, v.b2, v.b3, v.dc0, v.dc1, v.dc2, v.dc3)
+}
+
 // gkrLeafParams is the value struct GkrLeafParams of the shaders: uint fields in declaration order.
 type gkrLeafParams struct {
 	points  uint32
@@ -1086,6 +1107,11 @@ func dispatchZcSlotValues(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buff
 // dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/constraints/zerocheck.metal:1139).
 func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
+}
+
+// dispatchZcWeights encodes kernel zc_weights (shaders/constraints/zerocheck.metal:1200).
+func dispatchZcWeights(enc *gpu.Batch, groups, tpg gpu.Dim3, outDesc *gpu.Buffer, eq3b *gpu.Buffer, weights *gpu.Buffer, p zcWeightsParams) *gpu.Batch {
+	return enc.Dispatch("zc_weights", groups, tpg, []gpu.Arg{gpu.Buf(outDesc), gpu.Buf(eq3b), gpu.Buf(weights), p.arg()})
 }
 
 // dispatchZcUniGenerated encodes kernel zc_uni_generated (shaders/constraints/zerocheck_pieces.metal:18).

@@ -205,6 +205,12 @@ type ZcTrace struct {
 	hasDen     bool
 	cp         *gpu.Array[Mont]
 	weights    *gpu.Array[Mont4]
+	// outDesc describes each output for zc_weights (kind | K << 2, J); eq3b holds a proof's
+	// interaction weights for it (nil without interactions).
+	outDesc       *gpu.Array[uint32]
+	eq3b          *gpu.Array[Mont4]
+	nInteractions int
+	dev           *gpu.Device
 	// public is a copy of the public values cp (and the pieces' cp) hold; partWidths the
 	// program's part widths (Reuse checks a later proof's parts against them).
 	public     []field.Fp
@@ -320,7 +326,7 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 		}
 	}
 	z := &ZcTrace{Prog: prog, LogHeight: logHeight, NLift: max(logHeight-dom.LogN, 0), Parts: parts, logN: dom.LogN,
-		logM: dom.LogM, nslots: pg.NumSlots(), hasDen: len(pg.Interactions) > 0,
+		logM: dom.LogM, nslots: pg.NumSlots(), hasDen: len(pg.Interactions) > 0, nInteractions: len(pg.Interactions), dev: dev,
 		public: append([]field.Fp{}, public...), partWidths: append([]int(nil), pg.PartWidths...)}
 	fail := func(err error) (*ZcTrace, error) {
 		z.Free()
@@ -347,6 +353,14 @@ func NewZcTrace(dev *gpu.Device, dom *ZcDomain, pg *constraints.Program, prog *P
 	}
 	if err == nil {
 		z.weights, err = gpu.UploadArray(dev, "zerocheck weights", zcWeights(weights, denConst))
+	}
+	desc := make([]uint32, 0, 2*len(pg.Outputs))
+	for _, o := range pg.Outputs {
+		desc = append(desc, uint32(o.Kind)|uint32(o.K)<<2, uint32(o.J))
+	}
+	z.outDesc = up("output kinds", desc)
+	if err == nil && len(pg.Interactions) > 0 {
+		z.eq3b, err = gpu.AllocArray[Mont4](dev, "zerocheck eq3b", len(pg.Interactions))
 	}
 
 	// Round 0: source columns.
@@ -490,17 +504,31 @@ func (z *ZcTrace) Reuse(parts []ZcPart, public []field.Fp) error {
 	return nil
 }
 
-// SetWeights uploads the output weights and LogUp constant of a reused trace's proof (Reuse):
-// round 0's slot values (EncodeUniRoundThen's first kernels) read none, so a caller may compute
-// them while the device makes those.
-func (z *ZcTrace) SetWeights(weights []field.Fp4, denConst field.Fp4) error {
+// EncodeWeights encodes the output weights of a reused trace's proof (Reuse) from its challenges
+// on the device (zc_weights): λ^K per constraint, eq3b[K] per count, eq3b[K]·β^J per message
+// field (constraints.Program.Weights), and denConst (Program.DenConst). eq3b (one per interaction)
+// is uploaded when the program has interactions. Round 0's slot values (EncodeUniRoundThen's
+// first kernels) read no weights, so a caller may encode this behind them.
+func (z *ZcTrace) EncodeWeights(b *gpu.Batch, lambda, beta field.Fp4, eq3b []field.Fp4, denConst field.Fp4) error {
 	if z.weights == nil {
 		return fmt.Errorf("kernels: ZcTrace: weights set after Free")
 	}
-	if len(weights) != z.Prog.NumOutput {
-		return fmt.Errorf("kernels: ZcTrace: %d weights for %d outputs", len(weights), z.Prog.NumOutput)
+	if len(eq3b) != z.nInteractions {
+		return fmt.Errorf("kernels: ZcTrace: %d eq3b weights for %d interactions", len(eq3b), z.nInteractions)
 	}
-	return z.weights.Write(0, zcWeights(weights, denConst))
+	eq := z.outDesc // bound but not read without interactions
+	if len(eq3b) > 0 {
+		if err := z.eq3b.Write(0, Mont4Slice(eq3b)); err != nil {
+			return err
+		}
+		eq = gpu.View[uint32](z.eq3b)
+	}
+	n := z.Prog.NumOutput
+	l, bt, dc := MontFp4(lambda), MontFp4(beta), MontFp4(denConst)
+	g, t := shapeFor(z.dev, "zc_weights", n+1)
+	dispatchZcWeights(b, g, t, z.outDesc.Buffer, eq.Buffer, z.weights.Buffer, zcWeightsParams{nOut: uint32(n),
+		l0: l[0], l1: l[1], l2: l[2], l3: l[3], b0: bt[0], b1: bt[1], b2: bt[2], b3: bt[3], dc0: dc[0], dc1: dc[1], dc2: dc[2], dc3: dc[3]})
+	return b.Err()
 }
 
 // Detach forgets the parts, so that a trace kept for later proofs (Reuse) holds no buffer of the
@@ -515,8 +543,11 @@ func (z *ZcTrace) Detach() {
 // bound piece sets with their level code; not the parts, the program or its pieces).
 func (z *ZcTrace) Bytes() int64 {
 	var n int64
-	arrs := []*gpu.Array[uint32]{z.srcmap, z.cols, z.sel, z.used}
+	arrs := []*gpu.Array[uint32]{z.srcmap, z.cols, z.sel, z.used, z.outDesc}
 	arrs = append(arrs, z.colmaps...)
+	if z.eq3b != nil {
+		n += int64(z.eq3b.Size())
+	}
 	for _, s := range []*zcPieceSet{z.pieces, z.rpieces} {
 		if s != nil {
 			arrs = append(arrs, s.table, s.used, s.slots, s.levels)
@@ -619,14 +650,17 @@ func (z *ZcTrace) Free() {
 	if z.weights != nil {
 		z.weights.Free()
 	}
-	arrs := []*gpu.Array[uint32]{z.srcmap, z.cols, z.sel, z.used}
+	if z.eq3b != nil {
+		z.eq3b.Free()
+	}
+	arrs := []*gpu.Array[uint32]{z.srcmap, z.cols, z.sel, z.used, z.outDesc}
 	arrs = append(arrs, z.colmaps...)
 	for _, a := range arrs {
 		if a != nil {
 			a.Free()
 		}
 	}
-	z.cp, z.weights, z.srcmap, z.cols, z.sel, z.used, z.colmaps = nil, nil, nil, nil, nil, nil, nil
+	z.cp, z.weights, z.eq3b, z.srcmap, z.cols, z.sel, z.used, z.outDesc, z.colmaps = nil, nil, nil, nil, nil, nil, nil, nil, nil
 	z.freePieces()
 }
 

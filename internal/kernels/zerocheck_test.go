@@ -780,3 +780,49 @@ func TestZerocheckRoundPiecesFallback(t *testing.T) {
 		})
 	}
 }
+
+// TestZcEncodeWeights: zc_weights makes each test AIR's output weights and LogUp constant from
+// the challenges as constraints.Program.Weights does (λ powers, eq3b, eq3b·β^J).
+func TestZcEncodeWeights(t *testing.T) {
+	r := rand.New(rand.NewPCG(91, 92))
+	for _, a := range zcAirs() {
+		pg, _ := compileProgram(t, a)
+		t.Run(a.Name(), func(t *testing.T) {
+			ref := newZcRef(r, pg, 2, 4)
+			dv := newZcDeviceOn(t, testDev, ref, logM(2, 3), 3, ZcOptions{})
+			lambda, beta := fieldrand.Fp4(r), fieldrand.Fp4(r)
+			eq3b := make([]field.Fp4, len(pg.Interactions))
+			for k := range eq3b {
+				eq3b[k] = fieldrand.Fp4(r)
+			}
+			want, err := pg.Weights(lambda, beta, eq3b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dc, err := pg.DenConst(beta, eq3b)
+			if err != nil || dc != want.DenConst {
+				t.Fatalf("DenConst %v (%v), Weights' %v", dc, err, want.DenConst)
+			}
+			tr := dv.trace
+			b := testDev.Batch()
+			if err := tr.EncodeWeights(b, lambda, beta, eq3b, dc); err != nil {
+				t.Fatal(err)
+			}
+			got := readFp4(t, tr.weights)
+			if len(got) != len(want.Out)+1 {
+				t.Fatalf("%d weights, want %d + 1", len(got), len(want.Out))
+			}
+			for o, w := range want.Out {
+				if got[o] != w {
+					t.Fatalf("output %d (%+v): got %v, want %v", o, pg.Outputs[o], got[o], w)
+				}
+			}
+			if got[len(want.Out)] != dc {
+				t.Fatalf("LogUp constant %v, want %v", got[len(want.Out)], dc)
+			}
+			if err := tr.EncodeWeights(b, lambda, beta, append(eq3b, beta), dc); err == nil {
+				t.Error("one eq3b weight too many: no error")
+			}
+		})
+	}
+}

@@ -1185,3 +1185,43 @@ kernel void zc_uni_pieces(device const uint* prog [[buffer(0)]],
     }
   }
 }
+
+struct ZcWeightsParams {
+  uint n_out;                // outputs of the program
+  uint l0, l1, l2, l3;       // λ, Montgomery
+  uint b0, b1, b2, b3;       // β, Montgomery
+  uint dc0, dc1, dc2, dc3;   // the LogUp constant, Montgomery: weights[n_out]
+};
+
+// The output weights of one proof (constraints.Program.Weights), on the device from the challenges,
+// so that round 0 does not wait for the host's thousands of Fp4 powers: weights[o] (Montgomery
+// Fp4) from out_desc[2o] = kind | K << 2 and out_desc[2o + 1] = J: a constraint's λ^K, a
+// count's eq3b[K], a message field's eq3b[K]·β^J; weights[n_out] = the LogUp constant.
+kernel void zc_weights(device const uint* out_desc [[buffer(0)]],
+                       device const uint* eq3b [[buffer(1)]],
+                       device uint* weights [[buffer(2)]],
+                       constant ZcWeightsParams& p [[buffer(3)]],
+                       uint gid [[thread_position_in_grid]],
+                       uint stride [[threads_per_grid]]) {
+  uint n = p.n_out;
+  bb4 lambda = bb4_make(p.l0, p.l1, p.l2, p.l3);
+  bb4 beta = bb4_make(p.b0, p.b1, p.b2, p.b3);
+  for (uint o = gid; o <= n; o += stride) {
+    bb4 w;
+    if (o == n) {
+      w = bb4_make(p.dc0, p.dc1, p.dc2, p.dc3);
+    } else {
+      uint d = out_desc[2u * o];
+      uint kind = d & 3u;
+      uint k = d >> 2;
+      if (kind == 0u) {
+        w = bb4_pow(lambda, k);
+      } else if (kind == 1u) {
+        w = bb4_load(eq3b, k);
+      } else {
+        w = bb4_mul(bb4_load(eq3b, k), bb4_pow(beta, out_desc[2u * o + 1u]));
+      }
+    }
+    bb4_store(weights, o, w);
+  }
+}

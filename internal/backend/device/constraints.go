@@ -63,9 +63,7 @@ type constraintProver struct {
 	mu                 sync.Mutex
 	released           bool
 	uniWidth, rndWidth int
-	weights            []*constraints.Weights // per trace, once weightsDone is closed (startWeights)
-	weightsErr         error
-	weightsDone        chan struct{}
+	ch                 *stark.ConstraintChallenges // the challenges of the kept traces' weights (setWeights)
 }
 
 // zcTrace is one trace of a constraintProver.
@@ -113,8 +111,7 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 	}
 	logM, shifted := kernels.ZcRound0Domain(l, d, interactions)
 	cp := &constraintProver{be: b, l: l, n: n, d: d, logM: logM, shifted: shifted, binds: -1,
-		xi: append([]field.Fp4(nil), ch.Xi...)}
-	cp.startWeights(pgs, ch)
+		xi: append([]field.Fp4(nil), ch.Xi...), ch: ch}
 	fail := func(err error) (stark.ConstraintProver, error) {
 		cp.freeBuffers()
 		return nil, err
@@ -132,7 +129,7 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 		zts = append(zts, zt.zt)
 	}
 	// The large buffers first: the device zeroes round 0's (new buffers are zeroed in queue order)
-	// while the host computes the eq tables' halves (and the weights, startWeights); the uploads below
+	// while the host computes the eq tables' halves; the uploads below
 	// wait for that zeroing (an upload waits for all queued work), the first kernels then do not.
 	// The rounds evaluate X = 1..d on the device (points d); Round derives X = 0 and d+1 (roundClaims).
 	if cp.zc, err = kernels.NewZerocheck(b.dev, cp.dom, d, zts, b.zcOpts); err != nil {
@@ -242,18 +239,19 @@ func (cp *constraintProver) encodeEqTables(b *gpu.Batch) error {
 	return nil
 }
 
-// setWeights uploads the weights of the traces kept from an earlier proof
-// (kernels.ZcTrace.SetWeights), waiting for startWeights.
-func (cp *constraintProver) setWeights() error {
+// setWeights encodes the weights of the traces kept from an earlier proof from this proof's
+// challenges on the device (kernels.ZcTrace.EncodeWeights): no host work for them before round 0.
+func (cp *constraintProver) setWeights(b *gpu.Batch) error {
 	for _, tr := range cp.traces {
 		ru := tr.reuse
 		if ru == nil {
 			continue
 		}
 		tr.reuse = nil
-		w, err := cp.weightsOf(ru.t)
+		ch := cp.ch
+		dc, err := tr.pg.DenConst(ch.Beta, ch.Eq3b[ru.t])
 		if err == nil {
-			err = tr.zt.SetWeights(w.Out, w.DenConst)
+			err = tr.zt.EncodeWeights(b, ch.Lambda, ch.Beta, ch.Eq3b[ru.t], dc)
 		}
 		if err != nil {
 			// A trace without this proof's weights is not kept.
@@ -272,43 +270,12 @@ type zcReuse struct {
 	public []field.Fp
 }
 
-// startWeights computes the traces' weights that ch lacks on a goroutine: a reused trace's
-// are read only once round 0's first kernels are queued (setWeights). Keccak-f's 3,184 weights
-// took 0.15–0.2 ms of an H200 host's time before round 0 could start, in line.
-func (cp *constraintProver) startWeights(pgs []*constraints.Program, ch *stark.ConstraintChallenges) {
-	cp.weights = make([]*constraints.Weights, len(pgs))
-	done := make(chan struct{})
-	cp.weightsDone = done
-	var todo []int
-	for t := range pgs {
-		if ch.Weights != nil && ch.Weights[t] != nil {
-			cp.weights[t] = ch.Weights[t]
-		} else {
-			todo = append(todo, t)
-		}
+// weightsOf returns trace t's weights (program pg): the stage's, else computed here.
+func weightsOf(t int, pg *constraints.Program, ch *stark.ConstraintChallenges) (*constraints.Weights, error) {
+	if ch.Weights != nil && ch.Weights[t] != nil {
+		return ch.Weights[t], nil
 	}
-	if len(todo) == 0 {
-		close(done)
-		return
-	}
-	lambda, beta, eq3b := ch.Lambda, ch.Beta, ch.Eq3b
-	go func() {
-		defer close(done)
-		for _, t := range todo {
-			if cp.weights[t], cp.weightsErr = pgs[t].Weights(lambda, beta, eq3b[t]); cp.weightsErr != nil {
-				return
-			}
-		}
-	}()
-}
-
-// weightsOf returns trace t's weights (startWeights), waiting for them.
-func (cp *constraintProver) weightsOf(t int) (*constraints.Weights, error) {
-	<-cp.weightsDone
-	if cp.weightsErr != nil {
-		return nil, cp.weightsErr
-	}
-	return cp.weights[t], nil
+	return pg.Weights(ch.Lambda, ch.Beta, ch.Eq3b[t])
 }
 
 // programOf is trace t's constraint program: the stage's, else its key's, else compiled from its
@@ -376,7 +343,7 @@ func (cp *constraintProver) newTrace(t int, in *stark.AirInput, pg *constraints.
 			return tr, nil
 		}
 	}
-	w, err := cp.weightsOf(t)
+	w, err := weightsOf(t, pg, ch)
 	if err != nil {
 		return nil, err
 	}
@@ -489,11 +456,11 @@ func (cp *constraintProver) UnivariateRound() ([]stark.ConstraintTriple, error) 
 	}
 	dev := cp.be.dev
 	b := dev.Batch()
-	// The weights of reused traces are uploaded and the eq tables expanded behind the first
-	// trace's first round-0 kernels (the coefficient pass and slot values, which read neither),
-	// so that the device starts on those while the host waits for the weights (startWeights).
+	// The weights of reused traces are made and the eq tables expanded behind the first trace's
+	// first round-0 kernels (the coefficient pass and slot values, which read neither), so that
+	// the device starts on those while the host encodes them.
 	expand := func(b *gpu.Batch) error {
-		if err := cp.setWeights(); err != nil {
+		if err := cp.setWeights(b); err != nil {
 			return err
 		}
 		return cp.encodeEqTables(b)
@@ -639,7 +606,7 @@ func (cp *constraintProver) BindUnivariate(r0 field.Fp4) error {
 	}
 	b := cp.be.dev.Batch()
 	// UnivariateRound did not run: the rounds still read the weights and the eq tables.
-	if err := cp.setWeights(); err != nil {
+	if err := cp.setWeights(b); err != nil {
 		return err
 	}
 	if err := cp.encodeEqTables(b); err != nil {

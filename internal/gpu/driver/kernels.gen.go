@@ -525,6 +525,14 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threads_per_grid"},
 	}},
+	{Name: "zc_weights", Family: "zerocheck", Pos: "shaders/constraints/zerocheck.metal:1200", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+		{Name: "out_desc", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "eq3b", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "weights", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant ZcWeightsParams&", Kind: ParamValue, Index: 3, ValueSize: 52},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
+	}},
 	{Name: "zc_uni_generated", Family: "zerocheck_pieces", Module: "pieces", Pos: "shaders/constraints/zerocheck_pieces.metal:18", UsesBarrier: false, NBuf: 7, NTG: 0, Params: []Param{
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "table", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
