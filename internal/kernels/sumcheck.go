@@ -163,8 +163,10 @@ func (s *Sumcheck) encodeSum(b *gpu.Batch, out *gpu.Array[uint32], rows int) err
 // oneGroupRound bounds the groups of a round that runs in one group instead (each thread taking
 // up to this many groups' share of the pairs): that group's row of sums is the round's result, one
 // launch instead of two. The late rounds of a sumcheck are that small, and there the host's
-// launch, not the device, sets the pace (about 7 µs a launch on an H200 host).
-const oneGroupRound = 8
+// launch, not the device, sets the pace (about 7 µs a launch on an H200 host). At 8 the first
+// such round of keccakf's stacked reduction took 22 µs in one group against 18 µs for the two
+// launches before it; at 4, 16 µs against 19 µs (timelines of one proof, H200).
+const oneGroupRound = 4
 
 // roundShape is reduceShape for a round's partials kernel, with the buffer it writes: the
 // partials, or Result itself for a round of one group (oneGroupRound).
