@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 	"math/bits"
+	"unsafe"
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
@@ -673,9 +674,11 @@ func (p *PendingOpening) Read() (*BatchOpening, error) {
 	t.freeScratch()
 	nrows := 1 << t.logRPQ
 	vals := flat[:p.queries*nrows*t.width]
-	paths := make([]poseidon2.Digest, p.queries*t.depth)
-	for i := range paths {
-		copy(paths[i][:], flat[len(vals)+8*i:])
+	// The paths' digests lie in flat as consecutive runs of poseidon2.DigestSize values, the
+	// layout of []poseidon2.Digest: a view, not a copy (the proof keeps both, read-only).
+	var paths []poseidon2.Digest
+	if n := p.queries * t.depth; n > 0 {
+		paths = unsafe.Slice((*poseidon2.Digest)(unsafe.Pointer(&flat[len(vals)])), n)
 	}
 	for q := range p.queries {
 		rows := make([][]field.Fp, nrows)
@@ -715,10 +718,8 @@ func (t *MerkleTree) OpenBatch(ys []int) (*BatchOpening, error) {
 		return nil, err
 	}
 	defer p.Free()
-	if p.queries > 0 {
-		if err := b.Wait(); err != nil {
-			return nil, err
-		}
+	if err := b.Err(); err != nil {
+		return nil, err
 	}
-	return p.Read()
+	return p.Read() // its download waits for the gathers: the one sync
 }
