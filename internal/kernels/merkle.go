@@ -546,6 +546,8 @@ type PendingOpening struct {
 	// out holds the opened rows, queries·2^k·width canonical values (query, row, column), then
 	// the paths, queries·depth digests of 8 canonical values (query, layer).
 	out *gpu.Array[field.Fp]
+	// flat is out's content once fetched (Fetch), until Read.
+	flat []field.Fp
 	// chunk is the streamed opening's codeword chunk (EncodeOpenBatchStreamed), freed with out.
 	chunk *gpu.Array[Mont]
 }
@@ -655,23 +657,38 @@ func (t *MerkleTree) encodeGatherPaths(b *gpu.Batch, p *PendingOpening, q *Query
 	return nil
 }
 
-// Read downloads the opening (one download; it waits for the batch if that was not waited
-// for) and frees the output buffer. Call it once.
+// Fetch downloads the opening (one download; it waits for the batch if that was not waited
+// for) and frees the output buffer, so that a caller may encode more work before the host's
+// part of Read. Read fetches when Fetch was not called. Call each once.
+func (p *PendingOpening) Fetch() error {
+	if p.queries == 0 || p.flat != nil {
+		return nil
+	}
+	if p.out == nil {
+		return fmt.Errorf("kernels: PendingOpening: already read or freed")
+	}
+	flat, err := p.out.ReadAll()
+	p.Free()
+	if err != nil {
+		return err
+	}
+	p.tree.freeScratch()
+	p.flat = flat
+	return nil
+}
+
+// Read returns the opening (Fetch first, when not yet fetched).
 func (p *PendingOpening) Read() (*BatchOpening, error) {
 	t := p.tree
 	o := &BatchOpening{Rows: make([][][]field.Fp, p.queries), Paths: make([][]poseidon2.Digest, p.queries)}
 	if p.queries == 0 {
 		return o, nil
 	}
-	if p.out == nil {
-		return nil, fmt.Errorf("kernels: PendingOpening.Read: already read or freed")
-	}
-	flat, err := p.out.ReadAll()
-	p.Free()
-	if err != nil {
+	if err := p.Fetch(); err != nil {
 		return nil, err
 	}
-	t.freeScratch()
+	flat := p.flat
+	p.flat = nil
 	nrows := 1 << t.logRPQ
 	vals := flat[:p.queries*nrows*t.width]
 	// The paths' digests lie in flat as consecutive runs of poseidon2.DigestSize values, the

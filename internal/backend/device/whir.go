@@ -23,9 +23,11 @@ var ErrWhirState = errors.New("backend/device: WHIR prover method called out of 
 // kept with their trees for OpenCodeword.
 //
 // Syncs: one per call that returns values (SumcheckRound, CommitFolded, EvalFolded, FinalPoly,
-// OpenInitial, OpenCodeword); NewWhirProver, Fold and AccumulateWeight only encode work. Fold
-// records α: the next SumcheckRound folds and sums in one pass (kernels.Sumcheck.EncodeFoldRound),
-// any other call first encodes the plain fold.
+// OpenInitial, OpenCodeword); NewWhirProver, Fold and AccumulateWeight only encode or record work.
+// Fold records α: the next SumcheckRound folds and sums in one pass
+// (kernels.Sumcheck.EncodeFoldRound), any other call first encodes the plain fold.
+// AccumulateWeight records its expansion: an opening encodes it after its download (the device
+// expands while the host makes the opened rows), any other call before its own work.
 type whirProver struct {
 	be      *Backend
 	dev     *gpu.Device
@@ -39,6 +41,10 @@ type whirProver struct {
 	cur   int
 	d     int
 	alpha *field.Fp4 // a recorded fold not yet encoded
+	// weight is a recorded AccumulateWeight not yet encoded (its points uploaded): an opening
+	// encodes it after its download, so that the device makes it while the host converts the
+	// opened rows; any other call that reads w or folds encodes it first.
+	weight *weightJob
 
 	coeffs      *gpu.Array[kernels.Mont4] // coefficient table of the current f (when coeffsValid)
 	coeffsValid bool
@@ -181,8 +187,39 @@ func (wp *whirProver) live() error {
 	return nil
 }
 
-// flush encodes a recorded fold of f and w into b.
+// weightJob is a recorded AccumulateWeight: npts points in wp.points, the eq tables' split.
+type weightJob struct{ npts, logLo int }
+
+// encodeWeight encodes a recorded AccumulateWeight into b: per point the lo/hi halves of its eq
+// table (kernels.EncodePowEqTables, the coefficient folded into hi), then one expansion for all
+// points into w (kernels.EncodeEqExpand).
+func (wp *whirProver) encodeWeight(b *gpu.Batch) error {
+	j := wp.weight
+	if j == nil {
+		return nil
+	}
+	wp.weight = nil
+	d := wp.d
+	if err := kernels.EncodePowEqTables(b, wp.dev, wp.points, j.npts, j.logLo, d-j.logLo, wp.eqLo, wp.eqHi); err != nil {
+		return err
+	}
+	return kernels.EncodeEqExpand(b, wp.dev, wp.eqLo, wp.eqHi, wp.w[wp.cur], j.logLo, d-j.logLo, j.npts, true)
+}
+
+// flushFold encodes a recorded fold (with a recorded AccumulateWeight before it) into b; a
+// recorded AccumulateWeight alone stays recorded (an opening encodes it after its download).
+func (wp *whirProver) flushFold(b *gpu.Batch) error {
+	if wp.alpha == nil {
+		return nil
+	}
+	return wp.flush(b)
+}
+
+// flush encodes a recorded AccumulateWeight, then a recorded fold of f and w, into b.
 func (wp *whirProver) flush(b *gpu.Batch) error {
+	if err := wp.encodeWeight(b); err != nil {
+		return err
+	}
 	if wp.alpha == nil {
 		return nil
 	}
@@ -216,6 +253,9 @@ func (wp *whirProver) SumcheckRound() (s1, s2 field.Fp4, err error) {
 		return s1, s2, fmt.Errorf("%w: round on a table of one entry", ErrWhirState)
 	}
 	b := wp.dev.Batch()
+	if err := wp.encodeWeight(b); err != nil {
+		return s1, s2, err
+	}
 	if wp.alpha != nil {
 		src, dst := wp.cur, 1-wp.cur
 		if err := wp.sc.EncodeFoldRound(b, wp.tables(src, wp.d), wp.tables(dst, wp.d-1), *wp.alpha); err != nil {
@@ -372,7 +412,7 @@ func (wp *whirProver) OpenInitial(ys []int) ([]stark.InitialOpening, error) {
 		return nil, err
 	}
 	b := wp.dev.Batch()
-	if err := wp.flush(b); err != nil {
+	if err := wp.flushFold(b); err != nil {
 		return nil, err
 	}
 	q, err := kernels.UploadQueryIndices(wp.dev, ys)
@@ -397,8 +437,17 @@ func (wp *whirProver) OpenInitial(ys []int) ([]stark.InitialOpening, error) {
 	for i := range out {
 		out[i] = stark.InitialOpening{Rows: make([][][]field.Fp, len(wp.commits)), Paths: make([][]stark.Digest, len(wp.commits))}
 	}
+	for _, p := range pending {
+		if err := p.Fetch(); err != nil { // the first download waits for the batch: the call's one sync
+			return nil, err
+		}
+	}
+	// The recorded weight's kernels run while the host makes the openings' rows and paths.
+	if err := wp.encodeWeight(wp.dev.Batch()); err != nil {
+		return nil, err
+	}
 	for c, p := range pending {
-		o, err := p.Read() // the first download waits for the batch: the call's one sync
+		o, err := p.Read()
 		if err != nil {
 			return nil, err
 		}
@@ -418,10 +467,27 @@ func (wp *whirProver) OpenCodeword(idx int, ys []int) ([]stark.CodewordOpening, 
 		return nil, fmt.Errorf("%w: codeword %d of %d", ErrWhirState, idx, len(wp.trees))
 	}
 	b := wp.dev.Batch()
-	if err := wp.flush(b); err != nil {
+	if err := wp.flushFold(b); err != nil {
 		return nil, err
 	}
-	o, err := wp.trees[idx].OpenBatch(ys)
+	q, err := kernels.UploadQueryIndices(wp.dev, ys)
+	if err != nil {
+		return nil, err
+	}
+	defer q.Free()
+	p, err := wp.trees[idx].EncodeOpenBatch(b, q)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Free()
+	if err := p.Fetch(); err != nil { // the call's one sync
+		return nil, err
+	}
+	// The recorded weight's kernels run while the host makes the openings.
+	if err := wp.encodeWeight(wp.dev.Batch()); err != nil {
+		return nil, err
+	}
+	o, err := p.Read()
 	if err != nil {
 		return nil, err
 	}
@@ -437,10 +503,10 @@ func (wp *whirProver) OpenCodeword(idx int, ys []int) ([]stark.CodewordOpening, 
 }
 
 // AccumulateWeight adds Σ_i coefs[i]·eq(pow_d(points[i]), ·) to w: the points and coefficients
-// uploaded (32 bytes each; the queue is idle after the opening that precedes this call), per
-// point the lo/hi halves of its eq table (kernels.EncodePowEqTables, 2^⌈d/2⌉ + 2^⌊d/2⌋ entries,
-// the coefficient folded into hi), then one expansion for all points (kernels.EncodeEqExpand):
-// one Fp4 product per point and entry of w. No sync.
+// uploaded (32 bytes each; the queue is idle after the grind that precedes this call), the eq
+// tables grown, and the work recorded (encodeWeight): one Fp4 product per point and entry of w,
+// which the next opening encodes after its download and any other call before its own work.
+// No sync.
 func (wp *whirProver) AccumulateWeight(coefs, points []field.Fp4) error {
 	if err := wp.live(); err != nil {
 		return err
@@ -474,10 +540,8 @@ func (wp *whirProver) AccumulateWeight(coefs, points []field.Fp4) error {
 	if wp.eqHi, err = wp.grow(wp.eqHi, "whir weight eq hi", npts<<(d-logLo)); err != nil {
 		return err
 	}
-	if err := kernels.EncodePowEqTables(b, wp.dev, wp.points, npts, logLo, d-logLo, wp.eqLo, wp.eqHi); err != nil {
-		return err
-	}
-	return kernels.EncodeEqExpand(b, wp.dev, wp.eqLo, wp.eqHi, wp.w[wp.cur], logLo, d-logLo, npts, true)
+	wp.weight = &weightJob{npts: npts, logLo: logLo}
+	return b.Err()
 }
 
 // Release frees every buffer of the prover (the commitments stay).

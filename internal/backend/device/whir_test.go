@@ -410,8 +410,25 @@ func TestWhirProverIrregularSequence(t *testing.T) {
 		wc, werr := ref.OpenCodeword(idx, ys)
 		check(fmt.Sprintf("codeword %d openings", idx), gc, wc, gerr, werr)
 	}
+	// A recorded weight goes into w after an opening's download: the next round must see it,
+	// also with a fold recorded between the weight and the opening, and before any call that
+	// reads the coefficients.
+	weight(2)
+	gi, gerr = wp.OpenInitial(ys)
+	wi, werr = ref.OpenInitial(ys)
+	check("initial openings after a weight", gi, wi, gerr, werr)
+	round("round after a weight and an opening")
+	weight(3)
+	fold()
+	gc, gerr := wp.OpenCodeword(0, ys)
+	wc, werr := ref.OpenCodeword(0, ys)
+	check("codeword openings after a weight and a fold", gc, wc, gerr, werr)
+	round("round after a weight, a fold and an opening")
+	weight(1)
+	eval("eval after a weight")
+	round("round after a weight and an eval")
 	// Fold down to one entry, then the table-of-one cases.
-	for range m - 3 {
+	for range m - 4 {
 		fold()
 	}
 	eval("eval of a constant")
