@@ -458,8 +458,8 @@ func zcWeights(weights []field.Fp4, denConst field.Fp4) []Mont4 {
 // Reuse binds a trace made for an earlier proof of the same program, height and domain (its maps,
 // piece sets and constants stay on the device: a backend keeps them per key) to another proof:
 // its parts (the program's part order and widths, height 2^LogHeight), public values (the
-// constants are uploaded again only when they differ); its output weights follow (SetWeights)
-// before round 0's first kernel that reads them. Its planned dispatches are unchanged: plan it
+// constants are uploaded again only when they differ); its output weights follow
+// (EncodeWeights) before round 0's first kernel that reads them. Its planned dispatches are unchanged: plan it
 // again with NewZerocheck.
 func (z *ZcTrace) Reuse(parts []ZcPart, public []field.Fp) error {
 	if z.weights == nil {
@@ -507,8 +507,9 @@ func (z *ZcTrace) Reuse(parts []ZcPart, public []field.Fp) error {
 // EncodeWeights encodes the output weights of a reused trace's proof (Reuse) from its challenges
 // on the device (zc_weights): λ^K per constraint, eq3b[K] per count, eq3b[K]·β^J per message
 // field (constraints.Program.Weights), and denConst (Program.DenConst). eq3b (one per interaction)
-// is uploaded when the program has interactions. Round 0's slot values (EncodeUniRoundThen's
-// first kernels) read no weights, so a caller may encode this behind them.
+// is uploaded when the program has interactions (an upload waits for the queued work). Round 0's
+// slot values (EncodeUniRoundThen's first kernels) read no weights, so a caller may encode this
+// behind them.
 func (z *ZcTrace) EncodeWeights(b *gpu.Batch, lambda, beta field.Fp4, eq3b []field.Fp4, denConst field.Fp4) error {
 	if z.weights == nil {
 		return fmt.Errorf("kernels: ZcTrace: weights set after Free")
