@@ -403,6 +403,20 @@ func (wp *whirProver) FinalPoly() ([]field.Fp4, error) {
 	return kernels.Fp4SliceOf(v), nil
 }
 
+// openBegin starts an opening: a batch with any recorded fold encoded (a recorded weight stays
+// recorded for after the download) and the query indices uploaded (the caller frees them).
+func (wp *whirProver) openBegin(ys []int) (*gpu.Batch, *kernels.QueryIndices, error) {
+	b := wp.dev.Batch()
+	if err := wp.flushFold(b); err != nil {
+		return nil, nil, err
+	}
+	q, err := kernels.UploadQueryIndices(wp.dev, ys)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, q, nil
+}
+
 // OpenInitial answers the round-0 queries on every initial commitment: the indices uploaded
 // once, per commitment one batched gather of rows and paths from its kept codeword, or from its
 // codeword encoded again a chunk of columns at a time (Committed.encodeOpenings), one sync for
@@ -411,11 +425,7 @@ func (wp *whirProver) OpenInitial(ys []int) ([]stark.InitialOpening, error) {
 	if err := wp.live(); err != nil {
 		return nil, err
 	}
-	b := wp.dev.Batch()
-	if err := wp.flushFold(b); err != nil {
-		return nil, err
-	}
-	q, err := kernels.UploadQueryIndices(wp.dev, ys)
+	b, q, err := wp.openBegin(ys)
 	if err != nil {
 		return nil, err
 	}
@@ -466,11 +476,7 @@ func (wp *whirProver) OpenCodeword(idx int, ys []int) ([]stark.CodewordOpening, 
 	if idx < 0 || idx >= len(wp.trees) {
 		return nil, fmt.Errorf("%w: codeword %d of %d", ErrWhirState, idx, len(wp.trees))
 	}
-	b := wp.dev.Batch()
-	if err := wp.flushFold(b); err != nil {
-		return nil, err
-	}
-	q, err := kernels.UploadQueryIndices(wp.dev, ys)
+	b, q, err := wp.openBegin(ys)
 	if err != nil {
 		return nil, err
 	}
