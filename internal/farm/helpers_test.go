@@ -3,6 +3,7 @@ package farm
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -307,25 +308,52 @@ func checkAllProved(t *testing.T, f *Farm, fx *fixture, subs []Submitted, status
 			t.Errorf("stored proof %s is no submitted job's", n)
 		}
 	}
-	traces, err := f.objectNames(ctx, TraceObjectPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(traces) != 0 {
-		t.Errorf("traces left in the store after their jobs ended: %v", traces)
-	}
+	// A worker writes a job's done status before it acknowledges the delivery and removes the
+	// trace: both follow the status by a moment, so they are waited for.
+	settles(t, 10*time.Second, func() error {
+		traces, err := f.objectNames(ctx, TraceObjectPrefix)
+		if err != nil {
+			return err
+		}
+		if len(traces) != 0 {
+			return fmt.Errorf("traces left in the store after their jobs ended: %v", traces)
+		}
+		return nil
+	})
 	checkQueueEmpty(t, f)
 }
 
-// checkQueueEmpty checks that no job is left in the stream, waiting or in flight.
+// checkQueueEmpty checks that no job is left in the stream, waiting or in flight, once the
+// last acknowledgement has reached the server.
 func checkQueueEmpty(t *testing.T, f *Farm) {
 	t.Helper()
-	q, err := f.Queue(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q.Messages != 0 || q.Waiting != 0 || q.InFlight != 0 {
-		t.Errorf("queue not empty: %+v", q)
+	settles(t, 10*time.Second, func() error {
+		q, err := f.Queue(context.Background())
+		if err != nil {
+			return err
+		}
+		if q.Messages != 0 || q.Waiting != 0 || q.InFlight != 0 {
+			return fmt.Errorf("queue not empty: %+v", q)
+		}
+		return nil
+	})
+}
+
+// settles polls check until it returns nil, failing the test with its last error if it has
+// not within the given time.
+func settles(t *testing.T, within time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("after %s: %v", within, err)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
