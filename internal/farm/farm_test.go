@@ -356,6 +356,7 @@ func TestFarmHeartbeatKeepsSlowProof(t *testing.T) {
 		t.Fatal(err)
 	}
 	verifyProof(t, key, proof, false)
+	checkQueueEmpty(t, client) // the acknowledgement follows the done status
 	r1, r2 := w1.stop(t), w2.stop(t)
 	if r1.Proved+r2.Proved != 1 || r1.AlreadyDone+r2.AlreadyDone != 0 || r1.Released+r2.Released != 0 {
 		t.Errorf("reports %+v %+v: want one proof, no redelivery", r1, r2)
