@@ -2,6 +2,9 @@ package kernels
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
+	"weak"
 
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
@@ -26,8 +29,42 @@ type Program struct {
 	Generated *GeneratedWhole
 }
 
-// UploadProgram encodes p and uploads it (two buffers named after name).
+// hostCode holds the host device's code of each program (DeviceCode), made once per program and
+// dropped when the program is collected (a long-running worker sees a program per key it loads).
+var hostCode sync.Map // weak.Pointer[constraints.Program] → *hostCodeEntry
+
+type hostCodeEntry struct {
+	once sync.Once
+	p    *constraints.Program
+	err  error
+}
+
+// DeviceCode is p as dev's interpreter runs it: on the host device its code grouped into runs of
+// one operation (constraints.GroupedByOp, window constraints.HostOpWindow; made once per program),
+// since that interpreter branches on every instruction's operation, which in Compile's order
+// changes at four instructions of five; elsewhere p. Its NumRegs is the register scratch the
+// device's kernels need: plans read it from here.
+func DeviceCode(dev *gpu.Device, p *constraints.Program) (*constraints.Program, error) {
+	if p == nil || !isHost(dev) {
+		return p, nil
+	}
+	key := weak.Make(p)
+	v, loaded := hostCode.LoadOrStore(key, &hostCodeEntry{})
+	if !loaded {
+		runtime.AddCleanup(p, func(k weak.Pointer[constraints.Program]) { hostCode.Delete(k) }, key)
+	}
+	e := v.(*hostCodeEntry)
+	e.once.Do(func() { e.p, e.err = p.GroupedByOp(constraints.HostOpWindow) })
+	return e.p, e.err
+}
+
+// UploadProgram encodes p as dev runs it (DeviceCode) and uploads it (two buffers named after
+// name).
 func UploadProgram(dev *gpu.Device, name string, p *constraints.Program) (*Program, error) {
+	p, err := DeviceCode(dev, p)
+	if err != nil {
+		return nil, fmt.Errorf("kernels: program %s: %w", name, err)
+	}
 	words, err := p.Encode()
 	if err != nil {
 		return nil, err

@@ -2,7 +2,10 @@ package kernels
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
+	"time"
+	"weak"
 
 	"github.com/metalprove/metalprove/examples/keccakf"
 	"github.com/metalprove/metalprove/internal/air"
@@ -93,7 +96,7 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 				flat[s*T+pt] = MontOf(v)
 			}
 		}
-		e := &EvalBuffers{CP: cp, Slots: uploadOn(t, testDev, flat), Regs: allocArray[Mont](t, testDev, p.NumRegs*T), Points: T}
+		e := &EvalBuffers{CP: cp, Slots: uploadOn(t, testDev, flat), Regs: allocArray[Mont](t, testDev, dp.NumRegs*T), Points: T}
 		out := allocArray[Mont](t, testDev, len(p.Outputs)*T)
 		b := testDev.Batch()
 		if err := dp.EncodeEvalOutputs(b, testDev, e, out); err != nil {
@@ -125,7 +128,7 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 				copy(flat4[4*(s*T+pt):], m[:])
 			}
 		}
-		e4 := &EvalBuffers{CP: cp, Slots: uploadOn(t, testDev, flat4), Regs: allocArray[Mont](t, testDev, 4*p.NumRegs*T), Points: T, Ext: true}
+		e4 := &EvalBuffers{CP: cp, Slots: uploadOn(t, testDev, flat4), Regs: allocArray[Mont](t, testDev, 4*dp.NumRegs*T), Points: T, Ext: true}
 		out4 := allocArray[Mont](t, testDev, 4*len(p.Outputs)*T)
 		eq3b := make([]field.Fp4, len(p.Interactions))
 		for i := range eq3b {
@@ -163,5 +166,46 @@ func TestProgramInterpreterMatchesGo(t *testing.T) {
 				t.Fatalf("%s point %d: device combination %v, Go %v", a.Name(), pt, got, c)
 			}
 		}
+	}
+}
+
+// TestDeviceCode: on the host device a program runs grouped by operation (the uploaded program's
+// registers are the grouped code's), made once per program and dropped once the program is
+// collected.
+func TestDeviceCode(t *testing.T) {
+	if !isHost(testDev) {
+		t.Skip("the host device's code")
+	}
+	p, _ := compileProgram(t, keccakf.Air{})
+	g, err := DeviceCode(testDev, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g == p || len(g.Code) != len(p.Code) {
+		t.Fatalf("host code %p of %d instructions for program %p of %d", g, len(g.Code), p, len(p.Code))
+	}
+	if again, _ := DeviceCode(testDev, p); again != g {
+		t.Error("the host code was made twice")
+	}
+	dp, err := UploadProgram(testDev, "grouped", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp.Free()
+	if dp.NumRegs != g.NumRegs || dp.NumCode != len(g.Code) {
+		t.Errorf("uploaded %d registers, %d instructions; host code %d, %d", dp.NumRegs, dp.NumCode, g.NumRegs, len(g.Code))
+	}
+	key := weak.Make(p)
+	kept := func() bool { _, ok := hostCode.Load(key); return ok }
+	if !kept() {
+		t.Fatal("no host code kept for the program")
+	}
+	p, g, dp = nil, nil, nil
+	for i := 0; kept() && i < 200; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if kept() {
+		t.Error("the host code was kept after its program was collected")
 	}
 }

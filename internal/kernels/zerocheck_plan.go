@@ -47,12 +47,16 @@ func (pp *ProgramPieces) Shape() ZcPiecesShape {
 	return s
 }
 
-// ZcShapeOf is the shape of a trace of height 2^logHeight of program pg on a domain of N = 2^logN
-// rows per block, without generated code or pieces (the caller adds those it will give the
-// trace).
-func ZcShapeOf(pg *constraints.Program, logN, logHeight int) ZcShape {
+// ZcShapeOf is the shape of a trace of height 2^logHeight of program pg on dev, on a domain of
+// N = 2^logN rows per block, without generated code or pieces (the caller adds those it will give
+// the trace). Its registers are those of pg's code on dev (DeviceCode).
+func ZcShapeOf(dev *gpu.Device, pg *constraints.Program, logN, logHeight int) (ZcShape, error) {
+	dc, err := DeviceCode(dev, pg)
+	if err != nil {
+		return ZcShape{}, err
+	}
 	_, cols, _ := zcSources(pg)
-	return ZcShape{NLift: max(logHeight-logN, 0), Slots: pg.NumSlots(), Regs: pg.NumRegs, Cols: len(cols)}
+	return ZcShape{NLift: max(logHeight-logN, 0), Slots: pg.NumSlots(), Regs: dc.NumRegs, Cols: len(cols)}, nil
 }
 
 // UseWhole says that the program has generated whole-program code: g, or code not built yet (nil).

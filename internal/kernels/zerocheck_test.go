@@ -285,7 +285,10 @@ func newZcDeviceOn(t *testing.T, dev *gpu.Device, ref *zcRef, logM, points int, 
 	}
 	t.Cleanup(tr.Free)
 	// The shape a memory estimate makes from the key alone, before any upload.
-	shape := ZcShapeOf(ref.pg, ref.logN, ref.logH)
+	shape, err := ZcShapeOf(dev, ref.pg, ref.logN, ref.logH)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if ref.whole != nil {
 		shape.UseWhole(ref.whole)
 	}

@@ -492,8 +492,12 @@ func (b *Backend) rowScratchBytes(a airShape, check bool) (r rowBytes, ok bool, 
 	if check && pg.NumConstraints == 0 {
 		return r, false, nil
 	}
+	dc, err := kernels.DeviceCode(b.dev, pg) // the registers the device's code uses
+	if err != nil {
+		return r, false, err
+	}
 	e := &rowEval{prog: pg, height: a.height,
-		dp: &kernels.Program{NumSlots: pg.NumSlots(), NumRegs: pg.NumRegs, NumOutput: len(pg.Outputs)}}
+		dp: &kernels.Program{NumSlots: pg.NumSlots(), NumRegs: dc.NumRegs, NumOutput: len(pg.Outputs)}}
 	extra := gkrExtra
 	switch {
 	case !check:
@@ -527,7 +531,10 @@ func (b *Backend) zerocheckScratch(airs []airShape, p params.SystemParams, logM 
 		if a.prog == nil {
 			continue
 		}
-		sh := kernels.ZcShapeOf(a.prog, p.LSkip, a.logH)
+		sh, err := kernels.ZcShapeOf(b.dev, a.prog, p.LSkip, a.logH)
+		if err != nil {
+			return 0, err
+		}
 		switch {
 		case b.usePieces(a.prog):
 			pp, err := b.pieces(a.vk, constraints.All, constraints.DevicePieces)
