@@ -40,6 +40,9 @@ func (p *Program) GroupedByOp(window int) (*Program, error) {
 	readers := make([][]int, n)
 	pending := make([]int, n) // producers not yet run
 	for i, in := range p.Code {
+		if in.Op >= numOps {
+			return nil, fmt.Errorf("%w: instruction %d has operation %v", ErrProgram, i, in.Op)
+		}
 		deps[i] = [2]int{-1, -1}
 		ops := []Operand{in.A}
 		if in.Op == OpAdd || in.Op == OpSub || in.Op == OpMul {

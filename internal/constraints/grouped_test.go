@@ -107,8 +107,13 @@ func TestGroupedByOp(t *testing.T) {
 	if _, err := (&constraints.Program{}).GroupedByOp(0); !errors.Is(err, constraints.ErrProgram) {
 		t.Errorf("window 0: %v", err)
 	}
-	bad := &constraints.Program{NumRegs: 1, Code: []constraints.Instr{{Op: constraints.OpEmit, A: constraints.KindReg}}}
-	if _, err := bad.GroupedByOp(4); !errors.Is(err, constraints.ErrProgram) {
-		t.Errorf("a register read before its write: %v", err)
+	for name, bad := range map[string]*constraints.Program{
+		"a register read before its write": {NumRegs: 1, Code: []constraints.Instr{{Op: constraints.OpEmit, A: constraints.KindReg}}},
+		"an unknown operation":             {Code: []constraints.Instr{{Op: 9, A: constraints.KindSlot}}},
+		"a register beyond NumRegs":        {NumRegs: 1, Code: []constraints.Instr{{Op: constraints.OpNeg, Dst: 1, A: constraints.KindSlot}}},
+	} {
+		if _, err := bad.GroupedByOp(4); !errors.Is(err, constraints.ErrProgram) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
