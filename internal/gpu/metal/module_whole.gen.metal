@@ -733,9 +733,19 @@ MSL_FN lanes_part bb_mul_lanes(lanes_part x, lanes_part y) {
   lanes_part p = lanes_part_splat(BB_P);
   lanes_wpart pe = LANES_PMULUDQ(x, y);
   lanes_wpart po = LANES_PMULUDQ((lanes_wpart)x >> 32, (lanes_wpart)y >> 32);
+#if HD_LANE_PARTS == 4
+  // SSE2 has no pmulld (GCC builds (x·y)·p^−1 from shuffles and pmuludq): m = lo(x·y)·p^−1 from the
+  // products' low words by pmuludq, which reads the low word of each 64-bit lane only (the
+  // baseline copy's Merkle tree +15 %, its keccakf-1024 proof 26.8 → 22.6 s on the Zen 5 VM; the
+  // AVX2 copy measured no gain there: docs/perf-notes/host-device.md).
+  lanes_part pinv = lanes_part_splat(BB_PINV);
+  lanes_wpart qe = LANES_PMULUDQ(LANES_PMULUDQ(pe, pinv), p);
+  lanes_wpart qo = LANES_PMULUDQ(LANES_PMULUDQ(po, pinv), p);
+#else
   lanes_part m = (x * y) * BB_PINV;
   lanes_wpart qe = LANES_PMULUDQ(m, p);
   lanes_wpart qo = LANES_PMULUDQ((lanes_wpart)m >> 32, p);
+#endif
   lanes_part hi = __builtin_shufflevector((lanes_part)pe, (lanes_part)po, LANES_ODD_HI);
   lanes_part mp = __builtin_shufflevector((lanes_part)qe, (lanes_part)qo, LANES_ODD_HI);
   lanes_part r = hi - mp;
