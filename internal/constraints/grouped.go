@@ -21,51 +21,19 @@ func (p *Program) GroupedByOp(window int) (*Program, error) {
 		return nil, fmt.Errorf("%w: grouping window %d", ErrProgram, window)
 	}
 	n := len(p.Code)
-	// The producer of each register operand (SSA over the code), and each instruction's readers.
-	def := make([]int, p.NumRegs)
-	for r := range def {
-		def[r] = -1
+	// The code in SSA form (codeDeps, which checks it), and each instruction's readers.
+	deps, err := codeDeps(p)
+	if err != nil {
+		return nil, err
 	}
-	producer := func(i int, o Operand) (int, error) {
-		if o.Kind() != KindReg {
-			return -1, nil
-		}
-		r := o.Index()
-		if r >= len(def) || def[r] < 0 {
-			return -1, fmt.Errorf("%w: instruction %d reads register %d before any write", ErrProgram, i, r)
-		}
-		return def[r], nil
-	}
-	deps := make([][2]int, n) // producers of A and B (−1: none)
 	readers := make([][]int, n)
 	pending := make([]int, n) // producers not yet run
-	for i, in := range p.Code {
-		if in.Op >= numOps {
-			return nil, fmt.Errorf("%w: instruction %d has operation %v", ErrProgram, i, in.Op)
-		}
-		deps[i] = [2]int{-1, -1}
-		ops := []Operand{in.A}
-		if in.Op == OpAdd || in.Op == OpSub || in.Op == OpMul {
-			ops = append(ops, in.B)
-		}
-		for k, o := range ops {
-			d, err := producer(i, o)
-			if err != nil {
-				return nil, err
+	for i := range n {
+		for k, d := range deps[i] {
+			if d >= 0 && (k == 0 || deps[i][0] != d) {
+				readers[d] = append(readers[d], i)
+				pending[i]++
 			}
-			if d >= 0 {
-				deps[i][k] = d
-				if k == 0 || deps[i][0] != d {
-					readers[d] = append(readers[d], i)
-					pending[i]++
-				}
-			}
-		}
-		if in.Op != OpEmit {
-			if int(in.Dst) >= len(def) {
-				return nil, fmt.Errorf("%w: instruction %d writes register %d of %d", ErrProgram, i, in.Dst, p.NumRegs)
-			}
-			def[in.Dst] = i
 		}
 	}
 

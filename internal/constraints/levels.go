@@ -54,61 +54,27 @@ func (lc *LevelCode) Level(l int) []LevelInstr { return lc.Code[lc.Start[l]:lc.S
 // read before it is written.
 func ScheduleLevels(p *Program) (*LevelCode, error) {
 	n := len(p.Code)
-	def := make([]int, p.NumRegs) // register → the instruction that last wrote it (−1: none yet)
-	for r := range def {
-		def[r] = -1
+	dep, err := codeDeps(p)
+	if err != nil {
+		return nil, err
 	}
 	level := make([]int, n)
 	emit := make([]int, n)   // the output each instruction emits (NoEmit: none)
 	fused := make([]bool, n) // an emit fused into the instruction that computes its operand
-	dep := make([][2]int, n) // the instructions whose results A and B are (−1: not a register)
 	for i, in := range p.Code {
-		emit[i], dep[i] = NoEmit, [2]int{-1, -1}
-		if in.Op >= numOps {
-			return nil, fmt.Errorf("%w: instruction %d: op %d", ErrProgram, i, in.Op)
-		}
-		ops := []Operand{in.A, in.B}
-		if in.Op == OpNeg || in.Op == OpEmit {
-			ops = ops[:1]
-		}
-		for j, o := range ops {
-			switch o.Kind() {
-			case KindReg:
-				r := o.Index()
-				if r >= p.NumRegs || def[r] < 0 {
-					return nil, fmt.Errorf("%w: instruction %d reads register %d before it is written", ErrProgram, i, r)
-				}
-				dep[i][j] = def[r]
-				level[i] = max(level[i], level[def[r]]+1)
-			case KindSlot:
-				if o.Index() >= p.NumSlots() {
-					return nil, fmt.Errorf("%w: instruction %d reads slot %d of %d", ErrProgram, i, o.Index(), p.NumSlots())
-				}
-			case KindConst:
-				if o.Index() >= len(p.Consts) {
-					return nil, fmt.Errorf("%w: instruction %d reads constant %d of %d", ErrProgram, i, o.Index(), len(p.Consts))
-				}
-			case KindPublic:
-				if o.Index() >= p.NumPublic {
-					return nil, fmt.Errorf("%w: instruction %d reads public value %d of %d", ErrProgram, i, o.Index(), p.NumPublic)
-				}
+		emit[i] = NoEmit
+		for _, d := range dep[i] {
+			if d >= 0 {
+				level[i] = max(level[i], level[d]+1)
 			}
 		}
 		if in.Op == OpEmit {
-			if int(in.Dst) >= len(p.Outputs) {
-				return nil, fmt.Errorf("%w: instruction %d emits output %d of %d", ErrProgram, i, in.Dst, len(p.Outputs))
-			}
 			if d := dep[i][0]; d >= 0 && emit[d] == NoEmit {
 				emit[d], fused[i] = int(in.Dst), true
 			} else {
 				emit[i] = int(in.Dst)
 			}
-			continue
 		}
-		if int(in.Dst) >= p.NumRegs {
-			return nil, fmt.Errorf("%w: instruction %d writes register %d of %d", ErrProgram, i, in.Dst, p.NumRegs)
-		}
-		def[in.Dst] = i
 	}
 	// Order: by level, program order within a level (a stable sort of the kept instructions).
 	var order []int
@@ -144,6 +110,61 @@ func ScheduleLevels(p *Program) (*LevelCode, error) {
 		lc.Code[k] = li
 	}
 	return lc, nil
+}
+
+// codeDeps is, for each instruction of p, the instructions whose results its operands A and B are
+// (−1: not a register; B is −1 for OpNeg and OpEmit): the code in SSA form. It fails on malformed
+// code: an unknown op, an operand, output or destination index out of range, a register read
+// before it is written.
+func codeDeps(p *Program) ([][2]int, error) {
+	def := make([]int, p.NumRegs) // register → the instruction that last wrote it (−1: none yet)
+	for r := range def {
+		def[r] = -1
+	}
+	dep := make([][2]int, len(p.Code))
+	for i, in := range p.Code {
+		dep[i] = [2]int{-1, -1}
+		if in.Op >= numOps {
+			return nil, fmt.Errorf("%w: instruction %d: op %d", ErrProgram, i, in.Op)
+		}
+		ops := []Operand{in.A, in.B}
+		if in.Op == OpNeg || in.Op == OpEmit {
+			ops = ops[:1]
+		}
+		for j, o := range ops {
+			switch o.Kind() {
+			case KindReg:
+				r := o.Index()
+				if r >= p.NumRegs || def[r] < 0 {
+					return nil, fmt.Errorf("%w: instruction %d reads register %d before it is written", ErrProgram, i, r)
+				}
+				dep[i][j] = def[r]
+			case KindSlot:
+				if o.Index() >= p.NumSlots() {
+					return nil, fmt.Errorf("%w: instruction %d reads slot %d of %d", ErrProgram, i, o.Index(), p.NumSlots())
+				}
+			case KindConst:
+				if o.Index() >= len(p.Consts) {
+					return nil, fmt.Errorf("%w: instruction %d reads constant %d of %d", ErrProgram, i, o.Index(), len(p.Consts))
+				}
+			case KindPublic:
+				if o.Index() >= p.NumPublic {
+					return nil, fmt.Errorf("%w: instruction %d reads public value %d of %d", ErrProgram, i, o.Index(), p.NumPublic)
+				}
+			}
+		}
+		if in.Op == OpEmit {
+			if int(in.Dst) >= len(p.Outputs) {
+				return nil, fmt.Errorf("%w: instruction %d emits output %d of %d", ErrProgram, i, in.Dst, len(p.Outputs))
+			}
+			continue
+		}
+		if int(in.Dst) >= p.NumRegs {
+			return nil, fmt.Errorf("%w: instruction %d writes register %d of %d", ErrProgram, i, in.Dst, p.NumRegs)
+		}
+		def[in.Dst] = i
+	}
+	return dep, nil
 }
 
 // EvalLevels runs lc (ScheduleLevels of p) at one point, as Eval runs p: slots, public, lift and
