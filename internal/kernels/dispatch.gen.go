@@ -295,10 +295,11 @@ type scFoldRoundParams struct {
 	a1        uint32
 	a2        uint32
 	a3        uint32
+	alphaAt   uint32
 }
 
 func (v scFoldRoundParams) arg() gpu.Arg {
-	return gpu.U32(v.logHalf, v.cols, v.srcStride, v.dstStride, v.a0, v.a1, v.a2, v.a3)
+	return gpu.U32(v.logHalf, v.cols, v.srcStride, v.dstStride, v.a0, v.a1, v.a2, v.a3, v.alphaAt)
 }
 
 // scFoldParams is the value struct ScFoldParams of the shaders: uint fields in declaration order.
@@ -785,6 +786,15 @@ func (v srBindWParams) arg() gpu.Arg {
 	return gpu.U32(v.sliceFirst, v.sliceCount, v.chunk0, v.chunks, v.logCb, v.perEntry)
 }
 
+// scTrRoundParams is the value struct ScTrRoundParams of the shaders: uint fields in declaration order.
+type scTrRoundParams struct {
+	at uint32
+}
+
+func (v scTrRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.at)
+}
+
 // whirBatchParams is the value struct WhirBatchParams of the shaders: uint fields in declaration order.
 type whirBatchParams struct {
 	nblocks    uint32
@@ -1024,32 +1034,32 @@ func dispatchScRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer
 	return enc.Dispatch("sc_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchScFoldRoundPartials encodes kernel sc_fold_round_partials (shaders/common/sumcheck.metal:130).
-func dispatchScFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer, w *gpu.Buffer, fOut *gpu.Buffer, wOut *gpu.Buffer, partials *gpu.Buffer, p scFoldRoundParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("sc_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(fOut), gpu.Buf(wOut), gpu.Buf(partials), p.arg()}, scratchBytes)
+// dispatchScFoldRoundPartials encodes kernel sc_fold_round_partials (shaders/common/sumcheck.metal:135).
+func dispatchScFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer, w *gpu.Buffer, fOut *gpu.Buffer, wOut *gpu.Buffer, partials *gpu.Buffer, p scFoldRoundParams, alphas *gpu.Buffer, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("sc_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(fOut), gpu.Buf(wOut), gpu.Buf(partials), p.arg(), gpu.Buf(alphas)}, scratchBytes)
 }
 
-// dispatchScFold encodes kernel sc_fold (shaders/common/sumcheck.metal:259).
+// dispatchScFold encodes kernel sc_fold (shaders/common/sumcheck.metal:265).
 func dispatchScFold(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p scFoldParams) *gpu.Batch {
 	return enc.Dispatch("sc_fold", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:331).
+// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:337).
 func dispatchScSumRows(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumRowsParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_rows", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScSumRowBlocks encodes kernel sc_sum_row_blocks (shaders/common/sumcheck.metal:349).
+// dispatchScSumRowBlocks encodes kernel sc_sum_row_blocks (shaders/common/sumcheck.metal:355).
 func dispatchScSumRowBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumBlocksParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_row_blocks", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:376).
+// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:382).
 func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }
 
-// dispatchScEqSuffixes encodes kernel sc_eq_suffixes (shaders/common/sumcheck.metal:447).
+// dispatchScEqSuffixes encodes kernel sc_eq_suffixes (shaders/common/sumcheck.metal:453).
 func dispatchScEqSuffixes(enc *gpu.Batch, groups, tpg gpu.Dim3, halves *gpu.Buffer, out *gpu.Buffer, p scEqSuffixParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_suffixes", groups, tpg, []gpu.Arg{gpu.Buf(halves), gpu.Buf(out), p.arg()})
 }
@@ -1166,34 +1176,39 @@ func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buff
 	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchSrUniChunks encodes kernel sr_uni_chunks (shaders/openings/stacked_reduction.metal:72).
+// dispatchSrUniChunks encodes kernel sr_uni_chunks (shaders/openings/stacked_reduction.metal:73).
 func dispatchSrUniChunks(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, slices *gpu.Buffer, etab *gpu.Buffer, sums *gpu.Buffer, p srUniParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sr_uni_chunks", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(slices), gpu.Buf(etab), gpu.Buf(sums), p.arg()}, scratchBytes)
 }
 
-// dispatchSrUniWeigh encodes kernel sr_uni_weigh (shaders/openings/stacked_reduction.metal:180).
+// dispatchSrUniWeigh encodes kernel sr_uni_weigh (shaders/openings/stacked_reduction.metal:181).
 func dispatchSrUniWeigh(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, slices *gpu.Buffer, partials *gpu.Buffer, p srUniWeighParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sr_uni_weigh", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(slices), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchSrBindQ encodes kernel sr_bind_q (shaders/openings/stacked_reduction.metal:242).
+// dispatchSrBindQ encodes kernel sr_bind_q (shaders/openings/stacked_reduction.metal:243).
 func dispatchSrBindQ(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, lag *gpu.Buffer, out *gpu.Buffer, p srBindQParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_q", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(lag), gpu.Buf(out), p.arg()})
 }
 
-// dispatchSrSliceWeights encodes kernel sr_slice_weights (shaders/openings/stacked_reduction.metal:297).
+// dispatchSrSliceWeights encodes kernel sr_slice_weights (shaders/openings/stacked_reduction.metal:298).
 func dispatchSrSliceWeights(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, rotBits *gpu.Buffer, p srSliceWeightsParams) *gpu.Batch {
 	return enc.Dispatch("sr_slice_weights", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(rotBits), p.arg()})
 }
 
-// dispatchSrBindWeights encodes kernel sr_bind_weights (shaders/openings/stacked_reduction.metal:328).
+// dispatchSrBindWeights encodes kernel sr_bind_weights (shaders/openings/stacked_reduction.metal:329).
 func dispatchSrBindWeights(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, uni *gpu.Buffer, weights *gpu.Buffer, p srBindWeightsParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_weights", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(uni), gpu.Buf(weights), p.arg()})
 }
 
-// dispatchSrBindW encodes kernel sr_bind_w (shaders/openings/stacked_reduction.metal:362).
+// dispatchSrBindW encodes kernel sr_bind_w (shaders/openings/stacked_reduction.metal:363).
 func dispatchSrBindW(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, weights *gpu.Buffer, etab *gpu.Buffer, w *gpu.Buffer, p srBindWParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_w", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(weights), gpu.Buf(etab), gpu.Buf(w), p.arg()})
+}
+
+// dispatchScTrRound encodes kernel sc_tr_round (shaders/openings/stacked_reduction.metal:447).
+func dispatchScTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p scTrRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("sc_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
 // dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/openings/whir.metal:106).

@@ -6,7 +6,6 @@ import (
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
-	"github.com/metalprove/metalprove/internal/poseidon2"
 )
 
 // The LogUp-GKR family (shaders/gkr/gkr.metal): the leaves of the fraction tree from the interactions
@@ -251,9 +250,9 @@ func (s *GkrSumcheck) EncodeFoldRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqSrc,
 }
 
 // GkrFromLog says where the round kernels take λ and the bound value r from when the transcript
-// runs on the device: their Fp4 indices in the log of a GkrTranscript.
+// runs on the device: their Fp4 indices in the log of a DeviceTranscript.
 type GkrFromLog struct {
-	Tr        *GkrTranscript
+	Tr        *DeviceTranscript
 	Lambda, R int
 }
 
@@ -365,91 +364,22 @@ func (s *GkrSumcheck) ReadRound() ([3]field.Fp4, error) {
 	return out, nil
 }
 
-// GkrTranscript is a copy of the GKR stage's transcript in device memory, with which the layers'
-// rounds follow one another on the device (gkr.metal: gkr_tr_round, gkr_tr_small_rounds,
-// gkr_tr_layer_end, over the group sponge of poseidon2_group.h): the
-// sponge state (16 Montgomery words, then the absorb and sample indices of transcript.Transcript)
-// and Log, the Fp4 values the kernels write (the rounds' sums and bound values, the layers'
-// claims, μ and λ), which the stage downloads once and replays through its own transcript.
-type GkrTranscript struct {
-	dev   *gpu.Device
-	rc    *gpu.Array[Mont]
-	state *gpu.Array[uint32]
-	Log   *gpu.Array[Mont4]
-}
-
-// NewGkrTranscript allocates the state and a log of n Fp4 values; h gives the permutation's
-// constants.
-func (h *Poseidon2) NewGkrTranscript(n int) (*GkrTranscript, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("kernels: GkrTranscript: a log of %d values", n)
-	}
-	t := &GkrTranscript{dev: h.dev, rc: h.rc}
-	var err error
-	if t.state, err = gpu.AllocArray[uint32](h.dev, "gkr transcript state", poseidon2.Width+2); err != nil {
-		return nil, err
-	}
-	if t.Log, err = gpu.AllocArray[Mont4](h.dev, "gkr transcript log", n); err != nil {
-		t.state.Free()
-		return nil, err
-	}
-	return t, nil
-}
-
-// Close frees the buffers.
-func (t *GkrTranscript) Close() {
-	if t.state != nil {
-		t.state.Free()
-		t.Log.Free()
-		t.state, t.Log = nil, nil
-	}
-}
-
-// SetState uploads a transcript's state (transcript.Transcript.State).
-func (t *GkrTranscript) SetState(state [poseidon2.Width]field.Fp, absorbIdx, sampleIdx int) error {
-	if t.state == nil {
-		return fmt.Errorf("kernels: GkrTranscript used after Close")
-	}
-	if absorbIdx < 0 || absorbIdx >= 8 || sampleIdx < 0 || sampleIdx > 8 {
-		return fmt.Errorf("kernels: GkrTranscript: indices %d, %d", absorbIdx, sampleIdx)
-	}
-	w := make([]uint32, poseidon2.Width+2)
-	for i, x := range state {
-		w[i] = uint32(MontOf(x))
-	}
-	w[poseidon2.Width], w[poseidon2.Width+1] = uint32(absorbIdx), uint32(sampleIdx)
-	return t.state.Write(0, w)
-}
-
-// groupFor is the one group of a transcript kernel: want threads on GPUs, 16 on the host device
-// (its work items are fibers). The group's sponge (poseidon2_group.h) needs at least 16.
-func (t *GkrTranscript) groupFor(kernel string, want int) (int, error) {
-	n := 16
-	if !isHost(t.dev) {
-		n = groupSize(t.dev, kernel, want)
-	}
-	if n < 16 {
-		return 0, fmt.Errorf("kernels: %s: groups of %d threads on this device, the sponge needs 16", kernel, n)
-	}
-	return n, nil
-}
-
 // gkrTrScratch is the threadgroup memory of gkr_tr_layer_end: the sponge's exchanges and outputs,
 // and the round constants (poseidon2_group.h).
 const gkrTrScratch = (48 + poseidon2RCLen) * 4
 
-// EncodeRound encodes the transcript step of the round s encoded last (EncodeRoundLogged or
+// EncodeGkrRound encodes the transcript step of the GKR round s encoded last (EncodeRoundLogged or
 // EncodeFoldRoundLogged): its sums s(1), s(2), s(3) into Log[at .. at+3), observed, and the bound
 // value sampled into Log[at+3].
-func (t *GkrTranscript) EncodeRound(b *gpu.Batch, s *GkrSumcheck, at int) error {
+func (t *DeviceTranscript) EncodeGkrRound(b *gpu.Batch, s *GkrSumcheck, at int) error {
 	if t.state == nil {
-		return fmt.Errorf("kernels: GkrTranscript used after Close")
+		return fmt.Errorf("kernels: DeviceTranscript used after Close")
 	}
 	if err := s.live(); err != nil {
 		return err
 	}
 	if at < 0 || at+4 > t.Log.Len() || s.lastGroups < 1 {
-		return fmt.Errorf("kernels: GkrTranscript: round at %d of a log of %d (%d partial rows)", at, t.Log.Len(), s.lastGroups)
+		return fmt.Errorf("kernels: DeviceTranscript: GKR round at %d of a log of %d (%d partial rows)", at, t.Log.Len(), s.lastGroups)
 	}
 	// One SIMD group: the round's partial rows are few, and the sponge's exchanges then wait for
 	// one SIMD group only.
@@ -481,9 +411,9 @@ type GkrLayerEnd struct {
 }
 
 // EncodeLayerEnd encodes e.
-func (t *GkrTranscript) EncodeLayerEnd(b *gpu.Batch, e GkrLayerEnd) error {
+func (t *DeviceTranscript) EncodeLayerEnd(b *gpu.Batch, e GkrLayerEnd) error {
 	if t.state == nil {
-		return fmt.Errorf("kernels: GkrTranscript used after Close")
+		return fmt.Errorf("kernels: DeviceTranscript used after Close")
 	}
 	n := t.Log.Len()
 	rows := 4
@@ -543,9 +473,9 @@ type GkrSmallRounds struct {
 }
 
 // EncodeSmallRounds encodes the rounds of e: 1 + LogPairs rounds, one launch.
-func (t *GkrTranscript) EncodeSmallRounds(b *gpu.Batch, e GkrSmallRounds) error {
+func (t *DeviceTranscript) EncodeSmallRounds(b *gpu.Batch, e GkrSmallRounds) error {
 	if t.state == nil {
-		return fmt.Errorf("kernels: GkrTranscript used after Close")
+		return fmt.Errorf("kernels: DeviceTranscript used after Close")
 	}
 	if e.LogPairs < 0 || e.LogPairs > GkrSmallLog {
 		return fmt.Errorf("kernels: GkrSmallRounds: 2^%d pairs (at most 2^%d)", e.LogPairs, GkrSmallLog)
@@ -579,20 +509,4 @@ func (t *GkrTranscript) EncodeSmallRounds(b *gpu.Batch, e GkrSmallRounds) error 
 	dispatchGkrTrSmallRounds(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Eq.Buffer, e.Src.Buffer, e.Tab.Buffer, t.Log.Buffer, t.state.Buffer,
 		t.rc.Buffer, p, uint32(4*words))
 	return b.Err()
-}
-
-// ReadLog downloads the first n values of the log (the stage's one sync).
-func (t *GkrTranscript) ReadLog(n int) ([]field.Fp4, error) {
-	if t.state == nil {
-		return nil, fmt.Errorf("kernels: GkrTranscript used after Close")
-	}
-	v := make([]Mont4, n)
-	if err := t.Log.Read(v, 0); err != nil {
-		return nil, err
-	}
-	out := make([]field.Fp4, n)
-	for i, m := range v {
-		out[i] = Fp4Of(m)
-	}
-	return out, nil
 }

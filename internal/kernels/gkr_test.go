@@ -366,7 +366,7 @@ func TestGkrTranscriptMatchesHost(t *testing.T) {
 				ht.Sample()
 			}
 		}
-		tt, err := h.NewGkrTranscript(32)
+		tt, err := h.NewDeviceTranscript(32)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -391,7 +391,7 @@ func TestGkrTranscriptMatchesHost(t *testing.T) {
 		tab1, tab2 := uploadFractions(t, first), uploadFractions(t, folded)
 		halves := allocArray[Mont4](t, testDev, 4)
 		b := testDev.Batch()
-		if err := tt.EncodeRound(b, sc, 1); err != nil {
+		if err := tt.EncodeGkrRound(b, sc, 1); err != nil {
 			t.Fatal(err)
 		}
 		// Layer 1's end at 5, the next layer's λ at 10, its ξ = (μ, the bound value at 4).
@@ -459,7 +459,7 @@ func TestGkrTranscriptMatchesHost(t *testing.T) {
 			t.Errorf("%d pending: indices %d, %d, want %d, %d", pending, words[16], words[17], ai, si)
 		}
 	}
-	tt, err := h.NewGkrTranscript(8)
+	tt, err := h.NewDeviceTranscript(8)
 	if err != nil {
 		t.Fatal(err)
 	}

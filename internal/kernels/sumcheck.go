@@ -110,6 +110,23 @@ func (s *Sumcheck) EncodeRound(b *gpu.Batch, t ProductTables) error {
 // src.LogRows − 1 ≥ 1, same Cols) and the round sums of dst into Result, in one pass over src:
 // the bind of one round and the sums of the next. dst must not overlap src.
 func (s *Sumcheck) EncodeFoldRound(b *gpu.Batch, src, dst ProductTables, alpha field.Fp4) error {
+	return s.encodeFoldRound(b, src, dst, MontFp4(alpha), nil, scAlphaParam)
+}
+
+// scAlphaParam is ScFoldRoundParams.alpha_at for α passed as a parameter (SC_ALPHA_PARAM).
+const scAlphaParam = 0xffffffff
+
+// EncodeFoldRoundLogged is EncodeFoldRound at the bound value log[at] that a device transcript's
+// step wrote (DeviceTranscript.EncodeSumcheckRound): the host need not know it.
+func (s *Sumcheck) EncodeFoldRoundLogged(b *gpu.Batch, src, dst ProductTables, log *gpu.Array[Mont4], at int) error {
+	if at < 0 || at >= log.Len() {
+		return fmt.Errorf("kernels: FoldRound: bound value %d of a log of %d", at, log.Len())
+	}
+	return s.encodeFoldRound(b, src, dst, [4]uint32{}, log, uint32(at))
+}
+
+// encodeFoldRound is EncodeFoldRound at a (alphaAt = scAlphaParam) or at log[alphaAt].
+func (s *Sumcheck) encodeFoldRound(b *gpu.Batch, src, dst ProductTables, a [4]uint32, log *gpu.Array[Mont4], alphaAt uint32) error {
 	if err := s.live(); err != nil {
 		return err
 	}
@@ -125,10 +142,13 @@ func (s *Sumcheck) EncodeFoldRound(b *gpu.Batch, src, dst ProductTables, alpha f
 	if dst.F.Buffer == src.F.Buffer || dst.F.Buffer == src.W.Buffer || dst.W.Buffer == src.F.Buffer || dst.W.Buffer == src.W.Buffer {
 		return fmt.Errorf("kernels: FoldRound: the folded tables must not share a buffer with the source")
 	}
+	alphas := s.result.Buffer // bound but unread when α is a parameter
+	if log != nil {
+		alphas = log.Buffer
+	}
 	pairs := dst.Cols << (dst.LogRows - 1)
 	g, tp, tg, out := s.roundShape("sc_fold_round_partials", pairs)
-	a := MontFp4(alpha)
-	dispatchScFoldRoundPartials(b, g, tp, src.F.Buffer, src.W.Buffer, dst.F.Buffer, dst.W.Buffer, out.Buffer, scFoldRoundParams{logHalf: uint32(dst.LogRows - 1), cols: uint32(dst.Cols), srcStride: uint32(src.Stride), dstStride: uint32(dst.Stride), a0: a[0], a1: a[1], a2: a[2], a3: a[3]}, tg)
+	dispatchScFoldRoundPartials(b, g, tp, src.F.Buffer, src.W.Buffer, dst.F.Buffer, dst.W.Buffer, out.Buffer, scFoldRoundParams{logHalf: uint32(dst.LogRows - 1), cols: uint32(dst.Cols), srcStride: uint32(src.Stride), dstStride: uint32(dst.Stride), a0: a[0], a1: a[1], a2: a[2], a3: a[3], alphaAt: alphaAt}, alphas, tg)
 	return s.encodeSum(b, out, int(g.X))
 }
 

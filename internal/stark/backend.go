@@ -168,6 +168,17 @@ type StackingProver interface {
 	Release()
 }
 
+// StackingDeviceRounds is a StackingProver that runs the multilinear rounds with a copy of the
+// stage's transcript on its device (kernels.DeviceTranscript), so that the rounds follow one
+// another without waiting for the host. ProveStacking replays what ProveRounds returns through
+// its own transcript and checks every sample against the device's (ErrDeviceTranscript).
+type StackingDeviceRounds interface {
+	// ProveRounds runs rounds 1 .. n after BindUnivariate, from tr's state (tr is not changed):
+	// per round s_j(1), s_j(2) observed and u_j sampled and bound, as the stage's loop does with
+	// Round and Bind. It returns the rounds' sums and the bound values; Openings follows.
+	ProveRounds(tr *transcript.Transcript, n int) (polys [][2]field.Fp4, u []field.Fp4, err error)
+}
+
 // InitialOpening is the answer to one WHIR query of round 0: per commitment (commitment-list
 // order) the 2^k opened rows of its codeword (Rows[c][t][col], canonical) and the Merkle path.
 type InitialOpening struct {

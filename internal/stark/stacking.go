@@ -140,16 +140,35 @@ func ProveStacking(sp StackingProver, tr *transcript.Transcript, p params.System
 		return StackingProof{}, nil, err
 	}
 	proof.SumcheckRoundPolys = make([][2]field.Fp4, p.NStack)
+	// A backend that runs the rounds with the transcript on the device returns them all at once;
+	// the loop replays them through tr, checking each sample.
+	var devPolys [][2]field.Fp4
+	var devU []field.Fp4
+	dr, onDevice := sp.(StackingDeviceRounds)
+	if onDevice && p.NStack > 0 {
+		if devPolys, devU, err = dr.ProveRounds(tr, p.NStack); err != nil {
+			return StackingProof{}, nil, err
+		}
+		if len(devPolys) != p.NStack || len(devU) != p.NStack {
+			return StackingProof{}, nil, fmt.Errorf("%w: %d rounds' sums and %d bound values from the device, want %d", ErrDeviceTranscript, len(devPolys), len(devU), p.NStack)
+		}
+	}
 	for j := 1; j <= p.NStack; j++ {
-		s1, s2, err := sp.Round()
-		if err != nil {
+		var s1, s2 field.Fp4
+		if onDevice {
+			s1, s2 = devPolys[j-1][0], devPolys[j-1][1]
+		} else if s1, s2, err = sp.Round(); err != nil {
 			return StackingProof{}, nil, err
 		}
 		tr.ObserveExt(s1)
 		tr.ObserveExt(s2)
 		proof.SumcheckRoundPolys[j-1] = [2]field.Fp4{s1, s2}
 		u[j] = tr.SampleExt()
-		if err := sp.Bind(u[j]); err != nil {
+		if onDevice {
+			if devU[j-1] != u[j] {
+				return StackingProof{}, nil, fmt.Errorf("%w: stacking round %d's bound value: %v on the device, %v here", ErrDeviceTranscript, j, devU[j-1], u[j])
+			}
+		} else if err := sp.Bind(u[j]); err != nil {
 			return StackingProof{}, nil, err
 		}
 	}

@@ -115,12 +115,17 @@ kernel void sc_round_partials(device const uint* f [[buffer(0)]],
   sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);
 }
 
+// ScFoldRoundParams.alpha_at when α is the parameters' own a0..a3.
+#define SC_ALPHA_PARAM 0xffffffffu
+
 struct ScFoldRoundParams {
   uint log_half;    // n' − 1 where n' = n − 1 is the log row count after the fold (n' ≥ 1)
   uint cols;        // columns
   uint src_stride;  // column stride of f and w (2^n rows each)
   uint dst_stride;  // column stride of f_out and w_out (2^n' rows each)
   uint a0, a1, a2, a3;  // α, Montgomery
+  uint alpha_at;    // SC_ALPHA_PARAM: α is a0..a3; else the Fp4 index of α in alphas (a device
+                    // transcript's log: the bound value its previous step sampled)
 };
 
 // Fold then round, in one pass: f_out[y] = f[2y] + α(f[2y+1] − f[2y]) and the same for w (every
@@ -133,6 +138,7 @@ kernel void sc_fold_round_partials(device const uint* f [[buffer(0)]],
                                    device uint* w_out [[buffer(3)]],
                                    device uint* partials [[buffer(4)]],
                                    constant ScFoldRoundParams& p [[buffer(5)]],
+                                   device const uint* alphas [[buffer(6)]],
                                    threadgroup uint* scratch [[threadgroup(0)]],
                                    uint tid [[thread_index_in_threadgroup]],
                                    uint group [[threadgroup_position_in_grid]],
@@ -142,7 +148,7 @@ kernel void sc_fold_round_partials(device const uint* f [[buffer(0)]],
   uint cols = p.cols;
   uint ss = p.src_stride;
   uint ds = p.dst_stride;
-  bb4 alpha = sc_alpha(p.a0, p.a1, p.a2, p.a3);
+  bb4 alpha = p.alpha_at == SC_ALPHA_PARAM ? sc_alpha(p.a0, p.a1, p.a2, p.a3) : bb4_load(alphas, p.alpha_at);
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
   uint log_unit = MSL_LOG_LANES;  // output pairs per block: MSL_LANES (4·MSL_LANES source rows)

@@ -12,6 +12,7 @@
 //
 // Slice descriptors (SR_SLICE_WORDS uints each, written by the Go launcher):
 #include "bb4_lanes.h"
+#include "poseidon2_group.h"
 
 #define SR_SLICE_WORDS 16u
 #define SR_Q_START 0u   // uint index in Q of the slice's first value
@@ -431,4 +432,42 @@ kernel void sr_bind_w(device const uint* slices [[buffer(0)]],
       }
     }
   }
+}
+
+struct ScTrRoundParams {
+  uint at;  // s(1), s(2) go to trlog[at], trlog[at + 1], the sampled bound value to trlog[at + 2]
+};
+
+// The transcript step of a product-sumcheck round on the device (kernels.DeviceTranscript): the
+// round's sums s(1), s(2) (sums: kernels.Sumcheck's result, Montgomery) logged, observed, and the
+// bound value sampled and logged; the next round's fold reads it from the log
+// (ScFoldRoundParams.alpha_at). Eight observes precede the sample, so a permutation always runs
+// in this kernel before it reads the sponge's outputs. One group of ≥ 16 threads
+// (poseidon2_group.h); scratch: 48 + P2_RC_LEN uints.
+kernel void sc_tr_round(device const uint* sums [[buffer(0)]],
+                        device uint* trlog [[buffer(1)]],
+                        device uint* ts [[buffer(2)]],
+                        constant uint* rc [[buffer(3)]],
+                        constant ScTrRoundParams& p [[buffer(4)]],
+                        threadgroup uint* scratch [[threadgroup(0)]],
+                        uint tid [[thread_index_in_threadgroup]],
+                        uint tpg [[threads_per_threadgroup]]) {
+  threadgroup uint* xs = scratch;
+  threadgroup uint* out = scratch + 32u;
+  threadgroup uint* rcs = scratch + 48u;
+  p2g_load_constants(rc, rcs, tid, tpg);
+  bb4 s1 = bb4_load(sums, 0u);
+  bb4 s2 = bb4_load(sums, 1u);
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
+  p2g_observe4(sp, s1, rcs, tid, xs, out);
+  p2g_observe4(sp, s2, rcs, tid, xs, out);
+  bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
+  if (tid == 0u) {
+    bb4_store(trlog, p.at, s1);
+    bb4_store(trlog, p.at + 1u, s2);
+    bb4_store(trlog, p.at + 2u, r);
+  }
+  threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
+  p2g_sponge_store(ts, sp, tid);
 }

@@ -432,7 +432,7 @@ func (g *gkrProver) LayerClaims() (stark.GkrLayerClaims, error) {
 var _ stark.GkrDeviceLayers = (*gkrProver)(nil)
 
 // ProveLayers implements stark.GkrDeviceLayers: every layer's rounds encoded at once, the
-// transcript steps on the device (kernels.GkrTranscript), one download of the log at the end.
+// transcript steps on the device (kernels.DeviceTranscript), one download of the log at the end.
 // Per layer j: the eq table from the halves the previous layer's end wrote (ξ on the device),
 // each large round's partials with λ and the last bound value read from the log and its
 // transcript step (its sums, the bound value), the rounds of ≤ 2^GkrSmallLog pairs in one launch
@@ -459,7 +459,7 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 		n += 5
 	}
 	dev := g.be.dev
-	tt, err := g.be.hash.NewGkrTranscript(n)
+	tt, err := g.be.hash.NewDeviceTranscript(n)
 	if err != nil {
 		return nil, err
 	}
@@ -504,7 +504,7 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 					cur--
 				}
 				if err == nil {
-					err = tt.EncodeRound(b, g.sc, at[j].rounds+4*t)
+					err = tt.EncodeGkrRound(b, g.sc, at[j].rounds+4*t)
 				}
 				if err != nil {
 					return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // ErrProverState: a prover method was called out of order (or after Release).
@@ -618,6 +619,62 @@ func (sp *stackingProver) Round() (s1, s2 field.Fp4, err error) {
 		return s1, s2, err
 	}
 	return sp.sc.ReadRound()
+}
+
+var _ stark.StackingDeviceRounds = (*stackingProver)(nil)
+
+// ProveRounds implements stark.StackingDeviceRounds: per round its sums (the pending fold and the
+// sums in one pass, as Round) and its transcript step on the device (kernels.DeviceTranscript:
+// the sums observed, the bound value sampled into the log), where the next round's fold reads the
+// bound value; one download of the log at the end instead of a sync a round. The last bound value
+// is left pending for Openings, as Bind leaves it.
+func (sp *stackingProver) ProveRounds(tr *transcript.Transcript, n int) ([][2]field.Fp4, []field.Fp4, error) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if err := sp.live(); err != nil {
+		return nil, nil, err
+	}
+	if sp.bound != 1 || sp.pending != nil || n < 1 || n != sp.p.NStack || sp.logRows != n {
+		return nil, nil, ErrProverState
+	}
+	tt, err := sp.be.hash.NewDeviceTranscript(3 * n)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer tt.Close()
+	if err := tt.SetState(tr.State()); err != nil {
+		return nil, nil, err
+	}
+	// Round j's sums at Log[3(j−1)], Log[3(j−1)+1], its bound value at Log[3(j−1)+2].
+	b := sp.be.dev.Batch()
+	for j := 1; j <= n; j++ {
+		if j == 1 {
+			err = sp.sc.EncodeRound(b, sp.tables(sp.cur, sp.logRows))
+		} else {
+			err = sp.sc.EncodeFoldRoundLogged(b, sp.tables(sp.cur, sp.logRows), sp.tables(1-sp.cur, sp.logRows-1), tt.Log, 3*(j-2)+2)
+			sp.cur, sp.logRows = 1-sp.cur, sp.logRows-1
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := tt.EncodeSumcheckRound(b, sp.sc, 3*(j-1)); err != nil {
+			return nil, nil, err
+		}
+	}
+	log, err := tt.ReadLog(3 * n)
+	if err != nil {
+		return nil, nil, err
+	}
+	polys := make([][2]field.Fp4, n)
+	u := make([]field.Fp4, n)
+	for j := range n {
+		polys[j] = [2]field.Fp4{log[3*j], log[3*j+1]}
+		u[j] = log[3*j+2]
+	}
+	last := u[n-1]
+	sp.pending = &last
+	sp.bound = n + 1
+	return polys, u, nil
 }
 
 // Bind fixes the round's variable to u: recorded, folded by the next Round or Openings (a second

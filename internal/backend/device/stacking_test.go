@@ -16,6 +16,7 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 var testDev *gpu.Device
@@ -499,4 +500,112 @@ func BenchmarkStackingKeccakf1024Cpuref(b *testing.B) {
 	}
 	rc := []stark.Committed{&cpuref.Committed{Data: &cpuref.StackedPCSData{Layout: cs[0].Layout(), Matrix: q}}}
 	runStacking(b, p, batch, func() (stark.StackingProver, error) { return cpuref.New().Stacking.NewStackingProver(p, rc, pt) })
+}
+
+// TestStackingDeviceRoundsMatchCpuref: the multilinear rounds with the transcript on the device
+// (ProveRounds) give cpuref's sums and the stage loop's bound values (Round, observe s(1), s(2),
+// sample, Bind), with one sync for all rounds and the caller's transcript unchanged; Openings
+// follows with cpuref's values; the per-round methods and a second ProveRounds then fail.
+func TestStackingDeviceRoundsMatchCpuref(t *testing.T) {
+	be, err := device.New(testDev, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	for ci, tc := range stackingCases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := tc.params()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.NStack < 1 {
+				t.Skip("no multilinear rounds")
+			}
+			r := rand.New(rand.NewPCG(uint64(ci), 0x7e5c))
+			dcs, rcs := commitBoth(t, be, p, r, tc.commits)
+			pt, batch := randomBatch(r, p, dcs)
+			dsp, err := be.Stages().Stacking.NewStackingProver(p, dcs, pt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dsp.Release()
+			rsp, err := cpuref.New().Stacking.NewStackingProver(p, rcs, pt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rsp.Release()
+			for _, sp := range []stark.StackingProver{dsp, rsp} {
+				if _, err := sp.UnivariateRound(batch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			u0 := fieldrand.Fp4(r)
+			for _, sp := range []stark.StackingProver{dsp, rsp} {
+				if err := sp.BindUnivariate(u0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A transcript in some state: observes and samples that leave both indices inside
+			// their ranges (the absorb index differs per case).
+			tr := transcript.New()
+			for range 3 + ci {
+				tr.Observe(fieldrand.Fp(r))
+			}
+			tr.SampleExt()
+			for range ci % 8 {
+				tr.Observe(fieldrand.Fp(r))
+			}
+			before := tr
+			dr, ok := dsp.(stark.StackingDeviceRounds)
+			if !ok {
+				t.Fatal("the device stacking prover does not run its rounds on the device")
+			}
+			var polys [][2]field.Fp4
+			var us []field.Fp4
+			if n := syncsOf(t, func() (err error) { polys, us, err = dr.ProveRounds(&tr, p.NStack); return err }); n != 1 {
+				t.Errorf("ProveRounds: %d syncs, want 1", n)
+			}
+			if !tr.Same(&before) {
+				t.Error("ProveRounds changed the caller's transcript")
+			}
+			if len(polys) != p.NStack || len(us) != p.NStack {
+				t.Fatalf("ProveRounds: %d sums and %d bound values, want %d", len(polys), len(us), p.NStack)
+			}
+			for j := 1; j <= p.NStack; j++ {
+				w1, w2, err := rsp.Round()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if polys[j-1] != [2]field.Fp4{w1, w2} {
+					t.Fatalf("round %d: %v, want (%v, %v)", j, polys[j-1], w1, w2)
+				}
+				tr.ObserveExt(w1)
+				tr.ObserveExt(w2)
+				u := tr.SampleExt()
+				if us[j-1] != u {
+					t.Fatalf("round %d: bound value %v, want %v", j, us[j-1], u)
+				}
+				if err := rsp.Bind(u); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := dsp.Openings()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := rsp.Openings()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("Openings: %v, want %v", got, want)
+			}
+			if _, _, err := dsp.Round(); !errors.Is(err, device.ErrProverState) {
+				t.Errorf("Round after ProveRounds: %v, want ErrProverState", err)
+			}
+			if _, _, err := dr.ProveRounds(&before, p.NStack); !errors.Is(err, device.ErrProverState) {
+				t.Errorf("ProveRounds twice: %v, want ErrProverState", err)
+			}
+		})
+	}
 }

@@ -4506,12 +4506,17 @@ MSL_KERNEL void msl_kernel_sc_round_partials(MSL_DEVICE const uint* f           
   sc_group_reduce_pair(s1, s2, scratch, partials, tid, tpg, group);
 }
 
+// ScFoldRoundParams.alpha_at when α is the parameters' own a0..a3.
+#define SC_ALPHA_PARAM 0xffffffffu
+
 struct ScFoldRoundParams {
   uint log_half;    // n' − 1 where n' = n − 1 is the log row count after the fold (n' ≥ 1)
   uint cols;        // columns
   uint src_stride;  // column stride of f and w (2^n rows each)
   uint dst_stride;  // column stride of f_out and w_out (2^n' rows each)
   uint a0, a1, a2, a3;  // α, Montgomery
+  uint alpha_at;    // SC_ALPHA_PARAM: α is a0..a3; else the Fp4 index of α in alphas (a device
+                    // transcript's log: the bound value its previous step sampled)
 };
 
 // Fold then round, in one pass: f_out[y] = f[2y] + α(f[2y+1] − f[2y]) and the same for w (every
@@ -4524,6 +4529,7 @@ MSL_KERNEL void msl_kernel_sc_fold_round_partials(MSL_DEVICE const uint* f      
                                    MSL_DEVICE uint* w_out              ,
                                    MSL_DEVICE uint* partials              ,
                                    MSL_CONSTANT ScFoldRoundParams& p              ,
+                                   MSL_DEVICE const uint* alphas              ,
                                    MSL_THREADGROUP uint* scratch                   ,
                                    uint tid                                ,
                                    uint group                                 ,
@@ -4533,7 +4539,7 @@ MSL_KERNEL void msl_kernel_sc_fold_round_partials(MSL_DEVICE const uint* f      
   uint cols = p.cols;
   uint ss = p.src_stride;
   uint ds = p.dst_stride;
-  bb4 alpha = sc_alpha(p.a0, p.a1, p.a2, p.a3);
+  bb4 alpha = p.alpha_at == SC_ALPHA_PARAM ? sc_alpha(p.a0, p.a1, p.a2, p.a3) : bb4_load(alphas, p.alpha_at);
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
   uint log_unit = MSL_LOG_LANES;  // output pairs per block: MSL_LANES (4·MSL_LANES source rows)
@@ -7002,6 +7008,7 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
 //
 // Slice descriptors (SR_SLICE_WORDS uints each, written by the Go launcher):
 #line 15 "shaders/openings/stacked_reduction.metal"
+#line 16 "shaders/openings/stacked_reduction.metal"
 
 #define SR_SLICE_WORDS 16u
 #define SR_Q_START 0u   // uint index in Q of the slice's first value
@@ -7421,6 +7428,44 @@ MSL_KERNEL void msl_kernel_sr_bind_w(MSL_DEVICE const uint* slices              
       }
     }
   }
+}
+
+struct ScTrRoundParams {
+  uint at;  // s(1), s(2) go to trlog[at], trlog[at + 1], the sampled bound value to trlog[at + 2]
+};
+
+// The transcript step of a product-sumcheck round on the device (kernels.DeviceTranscript): the
+// round's sums s(1), s(2) (sums: kernels.Sumcheck's result, Montgomery) logged, observed, and the
+// bound value sampled and logged; the next round's fold reads it from the log
+// (ScFoldRoundParams.alpha_at). Eight observes precede the sample, so a permutation always runs
+// in this kernel before it reads the sponge's outputs. One group of ≥ 16 threads
+// (poseidon2_group.h); scratch: 48 + P2_RC_LEN uints.
+MSL_KERNEL void msl_kernel_sc_tr_round(MSL_DEVICE const uint* sums              ,
+                        MSL_DEVICE uint* trlog              ,
+                        MSL_DEVICE uint* ts              ,
+                        MSL_CONSTANT uint* rc              ,
+                        MSL_CONSTANT ScTrRoundParams& p              ,
+                        MSL_THREADGROUP uint* scratch                   ,
+                        uint tid                                ,
+                        uint tpg                            ) {
+  MSL_THREADGROUP uint* xs = scratch;
+  MSL_THREADGROUP uint* out = scratch + 32u;
+  MSL_THREADGROUP uint* rcs = scratch + 48u;
+  p2g_load_constants(rc, rcs, tid, tpg);
+  bb4 s1 = bb4_load(sums, 0u);
+  bb4 s2 = bb4_load(sums, 1u);
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
+  p2g_observe4(sp, s1, rcs, tid, xs, out);
+  p2g_observe4(sp, s2, rcs, tid, xs, out);
+  bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
+  if (tid == 0u) {
+    bb4_store(trlog, p.at, s1);
+    bb4_store(trlog, p.at + 1u, s2);
+    bb4_store(trlog, p.at + 2u, r);
+  }
+  threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
+  p2g_sponge_store(ts, sp, tid);
 }
 #line 1 "shaders/openings/whir.metal"
 // whir.metal - the tables of the WHIR prover (spec A §6.3) that the NTT, Merkle and sumcheck
@@ -8139,7 +8184,7 @@ extern "C" __global__ void mslk_sc_round_partials(MSL_DEVICE const uint* f, MSL_
       msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
 }
 
-extern "C" __global__ void mslk_sc_fold_round_partials(MSL_DEVICE const uint* f, MSL_DEVICE const uint* w, MSL_DEVICE uint* f_out, MSL_DEVICE uint* w_out, MSL_DEVICE uint* partials, MSL_CONSTANT ScFoldRoundParams p, unsigned tg_off_0) {
+extern "C" __global__ void mslk_sc_fold_round_partials(MSL_DEVICE const uint* f, MSL_DEVICE const uint* w, MSL_DEVICE uint* f_out, MSL_DEVICE uint* w_out, MSL_DEVICE uint* partials, MSL_CONSTANT ScFoldRoundParams p, MSL_DEVICE const uint* alphas, unsigned tg_off_0) {
   msl_kernel_sc_fold_round_partials(
       f,
       w,
@@ -8147,6 +8192,7 @@ extern "C" __global__ void mslk_sc_fold_round_partials(MSL_DEVICE const uint* f,
       w_out,
       partials,
       p,
+      alphas,
       (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
       msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
       msl_cvt<uint>(msl_bi_threadgroup_position_in_grid()),
@@ -8554,6 +8600,18 @@ extern "C" __global__ void mslk_sr_bind_w(MSL_DEVICE const uint* slices, MSL_DEV
       p,
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),
       msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_sc_tr_round(MSL_DEVICE const uint* sums, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_CONSTANT ScTrRoundParams p, unsigned tg_off_0) {
+  msl_kernel_sc_tr_round(
+      sums,
+      trlog,
+      ts,
+      rc,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
 }
 
 extern "C" __global__ void mslk_whir_batch_blocks(MSL_DEVICE const uint* q, MSL_DEVICE const uint* mu, MSL_DEVICE const uint* tw, MSL_DEVICE uint* f, MSL_CONSTANT WhirBatchParams p) {

@@ -319,27 +319,28 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sc_fold_round_partials", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:130", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "sc_fold_round_partials", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:135", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
 		{Name: "f", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "w", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "f_out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
 		{Name: "w_out", Type: "device uint*", Kind: ParamBuffer, Index: 3},
 		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 4},
-		{Name: "p", Type: "constant ScFoldRoundParams&", Kind: ParamValue, Index: 5, ValueSize: 32},
+		{Name: "p", Type: "constant ScFoldRoundParams&", Kind: ParamValue, Index: 5, ValueSize: 36},
+		{Name: "alphas", Type: "device const uint*", Kind: ParamBuffer, Index: 6},
 		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
-		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
-		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroup_position_in_grid"},
-		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
-		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroups_per_grid"},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threads_per_threadgroup"},
+		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sc_fold", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:259", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "sc_fold", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:265", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScFoldParams&", Kind: ParamValue, Index: 2, ValueSize: 32},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sc_sum_rows", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:331", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "sc_sum_rows", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:337", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScSumRowsParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
@@ -347,7 +348,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sc_sum_row_blocks", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:349", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "sc_sum_row_blocks", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:355", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScSumBlocksParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
@@ -356,7 +357,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
 		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threadgroup_position_in_grid"},
 	}},
-	{Name: "sc_eq_expand", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:376", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sc_eq_expand", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:382", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "lo", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "hi", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -364,7 +365,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sc_eq_suffixes", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:447", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "sc_eq_suffixes", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:453", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "halves", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScEqSuffixParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
@@ -647,7 +648,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sr_uni_chunks", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:72", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "sr_uni_chunks", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:73", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -659,7 +660,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sr_uni_weigh", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:180", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+	{Name: "sr_uni_weigh", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:181", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
 		{Name: "sums", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -670,7 +671,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:242", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:243", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lag", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -678,14 +679,14 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_slice_weights", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:297", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "sr_slice_weights", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:298", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "slices", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "rot_bits", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant SrSliceWeightsParams&", Kind: ParamValue, Index: 2, ValueSize: 20},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_bind_weights", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:328", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sr_bind_weights", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:329", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "uni", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "weights", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -693,7 +694,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:362", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:363", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -701,6 +702,16 @@ var Kernels = []KernelInfo{
 		{Name: "p", Type: "constant SrBindWParams&", Kind: ParamValue, Index: 4, ValueSize: 24},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
+	}},
+	{Name: "sc_tr_round", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:447", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+		{Name: "sums", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "p", Type: "constant ScTrRoundParams&", Kind: ParamValue, Index: 4, ValueSize: 4},
+		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
 	{Name: "whir_batch_blocks", Family: "whir", Pos: "shaders/openings/whir.metal:106", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},

@@ -109,9 +109,10 @@ void hd_group_sc_fold_round_partials(const hd_launch* Lp, hd_u3 gp, unsigned cha
   MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
   MSL_DEVICE uint* const a4 = (MSL_DEVICE uint*)L->bufs[4];
   MSL_CONSTANT ScFoldRoundParams a5 = *(MSL_CONSTANT ScFoldRoundParams*)L->bufs[5];
-  MSL_THREADGROUP uint* const a6 = (MSL_THREADGROUP uint*)tg[0];
+  MSL_DEVICE const uint* const a6 = (MSL_DEVICE const uint*)L->bufs[6];
+  MSL_THREADGROUP uint* const a7 = (MSL_THREADGROUP uint*)tg[0];
   (void)tg;
-  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_fold_round_partials(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_fold_round_partials(a0, a1, a2, a3, a4, a5, a6, a7, hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroups_per_grid(L, gp, lp)));
 }
 void hd_group_sc_fold(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;

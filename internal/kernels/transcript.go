@@ -1,0 +1,122 @@
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/poseidon2"
+)
+
+// DeviceTranscript is a copy of a stage's transcript in device memory, with which a sumcheck's
+// rounds follow one another on the device without waiting for the host (the group sponge of
+// poseidon2_group.h: GKR's layers in gkr.metal, gkr_tr_round, gkr_tr_small_rounds and
+// gkr_tr_layer_end; the product sumcheck's rounds, sc_tr_round): the sponge state (16 Montgomery
+// words, then the absorb and sample indices of transcript.Transcript) and Log, the Fp4 values the
+// kernels write (the rounds' sums and bound values, GKR's claims, μ and λ), which the stage
+// downloads once and replays through its own transcript.
+type DeviceTranscript struct {
+	dev   *gpu.Device
+	rc    *gpu.Array[Mont]
+	state *gpu.Array[uint32]
+	Log   *gpu.Array[Mont4]
+}
+
+// NewDeviceTranscript allocates the state and a log of n Fp4 values; h gives the permutation's
+// constants.
+func (h *Poseidon2) NewDeviceTranscript(n int) (*DeviceTranscript, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("kernels: DeviceTranscript: a log of %d values", n)
+	}
+	t := &DeviceTranscript{dev: h.dev, rc: h.rc}
+	var err error
+	if t.state, err = gpu.AllocArray[uint32](h.dev, "device transcript state", poseidon2.Width+2); err != nil {
+		return nil, err
+	}
+	if t.Log, err = gpu.AllocArray[Mont4](h.dev, "device transcript log", n); err != nil {
+		t.state.Free()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Close frees the buffers.
+func (t *DeviceTranscript) Close() {
+	if t.state != nil {
+		t.state.Free()
+		t.Log.Free()
+		t.state, t.Log = nil, nil
+	}
+}
+
+// SetState uploads a transcript's state (transcript.Transcript.State).
+func (t *DeviceTranscript) SetState(state [poseidon2.Width]field.Fp, absorbIdx, sampleIdx int) error {
+	if t.state == nil {
+		return fmt.Errorf("kernels: DeviceTranscript used after Close")
+	}
+	if absorbIdx < 0 || absorbIdx >= 8 || sampleIdx < 0 || sampleIdx > 8 {
+		return fmt.Errorf("kernels: DeviceTranscript: indices %d, %d", absorbIdx, sampleIdx)
+	}
+	w := make([]uint32, poseidon2.Width+2)
+	for i, x := range state {
+		w[i] = uint32(MontOf(x))
+	}
+	w[poseidon2.Width], w[poseidon2.Width+1] = uint32(absorbIdx), uint32(sampleIdx)
+	return t.state.Write(0, w)
+}
+
+// groupFor is the one group of a transcript kernel: want threads on GPUs, 16 on the host device
+// (its work items are fibers). The group's sponge (poseidon2_group.h) needs at least 16.
+func (t *DeviceTranscript) groupFor(kernel string, want int) (int, error) {
+	n := 16
+	if !isHost(t.dev) {
+		n = groupSize(t.dev, kernel, want)
+	}
+	if n < 16 {
+		return 0, fmt.Errorf("kernels: %s: groups of %d threads on this device, the sponge needs 16", kernel, n)
+	}
+	return n, nil
+}
+
+// ReadLog downloads the first n values of the log (the stage's one sync).
+func (t *DeviceTranscript) ReadLog(n int) ([]field.Fp4, error) {
+	if t.state == nil {
+		return nil, fmt.Errorf("kernels: DeviceTranscript used after Close")
+	}
+	v := make([]Mont4, n)
+	if err := t.Log.Read(v, 0); err != nil {
+		return nil, err
+	}
+	out := make([]field.Fp4, n)
+	for i, m := range v {
+		out[i] = Fp4Of(m)
+	}
+	return out, nil
+}
+
+// sumcheckTrScratch is the threadgroup memory of sc_tr_round: the sponge's exchanges and outputs,
+// and the round constants (poseidon2_group.h).
+const sumcheckTrScratch = (48 + poseidon2RCLen) * 4
+
+// EncodeSumcheckRound encodes the transcript step of the product-sumcheck round s encoded last
+// (Sumcheck.EncodeRound, EncodeFoldRound or EncodeFoldRoundLogged): its sums s(1), s(2) into
+// Log[at], Log[at+1], observed, and the bound value sampled into Log[at+2], where
+// EncodeFoldRoundLogged reads it (sc_tr_round).
+func (t *DeviceTranscript) EncodeSumcheckRound(b *gpu.Batch, s *Sumcheck, at int) error {
+	if t.state == nil {
+		return fmt.Errorf("kernels: DeviceTranscript used after Close")
+	}
+	if err := s.live(); err != nil {
+		return err
+	}
+	if at < 0 || at+3 > t.Log.Len() {
+		return fmt.Errorf("kernels: DeviceTranscript: a round at %d of a log of %d", at, t.Log.Len())
+	}
+	tpg, err := t.groupFor("sc_tr_round", 32)
+	if err != nil {
+		return err
+	}
+	dispatchScTrRound(b, gpu.D1(1), gpu.D1(uint32(tpg)), s.result.Buffer, t.Log.Buffer, t.state.Buffer, t.rc.Buffer,
+		scTrRoundParams{at: uint32(at)}, sumcheckTrScratch)
+	return b.Err()
+}

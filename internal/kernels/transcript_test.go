@@ -1,0 +1,106 @@
+package kernels
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/poseidon2"
+	"github.com/metalprove/metalprove/internal/transcript"
+)
+
+// TestSumcheckTranscriptRounds: two product-sumcheck rounds with their transcript steps on the
+// device (EncodeSumcheckRound, the second round's fold at the logged bound value:
+// EncodeFoldRoundLogged) give the sums, bound values and sponge state of the host's formulas and
+// transcript.Transcript, from every absorb index and from a partly used sample buffer.
+func TestSumcheckTranscriptRounds(t *testing.T) {
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := NewSumcheck(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	const cols, logRows = 3, 4
+	for pending := range 8 {
+		r := rand.New(rand.NewPCG(71, uint64(pending)))
+		var ht transcript.Transcript
+		for range 8 {
+			ht.Observe(fieldrand.Fp(r))
+		}
+		ht.Sample() // sample index 7
+		for range pending {
+			ht.Observe(fieldrand.Fp(r))
+		}
+		tt, err := h.NewDeviceTranscript(6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tt.Close()
+		if err := tt.SetState(ht.State()); err != nil {
+			t.Fatal(err)
+		}
+		n := cols << logRows
+		f, w := randFp4s(r, n), randFp4s(r, n)
+		src := ProductTables{F: uploadFp4(t, f), W: uploadFp4(t, w), Cols: cols, LogRows: logRows, Stride: 1 << logRows}
+		dst := ProductTables{F: allocFp4(t, n/2), W: allocFp4(t, n/2), Cols: cols, LogRows: logRows - 1, Stride: 1 << (logRows - 1)}
+		b := testDev.Batch()
+		if err := sc.EncodeRound(b, src); err != nil {
+			t.Fatal(err)
+		}
+		if err := tt.EncodeSumcheckRound(b, sc, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.EncodeFoldRoundLogged(b, src, dst, tt.Log, 2); err != nil {
+			t.Fatal(err)
+		}
+		if err := tt.EncodeSumcheckRound(b, sc, 3); err != nil {
+			t.Fatal(err)
+		}
+		var got []field.Fp4
+		if k := syncs(t, func() (err error) { got, err = tt.ReadLog(6); return err }); k != 1 {
+			t.Errorf("%d pending: %d syncs, want 1", pending, k)
+		}
+
+		a1, a2 := refRound(f, w, cols, logRows, 1<<logRows)
+		ht.ObserveExt(a1)
+		ht.ObserveExt(a2)
+		u1 := ht.SampleExt()
+		ff, fw := make([]field.Fp4, n/2), make([]field.Fp4, n/2)
+		refFold(f, 1<<logRows, 1<<(logRows-1), cols, logRows-1, u1, ff)
+		refFold(w, 1<<logRows, 1<<(logRows-1), cols, logRows-1, u1, fw)
+		b1, b2 := refRound(ff, fw, cols, logRows-1, 1<<(logRows-1))
+		ht.ObserveExt(b1)
+		ht.ObserveExt(b2)
+		u2 := ht.SampleExt()
+		want := []field.Fp4{a1, a2, u1, b1, b2, u2}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%d pending: log[%d] = %v, want %v", pending, i, got[i], want[i])
+			}
+		}
+		words := make([]uint32, poseidon2.Width+2)
+		if err := tt.state.Read(words, 0); err != nil {
+			t.Fatal(err)
+		}
+		st, ai, si := ht.State()
+		for i, x := range st {
+			if CanonicalOf(Mont(words[i])) != x {
+				t.Errorf("%d pending: state word %d differs", pending, i)
+			}
+		}
+		if int(words[16]) != ai || int(words[17]) != si {
+			t.Errorf("%d pending: indices %d, %d, want %d, %d", pending, words[16], words[17], ai, si)
+		}
+		b = testDev.Batch()
+		if tt.EncodeSumcheckRound(b, sc, 4) == nil {
+			t.Error("a transcript step past the log's end was accepted")
+		}
+		if sc.EncodeFoldRoundLogged(b, src, dst, tt.Log, 6) == nil {
+			t.Error("a fold at a bound value past the log's end was accepted")
+		}
+	}
+}
