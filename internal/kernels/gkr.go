@@ -372,8 +372,8 @@ const gkrTrScratch = (48 + poseidon2RCLen) * 4
 // EncodeFoldRoundLogged): its sums s(1), s(2), s(3) into Log[at .. at+3), observed, and the bound
 // value sampled into Log[at+3].
 func (t *DeviceTranscript) EncodeGkrRound(b *gpu.Batch, s *GkrSumcheck, at int) error {
-	if t.state == nil {
-		return fmt.Errorf("kernels: DeviceTranscript used after Close")
+	if err := t.live(); err != nil {
+		return err
 	}
 	if err := s.live(); err != nil {
 		return err
@@ -412,8 +412,8 @@ type GkrLayerEnd struct {
 
 // EncodeLayerEnd encodes e.
 func (t *DeviceTranscript) EncodeLayerEnd(b *gpu.Batch, e GkrLayerEnd) error {
-	if t.state == nil {
-		return fmt.Errorf("kernels: DeviceTranscript used after Close")
+	if err := t.live(); err != nil {
+		return err
 	}
 	n := t.Log.Len()
 	rows := 4
@@ -474,8 +474,8 @@ type GkrSmallRounds struct {
 
 // EncodeSmallRounds encodes the rounds of e: 1 + LogPairs rounds, one launch.
 func (t *DeviceTranscript) EncodeSmallRounds(b *gpu.Batch, e GkrSmallRounds) error {
-	if t.state == nil {
-		return fmt.Errorf("kernels: DeviceTranscript used after Close")
+	if err := t.live(); err != nil {
+		return err
 	}
 	if e.LogPairs < 0 || e.LogPairs > GkrSmallLog {
 		return fmt.Errorf("kernels: GkrSmallRounds: 2^%d pairs (at most 2^%d)", e.LogPairs, GkrSmallLog)

@@ -49,10 +49,18 @@ func (t *DeviceTranscript) Close() {
 	}
 }
 
-// SetState uploads a transcript's state (transcript.Transcript.State).
-func (t *DeviceTranscript) SetState(state [poseidon2.Width]field.Fp, absorbIdx, sampleIdx int) error {
+// live reports a use after Close.
+func (t *DeviceTranscript) live() error {
 	if t.state == nil {
 		return fmt.Errorf("kernels: DeviceTranscript used after Close")
+	}
+	return nil
+}
+
+// SetState uploads a transcript's state (transcript.Transcript.State).
+func (t *DeviceTranscript) SetState(state [poseidon2.Width]field.Fp, absorbIdx, sampleIdx int) error {
+	if err := t.live(); err != nil {
+		return err
 	}
 	if absorbIdx < 0 || absorbIdx >= 8 || sampleIdx < 0 || sampleIdx > 8 {
 		return fmt.Errorf("kernels: DeviceTranscript: indices %d, %d", absorbIdx, sampleIdx)
@@ -80,8 +88,8 @@ func (t *DeviceTranscript) groupFor(kernel string, want int) (int, error) {
 
 // ReadLog downloads the first n values of the log (the stage's one sync).
 func (t *DeviceTranscript) ReadLog(n int) ([]field.Fp4, error) {
-	if t.state == nil {
-		return nil, fmt.Errorf("kernels: DeviceTranscript used after Close")
+	if err := t.live(); err != nil {
+		return nil, err
 	}
 	v := make([]Mont4, n)
 	if err := t.Log.Read(v, 0); err != nil {
@@ -103,8 +111,8 @@ const sumcheckTrScratch = (48 + poseidon2RCLen) * 4
 // Log[at], Log[at+1], observed, and the bound value sampled into Log[at+2], where
 // EncodeFoldRoundLogged reads it (sc_tr_round).
 func (t *DeviceTranscript) EncodeSumcheckRound(b *gpu.Batch, s *Sumcheck, at int) error {
-	if t.state == nil {
-		return fmt.Errorf("kernels: DeviceTranscript used after Close")
+	if err := t.live(); err != nil {
+		return err
 	}
 	if err := s.live(); err != nil {
 		return err
