@@ -17,6 +17,16 @@ __device__ inline unsigned __umulhi(unsigned a, unsigned b) { return __nvvm_mulh
 __device__ inline int __mulhi(int a, int b) { return __nvvm_mulhi_i(a, b); }
 __device__ inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) { return __nvvm_mulhi_ull(a, b); }
 __device__ inline void __syncwarp(unsigned mask = 0xffffffffu) { asm volatile("bar.warp.sync %0;" ::"r"(mask) : "memory"); }
+__device__ inline unsigned __shfl_xor_sync(unsigned mask, unsigned v, int lane_mask) {
+  unsigned r;
+  asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, %3;" : "=r"(r) : "r"(v), "r"(lane_mask), "r"(mask));
+  return r;
+}
+__device__ inline unsigned __shfl_sync(unsigned mask, unsigned v, int lane) {
+  unsigned r;
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, %3;" : "=r"(r) : "r"(v), "r"(lane), "r"(mask));
+  return r;
+}
 // NVRTC also declares min/max; prelude.h must not collide with them.
 __host__ __device__ inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
 __host__ __device__ inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }

@@ -39,11 +39,10 @@ type merkleTopParams struct {
 	qs     uint32
 	dFirst uint32
 	dLast  uint32
-	simd   uint32
 }
 
 func (v merkleTopParams) arg() gpu.Arg {
-	return gpu.U32(v.qs, v.dFirst, v.dLast, v.simd)
+	return gpu.U32(v.qs, v.dFirst, v.dLast)
 }
 
 // merkleGatherParams is the value struct MerkleGatherParams of the shaders: uint fields in declaration order.
@@ -869,22 +868,22 @@ func dispatchMerkleCompress(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer
 	return enc.Dispatch("merkle_compress", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), gpu.Buf(rc), p.arg()})
 }
 
-// dispatchMerkleCompressTop encodes kernel merkle_compress_top (shaders/commit/merkle.metal:149).
+// dispatchMerkleCompressTop encodes kernel merkle_compress_top (shaders/commit/merkle.metal:148).
 func dispatchMerkleCompressTop(enc *gpu.Batch, groups, tpg gpu.Dim3, layers *gpu.Buffer, rc *gpu.Buffer, p merkleTopParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("merkle_compress_top", groups, tpg, []gpu.Arg{gpu.Buf(layers), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/commit/merkle.metal:190).
+// dispatchMerkleGatherRows encodes kernel merkle_gather_rows (shaders/commit/merkle.metal:188).
 func dispatchMerkleGatherRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, out *gpu.Buffer, p merkleGatherParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(out), p.arg()})
 }
 
-// dispatchMerkleGatherQueryRows encodes kernel merkle_gather_query_rows (shaders/commit/merkle.metal:220).
+// dispatchMerkleGatherQueryRows encodes kernel merkle_gather_query_rows (shaders/commit/merkle.metal:218).
 func dispatchMerkleGatherQueryRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, ys *gpu.Buffer, out *gpu.Buffer, p merkleGatherQueryRowsParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_query_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(ys), gpu.Buf(out), p.arg()})
 }
 
-// dispatchMerkleGatherPaths encodes kernel merkle_gather_paths (shaders/commit/merkle.metal:251).
+// dispatchMerkleGatherPaths encodes kernel merkle_gather_paths (shaders/commit/merkle.metal:249).
 func dispatchMerkleGatherPaths(enc *gpu.Batch, groups, tpg gpu.Dim3, layers *gpu.Buffer, ys *gpu.Buffer, out *gpu.Buffer, p merkleGatherPathsParams) *gpu.Batch {
 	return enc.Dispatch("merkle_gather_paths", groups, tpg, []gpu.Arg{gpu.Buf(layers), gpu.Buf(ys), gpu.Buf(out), p.arg()})
 }

@@ -381,8 +381,7 @@ func (t *DeviceTranscript) EncodeGkrRound(b *gpu.Batch, s *GkrSumcheck, at int) 
 	if at < 0 || at+4 > t.Log.Len() || s.lastGroups < 1 {
 		return fmt.Errorf("kernels: DeviceTranscript: GKR round at %d of a log of %d (%d partial rows)", at, t.Log.Len(), s.lastGroups)
 	}
-	// One SIMD group: the round's partial rows are few, and the sponge's exchanges then wait for
-	// one SIMD group only.
+	// One SIMD group: the round's partial rows are few, and the sponge runs on one SIMD group anyway.
 	tpg, err := t.groupFor("gkr_tr_round", 32)
 	if err != nil {
 		return err

@@ -168,16 +168,13 @@ var merkleTopOnHost [2]int
 // are fibers, and its lanes already permute 16 states side by side.
 func (h *Poseidon2) encodeBinaryLayers(b *gpu.Batch, layers *gpu.Array[MontDigest], qs, depth int) {
 	dev := h.dev
-	group, top, simd := merkleTopOnHost[0], merkleTopOnHost[1], uint32(0)
+	group, top := merkleTopOnHost[0], merkleTopOnHost[1]
 	if !isHost(dev) {
 		// The last launch has the one-layer launches' group, 16 states: each layer one
 		// permutation's latency (H200: 1024 threads, 64 states, took 12 µs a layer; a launch of
 		// one layer takes 8 µs).
 		group = h.topGroup(gpuGroup)
 		top = group
-		if w := dev.KernelLimits("merkle_compress_top").SIMDWidth; w >= 16 && w%16 == 0 {
-			simd = 1
-		}
 	}
 	if group < 16 || top < 16 { // no threadgroup of whole 16-thread states
 		group, top = 0, 0
@@ -189,23 +186,38 @@ func (h *Poseidon2) encodeBinaryLayers(b *gpu.Batch, layers *gpu.Array[MontDiges
 	for ; d <= depth && qs>>d > top/16; d++ { // one layer a launch, 16 threads a compression
 		groups := (16*(qs>>d) + group - 1) / group
 		dispatchMerkleCompressTop(b, gpu.D1(uint32(groups)), gpu.D1(uint32(group)), layers.Buffer, h.rc.Buffer,
-			merkleTopParams{qs: uint32(qs), dFirst: uint32(d), dLast: uint32(d), simd: simd}, merkleTopScratch(group))
+			merkleTopParams{qs: uint32(qs), dFirst: uint32(d), dLast: uint32(d)}, merkleTopScratch(group))
 	}
 	if d <= depth {
 		dispatchMerkleCompressTop(b, gpu.D1(1), gpu.D1(uint32(top)), layers.Buffer, h.rc.Buffer,
-			merkleTopParams{qs: uint32(qs), dFirst: uint32(d), dLast: uint32(depth), simd: simd}, merkleTopScratch(top))
+			merkleTopParams{qs: uint32(qs), dFirst: uint32(d), dLast: uint32(depth)}, merkleTopScratch(top))
 	}
 }
 
 // topGroup is merkle_compress_top's threadgroup size on a GPU: want threads clamped by the
-// kernel's limit and by the threadgroup memory (merkleTopScratch), in whole 16-thread states;
-// below 16 when not even one state fits.
+// kernel's limit and by the threadgroup memory (merkleTopScratch), in whole SIMD groups
+// (p2gGroup); below 16 when not even one state fits.
 func (h *Poseidon2) topGroup(want int) int {
 	n := groupSize(h.dev, "merkle_compress_top", want)
 	if lim := h.dev.Limits().MaxThreadgroupMemory; lim > 0 {
 		n = min(n, (lim/4-poseidon2RCLen)/2)
 	}
-	return n &^ 15
+	return p2gGroup(h.dev, "merkle_compress_top", n)
+}
+
+// p2gGroup is the largest group of at most n threads a kernel permuting with
+// poseidon2_group.h may have on dev: on GPUs, whole SIMD groups of a width that is a multiple of
+// 16 (a state's 16 threads exchange by shuffles within one SIMD group), else 0; on the host
+// device any multiple of 16.
+func p2gGroup(dev *gpu.Device, kernel string, n int) int {
+	if isHost(dev) {
+		return n &^ 15
+	}
+	w := dev.KernelLimits(kernel).SIMDWidth
+	if w < 16 || w%16 != 0 {
+		return 0
+	}
+	return n - n%w
 }
 
 // merkleTopScratch is merkle_compress_top's threadgroup memory for tpg threads: the round

@@ -166,3 +166,16 @@ func TestChunkItems(t *testing.T) {
 		}
 	}
 }
+
+// The group permutation (poseidon2_group.h) carries element 0 through the partial rounds as
+// Σ_{i≥1} x_i − s0, which holds because the diagonal's first entry V_0 is −2.
+func TestRoundConstantsDiagonalStartsAtMinusTwo(t *testing.T) {
+	rc := RoundConstants()
+	if len(rc) != poseidon2RCLen {
+		t.Fatalf("%d round constants, want %d", len(rc), poseidon2RCLen)
+	}
+	v0 := rc[poseidon2RCLen-16]
+	if want := MontOf(field.NewInt(-2)); v0 != want {
+		t.Fatalf("V_0 = %v in Montgomery form, want −2 (%v)", v0, want)
+	}
+}

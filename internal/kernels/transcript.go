@@ -78,10 +78,11 @@ func (t *DeviceTranscript) SetState(state [poseidon2.Width]field.Fp, absorbIdx, 
 func (t *DeviceTranscript) groupFor(kernel string, want int) (int, error) {
 	n := 16
 	if !isHost(t.dev) {
-		n = groupSize(t.dev, kernel, want)
+		n = p2gGroup(t.dev, kernel, groupSize(t.dev, kernel, want))
 	}
 	if n < 16 {
-		return 0, fmt.Errorf("kernels: %s: groups of %d threads on this device, the sponge needs 16", kernel, n)
+		return 0, fmt.Errorf("kernels: %s: groups of %d threads on this device (SIMD width %d), the sponge needs 16 in one SIMD group",
+			kernel, n, t.dev.KernelLimits(kernel).SIMDWidth)
 	}
 	return n, nil
 }

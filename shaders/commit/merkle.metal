@@ -136,7 +136,6 @@ struct MerkleTopParams {
   uint qs;       // digests of layer 0 (the query groups' digests)
   uint d_first;  // the layers computed: d_first ≤ d ≤ d_last (layer d has qs >> d digests and
   uint d_last;   // starts at digest 2qs − (2qs >> d) of layers)
-  uint simd;     // 1: a SIMD group holds whole states (SIMD-group barriers), 0: threadgroup barriers
 };
 
 // Layers d_first..d_last of a tree's binary part, each compression permuted by 16 threads
@@ -159,9 +158,8 @@ kernel void merkle_compress_top(device uint* layers [[buffer(0)]],
   p2g_load_constants(rc, rcs, tid, tpg);
   uint k = tid & 15u;
   uint per = tpg >> 4;  // states a threadgroup permutes at once
-  p2g_sponge st;        // only its state word, exchange half and barrier kind: kept across
-  st.buf = 0u;          // permutations, so that consecutive exchanges always alternate halves
-  st.simd = p.simd;
+  p2g_sponge st;        // only its state word and exchange half: kept across permutations, so
+  st.buf = 0u;          // that consecutive exchanges always alternate halves (host device)
   for (uint d = p.d_first; d <= p.d_last; d++) {
     uint n = p.qs >> d;
     uint in_off = 2u * p.qs - ((2u * p.qs) >> (d - 1u));
@@ -170,7 +168,7 @@ kernel void merkle_compress_top(device uint* layers [[buffer(0)]],
       uint i = i0 + (tid >> 4);
       bool live = i < n;
       st.x = live ? layers[8u * (in_off + 2u * i) + k] : 0u;
-      p2g_permute(st, rcs, k, xs);
+      p2g_permute(st, rcs, tid, xs);
       if (live && k < 8u) layers[8u * (out_off + i) + k] = st.x;
     }
     threadgroup_barrier(mem_flags::mem_device);

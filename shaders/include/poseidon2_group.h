@@ -1,24 +1,30 @@
 // poseidon2_group.h - one Poseidon2 state (poseidon2.h) permuted by the threads of one group
 // together, for kernels whose permutations follow one another (the device transcript: each
 // permutation waits for the one before). Thread k holds element k & 15 of the state; the 16
-// S-boxes of a full round run side by side, M_E and the partial rounds' sums go through 32 words
-// of threadgroup memory. One thread would take the permutation's whole chain of ~8,700
-// dependent-ish instructions (≈ 13 µs on an H200); here the chain is one S-box a round plus 31
-// exchanges.
+// S-boxes of a full round run side by side. One thread would take the permutation's whole chain of
+// ~8,700 dependent-ish instructions (≈ 13 µs on an H200); here the chain is one S-box a round plus
+// the linear layers' exchanges.
+//
+// The exchanges: on GPUs SIMD-group shuffles (the 16 threads of a state are lanes (tid & 16) + k of
+// one SIMD group of 32, or of a wider one in 16-lane halves: SIMD width a multiple of 16, 1-D
+// groups of a multiple of the SIMD width, checked by the launchers), no barrier; M_E's two sums
+// by xor butterflies, a partial round's sum of elements 1..15 by a butterfly that runs beside
+// element 0's S-box (every thread carries element 0: x0' = Σ_{i≥1} x_i − s0, V_0 = −2). On the
+// host device (work items are fibers) each exchange goes through 16 words of threadgroup memory
+// and one barrier: M_E two, a partial round one.
 //
 // The round constants come from threadgroup memory (p2g_load_constants): read from device memory,
 // each round's constant would be one more dependent load from L2 on the permutation's chain (21 a
 // permutation), which is what one GPU thread's permutation mostly waits for.
 //
 // Rules: every thread of the group calls these functions in uniform control flow with the same
-// arguments (they contain barriers); a group of at least 16 threads (threads ≥ 16 mirror thread
-// k & 15 and write nothing). xs: 32 uints of threadgroup memory, used by nothing else meanwhile.
-// A kernel that permutes several states side by side passes each state's threads tid & 15 and
-// their own xs; with `simd` set (the 16 threads of a state in one SIMD group of a GPU) the
-// exchanges wait for the SIMD group only.
-// Exchanges alternate between its two halves, so one barrier each suffices: a thread writes a
+// arguments (they contain shuffles or barriers); a group of at least 16 threads (threads ≥ 16
+// mirror thread k & 15: they compute the same values). tid: the thread's index in its group; a
+// kernel that permutes several states side by side gives each state its 16 consecutive threads.
+// xs: 32 uints of threadgroup memory per state, used by nothing else meanwhile (the host device's
+// exchanges alternate between its two halves, so one barrier each suffices: a thread writes a
 // half again only after the next exchange's barrier, which every reader of the previous use of
-// that half has passed.
+// that half has passed).
 #ifndef POSEIDON2_GROUP_H
 #define POSEIDON2_GROUP_H
 #include "bb4.h"
@@ -63,25 +69,55 @@ struct p2g_sponge {
   uint buf;
   uint absorb;
   uint sample;
-  uint simd;  // 1: the 16 threads of each state lie in one SIMD group (exchanges wait for it alone)
 };
+
+#if !defined(MSL_TARGET_HOST)
+// GPUs: shuffles within a state's 16 lanes.
+
+// out_j = (x_0 + x_1 + x_2 + x_3) + x_j + 2·x_{j+1 mod 4} (p2_mat4_lane's circulant 2, 3, 1, 1)
+// for the four elements of this thread's group of four; x_{j+1} is lane j ^ 1 for even j and
+// j ^ 3 for odd j.
+MSL_FN uint p2g_mat4(uint x, uint j) {
+  uint a1 = simd_shuffle_xor(x, (ushort)1u);
+  uint a2 = simd_shuffle_xor(x, (ushort)2u);
+  uint a3 = simd_shuffle_xor(x, (ushort)3u);
+  uint sum = p2g_add(p2g_add(x, a1), p2g_add(a2, a3));
+  uint next = (j & 1u) == 0u ? a1 : a3;
+  return p2g_add(sum, p2g_add(x, p2g_add(next, next)));
+}
+
+// M_E (poseidon2.h: p2_external): mat4 on each group of four elements, then each element plus
+// the sum of the elements equal to it mod 4.
+MSL_FN void p2g_external(thread p2g_sponge& st, uint tid, threadgroup uint* xs) {
+  uint y = p2g_mat4(st.x, tid & 3u);
+  uint s = p2g_add(y, simd_shuffle_xor(y, (ushort)4u));
+  s = p2g_add(s, simd_shuffle_xor(s, (ushort)8u));
+  st.x = p2g_add(y, s);
+}
+
+// The sum of the state's 16 values v, on every thread.
+MSL_FN uint p2g_sum16(uint v) {
+  v = p2g_add(v, simd_shuffle_xor(v, (ushort)1u));
+  v = p2g_add(v, simd_shuffle_xor(v, (ushort)2u));
+  v = p2g_add(v, simd_shuffle_xor(v, (ushort)4u));
+  return p2g_add(v, simd_shuffle_xor(v, (ushort)8u));
+}
+
+// Element i of the state (the same i on every thread).
+MSL_FN uint p2g_element(uint v, uint i, uint tid) { return simd_shuffle(v, (ushort)((tid & 16u) | i)); }
+
+#else
+// The host device: exchanges through threadgroup memory.
 
 // Publishes every thread's value v and returns the 16 values' exchange half (after its barrier).
 MSL_FN threadgroup uint* p2g_exchange(thread p2g_sponge& st, uint v, uint tid, threadgroup uint* xs) {
   threadgroup uint* buf = xs + 16u * st.buf;
-  if (tid < 16u) buf[tid] = v;
+  buf[tid & 15u] = v;  // mirrors write the same value (fibers: no race)
   st.buf ^= 1u;
-  if (st.simd != 0u) {
-    simdgroup_barrier(mem_flags::mem_threadgroup);
-  } else {
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
   return buf;
 }
 
-// M_E (poseidon2.h: p2_external): mat4 on each group of four elements, then the sums of the
-// elements equal mod 4. (Reading all 16 inputs once and computing the result directly, one
-// exchange instead of two, measured 2.6× slower on an H200: 1,104 against 427 cycles.)
 MSL_FN void p2g_external(thread p2g_sponge& st, uint tid, threadgroup uint* xs) {
   uint k = tid & 15u;
   uint g = k & 12u, j = k & 3u;
@@ -99,19 +135,16 @@ MSL_FN void p2g_external(thread p2g_sponge& st, uint tid, threadgroup uint* xs) 
   uint sum = p2g_add(p2g_add(b[j], b[4u + j]), p2g_add(b[8u + j], b[12u + j]));
   st.x = p2g_add(y, sum);
 }
+#endif
+
+MSL_FN uint p2g_sub(uint a, uint b) {
+  uint t = a - b;  // wrapped when negative
+  return min(t, t + BB_P);
+}
 
 MSL_FN void p2g_full_round(thread p2g_sponge& st, threadgroup const uint* rc, uint off, uint tid, threadgroup uint* xs) {
   st.x = p2g_sbox(p2g_add(st.x, rc[off + (tid & 15u)]));
   p2g_external(st, tid, xs);
-}
-
-// The sum of 16 exchanged values, as a tree (depth 4).
-MSL_FN uint p2g_sum16(threadgroup const uint* b) {
-  uint t0 = p2g_add(p2g_add(b[0], b[1]), p2g_add(b[2], b[3]));
-  uint t1 = p2g_add(p2g_add(b[4], b[5]), p2g_add(b[6], b[7]));
-  uint t2 = p2g_add(p2g_add(b[8], b[9]), p2g_add(b[10], b[11]));
-  uint t3 = p2g_add(p2g_add(b[12], b[13]), p2g_add(b[14], b[15]));
-  return p2g_add(p2g_add(t0, t1), p2g_add(t2, t3));
 }
 
 // The permutation of the group's state.
@@ -119,27 +152,46 @@ MSL_FN void p2g_permute(thread p2g_sponge& st, threadgroup const uint* rc, uint 
   uint k = tid & 15u;
   p2g_external(st, tid, xs);
   for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_INIT + 16u * r, tid, xs);
-  // Partial rounds: element 0 through the S-box (every thread computes it, thread 0's counts), then
-  // M_I = J + diag(V): x_k ← Σ_i x_i + V_k·x_k.
+  // Partial rounds: s0 = S(x_0 + c_r), then M_I = J + diag(V): x_k ← s0 + Σ_{i≥1} x_i + V_k·y_k
+  // (y_0 = s0, y_k = x_k). Every thread carries x_0: with V_0 = −2, x_0 ← Σ_{i≥1} x_i − s0, so
+  // the sum of elements 1..15 (the exchange) runs beside the S-box instead of after it.
   uint diag = rc[P2_RC_DIAG + k];
+#if !defined(MSL_TARGET_HOST)
+  uint x0 = p2g_element(st.x, 0u, tid);
+#else
+  uint x0 = p2g_exchange(st, st.x, tid, xs)[0];
+#endif
   for (uint r = 0u; r < 13u; r++) {
-    uint s0 = p2g_sbox(p2g_add(st.x, rc[P2_RC_INTERNAL + r]));
-    uint y = k == 0u ? s0 : st.x;
-    threadgroup uint* b = p2g_exchange(st, y, tid, xs);
-    st.x = p2g_add(p2g_sum16(b), p2g_mul(diag, y));
+    uint v = k == 0u ? 0u : st.x;
+    uint dv = p2g_mul(diag, v);
+#if !defined(MSL_TARGET_HOST)
+    uint rest = p2g_sum16(v);
+#else
+    threadgroup uint* b = p2g_exchange(st, v, tid, xs);
+    uint rest = p2g_add(p2g_add(p2g_add(p2g_add(b[1], b[2]), p2g_add(b[3], b[4])), p2g_add(p2g_add(b[5], b[6]), p2g_add(b[7], b[8]))),
+                        p2g_add(p2g_add(p2g_add(b[9], b[10]), p2g_add(b[11], b[12])), p2g_add(p2g_add(b[13], b[14]), b[15])));
+#endif
+    uint s0 = p2g_sbox(p2g_add(x0, rc[P2_RC_INTERNAL + r]));
+    x0 = p2g_sub(rest, s0);
+    st.x = k == 0u ? x0 : p2g_add(p2g_add(s0, rest), dv);
   }
   for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_FINAL + 16u * r, tid, xs);
 }
 
-// The duplex sponge over the group's state. After each permutation the state is also left in
-// out[0..16) (threadgroup memory beside xs), from which samples are read: a sample always follows
-// a permutation with no observe in between.
+// The duplex sponge over the group's state. Samples are elements of the state after a
+// permutation (a sample always follows one with no observe in between): on GPUs read by a
+// shuffle, so that the sponge has no barrier and may run on one SIMD group of a larger group
+// (threads tid < 32, the others waiting at the caller's barrier); on the host device from out[0..16)
+// (threadgroup memory beside xs), where the state is left after each permutation, and every
+// thread of the group takes part.
 
 MSL_FN void p2g_sponge_permute(thread p2g_sponge& sp, threadgroup const uint* rc, uint tid, threadgroup uint* xs,
                                threadgroup uint* out) {
   p2g_permute(sp, rc, tid, xs);
+#if defined(MSL_TARGET_HOST)
   if (tid < 16u) out[tid] = sp.x;
   threadgroup_barrier(mem_flags::mem_threadgroup);
+#endif
   sp.absorb = 0u;
   sp.sample = P2_RATE;
 }
@@ -148,7 +200,6 @@ MSL_FN void p2g_sponge_permute(thread p2g_sponge& sp, threadgroup const uint* rc
 MSL_FN void p2g_sponge_load(thread p2g_sponge& sp, device const uint* ts, uint tid) {
   sp.x = ts[tid & 15u];
   sp.buf = 0u;
-  sp.simd = 0u;
   sp.absorb = ts[16];
   sp.sample = ts[17];
 }
@@ -182,7 +233,11 @@ MSL_FN uint p2g_sample(thread p2g_sponge& sp, threadgroup const uint* rc, uint t
                        threadgroup uint* out) {
   if (sp.absorb != 0u || sp.sample == 0u) p2g_sponge_permute(sp, rc, tid, xs, out);
   sp.sample--;
+#if defined(MSL_TARGET_HOST)
   return out[sp.sample];
+#else
+  return p2g_element(sp.x, sp.sample, tid);
+#endif
 }
 
 MSL_FN bb4 p2g_sample4(thread p2g_sponge& sp, threadgroup const uint* rc, uint tid, threadgroup uint* xs,

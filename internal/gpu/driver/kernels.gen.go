@@ -21,24 +21,24 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_compress_top", Family: "merkle", Pos: "shaders/commit/merkle.metal:149", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "merkle_compress_top", Family: "merkle", Pos: "shaders/commit/merkle.metal:148", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "layers", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "p", Type: "constant MerkleTopParams&", Kind: ParamValue, Index: 2, ValueSize: 16},
+		{Name: "p", Type: "constant MerkleTopParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
 		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
 		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threadgroup_position_in_grid"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:190", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:188", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant MerkleGatherParams&", Kind: ParamValue, Index: 2, ValueSize: 20},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_query_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:220", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_query_rows", Family: "merkle", Pos: "shaders/commit/merkle.metal:218", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "m", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -46,7 +46,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "merkle_gather_paths", Family: "merkle", Pos: "shaders/commit/merkle.metal:251", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "merkle_gather_paths", Family: "merkle", Pos: "shaders/commit/merkle.metal:249", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "layers", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "ys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},

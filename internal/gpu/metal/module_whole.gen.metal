@@ -271,9 +271,15 @@ MSL_FN mem_flags operator|(mem_flags a, mem_flags b) { return (mem_flags)((uint)
 #if defined(MSL_TARGET_CUDA)
 MSL_FN void threadgroup_barrier(mem_flags) { __syncthreads(); }
 MSL_FN void simdgroup_barrier(mem_flags) { __syncwarp(); }
+// Metal's SIMD-group shuffles (uint only), for kernels whose every SIMD group is whole and
+// converged at the call (the full mask).
+MSL_FN uint simd_shuffle_xor(uint v, ushort mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+MSL_FN uint simd_shuffle(uint v, ushort lane) { return __shfl_sync(0xffffffffu, v, lane); }
 #elif defined(MSL_TARGET_CHECK)
 void threadgroup_barrier(mem_flags flags);
 void simdgroup_barrier(mem_flags flags);
+uint simd_shuffle_xor(uint v, ushort mask);
+uint simd_shuffle(uint v, ushort lane);
 #else
 extern "C" void hd_threadgroup_barrier(void);  // host device: switch to the next work item
 MSL_FN void threadgroup_barrier(mem_flags) {
@@ -282,7 +288,8 @@ MSL_FN void threadgroup_barrier(mem_flags) {
   __asm__ __volatile__("" ::: "memory");
 }
 // The host's SIMD groups are single work items; kernels that exchange values within a SIMD
-// group of a GPU get a full barrier instead (stronger, so correct).
+// group of a GPU get a full barrier instead (stronger, so correct). No shuffles: kernels that use
+// them on GPUs exchange through threadgroup memory here.
 MSL_FN void simdgroup_barrier(mem_flags f) { threadgroup_barrier(f); }
 #endif
 
