@@ -1135,42 +1135,42 @@ func dispatchZcUniWhole(enc *gpu.Batch, mod *gpu.Module, groups, tpg gpu.Dim3, p
 	return enc.DispatchIn(mod, "zc_uni_whole", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchGkrLeaves encodes kernel gkr_leaves (shaders/gkr/gkr.metal:54).
+// dispatchGkrLeaves encodes kernel gkr_leaves (shaders/gkr/gkr.metal:56).
 func dispatchGkrLeaves(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, outs *gpu.Buffer, inter *gpu.Buffer, consts *gpu.Buffer, leaves *gpu.Buffer, p gkrLeafParams) *gpu.Batch {
 	return enc.Dispatch("gkr_leaves", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(outs), gpu.Buf(inter), gpu.Buf(consts), gpu.Buf(leaves), p.arg()})
 }
 
-// dispatchGkrPad encodes kernel gkr_pad (shaders/gkr/gkr.metal:102).
+// dispatchGkrPad encodes kernel gkr_pad (shaders/gkr/gkr.metal:104).
 func dispatchGkrPad(enc *gpu.Batch, groups, tpg gpu.Dim3, leaves *gpu.Buffer, p gkrPadParams) *gpu.Batch {
 	return enc.Dispatch("gkr_pad", groups, tpg, []gpu.Arg{gpu.Buf(leaves), p.arg()})
 }
 
-// dispatchGkrLayer encodes kernel gkr_layer (shaders/gkr/gkr.metal:117).
+// dispatchGkrLayer encodes kernel gkr_layer (shaders/gkr/gkr.metal:119).
 func dispatchGkrLayer(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p gkrLayerParams) *gpu.Batch {
 	return enc.Dispatch("gkr_layer", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/gkr/gkr.metal:201).
+// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/gkr/gkr.metal:203).
 func dispatchGkrRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, frac *gpu.Buffer, partials *gpu.Buffer, ch *gpu.Buffer, p gkrRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(frac), gpu.Buf(partials), gpu.Buf(ch), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/gkr/gkr.metal:244).
+// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/gkr/gkr.metal:246).
 func dispatchGkrFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, dst *gpu.Buffer, partials *gpu.Buffer, ch *gpu.Buffer, p gkrFoldRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(dst), gpu.Buf(partials), gpu.Buf(ch), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrRound encodes kernel gkr_tr_round (shaders/gkr/gkr.metal:309).
+// dispatchGkrTrRound encodes kernel gkr_tr_round (shaders/gkr/gkr.metal:311).
 func dispatchGkrTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, partials *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p gkrTrRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(partials), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:359).
+// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:361).
 func dispatchGkrTrLayerEnd(enc *gpu.Batch, groups, tpg gpu.Dim3, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, halves *gpu.Buffer, p gkrTrLayerParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_layer_end", groups, tpg, []gpu.Arg{gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(halves), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:445).
+// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:447).
 func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p gkrSmallParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }

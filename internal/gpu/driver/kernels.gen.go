@@ -564,7 +564,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 15, Builtin: "thread_position_in_grid"},
 		{Name: "G", Type: "uint", Kind: ParamBuiltin, Index: 16, Builtin: "threads_per_grid"},
 	}},
-	{Name: "gkr_leaves", Family: "gkr", Pos: "shaders/gkr/gkr.metal:54", UsesBarrier: false, NBuf: 9, NTG: 0, Params: []Param{
+	{Name: "gkr_leaves", Family: "gkr", Pos: "shaders/gkr/gkr.metal:56", UsesBarrier: false, NBuf: 9, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cp", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "slots", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -577,20 +577,20 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threads_per_grid"},
 	}},
-	{Name: "gkr_pad", Family: "gkr", Pos: "shaders/gkr/gkr.metal:102", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "gkr_pad", Family: "gkr", Pos: "shaders/gkr/gkr.metal:104", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "leaves", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant GkrPadParams&", Kind: ParamValue, Index: 1, ValueSize: 24},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "threads_per_grid"},
 	}},
-	{Name: "gkr_layer", Family: "gkr", Pos: "shaders/gkr/gkr.metal:117", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "gkr_layer", Family: "gkr", Pos: "shaders/gkr/gkr.metal:119", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant GkrLayerParams&", Kind: ParamValue, Index: 2, ValueSize: 4},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "gkr_round_partials", Family: "gkr", Pos: "shaders/gkr/gkr.metal:201", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "gkr_round_partials", Family: "gkr", Pos: "shaders/gkr/gkr.metal:203", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "frac", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -602,7 +602,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "gkr_fold_round_partials", Family: "gkr", Pos: "shaders/gkr/gkr.metal:244", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "gkr_fold_round_partials", Family: "gkr", Pos: "shaders/gkr/gkr.metal:246", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "eq", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -615,7 +615,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "gkr_tr_round", Family: "gkr", Pos: "shaders/gkr/gkr.metal:309", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_round", Family: "gkr", Pos: "shaders/gkr/gkr.metal:311", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "partials", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -625,7 +625,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:359", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:361", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "tab", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -636,7 +636,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:445", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:447", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
 		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tab", Type: "device uint*", Kind: ParamBuffer, Index: 2},
