@@ -414,9 +414,9 @@ kernel void gkr_tr_layer_end(device const uint* tab [[buffer(0)]],
       bb4 one_x = bb4_sub(bb4_one(), x);
       uint h = 1u << i;
       for (uint j = tid; j < h; j += tpg) {
-        bb4 v = bb4_load(halves, base + j);
-        bb4_store(halves, base + j + h, bb4_mul(v, x));
-        bb4_store(halves, base + j, bb4_mul(v, one_x));
+        bb4 v = bb4_load_aligned(halves, base + j);
+        bb4_store_aligned(halves, base + j + h, bb4_mul(v, x));
+        bb4_store_aligned(halves, base + j, bb4_mul(v, one_x));
       }
       threadgroup_barrier(mem_flags::mem_device);
     }

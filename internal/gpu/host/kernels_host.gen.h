@@ -4557,7 +4557,7 @@ MSL_KERNEL void msl_kernel_sc_round_partials(MSL_DEVICE const uint* f           
       uint end = min(pairs, (u + 1u) * MSL_LANES);
       for (uint i = u * MSL_LANES; i < end; i++) {
         uint at = (i >> log_half) * stride + 2u * (i & half_mask);
-        sc_pair_terms(bb4_load(f, at), bb4_load(f, at + 1u), bb4_load(w, at), bb4_load(w, at + 1u), s1, s2);
+        sc_pair_terms(bb4_load_aligned(f, at), bb4_load_aligned(f, at + 1u), bb4_load_aligned(w, at), bb4_load_aligned(w, at + 1u), s1, s2);
       }
     }
   }
@@ -4597,7 +4597,7 @@ MSL_KERNEL void msl_kernel_sc_fold_round_partials(MSL_DEVICE const uint* f      
   uint cols = p.cols;
   uint ss = p.src_stride;
   uint ds = p.dst_stride;
-  bb4 alpha = p.alpha_at == SC_ALPHA_PARAM ? sc_alpha(p.a0, p.a1, p.a2, p.a3) : bb4_load(alphas, p.alpha_at);
+  bb4 alpha = p.alpha_at == SC_ALPHA_PARAM ? sc_alpha(p.a0, p.a1, p.a2, p.a3) : bb4_load_aligned(alphas, p.alpha_at);
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
   uint log_unit = MSL_LOG_LANES;  // output pairs per block: MSL_LANES (4·MSL_LANES source rows)
@@ -4650,14 +4650,14 @@ MSL_KERNEL void msl_kernel_sc_fold_round_partials(MSL_DEVICE const uint* f      
         uint y = i & half_mask;
         uint src = c * ss + 4u * y;
         uint dst = c * ds + 2u * y;
-        bb4 f0 = sc_lerp(bb4_load(f, src), bb4_load(f, src + 1u), alpha);
-        bb4 f1 = sc_lerp(bb4_load(f, src + 2u), bb4_load(f, src + 3u), alpha);
-        bb4 w0 = sc_lerp(bb4_load(w, src), bb4_load(w, src + 1u), alpha);
-        bb4 w1 = sc_lerp(bb4_load(w, src + 2u), bb4_load(w, src + 3u), alpha);
-        bb4_store(f_out, dst, f0);
-        bb4_store(f_out, dst + 1u, f1);
-        bb4_store(w_out, dst, w0);
-        bb4_store(w_out, dst + 1u, w1);
+        bb4 f0 = sc_lerp(bb4_load_aligned(f, src), bb4_load_aligned(f, src + 1u), alpha);
+        bb4 f1 = sc_lerp(bb4_load_aligned(f, src + 2u), bb4_load_aligned(f, src + 3u), alpha);
+        bb4 w0 = sc_lerp(bb4_load_aligned(w, src), bb4_load_aligned(w, src + 1u), alpha);
+        bb4 w1 = sc_lerp(bb4_load_aligned(w, src + 2u), bb4_load_aligned(w, src + 3u), alpha);
+        bb4_store_aligned(f_out, dst, f0);
+        bb4_store_aligned(f_out, dst + 1u, f1);
+        bb4_store_aligned(w_out, dst, w0);
+        bb4_store_aligned(w_out, dst + 1u, w1);
         sc_pair_terms(f0, f1, w0, w1, s1, s2);
       }
     }
@@ -4734,7 +4734,7 @@ MSL_KERNEL void msl_kernel_sc_fold(MSL_DEVICE const uint* src              ,
     uint c = i >> log_rows;
     uint y = i & mask;
     uint at = c * ss + 2u * y;
-    bb4_store(dst, c * ds + y, sc_lerp(bb4_load(src, at), bb4_load(src, at + 1u), alpha));
+    bb4_store_aligned(dst, c * ds + y, sc_lerp(bb4_load_aligned(src, at), bb4_load_aligned(src, at + 1u), alpha));
   }
 }
 
@@ -4867,7 +4867,7 @@ MSL_KERNEL void msl_kernel_sc_eq_expand(MSL_DEVICE const uint* lo              ,
         }
         for (uint c = 0u; c < 4u; c++) g[c] = lanes_ld_th(tmp + c * MSL_LANES);
         lanes_uint u[7];
-        bb4l_uniform_of(u, bb4_load(hi, t * hi_len + bh));
+        bb4l_uniform_of(u, bb4_load_aligned(hi, t * hi_len + bh));
         bb4l_mul_uniform_acc(acc, u, g);
       }
       for (uint l = 0u; l < MSL_LANES; l++) {
@@ -4878,13 +4878,13 @@ MSL_KERNEL void msl_kernel_sc_eq_expand(MSL_DEVICE const uint* lo              ,
   }
 #endif
   for (uint b = gid; b < total; b += stride) {
-    bb4 acc = acc_out != 0u ? bb4_load(out, out_off + b) : bb4_zero();
+    bb4 acc = acc_out != 0u ? bb4_load_aligned(out, out_off + b) : bb4_zero();
     uint bl = lo_off + (b & (lo_len - 1u));
     uint bh = hi_off + (b >> h);
     for (uint t = 0u; t < count; t++) {
-      acc = bb4_add(acc, bb4_mul(bb4_load(lo, t * lo_len + bl), bb4_load(hi, t * hi_len + bh)));
+      acc = bb4_add(acc, bb4_mul(bb4_load_aligned(lo, t * lo_len + bl), bb4_load_aligned(hi, t * hi_len + bh)));
     }
-    bb4_store(out, out_off + b, acc);
+    bb4_store_aligned(out, out_off + b, acc);
   }
 }
 
@@ -4918,9 +4918,9 @@ MSL_KERNEL void msl_kernel_sc_eq_suffixes(MSL_DEVICE const uint* halves         
       off += (1u << (m / 2u)) + (1u << (m - m / 2u));
     }
     uint h = k / 2u;
-    bb4 lo = bb4_load(halves, off + (b & ((1u << h) - 1u)));
-    bb4 hi = bb4_load(halves, off + (1u << h) + (b >> h));
-    bb4_store(out, p.out_off + e, bb4_mul(lo, hi));
+    bb4 lo = bb4_load_aligned(halves, off + (b & ((1u << h) - 1u)));
+    bb4 hi = bb4_load_aligned(halves, off + (1u << h) + (b >> h));
+    bb4_store_aligned(out, p.out_off + e, bb4_mul(lo, hi));
   }
 }
 #line 1 "shaders/constraints/zerocheck.metal"
@@ -6948,9 +6948,9 @@ MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab          
       bb4 one_x = bb4_sub(bb4_one(), x);
       uint h = 1u << i;
       for (uint j = tid; j < h; j += tpg) {
-        bb4 v = bb4_load(halves, base + j);
-        bb4_store(halves, base + j + h, bb4_mul(v, x));
-        bb4_store(halves, base + j, bb4_mul(v, one_x));
+        bb4 v = bb4_load_aligned(halves, base + j);
+        bb4_store_aligned(halves, base + j + h, bb4_mul(v, x));
+        bb4_store_aligned(halves, base + j, bb4_mul(v, one_x));
       }
       threadgroup_barrier(mem_flags::mem_device);
     }
