@@ -104,12 +104,14 @@ for CUFILE in internal/gpu/cuda/kernels.gen.cu "$OUT/kernels_pieces.keccakf.cu" 
 	else
 		ok "$CUFILE has no #include"
 	fi
-	if msg=$($CU -fsyntax-only -Wall "$CUFILE" 2>&1) && [[ -z $msg ]]; then ok "cuda syntax (host+device, $ARCH) $CUFILE"; else
+	defs=()  # the pieces template's NVRTC define (internal/gpu/cuda moduleOptions)
+	[[ $CUFILE == *kernels_pieces* ]] && defs=(-DBB_SIGNFIX)
+	if msg=$($CU "${defs[@]}" -fsyntax-only -Wall "$CUFILE" 2>&1) && [[ -z $msg ]]; then ok "cuda syntax (host+device, $ARCH) $CUFILE"; else
 		bad "cuda syntax $CUFILE"
 		echo "$msg"
 	fi
 	ptx="$OUT/$(basename "$CUFILE" .cu).ptx"
-	if $CU --cuda-device-only -O3 -S -o "$ptx" "$CUFILE" 2>/dev/null; then
+	if $CU "${defs[@]}" --cuda-device-only -O3 -S -o "$ptx" "$CUFILE" 2>/dev/null; then
 		ne=$((ne + $(grep -o '\.entry mslk_[A-Za-z0-9_]*' "$ptx" | sort -u | wc -l)))
 		grep -q 'bar.sync' "$ptx" && barrier=yes
 		grep -q 'mul.hi.u32' "$ptx" && mulhi=yes

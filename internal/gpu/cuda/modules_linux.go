@@ -26,9 +26,10 @@ import (
 // thread, so an SM holds 8 warps (12.5 % occupancy) and its issue slots are 15 % busy; capped at
 // 64 registers it spills, but holds 45 % occupancy and ran 367 µs a launch instead of 713 µs on
 // an H200 (128: 481 µs, no spills; 96: 480 µs), keccakf-1024 prove 68.7 → 63.6 ms
-// (docs/perf-notes/keccakf-kernel.md).
+// (docs/perf-notes/keccakf-kernel.md). BB_SIGNFIX (babybear.h) ends its field operations with a
+// product by the sign bit: zc_uni_generated 2,446 → 2,190 µs on an H200, every other kernel slower.
 var moduleOptions = map[string][]string{
-	"pieces": {"--maxrregcount=64"},
+	"pieces": {"--maxrregcount=64", "-DBB_SIGNFIX"},
 }
 
 // compiles are the NVRTC compiles in flight in this process, by cache key (loadMu guards the

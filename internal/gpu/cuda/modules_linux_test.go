@@ -206,15 +206,15 @@ func (s *syncBuffer) String() string {
 
 // The NVRTC options of the module templates: --Ofast-compile=min where NVRTC has it, but for the
 // templates compiled fully optimized (fullOptimize: the whole template); the pieces template's
-// register cap; -rdc for a linked part.
+// register cap and sign-bit field operations (BB_SIGNFIX); -rdc for a linked part.
 func TestModuleOpts(t *testing.T) {
 	has := func(opts []string, o string) bool { return slices.Contains(opts, o) }
 	p := moduleOpts("pieces", "sm_90", true, true)
-	if !has(p, "--Ofast-compile=min") || !has(p, "--maxrregcount=64") || !has(p, "--relocatable-device-code=true") {
+	if !has(p, "--Ofast-compile=min") || !has(p, "--maxrregcount=64") || !has(p, "--relocatable-device-code=true") || !has(p, "-DBB_SIGNFIX") {
 		t.Errorf("pieces: %q", p)
 	}
 	w := moduleOpts("whole", "sm_90", true, false)
-	if has(w, "--Ofast-compile=min") || has(w, "--relocatable-device-code=true") || !has(w, "--gpu-architecture=sm_90") {
+	if has(w, "--Ofast-compile=min") || has(w, "--relocatable-device-code=true") || !has(w, "--gpu-architecture=sm_90") || has(w, "-DBB_SIGNFIX") {
 		t.Errorf("whole: %q", w)
 	}
 	if p := moduleOpts("pieces", "sm_90", false, false); has(p, "--Ofast-compile=min") {
