@@ -206,18 +206,17 @@ func (h *Poseidon2) topGroup(want int) int {
 }
 
 // p2gGroup is the largest group of at most n threads a kernel permuting with
-// poseidon2_group.h may have on dev: on GPUs, whole SIMD groups of a width that is a multiple of
-// 16 (a state's 16 threads exchange by shuffles within one SIMD group), else 0; on the host
-// device any multiple of 16.
+// poseidon2_group.h may have on dev: on GPUs, whole SIMD groups of 32 threads (a state's 16
+// threads exchange by shuffles within one SIMD group, lanes (tid & 16) + k: Apple's and NVIDIA's
+// width), else 0; on the host device any multiple of 16.
 func p2gGroup(dev *gpu.Device, kernel string, n int) int {
 	if isHost(dev) {
 		return n &^ 15
 	}
-	w := dev.KernelLimits(kernel).SIMDWidth
-	if w < 16 || w%16 != 0 {
+	if w := dev.KernelLimits(kernel).SIMDWidth; w != 32 {
 		return 0
 	}
-	return n - n%w
+	return n &^ 31
 }
 
 // merkleTopScratch is merkle_compress_top's threadgroup memory for tpg threads: the round

@@ -19,8 +19,8 @@
 // the linear layers' exchanges.
 //
 // The exchanges: on GPUs SIMD-group shuffles (the 16 threads of a state are lanes (tid & 16) + k of
-// one SIMD group of 32, or of a wider one in 16-lane halves: SIMD width a multiple of 16, 1-D
-// groups of a multiple of the SIMD width, checked by the launchers), no barrier; M_E's two sums
+// one SIMD group of 32: SIMD width 32 and 1-D groups of whole SIMD groups, checked by the
+// launchers, kernels.p2gGroup), no barrier; M_E's two sums
 // by xor butterflies, a partial round's sum of elements 1..15 by a butterfly that runs beside
 // element 0's S-box (every thread carries element 0: x0' = Σ_{i≥1} x_i − s0, V_0 = −2). On the
 // host device (work items are fibers) each exchange goes through 16 words of threadgroup memory
