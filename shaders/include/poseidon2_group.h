@@ -135,6 +135,14 @@ MSL_FN void p2g_external(thread p2g_sponge& st, uint tid, threadgroup uint* xs) 
   uint sum = p2g_add(p2g_add(b[j], b[4u + j]), p2g_add(b[8u + j], b[12u + j]));
   st.x = p2g_add(y, sum);
 }
+// The sum of 16 exchanged values, as a tree (depth 4).
+MSL_FN uint p2g_sum16_tg(threadgroup const uint* b) {
+  uint t0 = p2g_add(p2g_add(b[0], b[1]), p2g_add(b[2], b[3]));
+  uint t1 = p2g_add(p2g_add(b[4], b[5]), p2g_add(b[6], b[7]));
+  uint t2 = p2g_add(p2g_add(b[8], b[9]), p2g_add(b[10], b[11]));
+  uint t3 = p2g_add(p2g_add(b[12], b[13]), p2g_add(b[14], b[15]));
+  return p2g_add(p2g_add(t0, t1), p2g_add(t2, t3));
+}
 #endif
 
 MSL_FN uint p2g_sub(uint a, uint b) {
@@ -162,14 +170,12 @@ MSL_FN void p2g_permute(thread p2g_sponge& st, threadgroup const uint* rc, uint 
   uint x0 = p2g_exchange(st, st.x, tid, xs)[0];
 #endif
   for (uint r = 0u; r < 13u; r++) {
-    uint v = k == 0u ? 0u : st.x;
+    uint v = k == 0u ? 0u : st.x;  // elements 1..15: their sum is taken with element 0 as zero
     uint dv = p2g_mul(diag, v);
 #if !defined(MSL_TARGET_HOST)
     uint rest = p2g_sum16(v);
 #else
-    threadgroup uint* b = p2g_exchange(st, v, tid, xs);
-    uint rest = p2g_add(p2g_add(p2g_add(p2g_add(b[1], b[2]), p2g_add(b[3], b[4])), p2g_add(p2g_add(b[5], b[6]), p2g_add(b[7], b[8]))),
-                        p2g_add(p2g_add(p2g_add(b[9], b[10]), p2g_add(b[11], b[12])), p2g_add(p2g_add(b[13], b[14]), b[15])));
+    uint rest = p2g_sum16_tg(p2g_exchange(st, v, tid, xs));  // element 0 contributes v = 0
 #endif
     uint s0 = p2g_sbox(p2g_add(x0, rc[P2_RC_INTERNAL + r]));
     x0 = p2g_sub(rest, s0);
@@ -180,10 +186,8 @@ MSL_FN void p2g_permute(thread p2g_sponge& st, threadgroup const uint* rc, uint 
 
 // The duplex sponge over the group's state. Samples are elements of the state after a
 // permutation (a sample always follows one with no observe in between): on GPUs read by a
-// shuffle, so that the sponge has no barrier and may run on one SIMD group of a larger group
-// (threads tid < 32, the others waiting at the caller's barrier); on the host device from out[0..16)
-// (threadgroup memory beside xs), where the state is left after each permutation, and every
-// thread of the group takes part.
+// shuffle (the sponge has no barrier there); on the host device from out[0..16) (threadgroup
+// memory beside xs), where the state is left after each permutation.
 
 MSL_FN void p2g_sponge_permute(thread p2g_sponge& sp, threadgroup const uint* rc, uint tid, threadgroup uint* xs,
                                threadgroup uint* out) {
