@@ -311,10 +311,11 @@ type scFoldParams struct {
 	a1        uint32
 	a2        uint32
 	a3        uint32
+	alphaAt   uint32
 }
 
 func (v scFoldParams) arg() gpu.Arg {
-	return gpu.U32(v.logRows, v.cols, v.srcStride, v.dstStride, v.a0, v.a1, v.a2, v.a3)
+	return gpu.U32(v.logRows, v.cols, v.srcStride, v.dstStride, v.a0, v.a1, v.a2, v.a3, v.alphaAt)
 }
 
 // scSumRowsParams is the value struct ScSumRowsParams of the shaders: uint fields in declaration order.
@@ -593,6 +594,23 @@ type zcWeightsParams struct {
 
 func (v zcWeightsParams) arg() gpu.Arg {
 	return gpu.U32(v.nOut, v.l0, v.l1, v.l2, v.l3, v.b0, v.b1, v.b2, v.b3, v.dc0, v.dc1, v.dc2, v.dc3)
+}
+
+// zcTrRoundParams is the value struct ZcTrRoundParams of the shaders: uint fields in declaration order.
+type zcTrRoundParams struct {
+	traces   uint32
+	d        uint32
+	rndWidth uint32
+	j        uint32
+	nliftAt  uint32
+	lagAt    uint32
+	mixAt    uint32
+	roundAt  uint32
+	at       uint32
+}
+
+func (v zcTrRoundParams) arg() gpu.Arg {
+	return gpu.U32(v.traces, v.d, v.rndWidth, v.j, v.nliftAt, v.lagAt, v.mixAt, v.roundAt, v.at)
 }
 
 // gkrLeafParams is the value struct GkrLeafParams of the shaders: uint fields in declaration order.
@@ -1038,89 +1056,94 @@ func dispatchScFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Bu
 	return enc.Dispatch("sc_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(fOut), gpu.Buf(wOut), gpu.Buf(partials), p.arg(), gpu.Buf(alphas)}, scratchBytes)
 }
 
-// dispatchScFold encodes kernel sc_fold (shaders/common/sumcheck.metal:265).
-func dispatchScFold(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p scFoldParams) *gpu.Batch {
-	return enc.Dispatch("sc_fold", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
+// dispatchScFold encodes kernel sc_fold (shaders/common/sumcheck.metal:267).
+func dispatchScFold(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, alphas *gpu.Buffer, p scFoldParams) *gpu.Batch {
+	return enc.Dispatch("sc_fold", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(alphas), p.arg()})
 }
 
-// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:337).
+// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:340).
 func dispatchScSumRows(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumRowsParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_rows", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScSumRowBlocks encodes kernel sc_sum_row_blocks (shaders/common/sumcheck.metal:355).
+// dispatchScSumRowBlocks encodes kernel sc_sum_row_blocks (shaders/common/sumcheck.metal:358).
 func dispatchScSumRowBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumBlocksParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_row_blocks", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:382).
+// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:385).
 func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }
 
-// dispatchScEqSuffixes encodes kernel sc_eq_suffixes (shaders/common/sumcheck.metal:453).
+// dispatchScEqSuffixes encodes kernel sc_eq_suffixes (shaders/common/sumcheck.metal:456).
 func dispatchScEqSuffixes(enc *gpu.Batch, groups, tpg gpu.Dim3, halves *gpu.Buffer, out *gpu.Buffer, p scEqSuffixParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_suffixes", groups, tpg, []gpu.Arg{gpu.Buf(halves), gpu.Buf(out), p.arg()})
 }
 
-// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/constraints/zerocheck.metal:86).
+// dispatchZcCoeffs encodes kernel zc_coeffs (shaders/constraints/zerocheck.metal:89).
 func dispatchZcCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, scale *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams) *gpu.Batch {
 	return enc.Dispatch("zc_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(scale), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()})
 }
 
-// dispatchZcCoeffsTiles encodes kernel zc_coeffs_tiles (shaders/constraints/zerocheck.metal:149).
+// dispatchZcCoeffsTiles encodes kernel zc_coeffs_tiles (shaders/constraints/zerocheck.metal:152).
 func dispatchZcCoeffsTiles(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, scale *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, p zcCoeffsParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_coeffs_tiles", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(scale), gpu.Buf(coefs), gpu.Buf(deltas), p.arg()}, shBytes)
 }
 
-// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/constraints/zerocheck.metal:210).
+// dispatchZcUniEval encodes kernel zc_uni_eval (shaders/constraints/zerocheck.metal:213).
 func dispatchZcUniEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/constraints/zerocheck.metal:252).
+// dispatchZcBindUni encodes kernel zc_bind_uni (shaders/constraints/zerocheck.metal:255).
 func dispatchZcBindUni(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, w *gpu.Buffer, colmap *gpu.Buffer, tables *gpu.Buffer, p zcBindParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_uni", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(w), gpu.Buf(colmap), gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/constraints/zerocheck.metal:371).
+// dispatchZcBindSelectors encodes kernel zc_bind_selectors (shaders/constraints/zerocheck.metal:374).
 func dispatchZcBindSelectors(enc *gpu.Batch, groups, tpg gpu.Dim3, tables *gpu.Buffer, p zcBindSelParams) *gpu.Batch {
 	return enc.Dispatch("zc_bind_selectors", groups, tpg, []gpu.Arg{gpu.Buf(tables), p.arg()})
 }
 
-// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/constraints/zerocheck.metal:488).
+// dispatchZcRoundEval encodes kernel zc_round_eval (shaders/constraints/zerocheck.metal:491).
 func dispatchZcRoundEval(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcRoundParams) *gpu.Batch {
 	return enc.Dispatch("zc_round_eval", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/constraints/zerocheck.metal:637).
+// dispatchZcRoundPieces encodes kernel zc_round_pieces (shaders/constraints/zerocheck.metal:640).
 func dispatchZcRoundPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcPiecesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_round_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
 }
 
-// dispatchZcRoundLevels encodes kernel zc_round_levels (shaders/constraints/zerocheck.metal:757).
+// dispatchZcRoundLevels encodes kernel zc_round_levels (shaders/constraints/zerocheck.metal:760).
 func dispatchZcRoundLevels(enc *gpu.Batch, groups, tpg gpu.Dim3, lcode *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, used *gpu.Buffer, tables *gpu.Buffer, eq *gpu.Buffer, partials *gpu.Buffer, p zcLevelsParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_round_levels", groups, tpg, []gpu.Arg{gpu.Buf(lcode), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(used), gpu.Buf(tables), gpu.Buf(eq), gpu.Buf(partials), p.arg()}, shBytes)
 }
 
-// dispatchZcUniValues encodes kernel zc_uni_values (shaders/constraints/zerocheck.metal:904).
+// dispatchZcUniValues encodes kernel zc_uni_values (shaders/constraints/zerocheck.metal:907).
 func dispatchZcUniValues(enc *gpu.Batch, groups, tpg gpu.Dim3, coefs *gpu.Buffer, deltas *gpu.Buffer, srcmap *gpu.Buffer, tw *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcValuesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_uni_values", groups, tpg, []gpu.Arg{gpu.Buf(coefs), gpu.Buf(deltas), gpu.Buf(srcmap), gpu.Buf(tw), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
 }
 
-// dispatchZcSlotValues encodes kernel zc_slot_values (shaders/constraints/zerocheck.metal:1038).
+// dispatchZcSlotValues encodes kernel zc_slot_values (shaders/constraints/zerocheck.metal:1041).
 func dispatchZcSlotValues(enc *gpu.Batch, groups, tpg gpu.Dim3, values *gpu.Buffer, partCols *gpu.Buffer, tw *gpu.Buffer, scale *gpu.Buffer, srcmap *gpu.Buffer, lrow *gpu.Buffer, sel *gpu.Buffer, vals *gpu.Buffer, p zcSlotValuesParams, shBytes uint32) *gpu.Batch {
 	return enc.Dispatch("zc_slot_values", groups, tpg, []gpu.Arg{gpu.Buf(values), gpu.Buf(partCols), gpu.Buf(tw), gpu.Buf(scale), gpu.Buf(srcmap), gpu.Buf(lrow), gpu.Buf(sel), gpu.Buf(vals), p.arg()}, shBytes)
 }
 
-// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/constraints/zerocheck.metal:1139).
+// dispatchZcUniPieces encodes kernel zc_uni_pieces (shaders/constraints/zerocheck.metal:1142).
 func dispatchZcUniPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buffer, cp *gpu.Buffer, table *gpu.Buffer, kinds *gpu.Buffer, weights *gpu.Buffer, pslots *gpu.Buffer, vals *gpu.Buffer, eq *gpu.Buffer, slots *gpu.Buffer, regs *gpu.Buffer, partials *gpu.Buffer, p zcUniPiecesParams) *gpu.Batch {
 	return enc.Dispatch("zc_uni_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(kinds), gpu.Buf(weights), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(eq), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()})
 }
 
-// dispatchZcWeights encodes kernel zc_weights (shaders/constraints/zerocheck.metal:1200).
+// dispatchZcWeights encodes kernel zc_weights (shaders/constraints/zerocheck.metal:1203).
 func dispatchZcWeights(enc *gpu.Batch, groups, tpg gpu.Dim3, outDesc *gpu.Buffer, eq3b *gpu.Buffer, weights *gpu.Buffer, p zcWeightsParams) *gpu.Batch {
 	return enc.Dispatch("zc_weights", groups, tpg, []gpu.Arg{gpu.Buf(outDesc), gpu.Buf(eq3b), gpu.Buf(weights), p.arg()})
+}
+
+// dispatchZcTrRound encodes kernel zc_tr_round (shaders/constraints/zerocheck.metal:1254).
+func dispatchZcTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, st *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p zcTrRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("zc_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(st), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
 // dispatchZcUniGenerated encodes kernel zc_uni_generated (shaders/constraints/zerocheck_pieces.metal:18).

@@ -278,6 +278,20 @@ func EncodeSumRowsAt(b *gpu.Batch, dev *gpu.Device, in, out *gpu.Array[uint32], 
 // src[c·srcStride + 2y] + α·(src[.. + 2y+1] − src[.. + 2y]) for c < cols, y < 2^logRows, where
 // src has 2^(logRows+1) rows (cpuref foldTable). dst must not overlap src.
 func EncodeFold(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[Mont4], srcStride int, dst *gpu.Array[Mont4], dstStride, cols, logRows int, alpha field.Fp4) error {
+	return encodeFold(b, dev, src, srcStride, dst, dstStride, cols, logRows, MontFp4(alpha), nil, scAlphaParam)
+}
+
+// EncodeFoldLogged is EncodeFold at the bound value log[at] that a device transcript's step
+// wrote (DeviceTranscript.EncodeZcRound): the host need not know it.
+func EncodeFoldLogged(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[Mont4], srcStride int, dst *gpu.Array[Mont4], dstStride, cols, logRows int, log *gpu.Array[Mont4], at int) error {
+	if log == nil || at < 0 || at >= log.Len() {
+		return fmt.Errorf("kernels: Fold: a bound value at %d of the log", at)
+	}
+	return encodeFold(b, dev, src, srcStride, dst, dstStride, cols, logRows, [4]uint32{}, log, uint32(at))
+}
+
+// encodeFold is EncodeFold at a (alphaAt = scAlphaParam) or at log[alphaAt].
+func encodeFold(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[Mont4], srcStride int, dst *gpu.Array[Mont4], dstStride, cols, logRows int, a [4]uint32, log *gpu.Array[Mont4], alphaAt uint32) error {
 	if cols <= 0 || logRows < 0 || logRows > 29 || (cols > 1 && (srcStride < 2<<logRows || dstStride < 1<<logRows)) {
 		return fmt.Errorf("kernels: Fold: %d columns of 2^%d rows, strides %d → %d", cols, logRows+1, srcStride, dstStride)
 	}
@@ -290,9 +304,13 @@ func EncodeFold(b *gpu.Batch, dev *gpu.Device, src *gpu.Array[Mont4], srcStride 
 	if src.Buffer == dst.Buffer {
 		return fmt.Errorf("kernels: Fold: in place")
 	}
-	a := MontFp4(alpha)
+	alphas := src.Buffer // bound but unread when α is a parameter
+	if log != nil {
+		alphas = log.Buffer
+	}
 	g, t := shapeFor(dev, "sc_fold", cols<<logRows)
-	dispatchScFold(b, g, t, src.Buffer, dst.Buffer, scFoldParams{logRows: uint32(logRows), cols: uint32(cols), srcStride: uint32(srcStride), dstStride: uint32(dstStride), a0: a[0], a1: a[1], a2: a[2], a3: a[3]})
+	dispatchScFold(b, g, t, src.Buffer, dst.Buffer, alphas, scFoldParams{logRows: uint32(logRows), cols: uint32(cols), srcStride: uint32(srcStride), dstStride: uint32(dstStride),
+		a0: a[0], a1: a[1], a2: a[2], a3: a[3], alphaAt: alphaAt})
 	return b.Err()
 }
 

@@ -11,7 +11,8 @@ import (
 // DeviceTranscript is a copy of a stage's transcript in device memory, with which a sumcheck's
 // rounds follow one another on the device without waiting for the host (the group sponge of
 // poseidon2_group.h: GKR's layers in gkr.metal, gkr_tr_round, gkr_tr_small_rounds and
-// gkr_tr_layer_end; the product sumcheck's rounds, sc_tr_round): the sponge state (16 Montgomery
+// gkr_tr_layer_end; the product sumcheck's rounds, sc_tr_round; the batch constraint
+// sumcheck's rounds, zc_tr_round with ZcTrRounds): the sponge state (16 Montgomery
 // words, then the absorb and sample indices of transcript.Transcript) and Log, the Fp4 values the
 // kernels write (the rounds' sums and bound values, GKR's claims, μ and λ), which the stage
 // downloads once and replays through its own transcript.

@@ -104,3 +104,63 @@ func TestSumcheckTranscriptRounds(t *testing.T) {
 		}
 	}
 }
+
+// TestZcTrRoundsRejects: ZcTrRounds and EncodeZcRound refuse shapes they cannot run (the values
+// themselves are checked against cpuref in backend/device's TestConstraintDeviceRoundsMatchCpuref).
+func TestZcTrRoundsRejects(t *testing.T) {
+	if _, err := NewZcTrRounds(testDev, 0, 3, 2); err == nil {
+		t.Error("no traces: accepted")
+	}
+	if _, err := NewZcTrRounds(testDev, 1, 65, 2); err == nil {
+		t.Error("degree 65: accepted")
+	}
+	z, err := NewZcTrRounds(testDev, 2, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	seg := ZcTrSegment{Mix: make([][3]field.Fp4, 2), NLift: []int{2, 1}, Xi: []field.Fp4{{5}, {7}}}
+	if err := z.Write(seg); err != nil {
+		t.Fatal(err)
+	}
+	bad := seg
+	bad.Xi = []field.Fp4{{5}, field.Fp4One}
+	if z.Write(bad) == nil {
+		t.Error("ξ = 1: accepted")
+	}
+	bad = seg
+	bad.NLift = []int{2}
+	if z.Write(bad) == nil {
+		t.Error("ñ of one trace for two: accepted")
+	}
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt, err := h.NewDeviceTranscript(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tt.Close()
+	sums := allocWords(t, 2*12*3)
+	b := testDev.Batch()
+	if tt.EncodeZcRound(b, z, sums, 36, 3, 0) == nil {
+		t.Error("round 3 of 2: accepted")
+	}
+	if tt.EncodeZcRound(b, z, sums, 36, 1, 1) == nil {
+		t.Error("a step past the log's end: accepted")
+	}
+	if tt.EncodeZcRound(b, z, sums, 24, 1, 0) == nil {
+		t.Error("sums narrower than 12 uints a point: accepted")
+	}
+	if err := tt.EncodeZcRound(b, z, sums, 36, 1, 0); err != nil {
+		t.Error(err)
+	}
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+	z.Close()
+	if tt.EncodeZcRound(testDev.Batch(), z, sums, 36, 1, 0) == nil {
+		t.Error("a closed ZcTrRounds: accepted")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // ConstraintChallenges are the values the batch constraint sumcheck's backend work depends on
@@ -65,4 +66,30 @@ type ConstraintProver interface {
 	Openings(t int) ([][]field.Fp4, error)
 	// Release frees backend resources.
 	Release()
+}
+
+// ConstraintDeviceRounds is a ConstraintProver that runs multilinear rounds with a copy of the
+// stage's transcript on its device (kernels.DeviceTranscript), so that they follow one another
+// without waiting for the host. ProveBatchConstraints replays what ProveRounds returns through its
+// own transcript and checks every sample against the device's (ErrDeviceTranscript).
+type ConstraintDeviceRounds interface {
+	// ProveRounds runs rounds m.From .. m.To (the next round first: m.From − 1 Binds so far) from
+	// tr's state (tr is not changed): per round j the values R_T(1..d+1) of every trace in the
+	// round (as Round), combined by m into s_j(1..d+1), observed, r_j sampled and bound (as
+	// Bind). It returns each round's s_j and r_j; Openings of a trace exhausted in a round of the
+	// run, and a later ProveRounds, follow.
+	ProveRounds(tr *transcript.Transcript, m *ConstraintRoundMix) (polys [][]field.Fp4, r []field.Fp4, err error)
+}
+
+// ConstraintRoundMix is how the stage combines the traces' round values (spec B §4.4) over rounds
+// From..To: for X = 1..d+1
+//
+//	s_j(X) = eqAtSmall(ξ_{l+j−1}, X)·(Eqz·Σ_T Zc_T·R^Zc_T(X) + Eqs·Σ_T(Num_T·R^Num_T(X) + Den_T·R^Den_T(X))) + Tail·X
+//
+// over the traces in round j (ñ_T ≥ j), with Eqz and Eqs multiplied by eqFactor(ξ_{l+j−1}, r_j)
+// and Tail by r_j after each round; the values are those at round From.
+type ConstraintRoundMix struct {
+	From, To       int
+	Zc, Num, Den   []field.Fp4 // per trace, trace order
+	Eqz, Eqs, Tail field.Fp4
 }

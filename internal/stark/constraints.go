@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/constraints"
@@ -491,7 +492,67 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 		return BatchConstraintProof{}, nil, err
 	}
 	proof.SumcheckRoundPolys = make([][]field.Fp4, sh.nMax)
-	for j := 1; j <= sh.nMax; j++ {
+	// finish records round j's s_j (B6), samples r_j (checked against the device's when dev is
+	// not nil) and moves the tails and eq factors to it.
+	finish := func(j int, s []field.Fp4, dev *field.Fp4) (field.Fp4, error) {
+		tr.ObserveSlice(flattenExt(s)) // B6
+		proof.SumcheckRoundPolys[j-1] = s
+		rj := tr.SampleExt()
+		if dev != nil && *dev != rj {
+			return rj, fmt.Errorf("%w: constraint round %d's challenge: %v on the device, %v here", ErrDeviceTranscript, j, *dev, rj)
+		}
+		r = append(r, rj)
+		for t := range traces {
+			if sh.nLift[t] < j {
+				tails[t] = tails[t].Mul(rj)
+			}
+		}
+		ef := eqFactor(xi[l+j-1], rj)
+		eqz, eqs = eqz.Mul(ef), eqs.Mul(ef)
+		return rj, nil
+	}
+	// A backend that runs the rounds with the transcript on the device does so from one trace's
+	// exhaustion to the next (the tails need the exhausted traces' openings here).
+	dr, onDevice := cp.(ConstraintDeviceRounds)
+	var mix *ConstraintRoundMix
+	if onDevice {
+		mix = &ConstraintRoundMix{Zc: make([]field.Fp4, T), Num: make([]field.Fp4, T), Den: make([]field.Fp4, T)}
+		for t := range traces {
+			mix.Zc[t], mix.Num[t], mix.Den[t] = muPows[2*T+t], muPows[2*t].MulBase(sh.norm[t]), muPows[2*t+1]
+		}
+	}
+	for j := 1; j <= sh.nMax; {
+		if onDevice {
+			to := j
+			for ; to < sh.nMax && !slices.Contains(sh.nLift, to); to++ {
+			}
+			mix.From, mix.To, mix.Eqz, mix.Eqs, mix.Tail = j, to, eqz, eqs, field.Fp4{}
+			for t := range traces {
+				if sh.nLift[t] < j {
+					mix.Tail = mix.Tail.Add(tails[t])
+				}
+			}
+			polys, rs, err := dr.ProveRounds(tr, mix)
+			if err != nil {
+				return BatchConstraintProof{}, nil, err
+			}
+			if len(polys) != to-j+1 || len(rs) != to-j+1 {
+				return BatchConstraintProof{}, nil, fmt.Errorf("%w: %d round polynomials and %d challenges from the device for rounds %d..%d", ErrDeviceTranscript, len(polys), len(rs), j, to)
+			}
+			for k := j; k <= to; k++ {
+				if len(polys[k-j]) != d+1 {
+					return BatchConstraintProof{}, nil, fmt.Errorf("%w: round %d polynomial of %d values from the device", ErrBatchConstraintInput, k, len(polys[k-j]))
+				}
+				if _, err := finish(k, polys[k-j], &rs[k-j]); err != nil {
+					return BatchConstraintProof{}, nil, err
+				}
+				if err := exhaust(k); err != nil {
+					return BatchConstraintProof{}, nil, err
+				}
+			}
+			j = to + 1
+			continue
+		}
 		evals, err := cp.Round()
 		if err != nil {
 			return BatchConstraintProof{}, nil, err
@@ -522,23 +583,17 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 			hx := eqz.Mul(hzc).Add(eqs.Mul(hlog))
 			s[x-1] = eqAtSmall(xiStar, x).Mul(hx).Add(tail.MulBase(field.Fp(uint32(x))))
 		}
-		tr.ObserveSlice(flattenExt(s)) // B6
-		proof.SumcheckRoundPolys[j-1] = s
-		rj := tr.SampleExt()
-		r = append(r, rj)
+		rj, err := finish(j, s, nil)
+		if err != nil {
+			return BatchConstraintProof{}, nil, err
+		}
 		if err := cp.Bind(rj); err != nil {
 			return BatchConstraintProof{}, nil, err
 		}
-		for t := range traces {
-			if sh.nLift[t] < j {
-				tails[t] = tails[t].Mul(rj)
-			}
-		}
-		ef := eqFactor(xiStar, rj)
-		eqz, eqs = eqz.Mul(ef), eqs.Mul(ef)
 		if err := exhaust(j); err != nil {
 			return BatchConstraintProof{}, nil, err
 		}
+		j++
 	}
 	// The claims, the prover's release (frees the tables) and beside run beside the transcript's
 	// absorb of the openings, which is sequential: ~2,600 permutations for keccakf-1024.

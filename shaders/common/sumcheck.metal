@@ -258,13 +258,16 @@ struct ScFoldParams {
   uint src_stride;  // column stride of src
   uint dst_stride;  // column stride of dst
   uint a0, a1, a2, a3;  // α, Montgomery
+  uint alpha_at;    // SC_ALPHA_PARAM: α is a0..a3; else the Fp4 index of α in alphas (a device
+                    // transcript's log)
 };
 
 // dst[c·dst_stride + y] = src[c·src_stride + 2y] + α·(src[.. + 2y+1] − src[.. + 2y]) for every
 // column c and y < 2^log_rows (foldTable out of place). dst must not overlap src.
 kernel void sc_fold(device const uint* src [[buffer(0)]],
                     device uint* dst [[buffer(1)]],
-                    constant ScFoldParams& p [[buffer(2)]],
+                    device const uint* alphas [[buffer(2)]],
+                    constant ScFoldParams& p [[buffer(3)]],
                     uint gid [[thread_position_in_grid]],
                     uint stride [[threads_per_grid]]) {
   uint log_rows = p.log_rows;
@@ -272,7 +275,7 @@ kernel void sc_fold(device const uint* src [[buffer(0)]],
   uint total = p.cols << log_rows;
   uint ss = p.src_stride;
   uint ds = p.dst_stride;
-  bb4 alpha = sc_alpha(p.a0, p.a1, p.a2, p.a3);
+  bb4 alpha = p.alpha_at == SC_ALPHA_PARAM ? sc_alpha(p.a0, p.a1, p.a2, p.a3) : bb4_load_aligned(alphas, p.alpha_at);
 #if defined(MSL_TARGET_HOST) && LANES_SHUFFLE && MSL_LANES == 16u
   if (log_rows >= 2u) {
     // Host device: four rows per step as one lane vector (the scalar loop below is several times

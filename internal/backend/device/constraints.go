@@ -14,6 +14,7 @@ import (
 	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // constraintProver is the batch constraint sumcheck (spec B §4) on the device, computing exactly
@@ -64,6 +65,12 @@ type constraintProver struct {
 	released           bool
 	uniWidth, rndWidth int
 	ch                 *stark.ConstraintChallenges // the challenges of the kept traces' weights (setWeights)
+
+	// The rounds with the transcript on the device (ProveRounds): made by its first call. After
+	// it the claims live on the device, and Round (which needs them on the host) is refused.
+	trRounds  *kernels.ZcTrRounds
+	trLog     *kernels.DeviceTranscript
+	devClaims bool
 }
 
 // zcTrace is one trace of a constraintProver.
@@ -410,6 +417,11 @@ func (cp *constraintProver) freeBuffers() {
 		}
 	}
 	cp.eq, cp.halves, cp.uniOut, cp.roundOut, cp.bindW = nil, nil, nil, nil, nil
+	if cp.trRounds != nil {
+		cp.trRounds.Close()
+		cp.trLog.Close()
+		cp.trRounds, cp.trLog = nil, nil
+	}
 	for _, tr := range cp.traces {
 		for i, a := range tr.tabs {
 			if a != nil {
@@ -638,7 +650,7 @@ func (cp *constraintProver) fold(b *gpu.Batch, tr *zcTrace) error {
 func (cp *constraintProver) Round() ([]stark.ConstraintTriple, error) {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	if cp.released || cp.binds < 0 {
+	if cp.released || cp.binds < 0 || cp.devClaims {
 		return nil, ErrProverState
 	}
 	j := cp.binds + 1
@@ -696,6 +708,125 @@ func (cp *constraintProver) Round() ([]stark.ConstraintTriple, error) {
 	}
 	cp.last = all
 	return out, nil
+}
+
+var _ stark.ConstraintDeviceRounds = (*constraintProver)(nil)
+
+// ProveRounds implements stark.ConstraintDeviceRounds: per round the pending folds (at the bound
+// values the device sampled: kernels.EncodeFoldLogged), the round's sums (as Round) and its
+// transcript step on the device (DeviceTranscript.EncodeZcRound: R(0) and R(d+1) from the claims,
+// s_j combined by m, observed, r_j sampled into the log, the claims moved to r_j); one download
+// of the log at the end instead of a sync a round. The last r_j is left for the next fold, as Bind
+// leaves it.
+func (cp *constraintProver) ProveRounds(tr *transcript.Transcript, m *stark.ConstraintRoundMix) ([][]field.Fp4, []field.Fp4, error) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	T := len(cp.traces)
+	nMax := 0
+	for _, t := range cp.traces {
+		nMax = max(nMax, t.nLift)
+	}
+	if cp.released || cp.binds < 0 || m == nil || m.From != cp.binds+1 || m.To < m.From || m.To > nMax ||
+		len(m.Zc) != T || len(m.Num) != T || len(m.Den) != T {
+		return nil, nil, ErrProverState
+	}
+	if cp.l+nMax > len(cp.xi) {
+		return nil, nil, fmt.Errorf("%w: ξ of %d values for %d rounds after l_skip %d", ErrProverState, len(cp.xi), nMax, cp.l)
+	}
+	d, dev := cp.d, cp.be.dev
+	if cp.trRounds == nil {
+		var err error
+		if cp.trRounds, err = kernels.NewZcTrRounds(dev, T, d, nMax); err != nil {
+			return nil, nil, err
+		}
+		if cp.trLog, err = cp.be.hash.NewDeviceTranscript(nMax * (d + 2)); err != nil {
+			cp.trRounds.Close()
+			cp.trRounds = nil
+			return nil, nil, err
+		}
+	}
+	seg := kernels.ZcTrSegment{Eqz: m.Eqz, Eqs: m.Eqs, Tail: m.Tail, Mix: make([][3]field.Fp4, T), NLift: make([]int, T), Xi: cp.xi[cp.l : cp.l+nMax]}
+	for t, tr := range cp.traces {
+		seg.Mix[t] = [3]field.Fp4{m.Zc[t], m.Num[t], m.Den[t]}
+		seg.NLift[t] = tr.nLift
+	}
+	if !cp.devClaims {
+		seg.Claims = make([][3]field.Fp4, T)
+		for t, tr := range cp.traces {
+			if tr.nLift < m.From {
+				continue
+			}
+			c, err := cp.roundClaims(t, m.From)
+			if err != nil {
+				return nil, nil, err
+			}
+			seg.Claims[t] = c
+		}
+	}
+	if err := cp.trRounds.Write(seg); err != nil {
+		return nil, nil, err
+	}
+	if err := cp.trLog.SetState(tr.State()); err != nil {
+		return nil, nil, err
+	}
+	cp.devClaims = true
+	// Round j's s_j at Log[(j−From)(d+2) ..], its r_j at Log[(j−From)(d+2) + d+1].
+	from, step := m.From, d+2
+	b := dev.Batch()
+	// foldTo encodes tr's folds up to r_k: by value before this run, else at the logged value.
+	foldTo := func(tr *zcTrace, k int) error {
+		for tr.folds < k {
+			src, dst := tr.tabs[tr.cur], tr.tabs[1-tr.cur]
+			var err error
+			if i := tr.folds + 1; i < from {
+				err = kernels.EncodeFold(b, dev, src, 1<<tr.log, dst, 1<<(tr.log-1), tr.zt.NumTables(), tr.log-1, cp.rs[tr.folds])
+			} else {
+				err = kernels.EncodeFoldLogged(b, dev, src, 1<<tr.log, dst, 1<<(tr.log-1), tr.zt.NumTables(), tr.log-1, cp.trLog.Log, (i-from)*step+d+1)
+			}
+			if err != nil {
+				return err
+			}
+			tr.cur, tr.log, tr.folds = 1-tr.cur, tr.log-1, tr.folds+1
+		}
+		return nil
+	}
+	for j := from; j <= m.To; j++ {
+		for t, tr := range cp.traces {
+			if tr.nLift < j {
+				continue
+			}
+			if err := foldTo(tr, j-1); err != nil {
+				return nil, nil, err
+			}
+			if err := cp.zc.EncodeRound(b, tr.zt, tr.tabs[tr.cur], 1<<tr.log, tr.log, cp.eq, tr.eqOff[j], cp.roundOut, t*cp.rndWidth); err != nil {
+				return nil, nil, err
+			}
+		}
+		if err := cp.trLog.EncodeZcRound(b, cp.trRounds, cp.roundOut, cp.rndWidth, j, (j-from)*step); err != nil {
+			return nil, nil, err
+		}
+	}
+	// The run's last folds too, so that the openings of the traces it exhausts need no sync of
+	// their own.
+	for _, tr := range cp.traces {
+		if err := foldTo(tr, min(m.To, tr.nLift)); err != nil {
+			return nil, nil, err
+		}
+	}
+	n := m.To - from + 1
+	log, err := cp.trLog.ReadLog(n * step)
+	if err != nil {
+		return nil, nil, err
+	}
+	polys := make([][]field.Fp4, n)
+	rs := make([]field.Fp4, n)
+	for i := range n {
+		polys[i] = log[i*step : i*step+d+1]
+		rs[i] = log[i*step+d+1]
+	}
+	cp.rs = append(cp.rs, rs...)
+	cp.binds += n
+	return polys, rs, nil
 }
 
 // roundClaims returns trace t's three values R_{j−1}(r_{j−1}) (Zc, Num, Den) before round j:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // constraintSet is a set of AIR instances proved together (trace values replaced by random ones:
@@ -185,6 +187,35 @@ func sameTriples(t *testing.T, what string, got, want []stark.ConstraintTriple) 
 // whole batch constraint sumcheck (ProveBatchConstraints' call sequence, random challenges) and
 // compares every output; UnivariateRound and every Round sync once, BindUnivariate and Bind never,
 // Openings at most once; Release frees every buffer but the programs (once per backend).
+// both returns the set's parameters, its inputs on the device backend be and on cpuref (the AIRs'
+// traces, or random values where the set is not valid) and random challenges for each (the same
+// values; cpuref's with its own programs).
+func (set constraintSet) both(t *testing.T, be *device.Backend, r *rand.Rand) (params.SystemParams, []*stark.AirInput, []*stark.AirInput, *stark.ConstraintChallenges, *stark.ConstraintChallenges) {
+	t.Helper()
+	p, err := set.params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := set.ins()
+	var inputs []stark.AirProvingInput
+	for _, in := range ins {
+		if set.valid {
+			inputs = append(inputs, asProvingInput(in))
+		} else {
+			inputs = append(inputs, randomize(r, in))
+		}
+	}
+	dIn := constraintInputs(t, be.Stages(), p, ins, inputs)
+	rIn := constraintInputs(t, cpuref.New(), p, ins, inputs)
+	ch := randomChallenges(t, r, p, dIn)
+	chR := *ch
+	chR.Programs = nil
+	for _, a := range rIn {
+		chR.Programs = append(chR.Programs, a.Program)
+	}
+	return p, dIn, rIn, ch, &chR
+}
+
 func TestConstraintProverMatchesCpuref(t *testing.T) {
 	for _, opts := range []kernels.ZcOptions{{}, {Pieces: true}, {Pieces: true, Interpreted: true},
 		{GeneratedWhole: true, PointMode: true, UnitItems: true}, {Pieces: true, Levels: true, LevelThreads: 2}} {
@@ -220,28 +251,8 @@ func constraintProverMatchesCpuref(t *testing.T, opts kernels.ZcOptions) {
 	}
 	for si, set := range constraintSets {
 		t.Run(set.name, func(t *testing.T) {
-			p, err := set.params()
-			if err != nil {
-				t.Fatal(err)
-			}
 			r := rand.New(rand.NewPCG(uint64(si), 0xc0))
-			ins := set.ins()
-			var inputs []stark.AirProvingInput
-			for _, in := range ins {
-				if set.valid {
-					inputs = append(inputs, asProvingInput(in))
-				} else {
-					inputs = append(inputs, randomize(r, in))
-				}
-			}
-			dIn := constraintInputs(t, be.Stages(), p, ins, inputs)
-			rIn := constraintInputs(t, cpuref.New(), p, ins, inputs)
-			ch := randomChallenges(t, r, p, dIn)
-			chR := *ch
-			chR.Programs = nil
-			for _, a := range rIn {
-				chR.Programs = append(chR.Programs, a.Program)
-			}
+			p, dIn, rIn, ch, chR := set.both(t, be, r)
 			// The programs are uploaded once per backend (kept until Close): a first prover
 			// uploads them, the memory of the second must come back entirely at Release. The
 			// second keeps the first's traces (a key's programs) with other challenges, and
@@ -258,7 +269,7 @@ func constraintProverMatchesCpuref(t *testing.T, opts kernels.ZcOptions) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rp, err := cpuref.Backend{}.NewConstraintProver(p, rIn, &chR)
+			rp, err := cpuref.Backend{}.NewConstraintProver(p, rIn, chR)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -334,6 +345,157 @@ func constraintProverMatchesCpuref(t *testing.T, opts kernels.ZcOptions) {
 			}
 		})
 	}
+}
+
+// TestConstraintDeviceRoundsMatchCpuref: the multilinear rounds run with the transcript on the
+// device (stark.ConstraintDeviceRounds), from one trace's exhaustion to the next as the stage runs
+// them, give the round polynomials and challenges of cpuref's Round values combined by the
+// stage's formula and a host transcript, one sync a run, and the same openings without a sync of
+// their own. Round after them is refused.
+func TestConstraintDeviceRoundsMatchCpuref(t *testing.T) {
+	be, err := device.New(testDev, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	for si, set := range constraintSets {
+		t.Run(set.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(si), 0x7c0))
+			p, dIn, rIn, ch, chR := set.both(t, be, r)
+			dp, err := be.NewConstraintProver(p, dIn, ch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dp.Release()
+			rp, err := cpuref.Backend{}.NewConstraintProver(p, rIn, chR)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rp.Release()
+			for _, cp := range []stark.ConstraintProver{dp, rp} {
+				if _, err := cp.UnivariateRound(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r0 := fieldrand.Fp4(r)
+			for _, cp := range []stark.ConstraintProver{dp, rp} {
+				if err := cp.BindUnivariate(r0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			T := len(dIn)
+			nLift := make([]int, T)
+			nMax := 0
+			for i, a := range dIn {
+				nLift[i] = max(a.LogHeight()-p.LSkip, 0)
+				nMax = max(nMax, nLift[i])
+			}
+			if nMax == 0 {
+				t.Skip("no multilinear rounds")
+			}
+			dr, ok := dp.(stark.ConstraintDeviceRounds)
+			if !ok {
+				t.Fatal("the device constraint prover does not run its rounds on the device")
+			}
+			m := &stark.ConstraintRoundMix{Zc: make([]field.Fp4, T), Num: make([]field.Fp4, T), Den: make([]field.Fp4, T)}
+			for i := range T {
+				m.Zc[i], m.Num[i], m.Den[i] = fieldrand.Fp4(r), fieldrand.Fp4(r), fieldrand.Fp4(r)
+			}
+			tr := transcript.New()
+			for range 5 + si {
+				tr.Observe(fieldrand.Fp(r))
+			}
+			tr.SampleExt()
+			l, d := p.LSkip, p.MaxConstraintDegree
+			for j := 1; j <= nMax; {
+				to := j
+				for ; to < nMax && !slices.Contains(nLift, to); to++ {
+				}
+				m.From, m.To = j, to
+				m.Eqz, m.Eqs, m.Tail = fieldrand.Fp4(r), fieldrand.Fp4(r), fieldrand.Fp4(r)
+				before := tr
+				var polys [][]field.Fp4
+				var rs []field.Fp4
+				if n := syncsOf(t, func() (err error) { polys, rs, err = dr.ProveRounds(&tr, m); return err }); n != 1 {
+					t.Errorf("rounds %d..%d: %d syncs, want 1", j, to, n)
+				}
+				if !tr.Same(&before) {
+					t.Error("ProveRounds changed the caller's transcript")
+				}
+				if len(polys) != to-j+1 || len(rs) != to-j+1 {
+					t.Fatalf("rounds %d..%d: %d polynomials and %d challenges", j, to, len(polys), len(rs))
+				}
+				eqz, eqs, tail := m.Eqz, m.Eqs, m.Tail
+				for k := j; k <= to; k++ {
+					evals, err := rp.Round()
+					if err != nil {
+						t.Fatal(err)
+					}
+					xi := ch.Xi[l+k-1]
+					want := make([]field.Fp4, d+1)
+					for x := 1; x <= d+1; x++ {
+						var hz, hl field.Fp4
+						for i, e := range evals {
+							if nLift[i] < k {
+								continue
+							}
+							hz = hz.Add(m.Zc[i].Mul(e.Zc[x-1]))
+							hl = hl.Add(m.Num[i].Mul(e.Num[x-1])).Add(m.Den[i].Mul(e.Den[x-1]))
+						}
+						fx := field.Lift(field.Fp(uint32(x)))
+						eqx := field.Fp4One.Sub(xi).Mul(field.Fp4One.Sub(fx)).Add(xi.Mul(fx))
+						want[x-1] = eqx.Mul(eqz.Mul(hz).Add(eqs.Mul(hl))).Add(tail.MulBase(field.Fp(uint32(x))))
+					}
+					if fmt.Sprint(polys[k-j]) != fmt.Sprint(want) {
+						t.Fatalf("round %d: s = %v, want %v", k, polys[k-j], want)
+					}
+					tr.ObserveSlice(flattenFp4(want))
+					rk := tr.SampleExt()
+					if rs[k-j] != rk {
+						t.Fatalf("round %d: r = %v, want %v", k, rs[k-j], rk)
+					}
+					if err := rp.Bind(rk); err != nil {
+						t.Fatal(err)
+					}
+					ef := field.Fp4One.Sub(rk).Sub(xi).Add(xi.Mul(rk).Double())
+					eqz, eqs, tail = eqz.Mul(ef), eqs.Mul(ef), tail.Mul(rk)
+				}
+				for i := range dIn {
+					if nLift[i] != to {
+						continue
+					}
+					var o [][]field.Fp4
+					if n := syncsOf(t, func() (err error) { o, err = dp.Openings(i); return err }); n != 0 {
+						t.Errorf("Openings(%d) after the rounds: %d syncs, want 0", i, n)
+					}
+					or, err := rp.Openings(i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if fmt.Sprint(o) != fmt.Sprint(or) {
+						t.Fatalf("openings of trace %d = %v, want %v", i, o, or)
+					}
+				}
+				j = to + 1
+			}
+			if _, err := dp.Round(); !errors.Is(err, device.ErrProverState) {
+				t.Errorf("Round after ProveRounds: %v, want ErrProverState", err)
+			}
+			m.From, m.To = nMax+1, nMax+1
+			if _, _, err := dr.ProveRounds(&tr, m); !errors.Is(err, device.ErrProverState) {
+				t.Errorf("ProveRounds past the last round: %v, want ErrProverState", err)
+			}
+		})
+	}
+}
+
+// flattenFp4 lists the coefficients of v in order (as the stage observes an Fp4 slice).
+func flattenFp4(v []field.Fp4) []field.Fp {
+	out := make([]field.Fp, 0, 4*len(v))
+	for _, x := range v {
+		out = append(out, x[0], x[1], x[2], x[3])
+	}
+	return out
 }
 
 // TestConstraintProverMisuse: calls out of protocol order and foreign traces are errors.

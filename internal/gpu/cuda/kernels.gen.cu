@@ -4733,12 +4733,15 @@ struct ScFoldParams {
   uint src_stride;  // column stride of src
   uint dst_stride;  // column stride of dst
   uint a0, a1, a2, a3;  // α, Montgomery
+  uint alpha_at;    // SC_ALPHA_PARAM: α is a0..a3; else the Fp4 index of α in alphas (a device
+                    // transcript's log)
 };
 
 // dst[c·dst_stride + y] = src[c·src_stride + 2y] + α·(src[.. + 2y+1] − src[.. + 2y]) for every
 // column c and y < 2^log_rows (foldTable out of place). dst must not overlap src.
 MSL_KERNEL void msl_kernel_sc_fold(MSL_DEVICE const uint* src              ,
                     MSL_DEVICE uint* dst              ,
+                    MSL_DEVICE const uint* alphas              ,
                     MSL_CONSTANT ScFoldParams& p              ,
                     uint gid                            ,
                     uint stride                     ) {
@@ -4747,7 +4750,7 @@ MSL_KERNEL void msl_kernel_sc_fold(MSL_DEVICE const uint* src              ,
   uint total = p.cols << log_rows;
   uint ss = p.src_stride;
   uint ds = p.dst_stride;
-  bb4 alpha = sc_alpha(p.a0, p.a1, p.a2, p.a3);
+  bb4 alpha = p.alpha_at == SC_ALPHA_PARAM ? sc_alpha(p.a0, p.a1, p.a2, p.a3) : bb4_load_aligned(alphas, p.alpha_at);
 #if defined(MSL_TARGET_HOST) && LANES_SHUFFLE && MSL_LANES == 16u
   if (log_rows >= 2u) {
     // Host device: four rows per step as one lane vector (the scalar loop below is several times
@@ -4972,6 +4975,8 @@ MSL_KERNEL void msl_kernel_sc_eq_suffixes(MSL_DEVICE const uint* halves         
 //   zc_round_pieces  the rounds with the program split into pieces (constraints.Split): work items
 //                    (piece, pair, X), so that a round with few pairs still has enough threads, each
 //                    walking a piece (a few hundred instructions) instead of the whole program.
+//   zc_tr_round      a round's transcript step on the device (one group): the traces' sums
+//                    combined into the stage's s_j, observed, r_j sampled, the claims moved to r_j.
 // zerocheck_pieces.metal holds zc_uni_pieces' counterpart for the code generated per AIR at run
 // time (zc_uni_generated, a module template), sharing zc_uni.h with this file.
 //
@@ -4988,7 +4993,8 @@ MSL_KERNEL void msl_kernel_sc_eq_suffixes(MSL_DEVICE const uint* halves         
 // words; interleave 1). zc_region gives a region's first word; within it entry e of lane l is at
 // e·T + t + l (T = zc_T, t = zc_t). No barriers, no atomics: partial sums are per-thread rows,
 // added by sc_sum_rows (two passes, deterministic).
-#line 40 "shaders/constraints/zerocheck.metal"
+#line 42 "shaders/constraints/zerocheck.metal"
+#line 43 "shaders/constraints/zerocheck.metal"
 #line 1 "shaders/include/zc_uni_body.h"
 // zc_uni_body.h - round 0 of the batch constraint sumcheck by the whole program (zerocheck.metal
 // has the scratch layout and the strategies): its parameters, the slot values of a unit of points
@@ -5369,7 +5375,7 @@ MSL_FN void zc_uni_body(MSL_THREAD Eval& ev, MSL_DEVICE const uint* prog, MSL_DE
 }
 
 #endif  // ZC_UNI_BODY_H
-#line 41 "shaders/constraints/zerocheck.metal"
+#line 44 "shaders/constraints/zerocheck.metal"
 
 // Whether zc_load_rows can load n consecutive rows of every lane: host device, 16 lanes, n a
 // multiple of 16 (the rows of a block lie side by side when h ≥ N).
@@ -6556,6 +6562,140 @@ MSL_KERNEL void msl_kernel_zc_weights(MSL_DEVICE const uint* out_desc           
     }
     bb4_store(weights, o, w);
   }
+}
+
+struct ZcTrRoundParams {
+  uint traces;     // T
+  uint d;          // the device's round values are X = 1..d; s_j has d + 1 values (X = 1..d+1)
+  uint rnd_width;  // uints a trace in sums (12 a point: Zc, Num, Den, Montgomery Fp4)
+  uint j;          // the round: traces with nlift ≥ j take part
+  uint nlift_at;   // uint index in st of the traces' ñ (T uints)
+  uint lag_at;     // uint index in st of L_i(d+1), then of 1/Π_{k≠i}(i − k), i = 0..d (base)
+  uint mix_at;     // Fp4 index in st of the traces' weights (w_Zc, w_Num, w_Den: 3 a trace)
+  uint round_at;   // Fp4 index in st of this round's ξ, 1/(1 − ξ), eqAtSmall(ξ, X) for X = 1..d+1
+  uint at;         // Fp4 index in trlog of s_j(1..d+1); r_j follows
+};
+
+// The transcript step of constraint round j (stark.ProveBatchConstraints; the device constraint
+// prover's ProveRounds), after the round's sums are in `sums` (kernels.Zerocheck.EncodeRound):
+// per trace t and family k (Zc, Num, Den) R(0) = (c − ξ·R(1))/(1 − ξ) from the claim c = R_{j−1}
+// (r_{j−1}), and R(d+1) by Lagrange from R(0..d); then
+//   s_j(X) = eqAtSmall(ξ, X)·(eqz·Σ_t w_Zc,t·R^Zc_t(X) + eqs·Σ_t(w_Num,t·R^Num_t(X) + w_Den,t·R^Den_t(X))) + tail·X
+// for X = 1..d+1, observed; r_j sampled; s_j and r_j into the log; the claims R(r_j), and eqz,
+// eqs ·= eqFactor(ξ, r_j), tail ·= r_j for the next round. st (Fp4 indices): the claims [0, 3T),
+// R(0) [3T, 6T), R(d+1) [6T, 9T), eqz, eqs, tail at 9T..9T+2, then the constants (see the
+// parameters). One group of ≥ 16 threads (poseidon2_group.h); scratch: 48 + P2_RC_LEN + 8(d+1) +
+// 8·max(tpg, d+1) uints.
+MSL_KERNEL void msl_kernel_zc_tr_round(MSL_DEVICE const uint* sums              ,
+                        MSL_DEVICE uint* st              ,
+                        MSL_DEVICE uint* trlog              ,
+                        MSL_DEVICE uint* ts              ,
+                        MSL_CONSTANT uint* rc              ,
+                        MSL_CONSTANT ZcTrRoundParams& p              ,
+                        MSL_THREADGROUP uint* scratch                   ,
+                        uint tid                                ,
+                        uint tpg                            ) {
+  uint T = p.traces;
+  uint d = p.d;
+  uint np = d + 1u;
+  MSL_THREADGROUP uint* xs = scratch;
+  MSL_THREADGROUP uint* out = scratch + 32u;
+  MSL_THREADGROUP uint* rcs = scratch + 48u;
+  MSL_THREADGROUP uint* lag_r = rcs + P2_RC_LEN;  // L_i(r_j), Fp4, i = 0..d
+  MSL_THREADGROUP uint* s_tg = lag_r + 4u * np;   // s_j(1..d+1), Fp4
+  MSL_THREADGROUP uint* part = s_tg + 4u * np;    // partial sums (Zc part, LogUp part) per (chunk, X)
+  MSL_DEVICE uint* claims = st;
+  MSL_DEVICE uint* v0 = st + 12u * T;
+  MSL_DEVICE uint* vd1 = st + 24u * T;
+  MSL_DEVICE const uint* nlift = st + p.nlift_at;
+  MSL_DEVICE const uint* ext = st + p.lag_at;  // L_i(d+1)
+  MSL_DEVICE const uint* bw = ext + np;        // 1/Π_{k≠i}(i − k)
+  MSL_DEVICE const uint* mix = st + 4u * p.mix_at;
+  MSL_DEVICE const uint* rnd = st + 4u * p.round_at;
+  // Everything the kernel reads of st and ts before its first store: one chain of its latencies is
+  // this kernel's time (one group).
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
+  bb4 xi = bb4_load(rnd, 0u);
+  bb4 inv = bb4_load(rnd, 1u);
+  bb4 eqz = bb4_load(st, 9u * T);
+  bb4 eqs = bb4_load(st, 9u * T + 1u);
+  bb4 tail = bb4_load(st, 9u * T + 2u);
+  p2g_load_constants(rc, rcs, tid, tpg);
+  // R(0) and R(d+1): one work item per trace and family k (Zc, Num, Den).
+  for (uint w = tid; w < 3u * T; w += tpg) {
+    uint t = w / 3u;
+    if (nlift[t] < p.j) continue;
+    MSL_DEVICE const uint* rt = sums + t * p.rnd_width + 4u * (w - 3u * t);  // R(X) at rt + 12(X − 1)
+    bb4 r0 = bb4_mul(bb4_sub(bb4_load(claims, w), bb4_mul(xi, bb4_load(rt, 0u))), inv);
+    bb4 e = bb4_mul_base(r0, ext[0]);
+    for (uint i = 1u; i <= d; i++) e = bb4_add(e, bb4_mul_base(bb4_load(rt, 3u * (i - 1u)), ext[i]));
+    bb4_store(v0, w, r0);
+    bb4_store(vd1, w, e);
+  }
+  threadgroup_barrier(mem_flags::mem_device);
+  // Σ over the traces, per X, in chunks of the traces.
+  uint nch = tpg >= np ? tpg / np : 1u;
+  for (uint w = tid; w < nch * np; w += tpg) {
+    uint x = w % np;  // X − 1
+    uint ch = w / np;
+    bb4 hz = bb4_zero();
+    bb4 hl = bb4_zero();
+    for (uint t = ch; t < T; t += nch) {
+      if (nlift[t] < p.j) continue;
+      MSL_DEVICE const uint* rt = x < d ? sums + t * p.rnd_width + 12u * x : vd1 + 12u * t;
+      hz = bb4_add(hz, bb4_mul(bb4_load(mix, 3u * t), bb4_load(rt, 0u)));
+      hl = bb4_add(hl, bb4_add(bb4_mul(bb4_load(mix, 3u * t + 1u), bb4_load(rt, 1u)), bb4_mul(bb4_load(mix, 3u * t + 2u), bb4_load(rt, 2u))));
+    }
+    bb4_store_tg(part, 2u * w, hz);
+    bb4_store_tg(part, 2u * w + 1u, hl);
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint x = tid; x < np; x += tpg) {
+    bb4 hz = bb4_zero();
+    bb4 hl = bb4_zero();
+    for (uint ch = 0u; ch < nch; ch++) {
+      hz = bb4_add(hz, bb4_load_tg(part, 2u * (ch * np + x)));
+      hl = bb4_add(hl, bb4_load_tg(part, 2u * (ch * np + x) + 1u));
+    }
+    bb4 h = bb4_add(bb4_mul(eqz, hz), bb4_mul(eqs, hl));
+    bb4 s = bb4_add(bb4_mul(bb4_load(rnd, 2u + x), h), bb4_mul_base(tail, bb_to_mont(x + 1u)));
+    bb4_store_tg(s_tg, x, s);
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint x = 0u; x < np; x++) p2g_observe4(sp, bb4_load_tg(s_tg, x), rcs, tid, xs, out);
+  bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
+  if (tid == 0u) {
+    for (uint x = 0u; x < np; x++) bb4_store(trlog, p.at + x, bb4_load_tg(s_tg, x));
+    bb4_store(trlog, p.at + np, r);
+  }
+  // L_i(r) = Π_{k≠i}(r − k) / Π_{k≠i}(i − k).
+  for (uint i = tid; i < np; i += tpg) {
+    bb4 li = bb4_lift(bw[i]);
+    for (uint k = 0u; k < np; k++) {
+      if (k != i) li = bb4_mul(li, bb4_sub(r, bb4_lift(bb_to_mont(k))));
+    }
+    bb4_store_tg(lag_r, i, li);
+  }
+  threadgroup_barrier(mem_flags::mem_device);  // lag_r written; every thread has read ts and st's eqz, eqs, tail
+  // The claims R(r_j): the work items of R(0) (this thread wrote v0[w]).
+  for (uint w = tid; w < 3u * T; w += tpg) {
+    uint t = w / 3u;
+    if (nlift[t] < p.j) continue;
+    MSL_DEVICE const uint* rt = sums + t * p.rnd_width + 4u * (w - 3u * t);
+    bb4 c = bb4_mul(bb4_load_tg(lag_r, 0u), bb4_load(v0, w));
+    for (uint i = 1u; i <= d; i++) c = bb4_add(c, bb4_mul(bb4_load_tg(lag_r, i), bb4_load(rt, 3u * (i - 1u))));
+    bb4_store(claims, w, c);
+  }
+  if (tid == 0u) {
+    // eqFactor(ξ, r) = 1 − r − ξ + 2ξr
+    bb4 xr = bb4_mul(xi, r);
+    bb4 ef = bb4_add(bb4_sub(bb4_sub(bb4_one(), r), xi), bb4_add(xr, xr));
+    bb4_store(st, 9u * T, bb4_mul(eqz, ef));
+    bb4_store(st, 9u * T + 1u, bb4_mul(eqs, ef));
+    bb4_store(st, 9u * T + 2u, bb4_mul(tail, r));
+  }
+  p2g_sponge_store(ts, sp, tid);
 }
 #line 1 "shaders/gkr/gkr.metal"
 // gkr.metal - LogUp-GKR (spec B §3.4–§3.5; cpuref gkr.go): the leaves from the interactions of
@@ -8286,10 +8426,11 @@ extern "C" __global__ void mslk_sc_fold_round_partials(MSL_DEVICE const uint* f,
       msl_cvt<uint>(msl_bi_threadgroups_per_grid()));
 }
 
-extern "C" __global__ void mslk_sc_fold(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT ScFoldParams p) {
+extern "C" __global__ void mslk_sc_fold(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_DEVICE const uint* alphas, MSL_CONSTANT ScFoldParams p) {
   msl_kernel_sc_fold(
       src,
       dst,
+      alphas,
       p,
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),
       msl_cvt<uint>(msl_bi_threads_per_grid()));
@@ -8519,6 +8660,19 @@ extern "C" __global__ void mslk_zc_weights(MSL_DEVICE const uint* out_desc, MSL_
       p,
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),
       msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_zc_tr_round(MSL_DEVICE const uint* sums, MSL_DEVICE uint* st, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_CONSTANT ZcTrRoundParams p, unsigned tg_off_0) {
+  msl_kernel_zc_tr_round(
+      sums,
+      st,
+      trlog,
+      ts,
+      rc,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
 }
 
 extern "C" __global__ void mslk_gkr_leaves(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* outs, MSL_DEVICE const uint* inter, MSL_DEVICE const uint* consts, MSL_DEVICE uint* leaves, MSL_CONSTANT GkrLeafParams p) {

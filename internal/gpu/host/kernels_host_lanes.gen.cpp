@@ -118,9 +118,10 @@ void hd_group_sc_fold(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
   MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
   MSL_DEVICE uint* const a1 = (MSL_DEVICE uint*)L->bufs[1];
-  MSL_CONSTANT ScFoldParams a2 = *(MSL_CONSTANT ScFoldParams*)L->bufs[2];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_CONSTANT ScFoldParams a3 = *(MSL_CONSTANT ScFoldParams*)L->bufs[3];
   (void)tg;
-  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_fold(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_sc_fold(a0, a1, a2, a3, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
 void hd_group_sc_eq_expand(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
