@@ -812,6 +812,16 @@ func (v scTrRoundParams) arg() gpu.Arg {
 	return gpu.U32(v.at)
 }
 
+// scTrGrindParams is the value struct ScTrGrindParams of the shaders: uint fields in declaration order.
+type scTrGrindParams struct {
+	at   uint32
+	bits uint32
+}
+
+func (v scTrGrindParams) arg() gpu.Arg {
+	return gpu.U32(v.at, v.bits)
+}
+
 // whirBatchParams is the value struct WhirBatchParams of the shaders: uint fields in declaration order.
 type whirBatchParams struct {
 	nblocks    uint32
@@ -1231,6 +1241,11 @@ func dispatchSrBindW(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, w
 // dispatchScTrRound encodes kernel sc_tr_round (shaders/openings/stacked_reduction.metal:447).
 func dispatchScTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p scTrRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
+}
+
+// dispatchScTrRoundGrind encodes kernel sc_tr_round_grind (shaders/openings/stacked_reduction.metal:492).
+func dispatchScTrRoundGrind(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p scTrGrindParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("sc_tr_round_grind", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
 // dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/openings/whir.metal:106).

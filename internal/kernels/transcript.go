@@ -130,3 +130,35 @@ func (t *DeviceTranscript) EncodeSumcheckRound(b *gpu.Batch, s *Sumcheck, at int
 		scTrRoundParams{at: uint32(at)}, sumcheckTrScratch)
 	return b.Err()
 }
+
+// SumcheckGrindMaxBits is the most proof-of-work bits EncodeSumcheckRoundGrind searches: its one
+// group tests 2^bits candidates on average (WHIR's folding grinds have 0–5 in the presets).
+const SumcheckGrindMaxBits = 10
+
+// EncodeSumcheckRoundGrind is EncodeSumcheckRound with a proof of work of bits between the
+// observes and the sample (WHIR's folding grind): Log[at], Log[at+1] the sums, Log[at+2] the
+// smallest witness (w, 0, 0, 0) (0 when bits is 0: no grind, as transcript.GrindWith), Log[at+3]
+// the bound value (sc_tr_round_grind).
+func (t *DeviceTranscript) EncodeSumcheckRoundGrind(b *gpu.Batch, s *Sumcheck, at, bits int) error {
+	if t.state == nil {
+		return fmt.Errorf("kernels: DeviceTranscript used after Close")
+	}
+	if err := s.live(); err != nil {
+		return err
+	}
+	if at < 0 || at+4 > t.Log.Len() {
+		return fmt.Errorf("kernels: DeviceTranscript: a round at %d of a log of %d", at, t.Log.Len())
+	}
+	if bits < 0 || bits > SumcheckGrindMaxBits {
+		return fmt.Errorf("kernels: DeviceTranscript: a %d-bit proof of work (at most %d here)", bits, SumcheckGrindMaxBits)
+	}
+	tpg, err := t.groupFor("sc_tr_round_grind", 512)
+	if err != nil {
+		return err
+	}
+	tpg &^= 15 // whole candidates of 16 threads
+	s16 := tpg / 16
+	dispatchScTrRoundGrind(b, gpu.D1(1), gpu.D1(uint32(tpg)), s.result.Buffer, t.Log.Buffer, t.state.Buffer, t.rc.Buffer,
+		scTrGrindParams{at: uint32(at), bits: uint32(bits)}, uint32(4*(poseidon2RCLen+17+33*s16)))
+	return b.Err()
+}

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
 
@@ -162,5 +163,107 @@ func TestZcTrRoundsRejects(t *testing.T) {
 	z.Close()
 	if tt.EncodeZcRound(testDev.Batch(), z, sums, 36, 1, 0) == nil {
 		t.Error("a closed ZcTrRounds: accepted")
+	}
+}
+
+// TestSumcheckTranscriptGrind: the transcript step with WHIR's folding proof of work gives the
+// host's sums, the smallest witness (transcript.GrindWith with HostGrinder), the bound value and
+// the sponge state, for 0 to 8 bits from every absorb index; a second step after it folds at the
+// logged bound value; more bits than SumcheckGrindMaxBits are refused.
+func TestSumcheckTranscriptGrind(t *testing.T) {
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := NewSumcheck(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	const cols, logRows = 2, 3
+	for bits := range 9 {
+		pending := (3 * bits) % 8
+		r := rand.New(rand.NewPCG(73, uint64(bits)))
+		var ht transcript.Transcript
+		for range 8 + pending {
+			ht.Observe(fieldrand.Fp(r))
+		}
+		tt, err := h.NewDeviceTranscript(8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tt.Close()
+		if err := tt.SetState(ht.State()); err != nil {
+			t.Fatal(err)
+		}
+		n := cols << logRows
+		f, w := randFp4s(r, n), randFp4s(r, n)
+		src := ProductTables{F: uploadFp4(t, f), W: uploadFp4(t, w), Cols: cols, LogRows: logRows, Stride: 1 << logRows}
+		dst := ProductTables{F: allocFp4(t, n/2), W: allocFp4(t, n/2), Cols: cols, LogRows: logRows - 1, Stride: 1 << (logRows - 1)}
+		b := testDev.Batch()
+		if err := sc.EncodeRound(b, src); err != nil {
+			t.Fatal(err)
+		}
+		if err := tt.EncodeSumcheckRoundGrind(b, sc, 0, bits); err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.EncodeFoldRoundLogged(b, src, dst, tt.Log, 3); err != nil {
+			t.Fatal(err)
+		}
+		if err := tt.EncodeSumcheckRoundGrind(b, sc, 4, bits); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tt.ReadLog(8)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		var want []field.Fp4
+		step := func(s1, s2 field.Fp4) field.Fp4 {
+			ht.ObserveExt(s1)
+			ht.ObserveExt(s2)
+			wit, err := ht.GrindWith(context.Background(), transcript.HostGrinder{}, bits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := ht.SampleExt()
+			want = append(want, s1, s2, field.Lift(wit), u)
+			return u
+		}
+		a1, a2 := refRound(f, w, cols, logRows, 1<<logRows)
+		u1 := step(a1, a2)
+		ff, fw := make([]field.Fp4, n/2), make([]field.Fp4, n/2)
+		refFold(f, 1<<logRows, 1<<(logRows-1), cols, logRows-1, u1, ff)
+		refFold(w, 1<<logRows, 1<<(logRows-1), cols, logRows-1, u1, fw)
+		step(refRound(ff, fw, cols, logRows-1, 1<<(logRows-1)))
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%d bits: log[%d] = %v, want %v", bits, i, got[i], want[i])
+			}
+		}
+		words := make([]uint32, poseidon2.Width+2)
+		if err := tt.state.Read(words, 0); err != nil {
+			t.Fatal(err)
+		}
+		st, ai, si := ht.State()
+		for i, x := range st {
+			if CanonicalOf(Mont(words[i])) != x {
+				t.Errorf("%d bits: state word %d differs", bits, i)
+			}
+		}
+		if int(words[16]) != ai || int(words[17]) != si {
+			t.Errorf("%d bits: indices %d, %d, want %d, %d", bits, words[16], words[17], ai, si)
+		}
+	}
+	tt, err := h.NewDeviceTranscript(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tt.Close()
+	if tt.EncodeSumcheckRoundGrind(testDev.Batch(), sc, 0, SumcheckGrindMaxBits+1) == nil {
+		t.Error("a proof of work above SumcheckGrindMaxBits was accepted")
+	}
+	if tt.EncodeSumcheckRoundGrind(testDev.Batch(), sc, 1, 5) == nil {
+		t.Error("a transcript step past the log's end was accepted")
 	}
 }

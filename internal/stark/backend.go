@@ -1,6 +1,7 @@
 package stark
 
 import (
+	"errors"
 	"fmt"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"time"
@@ -178,6 +179,23 @@ type StackingDeviceRounds interface {
 	// Round and Bind. It returns the rounds' sums and the bound values; Openings follows.
 	ProveRounds(tr *transcript.Transcript, n int) (polys [][2]field.Fp4, u []field.Fp4, err error)
 }
+
+// WhirDeviceRounds is a WhirProver that runs a WHIR round's k sumcheck rounds, folding proofs of
+// work included, with a copy of the stage's transcript on its device. ProveWhir replays what
+// SumcheckRounds returns through its own transcript (each witness checked, each bound value
+// compared: ErrDeviceTranscript).
+type WhirDeviceRounds interface {
+	// SumcheckRounds runs k rounds from tr's state (tr is not changed): per round s(1), s(2)
+	// observed, the smallest witness of a bits-bit proof of work ground (none for 0 bits), the
+	// bound value sampled and the tables folded at it, as the stage's loop does with
+	// SumcheckRound, its grinder and Fold. It returns ErrDeviceRoundsUnsupported, having done
+	// nothing, where the device cannot (then the stage runs the rounds itself).
+	SumcheckRounds(tr *transcript.Transcript, k, bits int) (polys [][2]field.Fp4, witnesses []field.Fp, alphas []field.Fp4, err error)
+}
+
+// ErrDeviceRoundsUnsupported: a backend cannot run these rounds on its device (the stage runs
+// them round by round).
+var ErrDeviceRoundsUnsupported = errors.New("stark: these rounds do not run on the device")
 
 // InitialOpening is the answer to one WHIR query of round 0: per commitment (commitment-list
 // order) the 2^k opened rows of its codeword (Rows[c][t][col], canonical) and the Merkle path.

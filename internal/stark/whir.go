@@ -2,6 +2,7 @@ package stark
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/field"
@@ -65,22 +66,52 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 	proof.InitialRoundOpenedRows = make([][][][]field.Fp, len(commits))
 	proof.InitialRoundMerkleProofs = make([][][]Digest, len(commits))
 	lrs := m + p.LogBlowup
+	dr, onDevice := wp.(WhirDeviceRounds)
 	for r, rc := range p.Whir.Rounds {
 		last := r == R-1
-		for range k {
-			s1, s2, err := wp.SumcheckRound()
-			if err != nil {
+		// A backend that runs the round's sumcheck rounds with the transcript on the device
+		// returns them at once; the loop replays them through tr, checking each witness and
+		// bound value.
+		var devPolys [][2]field.Fp4
+		var devW []field.Fp
+		var devAlpha []field.Fp4
+		if onDevice {
+			devPolys, devW, devAlpha, err = dr.SumcheckRounds(tr, k, p.Whir.FoldingPowBits)
+			switch {
+			case errors.Is(err, ErrDeviceRoundsUnsupported):
+				onDevice = false
+			case err != nil:
+				return WhirProof{}, err
+			case len(devPolys) != k || len(devW) != k || len(devAlpha) != k:
+				return WhirProof{}, fmt.Errorf("%w: WHIR round %d: %d sums, %d witnesses and %d bound values from the device, want %d", ErrDeviceTranscript, r, len(devPolys), len(devW), len(devAlpha), k)
+			}
+		}
+		for i := range k {
+			var s1, s2 field.Fp4
+			if onDevice {
+				s1, s2 = devPolys[i][0], devPolys[i][1]
+			} else if s1, s2, err = wp.SumcheckRound(); err != nil {
 				return WhirProof{}, err
 			}
 			tr.ObserveExt(s1)
 			tr.ObserveExt(s2)
 			proof.WhirSumcheckPolys = append(proof.WhirSumcheckPolys, [2]field.Fp4{s1, s2})
-			w, err := grind(p.Whir.FoldingPowBits)
-			if err != nil {
+			var w field.Fp
+			if onDevice {
+				w = devW[i]
+				if !tr.CheckWitness(p.Whir.FoldingPowBits, w) {
+					return WhirProof{}, fmt.Errorf("%w: WHIR round %d, sumcheck round %d: the device's witness %d fails the proof of work", ErrDeviceTranscript, r, i, w)
+				}
+			} else if w, err = grind(p.Whir.FoldingPowBits); err != nil {
 				return WhirProof{}, err
 			}
 			proof.FoldingPowWitnesses = append(proof.FoldingPowWitnesses, w)
-			if err := wp.Fold(tr.SampleExt()); err != nil {
+			alpha := tr.SampleExt()
+			if onDevice {
+				if devAlpha[i] != alpha {
+					return WhirProof{}, fmt.Errorf("%w: WHIR round %d, sumcheck round %d: bound value %v on the device, %v here", ErrDeviceTranscript, r, i, devAlpha[i], alpha)
+				}
+			} else if err := wp.Fold(alpha); err != nil {
 				return WhirProof{}, err
 			}
 		}

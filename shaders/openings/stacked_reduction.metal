@@ -471,3 +471,82 @@ kernel void sc_tr_round(device const uint* sums [[buffer(0)]],
   threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
   p2g_sponge_store(ts, sp, tid);
 }
+
+// sc_tr_round_grind's marker of a pass without a hit.
+#define SC_TR_NO_WITNESS 0xffffffffu
+
+struct ScTrGrindParams {
+  uint at;    // s(1), s(2) go to trlog[at], trlog[at + 1], the witness (w, 0, 0, 0) to trlog[at + 2],
+              // the sampled bound value to trlog[at + 3]
+  uint bits;  // the proof of work's bits (0: none, the transcript untouched by it)
+};
+
+// sc_tr_round with WHIR's folding proof of work between the observes and the sample
+// (transcript.GrindWith, then SampleExt): the smallest witness w whose observe and checked sample
+// leave the low bits zero, searched S = tpg / 16 candidates at a time (candidate base + g permuted
+// by the 16 threads g·16 .. g·16 + 15, on GPUs lanes of one SIMD group; on the host device each
+// with its own exchange buffer). With the witness at absorb index a, a candidate's check is one
+// permutation of the state with w at a and the low bits of element 7 (transcript.WitnessOK), and
+// that permuted state is the sponge's after the observe of w and the checked sample: the sponge
+// continues from the winner's. One group of 16·S threads; scratch: P2_RC_LEN + 17 + 33·S uints.
+kernel void sc_tr_round_grind(device const uint* sums [[buffer(0)]],
+                              device uint* trlog [[buffer(1)]],
+                              device uint* ts [[buffer(2)]],
+                              constant uint* rc [[buffer(3)]],
+                              constant ScTrGrindParams& p [[buffer(4)]],
+                              threadgroup uint* scratch [[threadgroup(0)]],
+                              uint tid [[thread_index_in_threadgroup]],
+                              uint tpg [[threads_per_threadgroup]]) {
+  uint S = tpg >> 4u;
+  uint g = tid >> 4u;
+  uint k = tid & 15u;
+  threadgroup uint* rcs = scratch;
+  threadgroup uint* out = scratch + P2_RC_LEN;  // the sponge's outputs (16), then the winner's state
+  threadgroup uint* hit = out + 16u;            // a pass's hit flag per candidate (S)
+  threadgroup uint* xs = hit + 1u + S;          // 32 a candidate; the first 32 also the sponge's
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
+  bb4 s1 = bb4_load(sums, 0u);
+  bb4 s2 = bb4_load(sums, 1u);
+  p2g_load_constants(rc, rcs, tid, tpg);
+  p2g_observe4(sp, s1, rcs, tid, xs, out);
+  p2g_observe4(sp, s2, rcs, tid, xs, out);
+  threadgroup_barrier(mem_flags::mem_threadgroup);  // the observes' exchanges read before the candidates write
+  uint w = 0u;
+  if (p.bits != 0u) {
+    uint mask = (1u << p.bits) - 1u;
+    for (uint base = 0u;; base += S) {  // uniform: every thread reads the same flags
+      p2g_sponge c;
+      c.x = k == sp.absorb ? p2g_mul(base + g, BB_R2) : sp.x;
+      c.buf = 0u;
+      c.absorb = 0u;
+      c.sample = 0u;
+      p2g_permute(c, rcs, tid, xs + 32u * g);
+      if (k == 7u) hit[g] = (p2g_mul(c.x, 1u) & mask) == 0u ? 1u : 0u;
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      uint f = SC_TR_NO_WITNESS;
+      for (uint j = 0u; j < S; j++) {
+        if (f == SC_TR_NO_WITNESS && hit[j] != 0u) f = j;
+      }
+      if (f != SC_TR_NO_WITNESS) {
+        if (g == f) out[k] = c.x;
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        sp.x = out[k];
+        w = base + f;
+        break;
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);  // the flags read before the next pass writes them
+    }
+    sp.absorb = 0u;
+    sp.sample = P2_RATE - 1u;  // the checked sample (element 7) taken
+  }
+  bb4 alpha = p2g_sample4(sp, rcs, tid, xs, out);
+  if (tid == 0u) {
+    bb4_store(trlog, p.at, s1);
+    bb4_store(trlog, p.at + 1u, s2);
+    bb4_store(trlog, p.at + 2u, bb4_make(p2g_mul(w, BB_R2), 0u, 0u, 0u));
+    bb4_store(trlog, p.at + 3u, alpha);
+  }
+  threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
+  p2g_sponge_store(ts, sp, tid);
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // ErrWhirState: a WhirProver method was called out of order (more folds than variables, a
@@ -266,6 +267,73 @@ func (wp *whirProver) SumcheckRound() (s1, s2 field.Fp4, err error) {
 		return s1, s2, err
 	}
 	return wp.sc.ReadRound()
+}
+
+var _ stark.WhirDeviceRounds = (*whirProver)(nil)
+
+// SumcheckRounds implements stark.WhirDeviceRounds: per round its sums (a pending fold and the
+// sums in one pass, as SumcheckRound) and its transcript step with the folding grind on the
+// device (kernels.DeviceTranscript.EncodeSumcheckRoundGrind), the next round's fold at the logged
+// bound value; one download of the log at the end instead of a sync a round. The last bound
+// value is left recorded, as Fold leaves it.
+func (wp *whirProver) SumcheckRounds(tr *transcript.Transcript, k, bits int) ([][2]field.Fp4, []field.Fp, []field.Fp4, error) {
+	if err := wp.live(); err != nil {
+		return nil, nil, nil, err
+	}
+	if bits < 0 || bits > kernels.SumcheckGrindMaxBits {
+		return nil, nil, nil, stark.ErrDeviceRoundsUnsupported
+	}
+	if k < 1 || wp.vars() < k {
+		return nil, nil, nil, fmt.Errorf("%w: %d rounds on a table of %d variables", ErrWhirState, k, wp.vars())
+	}
+	tt, err := wp.be.hash.NewDeviceTranscript(4 * k)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer tt.Close()
+	if err := tt.SetState(tr.State()); err != nil {
+		return nil, nil, nil, err
+	}
+	// Round i's sums at Log[4i], Log[4i+1], its witness at Log[4i+2], its bound value at Log[4i+3].
+	b := wp.dev.Batch()
+	if err := wp.encodeWeight(b); err != nil {
+		return nil, nil, nil, err
+	}
+	for i := range k {
+		src, dst := wp.cur, 1-wp.cur
+		switch {
+		case i > 0:
+			err = wp.sc.EncodeFoldRoundLogged(b, wp.tables(src, wp.d), wp.tables(dst, wp.d-1), tt.Log, 4*(i-1)+3)
+			wp.cur, wp.d = dst, wp.d-1
+		case wp.alpha != nil:
+			err = wp.sc.EncodeFoldRound(b, wp.tables(src, wp.d), wp.tables(dst, wp.d-1), *wp.alpha)
+			wp.cur, wp.d, wp.alpha = dst, wp.d-1, nil
+		default:
+			err = wp.sc.EncodeRound(b, wp.tables(wp.cur, wp.d))
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if err := tt.EncodeSumcheckRoundGrind(b, wp.sc, 4*i, bits); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	log, err := tt.ReadLog(4 * k)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	polys := make([][2]field.Fp4, k)
+	witnesses := make([]field.Fp, k)
+	alphas := make([]field.Fp4, k)
+	for i := range k {
+		polys[i] = [2]field.Fp4{log[4*i], log[4*i+1]}
+		witnesses[i] = log[4*i+2][0]
+		alphas[i] = log[4*i+3]
+	}
+	last := alphas[k-1]
+	wp.alpha = &last
+	wp.coeffsValid = false
+	return polys, witnesses, alphas, nil
 }
 
 // Fold fixes the lowest variable of f and w to alpha. It records alpha (the fold is encoded by

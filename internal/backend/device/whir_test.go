@@ -1,6 +1,8 @@
 package device_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -12,8 +14,10 @@ import (
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
 	"github.com/metalprove/metalprove/internal/gpu"
+	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // openHost returns a device backend on the host device and the device (for its counters).
@@ -130,12 +134,22 @@ func TestWhirProverMatchesCpuref(t *testing.T) {
 		// and the tree only, and OpenInitial rebuilds each codeword (driveWhir compares its
 		// openings with cpuref's) and frees it again.
 		for _, keep := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/keep=%v", c.name, keep), func(t *testing.T) { testWhirProver(t, c, keep) })
+			t.Run(fmt.Sprintf("%s/keep=%v", c.name, keep), func(t *testing.T) { testWhirProver(t, c, keep, false) })
 		}
 	}
 }
 
-func testWhirProver(t *testing.T, c whirCase, keep bool) {
+// TestWhirDeviceRoundsMatchCpuref is TestWhirProverMatchesCpuref with each round's sumcheck rounds
+// run by SumcheckRounds (the transcript and the folding grind on the device) against cpuref's
+// prover driven by the stage's loop with the same transcript: the sums, the smallest witnesses
+// (HostGrinder's), the bound values, one sync for the k rounds, and every later output.
+func TestWhirDeviceRoundsMatchCpuref(t *testing.T) {
+	for _, c := range whirCases(t) {
+		t.Run(c.name, func(t *testing.T) { testWhirProver(t, c, true, true) })
+	}
+}
+
+func testWhirProver(t *testing.T, c whirCase, keep, onDevice bool) {
 	be, dev := openHost(t)
 	be.KeepStacked(keep)
 	r := rand.New(rand.NewPCG(41, uint64(len(c.name))))
@@ -177,7 +191,14 @@ func testWhirProver(t *testing.T, c whirCase, keep bool) {
 	if n := dev.Stats().Syncs - s0; n != 0 {
 		t.Errorf("NewWhirProver: %d syncs, want 0", n)
 	}
-	driveWhir(t, r, p, dev, wp, ref)
+	var tr *transcript.Transcript
+	if onDevice {
+		tr = new(transcript.Transcript)
+		for range 5 + len(c.name)%8 {
+			tr.Observe(fieldrand.Fp(r))
+		}
+	}
+	driveWhir(t, r, p, dev, wp, ref, tr)
 }
 
 // liveNamed counts dev's live buffers named name.
@@ -205,14 +226,66 @@ func whirSyncs(t *testing.T, dev *gpu.Device, what string, want int, f func() er
 
 // driveWhir is ProveWhir's sequence of prover calls with random challenges: per round k ×
 // (SumcheckRound, Fold), CommitFolded + EvalFolded (or FinalPoly in the last round), the
-// openings, AccumulateWeight.
-func driveWhir(t *testing.T, r *rand.Rand, p params.SystemParams, dev *gpu.Device, wp, ref stark.WhirProver) {
+// openings, AccumulateWeight. With a transcript tr, each round's k sumcheck rounds are the
+// device's SumcheckRounds against cpuref's rounds with tr's observes, grinds and samples.
+func driveWhir(t *testing.T, r *rand.Rand, p params.SystemParams, dev *gpu.Device, wp, ref stark.WhirProver, tr *transcript.Transcript) {
 	t.Helper()
 	k := p.Whir.K
 	lrs := p.LSkip + p.NStack + p.LogBlowup
 	for round, rc := range p.Whir.Rounds {
 		last := round == len(p.Whir.Rounds)-1
+		if tr != nil {
+			dr, ok := wp.(stark.WhirDeviceRounds)
+			if !ok {
+				t.Fatal("the device WHIR prover does not run its rounds on the device")
+			}
+			bits := p.Whir.FoldingPowBits
+			before := *tr
+			// More bits than one group grinds: refused before anything is encoded (the stage
+			// then runs the rounds itself, with the backend's grinder).
+			whirSyncs(t, dev, fmt.Sprintf("round %d SumcheckRounds refused", round), 0, func() error {
+				if _, _, _, err := dr.SumcheckRounds(tr, k, kernels.SumcheckGrindMaxBits+1); !errors.Is(err, stark.ErrDeviceRoundsUnsupported) {
+					t.Errorf("SumcheckRounds with %d bits: %v, want ErrDeviceRoundsUnsupported", kernels.SumcheckGrindMaxBits+1, err)
+				}
+				return nil
+			})
+			var polys [][2]field.Fp4
+			var ws []field.Fp
+			var alphas []field.Fp4
+			whirSyncs(t, dev, fmt.Sprintf("round %d SumcheckRounds", round), 1, func() (err error) {
+				polys, ws, alphas, err = dr.SumcheckRounds(tr, k, bits)
+				return err
+			})
+			if !tr.Same(&before) {
+				t.Fatal("SumcheckRounds changed the caller's transcript")
+			}
+			for j := range k {
+				r1, r2, err := ref.SumcheckRound()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if polys[j] != [2]field.Fp4{r1, r2} {
+					t.Fatalf("round %d sumcheck %d: device %v, cpuref (%v, %v)", round, j, polys[j], r1, r2)
+				}
+				tr.ObserveExt(r1)
+				tr.ObserveExt(r2)
+				w, err := tr.GrindWith(context.Background(), transcript.HostGrinder{}, bits)
+				if err != nil {
+					t.Fatal(err)
+				}
+				alpha := tr.SampleExt()
+				if ws[j] != w || alphas[j] != alpha {
+					t.Fatalf("round %d sumcheck %d (%d bits): witness %d and bound value %v, want %d and %v", round, j, bits, ws[j], alphas[j], w, alpha)
+				}
+				if err := ref.Fold(alpha); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 		for j := range k {
+			if tr != nil {
+				break
+			}
 			what := fmt.Sprintf("round %d sumcheck %d", round, j)
 			var d1, d2 field.Fp4
 			whirSyncs(t, dev, what, 1, func() (err error) { d1, d2, err = wp.SumcheckRound(); return err })

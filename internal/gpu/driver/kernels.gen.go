@@ -725,6 +725,16 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
+	{Name: "sc_tr_round_grind", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:492", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+		{Name: "sums", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "p", Type: "constant ScTrGrindParams&", Kind: ParamValue, Index: 4, ValueSize: 8},
+		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
+	}},
 	{Name: "whir_batch_blocks", Family: "whir", Pos: "shaders/openings/whir.metal:106", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "mu", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
