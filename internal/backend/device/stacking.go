@@ -61,6 +61,7 @@ type stackingProver struct {
 	released bool
 	bound    int        // variables bound: 0 before u_0, then 1 + rounds bound (as cpuref)
 	pending  *field.Fp4 // a bound u not yet folded into the tables
+	qFolded  bool       // ProveRounds folded q at the pending u into the other side (Openings reads it)
 	cur      int        // ping-pong side holding the current tables
 	logRows  int        // log rows of the current tables
 
@@ -661,6 +662,13 @@ func (sp *stackingProver) ProveRounds(tr *transcript.Transcript, n int) ([][2]fi
 			return nil, nil, err
 		}
 	}
+	// q's last fold at u_n too (W is not needed any more), so that Openings needs no sync of its
+	// own.
+	lr := sp.logRows - 1
+	if err := kernels.EncodeFoldLogged(b, sp.be.dev, sp.qt[sp.cur], 1<<sp.logRows, sp.qt[1-sp.cur], 1<<lr, sp.cols, lr, tt.Log, 3*(n-1)+2); err != nil {
+		return nil, nil, err
+	}
+	sp.qFolded = true
 	log, err := tt.ReadLog(3 * n)
 	if err != nil {
 		return nil, nil, err
@@ -726,7 +734,9 @@ func (sp *stackingProver) Openings() ([][]field.Fp4, error) {
 		return nil, ErrProverState
 	}
 	side := sp.cur
-	if sp.pending != nil {
+	if sp.qFolded {
+		side = 1 - sp.cur
+	} else if sp.pending != nil {
 		// The fold of q alone (W is not needed any more) into the other side, state unchanged:
 		// calling Openings again repeats it.
 		if err := sp.foldPending(false); err != nil {
