@@ -58,7 +58,10 @@ type whirProver struct {
 
 	codewords []*gpu.Array[kernels.Mont]
 	trees     []*kernels.MerkleTree
-	released  bool
+	// trLog is SumcheckRounds' device transcript (made by its first call: one a proof, not one a
+	// WHIR round, whose small allocations would fall in the host's gap between rounds).
+	trLog    *kernels.DeviceTranscript
+	released bool
 }
 
 var _ stark.WhirProver = (*whirProver)(nil)
@@ -286,11 +289,18 @@ func (wp *whirProver) SumcheckRounds(tr *transcript.Transcript, k, bits int) ([]
 	if k < 1 || wp.vars() < k {
 		return nil, nil, nil, fmt.Errorf("%w: %d rounds on a table of %d variables", ErrWhirState, k, wp.vars())
 	}
-	tt, err := wp.be.hash.NewDeviceTranscript(4 * k)
-	if err != nil {
-		return nil, nil, nil, err
+	if wp.trLog != nil && wp.trLog.Log.Len() < 4*k {
+		wp.trLog.Close()
+		wp.trLog = nil
 	}
-	defer tt.Close()
+	if wp.trLog == nil {
+		var err error
+		if wp.trLog, err = wp.be.hash.NewDeviceTranscript(4 * k); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	tt := wp.trLog
+	var err error
 	if err := tt.SetState(tr.State()); err != nil {
 		return nil, nil, nil, err
 	}
@@ -638,6 +648,10 @@ func (wp *whirProver) Release() {
 	}
 	for _, a := range wp.codewords {
 		a.Free()
+	}
+	if wp.trLog != nil {
+		wp.trLog.Close()
+		wp.trLog = nil
 	}
 	wp.trees, wp.codewords = nil, nil
 	wp.f, wp.w = [2]*gpu.Array[kernels.Mont4]{}, [2]*gpu.Array[kernels.Mont4]{}
