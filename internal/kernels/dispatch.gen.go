@@ -812,6 +812,18 @@ func (v scTrRoundParams) arg() gpu.Arg {
 	return gpu.U32(v.at)
 }
 
+// trObserveSampleParams is the value struct TrObserveSampleParams of the shaders: uint fields in declaration order.
+type trObserveSampleParams struct {
+	srcOff uint32
+	n      uint32
+	sample uint32
+	at     uint32
+}
+
+func (v trObserveSampleParams) arg() gpu.Arg {
+	return gpu.U32(v.srcOff, v.n, v.sample, v.at)
+}
+
 // scTrGrindParams is the value struct ScTrGrindParams of the shaders: uint fields in declaration order.
 type scTrGrindParams struct {
 	at   uint32
@@ -869,10 +881,12 @@ type whirHornerParams struct {
 	z1       uint32
 	z2       uint32
 	z3       uint32
+	zAt      uint32
+	zSquares uint32
 }
 
 func (v whirHornerParams) arg() gpu.Arg {
-	return gpu.U32(v.nOut, v.logChunk, v.srcOff, v.dstOff, v.z0, v.z1, v.z2, v.z3)
+	return gpu.U32(v.nOut, v.logChunk, v.srcOff, v.dstOff, v.z0, v.z1, v.z2, v.z3, v.zAt, v.zSquares)
 }
 
 // whirEqTablesParams is the value struct WhirEqTablesParams of the shaders: uint fields in declaration order.
@@ -1243,7 +1257,12 @@ func dispatchScTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, t
 	return enc.Dispatch("sc_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchScTrRoundGrind encodes kernel sc_tr_round_grind (shaders/openings/stacked_reduction.metal:492).
+// dispatchTrObserveSample encodes kernel tr_observe_sample (shaders/openings/stacked_reduction.metal:486).
+func dispatchTrObserveSample(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p trObserveSampleParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("tr_observe_sample", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
+}
+
+// dispatchScTrRoundGrind encodes kernel sc_tr_round_grind (shaders/openings/stacked_reduction.metal:526).
 func dispatchScTrRoundGrind(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p scTrGrindParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_tr_round_grind", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
@@ -1263,12 +1282,12 @@ func dispatchWhirFp4ToPlanes(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buff
 	return enc.Dispatch("whir_fp4_to_planes", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirHorner encodes kernel whir_horner (shaders/openings/whir.metal:227).
-func dispatchWhirHorner(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirHornerParams) *gpu.Batch {
-	return enc.Dispatch("whir_horner", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
+// dispatchWhirHorner encodes kernel whir_horner (shaders/openings/whir.metal:232).
+func dispatchWhirHorner(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, zs *gpu.Buffer, p whirHornerParams) *gpu.Batch {
+	return enc.Dispatch("whir_horner", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(zs), p.arg()})
 }
 
-// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:258).
+// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:268).
 func dispatchWhirPowEqTables(enc *gpu.Batch, groups, tpg gpu.Dim3, pc *gpu.Buffer, lo *gpu.Buffer, hi *gpu.Buffer, p whirEqTablesParams) *gpu.Batch {
 	return enc.Dispatch("whir_pow_eq_tables", groups, tpg, []gpu.Arg{gpu.Buf(pc), gpu.Buf(lo), gpu.Buf(hi), p.arg()})
 }

@@ -103,6 +103,20 @@ func (g *Grind) searchShape(count int) (groups, tpg int) {
 // SetState, with the witness at absorbIdx (< 8) and mask 2^bits − 1 (0 ≤ bits ≤ 30): the result
 // (ReadResult) is the smallest passing candidate, or none. base + count ≤ p, 1 ≤ count ≤ 2^30.
 func (g *Grind) EncodeSearch(b *gpu.Batch, absorbIdx, bits int, base, count uint32) error {
+	return g.encodeSearch(b, g.state.Buffer, absorbIdx, bits, base, count)
+}
+
+// EncodeSearchFrom is EncodeSearch from the state in the first 16 Montgomery words of state (a
+// device transcript's sponge, DeviceTranscript.State) instead of SetState's.
+func (g *Grind) EncodeSearchFrom(b *gpu.Batch, state *gpu.Buffer, absorbIdx, bits int, base, count uint32) error {
+	if state.Size() < 4*poseidon2.Width {
+		return fmt.Errorf("kernels: Grind: a state of %d bytes", state.Size())
+	}
+	return g.encodeSearch(b, state, absorbIdx, bits, base, count)
+}
+
+// encodeSearch is EncodeSearch from state.
+func (g *Grind) encodeSearch(b *gpu.Batch, state *gpu.Buffer, absorbIdx, bits int, base, count uint32) error {
 	if absorbIdx < 0 || absorbIdx >= 8 || bits < 0 || bits > 30 {
 		return fmt.Errorf("kernels: Grind: absorb index %d, %d bits", absorbIdx, bits)
 	}
@@ -110,7 +124,7 @@ func (g *Grind) EncodeSearch(b *gpu.Batch, absorbIdx, bits int, base, count uint
 		return fmt.Errorf("kernels: Grind: candidates [%d, %d + %d) not a non-empty range of at most 2^30 below p", base, base, count)
 	}
 	groups, tpg := g.searchShape(int(count))
-	dispatchGrindSearch(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), g.state.Buffer, g.rc.Buffer, g.groupMin.Buffer, g.found.Buffer, grindParams{absorbIdx: uint32(absorbIdx), mask: uint32(1)<<bits - 1, base: base, count: count}, uint32(4*tpg))
+	dispatchGrindSearch(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), state, g.rc.Buffer, g.groupMin.Buffer, g.found.Buffer, grindParams{absorbIdx: uint32(absorbIdx), mask: uint32(1)<<bits - 1, base: base, count: count}, uint32(4*tpg))
 	// One group reduces the group minima (a single thread on the host: a plain loop over at
 	// most 2^12 values; a full group on GPUs) and resets found for the next search, so that no
 	// copy is encoded before grind_search (a device-to-device copy costs the host a launch).
@@ -140,8 +154,11 @@ func (g *Grind) ReadResult() (uint32, bool, error) {
 // slices below that cost the same (the launch latency), and each thread stops at its first hit
 // only after ~2^bits of its own candidates: slices of 2^(bits+1) (a hit in 86 % of first slices),
 // at least 2^16 and at most 2^27 (tens of ms, so cancellation stays prompt at 30 bits).
-func (g *Grind) SliceSize(bits int) int {
-	if isHost(g.dev) {
+func (g *Grind) SliceSize(bits int) int { return GrindSlice(g.dev, bits) }
+
+// GrindSlice is Grind.SliceSize on dev.
+func GrindSlice(dev *gpu.Device, bits int) int {
+	if isHost(dev) {
 		return 1 << min(max(bits-3, 8), 24)
 	}
 	return 1 << min(max(bits+1, 16), 27)

@@ -162,3 +162,42 @@ func (t *DeviceTranscript) EncodeSumcheckRoundGrind(b *gpu.Batch, s *Sumcheck, a
 		scTrGrindParams{at: uint32(at), bits: uint32(bits)}, uint32(4*(poseidon2RCLen+17+33*s16)))
 	return b.Err()
 }
+
+// trObserveSampleScratch is tr_observe_sample's threadgroup memory (as sc_tr_round's).
+const trObserveSampleScratch = sumcheckTrScratch
+
+// EncodeObserveSample encodes a transcript step over values another kernel left in device
+// memory: the n Montgomery words of src from word off observed, then, when sample, an Fp4
+// sampled into Log[at] (tr_observe_sample).
+func (t *DeviceTranscript) EncodeObserveSample(b *gpu.Batch, src *gpu.Buffer, off, n int, sample bool, at int) error {
+	if err := t.live(); err != nil {
+		return err
+	}
+	if off < 0 || n < 0 || 4*(off+n) > src.Size() {
+		return fmt.Errorf("kernels: DeviceTranscript: %d words at %d of %s (%d bytes)", n, off, src.Name(), src.Size())
+	}
+	s := uint32(0)
+	if sample {
+		if at < 0 || at >= t.Log.Len() {
+			return fmt.Errorf("kernels: DeviceTranscript: a sample at %d of a log of %d", at, t.Log.Len())
+		}
+		s = 1
+	}
+	tpg, err := t.groupFor("tr_observe_sample", 32)
+	if err != nil {
+		return err
+	}
+	dispatchTrObserveSample(b, gpu.D1(1), gpu.D1(uint32(tpg)), src, t.Log.Buffer, t.state.Buffer, t.rc.Buffer,
+		trObserveSampleParams{srcOff: uint32(off), n: uint32(n), sample: s, at: uint32(max(at, 0))}, trObserveSampleScratch)
+	return b.Err()
+}
+
+// EncodeObserveRoot is EncodeObserveSample of tree's root (as transcript.ObserveDigest), then an
+// Fp4 sampled into Log[at]. tree's kernels must have been encoded before.
+func (t *DeviceTranscript) EncodeObserveRoot(b *gpu.Batch, tree *MerkleTree, at int) error {
+	return t.EncodeObserveSample(b, tree.layers.Buffer, poseidon2.DigestSize*layerOffset(tree.QueryStride(), tree.depth), poseidon2.DigestSize, true, at)
+}
+
+// State is the sponge's buffer: 16 Montgomery words (a state as Grind.EncodeSearchFrom reads
+// it), then the absorb and sample indices.
+func (t *DeviceTranscript) State() *gpu.Buffer { return t.state.Buffer }

@@ -157,6 +157,23 @@ func HornerScratchLen(n int) int {
 // z^16, z^256, …: exact, as every association is in a field). The result is Fp4 element at of
 // scratch (HornerScratchLen(n) entries); n = 1 copies c[0] there.
 func EncodeHorner(b *gpu.Batch, dev *gpu.Device, c *gpu.Array[Mont4], n int, z field.Fp4, scratch *gpu.Array[Mont4]) (at int, err error) {
+	return encodeHorner(b, dev, c, n, z, nil, whirZParam, scratch)
+}
+
+// whirZParam is WhirHornerParams.z_at for z passed as a parameter (WHIR_Z_PARAM).
+const whirZParam = 0xffffffff
+
+// EncodeHornerLogged is EncodeHorner at the point log[at] that a device transcript's step
+// sampled (DeviceTranscript.EncodeObserveSample): the host need not know it.
+func EncodeHornerLogged(b *gpu.Batch, dev *gpu.Device, c *gpu.Array[Mont4], n int, log *gpu.Array[Mont4], at int, scratch *gpu.Array[Mont4]) (int, error) {
+	if log == nil || at < 0 || at >= log.Len() {
+		return 0, fmt.Errorf("kernels: Horner: a point at %d of the log", at)
+	}
+	return encodeHorner(b, dev, c, n, field.Fp4{}, log, uint32(at), scratch)
+}
+
+// encodeHorner is EncodeHorner at z (zAt = whirZParam) or at log[zAt].
+func encodeHorner(b *gpu.Batch, dev *gpu.Device, c *gpu.Array[Mont4], n int, z field.Fp4, log *gpu.Array[Mont4], zAt uint32, scratch *gpu.Array[Mont4]) (at int, err error) {
 	logN, ok := field.Log2(n)
 	if !ok {
 		return 0, fmt.Errorf("kernels: Horner: %d coefficients (not a power of two)", n)
@@ -171,16 +188,22 @@ func EncodeHorner(b *gpu.Batch, dev *gpu.Device, c *gpu.Array[Mont4], n int, z f
 		b.Copy(scratch.Buffer, 0, c.Buffer, 0, 16)
 		return 0, b.Err()
 	}
-	src, srcOff, dstOff := c, 0, 0
+	zs := c.Buffer // bound but unread when z is a parameter
+	if log != nil {
+		zs = log.Buffer
+	}
+	src, srcOff, dstOff, squares := c, 0, 0, 0
 	for _, lc := range hornerPlan(logN) {
 		logN -= lc
 		nOut := 1 << logN
 		zm := MontFp4(z)
 		g, tp := shapeFor(dev, "whir_horner", nOut)
-		dispatchWhirHorner(b, g, tp, src.Buffer, scratch.Buffer, whirHornerParams{nOut: uint32(nOut), logChunk: uint32(lc), srcOff: uint32(srcOff), dstOff: uint32(dstOff), z0: zm[0], z1: zm[1], z2: zm[2], z3: zm[3]})
+		dispatchWhirHorner(b, g, tp, src.Buffer, scratch.Buffer, zs, whirHornerParams{nOut: uint32(nOut), logChunk: uint32(lc), srcOff: uint32(srcOff), dstOff: uint32(dstOff),
+			z0: zm[0], z1: zm[1], z2: zm[2], z3: zm[3], zAt: zAt, zSquares: uint32(squares)})
 		for range lc {
 			z = z.Square()
 		}
+		squares += lc
 		src, srcOff, at = scratch, dstOff, dstOff
 		dstOff += nOut
 	}

@@ -282,3 +282,14 @@ type Meter interface {
 	// ResetPeak restarts MemoryPeak from the memory in use now.
 	ResetPeak()
 }
+
+// WhirDeviceCommit is a WhirProver that runs a WHIR round's commitment and the transcript's
+// steps after it with a copy of the stage's transcript on its device. ProveWhir replays what
+// CommitRound returns through its own transcript (the sample compared, the witness checked:
+// ErrDeviceTranscript).
+type WhirDeviceCommit interface {
+	// CommitRound is CommitFolded(logDomain), then from tr's state (tr is not changed): the root
+	// observed, z sampled, y = EvalFolded(z) observed, and the smallest witness of a bits-bit
+	// proof of work ground (0 for no bits), as the stage's loop does.
+	CommitRound(tr *transcript.Transcript, logDomain, bits int) (root Digest, z, y field.Fp4, w field.Fp, err error)
+}

@@ -116,7 +116,27 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 			}
 		}
 		var z0 field.Fp4
-		if !last {
+		var w field.Fp
+		switch dc, ok := wp.(WhirDeviceCommit); {
+		case !last && ok:
+			// The commitment and the transcript's steps up to the query-phase witness on the
+			// device, replayed here.
+			root, zd, y0, wd, err := dc.CommitRound(tr, lrs-1, p.Whir.QueryPhasePowBits)
+			if err != nil {
+				return WhirProof{}, err
+			}
+			tr.ObserveDigest(root)
+			proof.CodewordCommits = append(proof.CodewordCommits, root)
+			if z0 = tr.SampleExt(); z0 != zd {
+				return WhirProof{}, fmt.Errorf("%w: WHIR round %d's out-of-domain point: %v on the device, %v here", ErrDeviceTranscript, r, zd, z0)
+			}
+			tr.ObserveExt(y0)
+			proof.OODValues = append(proof.OODValues, y0)
+			if !tr.CheckWitness(p.Whir.QueryPhasePowBits, wd) {
+				return WhirProof{}, fmt.Errorf("%w: WHIR round %d: the device's query-phase witness %d fails the proof of work", ErrDeviceTranscript, r, wd)
+			}
+			w = wd
+		case !last:
 			root, err := wp.CommitFolded(lrs - 1)
 			if err != nil {
 				return WhirProof{}, err
@@ -130,17 +150,19 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 			}
 			tr.ObserveExt(y0)
 			proof.OODValues = append(proof.OODValues, y0)
-		} else {
+			if w, err = grind(p.Whir.QueryPhasePowBits); err != nil {
+				return WhirProof{}, err
+			}
+		default:
 			fp, err := wp.FinalPoly()
 			if err != nil {
 				return WhirProof{}, err
 			}
 			tr.ObserveSlice(flattenExt(fp)) // as ObserveExt of each, in one absorb (2^d of them)
 			proof.FinalPoly = fp
-		}
-		w, err := grind(p.Whir.QueryPhasePowBits)
-		if err != nil {
-			return WhirProof{}, err
+			if w, err = grind(p.Whir.QueryPhasePowBits); err != nil {
+				return WhirProof{}, err
+			}
 		}
 		proof.QueryPhasePowWitnesses = append(proof.QueryPhasePowWitnesses, w)
 		qbits := lrs - k

@@ -472,6 +472,40 @@ kernel void sc_tr_round(device const uint* sums [[buffer(0)]],
   p2g_sponge_store(ts, sp, tid);
 }
 
+struct TrObserveSampleParams {
+  uint src_off;  // uint index in src of the first value observed (Montgomery)
+  uint n;        // values observed
+  uint sample;   // 1: then an Fp4 sampled into trlog[at]
+  uint at;
+};
+
+// A transcript step on the device (kernels.DeviceTranscript) over values another kernel left in
+// device memory: src[src_off .. src_off + n) observed (a Merkle root, an evaluation), then, when
+// asked, an Fp4 sampled into the log. One group of ≥ 16 threads (poseidon2_group.h); scratch:
+// 48 + P2_RC_LEN uints.
+kernel void tr_observe_sample(device const uint* src [[buffer(0)]],
+                              device uint* trlog [[buffer(1)]],
+                              device uint* ts [[buffer(2)]],
+                              constant uint* rc [[buffer(3)]],
+                              constant TrObserveSampleParams& p [[buffer(4)]],
+                              threadgroup uint* scratch [[threadgroup(0)]],
+                              uint tid [[thread_index_in_threadgroup]],
+                              uint tpg [[threads_per_threadgroup]]) {
+  threadgroup uint* xs = scratch;
+  threadgroup uint* out = scratch + 32u;
+  threadgroup uint* rcs = scratch + 48u;
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
+  p2g_load_constants(rc, rcs, tid, tpg);
+  for (uint i = 0u; i < p.n; i++) p2g_observe(sp, src[p.src_off + i], rcs, tid, xs, out);
+  if (p.sample != 0u) {
+    bb4 z = p2g_sample4(sp, rcs, tid, xs, out);
+    if (tid == 0u) bb4_store(trlog, p.at, z);
+  }
+  threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
+  p2g_sponge_store(ts, sp, tid);
+}
+
 // sc_tr_round_grind's marker of a pass without a hit.
 #define SC_TR_NO_WITNESS 0xffffffffu
 

@@ -220,13 +220,19 @@ struct WhirHornerParams {
   uint src_off;    // Fp4 element offsets into src and dst
   uint dst_off;
   uint z0, z1, z2, z3;  // the point z (Fp4)
+  uint z_at;       // WHIR_Z_PARAM: z is z0..z3; else z = zs[z_at]^(2^z_squares) (a device
+  uint z_squares;  // transcript's log: the point its step sampled)
 };
+
+// WhirHornerParams.z_at when z is the parameters' own z0..z3.
+#define WHIR_Z_PARAM 0xffffffffu
 
 // dst[t] = Σ_{i<C} src[t·C + i]·z^i for t < n_out (Fp4, Horner's rule). Applied again to its
 // output with z^C it continues the evaluation: Σ_b c[b]·z^b = Σ_t (Σ_i c[tC + i] z^i)·(z^C)^t.
 kernel void whir_horner(device const uint* src [[buffer(0)]],
                         device uint* dst [[buffer(1)]],
-                        constant WhirHornerParams& p [[buffer(2)]],
+                        device const uint* zs [[buffer(2)]],
+                        constant WhirHornerParams& p [[buffer(3)]],
                         uint gid [[thread_position_in_grid]],
                         uint stride [[threads_per_grid]]) {
   uint n_out = p.n_out;
@@ -234,6 +240,10 @@ kernel void whir_horner(device const uint* src [[buffer(0)]],
   uint src_off = p.src_off;
   uint dst_off = p.dst_off;
   bb4 z = bb4_make(p.z0, p.z1, p.z2, p.z3);
+  if (p.z_at != WHIR_Z_PARAM) {
+    z = bb4_load(zs, p.z_at);
+    for (uint q = 0u; q < p.z_squares; q++) z = bb4_square(z);
+  }
   for (uint t = gid; t < n_out; t += stride) {
     uint base = src_off + (t << lc);
     bb4 acc = bb4_zero();

@@ -34,22 +34,12 @@ func (b *Backend) FindWitness(ctx context.Context, state [poseidon2.Width]field.
 	if bits <= hostGrindMaxBits {
 		return hostSearch(ctx, state, absorbIdx, bits)
 	}
-	b.grindMu.Lock()
-	defer b.grindMu.Unlock()
-	if b.grind == nil {
-		b.mu.Lock()
-		closed := b.closed
-		b.mu.Unlock()
-		if closed {
-			return 0, ErrClosed
-		}
-		g, err := b.hash.NewGrind()
-		if err != nil {
-			return 0, err
-		}
-		b.grind = g
+	g, unlock, err := b.grinder()
+	if err != nil {
+		return 0, err
 	}
-	w, ok, err := b.grind.Search(ctx, state, absorbIdx, bits)
+	defer unlock()
+	w, ok, err := g.Search(ctx, state, absorbIdx, bits)
 	if err != nil {
 		return 0, err
 	}
@@ -73,4 +63,24 @@ func hostSearch(ctx context.Context, state [poseidon2.Width]field.Fp, idx, bits 
 		}
 	}
 	return 0, transcript.ErrNoWitness
+}
+
+// grinder returns the search buffers (made on first use), held until unlock: concurrent searches
+// take turns.
+func (b *Backend) grinder() (g *kernels.Grind, unlock func(), err error) {
+	b.grindMu.Lock()
+	if b.grind == nil {
+		b.mu.Lock()
+		closed := b.closed
+		b.mu.Unlock()
+		if closed {
+			b.grindMu.Unlock()
+			return nil, nil, ErrClosed
+		}
+		if b.grind, err = b.hash.NewGrind(); err != nil {
+			b.grindMu.Unlock()
+			return nil, nil, err
+		}
+	}
+	return b.grind, b.grindMu.Unlock, nil
 }

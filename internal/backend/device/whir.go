@@ -409,35 +409,141 @@ func (wp *whirProver) CommitFolded(logDomain int) (stark.Digest, error) {
 	if err := wp.live(); err != nil {
 		return stark.Digest{}, err
 	}
+	_, tree, err := wp.encodeCommit(logDomain)
+	if err != nil {
+		return stark.Digest{}, err
+	}
+	return tree.Root()
+}
+
+// encodeCommit encodes the folded f's codeword on 2^logDomain points (logDomain checked) and its
+// Merkle tree, kept by the prover; it returns the batch.
+func (wp *whirProver) encodeCommit(logDomain int) (*gpu.Batch, *kernels.MerkleTree, error) {
 	d := wp.vars()
 	if logDomain < d || logDomain < wp.k || logDomain > field.TwoAdicity {
-		return stark.Digest{}, fmt.Errorf("%w: codeword of 2^%d for 2^%d coefficients, k = %d", ErrWhirState, logDomain, d, wp.k)
+		return nil, nil, fmt.Errorf("%w: codeword of 2^%d for 2^%d coefficients, k = %d", ErrWhirState, logDomain, d, wp.k)
 	}
 	b := wp.dev.Batch()
 	if err := wp.encodeCoeffs(b); err != nil {
-		return stark.Digest{}, err
+		return nil, nil, err
 	}
 	n := 1 << logDomain
 	cw, err := gpu.AllocArray[kernels.Mont](wp.dev, fmt.Sprintf("whir codeword %d", len(wp.codewords)), 4*n)
 	if err != nil {
-		return stark.Digest{}, err
+		return nil, nil, err
 	}
 	if err := kernels.EncodeFp4ToPlanes(b, wp.dev, wp.coeffs, 1<<wp.d, cw, logDomain); err != nil {
 		cw.Free()
-		return stark.Digest{}, err
+		return nil, nil, err
 	}
 	if err := wp.be.ntt.EncodeColumns(b, cw, n, 4, false); err != nil {
 		cw.Free()
-		return stark.Digest{}, err
+		return nil, nil, err
 	}
 	tree, err := wp.be.hash.EncodeMerkleTree(b, cw, n, 4, wp.k)
 	if err != nil {
 		cw.Free()
-		return stark.Digest{}, err
+		return nil, nil, err
 	}
 	wp.codewords = append(wp.codewords, cw)
 	wp.trees = append(wp.trees, tree)
-	return tree.Root()
+	return b, tree, nil
+}
+
+var _ stark.WhirDeviceCommit = (*whirProver)(nil)
+
+// CommitRound implements stark.WhirDeviceCommit: CommitFolded's kernels, then on the device the
+// transcript's steps after them (a copy of tr's state, kernels.DeviceTranscript): the root
+// observed and z sampled, the Horner passes at the logged z (EvalFolded's), y observed, and the
+// first slice of the query-phase grind searched from the sponge's state (kernels.Grind
+// EncodeSearchFrom). One sync (the root's download; z, y and the witness follow with no new
+// work); a slice without a hit continues the search one sync a slice, as FindWitness does.
+func (wp *whirProver) CommitRound(tr *transcript.Transcript, logDomain, bits int) (stark.Digest, field.Fp4, field.Fp4, field.Fp, error) {
+	var root stark.Digest
+	var z, y field.Fp4
+	if err := wp.live(); err != nil {
+		return root, z, y, 0, err
+	}
+	if bits < 0 || bits > transcript.MaxBits {
+		return root, z, y, 0, fmt.Errorf("%w: proof-of-work bits %d outside [0, %d]", ErrWhirState, bits, transcript.MaxBits)
+	}
+	// The absorb index the grind starts from: the observes and samples before it depend only on
+	// the counts, not the values.
+	probe := *tr
+	probe.ObserveDigest(stark.Digest{})
+	probe.SampleExt()
+	probe.ObserveExt(field.Fp4{})
+	_, absorbIdx, _ := probe.State()
+	if wp.trLog == nil {
+		var err error
+		if wp.trLog, err = wp.be.hash.NewDeviceTranscript(4 * wp.k); err != nil {
+			return root, z, y, 0, err
+		}
+	}
+	tt := wp.trLog
+	if err := tt.SetState(tr.State()); err != nil {
+		return root, z, y, 0, err
+	}
+	b, tree, err := wp.encodeCommit(logDomain)
+	if err != nil {
+		return root, z, y, 0, err
+	}
+	if err := tt.EncodeObserveRoot(b, tree, 0); err != nil {
+		return root, z, y, 0, err
+	}
+	n := 1 << wp.d
+	if wp.horner, err = wp.grow(wp.horner, "whir horner scratch", kernels.HornerScratchLen(n)); err != nil {
+		return root, z, y, 0, err
+	}
+	at, err := kernels.EncodeHornerLogged(b, wp.dev, wp.coeffs, n, tt.Log, 0, wp.horner)
+	if err != nil {
+		return root, z, y, 0, err
+	}
+	if err := tt.EncodeObserveSample(b, wp.horner.Buffer, 4*at, 4, false, 0); err != nil {
+		return root, z, y, 0, err
+	}
+	var g *kernels.Grind
+	slice := uint32(0)
+	if bits > 0 {
+		var unlock func()
+		if g, unlock, err = wp.be.grinder(); err != nil {
+			return root, z, y, 0, err
+		}
+		defer unlock()
+		slice = uint32(min(uint64(g.SliceSize(bits)), uint64(field.P)))
+		if err := g.EncodeSearchFrom(b, tt.State(), absorbIdx, bits, 0, slice); err != nil {
+			return root, z, y, 0, err
+		}
+	}
+	if root, err = tree.Root(); err != nil {
+		return root, z, y, 0, err
+	}
+	log, err := tt.ReadLog(1)
+	if err != nil {
+		return root, z, y, 0, err
+	}
+	z = log[0]
+	var v [1]kernels.Mont4
+	if err := wp.horner.Read(v[:], at); err != nil {
+		return root, z, y, 0, err
+	}
+	y = kernels.Fp4Of(v[0])
+	if bits == 0 {
+		return root, z, y, 0, nil
+	}
+	for base := uint32(0); ; {
+		w, ok, err := g.ReadResult()
+		if err != nil || ok {
+			return root, z, y, field.Fp(w), err
+		}
+		if base += slice; uint64(base) >= uint64(field.P) {
+			return root, z, y, 0, transcript.ErrNoWitness
+		}
+		count := uint32(min(uint64(slice), uint64(field.P)-uint64(base)))
+		if err := g.EncodeSearchFrom(wp.dev.Batch(), tt.State(), absorbIdx, bits, base, count); err != nil {
+			return root, z, y, 0, err
+		}
+	}
 }
 
 // EvalFolded returns Σ_b coeffs[b]·z^b (device Horner passes, one sync, 16 bytes).

@@ -303,7 +303,54 @@ func driveWhir(t *testing.T, r *rand.Rand, p params.SystemParams, dev *gpu.Devic
 			}
 		}
 		var z0 field.Fp4
-		if !last {
+		if !last && tr != nil {
+			// CommitRound: the commitment and the transcript's steps to the query-phase witness
+			// on the device, against cpuref's commitment and evaluation with tr's steps.
+			dc, ok := wp.(stark.WhirDeviceCommit)
+			if !ok {
+				t.Fatal("the device WHIR prover does not commit its rounds with the device transcript")
+			}
+			bits := p.Whir.QueryPhasePowBits
+			before := *tr
+			var root stark.Digest
+			var zd, y0 field.Fp4
+			var w field.Fp
+			var err error
+			s0 := dev.Stats().Syncs
+			if root, zd, y0, w, err = dc.CommitRound(tr, lrs-1, bits); err != nil {
+				t.Fatal(err)
+			}
+			// One sync, and one more for each slice of the search before the witness's.
+			if n, want := dev.Stats().Syncs-s0, 1+int(w)/kernels.GrindSlice(dev, max(bits, 1)); n != want {
+				t.Errorf("round %d CommitRound (witness %d): %d syncs, want %d", round, w, n, want)
+			}
+			if !tr.Same(&before) {
+				t.Fatal("CommitRound changed the caller's transcript")
+			}
+			want, err := ref.CommitFolded(lrs - 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if root != want {
+				t.Fatalf("round %d: codeword roots differ", round)
+			}
+			tr.ObserveDigest(want)
+			if z0 = tr.SampleExt(); zd != z0 {
+				t.Fatalf("round %d: z %v, want %v", round, zd, z0)
+			}
+			wantY, err := ref.EvalFolded(z0)
+			if err != nil || y0 != wantY {
+				t.Fatalf("round %d: y %v, cpuref %v (%v)", round, y0, wantY, err)
+			}
+			tr.ObserveExt(wantY)
+			wantW, err := tr.GrindWith(context.Background(), transcript.HostGrinder{}, bits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w != wantW {
+				t.Fatalf("round %d: %d-bit witness %d, want %d", round, bits, w, wantW)
+			}
+		} else if !last {
 			var root stark.Digest
 			whirSyncs(t, dev, "CommitFolded", 1, func() (err error) { root, err = wp.CommitFolded(lrs - 1); return err })
 			want, err := ref.CommitFolded(lrs - 1)

@@ -7694,6 +7694,40 @@ MSL_KERNEL void msl_kernel_sc_tr_round(MSL_DEVICE const uint* sums              
   p2g_sponge_store(ts, sp, tid);
 }
 
+struct TrObserveSampleParams {
+  uint src_off;  // uint index in src of the first value observed (Montgomery)
+  uint n;        // values observed
+  uint sample;   // 1: then an Fp4 sampled into trlog[at]
+  uint at;
+};
+
+// A transcript step on the device (kernels.DeviceTranscript) over values another kernel left in
+// device memory: src[src_off .. src_off + n) observed (a Merkle root, an evaluation), then, when
+// asked, an Fp4 sampled into the log. One group of ≥ 16 threads (poseidon2_group.h); scratch:
+// 48 + P2_RC_LEN uints.
+MSL_KERNEL void msl_kernel_tr_observe_sample(MSL_DEVICE const uint* src              ,
+                              MSL_DEVICE uint* trlog              ,
+                              MSL_DEVICE uint* ts              ,
+                              MSL_CONSTANT uint* rc              ,
+                              MSL_CONSTANT TrObserveSampleParams& p              ,
+                              MSL_THREADGROUP uint* scratch                   ,
+                              uint tid                                ,
+                              uint tpg                            ) {
+  MSL_THREADGROUP uint* xs = scratch;
+  MSL_THREADGROUP uint* out = scratch + 32u;
+  MSL_THREADGROUP uint* rcs = scratch + 48u;
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
+  p2g_load_constants(rc, rcs, tid, tpg);
+  for (uint i = 0u; i < p.n; i++) p2g_observe(sp, src[p.src_off + i], rcs, tid, xs, out);
+  if (p.sample != 0u) {
+    bb4 z = p2g_sample4(sp, rcs, tid, xs, out);
+    if (tid == 0u) bb4_store(trlog, p.at, z);
+  }
+  threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
+  p2g_sponge_store(ts, sp, tid);
+}
+
 // sc_tr_round_grind's marker of a pass without a hit.
 #define SC_TR_NO_WITNESS 0xffffffffu
 
@@ -7995,12 +8029,18 @@ struct WhirHornerParams {
   uint src_off;    // Fp4 element offsets into src and dst
   uint dst_off;
   uint z0, z1, z2, z3;  // the point z (Fp4)
+  uint z_at;       // WHIR_Z_PARAM: z is z0..z3; else z = zs[z_at]^(2^z_squares) (a device
+  uint z_squares;  // transcript's log: the point its step sampled)
 };
+
+// WhirHornerParams.z_at when z is the parameters' own z0..z3.
+#define WHIR_Z_PARAM 0xffffffffu
 
 // dst[t] = Σ_{i<C} src[t·C + i]·z^i for t < n_out (Fp4, Horner's rule). Applied again to its
 // output with z^C it continues the evaluation: Σ_b c[b]·z^b = Σ_t (Σ_i c[tC + i] z^i)·(z^C)^t.
 MSL_KERNEL void msl_kernel_whir_horner(MSL_DEVICE const uint* src              ,
                         MSL_DEVICE uint* dst              ,
+                        MSL_DEVICE const uint* zs              ,
                         MSL_CONSTANT WhirHornerParams& p              ,
                         uint gid                            ,
                         uint stride                     ) {
@@ -8009,6 +8049,10 @@ MSL_KERNEL void msl_kernel_whir_horner(MSL_DEVICE const uint* src              ,
   uint src_off = p.src_off;
   uint dst_off = p.dst_off;
   bb4 z = bb4_make(p.z0, p.z1, p.z2, p.z3);
+  if (p.z_at != WHIR_Z_PARAM) {
+    z = bb4_load(zs, p.z_at);
+    for (uint q = 0u; q < p.z_squares; q++) z = bb4_square(z);
+  }
   for (uint t = gid; t < n_out; t += stride) {
     uint base = src_off + (t << lc);
     bb4 acc = bb4_zero();
@@ -8933,6 +8977,18 @@ extern "C" __global__ void mslk_sc_tr_round(MSL_DEVICE const uint* sums, MSL_DEV
       msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
 }
 
+extern "C" __global__ void mslk_tr_observe_sample(MSL_DEVICE const uint* src, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_CONSTANT TrObserveSampleParams p, unsigned tg_off_0) {
+  msl_kernel_tr_observe_sample(
+      src,
+      trlog,
+      ts,
+      rc,
+      p,
+      (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
+      msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
+      msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
+}
+
 extern "C" __global__ void mslk_sc_tr_round_grind(MSL_DEVICE const uint* sums, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_CONSTANT ScTrGrindParams p, unsigned tg_off_0) {
   msl_kernel_sc_tr_round_grind(
       sums,
@@ -8974,10 +9030,11 @@ extern "C" __global__ void mslk_whir_fp4_to_planes(MSL_DEVICE const uint* src, M
       msl_cvt<uint>(msl_bi_threads_per_grid()));
 }
 
-extern "C" __global__ void mslk_whir_horner(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT WhirHornerParams p) {
+extern "C" __global__ void mslk_whir_horner(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_DEVICE const uint* zs, MSL_CONSTANT WhirHornerParams p) {
   msl_kernel_whir_horner(
       src,
       dst,
+      zs,
       p,
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),
       msl_cvt<uint>(msl_bi_threads_per_grid()));

@@ -725,7 +725,17 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sc_tr_round_grind", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:492", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "tr_observe_sample", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:486", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "p", Type: "constant TrObserveSampleParams&", Kind: ParamValue, Index: 4, ValueSize: 16},
+		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
+	}},
+	{Name: "sc_tr_round_grind", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:526", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "sums", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -758,14 +768,15 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_horner", Family: "whir", Pos: "shaders/openings/whir.metal:227", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_horner", Family: "whir", Pos: "shaders/openings/whir.metal:232", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "p", Type: "constant WhirHornerParams&", Kind: ParamValue, Index: 2, ValueSize: 32},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
+		{Name: "zs", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "p", Type: "constant WhirHornerParams&", Kind: ParamValue, Index: 3, ValueSize: 40},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/openings/whir.metal:258", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/openings/whir.metal:268", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "pc", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lo", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "hi", Type: "device uint*", Kind: ParamBuffer, Index: 2},
