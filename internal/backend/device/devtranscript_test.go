@@ -1,0 +1,138 @@
+package device_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/metalprove/metalprove/internal/air"
+	"github.com/metalprove/metalprove/internal/air/testair"
+	"github.com/metalprove/metalprove/internal/field"
+	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/transcript"
+)
+
+// The device backend's provers with one value of a device-transcript run changed after it ran
+// (as a defective kernel would): the stage must refuse the proof (stark.ErrDeviceTranscript).
+
+type tamperConstraints struct {
+	inner  stark.ConstraintBackend
+	tamper func(polys [][]field.Fp4, r []field.Fp4)
+}
+
+func (b tamperConstraints) NewConstraintProver(p params.SystemParams, traces []*stark.AirInput, ch *stark.ConstraintChallenges) (stark.ConstraintProver, error) {
+	cp, err := b.inner.NewConstraintProver(p, traces, ch)
+	if err != nil {
+		return nil, err
+	}
+	return tamperConstraintProver{cp, b.tamper}, nil
+}
+
+type tamperConstraintProver struct {
+	stark.ConstraintProver
+	tamper func(polys [][]field.Fp4, r []field.Fp4)
+}
+
+func (cp tamperConstraintProver) ProveRounds(tr *transcript.Transcript, m *stark.ConstraintRoundMix) ([][]field.Fp4, []field.Fp4, error) {
+	polys, r, err := cp.ConstraintProver.(stark.ConstraintDeviceRounds).ProveRounds(tr, m)
+	if err == nil {
+		cp.tamper(polys, r)
+	}
+	return polys, r, err
+}
+
+type tamperWhir struct {
+	inner  stark.WhirBackend
+	rounds func(polys [][2]field.Fp4, ws []field.Fp, alphas []field.Fp4)
+	commit func(z *field.Fp4, w *field.Fp)
+}
+
+func (b tamperWhir) NewWhirProver(p params.SystemParams, commits []stark.Committed, mu field.Fp4, uCube []field.Fp4) (stark.WhirProver, error) {
+	wp, err := b.inner.NewWhirProver(p, commits, mu, uCube)
+	if err != nil {
+		return nil, err
+	}
+	return tamperWhirProver{wp, b}, nil
+}
+
+type tamperWhirProver struct {
+	stark.WhirProver
+	b tamperWhir
+}
+
+func (wp tamperWhirProver) SumcheckRounds(tr *transcript.Transcript, k, bits int) ([][2]field.Fp4, []field.Fp, []field.Fp4, error) {
+	polys, ws, alphas, err := wp.WhirProver.(stark.WhirDeviceRounds).SumcheckRounds(tr, k, bits)
+	if err == nil && wp.b.rounds != nil {
+		wp.b.rounds(polys, ws, alphas)
+	}
+	return polys, ws, alphas, err
+}
+
+func (wp tamperWhirProver) CommitRound(tr *transcript.Transcript, logDomain, bits int) (stark.Digest, field.Fp4, field.Fp4, field.Fp, error) {
+	root, z, y, w, err := wp.WhirProver.(stark.WhirDeviceCommit).CommitRound(tr, logDomain, bits)
+	if err == nil && wp.b.commit != nil {
+		wp.b.commit(&z, &w)
+	}
+	return root, z, y, w, err
+}
+
+// TestDeviceTranscriptDivergenceRefused: the device backend's constraint rounds and WHIR rounds
+// and commitments run on the device transcript; with their results passed through unchanged the
+// proof is the device backend's own, byte for byte; with one sum, bound value, witness or point
+// changed the proof is refused with ErrDeviceTranscript.
+func TestDeviceTranscriptDivergenceRefused(t *testing.T) {
+	be, _ := openHost(t)
+	p, err := preset("app-100bit", 16)() // two WHIR rounds: one commitment on the device
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := []testair.Instance{keccakInstance(4), testair.Fibonacci(0, 1, 16)}
+	airs := make([]air.Air, len(ins))
+	inputs := make([]stark.AirProvingInput, len(ins))
+	for i, in := range ins {
+		airs[i] = in.Air
+		inputs[i] = asProvingInput(in)
+	}
+	stages := be.Stages()
+	pk, err := stark.Keygen(p, airs, nil, stages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pk.Free()
+	want, err := stark.Prove(pk, inputs, p, stages, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := field.Fp4{1}
+	wrapped := func(c func(polys [][]field.Fp4, r []field.Fp4), w tamperWhir) *stark.Backend {
+		s := *stages
+		if c == nil {
+			c = func([][]field.Fp4, []field.Fp4) {}
+		}
+		s.Constraints = tamperConstraints{stages.Constraints, c}
+		w.inner = stages.Whir
+		s.Whir = w
+		return &s
+	}
+	got, err := stark.Prove(pk, inputs, p, wrapped(nil, tamperWhir{}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gb, _ := got.MarshalBinary()
+	wb, _ := want.MarshalBinary()
+	if string(gb) != string(wb) {
+		t.Fatal("the proof through the pass-through wrappers differs from the backend's own")
+	}
+	for what, s := range map[string]*stark.Backend{
+		"a constraint round's sum":       wrapped(func(polys [][]field.Fp4, _ []field.Fp4) { polys[0][1] = polys[0][1].Add(one) }, tamperWhir{}),
+		"a constraint round's challenge": wrapped(func(_ [][]field.Fp4, r []field.Fp4) { r[len(r)-1] = r[len(r)-1].Add(one) }, tamperWhir{}),
+		"a WHIR sumcheck's bound value":  wrapped(nil, tamperWhir{rounds: func(_ [][2]field.Fp4, _ []field.Fp, a []field.Fp4) { a[1] = a[1].Add(one) }}),
+		"a WHIR folding witness":         wrapped(nil, tamperWhir{rounds: func(_ [][2]field.Fp4, ws []field.Fp, _ []field.Fp4) { ws[0] += 1 }}),
+		"a WHIR out-of-domain point":     wrapped(nil, tamperWhir{commit: func(z *field.Fp4, _ *field.Fp) { *z = z.Add(one) }}),
+		"a WHIR query-phase witness":     wrapped(nil, tamperWhir{commit: func(_ *field.Fp4, w *field.Fp) { *w += 1 }}),
+	} {
+		if _, err := stark.Prove(pk, inputs, p, s, nil); !errors.Is(err, stark.ErrDeviceTranscript) {
+			t.Errorf("%s changed: %v, want ErrDeviceTranscript", what, err)
+		}
+	}
+}
