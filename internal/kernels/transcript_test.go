@@ -36,18 +36,8 @@ func TestSumcheckTranscriptRounds(t *testing.T) {
 		for range pending {
 			ht.Observe(fieldrand.Fp(r))
 		}
-		tt, err := h.NewDeviceTranscript(6)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tt.Close()
-		if err := tt.SetState(ht.State()); err != nil {
-			t.Fatal(err)
-		}
+		tt, f, w, src, dst := transcriptRoundFixture(t, h, &ht, 6, r, cols, logRows)
 		n := cols << logRows
-		f, w := randFp4s(r, n), randFp4s(r, n)
-		src := ProductTables{F: uploadFp4(t, f), W: uploadFp4(t, w), Cols: cols, LogRows: logRows, Stride: 1 << logRows}
-		dst := ProductTables{F: allocFp4(t, n/2), W: allocFp4(t, n/2), Cols: cols, LogRows: logRows - 1, Stride: 1 << (logRows - 1)}
 		b := testDev.Batch()
 		if err := sc.EncodeRound(b, src); err != nil {
 			t.Fatal(err)
@@ -188,18 +178,8 @@ func TestSumcheckTranscriptGrind(t *testing.T) {
 		for range 8 + pending {
 			ht.Observe(fieldrand.Fp(r))
 		}
-		tt, err := h.NewDeviceTranscript(8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tt.Close()
-		if err := tt.SetState(ht.State()); err != nil {
-			t.Fatal(err)
-		}
+		tt, f, w, src, dst := transcriptRoundFixture(t, h, &ht, 8, r, cols, logRows)
 		n := cols << logRows
-		f, w := randFp4s(r, n), randFp4s(r, n)
-		src := ProductTables{F: uploadFp4(t, f), W: uploadFp4(t, w), Cols: cols, LogRows: logRows, Stride: 1 << logRows}
-		dst := ProductTables{F: allocFp4(t, n/2), W: allocFp4(t, n/2), Cols: cols, LogRows: logRows - 1, Stride: 1 << (logRows - 1)}
 		b := testDev.Batch()
 		if err := sc.EncodeRound(b, src); err != nil {
 			t.Fatal(err)
@@ -266,4 +246,24 @@ func TestSumcheckTranscriptGrind(t *testing.T) {
 	if tt.EncodeSumcheckRoundGrind(testDev.Batch(), sc, 1, 5) == nil {
 		t.Error("a transcript step past the log's end was accepted")
 	}
+}
+
+// transcriptRoundFixture returns a device transcript of a log of n values in ht's state, random
+// product tables of 2^logRows rows (f, w: their values; src: on the device) and room for their
+// fold (dst).
+func transcriptRoundFixture(t *testing.T, h *Poseidon2, ht *transcript.Transcript, n int, r *rand.Rand, cols, logRows int) (*DeviceTranscript, []field.Fp4, []field.Fp4, ProductTables, ProductTables) {
+	t.Helper()
+	tt, err := h.NewDeviceTranscript(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tt.Close)
+	if err := tt.SetState(ht.State()); err != nil {
+		t.Fatal(err)
+	}
+	m := cols << logRows
+	f, w := randFp4s(r, m), randFp4s(r, m)
+	src := ProductTables{F: uploadFp4(t, f), W: uploadFp4(t, w), Cols: cols, LogRows: logRows, Stride: 1 << logRows}
+	dst := ProductTables{F: allocFp4(t, m/2), W: allocFp4(t, m/2), Cols: cols, LogRows: logRows - 1, Stride: 1 << (logRows - 1)}
+	return tt, f, w, src, dst
 }

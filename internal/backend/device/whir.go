@@ -272,6 +272,22 @@ func (wp *whirProver) SumcheckRound() (s1, s2 field.Fp4, err error) {
 	return wp.sc.ReadRound()
 }
 
+// deviceTranscript returns the prover's device transcript (trLog) with a log of at least n
+// values, in tr's state.
+func (wp *whirProver) deviceTranscript(tr *transcript.Transcript, n int) (*kernels.DeviceTranscript, error) {
+	if wp.trLog != nil && wp.trLog.Log.Len() < n {
+		wp.trLog.Close()
+		wp.trLog = nil
+	}
+	if wp.trLog == nil {
+		var err error
+		if wp.trLog, err = wp.be.hash.NewDeviceTranscript(max(n, 4*wp.k)); err != nil {
+			return nil, err
+		}
+	}
+	return wp.trLog, wp.trLog.SetState(tr.State())
+}
+
 var _ stark.WhirDeviceRounds = (*whirProver)(nil)
 
 // SumcheckRounds implements stark.WhirDeviceRounds: per round its sums (a pending fold and the
@@ -289,19 +305,8 @@ func (wp *whirProver) SumcheckRounds(tr *transcript.Transcript, k, bits int) ([]
 	if k < 1 || wp.vars() < k {
 		return nil, nil, nil, fmt.Errorf("%w: %d rounds on a table of %d variables", ErrWhirState, k, wp.vars())
 	}
-	if wp.trLog != nil && wp.trLog.Log.Len() < 4*k {
-		wp.trLog.Close()
-		wp.trLog = nil
-	}
-	if wp.trLog == nil {
-		var err error
-		if wp.trLog, err = wp.be.hash.NewDeviceTranscript(4 * k); err != nil {
-			return nil, nil, nil, err
-		}
-	}
-	tt := wp.trLog
-	var err error
-	if err := tt.SetState(tr.State()); err != nil {
+	tt, err := wp.deviceTranscript(tr, 4*k)
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	// Round i's sums at Log[4i], Log[4i+1], its witness at Log[4i+2], its bound value at Log[4i+3].
@@ -474,14 +479,8 @@ func (wp *whirProver) CommitRound(tr *transcript.Transcript, logDomain, bits int
 	probe.SampleExt()
 	probe.ObserveExt(field.Fp4{})
 	_, absorbIdx, _ := probe.State()
-	if wp.trLog == nil {
-		var err error
-		if wp.trLog, err = wp.be.hash.NewDeviceTranscript(4 * wp.k); err != nil {
-			return root, z, y, 0, err
-		}
-	}
-	tt := wp.trLog
-	if err := tt.SetState(tr.State()); err != nil {
+	tt, err := wp.deviceTranscript(tr, 1)
+	if err != nil {
 		return root, z, y, 0, err
 	}
 	b, tree, err := wp.encodeCommit(logDomain)
