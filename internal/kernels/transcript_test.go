@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -68,24 +69,7 @@ func TestSumcheckTranscriptRounds(t *testing.T) {
 		ht.ObserveExt(b2)
 		u2 := ht.SampleExt()
 		want := []field.Fp4{a1, a2, u1, b1, b2, u2}
-		for i := range want {
-			if got[i] != want[i] {
-				t.Errorf("%d pending: log[%d] = %v, want %v", pending, i, got[i], want[i])
-			}
-		}
-		words := make([]uint32, poseidon2.Width+2)
-		if err := tt.state.Read(words, 0); err != nil {
-			t.Fatal(err)
-		}
-		st, ai, si := ht.State()
-		for i, x := range st {
-			if CanonicalOf(Mont(words[i])) != x {
-				t.Errorf("%d pending: state word %d differs", pending, i)
-			}
-		}
-		if int(words[16]) != ai || int(words[17]) != si {
-			t.Errorf("%d pending: indices %d, %d, want %d, %d", pending, words[16], words[17], ai, si)
-		}
+		sameTranscript(t, fmt.Sprintf("%d pending", pending), tt, got, want, &ht)
 		b = testDev.Batch()
 		if tt.EncodeSumcheckRound(b, sc, 4) == nil {
 			t.Error("a transcript step past the log's end was accepted")
@@ -216,24 +200,7 @@ func TestSumcheckTranscriptGrind(t *testing.T) {
 		refFold(f, 1<<logRows, 1<<(logRows-1), cols, logRows-1, u1, ff)
 		refFold(w, 1<<logRows, 1<<(logRows-1), cols, logRows-1, u1, fw)
 		step(refRound(ff, fw, cols, logRows-1, 1<<(logRows-1)))
-		for i := range want {
-			if got[i] != want[i] {
-				t.Errorf("%d bits: log[%d] = %v, want %v", bits, i, got[i], want[i])
-			}
-		}
-		words := make([]uint32, poseidon2.Width+2)
-		if err := tt.state.Read(words, 0); err != nil {
-			t.Fatal(err)
-		}
-		st, ai, si := ht.State()
-		for i, x := range st {
-			if CanonicalOf(Mont(words[i])) != x {
-				t.Errorf("%d bits: state word %d differs", bits, i)
-			}
-		}
-		if int(words[16]) != ai || int(words[17]) != si {
-			t.Errorf("%d bits: indices %d, %d, want %d, %d", bits, words[16], words[17], ai, si)
-		}
+		sameTranscript(t, fmt.Sprintf("%d bits", bits), tt, got, want, &ht)
 	}
 	tt, err := h.NewDeviceTranscript(4)
 	if err != nil {
@@ -266,4 +233,28 @@ func transcriptRoundFixture(t *testing.T, h *Poseidon2, ht *transcript.Transcrip
 	src := ProductTables{F: uploadFp4(t, f), W: uploadFp4(t, w), Cols: cols, LogRows: logRows, Stride: 1 << logRows}
 	dst := ProductTables{F: allocFp4(t, m/2), W: allocFp4(t, m/2), Cols: cols, LogRows: logRows - 1, Stride: 1 << (logRows - 1)}
 	return tt, f, w, src, dst
+}
+
+// sameTranscript checks a device transcript's log values got against want and its sponge (state
+// and indices) against ht's.
+func sameTranscript(t *testing.T, what string, tt *DeviceTranscript, got, want []field.Fp4, ht *transcript.Transcript) {
+	t.Helper()
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%s: log[%d] = %v, want %v", what, i, got[i], want[i])
+		}
+	}
+	words := make([]uint32, poseidon2.Width+2)
+	if err := tt.state.Read(words, 0); err != nil {
+		t.Fatal(err)
+	}
+	st, ai, si := ht.State()
+	for i, x := range st {
+		if CanonicalOf(Mont(words[i])) != x {
+			t.Errorf("%s: state word %d differs", what, i)
+		}
+	}
+	if int(words[16]) != ai || int(words[17]) != si {
+		t.Errorf("%s: indices %d, %d, want %d, %d", what, words[16], words[17], ai, si)
+	}
 }
