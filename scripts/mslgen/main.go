@@ -830,6 +830,18 @@ static __device__ __forceinline__ __attribute__((unused)) msl_u3 msl_bi_thread_i
   return msl_u3{threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z), 0, 0};
 }
 
+// Programmatic dependent launch (sm_90+): the backend lets each kernel's groups become resident
+// while the kernel before it on the stream drains. So every kernel first waits, before any memory
+// access, until the previous grid has completed and its writes are visible, and only then lets
+// the next grid launch: at most one grid waits ahead. Absent below sm_90, where the backend
+// launches plainly. Metal's dispatches in one command buffer need nothing of the kind.
+static __device__ __forceinline__ void msl_grid_order() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 `
 
 // genCUDA: one extern "C" __global__ mslk_NAME per kernel computing the built-ins from
@@ -863,7 +875,7 @@ func genCUDA(ks []Kernel, amalg string) string {
 			}
 		}
 		params = append(append(params, byBuf...), byTG...)
-		fmt.Fprintf(&b, "extern \"C\" __global__ void mslk_%s(%s) {\n  msl_kernel_%s(\n      %s);\n}\n\n",
+		fmt.Fprintf(&b, "extern \"C\" __global__ void mslk_%s(%s) {\n  msl_grid_order();\n  msl_kernel_%s(\n      %s);\n}\n\n",
 			k.Name, strings.Join(params, ", "), k.Name, strings.Join(args, ",\n      "))
 	}
 	return b.String()

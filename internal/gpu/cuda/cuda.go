@@ -28,6 +28,10 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu/driver"
 )
 
+// gridOrderMarker is in a source whose kernels all begin with the glue's msl_grid_order
+// (scripts/mslgen): only such kernels may be launched with programmatic stream serialization.
+const gridOrderMarker = "griddepcontrol.wait"
+
 // kernelsSource is the amalgamated CUDA translation of shaders/*.metal (generated).
 //
 //go:embed kernels.gen.cu

@@ -189,6 +189,13 @@ func loadNVRTC(candidates []string) error {
 		"; install the CUDA toolkit's NVRTC or set CUDA_HOME or METALPROVE_NVRTC)", Err: cause}
 }
 
+func cBool(v bool) C.int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
 func cuErr(op, kernel string, r C.CUresult) error {
 	if r == 0 {
 		return nil
@@ -239,6 +246,18 @@ type backend struct {
 	log          zerolog.Logger
 	loadTime     time.Duration // the main module's cuModuleLoadData calls (loadModule)
 	rtcTime      time.Duration // loading NVRTC in loadModule (its version is in the cache keys)
+
+	// ordered: launches may allow programmatic stream serialization (sm_90+, the driver's
+	// cuLaunchKernelEx, and a source whose kernels begin with griddepcontrol.wait): a kernel's
+	// groups are made resident while the kernel before it drains, which hides most of the
+	// launch latency between the proof's dependent kernels.
+	// Only grids of at most orderedMaxGroups groups (an eighth of the SMs) are launched so: with
+	// every launch ordered, keccakf-1024's constraint stage lost 0.8 ms (large grids made
+	// resident early take whichever SMs the draining kernel frees, likely unevenly), with grids
+	// of up to 132 groups nothing; the chains of small kernels are what gain
+	// (docs/perf-notes/round-trips.md).
+	ordered          bool
+	orderedMaxGroups uint32
 
 	funcs    map[string]C.CUfunction // by kernel name; "ID/name" for a built module's
 	smemSet  map[string]uint32       // dynamic shared memory limit raised per kernel
@@ -364,6 +383,9 @@ func Open(opts Options) (driver.Backend, error) {
 		C.mp_cu_primary_ctx_release(b.dev)
 		return nil, err
 	}
+	// The built modules' templates carry the same glue as the generated main source.
+	b.ordered = major >= 9 && C.mp_cu_has_launch_ex() != 0 && strings.Contains(src, gridOrderMarker)
+	b.orderedMaxGroups = uint32(max(1, b.limits.ComputeUnits/8))
 	// Where a process's device opening goes (issue 24: a one-shot prove in ≤ 250 ms).
 	b.log.Debug().Dur("driver_init", tInit).Dur("context", tCtx).Dur("kernels", time.Since(t2)).
 		Dur("kernels_nvrtc_load", b.rtcTime).Dur("kernels_load", b.loadTime).Dur("total", time.Since(t0)).Bool("cache_hit", b.cacheHit).
@@ -1026,10 +1048,15 @@ func (b *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args [
 		blob = (*C.uchar)(unsafe.Pointer(&lp.blob[0]))
 		offs = (*C.uint)(unsafe.Pointer(&lp.offs[0]))
 	}
+	ordered := b.ordered && groups.X*groups.Y*groups.Z <= b.orderedMaxGroups
 	r := C.mp_cu_launch(b.ctx, f, C.uint(groups.X), C.uint(groups.Y), C.uint(groups.Z),
-		C.uint(tpg.X), C.uint(tpg.Y), C.uint(tpg.Z), C.uint(lp.smem), b.stream, blob, offs, C.int(len(lp.offs)))
+		C.uint(tpg.X), C.uint(tpg.Y), C.uint(tpg.Z), C.uint(lp.smem), b.stream, blob, offs, C.int(len(lp.offs)), cBool(ordered))
 	if r != 0 {
-		e := cuErr("cuLaunchKernel", KernelPrefix+k.Name, r).(*Error)
+		op := "cuLaunchKernel"
+		if ordered {
+			op = "cuLaunchKernelEx"
+		}
+		e := cuErr(op, KernelPrefix+k.Name, r).(*Error)
 		e.Detail = fmt.Sprintf("groups %d×%d×%d, threads %d×%d×%d, %d bytes shared", groups.X, groups.Y, groups.Z, tpg.X, tpg.Y, tpg.Z, lp.smem)
 		return e
 	}

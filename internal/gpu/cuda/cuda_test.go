@@ -262,3 +262,33 @@ func TestErrors(t *testing.T) {
 		t.Errorf("unavailable: %v", u)
 	}
 }
+
+// The backend launches with programmatic stream serialization only kernels that wait for the
+// previous grid first: in every generated source, each kernel's first statement is the glue's
+// msl_grid_order, which holds the marker the backend looks for.
+func TestKernelsBeginWithGridOrder(t *testing.T) {
+	for name, src := range map[string]string{"kernels.gen.cu": kernelsSource, "kernels_pieces.gen.cu": piecesSource, "kernels_whole.gen.cu": wholeSource} {
+		if !strings.Contains(src, "__global__") {
+			t.Logf("%s is still the placeholder", name)
+			continue
+		}
+		if !strings.Contains(src, gridOrderMarker) {
+			t.Errorf("%s lacks %q", name, gridOrderMarker)
+		}
+		n := 0
+		for _, line := range strings.Split(src, "\n") {
+			if !strings.HasPrefix(line, `extern "C" __global__ void mslk_`) {
+				continue
+			}
+			n++
+			i := strings.Index(src, line+"\n")
+			body := src[i+len(line)+1:]
+			if first, _, _ := strings.Cut(body, "\n"); strings.TrimSpace(first) != "msl_grid_order();" {
+				t.Errorf("%s: %s… begins with %q", name, line[:min(len(line), 60)], first)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no kernels found", name)
+		}
+	}
+}

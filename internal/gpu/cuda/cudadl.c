@@ -38,6 +38,8 @@ struct mp_cu {
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void**, void**);
   CUresult (*cuGetErrorName)(CUresult, const char**);
+  // optional: launches with attributes, since CUDA 12.0
+  CUresult (*cuLaunchKernelEx)(const mp_launch_config*, CUfunction, void**, void**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
   // optional: stream-ordered allocation, since CUDA 11.2
   CUresult (*cuMemAllocAsync)(CUdeviceptr*, size_t, CUstream);
@@ -139,6 +141,7 @@ int mp_cu_load(const char* name, char* err, int errlen) {
   SYM(t, cuLaunchKernel, "cuLaunchKernel");
   SYM(t, cuGetErrorName, "cuGetErrorName");
   SYM(t, cuGetErrorString, "cuGetErrorString");
+  OPT(t, cuLaunchKernelEx, "cuLaunchKernelEx");
   OPT(t, cuMemAllocAsync, "cuMemAllocAsync");
   OPT(t, cuMemFreeAsync, "cuMemFreeAsync");
   OPT(t, cuMemsetD8Async, "cuMemsetD8Async");
@@ -418,14 +421,29 @@ CUresult mp_cu_copy(CUcontext ctx, CUstream s, CUdeviceptr dst, CUdeviceptr src,
   return cu.cuMemcpyDtoDAsync(dst, src, n, s);
 }
 // The parameter values lie in blob at offs[i]; cuLaunchKernel copies them before returning.
+// The layouts of cuda.h's CUlaunchAttribute and CUlaunchConfig on LP64 hosts.
+_Static_assert(sizeof(mp_launch_attribute) == 72, "CUlaunchAttribute is 72 bytes");
+_Static_assert(offsetof(mp_launch_attribute, value) == 8, "CUlaunchAttribute.value at 8");
+_Static_assert(offsetof(mp_launch_config, hStream) == 32, "CUlaunchConfig.hStream at 32");
+_Static_assert(offsetof(mp_launch_config, attrs) == 40, "CUlaunchConfig.attrs at 40");
+_Static_assert(offsetof(mp_launch_config, numAttrs) == 48, "CUlaunchConfig.numAttrs at 48");
+int mp_cu_has_launch_ex(void) { return cu.cuLaunchKernelEx != NULL; }
 CUresult mp_cu_launch(CUcontext ctx, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                       unsigned tx, unsigned ty, unsigned tz, unsigned smem, CUstream s,
-                      unsigned char* blob, const unsigned* offs, int nparams) {
+                      unsigned char* blob, const unsigned* offs, int nparams, int ordered) {
   void* params[MP_MAX_PARAMS + 1];
   if (nparams < 0 || nparams > MP_MAX_PARAMS) return MP_CUDA_ERROR_INVALID_VALUE;
   for (int i = 0; i < nparams; i++) params[i] = blob + offs[i];
   params[nparams] = NULL;
   CTX(ctx);
+  if (ordered && cu.cuLaunchKernelEx) {
+    mp_launch_attribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = MP_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    mp_launch_config cfg = {gx, gy, gz, tx, ty, tz, smem, s, &attr, 1};
+    return cu.cuLaunchKernelEx(&cfg, f, params, NULL);
+  }
   return cu.cuLaunchKernel(f, gx, gy, gz, tx, ty, tz, smem, s, params, NULL);
 }
 const char* mp_cu_error_name(CUresult r) {

@@ -47,6 +47,27 @@ typedef struct CUevent_st* CUevent;
 // cuda.h, enum CUstream_flags_enum: CU_STREAM_DEFAULT = 0x0 (synchronises with the legacy
 // default stream, so cuMemsetD8 on it is ordered before later work on ours)
 #define MP_CU_STREAM_DEFAULT 0
+// cuda.h, enum CUlaunchAttributeID_enum
+#define MP_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+
+// cuda.h (CUDA 12.0+): CUlaunchAttribute_st (the ID, padding to 8 bytes, a 64-byte value union)
+// and CUlaunchConfig_st, for cuLaunchKernelEx. Only the member used here is named in the union.
+typedef struct {
+  int id;
+  char pad[4];
+  union {
+    char pad[64];
+    int programmaticStreamSerializationAllowed;
+  } value;
+} mp_launch_attribute;
+typedef struct {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  mp_launch_attribute* attrs;
+  unsigned numAttrs;
+} mp_launch_config;
 
 // The most kernel parameters one launch may pass (buffer slots + threadgroup offsets).
 #define MP_MAX_PARAMS 256
@@ -121,9 +142,14 @@ CUresult mp_cu_upload_record(CUcontext ctx, CUstream s, CUdeviceptr dst, const v
 CUresult mp_cu_upload(CUcontext ctx, CUstream s, CUdeviceptr dst, const void* src, size_t n, int* stage);
 CUresult mp_cu_download(CUcontext ctx, CUstream s, void* dst, CUdeviceptr src, size_t n, int* stage);
 CUresult mp_cu_copy(CUcontext ctx, CUstream s, CUdeviceptr dst, CUdeviceptr src, size_t n);
+// mp_cu_launch launches f on s. With ordered set (and cuLaunchKernelEx present: mp_cu_has_launch_ex)
+// the launch allows programmatic stream serialization (sm_90+): f's groups may become resident
+// before the previous kernel on s has finished, so f must begin with griddepcontrol.wait (the
+// CUDA glue's msl_grid_order). Without it, a plain cuLaunchKernel.
+int mp_cu_has_launch_ex(void);
 CUresult mp_cu_launch(CUcontext ctx, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                       unsigned tx, unsigned ty, unsigned tz, unsigned smem, CUstream s,
-                      unsigned char* blob, const unsigned* offs, int nparams);
+                      unsigned char* blob, const unsigned* offs, int nparams, int ordered);
 const char* mp_cu_error_name(CUresult r);
 const char* mp_cu_error_string(CUresult r);
 

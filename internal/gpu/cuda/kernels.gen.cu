@@ -8148,7 +8148,20 @@ static __device__ __forceinline__ __attribute__((unused)) msl_u3 msl_bi_thread_i
   return msl_u3{threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z), 0, 0};
 }
 
+// Programmatic dependent launch (sm_90+): the backend lets each kernel's groups become resident
+// while the kernel before it on the stream drains. So every kernel first waits, before any memory
+// access, until the previous grid has completed and its writes are visible, and only then lets
+// the next grid launch: at most one grid waits ahead. Absent below sm_90, where the backend
+// launches plainly. Metal's dispatches in one command buffer need nothing of the kind.
+static __device__ __forceinline__ void msl_grid_order() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 extern "C" __global__ void mslk_merkle_hash_rows(MSL_DEVICE const uint* m, MSL_DEVICE uint* digests, MSL_CONSTANT uint* rc, MSL_CONSTANT MerkleRowParams p, MSL_DEVICE uint* states) {
+  msl_grid_order();
   msl_kernel_merkle_hash_rows(
       m,
       digests,
@@ -8160,6 +8173,7 @@ extern "C" __global__ void mslk_merkle_hash_rows(MSL_DEVICE const uint* m, MSL_D
 }
 
 extern "C" __global__ void mslk_merkle_compress(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT uint* rc, MSL_CONSTANT MerkleCompressParams p) {
+  msl_grid_order();
   msl_kernel_merkle_compress(
       in,
       out,
@@ -8170,6 +8184,7 @@ extern "C" __global__ void mslk_merkle_compress(MSL_DEVICE const uint* in, MSL_D
 }
 
 extern "C" __global__ void mslk_merkle_compress_top(MSL_DEVICE uint* layers, MSL_CONSTANT uint* rc, MSL_CONSTANT MerkleTopParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_merkle_compress_top(
       layers,
       rc,
@@ -8182,6 +8197,7 @@ extern "C" __global__ void mslk_merkle_compress_top(MSL_DEVICE uint* layers, MSL
 }
 
 extern "C" __global__ void mslk_merkle_gather_rows(MSL_DEVICE const uint* m, MSL_DEVICE uint* out, MSL_CONSTANT MerkleGatherParams p) {
+  msl_grid_order();
   msl_kernel_merkle_gather_rows(
       m,
       out,
@@ -8191,6 +8207,7 @@ extern "C" __global__ void mslk_merkle_gather_rows(MSL_DEVICE const uint* m, MSL
 }
 
 extern "C" __global__ void mslk_merkle_gather_query_rows(MSL_DEVICE const uint* m, MSL_DEVICE const uint* ys, MSL_DEVICE uint* out, MSL_CONSTANT MerkleGatherQueryRowsParams p) {
+  msl_grid_order();
   msl_kernel_merkle_gather_query_rows(
       m,
       ys,
@@ -8201,6 +8218,7 @@ extern "C" __global__ void mslk_merkle_gather_query_rows(MSL_DEVICE const uint* 
 }
 
 extern "C" __global__ void mslk_merkle_gather_paths(MSL_DEVICE const uint* layers, MSL_DEVICE const uint* ys, MSL_DEVICE uint* out, MSL_CONSTANT MerkleGatherPathsParams p) {
+  msl_grid_order();
   msl_kernel_merkle_gather_paths(
       layers,
       ys,
@@ -8211,6 +8229,7 @@ extern "C" __global__ void mslk_merkle_gather_paths(MSL_DEVICE const uint* layer
 }
 
 extern "C" __global__ void mslk_ntt_bitrev(MSL_DEVICE uint* data, MSL_CONSTANT NttBitrevParams p) {
+  msl_grid_order();
   msl_kernel_ntt_bitrev(
       data,
       p,
@@ -8219,6 +8238,7 @@ extern "C" __global__ void mslk_ntt_bitrev(MSL_DEVICE uint* data, MSL_CONSTANT N
 }
 
 extern "C" __global__ void mslk_ntt_pass(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_DEVICE const uint* tw, MSL_CONSTANT NttPassParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_ntt_pass(
       src,
       dst,
@@ -8232,6 +8252,7 @@ extern "C" __global__ void mslk_ntt_pass(MSL_DEVICE const uint* src, MSL_DEVICE 
 }
 
 extern "C" __global__ void mslk_ntt_blocks(MSL_DEVICE uint* data, MSL_DEVICE const uint* tw, MSL_CONSTANT NttBlocksParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_ntt_blocks(
       data,
       tw,
@@ -8246,6 +8267,7 @@ extern "C" __global__ void mslk_ntt_blocks(MSL_DEVICE uint* data, MSL_DEVICE con
 }
 
 extern "C" __global__ void mslk_ntt_message_columns(MSL_DEVICE const uint* src, MSL_DEVICE uint* out, MSL_DEVICE const uint* tw, MSL_CONSTANT NttMessageParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_ntt_message_columns(
       src,
       out,
@@ -8261,6 +8283,7 @@ extern "C" __global__ void mslk_ntt_message_columns(MSL_DEVICE const uint* src, 
 }
 
 extern "C" __global__ void mslk_p2_permute_states(MSL_DEVICE uint* states, MSL_CONSTANT uint* rc, MSL_CONSTANT uint n) {
+  msl_grid_order();
   msl_kernel_p2_permute_states(
       states,
       rc,
@@ -8270,6 +8293,7 @@ extern "C" __global__ void mslk_p2_permute_states(MSL_DEVICE uint* states, MSL_C
 }
 
 extern "C" __global__ void mslk_stack_trace(MSL_DEVICE const uint* trace, MSL_DEVICE uint* q, MSL_CONSTANT StackParams p) {
+  msl_grid_order();
   msl_kernel_stack_trace(
       trace,
       q,
@@ -8279,6 +8303,7 @@ extern "C" __global__ void mslk_stack_trace(MSL_DEVICE const uint* trace, MSL_DE
 }
 
 extern "C" __global__ void mslk_zero_words(MSL_DEVICE uint* q, MSL_CONSTANT ZeroParams p) {
+  msl_grid_order();
   msl_kernel_zero_words(
       q,
       p,
@@ -8287,6 +8312,7 @@ extern "C" __global__ void mslk_zero_words(MSL_DEVICE uint* q, MSL_CONSTANT Zero
 }
 
 extern "C" __global__ void mslk_bench_mul_chain(MSL_DEVICE uint* out, MSL_CONSTANT BenchMulParams p) {
+  msl_grid_order();
   msl_kernel_bench_mul_chain(
       out,
       p,
@@ -8295,6 +8321,7 @@ extern "C" __global__ void mslk_bench_mul_chain(MSL_DEVICE uint* out, MSL_CONSTA
 }
 
 extern "C" __global__ void mslk_bench_copy(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT uint n) {
+  msl_grid_order();
   msl_kernel_bench_copy(
       src,
       dst,
@@ -8304,6 +8331,7 @@ extern "C" __global__ void mslk_bench_copy(MSL_DEVICE const uint* src, MSL_DEVIC
 }
 
 extern "C" __global__ void mslk_fo_to_mont(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT uint n) {
+  msl_grid_order();
   msl_kernel_fo_to_mont(
       in,
       out,
@@ -8313,6 +8341,7 @@ extern "C" __global__ void mslk_fo_to_mont(MSL_DEVICE const uint* in, MSL_DEVICE
 }
 
 extern "C" __global__ void mslk_fo_from_mont(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT uint n) {
+  msl_grid_order();
   msl_kernel_fo_from_mont(
       in,
       out,
@@ -8322,6 +8351,7 @@ extern "C" __global__ void mslk_fo_from_mont(MSL_DEVICE const uint* in, MSL_DEVI
 }
 
 extern "C" __global__ void mslk_fo_add(MSL_DEVICE const uint* a, MSL_DEVICE const uint* b, MSL_DEVICE uint* out, MSL_CONSTANT uint n) {
+  msl_grid_order();
   msl_kernel_fo_add(
       a,
       b,
@@ -8332,6 +8362,7 @@ extern "C" __global__ void mslk_fo_add(MSL_DEVICE const uint* a, MSL_DEVICE cons
 }
 
 extern "C" __global__ void mslk_fo_sub(MSL_DEVICE const uint* a, MSL_DEVICE const uint* b, MSL_DEVICE uint* out, MSL_CONSTANT uint n) {
+  msl_grid_order();
   msl_kernel_fo_sub(
       a,
       b,
@@ -8342,6 +8373,7 @@ extern "C" __global__ void mslk_fo_sub(MSL_DEVICE const uint* a, MSL_DEVICE cons
 }
 
 extern "C" __global__ void mslk_fo_mul(MSL_DEVICE const uint* a, MSL_DEVICE const uint* b, MSL_DEVICE uint* out, MSL_CONSTANT uint n) {
+  msl_grid_order();
   msl_kernel_fo_mul(
       a,
       b,
@@ -8352,6 +8384,7 @@ extern "C" __global__ void mslk_fo_mul(MSL_DEVICE const uint* a, MSL_DEVICE cons
 }
 
 extern "C" __global__ void mslk_fo_scale(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT FoScaleParams p) {
+  msl_grid_order();
   msl_kernel_fo_scale(
       in,
       out,
@@ -8361,6 +8394,7 @@ extern "C" __global__ void mslk_fo_scale(MSL_DEVICE const uint* in, MSL_DEVICE u
 }
 
 extern "C" __global__ void mslk_fo_ext_add(MSL_DEVICE const uint* a, MSL_DEVICE const uint* b, MSL_DEVICE uint* out, MSL_CONSTANT uint n) {
+  msl_grid_order();
   msl_kernel_fo_ext_add(
       a,
       b,
@@ -8371,6 +8405,7 @@ extern "C" __global__ void mslk_fo_ext_add(MSL_DEVICE const uint* a, MSL_DEVICE 
 }
 
 extern "C" __global__ void mslk_fo_ext_mul(MSL_DEVICE const uint* a, MSL_DEVICE const uint* b, MSL_DEVICE uint* out, MSL_CONSTANT uint n) {
+  msl_grid_order();
   msl_kernel_fo_ext_mul(
       a,
       b,
@@ -8381,6 +8416,7 @@ extern "C" __global__ void mslk_fo_ext_mul(MSL_DEVICE const uint* a, MSL_DEVICE 
 }
 
 extern "C" __global__ void mslk_fo_ext_mul_base(MSL_DEVICE const uint* a, MSL_DEVICE const uint* b, MSL_DEVICE uint* out, MSL_CONSTANT uint n) {
+  msl_grid_order();
   msl_kernel_fo_ext_mul_base(
       a,
       b,
@@ -8391,6 +8427,7 @@ extern "C" __global__ void mslk_fo_ext_mul_base(MSL_DEVICE const uint* a, MSL_DE
 }
 
 extern "C" __global__ void mslk_fo_sum(MSL_DEVICE const uint* in, MSL_DEVICE uint* partial, MSL_CONSTANT uint n, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_fo_sum(
       in,
       partial,
@@ -8403,6 +8440,7 @@ extern "C" __global__ void mslk_fo_sum(MSL_DEVICE const uint* in, MSL_DEVICE uin
 }
 
 extern "C" __global__ void mslk_grind_search(MSL_CONSTANT uint* state, MSL_CONSTANT uint* rc, MSL_DEVICE uint* group_min, MSL_DEVICE uint* found, MSL_CONSTANT GrindParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_grind_search(
       state,
       rc,
@@ -8418,6 +8456,7 @@ extern "C" __global__ void mslk_grind_search(MSL_CONSTANT uint* state, MSL_CONST
 }
 
 extern "C" __global__ void mslk_grind_min(MSL_DEVICE const uint* group_min, MSL_DEVICE uint* out, MSL_CONSTANT uint n, MSL_DEVICE uint* found, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_grind_min(
       group_min,
       out,
@@ -8429,6 +8468,7 @@ extern "C" __global__ void mslk_grind_min(MSL_DEVICE const uint* group_min, MSL_
 }
 
 extern "C" __global__ void mslk_prog_eval_outputs(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* out, MSL_CONSTANT ProgEvalParams p) {
+  msl_grid_order();
   msl_kernel_prog_eval_outputs(
       prog,
       cp,
@@ -8441,6 +8481,7 @@ extern "C" __global__ void mslk_prog_eval_outputs(MSL_DEVICE const uint* prog, M
 }
 
 extern "C" __global__ void mslk_prog_eval_outputs4(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* out, MSL_CONSTANT ProgEvalParams p) {
+  msl_grid_order();
   msl_kernel_prog_eval_outputs4(
       prog,
       cp,
@@ -8453,6 +8494,7 @@ extern "C" __global__ void mslk_prog_eval_outputs4(MSL_DEVICE const uint* prog, 
 }
 
 extern "C" __global__ void mslk_prog_eval_combine4(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* den_const, MSL_DEVICE const uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* out, MSL_CONSTANT ProgCombineParams p) {
+  msl_grid_order();
   msl_kernel_prog_eval_combine4(
       prog,
       cp,
@@ -8468,6 +8510,7 @@ extern "C" __global__ void mslk_prog_eval_combine4(MSL_DEVICE const uint* prog, 
 }
 
 extern "C" __global__ void mslk_rows_fill_slots(MSL_DEVICE const uint* part, MSL_DEVICE const uint* cols, MSL_DEVICE uint* slots, MSL_CONSTANT RowsSlotsParams p) {
+  msl_grid_order();
   msl_kernel_rows_fill_slots(
       part,
       cols,
@@ -8478,6 +8521,7 @@ extern "C" __global__ void mslk_rows_fill_slots(MSL_DEVICE const uint* part, MSL
 }
 
 extern "C" __global__ void mslk_rows_check_partials(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT RowsCheckParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_rows_check_partials(
       prog,
       cp,
@@ -8493,6 +8537,7 @@ extern "C" __global__ void mslk_rows_check_partials(MSL_DEVICE const uint* prog,
 }
 
 extern "C" __global__ void mslk_rows_min_pairs(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT RowsMinParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_rows_min_pairs(
       in,
       out,
@@ -8503,6 +8548,7 @@ extern "C" __global__ void mslk_rows_min_pairs(MSL_DEVICE const uint* in, MSL_DE
 }
 
 extern "C" __global__ void mslk_rows_check_pieces(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* table, MSL_DEVICE const uint* pslots, MSL_DEVICE const uint* vals, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT RowsPiecesParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_rows_check_pieces(
       prog,
       cp,
@@ -8521,6 +8567,7 @@ extern "C" __global__ void mslk_rows_check_pieces(MSL_DEVICE const uint* prog, M
 }
 
 extern "C" __global__ void mslk_sc_round_partials(MSL_DEVICE const uint* f, MSL_DEVICE const uint* w, MSL_DEVICE uint* partials, MSL_CONSTANT ScRoundParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_sc_round_partials(
       f,
       w,
@@ -8534,6 +8581,7 @@ extern "C" __global__ void mslk_sc_round_partials(MSL_DEVICE const uint* f, MSL_
 }
 
 extern "C" __global__ void mslk_sc_fold_round_partials(MSL_DEVICE const uint* f, MSL_DEVICE const uint* w, MSL_DEVICE uint* f_out, MSL_DEVICE uint* w_out, MSL_DEVICE uint* partials, MSL_CONSTANT ScFoldRoundParams p, MSL_DEVICE const uint* alphas, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_sc_fold_round_partials(
       f,
       w,
@@ -8550,6 +8598,7 @@ extern "C" __global__ void mslk_sc_fold_round_partials(MSL_DEVICE const uint* f,
 }
 
 extern "C" __global__ void mslk_sc_fold(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_DEVICE const uint* alphas, MSL_CONSTANT ScFoldParams p) {
+  msl_grid_order();
   msl_kernel_sc_fold(
       src,
       dst,
@@ -8560,6 +8609,7 @@ extern "C" __global__ void mslk_sc_fold(MSL_DEVICE const uint* src, MSL_DEVICE u
 }
 
 extern "C" __global__ void mslk_sc_sum_rows(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT ScSumRowsParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_sc_sum_rows(
       in,
       out,
@@ -8570,6 +8620,7 @@ extern "C" __global__ void mslk_sc_sum_rows(MSL_DEVICE const uint* in, MSL_DEVIC
 }
 
 extern "C" __global__ void mslk_sc_sum_row_blocks(MSL_DEVICE const uint* in, MSL_DEVICE uint* out, MSL_CONSTANT ScSumBlocksParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_sc_sum_row_blocks(
       in,
       out,
@@ -8581,6 +8632,7 @@ extern "C" __global__ void mslk_sc_sum_row_blocks(MSL_DEVICE const uint* in, MSL
 }
 
 extern "C" __global__ void mslk_sc_eq_expand(MSL_DEVICE const uint* lo, MSL_DEVICE const uint* hi, MSL_DEVICE uint* out, MSL_CONSTANT ScEqExpandParams p) {
+  msl_grid_order();
   msl_kernel_sc_eq_expand(
       lo,
       hi,
@@ -8591,6 +8643,7 @@ extern "C" __global__ void mslk_sc_eq_expand(MSL_DEVICE const uint* lo, MSL_DEVI
 }
 
 extern "C" __global__ void mslk_sc_eq_suffixes(MSL_DEVICE const uint* halves, MSL_DEVICE uint* out, MSL_CONSTANT ScEqSuffixParams p) {
+  msl_grid_order();
   msl_kernel_sc_eq_suffixes(
       halves,
       out,
@@ -8600,6 +8653,7 @@ extern "C" __global__ void mslk_sc_eq_suffixes(MSL_DEVICE const uint* halves, MS
 }
 
 extern "C" __global__ void mslk_zc_coeffs(MSL_DEVICE const uint* values, MSL_DEVICE const uint* part_cols, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* scale, MSL_DEVICE uint* coefs, MSL_DEVICE uint* deltas, MSL_CONSTANT ZcCoeffsParams p) {
+  msl_grid_order();
   msl_kernel_zc_coeffs(
       values,
       part_cols,
@@ -8613,6 +8667,7 @@ extern "C" __global__ void mslk_zc_coeffs(MSL_DEVICE const uint* values, MSL_DEV
 }
 
 extern "C" __global__ void mslk_zc_coeffs_tiles(MSL_DEVICE const uint* values, MSL_DEVICE const uint* part_cols, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* scale, MSL_DEVICE uint* coefs, MSL_DEVICE uint* deltas, MSL_CONSTANT ZcCoeffsParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_zc_coeffs_tiles(
       values,
       part_cols,
@@ -8629,6 +8684,7 @@ extern "C" __global__ void mslk_zc_coeffs_tiles(MSL_DEVICE const uint* values, M
 }
 
 extern "C" __global__ void mslk_zc_uni_eval(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas, MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow, MSL_DEVICE const uint* sel, MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT ZcUniParams p) {
+  msl_grid_order();
   msl_kernel_zc_uni_eval(
       prog,
       cp,
@@ -8650,6 +8706,7 @@ extern "C" __global__ void mslk_zc_uni_eval(MSL_DEVICE const uint* prog, MSL_DEV
 }
 
 extern "C" __global__ void mslk_zc_bind_uni(MSL_DEVICE const uint* values, MSL_DEVICE const uint* w, MSL_DEVICE const uint* colmap, MSL_DEVICE uint* tables, MSL_CONSTANT ZcBindParams p) {
+  msl_grid_order();
   msl_kernel_zc_bind_uni(
       values,
       w,
@@ -8661,6 +8718,7 @@ extern "C" __global__ void mslk_zc_bind_uni(MSL_DEVICE const uint* values, MSL_D
 }
 
 extern "C" __global__ void mslk_zc_bind_selectors(MSL_DEVICE uint* tables, MSL_CONSTANT ZcBindSelParams p) {
+  msl_grid_order();
   msl_kernel_zc_bind_selectors(
       tables,
       p,
@@ -8669,6 +8727,7 @@ extern "C" __global__ void mslk_zc_bind_selectors(MSL_DEVICE uint* tables, MSL_C
 }
 
 extern "C" __global__ void mslk_zc_round_eval(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* used, MSL_DEVICE const uint* tables, MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT ZcRoundParams p) {
+  msl_grid_order();
   msl_kernel_zc_round_eval(
       prog,
       cp,
@@ -8686,6 +8745,7 @@ extern "C" __global__ void mslk_zc_round_eval(MSL_DEVICE const uint* prog, MSL_D
 }
 
 extern "C" __global__ void mslk_zc_round_pieces(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* table, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* used, MSL_DEVICE const uint* tables, MSL_DEVICE const uint* eq, MSL_DEVICE uint* partials, MSL_CONSTANT ZcPiecesParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_zc_round_pieces(
       prog,
       cp,
@@ -8705,6 +8765,7 @@ extern "C" __global__ void mslk_zc_round_pieces(MSL_DEVICE const uint* prog, MSL
 }
 
 extern "C" __global__ void mslk_zc_round_levels(MSL_DEVICE const uint* lcode, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* table, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* used, MSL_DEVICE const uint* tables, MSL_DEVICE const uint* eq, MSL_DEVICE uint* partials, MSL_CONSTANT ZcLevelsParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_zc_round_levels(
       lcode,
       cp,
@@ -8724,6 +8785,7 @@ extern "C" __global__ void mslk_zc_round_levels(MSL_DEVICE const uint* lcode, MS
 }
 
 extern "C" __global__ void mslk_zc_uni_values(MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas, MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow, MSL_DEVICE const uint* sel, MSL_DEVICE uint* vals, MSL_CONSTANT ZcValuesParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_zc_uni_values(
       coefs,
       deltas,
@@ -8741,6 +8803,7 @@ extern "C" __global__ void mslk_zc_uni_values(MSL_DEVICE const uint* coefs, MSL_
 }
 
 extern "C" __global__ void mslk_zc_slot_values(MSL_DEVICE const uint* values, MSL_DEVICE const uint* part_cols, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* scale, MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* lrow, MSL_DEVICE const uint* sel, MSL_DEVICE uint* vals, MSL_CONSTANT ZcSlotValuesParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_zc_slot_values(
       values,
       part_cols,
@@ -8758,6 +8821,7 @@ extern "C" __global__ void mslk_zc_slot_values(MSL_DEVICE const uint* values, MS
 }
 
 extern "C" __global__ void mslk_zc_uni_pieces(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* table, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* pslots, MSL_DEVICE const uint* vals, MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT ZcUniPiecesParams p) {
+  msl_grid_order();
   msl_kernel_zc_uni_pieces(
       prog,
       cp,
@@ -8776,6 +8840,7 @@ extern "C" __global__ void mslk_zc_uni_pieces(MSL_DEVICE const uint* prog, MSL_D
 }
 
 extern "C" __global__ void mslk_zc_weights(MSL_DEVICE const uint* out_desc, MSL_DEVICE const uint* eq3b, MSL_DEVICE uint* weights, MSL_CONSTANT ZcWeightsParams p) {
+  msl_grid_order();
   msl_kernel_zc_weights(
       out_desc,
       eq3b,
@@ -8786,6 +8851,7 @@ extern "C" __global__ void mslk_zc_weights(MSL_DEVICE const uint* out_desc, MSL_
 }
 
 extern "C" __global__ void mslk_zc_tr_round(MSL_DEVICE const uint* sums, MSL_DEVICE uint* st, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_CONSTANT ZcTrRoundParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_zc_tr_round(
       sums,
       st,
@@ -8799,6 +8865,7 @@ extern "C" __global__ void mslk_zc_tr_round(MSL_DEVICE const uint* sums, MSL_DEV
 }
 
 extern "C" __global__ void mslk_gkr_leaves(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* outs, MSL_DEVICE const uint* inter, MSL_DEVICE const uint* consts, MSL_DEVICE uint* leaves, MSL_CONSTANT GkrLeafParams p) {
+  msl_grid_order();
   msl_kernel_gkr_leaves(
       prog,
       cp,
@@ -8814,6 +8881,7 @@ extern "C" __global__ void mslk_gkr_leaves(MSL_DEVICE const uint* prog, MSL_DEVI
 }
 
 extern "C" __global__ void mslk_gkr_pad(MSL_DEVICE uint* leaves, MSL_CONSTANT GkrPadParams p) {
+  msl_grid_order();
   msl_kernel_gkr_pad(
       leaves,
       p,
@@ -8822,6 +8890,7 @@ extern "C" __global__ void mslk_gkr_pad(MSL_DEVICE uint* leaves, MSL_CONSTANT Gk
 }
 
 extern "C" __global__ void mslk_gkr_layer(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT GkrLayerParams p) {
+  msl_grid_order();
   msl_kernel_gkr_layer(
       src,
       dst,
@@ -8831,6 +8900,7 @@ extern "C" __global__ void mslk_gkr_layer(MSL_DEVICE const uint* src, MSL_DEVICE
 }
 
 extern "C" __global__ void mslk_gkr_round_partials(MSL_DEVICE const uint* eq, MSL_DEVICE const uint* frac, MSL_DEVICE uint* partials, MSL_DEVICE const uint* ch, MSL_CONSTANT GkrRoundParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_gkr_round_partials(
       eq,
       frac,
@@ -8845,6 +8915,7 @@ extern "C" __global__ void mslk_gkr_round_partials(MSL_DEVICE const uint* eq, MS
 }
 
 extern "C" __global__ void mslk_gkr_fold_round_partials(MSL_DEVICE uint* eq, MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_DEVICE uint* partials, MSL_DEVICE const uint* ch, MSL_CONSTANT GkrFoldRoundParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_gkr_fold_round_partials(
       eq,
       src,
@@ -8860,6 +8931,7 @@ extern "C" __global__ void mslk_gkr_fold_round_partials(MSL_DEVICE uint* eq, MSL
 }
 
 extern "C" __global__ void mslk_gkr_tr_round(MSL_DEVICE const uint* partials, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_CONSTANT GkrTrRoundParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_gkr_tr_round(
       partials,
       trlog,
@@ -8872,6 +8944,7 @@ extern "C" __global__ void mslk_gkr_tr_round(MSL_DEVICE const uint* partials, MS
 }
 
 extern "C" __global__ void mslk_gkr_tr_layer_end(MSL_DEVICE const uint* tab, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_DEVICE uint* halves, MSL_CONSTANT GkrTrLayerParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_gkr_tr_layer_end(
       tab,
       trlog,
@@ -8885,6 +8958,7 @@ extern "C" __global__ void mslk_gkr_tr_layer_end(MSL_DEVICE const uint* tab, MSL
 }
 
 extern "C" __global__ void mslk_gkr_tr_small_rounds(MSL_DEVICE const uint* eq, MSL_DEVICE const uint* src, MSL_DEVICE uint* tab, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_CONSTANT GkrSmallParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_gkr_tr_small_rounds(
       eq,
       src,
@@ -8899,6 +8973,7 @@ extern "C" __global__ void mslk_gkr_tr_small_rounds(MSL_DEVICE const uint* eq, M
 }
 
 extern "C" __global__ void mslk_sr_uni_chunks(MSL_DEVICE const uint* q, MSL_DEVICE const uint* slices, MSL_DEVICE const uint* etab, MSL_DEVICE uint* sums, MSL_CONSTANT SrUniParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_sr_uni_chunks(
       q,
       slices,
@@ -8913,6 +8988,7 @@ extern "C" __global__ void mslk_sr_uni_chunks(MSL_DEVICE const uint* q, MSL_DEVI
 }
 
 extern "C" __global__ void mslk_sr_uni_weigh(MSL_DEVICE const uint* sums, MSL_DEVICE const uint* slices, MSL_DEVICE uint* partials, MSL_CONSTANT SrUniWeighParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_sr_uni_weigh(
       sums,
       slices,
@@ -8926,6 +9002,7 @@ extern "C" __global__ void mslk_sr_uni_weigh(MSL_DEVICE const uint* sums, MSL_DE
 }
 
 extern "C" __global__ void mslk_sr_bind_q(MSL_DEVICE const uint* q, MSL_DEVICE const uint* lag, MSL_DEVICE uint* out, MSL_CONSTANT SrBindQParams p) {
+  msl_grid_order();
   msl_kernel_sr_bind_q(
       q,
       lag,
@@ -8936,6 +9013,7 @@ extern "C" __global__ void mslk_sr_bind_q(MSL_DEVICE const uint* q, MSL_DEVICE c
 }
 
 extern "C" __global__ void mslk_sr_slice_weights(MSL_DEVICE uint* slices, MSL_DEVICE const uint* rot_bits, MSL_CONSTANT SrSliceWeightsParams p) {
+  msl_grid_order();
   msl_kernel_sr_slice_weights(
       slices,
       rot_bits,
@@ -8945,6 +9023,7 @@ extern "C" __global__ void mslk_sr_slice_weights(MSL_DEVICE uint* slices, MSL_DE
 }
 
 extern "C" __global__ void mslk_sr_bind_weights(MSL_DEVICE const uint* slices, MSL_DEVICE const uint* uni, MSL_DEVICE uint* weights, MSL_CONSTANT SrBindWeightsParams p) {
+  msl_grid_order();
   msl_kernel_sr_bind_weights(
       slices,
       uni,
@@ -8955,6 +9034,7 @@ extern "C" __global__ void mslk_sr_bind_weights(MSL_DEVICE const uint* slices, M
 }
 
 extern "C" __global__ void mslk_sr_bind_w(MSL_DEVICE const uint* slices, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* etab, MSL_DEVICE uint* w, MSL_CONSTANT SrBindWParams p) {
+  msl_grid_order();
   msl_kernel_sr_bind_w(
       slices,
       weights,
@@ -8966,6 +9046,7 @@ extern "C" __global__ void mslk_sr_bind_w(MSL_DEVICE const uint* slices, MSL_DEV
 }
 
 extern "C" __global__ void mslk_sc_tr_round(MSL_DEVICE const uint* sums, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_CONSTANT ScTrRoundParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_sc_tr_round(
       sums,
       trlog,
@@ -8978,6 +9059,7 @@ extern "C" __global__ void mslk_sc_tr_round(MSL_DEVICE const uint* sums, MSL_DEV
 }
 
 extern "C" __global__ void mslk_tr_observe_sample(MSL_DEVICE const uint* src, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_CONSTANT TrObserveSampleParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_tr_observe_sample(
       src,
       trlog,
@@ -8990,6 +9072,7 @@ extern "C" __global__ void mslk_tr_observe_sample(MSL_DEVICE const uint* src, MS
 }
 
 extern "C" __global__ void mslk_sc_tr_round_grind(MSL_DEVICE const uint* sums, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_CONSTANT ScTrGrindParams p, unsigned tg_off_0) {
+  msl_grid_order();
   msl_kernel_sc_tr_round_grind(
       sums,
       trlog,
@@ -9002,6 +9085,7 @@ extern "C" __global__ void mslk_sc_tr_round_grind(MSL_DEVICE const uint* sums, M
 }
 
 extern "C" __global__ void mslk_whir_batch_blocks(MSL_DEVICE const uint* q, MSL_DEVICE const uint* mu, MSL_DEVICE const uint* tw, MSL_DEVICE uint* f, MSL_CONSTANT WhirBatchParams p) {
+  msl_grid_order();
   msl_kernel_whir_batch_blocks(
       q,
       mu,
@@ -9013,6 +9097,7 @@ extern "C" __global__ void mslk_whir_batch_blocks(MSL_DEVICE const uint* q, MSL_
 }
 
 extern "C" __global__ void mslk_whir_subset_pass(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT WhirSubsetParams p) {
+  msl_grid_order();
   msl_kernel_whir_subset_pass(
       src,
       dst,
@@ -9022,6 +9107,7 @@ extern "C" __global__ void mslk_whir_subset_pass(MSL_DEVICE const uint* src, MSL
 }
 
 extern "C" __global__ void mslk_whir_fp4_to_planes(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_CONSTANT WhirPlanesParams p) {
+  msl_grid_order();
   msl_kernel_whir_fp4_to_planes(
       src,
       dst,
@@ -9031,6 +9117,7 @@ extern "C" __global__ void mslk_whir_fp4_to_planes(MSL_DEVICE const uint* src, M
 }
 
 extern "C" __global__ void mslk_whir_horner(MSL_DEVICE const uint* src, MSL_DEVICE uint* dst, MSL_DEVICE const uint* zs, MSL_CONSTANT WhirHornerParams p) {
+  msl_grid_order();
   msl_kernel_whir_horner(
       src,
       dst,
@@ -9041,6 +9128,7 @@ extern "C" __global__ void mslk_whir_horner(MSL_DEVICE const uint* src, MSL_DEVI
 }
 
 extern "C" __global__ void mslk_whir_pow_eq_tables(MSL_DEVICE const uint* pc, MSL_DEVICE uint* lo, MSL_DEVICE uint* hi, MSL_CONSTANT WhirEqTablesParams p) {
+  msl_grid_order();
   msl_kernel_whir_pow_eq_tables(
       pc,
       lo,

@@ -2144,7 +2144,20 @@ static __device__ __forceinline__ __attribute__((unused)) msl_u3 msl_bi_thread_i
   return msl_u3{threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z), 0, 0};
 }
 
+// Programmatic dependent launch (sm_90+): the backend lets each kernel's groups become resident
+// while the kernel before it on the stream drains. So every kernel first waits, before any memory
+// access, until the previous grid has completed and its writes are visible, and only then lets
+// the next grid launch: at most one grid waits ahead. Absent below sm_90, where the backend
+// launches plainly. Metal's dispatches in one command buffer need nothing of the kind.
+static __device__ __forceinline__ void msl_grid_order() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 extern "C" __global__ void mslk_zc_uni_whole(MSL_DEVICE const uint* prog, MSL_DEVICE const uint* cp, MSL_DEVICE const uint* kinds, MSL_DEVICE const uint* weights, MSL_DEVICE const uint* coefs, MSL_DEVICE const uint* deltas, MSL_DEVICE const uint* srcmap, MSL_DEVICE const uint* tw, MSL_DEVICE const uint* lrow, MSL_DEVICE const uint* sel, MSL_DEVICE const uint* eq, MSL_DEVICE uint* slots, MSL_DEVICE uint* regs, MSL_DEVICE uint* partials, MSL_CONSTANT ZcUniParams p) {
+  msl_grid_order();
   msl_kernel_zc_uni_whole(
       prog,
       cp,
