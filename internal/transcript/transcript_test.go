@@ -467,3 +467,60 @@ func TestObserveSliceMatchesObserve(t *testing.T) {
 		}
 	}
 }
+
+// TestAbsorberTranscriptMatchesNew: a transcript with an absorber (here poseidon2.Absorb behind a
+// counter, and the package's SIMD absorb where the CPU has one) gives New's samples and states
+// through any mix of observes, long observes and samples, and its single permutations go
+// through the absorber.
+func TestAbsorberTranscriptMatchesNew(t *testing.T) {
+	calls := 0
+	counting := func(state *[poseidon2.Width]field.Fp, idx int, data []field.Fp) int {
+		calls++
+		return poseidon2.Absorb(state, idx, data)
+	}
+	absorbers := map[string]poseidon2.Absorber{"counting": counting}
+	if a := poseidon2.SIMDAbsorber(); a != nil {
+		absorbers["simd"] = a
+	}
+	for name, a := range absorbers {
+		r := rand.New(rand.NewPCG(5, 6))
+		ref, got := New(), NewWith(a)
+		for step := range 2000 {
+			switch r.IntN(4) {
+			case 0:
+				x := field.Fp(r.Uint32N(field.P))
+				ref.Observe(x)
+				got.Observe(x)
+			case 1:
+				xs := make([]field.Fp, r.IntN(3*poseidon2.AbsorbMin))
+				for i := range xs {
+					xs[i] = field.Fp(r.Uint32N(field.P))
+				}
+				ref.ObserveSlice(xs)
+				got.ObserveSlice(xs)
+			case 2:
+				if x, y := got.SampleExt(), ref.SampleExt(); x != y {
+					t.Fatalf("%s, step %d: SampleExt %v, want %v", name, step, x, y)
+				}
+			default:
+				if x, y := got.Sample(), ref.Sample(); x != y {
+					t.Fatalf("%s, step %d: Sample %v, want %v", name, step, x, y)
+				}
+			}
+			if !got.Same(&ref) {
+				t.Fatalf("%s, step %d: state %+v, want %+v", name, step, got, ref)
+			}
+		}
+	}
+	tr := NewWith(counting)
+	calls = 0
+	for i := range rate {
+		tr.Observe(field.Fp(i))
+	}
+	tr.Sample()
+	tr.Observe(1)
+	tr.Sample()
+	if calls != 2 {
+		t.Errorf("8 observes, a sample, an observe and a sample: %d absorber calls, want 2 (the single permutations)", calls)
+	}
+}
