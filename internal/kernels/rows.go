@@ -121,15 +121,17 @@ func (r RowRun) EncodeFillSlots(b *gpu.Batch, dev *gpu.Device, part *gpu.Array[f
 
 // RowPoints returns the run length T for a trace of height rows: the largest power of two ≤ height
 // whose scratch (NumSlots + NumRegs + extra uints per point) fits a budget: on GPUs, where each row
-// is a thread, up to 2^16 rows in 512 MiB (at most 1/16 of the device memory); on the host, whose
+// is a thread, up to 2^18 rows in 512 MiB (at most 1/16 of the device memory); on the host, whose
 // few threads walk the scratch one point after another, up to 2^12 rows in 32 MiB. At least 1.
+// (GPUs had 2^16: interaction-pair 2^20's GKR leaves were then 96 launches of 3–5 µs, and its
+// GKR stage 0.4–0.6 ms slower on an H200 than with 2^17–2^20; docs/perf-notes/gkr.md.)
 func RowPoints(dev *gpu.Device, p *Program, height, extra int) int {
 	return RowPointsFor(dev, p.NumSlots+max(p.NumRegs, 1)+extra, height)
 }
 
 // RowPointsFor is RowPoints for words uints of scratch per point.
 func RowPointsFor(dev *gpu.Device, words, height int) int {
-	budget, maxPoints := 512<<20, 1<<16
+	budget, maxPoints := 512<<20, 1<<18
 	if isHost(dev) {
 		budget, maxPoints = 32<<20, 1<<12
 	}
