@@ -104,6 +104,43 @@ func (t *DeviceTranscript) ReadLog(n int) ([]field.Fp4, error) {
 	return out, nil
 }
 
+// LogStateLen is the number of Fp4 entries past a log's values that ReadLogState needs: the
+// state's 18 words.
+const LogStateLen = (poseidon2.Width + 2 + 3) / 4
+
+// ReadLogState is ReadLog with the transcript's state after the encoded work: the state is copied
+// behind the first n values (the log must hold n + LogStateLen), and one download brings both
+// (the stage's one sync). It returns the sponge (canonical) and the absorb and sample indices.
+func (t *DeviceTranscript) ReadLogState(n int) ([]field.Fp4, [poseidon2.Width]field.Fp, int, int, error) {
+	var sponge [poseidon2.Width]field.Fp
+	if err := t.live(); err != nil {
+		return nil, sponge, 0, 0, err
+	}
+	if n < 0 || n+LogStateLen > t.Log.Len() {
+		return nil, sponge, 0, 0, fmt.Errorf("kernels: DeviceTranscript.ReadLogState: %d values and the state in a log of %d", n, t.Log.Len())
+	}
+	b := t.dev.Batch().Copy(t.Log.Buffer, 16*n, t.state.Buffer, 0, 4*(poseidon2.Width+2))
+	if err := b.Err(); err != nil {
+		return nil, sponge, 0, 0, err
+	}
+	v := make([]Mont4, n+LogStateLen)
+	if err := t.Log.Read(v, 0); err != nil {
+		return nil, sponge, 0, 0, err
+	}
+	out := make([]field.Fp4, n)
+	for i, m := range v[:n] {
+		out[i] = Fp4Of(m)
+	}
+	w := make([]Mont, 0, 4*LogStateLen)
+	for _, m := range v[n:] {
+		w = append(w, m[:]...)
+	}
+	for i := range sponge {
+		sponge[i] = CanonicalOf(w[i])
+	}
+	return out, sponge, int(w[poseidon2.Width]), int(w[poseidon2.Width+1]), nil
+}
+
 // sumcheckTrScratch is the threadgroup memory of sc_tr_round: the sponge's exchanges and outputs,
 // and the round constants (poseidon2_group.h).
 const sumcheckTrScratch = (48 + poseidon2RCLen) * 4

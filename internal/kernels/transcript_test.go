@@ -258,3 +258,48 @@ func sameTranscript(t *testing.T, what string, tt *DeviceTranscript, got, want [
 		t.Errorf("%s: indices %d, %d, want %d, %d", what, words[16], words[17], ai, si)
 	}
 }
+
+// TestReadLogState: the log's first n values and the transcript's state come back in one
+// download; a log without room for the state behind n values is refused.
+func TestReadLogState(t *testing.T) {
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(73, 1))
+	var ht transcript.Transcript
+	for range 13 {
+		ht.Observe(fieldrand.Fp(r))
+	}
+	const n = 5
+	tt, err := h.NewDeviceTranscript(n + LogStateLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tt.Close()
+	if err := tt.SetState(ht.State()); err != nil {
+		t.Fatal(err)
+	}
+	want := randFp4s(r, n)
+	if err := tt.Log.Write(0, Mont4Slice(want)); err != nil {
+		t.Fatal(err)
+	}
+	var got []field.Fp4
+	var st [poseidon2.Width]field.Fp
+	var ai, si int
+	if k := syncs(t, func() (err error) { got, st, ai, si, err = tt.ReadLogState(n); return err }); k != 1 {
+		t.Errorf("%d syncs, want 1", k)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("log[%d] = %v, want %v", i, got[i], want[i])
+		}
+	}
+	wst, wai, wsi := ht.State()
+	if st != wst || ai != wai || si != wsi {
+		t.Errorf("state %v, %d, %d; want %v, %d, %d", st, ai, si, wst, wai, wsi)
+	}
+	if _, _, _, _, err := tt.ReadLogState(n + 1); err == nil {
+		t.Error("ReadLogState without room for the state: accepted")
+	}
+}

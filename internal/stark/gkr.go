@@ -94,6 +94,11 @@ type GkrProveOptions struct {
 	// with ErrGkrRootNumerator (the transcript still omits p_0, as for a balanced one); the
 	// verifier rejects such a proof with ErrGkrRootNumerator.
 	AllowNonZeroRoot bool
+	// Defer, where set, takes the check of a device run that gave its final transcript state
+	// (GkrLayersRun.Final): the stage adopts that state and returns without waiting for its
+	// replay, which runs in a goroutine; the caller must call check (ErrDeviceTranscript on a
+	// divergence) before it uses the proof. Unset, the stage replays before it returns.
+	Defer func(check func() error)
 }
 
 // ProveGkr runs the LogUp set-up and the GKR fractional sumcheck on traces (trace order) and
@@ -161,81 +166,114 @@ func ProveGkrWithOptions(be GkrBackend, g transcript.Grinder, tr *transcript.Tra
 		proof.ClaimsPerLayer = make([]GkrLayerClaims, L)
 		proof.SumcheckPolys = make([][][3]field.Fp4, L-1)
 		// A backend that runs the layers' rounds with the transcript on the device returns every
-		// value at once (run); the loop below replays them through tr, checking each sample.
-		var run *GkrLayersRun
+		// value at once; the stage replays them through tr, checking each sample (replayGkrRun).
+		var xi []field.Fp4
 		if dl, ok := gp.(GkrDeviceLayers); ok {
-			if run, err = dl.ProveLayers(tr); err != nil {
+			run, err := dl.ProveLayers(tr)
+			if err != nil {
 				return GkrProof{}, nil, err
 			}
 			if err := run.check(L); err != nil {
 				return GkrProof{}, nil, err
 			}
-		}
-		same := func(what string, j, t int, dev, host field.Fp4) error {
-			if dev != host {
-				return fmt.Errorf("%w: %s of layer %d (round %d): %v on the device, %v here", ErrDeviceTranscript, what, j, t, dev, host)
-			}
-			return nil
-		}
-		var xi []field.Fp4
-		for j := 1; j <= L; j++ {
-			var lambda field.Fp4
-			if j > 1 {
-				lambda = tr.SampleExt()
-			}
-			if run != nil {
-				if err := same("λ", j, 0, run.Lambda[j-1], lambda); err != nil {
-					return GkrProof{}, nil, err
+			for j := 1; j <= L; j++ {
+				if j > 1 {
+					proof.SumcheckPolys[j-2] = run.Polys[j-1]
 				}
-			} else if err := gp.BeginLayer(j, xi, lambda); err != nil {
+				c := run.Claims[j-1]
+				proof.ClaimsPerLayer[j-1] = c
+				out.PClaim, out.QClaim = reduceLayerClaims(&c, run.Mu[j-1])
+				xi = append([]field.Fp4{run.Mu[j-1]}, run.Rho[j-1]...)
+			}
+			if f := run.Final; f != nil && opt.Defer != nil {
+				replay := *tr
+				if err := tr.SetState(f.Sponge, f.AbsorbIdx, f.SampleIdx); err != nil {
+					return GkrProof{}, nil, fmt.Errorf("%w: the device's final state: %v", ErrDeviceTranscript, err)
+				}
+				final := *tr // tr goes on with the next stages
+				done := make(chan error, 1)
+				go func() { done <- replayGkrRun(&replay, run, &final) }()
+				opt.Defer(func() error { return <-done })
+			} else if err := replayGkrRun(tr, run, nil); err != nil {
 				return GkrProof{}, nil, err
 			}
-			rho := make([]field.Fp4, j-1)
-			if j > 1 {
-				polys := make([][3]field.Fp4, j-1)
-				for t := range j - 1 {
-					var s [3]field.Fp4
-					if run != nil {
-						s = run.Polys[j-1][t]
-					} else if s, err = gp.Round(); err != nil {
-						return GkrProof{}, nil, err
-					}
-					for _, v := range s {
-						tr.ObserveExt(v)
-					}
-					polys[t] = s
-					rho[t] = tr.SampleExt()
-					if run != nil {
-						if err := same("bound value", j, t, run.Rho[j-1][t], rho[t]); err != nil {
+		} else {
+			for j := 1; j <= L; j++ {
+				var lambda field.Fp4
+				if j > 1 {
+					lambda = tr.SampleExt()
+				}
+				if err := gp.BeginLayer(j, xi, lambda); err != nil {
+					return GkrProof{}, nil, err
+				}
+				rho := make([]field.Fp4, j-1)
+				if j > 1 {
+					polys := make([][3]field.Fp4, j-1)
+					for t := range j - 1 {
+						s, err := gp.Round()
+						if err != nil {
 							return GkrProof{}, nil, err
 						}
-					} else if err := gp.Bind(rho[t]); err != nil {
-						return GkrProof{}, nil, err
+						for _, v := range s {
+							tr.ObserveExt(v)
+						}
+						polys[t] = s
+						rho[t] = tr.SampleExt()
+						if err := gp.Bind(rho[t]); err != nil {
+							return GkrProof{}, nil, err
+						}
 					}
+					proof.SumcheckPolys[j-2] = polys
 				}
-				proof.SumcheckPolys[j-2] = polys
-			}
-			var c GkrLayerClaims
-			if run != nil {
-				c = run.Claims[j-1]
-			} else if c, err = gp.LayerClaims(); err != nil {
-				return GkrProof{}, nil, err
-			}
-			proof.ClaimsPerLayer[j-1] = c
-			observeLayerClaims(tr, &c)
-			mu := tr.SampleExt()
-			if run != nil {
-				if err := same("μ", j, 0, run.Mu[j-1], mu); err != nil {
+				c, err := gp.LayerClaims()
+				if err != nil {
 					return GkrProof{}, nil, err
 				}
+				proof.ClaimsPerLayer[j-1] = c
+				observeLayerClaims(tr, &c)
+				mu := tr.SampleExt()
+				out.PClaim, out.QClaim = reduceLayerClaims(&c, mu)
+				xi = append([]field.Fp4{mu}, rho...)
 			}
-			out.PClaim, out.QClaim = reduceLayerClaims(&c, mu)
-			xi = append([]field.Fp4{mu}, rho...)
 		}
 		out.Xi = xi
 	}
 	out.Xi = completeXi(tr, out.Xi, p.LSkip+max(nMax, layout.NLogup))
 	return proof, out, nil
+}
+
+// replayGkrRun observes and samples on tr what the layers' loop does, checking every sample
+// against run's (ErrDeviceTranscript); with final set, tr must end in final's state.
+func replayGkrRun(tr *transcript.Transcript, run *GkrLayersRun, final *transcript.Transcript) error {
+	same := func(what string, j, t int, dev, host field.Fp4) error {
+		if dev != host {
+			return fmt.Errorf("%w: %s of layer %d (round %d): %v on the device, %v here", ErrDeviceTranscript, what, j, t, dev, host)
+		}
+		return nil
+	}
+	for j := 1; j <= len(run.Mu); j++ {
+		if j > 1 {
+			if err := same("λ", j, 0, run.Lambda[j-1], tr.SampleExt()); err != nil {
+				return err
+			}
+		}
+		for t, s := range run.Polys[j-1] {
+			for _, v := range s {
+				tr.ObserveExt(v)
+			}
+			if err := same("bound value", j, t, run.Rho[j-1][t], tr.SampleExt()); err != nil {
+				return err
+			}
+		}
+		observeLayerClaims(tr, &run.Claims[j-1])
+		if err := same("μ", j, 0, run.Mu[j-1], tr.SampleExt()); err != nil {
+			return err
+		}
+	}
+	if final != nil && !tr.Same(final) {
+		return fmt.Errorf("%w: the device's transcript after the layers is not the replay's", ErrDeviceTranscript)
+	}
+	return nil
 }
 
 // observeLayerClaims observes one layer's claims in transcript order P0, Q0, P1, Q1 (the struct

@@ -5,6 +5,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
 
@@ -66,7 +67,9 @@ type GkrProver interface {
 // transcript on its device, so that the rounds follow one another without waiting for the host
 // (the stage's loop otherwise waits for every round's sums before it samples the bound value).
 // The stage replays what ProveLayers returns through its own transcript and checks every sample
-// against the device's (ErrDeviceTranscript): the protocol's order stays the stage's.
+// against the device's (ErrDeviceTranscript): the protocol's order stays the stage's. Where the
+// run carries the device transcript's final state, stark.Prove goes on from that state and runs
+// the replay beside the next stages (GkrProveOptions.Defer), returning the proof only after it.
 type GkrDeviceLayers interface {
 	// ProveLayers runs layers 1 .. L after Root, from tr's state (tr is not changed), doing what
 	// the stage's loop does: sample λ (j ≥ 2), then per round observe s(1), s(2), s(3) and sample
@@ -83,6 +86,16 @@ type GkrLayersRun struct {
 	Rho    [][]field.Fp4
 	Claims []GkrLayerClaims
 	Mu     []field.Fp4
+	// Final is the device transcript after the last μ (nil where the backend does not give it).
+	// With it and GkrProveOptions.Defer, the stage takes this state and goes on while its replay
+	// of the run, which must end in the same state, runs beside the next stages.
+	Final *TranscriptState
+}
+
+// TranscriptState is a transcript's sponge and indices (transcript.Transcript.State's form).
+type TranscriptState struct {
+	Sponge               [poseidon2.Width]field.Fp
+	AbsorbIdx, SampleIdx int
 }
 
 // check reports whether r has the shape of L layers.

@@ -1,6 +1,7 @@
 package stark_test
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"slices"
@@ -426,12 +427,14 @@ func TestGkrTamper(t *testing.T) {
 type layersBackend struct {
 	cpuref.Backend
 	tamper func(*stark.GkrLayersRun)
+	final  bool // give the transcript's state after the layers (GkrLayersRun.Final)
 }
 
 type layersProver struct {
 	stark.GkrProver
 	L      int
 	tamper func(*stark.GkrLayersRun)
+	final  bool
 }
 
 func (b layersBackend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, layout *stark.GkrLayout, alpha, beta field.Fp4) (stark.GkrProver, error) {
@@ -439,7 +442,7 @@ func (b layersBackend) NewGkrProver(p params.SystemParams, traces []*stark.AirIn
 	if err != nil {
 		return nil, err
 	}
-	return &layersProver{GkrProver: gp, L: layout.NumLayers(), tamper: b.tamper}, nil
+	return &layersProver{GkrProver: gp, L: layout.NumLayers(), tamper: b.tamper, final: b.final}, nil
 }
 
 func (lp *layersProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun, error) {
@@ -481,6 +484,10 @@ func (lp *layersProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayers
 		run.Mu[j-1] = c.SampleExt()
 		xi = append([]field.Fp4{run.Mu[j-1]}, run.Rho[j-1]...)
 	}
+	if lp.final {
+		st, ai, si := c.State()
+		run.Final = &stark.TranscriptState{Sponge: st, AbsorbIdx: ai, SampleIdx: si}
+	}
 	if lp.tamper != nil {
 		lp.tamper(run)
 	}
@@ -517,5 +524,85 @@ func TestGkrDeviceLayers(t *testing.T) {
 				t.Errorf("%s: %s changed: err %v, want ErrDeviceTranscript", name, what, err)
 			}
 		}
+	}
+}
+
+// TestGkrDeviceLayersDeferred: with the run's final state and GkrProveOptions.Defer, the stage
+// returns the same proof and transcript before its replay has run, and the replay's check, not
+// the stage, reports a run that differs from it (ErrDeviceTranscript), a changed final state too.
+func TestGkrDeviceLayersDeferred(t *testing.T) {
+	p := gkrParams(2)
+	one := field.Fp4{1}
+	for name, ins := range gkrFixtures() {
+		c := newGkrCase(t, p, ins)
+		want, wout, wtr := proveGkr(t, p, c)
+		var check func() error
+		opt := stark.GkrProveOptions{Defer: func(f func() error) { check = f }}
+		tr := preamble()
+		got, gout, err := stark.ProveGkrWithOptions(layersBackend{final: true}, transcript.HostGrinder{}, tr, p, c.inputs, opt)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if check == nil {
+			t.Fatalf("%s: no check deferred", name)
+		}
+		if err := check(); err != nil {
+			t.Fatalf("%s: deferred check: %v", name, err)
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gout, wout) || !tr.Same(wtr) {
+			t.Fatalf("%s: the deferred replay's stage differs from the stage's loop", name)
+		}
+		for what, tamper := range map[string]func(*stark.GkrLayersRun){
+			"λ":           func(r *stark.GkrLayersRun) { r.Lambda[len(r.Lambda)-1] = r.Lambda[len(r.Lambda)-1].Add(one) },
+			"bound value": func(r *stark.GkrLayersRun) { r.Rho[1][0] = r.Rho[1][0].Add(one) },
+			"sums":        func(r *stark.GkrLayersRun) { r.Polys[1][0][2] = r.Polys[1][0][2].Add(one) },
+			"claims":      func(r *stark.GkrLayersRun) { r.Claims[0].QXi1 = r.Claims[0].QXi1.Add(one) },
+			"μ":           func(r *stark.GkrLayersRun) { r.Mu[0] = r.Mu[0].Add(one) },
+			"final state": func(r *stark.GkrLayersRun) { r.Final.Sponge[5] = r.Final.Sponge[5].Add(field.Fp(1)) },
+			"final index": func(r *stark.GkrLayersRun) { r.Final.SampleIdx = (r.Final.SampleIdx + 1) % 8 },
+		} {
+			check = nil
+			_, _, err := stark.ProveGkrWithOptions(layersBackend{final: true, tamper: tamper}, transcript.HostGrinder{}, preamble(), p, c.inputs, opt)
+			if err == nil && check != nil {
+				err = check()
+			}
+			if !errors.Is(err, stark.ErrDeviceTranscript) {
+				t.Errorf("%s: %s changed: err %v, want ErrDeviceTranscript", name, what, err)
+			}
+		}
+	}
+}
+
+// TestProveJoinsDeferredGkrCheck: a whole proof whose GKR layers come at once with their final
+// state (the device backend's way) equals cpuref's byte for byte, and stark.Prove refuses it when
+// the run differs from its replay: ProveTraces waits for the deferred check.
+func TestProveJoinsDeferredGkrCheck(t *testing.T) {
+	p := presetParams(t, "test")
+	airs, inputs := statement(testair.InteractionPair(16, 7))
+	pk, err := stark.Keygen(p, airs, nil, cpuref.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := stark.Prove(pk, inputs, p, cpuref.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(lb layersBackend) *stark.Backend {
+		be := cpuref.New()
+		be.Gkr = lb
+		return be
+	}
+	got, err := stark.Prove(pk, inputs, p, with(layersBackend{final: true}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, _ := want.MarshalBinary()
+	gb, _ := got.MarshalBinary()
+	if !bytes.Equal(gb, wb) {
+		t.Fatal("the proof with the deferred GKR replay differs from cpuref's")
+	}
+	tamper := func(r *stark.GkrLayersRun) { r.Mu[1] = r.Mu[1].Add(field.Fp4{1}) }
+	if _, err := stark.Prove(pk, inputs, p, with(layersBackend{final: true, tamper: tamper}), nil); !errors.Is(err, stark.ErrDeviceTranscript) {
+		t.Fatalf("a changed μ: %v, want ErrDeviceTranscript", err)
 	}
 }

@@ -501,10 +501,13 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 		return nil, err
 	}
 
+	// A device run of GKR's layers is replayed beside the next stages (GkrProveOptions.Defer);
+	// the proof is returned only once that replay has agreed.
 	var outcome *GkrOutcome
+	var gkrCheck func() error
 	err = st.run(StageGkr, func() error {
 		var err error
-		proof.GKR, outcome, err = ProveGkr(be.Gkr, st.grinder(be), &tr, p, traces)
+		proof.GKR, outcome, err = ProveGkrWithOptions(be.Gkr, st.grinder(be), &tr, p, traces, GkrProveOptions{Defer: func(check func() error) { gkrCheck = check }})
 		return err
 	})
 	if err != nil {
@@ -558,6 +561,11 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 	})
 	if err != nil {
 		return nil, err
+	}
+	if gkrCheck != nil {
+		if err := gkrCheck(); err != nil {
+			return nil, err
+		}
 	}
 	return proof, nil
 }

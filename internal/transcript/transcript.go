@@ -6,6 +6,8 @@
 package transcript
 
 import (
+	"fmt"
+
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 )
@@ -61,6 +63,22 @@ func (t *Transcript) Same(u *Transcript) bool {
 // a copy of the transcript on a device starts from.
 func (t *Transcript) State() (state [poseidon2.Width]field.Fp, absorbIdx, sampleIdx int) {
 	return t.state, int(t.absorbIdx), int(t.sampleIdx)
+}
+
+// SetState puts the transcript in the state of another copy (State's form: a device's copy that
+// ran ahead, GkrLayersRun.Final); the absorber stays. Indices outside [0, 8) and [0, 8] are
+// refused, values must be canonical.
+func (t *Transcript) SetState(state [poseidon2.Width]field.Fp, absorbIdx, sampleIdx int) error {
+	if absorbIdx < 0 || absorbIdx >= rate || sampleIdx < 0 || sampleIdx > rate {
+		return fmt.Errorf("transcript: SetState: indices %d, %d", absorbIdx, sampleIdx)
+	}
+	for i, x := range state {
+		if uint32(x) >= field.P {
+			return fmt.Errorf("transcript: SetState: element %d is %d, not below p", i, uint32(x))
+		}
+	}
+	t.state, t.absorbIdx, t.sampleIdx = state, uint8(absorbIdx), uint8(sampleIdx)
+	return nil
 }
 
 // ObserveSlice absorbs xs in order: the same as Observe on each element, in one call of

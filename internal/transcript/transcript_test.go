@@ -524,3 +524,40 @@ func TestAbsorberTranscriptMatchesNew(t *testing.T) {
 		t.Errorf("8 observes, a sample, an observe and a sample: %d absorber calls, want 2 (the single permutations)", calls)
 	}
 }
+
+// TestSetState: a transcript put in another's state (State, then SetState) samples as it does,
+// keeps its own absorber, and bad indices or values are refused.
+func TestSetState(t *testing.T) {
+	var a Transcript
+	for i := range 11 {
+		a.Observe(field.Fp(i + 1))
+	}
+	a.Sample()
+	st, ai, si := a.State()
+	b := NewWith(poseidon2.Absorb)
+	if err := b.SetState(st, ai, si); err != nil {
+		t.Fatal(err)
+	}
+	if !b.Same(&a) || b.absorb == nil {
+		t.Fatalf("after SetState: %+v, want %+v with the absorber kept", b, a)
+	}
+	for range 20 {
+		if x, y := b.Sample(), a.Sample(); x != y {
+			t.Fatalf("sample %v, want %v", x, y)
+		}
+	}
+	bad := st
+	bad[3] = field.Fp(field.P)
+	for _, c := range []struct {
+		st     [poseidon2.Width]field.Fp
+		ai, si int
+	}{{st, -1, 0}, {st, 8, 0}, {st, 0, 9}, {st, 0, -1}, {bad, 0, 0}} {
+		before := b
+		if err := b.SetState(c.st, c.ai, c.si); err == nil {
+			t.Errorf("SetState(indices %d, %d) accepted", c.ai, c.si)
+		}
+		if !b.Same(&before) {
+			t.Errorf("a refused SetState changed the transcript")
+		}
+	}
+}

@@ -459,7 +459,7 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 		n += 5
 	}
 	dev := g.be.dev
-	tt, err := g.be.hash.NewDeviceTranscript(n)
+	tt, err := g.be.hash.NewDeviceTranscript(n + kernels.LogStateLen)
 	if err != nil {
 		return nil, err
 	}
@@ -532,12 +532,13 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 	if err := b.Err(); err != nil {
 		return nil, err
 	}
-	v, err := tt.ReadLog(n)
+	v, sponge, absorbIdx, sampleIdx, err := tt.ReadLogState(n)
 	if err != nil {
 		return nil, err
 	}
 	run := &stark.GkrLayersRun{Lambda: make([]field.Fp4, L), Polys: make([][][3]field.Fp4, L), Rho: make([][]field.Fp4, L),
-		Claims: make([]stark.GkrLayerClaims, L), Mu: make([]field.Fp4, L)}
+		Claims: make([]stark.GkrLayerClaims, L), Mu: make([]field.Fp4, L),
+		Final: &stark.TranscriptState{Sponge: sponge, AbsorbIdx: absorbIdx, SampleIdx: sampleIdx}}
 	for j := 1; j <= L; j++ {
 		if j > 1 {
 			run.Lambda[j-1] = v[at[j].lambda]
