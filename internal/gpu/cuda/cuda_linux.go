@@ -1049,14 +1049,25 @@ func (b *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args [
 		offs = (*C.uint)(unsafe.Pointer(&lp.offs[0]))
 	}
 	ordered := b.ordered && groups.X*groups.Y*groups.Z <= b.orderedMaxGroups
-	r := C.mp_cu_launch(b.ctx, f, C.uint(groups.X), C.uint(groups.Y), C.uint(groups.Z),
-		C.uint(tpg.X), C.uint(tpg.Y), C.uint(tpg.Z), C.uint(lp.smem), b.stream, blob, offs, C.int(len(lp.offs)), cBool(ordered))
-	if r != 0 {
-		op := "cuLaunchKernel"
-		if ordered {
-			op = "cuLaunchKernelEx"
+	launch := func(ordered bool) C.CUresult {
+		return C.mp_cu_launch(b.ctx, f, C.uint(groups.X), C.uint(groups.Y), C.uint(groups.Z),
+			C.uint(tpg.X), C.uint(tpg.Y), C.uint(tpg.Z), C.uint(lp.smem), b.stream, blob, offs, C.int(len(lp.offs)), cBool(ordered))
+	}
+	r := launch(ordered)
+	if r != 0 && ordered {
+		// A driver that has cuLaunchKernelEx but refuses the attribute: plain launches from now
+		// on. (An error of the launch itself fails the plain launch too, and is reported.)
+		if r2 := launch(false); r2 == 0 {
+			b.log.Debug().Str("kernel", k.Name).Str("error", cuErr("cuLaunchKernelEx", "", r).Error()).
+				Msg("CUDA launches with programmatic stream serialization refused: plain launches")
+			b.ordered = false
+			r = 0
+		} else {
+			r = r2
 		}
-		e := cuErr(op, KernelPrefix+k.Name, r).(*Error)
+	}
+	if r != 0 {
+		e := cuErr("cuLaunchKernel", KernelPrefix+k.Name, r).(*Error)
 		e.Detail = fmt.Sprintf("groups %d×%d×%d, threads %d×%d×%d, %d bytes shared", groups.X, groups.Y, groups.Z, tpg.X, tpg.Y, tpg.Z, lp.smem)
 		return e
 	}
