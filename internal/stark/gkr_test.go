@@ -494,6 +494,18 @@ func (lp *layersProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayers
 	return run, nil
 }
 
+// gkrRunTampers change one value of a GKR layers run each: a sample, a sum or a claim.
+func gkrRunTampers() map[string]func(*stark.GkrLayersRun) {
+	one := field.Fp4{1}
+	return map[string]func(*stark.GkrLayersRun){
+		"λ":           func(r *stark.GkrLayersRun) { r.Lambda[len(r.Lambda)-1] = r.Lambda[len(r.Lambda)-1].Add(one) },
+		"bound value": func(r *stark.GkrLayersRun) { r.Rho[1][0] = r.Rho[1][0].Add(one) },
+		"sums":        func(r *stark.GkrLayersRun) { r.Polys[1][0][2] = r.Polys[1][0][2].Add(one) },
+		"claims":      func(r *stark.GkrLayersRun) { r.Claims[0].QXi1 = r.Claims[0].QXi1.Add(one) },
+		"μ":           func(r *stark.GkrLayersRun) { r.Mu[0] = r.Mu[0].Add(one) },
+	}
+}
+
 // TestGkrDeviceLayers: a backend that returns the layers at once (stark.GkrDeviceLayers) gives the
 // stage's proof and transcript byte for byte; a run whose sample, sums or claims differ from the
 // stage's replay, or whose shape is wrong, is an ErrDeviceTranscript error (a changed sum changes
@@ -511,15 +523,9 @@ func TestGkrDeviceLayers(t *testing.T) {
 		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gout, wout) || !tr.Same(wtr) {
 			t.Fatalf("%s: the layers at once differ from the stage's loop", name)
 		}
-		one := field.Fp4{1}
-		for what, tamper := range map[string]func(*stark.GkrLayersRun){
-			"λ":           func(r *stark.GkrLayersRun) { r.Lambda[len(r.Lambda)-1] = r.Lambda[len(r.Lambda)-1].Add(one) },
-			"bound value": func(r *stark.GkrLayersRun) { r.Rho[1][0] = r.Rho[1][0].Add(one) },
-			"sums":        func(r *stark.GkrLayersRun) { r.Polys[1][0][2] = r.Polys[1][0][2].Add(one) },
-			"claims":      func(r *stark.GkrLayersRun) { r.Claims[0].QXi1 = r.Claims[0].QXi1.Add(one) },
-			"μ":           func(r *stark.GkrLayersRun) { r.Mu[0] = r.Mu[0].Add(one) },
-			"shape":       func(r *stark.GkrLayersRun) { r.Rho[1] = r.Rho[1][:0] },
-		} {
+		tampers := gkrRunTampers()
+		tampers["shape"] = func(r *stark.GkrLayersRun) { r.Rho[1] = r.Rho[1][:0] }
+		for what, tamper := range tampers {
 			if _, _, err := stark.ProveGkr(layersBackend{tamper: tamper}, transcript.HostGrinder{}, preamble(), p, c.inputs); !errors.Is(err, stark.ErrDeviceTranscript) {
 				t.Errorf("%s: %s changed: err %v, want ErrDeviceTranscript", name, what, err)
 			}
@@ -532,7 +538,6 @@ func TestGkrDeviceLayers(t *testing.T) {
 // the stage, reports a run that differs from it (ErrDeviceTranscript), a changed final state too.
 func TestGkrDeviceLayersDeferred(t *testing.T) {
 	p := gkrParams(2)
-	one := field.Fp4{1}
 	for name, ins := range gkrFixtures() {
 		c := newGkrCase(t, p, ins)
 		want, wout, wtr := proveGkr(t, p, c)
@@ -552,15 +557,10 @@ func TestGkrDeviceLayersDeferred(t *testing.T) {
 		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gout, wout) || !tr.Same(wtr) {
 			t.Fatalf("%s: the deferred replay's stage differs from the stage's loop", name)
 		}
-		for what, tamper := range map[string]func(*stark.GkrLayersRun){
-			"λ":           func(r *stark.GkrLayersRun) { r.Lambda[len(r.Lambda)-1] = r.Lambda[len(r.Lambda)-1].Add(one) },
-			"bound value": func(r *stark.GkrLayersRun) { r.Rho[1][0] = r.Rho[1][0].Add(one) },
-			"sums":        func(r *stark.GkrLayersRun) { r.Polys[1][0][2] = r.Polys[1][0][2].Add(one) },
-			"claims":      func(r *stark.GkrLayersRun) { r.Claims[0].QXi1 = r.Claims[0].QXi1.Add(one) },
-			"μ":           func(r *stark.GkrLayersRun) { r.Mu[0] = r.Mu[0].Add(one) },
-			"final state": func(r *stark.GkrLayersRun) { r.Final.Sponge[5] = r.Final.Sponge[5].Add(field.Fp(1)) },
-			"final index": func(r *stark.GkrLayersRun) { r.Final.SampleIdx = (r.Final.SampleIdx + 1) % 8 },
-		} {
+		tampers := gkrRunTampers()
+		tampers["final state"] = func(r *stark.GkrLayersRun) { r.Final.Sponge[5] = r.Final.Sponge[5].Add(field.Fp(1)) }
+		tampers["final index"] = func(r *stark.GkrLayersRun) { r.Final.SampleIdx = (r.Final.SampleIdx + 1) % 8 }
+		for what, tamper := range tampers {
 			check = nil
 			_, _, err := stark.ProveGkrWithOptions(layersBackend{final: true, tamper: tamper}, transcript.HostGrinder{}, preamble(), p, c.inputs, opt)
 			if err == nil && check != nil {
