@@ -248,7 +248,8 @@ type backend struct {
 	rtcTime      time.Duration // loading NVRTC in loadModule (its version is in the cache keys)
 
 	// ordered: launches may allow programmatic stream serialization (sm_90+, the driver's
-	// cuLaunchKernelEx, and a source whose kernels begin with griddepcontrol.wait): a kernel's
+	// cuLaunchKernelEx, a source whose kernels begin with griddepcontrol.wait, and per function
+	// PTX for sm_90 or later: cuFunc): a kernel's
 	// groups are made resident while the kernel before it drains, which hides most of the
 	// launch latency between the proof's dependent kernels.
 	// Only grids of at most orderedMaxGroups groups (an eighth of the SMs) are launched so: with
@@ -259,9 +260,9 @@ type backend struct {
 	ordered          bool
 	orderedMaxGroups uint32
 
-	funcs    map[string]C.CUfunction // by kernel name; "ID/name" for a built module's
-	smemSet  map[string]uint32       // dynamic shared memory limit raised per kernel
-	inFlight []string                // kernels launched since the last Sync (for fault reports)
+	funcs    map[string]cuFunc // by kernel name; "ID/name" for a built module's
+	smemSet  map[string]uint32 // dynamic shared memory limit raised per kernel
+	inFlight []string          // kernels launched since the last Sync (for fault reports)
 	// orders are the kernels' parameter lists in launch order (kernel name → *paramOrder: a
 	// built module's kernels are copies of their template's, names are unique in the kernel
 	// table), launch the parameters of the launch being made: a launch allocates nothing
@@ -293,7 +294,7 @@ func Open(opts Options) (driver.Backend, error) {
 		return nil, err
 	}
 	tInit := time.Since(t0)
-	b := &backend{funcs: map[string]C.CUfunction{}, smemSet: map[string]uint32{}, built: map[string]C.CUmodule{}}
+	b := &backend{funcs: map[string]cuFunc{}, smemSet: map[string]uint32{}, built: map[string]C.CUmodule{}}
 	if r := C.mp_cu_device_get(&b.dev, C.int(opts.Device)); r != 0 {
 		return nil, cuErr("cuDeviceGet", "", r)
 	}
@@ -494,7 +495,7 @@ func (b *backend) setModules(mods []C.CUmodule, partOf map[string]int) {
 		C.mp_cu_module_unload(b.ctx, m)
 	}
 	b.mods, b.partOf = mods, partOf
-	b.funcs = map[string]C.CUfunction{}
+	b.funcs = map[string]cuFunc{}
 	b.smemSet = map[string]uint32{}
 }
 
@@ -962,23 +963,35 @@ func funcKey(k *driver.KernelInfo) string {
 	return k.Name
 }
 
-func (b *backend) function(k *driver.KernelInfo) (C.CUfunction, error) {
+// cuFunc is a kernel's function, and whether it may be launched with programmatic stream
+// serialization: its PTX was made for sm_90 or later, so the glue's griddepcontrol.wait is in it
+// (a module compiled for an older virtual architecture, by an older NVRTC or from a fatbin's
+// PTX, has none).
+type cuFunc struct {
+	f       C.CUfunction
+	ordered bool
+}
+
+// minOrderedPTX is the virtual architecture of griddepcontrol (CU_FUNC_ATTRIBUTE_PTX_VERSION).
+const minOrderedPTX = 90
+
+func (b *backend) function(k *driver.KernelInfo) (C.CUfunction, bool, error) {
 	name := funcKey(k)
 	b.modMu.Lock()
 	defer b.modMu.Unlock()
 	if f, ok := b.funcs[name]; ok {
-		return f, nil
+		return f.f, f.ordered, nil
 	}
 	var mod C.CUmodule
 	switch {
 	case k.Built != "":
 		m, ok := b.built[k.Built]
 		if !ok {
-			return nil, fmt.Errorf("cuda: module %s is not built on this device", k.Built)
+			return nil, false, fmt.Errorf("cuda: module %s is not built on this device", k.Built)
 		}
 		mod = m
 	case k.Module != "":
-		return nil, fmt.Errorf("cuda: kernel %s of module template %q runs only from a module built from it", k.Name, k.Module)
+		return nil, false, fmt.Errorf("cuda: kernel %s of module template %q runs only from a module built from it", k.Name, k.Module)
 	default:
 		mod = b.mods[0]
 		if j, ok := b.partOf[KernelPrefix+k.Name]; ok {
@@ -989,10 +1002,12 @@ func (b *backend) function(k *driver.KernelInfo) (C.CUfunction, error) {
 	defer C.free(unsafe.Pointer(cname))
 	var f C.CUfunction
 	if r := C.mp_cu_module_function(b.ctx, &f, mod, cname); r != 0 {
-		return nil, cuErr("cuModuleGetFunction", KernelPrefix+k.Name, r)
+		return nil, false, cuErr("cuModuleGetFunction", KernelPrefix+k.Name, r)
 	}
-	b.funcs[name] = f
-	return f, nil
+	var ptx C.int
+	ordered := C.mp_cu_func_attr(b.ctx, &ptx, C.MP_CU_FUNC_ATTRIBUTE_PTX_VERSION, f) == 0 && ptx >= minOrderedPTX
+	b.funcs[name] = cuFunc{f: f, ordered: ordered}
+	return f, ordered, nil
 }
 
 // KernelLimits resolves the kernel's function (package gpu asks for every kernel when the device
@@ -1001,7 +1016,7 @@ func (b *backend) function(k *driver.KernelInfo) (C.CUfunction, error) {
 // registers) and static shared memory.
 func (b *backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error) {
 	entry := KernelPrefix + k.Name
-	f, err := b.function(k)
+	f, _, err := b.function(k)
 	if err != nil {
 		return driver.KernelLimits{}, err
 	}
@@ -1016,7 +1031,7 @@ func (b *backend) KernelLimits(k *driver.KernelInfo) (driver.KernelLimits, error
 }
 
 func (b *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args []driver.Arg, tgLen []uint32) error {
-	f, err := b.function(k)
+	f, funcOrdered, err := b.function(k)
 	if err != nil {
 		return err
 	}
@@ -1048,7 +1063,7 @@ func (b *backend) Dispatch(k *driver.KernelInfo, groups, tpg driver.Dim3, args [
 		blob = (*C.uchar)(unsafe.Pointer(&lp.blob[0]))
 		offs = (*C.uint)(unsafe.Pointer(&lp.offs[0]))
 	}
-	ordered := b.ordered && groups.X*groups.Y*groups.Z <= b.orderedMaxGroups
+	ordered := b.ordered && funcOrdered && groups.X*groups.Y*groups.Z <= b.orderedMaxGroups
 	launch := func(ordered bool) C.CUresult {
 		return C.mp_cu_launch(b.ctx, f, C.uint(groups.X), C.uint(groups.Y), C.uint(groups.Z),
 			C.uint(tpg.X), C.uint(tpg.Y), C.uint(tpg.Z), C.uint(lp.smem), b.stream, blob, offs, C.int(len(lp.offs)), cBool(ordered))

@@ -43,6 +43,7 @@ typedef struct CUevent_st* CUevent;
 // cuda.h, enum CUfunction_attribute_enum
 #define MP_CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
 #define MP_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
+#define MP_CU_FUNC_ATTRIBUTE_PTX_VERSION 5
 #define MP_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
 // cuda.h, enum CUstream_flags_enum: CU_STREAM_DEFAULT = 0x0 (synchronises with the legacy
 // default stream, so cuMemsetD8 on it is ordered before later work on ours)
