@@ -12,11 +12,10 @@ import (
 	"github.com/metalprove/metalprove/internal/transcript"
 )
 
-// TestSumcheckTranscriptRounds: two product-sumcheck rounds with their transcript steps on the
-// device (EncodeSumcheckRound, the second round's fold at the logged bound value:
-// EncodeFoldRoundLogged) give the sums, bound values and sponge state of the host's formulas and
-// transcript.Transcript, from every absorb index and from a partly used sample buffer.
-func TestSumcheckTranscriptRounds(t *testing.T) {
+// sumcheckTranscriptKernels returns the permutation's constants and a product sumcheck on the
+// test device (the sumcheck closed with the test).
+func sumcheckTranscriptKernels(t *testing.T) (*Poseidon2, *Sumcheck) {
+	t.Helper()
 	h, err := NewPoseidon2(testDev)
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +24,16 @@ func TestSumcheckTranscriptRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sc.Close()
+	t.Cleanup(sc.Close)
+	return h, sc
+}
+
+// TestSumcheckTranscriptRounds: two product-sumcheck rounds with their transcript steps on the
+// device (EncodeSumcheckRound, the second round's fold at the logged bound value:
+// EncodeFoldRoundLogged) give the sums, bound values and sponge state of the host's formulas and
+// transcript.Transcript, from every absorb index and from a partly used sample buffer.
+func TestSumcheckTranscriptRounds(t *testing.T) {
+	h, sc := sumcheckTranscriptKernels(t)
 	const cols, logRows = 3, 4
 	for pending := range 8 {
 		r := rand.New(rand.NewPCG(71, uint64(pending)))
@@ -145,15 +153,7 @@ func TestZcTrRoundsRejects(t *testing.T) {
 // the sponge state, for 0 to 8 bits from every absorb index; a second step after it folds at the
 // logged bound value; more bits than SumcheckGrindMaxBits are refused.
 func TestSumcheckTranscriptGrind(t *testing.T) {
-	h, err := NewPoseidon2(testDev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := NewSumcheck(testDev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sc.Close()
+	h, sc := sumcheckTranscriptKernels(t)
 	const cols, logRows = 2, 3
 	for bits := range 9 {
 		pending := (3 * bits) % 8
