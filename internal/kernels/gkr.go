@@ -366,7 +366,7 @@ func (s *GkrSumcheck) ReadRound() ([3]field.Fp4, error) {
 
 // gkrTrScratch is the threadgroup memory of gkr_tr_layer_end: the sponge's exchanges and outputs,
 // and the round constants (poseidon2_group.h).
-const gkrTrScratch = (48 + poseidon2RCLen) * 4
+const gkrTrScratch = (48 + p2gRCLen) * 4
 
 // EncodeGkrRound encodes the transcript step of the GKR round s encoded last (EncodeRoundLogged or
 // EncodeFoldRoundLogged): its sums s(1), s(2), s(3) into Log[at .. at+3), observed, and the bound
@@ -387,7 +387,7 @@ func (t *DeviceTranscript) EncodeGkrRound(b *gpu.Batch, s *GkrSumcheck, at int) 
 		return err
 	}
 	dispatchGkrTrRound(b, gpu.D1(1), gpu.D1(uint32(tpg)), s.partials.Buffer, t.Log.Buffer, t.state.Buffer, t.rc.Buffer,
-		gkrTrRoundParams{groups: uint32(s.lastGroups), at: uint32(at)}, uint32(48*tpg+4*poseidon2RCLen))
+		gkrTrRoundParams{groups: uint32(s.lastGroups), at: uint32(at)}, uint32(48*tpg+4*p2gRCLen))
 	return b.Err()
 }
 
@@ -502,7 +502,7 @@ func (t *DeviceTranscript) EncodeSmallRounds(b *gpu.Batch, e GkrSmallRounds) err
 	if err != nil {
 		return err
 	}
-	words := 20*rows + 12*tpg + 48 + poseidon2RCLen
+	words := 20*rows + 12*tpg + 48 + p2gRCLen
 	p := gkrSmallParams{logPairs: uint32(e.LogPairs), fold: uint32(b2u(e.Fold)), rAt: uint32(max(e.RAt, 0)), eqOff: uint32(e.EqOff),
 		lambdaAt: uint32(e.LambdaAt), at: uint32(e.At)}
 	dispatchGkrTrSmallRounds(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Eq.Buffer, e.Src.Buffer, e.Tab.Buffer, t.Log.Buffer, t.state.Buffer,

@@ -200,7 +200,7 @@ func (h *Poseidon2) encodeBinaryLayers(b *gpu.Batch, layers *gpu.Array[MontDiges
 func (h *Poseidon2) topGroup(want int) int {
 	n := groupSize(h.dev, "merkle_compress_top", want)
 	if lim := h.dev.Limits().MaxThreadgroupMemory; lim > 0 {
-		n = min(n, (lim/4-poseidon2RCLen)/2)
+		n = min(n, (lim/4-p2gRCLen)/2)
 	}
 	return p2gGroup(h.dev, "merkle_compress_top", n)
 }
@@ -221,7 +221,7 @@ func p2gGroup(dev *gpu.Device, kernel string, n int) int {
 
 // merkleTopScratch is merkle_compress_top's threadgroup memory for tpg threads: the round
 // constants and two exchange halves of 16 words per state.
-func merkleTopScratch(tpg int) uint32 { return uint32(4 * (poseidon2RCLen + 2*tpg)) }
+func merkleTopScratch(tpg int) uint32 { return uint32(4 * (p2gRCLen + 2*tpg)) }
 
 // FillColumns encodes into b the columns [colBegin, colBegin + cols) of a matrix that is never
 // whole on the device into chunk (column-major, the matrix's height; every word of the first

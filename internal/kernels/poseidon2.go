@@ -3,6 +3,7 @@ package kernels
 import (
 	"fmt"
 
+	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/gpu/host"
 	"github.com/metalprove/metalprove/internal/poseidon2"
@@ -10,22 +11,28 @@ import (
 
 // Poseidon2 launches shaders/commit/poseidon2.metal (and is the hasher merkle.go builds trees with):
 // the Poseidon2-BabyBear-16 permutation of internal/poseidon2, on Montgomery lanes. It owns the
-// round-constant buffer (RoundConstants, 157 uints, layout in shaders/include/poseidon2.h),
-// uploaded once by NewPoseidon2.
+// round-constant buffer (RoundConstants: poseidon2.h's 157 uints, then the 208 of
+// poseidon2_group.h's partial rounds), uploaded once by NewPoseidon2.
 type Poseidon2 struct {
 	dev *gpu.Device
 	rc  *gpu.Array[Mont]
 }
 
-// poseidon2RCLen is the length of RoundConstants (P2_RC_LEN).
-const poseidon2RCLen = 4*16 + 13 + 4*16 + 16
+// poseidon2RCLen is the length of shaders/include/poseidon2.h's constants (P2_RC_LEN), p2gRCLen
+// that of the whole buffer, which poseidon2_group.h's kernels read (P2G_RC_LEN).
+const (
+	poseidon2RCLen = 4*16 + 13 + 4*16 + 16
+	p2gRCLen       = poseidon2RCLen + 12*16 + 16
+)
 
-// RoundConstants returns the constant buffer of shaders/include/poseidon2.h in Montgomery form:
-// the 4×16 initial full-round constants, the 13 partial-round constants, the 4×16 final
-// full-round constants, the 16 diagonal entries of M_I.
+// RoundConstants returns the constant buffer of the Poseidon2 kernels in Montgomery form: first
+// shaders/include/poseidon2.h's (the 4×16 initial full-round constants, the 13 partial-round
+// constants, the 4×16 final full-round constants, the 16 diagonal entries V of M_I), then the
+// tables of poseidon2_group.h's partial rounds by moments: V_k^j for j = 1..12 (16 words each, k
+// = 0..15), and W_j = Σ_{i=1..15} V_i^j for j = 0..11, four zeros after them.
 func RoundConstants() []Mont {
 	ei, in, ef, diag := poseidon2.Constants()
-	out := make([]Mont, 0, poseidon2RCLen)
+	out := make([]Mont, 0, p2gRCLen)
 	for _, r := range ei {
 		out = append(out, MontSlice(r[:])...)
 	}
@@ -33,7 +40,28 @@ func RoundConstants() []Mont {
 	for _, r := range ef {
 		out = append(out, MontSlice(r[:])...)
 	}
-	return append(out, MontSlice(diag[:])...)
+	out = append(out, MontSlice(diag[:])...)
+	pow := diag // V_k^j, from j = 1
+	var w [16]field.Fp
+	for j := 0; j < 12; j++ {
+		if j > 0 {
+			for k := range pow {
+				pow[k] = pow[k].Mul(diag[k])
+			}
+		}
+		out = append(out, MontSlice(pow[:])...)
+	}
+	pow = [16]field.Fp{}
+	for k := 1; k < 16; k++ {
+		pow[k] = field.One
+	}
+	for j := 0; j < 12; j++ { // W_j from the powers V_i^j, i ≥ 1
+		for k := 1; k < 16; k++ {
+			w[j] = w[j].Add(pow[k])
+			pow[k] = pow[k].Mul(diag[k])
+		}
+	}
+	return append(out, MontSlice(w[:])...)
 }
 
 // HostAbsorber is poseidon2.Absorb on a SIMD permutation of one state on the host: package

@@ -171,11 +171,80 @@ func TestChunkItems(t *testing.T) {
 // Σ_{i≥1} x_i − s0, which holds because the diagonal's first entry V_0 is −2.
 func TestRoundConstantsDiagonalStartsAtMinusTwo(t *testing.T) {
 	rc := RoundConstants()
-	if len(rc) != poseidon2RCLen {
-		t.Fatalf("%d round constants, want %d", len(rc), poseidon2RCLen)
+	if len(rc) != p2gRCLen {
+		t.Fatalf("%d round constants, want %d", len(rc), p2gRCLen)
 	}
 	v0 := rc[poseidon2RCLen-16]
 	if want := MontOf(field.NewInt(-2)); v0 != want {
 		t.Fatalf("V_0 = %v in Montgomery form, want −2 (%v)", v0, want)
 	}
+}
+
+// poseidon2_group.h runs the 13 partial rounds by moments m_j = Σ_{i≥1} V_i^j·x_i, one a thread,
+// with the tables RoundConstants appends (V_k^j for j = 1..12, W_j = Σ_{i≥1} V_i^j). The same
+// recurrence here, in the field, against the rounds as defined, on random and edge states.
+func TestPartialRoundsByMoments(t *testing.T) {
+	rc := CanonicalSlice(RoundConstants())
+	internal := rc[64:77]
+	diag := rc[poseidon2RCLen-16 : poseidon2RCLen]
+	pow := func(j, k int) field.Fp { // V_k^j from the table (j ≥ 1)
+		return rc[poseidon2RCLen+16*(j-1)+k]
+	}
+	w := rc[poseidon2RCLen+192 : p2gRCLen]
+	rng := rand.New(rand.NewPCG(5, 7))
+	for trial := 0; trial < 200; trial++ {
+		var x [16]field.Fp
+		for i := range x {
+			switch trial {
+			case 0:
+				x[i] = 0
+			case 1:
+				x[i] = field.Fp(field.P - 1)
+			default:
+				x[i] = field.Fp(rng.Uint32N(field.P))
+			}
+		}
+		want := x
+		for r := 0; r < 13; r++ {
+			s0 := sbox7(want[0].Add(internal[r]))
+			sum := s0
+			for i := 1; i < 16; i++ {
+				sum = sum.Add(want[i])
+			}
+			want[0] = sum.Add(diag[0].Mul(s0))
+			for i := 1; i < 16; i++ {
+				want[i] = sum.Add(diag[i].Mul(want[i]))
+			}
+		}
+		var m [16]field.Fp // thread j's moment; the recurrence reads m_{j+1} of the round before
+		for j := 0; j < 13; j++ {
+			for i := 1; i < 16; i++ {
+				v := x[i]
+				if j > 0 {
+					v = pow(j, i).Mul(x[i])
+				}
+				m[j] = m[j].Add(v)
+			}
+		}
+		got := x
+		for r := 0; r < 13; r++ {
+			s0 := sbox7(got[0].Add(internal[r]))
+			c := s0.Add(m[0])
+			got[0] = m[0].Sub(s0)
+			for i := 1; i < 16; i++ {
+				got[i] = c.Add(diag[i].Mul(got[i]))
+			}
+			for j := 0; j < 15; j++ {
+				m[j] = c.Mul(w[j]).Add(m[j+1])
+			}
+		}
+		if got != want {
+			t.Fatalf("trial %d: moments give %v, the rounds %v", trial, got, want)
+		}
+	}
+}
+
+func sbox7(x field.Fp) field.Fp {
+	x2 := x.Mul(x)
+	return x2.Mul(x2).Mul(x2.Mul(x))
 }

@@ -143,7 +143,7 @@ func (t *DeviceTranscript) ReadLogState(n int) ([]field.Fp4, [poseidon2.Width]fi
 
 // sumcheckTrScratch is the threadgroup memory of sc_tr_round: the sponge's exchanges and outputs,
 // and the round constants (poseidon2_group.h).
-const sumcheckTrScratch = (48 + poseidon2RCLen) * 4
+const sumcheckTrScratch = (48 + p2gRCLen) * 4
 
 // EncodeSumcheckRound encodes the transcript step of the product-sumcheck round s encoded last
 // (Sumcheck.EncodeRound, EncodeFoldRound or EncodeFoldRoundLogged): its sums s(1), s(2) into
@@ -196,7 +196,7 @@ func (t *DeviceTranscript) EncodeSumcheckRoundGrind(b *gpu.Batch, s *Sumcheck, a
 	tpg &^= 15 // whole candidates of 16 threads
 	s16 := tpg / 16
 	dispatchScTrRoundGrind(b, gpu.D1(1), gpu.D1(uint32(tpg)), s.result.Buffer, t.Log.Buffer, t.state.Buffer, t.rc.Buffer,
-		scTrGrindParams{at: uint32(at), bits: uint32(bits)}, uint32(4*(poseidon2RCLen+17+33*s16)))
+		scTrGrindParams{at: uint32(at), bits: uint32(bits)}, uint32(4*(p2gRCLen+17+33*s16)))
 	return b.Err()
 }
 

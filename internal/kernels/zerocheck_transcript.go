@@ -128,7 +128,7 @@ func (z *ZcTrRounds) Write(s ZcTrSegment) error {
 // zcTrScratch is zc_tr_round's threadgroup memory for tpg threads.
 func (z *ZcTrRounds) zcTrScratch(tpg int) uint32 {
 	np := z.d + 1
-	return uint32(4 * (48 + poseidon2RCLen + 8*np + 8*max(tpg, np)))
+	return uint32(4 * (48 + p2gRCLen + 8*np + 8*max(tpg, np)))
 }
 
 // EncodeZcRound encodes round j's transcript step (zc_tr_round) after its sums were encoded into

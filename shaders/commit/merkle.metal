@@ -154,7 +154,7 @@ kernel void merkle_compress_top(device uint* layers [[buffer(0)]],
                                 uint group [[threadgroup_position_in_grid]],
                                 uint ngroups [[threadgroups_per_grid]]) {
   threadgroup uint* rcs = scratch;
-  threadgroup uint* xs = scratch + P2_RC_LEN + 32u * (tid >> 4);  // this state's exchange halves
+  threadgroup uint* xs = scratch + P2G_RC_LEN + 32u * (tid >> 4);  // this state's exchange halves
   p2g_load_constants(rc, rcs, tid, tpg);
   uint k = tid & 15u;
   uint per = tpg >> 4;  // states a threadgroup permutes at once

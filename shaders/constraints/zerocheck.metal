@@ -1249,7 +1249,7 @@ struct ZcTrRoundParams {
 // for X = 1..d+1, observed; r_j sampled; s_j and r_j into the log; the claims R(r_j), and eqz,
 // eqs ·= eqFactor(ξ, r_j), tail ·= r_j for the next round. st (Fp4 indices): the claims [0, 3T),
 // R(0) [3T, 6T), R(d+1) [6T, 9T), eqz, eqs, tail at 9T..9T+2, then the constants (see the
-// parameters). One group of ≥ 16 threads (poseidon2_group.h); scratch: 48 + P2_RC_LEN + 8(d+1) +
+// parameters). One group of ≥ 16 threads (poseidon2_group.h); scratch: 48 + P2G_RC_LEN + 8(d+1) +
 // 8·max(tpg, d+1) uints.
 kernel void zc_tr_round(device const uint* sums [[buffer(0)]],
                         device uint* st [[buffer(1)]],
@@ -1266,7 +1266,7 @@ kernel void zc_tr_round(device const uint* sums [[buffer(0)]],
   threadgroup uint* xs = scratch;
   threadgroup uint* out = scratch + 32u;
   threadgroup uint* rcs = scratch + 48u;
-  threadgroup uint* lag_r = rcs + P2_RC_LEN;  // L_i(r_j), Fp4, i = 0..d
+  threadgroup uint* lag_r = rcs + P2G_RC_LEN;  // L_i(r_j), Fp4, i = 0..d
   threadgroup uint* s_tg = lag_r + 4u * np;   // s_j(1..d+1), Fp4
   threadgroup uint* part = s_tg + 4u * np;    // partial sums (Zc part, LogUp part) per (chunk, X)
   device uint* claims = st;

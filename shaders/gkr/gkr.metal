@@ -306,7 +306,7 @@ struct GkrTrRoundParams {
 };
 
 // One round's step: s(1), s(2), s(3) = the sum of the round's partial rows (one group of ≥ 16
-// threads; scratch: 48 bytes a thread and P2_RC_LEN uints), then observe them and sample the bound value r with the
+// threads; scratch: 48 bytes a thread and P2G_RC_LEN uints), then observe them and sample the bound value r with the
 // group's sponge (poseidon2_group.h).
 kernel void gkr_tr_round(device const uint* partials [[buffer(0)]],
                          device uint* trlog [[buffer(1)]],
@@ -322,11 +322,22 @@ kernel void gkr_tr_round(device const uint* partials [[buffer(0)]],
   // scratch: the reduce's 12 uints a thread, then (after it) the sums at 0..12, the sponge's
   // exchanges at 16..48 and outputs at 48..64; the round constants at 64.. throughout.
   threadgroup uint* rcs = scratch + 12u * tpg;
-  for (uint i = tid; i < P2_RC_LEN; i += tpg) rcs[i] = rc[i];
-  for (uint g = tid; g < p.groups; g += tpg) {
-    s1 = bb4_add(s1, bb4_load(partials, 3u * g));
-    s2 = bb4_add(s2, bb4_load(partials, 3u * g + 1u));
-    s3 = bb4_add(s3, bb4_load(partials, 3u * g + 2u));
+  p2g_copy_constants(rc, rcs, tid, tpg);
+  // Four rows' loads in flight a thread (up to 528 rows: one at a time, a large round's step
+  // waited for 17 loads in turn).
+  for (uint g0 = tid; g0 < p.groups; g0 += 4u * tpg) {
+    bb4 v[12];
+    for (uint j = 0u; j < 4u; j++) {
+      uint g = min(g0 + j * tpg, p.groups - 1u);
+      for (uint c = 0u; c < 3u; c++) v[3u * j + c] = bb4_load(partials, 3u * g + c);
+    }
+    for (uint j = 0u; j < 4u; j++) {
+      if (g0 + j * tpg < p.groups) {
+        s1 = bb4_add(s1, v[3u * j]);
+        s2 = bb4_add(s2, v[3u * j + 1u]);
+        s3 = bb4_add(s3, v[3u * j + 2u]);
+      }
+    }
   }
   gkr_group_reduce(s1, s2, s3, scratch, trlog + 4u * p.at, tid, tpg, 0u);
   // The reduce's barriers also cover rcs. It ended with one: scratch[0..12) holds the sums for
@@ -357,7 +368,7 @@ struct GkrTrLayerParams {
 // of the folded tables, fractions 0..3, folded at the last bound value), observed, then μ and
 // the next layer's λ sampled; then (not the last layer) the halves of eq(ξ, ·) of the next layer,
 // ξ = (μ, the bound values of this layer), into halves: lo at 0, hi at 2^log_lo (EqTables).
-// One group of ≥ 16 threads (poseidon2_group.h); scratch: 48 + P2_RC_LEN uints.
+// One group of ≥ 16 threads (poseidon2_group.h); scratch: 48 + P2G_RC_LEN uints.
 kernel void gkr_tr_layer_end(device const uint* tab [[buffer(0)]],
                              device uint* trlog [[buffer(1)]],
                              device uint* ts [[buffer(2)]],
@@ -443,7 +454,7 @@ struct GkrSmallParams {
 
 // After the last round (one pair, two rows) the two rows go to tab (fractions 0..3), which
 // gkr_tr_layer_end folds at the last bound value. tab may be src (layer 2). One group of ≥ 16
-// threads; scratch: 20·rows + 12·tpg + 48 + P2_RC_LEN uints, rows = 2^(log_pairs+1).
+// threads; scratch: 20·rows + 12·tpg + 48 + P2G_RC_LEN uints, rows = 2^(log_pairs+1).
 kernel void gkr_tr_small_rounds(device const uint* eq [[buffer(0)]],
                                 device const uint* src [[buffer(1)]],
                                 device uint* tab [[buffer(2)]],
@@ -461,7 +472,7 @@ kernel void gkr_tr_small_rounds(device const uint* eq [[buffer(0)]],
   threadgroup uint* xs = red + 12u * tpg;
   threadgroup uint* out = xs + 32u;
   threadgroup uint* rcs = out + 16u;
-  for (uint i = tid; i < P2_RC_LEN; i += tpg) rcs[i] = rc[i];
+  p2g_copy_constants(rc, rcs, tid, tpg);
   bb4 lambda = bb4_load(trlog, p.lambda_at);
   if (p.fold != 0u) {
     bb4 r = bb4_load(trlog, p.r_at);  // new row m = lerp(rows 2m, 2m + 1)

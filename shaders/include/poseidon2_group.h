@@ -8,12 +8,13 @@
 // The exchanges: on GPUs SIMD-group shuffles (the 16 threads of a state are lanes (tid & 16) + k of
 // one SIMD group of 32: SIMD width 32 and 1-D groups of whole SIMD groups, checked by the
 // launchers, kernels.p2gGroup), no barrier; M_E's two sums
-// by xor butterflies, a partial round's sum of elements 1..15 by a butterfly that runs beside
-// element 0's S-box (every thread carries element 0: x0' = Σ_{i≥1} x_i − s0, V_0 = −2). On the
-// host device (work items are fibers) each exchange goes through 16 words of threadgroup memory
-// and one barrier: M_E two, a partial round one.
+// by xor butterflies, the partial rounds by moments (p2g_partial_rounds: one reduce-scatter, then
+// two shuffles a round beside element 0's S-box). On the host device (work items are fibers) each
+// exchange goes through 16 words of threadgroup memory and one barrier: M_E two, a partial round
+// one.
 //
-// The round constants come from threadgroup memory (p2g_load_constants): read from device memory,
+// The round constants (P2G_RC_LEN words: poseidon2.h's and the moments' tables) come from
+// threadgroup memory (p2g_load_constants): read from device memory,
 // each round's constant would be one more dependent load from L2 on the permutation's chain (21 a
 // permutation), which is what one GPU thread's permutation mostly waits for.
 //
@@ -29,6 +30,12 @@
 #define POSEIDON2_GROUP_H
 #include "bb4.h"
 #include "poseidon2.h"
+
+// The constant buffer of the group kernels: poseidon2.h's P2_RC_LEN words, then the tables of
+// p2g_partial_rounds (kernels.RoundConstants).
+#define P2G_RC_POW P2_RC_LEN
+#define P2G_RC_W (P2_RC_LEN + 192u)
+#define P2G_RC_LEN (P2_RC_LEN + 208u)
 
 // The permutation's additions and products end with a minimum (of t and t − p as unsigned
 // values) instead of a comparison and a conditional addition: two dependent steps instead of three,
@@ -66,9 +73,22 @@ MSL_FN uint p2g_sbox(uint x) {
   return min(r, r + BB_P);
 }
 
-// Copies the P2_RC_LEN round constants to rcs (threadgroup memory); a barrier follows.
+// Copies the P2G_RC_LEN constants to rcs (threadgroup memory), eight loads in flight a thread:
+// a group of 32 threads copying one word at a time waited for each load in turn (≈ 2 µs of a
+// 13 µs transcript step on an H200). The caller puts a barrier after it (p2g_load_constants).
+MSL_FN void p2g_copy_constants(constant uint* rc, threadgroup uint* rcs, uint tid, uint tpg) {
+  for (uint i0 = tid; i0 < P2G_RC_LEN; i0 += 8u * tpg) {
+    uint v[8];
+    for (uint j = 0u; j < 8u; j++) v[j] = rc[min(i0 + j * tpg, P2G_RC_LEN - 1u)];
+    for (uint j = 0u; j < 8u; j++) {
+      if (i0 + j * tpg < P2G_RC_LEN) rcs[i0 + j * tpg] = v[j];
+    }
+  }
+}
+
+// p2g_copy_constants, then a barrier.
 MSL_FN void p2g_load_constants(constant uint* rc, threadgroup uint* rcs, uint tid, uint tpg) {
-  for (uint i = tid; i < P2_RC_LEN; i += tpg) rcs[i] = rc[i];
+  p2g_copy_constants(rc, rcs, tid, tpg);
   threadgroup_barrier(mem_flags::mem_threadgroup);
 }
 
@@ -99,20 +119,15 @@ MSL_FN uint p2g_mat4(uint x, uint j) {
 }
 
 // M_E (poseidon2.h: p2_external): mat4 on each group of four elements, then each element plus
-// the sum of the elements equal to it mod 4.
-MSL_FN void p2g_external(thread p2g_sponge& st, uint tid, threadgroup uint* xs) {
+// the sum of the elements equal to it mod 4; plus add (the next round's constant, added beside the
+// sums instead of after them).
+MSL_FN void p2g_external(thread p2g_sponge& st, uint tid, threadgroup uint* xs, uint add) {
   uint y = p2g_mat4(st.x, tid & 3u);
-  uint s = p2g_add(y, simd_shuffle_xor(y, (ushort)4u));
-  s = p2g_add(s, simd_shuffle_xor(s, (ushort)8u));
-  st.x = p2g_add(y, s);
-}
-
-// The sum of the state's 16 values v, on every thread.
-MSL_FN uint p2g_sum16(uint v) {
-  v = p2g_add(v, simd_shuffle_xor(v, (ushort)1u));
-  v = p2g_add(v, simd_shuffle_xor(v, (ushort)2u));
-  v = p2g_add(v, simd_shuffle_xor(v, (ushort)4u));
-  return p2g_add(v, simd_shuffle_xor(v, (ushort)8u));
+  uint y4 = simd_shuffle_xor(y, (ushort)4u);  // three shuffles side by side: one latency, not two
+  uint y8 = simd_shuffle_xor(y, (ushort)8u);
+  uint y12 = simd_shuffle_xor(y, (ushort)12u);
+  uint s = p2g_add(p2g_add(y, y4), p2g_add(y8, y12));
+  st.x = p2g_add(p2g_add(y, add), s);
 }
 
 // Element i of the state (the same i on every thread).
@@ -130,7 +145,7 @@ MSL_FN threadgroup uint* p2g_exchange(thread p2g_sponge& st, uint v, uint tid, t
   return buf;
 }
 
-MSL_FN void p2g_external(thread p2g_sponge& st, uint tid, threadgroup uint* xs) {
+MSL_FN void p2g_external(thread p2g_sponge& st, uint tid, threadgroup uint* xs, uint add) {
   uint k = tid & 15u;
   uint g = k & 12u, j = k & 3u;
   threadgroup uint* b = p2g_exchange(st, st.x, tid, xs);
@@ -145,15 +160,7 @@ MSL_FN void p2g_external(thread p2g_sponge& st, uint tid, threadgroup uint* xs) 
   uint y = p2g_add(p2g_add(t0123, a), c);
   b = p2g_exchange(st, y, tid, xs);
   uint sum = p2g_add(p2g_add(b[j], b[4u + j]), p2g_add(b[8u + j], b[12u + j]));
-  st.x = p2g_add(y, sum);
-}
-// The sum of 16 exchanged values, as a tree (depth 4).
-MSL_FN uint p2g_sum16_tg(threadgroup const uint* b) {
-  uint t0 = p2g_add(p2g_add(b[0], b[1]), p2g_add(b[2], b[3]));
-  uint t1 = p2g_add(p2g_add(b[4], b[5]), p2g_add(b[6], b[7]));
-  uint t2 = p2g_add(p2g_add(b[8], b[9]), p2g_add(b[10], b[11]));
-  uint t3 = p2g_add(p2g_add(b[12], b[13]), p2g_add(b[14], b[15]));
-  return p2g_add(p2g_add(t0, t1), p2g_add(t2, t3));
+  st.x = p2g_add(p2g_add(y, add), sum);
 }
 #endif
 
@@ -162,38 +169,83 @@ MSL_FN uint p2g_sub(uint a, uint b) {
   return min(t, t + BB_P);
 }
 
-MSL_FN void p2g_full_round(thread p2g_sponge& st, threadgroup const uint* rc, uint off, uint tid, threadgroup uint* xs) {
-  st.x = p2g_sbox(p2g_add(st.x, rc[off + (tid & 15u)]));
-  p2g_external(st, tid, xs);
+// Four full rounds whose constants start at rc[off]; st.x enters with the first round's constant
+// added (by the M_E before).
+MSL_FN void p2g_full_rounds(thread p2g_sponge& st, threadgroup const uint* rc, uint off, uint tid, threadgroup uint* xs) {
+  for (uint r = 0u; r < 4u; r++) {
+    st.x = p2g_sbox(st.x);
+    p2g_external(st, tid, xs, r < 3u ? rc[off + 16u * (r + 1u) + (tid & 15u)] : 0u);
+  }
+}
+
+// The partial rounds by moments. A partial round is s0 = S(x_0 + c_r), c = s0 + Σ_{i≥1} x_i,
+// x_i ← c + V_i·x_i (i ≥ 1), x_0 ← Σ_{i≥1} x_i − s0 (M_I = J + diag(V), V_0 = −2). With the moments
+// m_j = Σ_{i≥1} V_i^j·x_i the sum is m_0, and a round maps them to m_j ← c·W_j + m_{j+1}
+// (W_j = Σ_{i≥1} V_i^j): after the first round's exchange the rounds need no sum of the state, only
+// m_0 and the moment above, and the chain a round is element 0's S-box. Thread j holds m_j (13 of
+// them are read: round r needs m_0 of round r, which goes back to m_r of the first); its own x_k
+// follows beside the chain. Constants: V_k^j (j = 1..12) at P2G_RC_POW + 16(j − 1) + k, W_j at
+// P2G_RC_W + j (kernels.RoundConstants).
+MSL_FN void p2g_partial_rounds(thread p2g_sponge& st, threadgroup const uint* rc, uint tid, threadgroup uint* xs) {
+  uint k = tid & 15u;
+  uint diag = rc[P2_RC_DIAG + k];
+  uint w = rc[P2G_RC_W + k];
+#if !defined(MSL_TARGET_HOST)
+  uint x0 = p2g_element(st.x, 0u, tid);
+  // t[j] = V_k^j·x_k (element 0 contributes zero), then a reduce-scatter over the 16 lanes: lane k
+  // keeps the sum of t[k].
+  uint v = k == 0u ? 0u : st.x;
+  uint t[16];
+  t[0] = v;
+  for (uint j = 1u; j < 13u; j++) t[j] = p2g_mul(rc[P2G_RC_POW + 16u * (j - 1u) + k], v);
+  for (uint j = 13u; j < 16u; j++) t[j] = 0u;
+  for (uint h = 8u; h > 0u; h >>= 1u) {
+    bool upper = (k & h) != 0u;
+    for (uint i = 0u; i < h; i++) {
+      uint keep = upper ? t[i + h] : t[i];
+      uint send = upper ? t[i] : t[i + h];
+      t[i] = p2g_add(keep, simd_shuffle_xor(send, (ushort)h));
+    }
+  }
+  uint m = t[0];
+  ushort lane0 = (ushort)(tid & 16u);
+  ushort above = (ushort)((tid & 16u) | ((k + 1u) & 15u));
+#else
+  threadgroup uint* b = p2g_exchange(st, st.x, tid, xs);
+  uint x0 = b[0];
+  uint m = 0u;  // threads 13..15 hold no moment that is read
+  if (k < 13u) {
+    for (uint i = 1u; i < 16u; i++) m = p2g_add(m, k == 0u ? b[i] : p2g_mul(rc[P2G_RC_POW + 16u * (k - 1u) + i], b[i]));
+  }
+#endif
+  uint a = p2g_add(x0, rc[P2_RC_INTERNAL]);  // the S-box's input: x_0 + c_r
+  for (uint r = 0u; r < 13u; r++) {
+#if !defined(MSL_TARGET_HOST)
+    uint m0 = simd_shuffle(m, lane0);
+    uint mn = simd_shuffle(m, above);
+#else
+    threadgroup uint* e = p2g_exchange(st, m, tid, xs);
+    uint m0 = e[0];
+    uint mn = e[(k + 1u) & 15u];
+#endif
+    uint s0 = p2g_sbox(a);
+    uint c = p2g_add(s0, m0);
+    x0 = p2g_sub(m0, s0);
+    if (r < 12u) a = p2g_sub(p2g_add(m0, rc[P2_RC_INTERNAL + r + 1u]), s0);  // m_0 + c_{r+1} beside the S-box
+    st.x = p2g_add(c, p2g_mul(diag, st.x));
+    m = p2g_add(p2g_mul(c, w), mn);
+  }
+  if (k == 0u) st.x = x0;
 }
 
 // The permutation of the group's state.
 MSL_FN void p2g_permute(thread p2g_sponge& st, threadgroup const uint* rc, uint tid, threadgroup uint* xs) {
   uint k = tid & 15u;
-  p2g_external(st, tid, xs);
-  for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_INIT + 16u * r, tid, xs);
-  // Partial rounds: s0 = S(x_0 + c_r), then M_I = J + diag(V): x_k ← s0 + Σ_{i≥1} x_i + V_k·y_k
-  // (y_0 = s0, y_k = x_k). Every thread carries x_0: with V_0 = −2, x_0 ← Σ_{i≥1} x_i − s0, so
-  // the sum of elements 1..15 (the exchange) runs beside the S-box instead of after it.
-  uint diag = rc[P2_RC_DIAG + k];
-#if !defined(MSL_TARGET_HOST)
-  uint x0 = p2g_element(st.x, 0u, tid);
-#else
-  uint x0 = p2g_exchange(st, st.x, tid, xs)[0];
-#endif
-  for (uint r = 0u; r < 13u; r++) {
-    uint v = k == 0u ? 0u : st.x;  // elements 1..15: their sum is taken with element 0 as zero
-    uint dv = p2g_mul(diag, v);
-#if !defined(MSL_TARGET_HOST)
-    uint rest = p2g_sum16(v);
-#else
-    uint rest = p2g_sum16_tg(p2g_exchange(st, v, tid, xs));  // element 0 contributes v = 0
-#endif
-    uint s0 = p2g_sbox(p2g_add(x0, rc[P2_RC_INTERNAL + r]));
-    x0 = p2g_sub(rest, s0);
-    st.x = k == 0u ? x0 : p2g_add(p2g_add(s0, rest), dv);
-  }
-  for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_FINAL + 16u * r, tid, xs);
+  p2g_external(st, tid, xs, rc[P2_RC_EXT_INIT + k]);
+  p2g_full_rounds(st, rc, P2_RC_EXT_INIT, tid, xs);
+  p2g_partial_rounds(st, rc, tid, xs);
+  st.x = p2g_add(st.x, rc[P2_RC_EXT_FINAL + k]);
+  p2g_full_rounds(st, rc, P2_RC_EXT_FINAL, tid, xs);
 }
 
 // The duplex sponge over the group's state. Samples are elements of the state after a

@@ -443,7 +443,7 @@ struct ScTrRoundParams {
 // bound value sampled and logged; the next round's fold reads it from the log
 // (ScFoldRoundParams.alpha_at). Eight observes precede the sample, so a permutation always runs
 // in this kernel before it reads the sponge's outputs. One group of ≥ 16 threads
-// (poseidon2_group.h); scratch: 48 + P2_RC_LEN uints.
+// (poseidon2_group.h); scratch: 48 + P2G_RC_LEN uints.
 kernel void sc_tr_round(device const uint* sums [[buffer(0)]],
                         device uint* trlog [[buffer(1)]],
                         device uint* ts [[buffer(2)]],
@@ -482,7 +482,7 @@ struct TrObserveSampleParams {
 // A transcript step on the device (kernels.DeviceTranscript) over values another kernel left in
 // device memory: src[src_off .. src_off + n) observed (a Merkle root, an evaluation), then, when
 // asked, an Fp4 sampled into the log. One group of ≥ 16 threads (poseidon2_group.h); scratch:
-// 48 + P2_RC_LEN uints.
+// 48 + P2G_RC_LEN uints.
 kernel void tr_observe_sample(device const uint* src [[buffer(0)]],
                               device uint* trlog [[buffer(1)]],
                               device uint* ts [[buffer(2)]],
@@ -522,7 +522,7 @@ struct ScTrGrindParams {
 // with its own exchange buffer). With the witness at absorb index a, a candidate's check is one
 // permutation of the state with w at a and the low bits of element 7 (transcript.WitnessOK), and
 // that permuted state is the sponge's after the observe of w and the checked sample: the sponge
-// continues from the winner's. One group of 16·S threads; scratch: P2_RC_LEN + 17 + 33·S uints.
+// continues from the winner's. One group of 16·S threads; scratch: P2G_RC_LEN + 17 + 33·S uints.
 kernel void sc_tr_round_grind(device const uint* sums [[buffer(0)]],
                               device uint* trlog [[buffer(1)]],
                               device uint* ts [[buffer(2)]],
@@ -535,7 +535,7 @@ kernel void sc_tr_round_grind(device const uint* sums [[buffer(0)]],
   uint g = tid >> 4u;
   uint k = tid & 15u;
   threadgroup uint* rcs = scratch;
-  threadgroup uint* out = scratch + P2_RC_LEN;  // the sponge's outputs (16), then the winner's state
+  threadgroup uint* out = scratch + P2G_RC_LEN;  // the sponge's outputs (16), then the winner's state
   threadgroup uint* hit = out + 16u;            // a pass's hit flag per candidate (S)
   threadgroup uint* xs = hit + 1u + S;          // 32 a candidate; the first 32 also the sponge's
   p2g_sponge sp;

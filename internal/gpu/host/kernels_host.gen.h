@@ -19,12 +19,13 @@
 // The exchanges: on GPUs SIMD-group shuffles (the 16 threads of a state are lanes (tid & 16) + k of
 // one SIMD group of 32: SIMD width 32 and 1-D groups of whole SIMD groups, checked by the
 // launchers, kernels.p2gGroup), no barrier; M_E's two sums
-// by xor butterflies, a partial round's sum of elements 1..15 by a butterfly that runs beside
-// element 0's S-box (every thread carries element 0: x0' = Σ_{i≥1} x_i − s0, V_0 = −2). On the
-// host device (work items are fibers) each exchange goes through 16 words of threadgroup memory
-// and one barrier: M_E two, a partial round one.
+// by xor butterflies, the partial rounds by moments (p2g_partial_rounds: one reduce-scatter, then
+// two shuffles a round beside element 0's S-box). On the host device (work items are fibers) each
+// exchange goes through 16 words of threadgroup memory and one barrier: M_E two, a partial round
+// one.
 //
-// The round constants come from threadgroup memory (p2g_load_constants): read from device memory,
+// The round constants (P2G_RC_LEN words: poseidon2.h's and the moments' tables) come from
+// threadgroup memory (p2g_load_constants): read from device memory,
 // each round's constant would be one more dependent load from L2 on the permutation's chain (21 a
 // permutation), which is what one GPU thread's permutation mostly waits for.
 //
@@ -1102,7 +1103,7 @@ MSL_FN bb4 bb4_pow(bb4 a, uint e) {
 MSL_FN bool bb4_is_zero(bb4 a) { return (a[0] | a[1] | a[2] | a[3]) == 0u; }
 
 #endif  // BB4_H
-#line 31 "shaders/include/poseidon2_group.h"
+#line 32 "shaders/include/poseidon2_group.h"
 #line 1 "shaders/include/poseidon2.h"
 // poseidon2.h - the Poseidon2 permutation over BabyBear, width 16 (Plonky3 v0.4.3
 // default_babybear_poseidon2_16, spec A §2), on Montgomery-form elements. Mirrors
@@ -1450,7 +1451,13 @@ MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
 #endif
 
 #endif  // POSEIDON2_H
-#line 32 "shaders/include/poseidon2_group.h"
+#line 33 "shaders/include/poseidon2_group.h"
+
+// The constant buffer of the group kernels: poseidon2.h's P2_RC_LEN words, then the tables of
+// p2g_partial_rounds (kernels.RoundConstants).
+#define P2G_RC_POW P2_RC_LEN
+#define P2G_RC_W (P2_RC_LEN + 192u)
+#define P2G_RC_LEN (P2_RC_LEN + 208u)
 
 // The permutation's additions and products end with a minimum (of t and t − p as unsigned
 // values) instead of a comparison and a conditional addition: two dependent steps instead of three,
@@ -1488,9 +1495,22 @@ MSL_FN uint p2g_sbox(uint x) {
   return min(r, r + BB_P);
 }
 
-// Copies the P2_RC_LEN round constants to rcs (threadgroup memory); a barrier follows.
+// Copies the P2G_RC_LEN constants to rcs (threadgroup memory), eight loads in flight a thread:
+// a group of 32 threads copying one word at a time waited for each load in turn (≈ 2 µs of a
+// 13 µs transcript step on an H200). The caller puts a barrier after it (p2g_load_constants).
+MSL_FN void p2g_copy_constants(MSL_CONSTANT uint* rc, MSL_THREADGROUP uint* rcs, uint tid, uint tpg) {
+  for (uint i0 = tid; i0 < P2G_RC_LEN; i0 += 8u * tpg) {
+    uint v[8];
+    for (uint j = 0u; j < 8u; j++) v[j] = rc[min(i0 + j * tpg, P2G_RC_LEN - 1u)];
+    for (uint j = 0u; j < 8u; j++) {
+      if (i0 + j * tpg < P2G_RC_LEN) rcs[i0 + j * tpg] = v[j];
+    }
+  }
+}
+
+// p2g_copy_constants, then a barrier.
 MSL_FN void p2g_load_constants(MSL_CONSTANT uint* rc, MSL_THREADGROUP uint* rcs, uint tid, uint tpg) {
-  for (uint i = tid; i < P2_RC_LEN; i += tpg) rcs[i] = rc[i];
+  p2g_copy_constants(rc, rcs, tid, tpg);
   threadgroup_barrier(mem_flags::mem_threadgroup);
 }
 
@@ -1521,20 +1541,15 @@ MSL_FN uint p2g_mat4(uint x, uint j) {
 }
 
 // M_E (poseidon2.h: p2_external): mat4 on each group of four elements, then each element plus
-// the sum of the elements equal to it mod 4.
-MSL_FN void p2g_external(MSL_THREAD p2g_sponge& st, uint tid, MSL_THREADGROUP uint* xs) {
+// the sum of the elements equal to it mod 4; plus add (the next round's constant, added beside the
+// sums instead of after them).
+MSL_FN void p2g_external(MSL_THREAD p2g_sponge& st, uint tid, MSL_THREADGROUP uint* xs, uint add) {
   uint y = p2g_mat4(st.x, tid & 3u);
-  uint s = p2g_add(y, simd_shuffle_xor(y, (ushort)4u));
-  s = p2g_add(s, simd_shuffle_xor(s, (ushort)8u));
-  st.x = p2g_add(y, s);
-}
-
-// The sum of the state's 16 values v, on every thread.
-MSL_FN uint p2g_sum16(uint v) {
-  v = p2g_add(v, simd_shuffle_xor(v, (ushort)1u));
-  v = p2g_add(v, simd_shuffle_xor(v, (ushort)2u));
-  v = p2g_add(v, simd_shuffle_xor(v, (ushort)4u));
-  return p2g_add(v, simd_shuffle_xor(v, (ushort)8u));
+  uint y4 = simd_shuffle_xor(y, (ushort)4u);  // three shuffles side by side: one latency, not two
+  uint y8 = simd_shuffle_xor(y, (ushort)8u);
+  uint y12 = simd_shuffle_xor(y, (ushort)12u);
+  uint s = p2g_add(p2g_add(y, y4), p2g_add(y8, y12));
+  st.x = p2g_add(p2g_add(y, add), s);
 }
 
 // Element i of the state (the same i on every thread).
@@ -1552,7 +1567,7 @@ MSL_FN MSL_THREADGROUP uint* p2g_exchange(MSL_THREAD p2g_sponge& st, uint v, uin
   return buf;
 }
 
-MSL_FN void p2g_external(MSL_THREAD p2g_sponge& st, uint tid, MSL_THREADGROUP uint* xs) {
+MSL_FN void p2g_external(MSL_THREAD p2g_sponge& st, uint tid, MSL_THREADGROUP uint* xs, uint add) {
   uint k = tid & 15u;
   uint g = k & 12u, j = k & 3u;
   MSL_THREADGROUP uint* b = p2g_exchange(st, st.x, tid, xs);
@@ -1567,15 +1582,7 @@ MSL_FN void p2g_external(MSL_THREAD p2g_sponge& st, uint tid, MSL_THREADGROUP ui
   uint y = p2g_add(p2g_add(t0123, a), c);
   b = p2g_exchange(st, y, tid, xs);
   uint sum = p2g_add(p2g_add(b[j], b[4u + j]), p2g_add(b[8u + j], b[12u + j]));
-  st.x = p2g_add(y, sum);
-}
-// The sum of 16 exchanged values, as a tree (depth 4).
-MSL_FN uint p2g_sum16_tg(MSL_THREADGROUP const uint* b) {
-  uint t0 = p2g_add(p2g_add(b[0], b[1]), p2g_add(b[2], b[3]));
-  uint t1 = p2g_add(p2g_add(b[4], b[5]), p2g_add(b[6], b[7]));
-  uint t2 = p2g_add(p2g_add(b[8], b[9]), p2g_add(b[10], b[11]));
-  uint t3 = p2g_add(p2g_add(b[12], b[13]), p2g_add(b[14], b[15]));
-  return p2g_add(p2g_add(t0, t1), p2g_add(t2, t3));
+  st.x = p2g_add(p2g_add(y, add), sum);
 }
 #endif
 
@@ -1584,38 +1591,83 @@ MSL_FN uint p2g_sub(uint a, uint b) {
   return min(t, t + BB_P);
 }
 
-MSL_FN void p2g_full_round(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* rc, uint off, uint tid, MSL_THREADGROUP uint* xs) {
-  st.x = p2g_sbox(p2g_add(st.x, rc[off + (tid & 15u)]));
-  p2g_external(st, tid, xs);
+// Four full rounds whose constants start at rc[off]; st.x enters with the first round's constant
+// added (by the M_E before).
+MSL_FN void p2g_full_rounds(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* rc, uint off, uint tid, MSL_THREADGROUP uint* xs) {
+  for (uint r = 0u; r < 4u; r++) {
+    st.x = p2g_sbox(st.x);
+    p2g_external(st, tid, xs, r < 3u ? rc[off + 16u * (r + 1u) + (tid & 15u)] : 0u);
+  }
+}
+
+// The partial rounds by moments. A partial round is s0 = S(x_0 + c_r), c = s0 + Σ_{i≥1} x_i,
+// x_i ← c + V_i·x_i (i ≥ 1), x_0 ← Σ_{i≥1} x_i − s0 (M_I = J + diag(V), V_0 = −2). With the moments
+// m_j = Σ_{i≥1} V_i^j·x_i the sum is m_0, and a round maps them to m_j ← c·W_j + m_{j+1}
+// (W_j = Σ_{i≥1} V_i^j): after the first round's exchange the rounds need no sum of the state, only
+// m_0 and the moment above, and the chain a round is element 0's S-box. Thread j holds m_j (13 of
+// them are read: round r needs m_0 of round r, which goes back to m_r of the first); its own x_k
+// follows beside the chain. Constants: V_k^j (j = 1..12) at P2G_RC_POW + 16(j − 1) + k, W_j at
+// P2G_RC_W + j (kernels.RoundConstants).
+MSL_FN void p2g_partial_rounds(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs) {
+  uint k = tid & 15u;
+  uint diag = rc[P2_RC_DIAG + k];
+  uint w = rc[P2G_RC_W + k];
+#if !defined(MSL_TARGET_HOST)
+  uint x0 = p2g_element(st.x, 0u, tid);
+  // t[j] = V_k^j·x_k (element 0 contributes zero), then a reduce-scatter over the 16 lanes: lane k
+  // keeps the sum of t[k].
+  uint v = k == 0u ? 0u : st.x;
+  uint t[16];
+  t[0] = v;
+  for (uint j = 1u; j < 13u; j++) t[j] = p2g_mul(rc[P2G_RC_POW + 16u * (j - 1u) + k], v);
+  for (uint j = 13u; j < 16u; j++) t[j] = 0u;
+  for (uint h = 8u; h > 0u; h >>= 1u) {
+    bool upper = (k & h) != 0u;
+    for (uint i = 0u; i < h; i++) {
+      uint keep = upper ? t[i + h] : t[i];
+      uint send = upper ? t[i] : t[i + h];
+      t[i] = p2g_add(keep, simd_shuffle_xor(send, (ushort)h));
+    }
+  }
+  uint m = t[0];
+  ushort lane0 = (ushort)(tid & 16u);
+  ushort above = (ushort)((tid & 16u) | ((k + 1u) & 15u));
+#else
+  MSL_THREADGROUP uint* b = p2g_exchange(st, st.x, tid, xs);
+  uint x0 = b[0];
+  uint m = 0u;  // threads 13..15 hold no moment that is read
+  if (k < 13u) {
+    for (uint i = 1u; i < 16u; i++) m = p2g_add(m, k == 0u ? b[i] : p2g_mul(rc[P2G_RC_POW + 16u * (k - 1u) + i], b[i]));
+  }
+#endif
+  uint a = p2g_add(x0, rc[P2_RC_INTERNAL]);  // the S-box's input: x_0 + c_r
+  for (uint r = 0u; r < 13u; r++) {
+#if !defined(MSL_TARGET_HOST)
+    uint m0 = simd_shuffle(m, lane0);
+    uint mn = simd_shuffle(m, above);
+#else
+    MSL_THREADGROUP uint* e = p2g_exchange(st, m, tid, xs);
+    uint m0 = e[0];
+    uint mn = e[(k + 1u) & 15u];
+#endif
+    uint s0 = p2g_sbox(a);
+    uint c = p2g_add(s0, m0);
+    x0 = p2g_sub(m0, s0);
+    if (r < 12u) a = p2g_sub(p2g_add(m0, rc[P2_RC_INTERNAL + r + 1u]), s0);  // m_0 + c_{r+1} beside the S-box
+    st.x = p2g_add(c, p2g_mul(diag, st.x));
+    m = p2g_add(p2g_mul(c, w), mn);
+  }
+  if (k == 0u) st.x = x0;
 }
 
 // The permutation of the group's state.
 MSL_FN void p2g_permute(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs) {
   uint k = tid & 15u;
-  p2g_external(st, tid, xs);
-  for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_INIT + 16u * r, tid, xs);
-  // Partial rounds: s0 = S(x_0 + c_r), then M_I = J + diag(V): x_k ← s0 + Σ_{i≥1} x_i + V_k·y_k
-  // (y_0 = s0, y_k = x_k). Every thread carries x_0: with V_0 = −2, x_0 ← Σ_{i≥1} x_i − s0, so
-  // the sum of elements 1..15 (the exchange) runs beside the S-box instead of after it.
-  uint diag = rc[P2_RC_DIAG + k];
-#if !defined(MSL_TARGET_HOST)
-  uint x0 = p2g_element(st.x, 0u, tid);
-#else
-  uint x0 = p2g_exchange(st, st.x, tid, xs)[0];
-#endif
-  for (uint r = 0u; r < 13u; r++) {
-    uint v = k == 0u ? 0u : st.x;  // elements 1..15: their sum is taken with element 0 as zero
-    uint dv = p2g_mul(diag, v);
-#if !defined(MSL_TARGET_HOST)
-    uint rest = p2g_sum16(v);
-#else
-    uint rest = p2g_sum16_tg(p2g_exchange(st, v, tid, xs));  // element 0 contributes v = 0
-#endif
-    uint s0 = p2g_sbox(p2g_add(x0, rc[P2_RC_INTERNAL + r]));
-    x0 = p2g_sub(rest, s0);
-    st.x = k == 0u ? x0 : p2g_add(p2g_add(s0, rest), dv);
-  }
-  for (uint r = 0u; r < 4u; r++) p2g_full_round(st, rc, P2_RC_EXT_FINAL + 16u * r, tid, xs);
+  p2g_external(st, tid, xs, rc[P2_RC_EXT_INIT + k]);
+  p2g_full_rounds(st, rc, P2_RC_EXT_INIT, tid, xs);
+  p2g_partial_rounds(st, rc, tid, xs);
+  st.x = p2g_add(st.x, rc[P2_RC_EXT_FINAL + k]);
+  p2g_full_rounds(st, rc, P2_RC_EXT_FINAL, tid, xs);
 }
 
 // The duplex sponge over the group's state. Samples are elements of the state after a
@@ -1837,7 +1889,7 @@ MSL_KERNEL void msl_kernel_merkle_compress_top(MSL_DEVICE uint* layers          
                                 uint group                                 ,
                                 uint ngroups                          ) {
   MSL_THREADGROUP uint* rcs = scratch;
-  MSL_THREADGROUP uint* xs = scratch + P2_RC_LEN + 32u * (tid >> 4);  // this state's exchange halves
+  MSL_THREADGROUP uint* xs = scratch + P2G_RC_LEN + 32u * (tid >> 4);  // this state's exchange halves
   p2g_load_constants(rc, rcs, tid, tpg);
   uint k = tid & 15u;
   uint per = tpg >> 4;  // states a threadgroup permutes at once
@@ -6594,7 +6646,7 @@ struct ZcTrRoundParams {
 // for X = 1..d+1, observed; r_j sampled; s_j and r_j into the log; the claims R(r_j), and eqz,
 // eqs ·= eqFactor(ξ, r_j), tail ·= r_j for the next round. st (Fp4 indices): the claims [0, 3T),
 // R(0) [3T, 6T), R(d+1) [6T, 9T), eqz, eqs, tail at 9T..9T+2, then the constants (see the
-// parameters). One group of ≥ 16 threads (poseidon2_group.h); scratch: 48 + P2_RC_LEN + 8(d+1) +
+// parameters). One group of ≥ 16 threads (poseidon2_group.h); scratch: 48 + P2G_RC_LEN + 8(d+1) +
 // 8·max(tpg, d+1) uints.
 MSL_KERNEL void msl_kernel_zc_tr_round(MSL_DEVICE const uint* sums              ,
                         MSL_DEVICE uint* st              ,
@@ -6611,7 +6663,7 @@ MSL_KERNEL void msl_kernel_zc_tr_round(MSL_DEVICE const uint* sums              
   MSL_THREADGROUP uint* xs = scratch;
   MSL_THREADGROUP uint* out = scratch + 32u;
   MSL_THREADGROUP uint* rcs = scratch + 48u;
-  MSL_THREADGROUP uint* lag_r = rcs + P2_RC_LEN;  // L_i(r_j), Fp4, i = 0..d
+  MSL_THREADGROUP uint* lag_r = rcs + P2G_RC_LEN;  // L_i(r_j), Fp4, i = 0..d
   MSL_THREADGROUP uint* s_tg = lag_r + 4u * np;   // s_j(1..d+1), Fp4
   MSL_THREADGROUP uint* part = s_tg + 4u * np;    // partial sums (Zc part, LogUp part) per (chunk, X)
   MSL_DEVICE uint* claims = st;
@@ -7016,7 +7068,7 @@ struct GkrTrRoundParams {
 };
 
 // One round's step: s(1), s(2), s(3) = the sum of the round's partial rows (one group of ≥ 16
-// threads; scratch: 48 bytes a thread and P2_RC_LEN uints), then observe them and sample the bound value r with the
+// threads; scratch: 48 bytes a thread and P2G_RC_LEN uints), then observe them and sample the bound value r with the
 // group's sponge (poseidon2_group.h).
 MSL_KERNEL void msl_kernel_gkr_tr_round(MSL_DEVICE const uint* partials              ,
                          MSL_DEVICE uint* trlog              ,
@@ -7032,11 +7084,22 @@ MSL_KERNEL void msl_kernel_gkr_tr_round(MSL_DEVICE const uint* partials         
   // scratch: the reduce's 12 uints a thread, then (after it) the sums at 0..12, the sponge's
   // exchanges at 16..48 and outputs at 48..64; the round constants at 64.. throughout.
   MSL_THREADGROUP uint* rcs = scratch + 12u * tpg;
-  for (uint i = tid; i < P2_RC_LEN; i += tpg) rcs[i] = rc[i];
-  for (uint g = tid; g < p.groups; g += tpg) {
-    s1 = bb4_add(s1, bb4_load(partials, 3u * g));
-    s2 = bb4_add(s2, bb4_load(partials, 3u * g + 1u));
-    s3 = bb4_add(s3, bb4_load(partials, 3u * g + 2u));
+  p2g_copy_constants(rc, rcs, tid, tpg);
+  // Four rows' loads in flight a thread (up to 528 rows: one at a time, a large round's step
+  // waited for 17 loads in turn).
+  for (uint g0 = tid; g0 < p.groups; g0 += 4u * tpg) {
+    bb4 v[12];
+    for (uint j = 0u; j < 4u; j++) {
+      uint g = min(g0 + j * tpg, p.groups - 1u);
+      for (uint c = 0u; c < 3u; c++) v[3u * j + c] = bb4_load(partials, 3u * g + c);
+    }
+    for (uint j = 0u; j < 4u; j++) {
+      if (g0 + j * tpg < p.groups) {
+        s1 = bb4_add(s1, v[3u * j]);
+        s2 = bb4_add(s2, v[3u * j + 1u]);
+        s3 = bb4_add(s3, v[3u * j + 2u]);
+      }
+    }
   }
   gkr_group_reduce(s1, s2, s3, scratch, trlog + 4u * p.at, tid, tpg, 0u);
   // The reduce's barriers also cover rcs. It ended with one: scratch[0..12) holds the sums for
@@ -7067,7 +7130,7 @@ struct GkrTrLayerParams {
 // of the folded tables, fractions 0..3, folded at the last bound value), observed, then μ and
 // the next layer's λ sampled; then (not the last layer) the halves of eq(ξ, ·) of the next layer,
 // ξ = (μ, the bound values of this layer), into halves: lo at 0, hi at 2^log_lo (EqTables).
-// One group of ≥ 16 threads (poseidon2_group.h); scratch: 48 + P2_RC_LEN uints.
+// One group of ≥ 16 threads (poseidon2_group.h); scratch: 48 + P2G_RC_LEN uints.
 MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab              ,
                              MSL_DEVICE uint* trlog              ,
                              MSL_DEVICE uint* ts              ,
@@ -7153,7 +7216,7 @@ struct GkrSmallParams {
 
 // After the last round (one pair, two rows) the two rows go to tab (fractions 0..3), which
 // gkr_tr_layer_end folds at the last bound value. tab may be src (layer 2). One group of ≥ 16
-// threads; scratch: 20·rows + 12·tpg + 48 + P2_RC_LEN uints, rows = 2^(log_pairs+1).
+// threads; scratch: 20·rows + 12·tpg + 48 + P2G_RC_LEN uints, rows = 2^(log_pairs+1).
 MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq              ,
                                 MSL_DEVICE const uint* src              ,
                                 MSL_DEVICE uint* tab              ,
@@ -7171,7 +7234,7 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
   MSL_THREADGROUP uint* xs = red + 12u * tpg;
   MSL_THREADGROUP uint* out = xs + 32u;
   MSL_THREADGROUP uint* rcs = out + 16u;
-  for (uint i = tid; i < P2_RC_LEN; i += tpg) rcs[i] = rc[i];
+  p2g_copy_constants(rc, rcs, tid, tpg);
   bb4 lambda = bb4_load(trlog, p.lambda_at);
   if (p.fold != 0u) {
     bb4 r = bb4_load(trlog, p.r_at);  // new row m = lerp(rows 2m, 2m + 1)
@@ -7675,7 +7738,7 @@ struct ScTrRoundParams {
 // bound value sampled and logged; the next round's fold reads it from the log
 // (ScFoldRoundParams.alpha_at). Eight observes precede the sample, so a permutation always runs
 // in this kernel before it reads the sponge's outputs. One group of ≥ 16 threads
-// (poseidon2_group.h); scratch: 48 + P2_RC_LEN uints.
+// (poseidon2_group.h); scratch: 48 + P2G_RC_LEN uints.
 MSL_KERNEL void msl_kernel_sc_tr_round(MSL_DEVICE const uint* sums              ,
                         MSL_DEVICE uint* trlog              ,
                         MSL_DEVICE uint* ts              ,
@@ -7714,7 +7777,7 @@ struct TrObserveSampleParams {
 // A transcript step on the device (kernels.DeviceTranscript) over values another kernel left in
 // device memory: src[src_off .. src_off + n) observed (a Merkle root, an evaluation), then, when
 // asked, an Fp4 sampled into the log. One group of ≥ 16 threads (poseidon2_group.h); scratch:
-// 48 + P2_RC_LEN uints.
+// 48 + P2G_RC_LEN uints.
 MSL_KERNEL void msl_kernel_tr_observe_sample(MSL_DEVICE const uint* src              ,
                               MSL_DEVICE uint* trlog              ,
                               MSL_DEVICE uint* ts              ,
@@ -7754,7 +7817,7 @@ struct ScTrGrindParams {
 // with its own exchange buffer). With the witness at absorb index a, a candidate's check is one
 // permutation of the state with w at a and the low bits of element 7 (transcript.WitnessOK), and
 // that permuted state is the sponge's after the observe of w and the checked sample: the sponge
-// continues from the winner's. One group of 16·S threads; scratch: P2_RC_LEN + 17 + 33·S uints.
+// continues from the winner's. One group of 16·S threads; scratch: P2G_RC_LEN + 17 + 33·S uints.
 MSL_KERNEL void msl_kernel_sc_tr_round_grind(MSL_DEVICE const uint* sums              ,
                               MSL_DEVICE uint* trlog              ,
                               MSL_DEVICE uint* ts              ,
@@ -7767,7 +7830,7 @@ MSL_KERNEL void msl_kernel_sc_tr_round_grind(MSL_DEVICE const uint* sums        
   uint g = tid >> 4u;
   uint k = tid & 15u;
   MSL_THREADGROUP uint* rcs = scratch;
-  MSL_THREADGROUP uint* out = scratch + P2_RC_LEN;  // the sponge's outputs (16), then the winner's state
+  MSL_THREADGROUP uint* out = scratch + P2G_RC_LEN;  // the sponge's outputs (16), then the winner's state
   MSL_THREADGROUP uint* hit = out + 16u;            // a pass's hit flag per candidate (S)
   MSL_THREADGROUP uint* xs = hit + 1u + S;          // 32 a candidate; the first 32 also the sponge's
   p2g_sponge sp;
