@@ -1070,37 +1070,37 @@ func dispatchRowsCheckPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buf
 	return enc.Dispatch("rows_check_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchScRoundPartials encodes kernel sc_round_partials (shaders/common/sumcheck.metal:62).
+// dispatchScRoundPartials encodes kernel sc_round_partials (shaders/common/sumcheck.metal:54).
 func dispatchScRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer, w *gpu.Buffer, partials *gpu.Buffer, p scRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchScFoldRoundPartials encodes kernel sc_fold_round_partials (shaders/common/sumcheck.metal:135).
+// dispatchScFoldRoundPartials encodes kernel sc_fold_round_partials (shaders/common/sumcheck.metal:127).
 func dispatchScFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer, w *gpu.Buffer, fOut *gpu.Buffer, wOut *gpu.Buffer, partials *gpu.Buffer, p scFoldRoundParams, alphas *gpu.Buffer, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(fOut), gpu.Buf(wOut), gpu.Buf(partials), p.arg(), gpu.Buf(alphas)}, scratchBytes)
 }
 
-// dispatchScFold encodes kernel sc_fold (shaders/common/sumcheck.metal:267).
+// dispatchScFold encodes kernel sc_fold (shaders/common/sumcheck.metal:259).
 func dispatchScFold(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, alphas *gpu.Buffer, p scFoldParams) *gpu.Batch {
 	return enc.Dispatch("sc_fold", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(alphas), p.arg()})
 }
 
-// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:340).
+// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:332).
 func dispatchScSumRows(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumRowsParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_rows", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScSumRowBlocks encodes kernel sc_sum_row_blocks (shaders/common/sumcheck.metal:358).
+// dispatchScSumRowBlocks encodes kernel sc_sum_row_blocks (shaders/common/sumcheck.metal:350).
 func dispatchScSumRowBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumBlocksParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_row_blocks", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:385).
+// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:377).
 func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }
 
-// dispatchScEqSuffixes encodes kernel sc_eq_suffixes (shaders/common/sumcheck.metal:456).
+// dispatchScEqSuffixes encodes kernel sc_eq_suffixes (shaders/common/sumcheck.metal:448).
 func dispatchScEqSuffixes(enc *gpu.Batch, groups, tpg gpu.Dim3, halves *gpu.Buffer, out *gpu.Buffer, p scEqSuffixParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_suffixes", groups, tpg, []gpu.Arg{gpu.Buf(halves), gpu.Buf(out), p.arg()})
 }
@@ -1197,27 +1197,27 @@ func dispatchGkrLayer(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst
 	return enc.Dispatch("gkr_layer", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/gkr/gkr.metal:203).
+// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/gkr/gkr.metal:197).
 func dispatchGkrRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, frac *gpu.Buffer, partials *gpu.Buffer, ch *gpu.Buffer, p gkrRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(frac), gpu.Buf(partials), gpu.Buf(ch), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/gkr/gkr.metal:246).
+// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/gkr/gkr.metal:240).
 func dispatchGkrFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, dst *gpu.Buffer, partials *gpu.Buffer, ch *gpu.Buffer, p gkrFoldRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(dst), gpu.Buf(partials), gpu.Buf(ch), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrRound encodes kernel gkr_tr_round (shaders/gkr/gkr.metal:311).
+// dispatchGkrTrRound encodes kernel gkr_tr_round (shaders/gkr/gkr.metal:305).
 func dispatchGkrTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, partials *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p gkrTrRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(partials), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:372).
+// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:366).
 func dispatchGkrTrLayerEnd(enc *gpu.Batch, groups, tpg gpu.Dim3, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, halves *gpu.Buffer, p gkrTrLayerParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_layer_end", groups, tpg, []gpu.Arg{gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(halves), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:458).
+// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:452).
 func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p gkrSmallParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }

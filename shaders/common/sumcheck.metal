@@ -30,25 +30,17 @@ MSL_FN void sc_pair_terms(bb4 f0, bb4 f1, bb4 w0, bb4 w1, thread bb4& s1, thread
 // t0 + α·(t1 − t0).
 MSL_FN bb4 sc_lerp(bb4 t0, bb4 t1, bb4 alpha) { return bb4_add(t0, bb4_mul(alpha, bb4_sub(t1, t0))); }
 
-// Stores the thread's (s1, s2) in scratch (8 uints per thread), tree-reduces the group's rows and
-// writes the sum to partials[group·8 ..]. Called in uniform control flow (it has barriers); any
-// group size.
+// The group's sum of (s1, s2) (group_sum_words), written to partials[group·8 ..]. Called in
+// uniform control flow (it has barriers); any group size; scratch: 8 uints per thread.
 MSL_FN void sc_group_reduce_pair(bb4 s1, bb4 s2, threadgroup uint* scratch, device uint* partials, uint tid, uint tpg,
                                  uint group) {
-  bb4_store_tg(scratch, 2u * tid, s1);
-  bb4_store_tg(scratch, 2u * tid + 1u, s2);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint w = tpg; w > 1u;) {
-    uint h = (w + 1u) / 2u;
-    if (tid + h < w) {
-      for (uint k = 0u; k < 8u; k++) scratch[8u * tid + k] = bb_add(scratch[8u * tid + k], scratch[8u * (tid + h) + k]);
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    w = h;
+  uint v[8];
+  for (uint c = 0u; c < 4u; c++) {
+    v[c] = s1[c];
+    v[4u + c] = s2[c];
   }
-  if (tid == 0u) {
-    for (uint k = 0u; k < 8u; k++) partials[8u * group + k] = scratch[k];
-  }
+  group_sum_words<8u>(v, scratch, tid, tpg);
+  for (uint k = tid; k < 8u; k += tpg) partials[8u * group + k] = scratch[k];
 }
 
 struct ScRoundParams {

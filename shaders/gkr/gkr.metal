@@ -162,25 +162,19 @@ MSL_FN void gkr_pair_terms(bb4 e_lo, bb4 p0_lo, bb4 q0_lo, bb4 p1_lo, bb4 q1_lo,
   s3 = bb4_add(s3, gkr_term(e, p0, q0, p1, q1, lambda));
 }
 
-// Stores the thread's (s1, s2, s3) in scratch (12 uints per thread), tree-reduces the group's rows
-// and writes the sum to partials[12·group ..]. Called in uniform control flow; any group size.
+// The group's sum of (s1, s2, s3) (group_sum_words), written to partials[12·group ..] and left in
+// scratch[0..12) for every thread. Called in uniform control flow; any group size; scratch: 12
+// uints per thread.
 MSL_FN void gkr_group_reduce(bb4 s1, bb4 s2, bb4 s3, threadgroup uint* scratch, device uint* partials, uint tid,
                              uint tpg, uint group) {
-  bb4_store_tg(scratch, 3u * tid, s1);
-  bb4_store_tg(scratch, 3u * tid + 1u, s2);
-  bb4_store_tg(scratch, 3u * tid + 2u, s3);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint w = tpg; w > 1u;) {
-    uint h = (w + 1u) / 2u;
-    if (tid + h < w) {
-      for (uint k = 0u; k < 12u; k++) scratch[12u * tid + k] = bb_add(scratch[12u * tid + k], scratch[12u * (tid + h) + k]);
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    w = h;
+  uint v[12];
+  for (uint c = 0u; c < 4u; c++) {
+    v[c] = s1[c];
+    v[4u + c] = s2[c];
+    v[8u + c] = s3[c];
   }
-  if (tid == 0u) {
-    for (uint k = 0u; k < 12u; k++) partials[12u * group + k] = scratch[k];
-  }
+  group_sum_words<12u>(v, scratch, tid, tpg);
+  for (uint k = tid; k < 12u; k += tpg) partials[12u * group + k] = scratch[k];
 }
 
 // Where a round kernel takes λ (and r) from: the parameters, or (ch_* ≠ GKR_NONE) the Fp4 at that

@@ -1102,6 +1102,50 @@ MSL_FN bb4 bb4_pow(bb4 a, uint e) {
 
 MSL_FN bool bb4_is_zero(bb4 a) { return (a[0] | a[1] | a[2] | a[3]) == 0u; }
 
+// The group's sum of each thread's v[0..N) (word by word, modular), left in scratch[0..N) for every
+// thread after the barrier it ends with; v is clobbered. scratch: N·tpg words. Called in uniform
+// control flow. On GPUs with groups of whole SIMD groups of 32: xor shuffles within each SIMD
+// group, then one barrier and the N words of the SIMD groups' sums added by N threads. Otherwise
+// (the host device, or any other group size) a tree in scratch, each step's N loads issued before
+// its stores (written word by word, the compiler could not tell a store from the next load's
+// word and waited for each in turn).
+template <uint N>
+MSL_FN void group_sum_words(MSL_THREAD uint* v, MSL_THREADGROUP uint* scratch, uint tid, uint tpg) {
+#if !defined(MSL_TARGET_HOST)
+  if ((tpg & 31u) == 0u) {
+    for (uint off = 16u; off > 0u; off >>= 1u) {
+      for (uint k = 0u; k < N; k++) v[k] = bb_add(v[k], simd_shuffle_xor(v[k], (ushort)off));
+    }
+    if ((tid & 31u) == 0u) {
+      for (uint k = 0u; k < N; k++) scratch[N * (tid >> 5u) + k] = v[k];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint k = tid; k < N; k += tpg) {  // word k of every SIMD group's sum, by one thread
+      uint acc = scratch[k];
+      for (uint g = 1u; g < (tpg >> 5u); g++) acc = bb_add(acc, scratch[N * g + k]);
+      scratch[k] = acc;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    return;
+  }
+#endif
+  for (uint k = 0u; k < N; k++) scratch[N * tid + k] = v[k];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) {
+      uint o[N];
+      for (uint k = 0u; k < N; k++) o[k] = scratch[N * (tid + h) + k];
+      for (uint k = 0u; k < N; k++) {
+        v[k] = bb_add(v[k], o[k]);
+        scratch[N * tid + k] = v[k];
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+}
+
 #endif  // BB4_H
 #line 32 "shaders/include/poseidon2_group.h"
 #line 1 "shaders/include/poseidon2.h"
@@ -4567,25 +4611,17 @@ MSL_FN void sc_pair_terms(bb4 f0, bb4 f1, bb4 w0, bb4 w1, MSL_THREAD bb4& s1, MS
 // t0 + α·(t1 − t0).
 MSL_FN bb4 sc_lerp(bb4 t0, bb4 t1, bb4 alpha) { return bb4_add(t0, bb4_mul(alpha, bb4_sub(t1, t0))); }
 
-// Stores the thread's (s1, s2) in scratch (8 uints per thread), tree-reduces the group's rows and
-// writes the sum to partials[group·8 ..]. Called in uniform control flow (it has barriers); any
-// group size.
+// The group's sum of (s1, s2) (group_sum_words), written to partials[group·8 ..]. Called in
+// uniform control flow (it has barriers); any group size; scratch: 8 uints per thread.
 MSL_FN void sc_group_reduce_pair(bb4 s1, bb4 s2, MSL_THREADGROUP uint* scratch, MSL_DEVICE uint* partials, uint tid, uint tpg,
                                  uint group) {
-  bb4_store_tg(scratch, 2u * tid, s1);
-  bb4_store_tg(scratch, 2u * tid + 1u, s2);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint w = tpg; w > 1u;) {
-    uint h = (w + 1u) / 2u;
-    if (tid + h < w) {
-      for (uint k = 0u; k < 8u; k++) scratch[8u * tid + k] = bb_add(scratch[8u * tid + k], scratch[8u * (tid + h) + k]);
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    w = h;
+  uint v[8];
+  for (uint c = 0u; c < 4u; c++) {
+    v[c] = s1[c];
+    v[4u + c] = s2[c];
   }
-  if (tid == 0u) {
-    for (uint k = 0u; k < 8u; k++) partials[8u * group + k] = scratch[k];
-  }
+  group_sum_words<8u>(v, scratch, tid, tpg);
+  for (uint k = tid; k < 8u; k += tpg) partials[8u * group + k] = scratch[k];
 }
 
 struct ScRoundParams {
@@ -6924,25 +6960,19 @@ MSL_FN void gkr_pair_terms(bb4 e_lo, bb4 p0_lo, bb4 q0_lo, bb4 p1_lo, bb4 q1_lo,
   s3 = bb4_add(s3, gkr_term(e, p0, q0, p1, q1, lambda));
 }
 
-// Stores the thread's (s1, s2, s3) in scratch (12 uints per thread), tree-reduces the group's rows
-// and writes the sum to partials[12·group ..]. Called in uniform control flow; any group size.
+// The group's sum of (s1, s2, s3) (group_sum_words), written to partials[12·group ..] and left in
+// scratch[0..12) for every thread. Called in uniform control flow; any group size; scratch: 12
+// uints per thread.
 MSL_FN void gkr_group_reduce(bb4 s1, bb4 s2, bb4 s3, MSL_THREADGROUP uint* scratch, MSL_DEVICE uint* partials, uint tid,
                              uint tpg, uint group) {
-  bb4_store_tg(scratch, 3u * tid, s1);
-  bb4_store_tg(scratch, 3u * tid + 1u, s2);
-  bb4_store_tg(scratch, 3u * tid + 2u, s3);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint w = tpg; w > 1u;) {
-    uint h = (w + 1u) / 2u;
-    if (tid + h < w) {
-      for (uint k = 0u; k < 12u; k++) scratch[12u * tid + k] = bb_add(scratch[12u * tid + k], scratch[12u * (tid + h) + k]);
-    }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    w = h;
+  uint v[12];
+  for (uint c = 0u; c < 4u; c++) {
+    v[c] = s1[c];
+    v[4u + c] = s2[c];
+    v[8u + c] = s3[c];
   }
-  if (tid == 0u) {
-    for (uint k = 0u; k < 12u; k++) partials[12u * group + k] = scratch[k];
-  }
+  group_sum_words<12u>(v, scratch, tid, tpg);
+  for (uint k = tid; k < 12u; k += tpg) partials[12u * group + k] = scratch[k];
 }
 
 // Where a round kernel takes λ (and r) from: the parameters, or (ch_* ≠ GKR_NONE) the Fp4 at that

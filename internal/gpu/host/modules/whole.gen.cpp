@@ -1127,6 +1127,50 @@ MSL_FN bb4 bb4_pow(bb4 a, uint e) {
 
 MSL_FN bool bb4_is_zero(bb4 a) { return (a[0] | a[1] | a[2] | a[3]) == 0u; }
 
+// The group's sum of each thread's v[0..N) (word by word, modular), left in scratch[0..N) for every
+// thread after the barrier it ends with; v is clobbered. scratch: N·tpg words. Called in uniform
+// control flow. On GPUs with groups of whole SIMD groups of 32: xor shuffles within each SIMD
+// group, then one barrier and the N words of the SIMD groups' sums added by N threads. Otherwise
+// (the host device, or any other group size) a tree in scratch, each step's N loads issued before
+// its stores (written word by word, the compiler could not tell a store from the next load's
+// word and waited for each in turn).
+template <uint N>
+MSL_FN void group_sum_words(MSL_THREAD uint* v, MSL_THREADGROUP uint* scratch, uint tid, uint tpg) {
+#if !defined(MSL_TARGET_HOST)
+  if ((tpg & 31u) == 0u) {
+    for (uint off = 16u; off > 0u; off >>= 1u) {
+      for (uint k = 0u; k < N; k++) v[k] = bb_add(v[k], simd_shuffle_xor(v[k], (ushort)off));
+    }
+    if ((tid & 31u) == 0u) {
+      for (uint k = 0u; k < N; k++) scratch[N * (tid >> 5u) + k] = v[k];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint k = tid; k < N; k += tpg) {  // word k of every SIMD group's sum, by one thread
+      uint acc = scratch[k];
+      for (uint g = 1u; g < (tpg >> 5u); g++) acc = bb_add(acc, scratch[N * g + k]);
+      scratch[k] = acc;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    return;
+  }
+#endif
+  for (uint k = 0u; k < N; k++) scratch[N * tid + k] = v[k];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint w = tpg; w > 1u;) {
+    uint h = (w + 1u) / 2u;
+    if (tid + h < w) {
+      uint o[N];
+      for (uint k = 0u; k < N; k++) o[k] = scratch[N * (tid + h) + k];
+      for (uint k = 0u; k < N; k++) {
+        v[k] = bb_add(v[k], o[k]);
+        scratch[N * tid + k] = v[k];
+      }
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    w = h;
+  }
+}
+
 #endif  // BB4_H
 #line 23 "shaders/include/program.h"
 
