@@ -1207,17 +1207,17 @@ func dispatchGkrFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.
 	return enc.Dispatch("gkr_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(dst), gpu.Buf(partials), gpu.Buf(ch), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrRound encodes kernel gkr_tr_round (shaders/gkr/gkr.metal:305).
+// dispatchGkrTrRound encodes kernel gkr_tr_round (shaders/gkr/gkr.metal:315).
 func dispatchGkrTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, partials *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p gkrTrRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(partials), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:366).
+// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:384).
 func dispatchGkrTrLayerEnd(enc *gpu.Batch, groups, tpg gpu.Dim3, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, halves *gpu.Buffer, p gkrTrLayerParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_layer_end", groups, tpg, []gpu.Arg{gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(halves), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:452).
+// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:495).
 func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p gkrSmallParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }

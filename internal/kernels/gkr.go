@@ -364,9 +364,15 @@ func (s *GkrSumcheck) ReadRound() ([3]field.Fp4, error) {
 	return out, nil
 }
 
-// gkrTrScratch is the threadgroup memory of gkr_tr_layer_end: the sponge's exchanges and outputs,
-// and the round constants (poseidon2_group.h).
-const gkrTrScratch = (48 + p2gRCLen) * 4
+// gkrLayerEndScratch is the threadgroup memory of gkr_tr_layer_end (GKR_LAYER_END_WORDS): the
+// sponge's exchanges and outputs, the round constants (poseidon2_group.h), ξ (GKR_XI_MAX Fp4)
+// and the two small tables of a half (GKR_HALF_SMALL Fp4 each: halves of up to
+// gkrHalfMaxCoords coordinates).
+const (
+	gkrXiMax           = 32
+	gkrHalfMaxCoords   = 14
+	gkrLayerEndScratch = (48 + p2gRCLen + 4*(gkrXiMax+2*(1<<(gkrHalfMaxCoords/2)))) * 4
+)
 
 // EncodeGkrRound encodes the transcript step of the GKR round s encoded last (EncodeRoundLogged or
 // EncodeFoldRoundLogged): its sums s(1), s(2), s(3) into Log[at .. at+3), observed, and the bound
@@ -401,8 +407,8 @@ type GkrLayerEnd struct {
 	// At: the claims go to Log[At .. At+4), μ to Log[At+4].
 	At int
 	// Next: a layer follows, whose λ goes to Log[LambdaAt] and whose eq halves (kernels.EqTables
-	// of ξ = (μ, Log[RhoAt], Log[RhoAt+RhoStep], …), NXi coordinates, the first LogLo in lo) to
-	// Halves: lo at 0, hi at 2^LogLo.
+	// of ξ = (μ, Log[RhoAt], Log[RhoAt+RhoStep], …), NXi coordinates, the first LogLo in lo; at
+	// most 14 a half) to Halves: lo at 0, hi at 2^LogLo.
 	Next                     bool
 	LambdaAt, RhoAt, RhoStep int
 	NXi, LogLo               int
@@ -428,7 +434,8 @@ func (t *DeviceTranscript) EncodeLayerEnd(b *gpu.Batch, e GkrLayerEnd) error {
 	p := gkrTrLayerParams{first: uint32(b2u(e.First)), rAt: uint32(max(e.RAt, 0)), at: uint32(e.At), lambdaAt: gkrNone}
 	halves := t.Log.Buffer
 	if e.Next {
-		if e.LambdaAt < 0 || e.LambdaAt >= n || e.NXi < 1 || e.LogLo < 0 || e.LogLo > e.NXi || e.NXi-e.LogLo > 30 || e.LogLo > 30 {
+		if e.LambdaAt < 0 || e.LambdaAt >= n || e.NXi < 1 || e.NXi > gkrXiMax || e.LogLo < 0 || e.LogLo > e.NXi ||
+			e.NXi-e.LogLo > gkrHalfMaxCoords || e.LogLo > gkrHalfMaxCoords {
 			return fmt.Errorf("kernels: GkrLayerEnd: λ at %d, ξ of %d coordinates (%d low)", e.LambdaAt, e.NXi, e.LogLo)
 		}
 		if last := e.RhoAt + (e.NXi-2)*e.RhoStep; e.NXi > 1 && (e.RhoAt < 0 || e.RhoStep < 0 || last >= n) {
@@ -440,12 +447,12 @@ func (t *DeviceTranscript) EncodeLayerEnd(b *gpu.Batch, e GkrLayerEnd) error {
 		p.lambdaAt, p.rhoAt, p.rhoStep, p.nXi, p.logLo = uint32(e.LambdaAt), uint32(max(e.RhoAt, 0)), uint32(e.RhoStep), uint32(e.NXi), uint32(e.LogLo)
 		halves = e.Halves.Buffer
 	}
-	// 256 threads on GPUs: the next layer's eq halves (up to 2^12 rows each) are doubled side by side.
+	// 256 threads on GPUs: the next layer's eq halves (up to 2^14 entries each) are made side by side.
 	tpg, err := t.groupFor("gkr_tr_layer_end", 256)
 	if err != nil {
 		return err
 	}
-	dispatchGkrTrLayerEnd(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Tab.Buffer, t.Log.Buffer, t.state.Buffer, t.rc.Buffer, halves, p, gkrTrScratch)
+	dispatchGkrTrLayerEnd(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Tab.Buffer, t.Log.Buffer, t.state.Buffer, t.rc.Buffer, halves, p, gkrLayerEndScratch)
 	return b.Err()
 }
 

@@ -7060,20 +7060,30 @@ MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq          
   for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
     uint end = min(pairs, (u + 1u) * GKR_RUN);
     for (uint i = u * GKR_RUN; i < end; i++) {
-      bb4 e_lo = gkr_lerp(bb4_load_aligned(eq, es + 4u * i), bb4_load_aligned(eq, es + 4u * i + 1u), r);
-      bb4 e_hi = gkr_lerp(bb4_load_aligned(eq, es + 4u * i + 2u), bb4_load_aligned(eq, es + 4u * i + 3u), r);
-      bb4_store_aligned(eq, ed + 2u * i, e_lo);
-      bb4_store_aligned(eq, ed + 2u * i + 1u, e_hi);
+      // Every load before the first store: the compiler cannot tell eq's stores from src's rows,
+      // and would load the rows after them (one more memory latency a pair).
+      bb4 e[4];
+      for (uint k = 0u; k < 4u; k++) e[k] = bb4_load_aligned(eq, es + 4u * i + k);
       // Source row k, column c is fraction 2k + c: rows 4i .. 4i + 3 are fractions 8i .. 8i + 7.
       uint s = 8u * i;
-      bb4 p0_lo = gkr_lerp(gkr_p(src, s), gkr_p(src, s + 2u), r);
-      bb4 q0_lo = gkr_lerp(gkr_q(src, s), gkr_q(src, s + 2u), r);
-      bb4 p1_lo = gkr_lerp(gkr_p(src, s + 1u), gkr_p(src, s + 3u), r);
-      bb4 q1_lo = gkr_lerp(gkr_q(src, s + 1u), gkr_q(src, s + 3u), r);
-      bb4 p0_hi = gkr_lerp(gkr_p(src, s + 4u), gkr_p(src, s + 6u), r);
-      bb4 q0_hi = gkr_lerp(gkr_q(src, s + 4u), gkr_q(src, s + 6u), r);
-      bb4 p1_hi = gkr_lerp(gkr_p(src, s + 5u), gkr_p(src, s + 7u), r);
-      bb4 q1_hi = gkr_lerp(gkr_q(src, s + 5u), gkr_q(src, s + 7u), r);
+      bb4 fp[8];
+      bb4 fq[8];
+      for (uint k = 0u; k < 8u; k++) {
+        fp[k] = gkr_p(src, s + k);
+        fq[k] = gkr_q(src, s + k);
+      }
+      bb4 e_lo = gkr_lerp(e[0], e[1], r);
+      bb4 e_hi = gkr_lerp(e[2], e[3], r);
+      bb4_store_aligned(eq, ed + 2u * i, e_lo);
+      bb4_store_aligned(eq, ed + 2u * i + 1u, e_hi);
+      bb4 p0_lo = gkr_lerp(fp[0], fp[2], r);
+      bb4 q0_lo = gkr_lerp(fq[0], fq[2], r);
+      bb4 p1_lo = gkr_lerp(fp[1], fp[3], r);
+      bb4 q1_lo = gkr_lerp(fq[1], fq[3], r);
+      bb4 p0_hi = gkr_lerp(fp[4], fp[6], r);
+      bb4 q0_hi = gkr_lerp(fq[4], fq[6], r);
+      bb4 p1_hi = gkr_lerp(fp[5], fp[7], r);
+      bb4 q1_hi = gkr_lerp(fq[5], fq[7], r);
       uint d = 4u * i;
       gkr_store(dst, d, p0_lo, q0_lo);
       gkr_store(dst, d + 1u, p1_lo, q1_lo);
@@ -7162,7 +7172,15 @@ struct GkrTrLayerParams {
 // of the folded tables, fractions 0..3, folded at the last bound value), observed, then μ and
 // the next layer's λ sampled; then (not the last layer) the halves of eq(ξ, ·) of the next layer,
 // ξ = (μ, the bound values of this layer), into halves: lo at 0, hi at 2^log_lo (EqTables).
-// One group of ≥ 16 threads (poseidon2_group.h); scratch: 48 + P2G_RC_LEN uints.
+// Entry e of a half of c coordinates is lo_t[e mod 2^a]·hi_t[e >> a] (a = c/2), the two small
+// tables made entry by entry from ξ in threadgroup memory: no step waits for device memory (the
+// halves made by doubling in device memory took ≈ 0.6 µs a coordinate, a barrier each). The
+// sponge runs on one SIMD group on GPUs (more threads slow it; the others wait for μ), on every
+// thread on the host device (its exchanges have barriers). One group of ≥ 16 threads (GPUs: whole
+// SIMD groups, poseidon2_group.h); scratch: GKR_LAYER_END_WORDS uints.
+#define GKR_XI_MAX 32u      // ξ's coordinates (kernels.GkrLayerEnd: two halves of at most 14)
+#define GKR_HALF_SMALL 128u  // entries of lo_t and hi_t: a half of up to 14 coordinates
+#define GKR_LAYER_END_WORDS (48u + P2G_RC_LEN + 4u * (GKR_XI_MAX + 2u * GKR_HALF_SMALL))
 MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab              ,
                              MSL_DEVICE uint* trlog              ,
                              MSL_DEVICE uint* ts              ,
@@ -7172,59 +7190,84 @@ MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab          
                              MSL_THREADGROUP uint* scratch                   ,
                              uint tid                                ,
                              uint tpg                            ) {
-  // Every thread computes the claims (four lerps) and runs its part of the sponge.
-  bb4 c[4];
-  if (p.first != 0u) {
-    c[0] = gkr_p(tab, 0u);
-    c[1] = gkr_q(tab, 0u);
-    c[2] = gkr_p(tab, 1u);
-    c[3] = gkr_q(tab, 1u);
-  } else {
-    bb4 r = bb4_load(trlog, p.r_at);
-    c[0] = gkr_lerp(gkr_p(tab, 0u), gkr_p(tab, 2u), r);
-    c[1] = gkr_lerp(gkr_q(tab, 0u), gkr_q(tab, 2u), r);
-    c[2] = gkr_lerp(gkr_p(tab, 1u), gkr_p(tab, 3u), r);
-    c[3] = gkr_lerp(gkr_q(tab, 1u), gkr_q(tab, 3u), r);
-  }
   MSL_THREADGROUP uint* xs = scratch;
   MSL_THREADGROUP uint* out = scratch + 32u;
   MSL_THREADGROUP uint* rcs = scratch + 48u;
+  MSL_THREADGROUP uint* xi = rcs + P2G_RC_LEN;            // ξ, Fp4
+  MSL_THREADGROUP uint* lo_t = xi + 4u * GKR_XI_MAX;       // Fp4
+  MSL_THREADGROUP uint* hi_t = lo_t + 4u * GKR_HALF_SMALL;  // Fp4
+  bool next = p.lambda_at != GKR_NONE;
+  // ξ's coordinates 1.. are this layer's bound values, in the log already.
+  if (next) {
+    for (uint k = 1u + tid; k < p.n_xi; k += tpg) bb4_store_tg(xi, k, bb4_load(trlog, p.rho_at + (k - 1u) * p.rho_step));
+  }
   p2g_load_constants(rc, rcs, tid, tpg);
-  p2g_sponge sp;
-  p2g_sponge_load(sp, ts, tid);
-  for (uint k = 0u; k < 4u; k++) {
-    if (tid == 0u) bb4_store(trlog, p.at + k, c[k]);
-    p2g_observe4(sp, c[k], rcs, tid, xs, out);
+#if !defined(MSL_TARGET_HOST)
+  bool sponge = tid < 32u;
+#else
+  bool sponge = true;
+#endif
+  if (sponge) {
+    bb4 c[4];
+    if (p.first != 0u) {
+      c[0] = gkr_p(tab, 0u);
+      c[1] = gkr_q(tab, 0u);
+      c[2] = gkr_p(tab, 1u);
+      c[3] = gkr_q(tab, 1u);
+    } else {
+      bb4 r = bb4_load(trlog, p.r_at);
+      c[0] = gkr_lerp(gkr_p(tab, 0u), gkr_p(tab, 2u), r);
+      c[1] = gkr_lerp(gkr_q(tab, 0u), gkr_q(tab, 2u), r);
+      c[2] = gkr_lerp(gkr_p(tab, 1u), gkr_p(tab, 3u), r);
+      c[3] = gkr_lerp(gkr_q(tab, 1u), gkr_q(tab, 3u), r);
+    }
+    p2g_sponge sp;
+    p2g_sponge_load(sp, ts, tid);
+    for (uint k = 0u; k < 4u; k++) {
+      if (tid == 0u) bb4_store(trlog, p.at + k, c[k]);
+      p2g_observe4(sp, c[k], rcs, tid, xs, out);
+    }
+    bb4 mu = p2g_sample4(sp, rcs, tid, xs, out);
+    if (tid == 0u) {
+      bb4_store(trlog, p.at + 4u, mu);
+      bb4_store_tg(xi, 0u, mu);
+    }
+    if (next) {
+      bb4 lambda = p2g_sample4(sp, rcs, tid, xs, out);
+      if (tid == 0u) bb4_store(trlog, p.lambda_at, lambda);
+    }
+#if defined(MSL_TARGET_HOST)
+    threadgroup_barrier(mem_flags::mem_device);  // every fiber has read ts
+#endif
+    p2g_sponge_store(ts, sp, tid);  // on GPUs the SIMD group read ts before its first shuffle
   }
-  bb4 mu = p2g_sample4(sp, rcs, tid, xs, out);
-  if (tid == 0u) bb4_store(trlog, p.at + 4u, mu);
-  if (p.lambda_at != GKR_NONE) {
-    bb4 lambda = p2g_sample4(sp, rcs, tid, xs, out);
-    if (tid == 0u) bb4_store(trlog, p.lambda_at, lambda);
-  }
-  threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts and tab, μ is in trlog
-  p2g_sponge_store(ts, sp, tid);
-  threadgroup_barrier(mem_flags::mem_device);
-  if (p.lambda_at == GKR_NONE) return;
-  // evalsEq of each half by doubling: out[j + h] = out[j]·x_i, out[j] = out[j]·(1 − x_i).
+  threadgroup_barrier(mem_flags::mem_threadgroup);  // ξ complete
+  if (!next) return;
   for (uint side = 0u; side < 2u; side++) {
     uint first = side == 0u ? 0u : p.log_lo;
     uint count = side == 0u ? p.log_lo : p.n_xi - p.log_lo;
     uint base = side == 0u ? 0u : (1u << p.log_lo);
-    if (tid == 0u) bb4_store(halves, base, bb4_one());
-    threadgroup_barrier(mem_flags::mem_device);
-    for (uint i = 0u; i < count; i++) {
-      uint k = first + i;
-      bb4 x = k == 0u ? bb4_load(trlog, p.at + 4u) : bb4_load(trlog, p.rho_at + (k - 1u) * p.rho_step);
-      bb4 one_x = bb4_sub(bb4_one(), x);
-      uint h = 1u << i;
-      for (uint j = tid; j < h; j += tpg) {
-        bb4 v = bb4_load_aligned(halves, base + j);
-        bb4_store_aligned(halves, base + j + h, bb4_mul(v, x));
-        bb4_store_aligned(halves, base + j, bb4_mul(v, one_x));
+    uint a = count / 2u;
+    uint na = 1u << a;
+    uint nb = 1u << (count - a);
+    // lo_t[e]: ξ's coordinates first .. first + a by the bits of e; hi_t[e]: the rest.
+    for (uint e = tid; e < na + nb; e += tpg) {
+      bool high = e >= na;
+      uint idx = high ? e - na : e;
+      uint n = high ? count - a : a;
+      uint off = first + (high ? a : 0u);
+      bb4 v = bb4_one();
+      for (uint i = 0u; i < n; i++) {
+        bb4 x = bb4_load_tg(xi, off + i);
+        v = bb4_mul(v, ((idx >> i) & 1u) != 0u ? x : bb4_sub(bb4_one(), x));
       }
-      threadgroup_barrier(mem_flags::mem_device);
+      bb4_store_tg(high ? hi_t : lo_t, idx, v);
     }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint e = tid; e < (1u << count); e += tpg) {
+      bb4_store_aligned(halves, base + e, bb4_mul(bb4_load_tg(lo_t, e & (na - 1u)), bb4_load_tg(hi_t, e >> a)));
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);  // lo_t and hi_t read before the next side
   }
 }
 

@@ -627,7 +627,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "gkr_tr_round", Family: "gkr", Pos: "shaders/gkr/gkr.metal:305", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_round", Family: "gkr", Pos: "shaders/gkr/gkr.metal:315", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "partials", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -637,7 +637,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:366", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:384", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "tab", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -648,7 +648,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:452", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:495", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
 		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tab", Type: "device uint*", Kind: ParamBuffer, Index: 2},
