@@ -228,6 +228,16 @@ func (s *GkrSumcheck) shape(kernel string, pairs int) (groups, tpg gpu.Dim3, tgB
 	return gpu.D1(uint32(g)), gpu.D1(uint32(t)), uint32(48 * t)
 }
 
+// split is the threads a pair of a round kernel over pairs pairs (GkrRoundParams.split): 3, one
+// a point X, while three threads a pair fit 512 threads a compute unit (a round of so few pairs
+// is each thread's chain of Fp4 products on a device mostly idle), else 1.
+func (s *GkrSumcheck) split(pairs int) int {
+	if 3*pairs <= 512*max(s.dev.Limits().ComputeUnits, 1) {
+		return 3
+	}
+	return 1
+}
+
 // EncodeRound encodes the round sums of tables of 2^logRows rows (logRows ≥ 1) as built: frac holds
 // their 2^(logRows+1) fractions from index 0, eq their eq values from Fp4 index eqOff.
 func (s *GkrSumcheck) EncodeRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqOff int, frac *gpu.Array[GkrFraction], logRows int, lambda field.Fp4) error {
@@ -305,10 +315,11 @@ func (s *GkrSumcheck) encodeRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqOff int,
 	if err != nil {
 		return 0, err
 	}
-	g, t, tg := s.shape("gkr_round_partials", 1<<(logRows-1))
+	split := s.split(1 << (logRows - 1))
+	g, t, tg := s.shape("gkr_round_partials", split<<(logRows-1))
 	l := MontFp4(lambda)
 	dispatchGkrRoundPartials(b, g, t, eq.Buffer, frac.Buffer, s.partials.Buffer, ch, gkrRoundParams{logPairs: uint32(logRows - 1), eqOff: uint32(eqOff),
-		l0: l[0], l1: l[1], l2: l[2], l3: l[3], chLambda: chL}, tg)
+		l0: l[0], l1: l[1], l2: l[2], l3: l[3], chLambda: chL, split: uint32(split)}, tg)
 	s.lastGroups = int(g.X)
 	return int(g.X), b.Err()
 }
@@ -339,11 +350,12 @@ func (s *GkrSumcheck) encodeFoldRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqSrc,
 	if err != nil {
 		return 0, err
 	}
-	g, t, tg := s.shape("gkr_fold_round_partials", 1<<(logRows-1))
+	split := s.split(1 << (logRows - 1))
+	g, t, tg := s.shape("gkr_fold_round_partials", split<<(logRows-1))
 	l, rm := MontFp4(lambda), MontFp4(r)
 	dispatchGkrFoldRoundPartials(b, g, t, eq.Buffer, src.Buffer, dst.Buffer, s.partials.Buffer, ch, gkrFoldRoundParams{logPairs: uint32(logRows - 1),
 		eqSrc: uint32(eqSrc), eqDst: uint32(eqDst), l0: l[0], l1: l[1], l2: l[2], l3: l[3], r0: rm[0], r1: rm[1], r2: rm[2], r3: rm[3],
-		chLambda: chL, chR: chR}, tg)
+		chLambda: chL, chR: chR, split: uint32(split)}, tg)
 	s.lastGroups = int(g.X)
 	return int(g.X), b.Err()
 }

@@ -602,32 +602,32 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "gkr_round_partials", Family: "gkr", Pos: "shaders/gkr/gkr.metal:197", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "gkr_round_partials", Family: "gkr", Pos: "shaders/gkr/gkr.metal:222", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "frac", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 2},
 		{Name: "ch", Type: "device const uint*", Kind: ParamBuffer, Index: 3},
-		{Name: "p", Type: "constant GkrRoundParams&", Kind: ParamValue, Index: 4, ValueSize: 28},
+		{Name: "p", Type: "constant GkrRoundParams&", Kind: ParamValue, Index: 4, ValueSize: 32},
 		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threadgroup_position_in_grid"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "gkr_fold_round_partials", Family: "gkr", Pos: "shaders/gkr/gkr.metal:240", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "gkr_fold_round_partials", Family: "gkr", Pos: "shaders/gkr/gkr.metal:271", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "eq", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 2},
 		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 3},
 		{Name: "ch", Type: "device const uint*", Kind: ParamBuffer, Index: 4},
-		{Name: "p", Type: "constant GkrFoldRoundParams&", Kind: ParamValue, Index: 5, ValueSize: 52},
+		{Name: "p", Type: "constant GkrFoldRoundParams&", Kind: ParamValue, Index: 5, ValueSize: 56},
 		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
 		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroup_position_in_grid"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "gkr_tr_round", Family: "gkr", Pos: "shaders/gkr/gkr.metal:315", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_round", Family: "gkr", Pos: "shaders/gkr/gkr.metal:353", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "partials", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -637,7 +637,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:384", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:422", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "tab", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -648,7 +648,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:495", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:533", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
 		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tab", Type: "device uint*", Kind: ParamBuffer, Index: 2},

@@ -6960,6 +6960,30 @@ MSL_FN void gkr_pair_terms(bb4 e_lo, bb4 p0_lo, bb4 q0_lo, bb4 p1_lo, bb4 q1_lo,
   s3 = bb4_add(s3, gkr_term(e, p0, q0, p1, q1, lambda));
 }
 
+// gkr_pair_terms with the work split over `split` threads a pair (1 or 3): with 3, the thread of
+// x (X − 1) adds the term at X alone to s_X. A round of few pairs is otherwise one thread's chain of
+// 22 Fp4 products a pair while most of the GPU idles (ncu: 6.6 cycles between a warp's
+// instructions, two warps a scheduler).
+MSL_FN bb4 gkr_at(bb4 lo, bb4 hi, uint x) {  // the table's value at X = x + 1: hi + x·(hi − lo)
+  bb4 d = bb4_sub(hi, lo);
+  bb4 v = x == 0u ? hi : bb4_add(hi, d);
+  return x == 2u ? bb4_add(v, d) : v;
+}
+
+MSL_FN void gkr_pair_terms_split(uint split, uint x, bb4 e_lo, bb4 p0_lo, bb4 q0_lo, bb4 p1_lo, bb4 q1_lo, bb4 e_hi,
+                                 bb4 p0_hi, bb4 q0_hi, bb4 p1_hi, bb4 q1_hi, bb4 lambda, MSL_THREAD bb4& s1, MSL_THREAD bb4& s2,
+                                 MSL_THREAD bb4& s3) {
+  if (split == 1u) {
+    gkr_pair_terms(e_lo, p0_lo, q0_lo, p1_lo, q1_lo, e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda, s1, s2, s3);
+    return;
+  }
+  bb4 t = gkr_term(gkr_at(e_lo, e_hi, x), gkr_at(p0_lo, p0_hi, x), gkr_at(q0_lo, q0_hi, x), gkr_at(p1_lo, p1_hi, x),
+                   gkr_at(q1_lo, q1_hi, x), lambda);
+  s1 = x == 0u ? bb4_add(s1, t) : s1;
+  s2 = x == 1u ? bb4_add(s2, t) : s2;
+  s3 = x == 2u ? bb4_add(s3, t) : s3;
+}
+
 // The group's sum of (s1, s2, s3) (group_sum_words), written to partials[12·group ..] and left in
 // scratch[0..12) for every thread. Called in uniform control flow; any group size; scratch: 12
 // uints per thread.
@@ -6988,6 +7012,7 @@ struct GkrRoundParams {
   uint eq_off;          // Fp4 index of the eq table's row 0
   uint l0, l1, l2, l3;  // λ (Montgomery)
   uint ch_lambda;       // GKR_NONE, or λ's Fp4 index in ch
+  uint split;           // threads a pair: 1, or 3 (one a point X; gkr_pair_terms_split)
 };
 
 // partials[group] = (s1, s2, s3) of the round over the pairs this group visits, tables as built
@@ -7005,17 +7030,21 @@ MSL_KERNEL void msl_kernel_gkr_round_partials(MSL_DEVICE const uint* eq         
   uint pairs = 1u << p.log_pairs;
   uint eq_off = p.eq_off;
   bb4 lambda = gkr_challenge(ch, p.ch_lambda, p.l0, p.l1, p.l2, p.l3);
-  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
+  uint split = p.split;
+  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN * split;
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
   bb4 s3 = bb4_zero();
-  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+  for (uint w = group * tpg + tid; w < units; w += tpg * ngroups) {
+    uint u = w / split;
+    uint x = w - u * split;
     uint end = min(pairs, (u + 1u) * GKR_RUN);
     for (uint y = u * GKR_RUN; y < end; y++) {
       uint f = 4u * y;
-      gkr_pair_terms(bb4_load_aligned(eq, eq_off + 2u * y), gkr_p(frac, f), gkr_q(frac, f), gkr_p(frac, f + 1u),
-                     gkr_q(frac, f + 1u), bb4_load_aligned(eq, eq_off + 2u * y + 1u), gkr_p(frac, f + 2u),
-                     gkr_q(frac, f + 2u), gkr_p(frac, f + 3u), gkr_q(frac, f + 3u), lambda, s1, s2, s3);
+      gkr_pair_terms_split(split, x, bb4_load_aligned(eq, eq_off + 2u * y), gkr_p(frac, f), gkr_q(frac, f),
+                           gkr_p(frac, f + 1u), gkr_q(frac, f + 1u), bb4_load_aligned(eq, eq_off + 2u * y + 1u),
+                           gkr_p(frac, f + 2u), gkr_q(frac, f + 2u), gkr_p(frac, f + 3u), gkr_q(frac, f + 3u), lambda, s1,
+                           s2, s3);
     }
   }
   gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
@@ -7029,6 +7058,8 @@ struct GkrFoldRoundParams {
   uint r0, r1, r2, r3;  // the bound value r
   uint ch_lambda;       // GKR_NONE, or λ's Fp4 index in ch
   uint ch_r;            // GKR_NONE, or r's Fp4 index in ch
+  uint split;           // threads a pair: 1, or 3 (each folds the pair, the first stores it; one a
+                        // point X: gkr_pair_terms_split)
 };
 
 // Fold then round, in one pass: src (tables of 4P rows, P = 2^log_pairs) folded at r into dst
@@ -7051,11 +7082,14 @@ MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq          
   uint ed = p.eq_dst;
   bb4 lambda = gkr_challenge(ch, p.ch_lambda, p.l0, p.l1, p.l2, p.l3);
   bb4 r = gkr_challenge(ch, p.ch_r, p.r0, p.r1, p.r2, p.r3);
-  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN;
+  uint split = p.split;
+  uint units = (pairs + GKR_RUN - 1u) / GKR_RUN * split;
   bb4 s1 = bb4_zero();
   bb4 s2 = bb4_zero();
   bb4 s3 = bb4_zero();
-  for (uint u = group * tpg + tid; u < units; u += tpg * ngroups) {
+  for (uint w = group * tpg + tid; w < units; w += tpg * ngroups) {
+    uint u = w / split;
+    uint x = w - u * split;
     uint end = min(pairs, (u + 1u) * GKR_RUN);
     for (uint i = u * GKR_RUN; i < end; i++) {
       // Every load before the first store: the compiler cannot tell eq's stores from src's rows,
@@ -7072,8 +7106,10 @@ MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq          
       }
       bb4 e_lo = gkr_lerp(e[0], e[1], r);
       bb4 e_hi = gkr_lerp(e[2], e[3], r);
-      bb4_store_aligned(eq, ed + 2u * i, e_lo);
-      bb4_store_aligned(eq, ed + 2u * i + 1u, e_hi);
+      if (x == 0u) {
+        bb4_store_aligned(eq, ed + 2u * i, e_lo);
+        bb4_store_aligned(eq, ed + 2u * i + 1u, e_hi);
+      }
       bb4 p0_lo = gkr_lerp(fp[0], fp[2], r);
       bb4 q0_lo = gkr_lerp(fq[0], fq[2], r);
       bb4 p1_lo = gkr_lerp(fp[1], fp[3], r);
@@ -7082,12 +7118,14 @@ MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq          
       bb4 q0_hi = gkr_lerp(fq[4], fq[6], r);
       bb4 p1_hi = gkr_lerp(fp[5], fp[7], r);
       bb4 q1_hi = gkr_lerp(fq[5], fq[7], r);
-      uint d = 4u * i;
-      gkr_store(dst, d, p0_lo, q0_lo);
-      gkr_store(dst, d + 1u, p1_lo, q1_lo);
-      gkr_store(dst, d + 2u, p0_hi, q0_hi);
-      gkr_store(dst, d + 3u, p1_hi, q1_hi);
-      gkr_pair_terms(e_lo, p0_lo, q0_lo, p1_lo, q1_lo, e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda, s1, s2, s3);
+      if (x == 0u) {
+        uint d = 4u * i;
+        gkr_store(dst, d, p0_lo, q0_lo);
+        gkr_store(dst, d + 1u, p1_lo, q1_lo);
+        gkr_store(dst, d + 2u, p0_hi, q0_hi);
+        gkr_store(dst, d + 3u, p1_hi, q1_hi);
+      }
+      gkr_pair_terms_split(split, x, e_lo, p0_lo, q0_lo, p1_lo, q1_lo, e_hi, p0_hi, q0_hi, p1_hi, q1_hi, lambda, s1, s2, s3);
     }
   }
   gkr_group_reduce(s1, s2, s3, scratch, partials, tid, tpg, group);
