@@ -41,25 +41,19 @@ func RoundConstants() []Mont {
 		out = append(out, MontSlice(r[:])...)
 	}
 	out = append(out, MontSlice(diag[:])...)
-	pow := diag // V_k^j, from j = 1
-	var w [16]field.Fp
-	for j := 0; j < 12; j++ {
-		if j > 0 {
-			for k := range pow {
-				pow[k] = pow[k].Mul(diag[k])
-			}
-		}
-		out = append(out, MontSlice(pow[:])...)
-	}
-	pow = [16]field.Fp{}
-	for k := 1; k < 16; k++ {
+	// One pass over the powers: row j of the table is V^(j+1), and W_j sums V_i^j over i ≥ 1.
+	var pow, w [16]field.Fp
+	for k := range pow {
 		pow[k] = field.One
 	}
-	for j := 0; j < 12; j++ { // W_j from the powers V_i^j, i ≥ 1
+	for j := 0; j < 12; j++ {
 		for k := 1; k < 16; k++ {
 			w[j] = w[j].Add(pow[k])
+		}
+		for k := range pow {
 			pow[k] = pow[k].Mul(diag[k])
 		}
+		out = append(out, MontSlice(pow[:])...)
 	}
 	return append(out, MontSlice(w[:])...)
 }
