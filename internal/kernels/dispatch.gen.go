@@ -814,6 +814,32 @@ func (v scTrRoundParams) arg() gpu.Arg {
 	return gpu.U32(v.at)
 }
 
+// trStateParams is the value struct TrStateParams of the shaders: uint fields in declaration order.
+type trStateParams struct {
+	s0        uint32
+	s1        uint32
+	s2        uint32
+	s3        uint32
+	s4        uint32
+	s5        uint32
+	s6        uint32
+	s7        uint32
+	s8        uint32
+	s9        uint32
+	s10       uint32
+	s11       uint32
+	s12       uint32
+	s13       uint32
+	s14       uint32
+	s15       uint32
+	absorbIdx uint32
+	sampleIdx uint32
+}
+
+func (v trStateParams) arg() gpu.Arg {
+	return gpu.U32(v.s0, v.s1, v.s2, v.s3, v.s4, v.s5, v.s6, v.s7, v.s8, v.s9, v.s10, v.s11, v.s12, v.s13, v.s14, v.s15, v.absorbIdx, v.sampleIdx)
+}
+
 // trObserveSampleParams is the value struct TrObserveSampleParams of the shaders: uint fields in declaration order.
 type trObserveSampleParams struct {
 	srcOff uint32
@@ -1259,12 +1285,17 @@ func dispatchScTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, t
 	return enc.Dispatch("sc_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchTrObserveSample encodes kernel tr_observe_sample (shaders/openings/stacked_reduction.metal:486).
+// dispatchTrSetState encodes kernel tr_set_state (shaders/openings/stacked_reduction.metal:484).
+func dispatchTrSetState(enc *gpu.Batch, groups, tpg gpu.Dim3, ts *gpu.Buffer, p trStateParams) *gpu.Batch {
+	return enc.Dispatch("tr_set_state", groups, tpg, []gpu.Arg{gpu.Buf(ts), p.arg()})
+}
+
+// dispatchTrObserveSample encodes kernel tr_observe_sample (shaders/openings/stacked_reduction.metal:519).
 func dispatchTrObserveSample(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p trObserveSampleParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("tr_observe_sample", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchScTrRoundGrind encodes kernel sc_tr_round_grind (shaders/openings/stacked_reduction.metal:526).
+// dispatchScTrRoundGrind encodes kernel sc_tr_round_grind (shaders/openings/stacked_reduction.metal:559).
 func dispatchScTrRoundGrind(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p scTrGrindParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_tr_round_grind", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }

@@ -60,18 +60,40 @@ func (t *DeviceTranscript) live() error {
 
 // SetState uploads a transcript's state (transcript.Transcript.State).
 func (t *DeviceTranscript) SetState(state [poseidon2.Width]field.Fp, absorbIdx, sampleIdx int) error {
-	if err := t.live(); err != nil {
+	w, err := t.stateWords(state, absorbIdx, sampleIdx)
+	if err != nil {
 		return err
 	}
-	if absorbIdx < 0 || absorbIdx >= 8 || sampleIdx < 0 || sampleIdx > 8 {
-		return fmt.Errorf("kernels: DeviceTranscript: indices %d, %d", absorbIdx, sampleIdx)
+	return t.state.Write(0, w[:])
+}
+
+// EncodeSetState is SetState in stream order (tr_set_state): an upload waits for the work
+// encoded before it (a sync in all but name), this kernel for nothing.
+func (t *DeviceTranscript) EncodeSetState(b *gpu.Batch, state [poseidon2.Width]field.Fp, absorbIdx, sampleIdx int) error {
+	w, err := t.stateWords(state, absorbIdx, sampleIdx)
+	if err != nil {
+		return err
 	}
-	w := make([]uint32, poseidon2.Width+2)
+	dispatchTrSetState(b, gpu.D1(1), gpu.D1(1), t.state.Buffer, trStateParams{s0: w[0], s1: w[1], s2: w[2], s3: w[3], s4: w[4], s5: w[5],
+		s6: w[6], s7: w[7], s8: w[8], s9: w[9], s10: w[10], s11: w[11], s12: w[12], s13: w[13], s14: w[14], s15: w[15],
+		absorbIdx: w[16], sampleIdx: w[17]})
+	return b.Err()
+}
+
+// stateWords is the state buffer's contents for a transcript's state.
+func (t *DeviceTranscript) stateWords(state [poseidon2.Width]field.Fp, absorbIdx, sampleIdx int) ([poseidon2.Width + 2]uint32, error) {
+	var w [poseidon2.Width + 2]uint32
+	if err := t.live(); err != nil {
+		return w, err
+	}
+	if absorbIdx < 0 || absorbIdx >= 8 || sampleIdx < 0 || sampleIdx > 8 {
+		return w, fmt.Errorf("kernels: DeviceTranscript: indices %d, %d", absorbIdx, sampleIdx)
+	}
 	for i, x := range state {
 		w[i] = uint32(MontOf(x))
 	}
 	w[poseidon2.Width], w[poseidon2.Width+1] = uint32(absorbIdx), uint32(sampleIdx)
-	return t.state.Write(0, w)
+	return w, nil
 }
 
 // groupFor is the one group of a transcript kernel: want threads on GPUs, 16 on the host device

@@ -8,6 +8,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/field/fieldrand"
+	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
@@ -301,5 +302,73 @@ func TestReadLogState(t *testing.T) {
 	}
 	if _, _, _, _, err := tt.ReadLogState(n + 1); err == nil {
 		t.Error("ReadLogState without room for the state: accepted")
+	}
+}
+
+// TestEncodeSetState: the state set by the kernel in stream order is the transcript's, and an
+// observe after it (tr_observe_sample) continues from it as the host's transcript does; invalid
+// indices are refused before anything is encoded.
+func TestEncodeSetState(t *testing.T) {
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(74, 1))
+	for _, pre := range []int{0, 5, 8, 13} {
+		var ht transcript.Transcript
+		for range pre {
+			ht.Observe(fieldrand.Fp(r))
+		}
+		if pre == 13 {
+			ht.SampleExt() // a sample index past 0
+		}
+		tt, err := h.NewDeviceTranscript(2 + LogStateLen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals := randFp4s(r, 1)
+		src, err := gpu.UploadArray(testDev, "observed", Mont4Slice(vals))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := testDev.Batch()
+		hs, hai, hsi := ht.State()
+		if err := tt.EncodeSetState(b, hs, hai, hsi); err != nil {
+			t.Fatal(err)
+		}
+		if err := tt.EncodeObserveSample(b, src.Buffer, 0, 4, true, 0); err != nil {
+			t.Fatal(err)
+		}
+		got, st, ai, si, err := tt.ReadLogState(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ht.ObserveExt(vals[0])
+		if z := ht.SampleExt(); got[0] != z {
+			t.Errorf("%d observed before: sample %v, want %v", pre, got[0], z)
+		}
+		wst, wai, wsi := ht.State()
+		if st != wst || ai != wai || si != wsi {
+			t.Errorf("%d observed before: state %v, %d, %d; want %v, %d, %d", pre, st, ai, si, wst, wai, wsi)
+		}
+		src.Free()
+		tt.Close()
+	}
+	tt, err := h.NewDeviceTranscript(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tt.Close()
+	var ht transcript.Transcript
+	st, _, _ := ht.State()
+	before := testDev.Totals().Dispatches
+	if err := tt.EncodeSetState(testDev.Batch(), st, 8, 0); err == nil {
+		t.Error("absorb index 8: accepted")
+	}
+	if err := tt.EncodeSetState(testDev.Batch(), st, 0, 9); err == nil {
+		t.Error("sample index 9: accepted")
+	}
+	if d := testDev.Totals().Dispatches; d != before {
+		t.Errorf("%d dispatches encoded for refused states", d-before)
 	}
 }

@@ -153,20 +153,19 @@ func ProveGkrWithOptions(be GkrBackend, g transcript.Grinder, tr *transcript.Tra
 			return GkrProof{}, nil, err
 		}
 		defer gp.Release()
-		p0, q0, err := gp.Root()
-		if err != nil {
-			return GkrProof{}, nil, err
-		}
-		if !p0.IsZero() && !opt.AllowNonZeroRoot {
-			return GkrProof{}, nil, fmt.Errorf("%w: prover: root fraction %v / %v (unbalanced bus)", ErrGkrRootNumerator, p0, q0)
-		}
-		// G0: p_0 is asserted zero and not observed.
-		proof.Q0Claim = q0
-		tr.ObserveExt(q0)
 		proof.ClaimsPerLayer = make([]GkrLayerClaims, L)
 		proof.SumcheckPolys = make([][][3]field.Fp4, L-1)
+		checkRoot := func(p0, q0 field.Fp4) error {
+			if !p0.IsZero() && !opt.AllowNonZeroRoot {
+				return fmt.Errorf("%w: prover: root fraction %v / %v (unbalanced bus)", ErrGkrRootNumerator, p0, q0)
+			}
+			// G0: p_0 is asserted zero and not observed.
+			proof.Q0Claim = q0
+			return nil
+		}
 		// A backend that runs the layers' rounds with the transcript on the device returns every
-		// value at once; the stage replays them through tr, checking each sample (replayGkrRun).
+		// value at once, the root's fraction first (observed there: no sync between the tree
+		// and the layers); the stage replays them through tr, checking each sample (replayGkrRun).
 		var xi []field.Fp4
 		if dl, ok := gp.(GkrDeviceLayers); ok {
 			run, err := dl.ProveLayers(tr)
@@ -174,6 +173,9 @@ func ProveGkrWithOptions(be GkrBackend, g transcript.Grinder, tr *transcript.Tra
 				return GkrProof{}, nil, err
 			}
 			if err := run.check(L); err != nil {
+				return GkrProof{}, nil, err
+			}
+			if err := checkRoot(run.Root[0], run.Root[1]); err != nil {
 				return GkrProof{}, nil, err
 			}
 			for j := 1; j <= L; j++ {
@@ -198,6 +200,14 @@ func ProveGkrWithOptions(be GkrBackend, g transcript.Grinder, tr *transcript.Tra
 				return GkrProof{}, nil, err
 			}
 		} else {
+			p0, q0, err := gp.Root()
+			if err != nil {
+				return GkrProof{}, nil, err
+			}
+			if err := checkRoot(p0, q0); err != nil {
+				return GkrProof{}, nil, err
+			}
+			tr.ObserveExt(q0)
 			for j := 1; j <= L; j++ {
 				var lambda field.Fp4
 				if j > 1 {
@@ -251,6 +261,7 @@ func replayGkrRun(tr *transcript.Transcript, run *GkrLayersRun, final *transcrip
 		}
 		return nil
 	}
+	tr.ObserveExt(run.Root[1])
 	for j := 1; j <= len(run.Mu); j++ {
 		if j > 1 {
 			if err := same("λ", j, 0, run.Lambda[j-1], tr.SampleExt()); err != nil {

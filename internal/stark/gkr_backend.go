@@ -71,16 +71,18 @@ type GkrProver interface {
 // run carries the device transcript's final state, stark.Prove goes on from that state and runs
 // the replay beside the next stages (GkrProveOptions.Defer), returning the proof only after it.
 type GkrDeviceLayers interface {
-	// ProveLayers runs layers 1 .. L after Root, from tr's state (tr is not changed), doing what
-	// the stage's loop does: sample λ (j ≥ 2), then per round observe s(1), s(2), s(3) and sample
-	// the bound value, then observe the claims and sample μ. The prover's per-layer methods fail
-	// afterwards.
+	// ProveLayers runs layers 1 .. L from tr's state before the root's q_0 is observed (tr is
+	// not changed), doing what the stage does after NewGkrProver: observe q_0 (Root's), sample
+	// λ (j ≥ 2), then per round observe s(1), s(2), s(3) and sample the bound value, then observe
+	// the claims and sample μ. The prover's per-layer methods fail afterwards.
 	ProveLayers(tr *transcript.Transcript) (*GkrLayersRun, error)
 }
 
-// GkrLayersRun holds what ProveLayers computed and sampled, per layer j at index j − 1: λ (zero
-// for j = 1), the rounds' s(1), s(2), s(3) and bound values (j − 1 each), the claims and μ.
+// GkrLayersRun holds what ProveLayers computed and sampled: the root's fraction (p_0, q_0), and
+// per layer j at index j − 1: λ (zero for j = 1), the rounds' s(1), s(2), s(3) and bound values
+// (j − 1 each), the claims and μ.
 type GkrLayersRun struct {
+	Root   *[2]field.Fp4
 	Lambda []field.Fp4
 	Polys  [][][3]field.Fp4
 	Rho    [][]field.Fp4
@@ -100,7 +102,7 @@ type TranscriptState struct {
 
 // check reports whether r has the shape of L layers.
 func (r *GkrLayersRun) check(L int) error {
-	if r == nil || len(r.Lambda) != L || len(r.Polys) != L || len(r.Rho) != L || len(r.Claims) != L || len(r.Mu) != L {
+	if r == nil || r.Root == nil || len(r.Lambda) != L || len(r.Polys) != L || len(r.Rho) != L || len(r.Claims) != L || len(r.Mu) != L {
 		return fmt.Errorf("%w: the device's layers do not have %d layers", ErrDeviceTranscript, L)
 	}
 	for j := 1; j <= L; j++ {

@@ -448,8 +448,13 @@ func (b layersBackend) NewGkrProver(p params.SystemParams, traces []*stark.AirIn
 func (lp *layersProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun, error) {
 	c := *tr
 	L := lp.L
-	run := &stark.GkrLayersRun{Lambda: make([]field.Fp4, L), Polys: make([][][3]field.Fp4, L), Rho: make([][]field.Fp4, L),
-		Claims: make([]stark.GkrLayerClaims, L), Mu: make([]field.Fp4, L)}
+	p0, q0, err := lp.Root()
+	if err != nil {
+		return nil, err
+	}
+	c.ObserveExt(q0)
+	run := &stark.GkrLayersRun{Root: &[2]field.Fp4{p0, q0}, Lambda: make([]field.Fp4, L), Polys: make([][][3]field.Fp4, L),
+		Rho: make([][]field.Fp4, L), Claims: make([]stark.GkrLayerClaims, L), Mu: make([]field.Fp4, L)}
 	var xi []field.Fp4
 	for j := 1; j <= L; j++ {
 		if j > 1 {
@@ -494,10 +499,11 @@ func (lp *layersProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayers
 	return run, nil
 }
 
-// gkrRunTampers change one value of a GKR layers run each: a sample, a sum or a claim.
+// gkrRunTampers change one value of a GKR layers run each: the root's q_0, a sample, a sum or a claim.
 func gkrRunTampers() map[string]func(*stark.GkrLayersRun) {
 	one := field.Fp4{1}
 	return map[string]func(*stark.GkrLayersRun){
+		"root":        func(r *stark.GkrLayersRun) { r.Root[1] = r.Root[1].Add(one) },
 		"λ":           func(r *stark.GkrLayersRun) { r.Lambda[len(r.Lambda)-1] = r.Lambda[len(r.Lambda)-1].Add(one) },
 		"bound value": func(r *stark.GkrLayersRun) { r.Rho[1][0] = r.Rho[1][0].Add(one) },
 		"sums":        func(r *stark.GkrLayersRun) { r.Polys[1][0][2] = r.Polys[1][0][2].Add(one) },

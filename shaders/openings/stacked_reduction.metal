@@ -472,6 +472,39 @@ kernel void sc_tr_round(device const uint* sums [[buffer(0)]],
   p2g_sponge_store(ts, sp, tid);
 }
 
+// A transcript's state (transcript.Transcript.State: the sponge in Montgomery form, then the
+// absorb and sample indices), as kernel parameters.
+struct TrStateParams {
+  uint s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15;
+  uint absorb_idx, sample_idx;
+};
+
+// Sets a device transcript's state (kernels.DeviceTranscript.EncodeSetState) in stream order:
+// an upload would wait for the work before it, this waits for nothing. One thread.
+kernel void tr_set_state(device uint* ts [[buffer(0)]],
+                         constant TrStateParams& p [[buffer(1)]],
+                         uint tid [[thread_position_in_grid]]) {
+  if (tid != 0u) return;
+  ts[0] = p.s0;
+  ts[1] = p.s1;
+  ts[2] = p.s2;
+  ts[3] = p.s3;
+  ts[4] = p.s4;
+  ts[5] = p.s5;
+  ts[6] = p.s6;
+  ts[7] = p.s7;
+  ts[8] = p.s8;
+  ts[9] = p.s9;
+  ts[10] = p.s10;
+  ts[11] = p.s11;
+  ts[12] = p.s12;
+  ts[13] = p.s13;
+  ts[14] = p.s14;
+  ts[15] = p.s15;
+  ts[16] = p.absorb_idx;
+  ts[17] = p.sample_idx;
+}
+
 struct TrObserveSampleParams {
   uint src_off;  // uint index in src of the first value observed (Montgomery)
   uint n;        // values observed

@@ -24,7 +24,9 @@ const maxGkrLayers = 27
 //   - NewGkrProver evaluates every trace's interactions-only program on its resident rows into
 //     the leaf layer (kernels.GkrLeaves: the blocks of the layout, short traces repeated with
 //     scaled numerators, padding (0, α)), then builds the tree layer by layer. No sync.
-//   - Root downloads layer 0 (the stage's first sync) and frees the leaves' scratch.
+//   - Root downloads layer 0 (a sync): the traces' check and the per-layer path. ProveLayers
+//     instead observes q_0 on the device behind the tree and brings
+//     the root back with the layers' log: after the grind, the stage's one sync.
 //   - BeginLayer(j) expands eq(ξ, ·) on the device; the tables of layer j are the layer itself
 //     (row y: fractions 2y and 2y + 1). Round sums the layer's tables (first round) or folds the
 //     last bound value into smaller tables and sums them in one pass: the folded tables of layer j
@@ -47,10 +49,10 @@ type gkrProver struct {
 	eq      *gpu.Array[kernels.Mont4]
 	sc      *kernels.GkrSumcheck
 	halves  []*gpu.Array[kernels.Mont4] // eq halves uploaded by BeginLayer (EqTables' lo then hi)
-	evals   []*rowEval                  // leaf evaluation inputs (until Root)
-	inters  []*gpu.Array[uint32]        // leaf interaction tables (until Root)
-	consts  []*gpu.Array[kernels.Mont4] // leaf constants (until Root)
-	scratch *rowScratch                 // leaf scratch (until Root)
+	evals   []*rowEval                  // leaf evaluation inputs (freed once the tree is encoded)
+	inters  []*gpu.Array[uint32]        // leaf interaction tables (freed once the tree is encoded)
+	consts  []*gpu.Array[kernels.Mont4] // leaf constants (freed once the tree is encoded)
+	scratch *rowScratch                 // leaf scratch (freed once the tree is encoded)
 	root    *[2]field.Fp4
 
 	layer, rounds, done int // current layer, its rounds, rounds bound
@@ -118,13 +120,10 @@ func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, 
 		tables[i] = kernels.GkrLeaves{Inter: inter, Consts: consts, NumInteractions: len(pt.bases), MaxMsgLen: e.prog.MaxMsgLen,
 			Reps: pt.reps, LeafEnd: slices.Max(pt.bases) + pt.reps*e.height}
 	}
+	// The leaf layer and the leaves' scratch first: the leaves' kernels run while the host
+	// allocates the tree's layers (written in full by gkr_layer: not zeroed).
 	g.layers = make([]*gpu.Array[kernels.GkrFraction], L+1)
-	for j := range g.layers {
-		if g.layers[j], err = gpu.AllocArray[kernels.GkrFraction](b.dev, fmt.Sprintf("gkr layer %d", j), 1<<j); err != nil {
-			return fail(err)
-		}
-	}
-	if g.sc, err = kernels.NewGkrSumcheck(b.dev); err != nil {
+	if g.layers[L], err = gpu.AllocArray[kernels.GkrFraction](b.dev, fmt.Sprintf("gkr layer %d", L), 1<<L); err != nil {
 		return fail(err)
 	}
 	if g.scratch, err = allocRowScratch(b.dev, g.evals, gkrExtra); err != nil {
@@ -148,11 +147,23 @@ func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, 
 			return fail(err)
 		}
 	}
+	for j := range L {
+		if g.layers[j], err = gpu.AllocArrayUninit[kernels.GkrFraction](b.dev, fmt.Sprintf("gkr layer %d", j), 1<<j); err != nil {
+			return fail(err)
+		}
+	}
+	if g.sc, err = kernels.NewGkrSumcheck(b.dev); err != nil {
+		return fail(err)
+	}
 	for j := L - 1; j >= 0; j-- {
 		if err := kernels.EncodeGkrLayer(batch, b.dev, g.layers[j+1], g.layers[j], 1<<j); err != nil {
 			return fail(err)
 		}
 	}
+	// Frees are in stream order (CUDA's pool, Metal's retained buffers; the host device has run
+	// the kernels): the leaves' inputs go now, not at the first sync, so that the layers' rounds
+	// do not hold them.
+	g.freeBuilding()
 	if err := batch.Err(); err != nil {
 		return fail(err)
 	}
@@ -312,7 +323,6 @@ func (g *gkrProver) Root() (p, q field.Fp4, err error) {
 			return p, q, err
 		}
 		g.root = &[2]field.Fp4{f[0], f[1]}
-		g.freeBuilding() // the download waited for the leaves
 	}
 	return g.root[0], g.root[1], nil
 }
@@ -436,8 +446,9 @@ var _ stark.GkrDeviceLayers = (*gkrProver)(nil)
 // Per layer j: the eq table from the halves the previous layer's end wrote (ξ on the device),
 // each large round's partials with λ and the last bound value read from the log and its
 // transcript step (its sums, the bound value), the rounds of ≤ 2^GkrSmallLog pairs in one launch
-// (EncodeSmallRounds), the layer's end (claims, μ, the next λ and eq halves). The log holds, per layer, λ (j ≥ 2), four values a round (s(1), s(2), s(3), r) and
-// five at the end (the claims, μ).
+// (EncodeSmallRounds), the layer's end (claims, μ, the next λ and eq halves). The log holds the
+// root's fraction (p_0, q_0), then per layer λ (j ≥ 2), four values a round (s(1), s(2), s(3), r)
+// and five at the end (the claims, μ).
 func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -447,7 +458,7 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 	L := g.L
 	type layerAt struct{ lambda, rounds, end int }
 	at := make([]layerAt, L+1)
-	n := 0
+	n := 2 // the root's fraction (p_0, q_0), copied from layer 0
 	for j := 1; j <= L; j++ {
 		if j > 1 {
 			at[j].lambda = n
@@ -464,10 +475,6 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 		return nil, err
 	}
 	defer tt.Close()
-	state, absorbIdx, sampleIdx := tr.State()
-	if err := tt.SetState(state, absorbIdx, sampleIdx); err != nil {
-		return nil, err
-	}
 	var halves *gpu.Array[kernels.Mont4]
 	if L > 1 {
 		if g.eq == nil {
@@ -482,7 +489,17 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 		g.halves = append(g.halves, halves)
 	}
 	g.begun = L + 1 // the per-layer methods refuse from now on
+	// The state in stream order (an upload would wait for the tree), then q_0 observed behind the
+	// tree and the root's fraction copied into the log: no sync between the tree and the layers.
 	b := dev.Batch()
+	state, absorbIdx, sampleIdx := tr.State()
+	if err := tt.EncodeSetState(b, state, absorbIdx, sampleIdx); err != nil {
+		return nil, err
+	}
+	b.Copy(tt.Log.Buffer, 0, g.layers[0].Buffer, 0, 2*16)
+	if err := tt.EncodeObserveSample(b, g.layers[0].Buffer, 4, 4, false, 0); err != nil {
+		return nil, err
+	}
 	for j := 1; j <= L; j++ {
 		if j > 1 {
 			nXi := j - 1
@@ -536,7 +553,8 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 	if err != nil {
 		return nil, err
 	}
-	run := &stark.GkrLayersRun{Lambda: make([]field.Fp4, L), Polys: make([][][3]field.Fp4, L), Rho: make([][]field.Fp4, L),
+	g.root = &[2]field.Fp4{v[0], v[1]}
+	run := &stark.GkrLayersRun{Root: &[2]field.Fp4{v[0], v[1]}, Lambda: make([]field.Fp4, L), Polys: make([][][3]field.Fp4, L), Rho: make([][]field.Fp4, L),
 		Claims: make([]stark.GkrLayerClaims, L), Mu: make([]field.Fp4, L),
 		Final: &stark.TranscriptState{Sponge: sponge, AbsorbIdx: absorbIdx, SampleIdx: sampleIdx}}
 	for j := 1; j <= L; j++ {

@@ -154,8 +154,9 @@ func TestGkrProverMatchesCpuref(t *testing.T) {
 // TestGkrStageMatchesCpuref runs the whole GKR stage (stark.ProveGkr) on the device, whose prover
 // runs the layers with the transcript on the device (stark.GkrDeviceLayers: rounds of ≥ 2^8 pairs
 // as fold and transcript-step launches, the smaller ones in one launch a layer), and on cpuref
-// from the same transcript: the proofs, the outcomes and the transcripts after it must agree.
-// pair-1024-app's layers reach 2^13 rows, so both kinds of rounds and the switch between them run.
+// from the same transcript: the proofs, the outcomes and the transcripts after it must agree, and
+// the device's stage waits once (the root's q_0 is observed on the device). pair-1024-app's
+// layers reach 2^13 rows, so both kinds of rounds and the switch between them run.
 func TestGkrStageMatchesCpuref(t *testing.T) {
 	be, err := device.New(testDev, device.Options{})
 	if err != nil {
@@ -182,9 +183,14 @@ func TestGkrStageMatchesCpuref(t *testing.T) {
 				dtr.Observe(x)
 				rtr.Observe(x)
 			}
-			dp, dout, err := stark.ProveGkr(be.Stages().Gkr, transcript.HostGrinder{}, &dtr, p, dst.in)
-			if err != nil {
-				t.Fatal(err)
+			var dp stark.GkrProof
+			var dout *stark.GkrOutcome
+			// The host grinds here: the device's whole stage is one sync, the layers' log with the root.
+			if n := syncsOf(t, func() (err error) {
+				dp, dout, err = stark.ProveGkr(be.Stages().Gkr, transcript.HostGrinder{}, &dtr, p, dst.in)
+				return err
+			}); n != 1 {
+				t.Errorf("the stage: %d syncs, want 1", n)
 			}
 			rp, rout, err := stark.ProveGkr(cpuref.Backend{}, transcript.HostGrinder{}, &rtr, p, rst.in)
 			if err != nil {

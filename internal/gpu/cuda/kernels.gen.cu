@@ -7880,6 +7880,39 @@ MSL_KERNEL void msl_kernel_sc_tr_round(MSL_DEVICE const uint* sums              
   p2g_sponge_store(ts, sp, tid);
 }
 
+// A transcript's state (transcript.Transcript.State: the sponge in Montgomery form, then the
+// absorb and sample indices), as kernel parameters.
+struct TrStateParams {
+  uint s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15;
+  uint absorb_idx, sample_idx;
+};
+
+// Sets a device transcript's state (kernels.DeviceTranscript.EncodeSetState) in stream order:
+// an upload would wait for the work before it, this waits for nothing. One thread.
+MSL_KERNEL void msl_kernel_tr_set_state(MSL_DEVICE uint* ts              ,
+                         MSL_CONSTANT TrStateParams& p              ,
+                         uint tid                            ) {
+  if (tid != 0u) return;
+  ts[0] = p.s0;
+  ts[1] = p.s1;
+  ts[2] = p.s2;
+  ts[3] = p.s3;
+  ts[4] = p.s4;
+  ts[5] = p.s5;
+  ts[6] = p.s6;
+  ts[7] = p.s7;
+  ts[8] = p.s8;
+  ts[9] = p.s9;
+  ts[10] = p.s10;
+  ts[11] = p.s11;
+  ts[12] = p.s12;
+  ts[13] = p.s13;
+  ts[14] = p.s14;
+  ts[15] = p.s15;
+  ts[16] = p.absorb_idx;
+  ts[17] = p.sample_idx;
+}
+
 struct TrObserveSampleParams {
   uint src_off;  // uint index in src of the first value observed (Montgomery)
   uint n;        // values observed
@@ -9242,6 +9275,14 @@ extern "C" __global__ void mslk_sc_tr_round(MSL_DEVICE const uint* sums, MSL_DEV
       (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
       msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
       msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
+}
+
+extern "C" __global__ void mslk_tr_set_state(MSL_DEVICE uint* ts, MSL_CONSTANT TrStateParams p) {
+  msl_grid_order();
+  msl_kernel_tr_set_state(
+      ts,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()));
 }
 
 extern "C" __global__ void mslk_tr_observe_sample(MSL_DEVICE const uint* src, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_CONSTANT TrObserveSampleParams p, unsigned tg_off_0) {
