@@ -1240,12 +1240,12 @@ func dispatchGkrTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, partials *gpu.Buff
 	return enc.Dispatch("gkr_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(partials), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:422).
+// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:423).
 func dispatchGkrTrLayerEnd(enc *gpu.Batch, groups, tpg gpu.Dim3, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, halves *gpu.Buffer, p gkrTrLayerParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_layer_end", groups, tpg, []gpu.Arg{gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(halves), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:533).
+// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:535).
 func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p gkrSmallParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
@@ -1285,17 +1285,17 @@ func dispatchScTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, t
 	return enc.Dispatch("sc_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchTrSetState encodes kernel tr_set_state (shaders/openings/stacked_reduction.metal:484).
+// dispatchTrSetState encodes kernel tr_set_state (shaders/openings/stacked_reduction.metal:487).
 func dispatchTrSetState(enc *gpu.Batch, groups, tpg gpu.Dim3, ts *gpu.Buffer, p trStateParams) *gpu.Batch {
 	return enc.Dispatch("tr_set_state", groups, tpg, []gpu.Arg{gpu.Buf(ts), p.arg()})
 }
 
-// dispatchTrObserveSample encodes kernel tr_observe_sample (shaders/openings/stacked_reduction.metal:519).
+// dispatchTrObserveSample encodes kernel tr_observe_sample (shaders/openings/stacked_reduction.metal:522).
 func dispatchTrObserveSample(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p trObserveSampleParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("tr_observe_sample", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchScTrRoundGrind encodes kernel sc_tr_round_grind (shaders/openings/stacked_reduction.metal:559).
+// dispatchScTrRoundGrind encodes kernel sc_tr_round_grind (shaders/openings/stacked_reduction.metal:562).
 func dispatchScTrRoundGrind(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p scTrGrindParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_tr_round_grind", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }

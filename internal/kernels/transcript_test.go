@@ -306,21 +306,24 @@ func TestReadLogState(t *testing.T) {
 }
 
 // TestEncodeSetState: the state set by the kernel in stream order is the transcript's, and an
-// observe after it (tr_observe_sample) continues from it as the host's transcript does; invalid
-// indices are refused before anything is encoded.
+// observe and a sample after it (tr_observe_sample) continue from it as the host's transcript
+// does, from every kind of state: observes pending, outputs left (p2g_sample4 takes 1–3 of them
+// before its permutation), none left; invalid indices are refused before anything is encoded.
 func TestEncodeSetState(t *testing.T) {
 	h, err := NewPoseidon2(testDev)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := rand.New(rand.NewPCG(74, 1))
-	for _, pre := range []int{0, 5, 8, 13} {
+	for _, c := range []struct{ obs, samples, devObs int }{
+		{0, 0, 4}, {5, 0, 4}, {8, 0, 4}, {13, 4, 4}, {8, 5, 0}, {8, 6, 0}, {8, 7, 0}, {8, 8, 0}, {16, 4, 0}, {3, 0, 0},
+	} {
 		var ht transcript.Transcript
-		for range pre {
+		for range c.obs {
 			ht.Observe(fieldrand.Fp(r))
 		}
-		if pre == 13 {
-			ht.SampleExt() // a sample index past 0
+		for range c.samples {
+			ht.Sample()
 		}
 		tt, err := h.NewDeviceTranscript(2 + LogStateLen)
 		if err != nil {
@@ -336,20 +339,22 @@ func TestEncodeSetState(t *testing.T) {
 		if err := tt.EncodeSetState(b, hs, hai, hsi); err != nil {
 			t.Fatal(err)
 		}
-		if err := tt.EncodeObserveSample(b, src.Buffer, 0, 4, true, 0); err != nil {
+		if err := tt.EncodeObserveSample(b, src.Buffer, 0, c.devObs, true, 0); err != nil {
 			t.Fatal(err)
 		}
 		got, st, ai, si, err := tt.ReadLogState(1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ht.ObserveExt(vals[0])
+		for i := range c.devObs {
+			ht.Observe(vals[0][i])
+		}
 		if z := ht.SampleExt(); got[0] != z {
-			t.Errorf("%d observed before: sample %v, want %v", pre, got[0], z)
+			t.Errorf("%+v: sample %v, want %v", c, got[0], z)
 		}
 		wst, wai, wsi := ht.State()
 		if st != wst || ai != wai || si != wsi {
-			t.Errorf("%d observed before: state %v, %d, %d; want %v, %d, %d", pre, st, ai, si, wst, wai, wsi)
+			t.Errorf("%+v: state %v, %d, %d; want %v, %d, %d", c, st, ai, si, wst, wai, wsi)
 		}
 		src.Free()
 		tt.Close()

@@ -1328,6 +1328,7 @@ kernel void zc_tr_round(device const uint* sums [[buffer(0)]],
     bb4_store_tg(s_tg, x, s);
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
+  MSL_NO_UNROLL
   for (uint x = 0u; x < np; x++) p2g_observe4(sp, bb4_load_tg(s_tg, x), rcs, tid, xs, out);
   bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
   if (tid == 0u) {

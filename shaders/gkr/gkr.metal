@@ -388,6 +388,7 @@ kernel void gkr_tr_round(device const uint* partials [[buffer(0)]],
   threadgroup uint* out = scratch + 48u;
   p2g_sponge sp;
   p2g_sponge_load(sp, ts, tid);
+  MSL_NO_UNROLL
   for (uint k = 0u; k < 3u; k++) p2g_observe4(sp, bb4_load_tg(scratch, k), rcs, tid, xs, out);
   bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
   if (tid == 0u) bb4_store(trlog, p.at + 3u, r);
@@ -461,6 +462,7 @@ kernel void gkr_tr_layer_end(device const uint* tab [[buffer(0)]],
     }
     p2g_sponge sp;
     p2g_sponge_load(sp, ts, tid);
+    MSL_NO_UNROLL
     for (uint k = 0u; k < 4u; k++) {
       if (tid == 0u) bb4_store(trlog, p.at + k, c[k]);
       p2g_observe4(sp, c[k], rcs, tid, xs, out);
@@ -578,6 +580,7 @@ kernel void gkr_tr_small_rounds(device const uint* eq [[buffer(0)]],
                      s3);
     }
     gkr_group_reduce(s1, s2, s3, red, trlog + 4u * at, tid, tpg, 0u);
+    MSL_NO_UNROLL
     for (uint k = 0u; k < 3u; k++) p2g_observe4(sp, bb4_load_tg(red, k), rcs, tid, xs, out);
     bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
     if (tid == 0u) bb4_store(trlog, at + 3u, r);

@@ -290,31 +290,62 @@ MSL_FN void p2g_observe(thread p2g_sponge& sp, uint v, threadgroup const uint* r
   if (sp.absorb == P2_RATE) p2g_sponge_permute(sp, rc, tid, xs, out);
 }
 
+// Four p2g_observe in turn, with the one permutation they can trigger written once: a
+// permutation inlined at each of them made the transcript kernels several times larger (their
+// code fetched from L2 as it runs).
 MSL_FN void p2g_observe4(thread p2g_sponge& sp, bb4 v, threadgroup const uint* rc, uint tid, threadgroup uint* xs,
                          threadgroup uint* out) {
-  for (uint c = 0u; c < 4u; c++) p2g_observe(sp, v[c], rc, tid, xs, out);
+  uint k = tid & 15u;
+  uint a = sp.absorb;  // word c goes to position a + c, or a + c − 8 after the permutation
+  for (uint c = 0u; c < 4u; c++) {
+    if (a + c < P2_RATE && k == a + c) sp.x = v[c];
+  }
+  if (a + 4u < P2_RATE) {
+    sp.absorb = a + 4u;
+    return;
+  }
+  p2g_sponge_permute(sp, rc, tid, xs, out);
+  for (uint c = 0u; c < 4u; c++) {
+    if (a + c >= P2_RATE && k == a + c - P2_RATE) sp.x = v[c];
+  }
+  sp.absorb = a + 4u - P2_RATE;
 }
 
-// transcript.Sample: permute first if observes are pending or the outputs are used up; outputs
-// are read backwards.
-MSL_FN uint p2g_sample(thread p2g_sponge& sp, threadgroup const uint* rc, uint tid, threadgroup uint* xs,
-                       threadgroup uint* out) {
-  if (sp.absorb != 0u || sp.sample == 0u) p2g_sponge_permute(sp, rc, tid, xs, out);
-  sp.sample--;
-#if defined(MSL_TARGET_HOST)
-  return out[sp.sample];
-#else
-  return p2g_element(sp.x, sp.sample, tid);
-#endif
-}
-
+// Four transcript.Sample in turn, with their one permutation written once (p2g_observe4): the
+// first n come from the outputs left (none with observes pending), the others after the
+// permutation. Outputs are read backwards. On the host device the outputs left are read through
+// an exchange of the state (out[] holds a permutation's outputs only when this launch ran it).
 MSL_FN bb4 p2g_sample4(thread p2g_sponge& sp, threadgroup const uint* rc, uint tid, threadgroup uint* xs,
                        threadgroup uint* out) {
-  uint c0 = p2g_sample(sp, rc, tid, xs, out);
-  uint c1 = p2g_sample(sp, rc, tid, xs, out);
-  uint c2 = p2g_sample(sp, rc, tid, xs, out);
-  uint c3 = p2g_sample(sp, rc, tid, xs, out);
-  return bb4_make(c0, c1, c2, c3);
+  uint s = sp.sample;
+  uint n = sp.absorb != 0u ? 0u : min(s, 4u);
+  bb4 r = bb4_zero();
+#if defined(MSL_TARGET_HOST)
+  if (n != 0u) {
+    threadgroup uint* b = p2g_exchange(sp, sp.x, tid, xs);
+    for (uint c = 0u; c < n; c++) r[c] = b[s - 1u - c];
+  }
+#else
+  for (uint c = 0u; c < 4u; c++) {
+    uint e = p2g_element(sp.x, c < n ? s - 1u - c : 0u, tid);
+    if (c < n) r[c] = e;
+  }
+#endif
+  if (n == 4u) {
+    sp.sample = s - 4u;
+    return r;
+  }
+  p2g_sponge_permute(sp, rc, tid, xs, out);
+  for (uint c = 0u; c < 4u; c++) {
+#if defined(MSL_TARGET_HOST)
+    if (c >= n) r[c] = out[P2_RATE - 1u - (c - n)];
+#else
+    uint e = p2g_element(sp.x, c >= n ? P2_RATE - 1u - (c - n) : 0u, tid);
+    if (c >= n) r[c] = e;
+#endif
+  }
+  sp.sample = P2_RATE - (4u - n);
+  return r;
 }
 
 #endif  // POSEIDON2_GROUP_H

@@ -460,8 +460,11 @@ kernel void sc_tr_round(device const uint* sums [[buffer(0)]],
   bb4 s2 = bb4_load(sums, 1u);
   p2g_sponge sp;
   p2g_sponge_load(sp, ts, tid);
-  p2g_observe4(sp, s1, rcs, tid, xs, out);
-  p2g_observe4(sp, s2, rcs, tid, xs, out);
+  bb4 sv[2];
+  sv[0] = s1;
+  sv[1] = s2;
+  MSL_NO_UNROLL  // one copy of the observes' permutation in the kernel's code
+  for (uint k = 0u; k < 2u; k++) p2g_observe4(sp, sv[k], rcs, tid, xs, out);
   bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
   if (tid == 0u) {
     bb4_store(trlog, p.at, s1);
@@ -576,8 +579,11 @@ kernel void sc_tr_round_grind(device const uint* sums [[buffer(0)]],
   bb4 s1 = bb4_load(sums, 0u);
   bb4 s2 = bb4_load(sums, 1u);
   p2g_load_constants(rc, rcs, tid, tpg);
-  p2g_observe4(sp, s1, rcs, tid, xs, out);
-  p2g_observe4(sp, s2, rcs, tid, xs, out);
+  bb4 sv[2];
+  sv[0] = s1;
+  sv[1] = s2;
+  MSL_NO_UNROLL  // one copy of the observes' permutation in the kernel's code
+  for (uint j = 0u; j < 2u; j++) p2g_observe4(sp, sv[j], rcs, tid, xs, out);
   threadgroup_barrier(mem_flags::mem_threadgroup);  // the observes' exchanges read before the candidates write
   uint w = 0u;
   if (p.bits != 0u) {

@@ -241,6 +241,17 @@ MSL_FN ulong max(ulong a, ulong b) { return a > b ? a : b; }
 #define MSL_LANES 1u
 #define MSL_LOG_LANES 0u
 #endif
+// MSL_NO_UNROLL before a loop keeps it a loop: for loops whose body inlines a Poseidon2
+// permutation (the device transcript's observes), which unrolled would put a copy of the
+// permutation's code in the kernel per iteration (the kernel larger than an SM's instruction
+// cache, its straight-line code fetched from L2).
+#if defined(MSL_TARGET_CUDA)
+#define MSL_NO_UNROLL _Pragma("unroll 1")
+#elif defined(__clang__)
+#define MSL_NO_UNROLL _Pragma("clang loop unroll(disable)")
+#else
+#define MSL_NO_UNROLL _Pragma("GCC unroll 1")
+#endif
 
 
 // threadgroup_barrier(mem_flags::...). Every flag means "full threadgroup barrier" here.
@@ -1758,31 +1769,62 @@ MSL_FN void p2g_observe(MSL_THREAD p2g_sponge& sp, uint v, MSL_THREADGROUP const
   if (sp.absorb == P2_RATE) p2g_sponge_permute(sp, rc, tid, xs, out);
 }
 
+// Four p2g_observe in turn, with the one permutation they can trigger written once: a
+// permutation inlined at each of them made the transcript kernels several times larger (their
+// code fetched from L2 as it runs).
 MSL_FN void p2g_observe4(MSL_THREAD p2g_sponge& sp, bb4 v, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
                          MSL_THREADGROUP uint* out) {
-  for (uint c = 0u; c < 4u; c++) p2g_observe(sp, v[c], rc, tid, xs, out);
+  uint k = tid & 15u;
+  uint a = sp.absorb;  // word c goes to position a + c, or a + c − 8 after the permutation
+  for (uint c = 0u; c < 4u; c++) {
+    if (a + c < P2_RATE && k == a + c) sp.x = v[c];
+  }
+  if (a + 4u < P2_RATE) {
+    sp.absorb = a + 4u;
+    return;
+  }
+  p2g_sponge_permute(sp, rc, tid, xs, out);
+  for (uint c = 0u; c < 4u; c++) {
+    if (a + c >= P2_RATE && k == a + c - P2_RATE) sp.x = v[c];
+  }
+  sp.absorb = a + 4u - P2_RATE;
 }
 
-// transcript.Sample: permute first if observes are pending or the outputs are used up; outputs
-// are read backwards.
-MSL_FN uint p2g_sample(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
-                       MSL_THREADGROUP uint* out) {
-  if (sp.absorb != 0u || sp.sample == 0u) p2g_sponge_permute(sp, rc, tid, xs, out);
-  sp.sample--;
-#if defined(MSL_TARGET_HOST)
-  return out[sp.sample];
-#else
-  return p2g_element(sp.x, sp.sample, tid);
-#endif
-}
-
+// Four transcript.Sample in turn, with their one permutation written once (p2g_observe4): the
+// first n come from the outputs left (none with observes pending), the others after the
+// permutation. Outputs are read backwards. On the host device the outputs left are read through
+// an exchange of the state (out[] holds a permutation's outputs only when this launch ran it).
 MSL_FN bb4 p2g_sample4(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
                        MSL_THREADGROUP uint* out) {
-  uint c0 = p2g_sample(sp, rc, tid, xs, out);
-  uint c1 = p2g_sample(sp, rc, tid, xs, out);
-  uint c2 = p2g_sample(sp, rc, tid, xs, out);
-  uint c3 = p2g_sample(sp, rc, tid, xs, out);
-  return bb4_make(c0, c1, c2, c3);
+  uint s = sp.sample;
+  uint n = sp.absorb != 0u ? 0u : min(s, 4u);
+  bb4 r = bb4_zero();
+#if defined(MSL_TARGET_HOST)
+  if (n != 0u) {
+    MSL_THREADGROUP uint* b = p2g_exchange(sp, sp.x, tid, xs);
+    for (uint c = 0u; c < n; c++) r[c] = b[s - 1u - c];
+  }
+#else
+  for (uint c = 0u; c < 4u; c++) {
+    uint e = p2g_element(sp.x, c < n ? s - 1u - c : 0u, tid);
+    if (c < n) r[c] = e;
+  }
+#endif
+  if (n == 4u) {
+    sp.sample = s - 4u;
+    return r;
+  }
+  p2g_sponge_permute(sp, rc, tid, xs, out);
+  for (uint c = 0u; c < 4u; c++) {
+#if defined(MSL_TARGET_HOST)
+    if (c >= n) r[c] = out[P2_RATE - 1u - (c - n)];
+#else
+    uint e = p2g_element(sp.x, c >= n ? P2_RATE - 1u - (c - n) : 0u, tid);
+    if (c >= n) r[c] = e;
+#endif
+  }
+  sp.sample = P2_RATE - (4u - n);
+  return r;
 }
 
 #endif  // POSEIDON2_GROUP_H
@@ -6763,6 +6805,7 @@ MSL_KERNEL void msl_kernel_zc_tr_round(MSL_DEVICE const uint* sums              
     bb4_store_tg(s_tg, x, s);
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
+  MSL_NO_UNROLL
   for (uint x = 0u; x < np; x++) p2g_observe4(sp, bb4_load_tg(s_tg, x), rcs, tid, xs, out);
   bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
   if (tid == 0u) {
@@ -7188,6 +7231,7 @@ MSL_KERNEL void msl_kernel_gkr_tr_round(MSL_DEVICE const uint* partials         
   MSL_THREADGROUP uint* out = scratch + 48u;
   p2g_sponge sp;
   p2g_sponge_load(sp, ts, tid);
+  MSL_NO_UNROLL
   for (uint k = 0u; k < 3u; k++) p2g_observe4(sp, bb4_load_tg(scratch, k), rcs, tid, xs, out);
   bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
   if (tid == 0u) bb4_store(trlog, p.at + 3u, r);
@@ -7261,6 +7305,7 @@ MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab          
     }
     p2g_sponge sp;
     p2g_sponge_load(sp, ts, tid);
+    MSL_NO_UNROLL
     for (uint k = 0u; k < 4u; k++) {
       if (tid == 0u) bb4_store(trlog, p.at + k, c[k]);
       p2g_observe4(sp, c[k], rcs, tid, xs, out);
@@ -7378,6 +7423,7 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
                      s3);
     }
     gkr_group_reduce(s1, s2, s3, red, trlog + 4u * at, tid, tpg, 0u);
+    MSL_NO_UNROLL
     for (uint k = 0u; k < 3u; k++) p2g_observe4(sp, bb4_load_tg(red, k), rcs, tid, xs, out);
     bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
     if (tid == 0u) bb4_store(trlog, at + 3u, r);
@@ -7868,8 +7914,11 @@ MSL_KERNEL void msl_kernel_sc_tr_round(MSL_DEVICE const uint* sums              
   bb4 s2 = bb4_load(sums, 1u);
   p2g_sponge sp;
   p2g_sponge_load(sp, ts, tid);
-  p2g_observe4(sp, s1, rcs, tid, xs, out);
-  p2g_observe4(sp, s2, rcs, tid, xs, out);
+  bb4 sv[2];
+  sv[0] = s1;
+  sv[1] = s2;
+  MSL_NO_UNROLL  // one copy of the observes' permutation in the kernel's code
+  for (uint k = 0u; k < 2u; k++) p2g_observe4(sp, sv[k], rcs, tid, xs, out);
   bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
   if (tid == 0u) {
     bb4_store(trlog, p.at, s1);
@@ -7984,8 +8033,11 @@ MSL_KERNEL void msl_kernel_sc_tr_round_grind(MSL_DEVICE const uint* sums        
   bb4 s1 = bb4_load(sums, 0u);
   bb4 s2 = bb4_load(sums, 1u);
   p2g_load_constants(rc, rcs, tid, tpg);
-  p2g_observe4(sp, s1, rcs, tid, xs, out);
-  p2g_observe4(sp, s2, rcs, tid, xs, out);
+  bb4 sv[2];
+  sv[0] = s1;
+  sv[1] = s2;
+  MSL_NO_UNROLL  // one copy of the observes' permutation in the kernel's code
+  for (uint j = 0u; j < 2u; j++) p2g_observe4(sp, sv[j], rcs, tid, xs, out);
   threadgroup_barrier(mem_flags::mem_threadgroup);  // the observes' exchanges read before the candidates write
   uint w = 0u;
   if (p.bits != 0u) {

@@ -266,6 +266,17 @@ MSL_FN ulong max(ulong a, ulong b) { return a > b ? a : b; }
 #define MSL_LANES 1u
 #define MSL_LOG_LANES 0u
 #endif
+// MSL_NO_UNROLL before a loop keeps it a loop: for loops whose body inlines a Poseidon2
+// permutation (the device transcript's observes), which unrolled would put a copy of the
+// permutation's code in the kernel per iteration (the kernel larger than an SM's instruction
+// cache, its straight-line code fetched from L2).
+#if defined(MSL_TARGET_CUDA)
+#define MSL_NO_UNROLL _Pragma("unroll 1")
+#elif defined(__clang__)
+#define MSL_NO_UNROLL _Pragma("clang loop unroll(disable)")
+#else
+#define MSL_NO_UNROLL _Pragma("GCC unroll 1")
+#endif
 
 
 // threadgroup_barrier(mem_flags::...). Every flag means "full threadgroup barrier" here.

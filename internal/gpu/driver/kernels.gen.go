@@ -637,7 +637,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:422", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:423", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "tab", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -648,7 +648,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:533", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:535", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
 		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tab", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -725,12 +725,12 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "tr_set_state", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:484", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "tr_set_state", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:487", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant TrStateParams&", Kind: ParamValue, Index: 1, ValueSize: 72},
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 	}},
-	{Name: "tr_observe_sample", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:519", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "tr_observe_sample", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:522", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -740,7 +740,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sc_tr_round_grind", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:559", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "sc_tr_round_grind", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:562", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "sums", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
