@@ -291,8 +291,8 @@ MSL_FN void p2g_observe(thread p2g_sponge& sp, uint v, threadgroup const uint* r
 }
 
 // Four p2g_observe in turn, with the one permutation they can trigger written once: a
-// permutation inlined at each of them made the transcript kernels several times larger (their
-// code fetched from L2 as it runs).
+// permutation inlined at each of them made the transcript kernels' code several times larger and
+// the kernels slower (perf-notes/gkr.md).
 MSL_FN void p2g_observe4(thread p2g_sponge& sp, bb4 v, threadgroup const uint* rc, uint tid, threadgroup uint* xs,
                          threadgroup uint* out) {
   uint k = tid & 15u;

@@ -25,8 +25,8 @@ const maxGkrLayers = 27
 //     the leaf layer (kernels.GkrLeaves: the blocks of the layout, short traces repeated with
 //     scaled numerators, padding (0, α)), then builds the tree layer by layer. No sync.
 //   - Root downloads layer 0 (a sync): the traces' check and the per-layer path. ProveLayers
-//     instead observes q_0 on the device behind the tree and brings
-//     the root back with the layers' log: after the grind, the stage's one sync.
+//     instead observes q_0 on the device behind the tree and brings the root back with the
+//     layers' log: after the grind, the stage's one sync.
 //   - BeginLayer(j) expands eq(ξ, ·) on the device; the tables of layer j are the layer itself
 //     (row y: fractions 2y and 2y + 1). Round sums the layer's tables (first round) or folds the
 //     last bound value into smaller tables and sums them in one pass: the folded tables of layer j

@@ -268,8 +268,7 @@ MSL_FN ulong max(ulong a, ulong b) { return a > b ? a : b; }
 #endif
 // MSL_NO_UNROLL before a loop keeps it a loop: for loops whose body inlines a Poseidon2
 // permutation (the device transcript's observes), which unrolled would put a copy of the
-// permutation's code in the kernel per iteration (the kernel larger than an SM's instruction
-// cache, its straight-line code fetched from L2).
+// permutation's code in the kernel per iteration (measured slower: perf-notes/gkr.md).
 #if defined(MSL_TARGET_CUDA)
 #define MSL_NO_UNROLL _Pragma("unroll 1")
 #elif defined(__clang__)

@@ -241,8 +241,7 @@ MSL_FN ulong max(ulong a, ulong b) { return a > b ? a : b; }
 #endif
 // MSL_NO_UNROLL before a loop keeps it a loop: for loops whose body inlines a Poseidon2
 // permutation (the device transcript's observes), which unrolled would put a copy of the
-// permutation's code in the kernel per iteration (the kernel larger than an SM's instruction
-// cache, its straight-line code fetched from L2).
+// permutation's code in the kernel per iteration (measured slower: perf-notes/gkr.md).
 #if defined(MSL_TARGET_CUDA)
 #define MSL_NO_UNROLL _Pragma("unroll 1")
 #elif defined(__clang__)
@@ -1768,8 +1767,8 @@ MSL_FN void p2g_observe(MSL_THREAD p2g_sponge& sp, uint v, MSL_THREADGROUP const
 }
 
 // Four p2g_observe in turn, with the one permutation they can trigger written once: a
-// permutation inlined at each of them made the transcript kernels several times larger (their
-// code fetched from L2 as it runs).
+// permutation inlined at each of them made the transcript kernels' code several times larger and
+// the kernels slower (perf-notes/gkr.md).
 MSL_FN void p2g_observe4(MSL_THREAD p2g_sponge& sp, bb4 v, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
                          MSL_THREADGROUP uint* out) {
   uint k = tid & 15u;
