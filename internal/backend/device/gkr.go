@@ -496,8 +496,9 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 	if err := tt.EncodeSetState(b, state, absorbIdx, sampleIdx); err != nil {
 		return nil, err
 	}
-	b.Copy(tt.Log.Buffer, 0, g.layers[0].Buffer, 0, 2*16)
-	if err := tt.EncodeObserveSample(b, g.layers[0].Buffer, 4, 4, false, 0); err != nil {
+	const q0 = 4 // q_0's four words follow p_0's in layer 0's fraction (kernels.GkrFraction)
+	b.Copy(tt.Log.Buffer, 0, g.layers[0].Buffer, 0, 4*kernels.GkrFractionWords)
+	if err := tt.EncodeObserveSample(b, g.layers[0].Buffer, q0, 4, false, 0); err != nil {
 		return nil, err
 	}
 	for j := 1; j <= L; j++ {
