@@ -11,6 +11,7 @@ import (
 	"github.com/metalprove/metalprove/internal/cmd/proof"
 	"github.com/metalprove/metalprove/internal/cmd/prove"
 	"github.com/metalprove/metalprove/internal/cmd/selftest"
+	"github.com/metalprove/metalprove/internal/cmd/serve"
 	"github.com/metalprove/metalprove/internal/cmd/submit"
 	"github.com/metalprove/metalprove/internal/cmd/trace"
 	"github.com/metalprove/metalprove/internal/cmd/verify"
@@ -33,6 +34,7 @@ func subcommands(f *cmdutil.Factory) []*cobra.Command {
 		proof.NewCmdProof(f, nil),
 		prove.NewCmdProve(f, nil),
 		selftest.NewCmdSelftest(f, nil),
+		serve.NewCmdServe(f, nil),
 		submit.NewCmdSubmit(f, nil),
 		trace.NewCmdTrace(f, nil),
 		verify.NewCmdVerify(f, nil),

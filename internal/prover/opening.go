@@ -30,6 +30,11 @@ type Opening struct {
 	scanErr error
 	done    chan opened
 	o       *opened
+	// resident, when set, is the Resident whose backend and kept keys the opening hands out
+	// (Resident.startOpening): the caller neither closes the one nor frees the other
+	// (ReleaseKey gives the key back); keyID names the key among those kept.
+	resident *Resident
+	keyID    string
 }
 
 // opened is what the opening goroutine made.
@@ -40,6 +45,7 @@ type opened struct {
 	pk     *stark.ProvingKey
 	keyErr error
 	keygen time.Duration
+	held   *residentKey // the resident's key that pk is (resident openings)
 }
 
 // StartOpening starts opening the backend (OpenBackendOn: the device of the settings, on GPU
@@ -142,20 +148,41 @@ func (op *Opening) wait() *opened {
 	return op.o
 }
 
-// Release waits for the opening and frees what it made: the key and the backend.
+// Release waits for the opening and frees what it made: the key and the backend (a resident's
+// stay: the key is given back).
 func (op *Opening) Release() {
 	o := op.wait()
 	if o.pk != nil {
-		o.pk.Free()
+		op.ReleaseKey(o.pk)
 		o.pk = nil
 	}
-	if o.err == nil && o.be != nil {
+	if o.err == nil && o.be != nil && op.resident == nil {
 		o.be.Close()
-		o.be = nil
+	}
+	o.be = nil
+}
+
+// Owned reports whether the caller of Backend closes the backend (not a Resident's).
+func (op *Opening) Owned() bool { return op.resident == nil }
+
+// ReleaseKey ends the use of a key Key returned: freed, or given back to the Resident that keeps
+// it. A second call for the same key does nothing.
+func (op *Opening) ReleaseKey(pk *stark.ProvingKey) {
+	if pk == nil {
+		return
+	}
+	o := op.wait()
+	if op.resident == nil {
+		pk.Free()
+		return
+	}
+	if o.held != nil && o.held.pk == pk {
+		op.resident.give(o.held)
+		o.held = nil
 	}
 }
 
-// Backend waits for the backend; the caller closes it (or calls Release).
+// Backend waits for the backend; the caller closes it (or calls Release) when Owned.
 func (op *Opening) Backend() (*Backend, error) {
 	o := op.wait()
 	return o.be, o.err
@@ -167,7 +194,8 @@ func (op *Opening) OpenTime() time.Duration { return op.wait().open }
 // Key returns the proving key of st's AIRs on the backend and the time keygen took: the key made
 // while the cells were read, unless the file changed in between (st's AIRs or heights are not
 // those of the headers), else one made now. what names the input in errors: a device out of
-// memory is a DeviceError, any other keygen failure a BadInputError. The caller frees the key.
+// memory is a DeviceError, any other keygen failure a BadInputError. The caller ends its use
+// with ReleaseKey.
 func (op *Opening) Key(st *Statement, what string) (*stark.ProvingKey, time.Duration, error) {
 	o := op.wait()
 	pk, keyErr, keygen := o.pk, o.keyErr, o.keygen
@@ -179,13 +207,16 @@ func (op *Opening) Key(st *Statement, what string) (*stark.ProvingKey, time.Dura
 		return pk, keygen, nil
 	}
 	if pk != nil && !sameStatement(op.airs, op.heights, st) { // the file changed in between
-		pk.Free()
+		op.ReleaseKey(pk)
 		pk = nil
 	}
 	if pk == nil && (keyErr == nil || op.scanErr != nil) {
 		start := time.Now()
 		pk, keyErr = stark.Keygen(op.p, st.Airs, nil, o.be.Backend)
 		keygen = time.Since(start)
+		if keyErr == nil && op.resident != nil {
+			o.held = op.resident.keep(builtinKeyID(op.p, st.Airs, st.Heights()), nil, pk)
+		}
 	}
 	if keyErr != nil {
 		return nil, 0, keygenError(what, keyErr)

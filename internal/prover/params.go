@@ -14,12 +14,33 @@ const DefaultPreset = "app-100bit"
 
 // Resolved are the parameters a command runs with.
 type Resolved struct {
-	Params sp.SystemParams
+	Params sp.SystemParams `json:"params"`
 	// Preset is the preset name ("" for config-file parameters).
-	Preset string
+	Preset string `json:"preset"`
 	// Source describes them: "preset test", "params section of cfg.yaml".
-	Source       string
-	SecurityBits int
+	Source       string `json:"source"`
+	SecurityBits int    `json:"security_bits"`
+}
+
+// check validates parameters resolved elsewhere (a resident prover's client): valid, a preset's
+// own where they name one, and a target below 100 bits only with allowInsecure.
+func (r *Resolved) check(allowInsecure bool) (*Resolved, error) {
+	if r.Preset != "" {
+		p, info, err := sp.Preset(r.Preset, sp.DefaultAppLogStackedHeight)
+		if err != nil {
+			return nil, cmdutil.Usagef("--preset: %v", err)
+		}
+		if !p.Equal(r.Params) || info.SecurityBits != r.SecurityBits {
+			return nil, cmdutil.Usagef("preset %s: the parameters given are not the preset's", r.Preset)
+		}
+	}
+	if err := r.Params.Validate(); err != nil {
+		return nil, cmdutil.Usagef("%s: %v", r.Source, err)
+	}
+	if r.SecurityBits < sp.SecurityBitsTarget && !allowInsecure {
+		return nil, cmdutil.Usagef("%s has a %d-bit security target (INSECURE); pass --allow-insecure to use it", r.Source, r.SecurityBits)
+	}
+	return r, nil
 }
 
 // ResolveParams picks the parameters: preset, else the params section of the settings' config

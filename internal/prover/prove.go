@@ -41,6 +41,14 @@ type ProveRequest struct {
 	Reference bool
 	// Ordinal is the GPU the device backend opens (a CUDA ordinal; 0 for the other kinds).
 	Ordinal int
+	// Resolved, when set, are the parameters resolved already (by the client of a resident
+	// prover, from its own preset and config file): used instead of Preset and the settings'
+	// config file, validated again. Not with Key.
+	Resolved *Resolved
+	// Resident, when set, is the open backend to prove on, with its kept proving keys
+	// (metalprove serve): no device is opened or released, and Reference and Ordinal are not
+	// used. The proof waits for the resident's proofs before it once the trace is read.
+	Resident *Resident
 
 	// Settings are the global settings (config file, device, device memory; nil: none).
 	Settings *cmdutil.Settings
@@ -115,6 +123,13 @@ type ProcessTimes struct {
 	TotalMS float64 `json:"total_ms"`
 	// DeviceOpenMS: the device's opening (driver, context, kernel modules), beside the read.
 	DeviceOpenMS float64 `json:"device_open_ms"`
+	// A proof by a resident prover (prove --socket): QueueMS, inside WaitMS, is the wait for its
+	// proofs before this one; ServiceMS the request's round trip as the client saw it less the
+	// resident's setup, read, wait and prove (the socket, the report's transfer); SocketPath
+	// names the resident. StartMS, SetupMS and TotalMS are then the client's process.
+	QueueMS    float64 `json:"queue_ms,omitempty"`
+	ServiceMS  float64 `json:"service_ms,omitempty"`
+	SocketPath string  `json:"socket,omitempty"`
 }
 
 // timed records a stage's time in the report and adds it to the total.
@@ -156,23 +171,36 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 		ctx = context.Background()
 	}
 	var key *Key
+	var keyID string // the key file's identity among a resident's kept keys
 	var present []int
 	var res *Resolved
 	var err error
-	if req.KeyRead != nil {
+	switch {
+	case req.KeyRead != nil:
 		key = req.KeyRead
-	} else if req.Key != "" {
+	case req.Key != "" && req.Resident != nil:
+		if key, keyID, err = req.Resident.fileKey(req.Key, req.AllowInsecure); err != nil {
+			return nil, err
+		}
+	case req.Key != "":
 		if key, err = ReadKey(req.Key, req.AllowInsecure); err != nil {
 			return nil, err
 		}
 	}
-	if key != nil {
+	switch {
+	case key != nil:
 		if present, err = ParseAirs(req.Airs, len(key.Airs)); err != nil {
 			return nil, err
 		}
 		res = key.Resolved()
-	} else if res, err = ResolveParams(req.Preset, req.Settings, "", req.AllowInsecure); err != nil {
-		return nil, err
+	case req.Resolved != nil:
+		if res, err = req.Resolved.check(req.AllowInsecure); err != nil {
+			return nil, err
+		}
+	default:
+		if res, err = ResolveParams(req.Preset, req.Settings, "", req.AllowInsecure); err != nil {
+			return nil, err
+		}
 	}
 	p := res.Params
 	output := req.Output
@@ -220,10 +248,14 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 			return nil, err
 		}
 	}
+	// A resident's opening waits for its turn (below): its keygen, when the key is not kept,
+	// must not run on the device beside another proof.
 	var opening *Opening
-	if key != nil {
+	switch {
+	case req.Resident != nil:
+	case key != nil:
 		opening = StartOpeningKey(req.Settings, req.Reference, req.Ordinal, key, log)
-	} else {
+	default:
 		opening = StartOpening(req.Settings, req.Reference, req.Ordinal, p, headers, log)
 	}
 	start := time.Now()
@@ -236,7 +268,9 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	}
 	readEnd := time.Now()
 	if err != nil {
-		opening.Release()
+		if opening != nil {
+			opening.Release()
+		}
 		return nil, err
 	}
 	rep.timed("read", readEnd.Sub(start))
@@ -246,6 +280,13 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 		if st.Meta[i].Height > 0 { // AIRs of a key left out of the proof have none
 			rep.AIRs = append(rep.AIRs, AirRow{Name: a.Name(), Width: st.Widths[i], Height: st.Meta[i].Height})
 		}
+	}
+	if req.Resident != nil {
+		task.Step("waiting for the proofs before this one")
+		queued, unlock := req.Resident.lock()
+		defer unlock()
+		rep.Process.QueueMS = ms(queued)
+		opening = req.Resident.startOpening(p, headers, key, keyID)
 	}
 	task.Step("opening the device")
 	be, err := opening.Backend()
@@ -257,7 +298,11 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 		opening.Release()
 		return nil, cmdutil.ErrInterrupted
 	}
-	defer be.Close()
+	closeBackend := func() {}
+	if opening.Owned() {
+		closeBackend = be.Close
+	}
+	defer closeBackend()
 	rep.Backend = be.Name
 	log.Info().Str("backend", be.Name).Str("params", res.Source).Int("airs", len(st.Airs)).Str("output", output).Msg("proving")
 
@@ -267,12 +312,9 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 		return nil, err
 	}
 	keyReady := time.Now()
-	defer pk.Free()
+	defer opening.ReleaseKey(pk)
 	rep.timed("keygen", keygen)
-	heights := make([]int, len(st.Meta))
-	for i, m := range st.Meta {
-		heights[i] = m.Height
-	}
+	heights := st.Heights()
 	var limit uint64
 	if req.Settings != nil {
 		limit = req.Settings.DeviceMemoryBytes
@@ -335,15 +377,15 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	rep.timed("write", time.Since(start))
 	// Released here rather than by the deferred calls (which then do nothing), to be timed.
 	written := time.Now()
-	pk.Free()
-	be.Close()
+	opening.ReleaseKey(pk)
+	closeBackend()
 	end := time.Now()
 	rep.Process.SetupMS = ms(readStart.Sub(began))
 	rep.Process.ReadMS = ms(readEnd.Sub(readStart))
 	rep.Process.WaitMS = ms(keyReady.Sub(readEnd))
 	rep.Process.ProveMS = ms(written.Sub(keyReady))
 	rep.Process.CloseMS = ms(end.Sub(written))
-	if procKnown {
+	if procKnown && req.Resident == nil { // a resident's process started long before
 		rep.Process.StartMS = ms(began.Sub(procStart))
 		rep.Process.TotalMS = ms(end.Sub(procStart))
 	}

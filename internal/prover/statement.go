@@ -183,6 +183,15 @@ func readSections(path string, h *Headers) ([]tracefile.Section, error) {
 	return secs, nil
 }
 
+// Heights are the sections' heights (0 for a key's AIRs left out of the proof).
+func (st *Statement) Heights() []int {
+	h := make([]int, len(st.Meta))
+	for i, m := range st.Meta {
+		h[i] = m.Height
+	}
+	return h
+}
+
 // ProofMeta is the metadata of a proof of st with parameters res: the AIRs and heights, and
 // the key's pre_hash for a statement made against a proving key.
 func (st *Statement) ProofMeta(res *Resolved) *stark.ProofMeta {
