@@ -63,6 +63,12 @@ type Worker struct {
 	keysMu sync.Mutex
 	keys   map[string]*cachedKey
 
+	// residents[slot] is the slot's device, opened by its first job and kept until Run returns
+	// (prover.Resident: a job pays neither the device's opening nor, for a key proved before on
+	// the slot, keygen).
+	residentsMu sync.Mutex
+	residents   []*prover.Resident
+
 	mu     sync.Mutex
 	report WorkerReport
 	cancel context.CancelFunc
@@ -215,6 +221,14 @@ func (w *Worker) Run(ctx context.Context) (WorkerReport, error) {
 		}
 	}
 	wg.Wait()
+	w.residentsMu.Lock()
+	for i, res := range w.residents {
+		if res != nil {
+			res.Close()
+			w.residents[i] = nil
+		}
+	}
+	w.residentsMu.Unlock()
 	r := w.Report()
 	w.log.Info().Int("proved", r.Proved).Int("failed", r.Failed).Int("released", r.Released).Msg("worker stopped")
 	return r, nil
@@ -584,7 +598,7 @@ func (w *Worker) storeProof(ctx context.Context, job *Job, proof []byte) (Object
 	return obj, nil
 }
 
-// prove fetches the job's key and trace and proves (prover.Prove) on the slot's device queue.
+// prove fetches the job's key and trace and proves (prover.Prove) on the slot's resident device.
 // Errors name the trace by the name it was submitted with, not by its path here.
 func (w *Worker) prove(ctx context.Context, slot int, job *Job, log zerolog.Logger) ([]byte, error) {
 	key, err := w.key(ctx, job)
@@ -606,18 +620,41 @@ func (w *Worker) prove(ctx context.Context, slot int, job *Job, log zerolog.Logg
 	if log.GetLevel() >= zerolog.InfoLevel { // the prover's records per stage: at --log-level debug only
 		plog = log.Level(max(log.GetLevel(), zerolog.WarnLevel))
 	}
-	ordinal := 0
-	if len(w.cfg.GPUs) > 0 {
-		ordinal = w.cfg.GPUs[slot%len(w.cfg.GPUs)]
+	res, err := w.resident(slot, plog)
+	if err != nil {
+		return nil, err
 	}
 	_, err = prover.Prove(ctx, prover.ProveRequest{
 		Trace: trace, Output: out, Key: key.path, KeyRead: key.key, Airs: job.Airs,
-		AllowInsecure: job.AllowInsecure, Ordinal: ordinal, Settings: w.cfg.Settings, Logger: &plog,
+		AllowInsecure: job.AllowInsecure, Settings: w.cfg.Settings, Logger: &plog, Resident: res,
 	})
 	if err != nil {
 		return nil, w.scrub(err, inDir)
 	}
 	return os.ReadFile(out)
+}
+
+// resident returns the slot's device, opening it on the slot's GPU (round-robin over GPUs) the
+// first time.
+func (w *Worker) resident(slot int, log zerolog.Logger) (*prover.Resident, error) {
+	w.residentsMu.Lock()
+	defer w.residentsMu.Unlock()
+	if w.residents == nil {
+		w.residents = make([]*prover.Resident, w.cfg.Concurrency)
+	}
+	if r := w.residents[slot]; r != nil {
+		return r, nil
+	}
+	ordinal := 0
+	if len(w.cfg.GPUs) > 0 {
+		ordinal = w.cfg.GPUs[slot%len(w.cfg.GPUs)]
+	}
+	r, err := prover.OpenResident(w.cfg.Settings, ordinal, &log)
+	if err != nil {
+		return nil, err
+	}
+	w.residents[slot] = r
+	return r, nil
 }
 
 // jobError is an error whose message names the job's files as submitted; it unwraps to the

@@ -303,12 +303,17 @@ func CheckKeySections(k *Key, trace string, hs []tracefile.SectionHeader, presen
 // headers h (nil: read here) are checked first (CheckKeySections), then the cells are read. Every
 // AIR of the key is in the statement; those left out have a zero input and height 0.
 func LoadKeyTrace(path string, h *Headers, k *Key, present []int) (*Statement, error) {
+	return loadKeyTrace(path, h, k, present, nil)
+}
+
+// loadKeyTrace is LoadKeyTrace with the cells read into alloc's buffers (nil: new ones).
+func loadKeyTrace(path string, h *Headers, k *Key, present []int, alloc func(n int) []field.Fp) (*Statement, error) {
 	if h != nil {
 		if err := CheckKeySections(k, path, h.Sections, present); err != nil {
 			return nil, err
 		}
 	}
-	secs, err := readSections(path, h)
+	secs, err := readSections(path, h, alloc)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/progress"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/sysinfo"
@@ -27,7 +28,9 @@ type ProveRequest struct {
 	// instead of the section names and the preset.
 	Key string
 	// KeyRead, when set, is the proving key Key names, read already (ReadKey): it is used as it
-	// is, not read again (a service proving many traces with one key reads it once).
+	// is, not read again (a service proving many traces with one key reads it once). With a
+	// Resident its proving key is kept by the Key's identity: the caller keeps the same Key for
+	// the same file.
 	KeyRead *Key
 	// Airs lists the key's AIRs the trace proves ("0,2,5"; "": all). Only with Key.
 	Airs string
@@ -178,6 +181,9 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	switch {
 	case req.KeyRead != nil:
 		key = req.KeyRead
+		if req.Resident != nil { // the caller keeps this Key for all its proofs with it
+			keyID = fmt.Sprintf("read %p %t", key, req.AllowInsecure)
+		}
 	case req.Key != "" && req.Resident != nil:
 		if key, keyID, err = req.Resident.fileKey(req.Key, req.AllowInsecure); err != nil {
 			return nil, err
@@ -260,11 +266,18 @@ func Prove(ctx context.Context, req ProveRequest) (*ProveReport, error) {
 	}
 	start := time.Now()
 	readStart := start
+	// A resident reads into the buffers of its earlier proofs.
+	var alloc func(n int) []field.Fp
+	if req.Resident != nil {
+		cells := req.Resident.cells.arena()
+		defer cells.release()
+		alloc = cells.alloc
+	}
 	var st *Statement
 	if key != nil {
-		st, err = LoadKeyTrace(req.Trace, headers, key, present)
+		st, err = loadKeyTrace(req.Trace, headers, key, present, alloc)
 	} else {
-		st, err = LoadTrace(req.Trace, headers)
+		st, err = loadTrace(req.Trace, headers, alloc)
 	}
 	readEnd := time.Now()
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,12 +14,17 @@ import (
 
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/cmdutil"
+	"github.com/metalprove/metalprove/internal/field"
 	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
 )
 
-// residentKeys is how many proving keys a Resident keeps (the oldest made goes first).
-const residentKeys = 4
+// residentKeys is how many proving keys a Resident keeps (the oldest made goes first);
+// cellBuffersKept how many trace buffers (the largest).
+const (
+	residentKeys    = 4
+	cellBuffersKept = 2
+)
 
 // Resident is a device backend kept open between proofs (what `metalprove serve` holds), with
 // the proving keys it made: a proof through it (ProveRequest.Resident) neither opens the device
@@ -36,6 +42,8 @@ type Resident struct {
 
 	keysMu sync.Mutex
 	keys   []*residentKey // oldest first
+
+	cells cellBuffers
 }
 
 // residentKey is a proving key a Resident made, with the key file it came from (nil: built-in
@@ -216,4 +224,59 @@ func (r *Resident) startOpening(p sp.SystemParams, h *Headers, k *Key, keyID str
 		op.done <- o
 	}()
 	return op
+}
+
+// cellBuffers keeps the cell buffers of a Resident's finished proofs for the next traces' reads:
+// a new slice's pages are faulted in by the read itself (a keccakf-1024 trace's 345 MB), a kept
+// one's are in memory already.
+type cellBuffers struct {
+	mu   sync.Mutex
+	free [][]field.Fp
+}
+
+// cellArena is one proof's use of the kept buffers: alloc hands out buffers (tracefile's
+// ReadAllInto), release gives them back once the proof no longer reads its cells.
+type cellArena struct {
+	pool  *cellBuffers
+	taken [][]field.Fp
+}
+
+func (c *cellBuffers) arena() *cellArena { return &cellArena{pool: c} }
+
+// alloc returns a buffer of at least n cells: the smallest kept one that holds them, else a new
+// one.
+func (a *cellArena) alloc(n int) []field.Fp {
+	c := a.pool
+	c.mu.Lock()
+	best := -1
+	for i, b := range c.free {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(c.free[best])) {
+			best = i
+		}
+	}
+	var buf []field.Fp
+	if best >= 0 {
+		buf = c.free[best][:n]
+		c.free = append(c.free[:best], c.free[best+1:]...)
+	}
+	c.mu.Unlock()
+	if buf == nil {
+		buf = make([]field.Fp, n)
+	}
+	a.taken = append(a.taken, buf)
+	return buf
+}
+
+// release gives the arena's buffers back; the pool keeps the cellBuffersKept largest.
+func (a *cellArena) release() {
+	c := a.pool
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.free = append(c.free, a.taken...)
+	a.taken = nil
+	slices.SortFunc(c.free, func(x, y []field.Fp) int { return cap(y) - cap(x) })
+	for i := cellBuffersKept; i < len(c.free); i++ {
+		c.free[i] = nil
+	}
+	c.free = c.free[:min(len(c.free), cellBuffersKept)]
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/metalprove/metalprove/internal/air"
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
+	"github.com/metalprove/metalprove/internal/field"
 	sp "github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/sysinfo"
@@ -121,8 +122,11 @@ func (h *Headers) ScanAirs() ([]air.Air, []int, error) {
 // (nil: they are read here). File problems and sections that do not fit their AIR are
 // BadInputErrors; a file whose cells do not fit in the memory available is refused before they
 // are read.
-func LoadTrace(path string, h *Headers) (*Statement, error) {
-	secs, err := readSections(path, h)
+func LoadTrace(path string, h *Headers) (*Statement, error) { return loadTrace(path, h, nil) }
+
+// loadTrace is LoadTrace with the cells read into alloc's buffers (nil: new ones).
+func loadTrace(path string, h *Headers, alloc func(n int) []field.Fp) (*Statement, error) {
+	secs, err := readSections(path, h, alloc)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +163,7 @@ func LoadTrace(path string, h *Headers) (*Statement, error) {
 // readSections reads every section of a trace file (h: its headers, or nil), refusing a file
 // whose cells do not fit in the memory available before reading them. File problems are
 // BadInputErrors.
-func readSections(path string, h *Headers) ([]tracefile.Section, error) {
+func readSections(path string, h *Headers, alloc func(n int) []field.Fp) ([]tracefile.Section, error) {
 	if h == nil {
 		h, _ = ReadHeaders(path) // a file whose headers cannot be read fails below, named
 	}
@@ -169,7 +173,7 @@ func readSections(path string, h *Headers) ([]tracefile.Section, error) {
 			return nil, fmt.Errorf("%s: not enough memory: its cells need %s, %s is available", path, sysinfo.Bytes(n), sysinfo.Bytes(mem.Available))
 		}
 	}
-	secs, err := tracefile.ReadAll(path)
+	secs, err := tracefile.ReadAllInto(path, alloc)
 	if err != nil {
 		var fe *tracefile.FormatError
 		if errors.As(err, &fe) || errors.Is(err, os.ErrNotExist) {

@@ -560,8 +560,8 @@ func firstNotCanonical(vals []uint32) int {
 }
 
 // readAll reads every remaining section into memory. With a known file size a section's
-// allocation is bounded by the bytes the file really holds.
-func (r *Reader) readAll() ([]Section, error) {
+// allocation is bounded by the bytes the file really holds, and made by alloc (nil: make).
+func (r *Reader) readAll(alloc func(n int) []field.Fp) ([]Section, error) {
 	var out []Section
 	for {
 		h, err := r.Next()
@@ -573,7 +573,11 @@ func (r *Reader) readAll() ([]Section, error) {
 		}
 		s := Section{SectionHeader: h}
 		if r.size >= 0 {
-			s.Data = make([]field.Fp, r.cellsTotal)
+			if alloc != nil {
+				s.Data = alloc(int(r.cellsTotal))[:r.cellsTotal]
+			} else {
+				s.Data = make([]field.Fp, r.cellsTotal)
+			}
 			if err := r.ReadColumns(s.Data); err != nil {
 				return nil, err
 			}
@@ -594,13 +598,18 @@ func (r *Reader) readAll() ([]Section, error) {
 }
 
 // ReadAll reads the whole trace file at path into memory; meant for small files.
-func ReadAll(path string) ([]Section, error) {
+func ReadAll(path string) ([]Section, error) { return ReadAllInto(path, nil) }
+
+// ReadAllInto is ReadAll with each section's cells read into alloc(n), a slice of at least n
+// cells (nil: new slices): a caller that reads many traces reuses its buffers, whose pages are
+// then in memory already (a fresh slice's are faulted in by the read).
+func ReadAllInto(path string, alloc func(n int) []field.Fp) ([]Section, error) {
 	r, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	return r.readAll()
+	return r.readAll(alloc)
 }
 
 // Decode decodes a whole trace file held in memory.
@@ -609,7 +618,7 @@ func Decode(b []byte) ([]Section, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.readAll()
+	return r.readAll(nil)
 }
 
 // ReadAllFrom reads a whole trace file from rd (size as for NewReader) into memory.
@@ -618,5 +627,5 @@ func ReadAllFrom(rd io.Reader, size int64) ([]Section, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.readAll()
+	return r.readAll(nil)
 }

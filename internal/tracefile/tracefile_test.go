@@ -451,7 +451,7 @@ func TestNoAllocationFromHeader(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.MaxSectionBytes = 1 << 62
-		_, err = r.readAll()
+		_, err = r.readAll(nil)
 		runtime.ReadMemStats(&after)
 		if err == nil {
 			t.Fatal("decoded")

@@ -40,7 +40,8 @@ func NewCmdWorker(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command 
 queues them), prove each on --device with the job's proving key, store the proof in the farm's
 object store, and acknowledge the job only once its proof is stored. --concurrency N proves N jobs
 at once, each on its own device queue; with --device cuda, --gpus 0,1 spreads them over those GPUs.
-Proving keys are fetched once per worker (by their SHA-256) and cached.
+Each queue's device is opened by its first job and kept open until the worker stops, with the
+proving keys made on it. Proving keys are fetched once per worker (by their SHA-256) and cached.
 
 A proof that takes longer than the ack wait (` + farm.AckWait.String() + `) is kept by in-progress
 acknowledgements every ` + farm.Heartbeat.String() + `. A worker that dies leaves its jobs to be
