@@ -194,10 +194,11 @@ type grindParams struct {
 	mask      uint32
 	base      uint32
 	count     uint32
+	cont      uint32
 }
 
 func (v grindParams) arg() gpu.Arg {
-	return gpu.U32(v.absorbIdx, v.mask, v.base, v.count)
+	return gpu.U32(v.absorbIdx, v.mask, v.base, v.count, v.cont)
 }
 
 // progEvalParams is the value struct ProgEvalParams of the shaders: uint fields in declaration order.
@@ -928,6 +929,20 @@ func (v whirEqTablesParams) arg() gpu.Arg {
 	return gpu.U32(v.npts, v.logLo, v.logHi)
 }
 
+// whirTrQueriesParams is the value struct WhirTrQueriesParams of the shaders: uint fields in declaration order.
+type whirTrQueriesParams struct {
+	n     uint32
+	mask  uint32
+	omega uint32
+	grind uint32
+	zAt   uint32
+	at    uint32
+}
+
+func (v whirTrQueriesParams) arg() gpu.Arg {
+	return gpu.U32(v.n, v.mask, v.omega, v.grind, v.zAt, v.at)
+}
+
 // dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:33).
 func dispatchMerkleHashRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, digests *gpu.Buffer, rc *gpu.Buffer, p merkleRowParams, states *gpu.Buffer) *gpu.Batch {
 	return enc.Dispatch("merkle_hash_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(digests), gpu.Buf(rc), p.arg(), gpu.Buf(states)})
@@ -1053,14 +1068,14 @@ func dispatchFoSum(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, partial
 	return enc.Dispatch("fo_sum", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(partial), gpu.U32(n)}, scratchBytes)
 }
 
-// dispatchGrindSearch encodes kernel grind_search (shaders/common/grind.metal:27).
-func dispatchGrindSearch(enc *gpu.Batch, groups, tpg gpu.Dim3, state *gpu.Buffer, rc *gpu.Buffer, groupMin *gpu.Buffer, found *gpu.Buffer, p grindParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("grind_search", groups, tpg, []gpu.Arg{gpu.Buf(state), gpu.Buf(rc), gpu.Buf(groupMin), gpu.Buf(found), p.arg()}, scratchBytes)
+// dispatchGrindSearch encodes kernel grind_search (shaders/common/grind.metal:29).
+func dispatchGrindSearch(enc *gpu.Batch, groups, tpg gpu.Dim3, state *gpu.Buffer, rc *gpu.Buffer, groupMin *gpu.Buffer, found *gpu.Buffer, p grindParams, prev *gpu.Buffer, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("grind_search", groups, tpg, []gpu.Arg{gpu.Buf(state), gpu.Buf(rc), gpu.Buf(groupMin), gpu.Buf(found), p.arg(), gpu.Buf(prev)}, scratchBytes)
 }
 
-// dispatchGrindMin encodes kernel grind_min (shaders/common/grind.metal:89).
-func dispatchGrindMin(enc *gpu.Batch, groups, tpg gpu.Dim3, groupMin *gpu.Buffer, out *gpu.Buffer, n uint32, found *gpu.Buffer, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("grind_min", groups, tpg, []gpu.Arg{gpu.Buf(groupMin), gpu.Buf(out), gpu.U32(n), gpu.Buf(found)}, scratchBytes)
+// dispatchGrindMin encodes kernel grind_min (shaders/common/grind.metal:95).
+func dispatchGrindMin(enc *gpu.Batch, groups, tpg gpu.Dim3, groupMin *gpu.Buffer, out *gpu.Buffer, n uint32, found *gpu.Buffer, cont uint32, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("grind_min", groups, tpg, []gpu.Arg{gpu.Buf(groupMin), gpu.Buf(out), gpu.U32(n), gpu.Buf(found), gpu.U32(cont)}, scratchBytes)
 }
 
 // dispatchProgEvalOutputs encodes kernel prog_eval_outputs (shaders/common/program.metal:25).
@@ -1300,27 +1315,32 @@ func dispatchScTrRoundGrind(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buff
 	return enc.Dispatch("sc_tr_round_grind", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/openings/whir.metal:106).
+// dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/openings/whir.metal:107).
 func dispatchWhirBatchBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, mu *gpu.Buffer, tw *gpu.Buffer, f *gpu.Buffer, p whirBatchParams) *gpu.Batch {
 	return enc.Dispatch("whir_batch_blocks", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(mu), gpu.Buf(tw), gpu.Buf(f), p.arg()})
 }
 
-// dispatchWhirSubsetPass encodes kernel whir_subset_pass (shaders/openings/whir.metal:170).
+// dispatchWhirSubsetPass encodes kernel whir_subset_pass (shaders/openings/whir.metal:171).
 func dispatchWhirSubsetPass(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirSubsetParams) *gpu.Batch {
 	return enc.Dispatch("whir_subset_pass", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirFp4ToPlanes encodes kernel whir_fp4_to_planes (shaders/openings/whir.metal:205).
+// dispatchWhirFp4ToPlanes encodes kernel whir_fp4_to_planes (shaders/openings/whir.metal:206).
 func dispatchWhirFp4ToPlanes(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirPlanesParams) *gpu.Batch {
 	return enc.Dispatch("whir_fp4_to_planes", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirHorner encodes kernel whir_horner (shaders/openings/whir.metal:232).
+// dispatchWhirHorner encodes kernel whir_horner (shaders/openings/whir.metal:233).
 func dispatchWhirHorner(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, zs *gpu.Buffer, p whirHornerParams) *gpu.Batch {
 	return enc.Dispatch("whir_horner", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(zs), p.arg()})
 }
 
-// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:268).
+// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:269).
 func dispatchWhirPowEqTables(enc *gpu.Batch, groups, tpg gpu.Dim3, pc *gpu.Buffer, lo *gpu.Buffer, hi *gpu.Buffer, p whirEqTablesParams) *gpu.Batch {
 	return enc.Dispatch("whir_pow_eq_tables", groups, tpg, []gpu.Arg{gpu.Buf(pc), gpu.Buf(lo), gpu.Buf(hi), p.arg()})
+}
+
+// dispatchWhirTrQueries encodes kernel whir_tr_queries (shaders/openings/whir.metal:334).
+func dispatchWhirTrQueries(enc *gpu.Batch, groups, tpg gpu.Dim3, witness *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, idx *gpu.Buffer, pc *gpu.Buffer, p whirTrQueriesParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("whir_tr_queries", groups, tpg, []gpu.Arg{gpu.Buf(witness), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(idx), gpu.Buf(pc), p.arg()}, scratchBytes)
 }

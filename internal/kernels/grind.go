@@ -103,7 +103,7 @@ func (g *Grind) searchShape(count int) (groups, tpg int) {
 // SetState, with the witness at absorbIdx (< 8) and mask 2^bits − 1 (0 ≤ bits ≤ 30): the result
 // (ReadResult) is the smallest passing candidate, or none. base + count ≤ p, 1 ≤ count ≤ 2^30.
 func (g *Grind) EncodeSearch(b *gpu.Batch, absorbIdx, bits int, base, count uint32) error {
-	return g.encodeSearch(b, g.state.Buffer, absorbIdx, bits, base, count)
+	return g.encodeSearch(b, g.state.Buffer, absorbIdx, bits, base, count, false)
 }
 
 // EncodeSearchFrom is EncodeSearch from the state in the first 16 Montgomery words of state (a
@@ -112,11 +112,12 @@ func (g *Grind) EncodeSearchFrom(b *gpu.Batch, state *gpu.Buffer, absorbIdx, bit
 	if state.Size() < 4*poseidon2.Width {
 		return fmt.Errorf("kernels: Grind: a state of %d bytes", state.Size())
 	}
-	return g.encodeSearch(b, state, absorbIdx, bits, base, count)
+	return g.encodeSearch(b, state, absorbIdx, bits, base, count, false)
 }
 
-// encodeSearch is EncodeSearch from state.
-func (g *Grind) encodeSearch(b *gpu.Batch, state *gpu.Buffer, absorbIdx, bits int, base, count uint32) error {
+// encodeSearch is EncodeSearch from state; with cont, a continuation of the search encoded just
+// before on g (skipped after its hit, which the result keeps).
+func (g *Grind) encodeSearch(b *gpu.Batch, state *gpu.Buffer, absorbIdx, bits int, base, count uint32, cont bool) error {
 	if absorbIdx < 0 || absorbIdx >= 8 || bits < 0 || bits > 30 {
 		return fmt.Errorf("kernels: Grind: absorb index %d, %d bits", absorbIdx, bits)
 	}
@@ -124,7 +125,12 @@ func (g *Grind) encodeSearch(b *gpu.Batch, state *gpu.Buffer, absorbIdx, bits in
 		return fmt.Errorf("kernels: Grind: candidates [%d, %d + %d) not a non-empty range of at most 2^30 below p", base, base, count)
 	}
 	groups, tpg := g.searchShape(int(count))
-	dispatchGrindSearch(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), state, g.rc.Buffer, g.groupMin.Buffer, g.found.Buffer, grindParams{absorbIdx: uint32(absorbIdx), mask: uint32(1)<<bits - 1, base: base, count: count}, uint32(4*tpg))
+	c := uint32(0)
+	if cont {
+		c = 1
+	}
+	dispatchGrindSearch(b, gpu.D1(uint32(groups)), gpu.D1(uint32(tpg)), state, g.rc.Buffer, g.groupMin.Buffer, g.found.Buffer,
+		grindParams{absorbIdx: uint32(absorbIdx), mask: uint32(1)<<bits - 1, base: base, count: count, cont: c}, g.result.Buffer, uint32(4*tpg))
 	// One group reduces the group minima (a single thread on the host: a plain loop over at
 	// most 2^12 values; a full group on GPUs) and resets found for the next search, so that no
 	// copy is encoded before grind_search (a device-to-device copy costs the host a launch).
@@ -132,7 +138,7 @@ func (g *Grind) encodeSearch(b *gpu.Batch, state *gpu.Buffer, absorbIdx, bits in
 	if !isHost(g.dev) {
 		mt = min(gpuGrindThreads, max(g.dev.Limits().MaxThreadsPerGroup, 1))
 	}
-	dispatchGrindMin(b, gpu.D1(1), gpu.D1(uint32(mt)), g.groupMin.Buffer, g.result.Buffer, uint32(groups), g.found.Buffer, uint32(4*mt))
+	dispatchGrindMin(b, gpu.D1(1), gpu.D1(uint32(mt)), g.groupMin.Buffer, g.result.Buffer, uint32(groups), g.found.Buffer, c, uint32(4*mt))
 	return b.Err()
 }
 
@@ -144,6 +150,45 @@ func (g *Grind) ReadResult() (uint32, bool, error) {
 		return 0, false, err
 	}
 	return v[0], v[0] != grindNone, nil
+}
+
+// Result is the buffer of the last encoded search's result (one uint32: the smallest passing
+// candidate, canonical, or 0xffffffff), for kernels that read it in stream order.
+func (g *Grind) Result() *gpu.Array[uint32] { return g.result }
+
+// EncodeSearchAll encodes the search of the first 2^30 candidates from the sponge of a device
+// transcript (bits ≤ 24: a range without a witness has probability e^−64 or less), its result
+// (Result) read in stream order by the kernels after it. On GPUs two searches, the second
+// skipped after a hit in the first. On the host device, whose work runs as it is encoded, and whose work items
+// run one after another (one search over the range tested 7× the candidates of sliced searches:
+// 272 against 38 ms at 20 bits), it reads the sponge (a download) and runs Search, whose last
+// slice leaves the witness in Result.
+func (g *Grind) EncodeSearchAll(b *gpu.Batch, t *DeviceTranscript, absorbIdx, bits int) error {
+	if bits < 0 || bits > 24 {
+		return fmt.Errorf("kernels: Grind.EncodeSearchAll: %d bits (at most 24)", bits)
+	}
+	if !isHost(g.dev) {
+		// The first slice as Search tests it, then the rest of the range as its continuation,
+		// skipped when the slice had a hit: one search over the whole range cost 418 µs more
+		// over a keccakf-1024 proof's five searches (its first wave of threads went on past the
+		// later waves' candidates before those ran).
+		slice := uint32(g.SliceSize(bits))
+		if err := g.encodeSearch(b, t.State(), absorbIdx, bits, 0, slice, false); err != nil {
+			return err
+		}
+		return g.encodeSearch(b, t.State(), absorbIdx, bits, slice, grindMaxCount-slice, true)
+	}
+	if err := b.Err(); err != nil {
+		return err
+	}
+	st, err := t.readState()
+	if err != nil {
+		return err
+	}
+	if _, _, err := g.Search(context.Background(), st, absorbIdx, bits); err != nil {
+		return err
+	}
+	return nil
 }
 
 // SliceSize is the number of candidates Search tests per batch for bits. A search needs 2^bits

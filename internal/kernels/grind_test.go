@@ -262,3 +262,43 @@ func BenchmarkGrindRange(b *testing.B) {
 	}
 	b.ReportMetric(float64(count)*float64(b.N)/b.Elapsed().Seconds(), "perms/s")
 }
+
+// TestGrindContinuation: a search continued past a first slice (the GPU form of EncodeSearchAll)
+// gives Search's witness: the first slice's hit kept when it has one (the continuation skipped),
+// the rest's smallest when it has none.
+func TestGrindContinuation(t *testing.T) {
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := h.NewGrind()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var st [poseidon2.Width]field.Fp
+	for i := range st {
+		st[i] = field.Fp(31*i + 5)
+	}
+	const bits, absorb = 12, 2
+	want, ok, err := g.Search(context.Background(), st, absorb, bits)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	for _, slice := range []uint32{uint32(want) + 1 + uint32(want)%7, uint32(want), uint32(want) / 2} {
+		if err := g.SetState(st); err != nil {
+			t.Fatal(err)
+		}
+		b := testDev.Batch()
+		if err := g.encodeSearch(b, g.state.Buffer, absorb, bits, 0, slice, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.encodeSearch(b, g.state.Buffer, absorb, bits, slice, 1<<20, true); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := g.ReadResult()
+		if err != nil || !ok || field.Fp(got) != want {
+			t.Errorf("first slice of %d (witness %d): %d, %t, %v", slice, want, got, ok, err)
+		}
+	}
+}

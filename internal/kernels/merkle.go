@@ -405,7 +405,12 @@ func (t *MerkleTree) Free() {
 	t.freeScratch()
 }
 
-// freeScratch frees the buffers only the tree's own batch used; call it after a download.
+// ReleaseScratch frees the buffers only the tree's own kernels use, once they are encoded (frees
+// are in queue order on GPUs, and the host device runs work as it is encoded): for a tree whose
+// root is not downloaded before other work (the first download does it otherwise).
+func (t *MerkleTree) ReleaseScratch() { t.freeScratch() }
+
+// freeScratch frees the buffers only the tree's own batch used.
 func (t *MerkleTree) freeScratch() {
 	for _, s := range t.scratch {
 		s.Free()
@@ -440,6 +445,15 @@ func (t *MerkleTree) Root() (poseidon2.Digest, error) {
 	}
 	t.freeScratch()
 	return digestsOf(v[:])[0], nil
+}
+
+// EncodeCopyRoot encodes a copy of the root (8 Montgomery words) to dst at byte offset off, for a
+// caller that downloads it with other values.
+func (t *MerkleTree) EncodeCopyRoot(b *gpu.Batch, dst *gpu.Buffer, off int) error {
+	if t.layers == nil {
+		return fmt.Errorf("kernels: MerkleTree.EncodeCopyRoot: tree was freed")
+	}
+	return b.Copy(dst, off, t.layers.Buffer, 32*layerOffset(t.QueryStride(), t.depth), 32).Err()
 }
 
 // Layer downloads layer i (0: the query-group digests), canonical.
@@ -517,8 +531,21 @@ type BatchOpening struct {
 // QueryIndices are query indices uploaded once (as uint32) for the batched openings of one or
 // more trees (EncodeOpenBatch); each tree checks them against its own query stride.
 type QueryIndices struct {
-	ys  []int
+	ys  []int // nil for indices the device made (DeviceQueryIndices)
+	n   int
 	buf *gpu.Array[uint32] // nil when there are no indices
+	// device: buf is the caller's (DeviceQueryIndices)
+	device bool
+}
+
+// DeviceQueryIndices are the first n indices of buf, written there by encoded work (a device
+// transcript's samples, each below every opened tree's query stride: not checked here). buf
+// stays the caller's (Free does not free it).
+func DeviceQueryIndices(buf *gpu.Array[uint32], n int) (*QueryIndices, error) {
+	if n < 0 || n > buf.Len() {
+		return nil, fmt.Errorf("kernels: %d query indices in a buffer of %d", n, buf.Len())
+	}
+	return &QueryIndices{n: n, buf: buf, device: true}, nil
 }
 
 // UploadQueryIndices uploads ys (each in [0, 2^31)) for EncodeOpenBatch.
@@ -530,7 +557,7 @@ func UploadQueryIndices(dev *gpu.Device, ys []int) (*QueryIndices, error) {
 		}
 		v[i] = uint32(y)
 	}
-	q := &QueryIndices{ys: append([]int(nil), ys...)}
+	q := &QueryIndices{ys: append([]int(nil), ys...), n: len(ys)}
 	if len(v) > 0 {
 		var err error
 		if q.buf, err = gpu.UploadArray(dev, "merkle query indices", v); err != nil {
@@ -541,11 +568,12 @@ func UploadQueryIndices(dev *gpu.Device, ys []int) (*QueryIndices, error) {
 }
 
 // Len is the number of query indices.
-func (q *QueryIndices) Len() int { return len(q.ys) }
+func (q *QueryIndices) Len() int { return q.n }
 
-// Free frees the device copy; call it once every batch using q is done.
+// Free frees the device copy (not a DeviceQueryIndices' buffer); call it once every batch using
+// q is done.
 func (q *QueryIndices) Free() {
-	if q.buf != nil {
+	if q.buf != nil && !q.device {
 		q.buf.Free()
 	}
 }
@@ -559,7 +587,7 @@ type PendingOpening struct {
 	out *gpu.Array[field.Fp]
 	// flat is out's content once fetched (Fetch), until Read.
 	flat []field.Fp
-	// chunk is the streamed opening's codeword chunk (EncodeOpenBatchStreamed), freed with out.
+	// chunk is the streamed opening's codeword chunk (EncodeOpenBatchStreamed) while it is encoded.
 	chunk *gpu.Array[Mont]
 }
 
@@ -586,7 +614,7 @@ var errNoMatrix = fmt.Errorf("kernels: MerkleTree: a streamed tree has no matrix
 // EncodeOpenBatchStreamed is EncodeOpenBatch for a matrix that is not on the device (a tree of
 // EncodeMerkleTreeStreamed): fill writes it again, chunkCols
 // columns at a time, into one chunk buffer, and each chunk's part of the opened rows is gathered
-// from it. The chunk is freed with the opening (Read or Free).
+// from it. The chunk is freed once the gathers are encoded.
 func (t *MerkleTree) EncodeOpenBatchStreamed(b *gpu.Batch, q *QueryIndices, chunkCols int, fill FillColumns) (*PendingOpening, error) {
 	chunkCols = min(chunkCols, t.width)
 	if chunkCols <= 0 || t.height*chunkCols >= maxColumnElems {
@@ -612,6 +640,10 @@ func (t *MerkleTree) EncodeOpenBatchStreamed(b *gpu.Batch, q *QueryIndices, chun
 		p.Free()
 		return nil, err
 	}
+	// The chunk's last reader is encoded: frees are in queue order on GPUs, and the host device
+	// runs work as it is encoded.
+	p.chunk.Free()
+	p.chunk = nil
 	return p, nil
 }
 
@@ -627,7 +659,7 @@ func (t *MerkleTree) newPendingOpening(q *QueryIndices) (*PendingOpening, error)
 			return nil, fmt.Errorf("kernels: MerkleTree.EncodeOpenBatch: index %d (#%d) not in [0, %d)", y, i, qs)
 		}
 	}
-	nq := len(q.ys)
+	nq := q.n
 	p := &PendingOpening{tree: t, queries: nq}
 	if nq == 0 {
 		return p, nil

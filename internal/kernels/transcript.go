@@ -163,6 +163,22 @@ func (t *DeviceTranscript) ReadLogState(n int) ([]field.Fp4, [poseidon2.Width]fi
 	return out, sponge, int(w[poseidon2.Width]), int(w[poseidon2.Width+1]), nil
 }
 
+// readState downloads the sponge (canonical), waiting for the work encoded before.
+func (t *DeviceTranscript) readState() ([poseidon2.Width]field.Fp, error) {
+	var sponge [poseidon2.Width]field.Fp
+	if err := t.live(); err != nil {
+		return sponge, err
+	}
+	w := make([]uint32, poseidon2.Width)
+	if err := t.state.Read(w, 0); err != nil {
+		return sponge, err
+	}
+	for i := range sponge {
+		sponge[i] = CanonicalOf(Mont(w[i]))
+	}
+	return sponge, nil
+}
+
 // sumcheckTrScratch is the threadgroup memory of sc_tr_round: the sponge's exchanges and outputs,
 // and the round constants (poseidon2_group.h).
 const sumcheckTrScratch = (48 + p2gRCLen) * 4
@@ -260,3 +276,58 @@ func (t *DeviceTranscript) EncodeObserveRoot(b *gpu.Batch, tree *MerkleTree, at 
 // State is the sponge's buffer: 16 Montgomery words (a state as Grind.EncodeSearchFrom reads
 // it), then the absorb and sample indices.
 func (t *DeviceTranscript) State() *gpu.Buffer { return t.state.Buffer }
+
+// WhirQueries are the inputs of EncodeWhirQueries: a WHIR round's query phase after its grind.
+type WhirQueries struct {
+	// Witness is the grind's result (Grind.Result); nil when no proof of work was ground (0
+	// bits: nothing observed, no check sampled).
+	Witness *gpu.Array[uint32]
+	// N indices of QBits bits are sampled into Idx[0 .. N), the witness as found to Idx[N]
+	// (0xffffffff: the search had none).
+	N, QBits int
+	Idx      *gpu.Array[uint32]
+	// ZAt is the log entry of the round's out-of-domain point z0; At receives (w, 0, 0, 0) and
+	// At + 1 γ.
+	ZAt, At int
+	// Weights receives the next round's weight terms in AccumulateWeight's layout, 2(N+1) Fp4:
+	// (z0, γ), then (ω^idx_i, γ^(i+2)) with ω of order 2^QBits.
+	Weights *gpu.Array[Mont4]
+}
+
+// EncodeWhirQueries encodes a WHIR round's transcript steps after its query-phase grind
+// (whir_tr_queries): the witness observed and checked, the query indices and γ sampled, the
+// next round's weight terms written (see WhirQueries).
+func (t *DeviceTranscript) EncodeWhirQueries(b *gpu.Batch, q WhirQueries) error {
+	if err := t.live(); err != nil {
+		return err
+	}
+	switch {
+	case q.N < 0 || q.Idx == nil || q.Idx.Len() < q.N+1 || q.Weights == nil || q.Weights.Len() < 2*(q.N+1):
+		return fmt.Errorf("kernels: DeviceTranscript: %d queries for index and weight buffers of %d and %d", q.N, lenOf(q.Idx), lenOf(q.Weights))
+	case q.QBits < 0 || q.QBits > field.TwoAdicity || q.QBits > 30:
+		return fmt.Errorf("kernels: DeviceTranscript: %d-bit query indices", q.QBits)
+	case q.ZAt < 0 || q.ZAt >= t.Log.Len() || q.At < 0 || q.At+2 > t.Log.Len():
+		return fmt.Errorf("kernels: DeviceTranscript: log entries %d and %d of a log of %d", q.ZAt, q.At, t.Log.Len())
+	}
+	tpg, err := t.groupFor("whir_tr_queries", 64)
+	if err != nil {
+		return err
+	}
+	witness, grind := q.Idx.Buffer, uint32(0)
+	if q.Witness != nil {
+		witness, grind = q.Witness.Buffer, 1
+	}
+	omega := MontOf(field.TwoAdicGenerator(q.QBits))
+	dispatchWhirTrQueries(b, gpu.D1(1), gpu.D1(uint32(tpg)), witness, t.Log.Buffer, t.state.Buffer, t.rc.Buffer, q.Idx.Buffer, q.Weights.Buffer,
+		whirTrQueriesParams{n: uint32(q.N), mask: uint32(1)<<q.QBits - 1, omega: uint32(omega), grind: grind, zAt: uint32(q.ZAt), at: uint32(q.At)},
+		trObserveSampleScratch)
+	return b.Err()
+}
+
+// lenOf is a's length, 0 for nil.
+func lenOf[T any](a *gpu.Array[T]) int {
+	if a == nil {
+		return 0
+	}
+	return a.Len()
+}

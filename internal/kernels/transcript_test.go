@@ -377,3 +377,123 @@ func TestEncodeSetState(t *testing.T) {
 		t.Errorf("%d dispatches encoded for refused states", d-before)
 	}
 }
+
+// TestEncodeWhirQueries: whir_tr_queries against the host transcript (CheckWitness, SampleBits
+// per query, SampleExt) and AccumulateWeight's terms, from states with 0–7 outputs left and
+// observes pending, with and without a grind, for a witness the grind did not find too.
+func TestEncodeWhirQueries(t *testing.T) {
+	h, err := NewPoseidon2(testDev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(75, 2))
+	for _, c := range []struct {
+		obs, samples, n, qbits int
+		grind, none            bool
+	}{
+		{8, 0, 193, 20, true, false}, {13, 3, 88, 19, true, false}, {8, 7, 1, 5, false, false},
+		{3, 0, 0, 8, true, false}, {16, 2, 9, 1, false, false}, {8, 1, 17, 12, true, true},
+	} {
+		var ht transcript.Transcript
+		for range c.obs {
+			ht.Observe(fieldrand.Fp(r))
+		}
+		for range c.samples {
+			ht.Sample()
+		}
+		tt, err := h.NewDeviceTranscript(3 + LogStateLen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z0 := randFp4s(r, 1)[0]
+		if err := tt.Log.Write(0, Mont4Slice([]field.Fp4{z0})); err != nil {
+			t.Fatal(err)
+		}
+		w := uint32(fieldrand.Fp(r))
+		if c.none {
+			w = grindNone
+		}
+		wit, err := gpu.UploadArray(testDev, "witness", []uint32{w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, err := gpu.AllocArray[uint32](testDev, "indices", c.n+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc, err := gpu.AllocArray[Mont4](testDev, "weights", 2*(c.n+1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := WhirQueries{N: c.n, QBits: c.qbits, Idx: idx, ZAt: 0, At: 1, Weights: pc}
+		if c.grind {
+			q.Witness = wit
+		}
+		b := testDev.Batch()
+		hs, hai, hsi := ht.State()
+		if err := tt.EncodeSetState(b, hs, hai, hsi); err != nil {
+			t.Fatal(err)
+		}
+		if err := tt.EncodeWhirQueries(b, q); err != nil {
+			t.Fatal(err)
+		}
+		log, st, ai, si, err := tt.ReadLogState(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotIdx := make([]uint32, c.n+1)
+		gotPC := make([]Mont4, 2*(c.n+1))
+		if err := idx.Read(gotIdx, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := pc.Read(gotPC, 0); err != nil {
+			t.Fatal(err)
+		}
+		wantW := uint32(0)
+		if c.grind {
+			wantW = w
+			obs := field.Fp(w)
+			if c.none {
+				obs = 0
+			}
+			ht.Observe(obs)
+			ht.Sample()
+		}
+		if gotIdx[c.n] != wantW || (c.grind && !c.none && log[1] != (field.Fp4{field.Fp(w)})) {
+			t.Errorf("%+v: witness %d, log %v; want %d", c, gotIdx[c.n], log[1], wantW)
+		}
+		omega := field.TwoAdicGenerator(c.qbits)
+		want := make([]uint32, c.n)
+		for i := range want {
+			want[i] = ht.SampleBits(c.qbits)
+		}
+		gamma := ht.SampleExt()
+		for i := range want {
+			if gotIdx[i] != want[i] {
+				t.Fatalf("%+v: index %d = %d, want %d", c, i, gotIdx[i], want[i])
+			}
+		}
+		if log[2] != gamma {
+			t.Errorf("%+v: γ %v, want %v", c, log[2], gamma)
+		}
+		gp := gamma
+		for i := 0; i <= c.n; i++ {
+			pt := z0
+			if i > 0 {
+				gp = gp.Mul(gamma)
+				pt = field.Lift(omega.Exp(uint64(want[i-1])))
+			}
+			if Fp4Of(gotPC[2*i]) != pt || Fp4Of(gotPC[2*i+1]) != gp {
+				t.Fatalf("%+v: weight term %d = (%v, %v), want (%v, %v)", c, i, Fp4Of(gotPC[2*i]), Fp4Of(gotPC[2*i+1]), pt, gp)
+			}
+		}
+		wst, wai, wsi := ht.State()
+		if st != wst || ai != wai || si != wsi {
+			t.Errorf("%+v: state %v, %d, %d; want %v, %d, %d", c, st, ai, si, wst, wai, wsi)
+		}
+		wit.Free()
+		idx.Free()
+		pc.Free()
+		tt.Close()
+	}
+}

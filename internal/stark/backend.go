@@ -197,6 +197,45 @@ type WhirDeviceRounds interface {
 // them round by round).
 var ErrDeviceRoundsUnsupported = errors.New("stark: these rounds do not run on the device")
 
+// WhirDeviceChain is a WhirProver that runs WHIR's rounds one after another with a copy of the
+// stage's transcript on its device, without returning to the host between them. ProveWhir
+// replays the run through its own transcript (every sample compared, every witness checked:
+// ErrDeviceTranscript) and takes the openings from it.
+type WhirDeviceChain interface {
+	// ChainRounds runs, from tr's state after μ was sampled (tr is not changed), every round but
+	// the last as the stage's loop does (the sumcheck rounds with their folding proofs of work,
+	// the commitment, z, y, the query-phase proof of work, the query indices, γ, the next round's
+	// weight terms, the openings), then the last round's sumcheck rounds, its tables folded at
+	// their last bound value as Fold does. It returns ErrDeviceRoundsUnsupported, having done
+	// nothing, where the device cannot (then the stage runs the rounds one by one).
+	ChainRounds(tr *transcript.Transcript, p params.SystemParams) (*WhirChainRun, error)
+}
+
+// WhirChainRun is what ChainRounds did: Rounds for every round but the last, then the last
+// round's sumcheck rounds.
+type WhirChainRun struct {
+	Rounds        []WhirChainRound
+	LastPolys     [][2]field.Fp4
+	LastWitnesses []field.Fp
+	LastAlphas    []field.Fp4
+}
+
+// WhirChainRound is one round of a WhirChainRun: per sumcheck round s(1), s(2), the folding
+// witness and the bound value; the commitment's root, z, y; the query-phase witness, the query
+// indices and γ; the openings at the indices (Initial in round 0, Codeword in later rounds).
+type WhirChainRound struct {
+	Polys        [][2]field.Fp4
+	Witnesses    []field.Fp
+	Alphas       []field.Fp4
+	Root         Digest
+	Z, Y         field.Fp4
+	QueryWitness field.Fp
+	QueryIndices []int
+	Gamma        field.Fp4
+	Initial      []InitialOpening
+	Codeword     []CodewordOpening
+}
+
 // InitialOpening is the answer to one WHIR query of round 0: per commitment (commitment-list
 // order) the 2^k opened rows of its codeword (Rows[c][t][col], canonical) and the Merkle path.
 type InitialOpening struct {

@@ -67,6 +67,21 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 	proof.InitialRoundMerkleProofs = make([][][]Digest, len(commits))
 	lrs := m + p.LogBlowup
 	dr, onDevice := wp.(WhirDeviceRounds)
+	// A backend that runs the rounds one after another on its device returns them at once; the
+	// loop replays them through tr, checking each witness and sample.
+	var chain *WhirChainRun
+	if ch, ok := wp.(WhirDeviceChain); ok {
+		switch chain, err = ch.ChainRounds(tr, p); {
+		case errors.Is(err, ErrDeviceRoundsUnsupported):
+			chain = nil
+		case err != nil:
+			return WhirProof{}, err
+		default:
+			if err := checkChainRun(chain, p, len(commits)); err != nil {
+				return WhirProof{}, err
+			}
+		}
+	}
 	for r, rc := range p.Whir.Rounds {
 		last := r == R-1
 		// A backend that runs the round's sumcheck rounds with the transcript on the device
@@ -75,7 +90,15 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 		var devPolys [][2]field.Fp4
 		var devW []field.Fp
 		var devAlpha []field.Fp4
-		if onDevice {
+		var cr *WhirChainRound // the round as the chain ran it (nil for the last)
+		useDev := false
+		switch {
+		case chain != nil && !last:
+			cr = &chain.Rounds[r]
+			devPolys, devW, devAlpha, useDev = cr.Polys, cr.Witnesses, cr.Alphas, true
+		case chain != nil:
+			devPolys, devW, devAlpha, useDev = chain.LastPolys, chain.LastWitnesses, chain.LastAlphas, true
+		case onDevice:
 			devPolys, devW, devAlpha, err = dr.SumcheckRounds(tr, k, p.Whir.FoldingPowBits)
 			switch {
 			case errors.Is(err, ErrDeviceRoundsUnsupported):
@@ -85,10 +108,11 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 			case len(devPolys) != k || len(devW) != k || len(devAlpha) != k:
 				return WhirProof{}, fmt.Errorf("%w: WHIR round %d: %d sums, %d witnesses and %d bound values from the device, want %d", ErrDeviceTranscript, r, len(devPolys), len(devW), len(devAlpha), k)
 			}
+			useDev = onDevice
 		}
 		for i := range k {
 			var s1, s2 field.Fp4
-			if onDevice {
+			if useDev {
 				s1, s2 = devPolys[i][0], devPolys[i][1]
 			} else if s1, s2, err = wp.SumcheckRound(); err != nil {
 				return WhirProof{}, err
@@ -97,7 +121,7 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 			tr.ObserveExt(s2)
 			proof.WhirSumcheckPolys = append(proof.WhirSumcheckPolys, [2]field.Fp4{s1, s2})
 			var w field.Fp
-			if onDevice {
+			if useDev {
 				w = devW[i]
 				if !tr.CheckWitness(p.Whir.FoldingPowBits, w) {
 					return WhirProof{}, fmt.Errorf("%w: WHIR round %d, sumcheck round %d: the device's witness %d fails the proof of work", ErrDeviceTranscript, r, i, w)
@@ -107,7 +131,7 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 			}
 			proof.FoldingPowWitnesses = append(proof.FoldingPowWitnesses, w)
 			alpha := tr.SampleExt()
-			if onDevice {
+			if useDev {
 				if devAlpha[i] != alpha {
 					return WhirProof{}, fmt.Errorf("%w: WHIR round %d, sumcheck round %d: bound value %v on the device, %v here", ErrDeviceTranscript, r, i, devAlpha[i], alpha)
 				}
@@ -118,6 +142,18 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 		var z0 field.Fp4
 		var w field.Fp
 		switch dc, ok := wp.(WhirDeviceCommit); {
+		case cr != nil:
+			tr.ObserveDigest(cr.Root)
+			proof.CodewordCommits = append(proof.CodewordCommits, cr.Root)
+			if z0 = tr.SampleExt(); z0 != cr.Z {
+				return WhirProof{}, fmt.Errorf("%w: WHIR round %d's out-of-domain point: %v on the device, %v here", ErrDeviceTranscript, r, cr.Z, z0)
+			}
+			tr.ObserveExt(cr.Y)
+			proof.OODValues = append(proof.OODValues, cr.Y)
+			if !tr.CheckWitness(p.Whir.QueryPhasePowBits, cr.QueryWitness) {
+				return WhirProof{}, fmt.Errorf("%w: WHIR round %d: the device's query-phase witness %d fails the proof of work", ErrDeviceTranscript, r, cr.QueryWitness)
+			}
+			w = cr.QueryWitness
 		case !last && ok:
 			// The commitment and the transcript's steps up to the query-phase witness on the
 			// device, replayed here.
@@ -169,12 +205,18 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 		idx := make([]int, rc.NumQueries)
 		for q := range idx {
 			idx[q] = int(tr.SampleBits(qbits))
+			if cr != nil && cr.QueryIndices[q] != idx[q] {
+				return WhirProof{}, fmt.Errorf("%w: WHIR round %d's query %d: index %d on the device, %d here", ErrDeviceTranscript, r, q, cr.QueryIndices[q], idx[q])
+			}
 		}
 		// γ right after the indices (the openings do not enter the transcript), and the next
 		// round's weights given to the backend before the openings: the device works on them
-		// while the host gathers the opened rows.
+		// while the host gathers the opened rows. A chained round's are on the device already.
 		gamma := tr.SampleExt()
-		if !last {
+		if cr != nil && cr.Gamma != gamma {
+			return WhirProof{}, fmt.Errorf("%w: WHIR round %d's γ: %v on the device, %v here", ErrDeviceTranscript, r, cr.Gamma, gamma)
+		}
+		if !last && cr == nil {
 			omega := field.TwoAdicGenerator(qbits)
 			coefs := make([]field.Fp4, 0, len(idx)+1)
 			points := make([]field.Fp4, 0, len(idx)+1)
@@ -191,9 +233,11 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 			}
 		}
 		if r == 0 {
-			ops, err := wp.OpenInitial(idx)
-			if err != nil {
-				return WhirProof{}, err
+			ops := cr.initial()
+			if cr == nil {
+				if ops, err = wp.OpenInitial(idx); err != nil {
+					return WhirProof{}, err
+				}
 			}
 			if len(ops) != len(idx) {
 				return WhirProof{}, fmt.Errorf("%w: backend answered %d of %d queries", ErrOpeningInput, len(ops), len(idx))
@@ -208,9 +252,11 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 				}
 			}
 		} else {
-			ops, err := wp.OpenCodeword(r-1, idx)
-			if err != nil {
-				return WhirProof{}, err
+			ops := cr.codeword()
+			if cr == nil {
+				if ops, err = wp.OpenCodeword(r-1, idx); err != nil {
+					return WhirProof{}, err
+				}
 			}
 			if len(ops) != len(idx) {
 				return WhirProof{}, fmt.Errorf("%w: backend answered %d of %d queries", ErrOpeningInput, len(ops), len(idx))
@@ -226,6 +272,56 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 		lrs--
 	}
 	return proof, nil
+}
+
+// initial and codeword are a chained round's openings (nil for no chained round).
+func (cr *WhirChainRound) initial() []InitialOpening {
+	if cr == nil {
+		return nil
+	}
+	return cr.Initial
+}
+
+func (cr *WhirChainRound) codeword() []CodewordOpening {
+	if cr == nil {
+		return nil
+	}
+	return cr.Codeword
+}
+
+// checkChainRun checks a WhirChainRun's shape against the parameters: R − 1 rounds of k
+// sumcheck rounds each, their query counts and openings (every commitment's in round 0), and the
+// last round's k sumcheck rounds.
+func checkChainRun(run *WhirChainRun, p params.SystemParams, commits int) error {
+	k, R := p.Whir.K, len(p.Whir.Rounds)
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: WHIR's rounds from the device: %s", ErrDeviceTranscript, fmt.Sprintf(format, a...))
+	}
+	if len(run.Rounds) != R-1 {
+		return bad("%d rounds, want %d", len(run.Rounds), R-1)
+	}
+	if len(run.LastPolys) != k || len(run.LastWitnesses) != k || len(run.LastAlphas) != k {
+		return bad("the last round's %d sums, %d witnesses and %d bound values, want %d", len(run.LastPolys), len(run.LastWitnesses), len(run.LastAlphas), k)
+	}
+	for r, cr := range run.Rounds {
+		n := p.Whir.Rounds[r].NumQueries
+		switch {
+		case len(cr.Polys) != k || len(cr.Witnesses) != k || len(cr.Alphas) != k:
+			return bad("round %d: %d sums, %d witnesses and %d bound values, want %d", r, len(cr.Polys), len(cr.Witnesses), len(cr.Alphas), k)
+		case len(cr.QueryIndices) != n:
+			return bad("round %d: %d query indices, want %d", r, len(cr.QueryIndices), n)
+		case r == 0 && (len(cr.Initial) != n || len(cr.Codeword) != 0):
+			return bad("round 0: %d initial openings and %d codeword openings, want %d and 0", len(cr.Initial), len(cr.Codeword), n)
+		case r > 0 && (len(cr.Codeword) != n || len(cr.Initial) != 0):
+			return bad("round %d: %d codeword openings and %d initial openings, want %d and 0", r, len(cr.Codeword), len(cr.Initial), n)
+		}
+		for q, o := range cr.Initial {
+			if len(o.Rows) != commits || len(o.Paths) != commits {
+				return bad("round 0, query %d: openings of %d commitments, want %d", q, len(o.Rows), commits)
+			}
+		}
+	}
+	return nil
 }
 
 // MerkleRoot recomputes the Merkle root from an opened query group and its sibling path

@@ -13,6 +13,8 @@ struct GrindParams {
   uint mask;        // 2^bits − 1
   uint base;        // first candidate
   uint count;       // candidates base .. base + count − 1 (base + count ≤ p)
+  uint cont;        // 1: a continuation of the search before it (candidates below base), which
+                    // it skips when that one's result (prev[0]) is a hit
 };
 
 // group_min[g] = the smallest passing candidate among those visited by group g, or GRIND_NONE.
@@ -29,6 +31,7 @@ kernel void grind_search(constant uint* state [[buffer(0)]],
                          device uint* group_min [[buffer(2)]],
                          device uint* found [[buffer(3)]],
                          constant GrindParams& p [[buffer(4)]],
+                         device const uint* prev [[buffer(5)]],
                          threadgroup uint* scratch [[threadgroup(0)]],
                          uint gid [[thread_position_in_grid]],
                          uint stride [[threads_per_grid]],
@@ -44,6 +47,7 @@ kernel void grind_search(constant uint* state [[buffer(0)]],
   uint best = GRIND_NONE;
   uint s[P2_STATE];
   uint lstride = stride * MSL_LANES;
+  if (p.cont != 0u && prev[0] != GRIND_NONE) count = 0u;  // the search before found one
   // Some passing candidate, written by whichever thread found one (a plain store: any hit will
   // do); read past the cache, so that threads started after a hit see it.
   volatile device uint* hit = found;
@@ -84,12 +88,15 @@ kernel void grind_search(constant uint* state [[buffer(0)]],
 }
 
 // out[0] = min(group_min[0 .. n)), by one threadgroup (scratch: 4 · tpg bytes); GRIND_NONE when
-// n = 0 or no group had a hit. found[0] (grind_search's hit, read by no one after it) goes back to
-// GRIND_NONE for the next search. Dispatch exactly one group.
+// n = 0 or no group had a hit. With cont (grind_search's continuation of the search before it)
+// out[0] keeps that search's hit, which lies below every candidate of this one. found[0]
+// (grind_search's hit, read by no one after it) goes back to GRIND_NONE for the next search.
+// Dispatch exactly one group.
 kernel void grind_min(device const uint* group_min [[buffer(0)]],
                       device uint* out [[buffer(1)]],
                       constant uint& n [[buffer(2)]],
                       device uint* found [[buffer(3)]],
+                      constant uint& cont [[buffer(4)]],
                       threadgroup uint* scratch [[threadgroup(0)]],
                       uint tid [[thread_index_in_threadgroup]],
                       uint tpg [[threads_per_threadgroup]]) {
@@ -101,7 +108,7 @@ kernel void grind_min(device const uint* group_min [[buffer(0)]],
   if (tid == 0u) {
     uint r = GRIND_NONE;
     for (uint t = 0u; t < tpg; t++) r = min(r, scratch[t]);
-    out[0] = r;
+    out[0] = cont != 0u ? min(out[0], r) : r;
     found[0] = GRIND_NONE;
   }
 }

@@ -290,6 +290,22 @@ MSL_FN void p2g_observe(thread p2g_sponge& sp, uint v, threadgroup const uint* r
   if (sp.absorb == P2_RATE) p2g_sponge_permute(sp, rc, tid, xs, out);
 }
 
+// transcript.Sample: permute first if observes are pending or the outputs are used up; outputs
+// are read backwards. On the host device through an exchange of the state (out[] holds a
+// permutation's outputs only when this launch ran it). Call it in a loop kept rolled
+// (MSL_NO_UNROLL): each call site holds a permutation.
+MSL_FN uint p2g_sample(thread p2g_sponge& sp, threadgroup const uint* rc, uint tid, threadgroup uint* xs,
+                       threadgroup uint* out) {
+  if (sp.absorb != 0u || sp.sample == 0u) p2g_sponge_permute(sp, rc, tid, xs, out);
+  sp.sample--;
+#if defined(MSL_TARGET_HOST)
+  threadgroup uint* b = p2g_exchange(sp, sp.x, tid, xs);
+  return b[sp.sample];
+#else
+  return p2g_element(sp.x, sp.sample, tid);
+#endif
+}
+
 // Four p2g_observe in turn, with the one permutation they can trigger written once: a
 // permutation inlined at each of them made the transcript kernels' code several times larger and
 // the kernels slower (perf-notes/gkr.md).

@@ -9,6 +9,7 @@
 // items with a grid-stride loop, so a launcher may dispatch any number of full groups; every index
 // stays below 2^31.
 #include "bb4.h"
+#include "poseidon2_group.h"
 
 // ---------------------------------------------------------------- μ-batching of a stacked matrix
 
@@ -305,5 +306,70 @@ kernel void whir_pow_eq_tables(device const uint* pc [[buffer(0)]],
     } else {
       bb4_store(hi, e - nlo, prod);
     }
+  }
+}
+
+// ---------------------------------------------------------------- a round's query phase on the device
+
+// whir_tr_queries's marker of a grind without a witness (kernels.Grind's GRIND_NONE).
+#define WHIR_NO_WITNESS 0xffffffffu
+
+struct WhirTrQueriesParams {
+  uint n;      // query indices sampled
+  uint mask;   // 2^qbits − 1: the indices' bits
+  uint omega;  // the generator of the order-2^qbits subgroup (Montgomery)
+  uint grind;  // 1: a proof of work was ground (its witness in witness[0]); 0: none (0 bits)
+  uint z_at;   // trlog[z_at]: the round's out-of-domain point z0
+  uint at;     // trlog[at]: (w, 0, 0, 0), trlog[at + 1]: γ
+};
+
+// The transcript's steps of a WHIR round after its query-phase grind (spec A §6.3; the stage's
+// loop: CheckWitness, SampleBits per query, SampleExt), on the device (kernels.DeviceTranscript):
+// the witness w (witness[0], canonical, from kernels.Grind; WHIR_NO_WITNESS when its range had
+// none) observed and its check sampled, n query indices sampled (canonical low bits), γ sampled.
+// The indices go to idx[0 .. n) and the witness as found to idx[n]; w and γ to the log; the next
+// round's weight terms to pc in AccumulateWeight's layout: pc[0], pc[1] = z0, γ and pc[2(i+1)],
+// pc[2(i+1) + 1] = ω^idx[i], γ^(i+2). One group of ≥ 16 threads (poseidon2_group.h); the samples
+// are one chain, the powers are spread over the group. scratch: 48 + P2G_RC_LEN uints.
+kernel void whir_tr_queries(device const uint* witness [[buffer(0)]],
+                            device uint* trlog [[buffer(1)]],
+                            device uint* ts [[buffer(2)]],
+                            constant uint* rc [[buffer(3)]],
+                            device uint* idx [[buffer(4)]],
+                            device uint* pc [[buffer(5)]],
+                            constant WhirTrQueriesParams& p [[buffer(6)]],
+                            threadgroup uint* scratch [[threadgroup(0)]],
+                            uint tid [[thread_index_in_threadgroup]],
+                            uint tpg [[threads_per_threadgroup]]) {
+  threadgroup uint* xs = scratch;
+  threadgroup uint* out = scratch + 32u;
+  threadgroup uint* rcs = scratch + 48u;
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
+  p2g_load_constants(rc, rcs, tid, tpg);
+  uint n = p.n;
+  uint w = 0u;
+  if (p.grind != 0u) {
+    w = witness[0];
+    p2g_observe(sp, w == WHIR_NO_WITNESS ? 0u : bb_to_mont(w), rcs, tid, xs, out);
+  }
+  // The check's sample first (the grind made its low bits zero), then the indices.
+  MSL_NO_UNROLL
+  for (uint i = p.grind != 0u ? 0u : 1u; i <= n; i++) {
+    uint v = p2g_sample(sp, rcs, tid, xs, out);
+    if (i > 0u && tid == 0u) idx[i - 1u] = bb_from_mont(v) & p.mask;
+  }
+  bb4 gamma = p2g_sample4(sp, rcs, tid, xs, out);
+  if (tid == 0u) {
+    idx[n] = w;
+    bb4_store(trlog, p.at, bb4_make(w == WHIR_NO_WITNESS ? 0u : bb_to_mont(w), 0u, 0u, 0u));
+    bb4_store(trlog, p.at + 1u, gamma);
+  }
+  threadgroup_barrier(mem_flags::mem_device);  // the indices written; every thread has read ts
+  p2g_sponge_store(ts, sp, tid);
+  for (uint i = tid; i <= n; i += tpg) {
+    bb4 pt = i == 0u ? bb4_load(trlog, p.z_at) : bb4_make(bb_pow(p.omega, idx[i - 1u]), 0u, 0u, 0u);
+    bb4_store(pc, 2u * i, pt);
+    bb4_store(pc, 2u * i + 1u, bb4_pow(gamma, i + 1u));
   }
 }

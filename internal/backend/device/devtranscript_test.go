@@ -41,10 +41,14 @@ func (cp tamperConstraintProver) ProveRounds(tr *transcript.Transcript, m *stark
 	return polys, r, err
 }
 
+// tamperWhir wraps a WHIR backend: with chain set its provers run the rounds as one chain
+// (stark.WhirDeviceChain) and chain changes the run; without it they hide the chain, so that
+// the stage runs the rounds one by one (rounds and commit change those).
 type tamperWhir struct {
 	inner  stark.WhirBackend
 	rounds func(polys [][2]field.Fp4, ws []field.Fp, alphas []field.Fp4)
 	commit func(z *field.Fp4, w *field.Fp)
+	chain  func(run *stark.WhirChainRun)
 }
 
 func (b tamperWhir) NewWhirProver(p params.SystemParams, commits []stark.Committed, mu field.Fp4, uCube []field.Fp4) (stark.WhirProver, error) {
@@ -52,7 +56,20 @@ func (b tamperWhir) NewWhirProver(p params.SystemParams, commits []stark.Committ
 	if err != nil {
 		return nil, err
 	}
+	if b.chain != nil {
+		return tamperChainProver{tamperWhirProver{wp, b}}, nil
+	}
 	return tamperWhirProver{wp, b}, nil
+}
+
+type tamperChainProver struct{ tamperWhirProver }
+
+func (wp tamperChainProver) ChainRounds(tr *transcript.Transcript, p params.SystemParams) (*stark.WhirChainRun, error) {
+	run, err := wp.WhirProver.(stark.WhirDeviceChain).ChainRounds(tr, p)
+	if err == nil {
+		wp.b.chain(run)
+	}
+	return run, err
 }
 
 type tamperWhirProver struct {
@@ -114,15 +131,17 @@ func TestDeviceTranscriptDivergenceRefused(t *testing.T) {
 		s.Whir = w
 		return &s
 	}
-	got, err := stark.Prove(pk, inputs, p, wrapped(nil, tamperWhir{}), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gb, _ := got.MarshalBinary()
 	wb, _ := want.MarshalBinary()
-	if string(gb) != string(wb) {
-		t.Fatal("the proof through the pass-through wrappers differs from the backend's own")
+	for _, w := range []tamperWhir{{}, {chain: func(*stark.WhirChainRun) {}}} {
+		got, err := stark.Prove(pk, inputs, p, wrapped(nil, w), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gb, _ := got.MarshalBinary(); string(gb) != string(wb) {
+			t.Fatalf("the proof through the pass-through wrappers (chain %t) differs from the backend's own", w.chain != nil)
+		}
 	}
+	chained := func(f func(run *stark.WhirChainRun)) *stark.Backend { return wrapped(nil, tamperWhir{chain: f}) }
 	for what, s := range map[string]*stark.Backend{
 		"a constraint round's sum":       wrapped(func(polys [][]field.Fp4, _ []field.Fp4) { polys[0][1] = polys[0][1].Add(one) }, tamperWhir{}),
 		"a constraint round's challenge": wrapped(func(_ [][]field.Fp4, r []field.Fp4) { r[len(r)-1] = r[len(r)-1].Add(one) }, tamperWhir{}),
@@ -130,6 +149,17 @@ func TestDeviceTranscriptDivergenceRefused(t *testing.T) {
 		"a WHIR folding witness":         wrapped(nil, tamperWhir{rounds: func(_ [][2]field.Fp4, ws []field.Fp, _ []field.Fp4) { ws[0] += 1 }}),
 		"a WHIR out-of-domain point":     wrapped(nil, tamperWhir{commit: func(z *field.Fp4, _ *field.Fp) { *z = z.Add(one) }}),
 		"a WHIR query-phase witness":     wrapped(nil, tamperWhir{commit: func(_ *field.Fp4, w *field.Fp) { *w += 1 }}),
+		"a chained WHIR sum":             chained(func(run *stark.WhirChainRun) { run.Rounds[0].Polys[1][0] = run.Rounds[0].Polys[1][0].Add(one) }),
+		"a chained WHIR folding witness": chained(func(run *stark.WhirChainRun) { run.Rounds[0].Witnesses[2] += 1 }),
+		"a chained WHIR root":            chained(func(run *stark.WhirChainRun) { run.Rounds[0].Root[3] += 1 }),
+		"a chained WHIR point":           chained(func(run *stark.WhirChainRun) { run.Rounds[0].Z = run.Rounds[0].Z.Add(one) }),
+		"a chained WHIR evaluation":      chained(func(run *stark.WhirChainRun) { run.Rounds[0].Y = run.Rounds[0].Y.Add(one) }),
+		"a chained query-phase witness":  chained(func(run *stark.WhirChainRun) { run.Rounds[0].QueryWitness += 1 }),
+		"a chained query index":          chained(func(run *stark.WhirChainRun) { run.Rounds[0].QueryIndices[5] ^= 1 }),
+		"a chained γ":                    chained(func(run *stark.WhirChainRun) { run.Rounds[0].Gamma = run.Rounds[0].Gamma.Add(one) }),
+		"the last round's bound value":   chained(func(run *stark.WhirChainRun) { run.LastAlphas[0] = run.LastAlphas[0].Add(one) }),
+		"a chain without its openings":   chained(func(run *stark.WhirChainRun) { run.Rounds[0].Initial = run.Rounds[0].Initial[1:] }),
+		"a chain of too few rounds":      chained(func(run *stark.WhirChainRun) { run.Rounds = nil }),
 	} {
 		if _, err := stark.Prove(pk, inputs, p, s, nil); !errors.Is(err, stark.ErrDeviceTranscript) {
 			t.Errorf("%s changed: %v, want ErrDeviceTranscript", what, err)

@@ -762,3 +762,296 @@ func (wp *whirProver) Release() {
 	wp.f, wp.w = [2]*gpu.Array[kernels.Mont4]{}, [2]*gpu.Array[kernels.Mont4]{}
 	wp.coeffs, wp.horner, wp.mu, wp.kq, wp.kHalves, wp.points, wp.eqLo, wp.eqHi = nil, nil, nil, nil, nil, nil, nil, nil
 }
+
+// chainMaxPowBits bounds the query-phase proof of work ChainRounds grinds on the device: one
+// search over the first 2^30 candidates (kernels.Grind.EncodeSearchAll) misses a 24-bit witness
+// with probability e^−64; beyond it the stage's loop runs the rounds.
+const chainMaxPowBits = 24
+
+var _ stark.WhirDeviceChain = (*whirProver)(nil)
+
+// ChainRounds implements stark.WhirDeviceChain: every round but the last, and the last round's
+// sumcheck rounds, encoded one after another with the transcript on the device and one sync at
+// the end. Per round: the sumcheck rounds (as SumcheckRounds), the fold at the last logged bound
+// value (kernels.EncodeFoldLogged), the commitment and its transcript steps (as CommitRound), the
+// query-phase grind over the first 2^30 candidates from the sponge's state, the witness observed
+// and the query indices and γ sampled (kernels.DeviceTranscript.EncodeWhirQueries), the next
+// round's weight terms accumulated into w (as AccumulateWeight), and the openings gathered at the
+// device's indices (kernels.DeviceQueryIndices), read at the end. The trees' scratch and a
+// streamed opening's chunk are freed once encoded. Log layout: round r from r·(4k + 6): its
+// sumcheck rounds (4 entries each: s(1), s(2), witness, bound value), z, y, the query witness, γ,
+// the root (two entries). Every round's indices lie in one buffer. The last round's tables are
+// folded at its last bound value and the coefficient table made before the sync: FinalPoly's
+// download then waits for nothing.
+func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemParams) (*stark.WhirChainRun, error) {
+	if err := wp.live(); err != nil {
+		return nil, err
+	}
+	k, R := p.Whir.K, len(p.Whir.Rounds)
+	fbits, qpow := p.Whir.FoldingPowBits, p.Whir.QueryPhasePowBits
+	m := p.LSkip + p.NStack
+	if R < 2 || k != wp.k || fbits < 0 || fbits > kernels.SumcheckGrindMaxBits || qpow < 0 || qpow > chainMaxPowBits ||
+		wp.alpha != nil || wp.weight != nil || wp.d != m || len(wp.trees) != 0 || m < R*k {
+		return nil, stark.ErrDeviceRoundsUnsupported
+	}
+	per := 4*k + 6
+	logLen := (R-1)*per + 4*k
+	if wp.trLog != nil && wp.trLog.Log.Len() < logLen {
+		wp.trLog.Close()
+		wp.trLog = nil
+	}
+	if wp.trLog == nil {
+		var err error
+		if wp.trLog, err = wp.be.hash.NewDeviceTranscript(logLen); err != nil {
+			return nil, err
+		}
+	}
+	tt := wp.trLog
+	b := wp.dev.Batch()
+	st, ai, si := tr.State()
+	if err := tt.EncodeSetState(b, st, ai, si); err != nil {
+		return nil, err
+	}
+	// The grinds' absorb indices depend only on the counts of what was observed and sampled
+	// before them: a copy of tr fed zeros gives them.
+	shadow := *tr
+	var g *kernels.Grind
+	if qpow > 0 {
+		var unlock func()
+		var err error
+		if g, unlock, err = wp.be.grinder(); err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
+	// Every round's query indices (and the witness found after them), copied into one buffer at
+	// the end: one download.
+	idxOff := make([]int, R)
+	for r := range R - 1 {
+		idxOff[r+1] = idxOff[r] + p.Whir.Rounds[r].NumQueries + 1
+	}
+	idxs := make([]*gpu.Array[uint32], R)
+	var err error
+	if idxs[R-1], err = gpu.AllocArrayUninit[uint32](wp.dev, "whir query indices", idxOff[R-1]); err != nil {
+		return nil, err
+	}
+	idxAll := idxs[R-1]
+	var initial []*kernels.PendingOpening
+	codeword := make([]*kernels.PendingOpening, R-1)
+	defer func() {
+		for _, a := range idxs {
+			if a != nil {
+				a.Free()
+			}
+		}
+		for _, o := range append(initial, codeword...) {
+			if o != nil {
+				o.Free()
+			}
+		}
+	}()
+	lrs := m + p.LogBlowup
+	var zero field.Fp4
+	for r := range R {
+		base := r * per
+		for i := range k {
+			var err error
+			if i > 0 {
+				src, dst := wp.cur, 1-wp.cur
+				err = wp.sc.EncodeFoldRoundLogged(b, wp.tables(src, wp.d), wp.tables(dst, wp.d-1), tt.Log, base+4*(i-1)+3)
+				wp.cur, wp.d = dst, wp.d-1
+			} else {
+				err = wp.sc.EncodeRound(b, wp.tables(wp.cur, wp.d))
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err := tt.EncodeSumcheckRoundGrind(b, wp.sc, base+4*i, fbits); err != nil {
+				return nil, err
+			}
+			shadow.ObserveExt(zero)
+			shadow.ObserveExt(zero)
+			if fbits > 0 {
+				shadow.Observe(0)
+				shadow.Sample()
+			}
+			shadow.SampleExt()
+		}
+		// The last bound value's fold, at its logged value.
+		alphaAt := base + 4*(k-1) + 3
+		src, dst := wp.cur, 1-wp.cur
+		n := wp.d - 1
+		for _, t := range [][2]*gpu.Array[kernels.Mont4]{{wp.f[src], wp.f[dst]}, {wp.w[src], wp.w[dst]}} {
+			if err := kernels.EncodeFoldLogged(b, wp.dev, t[0], 2<<n, t[1], 1<<n, 1, n, tt.Log, alphaAt); err != nil {
+				return nil, err
+			}
+		}
+		wp.cur, wp.d, wp.coeffsValid = dst, n, false
+		if r == R-1 {
+			// The final polynomial's coefficients, ready for FinalPoly's download after the sync.
+			if err := wp.encodeCoeffs(b); err != nil {
+				return nil, err
+			}
+			break
+		}
+		// The commitment, z sampled, y = EvalFolded(z) observed and logged.
+		cb, tree, err := wp.encodeCommit(lrs - 1)
+		if err != nil {
+			return nil, err
+		}
+		b = cb
+		zAt := base + 4*k
+		if err := tt.EncodeObserveRoot(b, tree, zAt); err != nil {
+			return nil, err
+		}
+		if err := tree.EncodeCopyRoot(b, tt.Log.Buffer, 16*(zAt+4)); err != nil {
+			return nil, err
+		}
+		tree.ReleaseScratch()
+		if wp.horner, err = wp.grow(wp.horner, "whir horner scratch", kernels.HornerScratchLen(1<<wp.d)); err != nil {
+			return nil, err
+		}
+		at, err := kernels.EncodeHornerLogged(b, wp.dev, wp.coeffs, 1<<wp.d, tt.Log, zAt, wp.horner)
+		if err != nil {
+			return nil, err
+		}
+		if err := tt.EncodeObserveSample(b, wp.horner.Buffer, 4*at, 4, false, 0); err != nil {
+			return nil, err
+		}
+		b.Copy(tt.Log.Buffer, 16*(zAt+1), wp.horner.Buffer, 16*at, 16)
+		shadow.ObserveDigest(stark.Digest{})
+		shadow.SampleExt()
+		shadow.ObserveExt(zero)
+		// The query-phase grind, then the indices and γ; the next round's weight terms.
+		q := kernels.WhirQueries{N: p.Whir.Rounds[r].NumQueries, QBits: lrs - k, ZAt: zAt, At: zAt + 2}
+		if qpow > 0 {
+			_, absorbIdx, _ := shadow.State()
+			if err := g.EncodeSearchAll(b, tt, absorbIdx, qpow); err != nil {
+				return nil, err
+			}
+			q.Witness = g.Result()
+			shadow.Observe(0)
+			shadow.Sample()
+		}
+		if idxs[r], err = gpu.AllocArrayUninit[uint32](wp.dev, "whir round query indices", q.N+1); err != nil {
+			return nil, err
+		}
+		q.Idx = idxs[r]
+		npts, logLo := q.N+1, wp.d/2
+		if wp.points, err = wp.grow(wp.points, "whir weight points", 2*npts); err != nil {
+			return nil, err
+		}
+		if wp.eqLo, err = wp.grow(wp.eqLo, "whir weight eq lo", npts<<logLo); err != nil {
+			return nil, err
+		}
+		if wp.eqHi, err = wp.grow(wp.eqHi, "whir weight eq hi", npts<<(wp.d-logLo)); err != nil {
+			return nil, err
+		}
+		q.Weights = wp.points
+		if err := tt.EncodeWhirQueries(b, q); err != nil {
+			return nil, err
+		}
+		for range q.N {
+			shadow.Sample()
+		}
+		shadow.SampleExt()
+		wp.weight = &weightJob{npts: npts, logLo: logLo}
+		if err := wp.encodeWeight(b); err != nil {
+			return nil, err
+		}
+		// The openings at the device's indices, read after the sync.
+		qi, err := kernels.DeviceQueryIndices(q.Idx, q.N)
+		if err != nil {
+			return nil, err
+		}
+		if r == 0 {
+			for _, com := range wp.commits {
+				o, err := com.encodeOpenings(b, qi)
+				if err != nil {
+					return nil, err
+				}
+				initial = append(initial, o)
+			}
+		} else if codeword[r], err = wp.trees[r-1].EncodeOpenBatch(b, qi); err != nil {
+			return nil, err
+		}
+		lrs--
+	}
+	for r := range R - 1 {
+		b.Copy(idxAll.Buffer, 4*idxOff[r], idxs[r].Buffer, 0, 4*(idxOff[r+1]-idxOff[r]))
+	}
+	if err := b.Err(); err != nil {
+		return nil, err
+	}
+	log, err := tt.ReadLog(logLen) // the one sync
+	if err != nil {
+		return nil, err
+	}
+	idxv := make([]uint32, idxOff[R-1])
+	if err := idxAll.Read(idxv, 0); err != nil {
+		return nil, err
+	}
+	run := &stark.WhirChainRun{Rounds: make([]stark.WhirChainRound, R-1)}
+	sumchecks := func(base int) ([][2]field.Fp4, []field.Fp, []field.Fp4) {
+		polys, ws, alphas := make([][2]field.Fp4, k), make([]field.Fp, k), make([]field.Fp4, k)
+		for i := range k {
+			e := base + 4*i
+			polys[i] = [2]field.Fp4{log[e], log[e+1]}
+			ws[i] = log[e+2][0]
+			alphas[i] = log[e+3]
+		}
+		return polys, ws, alphas
+	}
+	for r := range R - 1 {
+		cr := &run.Rounds[r]
+		base := r * per
+		cr.Polys, cr.Witnesses, cr.Alphas = sumchecks(base)
+		e := base + 4*k
+		copy(cr.Root[:4], log[e+4][:])
+		copy(cr.Root[4:], log[e+5][:])
+		cr.Z, cr.Y = log[e], log[e+1]
+		cr.QueryWitness, cr.Gamma = log[e+2][0], log[e+3]
+		n := p.Whir.Rounds[r].NumQueries
+		v := idxv[idxOff[r] : idxOff[r]+n+1]
+		if qpow > 0 && v[n] == noWitness {
+			return nil, fmt.Errorf("%w: WHIR round %d: no query-phase witness of %d bits among the first 2^30 candidates", stark.ErrDeviceTranscript, r, qpow)
+		}
+		cr.QueryIndices = make([]int, n)
+		for i := range n {
+			cr.QueryIndices[i] = int(v[i])
+		}
+		if r == 0 {
+			cr.Initial = make([]stark.InitialOpening, n)
+			for i := range cr.Initial {
+				cr.Initial[i] = stark.InitialOpening{Rows: make([][][]field.Fp, len(wp.commits)), Paths: make([][]stark.Digest, len(wp.commits))}
+			}
+			for c, o := range initial {
+				bo, err := o.Read()
+				if err != nil {
+					return nil, err
+				}
+				for i := range cr.Initial {
+					cr.Initial[i].Rows[c], cr.Initial[i].Paths[c] = bo.Rows[i], bo.Paths[i]
+				}
+			}
+			continue
+		}
+		bo, err := codeword[r].Read()
+		if err != nil {
+			return nil, err
+		}
+		cr.Codeword = make([]stark.CodewordOpening, n)
+		for i := range cr.Codeword {
+			vals := make([]field.Fp4, len(bo.Rows[i]))
+			for t, row := range bo.Rows[i] {
+				vals[t] = field.Fp4{row[0], row[1], row[2], row[3]}
+			}
+			cr.Codeword[i] = stark.CodewordOpening{Values: vals, Path: bo.Paths[i]}
+		}
+	}
+	run.LastPolys, run.LastWitnesses, run.LastAlphas = sumchecks((R - 1) * per)
+	return run, nil
+}
+
+// noWitness is kernels.Grind's result for a range without a witness.
+const noWitness = 0xffffffff

@@ -607,3 +607,69 @@ func TestWhirProverRejects(t *testing.T) {
 		t.Error("a freed commitment was accepted")
 	}
 }
+
+// TestWhirChainMatchesCpuref: ProveWhir with the device prover, which runs every round but the
+// last as one chain (stark.WhirDeviceChain), gives cpuref's proof; the chain itself waits for
+// the device once (no query-phase proof of work: on the host device a grind reads the sponge).
+func TestWhirChainMatchesCpuref(t *testing.T) {
+	for _, c := range whirCases(t) {
+		if len(c.p.Whir.Rounds) < 2 {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			be, dev := openHost(t)
+			// The streamed codeword (the lean plan) for one case: its initial openings encode the
+			// codeword again a chunk at a time, inside the chain.
+			be.KeepStacked(c.name != "test/wide")
+			r := rand.New(rand.NewPCG(43, uint64(len(c.name))))
+			var dcs, rcs []stark.Committed
+			for i := range c.widths {
+				dc, rc := commitWhirPair(t, be, c.p, randomTraces(r, c.logHeights[i], c.widths[i]))
+				dcs, rcs = append(dcs, dc), append(rcs, rc)
+			}
+			m := c.p.LSkip + c.p.NStack
+			uCube := make([]field.Fp4, m)
+			for i := range uCube {
+				uCube[i] = fieldrand.Fp4(r)
+			}
+			var tr0 transcript.Transcript
+			for range 7 {
+				tr0.Observe(fieldrand.Fp(r))
+			}
+			for _, qpow := range []int{c.p.Whir.QueryPhasePowBits, 0} {
+				p := c.p
+				p.Whir.QueryPhasePowBits = qpow
+				trd, trr := tr0, tr0
+				got, err := stark.ProveWhir(be, be.Stages().Grinder, &trd, p, dcs, uCube)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := stark.ProveWhir(cpuref.Backend{}, transcript.HostGrinder{}, &trr, p, rcs, uCube)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("query-phase bits %d: the chained proof differs from cpuref's", qpow)
+				}
+				if !trd.Same(&trr) {
+					t.Errorf("query-phase bits %d: the transcripts differ after WHIR", qpow)
+				}
+			}
+			// The chain alone: one sync.
+			p := c.p
+			p.Whir.QueryPhasePowBits = 0
+			tr := tr0
+			tr.Observe(1)
+			mu := tr.SampleExt()
+			wp, err := be.NewWhirProver(p, dcs, mu, uCube)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer wp.Release()
+			whirSyncs(t, dev, "ChainRounds", 1, func() error {
+				_, err := wp.(stark.WhirDeviceChain).ChainRounds(&tr, p)
+				return err
+			})
+		})
+	}
+}

@@ -208,27 +208,29 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "grind_search", Family: "grind", Pos: "shaders/common/grind.metal:27", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "grind_search", Family: "grind", Pos: "shaders/common/grind.metal:29", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "state", Type: "constant uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "group_min", Type: "device uint*", Kind: ParamBuffer, Index: 2},
 		{Name: "found", Type: "device uint*", Kind: ParamBuffer, Index: 3},
-		{Name: "p", Type: "constant GrindParams&", Kind: ParamValue, Index: 4, ValueSize: 16},
+		{Name: "p", Type: "constant GrindParams&", Kind: ParamValue, Index: 4, ValueSize: 20},
+		{Name: "prev", Type: "device const uint*", Kind: ParamBuffer, Index: 5},
 		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_grid"},
-		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_index_in_threadgroup"},
-		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroup_position_in_grid"},
-		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threads_per_threadgroup"},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_grid"},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "thread_index_in_threadgroup"},
+		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroup_position_in_grid"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "grind_min", Family: "grind", Pos: "shaders/common/grind.metal:89", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+	{Name: "grind_min", Family: "grind", Pos: "shaders/common/grind.metal:95", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "group_min", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "n", Type: "constant uint&", Kind: ParamValue, Index: 2, ValueSize: 4},
 		{Name: "found", Type: "device uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "cont", Type: "constant uint&", Kind: ParamValue, Index: 4, ValueSize: 4},
 		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
-		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_index_in_threadgroup"},
-		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_threadgroup"},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
 	{Name: "prog_eval_outputs", Family: "program", Pos: "shaders/common/program.metal:25", UsesBarrier: false, NBuf: 6, NTG: 0, Params: []Param{
 		{Name: "prog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
@@ -750,7 +752,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "whir_batch_blocks", Family: "whir", Pos: "shaders/openings/whir.metal:106", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "whir_batch_blocks", Family: "whir", Pos: "shaders/openings/whir.metal:107", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "mu", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -759,21 +761,21 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_subset_pass", Family: "whir", Pos: "shaders/openings/whir.metal:170", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_subset_pass", Family: "whir", Pos: "shaders/openings/whir.metal:171", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirSubsetParams&", Kind: ParamValue, Index: 2, ValueSize: 16},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_fp4_to_planes", Family: "whir", Pos: "shaders/openings/whir.metal:205", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_fp4_to_planes", Family: "whir", Pos: "shaders/openings/whir.metal:206", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirPlanesParams&", Kind: ParamValue, Index: 2, ValueSize: 8},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_horner", Family: "whir", Pos: "shaders/openings/whir.metal:232", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "whir_horner", Family: "whir", Pos: "shaders/openings/whir.metal:233", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "zs", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -781,12 +783,24 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/openings/whir.metal:268", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/openings/whir.metal:269", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "pc", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lo", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "hi", Type: "device uint*", Kind: ParamBuffer, Index: 2},
 		{Name: "p", Type: "constant WhirEqTablesParams&", Kind: ParamValue, Index: 3, ValueSize: 12},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
+	}},
+	{Name: "whir_tr_queries", Family: "whir", Pos: "shaders/openings/whir.metal:334", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
+		{Name: "witness", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "idx", Type: "device uint*", Kind: ParamBuffer, Index: 4},
+		{Name: "pc", Type: "device uint*", Kind: ParamBuffer, Index: 5},
+		{Name: "p", Type: "constant WhirTrQueriesParams&", Kind: ParamValue, Index: 6, ValueSize: 24},
+		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_index_in_threadgroup"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 	}},
 }

@@ -1766,6 +1766,22 @@ MSL_FN void p2g_observe(MSL_THREAD p2g_sponge& sp, uint v, MSL_THREADGROUP const
   if (sp.absorb == P2_RATE) p2g_sponge_permute(sp, rc, tid, xs, out);
 }
 
+// transcript.Sample: permute first if observes are pending or the outputs are used up; outputs
+// are read backwards. On the host device through an exchange of the state (out[] holds a
+// permutation's outputs only when this launch ran it). Call it in a loop kept rolled
+// (MSL_NO_UNROLL): each call site holds a permutation.
+MSL_FN uint p2g_sample(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
+                       MSL_THREADGROUP uint* out) {
+  if (sp.absorb != 0u || sp.sample == 0u) p2g_sponge_permute(sp, rc, tid, xs, out);
+  sp.sample--;
+#if defined(MSL_TARGET_HOST)
+  MSL_THREADGROUP uint* b = p2g_exchange(sp, sp.x, tid, xs);
+  return b[sp.sample];
+#else
+  return p2g_element(sp.x, sp.sample, tid);
+#endif
+}
+
 // Four p2g_observe in turn, with the one permutation they can trigger written once: a
 // permutation inlined at each of them made the transcript kernels' code several times larger and
 // the kernels slower (perf-notes/gkr.md).
@@ -3486,6 +3502,8 @@ struct GrindParams {
   uint mask;        // 2^bits − 1
   uint base;        // first candidate
   uint count;       // candidates base .. base + count − 1 (base + count ≤ p)
+  uint cont;        // 1: a continuation of the search before it (candidates below base), which
+                    // it skips when that one's result (prev[0]) is a hit
 };
 
 // group_min[g] = the smallest passing candidate among those visited by group g, or GRIND_NONE.
@@ -3502,6 +3520,7 @@ MSL_KERNEL void msl_kernel_grind_search(MSL_CONSTANT uint* state              ,
                          MSL_DEVICE uint* group_min              ,
                          MSL_DEVICE uint* found              ,
                          MSL_CONSTANT GrindParams& p              ,
+                         MSL_DEVICE const uint* prev              ,
                          MSL_THREADGROUP uint* scratch                   ,
                          uint gid                            ,
                          uint stride                     ,
@@ -3517,6 +3536,7 @@ MSL_KERNEL void msl_kernel_grind_search(MSL_CONSTANT uint* state              ,
   uint best = GRIND_NONE;
   uint s[P2_STATE];
   uint lstride = stride * MSL_LANES;
+  if (p.cont != 0u && prev[0] != GRIND_NONE) count = 0u;  // the search before found one
   // Some passing candidate, written by whichever thread found one (a plain store: any hit will
   // do); read past the cache, so that threads started after a hit see it.
   volatile MSL_DEVICE uint* hit = found;
@@ -3557,12 +3577,15 @@ MSL_KERNEL void msl_kernel_grind_search(MSL_CONSTANT uint* state              ,
 }
 
 // out[0] = min(group_min[0 .. n)), by one threadgroup (scratch: 4 · tpg bytes); GRIND_NONE when
-// n = 0 or no group had a hit. found[0] (grind_search's hit, read by no one after it) goes back to
-// GRIND_NONE for the next search. Dispatch exactly one group.
+// n = 0 or no group had a hit. With cont (grind_search's continuation of the search before it)
+// out[0] keeps that search's hit, which lies below every candidate of this one. found[0]
+// (grind_search's hit, read by no one after it) goes back to GRIND_NONE for the next search.
+// Dispatch exactly one group.
 MSL_KERNEL void msl_kernel_grind_min(MSL_DEVICE const uint* group_min              ,
                       MSL_DEVICE uint* out              ,
                       MSL_CONSTANT uint& n              ,
                       MSL_DEVICE uint* found              ,
+                      MSL_CONSTANT uint& cont              ,
                       MSL_THREADGROUP uint* scratch                   ,
                       uint tid                                ,
                       uint tpg                            ) {
@@ -3574,7 +3597,7 @@ MSL_KERNEL void msl_kernel_grind_min(MSL_DEVICE const uint* group_min           
   if (tid == 0u) {
     uint r = GRIND_NONE;
     for (uint t = 0u; t < tpg; t++) r = min(r, scratch[t]);
-    out[0] = r;
+    out[0] = cont != 0u ? min(out[0], r) : r;
     found[0] = GRIND_NONE;
   }
 }
@@ -8086,6 +8109,7 @@ MSL_KERNEL void msl_kernel_sc_tr_round_grind(MSL_DEVICE const uint* sums        
 // items with a grid-stride loop, so a launcher may dispatch any number of full groups; every index
 // stays below 2^31.
 #line 12 "shaders/openings/whir.metal"
+#line 13 "shaders/openings/whir.metal"
 
 // ---------------------------------------------------------------- μ-batching of a stacked matrix
 
@@ -8382,6 +8406,71 @@ MSL_KERNEL void msl_kernel_whir_pow_eq_tables(MSL_DEVICE const uint* pc         
     } else {
       bb4_store(hi, e - nlo, prod);
     }
+  }
+}
+
+// ---------------------------------------------------------------- a round's query phase on the device
+
+// whir_tr_queries's marker of a grind without a witness (kernels.Grind's GRIND_NONE).
+#define WHIR_NO_WITNESS 0xffffffffu
+
+struct WhirTrQueriesParams {
+  uint n;      // query indices sampled
+  uint mask;   // 2^qbits − 1: the indices' bits
+  uint omega;  // the generator of the order-2^qbits subgroup (Montgomery)
+  uint grind;  // 1: a proof of work was ground (its witness in witness[0]); 0: none (0 bits)
+  uint z_at;   // trlog[z_at]: the round's out-of-domain point z0
+  uint at;     // trlog[at]: (w, 0, 0, 0), trlog[at + 1]: γ
+};
+
+// The transcript's steps of a WHIR round after its query-phase grind (spec A §6.3; the stage's
+// loop: CheckWitness, SampleBits per query, SampleExt), on the device (kernels.DeviceTranscript):
+// the witness w (witness[0], canonical, from kernels.Grind; WHIR_NO_WITNESS when its range had
+// none) observed and its check sampled, n query indices sampled (canonical low bits), γ sampled.
+// The indices go to idx[0 .. n) and the witness as found to idx[n]; w and γ to the log; the next
+// round's weight terms to pc in AccumulateWeight's layout: pc[0], pc[1] = z0, γ and pc[2(i+1)],
+// pc[2(i+1) + 1] = ω^idx[i], γ^(i+2). One group of ≥ 16 threads (poseidon2_group.h); the samples
+// are one chain, the powers are spread over the group. scratch: 48 + P2G_RC_LEN uints.
+MSL_KERNEL void msl_kernel_whir_tr_queries(MSL_DEVICE const uint* witness              ,
+                            MSL_DEVICE uint* trlog              ,
+                            MSL_DEVICE uint* ts              ,
+                            MSL_CONSTANT uint* rc              ,
+                            MSL_DEVICE uint* idx              ,
+                            MSL_DEVICE uint* pc              ,
+                            MSL_CONSTANT WhirTrQueriesParams& p              ,
+                            MSL_THREADGROUP uint* scratch                   ,
+                            uint tid                                ,
+                            uint tpg                            ) {
+  MSL_THREADGROUP uint* xs = scratch;
+  MSL_THREADGROUP uint* out = scratch + 32u;
+  MSL_THREADGROUP uint* rcs = scratch + 48u;
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
+  p2g_load_constants(rc, rcs, tid, tpg);
+  uint n = p.n;
+  uint w = 0u;
+  if (p.grind != 0u) {
+    w = witness[0];
+    p2g_observe(sp, w == WHIR_NO_WITNESS ? 0u : bb_to_mont(w), rcs, tid, xs, out);
+  }
+  // The check's sample first (the grind made its low bits zero), then the indices.
+  MSL_NO_UNROLL
+  for (uint i = p.grind != 0u ? 0u : 1u; i <= n; i++) {
+    uint v = p2g_sample(sp, rcs, tid, xs, out);
+    if (i > 0u && tid == 0u) idx[i - 1u] = bb_from_mont(v) & p.mask;
+  }
+  bb4 gamma = p2g_sample4(sp, rcs, tid, xs, out);
+  if (tid == 0u) {
+    idx[n] = w;
+    bb4_store(trlog, p.at, bb4_make(w == WHIR_NO_WITNESS ? 0u : bb_to_mont(w), 0u, 0u, 0u));
+    bb4_store(trlog, p.at + 1u, gamma);
+  }
+  threadgroup_barrier(mem_flags::mem_device);  // the indices written; every thread has read ts
+  p2g_sponge_store(ts, sp, tid);
+  for (uint i = tid; i <= n; i += tpg) {
+    bb4 pt = i == 0u ? bb4_load(trlog, p.z_at) : bb4_make(bb_pow(p.omega, idx[i - 1u]), 0u, 0u, 0u);
+    bb4_store(pc, 2u * i, pt);
+    bb4_store(pc, 2u * i + 1u, bb4_pow(gamma, i + 1u));
   }
 }
 

@@ -73,9 +73,10 @@ HD_TARGET_V3 void hd_group_grind_search_v3(const hd_launch* Lp, hd_u3 gp, unsign
   MSL_DEVICE uint* const a2 = (MSL_DEVICE uint*)L->bufs[2];
   MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
   MSL_CONSTANT GrindParams a4 = *(MSL_CONSTANT GrindParams*)L->bufs[4];
-  MSL_THREADGROUP uint* const a5 = (MSL_THREADGROUP uint*)tg[0];
+  MSL_DEVICE const uint* const a5 = (MSL_DEVICE const uint*)L->bufs[5];
+  MSL_THREADGROUP uint* const a6 = (MSL_THREADGROUP uint*)tg[0];
   (void)tg;
-  HD_FOR_EACH_ITEM(L, lp) msl_kernel_grind_search(a0, a1, a2, a3, a4, a5, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_grind_search(a0, a1, a2, a3, a4, a5, a6, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_thread_index_in_threadgroup(L, gp, lp)), hd_cvt<uint>(hd_bi_threadgroup_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_threadgroup(L, gp, lp)));
 }
 HD_TARGET_V3 void hd_group_rows_check_partials_v3(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
   const hd_launch L_ = *Lp, *L = &L_;
