@@ -943,6 +943,16 @@ func (v whirTrQueriesParams) arg() gpu.Arg {
 	return gpu.U32(v.n, v.mask, v.omega, v.grind, v.zAt, v.at)
 }
 
+// whirMuPowersParams is the value struct WhirMuPowersParams of the shaders: uint fields in declaration order.
+type whirMuPowersParams struct {
+	muAt uint32
+	n    uint32
+}
+
+func (v whirMuPowersParams) arg() gpu.Arg {
+	return gpu.U32(v.muAt, v.n)
+}
+
 // dispatchMerkleHashRows encodes kernel merkle_hash_rows (shaders/commit/merkle.metal:33).
 func dispatchMerkleHashRows(enc *gpu.Batch, groups, tpg gpu.Dim3, m *gpu.Buffer, digests *gpu.Buffer, rc *gpu.Buffer, p merkleRowParams, states *gpu.Buffer) *gpu.Batch {
 	return enc.Dispatch("merkle_hash_rows", groups, tpg, []gpu.Arg{gpu.Buf(m), gpu.Buf(digests), gpu.Buf(rc), p.arg(), gpu.Buf(states)})
@@ -1343,4 +1353,9 @@ func dispatchWhirPowEqTables(enc *gpu.Batch, groups, tpg gpu.Dim3, pc *gpu.Buffe
 // dispatchWhirTrQueries encodes kernel whir_tr_queries (shaders/openings/whir.metal:334).
 func dispatchWhirTrQueries(enc *gpu.Batch, groups, tpg gpu.Dim3, witness *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, idx *gpu.Buffer, pc *gpu.Buffer, p whirTrQueriesParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("whir_tr_queries", groups, tpg, []gpu.Arg{gpu.Buf(witness), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(idx), gpu.Buf(pc), p.arg()}, scratchBytes)
+}
+
+// dispatchWhirMuPowers encodes kernel whir_mu_powers (shaders/openings/whir.metal:384).
+func dispatchWhirMuPowers(enc *gpu.Batch, groups, tpg gpu.Dim3, trlog *gpu.Buffer, out *gpu.Buffer, p whirMuPowersParams) *gpu.Batch {
+	return enc.Dispatch("whir_mu_powers", groups, tpg, []gpu.Arg{gpu.Buf(trlog), gpu.Buf(out), p.arg()})
 }

@@ -238,3 +238,16 @@ func EncodePowEqTables(b *gpu.Batch, dev *gpu.Device, pc *gpu.Array[Mont4], npts
 	dispatchWhirPowEqTables(b, g, tp, pc.Buffer, lo.Buffer, hi.Buffer, whirEqTablesParams{npts: uint32(npts), logLo: uint32(logLo), logHi: uint32(logHi)})
 	return b.Err()
 }
+
+// EncodeMuPowers encodes out[i] = μ^i for i < n, μ being log's entry at (whir_mu_powers).
+func EncodeMuPowers(b *gpu.Batch, dev *gpu.Device, log *gpu.Array[Mont4], at int, out *gpu.Array[Mont4], n int) error {
+	if at < 0 || at >= log.Len() || n < 0 || n > out.Len() {
+		return fmt.Errorf("kernels: EncodeMuPowers: μ at %d of a log of %d, %d powers into %d", at, log.Len(), n, out.Len())
+	}
+	if n == 0 {
+		return nil
+	}
+	g, tp := shapeFor(dev, "whir_mu_powers", n)
+	dispatchWhirMuPowers(b, g, tp, log.Buffer, out.Buffer, whirMuPowersParams{muAt: uint32(at), n: uint32(n)})
+	return b.Err()
+}

@@ -202,7 +202,8 @@ var ErrDeviceRoundsUnsupported = errors.New("stark: these rounds do not run on t
 // replays the run through its own transcript (every sample compared, every witness checked:
 // ErrDeviceTranscript) and takes the openings from it.
 type WhirDeviceChain interface {
-	// ChainRounds runs, from tr's state after μ was sampled (tr is not changed), every round but
+	// ChainRounds runs, from tr's state after μ was sampled (tr is not changed; for a prover of
+	// NewWhirProverMu, tr's state before μ's proof of work, which the device continues), every round but
 	// the last as the stage's loop does (the sumcheck rounds with their folding proofs of work,
 	// the commitment, z, y, the query-phase proof of work, the query indices, γ, the next round's
 	// weight terms, the openings), then the last round's sumcheck rounds, its tables folded at
@@ -211,9 +212,24 @@ type WhirDeviceChain interface {
 	ChainRounds(tr *transcript.Transcript, p params.SystemParams) (*WhirChainRun, error)
 }
 
-// WhirChainRun is what ChainRounds did: Rounds for every round but the last, then the last
-// round's sumcheck rounds.
+// WhirDeviceMu is a WhirBackend whose provers make μ on the device: its proof of work ground
+// and μ sampled from a copy of the stage's transcript, its powers batching the columns there.
+// Such a prover runs its rounds with ChainRounds (WhirDeviceChain), whose run brings back μ's
+// witness and μ for ProveWhir to replay first.
+type WhirDeviceMu interface {
+	// NewWhirProverMu is NewWhirProver with μ made on the device from tr's state after the
+	// stacking openings (tr is not changed). It returns ErrDeviceRoundsUnsupported, having done
+	// nothing, where the device cannot run the rounds as a chain.
+	NewWhirProverMu(p params.SystemParams, commits []Committed, tr *transcript.Transcript, uCube []field.Fp4) (WhirProver, error)
+}
+
+// WhirChainRun is what ChainRounds did: μ's witness and μ when the prover made them
+// (MuOnDevice: NewWhirProverMu), Rounds for every round but the last, then the last round's
+// sumcheck rounds.
 type WhirChainRun struct {
+	MuOnDevice    bool
+	MuWitness     field.Fp
+	Mu            field.Fp4
 	Rounds        []WhirChainRound
 	LastPolys     [][2]field.Fp4
 	LastWitnesses []field.Fp

@@ -53,13 +53,28 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 	var proof WhirProof
 	grind := func(bits int) (field.Fp, error) { return tr.GrindWith(context.Background(), g, bits) }
 	var err error
-	if proof.MuPowWitness, err = grind(p.Whir.MuPowBits); err != nil {
-		return WhirProof{}, err
+	// A backend that grinds μ's proof of work and samples μ on its device starts the chain there
+	// (the chain's run brings them back); otherwise μ is made here.
+	var wp WhirProver
+	muOnDevice := false
+	if db, ok := be.(WhirDeviceMu); ok {
+		switch wp, err = db.NewWhirProverMu(p, commits, tr, uCube); {
+		case errors.Is(err, ErrDeviceRoundsUnsupported):
+			wp = nil
+		case err != nil:
+			return WhirProof{}, err
+		default:
+			muOnDevice = true
+		}
 	}
-	mu := tr.SampleExt()
-	wp, err := be.NewWhirProver(p, commits, mu, uCube)
-	if err != nil {
-		return WhirProof{}, err
+	if wp == nil {
+		if proof.MuPowWitness, err = grind(p.Whir.MuPowBits); err != nil {
+			return WhirProof{}, err
+		}
+		mu := tr.SampleExt()
+		if wp, err = be.NewWhirProver(p, commits, mu, uCube); err != nil {
+			return WhirProof{}, err
+		}
 	}
 	defer wp.Release()
 
@@ -81,6 +96,20 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 				return WhirProof{}, err
 			}
 		}
+	}
+	if muOnDevice {
+		if chain == nil || !chain.MuOnDevice {
+			return WhirProof{}, fmt.Errorf("%w: WHIR's μ was made on the device but its rounds did not run there", ErrDeviceTranscript)
+		}
+		if !tr.CheckWitness(p.Whir.MuPowBits, chain.MuWitness) {
+			return WhirProof{}, fmt.Errorf("%w: the device's μ witness %d fails the proof of work", ErrDeviceTranscript, chain.MuWitness)
+		}
+		proof.MuPowWitness = chain.MuWitness
+		if mu := tr.SampleExt(); mu != chain.Mu {
+			return WhirProof{}, fmt.Errorf("%w: μ %v on the device, %v here", ErrDeviceTranscript, chain.Mu, mu)
+		}
+	} else if chain != nil && chain.MuOnDevice {
+		return WhirProof{}, fmt.Errorf("%w: a chain with μ from a prover given μ", ErrDeviceTranscript)
 	}
 	for r, rc := range p.Whir.Rounds {
 		last := r == R-1

@@ -373,3 +373,19 @@ kernel void whir_tr_queries(device const uint* witness [[buffer(0)]],
     bb4_store(pc, 2u * i + 1u, bb4_pow(gamma, i + 1u));
   }
 }
+
+struct WhirMuPowersParams {
+  uint mu_at;  // trlog[mu_at]: μ
+  uint n;      // powers written
+};
+
+// out[i] = μ^i for i < n, μ sampled on the device into the log (NewWhirProverMu's batching
+// weights, stark.PowersFp4). One item per power.
+kernel void whir_mu_powers(device const uint* trlog [[buffer(0)]],
+                           device uint* out [[buffer(1)]],
+                           constant WhirMuPowersParams& p [[buffer(2)]],
+                           uint gid [[thread_position_in_grid]],
+                           uint stride [[threads_per_grid]]) {
+  bb4 mu = bb4_load(trlog, p.mu_at);
+  for (uint i = gid; i < p.n; i += stride) bb4_store(out, i, bb4_pow(mu, i));
+}

@@ -62,6 +62,17 @@ func (b tamperWhir) NewWhirProver(p params.SystemParams, commits []stark.Committ
 	return tamperWhirProver{wp, b}, nil
 }
 
+// tamperWhirMu is tamperWhir whose provers make μ on the device (stark.WhirDeviceMu).
+type tamperWhirMu struct{ tamperWhir }
+
+func (b tamperWhirMu) NewWhirProverMu(p params.SystemParams, commits []stark.Committed, tr *transcript.Transcript, uCube []field.Fp4) (stark.WhirProver, error) {
+	wp, err := b.inner.(stark.WhirDeviceMu).NewWhirProverMu(p, commits, tr, uCube)
+	if err != nil {
+		return nil, err
+	}
+	return tamperChainProver{tamperWhirProver{wp, b.tamperWhir}}, nil
+}
+
 type tamperChainProver struct{ tamperWhirProver }
 
 func (wp tamperChainProver) ChainRounds(tr *transcript.Transcript, p params.SystemParams) (*stark.WhirChainRun, error) {
@@ -131,14 +142,19 @@ func TestDeviceTranscriptDivergenceRefused(t *testing.T) {
 		s.Whir = w
 		return &s
 	}
+	withMu := func(f func(run *stark.WhirChainRun)) *stark.Backend {
+		s := wrapped(nil, tamperWhir{chain: f})
+		s.Whir = tamperWhirMu{s.Whir.(tamperWhir)}
+		return s
+	}
 	wb, _ := want.MarshalBinary()
-	for _, w := range []tamperWhir{{}, {chain: func(*stark.WhirChainRun) {}}} {
-		got, err := stark.Prove(pk, inputs, p, wrapped(nil, w), nil)
+	for i, s := range []*stark.Backend{wrapped(nil, tamperWhir{}), wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}}), withMu(func(*stark.WhirChainRun) {})} {
+		got, err := stark.Prove(pk, inputs, p, s, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if gb, _ := got.MarshalBinary(); string(gb) != string(wb) {
-			t.Fatalf("the proof through the pass-through wrappers (chain %t) differs from the backend's own", w.chain != nil)
+			t.Fatalf("the proof through pass-through wrappers %d differs from the backend's own", i)
 		}
 	}
 	chained := func(f func(run *stark.WhirChainRun)) *stark.Backend { return wrapped(nil, tamperWhir{chain: f}) }
@@ -160,6 +176,10 @@ func TestDeviceTranscriptDivergenceRefused(t *testing.T) {
 		"the last round's bound value":   chained(func(run *stark.WhirChainRun) { run.LastAlphas[0] = run.LastAlphas[0].Add(one) }),
 		"a chain without its openings":   chained(func(run *stark.WhirChainRun) { run.Rounds[0].Initial = run.Rounds[0].Initial[1:] }),
 		"a chain of too few rounds":      chained(func(run *stark.WhirChainRun) { run.Rounds = nil }),
+		"μ from the device":              withMu(func(run *stark.WhirChainRun) { run.Mu = run.Mu.Add(one) }),
+		"μ's witness":                    withMu(func(run *stark.WhirChainRun) { run.MuWitness += 1 }),
+		"a chain without its μ":          withMu(func(run *stark.WhirChainRun) { run.MuOnDevice = false }),
+		"a chain with a μ not asked for": chained(func(run *stark.WhirChainRun) { run.MuOnDevice = true }),
 	} {
 		if _, err := stark.Prove(pk, inputs, p, s, nil); !errors.Is(err, stark.ErrDeviceTranscript) {
 			t.Errorf("%s changed: %v, want ErrDeviceTranscript", what, err)

@@ -60,7 +60,13 @@ type whirProver struct {
 	trees     []*kernels.MerkleTree
 	// trLog is SumcheckRounds' device transcript (made by its first call: one a proof, not one a
 	// WHIR round, whose small allocations would fall in the host's gap between rounds).
-	trLog    *kernels.DeviceTranscript
+	trLog *kernels.DeviceTranscript
+	// muShadow, for a prover of NewWhirProverMu, is the stage's transcript as it will be after
+	// μ's proof of work and μ (zeros in place of their values: only its indices matter), which
+	// trLog's sponge holds on the device; log entries 0 and 1 hold the witness and μ, muIdx the
+	// witness as the search found it.
+	muShadow *transcript.Transcript
+	muIdx    *gpu.Array[uint32]
 	released bool
 }
 
@@ -73,6 +79,44 @@ var _ stark.WhirProver = (*whirProver)(nil)
 // (kernels.EncodeSubsetSum). w: the Möbius-eq tables of uCube's four quarters (host, 2^⌈m/4⌉
 // entries or so) expanded into those of its two halves, and those into w (kernels.EqExpand).
 func (b *Backend) NewWhirProver(p params.SystemParams, commits []stark.Committed, mu field.Fp4, uCube []field.Fp4) (stark.WhirProver, error) {
+	return b.newWhirProver(p, commits, uCube, mu, nil)
+}
+
+var _ stark.WhirDeviceMu = (*Backend)(nil)
+
+// NewWhirProverMu implements stark.WhirDeviceMu: NewWhirProver with μ's proof of work ground
+// from a device transcript set to tr's state (kernels.Grind.EncodeSearchAll), the witness
+// observed and μ sampled (whir_tr_queries with no queries) and μ's powers made
+// (kernels.EncodeMuPowers) before the batching: no sync. ChainRounds continues from that
+// transcript.
+func (b *Backend) NewWhirProverMu(p params.SystemParams, commits []stark.Committed, tr *transcript.Transcript, uCube []field.Fp4) (stark.WhirProver, error) {
+	if !chainable(p) || p.Whir.MuPowBits < 0 || p.Whir.MuPowBits > chainMaxPowBits {
+		return nil, stark.ErrDeviceRoundsUnsupported
+	}
+	return b.newWhirProver(p, commits, uCube, field.Fp4{}, tr)
+}
+
+// chainable reports whether ChainRounds runs WHIR with parameters p.
+func chainable(p params.SystemParams) bool {
+	k, R := p.Whir.K, len(p.Whir.Rounds)
+	fbits, qpow := p.Whir.FoldingPowBits, p.Whir.QueryPhasePowBits
+	return R >= 2 && fbits >= 0 && fbits <= kernels.SumcheckGrindMaxBits && qpow >= 0 && qpow <= chainMaxPowBits &&
+		p.LSkip+p.NStack >= R*k
+}
+
+// chainLogLen is ChainRounds' log: per round but the last 4k + 6 entries, then the last round's
+// 4k, after muLogLen entries for a prover that made μ.
+func chainLogLen(p params.SystemParams) int {
+	k, R := p.Whir.K, len(p.Whir.Rounds)
+	return (R-1)*(4*k+6) + 4*k
+}
+
+// muLogLen is the log entries before the chain's of a prover that made μ: the witness and μ.
+const muLogLen = 2
+
+// newWhirProver is NewWhirProver with μ (muTr nil) or NewWhirProverMu (muTr: the transcript μ
+// is made from).
+func (b *Backend) newWhirProver(p params.SystemParams, commits []stark.Committed, uCube []field.Fp4, mu field.Fp4, muTr *transcript.Transcript) (stark.WhirProver, error) {
 	cs, err := b.commits(commits)
 	if err != nil {
 		return nil, err
@@ -103,7 +147,12 @@ func (b *Backend) NewWhirProver(p params.SystemParams, commits []stark.Committed
 	// The Möbius-eq tables of uCube's two halves come from four quarter tables expanded on the
 	// device: computing the halves (2^⌈m/2⌉ products each) on the host took ≈ 0.2 ms of the gap
 	// before WHIR's first kernel.
-	if wp.mu, err = gpu.UploadArray(b.dev, "whir μ powers", kernels.Mont4Slice(field.PowersFp4(mu, max(total, 1)))); err != nil {
+	if muTr == nil {
+		wp.mu, err = gpu.UploadArray(b.dev, "whir μ powers", kernels.Mont4Slice(field.PowersFp4(mu, max(total, 1))))
+	} else if wp.mu, err = gpu.AllocArrayUninit[kernels.Mont4](b.dev, "whir μ powers", max(total, 1)); err == nil {
+		wp.muIdx, err = gpu.AllocArrayUninit[uint32](b.dev, "whir μ witness", 1)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	logLo := m / 2
@@ -138,6 +187,11 @@ func (b *Backend) NewWhirProver(p params.SystemParams, commits []stark.Committed
 		}
 	}
 	batch := b.dev.Batch()
+	if muTr != nil {
+		if err := wp.encodeMu(batch, muTr, p, total); err != nil {
+			return fail(err)
+		}
+	}
 	off, first := 0, true
 	for _, c := range cs {
 		if c.width == 0 {
@@ -176,6 +230,46 @@ func (b *Backend) NewWhirProver(p params.SystemParams, commits []stark.Committed
 		return fail(err)
 	}
 	return wp, nil
+}
+
+// encodeMu encodes μ's steps on a new device transcript in tr's state: the proof of work, the
+// witness observed and μ sampled (log entries 0 and 1), μ's total powers into wp.mu.
+func (wp *whirProver) encodeMu(b *gpu.Batch, tr *transcript.Transcript, p params.SystemParams, total int) error {
+	var err error
+	if wp.trLog, err = wp.be.hash.NewDeviceTranscript(muLogLen + chainLogLen(p)); err != nil {
+		return err
+	}
+	tt := wp.trLog
+	st, ai, si := tr.State()
+	if err := tt.EncodeSetState(b, st, ai, si); err != nil {
+		return err
+	}
+	shadow := *tr
+	q := kernels.WhirQueries{Idx: wp.muIdx, ZAt: 0, At: 0}
+	if bits := p.Whir.MuPowBits; bits > 0 {
+		g, unlock, err := wp.be.grinder()
+		if err != nil {
+			return err
+		}
+		defer unlock() // the witness is read in stream order by the kernel encoded next
+		_, absorbIdx, _ := shadow.State()
+		if err := g.EncodeSearchAll(b, tt, absorbIdx, bits); err != nil {
+			return err
+		}
+		q.Witness = g.Result()
+		shadow.Observe(0)
+		shadow.Sample()
+	}
+	if wp.points, err = wp.grow(wp.points, "whir weight points", 2); err != nil {
+		return err
+	}
+	q.Weights = wp.points
+	if err := tt.EncodeWhirQueries(b, q); err != nil {
+		return err
+	}
+	shadow.SampleExt()
+	wp.muShadow = &shadow
+	return kernels.EncodeMuPowers(b, wp.dev, tt.Log, 1, wp.mu, total)
 }
 
 // tables returns the current (src) or the fold target (dst) table pair with 2^logRows rows.
@@ -745,6 +839,10 @@ func (wp *whirProver) Release() {
 	if wp.sc != nil {
 		wp.sc.Close()
 	}
+	if wp.muIdx != nil {
+		wp.muIdx.Free()
+		wp.muIdx = nil
+	}
 	bufs := []*gpu.Array[kernels.Mont4]{wp.f[0], wp.f[1], wp.w[0], wp.w[1], wp.coeffs, wp.horner, wp.mu, wp.kq, wp.kHalves, wp.points, wp.eqLo, wp.eqHi}
 	for _, a := range bufs {
 		if a != nil {
@@ -790,31 +888,40 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 	k, R := p.Whir.K, len(p.Whir.Rounds)
 	fbits, qpow := p.Whir.FoldingPowBits, p.Whir.QueryPhasePowBits
 	m := p.LSkip + p.NStack
-	if R < 2 || k != wp.k || fbits < 0 || fbits > kernels.SumcheckGrindMaxBits || qpow < 0 || qpow > chainMaxPowBits ||
-		wp.alpha != nil || wp.weight != nil || wp.d != m || len(wp.trees) != 0 || m < R*k {
+	if !chainable(p) || k != wp.k || wp.alpha != nil || wp.weight != nil || wp.d != m || len(wp.trees) != 0 {
+		if wp.muShadow != nil {
+			return nil, fmt.Errorf("%w: WHIR rounds of a prover that made μ cannot run as a chain", ErrWhirState)
+		}
 		return nil, stark.ErrDeviceRoundsUnsupported
 	}
 	per := 4*k + 6
-	logLen := (R-1)*per + 4*k
-	if wp.trLog != nil && wp.trLog.Log.Len() < logLen {
-		wp.trLog.Close()
-		wp.trLog = nil
-	}
-	if wp.trLog == nil {
-		var err error
-		if wp.trLog, err = wp.be.hash.NewDeviceTranscript(logLen); err != nil {
+	// A prover that made μ continues its transcript (μ's entries first in the log); another
+	// starts one in tr's state. The grinds' absorb indices depend only on the counts of what was
+	// observed and sampled before them: a copy of tr fed zeros gives them.
+	log0 := 0
+	b := wp.dev.Batch()
+	var shadow transcript.Transcript
+	if wp.muShadow != nil {
+		log0, shadow = muLogLen, *wp.muShadow
+	} else {
+		if wp.trLog != nil && wp.trLog.Log.Len() < chainLogLen(p) {
+			wp.trLog.Close()
+			wp.trLog = nil
+		}
+		if wp.trLog == nil {
+			var err error
+			if wp.trLog, err = wp.be.hash.NewDeviceTranscript(chainLogLen(p)); err != nil {
+				return nil, err
+			}
+		}
+		st, ai, si := tr.State()
+		if err := wp.trLog.EncodeSetState(b, st, ai, si); err != nil {
 			return nil, err
 		}
+		shadow = *tr
 	}
 	tt := wp.trLog
-	b := wp.dev.Batch()
-	st, ai, si := tr.State()
-	if err := tt.EncodeSetState(b, st, ai, si); err != nil {
-		return nil, err
-	}
-	// The grinds' absorb indices depend only on the counts of what was observed and sampled
-	// before them: a copy of tr fed zeros gives them.
-	shadow := *tr
+	logLen := log0 + chainLogLen(p)
 	var g *kernels.Grind
 	if qpow > 0 {
 		var unlock func()
@@ -853,7 +960,7 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 	lrs := m + p.LogBlowup
 	var zero field.Fp4
 	for r := range R {
-		base := r * per
+		base := log0 + r*per
 		for i := range k {
 			var err error
 			if i > 0 {
@@ -1002,9 +1109,19 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 		}
 		return polys, ws, alphas
 	}
+	if wp.muShadow != nil {
+		var w [1]uint32
+		if err := wp.muIdx.Read(w[:], 0); err != nil {
+			return nil, err
+		}
+		if p.Whir.MuPowBits > 0 && w[0] == noWitness {
+			return nil, fmt.Errorf("%w: no μ witness of %d bits among the first 2^30 candidates", stark.ErrDeviceTranscript, p.Whir.MuPowBits)
+		}
+		run.MuOnDevice, run.MuWitness, run.Mu = true, log[0][0], log[1]
+	}
 	for r := range R - 1 {
 		cr := &run.Rounds[r]
-		base := r * per
+		base := log0 + r*per
 		cr.Polys, cr.Witnesses, cr.Alphas = sumchecks(base)
 		e := base + 4*k
 		copy(cr.Root[:4], log[e+4][:])
@@ -1049,7 +1166,7 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 			cr.Codeword[i] = stark.CodewordOpening{Values: vals, Path: bo.Paths[i]}
 		}
 	}
-	run.LastPolys, run.LastWitnesses, run.LastAlphas = sumchecks((R - 1) * per)
+	run.LastPolys, run.LastWitnesses, run.LastAlphas = sumchecks(log0 + (R-1)*per)
 	return run, nil
 }
 

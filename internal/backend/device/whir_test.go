@@ -670,6 +670,22 @@ func TestWhirChainMatchesCpuref(t *testing.T) {
 				_, err := wp.(stark.WhirDeviceChain).ChainRounds(&tr, p)
 				return err
 			})
+			// μ made on the device too: still one sync, and the chain brings back μ.
+			p.Whir.MuPowBits = 0
+			tr = tr0
+			var run *stark.WhirChainRun
+			whirSyncs(t, dev, "NewWhirProverMu and ChainRounds", 1, func() error {
+				wpm, err := be.NewWhirProverMu(p, dcs, &tr, uCube)
+				if err != nil {
+					return err
+				}
+				defer wpm.Release()
+				run, err = wpm.(stark.WhirDeviceChain).ChainRounds(&tr, p)
+				return err
+			})
+			if want := tr.SampleExt(); !run.MuOnDevice || run.Mu != want {
+				t.Errorf("μ from the device %v (%t), want %v", run.Mu, run.MuOnDevice, want)
+			}
 		})
 	}
 }

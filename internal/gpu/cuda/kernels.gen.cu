@@ -8476,6 +8476,22 @@ MSL_KERNEL void msl_kernel_whir_tr_queries(MSL_DEVICE const uint* witness       
   }
 }
 
+struct WhirMuPowersParams {
+  uint mu_at;  // trlog[mu_at]: μ
+  uint n;      // powers written
+};
+
+// out[i] = μ^i for i < n, μ sampled on the device into the log (NewWhirProverMu's batching
+// weights, stark.PowersFp4). One item per power.
+MSL_KERNEL void msl_kernel_whir_mu_powers(MSL_DEVICE const uint* trlog              ,
+                           MSL_DEVICE uint* out              ,
+                           MSL_CONSTANT WhirMuPowersParams& p              ,
+                           uint gid                            ,
+                           uint stride                     ) {
+  bb4 mu = bb4_load(trlog, p.mu_at);
+  for (uint i = gid; i < p.n; i += stride) bb4_store(out, i, bb4_pow(mu, i));
+}
+
 #line 1 "<mslgen cuda glue>"
 // All [[threadgroup(i)]] arguments live in the dynamic shared memory of the launch, at byte
 // offsets passed as the trailing tg_off_j kernel parameters (like Metal's
@@ -9520,5 +9536,15 @@ extern "C" __global__ void mslk_whir_tr_queries(MSL_DEVICE const uint* witness, 
       (MSL_THREADGROUP uint*)(msl_tg_mem + tg_off_0),
       msl_cvt<uint>(msl_bi_thread_index_in_threadgroup()),
       msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
+}
+
+extern "C" __global__ void mslk_whir_mu_powers(MSL_DEVICE const uint* trlog, MSL_DEVICE uint* out, MSL_CONSTANT WhirMuPowersParams p) {
+  msl_grid_order();
+  msl_kernel_whir_mu_powers(
+      trlog,
+      out,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
 }
 

@@ -803,4 +803,11 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 	}},
+	{Name: "whir_mu_powers", Family: "whir", Pos: "shaders/openings/whir.metal:384", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+		{Name: "trlog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "p", Type: "constant WhirMuPowersParams&", Kind: ParamValue, Index: 2, ValueSize: 8},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
+	}},
 }

@@ -8474,5 +8474,21 @@ MSL_KERNEL void msl_kernel_whir_tr_queries(MSL_DEVICE const uint* witness       
   }
 }
 
+struct WhirMuPowersParams {
+  uint mu_at;  // trlog[mu_at]: μ
+  uint n;      // powers written
+};
+
+// out[i] = μ^i for i < n, μ sampled on the device into the log (NewWhirProverMu's batching
+// weights, stark.PowersFp4). One item per power.
+MSL_KERNEL void msl_kernel_whir_mu_powers(MSL_DEVICE const uint* trlog              ,
+                           MSL_DEVICE uint* out              ,
+                           MSL_CONSTANT WhirMuPowersParams& p              ,
+                           uint gid                            ,
+                           uint stride                     ) {
+  bb4 mu = bb4_load(trlog, p.mu_at);
+  for (uint i = gid; i < p.n; i += stride) bb4_store(out, i, bb4_pow(mu, i));
+}
+
 #line 1 "<mslgen host>"
 #include "hd_glue.h"
