@@ -223,6 +223,26 @@ type WhirDeviceMu interface {
 	NewWhirProverMu(p params.SystemParams, commits []Committed, tr *transcript.Transcript, uCube []field.Fp4) (WhirProver, error)
 }
 
+// WhirDeviceFinal is a WhirProver that runs the last WHIR round's query phase with a copy of the
+// stage's transcript on its device: the proof of work, the query indices, γ and the openings of
+// the last committed codeword, one sync for all. ProveWhir replays it (ErrDeviceTranscript).
+type WhirDeviceFinal interface {
+	// FinalQueries runs, from tr's state after the final polynomial was observed (tr is not
+	// changed), the last round's query phase as the stage's loop does: the proof of work ground,
+	// its witness observed, the query indices and γ sampled, the last committed codeword opened
+	// at the indices. It returns ErrDeviceRoundsUnsupported, having done nothing, where the
+	// device cannot (then the stage does it).
+	FinalQueries(tr *transcript.Transcript, p params.SystemParams) (*WhirFinalQueries, error)
+}
+
+// WhirFinalQueries is what FinalQueries did.
+type WhirFinalQueries struct {
+	Witness      field.Fp
+	QueryIndices []int
+	Gamma        field.Fp4
+	Codeword     []CodewordOpening
+}
+
 // WhirChainRun is what ChainRounds did: μ's witness and μ when the prover made them
 // (MuOnDevice: NewWhirProverMu), Rounds for every round but the last, then the last round's
 // sumcheck rounds.

@@ -119,7 +119,8 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 		var devPolys [][2]field.Fp4
 		var devW []field.Fp
 		var devAlpha []field.Fp4
-		var cr *WhirChainRound // the round as the chain ran it (nil for the last)
+		var cr *WhirChainRound      // the round as the chain ran it (nil for the last)
+		var final *WhirFinalQueries // the last round's query phase as the device ran it
 		useDev := false
 		switch {
 		case chain != nil && !last:
@@ -225,25 +226,49 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 			}
 			tr.ObserveSlice(flattenExt(fp)) // as ObserveExt of each, in one absorb (2^d of them)
 			proof.FinalPoly = fp
-			if w, err = grind(p.Whir.QueryPhasePowBits); err != nil {
+			if fq, ok := wp.(WhirDeviceFinal); ok && r > 0 {
+				switch final, err = fq.FinalQueries(tr, p); {
+				case errors.Is(err, ErrDeviceRoundsUnsupported):
+					final = nil
+				case err != nil:
+					return WhirProof{}, err
+				case len(final.QueryIndices) != rc.NumQueries || len(final.Codeword) != rc.NumQueries:
+					return WhirProof{}, fmt.Errorf("%w: WHIR's last round: %d query indices and %d openings from the device, want %d", ErrDeviceTranscript, len(final.QueryIndices), len(final.Codeword), rc.NumQueries)
+				}
+			}
+			if final != nil {
+				if w = final.Witness; !tr.CheckWitness(p.Whir.QueryPhasePowBits, w) {
+					return WhirProof{}, fmt.Errorf("%w: WHIR's last round: the device's query-phase witness %d fails the proof of work", ErrDeviceTranscript, w)
+				}
+			} else if w, err = grind(p.Whir.QueryPhasePowBits); err != nil {
 				return WhirProof{}, err
 			}
 		}
 		proof.QueryPhasePowWitnesses = append(proof.QueryPhasePowWitnesses, w)
+		// The indices and γ the device sampled, compared with the stage's (a chained round's or
+		// the last round's query phase on the device).
+		var devIdx []int
+		var devGamma field.Fp4
+		switch {
+		case cr != nil:
+			devIdx, devGamma = cr.QueryIndices, cr.Gamma
+		case final != nil:
+			devIdx, devGamma = final.QueryIndices, final.Gamma
+		}
 		qbits := lrs - k
 		idx := make([]int, rc.NumQueries)
 		for q := range idx {
 			idx[q] = int(tr.SampleBits(qbits))
-			if cr != nil && cr.QueryIndices[q] != idx[q] {
-				return WhirProof{}, fmt.Errorf("%w: WHIR round %d's query %d: index %d on the device, %d here", ErrDeviceTranscript, r, q, cr.QueryIndices[q], idx[q])
+			if devIdx != nil && devIdx[q] != idx[q] {
+				return WhirProof{}, fmt.Errorf("%w: WHIR round %d's query %d: index %d on the device, %d here", ErrDeviceTranscript, r, q, devIdx[q], idx[q])
 			}
 		}
 		// γ right after the indices (the openings do not enter the transcript), and the next
 		// round's weights given to the backend before the openings: the device works on them
 		// while the host gathers the opened rows. A chained round's are on the device already.
 		gamma := tr.SampleExt()
-		if cr != nil && cr.Gamma != gamma {
-			return WhirProof{}, fmt.Errorf("%w: WHIR round %d's γ: %v on the device, %v here", ErrDeviceTranscript, r, cr.Gamma, gamma)
+		if devIdx != nil && devGamma != gamma {
+			return WhirProof{}, fmt.Errorf("%w: WHIR round %d's γ: %v on the device, %v here", ErrDeviceTranscript, r, devGamma, gamma)
 		}
 		if !last && cr == nil {
 			omega := field.TwoAdicGenerator(qbits)
@@ -282,7 +307,9 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 			}
 		} else {
 			ops := cr.codeword()
-			if cr == nil {
+			if final != nil {
+				ops = final.Codeword
+			} else if cr == nil {
 				if ops, err = wp.OpenCodeword(r-1, idx); err != nil {
 					return WhirProof{}, err
 				}

@@ -49,6 +49,7 @@ type tamperWhir struct {
 	rounds func(polys [][2]field.Fp4, ws []field.Fp, alphas []field.Fp4)
 	commit func(z *field.Fp4, w *field.Fp)
 	chain  func(run *stark.WhirChainRun)
+	final  func(fq *stark.WhirFinalQueries)
 }
 
 func (b tamperWhir) NewWhirProver(p params.SystemParams, commits []stark.Committed, mu field.Fp4, uCube []field.Fp4) (stark.WhirProver, error) {
@@ -74,6 +75,14 @@ func (b tamperWhirMu) NewWhirProverMu(p params.SystemParams, commits []stark.Com
 }
 
 type tamperChainProver struct{ tamperWhirProver }
+
+func (wp tamperChainProver) FinalQueries(tr *transcript.Transcript, p params.SystemParams) (*stark.WhirFinalQueries, error) {
+	fq, err := wp.WhirProver.(stark.WhirDeviceFinal).FinalQueries(tr, p)
+	if err == nil && wp.b.final != nil {
+		wp.b.final(fq)
+	}
+	return fq, err
+}
 
 func (wp tamperChainProver) ChainRounds(tr *transcript.Transcript, p params.SystemParams) (*stark.WhirChainRun, error) {
 	run, err := wp.WhirProver.(stark.WhirDeviceChain).ChainRounds(tr, p)
@@ -176,6 +185,10 @@ func TestDeviceTranscriptDivergenceRefused(t *testing.T) {
 		"the last round's bound value":   chained(func(run *stark.WhirChainRun) { run.LastAlphas[0] = run.LastAlphas[0].Add(one) }),
 		"a chain without its openings":   chained(func(run *stark.WhirChainRun) { run.Rounds[0].Initial = run.Rounds[0].Initial[1:] }),
 		"a chain of too few rounds":      chained(func(run *stark.WhirChainRun) { run.Rounds = nil }),
+		"the last round's witness":       wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}, final: func(fq *stark.WhirFinalQueries) { fq.Witness += 1 }}),
+		"the last round's query index":   wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}, final: func(fq *stark.WhirFinalQueries) { fq.QueryIndices[3] ^= 2 }}),
+		"the last round's γ":             wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}, final: func(fq *stark.WhirFinalQueries) { fq.Gamma = fq.Gamma.Add(one) }}),
+		"the last round's openings":      wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}, final: func(fq *stark.WhirFinalQueries) { fq.Codeword = fq.Codeword[1:] }}),
 		"μ from the device":              withMu(func(run *stark.WhirChainRun) { run.Mu = run.Mu.Add(one) }),
 		"μ's witness":                    withMu(func(run *stark.WhirChainRun) { run.MuWitness += 1 }),
 		"a chain without its μ":          withMu(func(run *stark.WhirChainRun) { run.MuOnDevice = false }),

@@ -774,15 +774,21 @@ func (wp *whirProver) OpenCodeword(idx int, ys []int) ([]stark.CodewordOpening, 
 	if err != nil {
 		return nil, err
 	}
-	out := make([]stark.CodewordOpening, len(ys))
-	for i := range out {
-		vals := make([]field.Fp4, len(o.Rows[i]))
-		for t, r := range o.Rows[i] {
+	return codewordOpenings(o), nil
+}
+
+// codewordOpenings converts a folded codeword's batch opening (four base planes a row) to the
+// stage's openings.
+func codewordOpenings(bo *kernels.BatchOpening) []stark.CodewordOpening {
+	out := make([]stark.CodewordOpening, len(bo.Rows))
+	for i, rows := range bo.Rows {
+		vals := make([]field.Fp4, len(rows))
+		for t, r := range rows {
 			vals[t] = field.Fp4{r[0], r[1], r[2], r[3]}
 		}
-		out[i] = stark.CodewordOpening{Values: vals, Path: o.Paths[i]}
+		out[i] = stark.CodewordOpening{Values: vals, Path: bo.Paths[i]}
 	}
-	return out, nil
+	return out
 }
 
 // AccumulateWeight adds Σ_i coefs[i]·eq(pow_d(points[i]), ·) to w: the points and coefficients
@@ -1157,14 +1163,7 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 		if err != nil {
 			return nil, err
 		}
-		cr.Codeword = make([]stark.CodewordOpening, n)
-		for i := range cr.Codeword {
-			vals := make([]field.Fp4, len(bo.Rows[i]))
-			for t, row := range bo.Rows[i] {
-				vals[t] = field.Fp4{row[0], row[1], row[2], row[3]}
-			}
-			cr.Codeword[i] = stark.CodewordOpening{Values: vals, Path: bo.Paths[i]}
-		}
+		cr.Codeword = codewordOpenings(bo)
 	}
 	run.LastPolys, run.LastWitnesses, run.LastAlphas = sumchecks(log0 + (R-1)*per)
 	return run, nil
@@ -1172,3 +1171,95 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 
 // noWitness is kernels.Grind's result for a range without a witness.
 const noWitness = 0xffffffff
+
+var _ stark.WhirDeviceFinal = (*whirProver)(nil)
+
+// FinalQueries implements stark.WhirDeviceFinal: from a device transcript set to tr's state, the
+// last round's query-phase grind (kernels.Grind.EncodeSearchAll), its witness observed and the
+// query indices and γ sampled (whir_tr_queries), and the last committed codeword opened at the
+// device's indices; one sync (the log's download), the indices and the opening downloaded after
+// it.
+func (wp *whirProver) FinalQueries(tr *transcript.Transcript, p params.SystemParams) (*stark.WhirFinalQueries, error) {
+	if err := wp.live(); err != nil {
+		return nil, err
+	}
+	R, k, qpow := len(p.Whir.Rounds), p.Whir.K, p.Whir.QueryPhasePowBits
+	if R < 2 || len(wp.trees) != R-1 || qpow < 0 || qpow > chainMaxPowBits {
+		return nil, stark.ErrDeviceRoundsUnsupported
+	}
+	n := p.Whir.Rounds[R-1].NumQueries
+	qbits := p.LSkip + p.NStack + p.LogBlowup - (R - 1) - k
+	tree := wp.trees[R-2]
+	if qbits < 0 || 1<<qbits != tree.QueryStride() {
+		return nil, fmt.Errorf("%w: the last round's %d-bit queries on a codeword of %d query groups", ErrWhirState, qbits, tree.QueryStride())
+	}
+	if wp.trLog == nil || wp.trLog.Log.Len() < 2 {
+		if wp.trLog != nil {
+			wp.trLog.Close()
+		}
+		var err error
+		if wp.trLog, err = wp.be.hash.NewDeviceTranscript(2); err != nil {
+			return nil, err
+		}
+	}
+	tt := wp.trLog
+	b := wp.dev.Batch()
+	st, ai, si := tr.State()
+	if err := tt.EncodeSetState(b, st, ai, si); err != nil {
+		return nil, err
+	}
+	q := kernels.WhirQueries{N: n, QBits: qbits, ZAt: 0, At: 0}
+	if qpow > 0 {
+		g, unlock, err := wp.be.grinder()
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		if err := g.EncodeSearchAll(b, tt, ai, qpow); err != nil {
+			return nil, err
+		}
+		q.Witness = g.Result()
+	}
+	var err error
+	if q.Idx, err = gpu.AllocArrayUninit[uint32](wp.dev, "whir final query indices", n+1); err != nil {
+		return nil, err
+	}
+	defer q.Idx.Free()
+	// The weight terms are written and not used (no round follows).
+	if wp.points, err = wp.grow(wp.points, "whir weight points", 2*(n+1)); err != nil {
+		return nil, err
+	}
+	q.Weights = wp.points
+	if err := tt.EncodeWhirQueries(b, q); err != nil {
+		return nil, err
+	}
+	qi, err := kernels.DeviceQueryIndices(q.Idx, n)
+	if err != nil {
+		return nil, err
+	}
+	op, err := tree.EncodeOpenBatch(b, qi)
+	if err != nil {
+		return nil, err
+	}
+	defer op.Free()
+	log, err := tt.ReadLog(2) // the one sync
+	if err != nil {
+		return nil, err
+	}
+	v := make([]uint32, n+1)
+	if err := q.Idx.Read(v, 0); err != nil {
+		return nil, err
+	}
+	if qpow > 0 && v[n] == noWitness {
+		return nil, fmt.Errorf("%w: WHIR's last round: no query-phase witness of %d bits among the first 2^30 candidates", stark.ErrDeviceTranscript, qpow)
+	}
+	bo, err := op.Read()
+	if err != nil {
+		return nil, err
+	}
+	out := &stark.WhirFinalQueries{Witness: log[0][0], Gamma: log[1], QueryIndices: make([]int, n), Codeword: codewordOpenings(bo)}
+	for i := range n {
+		out.QueryIndices[i] = int(v[i])
+	}
+	return out, nil
+}

@@ -639,10 +639,18 @@ func TestWhirChainMatchesCpuref(t *testing.T) {
 			for _, qpow := range []int{c.p.Whir.QueryPhasePowBits, 0} {
 				p := c.p
 				p.Whir.QueryPhasePowBits = qpow
+				if qpow == 0 {
+					p.Whir.MuPowBits = 0 // no grind: on the host device a grind reads the sponge
+				}
 				trd, trr := tr0, tr0
+				s0 := dev.Stats().Syncs
 				got, err := stark.ProveWhir(be, be.Stages().Grinder, &trd, p, dcs, uCube)
 				if err != nil {
 					t.Fatal(err)
+				}
+				// μ and the rounds but the last in one chain, the last round's query phase in one.
+				if n := dev.Stats().Syncs - s0; qpow == 0 && n != 2 {
+					t.Errorf("ProveWhir without grinds: %d syncs, want 2", n)
 				}
 				want, err := stark.ProveWhir(cpuref.Backend{}, transcript.HostGrinder{}, &trr, p, rcs, uCube)
 				if err != nil {
