@@ -15,6 +15,7 @@ import (
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/progress"
 	"github.com/metalprove/metalprove/internal/prover"
+	"github.com/metalprove/metalprove/internal/resident/wire"
 	"github.com/metalprove/metalprove/internal/sysinfo"
 )
 
@@ -37,7 +38,7 @@ func Prove(ctx context.Context, socket string, req prover.ProveRequest) (*prover
 		n := zerolog.Nop()
 		log = &n
 	}
-	r := Request{Version: Version, Airs: req.Airs, AllowInsecure: req.AllowInsecure, NoCheck: req.NoCheck}
+	r := wire.Request{Version: wire.Version, Airs: req.Airs, AllowInsecure: req.AllowInsecure, NoCheck: req.NoCheck}
 	output := req.Output
 	if output == "" {
 		output = prover.DefaultProofOutput(req.Trace)
@@ -56,7 +57,11 @@ func Prove(ctx context.Context, socket string, req prover.ProveRequest) (*prover
 		}
 	}
 	if req.Key == "" {
-		if r.Params, err = prover.ResolveParams(req.Preset, req.Settings, "", req.AllowInsecure); err != nil {
+		res, err := prover.ResolveParams(req.Preset, req.Settings, "", req.AllowInsecure)
+		if err != nil {
+			return nil, err
+		}
+		if r.Params, err = json.Marshal(res); err != nil {
 			return nil, err
 		}
 	}
@@ -86,7 +91,7 @@ func Prove(ctx context.Context, socket string, req prover.ProveRequest) (*prover
 	defer task.Done()
 	task.Step("sending the request")
 	sent := time.Now()
-	if err := writeLine(conn, r); err != nil {
+	if err := wire.WriteLine(conn, r); err != nil {
 		if ctx.Err() != nil {
 			return nil, cmdutil.ErrInterrupted
 		}
@@ -95,15 +100,15 @@ func Prove(ctx context.Context, socket string, req prover.ProveRequest) (*prover
 	task.Step("waiting for the resident prover")
 	br := bufio.NewReaderSize(conn, 64<<10)
 	for {
-		line, err := readLine(br)
+		line, err := wire.ReadLine(br)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, cmdutil.ErrInterrupted
 			}
 			return nil, fmt.Errorf("--socket %s: the resident prover hung up before its answer: %w", socket, err)
 		}
-		var resp Response
-		if err := decode(line, &resp); err != nil {
+		var resp wire.Response
+		if err := wire.Decode(line, &resp); err != nil {
 			return nil, fmt.Errorf("--socket %s: %w", socket, err)
 		}
 		switch {
@@ -113,7 +118,10 @@ func Prove(ctx context.Context, socket string, req prover.ProveRequest) (*prover
 			return nil, errorOf(resp)
 		case resp.Report != nil:
 			done := time.Now()
-			rep := resp.Report
+			rep := new(prover.ProveReport)
+			if err := json.Unmarshal(resp.Report, rep); err != nil {
+				return nil, fmt.Errorf("--socket %s: %w: the report: %v", socket, wire.ErrProtocol, err)
+			}
 			pt := &rep.Process
 			server := pt.SetupMS + pt.ReadMS + pt.WaitMS + pt.ProveMS
 			pt.SetupMS += ms(sent.Sub(began))
@@ -127,7 +135,7 @@ func Prove(ctx context.Context, socket string, req prover.ProveRequest) (*prover
 			}
 			return rep, nil
 		default:
-			return nil, fmt.Errorf("--socket %s: %w: an empty answer", socket, ErrProtocol)
+			return nil, fmt.Errorf("--socket %s: %w: an empty answer", socket, wire.ErrProtocol)
 		}
 	}
 }
@@ -155,7 +163,7 @@ func relay(log *zerolog.Logger, want zerolog.Level, task *progress.Task, rec jso
 }
 
 // errorOf is the error of a resident's answer, of the class its exit status names.
-func errorOf(resp Response) error {
+func errorOf(resp wire.Response) error {
 	err := errors.New(resp.Error)
 	switch cmdutil.ExitCode(resp.ExitCode) {
 	case cmdutil.ExitUsage:

@@ -5,10 +5,10 @@
 // the driver and its context before any work; a proof handed to a resident prover pays only its
 // trace's read, its upload and its stages.
 //
-// The protocol (version 1), one JSON object a line: the client sends a Request (its paths
-// absolute, its parameters resolved from its own flags and config file); the server answers
-// with any number of Responses carrying the proof's log records (at the level the request
-// names), then one carrying the report or the error with its exit status. The server writes the
+// The protocol (internal/resident/wire, version 1), one JSON object a line: the client sends a
+// Request (its paths absolute, its parameters resolved from its own flags and config file); the
+// server answers with any number of Responses carrying the proof's log records (at the level the
+// request names), then one carrying the report or the error with its exit status. The server writes the
 // proof file itself, atomically, where the request says; a client that hangs up cancels its
 // proof, which then leaves no file. Both ends run as the same user: the socket is made with
 // mode 0600.

@@ -16,6 +16,7 @@ import (
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/examples"
 	"github.com/metalprove/metalprove/internal/prover"
+	"github.com/metalprove/metalprove/internal/resident/wire"
 	"github.com/metalprove/metalprove/internal/tracefile"
 )
 
@@ -261,13 +262,13 @@ func TestServerRefusesMalformedRequests(t *testing.T) {
 		if _, err := conn.Write([]byte(tc.line + "\n")); err != nil {
 			t.Fatal(err)
 		}
-		line, err := readLine(bufio.NewReader(conn))
+		line, err := wire.ReadLine(bufio.NewReader(conn))
 		conn.Close()
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		var resp Response
-		if err := decode(line, &resp); err != nil {
+		var resp wire.Response
+		if err := wire.Decode(line, &resp); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		if resp.ExitCode != int(cmdutil.ExitUsage) || !strings.Contains(resp.Error, tc.want) {
@@ -370,19 +371,4 @@ func TestListen(t *testing.T) {
 	if _, err := os.Stat(plain); err != nil {
 		t.Errorf("Listen removed a plain file: %v", err)
 	}
-}
-
-// FuzzDecodeRequest: any line decodes or fails, never panics, and a decoded request is checked.
-func FuzzDecodeRequest(f *testing.F) {
-	f.Add([]byte(`{"version":1,"trace":"/a","output":"/b","params":{"params":{},"preset":"test"}}`))
-	f.Add([]byte(`{"version":1,"trace":"/a","output":"/b","key":"/k","airs":"0,1"}`))
-	f.Add([]byte(`{}`))
-	f.Fuzz(func(t *testing.T, line []byte) {
-		var r Request
-		if decode(line, &r) == nil {
-			r.check()
-		}
-		var resp Response
-		decode(line, &resp)
-	})
 }

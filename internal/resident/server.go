@@ -3,12 +3,12 @@ package resident
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/metalprove/metalprove/internal/cmdutil"
 	"github.com/metalprove/metalprove/internal/prover"
+	"github.com/metalprove/metalprove/internal/resident/wire"
 )
 
 // requestTimeout bounds the wait for a connection's request line.
@@ -113,21 +114,26 @@ func (s *Server) handle(ctx context.Context, conn net.Conn) {
 	out := &lockedWriter{w: conn}
 	r := bufio.NewReaderSize(conn, 64<<10)
 	conn.SetReadDeadline(time.Now().Add(requestTimeout))
-	var req Request
-	line, err := readLine(r)
+	var req wire.Request
+	line, err := wire.ReadLine(r)
 	if errors.Is(err, io.EOF) { // a connection that asked nothing (Listen's probe of a live socket)
 		return
 	}
 	if err == nil {
-		err = decode(line, &req)
+		err = wire.Decode(line, &req)
 	}
 	if err == nil {
-		err = req.check()
+		err = req.Check()
+	}
+	var params *prover.Resolved
+	if err == nil && req.Key == "" {
+		params = new(prover.Resolved)
+		err = wire.Decode(req.Params, params)
 	}
 	if err != nil {
 		s.failed.Add(1)
 		log.Warn().Err(err).Msg("request refused")
-		writeLine(out, Response{Error: err.Error(), ExitCode: int(cmdutil.ExitCodeFor(usage(err)))})
+		wire.WriteLine(out, wire.Response{Error: err.Error(), ExitCode: int(cmdutil.ExitCodeFor(usage(err)))})
 		return
 	}
 	conn.SetReadDeadline(time.Time{})
@@ -147,7 +153,7 @@ func (s *Server) handle(ctx context.Context, conn net.Conn) {
 	start := time.Now()
 	log.Info().Str("trace", req.Trace).Str("output", req.Output).Msg("proving")
 	rep, err := prover.Prove(pctx, prover.ProveRequest{
-		Trace: req.Trace, Output: req.Output, Key: req.Key, Airs: req.Airs, Resolved: req.Params,
+		Trace: req.Trace, Output: req.Output, Key: req.Key, Airs: req.Airs, Resolved: params,
 		AllowInsecure: req.AllowInsecure, NoCheck: req.NoCheck,
 		Settings: s.Settings, Logger: &plog, Resident: s.Resident,
 	})
@@ -157,12 +163,16 @@ func (s *Server) handle(ctx context.Context, conn net.Conn) {
 		}
 		s.failed.Add(1)
 		log.Warn().Str("trace", req.Trace).Err(err).Msg("proof failed")
-		writeLine(out, Response{Error: err.Error(), ExitCode: int(cmdutil.ExitCodeFor(err))})
+		wire.WriteLine(out, wire.Response{Error: err.Error(), ExitCode: int(cmdutil.ExitCodeFor(err))})
 		return
 	}
 	s.proved.Add(1)
 	log.Info().Str("trace", req.Trace).Str("proof", rep.Output).Str("elapsed", time.Since(start).Round(time.Millisecond).String()).Msg("proof written")
-	if err := writeLine(out, Response{Report: rep}); err != nil {
+	report, err := json.Marshal(rep)
+	if err == nil {
+		err = wire.WriteLine(out, wire.Response{Report: report})
+	}
+	if err != nil {
 		log.Warn().Err(err).Msg("the report could not be sent: the client hung up")
 	}
 }
@@ -173,26 +183,6 @@ func usage(err error) error {
 		return &cmdutil.UsageError{Err: err}
 	}
 	return err
-}
-
-// check refuses requests that are not whole: the version, the trace and output as absolute
-// paths.
-func (r *Request) check() error {
-	switch {
-	case r.Version != Version:
-		return fmt.Errorf("%w: request of version %d, this server speaks version %d", ErrProtocol, r.Version, Version)
-	case r.Trace == "" || !filepath.IsAbs(r.Trace):
-		return fmt.Errorf("%w: the trace %q is not an absolute path", ErrProtocol, r.Trace)
-	case r.Output == "" || !filepath.IsAbs(r.Output):
-		return fmt.Errorf("%w: the output %q is not an absolute path", ErrProtocol, r.Output)
-	case r.Key != "" && !filepath.IsAbs(r.Key):
-		return fmt.Errorf("%w: the key %q is not an absolute path", ErrProtocol, r.Key)
-	case r.Key != "" && r.Params != nil:
-		return fmt.Errorf("%w: a key and parameters: the parameters are the key's", ErrProtocol)
-	case r.Key == "" && r.Params == nil:
-		return fmt.Errorf("%w: neither a key nor parameters", ErrProtocol)
-	}
-	return nil
 }
 
 // lockedWriter serialises the lines of one connection (log records come from the proof's
@@ -216,7 +206,7 @@ func (rw recordWriter) Write(p []byte) (int, error) {
 	for len(rec) > 0 && (rec[len(rec)-1] == '\n' || rec[len(rec)-1] == '\r') {
 		rec = rec[:len(rec)-1]
 	}
-	if err := writeLine(rw.w, Response{Log: append([]byte(nil), rec...)}); err != nil {
+	if err := wire.WriteLine(rw.w, wire.Response{Log: append([]byte(nil), rec...)}); err != nil {
 		return 0, err
 	}
 	return len(p), nil
