@@ -52,29 +52,9 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 	k, R := p.Whir.K, len(p.Whir.Rounds)
 	var proof WhirProof
 	grind := func(bits int) (field.Fp, error) { return tr.GrindWith(context.Background(), g, bits) }
-	var err error
-	// A backend that grinds μ's proof of work and samples μ on its device starts the chain there
-	// (the chain's run brings them back); otherwise μ is made here.
-	var wp WhirProver
-	muOnDevice := false
-	if db, ok := be.(WhirDeviceMu); ok {
-		switch wp, err = db.NewWhirProverMu(p, commits, tr, uCube); {
-		case errors.Is(err, ErrDeviceRoundsUnsupported):
-			wp = nil
-		case err != nil:
-			return WhirProof{}, err
-		default:
-			muOnDevice = true
-		}
-	}
-	if wp == nil {
-		if proof.MuPowWitness, err = grind(p.Whir.MuPowBits); err != nil {
-			return WhirProof{}, err
-		}
-		mu := tr.SampleExt()
-		if wp, err = be.NewWhirProver(p, commits, mu, uCube); err != nil {
-			return WhirProof{}, err
-		}
+	wp, chain, err := openWhir(be, grind, tr, p, commits, uCube, &proof)
+	if err != nil {
+		return WhirProof{}, err
 	}
 	defer wp.Release()
 
@@ -82,35 +62,6 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 	proof.InitialRoundMerkleProofs = make([][][]Digest, len(commits))
 	lrs := m + p.LogBlowup
 	dr, onDevice := wp.(WhirDeviceRounds)
-	// A backend that runs the rounds one after another on its device returns them at once; the
-	// loop replays them through tr, checking each witness and sample.
-	var chain *WhirChainRun
-	if ch, ok := wp.(WhirDeviceChain); ok {
-		switch chain, err = ch.ChainRounds(tr, p); {
-		case errors.Is(err, ErrDeviceRoundsUnsupported):
-			chain = nil
-		case err != nil:
-			return WhirProof{}, err
-		default:
-			if err := checkChainRun(chain, p, len(commits)); err != nil {
-				return WhirProof{}, err
-			}
-		}
-	}
-	if muOnDevice {
-		if chain == nil || !chain.MuOnDevice {
-			return WhirProof{}, fmt.Errorf("%w: WHIR's μ was made on the device but its rounds did not run there", ErrDeviceTranscript)
-		}
-		if !tr.CheckWitness(p.Whir.MuPowBits, chain.MuWitness) {
-			return WhirProof{}, fmt.Errorf("%w: the device's μ witness %d fails the proof of work", ErrDeviceTranscript, chain.MuWitness)
-		}
-		proof.MuPowWitness = chain.MuWitness
-		if mu := tr.SampleExt(); mu != chain.Mu {
-			return WhirProof{}, fmt.Errorf("%w: μ %v on the device, %v here", ErrDeviceTranscript, chain.Mu, mu)
-		}
-	} else if chain != nil && chain.MuOnDevice {
-		return WhirProof{}, fmt.Errorf("%w: a chain with μ from a prover given μ", ErrDeviceTranscript)
-	}
 	for r, rc := range p.Whir.Rounds {
 		last := r == R-1
 		// A backend that runs the round's sumcheck rounds with the transcript on the device
@@ -328,6 +279,65 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 		lrs--
 	}
 	return proof, nil
+}
+
+// openWhir makes the WHIR prover and, where it runs the rounds as one chain on its device
+// (WhirDeviceChain), that chain's run, with μ replayed: μ made here (its proof-of-work witness
+// into proof) and given to NewWhirProver, or made on the device (WhirDeviceMu) and checked
+// against the chain's run. The run's rounds are replayed by ProveWhir's loop, each witness and
+// sample checked (ErrDeviceTranscript). chain is nil where the rounds run one by one.
+func openWhir(be WhirBackend, grind func(int) (field.Fp, error), tr *transcript.Transcript, p params.SystemParams, commits []Committed, uCube []field.Fp4, proof *WhirProof) (wp WhirProver, chain *WhirChainRun, err error) {
+	muOnDevice := false
+	if db, ok := be.(WhirDeviceMu); ok {
+		switch wp, err = db.NewWhirProverMu(p, commits, tr, uCube); {
+		case errors.Is(err, ErrDeviceRoundsUnsupported):
+			wp = nil
+		case err != nil:
+			return nil, nil, err
+		default:
+			muOnDevice = true
+		}
+	}
+	if wp == nil {
+		if proof.MuPowWitness, err = grind(p.Whir.MuPowBits); err != nil {
+			return nil, nil, err
+		}
+		mu := tr.SampleExt()
+		if wp, err = be.NewWhirProver(p, commits, mu, uCube); err != nil {
+			return nil, nil, err
+		}
+	}
+	fail := func(err error) (WhirProver, *WhirChainRun, error) {
+		wp.Release()
+		return nil, nil, err
+	}
+	if ch, ok := wp.(WhirDeviceChain); ok {
+		switch chain, err = ch.ChainRounds(tr, p); {
+		case errors.Is(err, ErrDeviceRoundsUnsupported):
+			chain = nil
+		case err != nil:
+			return fail(err)
+		default:
+			if err := checkChainRun(chain, p, len(commits)); err != nil {
+				return fail(err)
+			}
+		}
+	}
+	switch {
+	case muOnDevice && (chain == nil || !chain.MuOnDevice):
+		return fail(fmt.Errorf("%w: WHIR's μ was made on the device but its rounds did not run there", ErrDeviceTranscript))
+	case muOnDevice:
+		if !tr.CheckWitness(p.Whir.MuPowBits, chain.MuWitness) {
+			return fail(fmt.Errorf("%w: the device's μ witness %d fails the proof of work", ErrDeviceTranscript, chain.MuWitness))
+		}
+		proof.MuPowWitness = chain.MuWitness
+		if mu := tr.SampleExt(); mu != chain.Mu {
+			return fail(fmt.Errorf("%w: μ %v on the device, %v here", ErrDeviceTranscript, chain.Mu, mu))
+		}
+	case chain != nil && chain.MuOnDevice:
+		return fail(fmt.Errorf("%w: a chain with μ from a prover given μ", ErrDeviceTranscript))
+	}
+	return wp, chain, nil
 }
 
 // initial and codeword are a chained round's openings (nil for no chained round).
