@@ -1083,7 +1083,7 @@ func dispatchGrindSearch(enc *gpu.Batch, groups, tpg gpu.Dim3, state *gpu.Buffer
 	return enc.Dispatch("grind_search", groups, tpg, []gpu.Arg{gpu.Buf(state), gpu.Buf(rc), gpu.Buf(groupMin), gpu.Buf(found), p.arg(), gpu.Buf(prev)}, scratchBytes)
 }
 
-// dispatchGrindMin encodes kernel grind_min (shaders/common/grind.metal:95).
+// dispatchGrindMin encodes kernel grind_min (shaders/common/grind.metal:97).
 func dispatchGrindMin(enc *gpu.Batch, groups, tpg gpu.Dim3, groupMin *gpu.Buffer, out *gpu.Buffer, n uint32, found *gpu.Buffer, cont uint32, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("grind_min", groups, tpg, []gpu.Arg{gpu.Buf(groupMin), gpu.Buf(out), gpu.U32(n), gpu.Buf(found), gpu.U32(cont)}, scratchBytes)
 }

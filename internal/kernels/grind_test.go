@@ -300,5 +300,23 @@ func TestGrindContinuation(t *testing.T) {
 		if err != nil || !ok || field.Fp(got) != want {
 			t.Errorf("first slice of %d (witness %d): %d, %t, %v", slice, want, got, ok, err)
 		}
+		// A continuation skipped after a hit leaves the next search as a fresh one (its hit
+		// marker reset): a later state's witness is found as the host grinder finds it.
+		st2 := st
+		st2[0] += field.Fp(slice)
+		w2, ok2, err := g.Search(context.Background(), st2, absorb, bits)
+		if err != nil || !ok2 || w2 != hostWitness(t, st2, absorb, bits) {
+			t.Errorf("the search after a first slice of %d: %d, %t, %v", slice, w2, ok2, err)
+		}
 	}
+}
+
+// hostWitness is the smallest witness for state at absorbIdx by the host grinder.
+func hostWitness(t *testing.T, state [poseidon2.Width]field.Fp, absorbIdx, bits int) field.Fp {
+	t.Helper()
+	w, err := transcript.HostGrinder{}.FindWitness(context.Background(), state, absorbIdx, bits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }

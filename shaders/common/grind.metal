@@ -38,6 +38,9 @@ kernel void grind_search(constant uint* state [[buffer(0)]],
                          uint tid [[thread_index_in_threadgroup]],
                          uint group [[threadgroup_position_in_grid]],
                          uint tpg [[threads_per_threadgroup]]) {
+  // A continuation after the hit of the search before it: nothing to test, and grind_min skips
+  // the group minima (uniform: every thread of every group returns here).
+  if (p.cont != 0u && prev[0] != GRIND_NONE) return;
   uint idx = p.absorb_idx;
   uint mask = p.mask;
   uint base = p.base;
@@ -47,7 +50,6 @@ kernel void grind_search(constant uint* state [[buffer(0)]],
   uint best = GRIND_NONE;
   uint s[P2_STATE];
   uint lstride = stride * MSL_LANES;
-  if (p.cont != 0u && prev[0] != GRIND_NONE) count = 0u;  // the search before found one
   // Some passing candidate, written by whichever thread found one (a plain store: any hit will
   // do); read past the cache, so that threads started after a hit see it.
   volatile device uint* hit = found;
@@ -100,6 +102,10 @@ kernel void grind_min(device const uint* group_min [[buffer(0)]],
                       threadgroup uint* scratch [[threadgroup(0)]],
                       uint tid [[thread_index_in_threadgroup]],
                       uint tpg [[threads_per_threadgroup]]) {
+  // A continuation after a hit (out[0], the search before's result, below every candidate of this
+  // one): grind_search wrote neither the group minima nor found (reset by the search before's
+  // grind_min), the result stands.
+  if (cont != 0u && out[0] != GRIND_NONE) return;
   uint cnt = n;
   uint m = GRIND_NONE;
   for (uint i = tid; i < cnt; i += tpg) m = min(m, group_min[i]);

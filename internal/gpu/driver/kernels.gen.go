@@ -222,7 +222,7 @@ var Kernels = []KernelInfo{
 		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroup_position_in_grid"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "grind_min", Family: "grind", Pos: "shaders/common/grind.metal:95", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "grind_min", Family: "grind", Pos: "shaders/common/grind.metal:97", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "group_min", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "n", Type: "constant uint&", Kind: ParamValue, Index: 2, ValueSize: 4},

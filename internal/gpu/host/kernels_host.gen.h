@@ -3527,6 +3527,9 @@ MSL_KERNEL void msl_kernel_grind_search(MSL_CONSTANT uint* state              ,
                          uint tid                                ,
                          uint group                                 ,
                          uint tpg                            ) {
+  // A continuation after the hit of the search before it: nothing to test, and grind_min skips
+  // the group minima (uniform: every thread of every group returns here).
+  if (p.cont != 0u && prev[0] != GRIND_NONE) return;
   uint idx = p.absorb_idx;
   uint mask = p.mask;
   uint base = p.base;
@@ -3536,7 +3539,6 @@ MSL_KERNEL void msl_kernel_grind_search(MSL_CONSTANT uint* state              ,
   uint best = GRIND_NONE;
   uint s[P2_STATE];
   uint lstride = stride * MSL_LANES;
-  if (p.cont != 0u && prev[0] != GRIND_NONE) count = 0u;  // the search before found one
   // Some passing candidate, written by whichever thread found one (a plain store: any hit will
   // do); read past the cache, so that threads started after a hit see it.
   volatile MSL_DEVICE uint* hit = found;
@@ -3589,6 +3591,10 @@ MSL_KERNEL void msl_kernel_grind_min(MSL_DEVICE const uint* group_min           
                       MSL_THREADGROUP uint* scratch                   ,
                       uint tid                                ,
                       uint tpg                            ) {
+  // A continuation after a hit (out[0], the search before's result, below every candidate of this
+  // one): grind_search wrote neither the group minima nor found (reset by the search before's
+  // grind_min), the result stands.
+  if (cont != 0u && out[0] != GRIND_NONE) return;
   uint cnt = n;
   uint m = GRIND_NONE;
   for (uint i = tid; i < cnt; i += tpg) m = min(m, group_min[i]);
