@@ -78,6 +78,18 @@ type Committer interface {
 	Commit(p params.SystemParams, traces []Trace) (Committed, error)
 }
 
+// CommitGrinder is a Committer that can go on, behind a commitment on its device, with the rest
+// of the proof's preamble and the LogUp proof of work (the GKR stage's first step), so that the
+// root and the witness come back with one sync. Prove uses it where the commitment's root is the
+// only value of the preamble the host does not know beforehand (no cached main traces); the GKR
+// stage is then given the witness, which its transcript checks.
+type CommitGrinder interface {
+	// CommitGrind is Commit, then from tr's state (tr is not changed) the root observed, then
+	// tail, and the smallest witness of the bits-bit proof of work searched from there. found
+	// is false where the backend did not search (the bits) or found none: the stage grinds.
+	CommitGrind(p params.SystemParams, traces []Trace, tr *transcript.Transcript, tail []field.Fp, bits int) (c Committed, witness field.Fp, found bool, err error)
+}
+
 // StackingBackend runs the stacked opening reduction (spec B §5).
 type StackingBackend interface {
 	// NewStackingProver prepares the stacked opening reduction over commits at the batch-sumcheck

@@ -365,29 +365,38 @@ func AirInputs(pk *ProvingKey, inputs []AirTraces, p params.SystemParams) ([]*Ai
 func observePreamble(tr *transcript.Transcript, vk *VerifyingKey, proof *Proof) {
 	tr.ObserveDigest(vk.PreHash)
 	tr.ObserveDigest(proof.CommonMainCommit)
+	for _, v := range preambleTail(vk, proof) {
+		tr.Observe(v)
+	}
+}
+
+// preambleTail is what observePreamble observes after the common-main root: per AIR its
+// presence (optional AIRs), its preprocessed commitment or log height, its cached commitments,
+// its public values.
+func preambleTail(vk *VerifyingKey, proof *Proof) []field.Fp {
+	var tail []field.Fp
 	for i, avk := range vk.MVK.PerAir {
 		td := proof.TraceVData[i]
 		if !avk.IsRequired {
 			if td != nil {
-				tr.Observe(field.One)
+				tail = append(tail, field.One)
 			} else {
-				tr.Observe(field.Zero)
+				tail = append(tail, field.Zero)
 			}
 		}
 		if td != nil {
 			if avk.Preprocessed != nil {
-				tr.ObserveDigest(avk.Preprocessed.Commit)
+				tail = append(tail, avk.Preprocessed.Commit[:]...)
 			} else {
-				tr.Observe(field.New(uint32(td.LogHeight)))
+				tail = append(tail, field.New(uint32(td.LogHeight)))
 			}
 			for _, c := range td.CachedCommitments {
-				tr.ObserveDigest(c)
+				tail = append(tail, c[:]...)
 			}
 		}
-		for _, v := range proof.PublicValues[i] {
-			tr.Observe(v)
-		}
+		tail = append(tail, proof.PublicValues[i]...)
 	}
+	return tail
 }
 
 // Prove proves the traces of inputs (one entry per AIR of pk, absent AIRs as zero values) with
@@ -462,8 +471,26 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 		PublicValues: make([][]field.Fp, len(inputs)),
 	}
 	tr := transcript.NewWith(be.Absorber)
+	// Where the backend can, the LogUp proof of work is searched on its device behind the
+	// commitment (CommitGrinder): the preamble after the root is known before it when no AIR has
+	// cached main traces. The GKR stage is then given the witness (foundWitness).
+	var found *foundWitness
 	err = st.run(StageCommit, func() error {
-		common, err := be.Committer.Commit(p, commons)
+		var common Committed
+		var err error
+		if cg, ok := be.Committer.(CommitGrinder); ok && !hasCached(traces) {
+			setTraceData(proof, inputs, make([][]Digest, len(inputs)))
+			pre := tr
+			pre.ObserveDigest(vk.PreHash)
+			var w field.Fp
+			var ok bool
+			common, w, ok, err = cg.CommitGrind(p, commons, &pre, preambleTail(vk, proof), p.Logup.PowBits)
+			if err == nil && ok {
+				found = &foundWitness{w: w, bits: p.Logup.PowBits}
+			}
+		} else {
+			common, err = be.Committer.Commit(p, commons)
+		}
 		if err != nil {
 			return fmt.Errorf("stark: commit common main traces: %w", err)
 		}
@@ -487,18 +514,20 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 				cachedRoots[i] = append(cachedRoots[i], c.Root())
 			}
 		}
-		for i := range inputs {
-			proof.PublicValues[i] = []field.Fp{}
-			if inputs[i].Present() {
-				proof.TraceVData[i] = &TraceVData{LogHeight: log2Exact(inputs[i].Common.Height()), CachedCommitments: cachedRoots[i]}
-				proof.PublicValues[i] = slices.Clone(inputs[i].Public)
-			}
-		}
+		setTraceData(proof, inputs, cachedRoots)
 		observePreamble(&tr, vk, proof)
+		if found != nil {
+			found.state, found.absorbIdx, _ = tr.State()
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	grinder := st.grinder(be)
+	if found != nil {
+		found.next = grinder
+		grinder = found
 	}
 
 	// A device run of GKR's layers is replayed beside the next stages (GkrProveOptions.Defer);
@@ -507,7 +536,7 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 	var gkrCheck func() error
 	err = st.run(StageGkr, func() error {
 		var err error
-		proof.GKR, outcome, err = ProveGkrWithOptions(be.Gkr, st.grinder(be), &tr, p, traces, GkrProveOptions{Defer: func(check func() error) { gkrCheck = check }})
+		proof.GKR, outcome, err = ProveGkrWithOptions(be.Gkr, grinder, &tr, p, traces, GkrProveOptions{Defer: func(check func() error) { gkrCheck = check }})
 		return err
 	})
 	if err != nil {
@@ -568,6 +597,50 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 		}
 	}
 	return proof, nil
+}
+
+// foundWitness is a Grinder that knows the witness of one search (CommitGrinder's: for the
+// transcript state after the preamble) and asks next for any other. The transcript's GrindWith
+// checks what it returns.
+type foundWitness struct {
+	state     [poseidon2.Width]field.Fp
+	absorbIdx int
+	bits      int
+	w         field.Fp
+	next      transcript.Grinder
+}
+
+func (f *foundWitness) FindWitness(ctx context.Context, state [poseidon2.Width]field.Fp, absorbIdx, bits int) (field.Fp, error) {
+	if state == f.state && absorbIdx == f.absorbIdx && bits == f.bits {
+		return f.w, nil
+	}
+	return f.next.FindWitness(ctx, state, absorbIdx, bits)
+}
+
+// setTraceData sets the proof's per-AIR data and public values of inputs, with the roots of their
+// cached main traces (an empty list for nil).
+func setTraceData(proof *Proof, inputs []AirTraces, cachedRoots [][]Digest) {
+	for i := range inputs {
+		proof.PublicValues[i] = []field.Fp{}
+		if inputs[i].Present() {
+			roots := cachedRoots[i]
+			if roots == nil {
+				roots = []Digest{}
+			}
+			proof.TraceVData[i] = &TraceVData{LogHeight: log2Exact(inputs[i].Common.Height()), CachedCommitments: roots}
+			proof.PublicValues[i] = slices.Clone(inputs[i].Public)
+		}
+	}
+}
+
+// hasCached reports whether some trace has cached main traces (their roots enter the preamble).
+func hasCached(traces []*AirInput) bool {
+	for _, t := range traces {
+		if len(t.Cached) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // grinder is be's Grinder with the proof's context, its time added to s.grinding.

@@ -2,6 +2,7 @@ package stark_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/metalprove/metalprove/internal/field"
 	"github.com/metalprove/metalprove/internal/params"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 func presetParams(t testing.TB, name string) params.SystemParams {
@@ -229,4 +231,84 @@ func TestProveInputErrors(t *testing.T) {
 	odd.Common = air.Matrix{Values: odd.Common.Values[:6], Width: 2, Height: 3}
 	bad("height", []stark.AirProvingInput{odd}, p)
 	bad("params", inputs, presetParams(t, "app-100bit"))
+}
+
+// grindingCommitter is cpuref's committer with CommitGrind (stark.CommitGrinder): the root and
+// tail observed on a copy of the transcript, the witness found by the host grinder, plus delta (a
+// device's wrong answer).
+type grindingCommitter struct {
+	stark.Committer
+	delta field.Fp
+	calls *int
+}
+
+func (c grindingCommitter) CommitGrind(p params.SystemParams, traces []stark.Trace, tr *transcript.Transcript, tail []field.Fp, bits int) (stark.Committed, field.Fp, bool, error) {
+	cm, err := c.Commit(p, traces)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	*c.calls++
+	t := *tr
+	t.ObserveDigest(cm.Root())
+	for _, v := range tail {
+		t.Observe(v)
+	}
+	st, ai, _ := t.State()
+	w, err := transcript.HostGrinder{}.FindWitness(context.Background(), st, ai, bits)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	return cm, w.Add(c.delta), true, nil
+}
+
+// TestProveWithCommitGrinder: a committer that finds the LogUp witness behind the commitment
+// gives cpuref's proof byte for byte (public values, optional and preprocessed AIRs in the
+// preamble's tail); a wrong witness fails the proof; with cached main traces it is not asked.
+func TestProveWithCommitGrinder(t *testing.T) {
+	p := presetParams(t, "test")
+	p.Logup.PowBits = 6
+	for name, ins := range map[string][]testair.Instance{
+		"interaction pair": testair.InteractionPair(16, 7),
+		"mixture":          testair.Mixture(16),
+		"fibonacci":        {testair.Fibonacci(1, 1, 16), testair.FibonacciSelector(2, 3, 8)},
+		"cached":           {testair.PreprocessedCached(2, 16)},
+	} {
+		airs, inputs := statement(ins)
+		pk, err := stark.Keygen(p, airs, nil, cpuref.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := stark.Prove(pk, inputs, p, cpuref.New(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		with := func(delta field.Fp) *stark.Backend {
+			be := cpuref.New()
+			be.Committer = grindingCommitter{Committer: be.Committer, delta: delta, calls: &calls}
+			return be
+		}
+		got, err := stark.Prove(pk, inputs, p, with(0), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		wb, _ := want.MarshalBinary()
+		gb, _ := got.MarshalBinary()
+		if !bytes.Equal(gb, wb) {
+			t.Fatalf("%s: the proof with the witness found behind the commitment differs from cpuref's", name)
+		}
+		cached := false
+		for _, in := range inputs {
+			cached = cached || len(in.Cached) > 0
+		}
+		if (calls == 0) != cached {
+			t.Fatalf("%s: CommitGrind called %d times", name, calls)
+		}
+		// A wrong witness fails the transcript's check, or passes it (2^−6) and changes the proof.
+		if bad, err := stark.Prove(pk, inputs, p, with(1), nil); !cached && err == nil {
+			if bb, _ := bad.MarshalBinary(); bytes.Equal(bb, wb) {
+				t.Errorf("%s: a wrong witness accepted", name)
+			}
+		}
+	}
 }

@@ -9,7 +9,9 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/stark"
+	"github.com/metalprove/metalprove/internal/transcript"
 )
 
 // Committed is the device backend's commitment: the Merkle tree of the RS codeword of the stacked
@@ -228,23 +230,81 @@ func (b *Backend) commits(cs []stark.Committed) ([]*Committed, error) {
 // chunk by chunk in the lean plan); the root is the only download (32 bytes). The traces are
 // pinned until the commitment is freed.
 func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Committed, error) {
-	layout, err := stark.CommitLayout(p, traces)
+	c, _, _, err := b.commit(p, traces, nil)
 	if err != nil {
 		return nil, err
 	}
+	return c, nil
+}
+
+var _ stark.CommitGrinder = (*Backend)(nil)
+
+// CommitGrind implements stark.CommitGrinder: behind the commitment's kernels a device
+// transcript in tr's state observes the root (from the tree) and tail (uploaded before the
+// commitment is encoded), and the proof of work is searched from its sponge
+// (kernels.Grind.EncodeSearchAll, at most chainMaxPowBits bits); the root and the witness come
+// back in one download.
+func (b *Backend) CommitGrind(p params.SystemParams, traces []stark.Trace, tr *transcript.Transcript, tail []field.Fp, bits int) (stark.Committed, field.Fp, bool, error) {
+	if bits < 1 || bits > chainMaxPowBits {
+		c, err := b.Commit(p, traces)
+		return c, 0, false, err
+	}
+	c, w, found, err := b.commit(p, traces, &preambleGrind{tr: tr, tail: tail, bits: bits})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	return c, w, found, nil
+}
+
+// preambleGrind is what CommitGrind does behind the commitment: from tr's state, observe the
+// root and tail, then grind bits.
+type preambleGrind struct {
+	tr   *transcript.Transcript
+	tail []field.Fp
+	bits int
+}
+
+// commit is Commit, with pg set CommitGrind's: the witness and whether the search found one.
+func (b *Backend) commit(p params.SystemParams, traces []stark.Trace, pg *preambleGrind) (*Committed, field.Fp, bool, error) {
+	layout, err := stark.CommitLayout(p, traces)
+	if err != nil {
+		return nil, 0, false, err
+	}
 	dts, err := b.traces(traces)
 	if err != nil {
-		return nil, err
+		return nil, 0, false, err
 	}
 	c := &Committed{be: b, layout: layout, height: 1 << layout.LogHeight, width: layout.Width,
 		lSkip: p.LSkip, logBlowup: p.LogBlowup, k: p.Whir.K}
 	var codeword *gpu.Array[kernels.Mont]
-	fail := func(err error) (stark.Committed, error) {
+	var tt *kernels.DeviceTranscript
+	var pre *gpu.Array[kernels.Mont]
+	defer func() {
+		if tt != nil {
+			tt.Close()
+		}
+		if pre != nil {
+			pre.Free()
+		}
+	}()
+	fail := func(err error) (*Committed, field.Fp, bool, error) {
 		c.free()
 		if codeword != nil {
 			codeword.Free() // a second free of a kept codeword is harmless
 		}
-		return nil, err
+		return nil, 0, false, err
+	}
+	if pg != nil {
+		// The root's place, the preamble's tail, the witness's place: up before the
+		// commitment's kernels (an upload waits for the work queued before it).
+		words := make([]field.Fp, poseidon2.DigestSize, poseidon2.DigestSize+len(pg.tail)+1)
+		words = append(append(words, pg.tail...), 0)
+		if pre, err = gpu.UploadArray(b.dev, "preamble", kernels.MontSlice(words)); err != nil {
+			return fail(err)
+		}
+		if tt, err = b.hash.NewDeviceTranscript(1); err != nil {
+			return fail(err)
+		}
 	}
 	for mat, t := range dts {
 		if t.width == 0 {
@@ -295,12 +355,66 @@ func (b *Backend) Commit(p params.SystemParams, traces []stark.Trace) (stark.Com
 			return fail(err)
 		}
 	}
-	if c.root, err = c.tree.Root(); err != nil {
+	var w field.Fp
+	found := false
+	if pg == nil {
+		if c.root, err = c.tree.Root(); err != nil {
+			return fail(fmt.Errorf("backend/device: commit: %w", err))
+		}
+	} else if c.root, w, found, err = c.encodeGrind(pg, tt, pre); err != nil {
 		return fail(fmt.Errorf("backend/device: commit: %w", err))
 	}
 	c.codeword = codeword
 	if err := b.track(c); err != nil {
 		return fail(err)
 	}
-	return c, nil
+	return c, w, found, nil
+}
+
+// encodeGrind encodes pg behind the commitment on tt, with pre the root's place, pg.tail and
+// the witness's place (uploaded): the root copied in, the root and tail observed at once, the
+// search, its result copied in; one download brings back the root and the witness.
+func (c *Committed) encodeGrind(pg *preambleGrind, tt *kernels.DeviceTranscript, pre *gpu.Array[kernels.Mont]) (stark.Digest, field.Fp, bool, error) {
+	b := c.be.dev.Batch()
+	n := poseidon2.DigestSize + len(pg.tail) // observed
+	st, absorbIdx, sampleIdx := pg.tr.State()
+	if err := tt.EncodeSetState(b, st, absorbIdx, sampleIdx); err != nil {
+		return stark.Digest{}, 0, false, err
+	}
+	if err := c.tree.EncodeCopyRoot(b, pre.Buffer, 0); err != nil {
+		return stark.Digest{}, 0, false, err
+	}
+	if err := tt.EncodeObserveSample(b, pre.Buffer, 0, n, false, 0); err != nil {
+		return stark.Digest{}, 0, false, err
+	}
+	// The sponge's absorb index after the observes, as the host's transcript has it.
+	shadow := *pg.tr
+	shadow.ObserveSlice(make([]field.Fp, n))
+	_, ai, _ := shadow.State()
+	g, unlock, err := c.be.grinder()
+	if err != nil {
+		return stark.Digest{}, 0, false, err
+	}
+	defer unlock()
+	if err := g.EncodeSearchAll(b, tt, ai, pg.bits); err != nil {
+		return stark.Digest{}, 0, false, err
+	}
+	b.Copy(pre.Buffer, 4*n, g.Result().Buffer, 0, 4)
+	if err := b.Err(); err != nil {
+		return stark.Digest{}, 0, false, err
+	}
+	v := make([]kernels.Mont, n+1)
+	if err := pre.Read(v, 0); err != nil {
+		return stark.Digest{}, 0, false, err
+	}
+	c.tree.ReleaseScratch()
+	var root stark.Digest
+	for i := range root {
+		root[i] = kernels.CanonicalOf(v[i])
+	}
+	w := uint32(v[n]) // canonical: the search's result as found
+	if w >= field.P {
+		return root, 0, false, nil
+	}
+	return root, field.Fp(w), true, nil
 }
