@@ -1189,24 +1189,45 @@ MSL_FN void group_sum_words(MSL_THREAD uint* v, MSL_THREADGROUP uint* scratch, u
 #define P2_RC_LEN 157u
 
 
+// The permutation's additions, subtractions and products end with a minimum (of t and t ∓ p as
+// unsigned values) instead of a comparison and a conditional correction (as poseidon2_group.h's
+// p2g_add and p2g_mul); the same values as bb_add, bb_sub and bb_mul.
+MSL_FN uint p2_add(uint a, uint b) {
+  uint t = a + b;  // < 2p < 2^32
+  return min(t, t - BB_P);
+}
+
+MSL_FN uint p2_sub(uint a, uint b) {
+  uint t = a - b;  // wrapped when a < b
+  return min(t, t + BB_P);
+}
+
+MSL_FN uint p2_mul(uint a, uint b) {
+  uint lo = a * b;
+  uint hi = mulhi(a, b);
+  uint m = lo * BB_PINV;
+  uint r = hi - bb_mulhi_p(m);  // hi − hi(m·p), wrapped when negative
+  return min(r, r + BB_P);
+}
+
 MSL_FN uint p2_sbox(uint x) {  // x^7
-  uint x2 = bb_mul(x, x);
-  uint x3 = bb_mul(x2, x);
-  uint x4 = bb_mul(x2, x2);
-  return bb_mul(x3, x4);
+  uint x2 = p2_mul(x, x);
+  uint x3 = p2_mul(x2, x);
+  uint x4 = p2_mul(x2, x2);
+  return p2_mul(x3, x4);
 }
 
 // [2 3 1 1; 1 2 3 1; 1 1 2 3; 3 1 1 2] applied to elements g..g+4 of lane l.
 MSL_FN void p2_mat4_lane(MSL_THREAD uint* s, uint g, uint l, uint x0, uint x1, uint x2, uint x3) {
-  uint t01 = bb_add(x0, x1);
-  uint t23 = bb_add(x2, x3);
-  uint t0123 = bb_add(t01, t23);
-  uint t01123 = bb_add(t0123, x1);
-  uint t01233 = bb_add(t0123, x3);
-  s[g * MSL_LANES + l] = bb_add(t01123, t01);
-  s[(g + 1u) * MSL_LANES + l] = bb_add(t01123, bb_double(x2));
-  s[(g + 2u) * MSL_LANES + l] = bb_add(t01233, t23);
-  s[(g + 3u) * MSL_LANES + l] = bb_add(t01233, bb_double(x0));
+  uint t01 = p2_add(x0, x1);
+  uint t23 = p2_add(x2, x3);
+  uint t0123 = p2_add(t01, t23);
+  uint t01123 = p2_add(t0123, x1);
+  uint t01233 = p2_add(t0123, x3);
+  s[g * MSL_LANES + l] = p2_add(t01123, t01);
+  s[(g + 1u) * MSL_LANES + l] = p2_add(t01123, p2_add(x2, x2));
+  s[(g + 2u) * MSL_LANES + l] = p2_add(t01233, t23);
+  s[(g + 3u) * MSL_LANES + l] = p2_add(t01233, p2_add(x0, x0));
 }
 
 // Second half of M_E: add to each element the sum of the elements ≡ k (mod 4).
@@ -1217,11 +1238,11 @@ MSL_FN void p2_external_sums(MSL_THREAD uint* s) {
       uint b = s[(4u + k) * MSL_LANES + l];
       uint c = s[(8u + k) * MSL_LANES + l];
       uint d = s[(12u + k) * MSL_LANES + l];
-      uint sum = bb_add(bb_add(a, b), bb_add(c, d));
-      s[k * MSL_LANES + l] = bb_add(a, sum);
-      s[(4u + k) * MSL_LANES + l] = bb_add(b, sum);
-      s[(8u + k) * MSL_LANES + l] = bb_add(c, sum);
-      s[(12u + k) * MSL_LANES + l] = bb_add(d, sum);
+      uint sum = p2_add(p2_add(a, b), p2_add(c, d));
+      s[k * MSL_LANES + l] = p2_add(a, sum);
+      s[(4u + k) * MSL_LANES + l] = p2_add(b, sum);
+      s[(8u + k) * MSL_LANES + l] = p2_add(c, sum);
+      s[(12u + k) * MSL_LANES + l] = p2_add(d, sum);
     }
   }
 }
@@ -1242,10 +1263,10 @@ MSL_FN void p2_full_round(MSL_THREAD uint* s, MSL_CONSTANT uint* rc, uint off) {
   for (uint g = 0u; g < P2_WIDTH; g += 4u) {
     uint c0 = rc[off + g], c1 = rc[off + g + 1u], c2 = rc[off + g + 2u], c3 = rc[off + g + 3u];
     MSL_FOR_LANES(l) {
-      p2_mat4_lane(s, g, l, p2_sbox(bb_add(s[g * MSL_LANES + l], c0)),
-                   p2_sbox(bb_add(s[(g + 1u) * MSL_LANES + l], c1)),
-                   p2_sbox(bb_add(s[(g + 2u) * MSL_LANES + l], c2)),
-                   p2_sbox(bb_add(s[(g + 3u) * MSL_LANES + l], c3)));
+      p2_mat4_lane(s, g, l, p2_sbox(p2_add(s[g * MSL_LANES + l], c0)),
+                   p2_sbox(p2_add(s[(g + 1u) * MSL_LANES + l], c1)),
+                   p2_sbox(p2_add(s[(g + 2u) * MSL_LANES + l], c2)),
+                   p2_sbox(p2_add(s[(g + 3u) * MSL_LANES + l], c3)));
     }
   }
   p2_external_sums(s);
@@ -1267,35 +1288,35 @@ MSL_FN uint p2_mul_2exp_neg(uint x, uint k) {
 // products); returns their sum, the next round's `part`, as a tree.
 MSL_FN uint p2_internal_diag(MSL_THREAD uint* s, uint l, uint full) {
 #define P2_E(i) s[(i) * MSL_LANES + l]
-  uint x2 = bb_add(P2_E(2u), P2_E(2u));
-  uint x4 = bb_add(P2_E(4u), P2_E(4u));
-  uint x5 = bb_add(P2_E(5u), P2_E(5u));
-  uint x7 = bb_add(P2_E(7u), P2_E(7u));
-  uint x8 = bb_add(P2_E(8u), P2_E(8u));
-  uint v1 = bb_add(full, P2_E(1u));
-  uint v2 = bb_add(full, x2);
-  uint v3 = bb_add(full, p2_mul_2exp_neg(P2_E(3u), 1u));
-  uint v4 = bb_add(full, bb_add(x4, P2_E(4u)));
-  uint v5 = bb_add(full, bb_add(x5, x5));
-  uint v6 = bb_sub(full, p2_mul_2exp_neg(P2_E(6u), 1u));
-  uint v7 = bb_sub(full, bb_add(x7, P2_E(7u)));
-  uint v8 = bb_sub(full, bb_add(x8, x8));
-  uint v9 = bb_add(full, p2_mul_2exp_neg(P2_E(9u), 8u));
-  uint v10 = bb_add(full, p2_mul_2exp_neg(P2_E(10u), 2u));
-  uint v11 = bb_add(full, p2_mul_2exp_neg(P2_E(11u), 3u));
-  uint v12 = bb_add(full, p2_mul_2exp_neg(P2_E(12u), 27u));
-  uint v13 = bb_sub(full, p2_mul_2exp_neg(P2_E(13u), 8u));
-  uint v14 = bb_sub(full, p2_mul_2exp_neg(P2_E(14u), 4u));
-  uint v15 = bb_sub(full, p2_mul_2exp_neg(P2_E(15u), 27u));
+  uint x2 = p2_add(P2_E(2u), P2_E(2u));
+  uint x4 = p2_add(P2_E(4u), P2_E(4u));
+  uint x5 = p2_add(P2_E(5u), P2_E(5u));
+  uint x7 = p2_add(P2_E(7u), P2_E(7u));
+  uint x8 = p2_add(P2_E(8u), P2_E(8u));
+  uint v1 = p2_add(full, P2_E(1u));
+  uint v2 = p2_add(full, x2);
+  uint v3 = p2_add(full, p2_mul_2exp_neg(P2_E(3u), 1u));
+  uint v4 = p2_add(full, p2_add(x4, P2_E(4u)));
+  uint v5 = p2_add(full, p2_add(x5, x5));
+  uint v6 = p2_sub(full, p2_mul_2exp_neg(P2_E(6u), 1u));
+  uint v7 = p2_sub(full, p2_add(x7, P2_E(7u)));
+  uint v8 = p2_sub(full, p2_add(x8, x8));
+  uint v9 = p2_add(full, p2_mul_2exp_neg(P2_E(9u), 8u));
+  uint v10 = p2_add(full, p2_mul_2exp_neg(P2_E(10u), 2u));
+  uint v11 = p2_add(full, p2_mul_2exp_neg(P2_E(11u), 3u));
+  uint v12 = p2_add(full, p2_mul_2exp_neg(P2_E(12u), 27u));
+  uint v13 = p2_sub(full, p2_mul_2exp_neg(P2_E(13u), 8u));
+  uint v14 = p2_sub(full, p2_mul_2exp_neg(P2_E(14u), 4u));
+  uint v15 = p2_sub(full, p2_mul_2exp_neg(P2_E(15u), 27u));
   P2_E(1u) = v1; P2_E(2u) = v2; P2_E(3u) = v3; P2_E(4u) = v4; P2_E(5u) = v5;
   P2_E(6u) = v6; P2_E(7u) = v7; P2_E(8u) = v8; P2_E(9u) = v9; P2_E(10u) = v10;
   P2_E(11u) = v11; P2_E(12u) = v12; P2_E(13u) = v13; P2_E(14u) = v14; P2_E(15u) = v15;
 #undef P2_E
-  uint a = bb_add(bb_add(v1, v2), bb_add(v3, v4));
-  uint b = bb_add(bb_add(v5, v6), bb_add(v7, v8));
-  uint c = bb_add(bb_add(v9, v10), bb_add(v11, v12));
-  uint d = bb_add(bb_add(v13, v14), v15);
-  return bb_add(bb_add(a, b), bb_add(c, d));
+  uint a = p2_add(p2_add(v1, v2), p2_add(v3, v4));
+  uint b = p2_add(p2_add(v5, v6), p2_add(v7, v8));
+  uint c = p2_add(p2_add(v9, v10), p2_add(v11, v12));
+  uint d = p2_add(p2_add(v13, v14), v15);
+  return p2_add(p2_add(a, b), p2_add(c, d));
 }
 
 // The 13 partial rounds: S-box on element 0 only, then M_I = J + diag(V) (p2_internal_diag).
@@ -1304,14 +1325,14 @@ MSL_FN void p2_partial_rounds(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
   uint part[MSL_LANES];
   MSL_FOR_LANES(l) part[l] = s[MSL_LANES + l];
   for (uint i = 2u; i < P2_WIDTH; i++) {
-    MSL_FOR_LANES(l) part[l] = bb_add(part[l], s[i * MSL_LANES + l]);
+    MSL_FOR_LANES(l) part[l] = p2_add(part[l], s[i * MSL_LANES + l]);
   }
   for (uint r = 0u; r < 13u; r++) {
     uint c = rc[P2_RC_INTERNAL + r];
     MSL_FOR_LANES(l) {
-      uint s0 = p2_sbox(bb_add(s[l], c));
-      uint full = bb_add(part[l], s0);
-      s[l] = bb_sub(part[l], s0);  // V[0] = -2
+      uint s0 = p2_sbox(p2_add(s[l], c));
+      uint full = p2_add(part[l], s0);
+      s[l] = p2_sub(part[l], s0);  // V[0] = -2
       part[l] = p2_internal_diag(s, l, full);
     }
   }
