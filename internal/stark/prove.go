@@ -483,9 +483,9 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 			pre := tr
 			pre.ObserveDigest(vk.PreHash)
 			var w field.Fp
-			var ok bool
-			common, w, ok, err = cg.CommitGrind(p, commons, &pre, preambleTail(vk, proof), p.Logup.PowBits)
-			if err == nil && ok {
+			var searched bool
+			common, w, searched, err = cg.CommitGrind(p, commons, &pre, preambleTail(vk, proof), p.Logup.PowBits)
+			if err == nil && searched {
 				found = &foundWitness{w: w, bits: p.Logup.PowBits}
 			}
 		} else {
