@@ -29,8 +29,8 @@
 
 
 // The permutation's additions, subtractions and products end with a minimum (of t and t ∓ p as
-// unsigned values) instead of a comparison and a conditional correction (as poseidon2_group.h's
-// p2g_add and p2g_mul); the same values as bb_add, bb_sub and bb_mul.
+// unsigned values) instead of a comparison and a conditional correction; the same values as
+// bb_add, bb_sub and bb_mul. poseidon2_group.h's permutation uses them too.
 MSL_FN uint p2_add(uint a, uint b) {
   uint t = a + b;  // < 2p < 2^32
   return min(t, t - BB_P);

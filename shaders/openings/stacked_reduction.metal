@@ -590,12 +590,12 @@ kernel void sc_tr_round_grind(device const uint* sums [[buffer(0)]],
     uint mask = (1u << p.bits) - 1u;
     for (uint base = 0u;; base += S) {  // uniform: every thread reads the same flags
       p2g_sponge c;
-      c.x = k == sp.absorb ? p2g_mul(base + g, BB_R2) : sp.x;
+      c.x = k == sp.absorb ? p2_mul(base + g, BB_R2) : sp.x;
       c.buf = 0u;
       c.absorb = 0u;
       c.sample = 0u;
       p2g_permute(c, rcs, tid, xs + 32u * g);
-      if (k == 7u) hit[g] = (p2g_mul(c.x, 1u) & mask) == 0u ? 1u : 0u;
+      if (k == 7u) hit[g] = (p2_mul(c.x, 1u) & mask) == 0u ? 1u : 0u;
       threadgroup_barrier(mem_flags::mem_threadgroup);
       uint f = SC_TR_NO_WITNESS;
       for (uint j = 0u; j < S; j++) {
@@ -617,7 +617,7 @@ kernel void sc_tr_round_grind(device const uint* sums [[buffer(0)]],
   if (tid == 0u) {
     bb4_store(trlog, p.at, s1);
     bb4_store(trlog, p.at + 1u, s2);
-    bb4_store(trlog, p.at + 2u, bb4_make(p2g_mul(w, BB_R2), 0u, 0u, 0u));
+    bb4_store(trlog, p.at + 2u, bb4_make(p2_mul(w, BB_R2), 0u, 0u, 0u));
     bb4_store(trlog, p.at + 3u, alpha);
   }
   threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts

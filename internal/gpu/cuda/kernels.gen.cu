@@ -1192,8 +1192,8 @@ MSL_FN void group_sum_words(MSL_THREAD uint* v, MSL_THREADGROUP uint* scratch, u
 
 
 // The permutation's additions, subtractions and products end with a minimum (of t and t ∓ p as
-// unsigned values) instead of a comparison and a conditional correction (as poseidon2_group.h's
-// p2g_add and p2g_mul); the same values as bb_add, bb_sub and bb_mul.
+// unsigned values) instead of a comparison and a conditional correction; the same values as
+// bb_add, bb_sub and bb_mul. poseidon2_group.h's permutation uses them too.
 MSL_FN uint p2_add(uint a, uint b) {
   uint t = a + b;  // < 2p < 2^32
   return min(t, t - BB_P);
@@ -1536,22 +1536,10 @@ MSL_FN void p2_permute(MSL_THREAD uint* s, MSL_CONSTANT uint* rc) {
 #define P2G_RC_W (P2_RC_LEN + 192u)
 #define P2G_RC_LEN (P2_RC_LEN + 208u)
 
-// The permutation's additions and products end with a minimum (of t and t − p as unsigned
-// values) instead of a comparison and a conditional addition: two dependent steps instead of three,
-// and this permutation is one chain of latencies (H200 micro-benchmark: 10,387 → 8,353 cycles a
-// permutation, M_E 436 → 318, the 21 S-boxes 3,417 → 3,046). Same values as bb_add and bb_mul.
-MSL_FN uint p2g_add(uint a, uint b) {
-  uint t = a + b;  // < 2p < 2^32
-  return min(t, t - BB_P);
-}
-
-MSL_FN uint p2g_mul(uint a, uint b) {
-  uint lo = a * b;
-  uint hi = mulhi(a, b);
-  uint m = lo * BB_PINV;
-  uint r = hi - mulhi(m, BB_P);  // hi − hi(m·p), wrapped when negative
-  return min(r, r + BB_P);
-}
+// The permutation's additions and products are poseidon2.h's p2_add and p2_mul, which end with a
+// minimum instead of a comparison and a conditional addition: two dependent steps instead of
+// three, and this permutation is one chain of latencies (H200 micro-benchmark: 10,387 → 8,353
+// cycles a permutation, M_E 436 → 318, the 21 S-boxes 3,417 → 3,046).
 
 // Signed Montgomery product: a, b in (−p, p) as signed words, the result ≡ a·b·2^−32 in (−p, p)
 // with no correction step (m = lo·p^−1 taken signed: |a·b − m·p| < p² + 2^31·p < 2^32·p, and the
@@ -1612,9 +1600,9 @@ MSL_FN uint p2g_mat4(uint x, uint j) {
   uint a1 = simd_shuffle_xor(x, (ushort)1u);
   uint a2 = simd_shuffle_xor(x, (ushort)2u);
   uint a3 = simd_shuffle_xor(x, (ushort)3u);
-  uint sum = p2g_add(p2g_add(x, a1), p2g_add(a2, a3));
+  uint sum = p2_add(p2_add(x, a1), p2_add(a2, a3));
   uint next = (j & 1u) == 0u ? a1 : a3;
-  return p2g_add(sum, p2g_add(x, p2g_add(next, next)));
+  return p2_add(sum, p2_add(x, p2_add(next, next)));
 }
 
 // M_E (poseidon2.h: p2_external): mat4 on each group of four elements, then each element plus
@@ -1625,8 +1613,8 @@ MSL_FN void p2g_external(MSL_THREAD p2g_sponge& st, uint tid, MSL_THREADGROUP ui
   uint y4 = simd_shuffle_xor(y, (ushort)4u);  // three shuffles side by side: one latency, not two
   uint y8 = simd_shuffle_xor(y, (ushort)8u);
   uint y12 = simd_shuffle_xor(y, (ushort)12u);
-  uint s = p2g_add(p2g_add(y, y4), p2g_add(y8, y12));
-  st.x = p2g_add(p2g_add(y, add), s);
+  uint s = p2_add(p2_add(y, y4), p2_add(y8, y12));
+  st.x = p2_add(p2_add(y, add), s);
 }
 
 // Element i of the state (the same i on every thread).
@@ -1649,17 +1637,17 @@ MSL_FN void p2g_external(MSL_THREAD p2g_sponge& st, uint tid, MSL_THREADGROUP ui
   uint g = k & 12u, j = k & 3u;
   MSL_THREADGROUP uint* b = p2g_exchange(st, st.x, tid, xs);
   uint x0 = b[g], x1 = b[g + 1u], x2 = b[g + 2u], x3 = b[g + 3u];
-  uint t01 = p2g_add(x0, x1);
-  uint t23 = p2g_add(x2, x3);
-  uint t0123 = p2g_add(t01, t23);
+  uint t01 = p2_add(x0, x1);
+  uint t23 = p2_add(x2, x3);
+  uint t0123 = p2_add(t01, t23);
   // p2_mat4_lane: out0 = t0123 + x1 + t01, out1 = t0123 + x1 + 2·x2, out2 = t0123 + x3 + t23,
   // out3 = t0123 + x3 + 2·x0.
   uint a = j < 2u ? x1 : x3;
-  uint c = j == 0u ? t01 : (j == 1u ? p2g_add(x2, x2) : (j == 2u ? t23 : p2g_add(x0, x0)));
-  uint y = p2g_add(p2g_add(t0123, a), c);
+  uint c = j == 0u ? t01 : (j == 1u ? p2_add(x2, x2) : (j == 2u ? t23 : p2_add(x0, x0)));
+  uint y = p2_add(p2_add(t0123, a), c);
   b = p2g_exchange(st, y, tid, xs);
-  uint sum = p2g_add(p2g_add(b[j], b[4u + j]), p2g_add(b[8u + j], b[12u + j]));
-  st.x = p2g_add(p2g_add(y, add), sum);
+  uint sum = p2_add(p2_add(b[j], b[4u + j]), p2_add(b[8u + j], b[12u + j]));
+  st.x = p2_add(p2_add(y, add), sum);
 }
 #endif
 
@@ -1696,14 +1684,14 @@ MSL_FN void p2g_partial_rounds(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const 
   uint v = k == 0u ? 0u : st.x;
   uint t[16];
   t[0] = v;
-  for (uint j = 1u; j < 13u; j++) t[j] = p2g_mul(rc[P2G_RC_POW + 16u * (j - 1u) + k], v);
+  for (uint j = 1u; j < 13u; j++) t[j] = p2_mul(rc[P2G_RC_POW + 16u * (j - 1u) + k], v);
   for (uint j = 13u; j < 16u; j++) t[j] = 0u;
   for (uint h = 8u; h > 0u; h >>= 1u) {
     bool upper = (k & h) != 0u;
     for (uint i = 0u; i < h; i++) {
       uint keep = upper ? t[i + h] : t[i];
       uint send = upper ? t[i] : t[i + h];
-      t[i] = p2g_add(keep, simd_shuffle_xor(send, (ushort)h));
+      t[i] = p2_add(keep, simd_shuffle_xor(send, (ushort)h));
     }
   }
   uint m = t[0];
@@ -1714,10 +1702,10 @@ MSL_FN void p2g_partial_rounds(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const 
   uint x0 = b[0];
   uint m = 0u;  // threads 13..15 hold no moment that is read
   if (k < 13u) {
-    for (uint i = 1u; i < 16u; i++) m = p2g_add(m, k == 0u ? b[i] : p2g_mul(rc[P2G_RC_POW + 16u * (k - 1u) + i], b[i]));
+    for (uint i = 1u; i < 16u; i++) m = p2_add(m, k == 0u ? b[i] : p2_mul(rc[P2G_RC_POW + 16u * (k - 1u) + i], b[i]));
   }
 #endif
-  uint a = p2g_add(x0, rc[P2_RC_INTERNAL]);  // the S-box's input: x_0 + c_r
+  uint a = p2_add(x0, rc[P2_RC_INTERNAL]);  // the S-box's input: x_0 + c_r
   for (uint r = 0u; r < 13u; r++) {
 #if !defined(MSL_TARGET_HOST)
     uint m0 = simd_shuffle(m, lane0);
@@ -1728,11 +1716,11 @@ MSL_FN void p2g_partial_rounds(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const 
     uint mn = e[(k + 1u) & 15u];
 #endif
     uint s0 = p2g_sbox(a);
-    uint c = p2g_add(s0, m0);
+    uint c = p2_add(s0, m0);
     x0 = p2g_sub(m0, s0);
-    if (r < 12u) a = p2g_sub(p2g_add(m0, rc[P2_RC_INTERNAL + r + 1u]), s0);  // m_0 + c_{r+1} beside the S-box
-    st.x = p2g_add(c, p2g_mul(diag, st.x));
-    m = p2g_add(p2g_mul(c, w), mn);
+    if (r < 12u) a = p2g_sub(p2_add(m0, rc[P2_RC_INTERNAL + r + 1u]), s0);  // m_0 + c_{r+1} beside the S-box
+    st.x = p2_add(c, p2_mul(diag, st.x));
+    m = p2_add(p2_mul(c, w), mn);
   }
   if (k == 0u) st.x = x0;
 }
@@ -1743,7 +1731,7 @@ MSL_FN void p2g_permute(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* r
   p2g_external(st, tid, xs, rc[P2_RC_EXT_INIT + k]);
   p2g_full_rounds(st, rc, P2_RC_EXT_INIT, tid, xs);
   p2g_partial_rounds(st, rc, tid, xs);
-  st.x = p2g_add(st.x, rc[P2_RC_EXT_FINAL + k]);
+  st.x = p2_add(st.x, rc[P2_RC_EXT_FINAL + k]);
   p2g_full_rounds(st, rc, P2_RC_EXT_FINAL, tid, xs);
 }
 
@@ -8093,12 +8081,12 @@ MSL_KERNEL void msl_kernel_sc_tr_round_grind(MSL_DEVICE const uint* sums        
     uint mask = (1u << p.bits) - 1u;
     for (uint base = 0u;; base += S) {  // uniform: every thread reads the same flags
       p2g_sponge c;
-      c.x = k == sp.absorb ? p2g_mul(base + g, BB_R2) : sp.x;
+      c.x = k == sp.absorb ? p2_mul(base + g, BB_R2) : sp.x;
       c.buf = 0u;
       c.absorb = 0u;
       c.sample = 0u;
       p2g_permute(c, rcs, tid, xs + 32u * g);
-      if (k == 7u) hit[g] = (p2g_mul(c.x, 1u) & mask) == 0u ? 1u : 0u;
+      if (k == 7u) hit[g] = (p2_mul(c.x, 1u) & mask) == 0u ? 1u : 0u;
       threadgroup_barrier(mem_flags::mem_threadgroup);
       uint f = SC_TR_NO_WITNESS;
       for (uint j = 0u; j < S; j++) {
@@ -8120,7 +8108,7 @@ MSL_KERNEL void msl_kernel_sc_tr_round_grind(MSL_DEVICE const uint* sums        
   if (tid == 0u) {
     bb4_store(trlog, p.at, s1);
     bb4_store(trlog, p.at + 1u, s2);
-    bb4_store(trlog, p.at + 2u, bb4_make(p2g_mul(w, BB_R2), 0u, 0u, 0u));
+    bb4_store(trlog, p.at + 2u, bb4_make(p2_mul(w, BB_R2), 0u, 0u, 0u));
     bb4_store(trlog, p.at + 3u, alpha);
   }
   threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
