@@ -446,6 +446,29 @@ func (d *Device) Download(dst []byte, src *Buffer, offset int) error {
 	return nil
 }
 
+// DownloadSettled is Download for bytes that work before the last sync wrote: it does not wait
+// for the work encoded since (which may run while it copies) and is not a sync. The caller
+// guarantees that no work encoded since the last sync writes the range; otherwise the bytes read
+// are unspecified. A backend without such a copy (driver.SettledDownloader) waits as Download
+// does (and the wait counts as a sync).
+func (d *Device) DownloadSettled(dst []byte, src *Buffer, offset int) error {
+	sd, ok := d.be.(driver.SettledDownloader)
+	if !ok {
+		return d.Download(dst, src, offset)
+	}
+	if err := d.checkRange("download", src, offset, len(dst)); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := sd.DownloadSettled(dst, src.b, offset); err != nil {
+		return &Error{Op: "download", Buffer: src.name, Err: err}
+	}
+	d.stats.Downloads++
+	d.stats.BytesFromDevice += int64(len(dst))
+	return nil
+}
+
 // synced records a sync that began at start and ends now (d.mu held).
 func (d *Device) synced(start time.Time) {
 	now := time.Now()

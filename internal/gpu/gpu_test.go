@@ -467,3 +467,78 @@ func TestCountAndOrdinal(t *testing.T) {
 		t.Errorf("uploads %d and %d, want 50 each (separate accounting)", a.Stats().Uploads, b.Stats().Uploads)
 	}
 }
+
+// plainBackend hides every optional interface of a backend (driver.SettledDownloader among them).
+type plainBackend struct{ driver.Backend }
+
+// TestDownloadSettled: a settled download reads what work before the last sync wrote, is not a
+// sync and leaves the work encoded since pending (the next plain download waits for it); a
+// backend without settled downloads waits as Download does.
+func TestDownloadSettled(t *testing.T) {
+	hb, err := host.Open(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := host.Open(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		be    driver.Backend
+		syncs int // counted by the settled download
+	}{{"settled", hb, 0}, {"plain backend", plainBackend{plain}, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := gpu.NewDevice(gpu.KindHost, tc.be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			a, err := gpu.UploadArray(d, "a", []uint32{1, 2, 3, 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := gpu.AllocArray[uint32](d, "out", 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			later, err := gpu.AllocArray[uint32](d, "later", 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Batch().Dispatch("fo_add", gpu.D1(1), gpu.D1(4), []gpu.Arg{gpu.Buf(a.Buffer), gpu.Buf(a.Buffer), gpu.Buf(out.Buffer), gpu.U32(4)}).Wait(); err != nil {
+				t.Fatal(err)
+			}
+			// Work encoded after the sync that writes another buffer.
+			if err := d.Batch().Dispatch("fo_add", gpu.D1(1), gpu.D1(4), []gpu.Arg{gpu.Buf(out.Buffer), gpu.Buf(a.Buffer), gpu.Buf(later.Buffer), gpu.U32(4)}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			before := d.Stats()
+			got := make([]uint32, 3)
+			if err := out.ReadSettled(got, 1); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, []uint32{4, 6, 8}) {
+				t.Fatalf("settled read %v, want [4 6 8]", got)
+			}
+			s := d.Stats()
+			if s.Syncs-before.Syncs != tc.syncs || s.Downloads-before.Downloads != 1 || s.BytesFromDevice-before.BytesFromDevice != 12 {
+				t.Fatalf("settled read: %d syncs (want %d), %d downloads, %d bytes", s.Syncs-before.Syncs, tc.syncs, s.Downloads-before.Downloads, s.BytesFromDevice-before.BytesFromDevice)
+			}
+			v, err := later.ReadAll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(v, []uint32{3, 6, 9, 12}) {
+				t.Fatalf("later %v, want [3 6 9 12]", v)
+			}
+			if n := d.Stats().Syncs - s.Syncs; n != 1-tc.syncs {
+				t.Fatalf("the download after a settled one: %d syncs, want %d", n, 1-tc.syncs)
+			}
+			var ge *gpu.Error
+			if err := out.ReadSettled(make([]uint32, 5), 0); !errors.As(err, &ge) || ge.Op != "download" {
+				t.Fatalf("settled read past the end: %v", err)
+			}
+		})
+	}
+}

@@ -58,6 +58,13 @@ func (a *Array[T]) Read(dst []T, at int) error {
 	return a.dev.Download(asBytes(dst), a.Buffer, at*int(unsafe.Sizeof(zero)))
 }
 
+// ReadSettled is Read through Device.DownloadSettled: for an array that work before the last
+// sync wrote, read without waiting for the work encoded since.
+func (a *Array[T]) ReadSettled(dst []T, at int) error {
+	var zero T
+	return a.dev.DownloadSettled(asBytes(dst), a.Buffer, at*int(unsafe.Sizeof(zero)))
+}
+
 // ReadAll returns a copy of the whole array.
 func (a *Array[T]) ReadAll() ([]T, error) {
 	out := make([]T, a.n)

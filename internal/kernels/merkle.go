@@ -703,14 +703,26 @@ func (t *MerkleTree) encodeGatherPaths(b *gpu.Batch, p *PendingOpening, q *Query
 // Fetch downloads the opening (one download; it waits for the batch if that was not waited
 // for) and frees the output buffer, so that a caller may encode more work before the host's
 // part of Read. Read fetches when Fetch was not called. Call each once.
-func (p *PendingOpening) Fetch() error {
+func (p *PendingOpening) Fetch() error { return p.fetch(false) }
+
+// FetchSettled is Fetch for an opening whose gathers a sync has already waited for: its
+// download does not wait for the work encoded since (gpu.Device.DownloadSettled).
+func (p *PendingOpening) FetchSettled() error { return p.fetch(true) }
+
+func (p *PendingOpening) fetch(settled bool) error {
 	if p.queries == 0 || p.flat != nil {
 		return nil
 	}
 	if p.out == nil {
 		return fmt.Errorf("kernels: PendingOpening: already read or freed")
 	}
-	flat, err := p.out.ReadAll()
+	flat := make([]field.Fp, p.out.Len())
+	var err error
+	if settled {
+		err = p.out.ReadSettled(flat, 0)
+	} else {
+		err = p.out.Read(flat, 0)
+	}
 	p.Free()
 	if err != nil {
 		return err

@@ -219,7 +219,8 @@ type WhirDeviceChain interface {
 	// the last as the stage's loop does (the sumcheck rounds with their folding proofs of work,
 	// the commitment, z, y, the query-phase proof of work, the query indices, γ, the next round's
 	// weight terms, the openings), then the last round's sumcheck rounds, its tables folded at
-	// their last bound value as Fold does. It returns ErrDeviceRoundsUnsupported, having done
+	// their last bound value as Fold does, and, where the device can, the last round's query
+	// phase behind them (WhirChainRun.Final). It returns ErrDeviceRoundsUnsupported, having done
 	// nothing, where the device cannot (then the stage runs the rounds one by one).
 	ChainRounds(tr *transcript.Transcript, p params.SystemParams) (*WhirChainRun, error)
 }
@@ -255,9 +256,20 @@ type WhirFinalQueries struct {
 	Codeword     []CodewordOpening
 }
 
+// WhirPendingFinal is the last WHIR round's query phase running on the device behind a chain
+// (WhirChainRun.Final), as FinalQueries runs it.
+type WhirPendingFinal interface {
+	// Wait waits for the query phase and returns what it did (one sync). Call it once.
+	Wait() (*WhirFinalQueries, error)
+}
+
 // WhirChainRun is what ChainRounds did: μ's witness and μ when the prover made them
 // (MuOnDevice: NewWhirProverMu), Rounds for every round but the last, then the last round's
-// sumcheck rounds.
+// sumcheck rounds. Where the device also runs the last round's query phase behind the chain
+// (from the transcript's state after the last sumcheck round with the final polynomial
+// observed), FinalPoly is that polynomial and Final the query phase, still running when
+// ChainRounds returns: ProveWhir replays the chain meanwhile and waits for it at the last round.
+// Both are nil otherwise.
 type WhirChainRun struct {
 	MuOnDevice    bool
 	MuWitness     field.Fp
@@ -266,6 +278,8 @@ type WhirChainRun struct {
 	LastPolys     [][2]field.Fp4
 	LastWitnesses []field.Fp
 	LastAlphas    []field.Fp4
+	FinalPoly     []field.Fp4
+	Final         WhirPendingFinal
 }
 
 // WhirChainRound is one round of a WhirChainRun: per sumcheck round s(1), s(2), the folding

@@ -171,21 +171,31 @@ func ProveWhir(be WhirBackend, g transcript.Grinder, tr *transcript.Transcript, 
 				return WhirProof{}, err
 			}
 		default:
-			fp, err := wp.FinalPoly()
-			if err != nil {
+			// A chain whose device ran the query phase already (from the final polynomial it
+			// read) brings the polynomial; otherwise it is read now.
+			behind := chain != nil && chain.Final != nil
+			var fp []field.Fp4
+			if behind {
+				fp = chain.FinalPoly
+			} else if fp, err = wp.FinalPoly(); err != nil {
 				return WhirProof{}, err
 			}
 			tr.ObserveSlice(flattenExt(fp)) // as ObserveExt of each, in one absorb (2^d of them)
 			proof.FinalPoly = fp
-			if fq, ok := wp.(WhirDeviceFinal); ok && r > 0 {
-				switch final, err = fq.FinalQueries(tr, p); {
-				case errors.Is(err, ErrDeviceRoundsUnsupported):
-					final = nil
-				case err != nil:
-					return WhirProof{}, err
-				case len(final.QueryIndices) != rc.NumQueries || len(final.Codeword) != rc.NumQueries:
-					return WhirProof{}, fmt.Errorf("%w: WHIR's last round: %d query indices and %d openings from the device, want %d", ErrDeviceTranscript, len(final.QueryIndices), len(final.Codeword), rc.NumQueries)
+			fq, onDevice := wp.(WhirDeviceFinal)
+			switch {
+			case behind:
+				final, err = chain.Final.Wait()
+			case onDevice && r > 0:
+				if final, err = fq.FinalQueries(tr, p); errors.Is(err, ErrDeviceRoundsUnsupported) {
+					final, err = nil, nil
 				}
+			}
+			switch {
+			case err != nil:
+				return WhirProof{}, err
+			case final != nil && (len(final.QueryIndices) != rc.NumQueries || len(final.Codeword) != rc.NumQueries):
+				return WhirProof{}, fmt.Errorf("%w: WHIR's last round: %d query indices and %d openings from the device, want %d", ErrDeviceTranscript, len(final.QueryIndices), len(final.Codeword), rc.NumQueries)
 			}
 			if final != nil {
 				if w = final.Witness; !tr.CheckWitness(p.Whir.QueryPhasePowBits, w) {
@@ -368,6 +378,11 @@ func checkChainRun(run *WhirChainRun, p params.SystemParams, commits int) error 
 	}
 	if len(run.LastPolys) != k || len(run.LastWitnesses) != k || len(run.LastAlphas) != k {
 		return bad("the last round's %d sums, %d witnesses and %d bound values, want %d", len(run.LastPolys), len(run.LastWitnesses), len(run.LastAlphas), k)
+	}
+	if n := 1 << max(p.LogFinalPolyLen(), 0); run.Final != nil && len(run.FinalPoly) != n {
+		return bad("a final polynomial of %d coefficients, want %d", len(run.FinalPoly), n)
+	} else if run.Final == nil && run.FinalPoly != nil {
+		return bad("a final polynomial without the last round's query phase")
 	}
 	for r, cr := range run.Rounds {
 		n := p.Whir.Rounds[r].NumQueries

@@ -43,7 +43,9 @@ func (cp tamperConstraintProver) ProveRounds(tr *transcript.Transcript, m *stark
 
 // tamperWhir wraps a WHIR backend: with chain set its provers run the rounds as one chain
 // (stark.WhirDeviceChain) and chain changes the run; without it they hide the chain, so that
-// the stage runs the rounds one by one (rounds and commit change those).
+// the stage runs the rounds one by one (rounds and commit change those). final changes the last
+// round's query phase from the device: the chain's (WhirChainRun.Final) or, without a chain,
+// FinalQueries'.
 type tamperWhir struct {
 	inner  stark.WhirBackend
 	rounds func(polys [][2]field.Fp4, ws []field.Fp, alphas []field.Fp4)
@@ -57,8 +59,11 @@ func (b tamperWhir) NewWhirProver(p params.SystemParams, commits []stark.Committ
 	if err != nil {
 		return nil, err
 	}
-	if b.chain != nil {
-		return tamperChainProver{tamperWhirProver{wp, b}}, nil
+	switch {
+	case b.chain != nil:
+		return tamperChainProver{tamperFinalProver{tamperWhirProver{wp, b}}}, nil
+	case b.final != nil:
+		return tamperFinalProver{tamperWhirProver{wp, b}}, nil
 	}
 	return tamperWhirProver{wp, b}, nil
 }
@@ -71,12 +76,30 @@ func (b tamperWhirMu) NewWhirProverMu(p params.SystemParams, commits []stark.Com
 	if err != nil {
 		return nil, err
 	}
-	return tamperChainProver{tamperWhirProver{wp, b.tamperWhir}}, nil
+	return tamperChainProver{tamperFinalProver{tamperWhirProver{wp, b.tamperWhir}}}, nil
 }
 
-type tamperChainProver struct{ tamperWhirProver }
+// tamperFinalProver runs the last round's query phase on the device (stark.WhirDeviceFinal);
+// tamperChainProver runs the rounds as a chain too.
+type tamperFinalProver struct{ tamperWhirProver }
 
-func (wp tamperChainProver) FinalQueries(tr *transcript.Transcript, p params.SystemParams) (*stark.WhirFinalQueries, error) {
+type tamperChainProver struct{ tamperFinalProver }
+
+// tamperPending changes the chain's last-round query phase when it is waited for.
+type tamperPending struct {
+	inner stark.WhirPendingFinal
+	final func(fq *stark.WhirFinalQueries)
+}
+
+func (p tamperPending) Wait() (*stark.WhirFinalQueries, error) {
+	fq, err := p.inner.Wait()
+	if err == nil {
+		p.final(fq)
+	}
+	return fq, err
+}
+
+func (wp tamperFinalProver) FinalQueries(tr *transcript.Transcript, p params.SystemParams) (*stark.WhirFinalQueries, error) {
 	fq, err := wp.WhirProver.(stark.WhirDeviceFinal).FinalQueries(tr, p)
 	if err == nil && wp.b.final != nil {
 		wp.b.final(fq)
@@ -87,6 +110,9 @@ func (wp tamperChainProver) FinalQueries(tr *transcript.Transcript, p params.Sys
 func (wp tamperChainProver) ChainRounds(tr *transcript.Transcript, p params.SystemParams) (*stark.WhirChainRun, error) {
 	run, err := wp.WhirProver.(stark.WhirDeviceChain).ChainRounds(tr, p)
 	if err == nil {
+		if run.Final != nil && wp.b.final != nil {
+			run.Final = tamperPending{run.Final, wp.b.final}
+		}
 		wp.b.chain(run)
 	}
 	return run, err
@@ -157,7 +183,8 @@ func TestDeviceTranscriptDivergenceRefused(t *testing.T) {
 		return s
 	}
 	wb, _ := want.MarshalBinary()
-	for i, s := range []*stark.Backend{wrapped(nil, tamperWhir{}), wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}}), withMu(func(*stark.WhirChainRun) {})} {
+	passFinal := func(*stark.WhirFinalQueries) {}
+	for i, s := range []*stark.Backend{wrapped(nil, tamperWhir{}), wrapped(nil, tamperWhir{final: passFinal}), wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}}), withMu(func(*stark.WhirChainRun) {})} {
 		got, err := stark.Prove(pk, inputs, p, s, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -185,10 +212,9 @@ func TestDeviceTranscriptDivergenceRefused(t *testing.T) {
 		"the last round's bound value":   chained(func(run *stark.WhirChainRun) { run.LastAlphas[0] = run.LastAlphas[0].Add(one) }),
 		"a chain without its openings":   chained(func(run *stark.WhirChainRun) { run.Rounds[0].Initial = run.Rounds[0].Initial[1:] }),
 		"a chain of too few rounds":      chained(func(run *stark.WhirChainRun) { run.Rounds = nil }),
-		"the last round's witness":       wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}, final: func(fq *stark.WhirFinalQueries) { fq.Witness += 1 }}),
-		"the last round's query index":   wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}, final: func(fq *stark.WhirFinalQueries) { fq.QueryIndices[3] ^= 2 }}),
-		"the last round's γ":             wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}, final: func(fq *stark.WhirFinalQueries) { fq.Gamma = fq.Gamma.Add(one) }}),
-		"the last round's openings":      wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}, final: func(fq *stark.WhirFinalQueries) { fq.Codeword = fq.Codeword[1:] }}),
+		"the final polynomial":           chained(func(run *stark.WhirChainRun) { run.FinalPoly[7] = run.FinalPoly[7].Add(one) }),
+		"a short final polynomial":       chained(func(run *stark.WhirChainRun) { run.FinalPoly = run.FinalPoly[1:] }),
+		"a final polynomial alone":       chained(func(run *stark.WhirChainRun) { run.Final = nil }),
 		"μ from the device":              withMu(func(run *stark.WhirChainRun) { run.Mu = run.Mu.Add(one) }),
 		"μ's witness":                    withMu(func(run *stark.WhirChainRun) { run.MuWitness += 1 }),
 		"a chain without its μ":          withMu(func(run *stark.WhirChainRun) { run.MuOnDevice = false }),
@@ -196,6 +222,22 @@ func TestDeviceTranscriptDivergenceRefused(t *testing.T) {
 	} {
 		if _, err := stark.Prove(pk, inputs, p, s, nil); !errors.Is(err, stark.ErrDeviceTranscript) {
 			t.Errorf("%s changed: %v, want ErrDeviceTranscript", what, err)
+		}
+	}
+	// The last round's query phase, behind the chain and on its own (FinalQueries).
+	for what, f := range map[string]func(fq *stark.WhirFinalQueries){
+		"witness":     func(fq *stark.WhirFinalQueries) { fq.Witness += 1 },
+		"query index": func(fq *stark.WhirFinalQueries) { fq.QueryIndices[3] ^= 2 },
+		"γ":           func(fq *stark.WhirFinalQueries) { fq.Gamma = fq.Gamma.Add(one) },
+		"openings":    func(fq *stark.WhirFinalQueries) { fq.Codeword = fq.Codeword[1:] },
+	} {
+		for how, s := range map[string]*stark.Backend{
+			"behind the chain": wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}, final: f}),
+			"on its own":       wrapped(nil, tamperWhir{final: f}),
+		} {
+			if _, err := stark.Prove(pk, inputs, p, s, nil); !errors.Is(err, stark.ErrDeviceTranscript) {
+				t.Errorf("the last round's %s changed %s: %v, want ErrDeviceTranscript", what, how, err)
+			}
 		}
 	}
 }

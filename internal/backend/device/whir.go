@@ -8,6 +8,7 @@ import (
 	"github.com/metalprove/metalprove/internal/gpu"
 	"github.com/metalprove/metalprove/internal/kernels"
 	"github.com/metalprove/metalprove/internal/params"
+	"github.com/metalprove/metalprove/internal/poseidon2"
 	"github.com/metalprove/metalprove/internal/stark"
 	"github.com/metalprove/metalprove/internal/transcript"
 )
@@ -67,6 +68,8 @@ type whirProver struct {
 	// witness as the search found it.
 	muShadow *transcript.Transcript
 	muIdx    *gpu.Array[uint32]
+	// final is the last round's query phase encoded and not yet waited for (encodeFinalQueries).
+	final    *finalQueries
 	released bool
 }
 
@@ -109,6 +112,12 @@ func chainable(p params.SystemParams) bool {
 func chainLogLen(p params.SystemParams) int {
 	k, R := p.Whir.K, len(p.Whir.Rounds)
 	return (R-1)*(4*k+6) + 4*k
+}
+
+// chainLogCap is the size of ChainRounds' log: chainLogLen, then room for the final
+// polynomial's coefficients and the transcript's state, which its sync downloads with the log.
+func chainLogCap(p params.SystemParams) int {
+	return chainLogLen(p) + 1<<max(p.LogFinalPolyLen(), 0) + kernels.LogStateLen
 }
 
 // muLogLen is the log entries before the chain's of a prover that made μ: the witness and μ.
@@ -236,7 +245,7 @@ func (b *Backend) newWhirProver(p params.SystemParams, commits []stark.Committed
 // witness observed and μ sampled (log entries 0 and 1), μ's total powers into wp.mu.
 func (wp *whirProver) encodeMu(b *gpu.Batch, tr *transcript.Transcript, p params.SystemParams, total int) error {
 	var err error
-	if wp.trLog, err = wp.be.hash.NewDeviceTranscript(muLogLen + chainLogLen(p)); err != nil {
+	if wp.trLog, err = wp.be.hash.NewDeviceTranscript(muLogLen + chainLogCap(p)); err != nil {
 		return err
 	}
 	tt := wp.trLog
@@ -839,6 +848,9 @@ func (wp *whirProver) Release() {
 		return
 	}
 	wp.released = true
+	if wp.final != nil {
+		wp.final.free()
+	}
 	for _, t := range wp.trees {
 		t.Free()
 	}
@@ -884,9 +896,11 @@ var _ stark.WhirDeviceChain = (*whirProver)(nil)
 // device's indices (kernels.DeviceQueryIndices), read at the end. The trees' scratch and a
 // streamed opening's chunk are freed once encoded. Log layout: round r from r·(4k + 6): its
 // sumcheck rounds (4 entries each: s(1), s(2), witness, bound value), z, y, the query witness, γ,
-// the root (two entries). Every round's indices lie in one buffer. The last round's tables are
-// folded at its last bound value and the coefficient table made before the sync: FinalPoly's
-// download then waits for nothing.
+// the root (two entries); behind them the final polynomial and the transcript's state, which the
+// sync downloads with the log (chainLogCap). Every round's indices lie in one buffer. After the
+// sync the host observes the final polynomial from that state and encodes the last round's query
+// phase (encodeFinalQueries, stark.WhirChainRun.Final); the chain's indices and openings are read
+// after that with settled downloads (gpu.Device.DownloadSettled), which do not wait for it.
 func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemParams) (*stark.WhirChainRun, error) {
 	if err := wp.live(); err != nil {
 		return nil, err
@@ -910,13 +924,13 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 	if wp.muShadow != nil {
 		log0, shadow = muLogLen, *wp.muShadow
 	} else {
-		if wp.trLog != nil && wp.trLog.Log.Len() < chainLogLen(p) {
+		if wp.trLog != nil && wp.trLog.Log.Len() < chainLogCap(p) {
 			wp.trLog.Close()
 			wp.trLog = nil
 		}
 		if wp.trLog == nil {
 			var err error
-			if wp.trLog, err = wp.be.hash.NewDeviceTranscript(chainLogLen(p)); err != nil {
+			if wp.trLog, err = wp.be.hash.NewDeviceTranscript(chainLogCap(p)); err != nil {
 				return nil, err
 			}
 		}
@@ -1001,10 +1015,11 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 		}
 		wp.cur, wp.d, wp.coeffsValid = dst, n, false
 		if r == R-1 {
-			// The final polynomial's coefficients, ready for FinalPoly's download after the sync.
+			// The final polynomial's coefficients, copied behind the log for its download.
 			if err := wp.encodeCoeffs(b); err != nil {
 				return nil, err
 			}
+			b.Copy(tt.Log.Buffer, 16*logLen, wp.coeffs.Buffer, 0, 16<<wp.d)
 			break
 		}
 		// The commitment, z sampled, y = EvalFolded(z) observed and logged.
@@ -1096,15 +1111,34 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 	if err := b.Err(); err != nil {
 		return nil, err
 	}
-	log, err := tt.ReadLog(logLen) // the one sync
+	nf := 1 << wp.d
+	log, sponge, ai, si, err := tt.ReadLogState(logLen + nf) // the one sync
 	if err != nil {
 		return nil, err
 	}
-	idxv := make([]uint32, idxOff[R-1])
-	if err := idxAll.Read(idxv, 0); err != nil {
+	run := &stark.WhirChainRun{Rounds: make([]stark.WhirChainRound, R-1), FinalPoly: log[logLen:]}
+	log = log[:logLen]
+	// The last round's query phase behind the chain, from the device's state with the final
+	// polynomial observed here: encoded before the chain's outputs are read (their downloads do
+	// not wait for it), so that the device grinds while the host reads them and ProveWhir replays
+	// the chain.
+	ft := *tr
+	if err := ft.SetState(sponge, ai, si); err != nil {
 		return nil, err
 	}
-	run := &stark.WhirChainRun{Rounds: make([]stark.WhirChainRound, R-1)}
+	flat := make([]field.Fp, 0, 4*nf)
+	for _, c := range run.FinalPoly {
+		flat = append(flat, c[:]...)
+	}
+	ft.ObserveSlice(flat)
+	st, fai, fsi := ft.State()
+	if run.Final, err = wp.encodeFinalQueries(wp.dev.Batch(), tt, g, st, fai, fsi, p); err != nil {
+		return nil, err
+	}
+	idxv := make([]uint32, idxOff[R-1])
+	if err := idxAll.ReadSettled(idxv, 0); err != nil {
+		return nil, err
+	}
 	sumchecks := func(base int) ([][2]field.Fp4, []field.Fp, []field.Fp4) {
 		polys, ws, alphas := make([][2]field.Fp4, k), make([]field.Fp, k), make([]field.Fp4, k)
 		for i := range k {
@@ -1117,7 +1151,7 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 	}
 	if wp.muShadow != nil {
 		var w [1]uint32
-		if err := wp.muIdx.Read(w[:], 0); err != nil {
+		if err := wp.muIdx.ReadSettled(w[:], 0); err != nil {
 			return nil, err
 		}
 		if p.Whir.MuPowBits > 0 && w[0] == noWitness {
@@ -1149,6 +1183,9 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 				cr.Initial[i] = stark.InitialOpening{Rows: make([][][]field.Fp, len(wp.commits)), Paths: make([][]stark.Digest, len(wp.commits))}
 			}
 			for c, o := range initial {
+				if err := o.FetchSettled(); err != nil {
+					return nil, err
+				}
 				bo, err := o.Read()
 				if err != nil {
 					return nil, err
@@ -1158,6 +1195,9 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 				}
 			}
 			continue
+		}
+		if err := codeword[r].FetchSettled(); err != nil {
+			return nil, err
 		}
 		bo, err := codeword[r].Read()
 		if err != nil {
@@ -1175,23 +1215,14 @@ const noWitness = 0xffffffff
 var _ stark.WhirDeviceFinal = (*whirProver)(nil)
 
 // FinalQueries implements stark.WhirDeviceFinal: from a device transcript set to tr's state, the
-// last round's query-phase grind (kernels.Grind.EncodeSearchAll), its witness observed and the
-// query indices and γ sampled (whir_tr_queries), and the last committed codeword opened at the
-// device's indices; one sync (the log's download), the indices and the opening downloaded after
-// it.
+// last round's query phase as finalQueries encodes it; one sync (the log's download), the
+// indices and the opening downloaded after it.
 func (wp *whirProver) FinalQueries(tr *transcript.Transcript, p params.SystemParams) (*stark.WhirFinalQueries, error) {
 	if err := wp.live(); err != nil {
 		return nil, err
 	}
-	R, k, qpow := len(p.Whir.Rounds), p.Whir.K, p.Whir.QueryPhasePowBits
-	if R < 2 || len(wp.trees) != R-1 || qpow < 0 || qpow > chainMaxPowBits {
+	if !finalOnDevice(p) || len(wp.trees) != len(p.Whir.Rounds)-1 {
 		return nil, stark.ErrDeviceRoundsUnsupported
-	}
-	n := p.Whir.Rounds[R-1].NumQueries
-	qbits := p.LSkip + p.NStack + p.LogBlowup - (R - 1) - k
-	tree := wp.trees[R-2]
-	if qbits < 0 || 1<<qbits != tree.QueryStride() {
-		return nil, fmt.Errorf("%w: the last round's %d-bit queries on a codeword of %d query groups", ErrWhirState, qbits, tree.QueryStride())
 	}
 	if wp.trLog == nil || wp.trLog.Log.Len() < 2 {
 		if wp.trLog != nil {
@@ -1202,64 +1233,144 @@ func (wp *whirProver) FinalQueries(tr *transcript.Transcript, p params.SystemPar
 			return nil, err
 		}
 	}
-	tt := wp.trLog
-	b := wp.dev.Batch()
+	var g *kernels.Grind
+	if p.Whir.QueryPhasePowBits > 0 {
+		var unlock func()
+		var err error
+		if g, unlock, err = wp.be.grinder(); err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
 	st, ai, si := tr.State()
+	f, err := wp.encodeFinalQueries(wp.dev.Batch(), wp.trLog, g, st, ai, si, p)
+	if err != nil {
+		return nil, err
+	}
+	return f.Wait()
+}
+
+// finalOnDevice reports whether the last round's query phase can run on the device with
+// parameters p: a committed codeword to open (R ≥ 2) and a proof of work that one search over
+// the first 2^30 candidates finds.
+func finalOnDevice(p params.SystemParams) bool {
+	qpow := p.Whir.QueryPhasePowBits
+	return len(p.Whir.Rounds) >= 2 && qpow >= 0 && qpow <= chainMaxPowBits
+}
+
+// finalQueries is the last round's query phase encoded on the device (stark.WhirPendingFinal):
+// from a device transcript set to a given state (the one after the final polynomial was
+// observed), the proof of work ground (kernels.Grind.EncodeSearchAll, by g, locked by the
+// caller while it encodes), its witness observed and the query indices and γ sampled
+// (whir_tr_queries: witness and γ into log entries 0 and 1), the last committed codeword opened
+// at the device's indices. Wait reads it back; a prover's Release frees one not waited for.
+type finalQueries struct {
+	wp   *whirProver
+	tt   *kernels.DeviceTranscript
+	n    int
+	qpow int
+	idx  *gpu.Array[uint32]
+	op   *kernels.PendingOpening
+}
+
+var _ stark.WhirPendingFinal = (*finalQueries)(nil)
+
+// encodeFinalQueries encodes the last round's query phase into b (no sync) and records it as
+// the prover's pending one.
+func (wp *whirProver) encodeFinalQueries(b *gpu.Batch, tt *kernels.DeviceTranscript, g *kernels.Grind, st [poseidon2.Width]field.Fp, ai, si int, p params.SystemParams) (*finalQueries, error) {
+	R, k, qpow := len(p.Whir.Rounds), p.Whir.K, p.Whir.QueryPhasePowBits
+	if wp.final != nil {
+		return nil, fmt.Errorf("%w: the last round's query phase encoded twice", ErrWhirState)
+	}
+	n := p.Whir.Rounds[R-1].NumQueries
+	qbits := p.LSkip + p.NStack + p.LogBlowup - (R - 1) - k
+	tree := wp.trees[R-2]
+	if qbits < 0 || 1<<qbits != tree.QueryStride() {
+		return nil, fmt.Errorf("%w: the last round's %d-bit queries on a codeword of %d query groups", ErrWhirState, qbits, tree.QueryStride())
+	}
 	if err := tt.EncodeSetState(b, st, ai, si); err != nil {
 		return nil, err
 	}
 	q := kernels.WhirQueries{N: n, QBits: qbits, ZAt: 0, At: 0}
 	if qpow > 0 {
-		g, unlock, err := wp.be.grinder()
-		if err != nil {
-			return nil, err
-		}
-		defer unlock()
 		if err := g.EncodeSearchAll(b, tt, ai, qpow); err != nil {
 			return nil, err
 		}
 		q.Witness = g.Result()
 	}
+	f := &finalQueries{wp: wp, tt: tt, n: n, qpow: qpow}
 	var err error
-	if q.Idx, err = gpu.AllocArrayUninit[uint32](wp.dev, "whir final query indices", n+1); err != nil {
+	if f.idx, err = gpu.AllocArrayUninit[uint32](wp.dev, "whir final query indices", n+1); err != nil {
 		return nil, err
 	}
-	defer q.Idx.Free()
+	q.Idx = f.idx
 	// The weight terms are written and not used (no round follows).
 	if wp.points, err = wp.grow(wp.points, "whir weight points", 2*(n+1)); err != nil {
+		f.free()
 		return nil, err
 	}
 	q.Weights = wp.points
 	if err := tt.EncodeWhirQueries(b, q); err != nil {
+		f.free()
 		return nil, err
 	}
 	qi, err := kernels.DeviceQueryIndices(q.Idx, n)
 	if err != nil {
+		f.free()
 		return nil, err
 	}
-	op, err := tree.EncodeOpenBatch(b, qi)
+	if f.op, err = tree.EncodeOpenBatch(b, qi); err != nil {
+		f.free()
+		return nil, err
+	}
+	wp.final = f
+	return f, nil
+}
+
+// Wait implements stark.WhirPendingFinal: one sync (the log's download), the indices and the
+// opening downloaded after it.
+func (f *finalQueries) Wait() (*stark.WhirFinalQueries, error) {
+	wp := f.wp
+	if err := wp.live(); err != nil {
+		return nil, err
+	}
+	if wp.final != f {
+		return nil, fmt.Errorf("%w: the last round's query phase waited for twice", ErrWhirState)
+	}
+	defer f.free()
+	log, err := f.tt.ReadLog(2) // the one sync
 	if err != nil {
 		return nil, err
 	}
-	defer op.Free()
-	log, err := tt.ReadLog(2) // the one sync
+	v := make([]uint32, f.n+1)
+	if err := f.idx.Read(v, 0); err != nil {
+		return nil, err
+	}
+	if f.qpow > 0 && v[f.n] == noWitness {
+		return nil, fmt.Errorf("%w: WHIR's last round: no query-phase witness of %d bits among the first 2^30 candidates", stark.ErrDeviceTranscript, f.qpow)
+	}
+	bo, err := f.op.Read()
 	if err != nil {
 		return nil, err
 	}
-	v := make([]uint32, n+1)
-	if err := q.Idx.Read(v, 0); err != nil {
-		return nil, err
-	}
-	if qpow > 0 && v[n] == noWitness {
-		return nil, fmt.Errorf("%w: WHIR's last round: no query-phase witness of %d bits among the first 2^30 candidates", stark.ErrDeviceTranscript, qpow)
-	}
-	bo, err := op.Read()
-	if err != nil {
-		return nil, err
-	}
-	out := &stark.WhirFinalQueries{Witness: log[0][0], Gamma: log[1], QueryIndices: make([]int, n), Codeword: codewordOpenings(bo)}
-	for i := range n {
+	out := &stark.WhirFinalQueries{Witness: log[0][0], Gamma: log[1], QueryIndices: make([]int, f.n), Codeword: codewordOpenings(bo)}
+	for i := range f.n {
 		out.QueryIndices[i] = int(v[i])
 	}
 	return out, nil
+}
+
+// free releases the query phase's buffers (in queue order on GPUs) and its place in the prover.
+func (f *finalQueries) free() {
+	if f.idx != nil {
+		f.idx.Free()
+		f.idx = nil
+	}
+	if f.op != nil {
+		f.op.Free()
+		f.op = nil
+	}
+	if f.wp.final == f {
+		f.wp.final = nil
+	}
 }

@@ -663,7 +663,8 @@ func TestWhirChainMatchesCpuref(t *testing.T) {
 					t.Errorf("query-phase bits %d: the transcripts differ after WHIR", qpow)
 				}
 			}
-			// The chain alone: one sync.
+			// The chain alone: one sync, the last round's query phase running behind it; waiting
+			// for that is the second.
 			p := c.p
 			p.Whir.QueryPhasePowBits = 0
 			tr := tr0
@@ -674,14 +675,30 @@ func TestWhirChainMatchesCpuref(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer wp.Release()
-			whirSyncs(t, dev, "ChainRounds", 1, func() error {
-				_, err := wp.(stark.WhirDeviceChain).ChainRounds(&tr, p)
+			var run *stark.WhirChainRun
+			whirSyncs(t, dev, "ChainRounds", 1, func() (err error) {
+				run, err = wp.(stark.WhirDeviceChain).ChainRounds(&tr, p)
 				return err
 			})
-			// μ made on the device too: still one sync, and the chain brings back μ.
+			if run.Final == nil || len(run.FinalPoly) != 1<<p.LogFinalPolyLen() {
+				t.Fatalf("the chain's final polynomial has %d coefficients (want %d), its query phase %v", len(run.FinalPoly), 1<<p.LogFinalPolyLen(), run.Final)
+			}
+			var fq *stark.WhirFinalQueries
+			whirSyncs(t, dev, "the last round's query phase", 1, func() (err error) {
+				fq, err = run.Final.Wait()
+				return err
+			})
+			if n := p.Whir.Rounds[len(p.Whir.Rounds)-1].NumQueries; len(fq.QueryIndices) != n || len(fq.Codeword) != n {
+				t.Errorf("the last round's query phase: %d indices and %d openings, want %d", len(fq.QueryIndices), len(fq.Codeword), n)
+			}
+			if _, err := run.Final.Wait(); !errors.Is(err, device.ErrWhirState) {
+				t.Errorf("the last round's query phase waited for twice: %v, want ErrWhirState", err)
+			}
+			// μ made on the device too: still one sync, and the chain brings back μ; the prover
+			// released without waiting for the last round's query phase frees its buffers.
 			p.Whir.MuPowBits = 0
 			tr = tr0
-			var run *stark.WhirChainRun
+			live := len(dev.LiveBuffers())
 			whirSyncs(t, dev, "NewWhirProverMu and ChainRounds", 1, func() error {
 				wpm, err := be.NewWhirProverMu(p, dcs, &tr, uCube)
 				if err != nil {
@@ -693,6 +710,12 @@ func TestWhirChainMatchesCpuref(t *testing.T) {
 			})
 			if want := tr.SampleExt(); !run.MuOnDevice || run.Mu != want {
 				t.Errorf("μ from the device %v (%t), want %v", run.Mu, run.MuOnDevice, want)
+			}
+			if n := len(dev.LiveBuffers()); n != live {
+				t.Errorf("%d buffers live after the released prover, %d before it", n, live)
+			}
+			if _, err := run.Final.Wait(); !errors.Is(err, device.ErrWhirState) {
+				t.Errorf("the last round's query phase of a released prover: %v", err)
 			}
 		})
 	}

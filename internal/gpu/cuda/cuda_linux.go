@@ -235,6 +235,10 @@ type backend struct {
 	usePool bool
 	stage   staging
 	bounce  bounce
+	// settled is the second stream of DownloadSettled, created on its first call (nil: not
+	// yet, or the driver refused one: settled downloads then wait as Download does).
+	settled      C.CUstream
+	settledTried bool
 
 	// built are the modules built from templates (BuildModules), by ID; major, minor and
 	// cacheDir are what building one needs. modMu guards built and funcs: modules are built
@@ -932,6 +936,43 @@ func (b *backend) Download(dst []byte, src driver.Buffer, offset int) error {
 	return b.faultErr(cuErr(stageOp(stage, "cuMemcpyDtoHAsync"), "", r), stage == 1)
 }
 
+var _ driver.SettledDownloader = (*backend)(nil)
+
+// DownloadSettled implements driver.SettledDownloader: the copy runs on a second stream, so it
+// does not wait for the launches on the main stream (the caller guarantees that none of them
+// writes the range). It goes through the bounce buffer as Download does (both are serialised by
+// gpu.Device, and neither returns before its copy is done).
+func (b *backend) DownloadSettled(dst []byte, src driver.Buffer, offset int) error {
+	if !b.settledTried {
+		b.settledTried = true
+		if r := C.mp_cu_stream_create_nonblocking(b.ctx, &b.settled); r != 0 {
+			b.settled = nil
+			b.log.Debug().Str("error", cuErr("cuStreamCreate", "", r).Error()).Msg("no second CUDA stream: settled downloads wait for the main stream")
+		}
+	}
+	if b.settled == nil {
+		return b.Download(dst, src, offset)
+	}
+	bb, err := b.buf(src)
+	if err != nil {
+		return err
+	}
+	if err := checkRange(bb, offset, len(dst)); err != nil || len(dst) == 0 {
+		return err
+	}
+	to := unsafe.Pointer(&dst[0])
+	bounced := len(dst) <= bounceBytes && b.bounceReady()
+	if bounced {
+		to = b.bounce.ptr
+	}
+	var stage C.int
+	r := C.mp_cu_download(b.ctx, b.settled, to, bb.ptr+C.CUdeviceptr(offset), C.size_t(len(dst)), &stage)
+	if r == 0 && bounced {
+		copy(dst, b.bounce.buf)
+	}
+	return b.faultErr(cuErr(stageOp(stage, "cuMemcpyDtoHAsync (second stream)"), "", r), stage == 1)
+}
+
 func (b *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, srcOffset int, n int) error {
 	d, err := b.buf(dst)
 	if err != nil {
@@ -1156,6 +1197,9 @@ func (b *backend) Close() error {
 	b.modMu.Unlock()
 	b.freeStaging()
 	b.freeBounce()
+	if b.settled != nil {
+		C.mp_cu_stream_destroy(b.ctx, b.settled)
+	}
 	C.mp_cu_stream_destroy(b.ctx, b.stream)
 	if b.usePool {
 		// give the pool's unused memory back (buffers still allocated keep theirs)

@@ -532,3 +532,64 @@ func TestGPUStreams(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUSettledDownload: a settled download (second stream) reads what a synced launch wrote,
+// through the bounce buffer and without it, while later launches are still queued; the plain
+// download after it sees those launches' results.
+func TestGPUSettledDownload(t *testing.T) {
+	b := openGPU(t, Options{CacheDir: t.TempDir(), Source: testSource(t, "test_kernels.cu"), SourceName: "test_kernels.cu"})
+	for _, n := range []int{1000, bounceBytes / 4, 2*bounceBytes/4 + 256} {
+		a, c := make([]uint32, n), make([]uint32, n)
+		for i := range a {
+			a[i], c[i] = uint32(3*i+1), uint32(i)^0x5a5a
+		}
+		bufs := make([]driver.Buffer, 4)
+		for i := range bufs {
+			buf, err := b.Alloc(4 * n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Free(buf)
+			bufs[i] = buf
+		}
+		if err := b.Upload(bufs[0], 0, bytesOf(a)); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Upload(bufs[1], 0, bytesOf(c)); err != nil {
+			t.Fatal(err)
+		}
+		mul := func(out driver.Buffer, add uint32) {
+			groups := uint32(n+255) / 256
+			if err := b.Dispatch(&kMul, driver.D1(groups), driver.D1(256), []driver.Arg{{Buf: bufs[0]}, {Buf: bufs[1]}, {Buf: out}, {Bytes: bytesOf([]uint32{uint32(n), add})}}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mul(bufs[2], 7)
+		if err := b.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		for range 50 {
+			mul(bufs[3], 9)
+		}
+		got := make([]byte, 4*n)
+		if err := b.DownloadSettled(got, bufs[2], 0); err != nil {
+			t.Fatal(err)
+		}
+		if b.settled == nil {
+			t.Fatal("no second stream")
+		}
+		for i, v := range u32s(got) {
+			if want := a[i]*c[i] + 7; v != want {
+				t.Fatalf("%d words: settled t_mul[%d] = %d, want %d", n, i, v, want)
+			}
+		}
+		if err := b.Download(got, bufs[3], 0); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range u32s(got) {
+			if want := a[i]*c[i] + 9; v != want {
+				t.Fatalf("%d words: t_mul[%d] = %d after the settled download, want %d", n, i, v, want)
+			}
+		}
+	}
+}

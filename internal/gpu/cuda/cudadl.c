@@ -215,6 +215,10 @@ CUresult mp_cu_stream_create(CUcontext ctx, CUstream* s) {
   CTX(ctx);
   return cu.cuStreamCreate(s, MP_CU_STREAM_DEFAULT);
 }
+CUresult mp_cu_stream_create_nonblocking(CUcontext ctx, CUstream* s) {
+  CTX(ctx);
+  return cu.cuStreamCreate(s, MP_CU_STREAM_NON_BLOCKING);
+}
 CUresult mp_cu_mem_get_info(CUcontext ctx, size_t* free_bytes, size_t* total_bytes) {
   CTX(ctx);
   return cu.cuMemGetInfo(free_bytes, total_bytes);

@@ -48,6 +48,9 @@ typedef struct CUevent_st* CUevent;
 // cuda.h, enum CUstream_flags_enum: CU_STREAM_DEFAULT = 0x0 (synchronises with the legacy
 // default stream, so cuMemsetD8 on it is ordered before later work on ours)
 #define MP_CU_STREAM_DEFAULT 0
+// CU_STREAM_NON_BLOCKING = 0x1: no synchronisation with the legacy default stream (the second
+// stream of settled downloads, which must not wait for anything)
+#define MP_CU_STREAM_NON_BLOCKING 1
 // cuda.h, enum CUlaunchAttributeID_enum
 #define MP_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
 
@@ -96,6 +99,7 @@ CUresult mp_cu_primary_ctx_retain(CUcontext* ctx, CUdevice d);
 CUresult mp_cu_primary_ctx_release(CUdevice d);
 CUresult mp_cu_mem_get_info(CUcontext ctx, size_t* free_bytes, size_t* total_bytes);
 CUresult mp_cu_stream_create(CUcontext ctx, CUstream* s);
+CUresult mp_cu_stream_create_nonblocking(CUcontext ctx, CUstream* s);
 CUresult mp_cu_stream_destroy(CUcontext ctx, CUstream s);
 CUresult mp_cu_stream_sync(CUcontext ctx, CUstream s);
 CUresult mp_cu_module_load(CUcontext ctx, CUmodule* m, const void* image);

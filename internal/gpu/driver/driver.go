@@ -170,6 +170,14 @@ type Backend interface {
 	Close() error
 }
 
+// SettledDownloader is implemented by backends that can copy out of a buffer without waiting
+// for the work encoded since the last sync (CUDA: on a second stream; unified memory: a plain
+// copy): for results that a sync has already waited for, read while the device runs what was
+// encoded after it. The caller guarantees that no work encoded since that sync writes the range.
+type SettledDownloader interface {
+	DownloadSettled(dst []byte, src Buffer, offset int) error
+}
+
 // UninitAllocator is implemented by backends that can allocate without zeroing: for buffers
 // the kernels write in full before they read them (scratch, outputs), so that neither the
 // device nor the host spends time clearing them. A backend without it zeroes (Backend.Alloc).

@@ -594,6 +594,12 @@ func (h *Backend) Download(dst []byte, src driver.Buffer, offset int) error {
 	return nil
 }
 
+// DownloadSettled is Download (driver.SettledDownloader): work runs as it is encoded here, so
+// there is nothing to wait for either way.
+func (h *Backend) DownloadSettled(dst []byte, src driver.Buffer, offset int) error {
+	return h.Download(dst, src, offset)
+}
+
 // Copy copies n bytes (memmove: the ranges may overlap).
 func (h *Backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, srcOffset int, n int) error {
 	d, err := h.buf(dst)

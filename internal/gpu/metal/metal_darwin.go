@@ -333,6 +333,21 @@ func (be *backend) Download(dst []byte, src driver.Buffer, offset int) error {
 	return nil
 }
 
+// DownloadSettled copies without syncing first (driver.SettledDownloader): with shared storage
+// the bytes that completed command buffers wrote are visible to the CPU, and the caller
+// guarantees that no command buffer since writes the range.
+func (be *backend) DownloadSettled(dst []byte, src driver.Buffer, offset int) error {
+	b, err := asBuffer(src)
+	if err != nil {
+		return err
+	}
+	if err := checkSpan("download", offset, len(dst), len(b.data)); err != nil {
+		return err
+	}
+	copy(dst, b.data[offset:offset+len(dst)])
+	return nil
+}
+
 // Copy encodes a blit. macOS requires offsets and size to be multiples of 4, and overlapping
 // ranges of one buffer are not allowed in a blit: those cases sync and copy on the CPU (canBlit).
 func (be *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, srcOffset int, n int) error {
