@@ -863,6 +863,38 @@ func (v scTrGrindParams) arg() gpu.Arg {
 	return gpu.U32(v.at, v.bits)
 }
 
+// srUniCoeffsParams is the value struct SrUniCoeffsParams of the shaders: uint fields in declaration order.
+type srUniCoeffsParams struct {
+	ncoef    uint32
+	abc      uint32
+	shorts   uint32
+	n        uint32
+	shortOff uint32
+	at       uint32
+	polyOff  uint32
+	spolyOff uint32
+	winv     uint32
+	ninv     uint32
+}
+
+func (v srUniCoeffsParams) arg() gpu.Arg {
+	return gpu.U32(v.ncoef, v.abc, v.shorts, v.n, v.shortOff, v.at, v.polyOff, v.spolyOff, v.winv, v.ninv)
+}
+
+// srUniBindParams is the value struct SrUniBindParams of the shaders: uint fields in declaration order.
+type srUniBindParams struct {
+	cstOff uint32
+	l      uint32
+	uAt    uint32
+	shorts uint32
+	winv   uint32
+	inv2   uint32
+}
+
+func (v srUniBindParams) arg() gpu.Arg {
+	return gpu.U32(v.cstOff, v.l, v.uAt, v.shorts, v.winv, v.inv2)
+}
+
 // whirBatchParams is the value struct WhirBatchParams of the shaders: uint fields in declaration order.
 type whirBatchParams struct {
 	nblocks    uint32
@@ -1323,6 +1355,16 @@ func dispatchTrObserveSample(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buff
 // dispatchScTrRoundGrind encodes kernel sc_tr_round_grind (shaders/openings/stacked_reduction.metal:562).
 func dispatchScTrRoundGrind(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p scTrGrindParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_tr_round_grind", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
+}
+
+// dispatchSrUniCoeffs encodes kernel sr_uni_coeffs (shaders/openings/stacked_reduction.metal:650).
+func dispatchSrUniCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, result *gpu.Buffer, polys *gpu.Buffer, spolys *gpu.Buffer, log *gpu.Buffer, p srUniCoeffsParams, tgBytes uint32) *gpu.Batch {
+	return enc.Dispatch("sr_uni_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(result), gpu.Buf(polys), gpu.Buf(spolys), gpu.Buf(log), p.arg()}, tgBytes)
+}
+
+// dispatchSrUniBind encodes kernel sr_uni_bind (shaders/openings/stacked_reduction.metal:739).
+func dispatchSrUniBind(enc *gpu.Batch, groups, tpg gpu.Dim3, log *gpu.Buffer, cst *gpu.Buffer, scst *gpu.Buffer, sinfo *gpu.Buffer, lag *gpu.Buffer, weights *gpu.Buffer, p srUniBindParams) *gpu.Batch {
+	return enc.Dispatch("sr_uni_bind", groups, tpg, []gpu.Arg{gpu.Buf(log), gpu.Buf(cst), gpu.Buf(scst), gpu.Buf(sinfo), gpu.Buf(lag), gpu.Buf(weights), p.arg()})
 }
 
 // dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/openings/whir.metal:107).

@@ -274,6 +274,98 @@ func EncodeStackedSliceWeights(b *gpu.Batch, dev *gpu.Device, slices *gpu.Array[
 	return b.Err()
 }
 
+// StackedUniCoeffs are the inputs of EncodeStackedUniCoeffs: round 0's sums and gathered short
+// blocks (Result: A, B, C as 3N Fp4 from word 0 when ABC, then the short blocks of N base values
+// each from word ShortOff), and the polynomials their inverse DFTs are multiplied by (Polys from
+// Fp4 PolyOff: those of A, B, C, N coefficients each; SPolys from SPolyOff: each short slice's).
+type StackedUniCoeffs struct {
+	Result            *gpu.Array[uint32]
+	Polys, SPolys     *gpu.Array[Mont4]
+	PolyOff, SPolyOff int
+	ABC               bool
+	Shorts            int
+	ShortOff          int
+}
+
+// EncodeStackedUniCoeffs encodes round 0's 2N − 1 coefficients (N = 2^lSkip) into log[at ..]
+// (sr_uni_coeffs, one group): Σ over A, B, C and the short blocks of IDFT(·)·its polynomial, in
+// coefficient form.
+func EncodeStackedUniCoeffs(b *gpu.Batch, dev *gpu.Device, c StackedUniCoeffs, lSkip int, log *gpu.Array[Mont4], at int) error {
+	if lSkip < 0 || lSkip > 5 || c.Shorts < 0 || at < 0 || c.PolyOff < 0 || c.SPolyOff < 0 || c.ShortOff < 0 {
+		return fmt.Errorf("kernels: StackedUniCoeffs: l_skip %d, %d short slices, log entry %d", lSkip, c.Shorts, at)
+	}
+	n := 1 << lSkip
+	ncoef := 2*n - 1
+	abc := 0
+	if c.ABC {
+		abc = 1
+		if err := checkArray("StackedUniCoeffs", c.Polys, c.PolyOff+3*n); err != nil {
+			return err
+		}
+	}
+	if err := checkArray("StackedUniCoeffs", c.Result, max(12*n*abc, c.ShortOff+c.Shorts*n)); err != nil {
+		return err
+	}
+	if err := checkArray("StackedUniCoeffs", c.SPolys, c.SPolyOff+c.Shorts*n); err != nil {
+		return err
+	}
+	if err := checkArray("StackedUniCoeffs", log, at+ncoef); err != nil {
+		return err
+	}
+	// A thread a coefficient (sr_uni_coeffs' threadgroup memory: 32 twiddles and 256 Fp4).
+	t := groupSize(dev, "sr_uni_coeffs", 64)
+	if t < ncoef {
+		return fmt.Errorf("kernels: StackedUniCoeffs: groups of %d threads on this device, %d coefficients", t, ncoef)
+	}
+	dispatchSrUniCoeffs(b, gpu.D1(1), gpu.D1(uint32(t)), c.Result.Buffer, c.Polys.Buffer, c.SPolys.Buffer, log.Buffer,
+		srUniCoeffsParams{ncoef: uint32(ncoef), abc: uint32(abc), shorts: uint32(c.Shorts), n: uint32(n), shortOff: uint32(c.ShortOff), at: uint32(at),
+			polyOff: uint32(c.PolyOff), spolyOff: uint32(c.SPolyOff), winv: uint32(MontOf(field.TwoAdicGenerator(lSkip).Inverse())), ninv: uint32(MontOf(field.Fp(uint32(n)).Inverse()))},
+		4*(32+4*256))
+	return b.Err()
+}
+
+// StackedUniBind are the inputs of EncodeStackedUniBind besides u_0: Cst holds r_0, r_0·ω,
+// eq_D(r_0·ω, 1) (Fp4) from CstOff; per short slice SCst a, bw, r', r'·ω' (Fp4) and SInfo its
+// entry in the weights (which must lie in them), l_skip + nn and −nn.
+type StackedUniBind struct {
+	Cst, SCst *gpu.Array[Mont4]
+	CstOff    int
+	SInfo     *gpu.Array[uint32]
+	Shorts    int
+}
+
+// EncodeStackedUniBind encodes BindUnivariate's scalars of u_0 = log[uAt] (sr_uni_bind, one
+// group): lag[0..N) the Lagrange weights of u_0 (LagrangeWeights), lag[N..N+3) a0, b0 − c0, c0,
+// and the bind weight of every short slice into weights.
+func EncodeStackedUniBind(b *gpu.Batch, dev *gpu.Device, c StackedUniBind, lSkip int, log *gpu.Array[Mont4], uAt int, lag, weights *gpu.Array[Mont4]) error {
+	if lSkip < 0 || lSkip > 5 || c.Shorts < 0 || uAt < 0 || c.CstOff < 0 {
+		return fmt.Errorf("kernels: StackedUniBind: l_skip %d, %d short slices, log entry %d", lSkip, c.Shorts, uAt)
+	}
+	n := 1 << lSkip
+	if err := checkArray("StackedUniBind", log, uAt+1); err != nil {
+		return err
+	}
+	if err := checkArray("StackedUniBind", c.Cst, c.CstOff+3); err != nil {
+		return err
+	}
+	if err := checkArray("StackedUniBind", c.SCst, 4*c.Shorts); err != nil {
+		return err
+	}
+	if err := checkArray("StackedUniBind", c.SInfo, 3*c.Shorts); err != nil {
+		return err
+	}
+	if err := checkArray("StackedUniBind", lag, n+3); err != nil {
+		return err
+	}
+	if err := checkArray("StackedUniBind", weights, 1); err != nil {
+		return err
+	}
+	t := groupSize(dev, "sr_uni_bind", 64)
+	dispatchSrUniBind(b, gpu.D1(1), gpu.D1(uint32(t)), log.Buffer, c.Cst.Buffer, c.SCst.Buffer, c.SInfo.Buffer, lag.Buffer, weights.Buffer,
+		srUniBindParams{cstOff: uint32(c.CstOff), l: uint32(lSkip), uAt: uint32(uAt), shorts: uint32(c.Shorts), winv: uint32(MontOf(field.TwoAdicGenerator(lSkip).Inverse())), inv2: uint32(MontOf(field.InvTwo))})
+	return b.Err()
+}
+
 // LagrangeWeights returns L_z(u) = (1/N)·Σ_{j<N} ω^(−jz)·u^j for z < N = 2^lSkip (ω =
 // field.TwoAdicGenerator(lSkip)): Σ_z L_z(u)·v_z is the polynomial with values v on the order-N
 // subgroup (IDFT coefficients) evaluated at u.

@@ -192,6 +192,19 @@ type StackingDeviceRounds interface {
 	ProveRounds(tr *transcript.Transcript, n int) (polys [][2]field.Fp4, u []field.Fp4, err error)
 }
 
+// StackingDeviceFirstRound is a StackingDeviceRounds prover that runs round 0's transcript step
+// on its device too: round 0's coefficients observed and u_0 sampled there, so that round 0, the
+// bind and the multilinear rounds follow one another with one sync for all. ProveStacking
+// replays them (ErrDeviceTranscript).
+type StackingDeviceFirstRound interface {
+	// ProveFirstRounds runs UnivariateRound with batch's weights, its coefficients observed and
+	// u_0 sampled from tr's state (tr is not changed), BindUnivariate at that u_0, then rounds
+	// 1 .. n as ProveRounds does. It returns round 0's coefficients, u_0, and ProveRounds' sums
+	// and bound values; Openings follows. It returns ErrDeviceRoundsUnsupported, having done
+	// nothing, where the device cannot (then the stage calls UnivariateRound).
+	ProveFirstRounds(batch *StackingBatch, tr *transcript.Transcript, n int) (coeffs []field.Fp4, u0 field.Fp4, polys [][2]field.Fp4, u []field.Fp4, err error)
+}
+
 // WhirDeviceRounds is a WhirProver that runs a WHIR round's k sumcheck rounds, folding proofs of
 // work included, with a copy of the stage's transcript on its device. ProveWhir replays what
 // SumcheckRounds returns through its own transcript (each witness checked, each bound value

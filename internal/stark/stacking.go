@@ -1,6 +1,7 @@
 package stark
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/metalprove/metalprove/internal/field"
@@ -130,28 +131,50 @@ func ProveStacking(sp StackingProver, tr *transcript.Transcript, p params.System
 	// verifier's).
 	batch := &StackingBatch{NeedRot: needRot, Lambda: tr.SampleExt()}
 	var proof StackingProof
-	if proof.UnivariateRoundCoeffs, err = sp.UnivariateRound(batch); err != nil {
-		return StackingProof{}, nil, err
+	// A backend that runs the rounds with the transcript on the device returns them all at once
+	// (with round 0 where it runs that too); the loop replays them through tr, checking each
+	// sample.
+	var devPolys [][2]field.Fp4
+	var devU []field.Fp4
+	var devU0 *field.Fp4
+	dr, onDevice := sp.(StackingDeviceRounds)
+	if fr, ok := sp.(StackingDeviceFirstRound); ok && p.NStack > 0 {
+		var u0 field.Fp4
+		switch proof.UnivariateRoundCoeffs, u0, devPolys, devU, err = fr.ProveFirstRounds(batch, tr, p.NStack); {
+		case errors.Is(err, ErrDeviceRoundsUnsupported):
+		case err != nil:
+			return StackingProof{}, nil, err
+		case len(proof.UnivariateRoundCoeffs) != 2<<p.LSkip-1:
+			return StackingProof{}, nil, fmt.Errorf("%w: %d coefficients of round 0 from the device, want %d", ErrDeviceTranscript, len(proof.UnivariateRoundCoeffs), 2<<p.LSkip-1)
+		default:
+			devU0, onDevice = &u0, true
+		}
+	}
+	if devU0 == nil {
+		if proof.UnivariateRoundCoeffs, err = sp.UnivariateRound(batch); err != nil {
+			return StackingProof{}, nil, err
+		}
 	}
 	tr.ObserveSlice(flattenExt(proof.UnivariateRoundCoeffs)) // as ObserveExt of each, in one absorb
 	u := make([]field.Fp4, p.NStack+1)
 	u[0] = tr.SampleExt()
-	if err := sp.BindUnivariate(u[0]); err != nil {
-		return StackingProof{}, nil, err
-	}
-	proof.SumcheckRoundPolys = make([][2]field.Fp4, p.NStack)
-	// A backend that runs the rounds with the transcript on the device returns them all at once;
-	// the loop replays them through tr, checking each sample.
-	var devPolys [][2]field.Fp4
-	var devU []field.Fp4
-	dr, onDevice := sp.(StackingDeviceRounds)
-	if onDevice && p.NStack > 0 {
-		if devPolys, devU, err = dr.ProveRounds(tr, p.NStack); err != nil {
+	if devU0 != nil {
+		if *devU0 != u[0] {
+			return StackingProof{}, nil, fmt.Errorf("%w: stacking round 0's bound value: %v on the device, %v here", ErrDeviceTranscript, *devU0, u[0])
+		}
+	} else {
+		if err := sp.BindUnivariate(u[0]); err != nil {
 			return StackingProof{}, nil, err
 		}
-		if len(devPolys) != p.NStack || len(devU) != p.NStack {
-			return StackingProof{}, nil, fmt.Errorf("%w: %d rounds' sums and %d bound values from the device, want %d", ErrDeviceTranscript, len(devPolys), len(devU), p.NStack)
+		if onDevice && p.NStack > 0 {
+			if devPolys, devU, err = dr.ProveRounds(tr, p.NStack); err != nil {
+				return StackingProof{}, nil, err
+			}
 		}
+	}
+	proof.SumcheckRoundPolys = make([][2]field.Fp4, p.NStack)
+	if onDevice && p.NStack > 0 && (len(devPolys) != p.NStack || len(devU) != p.NStack) {
+		return StackingProof{}, nil, fmt.Errorf("%w: %d rounds' sums and %d bound values from the device, want %d", ErrDeviceTranscript, len(devPolys), len(devU), p.NStack)
 	}
 	for j := 1; j <= p.NStack; j++ {
 		var s1, s2 field.Fp4

@@ -41,6 +41,38 @@ func (cp tamperConstraintProver) ProveRounds(tr *transcript.Transcript, m *stark
 	return polys, r, err
 }
 
+// tamperStacking wraps a stacking backend whose provers run round 0 and the rounds on the device
+// (stark.StackingDeviceFirstRound); f changes what ProveFirstRounds returns.
+type tamperStacking struct {
+	inner stark.StackingBackend
+	f     func(coeffs *[]field.Fp4, u0 *field.Fp4, polys [][2]field.Fp4, u []field.Fp4)
+}
+
+func (b tamperStacking) NewStackingProver(p params.SystemParams, commits []stark.Committed, r []field.Fp4) (stark.StackingProver, error) {
+	sp, err := b.inner.NewStackingProver(p, commits, r)
+	if err != nil {
+		return nil, err
+	}
+	return tamperStackingProver{sp, b.f}, nil
+}
+
+type tamperStackingProver struct {
+	stark.StackingProver
+	f func(coeffs *[]field.Fp4, u0 *field.Fp4, polys [][2]field.Fp4, u []field.Fp4)
+}
+
+func (sp tamperStackingProver) ProveRounds(tr *transcript.Transcript, n int) ([][2]field.Fp4, []field.Fp4, error) {
+	return sp.StackingProver.(stark.StackingDeviceRounds).ProveRounds(tr, n)
+}
+
+func (sp tamperStackingProver) ProveFirstRounds(batch *stark.StackingBatch, tr *transcript.Transcript, n int) ([]field.Fp4, field.Fp4, [][2]field.Fp4, []field.Fp4, error) {
+	coeffs, u0, polys, u, err := sp.StackingProver.(stark.StackingDeviceFirstRound).ProveFirstRounds(batch, tr, n)
+	if err == nil {
+		sp.f(&coeffs, &u0, polys, u)
+	}
+	return coeffs, u0, polys, u, err
+}
+
 // tamperWhir wraps a WHIR backend: with chain set its provers run the rounds as one chain
 // (stark.WhirDeviceChain) and chain changes the run; without it they hide the chain, so that
 // the stage runs the rounds one by one (rounds and commit change those). final changes the last
@@ -184,7 +216,13 @@ func TestDeviceTranscriptDivergenceRefused(t *testing.T) {
 	}
 	wb, _ := want.MarshalBinary()
 	passFinal := func(*stark.WhirFinalQueries) {}
-	for i, s := range []*stark.Backend{wrapped(nil, tamperWhir{}), wrapped(nil, tamperWhir{final: passFinal}), wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}}), withMu(func(*stark.WhirChainRun) {})} {
+	stacking := func(f func(coeffs *[]field.Fp4, u0 *field.Fp4, polys [][2]field.Fp4, u []field.Fp4)) *stark.Backend {
+		s := wrapped(nil, tamperWhir{})
+		s.Stacking = tamperStacking{stages.Stacking, f}
+		return s
+	}
+	for i, s := range []*stark.Backend{wrapped(nil, tamperWhir{}), wrapped(nil, tamperWhir{final: passFinal}), wrapped(nil, tamperWhir{chain: func(*stark.WhirChainRun) {}}), withMu(func(*stark.WhirChainRun) {}),
+		stacking(func(*[]field.Fp4, *field.Fp4, [][2]field.Fp4, []field.Fp4) {})} {
 		got, err := stark.Prove(pk, inputs, p, s, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -212,6 +250,13 @@ func TestDeviceTranscriptDivergenceRefused(t *testing.T) {
 		"the last round's bound value":   chained(func(run *stark.WhirChainRun) { run.LastAlphas[0] = run.LastAlphas[0].Add(one) }),
 		"a chain without its openings":   chained(func(run *stark.WhirChainRun) { run.Rounds[0].Initial = run.Rounds[0].Initial[1:] }),
 		"a chain of too few rounds":      chained(func(run *stark.WhirChainRun) { run.Rounds = nil }),
+		"stacking round 0's coefficient": stacking(func(c *[]field.Fp4, _ *field.Fp4, _ [][2]field.Fp4, _ []field.Fp4) { (*c)[3] = (*c)[3].Add(one) }),
+		"stacking round 0's length":      stacking(func(c *[]field.Fp4, _ *field.Fp4, _ [][2]field.Fp4, _ []field.Fp4) { *c = (*c)[1:] }),
+		"stacking's u_0":                 stacking(func(_ *[]field.Fp4, u0 *field.Fp4, _ [][2]field.Fp4, _ []field.Fp4) { *u0 = u0.Add(one) }),
+		"a stacking round's sum": stacking(func(_ *[]field.Fp4, _ *field.Fp4, polys [][2]field.Fp4, _ []field.Fp4) {
+			polys[2][1] = polys[2][1].Add(one)
+		}),
+		"a stacking bound value":         stacking(func(_ *[]field.Fp4, _ *field.Fp4, _ [][2]field.Fp4, u []field.Fp4) { u[1] = u[1].Add(one) }),
 		"the final polynomial":           chained(func(run *stark.WhirChainRun) { run.FinalPoly[7] = run.FinalPoly[7].Add(one) }),
 		"a short final polynomial":       chained(func(run *stark.WhirChainRun) { run.FinalPoly = run.FinalPoly[1:] }),
 		"a final polynomial alone":       chained(func(run *stark.WhirChainRun) { run.Final = nil }),

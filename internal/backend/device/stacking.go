@@ -33,6 +33,11 @@ var ErrProverState = errors.New("backend/device: prover method called out of ord
 //   - Round/Bind: the shared sumcheck family over those tables; Bind only records u, the next
 //     Round folds and sums in one pass (ping-pong buffers). One sync per Round, none per Bind.
 //   - Openings: the last fold of q into one row per column and its download. One sync.
+//   - ProveFirstRounds: UnivariateRound's kernels, then its coefficients made on the device from
+//     A, B, C and the short blocks (kernels.EncodeStackedUniCoeffs: the host's IDFTs and
+//     products as matrices), observed and u_0 sampled on the device transcript, BindUnivariate's
+//     scalars of u_0 made there (kernels.EncodeStackedUniBind), the bind and ProveRounds' rounds:
+//     one sync for all.
 //
 // Every device buffer is allocated by NewStackingProver and freed by Release.
 type stackingProver struct {
@@ -74,6 +79,11 @@ type stackingProver struct {
 	halves, etab, lag, weights              *gpu.Array[kernels.Mont4]
 	qt, wt                                  [2]*gpu.Array[kernels.Mont4]
 	sc                                      *kernels.Sumcheck
+	// For ProveFirstRounds: from halves[uniOff], the functions of r_0 (uniConstants); shortInfo,
+	// per short slice its weights entry, l_skip + nn, −nn (nil without short slices). Uploaded by
+	// NewStackingProver.
+	uniOff    int
+	shortInfo *gpu.Array[uint32]
 }
 
 // wSlice is what BindUnivariate needs of one slice to compute its W scalars.
@@ -247,9 +257,22 @@ func (b *Backend) NewStackingProver(p params.SystemParams, commits []stark.Commi
 		return fail(err)
 	}
 	// The halves are needed until the expansion has run (no sync before UnivariateRound's): freed
-	// with the prover.
-	if sp.halves, err = gpu.UploadArray(b.dev, "stacking eq halves", halves); err != nil {
+	// with the prover. ProveFirstRounds' functions of r_0 go up behind them (uploads before the
+	// kernels below, so that they wait for nothing of this prover's).
+	sp.uniOff = len(halves)
+	if sp.halves, err = gpu.UploadArray(b.dev, "stacking eq halves", append(halves, kernels.Mont4Slice(uniConstants(l, r[0]))...)); err != nil {
 		return fail(err)
+	}
+	if len(sp.shorts) > 0 {
+		sinfo := make([]uint32, 0, 3*len(sp.shorts))
+		for k, s := range sp.wInfo {
+			if s.nn < 0 {
+				sinfo = append(sinfo, uint32(2*k), uint32(l+s.nn), uint32(-s.nn))
+			}
+		}
+		if sp.shortInfo, err = gpu.UploadArray(b.dev, "stacking short slices", sinfo); err != nil {
+			return fail(err)
+		}
 	}
 	batchEnc := b.dev.Batch()
 	sp.qs = make([]*gpu.Array[kernels.Mont], len(cs))
@@ -303,7 +326,7 @@ func (sp *stackingProver) free() {
 
 // freeBuffers releases every device buffer (idempotent).
 func (sp *stackingProver) freeBuffers() {
-	for _, a := range []*gpu.Array[uint32]{sp.slices, sp.rotBits, sp.sums, sp.partials, sp.result} {
+	for _, a := range []*gpu.Array[uint32]{sp.slices, sp.rotBits, sp.sums, sp.partials, sp.result, sp.shortInfo} {
 		if a != nil {
 			a.Free()
 		}
@@ -314,6 +337,7 @@ func (sp *stackingProver) freeBuffers() {
 		}
 	}
 	sp.slices, sp.rotBits, sp.sums, sp.halves, sp.etab, sp.partials, sp.result, sp.lag, sp.weights = nil, nil, nil, nil, nil, nil, nil, nil, nil
+	sp.shortInfo = nil
 	sp.qt, sp.wt = [2]*gpu.Array[kernels.Mont4]{}, [2]*gpu.Array[kernels.Mont4]{}
 	for c, q := range sp.qs {
 		if q != nil {
@@ -357,18 +381,82 @@ func (sp *stackingProver) live() error {
 func (sp *stackingProver) UnivariateRound(batch *stark.StackingBatch) ([]field.Fp4, error) {
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
-	if err := sp.live(); err != nil {
+	row, err := sp.encodeUnivariate(batch)
+	if err != nil {
 		return nil, err
 	}
+	l := sp.p.LSkip
+	n := 1 << l
+	width := kernels.StackedUniWidth(l)
+	sums := make([]uint32, width+len(sp.shorts)*n)
+	from := 0
+	if row == 0 {
+		from = width // no slice of log height ≥ l_skip: A = B = C = 0
+	}
+	if err := sp.result.Read(sums[from:], from); err != nil {
+		return nil, err
+	}
+	abc := kernels.Fp4SliceOfMont(sums[:width])
+	res := make([]field.Fp4, 2*n-1)
+	idft := newSmallIDFT(l)
+	for x, poly := range uniPolys(l, sp.r[0]) {
+		polyMulAcc(res, idft.ext(abc[x*n:(x+1)*n]), poly)
+	}
+	for k, s := range sp.shorts {
+		blk := make([]field.Fp, n)
+		for j := range blk {
+			blk[j] = kernels.CanonicalOf(kernels.Mont(sums[width+k*n+j]))
+		}
+		polyMulAcc(res, idft.base(blk), sp.shortPoly(s))
+	}
+	return res, nil
+}
+
+// uniPolys are the eq_D polynomials that A, B, C's inverse DFTs are multiplied by in round 0:
+// eq_D(r_0, Z), eq_D(r_0·ω, Z), and eq_D(1, Z)·eq_D(r_0·ω, 1).
+func uniPolys(l int, r0 field.Fp4) [3][]field.Fp4 {
+	r0w := r0.MulBase(field.TwoAdicGenerator(l))
+	polyC := stark.EqUniCoeffs(l, field.Fp4One)
+	cScale := stark.EqUniAtOne(l, r0w)
+	for i := range polyC {
+		polyC[i] = polyC[i].Mul(cScale)
+	}
+	return [3][]field.Fp4{stark.EqUniCoeffs(l, r0), stark.EqUniCoeffs(l, r0w), polyC}
+}
+
+// shortPoly is a short slice's weight polynomial with the batch's weights (shortWeightPoly).
+func (sp *stackingProver) shortPoly(s shortSlice) []field.Fp4 {
+	a, bw := sp.batch.Weight(s.c, s.i)
+	return shortWeightPoly(sp.p.LSkip, s.nn, sp.r[0], a, bw)
+}
+
+// uniConstants are ProveFirstRounds' functions of r_0: r_0, r_0·ω, eq_D(r_0·ω, 1), then the
+// polynomials of A, B, C (uniPolys), N coefficients each.
+func uniConstants(l int, r0 field.Fp4) []field.Fp4 {
+	r0w := r0.MulBase(field.TwoAdicGenerator(l))
+	out := []field.Fp4{r0, r0w, stark.EqUniAtOne(l, r0w)}
+	for _, poly := range uniPolys(l, r0) {
+		out = append(out, poly...)
+	}
+	return out
+}
+
+// encodeUnivariate checks the state and batch, uploads the rotation flags and encodes round 0's
+// kernels: the weights, the weighed sums into sp.result (A, B, C; rows: their partial rows, 0
+// when no slice has log height ≥ l_skip) and the short blocks gathered after them.
+func (sp *stackingProver) encodeUnivariate(batch *stark.StackingBatch) (rows int, err error) {
+	if err := sp.live(); err != nil {
+		return 0, err
+	}
 	if sp.bound != 0 || sp.batch != nil {
-		return nil, ErrProverState
+		return 0, ErrProverState
 	}
 	layouts := make([]*stark.StackedLayout, len(sp.commits))
 	for c, com := range sp.commits {
 		layouts[c] = com.Layout()
 	}
 	if err := stark.CheckStackingBatch(batch, layouts); err != nil {
-		return nil, err
+		return 0, err
 	}
 	// The weights on the device from λ: up go the rotation flags, a bit a slice.
 	rot := make([]uint32, (sp.wRange.Count+31)/32)
@@ -378,7 +466,7 @@ func (sp *stackingProver) UnivariateRound(batch *stark.StackingBatch) ([]field.F
 		}
 	}
 	if err := sp.rotBits.Write(0, rot); err != nil {
-		return nil, err
+		return 0, err
 	}
 	sp.batch = batch
 	l := sp.p.LSkip
@@ -388,7 +476,7 @@ func (sp *stackingProver) UnivariateRound(batch *stark.StackingBatch) ([]field.F
 	b := dev.Batch()
 	if len(sp.weighted) > 0 {
 		if err := kernels.EncodeStackedSliceWeights(b, dev, sp.slices, sp.wRange.Count, batch.Lambda, sp.rotBits); err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
 	row := 0
@@ -399,55 +487,19 @@ func (sp *stackingProver) UnivariateRound(batch *stark.StackingBatch) ([]field.F
 		r.Slices = sp.slices
 		g, err := kernels.EncodeStackedUniWeigh(b, dev, sp.sums, r, sp.partials, row, l)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		row += g
 	}
 	if row > 0 {
 		if err := kernels.EncodeSumRows(b, dev, sp.partials, sp.result, row, width); err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
 	for _, g := range sp.gathers {
 		b.Copy(sp.result.Buffer, 4*g.at, sp.qs[g.c].Buffer, 4*g.qStart, 4*g.count*n)
 	}
-	if err := b.Err(); err != nil {
-		return nil, err
-	}
-	sums := make([]uint32, width+len(sp.shorts)*n)
-	from := 0
-	if row == 0 {
-		from = width // no slice of log height ≥ l_skip: A = B = C = 0
-	}
-	if err := sp.result.Read(sums[from:], from); err != nil {
-		return nil, err
-	}
-
-	r := sp.r
-	omega := field.TwoAdicGenerator(l)
-	r0w := r[0].MulBase(omega)
-	polyA := stark.EqUniCoeffs(l, r[0])
-	polyB := stark.EqUniCoeffs(l, r0w)
-	polyC := stark.EqUniCoeffs(l, field.Fp4One)
-	cScale := stark.EqUniAtOne(l, r0w)
-	for i := range polyC {
-		polyC[i] = polyC[i].Mul(cScale)
-	}
-	res := make([]field.Fp4, 2*n-1)
-	abc := kernels.Fp4SliceOfMont(sums[:width])
-	idft := newSmallIDFT(l)
-	polyMulAcc(res, idft.ext(abc[:n]), polyA)
-	polyMulAcc(res, idft.ext(abc[n:2*n]), polyB)
-	polyMulAcc(res, idft.ext(abc[2*n:]), polyC)
-	for k, s := range sp.shorts {
-		blk := make([]field.Fp, n)
-		for j := range blk {
-			blk[j] = kernels.CanonicalOf(kernels.Mont(sums[width+k*n+j]))
-		}
-		a, bw := sp.batch.Weight(s.c, s.i)
-		polyMulAcc(res, idft.base(blk), shortWeightPoly(l, s.nn, r[0], a, bw))
-	}
-	return res, nil
+	return row, b.Err()
 }
 
 // shortWeightPoly is cpuref's weight polynomial of a slice of log height l + nn < l (nn < 0):
@@ -538,7 +590,7 @@ func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
 	if sp.bound != 0 || sp.batch == nil { // the weights come with UnivariateRound
 		return ErrProverState
 	}
-	l, ns := sp.p.LSkip, sp.p.NStack
+	l := sp.p.LSkip
 	r := sp.r
 	omega := field.TwoAdicGenerator(l)
 	r0w := r[0].MulBase(omega)
@@ -570,13 +622,18 @@ func (sp *stackingProver) BindUnivariate(u0 field.Fp4) error {
 		}
 	}
 	// The Lagrange weights of u_0 (N), then a0, b0 − c0, c0.
-	n := 1 << l
 	lag := append(kernels.LagrangeWeights(l, u0), a0, b0.Sub(c0), c0)
 	if err := sp.lag.Write(0, kernels.Mont4Slice(lag)); err != nil {
 		return err
 	}
+	return sp.encodeBind(sp.be.dev.Batch())
+}
+
+// encodeBind encodes BindUnivariate's kernels, which read sp.lag and the short slices' weights.
+func (sp *stackingProver) encodeBind(b *gpu.Batch) error {
+	l, ns := sp.p.LSkip, sp.p.NStack
+	n := 1 << l
 	dev := sp.be.dev
-	b := dev.Batch()
 	nx := 1 << ns
 	for c, com := range sp.commits {
 		if err := kernels.EncodeStackedBindQ(b, dev, sp.qs[c], sp.lag, sp.qt[0], com.width*nx, l, sp.colOff[c]*nx); err != nil {
@@ -646,33 +703,48 @@ func (sp *stackingProver) ProveRounds(tr *transcript.Transcript, n int) ([][2]fi
 	if err := tt.SetState(tr.State()); err != nil {
 		return nil, nil, err
 	}
-	// Round j's sums at Log[3(j−1)], Log[3(j−1)+1], its bound value at Log[3(j−1)+2].
-	b := sp.be.dev.Batch()
-	for j := 1; j <= n; j++ {
-		if j == 1 {
-			err = sp.sc.EncodeRound(b, sp.tables(sp.cur, sp.logRows))
-		} else {
-			err = sp.sc.EncodeFoldRoundLogged(b, sp.tables(sp.cur, sp.logRows), sp.tables(1-sp.cur, sp.logRows-1), tt.Log, 3*(j-2)+2)
-			sp.cur, sp.logRows = 1-sp.cur, sp.logRows-1
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := tt.EncodeSumcheckRound(b, sp.sc, 3*(j-1)); err != nil {
-			return nil, nil, err
-		}
-	}
-	// q's last fold at u_n too (W is not needed any more), so that Openings needs no sync of its
-	// own.
-	lr := sp.logRows - 1
-	if err := kernels.EncodeFoldLogged(b, sp.be.dev, sp.qt[sp.cur], 1<<sp.logRows, sp.qt[1-sp.cur], 1<<lr, sp.cols, lr, tt.Log, 3*(n-1)+2); err != nil {
+	if err := sp.encodeRounds(sp.be.dev.Batch(), tt, 0, n); err != nil {
 		return nil, nil, err
 	}
-	sp.qFolded = true
 	log, err := tt.ReadLog(3 * n)
 	if err != nil {
 		return nil, nil, err
 	}
+	polys, u := sp.roundsOf(log, n)
+	return polys, u, nil
+}
+
+// encodeRounds encodes rounds 1 .. n with their transcript steps on tt: round j's sums at
+// Log[base + 3(j−1)], Log[base + 3(j−1) + 1], its bound value at Log[base + 3(j−1) + 2], where
+// the next round's fold reads it; then q's last fold at u_n (W is not needed any more), so that
+// Openings needs no sync of its own.
+func (sp *stackingProver) encodeRounds(b *gpu.Batch, tt *kernels.DeviceTranscript, base, n int) error {
+	var err error
+	for j := 1; j <= n; j++ {
+		if j == 1 {
+			err = sp.sc.EncodeRound(b, sp.tables(sp.cur, sp.logRows))
+		} else {
+			err = sp.sc.EncodeFoldRoundLogged(b, sp.tables(sp.cur, sp.logRows), sp.tables(1-sp.cur, sp.logRows-1), tt.Log, base+3*(j-2)+2)
+			sp.cur, sp.logRows = 1-sp.cur, sp.logRows-1
+		}
+		if err != nil {
+			return err
+		}
+		if err := tt.EncodeSumcheckRound(b, sp.sc, base+3*(j-1)); err != nil {
+			return err
+		}
+	}
+	lr := sp.logRows - 1
+	if err := kernels.EncodeFoldLogged(b, sp.be.dev, sp.qt[sp.cur], 1<<sp.logRows, sp.qt[1-sp.cur], 1<<lr, sp.cols, lr, tt.Log, base+3*(n-1)+2); err != nil {
+		return err
+	}
+	sp.qFolded = true
+	return nil
+}
+
+// roundsOf reads the n rounds' sums and bound values from their log entries (encodeRounds) and
+// leaves the last bound value pending for Openings, as Bind leaves it.
+func (sp *stackingProver) roundsOf(log []field.Fp4, n int) ([][2]field.Fp4, []field.Fp4) {
 	polys := make([][2]field.Fp4, n)
 	u := make([]field.Fp4, n)
 	for j := range n {
@@ -682,7 +754,95 @@ func (sp *stackingProver) ProveRounds(tr *transcript.Transcript, n int) ([][2]fi
 	last := u[n-1]
 	sp.pending = &last
 	sp.bound = n + 1
-	return polys, u, nil
+	return polys, u
+}
+
+var _ stark.StackingDeviceFirstRound = (*stackingProver)(nil)
+
+// ProveFirstRounds implements stark.StackingDeviceFirstRound: round 0's kernels
+// (encodeUnivariate), its coefficients into the log of a device transcript set to tr's state
+// (kernels.EncodeStackedUniCoeffs), observed and u_0 sampled (tr_observe_sample), the bind's
+// scalars of u_0 (kernels.EncodeStackedUniBind), the bind (encodeBind) and the rounds
+// (encodeRounds); one sync. Log: the 2N − 1 coefficients, u_0, then the rounds' 3n entries.
+func (sp *stackingProver) ProveFirstRounds(batch *stark.StackingBatch, tr *transcript.Transcript, n int) ([]field.Fp4, field.Fp4, [][2]field.Fp4, []field.Fp4, error) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	var u0 field.Fp4
+	if err := sp.live(); err != nil {
+		return nil, u0, nil, nil, err
+	}
+	if sp.bound != 0 || sp.batch != nil || n < 1 || n != sp.p.NStack || sp.logRows != 0 {
+		return nil, u0, nil, nil, ErrProverState
+	}
+	l := sp.p.LSkip
+	nn := 1 << l
+	ncoef := 2*nn - 1
+	// The short slices' weights and polynomials need λ: up they go (only where there are any).
+	scst, sinfo := sp.halves, sp.rotBits // not read without short slices
+	shorts := len(sp.shorts)
+	if shorts > 0 {
+		layouts := make([]*stark.StackedLayout, len(sp.commits))
+		for c, com := range sp.commits {
+			layouts[c] = com.Layout()
+		}
+		if err := stark.CheckStackingBatch(batch, layouts); err != nil {
+			return nil, u0, nil, nil, err
+		}
+		v := make([]field.Fp4, 4*shorts, 4*shorts+shorts*nn)
+		for k, s := range sp.shorts {
+			a, bw := batch.Weight(s.c, s.i)
+			lp := l + s.nn
+			rp := stark.ExpPow2(sp.r[0], -s.nn)
+			v[4*k], v[4*k+1], v[4*k+2], v[4*k+3] = a, bw, rp, rp.MulBase(field.TwoAdicGenerator(lp))
+			v = append(v, shortWeightPoly(l, s.nn, sp.r[0], a, bw)...)
+		}
+		var err error
+		if scst, err = gpu.UploadArray(sp.be.dev, "stacking short slices' weights", kernels.Mont4Slice(v)); err != nil {
+			return nil, u0, nil, nil, err
+		}
+		defer scst.Free()
+		sinfo = sp.shortInfo
+	}
+	rows, err := sp.encodeUnivariate(batch)
+	if err != nil {
+		return nil, u0, nil, nil, err
+	}
+	logLen := ncoef + 1 + 3*n
+	tt, err := sp.be.hash.NewDeviceTranscript(logLen)
+	if err != nil {
+		return nil, u0, nil, nil, err
+	}
+	defer tt.Close()
+	dev := sp.be.dev
+	b := dev.Batch()
+	st, ai, si := tr.State()
+	if err := tt.EncodeSetState(b, st, ai, si); err != nil {
+		return nil, u0, nil, nil, err
+	}
+	uc := kernels.StackedUniCoeffs{Result: sp.result, Polys: sp.halves, PolyOff: sp.uniOff + 3, SPolys: scst, SPolyOff: 4 * shorts,
+		ABC: rows > 0, Shorts: shorts, ShortOff: kernels.StackedUniWidth(l)}
+	if err := kernels.EncodeStackedUniCoeffs(b, dev, uc, l, tt.Log, 0); err != nil {
+		return nil, u0, nil, nil, err
+	}
+	if err := tt.EncodeObserveSample(b, tt.Log.Buffer, 0, 4*ncoef, true, ncoef); err != nil {
+		return nil, u0, nil, nil, err
+	}
+	ub := kernels.StackedUniBind{Cst: sp.halves, CstOff: sp.uniOff, SCst: scst, SInfo: sinfo, Shorts: shorts}
+	if err := kernels.EncodeStackedUniBind(b, dev, ub, l, tt.Log, ncoef, sp.lag, sp.weights); err != nil {
+		return nil, u0, nil, nil, err
+	}
+	if err := sp.encodeBind(b); err != nil {
+		return nil, u0, nil, nil, err
+	}
+	if err := sp.encodeRounds(b, tt, ncoef+1, n); err != nil {
+		return nil, u0, nil, nil, err
+	}
+	log, err := tt.ReadLog(logLen) // the one sync
+	if err != nil {
+		return nil, u0, nil, nil, err
+	}
+	polys, u := sp.roundsOf(log[ncoef+1:], n)
+	return log[:ncoef], log[ncoef], polys, u, nil
 }
 
 // Bind fixes the round's variable to u: recorded, folded by the next Round or Openings (a second

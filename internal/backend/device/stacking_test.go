@@ -78,6 +78,8 @@ var stackingCases = []stackingCase{
 	{"lskip1", small(1, 5, 2), [][]traceShape{{{6, 1}, {3, 3}, {1, 2}, {0, 3}}}},
 	{"lskip3", small(3, 4, 3), [][]traceShape{{{7, 2}, {5, 3}, {3, 1}, {2, 2}, {0, 1}}}},
 	{"lskip5", small(5, 3, 2), [][]traceShape{{{8, 2}, {6, 3}, {5, 1}, {3, 2}, {1, 1}}}},
+	// More short slices than one chunk of ProveFirstRounds' coefficient kernel holds (8 at l_skip 5).
+	{"lskip5-many-short", small(5, 3, 2), [][]traceShape{{{8, 2}, {3, 7}, {1, 4}}}},
 	{"nstack0", small(2, 0, 1), [][]traceShape{{{2, 3}, {1, 2}, {0, 1}}}},
 }
 
@@ -606,6 +608,115 @@ func TestStackingDeviceRoundsMatchCpuref(t *testing.T) {
 			}
 			if _, _, err := dr.ProveRounds(&before, p.NStack); !errors.Is(err, device.ErrProverState) {
 				t.Errorf("ProveRounds twice: %v, want ErrProverState", err)
+			}
+		})
+	}
+}
+
+// TestStackingFirstRoundsMatchCpuref: ProveFirstRounds (round 0 with its transcript step, the
+// bind and the rounds on the device, one sync) gives cpuref's coefficients, u_0, sums, bound
+// values and openings for every case (short slices, no slice of log height ≥ l_skip, l_skip 0
+// to 5), and leaves the prover where ProveRounds leaves it.
+func TestStackingFirstRoundsMatchCpuref(t *testing.T) {
+	be, err := device.New(testDev, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	for ci, tc := range stackingCases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := tc.params()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.NStack < 1 {
+				t.Skip("no multilinear rounds")
+			}
+			r := rand.New(rand.NewPCG(uint64(ci), 0xf125))
+			dcs, rcs := commitBoth(t, be, p, r, tc.commits)
+			pt, batch := randomBatch(r, p, dcs)
+			dsp, err := be.Stages().Stacking.NewStackingProver(p, dcs, pt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dsp.Release()
+			rsp, err := cpuref.New().Stacking.NewStackingProver(p, rcs, pt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rsp.Release()
+			tr := transcript.New()
+			for range 5 + ci {
+				tr.Observe(fieldrand.Fp(r))
+			}
+			tr.SampleExt()
+			before := tr
+			fr, ok := dsp.(stark.StackingDeviceFirstRound)
+			if !ok {
+				t.Fatal("the device stacking prover does not run round 0 on the device")
+			}
+			var coeffs, us []field.Fp4
+			var u0 field.Fp4
+			var polys [][2]field.Fp4
+			if n := syncsOf(t, func() (err error) { coeffs, u0, polys, us, err = fr.ProveFirstRounds(batch, &tr, p.NStack); return err }); n != 1 {
+				t.Errorf("ProveFirstRounds: %d syncs, want 1", n)
+			}
+			if !tr.Same(&before) {
+				t.Error("ProveFirstRounds changed the caller's transcript")
+			}
+			want, err := rsp.UnivariateRound(batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(coeffs) != fmt.Sprint(want) {
+				t.Fatalf("round 0's coefficients\n got %v\nwant %v", coeffs, want)
+			}
+			for _, c := range want {
+				tr.ObserveExt(c)
+			}
+			if w := tr.SampleExt(); u0 != w {
+				t.Fatalf("u_0 %v, want %v", u0, w)
+			}
+			if err := rsp.BindUnivariate(u0); err != nil {
+				t.Fatal(err)
+			}
+			if len(polys) != p.NStack || len(us) != p.NStack {
+				t.Fatalf("%d sums and %d bound values, want %d", len(polys), len(us), p.NStack)
+			}
+			for j := 1; j <= p.NStack; j++ {
+				w1, w2, err := rsp.Round()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if polys[j-1] != [2]field.Fp4{w1, w2} {
+					t.Fatalf("round %d: %v, want (%v, %v)", j, polys[j-1], w1, w2)
+				}
+				tr.ObserveExt(w1)
+				tr.ObserveExt(w2)
+				u := tr.SampleExt()
+				if us[j-1] != u {
+					t.Fatalf("round %d: bound value %v, want %v", j, us[j-1], u)
+				}
+				if err := rsp.Bind(u); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got [][]field.Fp4
+			if n := syncsOf(t, func() (err error) { got, err = dsp.Openings(); return err }); n != 0 {
+				t.Errorf("Openings after ProveFirstRounds: %d syncs, want 0", n)
+			}
+			wantOp, err := rsp.Openings()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(wantOp) {
+				t.Fatalf("Openings: %v, want %v", got, wantOp)
+			}
+			if _, _, _, _, err := fr.ProveFirstRounds(batch, &before, p.NStack); !errors.Is(err, device.ErrProverState) {
+				t.Errorf("ProveFirstRounds twice: %v, want ErrProverState", err)
+			}
+			if _, err := dsp.UnivariateRound(batch); !errors.Is(err, device.ErrProverState) {
+				t.Errorf("UnivariateRound after ProveFirstRounds: %v, want ErrProverState", err)
 			}
 		})
 	}

@@ -8112,6 +8112,169 @@ MSL_KERNEL void msl_kernel_sc_tr_round_grind(MSL_DEVICE const uint* sums        
   threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
   p2g_sponge_store(ts, sp, tid);
 }
+
+struct SrUniCoeffsParams {
+  uint ncoef;      // 2N − 1
+  uint abc;        // 1: the Fp4 sums A, B, C at result[0 ..) (0: none, all zero)
+  uint shorts;     // short slices: their blocks of N base values from word short_off of result
+  uint n;          // N = 2^l_skip
+  uint short_off;  // word index in result of the first short block
+  uint at;         // log entry of the first coefficient
+  uint poly_off;   // Fp4 index in polys of eq_D(r_0, Z), eq_D(r_0·ω, Z), eq_D(1, Z)·eq_D(r_0·ω, 1)
+  uint spoly_off;  // Fp4 index in spolys of the short slices' weight polynomials
+  uint winv;       // ω^(−1), ω of order N (Montgomery)
+  uint ninv;       // N^(−1) (Montgomery)
+};
+
+// sr_uni_coeffs' threadgroup memory: the twiddles ω^(−j) (32 words), then the inverse DFTs of a
+// chunk of SR_UNI_CHUNK_ENTRIES / N of the products' vectors (Fp4).
+#define SR_UNI_CHUNK_ENTRIES 256u
+
+// Round 0's 2N − 1 coefficients s_0 on the device (UnivariateRound's host formula, smallIDFT and
+// polyMulAcc): Σ over A, B, C of IDFT(·)·its eq_D polynomial (polys from poly_off: functions of
+// r_0, uploaded with the prover), plus per short slice IDFT(block)·its weight polynomial (spolys
+// from spoly_off: with the batching weights), coefficient i into log[at + i]. One group: per chunk
+// of vectors, the inverse DFTs' entries c_m = N^(−1)·Σ_z ω^(−mz)·v[z] a thread each into
+// threadgroup memory, then a thread a coefficient adds Σ_m c_m·poly[i − m].
+MSL_KERNEL void msl_kernel_sr_uni_coeffs(MSL_DEVICE const uint* result              ,
+                          MSL_DEVICE const uint* polys              ,
+                          MSL_DEVICE const uint* spolys              ,
+                          MSL_DEVICE uint* log              ,
+                          MSL_CONSTANT SrUniCoeffsParams& p              ,
+                          MSL_THREADGROUP uint* tg                   ,
+                          uint tid                                ,
+                          uint tpg                            ) {
+  uint n = p.n;
+  MSL_THREADGROUP uint* tw = tg;
+  MSL_THREADGROUP uint* cs = tg + 32u;
+  if (tid == 0u) {
+    uint w = BB_ONE;
+    for (uint j = 0u; j < n; j++) {
+      tw[j] = w;
+      w = bb_mul(w, p.winv);
+    }
+  }
+  uint abc = p.abc != 0u ? 3u : 0u;  // A, B, C first, then the short blocks
+  uint vectors = abc + p.shorts;
+  uint per = SR_UNI_CHUNK_ENTRIES / n;  // vectors a chunk
+  bb4 acc = bb4_zero();
+  for (uint v0 = 0u; v0 < vectors; v0 += per) {
+    uint nv = min(per, vectors - v0);
+    threadgroup_barrier(mem_flags::mem_threadgroup);  // the twiddles; the chunk before is used
+    for (uint e = tid; e < nv * n; e += tpg) {
+      uint v = v0 + e / n;
+      uint m = e % n;
+      bb4 c = bb4_zero();
+      if (v < abc) {
+        for (uint z = 0u; z < n; z++) c = bb4_add(c, bb4_mul_base(bb4_load(result, v * n + z), tw[(m * z) % n]));
+      } else {
+        uint b = 0u;
+        for (uint z = 0u; z < n; z++) b = bb_add(b, bb_mul(result[p.short_off + (v - abc) * n + z], tw[(m * z) % n]));
+        c = bb4_lift(b);
+      }
+      bb4_store_tg(cs, e, bb4_mul_base(c, p.ninv));
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (tid < p.ncoef) {
+      uint i = tid;
+      for (uint vv = 0u; vv < nv; vv++) {
+        uint v = v0 + vv;
+        MSL_DEVICE const uint* poly = v < abc ? polys + 4u * (p.poly_off + v * n) : spolys + 4u * (p.spoly_off + (v - abc) * n);
+        for (uint m = (i >= n ? i - n + 1u : 0u); m <= min(i, n - 1u); m++) {
+          acc = bb4_add(acc, bb4_mul(bb4_load_tg(cs, vv * n + m), bb4_load(poly, i - m)));
+        }
+      }
+    }
+  }
+  if (tid < p.ncoef) bb4_store(log, p.at + tid, acc);
+}
+
+// eval_eq_uni (stark.EqUni): eq_D(x, y) over the subgroup of order 2^l, inv2l = 2^(−l).
+MSL_FN bb4 sr_eq_uni(uint l, bb4 x, bb4 y, uint inv2l) {
+  bb4 res = bb4_one();
+  for (uint i = 0u; i < l; i++) {
+    res = bb4_add(bb4_mul(bb4_add(x, y), res), bb4_mul(bb4_sub(x, bb4_one()), bb4_sub(y, bb4_one())));
+    x = bb4_square(x);
+    y = bb4_square(y);
+  }
+  return bb4_mul_base(res, inv2l);
+}
+
+// eval_eq_uni_at_one (stark.EqUniAtOne): 2^(−l)·Π_{i<l} (x^(2^i) + 1).
+MSL_FN bb4 sr_eq_uni_at_one(uint l, bb4 x, uint inv2l) {
+  bb4 res = bb4_one();
+  for (uint i = 0u; i < l; i++) {
+    res = bb4_mul(res, bb4_add_base(x, BB_ONE));
+    x = bb4_square(x);
+  }
+  return bb4_mul_base(res, inv2l);
+}
+
+struct SrUniBindParams {
+  uint cst_off; // Fp4 index of cst in its buffer
+  uint l;       // l_skip
+  uint u_at;    // log entry of u_0
+  uint shorts;  // short slices
+  uint winv;    // ω^(−1), ω of order N (Montgomery)
+  uint inv2;    // 1/2 (Montgomery)
+};
+
+// BindUnivariate's scalars of u_0 (the log's entry u_at) on the device: lag[z] = L_z(u_0) =
+// N^(−1)·Σ_j u_0^j·ω^(−jz) for z < N, then lag[N..N+3) = a0, b0 − c0, c0 with a0 = eq_D(u_0, r_0),
+// b0 = eq_D(u_0, r_0·ω), c0 = eq_D(u_0, 1)·cst[2] (cst, from cst_off: r_0, r_0·ω, eq_D(r_0·ω, 1)). Per
+// short slice k (sinfo[3k ..]: its weights entry, l + nn, −nn; scst[4k ..]: a, bw, r', r'·ω'):
+// weights[entry] = (a·eq_{D'}(u_0, r') + bw·eq_{D'}(u_0, r'·ω'))·eq_{D''}(u_0^(2^(l+nn)), 1), D' of
+// order 2^(l+nn), D'' of order 2^(−nn) (cpuref's InUni). One group.
+MSL_KERNEL void msl_kernel_sr_uni_bind(MSL_DEVICE const uint* log              ,
+                        MSL_DEVICE const uint* cst              ,
+                        MSL_DEVICE const uint* scst              ,
+                        MSL_DEVICE const uint* sinfo              ,
+                        MSL_DEVICE uint* lag              ,
+                        MSL_DEVICE uint* weights              ,
+                        MSL_CONSTANT SrUniBindParams& p              ,
+                        uint tid                                ,
+                        uint tpg                            ) {
+  bb4 u = bb4_load(log, p.u_at);
+  uint n = 1u << p.l;
+  uint inv2l = BB_ONE;
+  for (uint i = 0u; i < p.l; i++) inv2l = bb_mul(inv2l, p.inv2);
+  for (uint z = tid; z < n + 1u + p.shorts; z += tpg) {
+    if (z < n) {
+      uint step = BB_ONE;  // ω^(−z)
+      for (uint i = 0u; i < z; i++) step = bb_mul(step, p.winv);
+      bb4 acc = bb4_zero();
+      bb4 pw = bb4_one();
+      uint w = BB_ONE;  // ω^(−jz)
+      for (uint j = 0u; j < n; j++) {
+        acc = bb4_add(acc, bb4_mul_base(pw, w));
+        pw = bb4_mul(pw, u);
+        w = bb_mul(w, step);
+      }
+      bb4_store(lag, z, bb4_mul_base(acc, inv2l));  // N^(−1) = 2^(−l)
+    } else if (z == n) {
+      bb4 a0 = sr_eq_uni(p.l, u, bb4_load(cst, p.cst_off), inv2l);
+      bb4 b0 = sr_eq_uni(p.l, u, bb4_load(cst, p.cst_off + 1u), inv2l);
+      bb4 c0 = bb4_mul(sr_eq_uni_at_one(p.l, u, inv2l), bb4_load(cst, p.cst_off + 2u));
+      bb4_store(lag, n, a0);
+      bb4_store(lag, n + 1u, bb4_sub(b0, c0));
+      bb4_store(lag, n + 2u, c0);
+    } else {
+      uint k = z - n - 1u;
+      uint entry = sinfo[3u * k];
+      uint lp = sinfo[3u * k + 1u];
+      uint neg = sinfo[3u * k + 2u];
+      uint inv2lp = BB_ONE;
+      for (uint i = 0u; i < lp; i++) inv2lp = bb_mul(inv2lp, p.inv2);
+      uint inv2neg = BB_ONE;
+      for (uint i = 0u; i < neg; i++) inv2neg = bb_mul(inv2neg, p.inv2);
+      bb4 v = bb4_add(bb4_mul(bb4_load(scst, 4u * k), sr_eq_uni(lp, u, bb4_load(scst, 4u * k + 2u), inv2lp)),
+                      bb4_mul(bb4_load(scst, 4u * k + 1u), sr_eq_uni(lp, u, bb4_load(scst, 4u * k + 3u), inv2lp)));
+      bb4 x = u;
+      for (uint i = 0u; i < lp; i++) x = bb4_square(x);
+      bb4_store(weights, entry, bb4_mul(v, sr_eq_uni_at_one(neg, x, inv2neg)));
+    }
+  }
+}
 #line 1 "shaders/openings/whir.metal"
 // whir.metal - the tables of the WHIR prover (spec A §6.3) that the NTT, Merkle and sumcheck
 // families do not cover: the μ-batching of the stacked matrices fused with the per-block RS
