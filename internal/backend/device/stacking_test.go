@@ -573,36 +573,9 @@ func TestStackingDeviceRoundsMatchCpuref(t *testing.T) {
 			if len(polys) != p.NStack || len(us) != p.NStack {
 				t.Fatalf("ProveRounds: %d sums and %d bound values, want %d", len(polys), len(us), p.NStack)
 			}
-			for j := 1; j <= p.NStack; j++ {
-				w1, w2, err := rsp.Round()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if polys[j-1] != [2]field.Fp4{w1, w2} {
-					t.Fatalf("round %d: %v, want (%v, %v)", j, polys[j-1], w1, w2)
-				}
-				tr.ObserveExt(w1)
-				tr.ObserveExt(w2)
-				u := tr.SampleExt()
-				if us[j-1] != u {
-					t.Fatalf("round %d: bound value %v, want %v", j, us[j-1], u)
-				}
-				if err := rsp.Bind(u); err != nil {
-					t.Fatal(err)
-				}
-			}
+			replayStackingRounds(t, rsp, &tr, polys, us)
 			// q's last fold came with the rounds: the openings are one download, no sync.
-			var got [][]field.Fp4
-			if n := syncsOf(t, func() (err error) { got, err = dsp.Openings(); return err }); n != 0 {
-				t.Errorf("Openings after ProveRounds: %d syncs, want 0", n)
-			}
-			want, err := rsp.Openings()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("Openings: %v, want %v", got, want)
-			}
+			sameOpenings(t, dsp, rsp)
 			if _, _, err := dsp.Round(); !errors.Is(err, device.ErrProverState) {
 				t.Errorf("Round after ProveRounds: %v, want ErrProverState", err)
 			}
@@ -683,35 +656,8 @@ func TestStackingFirstRoundsMatchCpuref(t *testing.T) {
 			if len(polys) != p.NStack || len(us) != p.NStack {
 				t.Fatalf("%d sums and %d bound values, want %d", len(polys), len(us), p.NStack)
 			}
-			for j := 1; j <= p.NStack; j++ {
-				w1, w2, err := rsp.Round()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if polys[j-1] != [2]field.Fp4{w1, w2} {
-					t.Fatalf("round %d: %v, want (%v, %v)", j, polys[j-1], w1, w2)
-				}
-				tr.ObserveExt(w1)
-				tr.ObserveExt(w2)
-				u := tr.SampleExt()
-				if us[j-1] != u {
-					t.Fatalf("round %d: bound value %v, want %v", j, us[j-1], u)
-				}
-				if err := rsp.Bind(u); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var got [][]field.Fp4
-			if n := syncsOf(t, func() (err error) { got, err = dsp.Openings(); return err }); n != 0 {
-				t.Errorf("Openings after ProveFirstRounds: %d syncs, want 0", n)
-			}
-			wantOp, err := rsp.Openings()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(wantOp) {
-				t.Fatalf("Openings: %v, want %v", got, wantOp)
-			}
+			replayStackingRounds(t, rsp, &tr, polys, us)
+			sameOpenings(t, dsp, rsp)
 			if _, _, _, _, err := fr.ProveFirstRounds(batch, &before, p.NStack); !errors.Is(err, device.ErrProverState) {
 				t.Errorf("ProveFirstRounds twice: %v, want ErrProverState", err)
 			}
@@ -719,5 +665,46 @@ func TestStackingFirstRoundsMatchCpuref(t *testing.T) {
 				t.Errorf("UnivariateRound after ProveFirstRounds: %v, want ErrProverState", err)
 			}
 		})
+	}
+}
+
+// replayStackingRounds runs cpuref's prover rsp through the multilinear rounds with tr's
+// observes and samples, checking the device's sums and bound values.
+func replayStackingRounds(t *testing.T, rsp stark.StackingProver, tr *transcript.Transcript, polys [][2]field.Fp4, us []field.Fp4) {
+	t.Helper()
+	for j := 1; j <= len(polys); j++ {
+		w1, w2, err := rsp.Round()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if polys[j-1] != [2]field.Fp4{w1, w2} {
+			t.Fatalf("round %d: %v, want (%v, %v)", j, polys[j-1], w1, w2)
+		}
+		tr.ObserveExt(w1)
+		tr.ObserveExt(w2)
+		u := tr.SampleExt()
+		if us[j-1] != u {
+			t.Fatalf("round %d: bound value %v, want %v", j, us[j-1], u)
+		}
+		if err := rsp.Bind(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sameOpenings checks that the device prover's openings are cpuref's and need no sync (q's last
+// fold came with the device's rounds).
+func sameOpenings(t *testing.T, dsp, rsp stark.StackingProver) {
+	t.Helper()
+	var got [][]field.Fp4
+	if n := syncsOf(t, func() (err error) { got, err = dsp.Openings(); return err }); n != 0 {
+		t.Errorf("Openings after the device's rounds: %d syncs, want 0", n)
+	}
+	want, err := rsp.Openings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Openings: %v, want %v", got, want)
 	}
 }

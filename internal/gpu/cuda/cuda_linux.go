@@ -916,6 +916,12 @@ func parallelCopy(dst, src []byte) {
 }
 
 func (b *backend) Download(dst []byte, src driver.Buffer, offset int) error {
+	return b.download(b.stream, "cuMemcpyDtoHAsync", dst, src, offset)
+}
+
+// download copies from src on stream s and waits for the copy; small copies go through the
+// bounce buffer.
+func (b *backend) download(s C.CUstream, op string, dst []byte, src driver.Buffer, offset int) error {
 	bb, err := b.buf(src)
 	if err != nil {
 		return err
@@ -929,11 +935,11 @@ func (b *backend) Download(dst []byte, src driver.Buffer, offset int) error {
 		to = b.bounce.ptr
 	}
 	var stage C.int
-	r := C.mp_cu_download(b.ctx, b.stream, to, bb.ptr+C.CUdeviceptr(offset), C.size_t(len(dst)), &stage)
+	r := C.mp_cu_download(b.ctx, s, to, bb.ptr+C.CUdeviceptr(offset), C.size_t(len(dst)), &stage)
 	if r == 0 && bounced {
 		copy(dst, b.bounce.buf)
 	}
-	return b.faultErr(cuErr(stageOp(stage, "cuMemcpyDtoHAsync"), "", r), stage == 1)
+	return b.faultErr(cuErr(stageOp(stage, op), "", r), stage == 1)
 }
 
 var _ driver.SettledDownloader = (*backend)(nil)
@@ -953,24 +959,7 @@ func (b *backend) DownloadSettled(dst []byte, src driver.Buffer, offset int) err
 	if b.settled == nil {
 		return b.Download(dst, src, offset)
 	}
-	bb, err := b.buf(src)
-	if err != nil {
-		return err
-	}
-	if err := checkRange(bb, offset, len(dst)); err != nil || len(dst) == 0 {
-		return err
-	}
-	to := unsafe.Pointer(&dst[0])
-	bounced := len(dst) <= bounceBytes && b.bounceReady()
-	if bounced {
-		to = b.bounce.ptr
-	}
-	var stage C.int
-	r := C.mp_cu_download(b.ctx, b.settled, to, bb.ptr+C.CUdeviceptr(offset), C.size_t(len(dst)), &stage)
-	if r == 0 && bounced {
-		copy(dst, b.bounce.buf)
-	}
-	return b.faultErr(cuErr(stageOp(stage, "cuMemcpyDtoHAsync (second stream)"), "", r), stage == 1)
+	return b.download(b.settled, "cuMemcpyDtoHAsync (second stream)", dst, src, offset)
 }
 
 func (b *backend) Copy(dst driver.Buffer, dstOffset int, src driver.Buffer, srcOffset int, n int) error {
