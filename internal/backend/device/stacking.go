@@ -777,17 +777,15 @@ func (sp *stackingProver) ProveFirstRounds(batch *stark.StackingBatch, tr *trans
 	l := sp.p.LSkip
 	nn := 1 << l
 	ncoef := 2*nn - 1
-	// The short slices' weights and polynomials need λ: up they go (only where there are any).
+	rows, err := sp.encodeUnivariate(batch)
+	if err != nil {
+		return nil, u0, nil, nil, err
+	}
+	// The short slices' weights and polynomials need λ: up they go (only where there are any;
+	// the upload waits for round 0's few small kernels).
 	scst, sinfo := sp.halves, sp.rotBits // not read without short slices
 	shorts := len(sp.shorts)
 	if shorts > 0 {
-		layouts := make([]*stark.StackedLayout, len(sp.commits))
-		for c, com := range sp.commits {
-			layouts[c] = com.Layout()
-		}
-		if err := stark.CheckStackingBatch(batch, layouts); err != nil {
-			return nil, u0, nil, nil, err
-		}
 		v := make([]field.Fp4, 4*shorts, 4*shorts+shorts*nn)
 		for k, s := range sp.shorts {
 			a, bw := batch.Weight(s.c, s.i)
@@ -802,10 +800,6 @@ func (sp *stackingProver) ProveFirstRounds(batch *stark.StackingBatch, tr *trans
 		}
 		defer scst.Free()
 		sinfo = sp.shortInfo
-	}
-	rows, err := sp.encodeUnivariate(batch)
-	if err != nil {
-		return nil, u0, nil, nil, err
 	}
 	logLen := ncoef + 1 + 3*n
 	tt, err := sp.be.hash.NewDeviceTranscript(logLen)

@@ -524,18 +524,7 @@ func TestStackingDeviceRoundsMatchCpuref(t *testing.T) {
 				t.Skip("no multilinear rounds")
 			}
 			r := rand.New(rand.NewPCG(uint64(ci), 0x7e5c))
-			dcs, rcs := commitBoth(t, be, p, r, tc.commits)
-			pt, batch := randomBatch(r, p, dcs)
-			dsp, err := be.Stages().Stacking.NewStackingProver(p, dcs, pt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dsp.Release()
-			rsp, err := cpuref.New().Stacking.NewStackingProver(p, rcs, pt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rsp.Release()
+			dsp, rsp, batch := stackingPair(t, be, p, r, tc.commits)
 			for _, sp := range []stark.StackingProver{dsp, rsp} {
 				if _, err := sp.UnivariateRound(batch); err != nil {
 					t.Fatal(err)
@@ -606,18 +595,7 @@ func TestStackingFirstRoundsMatchCpuref(t *testing.T) {
 				t.Skip("no multilinear rounds")
 			}
 			r := rand.New(rand.NewPCG(uint64(ci), 0xf125))
-			dcs, rcs := commitBoth(t, be, p, r, tc.commits)
-			pt, batch := randomBatch(r, p, dcs)
-			dsp, err := be.Stages().Stacking.NewStackingProver(p, dcs, pt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dsp.Release()
-			rsp, err := cpuref.New().Stacking.NewStackingProver(p, rcs, pt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rsp.Release()
+			dsp, rsp, batch := stackingPair(t, be, p, r, tc.commits)
 			tr := transcript.New()
 			for range 5 + ci {
 				tr.Observe(fieldrand.Fp(r))
@@ -707,4 +685,22 @@ func sameOpenings(t *testing.T, dsp, rsp stark.StackingProver) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("Openings: %v, want %v", got, want)
 	}
+}
+
+// stackingPair commits random traces of shapes on the device backend and on cpuref and makes a
+// stacking prover of each at one random point, released with the test, and a random batch.
+func stackingPair(t *testing.T, be *device.Backend, p params.SystemParams, r *rand.Rand, shapes [][]traceShape) (dsp, rsp stark.StackingProver, batch *stark.StackingBatch) {
+	t.Helper()
+	dcs, rcs := commitBoth(t, be, p, r, shapes)
+	pt, batch := randomBatch(r, p, dcs)
+	dsp, err := be.Stages().Stacking.NewStackingProver(p, dcs, pt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dsp.Release)
+	if rsp, err = cpuref.New().Stacking.NewStackingProver(p, rcs, pt); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rsp.Release)
+	return dsp, rsp, batch
 }
