@@ -222,19 +222,9 @@ func TestStackingProverMatchesCpuref(t *testing.T) {
 			if _, _, err := dsp.Round(); !errors.Is(err, device.ErrProverState) {
 				t.Errorf("Round after the last bind: %v, want ErrProverState", err)
 			}
-			var gotOpen [][]field.Fp4
-			if n := syncsOf(t, func() (err error) { gotOpen, err = dsp.Openings(); return err }); n != 1 {
-				t.Errorf("Openings: %d syncs, want 1", n)
-			}
-			wantOpen, err := rsp.Openings()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fmt.Sprint(gotOpen) != fmt.Sprint(wantOpen) {
-				t.Fatalf("Openings: %v, want %v", gotOpen, wantOpen)
-			}
+			gotOpen := sameOpenings(t, dsp, rsp, 1)
 			again, err := dsp.Openings()
-			if err != nil || fmt.Sprint(again) != fmt.Sprint(wantOpen) {
+			if err != nil || fmt.Sprint(again) != fmt.Sprint(gotOpen) {
 				t.Fatalf("Openings again: %v, %v", again, err)
 			}
 			dsp.Release()
@@ -564,7 +554,7 @@ func TestStackingDeviceRoundsMatchCpuref(t *testing.T) {
 			}
 			replayStackingRounds(t, rsp, &tr, polys, us)
 			// q's last fold came with the rounds: the openings are one download, no sync.
-			sameOpenings(t, dsp, rsp)
+			sameOpenings(t, dsp, rsp, 0)
 			if _, _, err := dsp.Round(); !errors.Is(err, device.ErrProverState) {
 				t.Errorf("Round after ProveRounds: %v, want ErrProverState", err)
 			}
@@ -635,7 +625,7 @@ func TestStackingFirstRoundsMatchCpuref(t *testing.T) {
 				t.Fatalf("%d sums and %d bound values, want %d", len(polys), len(us), p.NStack)
 			}
 			replayStackingRounds(t, rsp, &tr, polys, us)
-			sameOpenings(t, dsp, rsp)
+			sameOpenings(t, dsp, rsp, 0)
 			if _, _, _, _, err := fr.ProveFirstRounds(batch, &before, p.NStack); !errors.Is(err, device.ErrProverState) {
 				t.Errorf("ProveFirstRounds twice: %v, want ErrProverState", err)
 			}
@@ -670,13 +660,13 @@ func replayStackingRounds(t *testing.T, rsp stark.StackingProver, tr *transcript
 	}
 }
 
-// sameOpenings checks that the device prover's openings are cpuref's and need no sync (q's last
-// fold came with the device's rounds).
-func sameOpenings(t *testing.T, dsp, rsp stark.StackingProver) {
+// sameOpenings checks that the device prover's openings are cpuref's and take syncs syncs (none
+// after the device's rounds: q's last fold came with them), and returns them.
+func sameOpenings(t *testing.T, dsp, rsp stark.StackingProver, syncs int) [][]field.Fp4 {
 	t.Helper()
 	var got [][]field.Fp4
-	if n := syncsOf(t, func() (err error) { got, err = dsp.Openings(); return err }); n != 0 {
-		t.Errorf("Openings after the device's rounds: %d syncs, want 0", n)
+	if n := syncsOf(t, func() (err error) { got, err = dsp.Openings(); return err }); n != syncs {
+		t.Errorf("Openings: %d syncs, want %d", n, syncs)
 	}
 	want, err := rsp.Openings()
 	if err != nil {
@@ -685,6 +675,7 @@ func sameOpenings(t *testing.T, dsp, rsp stark.StackingProver) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("Openings: %v, want %v", got, want)
 	}
+	return got
 }
 
 // stackingPair commits random traces of shapes on the device backend and on cpuref and makes a
