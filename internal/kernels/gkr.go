@@ -106,6 +106,9 @@ func GkrLeafConsts(p *constraints.Program, alpha, beta field.Fp4) []Mont4 {
 	return Mont4Slice(v)
 }
 
+// GkrLeafConstsLen is the length of GkrLeafConsts(p, …).
+func GkrLeafConstsLen(p *constraints.Program) int { return max(len(p.Interactions)+p.MaxMsgLen, 1) }
+
 // Encode encodes the leaves of the run (gkr_leaves). The slots of every part must be filled
 // (RowRun.EncodeFillSlots); gkr_leaves writes the selectors.
 func (l GkrLeaves) Encode(b *gpu.Batch, dev *gpu.Device) error {

@@ -87,7 +87,10 @@ type CommitGrinder interface {
 	// CommitGrind is Commit, then from tr's state (tr is not changed) the root observed, then
 	// tail, and the smallest witness of the bits-bit proof of work searched from there. found
 	// is false where the backend did not search (the bits) or found none: the stage grinds.
-	CommitGrind(p params.SystemParams, traces []Trace, tr *transcript.Transcript, tail []field.Fp, bits int) (c Committed, witness field.Fp, found bool, err error)
+	// behind, if not nil, runs on the calling goroutine once the commitment and the search are
+	// queued and before the sync that brings the root back, so that host work there overlaps
+	// the device's (Prove prepares the GKR prover in it: GkrPreparer); it may not run at all.
+	CommitGrind(p params.SystemParams, traces []Trace, tr *transcript.Transcript, tail []field.Fp, bits int, behind func()) (c Committed, witness field.Fp, found bool, err error)
 }
 
 // StackingBackend runs the stacked opening reduction (spec B §5).

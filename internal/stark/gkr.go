@@ -99,6 +99,31 @@ type GkrProveOptions struct {
 	// replay, which runs in a goroutine; the caller must call check (ErrDeviceTranscript on a
 	// divergence) before it uses the proof. Unset, the stage replays before it returns.
 	Defer func(check func() error)
+	// Prepared, where set, is the backend's PrepareGkr of these traces and their layout
+	// (GkrLayoutOf): the stage starts it with α and β instead of calling NewGkrProver. The stage
+	// releases it.
+	Prepared PreparedGkr
+}
+
+// GkrLayoutOf checks traces (trace order) for the stage and returns their interactions layout
+// (NewGkrLayout) and n_max.
+func GkrLayoutOf(p params.SystemParams, traces []*AirInput) (*GkrLayout, int, error) {
+	logHeights := make([]int, len(traces))
+	numInter := make([]int, len(traces))
+	for i, t := range traces {
+		if t == nil || t.VK == nil || t.VK.DAG == nil {
+			return nil, 0, fmt.Errorf("%w: trace %d has no verifying key", ErrGkrInput, i)
+		}
+		if t.Common == nil {
+			return nil, 0, fmt.Errorf("%w: trace %d has no common main trace", ErrGkrInput, i)
+		}
+		if h := t.Height(); h < 1 || h&(h-1) != 0 {
+			return nil, 0, fmt.Errorf("%w: trace %d: height %d is not a power of two", ErrGkrInput, i, h)
+		}
+		logHeights[i] = t.LogHeight()
+		numInter[i] = len(t.VK.DAG.Interactions)
+	}
+	return NewGkrLayout(p.LSkip, logHeights, numInter)
 }
 
 // ProveGkr runs the LogUp set-up and the GKR fractional sumcheck on traces (trace order) and
@@ -110,25 +135,13 @@ func ProveGkr(be GkrBackend, g transcript.Grinder, tr *transcript.Transcript, p 
 
 // ProveGkrWithOptions is ProveGkr with options.
 func ProveGkrWithOptions(be GkrBackend, g transcript.Grinder, tr *transcript.Transcript, p params.SystemParams, traces []*AirInput, opt GkrProveOptions) (GkrProof, *GkrOutcome, error) {
+	if opt.Prepared != nil {
+		defer opt.Prepared.Release()
+	}
 	if err := checkGkrParams(p); err != nil {
 		return GkrProof{}, nil, err
 	}
-	logHeights := make([]int, len(traces))
-	numInter := make([]int, len(traces))
-	for i, t := range traces {
-		if t == nil || t.VK == nil || t.VK.DAG == nil {
-			return GkrProof{}, nil, fmt.Errorf("%w: trace %d has no verifying key", ErrGkrInput, i)
-		}
-		if t.Common == nil {
-			return GkrProof{}, nil, fmt.Errorf("%w: trace %d has no common main trace", ErrGkrInput, i)
-		}
-		if h := t.Height(); h < 1 || h&(h-1) != 0 {
-			return GkrProof{}, nil, fmt.Errorf("%w: trace %d: height %d is not a power of two", ErrGkrInput, i, h)
-		}
-		logHeights[i] = t.LogHeight()
-		numInter[i] = len(t.VK.DAG.Interactions)
-	}
-	layout, nMax, err := NewGkrLayout(p.LSkip, logHeights, numInter)
+	layout, nMax, err := GkrLayoutOf(p, traces)
 	if err != nil {
 		return GkrProof{}, nil, err
 	}
@@ -148,7 +161,12 @@ func ProveGkrWithOptions(be GkrBackend, g transcript.Grinder, tr *transcript.Tra
 		out.PClaim, out.QClaim = field.Fp4{}, out.Alpha
 	} else {
 		L := layout.NumLayers()
-		gp, err := be.NewGkrProver(p, traces, layout, out.Alpha, out.Beta)
+		var gp GkrProver
+		if opt.Prepared != nil {
+			gp, err = opt.Prepared.Start(out.Alpha, out.Beta)
+		} else {
+			gp, err = be.NewGkrProver(p, traces, layout, out.Alpha, out.Beta)
+		}
 		if err != nil {
 			return GkrProof{}, nil, err
 		}

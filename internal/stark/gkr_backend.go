@@ -44,6 +44,23 @@ type GkrBackend interface {
 	NewGkrProver(p params.SystemParams, traces []*AirInput, layout *GkrLayout, alpha, beta field.Fp4) (GkrProver, error)
 }
 
+// GkrPreparer is a GkrBackend that can do the part of NewGkrProver that α and β do not enter
+// (the traces' programs, the interaction tables, the buffers) before the LogUp challenges exist:
+// stark.Prove calls it behind the commitment (CommitGrinder), while the device hashes, so that
+// the stage's first kernels follow the commitment at once.
+type GkrPreparer interface {
+	PrepareGkr(p params.SystemParams, traces []*AirInput, layout *GkrLayout) (PreparedGkr, error)
+}
+
+// PreparedGkr is what PrepareGkr made: NewGkrProver's remaining part.
+type PreparedGkr interface {
+	// Start is NewGkrProver with the prepared arguments and α, β. Once; the prover owns what
+	// was prepared.
+	Start(alpha, beta field.Fp4) (GkrProver, error)
+	// Release frees what was prepared unless Start took it (idempotent).
+	Release()
+}
+
 // GkrProver holds one fraction tree of L = layout.NumLayers() layers below the root.
 type GkrProver interface {
 	// Root returns the root fraction (p_0, q_0).

@@ -475,6 +475,28 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 	// commitment (CommitGrinder): the preamble after the root is known before it when no AIR has
 	// cached main traces. The GKR stage is then given the witness (foundWitness).
 	var found *foundWitness
+	// Behind the commitment the GKR prover is prepared (GkrPreparer), where the commitment can
+	// run host work behind it (CommitGrinder). A preparation that fails is dropped: the stage
+	// then builds its prover as usual, and reports what fails there.
+	var prepared PreparedGkr
+	defer func() {
+		if prepared != nil {
+			prepared.Release()
+		}
+	}()
+	prepareGkr := func() {
+		gp, ok := be.Gkr.(GkrPreparer)
+		if !ok || checkGkrParams(p) != nil {
+			return
+		}
+		layout, _, err := GkrLayoutOf(p, traces)
+		if err != nil || layout.Total == 0 {
+			return
+		}
+		if pg, err := gp.PrepareGkr(p, traces, layout); err == nil {
+			prepared = pg
+		}
+	}
 	err = st.run(StageCommit, func() error {
 		var common Committed
 		var err error
@@ -484,7 +506,7 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 			pre.ObserveDigest(vk.PreHash)
 			var w field.Fp
 			var searched bool
-			common, w, searched, err = cg.CommitGrind(p, commons, &pre, preambleTail(vk, proof), p.Logup.PowBits)
+			common, w, searched, err = cg.CommitGrind(p, commons, &pre, preambleTail(vk, proof), p.Logup.PowBits, prepareGkr)
 			if err == nil && searched {
 				found = &foundWitness{w: w, bits: p.Logup.PowBits}
 			}
@@ -536,7 +558,9 @@ func ProveTraces(pk *ProvingKey, inputs []AirTraces, p params.SystemParams, be *
 	var gkrCheck func() error
 	err = st.run(StageGkr, func() error {
 		var err error
-		proof.GKR, outcome, err = ProveGkrWithOptions(be.Gkr, grinder, &tr, p, traces, GkrProveOptions{Defer: func(check func() error) { gkrCheck = check }})
+		opt := GkrProveOptions{Defer: func(check func() error) { gkrCheck = check }, Prepared: prepared}
+		prepared = nil // the stage releases it
+		proof.GKR, outcome, err = ProveGkrWithOptions(be.Gkr, grinder, &tr, p, traces, opt)
 		return err
 	})
 	if err != nil {

@@ -242,10 +242,13 @@ type grindingCommitter struct {
 	calls *int
 }
 
-func (c grindingCommitter) CommitGrind(p params.SystemParams, traces []stark.Trace, tr *transcript.Transcript, tail []field.Fp, bits int) (stark.Committed, field.Fp, bool, error) {
+func (c grindingCommitter) CommitGrind(p params.SystemParams, traces []stark.Trace, tr *transcript.Transcript, tail []field.Fp, bits int, behind func()) (stark.Committed, field.Fp, bool, error) {
 	cm, err := c.Commit(p, traces)
 	if err != nil {
 		return nil, 0, false, err
+	}
+	if behind != nil {
+		behind()
 	}
 	*c.calls++
 	t := *tr
@@ -309,6 +312,121 @@ func TestProveWithCommitGrinder(t *testing.T) {
 			if bb, _ := bad.MarshalBinary(); bytes.Equal(bb, wb) {
 				t.Errorf("%s: a wrong witness accepted", name)
 			}
+		}
+	}
+}
+
+// preparingGkr is cpuref's GKR backend with PrepareGkr (stark.GkrPreparer): Start builds the
+// prover with the prepared arguments. failPrepare makes PrepareGkr fail; counts records calls.
+type preparingGkr struct {
+	stark.GkrBackend
+	failPrepare bool
+	counts      *prepCounts
+}
+
+type prepCounts struct{ prepared, started, released, direct int }
+
+func (g preparingGkr) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, layout *stark.GkrLayout, alpha, beta field.Fp4) (stark.GkrProver, error) {
+	g.counts.direct++
+	return g.GkrBackend.NewGkrProver(p, traces, layout, alpha, beta)
+}
+
+func (g preparingGkr) PrepareGkr(p params.SystemParams, traces []*stark.AirInput, layout *stark.GkrLayout) (stark.PreparedGkr, error) {
+	if g.failPrepare {
+		return nil, errors.New("no memory behind the commitment")
+	}
+	g.counts.prepared++
+	return &preparedGkr{g: g, p: p, traces: traces, layout: layout}, nil
+}
+
+type preparedGkr struct {
+	g       preparingGkr
+	p       params.SystemParams
+	traces  []*stark.AirInput
+	layout  *stark.GkrLayout
+	started bool
+}
+
+func (pg *preparedGkr) Start(alpha, beta field.Fp4) (stark.GkrProver, error) {
+	if pg.started {
+		return nil, errors.New("started twice")
+	}
+	pg.started = true
+	pg.g.counts.started++
+	return pg.g.GkrBackend.NewGkrProver(pg.p, pg.traces, pg.layout, alpha, beta)
+}
+
+func (pg *preparedGkr) Release() {
+	if !pg.started {
+		pg.started = true
+		pg.g.counts.released++
+	}
+}
+
+// TestProveWithPreparedGkr: a GKR backend prepared behind the commitment (GkrPreparer, through
+// CommitGrinder's behind) gives cpuref's proof byte for byte and is started once; without
+// interactions or with cached main traces nothing is prepared; a failed preparation falls back
+// to NewGkrProver; a proof that fails after the preparation releases it.
+func TestProveWithPreparedGkr(t *testing.T) {
+	p := presetParams(t, "test")
+	p.Logup.PowBits = 6
+	for _, tc := range []struct {
+		name         string
+		ins          []testair.Instance
+		interactions bool
+	}{
+		{"interaction pair", testair.InteractionPair(16, 7), true},
+		{"mixture", testair.Mixture(16), true},
+		{"fibonacci", []testair.Instance{testair.Fibonacci(1, 1, 16)}, false},
+	} {
+		name, interactions := tc.name, tc.interactions
+		airs, inputs := statement(tc.ins)
+		pk, err := stark.Keygen(p, airs, nil, cpuref.New())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := stark.Prove(pk, inputs, p, cpuref.New(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wb, _ := want.MarshalBinary()
+		cached := false // cached main traces: no CommitGrind, nothing prepared
+		for _, in := range inputs {
+			cached = cached || len(in.Cached) > 0
+		}
+		for _, failPrepare := range []bool{false, true} {
+			calls := 0
+			c := &prepCounts{}
+			be := cpuref.New()
+			be.Committer = grindingCommitter{Committer: be.Committer, calls: &calls}
+			be.Gkr = preparingGkr{GkrBackend: be.Gkr, failPrepare: failPrepare, counts: c}
+			got, err := stark.Prove(pk, inputs, p, be, nil)
+			if err != nil {
+				t.Fatalf("%s (failed preparation %v): %v", name, failPrepare, err)
+			}
+			if gb, _ := got.MarshalBinary(); !bytes.Equal(gb, wb) {
+				t.Fatalf("%s (failed preparation %v): the proof differs from cpuref's", name, failPrepare)
+			}
+			wantPrep := interactions && !cached && !failPrepare
+			if (c.prepared == 1) != wantPrep || c.started != c.prepared || c.released != 0 || (c.direct == 1) != (interactions && !wantPrep) {
+				t.Fatalf("%s (failed preparation %v): prepared %d, started %d, released %d, NewGkrProver %d", name, failPrepare, c.prepared, c.started, c.released, c.direct)
+			}
+		}
+		if !interactions || cached {
+			continue
+		}
+		// A wrong witness fails the proof at the GKR stage's check, before Start: the prepared
+		// prover is released.
+		c := &prepCounts{}
+		be := cpuref.New()
+		calls := 0
+		be.Committer = grindingCommitter{Committer: be.Committer, delta: 1, calls: &calls}
+		be.Gkr = preparingGkr{GkrBackend: be.Gkr, counts: c}
+		if _, err := stark.Prove(pk, inputs, p, be, nil); err == nil {
+			continue // the wrong witness passed the 6-bit check (2^−6): nothing to see
+		}
+		if c.prepared != 1 || c.started+c.released != 1 {
+			t.Fatalf("%s: a failed proof: prepared %d, started %d, released %d", name, c.prepared, c.started, c.released)
 		}
 	}
 }

@@ -244,12 +244,12 @@ var _ stark.CommitGrinder = (*Backend)(nil)
 // commitment is encoded), and the proof of work is searched from its sponge
 // (kernels.Grind.EncodeSearchAll, at most chainMaxPowBits bits); the root and the witness come
 // back in one download.
-func (b *Backend) CommitGrind(p params.SystemParams, traces []stark.Trace, tr *transcript.Transcript, tail []field.Fp, bits int) (stark.Committed, field.Fp, bool, error) {
+func (b *Backend) CommitGrind(p params.SystemParams, traces []stark.Trace, tr *transcript.Transcript, tail []field.Fp, bits int, behind func()) (stark.Committed, field.Fp, bool, error) {
 	if bits < 1 || bits > chainMaxPowBits {
 		c, err := b.Commit(p, traces)
 		return c, 0, false, err
 	}
-	c, w, found, err := b.commit(p, traces, &preambleGrind{tr: tr, tail: tail, bits: bits})
+	c, w, found, err := b.commit(p, traces, &preambleGrind{tr: tr, tail: tail, bits: bits, behind: behind})
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -259,9 +259,10 @@ func (b *Backend) CommitGrind(p params.SystemParams, traces []stark.Trace, tr *t
 // preambleGrind is what CommitGrind does behind the commitment: from tr's state, observe the
 // root and tail, then grind bits.
 type preambleGrind struct {
-	tr   *transcript.Transcript
-	tail []field.Fp
-	bits int
+	tr     *transcript.Transcript
+	tail   []field.Fp
+	bits   int
+	behind func() // CommitGrind's: run before the download
 }
 
 // commit is Commit, with pg set CommitGrind's: the witness and whether the search found one.
@@ -403,11 +404,15 @@ func (c *Committed) encodeGrind(pg *preambleGrind, tt *kernels.DeviceTranscript,
 	if err := b.Err(); err != nil {
 		return stark.Digest{}, 0, false, err
 	}
+	// The tree's scratch goes back in queue order, before what runs behind allocates.
+	c.tree.ReleaseScratch()
+	if pg.behind != nil {
+		pg.behind()
+	}
 	v := make([]kernels.Mont, n+1)
 	if err := pre.Read(v, 0); err != nil {
 		return stark.Digest{}, 0, false, err
 	}
-	c.tree.ReleaseScratch()
 	var root stark.Digest
 	for i := range root {
 		root[i] = kernels.CanonicalOf(v[i])

@@ -140,7 +140,7 @@ func TestCommitGrindBehindCommitment(t *testing.T) {
 			defer c.Free()
 			for _, bits := range []int{0, 25} {
 				s0 := dev.Stats().Syncs
-				g, w, found, err := be.CommitGrind(p, commons, &tr, []field.Fp{1, 2}, bits)
+				g, w, found, err := be.CommitGrind(p, commons, &tr, []field.Fp{1, 2}, bits, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

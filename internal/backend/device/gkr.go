@@ -72,8 +72,36 @@ type gkrTrace struct {
 	reps  int
 }
 
-// NewGkrProver implements stark.GkrBackend on the device.
+// NewGkrProver implements stark.GkrBackend on the device: PrepareGkr, then Start.
 func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, layout *stark.GkrLayout, alpha, beta field.Fp4) (stark.GkrProver, error) {
+	pg, err := b.prepareGkr(p, traces, layout)
+	if err != nil {
+		return nil, err
+	}
+	return pg.Start(alpha, beta)
+}
+
+// gkrPrepared is the part of NewGkrProver that α and β do not enter (stark.GkrPreparer): the
+// leaves' plan, the traces' programs, the interaction tables and every buffer of the prover.
+// stark.Prove makes it behind the commitment, while the device hashes, so that the leaves'
+// kernels follow the commitment's sync at once; Start does the rest.
+type gkrPrepared struct {
+	g       *gkrProver
+	layout  *stark.GkrLayout
+	plan    []gkrTrace
+	tables  []kernels.GkrLeaves
+	mu      sync.Mutex
+	started bool // Start ran (its prover owns the buffers), or Release did
+}
+
+var _ stark.GkrPreparer = (*Backend)(nil)
+
+// PrepareGkr implements stark.GkrPreparer.
+func (b *Backend) PrepareGkr(p params.SystemParams, traces []*stark.AirInput, layout *stark.GkrLayout) (stark.PreparedGkr, error) {
+	return b.prepareGkr(p, traces, layout)
+}
+
+func (b *Backend) prepareGkr(p params.SystemParams, traces []*stark.AirInput, layout *stark.GkrLayout) (*gkrPrepared, error) {
 	if layout == nil || layout.Total == 0 {
 		return nil, fmt.Errorf("%w: empty layout", stark.ErrGkrInput)
 	}
@@ -86,16 +114,18 @@ func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, 
 		return nil, err
 	}
 	g := &gkrProver{be: b, L: L, layer: -1}
-	fail := func(err error) (stark.GkrProver, error) {
+	fail := func(err error) (*gkrPrepared, error) {
 		g.freeBuffers()
 		return nil, err
 	}
 
-	// Uploads first (programs, constants, tables), then the buffers, then the dispatches.
+	// The programs and tables on the host, then the buffers, then the uploads: an upload waits
+	// for the work queued before it (behind a commitment, for all of it), the rest does not.
 	tables := make([]kernels.GkrLeaves, len(plan))
+	inters := make([][]uint32, len(plan))
 	for i, pt := range plan {
 		in := traces[pt.t]
-		e, err := b.newRowEval(in, constraints.Interactions, gkrPointExtra)
+		e, err := b.bindRowEval(in, constraints.Interactions, gkrPointExtra, true)
 		if err != nil {
 			return fail(fmt.Errorf("%w: %w", stark.ErrGkrInput, err))
 		}
@@ -103,49 +133,19 @@ func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, 
 		if len(e.prog.Interactions) != len(pt.bases) {
 			return fail(fmt.Errorf("%w: AIR %d: %d interaction blocks, its program has %d interactions", stark.ErrGkrInput, in.AirIndex, len(pt.bases), len(e.prog.Interactions)))
 		}
-		words, err := kernels.GkrInteractionTable(e.prog, pt.bases)
-		if err != nil {
+		if inters[i], err = kernels.GkrInteractionTable(e.prog, pt.bases); err != nil {
 			return fail(err)
 		}
-		inter, err := gpu.UploadArray(b.dev, "gkr interactions", words)
-		if err != nil {
-			return fail(err)
-		}
-		g.inters = append(g.inters, inter)
-		consts, err := gpu.UploadArray(b.dev, "gkr leaf constants", kernels.GkrLeafConsts(e.prog, alpha, beta))
-		if err != nil {
-			return fail(err)
-		}
-		g.consts = append(g.consts, consts)
-		tables[i] = kernels.GkrLeaves{Inter: inter, Consts: consts, NumInteractions: len(pt.bases), MaxMsgLen: e.prog.MaxMsgLen,
+		tables[i] = kernels.GkrLeaves{NumInteractions: len(pt.bases), MaxMsgLen: e.prog.MaxMsgLen,
 			Reps: pt.reps, LeafEnd: slices.Max(pt.bases) + pt.reps*e.height}
 	}
-	// The leaf layer and the leaves' scratch first: the leaves' kernels run while the host
-	// allocates the tree's layers (written in full by gkr_layer: not zeroed).
+	// The tree's layers below the leaves are written in full by gkr_layer: not zeroed.
 	g.layers = make([]*gpu.Array[kernels.GkrFraction], L+1)
 	if g.layers[L], err = gpu.AllocArray[kernels.GkrFraction](b.dev, fmt.Sprintf("gkr layer %d", L), 1<<L); err != nil {
 		return fail(err)
 	}
 	if g.scratch, err = allocRowScratch(b.dev, g.evals, gkrExtra); err != nil {
 		return fail(err)
-	}
-
-	batch := b.dev.Batch()
-	leaves := g.layers[L]
-	for i, e := range g.evals {
-		lv := tables[i]
-		lv.Outs, lv.Leaves = g.scratch.extra, leaves
-		if err := e.encodeRuns(batch, b.dev, g.scratch.slots, g.scratch.regs, func(run kernels.RowRun) error {
-			lv.Run = run
-			return lv.Encode(batch, b.dev)
-		}); err != nil {
-			return fail(err)
-		}
-	}
-	for _, gap := range leafGaps(layout, L) {
-		if err := kernels.EncodeGkrPad(batch, b.dev, leaves, gap[0], gap[1], alpha); err != nil {
-			return fail(err)
-		}
 	}
 	for j := range L {
 		if g.layers[j], err = gpu.AllocArrayUninit[kernels.GkrFraction](b.dev, fmt.Sprintf("gkr layer %d", j), 1<<j); err != nil {
@@ -155,7 +155,132 @@ func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, 
 	if g.sc, err = kernels.NewGkrSumcheck(b.dev); err != nil {
 		return fail(err)
 	}
-	for j := L - 1; j >= 0; j-- {
+	// The programs' constants and the interaction tables, and the leaves' constants' buffers
+	// (written by Start); then one upload for all of them.
+	var up stagedUpload
+	for i, e := range g.evals {
+		if e.cp, err = gpu.AllocArrayUninit[kernels.Mont](b.dev, "program constants and public values", len(e.cpWords)); err != nil {
+			return fail(err)
+		}
+		up.add(e.cp.Buffer, monts(e.cpWords))
+		e.cpWords = nil
+		inter, err := gpu.AllocArrayUninit[uint32](b.dev, "gkr interactions", len(inters[i]))
+		if err != nil {
+			return fail(err)
+		}
+		g.inters = append(g.inters, inter)
+		tables[i].Inter = inter
+		up.add(inter.Buffer, inters[i])
+		consts, err := gpu.AllocArrayUninit[kernels.Mont4](b.dev, "gkr leaf constants", kernels.GkrLeafConstsLen(e.prog))
+		if err != nil {
+			return fail(err)
+		}
+		g.consts = append(g.consts, consts)
+		tables[i].Consts = consts
+	}
+	if err := up.run(b.dev, "gkr set-up"); err != nil {
+		return fail(err)
+	}
+	if err := b.track(g); err != nil {
+		return fail(err)
+	}
+	return &gkrPrepared{g: g, layout: layout, plan: plan, tables: tables}, nil
+}
+
+// stagedUpload writes words into several buffers with one upload (each upload waits for all
+// the work queued before it): the words go up together into a staging buffer, then device
+// copies put them in place, in queue order.
+type stagedUpload struct {
+	dsts  []*gpu.Buffer
+	words [][]uint32
+}
+
+func (u *stagedUpload) add(dst *gpu.Buffer, words []uint32) {
+	u.dsts = append(u.dsts, dst)
+	u.words = append(u.words, words)
+}
+
+func (u *stagedUpload) run(dev *gpu.Device, name string) error {
+	var all []uint32
+	for _, w := range u.words {
+		all = append(all, w...)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	staging, err := gpu.UploadArray(dev, name, all)
+	if err != nil {
+		return err
+	}
+	defer staging.Free() // in queue order, after the copies
+	b := dev.Batch()
+	off := 0
+	for i, w := range u.words {
+		if len(w) > 0 {
+			b.Copy(u.dsts[i], 0, staging.Buffer, 4*off, 4*len(w))
+		}
+		off += len(w)
+	}
+	return b.Err()
+}
+
+// monts returns Montgomery words as uint32 words.
+func monts[T ~uint32](v []T) []uint32 {
+	w := make([]uint32, len(v))
+	for i, x := range v {
+		w[i] = uint32(x)
+	}
+	return w
+}
+
+// Start implements stark.PreparedGkr: the leaves' constants from α and β, then the leaves and
+// the tree encoded (no sync). Once.
+func (pg *gkrPrepared) Start(alpha, beta field.Fp4) (stark.GkrProver, error) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.started {
+		return nil, fmt.Errorf("%w: the prepared GKR prover was started or released", ErrProverState)
+	}
+	pg.started = true
+	g := pg.g
+	b := g.be
+	fail := func(err error) (stark.GkrProver, error) {
+		g.Release()
+		return nil, err
+	}
+	var up stagedUpload
+	for i, e := range g.evals {
+		c := kernels.GkrLeafConsts(e.prog, alpha, beta)
+		if len(c) != g.consts[i].Len() {
+			return fail(fmt.Errorf("backend/device: GKR: %d leaf constants, %d prepared", len(c), g.consts[i].Len()))
+		}
+		w := make([]uint32, 0, 4*len(c))
+		for _, v := range c {
+			w = append(w, monts(v[:])...)
+		}
+		up.add(g.consts[i].Buffer, w)
+	}
+	if err := up.run(b.dev, "gkr leaf constants"); err != nil {
+		return fail(err)
+	}
+	batch := b.dev.Batch()
+	leaves := g.layers[g.L]
+	for i, e := range g.evals {
+		lv := pg.tables[i]
+		lv.Outs, lv.Leaves = g.scratch.extra, leaves
+		if err := e.encodeRuns(batch, b.dev, g.scratch.slots, g.scratch.regs, func(run kernels.RowRun) error {
+			lv.Run = run
+			return lv.Encode(batch, b.dev)
+		}); err != nil {
+			return fail(err)
+		}
+	}
+	for _, gap := range leafGaps(pg.layout, g.L) {
+		if err := kernels.EncodeGkrPad(batch, b.dev, leaves, gap[0], gap[1], alpha); err != nil {
+			return fail(err)
+		}
+	}
+	for j := g.L - 1; j >= 0; j-- {
 		if err := kernels.EncodeGkrLayer(batch, b.dev, g.layers[j+1], g.layers[j], 1<<j); err != nil {
 			return fail(err)
 		}
@@ -167,10 +292,17 @@ func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, 
 	if err := batch.Err(); err != nil {
 		return fail(err)
 	}
-	if err := b.track(g); err != nil {
-		return fail(err)
-	}
 	return g, nil
+}
+
+// Release implements stark.PreparedGkr: frees the buffers unless Start took them.
+func (pg *gkrPrepared) Release() {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if !pg.started {
+		pg.started = true
+		pg.g.Release()
+	}
 }
 
 // gkrPointExtra is the leaves' scratch per point besides slots and registers (the run length):

@@ -151,6 +151,70 @@ func TestGkrProverMatchesCpuref(t *testing.T) {
 	}
 }
 
+// TestPrepareGkr: a prover prepared without α and β (stark.GkrPreparer), then started, computes
+// what cpuref's does; Start runs once; Release before Start frees every buffer, after it
+// nothing (the prover owns them), and the prover's Release frees them.
+func TestPrepareGkr(t *testing.T) {
+	be, err := device.New(testDev, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	for ci, tc := range gkrCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.p(t)
+			ins := tc.ins()
+			dst := setUp(t, be.Stages(), p, ins)
+			rst := setUp(t, cpuref.New(), p, ins)
+			layout := gkrLayout(t, p, dst.in)
+			r := rand.New(rand.NewPCG(uint64(ci), 0x9e7))
+			alpha, beta := fieldrand.Fp4(r), fieldrand.Fp4(r)
+			// A first preparation uploads the programs (kept by the backend until Close).
+			pg, err := be.PrepareGkr(p, dst.in, layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pg.Release()
+			mem := testDev.Stats().MemoryInUse
+			if pg, err = be.PrepareGkr(p, dst.in, layout); err != nil {
+				t.Fatal(err)
+			}
+			if testDev.Stats().MemoryInUse <= mem {
+				t.Fatal("PrepareGkr allocated nothing")
+			}
+			pg.Release()
+			pg.Release()
+			if got := testDev.Stats().MemoryInUse; got != mem {
+				t.Fatalf("after Release before Start: %d bytes in use, want %d", got, mem)
+			}
+			if _, err := pg.Start(alpha, beta); err == nil {
+				t.Fatal("a released preparation started")
+			}
+			if pg, err = be.PrepareGkr(p, dst.in, layout); err != nil {
+				t.Fatal(err)
+			}
+			dg, err := pg.Start(alpha, beta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pg.Start(alpha, beta); err == nil {
+				t.Fatal("Start ran twice")
+			}
+			pg.Release() // the prover owns the buffers: nothing is freed
+			rg, err := cpuref.Backend{}.NewGkrProver(p, rst.in, layout, alpha, beta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rg.Release()
+			driveGkr(t, r, layout.NumLayers(), dg, rg, false)
+			dg.Release()
+			if got := testDev.Stats().MemoryInUse; got != mem {
+				t.Errorf("after the prover's Release: %d bytes in use, want %d", got, mem)
+			}
+		})
+	}
+}
+
 // TestGkrStageMatchesCpuref runs the whole GKR stage (stark.ProveGkr) on the device, whose prover
 // runs the layers with the transcript on the device (stark.GkrDeviceLayers: rounds of ≥ 2^8 pairs
 // as fold and transcript-step launches, the smaller ones in one launch a layer), and on cpuref

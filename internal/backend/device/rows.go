@@ -21,8 +21,10 @@ type rowEval struct {
 	dp    *kernels.Program
 	cols  *usedColumns
 	parts []*gpu.Array[field.Fp] // opening-part order; nil for a width-0 part
-	// cp is the program's constants and public values (uploaded; freed by free).
+	// cp is the program's constants and public values (uploaded; freed by free); cpWords the
+	// same before a deferred upload (uploadConsts).
 	cp                *gpu.Array[kernels.Mont]
+	cpWords           []kernels.Mont
 	height, logPoints int
 	// pieces, when set, runs the program in pieces (the trace check on GPUs; freed by free).
 	pieces *kernels.RowPieces
@@ -33,6 +35,12 @@ type rowEval struct {
 // they belong to. extra is the scratch the evaluating kernel needs per
 // point besides slots and registers (it sets the run length, kernels.RowPoints).
 func (b *Backend) newRowEval(in *stark.AirInput, outs constraints.Outputs, extra func(*kernels.Program) int) (*rowEval, error) {
+	return b.bindRowEval(in, outs, extra, false)
+}
+
+// bindRowEval is newRowEval, leaving the upload to uploadConsts where deferUpload is set (an
+// upload waits for the work queued before it: PrepareGkr uploads last).
+func (b *Backend) bindRowEval(in *stark.AirInput, outs constraints.Outputs, extra func(*kernels.Program) int, deferUpload bool) (*rowEval, error) {
 	if in == nil || in.VK == nil || in.VK.DAG == nil || in.Common == nil {
 		return nil, fmt.Errorf("trace without verifying key or common main trace")
 	}
@@ -71,15 +79,26 @@ func (b *Backend) newRowEval(in *stark.AirInput, outs constraints.Outputs, extra
 		}
 		e.parts = append(e.parts, buf)
 	}
-	words, err := dp.ConstsAndPublic(in.Public)
-	if err != nil {
+	e.planRuns(b.dev, extra(dp))
+	if e.cpWords, err = dp.ConstsAndPublic(in.Public); err != nil {
 		return nil, fmt.Errorf("AIR %d: %w", in.AirIndex, err)
 	}
-	if e.cp, err = gpu.UploadArray(b.dev, "program constants and public values", words); err != nil {
-		return nil, err
+	if !deferUpload {
+		if err := e.uploadConsts(b.dev); err != nil {
+			return nil, err
+		}
 	}
-	e.planRuns(b.dev, extra(dp))
 	return e, nil
+}
+
+// uploadConsts uploads the program's constants and public values (newRowEval's, deferred).
+func (e *rowEval) uploadConsts(dev *gpu.Device) error {
+	cp, err := gpu.UploadArray(dev, "program constants and public values", e.cpWords)
+	if err != nil {
+		return err
+	}
+	e.cp, e.cpWords = cp, nil
+	return nil
 }
 
 // planRuns sets the run length for extra words of scratch per point besides slots and registers
