@@ -426,6 +426,29 @@ func (d *Device) Upload(dst *Buffer, offset int, src []byte) error {
 	return nil
 }
 
+// UploadQueued is Upload in queue order, without waiting for the work encoded before it: for a
+// range no work encoded before it reads or writes (a fresh buffer). Work encoded after it sees
+// the bytes; src may be reused at once. A backend without such an upload (driver.QueuedUploader)
+// waits as Upload does.
+func (d *Device) UploadQueued(dst *Buffer, offset int, src []byte) error {
+	qu, ok := d.be.(driver.QueuedUploader)
+	if !ok {
+		return d.Upload(dst, offset, src)
+	}
+	if err := d.checkRange("upload", dst, offset, len(src)); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := qu.UploadQueued(dst.b, offset, src); err != nil {
+		return &Error{Op: "upload", Buffer: dst.name, Err: err}
+	}
+	d.encoded()
+	d.stats.Uploads++
+	d.stats.BytesToDevice += int64(len(src))
+	return nil
+}
+
 // Download copies len(dst) bytes of src from offset (device → host; counted). It waits for
 // all work encoded before it; when there was such work, that wait counts as a sync.
 func (d *Device) Download(dst []byte, src *Buffer, offset int) error {

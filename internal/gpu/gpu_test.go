@@ -542,3 +542,72 @@ func TestDownloadSettled(t *testing.T) {
 		})
 	}
 }
+
+// TestUploadQueued: a queued upload into a fresh buffer is seen by the work after it, counts as
+// an upload and not as a sync, and its source may change once it returns; a backend without
+// queued uploads waits as Upload does (the same bytes).
+func TestUploadQueued(t *testing.T) {
+	hb, err := host.Open(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := host.Open(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		be   driver.Backend
+	}{{"queued", hb}, {"plain backend", plainBackend{plain}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := gpu.NewDevice(gpu.KindHost, tc.be)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			a, err := gpu.UploadArray(d, "a", []uint32{1, 2, 3, 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := gpu.AllocArray[uint32](d, "out", 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Batch().Dispatch("fo_add", gpu.D1(1), gpu.D1(4), []gpu.Arg{gpu.Buf(a.Buffer), gpu.Buf(a.Buffer), gpu.Buf(out.Buffer), gpu.U32(4)}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			fresh, err := gpu.AllocArrayUninit[uint32](d, "fresh", 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := d.Stats()
+			src := []uint32{10, 20, 30, 40}
+			if err := fresh.WriteQueued(0, src); err != nil {
+				t.Fatal(err)
+			}
+			clear(src)
+			s := d.Stats()
+			if s.Uploads-before.Uploads != 1 || s.BytesToDevice-before.BytesToDevice != 16 || s.Syncs != before.Syncs {
+				t.Fatalf("queued upload: %d uploads, %d bytes, %d syncs", s.Uploads-before.Uploads, s.BytesToDevice-before.BytesToDevice, s.Syncs-before.Syncs)
+			}
+			sum, err := gpu.AllocArray[uint32](d, "sum", 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Batch().Dispatch("fo_add", gpu.D1(1), gpu.D1(4), []gpu.Arg{gpu.Buf(out.Buffer), gpu.Buf(fresh.Buffer), gpu.Buf(sum.Buffer), gpu.U32(4)}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			v, err := sum.ReadAll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(v, []uint32{12, 24, 36, 48}) {
+				t.Fatalf("sum %v, want [12 24 36 48]", v)
+			}
+			var ge *gpu.Error
+			if err := fresh.WriteQueued(1, make([]uint32, 4)); !errors.As(err, &ge) || ge.Op != "upload" {
+				t.Fatalf("queued upload past the end: %v", err)
+			}
+		})
+	}
+}

@@ -52,6 +52,13 @@ func (a *Array[T]) Write(at int, src []T) error {
 	return a.dev.Upload(a.Buffer, at*int(unsafe.Sizeof(zero)), asBytes(src))
 }
 
+// WriteQueued is Write through Device.UploadQueued: in queue order, for a range no work
+// encoded before reads or writes.
+func (a *Array[T]) WriteQueued(at int, src []T) error {
+	var zero T
+	return a.dev.UploadQueued(a.Buffer, at*int(unsafe.Sizeof(zero)), asBytes(src))
+}
+
 // Read copies len(dst) elements starting at element index at into dst (device → host).
 func (a *Array[T]) Read(dst []T, at int) error {
 	var zero T

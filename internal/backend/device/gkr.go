@@ -119,8 +119,8 @@ func (b *Backend) prepareGkr(p params.SystemParams, traces []*stark.AirInput, la
 		return nil, err
 	}
 
-	// The programs and tables on the host, then the buffers, then the uploads: an upload waits
-	// for the work queued before it (behind a commitment, for all of it), the rest does not.
+	// The programs and tables on the host, then the buffers, then one queued upload: nothing
+	// here waits for the work queued before it (behind a commitment, all of it).
 	tables := make([]kernels.GkrLeaves, len(plan))
 	inters := make([][]uint32, len(plan))
 	for i, pt := range plan {
@@ -187,9 +187,9 @@ func (b *Backend) prepareGkr(p params.SystemParams, traces []*stark.AirInput, la
 	return &gkrPrepared{g: g, layout: layout, plan: plan, tables: tables}, nil
 }
 
-// stagedUpload writes words into several buffers with one upload (each upload waits for all
-// the work queued before it): the words go up together into a staging buffer, then device
-// copies put them in place, in queue order.
+// stagedUpload writes words into several fresh buffers with one queued upload (gpu.Device.
+// UploadQueued: it does not wait for the work queued before it, which a plain upload does): the
+// words go up together into a staging buffer, then device copies put them in place.
 type stagedUpload struct {
 	dsts  []*gpu.Buffer
 	words [][]uint32
@@ -208,11 +208,14 @@ func (u *stagedUpload) run(dev *gpu.Device, name string) error {
 	if len(all) == 0 {
 		return nil
 	}
-	staging, err := gpu.UploadArray(dev, name, all)
+	staging, err := gpu.AllocArrayUninit[uint32](dev, name, len(all))
 	if err != nil {
 		return err
 	}
 	defer staging.Free() // in queue order, after the copies
+	if err := staging.WriteQueued(0, all); err != nil {
+		return err
+	}
 	b := dev.Batch()
 	off := 0
 	for i, w := range u.words {

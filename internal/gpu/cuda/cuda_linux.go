@@ -239,6 +239,7 @@ type backend struct {
 	// yet, or the driver refused one: settled downloads then wait as Download does).
 	settled      C.CUstream
 	settledTried bool
+	queued       queuedArea
 
 	// built are the modules built from templates (BuildModules), by ID; major, minor and
 	// cacheDir are what building one needs. modMu guards built and funcs: modules are built
@@ -944,6 +945,78 @@ func (b *backend) download(s C.CUstream, op string, dst []byte, src driver.Buffe
 
 var _ driver.SettledDownloader = (*backend)(nil)
 
+var _ driver.QueuedUploader = (*backend)(nil)
+
+// queuedBytes bounds a queued upload; a larger one waits as Upload does.
+const queuedBytes = 256 << 10
+
+// queuedArea is the pinned buffer of the queued uploads, allocated on the first one, and the
+// event recorded after the last copy out of it (busy until that event completes).
+type queuedArea struct {
+	tried bool
+	ptr   unsafe.Pointer
+	buf   []byte
+	event C.CUevent
+	busy  bool
+}
+
+// UploadQueued implements driver.QueuedUploader: src is copied into the pinned area and the copy
+// enqueued with an event after it; the area is reused once that event has completed (a wait only
+// when two queued uploads follow each other with no sync between).
+func (b *backend) UploadQueued(dst driver.Buffer, offset int, src []byte) error {
+	bb, err := b.buf(dst)
+	if err != nil {
+		return err
+	}
+	if err := checkRange(bb, offset, len(src)); err != nil || len(src) == 0 {
+		return err
+	}
+	q := &b.queued
+	if !q.tried {
+		q.tried = true
+		var p unsafe.Pointer
+		if C.mp_cu_has_staging() != 0 && C.mp_cu_host_alloc(b.ctx, &p, queuedBytes) == 0 {
+			if C.mp_cu_event_create(b.ctx, &q.event) == 0 {
+				q.ptr, q.buf = p, unsafe.Slice((*byte)(p), queuedBytes)
+			} else {
+				C.mp_cu_host_free(b.ctx, p)
+			}
+		}
+	}
+	if q.ptr == nil || len(src) > queuedBytes {
+		return b.Upload(dst, offset, src)
+	}
+	if q.busy {
+		if r := C.mp_cu_event_sync(b.ctx, q.event); r != 0 {
+			return b.faultErr(cuErr("cuEventSynchronize (queued upload)", "", r), true)
+		}
+		q.busy = false
+	}
+	copy(q.buf, src)
+	var stage C.int
+	r := C.mp_cu_upload_record(b.ctx, b.stream, bb.ptr+C.CUdeviceptr(offset), q.ptr, C.size_t(len(src)), q.event, &stage)
+	if r != 0 {
+		op := "cuMemcpyHtoDAsync (queued upload)"
+		if stage == 1 {
+			op = "cuEventRecord (after a queued upload)"
+		}
+		// Nothing may still read the area: wait for the stream before reporting.
+		C.mp_cu_stream_sync(b.ctx, b.stream)
+		return b.faultErr(cuErr(op, "", r), true)
+	}
+	q.busy = true
+	return nil
+}
+
+func (b *backend) freeQueued() {
+	q := &b.queued
+	if q.ptr != nil {
+		C.mp_cu_event_destroy(b.ctx, q.event)
+		C.mp_cu_host_free(b.ctx, q.ptr)
+	}
+	*q = queuedArea{}
+}
+
 // DownloadSettled implements driver.SettledDownloader: the copy runs on a second stream, so it
 // does not wait for the launches on the main stream (the caller guarantees that none of them
 // writes the range). It goes through the bounce buffer as Download does (both are serialised by
@@ -1186,6 +1259,7 @@ func (b *backend) Close() error {
 	b.modMu.Unlock()
 	b.freeStaging()
 	b.freeBounce()
+	b.freeQueued()
 	if b.settled != nil {
 		C.mp_cu_stream_destroy(b.ctx, b.settled)
 	}

@@ -593,3 +593,70 @@ func TestGPUSettledDownload(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUQueuedUpload: a queued upload into a fresh buffer behind queued kernels is seen by the
+// kernels after it, its source may change once it returns, two in a row reuse the pinned area,
+// and one larger than the area goes as a plain upload.
+func TestGPUQueuedUpload(t *testing.T) {
+	b := openGPU(t, Options{CacheDir: t.TempDir(), Source: testSource(t, "test_kernels.cu"), SourceName: "test_kernels.cu"})
+	for _, n := range []int{1000, queuedBytes / 4, queuedBytes/4 + 1} {
+		a, c := make([]uint32, n), make([]uint32, n)
+		for i := range a {
+			a[i], c[i] = uint32(5*i+3), uint32(i)^0x3c3c
+		}
+		bufs := make([]driver.Buffer, 4)
+		for i := range bufs {
+			buf, err := b.Alloc(4 * n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Free(buf)
+			bufs[i] = buf
+		}
+		if err := b.Upload(bufs[0], 0, bytesOf(a)); err != nil {
+			t.Fatal(err)
+		}
+		mul := func(x, out driver.Buffer, add uint32) {
+			groups := uint32(n+255) / 256
+			if err := b.Dispatch(&kMul, driver.D1(groups), driver.D1(256), []driver.Arg{{Buf: bufs[0]}, {Buf: x}, {Buf: out}, {Bytes: bytesOf([]uint32{uint32(n), add})}}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 50 {
+			mul(bufs[0], bufs[3], 1) // queued work the uploads do not wait for
+		}
+		src := bytesOf(c)
+		if err := b.UploadQueued(bufs[1], 0, src); err != nil {
+			t.Fatal(err)
+		}
+		clear(src) // the source may change once the call returns
+		d := make([]uint32, n)
+		for i := range d {
+			d[i] = uint32(7 * i)
+		}
+		if err := b.UploadQueued(bufs[2], 0, bytesOf(d)); err != nil { // the area again
+			t.Fatal(err)
+		}
+		if b.queued.ptr == nil {
+			t.Fatal("no pinned area for queued uploads")
+		}
+		mul(bufs[1], bufs[3], 9)
+		got := make([]byte, 4*n)
+		if err := b.Download(got, bufs[3], 0); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range u32s(got) {
+			if want := a[i]*(uint32(i)^0x3c3c) + 9; v != want {
+				t.Fatalf("%d words: t_mul[%d] = %d after a queued upload, want %d", n, i, v, want)
+			}
+		}
+		if err := b.Download(got, bufs[2], 0); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range u32s(got) {
+			if v != d[i] {
+				t.Fatalf("%d words: the second queued upload's word %d is %d, want %d", n, i, v, d[i])
+			}
+		}
+	}
+}

@@ -178,6 +178,15 @@ type SettledDownloader interface {
 	DownloadSettled(dst []byte, src Buffer, offset int) error
 }
 
+// QueuedUploader is implemented by backends that can upload in queue order without waiting for
+// the work queued before (CUDA: from a pinned buffer of its own, an event after the copy; shared
+// or host memory: a plain copy): for buffers no work queued before the upload reads or writes (a
+// fresh one), so that the host need not wait for the device to fill them. src may be reused as
+// soon as the call returns; work encoded after it sees the bytes.
+type QueuedUploader interface {
+	UploadQueued(dst Buffer, offset int, src []byte) error
+}
+
 // UninitAllocator is implemented by backends that can allocate without zeroing: for buffers
 // the kernels write in full before they read them (scratch, outputs), so that neither the
 // device nor the host spends time clearing them. A backend without it zeroes (Backend.Alloc).

@@ -594,6 +594,12 @@ func (h *Backend) Download(dst []byte, src driver.Buffer, offset int) error {
 	return nil
 }
 
+// UploadQueued is Upload (driver.QueuedUploader): work runs as it is encoded here, so a copy
+// now is in queue order.
+func (h *Backend) UploadQueued(dst driver.Buffer, offset int, src []byte) error {
+	return h.Upload(dst, offset, src)
+}
+
 // DownloadSettled is Download (driver.SettledDownloader): work runs as it is encoded here, so
 // there is nothing to wait for either way.
 func (h *Backend) DownloadSettled(dst []byte, src driver.Buffer, offset int) error {

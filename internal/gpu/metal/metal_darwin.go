@@ -333,6 +333,21 @@ func (be *backend) Download(dst []byte, src driver.Buffer, offset int) error {
 	return nil
 }
 
+// UploadQueued copies without syncing first (driver.QueuedUploader): with shared storage the
+// command buffers encoded after it read what the CPU wrote, and the caller guarantees that none
+// encoded before touches the range.
+func (be *backend) UploadQueued(dst driver.Buffer, offset int, src []byte) error {
+	b, err := asBuffer(dst)
+	if err != nil {
+		return err
+	}
+	if err := checkSpan("upload", offset, len(src), len(b.data)); err != nil {
+		return err
+	}
+	copy(b.data[offset:offset+len(src)], src)
+	return nil
+}
+
 // DownloadSettled copies without syncing first (driver.SettledDownloader): with shared storage
 // the bytes that completed command buffers wrote are visible to the CPU, and the caller
 // guarantees that no command buffer since writes the range.
