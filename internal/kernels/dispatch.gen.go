@@ -356,6 +356,16 @@ func (v scEqExpandParams) arg() gpu.Arg {
 	return gpu.U32(v.logLo, v.logTotal, v.count, v.accumulate, v.loOff, v.hiOff, v.outOff)
 }
 
+// scEqHalvesParams is the value struct ScEqHalvesParams of the shaders: uint fields in declaration order.
+type scEqHalvesParams struct {
+	n         uint32
+	halvesOff uint32
+}
+
+func (v scEqHalvesParams) arg() gpu.Arg {
+	return gpu.U32(v.n, v.halvesOff)
+}
+
 // scEqSuffixParams is the value struct ScEqSuffixParams of the shaders: uint fields in declaration order.
 type scEqSuffixParams struct {
 	n         uint32
@@ -1185,7 +1195,12 @@ func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }
 
-// dispatchScEqSuffixes encodes kernel sc_eq_suffixes (shaders/common/sumcheck.metal:448).
+// dispatchScEqSuffixHalves encodes kernel sc_eq_suffix_halves (shaders/common/sumcheck.metal:447).
+func dispatchScEqSuffixHalves(enc *gpu.Batch, groups, tpg gpu.Dim3, x *gpu.Buffer, halves *gpu.Buffer, p scEqHalvesParams) *gpu.Batch {
+	return enc.Dispatch("sc_eq_suffix_halves", groups, tpg, []gpu.Arg{gpu.Buf(x), gpu.Buf(halves), p.arg()})
+}
+
+// dispatchScEqSuffixes encodes kernel sc_eq_suffixes (shaders/common/sumcheck.metal:495).
 func dispatchScEqSuffixes(enc *gpu.Batch, groups, tpg gpu.Dim3, halves *gpu.Buffer, out *gpu.Buffer, p scEqSuffixParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_suffixes", groups, tpg, []gpu.Arg{gpu.Buf(halves), gpu.Buf(out), p.arg()})
 }

@@ -374,6 +374,33 @@ func EqSuffixHalves(r []field.Fp4) []Mont4 {
 	return out
 }
 
+// EqSuffixHalvesLen is the length of EqSuffixHalves of a point of n coordinates.
+func EqSuffixHalvesLen(n int) int {
+	total := 0
+	for m := 0; m <= n; m++ {
+		total += 1<<(m/2) + 1<<(m-m/2)
+	}
+	return total
+}
+
+// EncodeEqSuffixHalves encodes EqSuffixHalves(x[:n]) into halves at Fp4 index halvesOff, made on
+// the device from the coordinates (sc_eq_suffix_halves).
+func EncodeEqSuffixHalves(b *gpu.Batch, dev *gpu.Device, x *gpu.Array[Mont4], n int, halves *gpu.Array[Mont4], halvesOff int) error {
+	if n < 0 || n > 28 || halvesOff < 0 {
+		return fmt.Errorf("kernels: EqSuffixHalves: point of %d coordinates, offset %d", n, halvesOff)
+	}
+	if err := checkArray("EqSuffixHalves", x, max(n, 1)); err != nil {
+		return err
+	}
+	total := EqSuffixHalvesLen(n)
+	if err := checkArray("EqSuffixHalves", halves, halvesOff+total); err != nil {
+		return err
+	}
+	g, t := shapeFor(dev, "sc_eq_suffix_halves", total)
+	dispatchScEqSuffixHalves(b, g, t, x.Buffer, halves.Buffer, scEqHalvesParams{n: uint32(n), halvesOff: uint32(halvesOff)})
+	return b.Err()
+}
+
 // EncodeEqSuffixes encodes the eq tables of every suffix of a point of n coordinates from their
 // halves (EqSuffixHalves, at Fp4 index halvesOff): table j = eq(r_j..r_{n−1}, ·) into out at Fp4
 // index outOff + 2^(n+1) − 2^(n−j+1), 2^(n−j) entries, for j = 0..n. One dispatch

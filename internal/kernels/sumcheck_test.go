@@ -318,6 +318,51 @@ func TestEqSuffixes(t *testing.T) {
 	}
 }
 
+// TestEqSuffixHalves: the halves made on the device from the coordinates equal EqSuffixHalves's,
+// at an offset, the entries around them untouched; short buffers are refused.
+func TestEqSuffixHalves(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, n := range []int{0, 1, 2, 3, 6, 11, 17} {
+		x := randFp4s(r, n)
+		if n >= 2 { // edge values: factors 1 − x = 0 and x = 0
+			x[n-1], x[n-2] = field.Fp4One, field.Fp4{}
+		}
+		want := EqSuffixHalves(x)
+		if len(want) != EqSuffixHalvesLen(n) {
+			t.Fatalf("n %d: EqSuffixHalvesLen %d, EqSuffixHalves gives %d", n, EqSuffixHalvesLen(n), len(want))
+		}
+		xa, err := gpu.UploadArray(testDev, "x", Mont4Slice(append(x, field.Fp4{})))
+		if err != nil {
+			t.Fatal(err)
+		}
+		const off = 3
+		out := allocFp4(t, off+len(want)+2)
+		if err := EncodeEqSuffixHalves(testDev.Batch(), testDev, xa, n, out, off); err != nil {
+			t.Fatal(err)
+		}
+		got := readFp4(t, out)
+		for i := range off {
+			if !got[i].IsZero() {
+				t.Fatalf("n %d: entry %d before the halves written", n, i)
+			}
+		}
+		for i := range 2 {
+			if !got[off+len(want)+i].IsZero() {
+				t.Fatalf("n %d: an entry after the halves written", n)
+			}
+		}
+		for i, w := range want {
+			if got[off+i] != Fp4Of(w) {
+				t.Fatalf("n %d: entry %d: got %v, want %v", n, i, got[off+i], Fp4Of(w))
+			}
+		}
+		xa.Free()
+	}
+	if err := EncodeEqSuffixHalves(testDev.Batch(), testDev, allocFp4(t, 4), 3, allocFp4(t, 8), 0); err == nil {
+		t.Error("short halves: no error")
+	}
+}
+
 func TestEqExpand(t *testing.T) {
 	r := rand.New(rand.NewPCG(19, 20))
 	for _, k := range []int{0, 1, 2, 3, 7, 12} {

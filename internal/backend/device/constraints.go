@@ -30,9 +30,9 @@ import (
 //   - Bind: records r (the next Round or Openings folds). No sync, no dispatch.
 //   - Openings: the trace's pending folds down to one row, one download.
 //
-// The halves of the eq tables e(x) of round 0 and e'(y) of every round are uploaded at
-// construction (ξ is known then), so no upload waits for pending work later; UnivariateRound
-// expands them on the device behind its first kernels. Every buffer is allocated by
+// The coordinates of ξ the eq tables e(x) of round 0 and e'(y) of every round need go up at
+// construction (a queued upload: ξ is known then); UnivariateRound makes the tables' halves from
+// them and expands them on the device behind its first kernels. Every buffer is allocated by
 // NewConstraintProver and freed by Release, except what depends only on the proving key: the
 // traces' maps, constants and piece bindings, and the round-0 domain, which the backend keeps for
 // the next proof of the key (zcCache) and frees at Close.
@@ -56,7 +56,8 @@ type constraintProver struct {
 	last []stark.ConstraintTriple
 
 	eq, halves         *gpu.Array[kernels.Mont4]
-	eqSuffixes         []eqSuffixes // the eq tables' expansion, encoded by UnivariateRound (nil after)
+	xiDev              *gpu.Array[kernels.Mont4] // ξ_{l..l+max ñ−1}, from which the halves are made
+	eqSuffixes         []eqSuffixes              // the eq tables' expansion, encoded by UnivariateRound (nil after)
 	uniOut, roundOut   *gpu.Array[uint32]
 	bindW              *gpu.Array[uint32]
 	rs                 []field.Fp4 // the r of every Bind so far
@@ -136,8 +137,7 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 		zts = append(zts, zt.zt)
 	}
 	// The large buffers first: the device zeroes round 0's (new buffers are zeroed in queue order)
-	// while the host computes the eq tables' halves; the uploads below
-	// wait for that zeroing (an upload waits for all queued work), the first kernels then do not.
+	// while the host goes on; the upload below does not wait for that zeroing (a queued upload).
 	// The rounds evaluate X = 1..d on the device (points d); Round derives X = 0 and d+1 (roundClaims).
 	if cp.zc, err = kernels.NewZerocheck(b.dev, cp.dom, d, zts, b.zcOpts); err != nil {
 		return fail(err)
@@ -160,7 +160,7 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 	}
 	// eq(ξ_{l+j..l+ñ−1}, ·) for every lift ñ and round j ≤ ñ, expanded from halves: for each
 	// lift the tables of every suffix of ξ_{l..l+ñ−1}, one dispatch (kernels.EncodeEqSuffixes).
-	var halves []kernels.Mont4
+	halvesLen, maxLift := 0, 0
 	eqLen := 0
 	eqAt := map[[2]int]int{}
 	lifts := map[int]bool{}
@@ -173,8 +173,9 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 	}
 	sort.Ints(nl)
 	for _, nLift := range nl {
-		cp.eqSuffixes = append(cp.eqSuffixes, eqSuffixes{halvesOff: len(halves), outOff: eqLen, n: nLift})
-		halves = append(halves, kernels.EqSuffixHalves(ch.Xi[l:l+nLift])...)
+		cp.eqSuffixes = append(cp.eqSuffixes, eqSuffixes{halvesOff: halvesLen, outOff: eqLen, n: nLift})
+		halvesLen += kernels.EqSuffixHalvesLen(nLift)
+		maxLift = max(maxLift, nLift)
 		for j := 0; j <= nLift; j++ {
 			eqAt[[2]int{nLift, j}] = eqLen + 2<<nLift - 2<<(nLift-j)
 		}
@@ -203,14 +204,16 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 		return a
 	}
 	cp.eq = small4("eq tables", eqLen)
-	cp.halves = small4("eq halves", len(halves))
+	cp.halves = small4("eq halves", halvesLen)
+	cp.xiDev = small4("eq point", maxLift)
 	cp.uniOut = small("round 0 sums", len(traces)*cp.uniWidth)
 	cp.roundOut = small("round sums", len(traces)*cp.rndWidth)
 	cp.bindW = small("bind weights", 4*n)
 	if err != nil {
 		return fail(err)
 	}
-	if err := cp.halves.Write(0, halves); err != nil {
+	// Nothing since the last sync has touched these kept buffers: a queued upload.
+	if err := cp.xiDev.WriteQueued(0, kernels.Mont4Slice(ch.Xi[l:l+maxLift])); err != nil {
 		return fail(err)
 	}
 	// Traces kept from an earlier proof: this proof's parts and public values; their weights
@@ -235,9 +238,12 @@ func (b *Backend) NewConstraintProver(p params.SystemParams, traces []*stark.Air
 // eqSuffixes is one lift's eq tables in the eq buffer (kernels.EncodeEqSuffixes).
 type eqSuffixes struct{ halvesOff, outOff, n int }
 
-// encodeEqTables encodes the eq tables' expansion from the halves, once (the first call).
+// encodeEqTables encodes the eq tables' halves from ξ and their expansion, once (the first call).
 func (cp *constraintProver) encodeEqTables(b *gpu.Batch) error {
 	for _, e := range cp.eqSuffixes {
+		if err := kernels.EncodeEqSuffixHalves(b, cp.be.dev, cp.xiDev, e.n, cp.halves, e.halvesOff); err != nil {
+			return err
+		}
 		if err := kernels.EncodeEqSuffixes(b, cp.be.dev, cp.halves, e.halvesOff, cp.eq, e.outOff, e.n); err != nil {
 			return err
 		}
@@ -406,7 +412,7 @@ func (cp *constraintProver) free() {
 
 // freeBuffers releases every device buffer (idempotent).
 func (cp *constraintProver) freeBuffers() {
-	for _, a := range []*gpu.Array[kernels.Mont4]{cp.eq, cp.halves} {
+	for _, a := range []*gpu.Array[kernels.Mont4]{cp.eq, cp.halves, cp.xiDev} {
 		if a != nil {
 			putBuf(cp.be, &cp.be.zc.fp4s, a)
 		}
@@ -416,7 +422,7 @@ func (cp *constraintProver) freeBuffers() {
 			putBuf(cp.be, &cp.be.zc.words, a)
 		}
 	}
-	cp.eq, cp.halves, cp.uniOut, cp.roundOut, cp.bindW = nil, nil, nil, nil, nil
+	cp.eq, cp.halves, cp.xiDev, cp.uniOut, cp.roundOut, cp.bindW = nil, nil, nil, nil, nil, nil
 	if cp.trRounds != nil {
 		cp.trRounds.Close()
 		cp.trLog.Close()

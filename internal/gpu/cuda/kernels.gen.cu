@@ -5096,6 +5096,53 @@ MSL_KERNEL void msl_kernel_sc_eq_expand(MSL_DEVICE const uint* lo              ,
   }
 }
 
+struct ScEqHalvesParams {
+  uint n;           // coordinates of the point (x[0..n))
+  uint halves_off;  // Fp4 index of table 0's lo half in halves
+};
+
+// The halves that sc_eq_suffixes reads (kernels.EqSuffixHalves), from the point's coordinates x
+// on the device, an entry a thread: entry b of lo_j is the product over i < h of x_{j+i} where
+// bit i of b is set, else 1 − x_{j+i}; of hi_j the same over x_{j+h}..x_{n−1}, h = ⌊(n−j)/2⌋. The
+// host made them for up to 2^17-entry tables in ≈ 0.2 ms between the GKR stage's sync and the
+// constraint stage's first kernel; here they take a few thousand short products.
+MSL_KERNEL void msl_kernel_sc_eq_suffix_halves(MSL_DEVICE const uint* x              ,
+                                MSL_DEVICE uint* halves              ,
+                                MSL_CONSTANT ScEqHalvesParams& p              ,
+                                uint gid                            ,
+                                uint stride                     ) {
+  uint n = p.n;
+  uint total = 0u;
+  for (uint m = 0u; m <= n; m++) total += (1u << (m / 2u)) + (1u << (m - m / 2u));
+  for (uint e = gid; e < total; e += stride) {
+    uint j = 0u;
+    uint off = 0u;
+    for (;;) {
+      uint m = n - j;
+      uint size = (1u << (m / 2u)) + (1u << (m - m / 2u));
+      if (e < off + size) break;
+      off += size;
+      j++;
+    }
+    uint m = n - j;
+    uint h = m / 2u;
+    uint b = e - off;
+    uint first = j;
+    uint count = h;
+    if (b >= (1u << h)) {
+      first = j + h;
+      count = m - h;
+      b -= 1u << h;
+    }
+    bb4 v = bb4_one();
+    for (uint i = 0u; i < count; i++) {
+      bb4 xi = bb4_load_aligned(x, first + i);
+      v = bb4_mul(v, ((b >> i) & 1u) != 0u ? xi : bb4_sub(bb4_one(), xi));
+    }
+    bb4_store_aligned(halves, p.halves_off + e, v);
+  }
+}
+
 struct ScEqSuffixParams {
   uint n;           // coordinates of the point: tables j = 0..n
   uint halves_off;  // Fp4 index of table 0's lo half in halves
@@ -9192,6 +9239,16 @@ extern "C" __global__ void mslk_sc_eq_expand(MSL_DEVICE const uint* lo, MSL_DEVI
       lo,
       hi,
       out,
+      p,
+      msl_cvt<uint>(msl_bi_thread_position_in_grid()),
+      msl_cvt<uint>(msl_bi_threads_per_grid()));
+}
+
+extern "C" __global__ void mslk_sc_eq_suffix_halves(MSL_DEVICE const uint* x, MSL_DEVICE uint* halves, MSL_CONSTANT ScEqHalvesParams p) {
+  msl_grid_order();
+  msl_kernel_sc_eq_suffix_halves(
+      x,
+      halves,
       p,
       msl_cvt<uint>(msl_bi_thread_position_in_grid()),
       msl_cvt<uint>(msl_bi_threads_per_grid()));
