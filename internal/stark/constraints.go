@@ -229,6 +229,23 @@ func sumOverD(a []field.Fp4, n int) field.Fp4 {
 	return s.MulBase(field.Fp(uint32(n)))
 }
 
+// sumOverDProduct is sumOverD(polyMul(a, b), n) from the product's coefficients at multiples of
+// n alone.
+func sumOverDProduct(a, b []field.Fp4, n int) field.Fp4 {
+	var s field.Fp4
+	if len(a) == 0 || len(b) == 0 {
+		return s
+	}
+	for k := 0; k < len(a)+len(b)-1; k += n {
+		for i := max(0, k-len(b)+1); i <= min(k, len(a)-1); i++ {
+			if !a[i].IsZero() {
+				s = s.Add(a[i].Mul(b[k-i]))
+			}
+		}
+	}
+	return s.MulBase(field.Fp(uint32(n)))
+}
+
 // InterpolateAt evaluates the polynomial of degree < len(evals) through (i, evals[i]) at r.
 func InterpolateAt(evals []field.Fp4, r field.Fp4) field.Fp4 {
 	s := len(evals) - 1
@@ -423,34 +440,40 @@ func ProveBatchConstraints(be ConstraintBackend, tr *transcript.Transcript, p pa
 		NumeratorTermPerAir:   make([]field.Fp4, T),
 		DenominatorTermPerAir: make([]field.Fp4, T),
 	}
-	pq := make([][]field.Fp4, 2*T)
+	// The per-AIR terms are sums over D of num·eq♯ and den·eq♯: only the products' coefficients
+	// at multiples of N (sumOverDProduct); s0 then multiplies by eq♯ once, the μ-batched sum of
+	// the numerators and denominators (the same coefficients as the sum of the products).
+	nums := make([][]field.Fp4, T)
 	for t := range polys {
 		num := make([]field.Fp4, plen)
 		for i, c := range polys[t].Num {
 			num[i] = c.MulBase(sh.norm[t])
 		}
-		// polyMul skips its first factor's zeros: an AIR without interactions has Num = Den = 0.
-		pq[2*t] = polyMul(num, eqSharp)
-		pq[2*t+1] = polyMul(polys[t].Den, eqSharp)
-		proof.NumeratorTermPerAir[t] = sumOverD(pq[2*t], n)
-		proof.DenominatorTermPerAir[t] = sumOverD(pq[2*t+1], n)
+		nums[t] = num
+		proof.NumeratorTermPerAir[t] = sumOverDProduct(num, eqSharp, n)
+		proof.DenominatorTermPerAir[t] = sumOverDProduct(polys[t].Den, eqSharp, n)
 		tr.ObserveExt(proof.NumeratorTermPerAir[t]) // B2
 		tr.ObserveExt(proof.DenominatorTermPerAir[t])
 	}
 	mu := tr.SampleExt() // B3
 	muPows := field.PowersFp4(mu, 3*T)
 	s0 := make([]field.Fp4, sh.univariateLen())
+	logup := make([]field.Fp4, plen)
 	zcBatch := make([]field.Fp4, plen)
 	for t := range polys {
-		for i, c := range pq[2*t] {
-			s0[i] = s0[i].Add(muPows[2*t].Mul(c))
+		for i := range plen {
+			// polyMul skips zeros: an AIR without interactions has Num = Den = 0.
+			if c := nums[t][i]; !c.IsZero() {
+				logup[i] = logup[i].Add(muPows[2*t].Mul(c))
+			}
+			if c := polys[t].Den[i]; !c.IsZero() {
+				logup[i] = logup[i].Add(muPows[2*t+1].Mul(c))
+			}
+			zcBatch[i] = zcBatch[i].Add(muPows[2*T+t].Mul(polys[t].Zc[i]))
 		}
-		for i, c := range pq[2*t+1] {
-			s0[i] = s0[i].Add(muPows[2*t+1].Mul(c))
-		}
-		for i, c := range polys[t].Zc {
-			zcBatch[i] = zcBatch[i].Add(muPows[2*T+t].Mul(c))
-		}
+	}
+	for i, c := range polyMul(logup, eqSharp) {
+		s0[i] = s0[i].Add(c)
 	}
 	for i, c := range polyMul(eqUni0, zcBatch) {
 		s0[i] = s0[i].Add(c)

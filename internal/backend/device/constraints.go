@@ -619,7 +619,8 @@ func (cp *constraintProver) BindUnivariate(r0 field.Fp4) error {
 		w[j] = stark.EqUni(cp.l, r0, field.Lift(pw))
 		pw = pw.Mul(omega)
 	}
-	if err := cp.bindW.Write(0, kernels.ZcBindWeights(w)); err != nil {
+	// Nothing since UnivariateRound's sync touches bindW: a queued upload.
+	if err := cp.bindW.WriteQueued(0, kernels.ZcBindWeights(w)); err != nil {
 		return err
 	}
 	b := cp.be.dev.Batch()
