@@ -672,10 +672,11 @@ type gkrRoundParams struct {
 	l3       uint32
 	chLambda uint32
 	split    uint32
+	eqLogLo  uint32
 }
 
 func (v gkrRoundParams) arg() gpu.Arg {
-	return gpu.U32(v.logPairs, v.eqOff, v.l0, v.l1, v.l2, v.l3, v.chLambda, v.split)
+	return gpu.U32(v.logPairs, v.eqOff, v.l0, v.l1, v.l2, v.l3, v.chLambda, v.split, v.eqLogLo)
 }
 
 // gkrFoldRoundParams is the value struct GkrFoldRoundParams of the shaders: uint fields in declaration order.
@@ -694,10 +695,11 @@ type gkrFoldRoundParams struct {
 	chLambda uint32
 	chR      uint32
 	split    uint32
+	eqLogLo  uint32
 }
 
 func (v gkrFoldRoundParams) arg() gpu.Arg {
-	return gpu.U32(v.logPairs, v.eqSrc, v.eqDst, v.l0, v.l1, v.l2, v.l3, v.r0, v.r1, v.r2, v.r3, v.chLambda, v.chR, v.split)
+	return gpu.U32(v.logPairs, v.eqSrc, v.eqDst, v.l0, v.l1, v.l2, v.l3, v.r0, v.r1, v.r2, v.r3, v.chLambda, v.chR, v.split, v.eqLogLo)
 }
 
 // gkrTrRoundParams is the value struct GkrTrRoundParams of the shaders: uint fields in declaration order.
@@ -734,10 +736,11 @@ type gkrSmallParams struct {
 	eqOff    uint32
 	lambdaAt uint32
 	at       uint32
+	eqLogLo  uint32
 }
 
 func (v gkrSmallParams) arg() gpu.Arg {
-	return gpu.U32(v.logPairs, v.fold, v.rAt, v.eqOff, v.lambdaAt, v.at)
+	return gpu.U32(v.logPairs, v.fold, v.rAt, v.eqOff, v.lambdaAt, v.at, v.eqLogLo)
 }
 
 // srUniParams is the value struct SrUniParams of the shaders: uint fields in declaration order.
@@ -1297,29 +1300,29 @@ func dispatchGkrLayer(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst
 	return enc.Dispatch("gkr_layer", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/gkr/gkr.metal:222).
-func dispatchGkrRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, frac *gpu.Buffer, partials *gpu.Buffer, ch *gpu.Buffer, p gkrRoundParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("gkr_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(frac), gpu.Buf(partials), gpu.Buf(ch), p.arg()}, scratchBytes)
+// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/gkr/gkr.metal:232).
+func dispatchGkrRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, frac *gpu.Buffer, partials *gpu.Buffer, ch *gpu.Buffer, eqh *gpu.Buffer, p gkrRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(frac), gpu.Buf(partials), gpu.Buf(ch), gpu.Buf(eqh), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/gkr/gkr.metal:271).
-func dispatchGkrFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, dst *gpu.Buffer, partials *gpu.Buffer, ch *gpu.Buffer, p gkrFoldRoundParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("gkr_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(dst), gpu.Buf(partials), gpu.Buf(ch), p.arg()}, scratchBytes)
+// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/gkr/gkr.metal:283).
+func dispatchGkrFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, dst *gpu.Buffer, partials *gpu.Buffer, ch *gpu.Buffer, eqh *gpu.Buffer, p gkrFoldRoundParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(dst), gpu.Buf(partials), gpu.Buf(ch), gpu.Buf(eqh), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrRound encodes kernel gkr_tr_round (shaders/gkr/gkr.metal:353).
+// dispatchGkrTrRound encodes kernel gkr_tr_round (shaders/gkr/gkr.metal:366).
 func dispatchGkrTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, partials *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p gkrTrRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(partials), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:423).
+// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:436).
 func dispatchGkrTrLayerEnd(enc *gpu.Batch, groups, tpg gpu.Dim3, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, halves *gpu.Buffer, p gkrTrLayerParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_layer_end", groups, tpg, []gpu.Arg{gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(halves), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:535).
-func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p gkrSmallParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
+// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:549).
+func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, eqh *gpu.Buffer, p gkrSmallParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(eqh), p.arg()}, scratchBytes)
 }
 
 // dispatchSrUniChunks encodes kernel sr_uni_chunks (shaders/openings/stacked_reduction.metal:73).

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/metalprove/metalprove/internal/constraints"
 	"github.com/metalprove/metalprove/internal/field"
@@ -244,7 +245,7 @@ func (s *GkrSumcheck) split(pairs int) int {
 // EncodeRound encodes the round sums of tables of 2^logRows rows (logRows ≥ 1) as built: frac holds
 // their 2^(logRows+1) fractions from index 0, eq their eq values from Fp4 index eqOff.
 func (s *GkrSumcheck) EncodeRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqOff int, frac *gpu.Array[GkrFraction], logRows int, lambda field.Fp4) error {
-	g, err := s.encodeRound(b, eq, eqOff, frac, logRows, lambda, nil)
+	g, err := s.encodeRound(b, eq, eqOff, frac, logRows, lambda, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -255,7 +256,7 @@ func (s *GkrSumcheck) EncodeRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqOff int,
 // eqSrc) into dst (2^logRows rows, logRows ≥ 1; eq values written from eqDst) and the round sums
 // of the folded tables, in one pass. The eq ranges must not overlap, nor dst and src.
 func (s *GkrSumcheck) EncodeFoldRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqSrc, eqDst int, src, dst *gpu.Array[GkrFraction], logRows int, lambda, r field.Fp4) error {
-	g, err := s.encodeFoldRound(b, eq, eqSrc, eqDst, src, dst, logRows, lambda, r, nil)
+	g, err := s.encodeFoldRound(b, eq, eqSrc, eqDst, src, dst, logRows, lambda, r, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -269,16 +270,41 @@ type GkrFromLog struct {
 	Lambda, R int
 }
 
-// EncodeRoundLogged is EncodeRound with λ from the log, the sums left to tr.EncodeRound.
-func (s *GkrSumcheck) EncodeRoundLogged(b *gpu.Batch, eq *gpu.Array[Mont4], eqOff int, frac *gpu.Array[GkrFraction], logRows int, from GkrFromLog) error {
-	_, err := s.encodeRound(b, eq, eqOff, frac, logRows, field.Fp4{}, &from)
+// GkrEqHalves are the halves of a layer's eq table that was not expanded (gkr_eq_at): lo at
+// Fp4 index 0 of Halves (2^LogLo entries), hi right after it. A round kernel given them reads the
+// table's entries as products of the halves' (the layer's first round and first fold, and the
+// small rounds of a layer whose table no fold has written).
+type GkrEqHalves struct {
+	Halves *gpu.Array[Mont4]
+	LogLo  int
+}
+
+// logLo checks h for a table of 2^logTable entries and returns the kernels' eq_log_lo
+// (gkrNone: no halves) and the buffer they read them from (eq where none).
+func (h *GkrEqHalves) logLo(what string, eq *gpu.Array[Mont4], logTable int) (*gpu.Buffer, uint32, error) {
+	if h == nil {
+		return eq.Buffer, gkrNone, nil
+	}
+	if h.LogLo < 0 || h.LogLo > logTable {
+		return nil, 0, fmt.Errorf("kernels: %s: eq halves of 2^%d for a table of 2^%d", what, h.LogLo, logTable)
+	}
+	if err := checkArray(what, h.Halves, 1<<h.LogLo+1<<(logTable-h.LogLo)); err != nil {
+		return nil, 0, err
+	}
+	return h.Halves.Buffer, uint32(h.LogLo), nil
+}
+
+// EncodeRoundLogged is EncodeRound with λ from the log, the sums left to tr.EncodeRound; with
+// halves, eq's table is read from them (eq itself is not read).
+func (s *GkrSumcheck) EncodeRoundLogged(b *gpu.Batch, eq *gpu.Array[Mont4], eqOff int, frac *gpu.Array[GkrFraction], logRows int, from GkrFromLog, halves *GkrEqHalves) error {
+	_, err := s.encodeRound(b, eq, eqOff, frac, logRows, field.Fp4{}, &from, halves)
 	return err
 }
 
 // EncodeFoldRoundLogged is EncodeFoldRound with λ and r from the log, the sums left to
-// tr.EncodeRound.
-func (s *GkrSumcheck) EncodeFoldRoundLogged(b *gpu.Batch, eq *gpu.Array[Mont4], eqSrc, eqDst int, src, dst *gpu.Array[GkrFraction], logRows int, from GkrFromLog) error {
-	_, err := s.encodeFoldRound(b, eq, eqSrc, eqDst, src, dst, logRows, field.Fp4{}, field.Fp4{}, &from)
+// tr.EncodeRound; with halves, the source eq table is read from them.
+func (s *GkrSumcheck) EncodeFoldRoundLogged(b *gpu.Batch, eq *gpu.Array[Mont4], eqSrc, eqDst int, src, dst *gpu.Array[GkrFraction], logRows int, from GkrFromLog, halves *GkrEqHalves) error {
+	_, err := s.encodeFoldRound(b, eq, eqSrc, eqDst, src, dst, logRows, field.Fp4{}, field.Fp4{}, &from, halves)
 	return err
 }
 
@@ -301,15 +327,21 @@ func (s *GkrSumcheck) challengeAt(from *GkrFromLog) (ch *gpu.Buffer, lambda, r u
 // gkrNone is GKR_NONE of gkr.metal: a challenge taken from the parameters.
 const gkrNone = 0xffffffff
 
-func (s *GkrSumcheck) encodeRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqOff int, frac *gpu.Array[GkrFraction], logRows int, lambda field.Fp4, from *GkrFromLog) (int, error) {
+func (s *GkrSumcheck) encodeRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqOff int, frac *gpu.Array[GkrFraction], logRows int, lambda field.Fp4, from *GkrFromLog, halves *GkrEqHalves) (int, error) {
 	if err := s.live(); err != nil {
 		return 0, err
 	}
 	if logRows < 1 || logRows > 28 || eqOff < 0 {
 		return 0, fmt.Errorf("kernels: GkrRound: tables of 2^%d rows, eq at %d", logRows, eqOff)
 	}
-	if err := checkArray("GkrRound", eq, eqOff+1<<logRows); err != nil {
+	eqh, logLo, err := halves.logLo("GkrRound", eq, logRows)
+	if err != nil {
 		return 0, err
+	}
+	if halves == nil {
+		if err := checkArray("GkrRound", eq, eqOff+1<<logRows); err != nil {
+			return 0, err
+		}
 	}
 	if err := checkArray("GkrRound", frac, 2<<logRows); err != nil {
 		return 0, err
@@ -321,23 +353,31 @@ func (s *GkrSumcheck) encodeRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqOff int,
 	split := s.split(1 << (logRows - 1))
 	g, t, tg := s.shape("gkr_round_partials", split<<(logRows-1))
 	l := MontFp4(lambda)
-	dispatchGkrRoundPartials(b, g, t, eq.Buffer, frac.Buffer, s.partials.Buffer, ch, gkrRoundParams{logPairs: uint32(logRows - 1), eqOff: uint32(eqOff),
-		l0: l[0], l1: l[1], l2: l[2], l3: l[3], chLambda: chL, split: uint32(split)}, tg)
+	dispatchGkrRoundPartials(b, g, t, eq.Buffer, frac.Buffer, s.partials.Buffer, ch, eqh, gkrRoundParams{logPairs: uint32(logRows - 1), eqOff: uint32(eqOff),
+		l0: l[0], l1: l[1], l2: l[2], l3: l[3], chLambda: chL, split: uint32(split), eqLogLo: logLo}, tg)
 	s.lastGroups = int(g.X)
 	return int(g.X), b.Err()
 }
 
-func (s *GkrSumcheck) encodeFoldRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqSrc, eqDst int, src, dst *gpu.Array[GkrFraction], logRows int, lambda, r field.Fp4, from *GkrFromLog) (int, error) {
+func (s *GkrSumcheck) encodeFoldRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqSrc, eqDst int, src, dst *gpu.Array[GkrFraction], logRows int, lambda, r field.Fp4, from *GkrFromLog, halves *GkrEqHalves) (int, error) {
 	if err := s.live(); err != nil {
 		return 0, err
 	}
 	if logRows < 1 || logRows > 27 || eqSrc < 0 || eqDst < 0 {
 		return 0, fmt.Errorf("kernels: GkrFoldRound: tables of 2^%d rows, eq at %d and %d", logRows, eqSrc, eqDst)
 	}
-	if eqSrc < eqDst+1<<logRows && eqDst < eqSrc+2<<logRows {
-		return 0, fmt.Errorf("kernels: GkrFoldRound: eq ranges overlap")
+	eqh, logLo, err := halves.logLo("GkrFoldRound", eq, logRows+1)
+	if err != nil {
+		return 0, err
 	}
-	if err := checkArray("GkrFoldRound", eq, max(eqSrc+2<<logRows, eqDst+1<<logRows)); err != nil {
+	if halves == nil {
+		if eqSrc < eqDst+1<<logRows && eqDst < eqSrc+2<<logRows {
+			return 0, fmt.Errorf("kernels: GkrFoldRound: eq ranges overlap")
+		}
+		if err := checkArray("GkrFoldRound", eq, max(eqSrc+2<<logRows, eqDst+1<<logRows)); err != nil {
+			return 0, err
+		}
+	} else if err := checkArray("GkrFoldRound", eq, eqDst+1<<logRows); err != nil {
 		return 0, err
 	}
 	if err := checkArray("GkrFoldRound", src, 4<<logRows); err != nil {
@@ -356,9 +396,9 @@ func (s *GkrSumcheck) encodeFoldRound(b *gpu.Batch, eq *gpu.Array[Mont4], eqSrc,
 	split := s.split(1 << (logRows - 1))
 	g, t, tg := s.shape("gkr_fold_round_partials", split<<(logRows-1))
 	l, rm := MontFp4(lambda), MontFp4(r)
-	dispatchGkrFoldRoundPartials(b, g, t, eq.Buffer, src.Buffer, dst.Buffer, s.partials.Buffer, ch, gkrFoldRoundParams{logPairs: uint32(logRows - 1),
+	dispatchGkrFoldRoundPartials(b, g, t, eq.Buffer, src.Buffer, dst.Buffer, s.partials.Buffer, ch, eqh, gkrFoldRoundParams{logPairs: uint32(logRows - 1),
 		eqSrc: uint32(eqSrc), eqDst: uint32(eqDst), l0: l[0], l1: l[1], l2: l[2], l3: l[3], r0: rm[0], r1: rm[1], r2: rm[2], r3: rm[3],
-		chLambda: chL, chR: chR, split: uint32(split)}, tg)
+		chLambda: chL, chR: chR, split: uint32(split), eqLogLo: logLo}, tg)
 	s.lastGroups = int(g.X)
 	return int(g.X), b.Err()
 }
@@ -491,6 +531,9 @@ type GkrSmallRounds struct {
 	LambdaAt, At int
 	// Tab receives the last round's two rows (4 fractions) for EncodeLayerEnd; it may be Src.
 	Tab *gpu.Array[GkrFraction]
+	// EqHalves, where set, hold the eq table the first round (Fold: the previous round) reads,
+	// which was not expanded (Eq is not read).
+	EqHalves *GkrEqHalves
 }
 
 // EncodeSmallRounds encodes the rounds of e: 1 + LogPairs rounds, one launch.
@@ -512,8 +555,14 @@ func (t *DeviceTranscript) EncodeSmallRounds(b *gpu.Batch, e GkrSmallRounds) err
 	if err := checkArray("GkrSmallRounds", e.Tab, 4); err != nil {
 		return err
 	}
-	if err := checkArray("GkrSmallRounds", e.Eq, e.EqOff+srcRows); err != nil || e.EqOff < 0 {
-		return fmt.Errorf("kernels: GkrSmallRounds: eq table of %d rows at %d: %v", srcRows, e.EqOff, err)
+	eqh, logLo, err := e.EqHalves.logLo("GkrSmallRounds", e.Eq, bits.Len(uint(srcRows))-1)
+	if err != nil {
+		return err
+	}
+	if e.EqHalves == nil {
+		if err := checkArray("GkrSmallRounds", e.Eq, e.EqOff+srcRows); err != nil || e.EqOff < 0 {
+			return fmt.Errorf("kernels: GkrSmallRounds: eq table of %d rows at %d: %v", srcRows, e.EqOff, err)
+		}
 	}
 	n := t.Log.Len()
 	rounds := e.LogPairs + 1
@@ -526,8 +575,8 @@ func (t *DeviceTranscript) EncodeSmallRounds(b *gpu.Batch, e GkrSmallRounds) err
 	}
 	words := 20*rows + 12*tpg + 48 + p2gRCLen
 	p := gkrSmallParams{logPairs: uint32(e.LogPairs), fold: uint32(b2u(e.Fold)), rAt: uint32(max(e.RAt, 0)), eqOff: uint32(e.EqOff),
-		lambdaAt: uint32(e.LambdaAt), at: uint32(e.At)}
+		lambdaAt: uint32(e.LambdaAt), at: uint32(e.At), eqLogLo: logLo}
 	dispatchGkrTrSmallRounds(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Eq.Buffer, e.Src.Buffer, e.Tab.Buffer, t.Log.Buffer, t.state.Buffer,
-		t.rc.Buffer, p, uint32(4*words))
+		t.rc.Buffer, eqh, p, uint32(4*words))
 	return b.Err()
 }

@@ -638,11 +638,10 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 	}
 	for j := 1; j <= L; j++ {
 		if j > 1 {
-			nXi := j - 1
-			h := nXi / 2
-			if err := (kernels.EqExpand{Lo: halves, Hi: halves, HiOff: 1 << h, Out: g.eq, OutOff: 1 << (j - 1), LogLo: h, LogHi: nXi - h, Count: 1}).Encode(b, dev); err != nil {
-				return nil, err
-			}
+			// The layer's eq table is not expanded: its first round and first fold (or its small
+			// rounds, where no fold has written a table) read it from the halves the previous
+			// layer's end made.
+			eqh := &kernels.GkrEqHalves{Halves: halves, LogLo: (j - 1) / 2}
 			cur := j
 			// Round t has 2^(j−2−t) pairs: the last rounds, from 2^GkrSmallLog pairs down, run in
 			// one launch (EncodeSmallRounds).
@@ -651,9 +650,13 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 				from := kernels.GkrFromLog{Tr: tt, Lambda: at[j].lambda, R: at[j].rounds + 4*(t-1) + 3}
 				if t == 0 {
 					from.R = from.Lambda
-					err = g.sc.EncodeRoundLogged(b, g.eq, 1<<(cur-1), g.layers[cur], cur-1, from)
+					err = g.sc.EncodeRoundLogged(b, g.eq, 1<<(cur-1), g.layers[cur], cur-1, from, eqh)
 				} else {
-					err = g.sc.EncodeFoldRoundLogged(b, g.eq, 1<<(cur-1), 1<<(cur-2), g.layers[cur], g.layers[cur-1], cur-2, from)
+					var src *kernels.GkrEqHalves
+					if t == 1 {
+						src = eqh
+					}
+					err = g.sc.EncodeFoldRoundLogged(b, g.eq, 1<<(cur-1), 1<<(cur-2), g.layers[cur], g.layers[cur-1], cur-2, from, src)
 					cur--
 				}
 				if err == nil {
@@ -667,6 +670,9 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 			// sits at 2^(cur−1): round 0's as built, or the previous round's, folded by the kernel.
 			e := kernels.GkrSmallRounds{Eq: g.eq, EqOff: 1 << (cur - 1), Src: g.layers[cur], LogPairs: j - 2 - small,
 				Fold: small > 0, RAt: at[j].rounds + 4*(small-1) + 3, LambdaAt: at[j].lambda, At: at[j].rounds + 4*small, Tab: g.layers[2]}
+			if small <= 1 {
+				e.EqHalves = eqh
+			}
 			if err := tt.EncodeSmallRounds(b, e); err != nil {
 				return nil, err
 			}

@@ -7134,12 +7134,22 @@ MSL_FN bb4 gkr_challenge(MSL_DEVICE const uint* ch, uint at, uint c0, uint c1, u
   return at == GKR_NONE ? bb4_make(c0, c1, c2, c3) : bb4_load(ch, at);
 }
 
+// Entry i of a layer's eq table: eq[off + i], or, where the table was not expanded (log_lo ≠
+// GKR_NONE), lo[i mod 2^log_lo]·hi[i >> log_lo] from its halves in h (lo at 0, hi at 2^log_lo:
+// gkr_tr_layer_end's, EqExpand's entry). A layer's first round and first fold read it this way:
+// an expansion launch a layer cost more than these products.
+MSL_FN bb4 gkr_eq_at(MSL_DEVICE const uint* eq, uint off, MSL_DEVICE const uint* h, uint log_lo, uint i) {
+  if (log_lo == GKR_NONE) return bb4_load_aligned(eq, off + i);
+  return bb4_mul(bb4_load_aligned(h, i & ((1u << log_lo) - 1u)), bb4_load_aligned(h, (1u << log_lo) + (i >> log_lo)));
+}
+
 struct GkrRoundParams {
   uint log_pairs;       // pairs of rows: 2^log_pairs (tables of 2^(log_pairs+1) rows)
   uint eq_off;          // Fp4 index of the eq table's row 0
   uint l0, l1, l2, l3;  // λ (Montgomery)
   uint ch_lambda;       // GKR_NONE, or λ's Fp4 index in ch
   uint split;           // threads a pair: 1, or 3 (one a point X; gkr_pair_terms_split)
+  uint eq_log_lo;       // GKR_NONE: eq is the table; else its halves in eqh (gkr_eq_at)
 };
 
 // partials[group] = (s1, s2, s3) of the round over the pairs this group visits, tables as built
@@ -7148,6 +7158,7 @@ MSL_KERNEL void msl_kernel_gkr_round_partials(MSL_DEVICE const uint* eq         
                                MSL_DEVICE const uint* frac              ,
                                MSL_DEVICE uint* partials              ,
                                MSL_DEVICE const uint* ch              ,
+                               MSL_DEVICE const uint* eqh              ,
                                MSL_CONSTANT GkrRoundParams& p              ,
                                MSL_THREADGROUP uint* scratch                   ,
                                uint tid                                ,
@@ -7168,8 +7179,8 @@ MSL_KERNEL void msl_kernel_gkr_round_partials(MSL_DEVICE const uint* eq         
     uint end = min(pairs, (u + 1u) * GKR_RUN);
     for (uint y = u * GKR_RUN; y < end; y++) {
       uint f = 4u * y;
-      gkr_pair_terms_split(split, x, bb4_load_aligned(eq, eq_off + 2u * y), gkr_p(frac, f), gkr_q(frac, f),
-                           gkr_p(frac, f + 1u), gkr_q(frac, f + 1u), bb4_load_aligned(eq, eq_off + 2u * y + 1u),
+      gkr_pair_terms_split(split, x, gkr_eq_at(eq, eq_off, eqh, p.eq_log_lo, 2u * y), gkr_p(frac, f), gkr_q(frac, f),
+                           gkr_p(frac, f + 1u), gkr_q(frac, f + 1u), gkr_eq_at(eq, eq_off, eqh, p.eq_log_lo, 2u * y + 1u),
                            gkr_p(frac, f + 2u), gkr_q(frac, f + 2u), gkr_p(frac, f + 3u), gkr_q(frac, f + 3u), lambda, s1,
                            s2, s3);
     }
@@ -7187,6 +7198,7 @@ struct GkrFoldRoundParams {
   uint ch_r;            // GKR_NONE, or r's Fp4 index in ch
   uint split;           // threads a pair: 1, or 3 (each folds the pair, the first stores it; one a
                         // point X: gkr_pair_terms_split)
+  uint eq_log_lo;       // GKR_NONE: the source eq is the table at eq_src; else halves in eqh
 };
 
 // Fold then round, in one pass: src (tables of 4P rows, P = 2^log_pairs) folded at r into dst
@@ -7198,6 +7210,7 @@ MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq          
                                     MSL_DEVICE uint* dst              ,
                                     MSL_DEVICE uint* partials              ,
                                     MSL_DEVICE const uint* ch              ,
+                                    MSL_DEVICE const uint* eqh              ,
                                     MSL_CONSTANT GkrFoldRoundParams& p              ,
                                     MSL_THREADGROUP uint* scratch                   ,
                                     uint tid                                ,
@@ -7222,7 +7235,7 @@ MSL_KERNEL void msl_kernel_gkr_fold_round_partials(MSL_DEVICE uint* eq          
       // Every load before the first store: the compiler cannot tell eq's stores from src's rows,
       // and would load the rows after them (one more memory latency a pair).
       bb4 e[4];
-      for (uint k = 0u; k < 4u; k++) e[k] = bb4_load_aligned(eq, es + 4u * i + k);
+      for (uint k = 0u; k < 4u; k++) e[k] = gkr_eq_at(eq, es, eqh, p.eq_log_lo, 4u * i + k);
       // Source row k, column c is fraction 2k + c: rows 4i .. 4i + 3 are fractions 8i .. 8i + 7.
       uint s = 8u * i;
       bb4 fp[8];
@@ -7452,6 +7465,7 @@ struct GkrSmallParams {
   uint eq_off;     // Fp4 index of the eq table loaded (the previous round's when fold)
   uint lambda_at;  // λ's Fp4 index in trlog
   uint at;         // the first round's s(1), s(2), s(3), r at at .. at + 3, each next round's 4 later
+  uint eq_log_lo;  // GKR_NONE: eq is the table at eq_off; else its halves in eqh (gkr_eq_at)
 };
 
 // After the last round (one pair, two rows) the two rows go to tab (fractions 0..3), which
@@ -7463,6 +7477,7 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
                                 MSL_DEVICE uint* trlog              ,
                                 MSL_DEVICE uint* ts              ,
                                 MSL_CONSTANT uint* rc              ,
+                                MSL_DEVICE const uint* eqh              ,
                                 MSL_CONSTANT GkrSmallParams& p              ,
                                 MSL_THREADGROUP uint* scratch                   ,
                                 uint tid                                ,
@@ -7480,12 +7495,12 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
     bb4 r = bb4_load(trlog, p.r_at);  // new row m = lerp(rows 2m, 2m + 1)
     for (uint m = tid; m < rows; m += tpg) {
       for (uint c = 0u; c < 4u; c++) bb4_store_tg(T, 4u * m + c, gkr_lerp(bb4_load_aligned(src, 8u * m + c), bb4_load_aligned(src, 8u * m + 4u + c), r));
-      bb4_store_tg(E, m, gkr_lerp(bb4_load_aligned(eq, p.eq_off + 2u * m), bb4_load_aligned(eq, p.eq_off + 2u * m + 1u), r));
+      bb4_store_tg(E, m, gkr_lerp(gkr_eq_at(eq, p.eq_off, eqh, p.eq_log_lo, 2u * m), gkr_eq_at(eq, p.eq_off, eqh, p.eq_log_lo, 2u * m + 1u), r));
     }
   } else {
     for (uint m = tid; m < rows; m += tpg) {
       for (uint c = 0u; c < 4u; c++) bb4_store_tg(T, 4u * m + c, bb4_load_aligned(src, 4u * m + c));
-      bb4_store_tg(E, m, bb4_load_aligned(eq, p.eq_off + m));
+      bb4_store_tg(E, m, gkr_eq_at(eq, p.eq_off, eqh, p.eq_log_lo, m));
     }
   }
   p2g_sponge sp;
