@@ -88,7 +88,6 @@ func (b *Backend) NewGkrProver(p params.SystemParams, traces []*stark.AirInput, 
 type gkrPrepared struct {
 	g       *gkrProver
 	layout  *stark.GkrLayout
-	plan    []gkrTrace
 	tables  []kernels.GkrLeaves
 	mu      sync.Mutex
 	started bool // Start ran (its prover owns the buffers), or Release did
@@ -139,7 +138,8 @@ func (b *Backend) prepareGkr(p params.SystemParams, traces []*stark.AirInput, la
 		tables[i] = kernels.GkrLeaves{NumInteractions: len(pt.bases), MaxMsgLen: e.prog.MaxMsgLen,
 			Reps: pt.reps, LeafEnd: slices.Max(pt.bases) + pt.reps*e.height}
 	}
-	// The tree's layers below the leaves are written in full by gkr_layer: not zeroed.
+	// The leaf layer (zeroed) and the leaves' scratch, then the tree's layers below it, which
+	// gkr_layer writes in full (not zeroed).
 	g.layers = make([]*gpu.Array[kernels.GkrFraction], L+1)
 	if g.layers[L], err = gpu.AllocArray[kernels.GkrFraction](b.dev, fmt.Sprintf("gkr layer %d", L), 1<<L); err != nil {
 		return fail(err)
@@ -184,7 +184,7 @@ func (b *Backend) prepareGkr(p params.SystemParams, traces []*stark.AirInput, la
 	if err := b.track(g); err != nil {
 		return fail(err)
 	}
-	return &gkrPrepared{g: g, layout: layout, plan: plan, tables: tables}, nil
+	return &gkrPrepared{g: g, layout: layout, tables: tables}, nil
 }
 
 // stagedUpload writes words into several fresh buffers with one queued upload (gpu.Device.
@@ -247,6 +247,12 @@ func (pg *gkrPrepared) Start(alpha, beta field.Fp4) (stark.GkrProver, error) {
 	pg.started = true
 	g := pg.g
 	b := g.be
+	g.mu.Lock()
+	closed := g.released // the backend was closed since PrepareGkr
+	g.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
 	fail := func(err error) (stark.GkrProver, error) {
 		g.Release()
 		return nil, err

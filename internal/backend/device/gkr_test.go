@@ -213,6 +213,23 @@ func TestPrepareGkr(t *testing.T) {
 			}
 		})
 	}
+	// A preparation outlived by its backend does not start, and its Release is harmless.
+	be2, err := device.New(testDev, device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := gkrCases()[4]
+	p := tc.p(t)
+	st := setUp(t, be2.Stages(), p, tc.ins())
+	pg, err := be2.PrepareGkr(p, st.in, gkrLayout(t, p, st.in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	be2.Close()
+	if _, err := pg.Start(field.Fp4One, field.Fp4One); !errors.Is(err, device.ErrClosed) {
+		t.Fatalf("Start after Close: %v", err)
+	}
+	pg.Release()
 }
 
 // TestGkrStageMatchesCpuref runs the whole GKR stage (stark.ProveGkr) on the device, whose prover
