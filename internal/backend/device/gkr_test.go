@@ -105,6 +105,24 @@ func gkrCases() []gkrCase {
 	}
 }
 
+// gkrSetUp is one GKR case on the device backend and on cpuref, its layout and random challenges.
+type gkrSetUp struct {
+	p           params.SystemParams
+	dst, rst    *statement
+	layout      *stark.GkrLayout
+	r           *rand.Rand
+	alpha, beta field.Fp4
+}
+
+func newGkrSetUp(t *testing.T, be *device.Backend, ci int, tc gkrCase, seed uint64) gkrSetUp {
+	p := tc.p(t)
+	ins := tc.ins()
+	g := gkrSetUp{p: p, dst: setUp(t, be.Stages(), p, ins), rst: setUp(t, cpuref.New(), p, ins), r: rand.New(rand.NewPCG(uint64(ci), seed))}
+	g.layout = gkrLayout(t, p, g.dst.in)
+	g.alpha, g.beta = fieldrand.Fp4(g.r), fieldrand.Fp4(g.r)
+	return g
+}
+
 // TestGkrProverMatchesCpuref drives the device prover and cpuref's with the same challenges on the
 // interaction test AIRs and compares the root, every round and every layer's claims; each Round
 // is one sync, LayerClaims at most one (none when the last round's sync left nothing pending),
@@ -120,13 +138,8 @@ func TestGkrProverMatchesCpuref(t *testing.T) {
 	}
 	for ci, tc := range gkrCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			p := tc.p(t)
-			ins := tc.ins()
-			dst := setUp(t, be.Stages(), p, ins)
-			rst := setUp(t, cpuref.New(), p, ins)
-			layout := gkrLayout(t, p, dst.in)
-			r := rand.New(rand.NewPCG(uint64(ci), 0x6b7))
-			alpha, beta := fieldrand.Fp4(r), fieldrand.Fp4(r)
+			g := newGkrSetUp(t, be, ci, tc, 0x6b7)
+			p, dst, rst, layout, r, alpha, beta := g.p, g.dst, g.rst, g.layout, g.r, g.alpha, g.beta
 			// A first prover uploads the programs (kept by the backend until Close).
 			dg, err := be.NewGkrProver(p, dst.in, layout, alpha, beta)
 			if err != nil {
@@ -162,13 +175,8 @@ func TestPrepareGkr(t *testing.T) {
 	defer be.Close()
 	for ci, tc := range gkrCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			p := tc.p(t)
-			ins := tc.ins()
-			dst := setUp(t, be.Stages(), p, ins)
-			rst := setUp(t, cpuref.New(), p, ins)
-			layout := gkrLayout(t, p, dst.in)
-			r := rand.New(rand.NewPCG(uint64(ci), 0x9e7))
-			alpha, beta := fieldrand.Fp4(r), fieldrand.Fp4(r)
+			g := newGkrSetUp(t, be, ci, tc, 0x9e7)
+			p, dst, rst, layout, r, alpha, beta := g.p, g.dst, g.rst, g.layout, g.r, g.alpha, g.beta
 			// A first preparation uploads the programs (kept by the backend until Close).
 			pg, err := be.PrepareGkr(p, dst.in, layout)
 			if err != nil {
