@@ -1198,12 +1198,12 @@ func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }
 
-// dispatchScEqSuffixHalves encodes kernel sc_eq_suffix_halves (shaders/common/sumcheck.metal:447).
+// dispatchScEqSuffixHalves encodes kernel sc_eq_suffix_halves (shaders/common/sumcheck.metal:448).
 func dispatchScEqSuffixHalves(enc *gpu.Batch, groups, tpg gpu.Dim3, x *gpu.Buffer, halves *gpu.Buffer, p scEqHalvesParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_suffix_halves", groups, tpg, []gpu.Arg{gpu.Buf(x), gpu.Buf(halves), p.arg()})
 }
 
-// dispatchScEqSuffixes encodes kernel sc_eq_suffixes (shaders/common/sumcheck.metal:495).
+// dispatchScEqSuffixes encodes kernel sc_eq_suffixes (shaders/common/sumcheck.metal:496).
 func dispatchScEqSuffixes(enc *gpu.Batch, groups, tpg gpu.Dim3, halves *gpu.Buffer, out *gpu.Buffer, p scEqSuffixParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_suffixes", groups, tpg, []gpu.Arg{gpu.Buf(halves), gpu.Buf(out), p.arg()})
 }

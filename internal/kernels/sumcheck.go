@@ -363,18 +363,11 @@ func EqTables(r []field.Fp4) (lo, hi []Mont4, logLo int) {
 	return Mont4Slice(evalsEq(r[:h])), Mont4Slice(evalsEq(r[h:])), h
 }
 
-// EqSuffixHalves returns the halves of the eq tables of every suffix of r (EqTables of r[j:] for
-// j = 0..len(r), laid out lo_0, hi_0, lo_1, hi_1, …), for EncodeEqSuffixes.
-func EqSuffixHalves(r []field.Fp4) []Mont4 {
-	var out []Mont4
-	for j := 0; j <= len(r); j++ {
-		lo, hi, _ := EqTables(r[j:])
-		out = append(append(out, lo...), hi...)
-	}
-	return out
-}
+// The halves of the eq tables of every suffix of a point r (EqTables of r[j:] for j = 0..len(r),
+// laid out lo_0, hi_0, lo_1, hi_1, …), which EncodeEqSuffixes expands, are made on the device
+// (EncodeEqSuffixHalves; the tests' eqSuffixHalves makes them on the host).
 
-// EqSuffixHalvesLen is the length of EqSuffixHalves of a point of n coordinates.
+// EqSuffixHalvesLen is the number of halves' entries of a point of n coordinates.
 func EqSuffixHalvesLen(n int) int {
 	total := 0
 	for m := 0; m <= n; m++ {
@@ -383,8 +376,8 @@ func EqSuffixHalvesLen(n int) int {
 	return total
 }
 
-// EncodeEqSuffixHalves encodes EqSuffixHalves(x[:n]) into halves at Fp4 index halvesOff, made on
-// the device from the coordinates (sc_eq_suffix_halves).
+// EncodeEqSuffixHalves encodes the halves of x[:n]'s suffixes into halves at Fp4 index halvesOff,
+// made on the device from the coordinates (sc_eq_suffix_halves).
 func EncodeEqSuffixHalves(b *gpu.Batch, dev *gpu.Device, x *gpu.Array[Mont4], n int, halves *gpu.Array[Mont4], halvesOff int) error {
 	if n < 0 || n > 28 || halvesOff < 0 {
 		return fmt.Errorf("kernels: EqSuffixHalves: point of %d coordinates, offset %d", n, halvesOff)
@@ -402,7 +395,7 @@ func EncodeEqSuffixHalves(b *gpu.Batch, dev *gpu.Device, x *gpu.Array[Mont4], n 
 }
 
 // EncodeEqSuffixes encodes the eq tables of every suffix of a point of n coordinates from their
-// halves (EqSuffixHalves, at Fp4 index halvesOff): table j = eq(r_j..r_{n−1}, ·) into out at Fp4
+// halves (EncodeEqSuffixHalves's, at Fp4 index halvesOff): table j = eq(r_j..r_{n−1}, ·) into out at Fp4
 // index outOff + 2^(n+1) − 2^(n−j+1), 2^(n−j) entries, for j = 0..n. One dispatch
 // (sc_eq_suffixes) where an EqExpand each took n + 1: a launch costs the host more than these
 // small tables cost the device.

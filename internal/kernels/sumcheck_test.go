@@ -277,7 +277,7 @@ func TestEqSuffixes(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 5, 11} {
 		x := randFp4s(r, n)
 		const hOff, oOff = 3, 5
-		halves := append(make([]Mont4, hOff), EqSuffixHalves(x)...)
+		halves := append(make([]Mont4, hOff), eqSuffixHalves(x)...)
 		ha, err := gpu.UploadArray(testDev, "halves", halves)
 		if err != nil {
 			t.Fatal(err)
@@ -318,7 +318,7 @@ func TestEqSuffixes(t *testing.T) {
 	}
 }
 
-// TestEqSuffixHalves: the halves made on the device from the coordinates equal EqSuffixHalves's,
+// TestEqSuffixHalves: the halves made on the device from the coordinates equal eqSuffixHalves's,
 // at an offset, the entries around them untouched; short buffers are refused.
 func TestEqSuffixHalves(t *testing.T) {
 	r := rand.New(rand.NewPCG(25, 26))
@@ -327,9 +327,9 @@ func TestEqSuffixHalves(t *testing.T) {
 		if n >= 2 { // edge values: factors 1 − x = 0 and x = 0
 			x[n-1], x[n-2] = field.Fp4One, field.Fp4{}
 		}
-		want := EqSuffixHalves(x)
+		want := eqSuffixHalves(x)
 		if len(want) != EqSuffixHalvesLen(n) {
-			t.Fatalf("n %d: EqSuffixHalvesLen %d, EqSuffixHalves gives %d", n, EqSuffixHalvesLen(n), len(want))
+			t.Fatalf("n %d: EqSuffixHalvesLen %d, eqSuffixHalves gives %d", n, EqSuffixHalvesLen(n), len(want))
 		}
 		xa, err := gpu.UploadArray(testDev, "x", Mont4Slice(append(x, field.Fp4{})))
 		if err != nil {
@@ -546,4 +546,16 @@ func TestSumRowsViaTwoLevels(t *testing.T) {
 	if lb.largest["sc_sum_row_blocks"] == 0 {
 		t.Fatal("the two-level path never ran")
 	}
+}
+
+// eqSuffixHalves is the halves of the eq tables of every suffix of r on the host (EqTables of
+// r[j:] for j = 0..len(r), laid out lo_0, hi_0, lo_1, hi_1, …): the reference of
+// EncodeEqSuffixHalves.
+func eqSuffixHalves(r []field.Fp4) []Mont4 {
+	var out []Mont4
+	for j := 0; j <= len(r); j++ {
+		lo, hi, _ := EqTables(r[j:])
+		out = append(append(out, lo...), hi...)
+	}
+	return out
 }

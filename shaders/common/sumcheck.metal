@@ -439,9 +439,10 @@ struct ScEqHalvesParams {
   uint halves_off;  // Fp4 index of table 0's lo half in halves
 };
 
-// The halves that sc_eq_suffixes reads (kernels.EqSuffixHalves), from the point's coordinates x
-// on the device, an entry a thread: entry b of lo_j is the product over i < h of x_{j+i} where
-// bit i of b is set, else 1 − x_{j+i}; of hi_j the same over x_{j+h}..x_{n−1}, h = ⌊(n−j)/2⌋. The
+// The halves that sc_eq_suffixes reads (kernels.EncodeEqSuffixHalves), from the point's
+// coordinates x on the device, an entry a thread: entry b of lo_j is the product over i < h of
+// x_{j+i} where bit i of b is set, else 1 − x_{j+i}; of hi_j the same over x_{j+h}..x_{n−1},
+// h = ⌊(n−j)/2⌋ (kernels.EqTables of x[j:], as the tests' eqSuffixHalves makes them). The
 // host made them for up to 2^17-entry tables in ≈ 0.2 ms between the GKR stage's sync and the
 // constraint stage's first kernel; here they take a few thousand short products.
 kernel void sc_eq_suffix_halves(device const uint* x [[buffer(0)]],

@@ -368,14 +368,14 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sc_eq_suffix_halves", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:447", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "sc_eq_suffix_halves", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:448", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "x", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "halves", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScEqHalvesParams&", Kind: ParamValue, Index: 2, ValueSize: 8},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sc_eq_suffixes", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:495", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "sc_eq_suffixes", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:496", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "halves", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScEqSuffixParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
