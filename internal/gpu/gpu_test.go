@@ -471,10 +471,9 @@ func TestCountAndOrdinal(t *testing.T) {
 // plainBackend hides every optional interface of a backend (driver.SettledDownloader among them).
 type plainBackend struct{ driver.Backend }
 
-// TestDownloadSettled: a settled download reads what work before the last sync wrote, is not a
-// sync and leaves the work encoded since pending (the next plain download waits for it); a
-// backend without settled downloads waits as Download does.
-func TestDownloadSettled(t *testing.T) {
+// withAndWithout opens two host backends: one as it is, one behind plainBackend.
+func withAndWithout(t *testing.T) (driver.Backend, driver.Backend) {
+	t.Helper()
 	hb, err := host.Open(2)
 	if err != nil {
 		t.Fatal(err)
@@ -483,11 +482,19 @@ func TestDownloadSettled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return hb, plainBackend{plain}
+}
+
+// TestDownloadSettled: a settled download reads what work before the last sync wrote, is not a
+// sync and leaves the work encoded since pending (the next plain download waits for it); a
+// backend without settled downloads waits as Download does.
+func TestDownloadSettled(t *testing.T) {
+	hb, plain := withAndWithout(t)
 	for _, tc := range []struct {
 		name  string
 		be    driver.Backend
 		syncs int // counted by the settled download
-	}{{"settled", hb, 0}, {"plain backend", plainBackend{plain}, 1}} {
+	}{{"settled", hb, 0}, {"plain backend", plain, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := gpu.NewDevice(gpu.KindHost, tc.be)
 			if err != nil {
@@ -547,18 +554,11 @@ func TestDownloadSettled(t *testing.T) {
 // an upload and not as a sync, and its source may change once it returns; a backend without
 // queued uploads waits as Upload does (the same bytes).
 func TestUploadQueued(t *testing.T) {
-	hb, err := host.Open(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := host.Open(2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hb, plain := withAndWithout(t)
 	for _, tc := range []struct {
 		name string
 		be   driver.Backend
-	}{{"queued", hb}, {"plain backend", plainBackend{plain}}} {
+	}{{"queued", hb}, {"plain backend", plain}} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := gpu.NewDevice(gpu.KindHost, tc.be)
 			if err != nil {

@@ -543,15 +543,7 @@ func TestGPUSettledDownload(t *testing.T) {
 		for i := range a {
 			a[i], c[i] = uint32(3*i+1), uint32(i)^0x5a5a
 		}
-		bufs := make([]driver.Buffer, 4)
-		for i := range bufs {
-			buf, err := b.Alloc(4 * n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Free(buf)
-			bufs[i] = buf
-		}
+		bufs := allocBuffers(t, b, 4, 4*n)
 		if err := b.Upload(bufs[0], 0, bytesOf(a)); err != nil {
 			t.Fatal(err)
 		}
@@ -604,15 +596,7 @@ func TestGPUQueuedUpload(t *testing.T) {
 		for i := range a {
 			a[i], c[i] = uint32(5*i+3), uint32(i)^0x3c3c
 		}
-		bufs := make([]driver.Buffer, 4)
-		for i := range bufs {
-			buf, err := b.Alloc(4 * n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Free(buf)
-			bufs[i] = buf
-		}
+		bufs := allocBuffers(t, b, 4, 4*n)
 		if err := b.Upload(bufs[0], 0, bytesOf(a)); err != nil {
 			t.Fatal(err)
 		}
@@ -659,4 +643,19 @@ func TestGPUQueuedUpload(t *testing.T) {
 			}
 		}
 	}
+}
+
+// allocBuffers allocates k buffers of size bytes on b, freed when the test ends.
+func allocBuffers(t *testing.T, b *backend, k, size int) []driver.Buffer {
+	t.Helper()
+	bufs := make([]driver.Buffer, k)
+	for i := range bufs {
+		buf, err := b.Alloc(size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Free(buf) })
+		bufs[i] = buf
+	}
+	return bufs
 }
