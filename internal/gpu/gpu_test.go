@@ -471,6 +471,35 @@ func TestCountAndOrdinal(t *testing.T) {
 // plainBackend hides every optional interface of a backend (driver.SettledDownloader among them).
 type plainBackend struct{ driver.Backend }
 
+// newDoubled opens a device on be (closed when the test ends) with a = [1 2 3 4] and out = a + a
+// encoded (fo_add), waited for where wait is set.
+func newDoubled(t *testing.T, be driver.Backend, wait bool) (*gpu.Device, *gpu.Array[uint32], *gpu.Array[uint32]) {
+	t.Helper()
+	d, err := gpu.NewDevice(gpu.KindHost, be)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	a, err := gpu.UploadArray(d, "a", []uint32{1, 2, 3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := gpu.AllocArray[uint32](d, "out", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := d.Batch().Dispatch("fo_add", gpu.D1(1), gpu.D1(4), []gpu.Arg{gpu.Buf(a.Buffer), gpu.Buf(a.Buffer), gpu.Buf(out.Buffer), gpu.U32(4)})
+	if wait {
+		err = b.Wait()
+	} else {
+		err = b.Err()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, a, out
+}
+
 // withAndWithout opens two host backends: one as it is, one behind plainBackend.
 func withAndWithout(t *testing.T) (driver.Backend, driver.Backend) {
 	t.Helper()
@@ -496,24 +525,9 @@ func TestDownloadSettled(t *testing.T) {
 		syncs int // counted by the settled download
 	}{{"settled", hb, 0}, {"plain backend", plain, 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := gpu.NewDevice(gpu.KindHost, tc.be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			a, err := gpu.UploadArray(d, "a", []uint32{1, 2, 3, 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := gpu.AllocArray[uint32](d, "out", 4)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d, a, out := newDoubled(t, tc.be, true)
 			later, err := gpu.AllocArray[uint32](d, "later", 4)
 			if err != nil {
-				t.Fatal(err)
-			}
-			if err := d.Batch().Dispatch("fo_add", gpu.D1(1), gpu.D1(4), []gpu.Arg{gpu.Buf(a.Buffer), gpu.Buf(a.Buffer), gpu.Buf(out.Buffer), gpu.U32(4)}).Wait(); err != nil {
 				t.Fatal(err)
 			}
 			// Work encoded after the sync that writes another buffer.
@@ -560,22 +574,7 @@ func TestUploadQueued(t *testing.T) {
 		be   driver.Backend
 	}{{"queued", hb}, {"plain backend", plain}} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := gpu.NewDevice(gpu.KindHost, tc.be)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			a, err := gpu.UploadArray(d, "a", []uint32{1, 2, 3, 4})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := gpu.AllocArray[uint32](d, "out", 4)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := d.Batch().Dispatch("fo_add", gpu.D1(1), gpu.D1(4), []gpu.Arg{gpu.Buf(a.Buffer), gpu.Buf(a.Buffer), gpu.Buf(out.Buffer), gpu.U32(4)}).Err(); err != nil {
-				t.Fatal(err)
-			}
+			d, _, out := newDoubled(t, tc.be, false)
 			fresh, err := gpu.AllocArrayUninit[uint32](d, "fresh", 4)
 			if err != nil {
 				t.Fatal(err)
