@@ -730,17 +730,23 @@ func (v gkrTrLayerParams) arg() gpu.Arg {
 
 // gkrSmallParams is the value struct GkrSmallParams of the shaders: uint fields in declaration order.
 type gkrSmallParams struct {
-	logPairs uint32
-	fold     uint32
-	rAt      uint32
-	eqOff    uint32
-	lambdaAt uint32
-	at       uint32
-	eqLogLo  uint32
+	logPairs     uint32
+	fold         uint32
+	rAt          uint32
+	eqOff        uint32
+	lambdaAt     uint32
+	at           uint32
+	eqLogLo      uint32
+	endAt        uint32
+	nextLambdaAt uint32
+	rhoAt        uint32
+	rhoStep      uint32
+	nXi          uint32
+	logLo        uint32
 }
 
 func (v gkrSmallParams) arg() gpu.Arg {
-	return gpu.U32(v.logPairs, v.fold, v.rAt, v.eqOff, v.lambdaAt, v.at, v.eqLogLo)
+	return gpu.U32(v.logPairs, v.fold, v.rAt, v.eqOff, v.lambdaAt, v.at, v.eqLogLo, v.endAt, v.nextLambdaAt, v.rhoAt, v.rhoStep, v.nXi, v.logLo)
 }
 
 // srUniParams is the value struct SrUniParams of the shaders: uint fields in declaration order.
@@ -1315,14 +1321,14 @@ func dispatchGkrTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, partials *gpu.Buff
 	return enc.Dispatch("gkr_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(partials), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:436).
+// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:500).
 func dispatchGkrTrLayerEnd(enc *gpu.Batch, groups, tpg gpu.Dim3, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, halves *gpu.Buffer, p gkrTrLayerParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_layer_end", groups, tpg, []gpu.Arg{gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(halves), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:549).
-func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, eqh *gpu.Buffer, p gkrSmallParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(eqh), p.arg()}, scratchBytes)
+// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:585).
+func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, eqh *gpu.Buffer, halves *gpu.Buffer, p gkrSmallParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(eqh), gpu.Buf(halves), p.arg()}, scratchBytes)
 }
 
 // dispatchSrUniChunks encodes kernel sr_uni_chunks (shaders/openings/stacked_reduction.metal:73).

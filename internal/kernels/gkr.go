@@ -426,7 +426,8 @@ func (s *GkrSumcheck) ReadRound() ([3]field.Fp4, error) {
 const (
 	gkrXiMax           = 32
 	gkrHalfMaxCoords   = 14
-	gkrLayerEndScratch = (48 + p2gRCLen + 4*(gkrXiMax+2*(1<<(gkrHalfMaxCoords/2)))) * 4
+	gkrEndWords        = 4 * (gkrXiMax + 2*(1<<(gkrHalfMaxCoords/2)))
+	gkrLayerEndScratch = (48 + p2gRCLen + gkrEndWords) * 4
 )
 
 // EncodeGkrRound encodes the transcript step of the GKR round s encoded last (EncodeRoundLogged or
@@ -486,29 +487,47 @@ func (t *DeviceTranscript) EncodeLayerEnd(b *gpu.Batch, e GkrLayerEnd) error {
 	if e.At < 0 || e.At+5 > n || (!e.First && (e.RAt < 0 || e.RAt >= n)) {
 		return fmt.Errorf("kernels: GkrLayerEnd: claims at %d, r at %d, log of %d", e.At, e.RAt, n)
 	}
-	p := gkrTrLayerParams{first: uint32(b2u(e.First)), rAt: uint32(max(e.RAt, 0)), at: uint32(e.At), lambdaAt: gkrNone}
-	halves := t.Log.Buffer
-	if e.Next {
-		if e.LambdaAt < 0 || e.LambdaAt >= n || e.NXi < 1 || e.NXi > gkrXiMax || e.LogLo < 0 || e.LogLo > e.NXi ||
-			e.NXi-e.LogLo > gkrHalfMaxCoords || e.LogLo > gkrHalfMaxCoords {
-			return fmt.Errorf("kernels: GkrLayerEnd: λ at %d, ξ of %d coordinates (%d low)", e.LambdaAt, e.NXi, e.LogLo)
-		}
-		if last := e.RhoAt + (e.NXi-2)*e.RhoStep; e.NXi > 1 && (e.RhoAt < 0 || e.RhoStep < 0 || last >= n) {
-			return fmt.Errorf("kernels: GkrLayerEnd: bound values from %d by %d in a log of %d", e.RhoAt, e.RhoStep, n)
-		}
-		if err := checkArray("GkrLayerEnd", e.Halves, 1<<e.LogLo+1<<(e.NXi-e.LogLo)); err != nil {
-			return err
-		}
-		p.lambdaAt, p.rhoAt, p.rhoStep, p.nXi, p.logLo = uint32(e.LambdaAt), uint32(max(e.RhoAt, 0)), uint32(e.RhoStep), uint32(e.NXi), uint32(e.LogLo)
-		halves = e.Halves.Buffer
+	x, err := t.layerEndNext(e)
+	if err != nil {
+		return err
 	}
+	p := gkrTrLayerParams{first: uint32(b2u(e.First)), rAt: uint32(max(e.RAt, 0)), at: uint32(e.At), lambdaAt: x.lambdaAt,
+		rhoAt: x.rhoAt, rhoStep: x.rhoStep, nXi: x.nXi, logLo: x.logLo}
 	// 256 threads on GPUs: the next layer's eq halves (up to 2^14 entries each) are made side by side.
 	tpg, err := t.groupFor("gkr_tr_layer_end", 256)
 	if err != nil {
 		return err
 	}
-	dispatchGkrTrLayerEnd(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Tab.Buffer, t.Log.Buffer, t.state.Buffer, t.rc.Buffer, halves, p, gkrLayerEndScratch)
+	dispatchGkrTrLayerEnd(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Tab.Buffer, t.Log.Buffer, t.state.Buffer, t.rc.Buffer, x.halves, p, gkrLayerEndScratch)
 	return b.Err()
+}
+
+// gkrEndNext is the part of a layer end's parameters about the next layer (gkr_tr_layer_end's
+// and gkr_tr_small_rounds'); lambdaAt is gkrNone for the last layer.
+type gkrEndNext struct {
+	lambdaAt, rhoAt, rhoStep, nXi, logLo uint32
+	halves                               *gpu.Buffer
+}
+
+// layerEndNext checks e's next-layer fields against the log.
+func (t *DeviceTranscript) layerEndNext(e GkrLayerEnd) (gkrEndNext, error) {
+	x := gkrEndNext{lambdaAt: gkrNone, halves: t.Log.Buffer}
+	if !e.Next {
+		return x, nil
+	}
+	n := t.Log.Len()
+	if e.LambdaAt < 0 || e.LambdaAt >= n || e.NXi < 1 || e.NXi > gkrXiMax || e.LogLo < 0 || e.LogLo > e.NXi ||
+		e.NXi-e.LogLo > gkrHalfMaxCoords || e.LogLo > gkrHalfMaxCoords {
+		return x, fmt.Errorf("kernels: GkrLayerEnd: λ at %d, ξ of %d coordinates (%d low)", e.LambdaAt, e.NXi, e.LogLo)
+	}
+	if last := e.RhoAt + (e.NXi-2)*e.RhoStep; e.NXi > 1 && (e.RhoAt < 0 || e.RhoStep < 0 || last >= n) {
+		return x, fmt.Errorf("kernels: GkrLayerEnd: bound values from %d by %d in a log of %d", e.RhoAt, e.RhoStep, n)
+	}
+	if err := checkArray("GkrLayerEnd", e.Halves, 1<<e.LogLo+1<<(e.NXi-e.LogLo)); err != nil {
+		return x, err
+	}
+	return gkrEndNext{lambdaAt: uint32(e.LambdaAt), rhoAt: uint32(max(e.RhoAt, 0)), rhoStep: uint32(e.RhoStep), nXi: uint32(e.NXi),
+		logLo: uint32(e.LogLo), halves: e.Halves.Buffer}, nil
 }
 
 // GkrSmallLog bounds the rounds EncodeSmallRounds runs: from tables of at most 2^(GkrSmallLog+1)
@@ -530,7 +549,10 @@ type GkrSmallRounds struct {
 	// Log[At .. At+4), each next round's 4 later, down to one pair.
 	LambdaAt, At int
 	// Tab receives the last round's two rows (4 fractions) for EncodeLayerEnd; it may be Src.
+	// With End the layer's end runs in the same launch instead (its Tab, First and RAt unused:
+	// the claims are the last rows folded at the last bound value) and Tab is not needed.
 	Tab *gpu.Array[GkrFraction]
+	End *GkrLayerEnd
 	// EqHalves, where set, hold the eq table the first round (Fold: the previous round) reads,
 	// which was not expanded (Eq is not read).
 	EqHalves *GkrEqHalves
@@ -552,8 +574,12 @@ func (t *DeviceTranscript) EncodeSmallRounds(b *gpu.Batch, e GkrSmallRounds) err
 	if err := checkArray("GkrSmallRounds", e.Src, 2*srcRows); err != nil {
 		return err
 	}
-	if err := checkArray("GkrSmallRounds", e.Tab, 4); err != nil {
-		return err
+	tab := e.Src
+	if e.End == nil {
+		if err := checkArray("GkrSmallRounds", e.Tab, 4); err != nil {
+			return err
+		}
+		tab = e.Tab
 	}
 	eqh, logLo, err := e.EqHalves.logLo("GkrSmallRounds", e.Eq, bits.Len(uint(srcRows))-1)
 	if err != nil {
@@ -573,10 +599,24 @@ func (t *DeviceTranscript) EncodeSmallRounds(b *gpu.Batch, e GkrSmallRounds) err
 	if err != nil {
 		return err
 	}
-	words := 20*rows + 12*tpg + 48 + p2gRCLen
+	body := 20*rows + 12*tpg
 	p := gkrSmallParams{logPairs: uint32(e.LogPairs), fold: uint32(b2u(e.Fold)), rAt: uint32(max(e.RAt, 0)), eqOff: uint32(e.EqOff),
-		lambdaAt: uint32(e.LambdaAt), at: uint32(e.At), eqLogLo: logLo}
-	dispatchGkrTrSmallRounds(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Eq.Buffer, e.Src.Buffer, e.Tab.Buffer, t.Log.Buffer, t.state.Buffer,
-		t.rc.Buffer, eqh, p, uint32(4*words))
+		lambdaAt: uint32(e.LambdaAt), at: uint32(e.At), eqLogLo: logLo, endAt: gkrNone, nextLambdaAt: gkrNone}
+	halves := t.Log.Buffer
+	if e.End != nil {
+		if e.End.At < 0 || e.End.At+5 > n {
+			return fmt.Errorf("kernels: GkrSmallRounds: the layer's claims at %d, log of %d", e.End.At, n)
+		}
+		x, err := t.layerEndNext(*e.End)
+		if err != nil {
+			return err
+		}
+		p.endAt, p.nextLambdaAt, p.rhoAt, p.rhoStep, p.nXi, p.logLo = uint32(e.End.At), x.lambdaAt, x.rhoAt, x.rhoStep, x.nXi, x.logLo
+		halves = x.halves
+		body = max(body, gkrEndWords)
+	}
+	words := body + 48 + p2gRCLen
+	dispatchGkrTrSmallRounds(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Eq.Buffer, e.Src.Buffer, tab.Buffer, t.Log.Buffer, t.state.Buffer,
+		t.rc.Buffer, eqh, halves, p, uint32(4*words))
 	return b.Err()
 }

@@ -465,8 +465,21 @@ func TestGkrTranscriptMatchesHost(t *testing.T) {
 	}
 	defer tt.Close()
 	b := testDev.Batch()
+	src := uploadFractions(t, fp4s(rand.New(rand.NewPCG(1, 2)), 8))
+	eq := allocArray[Mont4](t, testDev, 2)
+	small := GkrSmallRounds{Eq: eq, Src: src, LambdaAt: 0, At: 0}
 	if tt.SetState([poseidon2.Width]field.Fp{}, 8, 0) == nil ||
-		tt.EncodeLayerEnd(b, GkrLayerEnd{Tab: uploadFractions(t, fp4s(rand.New(rand.NewPCG(1, 2)), 4)), First: true, At: 4}) == nil {
+		tt.EncodeLayerEnd(b, GkrLayerEnd{Tab: uploadFractions(t, fp4s(rand.New(rand.NewPCG(1, 2)), 4)), First: true, At: 4}) == nil ||
+		tt.EncodeSmallRounds(b, small) == nil { // no Tab and no End
 		t.Error("out-of-range transcript calls accepted")
+	}
+	// A layer's end in the small rounds' launch: its claims past the log, or a next layer's ξ
+	// whose bound values run past it.
+	for _, end := range []GkrLayerEnd{{At: 4}, {At: 0, Next: true, LambdaAt: 5, RhoAt: 4, RhoStep: 4, NXi: 3, LogLo: 1,
+		Halves: allocArray[Mont4](t, testDev, 6)}} {
+		small.End = &end
+		if tt.EncodeSmallRounds(b, small) == nil {
+			t.Errorf("small rounds with the layer end %+v accepted in a log of 8", end)
+		}
 	}
 }

@@ -236,6 +236,28 @@ MSL_FN void p2g_permute(thread p2g_sponge& st, threadgroup const uint* rc, uint 
   p2g_full_rounds(st, rc, P2_RC_EXT_FINAL, tid, xs);
 }
 
+#if !defined(MSL_TARGET_HOST)
+// GPUs: the sponge's permutation (p2g_sponge_permute) as one function a kernel calls, on CUDA not
+// inlined: a kernel that permutes from several places (a round's observes and sample, a layer's
+// end) kept a ≈ 16 KB copy of the permutation at each, and the copies run once a launch waited for
+// instruction fetch (ncu, H200: gkr_tr_small_rounds with its layer's end inlined 1,767 µs a proof,
+// 1,643 µs with this function). Metal decides itself.
+#if defined(MSL_TARGET_CUDA)
+static __device__ __attribute__((noinline))
+#else
+MSL_FN
+#endif
+uint p2g_permute_word(uint x, threadgroup const uint* rc, uint tid, threadgroup uint* xs) {
+  p2g_sponge st;
+  st.x = x;
+  st.buf = 0u;
+  st.absorb = 0u;
+  st.sample = 0u;
+  p2g_permute(st, rc, tid, xs);
+  return st.x;
+}
+#endif
+
 // The duplex sponge over the group's state. Samples are elements of the state after a
 // permutation (a sample always follows one with no observe in between): on GPUs read by a
 // shuffle (the sponge has no barrier there); on the host device from out[0..16) (threadgroup
@@ -243,8 +265,10 @@ MSL_FN void p2g_permute(thread p2g_sponge& st, threadgroup const uint* rc, uint 
 
 MSL_FN void p2g_sponge_permute(thread p2g_sponge& sp, threadgroup const uint* rc, uint tid, threadgroup uint* xs,
                                threadgroup uint* out) {
+#if !defined(MSL_TARGET_HOST)
+  sp.x = p2g_permute_word(sp.x, rc, tid, xs);
+#else
   p2g_permute(sp, rc, tid, xs);
-#if defined(MSL_TARGET_HOST)
   if (tid < 16u) out[tid] = sp.x;
   threadgroup_barrier(mem_flags::mem_threadgroup);
 #endif

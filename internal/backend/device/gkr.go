@@ -629,6 +629,15 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 		}
 		g.halves = append(g.halves, halves)
 	}
+	// Layer j's end: its claims, μ, and (not the last layer) the next λ and eq halves. Layer 1's
+	// claims are its fractions as built; later layers' come from their small rounds' launch.
+	layerEnd := func(j int) *kernels.GkrLayerEnd {
+		e := &kernels.GkrLayerEnd{At: at[j].end, Tab: g.layers[1], First: j == 1}
+		if j < L {
+			e.Next, e.LambdaAt, e.RhoAt, e.RhoStep, e.NXi, e.LogLo, e.Halves = true, at[j+1].lambda, at[j].rounds+3, 4, j, j/2, halves
+		}
+		return e
+	}
 	g.begun = L + 1 // the per-layer methods refuse from now on
 	// The state in stream order (an upload would wait for the tree), then q_0 observed behind the
 	// tree and the root's fraction copied into the log: no sync between the tree and the layers.
@@ -674,23 +683,16 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 			}
 			// Before round small, the tables are g.layers[cur] (2^(cur−1) rows) and the eq table
 			// sits at 2^(cur−1): round 0's as built, or the previous round's, folded by the kernel.
+			// The layer's end runs in the same launch, after the last round.
 			e := kernels.GkrSmallRounds{Eq: g.eq, EqOff: 1 << (cur - 1), Src: g.layers[cur], LogPairs: j - 2 - small,
-				Fold: small > 0, RAt: at[j].rounds + 4*(small-1) + 3, LambdaAt: at[j].lambda, At: at[j].rounds + 4*small, Tab: g.layers[2]}
+				Fold: small > 0, RAt: at[j].rounds + 4*(small-1) + 3, LambdaAt: at[j].lambda, At: at[j].rounds + 4*small, End: layerEnd(j)}
 			if small <= 1 {
 				e.EqHalves = eqh
 			}
 			if err := tt.EncodeSmallRounds(b, e); err != nil {
 				return nil, err
 			}
-		}
-		e := kernels.GkrLayerEnd{At: at[j].end, Tab: g.layers[1], First: j == 1}
-		if j > 1 {
-			e.Tab, e.RAt = g.layers[2], at[j].rounds+4*(j-2)+3
-		}
-		if j < L {
-			e.Next, e.LambdaAt, e.RhoAt, e.RhoStep, e.NXi, e.LogLo, e.Halves = true, at[j+1].lambda, at[j].rounds+3, 4, j, j/2, halves
-		}
-		if err := tt.EncodeLayerEnd(b, e); err != nil {
+		} else if err := tt.EncodeLayerEnd(b, *layerEnd(1)); err != nil {
 			return nil, err
 		}
 	}

@@ -648,7 +648,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:436", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:500", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "tab", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -659,7 +659,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:549", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:585", UsesBarrier: true, NBuf: 9, NTG: 1, Params: []Param{
 		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tab", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -667,10 +667,11 @@ var Kernels = []KernelInfo{
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 4},
 		{Name: "rc", Type: "constant uint*", Kind: ParamBuffer, Index: 5},
 		{Name: "eqh", Type: "device const uint*", Kind: ParamBuffer, Index: 6},
-		{Name: "p", Type: "constant GkrSmallParams&", Kind: ParamValue, Index: 7, ValueSize: 28},
+		{Name: "halves", Type: "device uint*", Kind: ParamBuffer, Index: 7},
+		{Name: "p", Type: "constant GkrSmallParams&", Kind: ParamValue, Index: 8, ValueSize: 52},
 		{Name: "scratch", Type: "threadgroup uint*", Kind: ParamThreadgroup, Index: 0},
-		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "thread_index_in_threadgroup"},
-		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threads_per_threadgroup"},
+		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "thread_index_in_threadgroup"},
+		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threads_per_threadgroup"},
 	}},
 	{Name: "sr_uni_chunks", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:73", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},

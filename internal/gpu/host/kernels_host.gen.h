@@ -1733,6 +1733,28 @@ MSL_FN void p2g_permute(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* r
   p2g_full_rounds(st, rc, P2_RC_EXT_FINAL, tid, xs);
 }
 
+#if !defined(MSL_TARGET_HOST)
+// GPUs: the sponge's permutation (p2g_sponge_permute) as one function a kernel calls, on CUDA not
+// inlined: a kernel that permutes from several places (a round's observes and sample, a layer's
+// end) kept a ≈ 16 KB copy of the permutation at each, and the copies run once a launch waited for
+// instruction fetch (ncu, H200: gkr_tr_small_rounds with its layer's end inlined 1,767 µs a proof,
+// 1,643 µs with this function). Metal decides itself.
+#if defined(MSL_TARGET_CUDA)
+static __device__ __attribute__((noinline))
+#else
+MSL_FN
+#endif
+uint p2g_permute_word(uint x, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs) {
+  p2g_sponge st;
+  st.x = x;
+  st.buf = 0u;
+  st.absorb = 0u;
+  st.sample = 0u;
+  p2g_permute(st, rc, tid, xs);
+  return st.x;
+}
+#endif
+
 // The duplex sponge over the group's state. Samples are elements of the state after a
 // permutation (a sample always follows one with no observe in between): on GPUs read by a
 // shuffle (the sponge has no barrier there); on the host device from out[0..16) (threadgroup
@@ -1740,8 +1762,10 @@ MSL_FN void p2g_permute(MSL_THREAD p2g_sponge& st, MSL_THREADGROUP const uint* r
 
 MSL_FN void p2g_sponge_permute(MSL_THREAD p2g_sponge& sp, MSL_THREADGROUP const uint* rc, uint tid, MSL_THREADGROUP uint* xs,
                                MSL_THREADGROUP uint* out) {
+#if !defined(MSL_TARGET_HOST)
+  sp.x = p2g_permute_word(sp.x, rc, tid, xs);
+#else
   p2g_permute(sp, rc, tid, xs);
-#if defined(MSL_TARGET_HOST)
   if (tid < 16u) out[tid] = sp.x;
   threadgroup_barrier(mem_flags::mem_threadgroup);
 #endif
@@ -7358,74 +7382,47 @@ struct GkrTrLayerParams {
 // SIMD groups, poseidon2_group.h); scratch: GKR_LAYER_END_WORDS uints.
 #define GKR_XI_MAX 32u      // ξ's coordinates (kernels.GkrLayerEnd: two halves of at most 14)
 #define GKR_HALF_SMALL 128u  // entries of lo_t and hi_t: a half of up to 14 coordinates
-#define GKR_LAYER_END_WORDS (48u + P2G_RC_LEN + 4u * (GKR_XI_MAX + 2u * GKR_HALF_SMALL))
-MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab              ,
-                             MSL_DEVICE uint* trlog              ,
-                             MSL_DEVICE uint* ts              ,
-                             MSL_CONSTANT uint* rc              ,
-                             MSL_DEVICE uint* halves              ,
-                             MSL_CONSTANT GkrTrLayerParams& p              ,
-                             MSL_THREADGROUP uint* scratch                   ,
-                             uint tid                                ,
-                             uint tpg                            ) {
-  MSL_THREADGROUP uint* xs = scratch;
-  MSL_THREADGROUP uint* out = scratch + 32u;
-  MSL_THREADGROUP uint* rcs = scratch + 48u;
-  MSL_THREADGROUP uint* xi = rcs + P2G_RC_LEN;            // ξ, Fp4
-  MSL_THREADGROUP uint* lo_t = xi + 4u * GKR_XI_MAX;       // Fp4
-  MSL_THREADGROUP uint* hi_t = lo_t + 4u * GKR_HALF_SMALL;  // Fp4
-  bool next = p.lambda_at != GKR_NONE;
-  // ξ's coordinates 1.. are this layer's bound values, in the log already.
-  if (next) {
-    for (uint k = 1u + tid; k < p.n_xi; k += tpg) bb4_store_tg(xi, k, bb4_load(trlog, p.rho_at + (k - 1u) * p.rho_step));
+#define GKR_END_WORDS (4u * (GKR_XI_MAX + 2u * GKR_HALF_SMALL))  // ξ, lo_t, hi_t
+#define GKR_LAYER_END_WORDS (48u + P2G_RC_LEN + GKR_END_WORDS)
+
+// The layer end's transcript: the claims c logged at trlog[at ..] and observed, μ sampled into the
+// log and ξ[0], then (lambda_at ≠ GKR_NONE) the next layer's λ. Every thread of the sponge calls it.
+MSL_FN void gkr_end_sponge(MSL_THREAD p2g_sponge& sp, MSL_THREAD const bb4* c, MSL_DEVICE uint* trlog, uint at, uint lambda_at,
+                           MSL_THREADGROUP uint* xi, MSL_THREADGROUP const uint* rcs, uint tid, MSL_THREADGROUP uint* xs,
+                           MSL_THREADGROUP uint* out) {
+  MSL_NO_UNROLL
+  for (uint k = 0u; k < 4u; k++) {
+    if (tid == 0u) bb4_store(trlog, at + k, c[k]);
+    p2g_observe4(sp, c[k], rcs, tid, xs, out);
   }
-  p2g_load_constants(rc, rcs, tid, tpg);
-#if !defined(MSL_TARGET_HOST)
-  bool sponge = tid < 32u;
-#else
-  bool sponge = true;
-#endif
-  if (sponge) {
-    bb4 c[4];
-    if (p.first != 0u) {
-      c[0] = gkr_p(tab, 0u);
-      c[1] = gkr_q(tab, 0u);
-      c[2] = gkr_p(tab, 1u);
-      c[3] = gkr_q(tab, 1u);
-    } else {
-      bb4 r = bb4_load(trlog, p.r_at);
-      c[0] = gkr_lerp(gkr_p(tab, 0u), gkr_p(tab, 2u), r);
-      c[1] = gkr_lerp(gkr_q(tab, 0u), gkr_q(tab, 2u), r);
-      c[2] = gkr_lerp(gkr_p(tab, 1u), gkr_p(tab, 3u), r);
-      c[3] = gkr_lerp(gkr_q(tab, 1u), gkr_q(tab, 3u), r);
-    }
-    p2g_sponge sp;
-    p2g_sponge_load(sp, ts, tid);
-    MSL_NO_UNROLL
-    for (uint k = 0u; k < 4u; k++) {
-      if (tid == 0u) bb4_store(trlog, p.at + k, c[k]);
-      p2g_observe4(sp, c[k], rcs, tid, xs, out);
-    }
-    bb4 mu = p2g_sample4(sp, rcs, tid, xs, out);
-    if (tid == 0u) {
-      bb4_store(trlog, p.at + 4u, mu);
-      bb4_store_tg(xi, 0u, mu);
-    }
-    if (next) {
-      bb4 lambda = p2g_sample4(sp, rcs, tid, xs, out);
-      if (tid == 0u) bb4_store(trlog, p.lambda_at, lambda);
-    }
-#if defined(MSL_TARGET_HOST)
-    threadgroup_barrier(mem_flags::mem_device);  // every fiber has read ts
-#endif
-    p2g_sponge_store(ts, sp, tid);  // on GPUs the SIMD group read ts before its first shuffle
+  bb4 mu = p2g_sample4(sp, rcs, tid, xs, out);
+  if (tid == 0u) {
+    bb4_store(trlog, at + 4u, mu);
+    bb4_store_tg(xi, 0u, mu);
   }
-  threadgroup_barrier(mem_flags::mem_threadgroup);  // ξ complete
-  if (!next) return;
+  if (lambda_at != GKR_NONE) {
+    bb4 lambda = p2g_sample4(sp, rcs, tid, xs, out);
+    if (tid == 0u) bb4_store(trlog, lambda_at, lambda);
+  }
+}
+
+// ξ's coordinates 1 .. n_xi − 1 (the layer's bound values) from the log into xi.
+MSL_FN void gkr_end_load_xi(MSL_THREADGROUP uint* xi, MSL_DEVICE const uint* trlog, uint rho_at, uint rho_step, uint n_xi, uint tid,
+                            uint tpg) {
+  for (uint k = 1u + tid; k < n_xi; k += tpg) bb4_store_tg(xi, k, bb4_load(trlog, rho_at + (k - 1u) * rho_step));
+}
+
+// The halves of eq(ξ, ·) (n_xi coordinates, the first log_lo in lo) into halves: lo at 0, hi at
+// 2^log_lo (EqTables). Entry e of a half of c coordinates is lo_t[e mod 2^a]·hi_t[e >> a]
+// (a = c/2), the two small tables made entry by entry from ξ in threadgroup memory: no step waits
+// for device memory (the halves made by doubling in device memory took ≈ 0.6 µs a coordinate, a
+// barrier each). ξ complete in xi (after a barrier); every thread calls it.
+MSL_FN void gkr_end_halves(MSL_THREADGROUP const uint* xi, MSL_THREADGROUP uint* lo_t, MSL_THREADGROUP uint* hi_t, MSL_DEVICE uint* halves,
+                           uint n_xi, uint log_lo, uint tid, uint tpg) {
   for (uint side = 0u; side < 2u; side++) {
-    uint first = side == 0u ? 0u : p.log_lo;
-    uint count = side == 0u ? p.log_lo : p.n_xi - p.log_lo;
-    uint base = side == 0u ? 0u : (1u << p.log_lo);
+    uint first = side == 0u ? 0u : log_lo;
+    uint count = side == 0u ? log_lo : n_xi - log_lo;
+    uint base = side == 0u ? 0u : (1u << log_lo);
     uint a = count / 2u;
     uint na = 1u << a;
     uint nb = 1u << (count - a);
@@ -7450,6 +7447,56 @@ MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab          
   }
 }
 
+MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab              ,
+                             MSL_DEVICE uint* trlog              ,
+                             MSL_DEVICE uint* ts              ,
+                             MSL_CONSTANT uint* rc              ,
+                             MSL_DEVICE uint* halves              ,
+                             MSL_CONSTANT GkrTrLayerParams& p              ,
+                             MSL_THREADGROUP uint* scratch                   ,
+                             uint tid                                ,
+                             uint tpg                            ) {
+  MSL_THREADGROUP uint* xs = scratch;
+  MSL_THREADGROUP uint* out = scratch + 32u;
+  MSL_THREADGROUP uint* rcs = scratch + 48u;
+  MSL_THREADGROUP uint* xi = rcs + P2G_RC_LEN;            // ξ, Fp4
+  MSL_THREADGROUP uint* lo_t = xi + 4u * GKR_XI_MAX;       // Fp4
+  MSL_THREADGROUP uint* hi_t = lo_t + 4u * GKR_HALF_SMALL;  // Fp4
+  bool next = p.lambda_at != GKR_NONE;
+  // ξ's coordinates 1.. are this layer's bound values, in the log already.
+  if (next) gkr_end_load_xi(xi, trlog, p.rho_at, p.rho_step, p.n_xi, tid, tpg);
+  p2g_load_constants(rc, rcs, tid, tpg);
+#if !defined(MSL_TARGET_HOST)
+  bool sponge = tid < 32u;
+#else
+  bool sponge = true;
+#endif
+  if (sponge) {
+    bb4 c[4];
+    if (p.first != 0u) {
+      c[0] = gkr_p(tab, 0u);
+      c[1] = gkr_q(tab, 0u);
+      c[2] = gkr_p(tab, 1u);
+      c[3] = gkr_q(tab, 1u);
+    } else {
+      bb4 r = bb4_load(trlog, p.r_at);
+      c[0] = gkr_lerp(gkr_p(tab, 0u), gkr_p(tab, 2u), r);
+      c[1] = gkr_lerp(gkr_q(tab, 0u), gkr_q(tab, 2u), r);
+      c[2] = gkr_lerp(gkr_p(tab, 1u), gkr_p(tab, 3u), r);
+      c[3] = gkr_lerp(gkr_q(tab, 1u), gkr_q(tab, 3u), r);
+    }
+    p2g_sponge sp;
+    p2g_sponge_load(sp, ts, tid);
+    gkr_end_sponge(sp, c, trlog, p.at, p.lambda_at, xi, rcs, tid, xs, out);
+#if defined(MSL_TARGET_HOST)
+    threadgroup_barrier(mem_flags::mem_device);  // every fiber has read ts
+#endif
+    p2g_sponge_store(ts, sp, tid);  // on GPUs the SIMD group read ts before its first shuffle
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);  // ξ complete
+  if (next) gkr_end_halves(xi, lo_t, hi_t, halves, p.n_xi, p.log_lo, tid, tpg);
+}
+
 // The rounds of a layer whose tables have at most 2^(GKR_SMALL_LOG+1) rows, run by one group in
 // threadgroup memory, one launch for all of them: each round's sums over the pairs, the transcript
 // step (observe s(1), s(2), s(3), sample the bound value r: the group's sponge), then the tables
@@ -7467,11 +7514,24 @@ struct GkrSmallParams {
   uint lambda_at;  // λ's Fp4 index in trlog
   uint at;         // the first round's s(1), s(2), s(3), r at at .. at + 3, each next round's 4 later
   uint eq_log_lo;  // GKR_NONE: eq is the table at eq_off; else its halves in eqh (gkr_eq_at)
+  // The layer's end (gkr_tr_layer_end's, run here after the last round), or end_at = GKR_NONE: the
+  // claims at end_at .. end_at + 3, μ at end_at + 4; the next layer's λ at next_lambda_at
+  // (GKR_NONE: the last layer) and its eq halves of ξ = (μ, trlog[rho_at + k·rho_step] for
+  // k < n_xi − 1), the first log_lo coordinates in lo.
+  uint end_at;
+  uint next_lambda_at;
+  uint rho_at;
+  uint rho_step;
+  uint n_xi;
+  uint log_lo;
 };
 
-// After the last round (one pair, two rows) the two rows go to tab (fractions 0..3), which
-// gkr_tr_layer_end folds at the last bound value. tab may be src (layer 2). One group of ≥ 16
-// threads; scratch: 20·rows + 12·tpg + 48 + P2G_RC_LEN uints, rows = 2^(log_pairs+1).
+// After the last round (one pair, two rows) the two rows, folded at the last bound value, are the
+// layer's claims: with end_at set the layer's end follows in this launch (a launch, the constants'
+// copy and the sponge's load and store fewer a layer), else the two rows go to tab (fractions
+// 0..3) for gkr_tr_layer_end; tab may be src (layer 2). One group of ≥ 16 threads; scratch:
+// body + 48 + P2G_RC_LEN uints, body = 20·rows + 12·tpg (rows = 2^(log_pairs+1)), at least
+// GKR_END_WORDS with end_at set.
 MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq              ,
                                 MSL_DEVICE const uint* src              ,
                                 MSL_DEVICE uint* tab              ,
@@ -7479,15 +7539,19 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
                                 MSL_DEVICE uint* ts              ,
                                 MSL_CONSTANT uint* rc              ,
                                 MSL_DEVICE const uint* eqh              ,
+                                MSL_DEVICE uint* halves              ,
                                 MSL_CONSTANT GkrSmallParams& p              ,
                                 MSL_THREADGROUP uint* scratch                   ,
                                 uint tid                                ,
                                 uint tpg                            ) {
   uint rows = 2u << p.log_pairs;
+  bool end = p.end_at != GKR_NONE;
+  uint body = 20u * rows + 12u * tpg;
+  if (end) body = max(body, GKR_END_WORDS);
   MSL_THREADGROUP uint* T = scratch;        // row k: fractions 2k, 2k + 1 (16 uints)
   MSL_THREADGROUP uint* E = T + 16u * rows;  // eq, one Fp4 a row
   MSL_THREADGROUP uint* red = E + 4u * rows;  // the reduce's 12 uints a thread; the sums at 0..12 after it
-  MSL_THREADGROUP uint* xs = red + 12u * tpg;
+  MSL_THREADGROUP uint* xs = scratch + body;
   MSL_THREADGROUP uint* out = xs + 32u;
   MSL_THREADGROUP uint* rcs = out + 16u;
   p2g_copy_constants(rc, rcs, tid, tpg);
@@ -7508,6 +7572,7 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
   p2g_sponge_load(sp, ts, tid);
   threadgroup_barrier(mem_flags::mem_threadgroup);
   uint at = p.at;
+  bb4 r = bb4_zero();  // the round's bound value
   for (uint lp = p.log_pairs + 1u; lp > 0u; lp--) {
     uint pairs = 1u << (lp - 1u);
     bb4 s1 = bb4_zero();
@@ -7523,7 +7588,7 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
     gkr_group_reduce(s1, s2, s3, red, trlog + 4u * at, tid, tpg, 0u);
     MSL_NO_UNROLL
     for (uint k = 0u; k < 3u; k++) p2g_observe4(sp, bb4_load_tg(red, k), rcs, tid, xs, out);
-    bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
+    r = p2g_sample4(sp, rcs, tid, xs, out);
     if (tid == 0u) bb4_store(trlog, at + 3u, r);
     at += 4u;
     if (pairs == 1u) break;
@@ -7544,10 +7609,27 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
       threadgroup_barrier(mem_flags::mem_threadgroup);
     }
   }
-  // The last round's two rows, for the layer's end.
-  for (uint i = tid; i < 8u; i += tpg) bb4_store(tab, i, bb4_load_tg(T, i));
-  threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
-  p2g_sponge_store(ts, sp, tid);
+  if (!end) {
+    // The last round's two rows, for gkr_tr_layer_end.
+    for (uint i = tid; i < 8u; i += tpg) bb4_store(tab, i, bb4_load_tg(T, i));
+    threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
+    p2g_sponge_store(ts, sp, tid);
+    return;
+  }
+  // The layer's end: the claims from the last two rows folded at r (gkr_tr_layer_end's).
+  bb4 c[4];
+  for (uint k = 0u; k < 4u; k++) c[k] = gkr_lerp(bb4_load_tg(T, k), bb4_load_tg(T, 4u + k), r);
+  // T is free once every thread has read it; the bound values thread 0 logged here are visible.
+  threadgroup_barrier(mem_flags::mem_device);
+  MSL_THREADGROUP uint* xi = scratch;                    // ξ, Fp4
+  MSL_THREADGROUP uint* lo_t = xi + 4u * GKR_XI_MAX;       // Fp4
+  MSL_THREADGROUP uint* hi_t = lo_t + 4u * GKR_HALF_SMALL;  // Fp4
+  bool next = p.next_lambda_at != GKR_NONE;
+  if (next) gkr_end_load_xi(xi, trlog, p.rho_at, p.rho_step, p.n_xi, tid, tpg);
+  gkr_end_sponge(sp, c, trlog, p.end_at, p.next_lambda_at, xi, rcs, tid, xs, out);
+  p2g_sponge_store(ts, sp, tid);  // every thread read ts before the first round's barriers
+  threadgroup_barrier(mem_flags::mem_threadgroup);  // ξ complete
+  if (next) gkr_end_halves(xi, lo_t, hi_t, halves, p.n_xi, p.log_lo, tid, tpg);
 }
 #line 1 "shaders/openings/stacked_reduction.metal"
 // stacked_reduction.metal - the stacked opening reduction's own kernels (spec B §5.3–5.4;
