@@ -7372,16 +7372,8 @@ struct GkrTrLayerParams {
   uint log_lo;     // kernels.EqTables: lo = eq of ξ's first log_lo coordinates, hi of the rest
 };
 
-// A layer's end: its claims from tab (layer 1: fractions 0 and 1 of the layer; else the two rows
-// of the folded tables, fractions 0..3, folded at the last bound value), observed, then μ and
-// the next layer's λ sampled; then (not the last layer) the halves of eq(ξ, ·) of the next layer,
-// ξ = (μ, the bound values of this layer), into halves: lo at 0, hi at 2^log_lo (EqTables).
-// Entry e of a half of c coordinates is lo_t[e mod 2^a]·hi_t[e >> a] (a = c/2), the two small
-// tables made entry by entry from ξ in threadgroup memory: no step waits for device memory (the
-// halves made by doubling in device memory took ≈ 0.6 µs a coordinate, a barrier each). The
-// sponge runs on one SIMD group on GPUs (more threads slow it; the others wait for μ), on every
-// thread on the host device (its exchanges have barriers). One group of ≥ 16 threads (GPUs: whole
-// SIMD groups, poseidon2_group.h); scratch: GKR_LAYER_END_WORDS uints.
+// A layer's end (gkr_tr_layer_end, and gkr_tr_small_rounds after a layer's last round): the
+// layer's claims observed, μ and the next layer's λ sampled, the next layer's eq halves made.
 #define GKR_XI_MAX 32u      // ξ's coordinates (kernels.GkrLayerEnd: two halves of at most 14)
 #define GKR_HALF_SMALL 128u  // entries of lo_t and hi_t: a half of up to 14 coordinates
 #define GKR_END_WORDS (4u * (GKR_XI_MAX + 2u * GKR_HALF_SMALL))  // ξ, lo_t, hi_t
@@ -7449,6 +7441,14 @@ MSL_FN void gkr_end_halves(MSL_THREADGROUP const uint* xi, MSL_THREADGROUP uint*
   }
 }
 
+// A layer's end: its claims from tab (layer 1: fractions 0 and 1 of the layer; else the two rows
+// of the folded tables, fractions 0..3, folded at the last bound value), observed, then μ and
+// the next layer's λ sampled; then (not the last layer) the halves of eq(ξ, ·) of the next layer,
+// ξ = (μ, the bound values of this layer), into halves: lo at 0, hi at 2^log_lo (EqTables;
+// gkr_end_halves). The prover runs it for layer 1; later layers end in their small rounds' launch.
+// The sponge runs on one SIMD group on GPUs (more threads slow it; the others wait for μ), on every
+// thread on the host device (its exchanges have barriers). One group of ≥ 16 threads (GPUs: whole
+// SIMD groups, poseidon2_group.h); scratch: GKR_LAYER_END_WORDS uints.
 MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab              ,
                              MSL_DEVICE uint* trlog              ,
                              MSL_DEVICE uint* ts              ,
