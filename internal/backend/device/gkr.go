@@ -632,7 +632,10 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 	// Layer j's end: its claims, μ, and (not the last layer) the next λ and eq halves. Layer 1's
 	// claims are its fractions as built; later layers' come from their small rounds' launch.
 	layerEnd := func(j int) *kernels.GkrLayerEnd {
-		e := &kernels.GkrLayerEnd{At: at[j].end, Tab: g.layers[1], First: j == 1}
+		e := &kernels.GkrLayerEnd{At: at[j].end}
+		if j == 1 {
+			e.Tab, e.First = g.layers[1], true
+		}
 		if j < L {
 			e.Next, e.LambdaAt, e.RhoAt, e.RhoStep, e.NXi, e.LogLo, e.Halves = true, at[j+1].lambda, at[j].rounds+3, 4, j, j/2, halves
 		}
