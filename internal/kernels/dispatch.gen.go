@@ -714,8 +714,6 @@ func (v gkrTrRoundParams) arg() gpu.Arg {
 
 // gkrTrLayerParams is the value struct GkrTrLayerParams of the shaders: uint fields in declaration order.
 type gkrTrLayerParams struct {
-	first    uint32
-	rAt      uint32
 	at       uint32
 	lambdaAt uint32
 	rhoAt    uint32
@@ -725,7 +723,7 @@ type gkrTrLayerParams struct {
 }
 
 func (v gkrTrLayerParams) arg() gpu.Arg {
-	return gpu.U32(v.first, v.rAt, v.at, v.lambdaAt, v.rhoAt, v.rhoStep, v.nXi, v.logLo)
+	return gpu.U32(v.at, v.lambdaAt, v.rhoAt, v.rhoStep, v.nXi, v.logLo)
 }
 
 // gkrSmallParams is the value struct GkrSmallParams of the shaders: uint fields in declaration order.
@@ -1321,14 +1319,14 @@ func dispatchGkrTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, partials *gpu.Buff
 	return enc.Dispatch("gkr_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(partials), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:500).
-func dispatchGkrTrLayerEnd(enc *gpu.Batch, groups, tpg gpu.Dim3, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, halves *gpu.Buffer, p gkrTrLayerParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("gkr_tr_layer_end", groups, tpg, []gpu.Arg{gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(halves), p.arg()}, scratchBytes)
+// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:497).
+func dispatchGkrTrLayerEnd(enc *gpu.Batch, groups, tpg gpu.Dim3, layer1 *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, halves *gpu.Buffer, p gkrTrLayerParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_tr_layer_end", groups, tpg, []gpu.Arg{gpu.Buf(layer1), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(halves), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:585).
-func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, tab *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, eqh *gpu.Buffer, halves *gpu.Buffer, p gkrSmallParams, scratchBytes uint32) *gpu.Batch {
-	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(tab), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(eqh), gpu.Buf(halves), p.arg()}, scratchBytes)
+// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:573).
+func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, eqh *gpu.Buffer, halves *gpu.Buffer, p gkrSmallParams, scratchBytes uint32) *gpu.Batch {
+	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(eqh), gpu.Buf(halves), p.arg()}, scratchBytes)
 }
 
 // dispatchSrUniChunks encodes kernel sr_uni_chunks (shaders/openings/stacked_reduction.metal:73).

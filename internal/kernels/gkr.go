@@ -453,13 +453,10 @@ func (t *DeviceTranscript) EncodeGkrRound(b *gpu.Batch, s *GkrSumcheck, at int) 
 	return b.Err()
 }
 
-// GkrLayerEnd is one layer's end on the device (EncodeLayerEnd).
+// GkrLayerEnd is one layer's end on the device: layer 1's (EncodeLayerEnd), or a later layer's in
+// its small rounds' launch (GkrSmallRounds.End), whose claims are the last two rows folded at the
+// last bound value.
 type GkrLayerEnd struct {
-	// Tab holds the layer's last tables: layer 1 itself (First), else the two rows of its folded
-	// tables, folded at the bound value at Log[RAt].
-	Tab   *gpu.Array[GkrFraction]
-	First bool
-	RAt   int
 	// At: the claims go to Log[At .. At+4), μ to Log[At+4].
 	At int
 	// Next: a layer follows, whose λ goes to Log[LambdaAt] and whose eq halves (kernels.EqTables
@@ -471,34 +468,29 @@ type GkrLayerEnd struct {
 	Halves                   *gpu.Array[Mont4]
 }
 
-// EncodeLayerEnd encodes e.
-func (t *DeviceTranscript) EncodeLayerEnd(b *gpu.Batch, e GkrLayerEnd) error {
+// EncodeLayerEnd encodes layer 1's end e: its claims are layer1's two fractions as built.
+func (t *DeviceTranscript) EncodeLayerEnd(b *gpu.Batch, layer1 *gpu.Array[GkrFraction], e GkrLayerEnd) error {
 	if err := t.live(); err != nil {
 		return err
 	}
 	n := t.Log.Len()
-	rows := 4
-	if e.First {
-		rows = 2
-	}
-	if err := checkArray("GkrLayerEnd", e.Tab, rows); err != nil {
+	if err := checkArray("GkrLayerEnd", layer1, 2); err != nil {
 		return err
 	}
-	if e.At < 0 || e.At+5 > n || (!e.First && (e.RAt < 0 || e.RAt >= n)) {
-		return fmt.Errorf("kernels: GkrLayerEnd: claims at %d, r at %d, log of %d", e.At, e.RAt, n)
+	if e.At < 0 || e.At+5 > n {
+		return fmt.Errorf("kernels: GkrLayerEnd: claims at %d, log of %d", e.At, n)
 	}
 	x, err := t.layerEndNext(e)
 	if err != nil {
 		return err
 	}
-	p := gkrTrLayerParams{first: uint32(b2u(e.First)), rAt: uint32(max(e.RAt, 0)), at: uint32(e.At), lambdaAt: x.lambdaAt,
-		rhoAt: x.rhoAt, rhoStep: x.rhoStep, nXi: x.nXi, logLo: x.logLo}
+	p := gkrTrLayerParams{at: uint32(e.At), lambdaAt: x.lambdaAt, rhoAt: x.rhoAt, rhoStep: x.rhoStep, nXi: x.nXi, logLo: x.logLo}
 	// 256 threads on GPUs: the next layer's eq halves (up to 2^14 entries each) are made side by side.
 	tpg, err := t.groupFor("gkr_tr_layer_end", 256)
 	if err != nil {
 		return err
 	}
-	dispatchGkrTrLayerEnd(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Tab.Buffer, t.Log.Buffer, t.state.Buffer, t.rc.Buffer, x.halves, p, gkrLayerEndScratch)
+	dispatchGkrTrLayerEnd(b, gpu.D1(1), gpu.D1(uint32(tpg)), layer1.Buffer, t.Log.Buffer, t.state.Buffer, t.rc.Buffer, x.halves, p, gkrLayerEndScratch)
 	return b.Err()
 }
 
@@ -548,11 +540,8 @@ type GkrSmallRounds struct {
 	// LambdaAt: the layer's λ in the log; At: the first round's s(1), s(2), s(3), r go to
 	// Log[At .. At+4), each next round's 4 later, down to one pair.
 	LambdaAt, At int
-	// Tab receives the last round's two rows (4 fractions) for EncodeLayerEnd; it may be Src.
-	// With End the layer's end runs in the same launch instead (its Tab, First and RAt unused:
-	// the claims are the last rows folded at the last bound value) and Tab is not needed.
-	Tab *gpu.Array[GkrFraction]
-	End *GkrLayerEnd
+	// End: the layer's end, run in the same launch after the last round.
+	End GkrLayerEnd
 	// EqHalves, where set, hold the eq table the first round (Fold: the previous round) reads,
 	// which was not expanded (Eq is not read).
 	EqHalves *GkrEqHalves
@@ -574,13 +563,6 @@ func (t *DeviceTranscript) EncodeSmallRounds(b *gpu.Batch, e GkrSmallRounds) err
 	if err := checkArray("GkrSmallRounds", e.Src, 2*srcRows); err != nil {
 		return err
 	}
-	tab := e.Src
-	if e.End == nil {
-		if err := checkArray("GkrSmallRounds", e.Tab, 4); err != nil {
-			return err
-		}
-		tab = e.Tab
-	}
 	eqh, logLo, err := e.EqHalves.logLo("GkrSmallRounds", e.Eq, bits.Len(uint(srcRows))-1)
 	if err != nil {
 		return err
@@ -600,23 +582,18 @@ func (t *DeviceTranscript) EncodeSmallRounds(b *gpu.Batch, e GkrSmallRounds) err
 		return err
 	}
 	body := 20*rows + 12*tpg
-	p := gkrSmallParams{logPairs: uint32(e.LogPairs), fold: uint32(b2u(e.Fold)), rAt: uint32(max(e.RAt, 0)), eqOff: uint32(e.EqOff),
-		lambdaAt: uint32(e.LambdaAt), at: uint32(e.At), eqLogLo: logLo, endAt: gkrNone, nextLambdaAt: gkrNone}
-	halves := t.Log.Buffer
-	if e.End != nil {
-		if e.End.At < 0 || e.End.At+5 > n {
-			return fmt.Errorf("kernels: GkrSmallRounds: the layer's claims at %d, log of %d", e.End.At, n)
-		}
-		x, err := t.layerEndNext(*e.End)
-		if err != nil {
-			return err
-		}
-		p.endAt, p.nextLambdaAt, p.rhoAt, p.rhoStep, p.nXi, p.logLo = uint32(e.End.At), x.lambdaAt, x.rhoAt, x.rhoStep, x.nXi, x.logLo
-		halves = x.halves
-		body = max(body, gkrEndWords)
+	if e.End.At < 0 || e.End.At+5 > n {
+		return fmt.Errorf("kernels: GkrSmallRounds: the layer's claims at %d, log of %d", e.End.At, n)
 	}
-	words := body + 48 + p2gRCLen
-	dispatchGkrTrSmallRounds(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Eq.Buffer, e.Src.Buffer, tab.Buffer, t.Log.Buffer, t.state.Buffer,
-		t.rc.Buffer, eqh, halves, p, uint32(4*words))
+	x, err := t.layerEndNext(e.End)
+	if err != nil {
+		return err
+	}
+	p := gkrSmallParams{logPairs: uint32(e.LogPairs), fold: uint32(b2u(e.Fold)), rAt: uint32(max(e.RAt, 0)), eqOff: uint32(e.EqOff),
+		lambdaAt: uint32(e.LambdaAt), at: uint32(e.At), eqLogLo: logLo, endAt: uint32(e.End.At), nextLambdaAt: x.lambdaAt,
+		rhoAt: x.rhoAt, rhoStep: x.rhoStep, nXi: x.nXi, logLo: x.logLo}
+	words := max(body, gkrEndWords) + 48 + p2gRCLen
+	dispatchGkrTrSmallRounds(b, gpu.D1(1), gpu.D1(uint32(tpg)), e.Eq.Buffer, e.Src.Buffer, t.Log.Buffer, t.state.Buffer,
+		t.rc.Buffer, eqh, x.halves, p, uint32(4*words))
 	return b.Err()
 }

@@ -387,23 +387,30 @@ func TestGkrTranscriptMatchesHost(t *testing.T) {
 		}
 		sc.lastGroups = groups
 		first := fp4s(r, 4)  // layer 1: fractions 0 and 1 (p, q each)
-		folded := fp4s(r, 8) // two rows of folded tables: fractions 0..3
+		folded := fp4s(r, 8) // a later layer's last tables, two rows: fractions 0..3
+		eq2 := fp4s(r, 2)
 		tab1, tab2 := uploadFractions(t, first), uploadFractions(t, folded)
+		eqBuf := allocArray[Mont4](t, testDev, 2)
+		if err := eqBuf.Write(0, Mont4Slice(eq2)); err != nil {
+			t.Fatal(err)
+		}
 		halves := allocArray[Mont4](t, testDev, 4)
 		b := testDev.Batch()
 		if err := tt.EncodeGkrRound(b, sc, 1); err != nil {
 			t.Fatal(err)
 		}
 		// Layer 1's end at 5, the next layer's λ at 10, its ξ = (μ, the bound value at 4).
-		if err := tt.EncodeLayerEnd(b, GkrLayerEnd{Tab: tab1, First: true, At: 5, Next: true, LambdaAt: 10, RhoAt: 4, RhoStep: 4,
+		if err := tt.EncodeLayerEnd(b, tab1, GkrLayerEnd{At: 5, Next: true, LambdaAt: 10, RhoAt: 4, RhoStep: 4,
 			NXi: 2, LogLo: 1, Halves: halves}); err != nil {
 			t.Fatal(err)
 		}
-		// A later layer's end at 11, folded at the bound value at 4, the last layer.
-		if err := tt.EncodeLayerEnd(b, GkrLayerEnd{Tab: tab2, RAt: 4, At: 11}); err != nil {
+		// A later layer's last round (its sums at 11..13, its bound value at 14, λ from 10) and
+		// its end in the same launch (the claims folded at that bound value at 15, μ at 19), the
+		// last layer.
+		if err := tt.EncodeSmallRounds(b, GkrSmallRounds{Eq: eqBuf, Src: tab2, LambdaAt: 10, At: 11, End: GkrLayerEnd{At: 15}}); err != nil {
 			t.Fatal(err)
 		}
-		v, err := tt.ReadLog(16)
+		v, err := tt.ReadLog(20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -424,14 +431,21 @@ func TestGkrTranscriptMatchesHost(t *testing.T) {
 		}
 		mu := ht.SampleExt()
 		lambda := ht.SampleExt()
-		lerp := func(a, b field.Fp4) field.Fp4 { return a.Add(rho.Mul(b.Sub(a))) }
+		tabs := &gkrTables{eq: eq2, p0: []field.Fp4{folded[0], folded[4]}, q0: []field.Fp4{folded[1], folded[5]},
+			p1: []field.Fp4{folded[2], folded[6]}, q1: []field.Fp4{folded[3], folded[7]}}
+		s2 := tabs.round(lambda)
+		for k := range 3 {
+			ht.ObserveExt(s2[k])
+		}
+		rho2 := ht.SampleExt()
+		lerp := func(a, b field.Fp4) field.Fp4 { return a.Add(rho2.Mul(b.Sub(a))) }
 		c2 := [4]field.Fp4{lerp(folded[0], folded[4]), lerp(folded[1], folded[5]), lerp(folded[2], folded[6]), lerp(folded[3], folded[7])}
 		for _, c := range c2 {
 			ht.ObserveExt(c)
 		}
 		mu2 := ht.SampleExt()
 		want := map[int]field.Fp4{1: sums[0], 2: sums[1], 3: sums[2], 4: rho, 5: c1[0], 6: c1[1], 7: c1[2], 8: c1[3], 9: mu, 10: lambda,
-			11: c2[0], 12: c2[1], 13: c2[2], 14: c2[3], 15: mu2}
+			11: s2[0], 12: s2[1], 13: s2[2], 14: rho2, 15: c2[0], 16: c2[1], 17: c2[2], 18: c2[3], 19: mu2}
 		for i, w := range want {
 			if v[i] != w {
 				t.Errorf("%d pending: log[%d] = %v, want %v", pending, i, v[i], w)
@@ -469,15 +483,14 @@ func TestGkrTranscriptMatchesHost(t *testing.T) {
 	eq := allocArray[Mont4](t, testDev, 2)
 	small := GkrSmallRounds{Eq: eq, Src: src, LambdaAt: 0, At: 0}
 	if tt.SetState([poseidon2.Width]field.Fp{}, 8, 0) == nil ||
-		tt.EncodeLayerEnd(b, GkrLayerEnd{Tab: uploadFractions(t, fp4s(rand.New(rand.NewPCG(1, 2)), 4)), First: true, At: 4}) == nil ||
-		tt.EncodeSmallRounds(b, small) == nil { // no Tab and no End
+		tt.EncodeLayerEnd(b, uploadFractions(t, fp4s(rand.New(rand.NewPCG(1, 2)), 4)), GkrLayerEnd{At: 4}) == nil {
 		t.Error("out-of-range transcript calls accepted")
 	}
 	// A layer's end in the small rounds' launch: its claims past the log, or a next layer's ξ
 	// whose bound values run past it.
 	for _, end := range []GkrLayerEnd{{At: 4}, {At: 0, Next: true, LambdaAt: 5, RhoAt: 4, RhoStep: 4, NXi: 3, LogLo: 1,
 		Halves: allocArray[Mont4](t, testDev, 6)}} {
-		small.End = &end
+		small.End = end
 		if tt.EncodeSmallRounds(b, small) == nil {
 			t.Errorf("small rounds with the layer end %+v accepted in a log of 8", end)
 		}

@@ -631,11 +631,8 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 	}
 	// Layer j's end: its claims, μ, and (not the last layer) the next λ and eq halves. Layer 1's
 	// claims are its fractions as built; later layers' come from their small rounds' launch.
-	layerEnd := func(j int) *kernels.GkrLayerEnd {
-		e := &kernels.GkrLayerEnd{At: at[j].end}
-		if j == 1 {
-			e.Tab, e.First = g.layers[1], true
-		}
+	layerEnd := func(j int) kernels.GkrLayerEnd {
+		e := kernels.GkrLayerEnd{At: at[j].end}
 		if j < L {
 			e.Next, e.LambdaAt, e.RhoAt, e.RhoStep, e.NXi, e.LogLo, e.Halves = true, at[j+1].lambda, at[j].rounds+3, 4, j, j/2, halves
 		}
@@ -695,7 +692,7 @@ func (g *gkrProver) ProveLayers(tr *transcript.Transcript) (*stark.GkrLayersRun,
 			if err := tt.EncodeSmallRounds(b, e); err != nil {
 				return nil, err
 			}
-		} else if err := tt.EncodeLayerEnd(b, *layerEnd(1)); err != nil {
+		} else if err := tt.EncodeLayerEnd(b, g.layers[1], layerEnd(1)); err != nil {
 			return nil, err
 		}
 	}

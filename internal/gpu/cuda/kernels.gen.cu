@@ -7362,8 +7362,6 @@ MSL_KERNEL void msl_kernel_gkr_tr_round(MSL_DEVICE const uint* partials         
 }
 
 struct GkrTrLayerParams {
-  uint first;      // 1: layer 1, whose claims are its two fractions as built (no bound value)
-  uint r_at;       // layers j ≥ 2: the Fp4 index in trlog of the last bound value (tab: two rows)
   uint at;         // claims (P0, Q0, P1, Q1) at at .. at + 3, μ at at + 4
   uint lambda_at;  // GKR_NONE: the last layer; else the next layer's λ goes there
   uint rho_at;     // the first bound value of this layer's rounds (the next ξ's coordinates 1..)
@@ -7441,15 +7439,14 @@ MSL_FN void gkr_end_halves(MSL_THREADGROUP const uint* xi, MSL_THREADGROUP uint*
   }
 }
 
-// A layer's end: its claims from tab (layer 1: fractions 0 and 1 of the layer; else the two rows
-// of the folded tables, fractions 0..3, folded at the last bound value), observed, then μ and
-// the next layer's λ sampled; then (not the last layer) the halves of eq(ξ, ·) of the next layer,
-// ξ = (μ, the bound values of this layer), into halves: lo at 0, hi at 2^log_lo (EqTables;
-// gkr_end_halves). The prover runs it for layer 1; later layers end in their small rounds' launch.
+// Layer 1's end: its claims (fractions 0 and 1 of the layer as built) observed, then μ and the next
+// layer's λ sampled; then (not the last layer) the halves of eq(ξ, ·) of the next layer,
+// ξ = (μ, layer 1's bound values: none), into halves: lo at 0, hi at 2^log_lo (EqTables;
+// gkr_end_halves). Later layers end in their small rounds' launch (gkr_tr_small_rounds).
 // The sponge runs on one SIMD group on GPUs (more threads slow it; the others wait for μ), on every
 // thread on the host device (its exchanges have barriers). One group of ≥ 16 threads (GPUs: whole
 // SIMD groups, poseidon2_group.h); scratch: GKR_LAYER_END_WORDS uints.
-MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab              ,
+MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* layer1              ,
                              MSL_DEVICE uint* trlog              ,
                              MSL_DEVICE uint* ts              ,
                              MSL_CONSTANT uint* rc              ,
@@ -7475,18 +7472,10 @@ MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* tab          
 #endif
   if (sponge) {
     bb4 c[4];
-    if (p.first != 0u) {
-      c[0] = gkr_p(tab, 0u);
-      c[1] = gkr_q(tab, 0u);
-      c[2] = gkr_p(tab, 1u);
-      c[3] = gkr_q(tab, 1u);
-    } else {
-      bb4 r = bb4_load(trlog, p.r_at);
-      c[0] = gkr_lerp(gkr_p(tab, 0u), gkr_p(tab, 2u), r);
-      c[1] = gkr_lerp(gkr_q(tab, 0u), gkr_q(tab, 2u), r);
-      c[2] = gkr_lerp(gkr_p(tab, 1u), gkr_p(tab, 3u), r);
-      c[3] = gkr_lerp(gkr_q(tab, 1u), gkr_q(tab, 3u), r);
-    }
+    c[0] = gkr_p(layer1, 0u);
+    c[1] = gkr_q(layer1, 0u);
+    c[2] = gkr_p(layer1, 1u);
+    c[3] = gkr_q(layer1, 1u);
     p2g_sponge sp;
     p2g_sponge_load(sp, ts, tid);
     gkr_end_sponge(sp, c, trlog, p.at, p.lambda_at, xi, rcs, tid, xs, out);
@@ -7516,8 +7505,8 @@ struct GkrSmallParams {
   uint lambda_at;  // λ's Fp4 index in trlog
   uint at;         // the first round's s(1), s(2), s(3), r at at .. at + 3, each next round's 4 later
   uint eq_log_lo;  // GKR_NONE: eq is the table at eq_off; else its halves in eqh (gkr_eq_at)
-  // The layer's end (gkr_tr_layer_end's, run here after the last round), or end_at = GKR_NONE: the
-  // claims at end_at .. end_at + 3, μ at end_at + 4; the next layer's λ at next_lambda_at
+  // The layer's end, run here after the last round: the claims at end_at .. end_at + 3, μ at
+  // end_at + 4; the next layer's λ at next_lambda_at
   // (GKR_NONE: the last layer) and its eq halves of ξ = (μ, trlog[rho_at + k·rho_step] for
   // k < n_xi − 1), the first log_lo coordinates in lo.
   uint end_at;
@@ -7529,14 +7518,12 @@ struct GkrSmallParams {
 };
 
 // After the last round (one pair, two rows) the two rows, folded at the last bound value, are the
-// layer's claims: with end_at set the layer's end follows in this launch (a launch, the constants'
-// copy and the sponge's load and store fewer a layer), else the two rows go to tab (fractions
-// 0..3) for gkr_tr_layer_end; tab may be src (layer 2). One group of ≥ 16 threads; scratch:
-// body + 48 + P2G_RC_LEN uints, body = 20·rows + 12·tpg (rows = 2^(log_pairs+1)), at least
-// GKR_END_WORDS with end_at set.
+// layer's claims, and the layer's end follows in this launch (gkr_tr_layer_end's for layer 1: a
+// launch, the constants' copy, the sponge's load and store and the rows' fewer a layer). One
+// group of ≥ 16 threads; scratch: body + 48 + P2G_RC_LEN uints, body = max(20·rows + 12·tpg,
+// GKR_END_WORDS) (rows = 2^(log_pairs+1)).
 MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq              ,
                                 MSL_DEVICE const uint* src              ,
-                                MSL_DEVICE uint* tab              ,
                                 MSL_DEVICE uint* trlog              ,
                                 MSL_DEVICE uint* ts              ,
                                 MSL_CONSTANT uint* rc              ,
@@ -7547,9 +7534,7 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
                                 uint tid                                ,
                                 uint tpg                            ) {
   uint rows = 2u << p.log_pairs;
-  bool end = p.end_at != GKR_NONE;
-  uint body = 20u * rows + 12u * tpg;
-  if (end) body = max(body, GKR_END_WORDS);
+  uint body = max(20u * rows + 12u * tpg, GKR_END_WORDS);
   MSL_THREADGROUP uint* T = scratch;        // row k: fractions 2k, 2k + 1 (16 uints)
   MSL_THREADGROUP uint* E = T + 16u * rows;  // eq, one Fp4 a row
   MSL_THREADGROUP uint* red = E + 4u * rows;  // the reduce's 12 uints a thread; the sums at 0..12 after it
@@ -7611,14 +7596,7 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
       threadgroup_barrier(mem_flags::mem_threadgroup);
     }
   }
-  if (!end) {
-    // The last round's two rows, for gkr_tr_layer_end.
-    for (uint i = tid; i < 8u; i += tpg) bb4_store(tab, i, bb4_load_tg(T, i));
-    threadgroup_barrier(mem_flags::mem_device);  // every thread has read ts
-    p2g_sponge_store(ts, sp, tid);
-    return;
-  }
-  // The layer's end: the claims from the last two rows folded at r (gkr_tr_layer_end's).
+  // The layer's end: the claims from the last two rows folded at r.
   bb4 c[4];
   for (uint k = 0u; k < 4u; k++) c[k] = gkr_lerp(bb4_load_tg(T, k), bb4_load_tg(T, 4u + k), r);
   // T is free once every thread has read it; the bound values thread 0 logged here are visible.
@@ -9655,10 +9633,10 @@ extern "C" __global__ void mslk_gkr_tr_round(MSL_DEVICE const uint* partials, MS
       msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
 }
 
-extern "C" __global__ void mslk_gkr_tr_layer_end(MSL_DEVICE const uint* tab, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_DEVICE uint* halves, MSL_CONSTANT GkrTrLayerParams p, unsigned tg_off_0) {
+extern "C" __global__ void mslk_gkr_tr_layer_end(MSL_DEVICE const uint* layer1, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_DEVICE uint* halves, MSL_CONSTANT GkrTrLayerParams p, unsigned tg_off_0) {
   msl_grid_order();
   msl_kernel_gkr_tr_layer_end(
-      tab,
+      layer1,
       trlog,
       ts,
       rc,
@@ -9669,12 +9647,11 @@ extern "C" __global__ void mslk_gkr_tr_layer_end(MSL_DEVICE const uint* tab, MSL
       msl_cvt<uint>(msl_bi_threads_per_threadgroup()));
 }
 
-extern "C" __global__ void mslk_gkr_tr_small_rounds(MSL_DEVICE const uint* eq, MSL_DEVICE const uint* src, MSL_DEVICE uint* tab, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_DEVICE const uint* eqh, MSL_DEVICE uint* halves, MSL_CONSTANT GkrSmallParams p, unsigned tg_off_0) {
+extern "C" __global__ void mslk_gkr_tr_small_rounds(MSL_DEVICE const uint* eq, MSL_DEVICE const uint* src, MSL_DEVICE uint* trlog, MSL_DEVICE uint* ts, MSL_CONSTANT uint* rc, MSL_DEVICE const uint* eqh, MSL_DEVICE uint* halves, MSL_CONSTANT GkrSmallParams p, unsigned tg_off_0) {
   msl_grid_order();
   msl_kernel_gkr_tr_small_rounds(
       eq,
       src,
-      tab,
       trlog,
       ts,
       rc,
