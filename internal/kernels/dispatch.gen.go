@@ -1319,12 +1319,12 @@ func dispatchGkrTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, partials *gpu.Buff
 	return enc.Dispatch("gkr_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(partials), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:497).
+// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:500).
 func dispatchGkrTrLayerEnd(enc *gpu.Batch, groups, tpg gpu.Dim3, layer1 *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, halves *gpu.Buffer, p gkrTrLayerParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_layer_end", groups, tpg, []gpu.Arg{gpu.Buf(layer1), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(halves), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:573).
+// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:576).
 func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, eqh *gpu.Buffer, halves *gpu.Buffer, p gkrSmallParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(eqh), gpu.Buf(halves), p.arg()}, scratchBytes)
 }
@@ -1364,27 +1364,27 @@ func dispatchScTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, t
 	return enc.Dispatch("sc_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchTrSetState encodes kernel tr_set_state (shaders/openings/stacked_reduction.metal:487).
+// dispatchTrSetState encodes kernel tr_set_state (shaders/openings/stacked_reduction.metal:488).
 func dispatchTrSetState(enc *gpu.Batch, groups, tpg gpu.Dim3, ts *gpu.Buffer, p trStateParams) *gpu.Batch {
 	return enc.Dispatch("tr_set_state", groups, tpg, []gpu.Arg{gpu.Buf(ts), p.arg()})
 }
 
-// dispatchTrObserveSample encodes kernel tr_observe_sample (shaders/openings/stacked_reduction.metal:522).
+// dispatchTrObserveSample encodes kernel tr_observe_sample (shaders/openings/stacked_reduction.metal:523).
 func dispatchTrObserveSample(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p trObserveSampleParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("tr_observe_sample", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchScTrRoundGrind encodes kernel sc_tr_round_grind (shaders/openings/stacked_reduction.metal:562).
+// dispatchScTrRoundGrind encodes kernel sc_tr_round_grind (shaders/openings/stacked_reduction.metal:563).
 func dispatchScTrRoundGrind(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p scTrGrindParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_tr_round_grind", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchSrUniCoeffs encodes kernel sr_uni_coeffs (shaders/openings/stacked_reduction.metal:650).
+// dispatchSrUniCoeffs encodes kernel sr_uni_coeffs (shaders/openings/stacked_reduction.metal:651).
 func dispatchSrUniCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, result *gpu.Buffer, polys *gpu.Buffer, spolys *gpu.Buffer, log *gpu.Buffer, p srUniCoeffsParams, tgBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sr_uni_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(result), gpu.Buf(polys), gpu.Buf(spolys), gpu.Buf(log), p.arg()}, tgBytes)
 }
 
-// dispatchSrUniBind encodes kernel sr_uni_bind (shaders/openings/stacked_reduction.metal:739).
+// dispatchSrUniBind encodes kernel sr_uni_bind (shaders/openings/stacked_reduction.metal:740).
 func dispatchSrUniBind(enc *gpu.Batch, groups, tpg gpu.Dim3, log *gpu.Buffer, cst *gpu.Buffer, scst *gpu.Buffer, sinfo *gpu.Buffer, lag *gpu.Buffer, weights *gpu.Buffer, p srUniBindParams) *gpu.Batch {
 	return enc.Dispatch("sr_uni_bind", groups, tpg, []gpu.Arg{gpu.Buf(log), gpu.Buf(cst), gpu.Buf(scst), gpu.Buf(sinfo), gpu.Buf(lag), gpu.Buf(weights), p.arg()})
 }

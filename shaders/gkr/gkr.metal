@@ -375,9 +375,13 @@ kernel void gkr_tr_round(device const uint* partials [[buffer(0)]],
   bb4 s2 = bb4_zero();
   bb4 s3 = bb4_zero();
   // scratch: the reduce's 12 uints a thread, then (after it) the sums at 0..12, the sponge's
-  // exchanges at 16..48 and outputs at 48..64; the round constants at 64.. throughout.
+  // exchanges at 16..48 and outputs at 48..64; the round constants at 12·tpg.. throughout.
   threadgroup uint* rcs = scratch + 12u * tpg;
-  p2g_copy_constants(rc, rcs, tid, tpg);
+  // The sponge, the constants and the first rows loaded side by side: one memory latency.
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
+  uint cv[P2G_RC_BATCH];
+  p2g_constants_fetch(rc, cv, tid, tpg);
   // Four rows' loads in flight a thread (up to 528 rows: one at a time, a large round's step
   // waited for 17 loads in turn).
   for (uint g0 = tid; g0 < p.groups; g0 += 4u * tpg) {
@@ -394,13 +398,12 @@ kernel void gkr_tr_round(device const uint* partials [[buffer(0)]],
       }
     }
   }
+  p2g_constants_put(rc, rcs, cv, tid, tpg);
   gkr_group_reduce(s1, s2, s3, scratch, trlog + 4u * p.at, tid, tpg, 0u);
   // The reduce's barriers also cover rcs. It ended with one: scratch[0..12) holds the sums for
   // every thread.
   threadgroup uint* xs = scratch + 16u;
   threadgroup uint* out = scratch + 48u;
-  p2g_sponge sp;
-  p2g_sponge_load(sp, ts, tid);
   MSL_NO_UNROLL
   for (uint k = 0u; k < 3u; k++) p2g_observe4(sp, bb4_load_tg(scratch, k), rcs, tid, xs, out);
   bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
@@ -589,6 +592,8 @@ kernel void gkr_tr_small_rounds(device const uint* eq [[buffer(0)]],
   threadgroup uint* xs = scratch + body;
   threadgroup uint* out = xs + 32u;
   threadgroup uint* rcs = out + 16u;
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);  // beside the constants' and the tables' loads
   p2g_copy_constants(rc, rcs, tid, tpg);
   bb4 lambda = bb4_load(trlog, p.lambda_at);
   if (p.fold != 0u) {
@@ -603,8 +608,6 @@ kernel void gkr_tr_small_rounds(device const uint* eq [[buffer(0)]],
       bb4_store_tg(E, m, gkr_eq_at(eq, p.eq_off, eqh, p.eq_log_lo, m));
     }
   }
-  p2g_sponge sp;
-  p2g_sponge_load(sp, ts, tid);
   threadgroup_barrier(mem_flags::mem_threadgroup);
   uint at = p.at;
   bb4 r = bb4_zero();  // the round's bound value

@@ -61,17 +61,25 @@ MSL_FN uint p2g_sbox(uint x) {
   return min(r, r + BB_P);
 }
 
-// Copies the P2G_RC_LEN constants to rcs (threadgroup memory), eight loads in flight a thread:
-// a group of 32 threads copying one word at a time waited for each load in turn (≈ 2 µs of a
-// 13 µs transcript step on an H200). The caller puts a barrier after it (p2g_load_constants).
-MSL_FN void p2g_copy_constants(constant uint* rc, threadgroup uint* rcs, uint tid, uint tpg) {
-  for (uint i0 = tid; i0 < P2G_RC_LEN; i0 += 8u * tpg) {
-    uint v[8];
-    for (uint j = 0u; j < 8u; j++) v[j] = rc[min(i0 + j * tpg, P2G_RC_LEN - 1u)];
-    for (uint j = 0u; j < 8u; j++) {
-      if (i0 + j * tpg < P2G_RC_LEN) rcs[i0 + j * tpg] = v[j];
-    }
+// Copies the P2G_RC_LEN constants to rcs (threadgroup memory), P2G_RC_BATCH loads in flight a
+// thread: a group of 32 threads copying one word at a time waited for each load in turn (≈ 2 µs of
+// a 13 µs transcript step on an H200), eight at a time for two loads in turn. A kernel with other
+// loads to wait for issues them between p2g_constants_fetch and p2g_constants_put, so that all
+// wait for one memory latency. The caller puts a barrier after it (p2g_load_constants).
+#define P2G_RC_BATCH 12u  // one batch for a SIMD group of 32 (P2G_RC_LEN ≤ 12·32)
+MSL_FN void p2g_constants_fetch(constant uint* rc, thread uint* v, uint tid, uint tpg) {
+  for (uint j = 0u; j < P2G_RC_BATCH; j++) v[j] = rc[min(tid + j * tpg, P2G_RC_LEN - 1u)];
+}
+MSL_FN void p2g_constants_put(constant uint* rc, threadgroup uint* rcs, thread const uint* v, uint tid, uint tpg) {
+  for (uint j = 0u; j < P2G_RC_BATCH; j++) {
+    if (tid + j * tpg < P2G_RC_LEN) rcs[tid + j * tpg] = v[j];
   }
+  for (uint i = tid + P2G_RC_BATCH * tpg; i < P2G_RC_LEN; i += tpg) rcs[i] = rc[i];  // groups of < 31 threads
+}
+MSL_FN void p2g_copy_constants(constant uint* rc, threadgroup uint* rcs, uint tid, uint tpg) {
+  uint v[P2G_RC_BATCH];
+  p2g_constants_fetch(rc, v, tid, tpg);
+  p2g_constants_put(rc, rcs, v, tid, tpg);
 }
 
 // p2g_copy_constants, then a barrier.

@@ -455,11 +455,12 @@ kernel void sc_tr_round(device const uint* sums [[buffer(0)]],
   threadgroup uint* xs = scratch;
   threadgroup uint* out = scratch + 32u;
   threadgroup uint* rcs = scratch + 48u;
-  p2g_load_constants(rc, rcs, tid, tpg);
+  // The sums and the sponge loaded before the constants' copy and its barrier: one memory latency.
   bb4 s1 = bb4_load(sums, 0u);
   bb4 s2 = bb4_load(sums, 1u);
   p2g_sponge sp;
   p2g_sponge_load(sp, ts, tid);
+  p2g_load_constants(rc, rcs, tid, tpg);
   bb4 sv[2];
   sv[0] = s1;
   sv[1] = s2;

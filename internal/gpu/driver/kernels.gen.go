@@ -648,7 +648,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:497", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:500", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "layer1", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -659,7 +659,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:573", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:576", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
 		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -737,12 +737,12 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "tr_set_state", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:487", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "tr_set_state", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:488", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant TrStateParams&", Kind: ParamValue, Index: 1, ValueSize: 72},
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 	}},
-	{Name: "tr_observe_sample", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:522", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "tr_observe_sample", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:523", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -752,7 +752,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sc_tr_round_grind", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:562", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "sc_tr_round_grind", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:563", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "sums", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -762,7 +762,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sr_uni_coeffs", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:650", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "sr_uni_coeffs", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:651", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "result", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "polys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "spolys", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -772,7 +772,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sr_uni_bind", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:739", UsesBarrier: false, NBuf: 7, NTG: 0, Params: []Param{
+	{Name: "sr_uni_bind", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:740", UsesBarrier: false, NBuf: 7, NTG: 0, Params: []Param{
 		{Name: "log", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cst", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "scst", Type: "device const uint*", Kind: ParamBuffer, Index: 2},

@@ -1558,17 +1558,25 @@ MSL_FN uint p2g_sbox(uint x) {
   return min(r, r + BB_P);
 }
 
-// Copies the P2G_RC_LEN constants to rcs (threadgroup memory), eight loads in flight a thread:
-// a group of 32 threads copying one word at a time waited for each load in turn (≈ 2 µs of a
-// 13 µs transcript step on an H200). The caller puts a barrier after it (p2g_load_constants).
-MSL_FN void p2g_copy_constants(MSL_CONSTANT uint* rc, MSL_THREADGROUP uint* rcs, uint tid, uint tpg) {
-  for (uint i0 = tid; i0 < P2G_RC_LEN; i0 += 8u * tpg) {
-    uint v[8];
-    for (uint j = 0u; j < 8u; j++) v[j] = rc[min(i0 + j * tpg, P2G_RC_LEN - 1u)];
-    for (uint j = 0u; j < 8u; j++) {
-      if (i0 + j * tpg < P2G_RC_LEN) rcs[i0 + j * tpg] = v[j];
-    }
+// Copies the P2G_RC_LEN constants to rcs (threadgroup memory), P2G_RC_BATCH loads in flight a
+// thread: a group of 32 threads copying one word at a time waited for each load in turn (≈ 2 µs of
+// a 13 µs transcript step on an H200), eight at a time for two loads in turn. A kernel with other
+// loads to wait for issues them between p2g_constants_fetch and p2g_constants_put, so that all
+// wait for one memory latency. The caller puts a barrier after it (p2g_load_constants).
+#define P2G_RC_BATCH 12u  // one batch for a SIMD group of 32 (P2G_RC_LEN ≤ 12·32)
+MSL_FN void p2g_constants_fetch(MSL_CONSTANT uint* rc, MSL_THREAD uint* v, uint tid, uint tpg) {
+  for (uint j = 0u; j < P2G_RC_BATCH; j++) v[j] = rc[min(tid + j * tpg, P2G_RC_LEN - 1u)];
+}
+MSL_FN void p2g_constants_put(MSL_CONSTANT uint* rc, MSL_THREADGROUP uint* rcs, MSL_THREAD const uint* v, uint tid, uint tpg) {
+  for (uint j = 0u; j < P2G_RC_BATCH; j++) {
+    if (tid + j * tpg < P2G_RC_LEN) rcs[tid + j * tpg] = v[j];
   }
+  for (uint i = tid + P2G_RC_BATCH * tpg; i < P2G_RC_LEN; i += tpg) rcs[i] = rc[i];  // groups of < 31 threads
+}
+MSL_FN void p2g_copy_constants(MSL_CONSTANT uint* rc, MSL_THREADGROUP uint* rcs, uint tid, uint tpg) {
+  uint v[P2G_RC_BATCH];
+  p2g_constants_fetch(rc, v, tid, tpg);
+  p2g_constants_put(rc, rcs, v, tid, tpg);
 }
 
 // p2g_copy_constants, then a barrier.
@@ -7325,9 +7333,13 @@ MSL_KERNEL void msl_kernel_gkr_tr_round(MSL_DEVICE const uint* partials         
   bb4 s2 = bb4_zero();
   bb4 s3 = bb4_zero();
   // scratch: the reduce's 12 uints a thread, then (after it) the sums at 0..12, the sponge's
-  // exchanges at 16..48 and outputs at 48..64; the round constants at 64.. throughout.
+  // exchanges at 16..48 and outputs at 48..64; the round constants at 12·tpg.. throughout.
   MSL_THREADGROUP uint* rcs = scratch + 12u * tpg;
-  p2g_copy_constants(rc, rcs, tid, tpg);
+  // The sponge, the constants and the first rows loaded side by side: one memory latency.
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);
+  uint cv[P2G_RC_BATCH];
+  p2g_constants_fetch(rc, cv, tid, tpg);
   // Four rows' loads in flight a thread (up to 528 rows: one at a time, a large round's step
   // waited for 17 loads in turn).
   for (uint g0 = tid; g0 < p.groups; g0 += 4u * tpg) {
@@ -7344,13 +7356,12 @@ MSL_KERNEL void msl_kernel_gkr_tr_round(MSL_DEVICE const uint* partials         
       }
     }
   }
+  p2g_constants_put(rc, rcs, cv, tid, tpg);
   gkr_group_reduce(s1, s2, s3, scratch, trlog + 4u * p.at, tid, tpg, 0u);
   // The reduce's barriers also cover rcs. It ended with one: scratch[0..12) holds the sums for
   // every thread.
   MSL_THREADGROUP uint* xs = scratch + 16u;
   MSL_THREADGROUP uint* out = scratch + 48u;
-  p2g_sponge sp;
-  p2g_sponge_load(sp, ts, tid);
   MSL_NO_UNROLL
   for (uint k = 0u; k < 3u; k++) p2g_observe4(sp, bb4_load_tg(scratch, k), rcs, tid, xs, out);
   bb4 r = p2g_sample4(sp, rcs, tid, xs, out);
@@ -7539,6 +7550,8 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
   MSL_THREADGROUP uint* xs = scratch + body;
   MSL_THREADGROUP uint* out = xs + 32u;
   MSL_THREADGROUP uint* rcs = out + 16u;
+  p2g_sponge sp;
+  p2g_sponge_load(sp, ts, tid);  // beside the constants' and the tables' loads
   p2g_copy_constants(rc, rcs, tid, tpg);
   bb4 lambda = bb4_load(trlog, p.lambda_at);
   if (p.fold != 0u) {
@@ -7553,8 +7566,6 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
       bb4_store_tg(E, m, gkr_eq_at(eq, p.eq_off, eqh, p.eq_log_lo, m));
     }
   }
-  p2g_sponge sp;
-  p2g_sponge_load(sp, ts, tid);
   threadgroup_barrier(mem_flags::mem_threadgroup);
   uint at = p.at;
   bb4 r = bb4_zero();  // the round's bound value
@@ -8067,11 +8078,12 @@ MSL_KERNEL void msl_kernel_sc_tr_round(MSL_DEVICE const uint* sums              
   MSL_THREADGROUP uint* xs = scratch;
   MSL_THREADGROUP uint* out = scratch + 32u;
   MSL_THREADGROUP uint* rcs = scratch + 48u;
-  p2g_load_constants(rc, rcs, tid, tpg);
+  // The sums and the sponge loaded before the constants' copy and its barrier: one memory latency.
   bb4 s1 = bb4_load(sums, 0u);
   bb4 s2 = bb4_load(sums, 1u);
   p2g_sponge sp;
   p2g_sponge_load(sp, ts, tid);
+  p2g_load_constants(rc, rcs, tid, tpg);
   bb4 sv[2];
   sv[0] = s1;
   sv[1] = s2;
