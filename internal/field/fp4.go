@@ -23,6 +23,9 @@ func Lift(x Fp) Fp4 { return Fp4{x, 0, 0, 0} }
 // IsZero reports whether a == 0.
 func (a Fp4) IsZero() bool { return a == Fp4{} }
 
+// IsBase reports whether a lies in the base field (components 1..3 zero).
+func (a Fp4) IsBase() bool { return a[1] == 0 && a[2] == 0 && a[3] == 0 }
+
 // String formats a as [c0 c1 c2 c3].
 func (a Fp4) String() string { return fmt.Sprintf("[%d %d %d %d]", a[0], a[1], a[2], a[3]) }
 

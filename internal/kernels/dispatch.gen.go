@@ -969,13 +969,27 @@ func (v whirHornerParams) arg() gpu.Arg {
 
 // whirEqTablesParams is the value struct WhirEqTablesParams of the shaders: uint fields in declaration order.
 type whirEqTablesParams struct {
-	npts  uint32
-	logLo uint32
-	logHi uint32
+	npts     uint32
+	baseFrom uint32
+	logLo    uint32
+	logHi    uint32
 }
 
 func (v whirEqTablesParams) arg() gpu.Arg {
-	return gpu.U32(v.npts, v.logLo, v.logHi)
+	return gpu.U32(v.npts, v.baseFrom, v.logLo, v.logHi)
+}
+
+// whirEqExpandParams is the value struct WhirEqExpandParams of the shaders: uint fields in declaration order.
+type whirEqExpandParams struct {
+	npts     uint32
+	baseFrom uint32
+	logLo    uint32
+	logTotal uint32
+	splits   uint32
+}
+
+func (v whirEqExpandParams) arg() gpu.Arg {
+	return gpu.U32(v.npts, v.baseFrom, v.logLo, v.logTotal, v.splits)
 }
 
 // whirTrQueriesParams is the value struct WhirTrQueriesParams of the shaders: uint fields in declaration order.
@@ -1409,17 +1423,22 @@ func dispatchWhirHorner(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, d
 	return enc.Dispatch("whir_horner", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(zs), p.arg()})
 }
 
-// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:269).
-func dispatchWhirPowEqTables(enc *gpu.Batch, groups, tpg gpu.Dim3, pc *gpu.Buffer, lo *gpu.Buffer, hi *gpu.Buffer, p whirEqTablesParams) *gpu.Batch {
-	return enc.Dispatch("whir_pow_eq_tables", groups, tpg, []gpu.Arg{gpu.Buf(pc), gpu.Buf(lo), gpu.Buf(hi), p.arg()})
+// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:272).
+func dispatchWhirPowEqTables(enc *gpu.Batch, groups, tpg gpu.Dim3, pc *gpu.Buffer, lo *gpu.Buffer, loBase *gpu.Buffer, hi *gpu.Buffer, p whirEqTablesParams) *gpu.Batch {
+	return enc.Dispatch("whir_pow_eq_tables", groups, tpg, []gpu.Arg{gpu.Buf(pc), gpu.Buf(lo), gpu.Buf(loBase), gpu.Buf(hi), p.arg()})
 }
 
-// dispatchWhirTrQueries encodes kernel whir_tr_queries (shaders/openings/whir.metal:334).
+// dispatchWhirEqExpand encodes kernel whir_eq_expand (shaders/openings/whir.metal:349).
+func dispatchWhirEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, loBase *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p whirEqExpandParams) *gpu.Batch {
+	return enc.Dispatch("whir_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(loBase), gpu.Buf(hi), gpu.Buf(out), p.arg()})
+}
+
+// dispatchWhirTrQueries encodes kernel whir_tr_queries (shaders/openings/whir.metal:468).
 func dispatchWhirTrQueries(enc *gpu.Batch, groups, tpg gpu.Dim3, witness *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, idx *gpu.Buffer, pc *gpu.Buffer, p whirTrQueriesParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("whir_tr_queries", groups, tpg, []gpu.Arg{gpu.Buf(witness), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(idx), gpu.Buf(pc), p.arg()}, scratchBytes)
 }
 
-// dispatchWhirMuPowers encodes kernel whir_mu_powers (shaders/openings/whir.metal:384).
+// dispatchWhirMuPowers encodes kernel whir_mu_powers (shaders/openings/whir.metal:518).
 func dispatchWhirMuPowers(enc *gpu.Batch, groups, tpg gpu.Dim3, trlog *gpu.Buffer, out *gpu.Buffer, p whirMuPowersParams) *gpu.Batch {
 	return enc.Dispatch("whir_mu_powers", groups, tpg, []gpu.Arg{gpu.Buf(trlog), gpu.Buf(out), p.arg()})
 }

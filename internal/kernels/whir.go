@@ -210,32 +210,65 @@ func encodeHorner(b *gpu.Batch, dev *gpu.Device, c *gpu.Array[Mont4], n int, z f
 	return at, b.Err()
 }
 
-// EncodePowEqTables encodes, for npts points given as the AoS Fp4 table pc = (z_0, coef_0, z_1,
-// coef_1, …), the lo and hi tables of coef_i·eq(pow_d(z_i), ·) (stark.EvalsEqHypercube of
-// stark.PowersOf2(z_i, d)) split at bit logLo, d = logLo + logHi:
-// lo[i·2^logLo + b] = Π_{j<logLo} eq_1(z_i^(2^j), bit_j(b)) and hi[i·2^logHi + b] =
-// coef_i·Π_{j<logHi} eq_1(z_i^(2^(logLo+j)), bit_j(b)), with eq_1(x, 1) = x, eq_1(x, 0) = 1 − x.
-// lo needs npts·2^logLo and hi npts·2^logHi Fp4 entries; the sumcheck family's EncodeEqExpand
-// with count = npts then adds Σ_i coef_i·eq(pow_d(z_i), ·) to a table. One item per entry
-// (≤ d squarings and products each).
-func EncodePowEqTables(b *gpu.Batch, dev *gpu.Device, pc *gpu.Array[Mont4], npts, logLo, logHi int, lo, hi *gpu.Array[Mont4]) error {
-	if npts < 0 || logLo < 0 || logHi < 0 || logLo+logHi > 28 {
-		return fmt.Errorf("kernels: PowEqTables: %d points, 2^%d × 2^%d", npts, logLo, logHi)
+// WhirWeights adds Σ_i coef_i·eq(pow_d(z_i), ·) to a table of 2^d entries, d = LogLo + LogHi
+// (stark.EvalsEqHypercube of stark.PowersOf2(z_i, d)), for the N points given as the AoS Fp4 table
+// Points = (z_0, coef_0, z_1, coef_1, …): each point's eq table as two halves split at bit LogLo
+// (whir_pow_eq_tables: lo_i[b] = Π_{j<LogLo} eq_1(z_i^(2^j), bit_j(b)), hi_i[b] =
+// coef_i·Π_{j<LogHi} eq_1(z_i^(2^(LogLo+j)), bit_j(b)), eq_1(x, 1) = x, eq_1(x, 0) = 1 − x), then
+// their products summed into the table (whir_eq_expand). Points BaseFrom .. N − 1 must lie in the
+// base field (WHIR's in-domain queries ω^idx): their lo halves are base words (LoBase) and their
+// terms base-by-Fp4 products, a quarter of an Fp4 product's work. Lo needs BaseFrom·2^LogLo Fp4
+// entries, LoBase (N − BaseFrom)·2^LogLo words and Hi N·2^LogHi Fp4 entries (each at least one:
+// every buffer is bound).
+type WhirWeights struct {
+	Points       *gpu.Array[Mont4]
+	N, BaseFrom  int
+	LogLo, LogHi int
+	Lo, Hi       *gpu.Array[Mont4]
+	LoBase       *gpu.Array[Mont]
+}
+
+// Encode encodes the halves and their expansion into out (2^(LogLo+LogHi) entries, added to).
+func (w WhirWeights) Encode(b *gpu.Batch, dev *gpu.Device, out *gpu.Array[Mont4]) error {
+	if w.N < 0 || w.BaseFrom < 0 || w.BaseFrom > w.N || w.LogLo < 0 || w.LogHi < 0 || w.LogLo+w.LogHi > 28 {
+		return fmt.Errorf("kernels: WhirWeights: %d points (base from %d), 2^%d × 2^%d", w.N, w.BaseFrom, w.LogLo, w.LogHi)
 	}
-	if err := checkArray("PowEqTables", pc, 2*npts); err != nil {
+	if err := checkArray("WhirWeights", w.Points, 2*w.N); err != nil {
 		return err
 	}
-	if err := checkArray("PowEqTables", lo, npts<<logLo); err != nil {
+	if err := checkArray("WhirWeights", w.Lo, max(1, w.BaseFrom<<w.LogLo)); err != nil {
 		return err
 	}
-	if err := checkArray("PowEqTables", hi, npts<<logHi); err != nil {
+	if err := checkArray("WhirWeights", w.LoBase, max(1, (w.N-w.BaseFrom)<<w.LogLo)); err != nil {
 		return err
 	}
-	if npts == 0 {
+	if err := checkArray("WhirWeights", w.Hi, max(1, w.N<<w.LogHi)); err != nil {
+		return err
+	}
+	if err := checkArray("WhirWeights", out, 1<<(w.LogLo+w.LogHi)); err != nil {
+		return err
+	}
+	if w.N == 0 {
 		return nil
 	}
-	g, tp := shapeFor(dev, "whir_pow_eq_tables", npts<<logLo+npts<<logHi)
-	dispatchWhirPowEqTables(b, g, tp, pc.Buffer, lo.Buffer, hi.Buffer, whirEqTablesParams{npts: uint32(npts), logLo: uint32(logLo), logHi: uint32(logHi)})
+	g, tp := shapeFor(dev, "whir_pow_eq_tables", w.N<<w.LogLo+w.N<<w.LogHi)
+	dispatchWhirPowEqTables(b, g, tp, w.Points.Buffer, w.Lo.Buffer, w.LoBase.Buffer, w.Hi.Buffer,
+		whirEqTablesParams{npts: uint32(w.N), baseFrom: uint32(w.BaseFrom), logLo: uint32(w.LogLo), logHi: uint32(w.LogHi)})
+	// GPUs: an entry's terms split over up to 16 lanes of a SIMD group, for about 2^19 threads in
+	// all and at least four terms a lane (whir_eq_expand).
+	k, splits := w.LogLo+w.LogHi, 1
+	if !isHost(dev) {
+		for splits < 16 && splits<<k < 1<<19 && 8*splits <= w.N {
+			splits <<= 1
+		}
+	}
+	g, tp = shapeFor(dev, "whir_eq_expand", splits<<k)
+	if tp.X%32 != 0 { // lanes of whole SIMD groups only
+		splits = 1
+		g, tp = shapeFor(dev, "whir_eq_expand", 1<<k)
+	}
+	dispatchWhirEqExpand(b, g, tp, w.Lo.Buffer, w.LoBase.Buffer, w.Hi.Buffer, out.Buffer,
+		whirEqExpandParams{npts: uint32(w.N), baseFrom: uint32(w.BaseFrom), logLo: uint32(w.LogLo), logTotal: uint32(k), splits: uint32(splits)})
 	return b.Err()
 }
 

@@ -249,33 +249,43 @@ func TestHornerMatchesStark(t *testing.T) {
 	}
 }
 
-func TestPowEqTablesExpandToWeights(t *testing.T) {
+func TestWhirWeights(t *testing.T) {
 	r := rand.New(rand.NewPCG(29, 30))
-	for _, c := range []struct{ d, npts int }{{0, 1}, {1, 2}, {2, 1}, {3, 5}, {6, 3}, {9, 17}, {12, 40}, {13, 1}} {
-		t.Run(fmt.Sprintf("d%d/pts%d", c.d, c.npts), func(t *testing.T) {
+	// baseFrom splits the points: Fp4 points before it, base-field points (lo as base words) from
+	// it; the host's lane path runs where d/2 ≥ 4, its scalar path (the GPUs' only one) below.
+	for _, c := range []struct{ d, npts, baseFrom int }{
+		{0, 1, 1}, {1, 2, 0}, {2, 1, 0}, {3, 5, 1}, {6, 3, 3}, {9, 17, 1}, {9, 6, 2}, {12, 40, 1}, {12, 9, 0}, {13, 1, 1}, {13, 7, 7},
+	} {
+		t.Run(fmt.Sprintf("d%d/pts%d/base%d", c.d, c.npts, c.baseFrom), func(t *testing.T) {
 			n := 1 << c.d
 			w := randFp4s(r, n)
 			pts := randFp4s(r, c.npts)
 			coefs := randFp4s(r, c.npts)
-			pts[0] = field.Lift(field.TwoAdicGenerator(5)) // a query point: a lifted root of unity
+			for i := c.baseFrom; i < c.npts; i++ {
+				pts[i] = field.Lift(fieldrand.Fp(r))
+			}
+			if c.baseFrom < c.npts {
+				pts[c.baseFrom] = field.Lift(field.TwoAdicGenerator(5)) // a query point: a lifted root of unity
+			}
 			if c.npts > 2 {
-				pts[1], coefs[2] = field.Fp4{}, field.Fp4One
+				pts[c.npts-1], coefs[c.npts-2] = field.Fp4{}, field.Fp4One
 			}
 			pc := make([]field.Fp4, 0, 2*c.npts)
 			for i := range pts {
 				pc = append(pc, pts[i], coefs[i])
 			}
 			wa := uploadFp4(t, w)
-			pca := uploadFp4(t, pc)
 			dl, dh := c.d/2, c.d-c.d/2
-			lo := allocFp4(t, c.npts<<dl)
-			hi := allocFp4(t, c.npts<<dh)
+			ww := WhirWeights{Points: uploadFp4(t, pc), N: c.npts, BaseFrom: c.baseFrom, LogLo: dl, LogHi: dh,
+				Lo: allocFp4(t, max(1, c.baseFrom<<dl)), Hi: allocFp4(t, c.npts<<dh)}
+			var err error
+			if ww.LoBase, err = gpu.AllocArray[Mont](testDev, "test lo base", max(1, (c.npts-c.baseFrom)<<dl)); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(ww.LoBase.Free)
 			k := syncs(t, func() error {
 				b := testDev.Batch()
-				if err := EncodePowEqTables(b, testDev, pca, c.npts, dl, dh, lo, hi); err != nil {
-					return err
-				}
-				if err := EncodeEqExpand(b, testDev, lo, hi, wa, dl, dh, c.npts, true); err != nil {
+				if err := ww.Encode(b, testDev, wa); err != nil {
 					return err
 				}
 				return b.Wait()
@@ -293,6 +303,22 @@ func TestPowEqTablesExpandToWeights(t *testing.T) {
 				t.Fatalf("entry %d", i)
 			}
 		})
+	}
+	// Refused: a split outside the points, short tables.
+	small := allocFp4(t, 4)
+	base, err := gpu.AllocArray[Mont](testDev, "test lo base", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(base.Free)
+	for _, ww := range []WhirWeights{
+		{Points: small, N: 2, BaseFrom: 3, LogLo: 1, LogHi: 1, Lo: small, LoBase: base, Hi: small},
+		{Points: small, N: 2, BaseFrom: 0, LogLo: 2, LogHi: 1, Lo: small, LoBase: base, Hi: small},
+		{Points: small, N: 2, BaseFrom: 0, LogLo: 1, LogHi: 1, Lo: small, Hi: small},
+	} {
+		if err := ww.Encode(testDev.Batch(), testDev, small); err == nil {
+			t.Errorf("%+v accepted", ww)
+		}
 	}
 }
 
@@ -336,7 +362,13 @@ func BenchmarkWhirKernels(b *testing.B) {
 		b.Fatal(err)
 	}
 	d := logM - 4
-	lo, hi := alloc(npts<<(d/2)), alloc(npts<<(d-d/2))
+	lo, hi := alloc(1<<(d/2)), alloc(npts<<(d-d/2))
+	loBase, err := gpu.AllocArray[Mont](testDev, "bench lo base", (npts-1)<<(d/2))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(loBase.Free)
+	ww := WhirWeights{Points: pc, N: npts, BaseFrom: 1, LogLo: d / 2, LogHi: d - d/2, Lo: lo, LoBase: loBase, Hi: hi}
 	fm, cm := gpu.View[Mont](f), gpu.View[Mont](coeffs) // the subset sum indexes words
 	run := func(name string, encode func(bt *gpu.Batch) error) {
 		b.Run(name, func(b *testing.B) {
@@ -361,10 +393,5 @@ func BenchmarkWhirKernels(b *testing.B) {
 		_, err := EncodeHorner(bt, testDev, coeffs, 1<<d, fieldrand.Fp4(r), scratch)
 		return err
 	})
-	run("pow eq tables 194 x 2^17", func(bt *gpu.Batch) error {
-		return EncodePowEqTables(bt, testDev, pc, npts, d/2, d-d/2, lo, hi)
-	})
-	run("eq expand 194 x 2^17", func(bt *gpu.Batch) error {
-		return EncodeEqExpand(bt, testDev, lo, hi, f, d/2, d-d/2, npts, true)
-	})
+	run("weights 194 x 2^17 (1 Fp4 point)", func(bt *gpu.Batch) error { return ww.Encode(bt, testDev, f) })
 }

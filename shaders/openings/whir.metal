@@ -256,20 +256,24 @@ kernel void whir_horner(device const uint* src [[buffer(0)]],
 // ---------------------------------------------------------------- eq weights of points
 
 struct WhirEqTablesParams {
-  uint npts;    // points
-  uint log_lo;  // dl: bits of the lo tables
-  uint log_hi;  // dh: bits of the hi tables
+  uint npts;       // points
+  uint base_from;  // points base_from .. npts − 1 lie in the base field (z's components 1..3 zero)
+  uint log_lo;     // dl: bits of the lo tables
+  uint log_hi;     // dh: bits of the hi tables
 };
 
 // For point i with (z_i, coef_i) = pc[2i], pc[2i + 1] (Fp4) and x_j = z_i^(2^j):
-//   lo[i·2^dl + b] = Π_{j<dl} (bit_j(b) ? x_j : 1 − x_j),
+//   lo_i[b] = Π_{j<dl} (bit_j(b) ? x_j : 1 − x_j),
 //   hi[i·2^dh + b] = coef_i·Π_{j<dh} (bit_j(b) ? x_{dl+j} : 1 − x_{dl+j}),
-// so that coef_i·eq(pow_{dl+dh}(z_i), b) = lo[i][b mod 2^dl]·hi[i][b >> dl]
-// (stark.EvalsEqHypercube(stark.PowersOf2(z_i, d)), split at bit dl). One item per table entry.
+// so that coef_i·eq(pow_{dl+dh}(z_i), b) = lo_i[b mod 2^dl]·hi[i][b >> dl]
+// (stark.EvalsEqHypercube(stark.PowersOf2(z_i, d)), split at bit dl). lo_i is lo[i·2^dl + b] (Fp4)
+// for i < base_from and lo_base[(i − base_from)·2^dl + b] (one word) for the base-field points
+// (WHIR's in-domain queries ω^idx), whose products are base products. One item per table entry.
 kernel void whir_pow_eq_tables(device const uint* pc [[buffer(0)]],
                                device uint* lo [[buffer(1)]],
-                               device uint* hi [[buffer(2)]],
-                               constant WhirEqTablesParams& p [[buffer(3)]],
+                               device uint* lo_base [[buffer(2)]],
+                               device uint* hi [[buffer(3)]],
+                               constant WhirEqTablesParams& p [[buffer(4)]],
                                uint gid [[thread_position_in_grid]],
                                uint stride [[threads_per_grid]]) {
   uint npts = p.npts;
@@ -290,6 +294,21 @@ kernel void whir_pow_eq_tables(device const uint* pc [[buffer(0)]],
       start = dl;
       nbits = dh;
     }
+    if (i >= p.base_from) {
+      uint x = pc[8u * i];
+      for (uint s = 0u; s < start; s++) x = bb_square(x);
+      uint prod = BB_ONE;
+      for (uint j = 0u; j < nbits; j++) {
+        prod = bb_mul(prod, ((b >> j) & 1u) != 0u ? x : bb_sub(BB_ONE, x));
+        x = bb_square(x);
+      }
+      if (e < nlo) {
+        lo_base[e - (p.base_from << dl)] = prod;
+      } else {
+        bb4_store(hi, e - nlo, bb4_mul_base(bb4_load(pc, 2u * i + 1u), prod));
+      }
+      continue;
+    }
     bb4 x = bb4_load(pc, 2u * i);
     for (uint s = 0u; s < start; s++) x = bb4_square(x);
     bb4 prod = e < nlo ? bb4_one() : bb4_load(pc, 2u * i + 1u);
@@ -306,6 +325,121 @@ kernel void whir_pow_eq_tables(device const uint* pc [[buffer(0)]],
     } else {
       bb4_store(hi, e - nlo, prod);
     }
+  }
+}
+
+struct WhirEqExpandParams {
+  uint npts;       // points
+  uint base_from;  // the first base-field point (whir_pow_eq_tables)
+  uint log_lo;     // h = dl
+  uint log_total;  // k = dl + dh: out has 2^k entries
+  uint splits;     // GPUs: threads an entry (a power of two ≤ 32; kernels.WhirWeights); the host: 1
+};
+
+// out[b] += Σ_{t<npts} lo_t[b mod 2^h]·hi[t·2^(k−h) + (b >> h)]: Σ_t coef_t·eq(pow_k(z_t), b) from
+// whir_pow_eq_tables' tables. A base-field point's term is four base products where an Fp4
+// point's is an Fp4 product (sixteen), and four such terms are summed as widening products before
+// one reduction a component (4p² < 2p·2^32: bb_redc_wide's bound). WHIR's weights have one Fp4
+// point (the out-of-domain sample) and the round's queries in the base field.
+//
+// On GPUs each entry's terms are split over `splits` lanes of one SIMD group (lane = e + R·j with
+// R = 32/splits entries a SIMD group: split j takes every splits-th group of four terms), summed
+// by xor shuffles: one thread an entry left a WHIR round's 2^13 entries to 256 SIMD groups, each a
+// chain of ≈ 50 groups of loads (ncu, H200: 33 µs; 2^17 entries 74 µs at 47 % occupancy).
+kernel void whir_eq_expand(device const uint* lo [[buffer(0)]],
+                           device const uint* lo_base [[buffer(1)]],
+                           device const uint* hi [[buffer(2)]],
+                           device uint* out [[buffer(3)]],
+                           constant WhirEqExpandParams& p [[buffer(4)]],
+                           uint gid [[thread_position_in_grid]],
+                           uint stride [[threads_per_grid]]) {
+  uint h = p.log_lo;
+  uint k = p.log_total;
+  uint bf = p.base_from;
+  uint nb = p.npts - bf;
+  uint total = 1u << k;
+  uint lo_len = 1u << h;
+  uint hi_len = 1u << (k - h);
+#if MSL_LANES > 1
+  // The host: MSL_LANES consecutive b share their hi entry (h ≥ log2 lanes), so a base point's term
+  // is four lane-vector products by its hi entry's components; the Fp4 points lane by lane.
+  if (h >= MSL_LOG_LANES) {
+    for (uint b0 = lane_first(gid, total); b0 < total; b0 += lane_stride(stride)) {
+      uint bl = b0 & (lo_len - 1u);
+      uint bh = b0 >> h;
+      uint tmp[4u * MSL_LANES];
+      for (uint l = 0u; l < MSL_LANES; l++) {
+        bb4 a = bb4_load_aligned(out, b0 + l);
+        for (uint t = 0u; t < bf; t++) a = bb4_add(a, bb4_mul(bb4_load_aligned(lo, t * lo_len + bl + l), bb4_load_aligned(hi, t * hi_len + bh)));
+        for (uint c = 0u; c < 4u; c++) tmp[c * MSL_LANES + l] = a[c];
+      }
+      lanes_uint acc[4];
+      for (uint c = 0u; c < 4u; c++) acc[c] = lanes_ld_th(tmp + c * MSL_LANES);
+      for (uint t = 0u; t < nb; t++) {
+        lanes_uint g = lanes_ld_dev(lo_base + t * lo_len + bl);
+        bb4 y = bb4_load_aligned(hi, (bf + t) * hi_len + bh);
+        for (uint c = 0u; c < 4u; c++) acc[c] = bb_add_lanes(acc[c], bb_mul_lanes(g, lanes_splat(y[c])));
+      }
+      for (uint l = 0u; l < MSL_LANES; l++) {
+        for (uint c = 0u; c < 4u; c++) out[4u * (b0 + l) + c] = lanes_get(acc[c], l);
+      }
+    }
+    return;
+  }
+#endif
+  // One work item an entry (the host: no shuffles; GPUs with splits 1, whatever the group size),
+  // or on GPUs `splits` lanes an entry.
+  uint S = 1u;
+  uint R = 1u;
+  uint j = 0u;
+  uint e = 0u;
+  uint b0_first = gid;
+  uint b0_step = stride;
+#if !defined(MSL_TARGET_HOST)
+  if (p.splits > 1u) {  // groups of whole SIMD groups (kernels.WhirWeights)
+    S = p.splits;
+    R = 32u / S;
+    uint lane = gid & 31u;
+    j = lane / R;
+    e = lane % R;
+    b0_first = (gid >> 5u) * R;  // uniform in the SIMD group: its shuffles see every lane
+    b0_step = (stride >> 5u) * R;
+  }
+#endif
+  for (uint b0 = b0_first; b0 < total; b0 += b0_step) {
+    uint b = min(b0 + e, total - 1u);
+    uint bl = b & (lo_len - 1u);
+    uint bh = b >> h;
+    bb4 acc = bb4_zero();
+    for (uint t = j; t < bf; t += S) acc = bb4_add(acc, bb4_mul(bb4_load_aligned(lo, t * lo_len + bl), bb4_load_aligned(hi, t * hi_len + bh)));
+    for (uint t0 = 4u * j; t0 < nb; t0 += 4u * S) {
+      // Four terms' loads issued together; a term past the last point has lo = 0.
+      uint t1 = min(t0 + 1u, nb - 1u), t2 = min(t0 + 2u, nb - 1u), t3 = min(t0 + 3u, nb - 1u);
+      uint l0 = lo_base[t0 * lo_len + bl];
+      uint l1 = t0 + 1u < nb ? lo_base[t1 * lo_len + bl] : 0u;
+      uint l2 = t0 + 2u < nb ? lo_base[t2 * lo_len + bl] : 0u;
+      uint l3 = t0 + 3u < nb ? lo_base[t3 * lo_len + bl] : 0u;
+      bb4 y0 = bb4_load_aligned(hi, (bf + t0) * hi_len + bh);
+      bb4 y1 = bb4_load_aligned(hi, (bf + t1) * hi_len + bh);
+      bb4 y2 = bb4_load_aligned(hi, (bf + t2) * hi_len + bh);
+      bb4 y3 = bb4_load_aligned(hi, (bf + t3) * hi_len + bh);
+      uint r0 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(l0, y0[0]), l1, y1[0]), l2, y2[0]), l3, y3[0]));
+      uint r1 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(l0, y0[1]), l1, y1[1]), l2, y2[1]), l3, y3[1]));
+      uint r2 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(l0, y0[2]), l1, y1[2]), l2, y2[2]), l3, y3[2]));
+      uint r3 = bb_redc_wide(bb_wide_mad(bb_wide_mad(bb_wide_mad(bb_wide_mul(l0, y0[3]), l1, y1[3]), l2, y2[3]), l3, y3[3]));
+      acc = bb4_add(acc, bb4_make(r0, r1, r2, r3));
+    }
+#if !defined(MSL_TARGET_HOST)
+    uint a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    for (uint off = R; S > 1u && off < 32u; off <<= 1u) {
+      a0 = bb_add(a0, simd_shuffle_xor(a0, (ushort)off));
+      a1 = bb_add(a1, simd_shuffle_xor(a1, (ushort)off));
+      a2 = bb_add(a2, simd_shuffle_xor(a2, (ushort)off));
+      a3 = bb_add(a3, simd_shuffle_xor(a3, (ushort)off));
+    }
+    acc = bb4_make(a0, a1, a2, a3);
+#endif
+    if (j == 0u && b0 + e < total) bb4_store_aligned(out, b, bb4_add(bb4_load_aligned(out, b), acc));
   }
 }
 

@@ -53,9 +53,10 @@ type whirProver struct {
 	horner      *gpu.Array[kernels.Mont4] // EncodeHorner scratch
 
 	// Inputs of encoded work (they must outlive it): μ powers, the Möbius-eq halves of w, and
-	// AccumulateWeight's points and eq tables (grown on demand, reused).
+	// AccumulateWeight's points and eq tables (kernels.WhirWeights; grown on demand, reused).
 	mu, kq, kHalves    *gpu.Array[kernels.Mont4]
 	points, eqLo, eqHi *gpu.Array[kernels.Mont4]
+	eqLoBase           *gpu.Array[kernels.Mont]
 
 	codewords []*gpu.Array[kernels.Mont]
 	trees     []*kernels.MerkleTree
@@ -294,23 +295,41 @@ func (wp *whirProver) live() error {
 	return nil
 }
 
-// weightJob is a recorded AccumulateWeight: npts points in wp.points, the eq tables' split.
-type weightJob struct{ npts, logLo int }
+// weightJob is a recorded AccumulateWeight: npts points in wp.points, those from baseFrom on in
+// the base field.
+type weightJob struct{ npts, baseFrom int }
+
+// recordWeight grows the eq tables for npts points in wp.points (those from baseFrom on in the
+// base field) at the current size and records their accumulation into w.
+func (wp *whirProver) recordWeight(npts, baseFrom int) error {
+	logLo := wp.d / 2
+	var err error
+	if wp.eqLo, err = wp.grow(wp.eqLo, "whir weight eq lo", max(1, baseFrom<<logLo)); err != nil {
+		return err
+	}
+	if wp.eqLoBase, err = growArray(wp.dev, wp.eqLoBase, "whir weight eq lo (base)", max(1, (npts-baseFrom)<<logLo)); err != nil {
+		return err
+	}
+	if wp.eqHi, err = wp.grow(wp.eqHi, "whir weight eq hi", npts<<(wp.d-logLo)); err != nil {
+		return err
+	}
+	wp.weight = &weightJob{npts: npts, baseFrom: baseFrom}
+	return nil
+}
 
 // encodeWeight encodes a recorded AccumulateWeight into b: per point the lo/hi halves of its eq
-// table (kernels.EncodePowEqTables, the coefficient folded into hi), then one expansion for all
-// points into w (kernels.EncodeEqExpand).
+// table (the coefficient folded into hi), then one expansion for all points into w
+// (kernels.WhirWeights).
 func (wp *whirProver) encodeWeight(b *gpu.Batch) error {
 	j := wp.weight
 	if j == nil {
 		return nil
 	}
 	wp.weight = nil
-	d := wp.d
-	if err := kernels.EncodePowEqTables(b, wp.dev, wp.points, j.npts, j.logLo, d-j.logLo, wp.eqLo, wp.eqHi); err != nil {
-		return err
-	}
-	return kernels.EncodeEqExpand(b, wp.dev, wp.eqLo, wp.eqHi, wp.w[wp.cur], j.logLo, d-j.logLo, j.npts, true)
+	logLo := wp.d / 2
+	ww := kernels.WhirWeights{Points: wp.points, N: j.npts, BaseFrom: j.baseFrom, LogLo: logLo, LogHi: wp.d - logLo,
+		Lo: wp.eqLo, LoBase: wp.eqLoBase, Hi: wp.eqHi}
+	return ww.Encode(b, wp.dev, wp.w[wp.cur])
 }
 
 // flushFold encodes a recorded fold (with a recorded AccumulateWeight before it) into b; a
@@ -476,13 +495,18 @@ func (wp *whirProver) Fold(alpha field.Fp4) error {
 
 // grow returns a, or a new zeroed array named name when a holds fewer than n entries (a freed).
 func (wp *whirProver) grow(a *gpu.Array[kernels.Mont4], name string, n int) (*gpu.Array[kernels.Mont4], error) {
+	return growArray(wp.dev, a, name, n)
+}
+
+// growArray returns a if it holds n elements, else a new array of n (a freed).
+func growArray[T any](dev *gpu.Device, a *gpu.Array[T], name string, n int) (*gpu.Array[T], error) {
 	if a != nil && a.Len() >= n {
 		return a, nil
 	}
 	if a != nil {
 		a.Free()
 	}
-	return gpu.AllocArray[kernels.Mont4](wp.dev, name, n)
+	return gpu.AllocArray[T](dev, name, n)
 }
 
 // encodeCoeffs encodes the coefficient table of the current f (the Möbius transform over all
@@ -819,11 +843,20 @@ func (wp *whirProver) AccumulateWeight(coefs, points []field.Fp4) error {
 	if err := wp.flush(b); err != nil {
 		return err
 	}
-	d, npts := wp.d, len(points)
-	logLo := d / 2
+	// The points outside the base field first: the others' terms are base-by-Fp4 products
+	// (kernels.WhirWeights). The sum's order does not change it.
+	npts := len(points)
 	pc := make([]field.Fp4, 0, 2*npts)
-	for i, z := range points {
-		pc = append(pc, z, coefs[i])
+	for _, base := range []bool{false, true} {
+		for i, z := range points {
+			if z.IsBase() == base {
+				pc = append(pc, z, coefs[i])
+			}
+		}
+	}
+	baseFrom := npts
+	for i := npts - 1; i >= 0 && pc[2*i].IsBase(); i-- {
+		baseFrom = i
 	}
 	var err error
 	if wp.points, err = wp.grow(wp.points, "whir weight points", 2*npts); err != nil {
@@ -832,13 +865,9 @@ func (wp *whirProver) AccumulateWeight(coefs, points []field.Fp4) error {
 	if err := wp.points.Write(0, kernels.Mont4Slice(pc)); err != nil {
 		return err
 	}
-	if wp.eqLo, err = wp.grow(wp.eqLo, "whir weight eq lo", npts<<logLo); err != nil {
+	if err := wp.recordWeight(npts, baseFrom); err != nil {
 		return err
 	}
-	if wp.eqHi, err = wp.grow(wp.eqHi, "whir weight eq hi", npts<<(d-logLo)); err != nil {
-		return err
-	}
-	wp.weight = &weightJob{npts: npts, logLo: logLo}
 	return b.Err()
 }
 
@@ -860,6 +889,10 @@ func (wp *whirProver) Release() {
 	if wp.muIdx != nil {
 		wp.muIdx.Free()
 		wp.muIdx = nil
+	}
+	if wp.eqLoBase != nil {
+		wp.eqLoBase.Free()
+		wp.eqLoBase = nil
 	}
 	bufs := []*gpu.Array[kernels.Mont4]{wp.f[0], wp.f[1], wp.w[0], wp.w[1], wp.coeffs, wp.horner, wp.mu, wp.kq, wp.kHalves, wp.points, wp.eqLo, wp.eqHi}
 	for _, a := range bufs {
@@ -1065,14 +1098,8 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 			return nil, err
 		}
 		q.Idx = idxs[r]
-		npts, logLo := q.N+1, wp.d/2
+		npts := q.N + 1
 		if wp.points, err = wp.grow(wp.points, "whir weight points", 2*npts); err != nil {
-			return nil, err
-		}
-		if wp.eqLo, err = wp.grow(wp.eqLo, "whir weight eq lo", npts<<logLo); err != nil {
-			return nil, err
-		}
-		if wp.eqHi, err = wp.grow(wp.eqHi, "whir weight eq hi", npts<<(wp.d-logLo)); err != nil {
 			return nil, err
 		}
 		q.Weights = wp.points
@@ -1083,7 +1110,10 @@ func (wp *whirProver) ChainRounds(tr *transcript.Transcript, p params.SystemPara
 			shadow.Sample()
 		}
 		shadow.SampleExt()
-		wp.weight = &weightJob{npts: npts, logLo: logLo}
+		// The out-of-domain point, then the queries ω^idx (base field).
+		if err := wp.recordWeight(npts, 1); err != nil {
+			return nil, err
+		}
 		if err := wp.encodeWeight(b); err != nil {
 			return nil, err
 		}

@@ -814,15 +814,25 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/openings/whir.metal:269", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/openings/whir.metal:272", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "pc", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lo", Type: "device uint*", Kind: ParamBuffer, Index: 1},
-		{Name: "hi", Type: "device uint*", Kind: ParamBuffer, Index: 2},
-		{Name: "p", Type: "constant WhirEqTablesParams&", Kind: ParamValue, Index: 3, ValueSize: 12},
-		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
-		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
+		{Name: "lo_base", Type: "device uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "hi", Type: "device uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "p", Type: "constant WhirEqTablesParams&", Kind: ParamValue, Index: 4, ValueSize: 16},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_tr_queries", Family: "whir", Pos: "shaders/openings/whir.metal:334", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
+	{Name: "whir_eq_expand", Family: "whir", Pos: "shaders/openings/whir.metal:349", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+		{Name: "lo", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
+		{Name: "lo_base", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
+		{Name: "hi", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
+		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 3},
+		{Name: "p", Type: "constant WhirEqExpandParams&", Kind: ParamValue, Index: 4, ValueSize: 20},
+		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
+		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
+	}},
+	{Name: "whir_tr_queries", Family: "whir", Pos: "shaders/openings/whir.metal:468", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
 		{Name: "witness", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -834,7 +844,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "whir_mu_powers", Family: "whir", Pos: "shaders/openings/whir.metal:384", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_mu_powers", Family: "whir", Pos: "shaders/openings/whir.metal:518", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "trlog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirMuPowersParams&", Kind: ParamValue, Index: 2, ValueSize: 8},

@@ -288,3 +288,13 @@ void hd_group_whir_subset_pass(const hd_launch* Lp, hd_u3 gp, unsigned char* con
   (void)tg;
   HD_FOR_EACH_ITEM(L, lp) msl_kernel_whir_subset_pass(a0, a1, a2, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
 }
+void hd_group_whir_eq_expand(const hd_launch* Lp, hd_u3 gp, unsigned char* const* tg) {
+  const hd_launch L_ = *Lp, *L = &L_;
+  MSL_DEVICE const uint* const a0 = (MSL_DEVICE const uint*)L->bufs[0];
+  MSL_DEVICE const uint* const a1 = (MSL_DEVICE const uint*)L->bufs[1];
+  MSL_DEVICE const uint* const a2 = (MSL_DEVICE const uint*)L->bufs[2];
+  MSL_DEVICE uint* const a3 = (MSL_DEVICE uint*)L->bufs[3];
+  MSL_CONSTANT WhirEqExpandParams a4 = *(MSL_CONSTANT WhirEqExpandParams*)L->bufs[4];
+  (void)tg;
+  HD_FOR_EACH_ITEM(L, lp) msl_kernel_whir_eq_expand(a0, a1, a2, a3, a4, hd_cvt<uint>(hd_bi_thread_position_in_grid(L, gp, lp)), hd_cvt<uint>(hd_bi_threads_per_grid(L, gp, lp)));
+}
