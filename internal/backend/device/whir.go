@@ -498,7 +498,7 @@ func (wp *whirProver) grow(a *gpu.Array[kernels.Mont4], name string, n int) (*gp
 	return growArray(wp.dev, a, name, n)
 }
 
-// growArray returns a if it holds n elements, else a new array of n (a freed).
+// growArray returns a if it holds n elements, else a new zeroed array of n (a freed).
 func growArray[T any](dev *gpu.Device, a *gpu.Array[T], name string, n int) (*gpu.Array[T], error) {
 	if a != nil && a.Len() >= n {
 		return a, nil
@@ -845,7 +845,7 @@ func (wp *whirProver) AccumulateWeight(coefs, points []field.Fp4) error {
 	}
 	// The points outside the base field first: the others' terms are base-by-Fp4 products
 	// (kernels.WhirWeights). The sum's order does not change it.
-	npts := len(points)
+	npts, baseFrom := len(points), 0
 	pc := make([]field.Fp4, 0, 2*npts)
 	for _, base := range []bool{false, true} {
 		for i, z := range points {
@@ -853,10 +853,9 @@ func (wp *whirProver) AccumulateWeight(coefs, points []field.Fp4) error {
 				pc = append(pc, z, coefs[i])
 			}
 		}
-	}
-	baseFrom := npts
-	for i := npts - 1; i >= 0 && pc[2*i].IsBase(); i-- {
-		baseFrom = i
+		if !base {
+			baseFrom = len(pc) / 2
+		}
 	}
 	var err error
 	if wp.points, err = wp.grow(wp.points, "whir weight points", 2*npts); err != nil {
