@@ -7862,9 +7862,9 @@ struct SrBindQParams {
 // weights of u_0 on the order-N subgroup (lag: N Fp4), so that out = Σ_j coef_j·u_0^j for the
 // block's IDFT coefficients (cpuref's Horner of them). Entry e = m·2^n_stack + x is block x of
 // column m. Lanes: MSL_LANES consecutive entries per work item. With N = 16 a work item's blocks
-// are one bb4l_load_block: on the host one transposed load (value z of every lane's block in one
-// vector); on GPUs the block's 64 bytes as four 16-byte loads and the result as one 16-byte
-// store (with a load per value, each load instruction of a SIMD group touched 32 lines, 16 times).
+// are one bb4l_load_block on the host (value z of every lane's block in one vector); on GPUs the
+// block's 64 bytes as four 16-byte loads and the result as one 16-byte store (with a load per
+// value, each load instruction of a SIMD group touched 32 lines, 16 times).
 MSL_KERNEL void msl_kernel_sr_bind_q(MSL_DEVICE const uint* q              ,
                       MSL_DEVICE const uint* lag              ,
                       MSL_DEVICE uint* out              ,
@@ -7905,7 +7905,7 @@ MSL_KERNEL void msl_kernel_sr_bind_q(MSL_DEVICE const uint* q              ,
 #endif
     lanes_uint acc[4];
     for (uint c = 0u; c < 4u; c++) acc[c] = lanes_splat(0u);
-    if ((MSL_LANES == 16u || MSL_LANES == 1u) && n == 16u && nl == MSL_LANES) {
+    if (MSL_LANES == 16u && n == 16u && nl == MSL_LANES) {
       lanes_uint v[16];
       bb4l_load_block(v, q + (e0 << log_n));  // v[z]: value z of every lane's block
       for (uint z = 0u; z < 16u; z++) {
