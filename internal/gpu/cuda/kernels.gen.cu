@@ -1069,6 +1069,29 @@ MSL_FN void bb4_store_tg(MSL_THREADGROUP uint* p, uint i, bb4 v) {
   p[4u * i + 3u] = v[3];
 }
 
+// Element i of a 16-byte aligned Fp4 array in threadgroup memory as one 16-byte access on GPUs
+// (four word accesses elsewhere).
+#if defined(MSL_TARGET_CUDA)
+MSL_FN bb4 bb4_load_tg_aligned(MSL_THREADGROUP const uint* p, uint i) {
+  uint4 q = reinterpret_cast<const uint4*>(p)[i];
+  return bb4_make(q.x, q.y, q.z, q.w);
+}
+MSL_FN void bb4_store_tg_aligned(MSL_THREADGROUP uint* p, uint i, bb4 v) {
+  uint4 q;
+  q.x = v[0];
+  q.y = v[1];
+  q.z = v[2];
+  q.w = v[3];
+  reinterpret_cast<uint4*>(p)[i] = q;
+}
+#elif defined(__METAL_VERSION__)
+MSL_FN bb4 bb4_load_tg_aligned(MSL_THREADGROUP const uint* p, uint i) { return ((MSL_THREADGROUP const uint4*)p)[i]; }
+MSL_FN void bb4_store_tg_aligned(MSL_THREADGROUP uint* p, uint i, bb4 v) { ((MSL_THREADGROUP uint4*)p)[i] = v; }
+#else
+#define bb4_load_tg_aligned bb4_load_tg
+#define bb4_store_tg_aligned bb4_store_tg
+#endif
+
 MSL_FN bb4 bb4_add(bb4 a, bb4 b) {
   return bb4_make(bb_add(a[0], b[0]), bb_add(a[1], b[1]), bb_add(a[2], b[2]),
                   bb_add(a[3], b[3]));
@@ -7499,6 +7522,16 @@ MSL_KERNEL void msl_kernel_gkr_tr_layer_end(MSL_DEVICE const uint* layer1       
   if (next) gkr_end_halves(xi, lo_t, hi_t, halves, p.n_xi, p.log_lo, tid, tpg);
 }
 
+// The small rounds' tables in threadgroup memory (T: four Fp4 a row, E: one), read and written as
+// 16-byte accesses, Fp4 i at slot i ^ ((i >> 3) & 7). A round's thread y reads Fp4 8y + k and a
+// fold's thread m writes 4m + c: unswizzled, the slots of neighbouring threads lay 8 (or 4) apart,
+// in the same banks (ncu, H200: five- to six-way conflicts on average); swizzled, the eight threads
+// of a 16-byte access phase meet eight different slots mod 8. Each aligned block of eight slots
+// stays in place, so a table of fewer than eight is unchanged.
+MSL_FN uint gkr_tslot(uint i) { return i ^ ((i >> 3u) & 7u); }
+MSL_FN bb4 gkr_tload(MSL_THREADGROUP const uint* t, uint i) { return bb4_load_tg_aligned(t, gkr_tslot(i)); }
+MSL_FN void gkr_tstore(MSL_THREADGROUP uint* t, uint i, bb4 v) { bb4_store_tg_aligned(t, gkr_tslot(i), v); }
+
 // The rounds of a layer whose tables have at most 2^(GKR_SMALL_LOG+1) rows, run by one group in
 // threadgroup memory, one launch for all of them: each round's sums over the pairs, the transcript
 // step (observe s(1), s(2), s(3), sample the bound value r: the group's sponge), then the tables
@@ -7559,13 +7592,13 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
   if (p.fold != 0u) {
     bb4 r = bb4_load(trlog, p.r_at);  // new row m = lerp(rows 2m, 2m + 1)
     for (uint m = tid; m < rows; m += tpg) {
-      for (uint c = 0u; c < 4u; c++) bb4_store_tg(T, 4u * m + c, gkr_lerp(bb4_load_aligned(src, 8u * m + c), bb4_load_aligned(src, 8u * m + 4u + c), r));
-      bb4_store_tg(E, m, gkr_lerp(gkr_eq_at(eq, p.eq_off, eqh, p.eq_log_lo, 2u * m), gkr_eq_at(eq, p.eq_off, eqh, p.eq_log_lo, 2u * m + 1u), r));
+      for (uint c = 0u; c < 4u; c++) gkr_tstore(T, 4u * m + c, gkr_lerp(bb4_load_aligned(src, 8u * m + c), bb4_load_aligned(src, 8u * m + 4u + c), r));
+      gkr_tstore(E, m, gkr_lerp(gkr_eq_at(eq, p.eq_off, eqh, p.eq_log_lo, 2u * m), gkr_eq_at(eq, p.eq_off, eqh, p.eq_log_lo, 2u * m + 1u), r));
     }
   } else {
     for (uint m = tid; m < rows; m += tpg) {
-      for (uint c = 0u; c < 4u; c++) bb4_store_tg(T, 4u * m + c, bb4_load_aligned(src, 4u * m + c));
-      bb4_store_tg(E, m, gkr_eq_at(eq, p.eq_off, eqh, p.eq_log_lo, m));
+      for (uint c = 0u; c < 4u; c++) gkr_tstore(T, 4u * m + c, bb4_load_aligned(src, 4u * m + c));
+      gkr_tstore(E, m, gkr_eq_at(eq, p.eq_off, eqh, p.eq_log_lo, m));
     }
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -7578,9 +7611,9 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
     bb4 s3 = bb4_zero();
     for (uint y = tid; y < pairs; y += tpg) {
       uint f = 4u * y;  // fraction f: p at Fp4 2f, q at 2f + 1
-      gkr_pair_terms(bb4_load_tg(E, 2u * y), bb4_load_tg(T, 2u * f), bb4_load_tg(T, 2u * f + 1u), bb4_load_tg(T, 2u * f + 2u),
-                     bb4_load_tg(T, 2u * f + 3u), bb4_load_tg(E, 2u * y + 1u), bb4_load_tg(T, 2u * f + 4u),
-                     bb4_load_tg(T, 2u * f + 5u), bb4_load_tg(T, 2u * f + 6u), bb4_load_tg(T, 2u * f + 7u), lambda, s1, s2,
+      gkr_pair_terms(gkr_tload(E, 2u * y), gkr_tload(T, 2u * f), gkr_tload(T, 2u * f + 1u), gkr_tload(T, 2u * f + 2u),
+                     gkr_tload(T, 2u * f + 3u), gkr_tload(E, 2u * y + 1u), gkr_tload(T, 2u * f + 4u),
+                     gkr_tload(T, 2u * f + 5u), gkr_tload(T, 2u * f + 6u), gkr_tload(T, 2u * f + 7u), lambda, s1, s2,
                      s3);
     }
     gkr_group_reduce(s1, s2, s3, red, trlog + 4u * at, tid, tpg, 0u);
@@ -7596,20 +7629,20 @@ MSL_KERNEL void msl_kernel_gkr_tr_small_rounds(MSL_DEVICE const uint* eq        
       uint m = m0 + tid;
       bb4 v[5];
       if (m < pairs) {
-        for (uint c = 0u; c < 4u; c++) v[c] = gkr_lerp(bb4_load_tg(T, 8u * m + c), bb4_load_tg(T, 8u * m + 4u + c), r);
-        v[4] = gkr_lerp(bb4_load_tg(E, 2u * m), bb4_load_tg(E, 2u * m + 1u), r);
+        for (uint c = 0u; c < 4u; c++) v[c] = gkr_lerp(gkr_tload(T, 8u * m + c), gkr_tload(T, 8u * m + 4u + c), r);
+        v[4] = gkr_lerp(gkr_tload(E, 2u * m), gkr_tload(E, 2u * m + 1u), r);
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
       if (m < pairs) {
-        for (uint c = 0u; c < 4u; c++) bb4_store_tg(T, 4u * m + c, v[c]);
-        bb4_store_tg(E, m, v[4]);
+        for (uint c = 0u; c < 4u; c++) gkr_tstore(T, 4u * m + c, v[c]);
+        gkr_tstore(E, m, v[4]);
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
     }
   }
   // The layer's end: the claims from the last two rows folded at r.
   bb4 c[4];
-  for (uint k = 0u; k < 4u; k++) c[k] = gkr_lerp(bb4_load_tg(T, k), bb4_load_tg(T, 4u + k), r);
+  for (uint k = 0u; k < 4u; k++) c[k] = gkr_lerp(gkr_tload(T, k), gkr_tload(T, 4u + k), r);
   // T is free once every thread has read it; the bound values thread 0 logged here are visible.
   threadgroup_barrier(mem_flags::mem_device);
   MSL_THREADGROUP uint* xi = scratch;                    // ξ, Fp4

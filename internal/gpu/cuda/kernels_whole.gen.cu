@@ -1094,6 +1094,29 @@ MSL_FN void bb4_store_tg(MSL_THREADGROUP uint* p, uint i, bb4 v) {
   p[4u * i + 3u] = v[3];
 }
 
+// Element i of a 16-byte aligned Fp4 array in threadgroup memory as one 16-byte access on GPUs
+// (four word accesses elsewhere).
+#if defined(MSL_TARGET_CUDA)
+MSL_FN bb4 bb4_load_tg_aligned(MSL_THREADGROUP const uint* p, uint i) {
+  uint4 q = reinterpret_cast<const uint4*>(p)[i];
+  return bb4_make(q.x, q.y, q.z, q.w);
+}
+MSL_FN void bb4_store_tg_aligned(MSL_THREADGROUP uint* p, uint i, bb4 v) {
+  uint4 q;
+  q.x = v[0];
+  q.y = v[1];
+  q.z = v[2];
+  q.w = v[3];
+  reinterpret_cast<uint4*>(p)[i] = q;
+}
+#elif defined(__METAL_VERSION__)
+MSL_FN bb4 bb4_load_tg_aligned(MSL_THREADGROUP const uint* p, uint i) { return ((MSL_THREADGROUP const uint4*)p)[i]; }
+MSL_FN void bb4_store_tg_aligned(MSL_THREADGROUP uint* p, uint i, bb4 v) { ((MSL_THREADGROUP uint4*)p)[i] = v; }
+#else
+#define bb4_load_tg_aligned bb4_load_tg
+#define bb4_store_tg_aligned bb4_store_tg
+#endif
+
 MSL_FN bb4 bb4_add(bb4 a, bb4 b) {
   return bb4_make(bb_add(a[0], b[0]), bb_add(a[1], b[1]), bb_add(a[2], b[2]),
                   bb_add(a[3], b[3]));
