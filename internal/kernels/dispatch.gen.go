@@ -1348,57 +1348,57 @@ func dispatchSrUniChunks(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, sl
 	return enc.Dispatch("sr_uni_chunks", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(slices), gpu.Buf(etab), gpu.Buf(sums), p.arg()}, scratchBytes)
 }
 
-// dispatchSrUniWeigh encodes kernel sr_uni_weigh (shaders/openings/stacked_reduction.metal:181).
+// dispatchSrUniWeigh encodes kernel sr_uni_weigh (shaders/openings/stacked_reduction.metal:208).
 func dispatchSrUniWeigh(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, slices *gpu.Buffer, partials *gpu.Buffer, p srUniWeighParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sr_uni_weigh", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(slices), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchSrBindQ encodes kernel sr_bind_q (shaders/openings/stacked_reduction.metal:243).
+// dispatchSrBindQ encodes kernel sr_bind_q (shaders/openings/stacked_reduction.metal:270).
 func dispatchSrBindQ(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, lag *gpu.Buffer, out *gpu.Buffer, p srBindQParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_q", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(lag), gpu.Buf(out), p.arg()})
 }
 
-// dispatchSrSliceWeights encodes kernel sr_slice_weights (shaders/openings/stacked_reduction.metal:323).
+// dispatchSrSliceWeights encodes kernel sr_slice_weights (shaders/openings/stacked_reduction.metal:350).
 func dispatchSrSliceWeights(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, rotBits *gpu.Buffer, p srSliceWeightsParams) *gpu.Batch {
 	return enc.Dispatch("sr_slice_weights", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(rotBits), p.arg()})
 }
 
-// dispatchSrBindWeights encodes kernel sr_bind_weights (shaders/openings/stacked_reduction.metal:354).
+// dispatchSrBindWeights encodes kernel sr_bind_weights (shaders/openings/stacked_reduction.metal:381).
 func dispatchSrBindWeights(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, uni *gpu.Buffer, weights *gpu.Buffer, p srBindWeightsParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_weights", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(uni), gpu.Buf(weights), p.arg()})
 }
 
-// dispatchSrBindW encodes kernel sr_bind_w (shaders/openings/stacked_reduction.metal:388).
+// dispatchSrBindW encodes kernel sr_bind_w (shaders/openings/stacked_reduction.metal:415).
 func dispatchSrBindW(enc *gpu.Batch, groups, tpg gpu.Dim3, slices *gpu.Buffer, weights *gpu.Buffer, etab *gpu.Buffer, w *gpu.Buffer, p srBindWParams) *gpu.Batch {
 	return enc.Dispatch("sr_bind_w", groups, tpg, []gpu.Arg{gpu.Buf(slices), gpu.Buf(weights), gpu.Buf(etab), gpu.Buf(w), p.arg()})
 }
 
-// dispatchScTrRound encodes kernel sc_tr_round (shaders/openings/stacked_reduction.metal:472).
+// dispatchScTrRound encodes kernel sc_tr_round (shaders/openings/stacked_reduction.metal:499).
 func dispatchScTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p scTrRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchTrSetState encodes kernel tr_set_state (shaders/openings/stacked_reduction.metal:513).
+// dispatchTrSetState encodes kernel tr_set_state (shaders/openings/stacked_reduction.metal:540).
 func dispatchTrSetState(enc *gpu.Batch, groups, tpg gpu.Dim3, ts *gpu.Buffer, p trStateParams) *gpu.Batch {
 	return enc.Dispatch("tr_set_state", groups, tpg, []gpu.Arg{gpu.Buf(ts), p.arg()})
 }
 
-// dispatchTrObserveSample encodes kernel tr_observe_sample (shaders/openings/stacked_reduction.metal:548).
+// dispatchTrObserveSample encodes kernel tr_observe_sample (shaders/openings/stacked_reduction.metal:575).
 func dispatchTrObserveSample(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p trObserveSampleParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("tr_observe_sample", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchScTrRoundGrind encodes kernel sc_tr_round_grind (shaders/openings/stacked_reduction.metal:588).
+// dispatchScTrRoundGrind encodes kernel sc_tr_round_grind (shaders/openings/stacked_reduction.metal:615).
 func dispatchScTrRoundGrind(enc *gpu.Batch, groups, tpg gpu.Dim3, sums *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p scTrGrindParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_tr_round_grind", groups, tpg, []gpu.Arg{gpu.Buf(sums), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchSrUniCoeffs encodes kernel sr_uni_coeffs (shaders/openings/stacked_reduction.metal:676).
+// dispatchSrUniCoeffs encodes kernel sr_uni_coeffs (shaders/openings/stacked_reduction.metal:703).
 func dispatchSrUniCoeffs(enc *gpu.Batch, groups, tpg gpu.Dim3, result *gpu.Buffer, polys *gpu.Buffer, spolys *gpu.Buffer, log *gpu.Buffer, p srUniCoeffsParams, tgBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sr_uni_coeffs", groups, tpg, []gpu.Arg{gpu.Buf(result), gpu.Buf(polys), gpu.Buf(spolys), gpu.Buf(log), p.arg()}, tgBytes)
 }
 
-// dispatchSrUniBind encodes kernel sr_uni_bind (shaders/openings/stacked_reduction.metal:765).
+// dispatchSrUniBind encodes kernel sr_uni_bind (shaders/openings/stacked_reduction.metal:792).
 func dispatchSrUniBind(enc *gpu.Batch, groups, tpg gpu.Dim3, log *gpu.Buffer, cst *gpu.Buffer, scst *gpu.Buffer, sinfo *gpu.Buffer, lag *gpu.Buffer, weights *gpu.Buffer, p srUniBindParams) *gpu.Batch {
 	return enc.Dispatch("sr_uni_bind", groups, tpg, []gpu.Arg{gpu.Buf(log), gpu.Buf(cst), gpu.Buf(scst), gpu.Buf(sinfo), gpu.Buf(lag), gpu.Buf(weights), p.arg()})
 }

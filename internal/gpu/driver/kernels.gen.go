@@ -684,7 +684,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sr_uni_weigh", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:181", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+	{Name: "sr_uni_weigh", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:208", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
 		{Name: "sums", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -695,7 +695,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:243", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sr_bind_q", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:270", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lag", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -703,14 +703,14 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_slice_weights", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:323", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "sr_slice_weights", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:350", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "slices", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "rot_bits", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant SrSliceWeightsParams&", Kind: ParamValue, Index: 2, ValueSize: 20},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_bind_weights", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:354", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sr_bind_weights", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:381", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "uni", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "weights", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -718,7 +718,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:388", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "sr_bind_w", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:415", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "slices", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "weights", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "etab", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -727,7 +727,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sc_tr_round", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:472", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "sc_tr_round", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:499", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "sums", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -737,12 +737,12 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "tr_set_state", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:513", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
+	{Name: "tr_set_state", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:540", UsesBarrier: false, NBuf: 2, NTG: 0, Params: []Param{
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "p", Type: "constant TrStateParams&", Kind: ParamValue, Index: 1, ValueSize: 72},
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 2, Builtin: "thread_position_in_grid"},
 	}},
-	{Name: "tr_observe_sample", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:548", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "tr_observe_sample", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:575", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -752,7 +752,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sc_tr_round_grind", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:588", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "sc_tr_round_grind", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:615", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "sums", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -762,7 +762,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sr_uni_coeffs", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:676", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "sr_uni_coeffs", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:703", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "result", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "polys", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "spolys", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -772,7 +772,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sr_uni_bind", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:765", UsesBarrier: false, NBuf: 7, NTG: 0, Params: []Param{
+	{Name: "sr_uni_bind", Family: "stacked_reduction", Pos: "shaders/openings/stacked_reduction.metal:792", UsesBarrier: false, NBuf: 7, NTG: 0, Params: []Param{
 		{Name: "log", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "cst", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "scst", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
