@@ -1403,42 +1403,42 @@ func dispatchSrUniBind(enc *gpu.Batch, groups, tpg gpu.Dim3, log *gpu.Buffer, cs
 	return enc.Dispatch("sr_uni_bind", groups, tpg, []gpu.Arg{gpu.Buf(log), gpu.Buf(cst), gpu.Buf(scst), gpu.Buf(sinfo), gpu.Buf(lag), gpu.Buf(weights), p.arg()})
 }
 
-// dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/openings/whir.metal:107).
+// dispatchWhirBatchBlocks encodes kernel whir_batch_blocks (shaders/openings/whir.metal:125).
 func dispatchWhirBatchBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, q *gpu.Buffer, mu *gpu.Buffer, tw *gpu.Buffer, f *gpu.Buffer, p whirBatchParams) *gpu.Batch {
 	return enc.Dispatch("whir_batch_blocks", groups, tpg, []gpu.Arg{gpu.Buf(q), gpu.Buf(mu), gpu.Buf(tw), gpu.Buf(f), p.arg()})
 }
 
-// dispatchWhirSubsetPass encodes kernel whir_subset_pass (shaders/openings/whir.metal:171).
+// dispatchWhirSubsetPass encodes kernel whir_subset_pass (shaders/openings/whir.metal:189).
 func dispatchWhirSubsetPass(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirSubsetParams) *gpu.Batch {
 	return enc.Dispatch("whir_subset_pass", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirFp4ToPlanes encodes kernel whir_fp4_to_planes (shaders/openings/whir.metal:206).
+// dispatchWhirFp4ToPlanes encodes kernel whir_fp4_to_planes (shaders/openings/whir.metal:224).
 func dispatchWhirFp4ToPlanes(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, p whirPlanesParams) *gpu.Batch {
 	return enc.Dispatch("whir_fp4_to_planes", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchWhirHorner encodes kernel whir_horner (shaders/openings/whir.metal:233).
+// dispatchWhirHorner encodes kernel whir_horner (shaders/openings/whir.metal:251).
 func dispatchWhirHorner(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, zs *gpu.Buffer, p whirHornerParams) *gpu.Batch {
 	return enc.Dispatch("whir_horner", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(zs), p.arg()})
 }
 
-// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:272).
+// dispatchWhirPowEqTables encodes kernel whir_pow_eq_tables (shaders/openings/whir.metal:290).
 func dispatchWhirPowEqTables(enc *gpu.Batch, groups, tpg gpu.Dim3, pc *gpu.Buffer, lo *gpu.Buffer, loBase *gpu.Buffer, hi *gpu.Buffer, p whirEqTablesParams) *gpu.Batch {
 	return enc.Dispatch("whir_pow_eq_tables", groups, tpg, []gpu.Arg{gpu.Buf(pc), gpu.Buf(lo), gpu.Buf(loBase), gpu.Buf(hi), p.arg()})
 }
 
-// dispatchWhirEqExpand encodes kernel whir_eq_expand (shaders/openings/whir.metal:349).
+// dispatchWhirEqExpand encodes kernel whir_eq_expand (shaders/openings/whir.metal:367).
 func dispatchWhirEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, loBase *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p whirEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("whir_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(loBase), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }
 
-// dispatchWhirTrQueries encodes kernel whir_tr_queries (shaders/openings/whir.metal:468).
+// dispatchWhirTrQueries encodes kernel whir_tr_queries (shaders/openings/whir.metal:486).
 func dispatchWhirTrQueries(enc *gpu.Batch, groups, tpg gpu.Dim3, witness *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, idx *gpu.Buffer, pc *gpu.Buffer, p whirTrQueriesParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("whir_tr_queries", groups, tpg, []gpu.Arg{gpu.Buf(witness), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(idx), gpu.Buf(pc), p.arg()}, scratchBytes)
 }
 
-// dispatchWhirMuPowers encodes kernel whir_mu_powers (shaders/openings/whir.metal:518).
+// dispatchWhirMuPowers encodes kernel whir_mu_powers (shaders/openings/whir.metal:536).
 func dispatchWhirMuPowers(enc *gpu.Batch, groups, tpg gpu.Dim3, trlog *gpu.Buffer, out *gpu.Buffer, p whirMuPowersParams) *gpu.Batch {
 	return enc.Dispatch("whir_mu_powers", groups, tpg, []gpu.Arg{gpu.Buf(trlog), gpu.Buf(out), p.arg()})
 }

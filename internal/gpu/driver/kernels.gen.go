@@ -783,7 +783,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "whir_batch_blocks", Family: "whir", Pos: "shaders/openings/whir.metal:107", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "whir_batch_blocks", Family: "whir", Pos: "shaders/openings/whir.metal:125", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "q", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "mu", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "tw", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -792,21 +792,21 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_subset_pass", Family: "whir", Pos: "shaders/openings/whir.metal:171", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_subset_pass", Family: "whir", Pos: "shaders/openings/whir.metal:189", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirSubsetParams&", Kind: ParamValue, Index: 2, ValueSize: 16},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_fp4_to_planes", Family: "whir", Pos: "shaders/openings/whir.metal:206", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_fp4_to_planes", Family: "whir", Pos: "shaders/openings/whir.metal:224", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirPlanesParams&", Kind: ParamValue, Index: 2, ValueSize: 8},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_horner", Family: "whir", Pos: "shaders/openings/whir.metal:233", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "whir_horner", Family: "whir", Pos: "shaders/openings/whir.metal:251", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "zs", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -814,7 +814,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/openings/whir.metal:272", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "whir_pow_eq_tables", Family: "whir", Pos: "shaders/openings/whir.metal:290", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "pc", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lo", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "lo_base", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -823,7 +823,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_eq_expand", Family: "whir", Pos: "shaders/openings/whir.metal:349", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
+	{Name: "whir_eq_expand", Family: "whir", Pos: "shaders/openings/whir.metal:367", UsesBarrier: false, NBuf: 5, NTG: 0, Params: []Param{
 		{Name: "lo", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "lo_base", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "hi", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -832,7 +832,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threads_per_grid"},
 	}},
-	{Name: "whir_tr_queries", Family: "whir", Pos: "shaders/openings/whir.metal:468", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
+	{Name: "whir_tr_queries", Family: "whir", Pos: "shaders/openings/whir.metal:486", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
 		{Name: "witness", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -844,7 +844,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "whir_mu_powers", Family: "whir", Pos: "shaders/openings/whir.metal:518", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "whir_mu_powers", Family: "whir", Pos: "shaders/openings/whir.metal:536", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "trlog", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant WhirMuPowersParams&", Kind: ParamValue, Index: 2, ValueSize: 8},
