@@ -1186,42 +1186,42 @@ func dispatchRowsCheckPieces(enc *gpu.Batch, groups, tpg gpu.Dim3, prog *gpu.Buf
 	return enc.Dispatch("rows_check_pieces", groups, tpg, []gpu.Arg{gpu.Buf(prog), gpu.Buf(cp), gpu.Buf(table), gpu.Buf(pslots), gpu.Buf(vals), gpu.Buf(slots), gpu.Buf(regs), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchScRoundPartials encodes kernel sc_round_partials (shaders/common/sumcheck.metal:54).
+// dispatchScRoundPartials encodes kernel sc_round_partials (shaders/common/sumcheck.metal:55).
 func dispatchScRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer, w *gpu.Buffer, partials *gpu.Buffer, p scRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(partials), p.arg()}, scratchBytes)
 }
 
-// dispatchScFoldRoundPartials encodes kernel sc_fold_round_partials (shaders/common/sumcheck.metal:127).
+// dispatchScFoldRoundPartials encodes kernel sc_fold_round_partials (shaders/common/sumcheck.metal:128).
 func dispatchScFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, f *gpu.Buffer, w *gpu.Buffer, fOut *gpu.Buffer, wOut *gpu.Buffer, partials *gpu.Buffer, p scFoldRoundParams, alphas *gpu.Buffer, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(f), gpu.Buf(w), gpu.Buf(fOut), gpu.Buf(wOut), gpu.Buf(partials), p.arg(), gpu.Buf(alphas)}, scratchBytes)
 }
 
-// dispatchScFold encodes kernel sc_fold (shaders/common/sumcheck.metal:259).
+// dispatchScFold encodes kernel sc_fold (shaders/common/sumcheck.metal:260).
 func dispatchScFold(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst *gpu.Buffer, alphas *gpu.Buffer, p scFoldParams) *gpu.Batch {
 	return enc.Dispatch("sc_fold", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), gpu.Buf(alphas), p.arg()})
 }
 
-// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:332).
+// dispatchScSumRows encodes kernel sc_sum_rows (shaders/common/sumcheck.metal:333).
 func dispatchScSumRows(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumRowsParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_rows", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScSumRowBlocks encodes kernel sc_sum_row_blocks (shaders/common/sumcheck.metal:350).
+// dispatchScSumRowBlocks encodes kernel sc_sum_row_blocks (shaders/common/sumcheck.metal:351).
 func dispatchScSumRowBlocks(enc *gpu.Batch, groups, tpg gpu.Dim3, in *gpu.Buffer, out *gpu.Buffer, p scSumBlocksParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("sc_sum_row_blocks", groups, tpg, []gpu.Arg{gpu.Buf(in), gpu.Buf(out), p.arg()}, scratchBytes)
 }
 
-// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:377).
+// dispatchScEqExpand encodes kernel sc_eq_expand (shaders/common/sumcheck.metal:378).
 func dispatchScEqExpand(enc *gpu.Batch, groups, tpg gpu.Dim3, lo *gpu.Buffer, hi *gpu.Buffer, out *gpu.Buffer, p scEqExpandParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_expand", groups, tpg, []gpu.Arg{gpu.Buf(lo), gpu.Buf(hi), gpu.Buf(out), p.arg()})
 }
 
-// dispatchScEqSuffixHalves encodes kernel sc_eq_suffix_halves (shaders/common/sumcheck.metal:448).
+// dispatchScEqSuffixHalves encodes kernel sc_eq_suffix_halves (shaders/common/sumcheck.metal:449).
 func dispatchScEqSuffixHalves(enc *gpu.Batch, groups, tpg gpu.Dim3, x *gpu.Buffer, halves *gpu.Buffer, p scEqHalvesParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_suffix_halves", groups, tpg, []gpu.Arg{gpu.Buf(x), gpu.Buf(halves), p.arg()})
 }
 
-// dispatchScEqSuffixes encodes kernel sc_eq_suffixes (shaders/common/sumcheck.metal:496).
+// dispatchScEqSuffixes encodes kernel sc_eq_suffixes (shaders/common/sumcheck.metal:497).
 func dispatchScEqSuffixes(enc *gpu.Batch, groups, tpg gpu.Dim3, halves *gpu.Buffer, out *gpu.Buffer, p scEqSuffixParams) *gpu.Batch {
 	return enc.Dispatch("sc_eq_suffixes", groups, tpg, []gpu.Arg{gpu.Buf(halves), gpu.Buf(out), p.arg()})
 }
@@ -1318,27 +1318,27 @@ func dispatchGkrLayer(enc *gpu.Batch, groups, tpg gpu.Dim3, src *gpu.Buffer, dst
 	return enc.Dispatch("gkr_layer", groups, tpg, []gpu.Arg{gpu.Buf(src), gpu.Buf(dst), p.arg()})
 }
 
-// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/gkr/gkr.metal:232).
+// dispatchGkrRoundPartials encodes kernel gkr_round_partials (shaders/gkr/gkr.metal:234).
 func dispatchGkrRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, frac *gpu.Buffer, partials *gpu.Buffer, ch *gpu.Buffer, eqh *gpu.Buffer, p gkrRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(frac), gpu.Buf(partials), gpu.Buf(ch), gpu.Buf(eqh), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/gkr/gkr.metal:283).
+// dispatchGkrFoldRoundPartials encodes kernel gkr_fold_round_partials (shaders/gkr/gkr.metal:285).
 func dispatchGkrFoldRoundPartials(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, dst *gpu.Buffer, partials *gpu.Buffer, ch *gpu.Buffer, eqh *gpu.Buffer, p gkrFoldRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_fold_round_partials", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(dst), gpu.Buf(partials), gpu.Buf(ch), gpu.Buf(eqh), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrRound encodes kernel gkr_tr_round (shaders/gkr/gkr.metal:366).
+// dispatchGkrTrRound encodes kernel gkr_tr_round (shaders/gkr/gkr.metal:368).
 func dispatchGkrTrRound(enc *gpu.Batch, groups, tpg gpu.Dim3, partials *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, p gkrTrRoundParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_round", groups, tpg, []gpu.Arg{gpu.Buf(partials), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:500).
+// dispatchGkrTrLayerEnd encodes kernel gkr_tr_layer_end (shaders/gkr/gkr.metal:502).
 func dispatchGkrTrLayerEnd(enc *gpu.Batch, groups, tpg gpu.Dim3, layer1 *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, halves *gpu.Buffer, p gkrTrLayerParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_layer_end", groups, tpg, []gpu.Arg{gpu.Buf(layer1), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(halves), p.arg()}, scratchBytes)
 }
 
-// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:586).
+// dispatchGkrTrSmallRounds encodes kernel gkr_tr_small_rounds (shaders/gkr/gkr.metal:588).
 func dispatchGkrTrSmallRounds(enc *gpu.Batch, groups, tpg gpu.Dim3, eq *gpu.Buffer, src *gpu.Buffer, trlog *gpu.Buffer, ts *gpu.Buffer, rc *gpu.Buffer, eqh *gpu.Buffer, halves *gpu.Buffer, p gkrSmallParams, scratchBytes uint32) *gpu.Batch {
 	return enc.Dispatch("gkr_tr_small_rounds", groups, tpg, []gpu.Arg{gpu.Buf(eq), gpu.Buf(src), gpu.Buf(trlog), gpu.Buf(ts), gpu.Buf(rc), gpu.Buf(eqh), gpu.Buf(halves), p.arg()}, scratchBytes)
 }

@@ -27,8 +27,9 @@ MSL_FN void sc_pair_terms(bb4 f0, bb4 f1, bb4 w0, bb4 w1, thread bb4& s1, thread
   s2 = bb4_add(s2, bb4_mul(fd, wd));
 }
 
-// t0 + α·(t1 − t0).
-MSL_FN bb4 sc_lerp(bb4 t0, bb4 t1, bb4 alpha) { return bb4_add(t0, bb4_mul(alpha, bb4_sub(t1, t0))); }
+// t0 + α·(t1 − t0), α the second factor: bb4_mul multiplies its second operand's coordinates by
+// W, which for α the compiler computes once for a thread's lerps instead of once a lerp.
+MSL_FN bb4 sc_lerp(bb4 t0, bb4 t1, bb4 alpha) { return bb4_add(t0, bb4_mul(bb4_sub(t1, t0), alpha)); }
 
 // The group's sum of (s1, s2) (group_sum_words), written to partials[group·8 ..]. Called in
 // uniform control flow (it has barriers); any group size; scratch: 8 uints per thread.

@@ -131,13 +131,15 @@ kernel void gkr_layer(device const uint* src [[buffer(0)]],
   }
 }
 
-// e·(p0·q1 + p1·q0 + λ·q0·q1), as e·(p0·q1 + q0·(p1 + λ·q1)).
+// e·(p0·q1 + p1·q0 + λ·q0·q1), as e·(p0·q1 + q0·(p1 + λ·q1)). q1 is the second factor of both its
+// products: bb4_mul multiplies its second operand's coordinates by W, once for the two.
 MSL_FN bb4 gkr_term(bb4 e, bb4 p0, bb4 q0, bb4 p1, bb4 q1, bb4 lambda) {
   return bb4_mul(e, bb4_add(bb4_mul(p0, q1), bb4_mul(q0, bb4_add(p1, bb4_mul(lambda, q1)))));
 }
 
-// t0 + r·(t1 − t0).
-MSL_FN bb4 gkr_lerp(bb4 t0, bb4 t1, bb4 r) { return bb4_add(t0, bb4_mul(r, bb4_sub(t1, t0))); }
+// t0 + r·(t1 − t0), r the second factor: bb4_mul multiplies its second operand's coordinates by W,
+// which for r the compiler computes once for a thread's lerps instead of once a lerp.
+MSL_FN bb4 gkr_lerp(bb4 t0, bb4 t1, bb4 r) { return bb4_add(t0, bb4_mul(bb4_sub(t1, t0), r)); }
 
 // Adds the terms of one pair of rows (lo: row 2y, hi: row 2y + 1) at x = 1, 2, 3 to s1, s2, s3.
 MSL_FN void gkr_pair_terms(bb4 e_lo, bb4 p0_lo, bb4 q0_lo, bb4 p1_lo, bb4 q1_lo, bb4 e_hi, bb4 p0_hi, bb4 q0_hi,

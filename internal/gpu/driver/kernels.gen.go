@@ -310,7 +310,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 12, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 13, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sc_round_partials", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:54", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
+	{Name: "sc_round_partials", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:55", UsesBarrier: true, NBuf: 4, NTG: 1, Params: []Param{
 		{Name: "f", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "w", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -321,7 +321,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sc_fold_round_partials", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:127", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
+	{Name: "sc_fold_round_partials", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:128", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
 		{Name: "f", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "w", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "f_out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -335,7 +335,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "sc_fold", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:259", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sc_fold", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:260", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "alphas", Type: "device const uint*", Kind: ParamBuffer, Index: 2},
@@ -343,7 +343,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sc_sum_rows", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:332", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "sc_sum_rows", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:333", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScSumRowsParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
@@ -351,7 +351,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "sc_sum_row_blocks", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:350", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
+	{Name: "sc_sum_row_blocks", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:351", UsesBarrier: true, NBuf: 3, NTG: 1, Params: []Param{
 		{Name: "in", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScSumBlocksParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
@@ -360,7 +360,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_threadgroup"},
 		{Name: "group", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "threadgroup_position_in_grid"},
 	}},
-	{Name: "sc_eq_expand", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:377", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
+	{Name: "sc_eq_expand", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:378", UsesBarrier: false, NBuf: 4, NTG: 0, Params: []Param{
 		{Name: "lo", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "hi", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -368,14 +368,14 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 5, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sc_eq_suffix_halves", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:448", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "sc_eq_suffix_halves", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:449", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "x", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "halves", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScEqHalvesParams&", Kind: ParamValue, Index: 2, ValueSize: 8},
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "sc_eq_suffixes", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:496", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
+	{Name: "sc_eq_suffixes", Family: "sumcheck", Pos: "shaders/common/sumcheck.metal:497", UsesBarrier: false, NBuf: 3, NTG: 0, Params: []Param{
 		{Name: "halves", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "out", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "p", Type: "constant ScEqSuffixParams&", Kind: ParamValue, Index: 2, ValueSize: 12},
@@ -611,7 +611,7 @@ var Kernels = []KernelInfo{
 		{Name: "gid", Type: "uint", Kind: ParamBuiltin, Index: 3, Builtin: "thread_position_in_grid"},
 		{Name: "stride", Type: "uint", Kind: ParamBuiltin, Index: 4, Builtin: "threads_per_grid"},
 	}},
-	{Name: "gkr_round_partials", Family: "gkr", Pos: "shaders/gkr/gkr.metal:232", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "gkr_round_partials", Family: "gkr", Pos: "shaders/gkr/gkr.metal:234", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "frac", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "partials", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -624,7 +624,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 9, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "gkr_fold_round_partials", Family: "gkr", Pos: "shaders/gkr/gkr.metal:283", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
+	{Name: "gkr_fold_round_partials", Family: "gkr", Pos: "shaders/gkr/gkr.metal:285", UsesBarrier: true, NBuf: 7, NTG: 1, Params: []Param{
 		{Name: "eq", Type: "device uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "dst", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -638,7 +638,7 @@ var Kernels = []KernelInfo{
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 10, Builtin: "threads_per_threadgroup"},
 		{Name: "ngroups", Type: "uint", Kind: ParamBuiltin, Index: 11, Builtin: "threadgroups_per_grid"},
 	}},
-	{Name: "gkr_tr_round", Family: "gkr", Pos: "shaders/gkr/gkr.metal:366", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_round", Family: "gkr", Pos: "shaders/gkr/gkr.metal:368", UsesBarrier: true, NBuf: 5, NTG: 1, Params: []Param{
 		{Name: "partials", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -648,7 +648,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 6, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:500", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_layer_end", Family: "gkr", Pos: "shaders/gkr/gkr.metal:502", UsesBarrier: true, NBuf: 6, NTG: 1, Params: []Param{
 		{Name: "layer1", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "ts", Type: "device uint*", Kind: ParamBuffer, Index: 2},
@@ -659,7 +659,7 @@ var Kernels = []KernelInfo{
 		{Name: "tid", Type: "uint", Kind: ParamBuiltin, Index: 7, Builtin: "thread_index_in_threadgroup"},
 		{Name: "tpg", Type: "uint", Kind: ParamBuiltin, Index: 8, Builtin: "threads_per_threadgroup"},
 	}},
-	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:586", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
+	{Name: "gkr_tr_small_rounds", Family: "gkr", Pos: "shaders/gkr/gkr.metal:588", UsesBarrier: true, NBuf: 8, NTG: 1, Params: []Param{
 		{Name: "eq", Type: "device const uint*", Kind: ParamBuffer, Index: 0},
 		{Name: "src", Type: "device const uint*", Kind: ParamBuffer, Index: 1},
 		{Name: "trlog", Type: "device uint*", Kind: ParamBuffer, Index: 2},
