@@ -21,12 +21,10 @@ func OrderBySharedSlots(ps []*Program, window int) []*Program {
 	}
 	// recent[s]: how many of the last window placed pieces read slot s.
 	recent := make([]int, n)
-	out := make([]*Program, 0, len(ps))
 	order := make([]int, 0, len(ps))
 	placed := make([]bool, len(ps))
 	place := func(k int) {
 		placed[k] = true
-		out = append(out, ps[k])
 		order = append(order, k)
 		for _, s := range slots[k] {
 			recent[s]++
@@ -38,7 +36,7 @@ func OrderBySharedSlots(ps []*Program, window int) []*Program {
 		}
 	}
 	place(0)
-	for len(out) < len(ps) {
+	for len(order) < len(ps) {
 		best, score := -1, -1
 		for k := range ps {
 			if placed[k] {
@@ -55,6 +53,10 @@ func OrderBySharedSlots(ps []*Program, window int) []*Program {
 			}
 		}
 		place(best)
+	}
+	out := make([]*Program, len(ps))
+	for i, k := range order {
+		out[i] = ps[k]
 	}
 	return out
 }
